@@ -1,0 +1,3 @@
+module github.com/qualkit/qualkit/attest
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/qualkit/qualkit/runner
+
+go 1.26

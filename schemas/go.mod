@@ -1,0 +1,3 @@
+module github.com/qualkit/qualkit/schemas
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/qualkit/qualkit/tools
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/qualkit/qualkit/verify
+
+go 1.26
