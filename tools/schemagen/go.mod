@@ -2,7 +2,10 @@ module github.com/qualkit/qualkit/tools/schemagen
 
 go 1.26
 
-require cuelang.org/go v0.17.1
+require (
+	cuelang.org/go v0.17.1
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+)
 
 require (
 	cuelabs.dev/go/oci/ociregistry v0.0.0-20260601085548-328ff8e2c943 // indirect

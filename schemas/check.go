@@ -1,0 +1,217 @@
+package schemas
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Outcome is the result of checking one document.
+type Outcome struct {
+	// Contract is the contract detected from the schema field; zero when none was recognised.
+	Contract Contract
+	// Violations lists every problem found; empty means the document is valid.
+	Violations []Violation
+}
+
+// Valid reports whether the document had no violation.
+func (o Outcome) Valid() bool { return len(o.Violations) == 0 }
+
+// CheckDocument parses data strictly, detects its contract from the schema field, validates it
+// against the exported JSON Schema and then against the semantic rules of that contract.
+// Historical evidence (Kiln version-1 results carrying a machine-specific temperature policy) is
+// refused with one ErrHistorical violation per marker found. The error is non-nil only when the
+// check could not be carried out (e.g. the embedded schemas do not compile).
+func CheckDocument(data []byte, opts ...DecodeOption) (Outcome, error) {
+	doc, err := Parse(data, opts...)
+	if err != nil {
+		var de *DecodeError
+		if errors.As(err, &de) {
+			return Outcome{Violations: []Violation{{Pointer: de.Pointer, Err: de}}}, nil
+		}
+		return Outcome{}, err
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return Outcome{Violations: []Violation{violationf("", ErrUnknownContract, "the document is not a JSON object")}}, nil
+	}
+	if markers := HistoricalMarkers(obj); len(markers) > 0 {
+		out := Outcome{}
+		for _, m := range markers {
+			out.Violations = append(out.Violations, violationf(m.Pointer, ErrHistorical, "marker %s: version-1 evidence with a machine-specific temperature policy (kept for audit display only)", m.Name))
+		}
+		return out, nil
+	}
+	id, _ := obj["schema"].(string)
+	c, ok := Lookup(id)
+	if !ok {
+		switch {
+		case obj["schema"] == nil && obj["schema_version"] != nil:
+			return Outcome{Violations: []Violation{violationf("/schema_version", ErrUnknownContract, "a Kiln schema_version document is not a qualkit contract; qualkit contracts carry \"schema\": \"qualkit.<name>.v1\"")}}, nil
+		case obj["schema"] == nil:
+			return Outcome{Violations: []Violation{violationf("/schema", ErrUnknownContract, "missing schema field; known: %s", strings.Join(schemaIDs(), ", "))}}, nil
+		default:
+			return Outcome{Violations: []Violation{violationf("/schema", ErrUnknownContract, "%v; known: %s", obj["schema"], strings.Join(schemaIDs(), ", "))}}, nil
+		}
+	}
+	out := Outcome{Contract: c}
+	vs, err := ValidateSchema(c.Name, doc)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if len(vs) > 0 {
+		out.Violations = vs
+		return out, nil
+	}
+	out.Violations, err = CheckSemantics(c.Name, doc)
+	return out, err
+}
+
+func schemaIDs() []string {
+	var ids []string
+	for _, c := range Contracts() {
+		ids = append(ids, c.SchemaID)
+	}
+	return ids
+}
+
+// CheckSemantics applies the rules of the named contract that its JSON Schema cannot express to a
+// parsed document that already satisfies the schema.
+func CheckSemantics(name string, doc any) ([]Violation, error) {
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("re-encode %s document: %w", name, err)
+	}
+	decode := func(v any) error {
+		if err := json.Unmarshal(raw, v); err != nil {
+			return fmt.Errorf("decode %s document: %w", name, err)
+		}
+		return nil
+	}
+	switch name {
+	case Workload:
+		var d WorkloadDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkWorkload(&d), nil
+	case LaunchRecipe:
+		var d LaunchRecipeDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkLaunchRecipe(&d), nil
+	case CaseResult:
+		var d CaseResultDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkCaseResult(&d), nil
+	case RequestRecord:
+		var d RequestRecordDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkRequestRecord(&d), nil
+	case LifecycleRecord:
+		var d LifecycleRecordDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkLifecycleRecord(&d), nil
+	case Receipt:
+		var d ReceiptDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkReceipt(&d), nil
+	case VerificationReport:
+		var d VerificationReportDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkReport(&d), nil
+	case RuntimeManifest:
+		var d RuntimeManifestDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkRuntimeManifest(&d), nil
+	}
+	return nil, fmt.Errorf("%w: %s", ErrUnknownContract, name)
+}
+
+func checkRuntimeManifest(m *RuntimeManifestDoc) []Violation {
+	r := &rules{}
+	names := make([]string, len(m.Packages))
+	for i, p := range m.Packages {
+		names[i] = p.Name
+	}
+	r.sortedUnique("/packages", names, "package name")
+	return r.out
+}
+
+// Marker is one sign of historical evidence, found at Pointer.
+type Marker struct {
+	Pointer string
+	Name    string
+}
+
+// historicalSchemas are schema values of Kiln records that carry a machine-specific temperature
+// policy (version-1 evidence results, their containment records and host policies).
+var historicalSchemas = map[string]bool{
+	"kiln.rocm-hf-next-token-oracle.v1":        true,
+	"kiln.rocm-hf-path-attribution-result.v1":  true,
+	"kiln.rocm-hf-path-attribution.v1":         true,
+	"kiln.rocm-hf-layer-attribution-result.v1": true,
+	"kiln.hf-thermal-containment.v1":           true,
+	"kiln.host-thermal-policy.v1":              true,
+	"kiln.wsl2-thermal-policy.v1":              true,
+	"kiln.wsl2-thermal-policy.v2":              true,
+}
+
+// historicalKeys are member names that only version-1 temperature-era evidence carries.
+var historicalKeys = map[string]bool{
+	"supervisor_sha256":       true,
+	"memory_max_gib":          true,
+	"swap_max_bytes":          true,
+	"rocm_archs":              true,
+	"thermal":                 true,
+	"thermal_policy":          true,
+	"host_thermal":            true,
+	"prelaunch_cooldown":      true,
+	"idle_boundary_cooldowns": true,
+	"thermally_sustainable_output_token_throughput_per_s": true,
+}
+
+// HistoricalMarkers lists every marker of version-1 machine-specific temperature policy found in a
+// parsed document, sorted by pointer: historical schema values and the member names that only that
+// era's records carry. Such documents still parse, for audit display, but current validators refuse them.
+func HistoricalMarkers(doc any) []Marker {
+	var out []Marker
+	var walk func(n any, at string)
+	walk = func(n any, at string) {
+		switch n := n.(type) {
+		case map[string]any:
+			if s, ok := n["schema"].(string); ok && historicalSchemas[s] {
+				out = append(out, Marker{Pointer: at + "/schema", Name: s})
+			}
+			for k, v := range n {
+				p := at + "/" + escapePointerToken(k)
+				if historicalKeys[k] {
+					out = append(out, Marker{Pointer: p, Name: k})
+				}
+				walk(v, p)
+			}
+		case []any:
+			for i, v := range n {
+				walk(v, fmt.Sprintf("%s/%d", at, i))
+			}
+		}
+	}
+	walk(doc, "")
+	sort.Slice(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
+	return out
+}

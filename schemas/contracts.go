@@ -1,0 +1,210 @@
+package schemas
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+//go:embed json/*.schema.json
+var schemaFS embed.FS
+
+// Contract is one versioned contract.
+type Contract struct {
+	// Name is the contract name with its major version, e.g. "workload.v1".
+	Name string
+	// SchemaID is the value of the document's schema field, e.g. "qualkit.workload.v1".
+	SchemaID string
+	// URL is the exported JSON Schema's $id.
+	URL string
+	// File is the exported schema's file name under schemas/json/.
+	File string
+}
+
+// The contracts this module knows, by name. Each has an exported schema under json/.
+const (
+	Workload           = "workload.v1"
+	LaunchRecipe       = "launch-recipe.v1"
+	RuntimeManifest    = "runtime-manifest.v1"
+	CaseResult         = "case-result.v1"
+	RequestRecord      = "request-record.v1"
+	LifecycleRecord    = "lifecycle-record.v1"
+	Receipt            = "receipt.v1"
+	VerificationReport = "verification-report.v1"
+)
+
+const schemaURLBase = "https://qualkit.dev/schemas/"
+
+// Contracts lists every known contract, sorted by name.
+func Contracts() []Contract {
+	names := []string{CaseResult, LaunchRecipe, LifecycleRecord, Receipt, RequestRecord, RuntimeManifest, VerificationReport, Workload}
+	out := make([]Contract, len(names))
+	for i, n := range names {
+		out[i] = contractFor(n)
+	}
+	return out
+}
+
+func contractFor(name string) Contract {
+	return Contract{Name: name, SchemaID: "qualkit." + name, URL: schemaURLBase + name + ".schema.json", File: name + ".schema.json"}
+}
+
+// Lookup returns the contract whose document schema field is schemaID.
+func Lookup(schemaID string) (Contract, bool) {
+	for _, c := range Contracts() {
+		if c.SchemaID == schemaID {
+			return c, true
+		}
+	}
+	return Contract{}, false
+}
+
+// SchemaJSON returns the exported JSON Schema of a contract.
+func SchemaJSON(name string) ([]byte, error) {
+	b, err := schemaFS.ReadFile("json/" + name + ".schema.json")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownContract, name)
+	}
+	return b, nil
+}
+
+// Sentinel errors of validation; Violation.Err wraps one of them.
+var (
+	// ErrUnknownContract: the schema field names no contract this module knows.
+	ErrUnknownContract = errors.New("unknown contract")
+	// ErrSchema: the document does not satisfy its JSON Schema.
+	ErrSchema = errors.New("schema violation")
+	// ErrSemantic: the document breaks a rule the schema cannot express.
+	ErrSemantic = errors.New("semantic rule violation")
+	// ErrHistorical: the document is historical evidence current validators refuse.
+	ErrHistorical = errors.New("historical evidence refused")
+)
+
+// Violation is one reason a document is invalid.
+type Violation struct {
+	// Pointer is the RFC 6901 JSON pointer of the offending value; "" is the document.
+	Pointer string
+	// Err wraps ErrSchema, ErrSemantic, ErrHistorical, ErrUnknownContract or a *DecodeError sentinel.
+	Err error
+}
+
+func (v Violation) Error() string { return displayPointer(v.Pointer) + ": " + v.Err.Error() }
+
+// Unwrap returns the wrapped error, so errors.Is sees the sentinel.
+func (v Violation) Unwrap() error { return v.Err }
+
+func displayPointer(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
+}
+
+func violationf(ptr string, sentinel error, format string, args ...any) Violation {
+	return Violation{Pointer: ptr, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)}
+}
+
+var (
+	compileOnce sync.Once
+	compiled    map[string]*jsonschema.Schema
+	compileErr  error
+)
+
+func compileAll() (map[string]*jsonschema.Schema, error) {
+	compileOnce.Do(func() {
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft2020)
+		c.AssertFormat()
+		out := map[string]*jsonschema.Schema{}
+		for _, ct := range Contracts() {
+			raw, err := SchemaJSON(ct.Name)
+			if err != nil {
+				compileErr = err
+				return
+			}
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+			if err != nil {
+				compileErr = fmt.Errorf("parse embedded schema %s: %w", ct.File, err)
+				return
+			}
+			if err := c.AddResource(ct.URL, doc); err != nil {
+				compileErr = fmt.Errorf("add embedded schema %s: %w", ct.File, err)
+				return
+			}
+		}
+		for _, ct := range Contracts() {
+			s, err := c.Compile(ct.URL)
+			if err != nil {
+				compileErr = fmt.Errorf("compile embedded schema %s: %w", ct.File, err)
+				return
+			}
+			out[ct.Name] = s
+		}
+		compiled = out
+	})
+	return compiled, compileErr
+}
+
+var printer = message.NewPrinter(language.English)
+
+// ValidateSchema checks a parsed document (as Parse returns it) against the exported JSON Schema
+// of the named contract. It returns every violation, sorted by pointer; nil means valid.
+// The error is non-nil only when validation could not be carried out.
+func ValidateSchema(name string, doc any) ([]Violation, error) {
+	all, err := compileAll()
+	if err != nil {
+		return nil, err
+	}
+	s, ok := all[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownContract, name)
+	}
+	verr := s.Validate(doc)
+	if verr == nil {
+		return nil, nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(verr, &ve) {
+		return nil, fmt.Errorf("validate against %s: %w", name, verr)
+	}
+	var out []Violation
+	seen := map[string]bool{}
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		v := Violation{Pointer: pointerOf(e.InstanceLocation), Err: fmt.Errorf("%w: %s", ErrSchema, e.ErrorKind.LocalizedString(printer))}
+		if key := v.Error(); !seen[key] {
+			seen[key] = true
+			out = append(out, v)
+		}
+	}
+	walk(ve)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
+	return out, nil
+}
+
+func pointerOf(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(escapePointerToken(t))
+	}
+	return b.String()
+}
+
+func escapePointerToken(t string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(t)
+}

@@ -1,0 +1,53 @@
+// Package exitcode is the one table that maps qualkit CLI errors to process exit codes.
+// docs/exit-codes.md documents it; TestTableMatchesDocs keeps the two equal.
+package exitcode
+
+import (
+	"errors"
+)
+
+// Sentinel errors the CLIs wrap; Code maps them to exit codes.
+var (
+	// ErrRejected: the input was read and is invalid (a schema violation, a failed check).
+	ErrRejected = errors.New("rejected")
+	// ErrUsage: the command line is wrong (unknown flag, missing argument, unreadable path).
+	ErrUsage = errors.New("usage error")
+	// ErrInterrupted: SIGINT or SIGTERM stopped the command.
+	ErrInterrupted = errors.New("interrupted")
+)
+
+// Exit codes.
+const (
+	OK          = 0
+	Rejected    = 1
+	Usage       = 2
+	Internal    = 3
+	Interrupted = 130
+)
+
+// Table lists every exit code with its meaning, in order.
+var Table = []struct {
+	Code    int
+	Err     error
+	Meaning string
+}{
+	{OK, nil, "success: every input is valid, every check passed"},
+	{Rejected, ErrRejected, "rejected: an input is invalid or a check failed; findings were printed"},
+	{Usage, ErrUsage, "usage: bad flags or arguments, or an input path that cannot be read"},
+	{Internal, nil, "internal: the command could not be carried out (a bug or an environment problem)"},
+	{Interrupted, ErrInterrupted, "interrupted by SIGINT or SIGTERM; nothing claiming success was written"},
+}
+
+// Code returns the exit code for err: 0 for nil, the table's code for a wrapped sentinel, and
+// Internal for anything else.
+func Code(err error) int {
+	if err == nil {
+		return OK
+	}
+	for _, row := range Table {
+		if row.Err != nil && errors.Is(err, row.Err) {
+			return row.Code
+		}
+	}
+	return Internal
+}

@@ -1,0 +1,127 @@
+// Package qualverify is the qualverify command line: it turns flags into calls of the schemas and
+// verify libraries and decides what the user sees.
+package qualverify
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/urfave/cli/v2"
+)
+
+// Version is set at build time with -ldflags "-X .../qualverify.Version=...".
+var Version = "dev"
+
+// Main runs qualverify with args (args[0] is the program name) and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	app := &cli.App{
+		Name:           "qualverify",
+		Usage:          "verify qualkit evidence offline before anything is published",
+		Version:        Version,
+		Writer:         stdout,
+		ErrWriter:      stderr,
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+		},
+		Commands: []*cli.Command{schemaCommand()},
+	}
+	err := app.Run(args)
+	if err != nil && !errors.Is(err, exitcode.ErrRejected) {
+		fmt.Fprintln(stderr, "qualverify:", err)
+	}
+	if err == nil && len(args) > 1 && !isKnownCommand(app, args[1]) && args[1] != "" && args[1][0] != '-' {
+		// urfave/cli prints help for an unknown command and returns nil; that is a usage error.
+		fmt.Fprintf(stderr, "qualverify: unknown command %q\n", args[1])
+		return exitcode.Usage
+	}
+	return exitcode.Code(err)
+}
+
+func isKnownCommand(app *cli.App, name string) bool {
+	if name == "help" || name == "h" {
+		return true
+	}
+	for _, c := range app.Commands {
+		if c.HasName(name) {
+			return true
+		}
+	}
+	return false
+}
+
+func schemaCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "schema",
+		Usage:     "validate files against their contract (detected from the schema field)",
+		ArgsUsage: "FILE...",
+		Description: "Each file is parsed strictly (duplicate keys, NaN, trailing data, invalid UTF-8 are errors),\n" +
+			"its contract is detected from its \"schema\" field, and it is validated against the exported\n" +
+			"JSON Schema and the contract's semantic rules. Problems print as FILE: /json/pointer: message.\n" +
+			"Exit 0: all valid; 1: a file is invalid; 2: usage (no file, unreadable file).",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per file instead of text lines"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return fmt.Errorf("%w: schema needs at least one FILE", exitcode.ErrUsage)
+			}
+			return runSchema(c.Args().Slice(), c.Bool("json"), c.App.Writer)
+		},
+	}
+}
+
+// fileOutcome is the --json form of one file's result.
+type fileOutcome struct {
+	File       string          `json:"file"`
+	Contract   string          `json:"contract,omitempty"`
+	Valid      bool            `json:"valid"`
+	Violations []jsonViolation `json:"violations"`
+}
+
+type jsonViolation struct {
+	Pointer string `json:"pointer"`
+	Message string `json:"message"`
+}
+
+func runSchema(files []string, asJSON bool, w io.Writer) error {
+	invalid := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("%w: read %s: %v", exitcode.ErrUsage, f, err)
+		}
+		out, err := schemas.CheckDocument(data)
+		if err != nil {
+			return fmt.Errorf("check %s: %w", f, err)
+		}
+		if !out.Valid() {
+			invalid++
+		}
+		if asJSON {
+			fo := fileOutcome{File: f, Contract: out.Contract.SchemaID, Valid: out.Valid(), Violations: []jsonViolation{}}
+			for _, v := range out.Violations {
+				fo.Violations = append(fo.Violations, jsonViolation{Pointer: v.Pointer, Message: v.Err.Error()})
+			}
+			b, _ := json.Marshal(fo)
+			fmt.Fprintln(w, string(b))
+			continue
+		}
+		if out.Valid() {
+			fmt.Fprintf(w, "%s: valid %s\n", f, out.Contract.SchemaID)
+			continue
+		}
+		for _, v := range out.Violations {
+			fmt.Fprintf(w, "%s: %s\n", f, v.Error())
+		}
+	}
+	if invalid > 0 {
+		return fmt.Errorf("%w: %d of %d files invalid", exitcode.ErrRejected, invalid, len(files))
+	}
+	return nil
+}
