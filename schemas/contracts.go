@@ -96,7 +96,13 @@ type Violation struct {
 	Err error
 }
 
-func (v Violation) Error() string { return displayPointer(v.Pointer) + ": " + v.Err.Error() }
+func (v Violation) Error() string {
+	var de *DecodeError
+	if errors.As(v.Err, &de) && de.Pointer == v.Pointer {
+		return de.Error() // already carries the pointer
+	}
+	return displayPointer(v.Pointer) + ": " + v.Err.Error()
+}
 
 // Unwrap returns the wrapped error, so errors.Is sees the sentinel.
 func (v Violation) Unwrap() error { return v.Err }

@@ -13,44 +13,47 @@ import (
 	"testing"
 )
 
-// digits returns an n-digit integer literal.
-func digits(n int) string { return "1" + strings.Repeat("0", n-1) }
+// intLiteral returns an n-digit integer literal.
+func intLiteral(n int) string { return "1" + strings.Repeat("0", n-1) }
+
+func num(s string) json.Number { return json.Number(s) }
+
+// parseAcceptCases and parseRejectCases also seed FuzzParse.
+var parseAcceptCases = []struct {
+	name string
+	in   string
+	want any
+}{
+	{"large int preserved", `9007199254740993`, num("9007199254740993")},
+	{"simple values", `{"f":1.5,"t":true,"n":null,"s":"x","i":-12}`,
+		map[string]any{"f": num("1.5"), "t": true, "n": nil, "s": "x", "i": num("-12")}},
+	{"zero", `0.0`, num("0.0")},
+	{"negative zero float", `-0.0`, num("-0.0")},
+	{"negative zero int", `-0`, num("-0")},
+	{"zero with exponent", `0e-99999`, num("0e-99999")},
+	{"tenth", `0.1`, num("0.1")},
+	{"whole float kept as written", `300.0`, num("300.0")},
+	{"exponent kept as written", `1.5e3`, num("1.5e3")},
+	{"trailing fraction zeros", `4.50`, num("4.50")},
+	{"capital exponent", `1E30`, num("1E30")},
+	{"smallest denormal", `5e-324`, num("5e-324")},
+	{"largest float", `1.7976931348623157e308`, num("1.7976931348623157e308")},
+	{"smallest normal", `2.2250738585072014e-308`, num("2.2250738585072014e-308")},
+	{"4096 digits", intLiteral(4096), num(intLiteral(4096))},
+	{"-4096 digits", "-" + intLiteral(4096), num("-" + intLiteral(4096))},
+	{"escapes", `"\"\\\/\b\f\n\r\t\u0000\u00e9\uD83D\uDE00"`, "\"\\/\b\f\n\r\t\x00é😀"},
+	{"raw UTF-8", `"é😀\u2028"`, "é😀\u2028"},
+	{"DEL raw", "\"\x7f\"", "\x7f"},
+	{"empty containers", `{"a":{},"b":[]}`, map[string]any{"a": map[string]any{}, "b": []any{}}},
+	{"nested", ` [ [ [ ] ] , { "a" : [ 1 ] } ] `, []any{[]any{[]any{}}, map[string]any{"a": []any{num("1")}}}},
+	{"whitespace", "\t\r\n {\n\"a\"\t:\r1 } \n", map[string]any{"a": num("1")}},
+	{"same key in different objects", `[{"a":1},{"a":2}]`, []any{map[string]any{"a": num("1")}, map[string]any{"a": num("2")}}},
+	{"keys differing in case", `{"a":1,"A":2}`, map[string]any{"a": num("1"), "A": num("2")}},
+	{"literals", `[true,false,null]`, []any{true, false, nil}},
+}
 
 func TestParseAccepts(t *testing.T) {
-	n := func(s string) json.Number { return json.Number(s) }
-	tests := []struct {
-		name string
-		in   string
-		want any
-	}{
-		{"large int preserved", `9007199254740993`, n("9007199254740993")},
-		{"simple values", `{"f":1.5,"t":true,"n":null,"s":"x","i":-12}`,
-			map[string]any{"f": n("1.5"), "t": true, "n": nil, "s": "x", "i": n("-12")}},
-		{"zero", `0.0`, n("0.0")},
-		{"negative zero float", `-0.0`, n("-0.0")},
-		{"negative zero int", `-0`, n("-0")},
-		{"zero with exponent", `0e-99999`, n("0e-99999")},
-		{"tenth", `0.1`, n("0.1")},
-		{"whole float kept as written", `300.0`, n("300.0")},
-		{"exponent kept as written", `1.5e3`, n("1.5e3")},
-		{"trailing fraction zeros", `4.50`, n("4.50")},
-		{"capital exponent", `1E30`, n("1E30")},
-		{"smallest denormal", `5e-324`, n("5e-324")},
-		{"largest float", `1.7976931348623157e308`, n("1.7976931348623157e308")},
-		{"smallest normal", `2.2250738585072014e-308`, n("2.2250738585072014e-308")},
-		{"4096 digits", digits(4096), n(digits(4096))},
-		{"-4096 digits", "-" + digits(4096), n("-" + digits(4096))},
-		{"escapes", `"\"\\\/\b\f\n\r\t\u0000\u00e9\uD83D\uDE00"`, "\"\\/\b\f\n\r\t\x00é😀"},
-		{"raw UTF-8", `"é😀\u2028"`, "é😀\u2028"},
-		{"DEL raw", "\"\x7f\"", "\x7f"},
-		{"empty containers", `{"a":{},"b":[]}`, map[string]any{"a": map[string]any{}, "b": []any{}}},
-		{"nested", ` [ [ [ ] ] , { "a" : [ 1 ] } ] `, []any{[]any{[]any{}}, map[string]any{"a": []any{n("1")}}}},
-		{"whitespace", "\t\r\n {\n\"a\"\t:\r1 } \n", map[string]any{"a": n("1")}},
-		{"same key in different objects", `[{"a":1},{"a":2}]`, []any{map[string]any{"a": n("1")}, map[string]any{"a": n("2")}}},
-		{"keys differing in case", `{"a":1,"A":2}`, map[string]any{"a": n("1"), "A": n("2")}},
-		{"literals", `[true,false,null]`, []any{true, false, nil}},
-	}
-	for _, tt := range tests {
+	for _, tt := range parseAcceptCases {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Parse([]byte(tt.in))
 			if err != nil {
@@ -63,83 +66,84 @@ func TestParseAccepts(t *testing.T) {
 	}
 }
 
+var parseRejectCases = []struct {
+	name    string
+	in      string
+	want    error
+	pointer string
+	offset  int64
+}{
+	// Kiln's test_strict_json.py checklist.
+	{"duplicate key", `{"value":1,"value":2}`, ErrDuplicateKey, "/value", 11},
+	{"escape-equivalent duplicate", `{"value":1,"\u0076alue":2}`, ErrDuplicateKey, "/value", 11},
+	{"nested duplicate", `{"determinism":{"seed":1,"order":[],"seed":2}}`, ErrDuplicateKey, "/determinism/seed", 36},
+	{"duplicate in array element", `[0,{"a":1,"a":1}]`, ErrDuplicateKey, "/1/a", 10},
+	{"NaN", `NaN`, ErrNonFinite, "", 0},
+	{"Infinity", `{"x":Infinity}`, ErrNonFinite, "/x", 5},
+	{"-Infinity", `[1,-Infinity]`, ErrNonFinite, "/1", 3},
+	{"overflow", `1e400`, ErrNumber, "", 0},
+	{"negative overflow", `[-1e400]`, ErrNumber, "/0", 1},
+	{"huge exponent", `1e99999999999999999999999`, ErrNumber, "", 0},
+	{"underflow", `1e-4000`, ErrNumber, "", 0},
+	{"underflow below half denormal", `2e-324`, ErrNumber, "", 0},
+	{"inexact", `8.9999999999999999`, ErrNumber, "", 0},
+	{"inexact above 2^53", `9007199254740993.0`, ErrNumber, "", 0},
+	{"inexact denormal", `4e-324`, ErrNumber, "", 0},
+	{"too many digits", `{"n":` + intLiteral(4097) + `}`, ErrNumber, "/n", 5},
+	{"too many digits negative", "-" + intLiteral(4097), ErrNumber, "", 0},
+	{"UTF-8 byte order mark", "\xef\xbb\xbf{}", ErrSyntax, "", 0},
+	{"UTF-16LE with BOM", "\xff\xfe{\x00}\x00", ErrInvalidUTF8, "", 0},
+	{"UTF-16BE with BOM", "\xfe\xff\x00{\x00}", ErrInvalidUTF8, "", 0},
+	{"UTF-16LE", "{\x00}\x00", ErrInvalidUTF8, "", 0},
+	{"UTF-16BE", "\x00{\x00}", ErrInvalidUTF8, "", 0},
+
+	// Grammar.
+	{"empty", ``, ErrSyntax, "", 0},
+	{"only whitespace", ` `, ErrSyntax, "", 1},
+	{"trailing comma in array", `[1,]`, ErrSyntax, "/1", 3},
+	{"trailing comma in object", `{"a":1,}`, ErrSyntax, "", 7},
+	{"missing colon", `{"a" 1}`, ErrSyntax, "", 5},
+	{"unquoted key", `{a:1}`, ErrSyntax, "", 1},
+	{"single quotes", `['a']`, ErrSyntax, "/0", 1},
+	{"unterminated string", `["abc`, ErrSyntax, "/0", 1},
+	{"unterminated array", `[1`, ErrSyntax, "", 2},
+	{"bad literal", `[tru]`, ErrSyntax, "/0", 4},
+	{"nan lowercase", `nan`, ErrSyntax, "", 1},
+	{"leading zero", `[01]`, ErrSyntax, "/0", 1},
+	{"plus sign", `+1`, ErrSyntax, "", 0},
+	{"bare minus", `-`, ErrSyntax, "", 1},
+	{"dot without digits", `1.`, ErrSyntax, "", 2},
+	{"leading dot", `.5`, ErrSyntax, "", 0},
+	{"exponent without digits", `1e+`, ErrSyntax, "", 3},
+	{"hex number", `0x10`, ErrTrailingData, "", 1},
+	{"comment", `{} // no`, ErrTrailingData, "", 3},
+	{"invalid escape", `{"k":"a\x"}`, ErrSyntax, "/k", 7},
+	{"short unicode escape", `"\u12"`, ErrSyntax, "", 1},
+	{"raw control character", "{\"k\":\"a\x01b\"}", ErrSyntax, "/k", 7},
+	{"raw newline in string", "[\"a\nb\"]", ErrSyntax, "/0", 3},
+	{"raw tab in key", "{\"a\tb\":1}", ErrSyntax, "", 3},
+
+	// Unicode.
+	{"lone high surrogate", `"\ud800"`, ErrInvalidUTF8, "", 1},
+	{"lone low surrogate", `["\udc00"]`, ErrInvalidUTF8, "/0", 2},
+	{"high surrogate then letter", `"\ud800x"`, ErrInvalidUTF8, "", 1},
+	{"two high surrogates", `"\ud800\ud800"`, ErrInvalidUTF8, "", 1},
+	{"lone surrogate in key", `{"a":{"\ud800":1}}`, ErrInvalidUTF8, "/a", 7},
+	{"invalid UTF-8 in string", "{\"k\":\"\xff\"}", ErrInvalidUTF8, "/k", 6},
+	{"invalid UTF-8 after escape", "{\"k\":\"\\n\xc3\"}", ErrInvalidUTF8, "/k", 8},
+	{"overlong encoding", "\"\xc0\xaf\"", ErrInvalidUTF8, "", 1},
+	{"encoded surrogate", "\"\xed\xa0\x80\"", ErrInvalidUTF8, "", 1},
+	{"invalid UTF-8 outside string", "[1,\xff]", ErrInvalidUTF8, "/1", 3},
+	{"invalid UTF-8 trailing", "{}\xff", ErrInvalidUTF8, "", 2},
+
+	// Trailing data.
+	{"two values", `{"a":1} {"b":2}`, ErrTrailingData, "", 8},
+	{"trailing bracket", `[1]]`, ErrTrailingData, "", 3},
+	{"trailing NUL", "{}  \x00", ErrTrailingData, "", 4},
+}
+
 func TestParseRejects(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    error
-		pointer string
-		offset  int64
-	}{
-		// Kiln's test_strict_json.py checklist.
-		{"duplicate key", `{"value":1,"value":2}`, ErrDuplicateKey, "/value", 11},
-		{"escape-equivalent duplicate", `{"value":1,"\u0076alue":2}`, ErrDuplicateKey, "/value", 11},
-		{"nested duplicate", `{"determinism":{"seed":1,"order":[],"seed":2}}`, ErrDuplicateKey, "/determinism/seed", 36},
-		{"duplicate in array element", `[0,{"a":1,"a":1}]`, ErrDuplicateKey, "/1/a", 10},
-		{"NaN", `NaN`, ErrNonFinite, "", 0},
-		{"Infinity", `{"x":Infinity}`, ErrNonFinite, "/x", 5},
-		{"-Infinity", `[1,-Infinity]`, ErrNonFinite, "/1", 3},
-		{"overflow", `1e400`, ErrNumber, "", 0},
-		{"negative overflow", `[-1e400]`, ErrNumber, "/0", 1},
-		{"huge exponent", `1e99999999999999999999999`, ErrNumber, "", 0},
-		{"underflow", `1e-4000`, ErrNumber, "", 0},
-		{"underflow below half denormal", `2e-324`, ErrNumber, "", 0},
-		{"inexact", `8.9999999999999999`, ErrNumber, "", 0},
-		{"inexact above 2^53", `9007199254740993.0`, ErrNumber, "", 0},
-		{"inexact denormal", `4e-324`, ErrNumber, "", 0},
-		{"too many digits", `{"n":` + digits(4097) + `}`, ErrNumber, "/n", 5},
-		{"too many digits negative", "-" + digits(4097), ErrNumber, "", 0},
-		{"UTF-8 byte order mark", "\xef\xbb\xbf{}", ErrSyntax, "", 0},
-		{"UTF-16LE with BOM", "\xff\xfe{\x00}\x00", ErrInvalidUTF8, "", 0},
-		{"UTF-16BE with BOM", "\xfe\xff\x00{\x00}", ErrInvalidUTF8, "", 0},
-		{"UTF-16LE", "{\x00}\x00", ErrInvalidUTF8, "", 0},
-		{"UTF-16BE", "\x00{\x00}", ErrInvalidUTF8, "", 0},
-
-		// Grammar.
-		{"empty", ``, ErrSyntax, "", 0},
-		{"only whitespace", ` `, ErrSyntax, "", 1},
-		{"trailing comma in array", `[1,]`, ErrSyntax, "/1", 3},
-		{"trailing comma in object", `{"a":1,}`, ErrSyntax, "", 7},
-		{"missing colon", `{"a" 1}`, ErrSyntax, "", 5},
-		{"unquoted key", `{a:1}`, ErrSyntax, "", 1},
-		{"single quotes", `['a']`, ErrSyntax, "/0", 1},
-		{"unterminated string", `["abc`, ErrSyntax, "/0", 1},
-		{"unterminated array", `[1`, ErrSyntax, "", 2},
-		{"bad literal", `[tru]`, ErrSyntax, "/0", 4},
-		{"nan lowercase", `nan`, ErrSyntax, "", 1},
-		{"leading zero", `[01]`, ErrSyntax, "/0", 1},
-		{"plus sign", `+1`, ErrSyntax, "", 0},
-		{"bare minus", `-`, ErrSyntax, "", 1},
-		{"dot without digits", `1.`, ErrSyntax, "", 2},
-		{"leading dot", `.5`, ErrSyntax, "", 0},
-		{"exponent without digits", `1e+`, ErrSyntax, "", 3},
-		{"hex number", `0x10`, ErrTrailingData, "", 1},
-		{"comment", `{} // no`, ErrTrailingData, "", 3},
-		{"invalid escape", `{"k":"a\x"}`, ErrSyntax, "/k", 7},
-		{"short unicode escape", `"\u12"`, ErrSyntax, "", 1},
-		{"raw control character", "{\"k\":\"a\x01b\"}", ErrSyntax, "/k", 7},
-		{"raw newline in string", "[\"a\nb\"]", ErrSyntax, "/0", 3},
-		{"raw tab in key", "{\"a\tb\":1}", ErrSyntax, "", 3},
-
-		// Unicode.
-		{"lone high surrogate", `"\ud800"`, ErrInvalidUTF8, "", 1},
-		{"lone low surrogate", `["\udc00"]`, ErrInvalidUTF8, "/0", 2},
-		{"high surrogate then letter", `"\ud800x"`, ErrInvalidUTF8, "", 1},
-		{"two high surrogates", `"\ud800\ud800"`, ErrInvalidUTF8, "", 1},
-		{"lone surrogate in key", `{"a":{"\ud800":1}}`, ErrInvalidUTF8, "/a", 7},
-		{"invalid UTF-8 in string", "{\"k\":\"\xff\"}", ErrInvalidUTF8, "/k", 6},
-		{"invalid UTF-8 after escape", "{\"k\":\"\\n\xc3\"}", ErrInvalidUTF8, "/k", 8},
-		{"overlong encoding", "\"\xc0\xaf\"", ErrInvalidUTF8, "", 1},
-		{"encoded surrogate", "\"\xed\xa0\x80\"", ErrInvalidUTF8, "", 1},
-		{"invalid UTF-8 outside string", "[1,\xff]", ErrInvalidUTF8, "/1", 3},
-		{"invalid UTF-8 trailing", "{}\xff", ErrInvalidUTF8, "", 2},
-
-		// Trailing data.
-		{"two values", `{"a":1} {"b":2}`, ErrTrailingData, "", 8},
-		{"trailing bracket", `[1]]`, ErrTrailingData, "", 3},
-		{"trailing NUL", "{}  \x00", ErrTrailingData, "", 4},
-	}
-	for _, tt := range tests {
+	for _, tt := range parseRejectCases {
 		t.Run(tt.name, func(t *testing.T) {
 			v, err := Parse([]byte(tt.in))
 			if err == nil {
@@ -343,37 +347,37 @@ func TestFloatExactnessMatchesBigRat(t *testing.T) {
 }
 
 // Types for DecodeInto.
-type testCase struct {
+type strictCase struct {
 	Name  string          `json:"name"`
 	Args  []string        `json:"args,omitempty"`
 	Env   map[string]any  `json:"env,omitempty"`
 	Extra json.RawMessage `json:"extra_raw,omitempty"`
 }
 
-type testVariant struct {
-	ID    string     `json:"id"`
-	Cases []testCase `json:"cases"`
+type strictVariant struct {
+	ID    string       `json:"id"`
+	Cases []strictCase `json:"cases"`
 }
 
-type testMeta struct {
+type strictMeta struct {
 	Schema  string `json:"schema"`
 	Comment string `json:"comment,omitempty"`
 }
 
-type testUnmarshaler struct{ raw string }
+type strictUnmarshaler struct{ raw string }
 
-func (u *testUnmarshaler) UnmarshalJSON(b []byte) error { u.raw = string(b); return nil }
+func (u *strictUnmarshaler) UnmarshalJSON(b []byte) error { u.raw = string(b); return nil }
 
-type testWorkload struct {
-	testMeta
+type strictWorkload struct {
+	strictMeta
 	*OptionalPart
-	Variants  []testVariant                `json:"variants"`
+	Variants  []strictVariant              `json:"variants"`
 	Labels    map[string]string            `json:"labels,omitempty"`
-	Matrix    map[string][]testCase        `json:"matrix,omitempty"`
+	Matrix    map[string][]strictCase      `json:"matrix,omitempty"`
 	Any       any                          `json:"any,omitempty"`
-	Custom    testUnmarshaler              `json:"custom,omitzero"`
+	Custom    strictUnmarshaler            `json:"custom,omitzero"`
 	Seed      *json.Number                 `json:"seed,omitempty"`
-	Grid      [2][]testCase                `json:"grid,omitzero"`
+	Grid      [2][]strictCase              `json:"grid,omitzero"`
 	Ignored   string                       `json:"-"`
 	Dash      string                       `json:"-,"`
 	Untagged  int                          ``
@@ -401,7 +405,7 @@ func TestDecodeInto(t *testing.T) {
   "Untagged": 7,
   "nested": {"a": {"b": "c"}}
 }`
-	var w testWorkload
+	var w strictWorkload
 	if err := DecodeInto([]byte(in), &w); err != nil {
 		t.Fatalf("DecodeInto: %v", err)
 	}
@@ -429,13 +433,13 @@ func TestDecodeIntoRejects(t *testing.T) {
 		{"case differs", `{"Schema":"x"}`, ErrUnknownField, "/Schema"},
 		{"skipped field", `{"Ignored":"x"}`, ErrUnknownField, "/Ignored"},
 		{"unexported field", `{"unexposed":1}`, ErrUnknownField, "/unexposed"},
-		{"embedded type name", `{"testMeta":{}}`, ErrUnknownField, "/testMeta"},
+		{"embedded type name", `{"strictMeta":{}}`, ErrUnknownField, "/strictMeta"},
 		{"first unknown in document order", `{"zzz":1,"variants":[{"id":"a","qq":1}],"aaa":2}`, ErrUnknownField, "/zzz"},
 		{"strict parse first", `{"schema":"x","schema":"y","bogus":1}`, ErrDuplicateKey, "/schema"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var w testWorkload
+			var w strictWorkload
 			err := DecodeInto([]byte(tt.in), &w)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("DecodeInto error = %v, want %v", err, tt.want)
@@ -454,7 +458,7 @@ func TestDecodeIntoRejects(t *testing.T) {
 	}
 	t.Run("offset of the unknown key", func(t *testing.T) {
 		in := "{\"variants\": [\n {\"id\": \"a\", \"cases\": [{\"name\": \"x\"}, {\"name\": \"y\",\n  \"extra\": true}]}]}"
-		var w testWorkload
+		var w strictWorkload
 		var de *DecodeError
 		if err := DecodeInto([]byte(in), &w); !errors.As(err, &de) {
 			t.Fatalf("DecodeInto error = %v", err)
@@ -464,7 +468,7 @@ func TestDecodeIntoRejects(t *testing.T) {
 		}
 	})
 	t.Run("type mismatch is wrapped", func(t *testing.T) {
-		var w testWorkload
+		var w strictWorkload
 		err := DecodeInto([]byte(`{"Untagged":"seven"}`), &w)
 		var te *json.UnmarshalTypeError
 		if !errors.As(err, &te) {
@@ -472,11 +476,11 @@ func TestDecodeIntoRejects(t *testing.T) {
 		}
 	})
 	t.Run("non-pointer target", func(t *testing.T) {
-		var w testWorkload
+		var w strictWorkload
 		if err := DecodeInto([]byte(`{}`), w); err == nil {
 			t.Error("DecodeInto(non-pointer) succeeded")
 		}
-		if err := DecodeInto([]byte(`{}`), (*testWorkload)(nil)); err == nil {
+		if err := DecodeInto([]byte(`{}`), (*strictWorkload)(nil)); err == nil {
 			t.Error("DecodeInto(nil pointer) succeeded")
 		}
 	})
@@ -493,35 +497,35 @@ func TestDecodeIntoRejects(t *testing.T) {
 
 // Ambiguous embedded fields: encoding/json hides a name two embedded structs
 // at the same depth both define without tags, so DecodeInto rejects it.
-type ambA struct{ Name string }
-type ambB struct{ Name string }
-type ambTagged struct {
+type strictAmbA struct{ Name string }
+type strictAmbB struct{ Name string }
+type strictAmbTagged struct {
 	Name string `json:"Name"`
 }
-type ambiguous struct {
-	ambA
-	ambB
+type strictAmbiguous struct {
+	strictAmbA
+	strictAmbB
 }
-type dominated struct {
-	ambA
-	ambTagged
+type strictDominated struct {
+	strictAmbA
+	strictAmbTagged
 }
 
 func TestDecodeIntoEmbeddedConflicts(t *testing.T) {
-	var a ambiguous
+	var a strictAmbiguous
 	if err := DecodeInto([]byte(`{"Name":"x"}`), &a); !errors.Is(err, ErrUnknownField) {
-		t.Errorf("ambiguous embedded name: error = %v, want ErrUnknownField", err)
+		t.Errorf("strictAmbiguous embedded name: error = %v, want ErrUnknownField", err)
 	}
-	var d dominated
-	if err := DecodeInto([]byte(`{"Name":"x"}`), &d); err != nil || d.ambTagged.Name != "x" {
+	var d strictDominated
+	if err := DecodeInto([]byte(`{"Name":"x"}`), &d); err != nil || d.strictAmbTagged.Name != "x" {
 		t.Errorf("tagged embedded name: error = %v, value %+v", err, d)
 	}
 }
 
-// benchDocument returns a ~100 KB JSON document shaped like qualkit's
+// strictBenchDocument returns a ~100 KB JSON document shaped like qualkit's
 // evidence: objects with string, integer, float and boolean members, nested
 // arrays, and a few escapes.
-func benchDocument() []byte {
+func strictBenchDocument() []byte {
 	var b strings.Builder
 	b.WriteString(`{"schema":"qualkit.receipt.v1","requests":[`)
 	for i := 0; b.Len() < 100_000; i++ {
@@ -538,7 +542,7 @@ func benchDocument() []byte {
 }
 
 func BenchmarkParse(b *testing.B) {
-	doc := benchDocument()
+	doc := strictBenchDocument()
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -549,7 +553,7 @@ func BenchmarkParse(b *testing.B) {
 }
 
 func BenchmarkEncodingJSONUnmarshal(b *testing.B) {
-	doc := benchDocument()
+	doc := strictBenchDocument()
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -561,7 +565,7 @@ func BenchmarkEncodingJSONUnmarshal(b *testing.B) {
 }
 
 func BenchmarkCanonical(b *testing.B) {
-	v, err := Parse(benchDocument())
+	v, err := Parse(strictBenchDocument())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,29 +30,21 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 		},
 		Commands: []*cli.Command{schemaCommand()},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("%w: unknown command %q (see qualverify --help)", exitcode.ErrUsage, c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
+	}
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = app.OnUsageError
 	}
 	err := app.Run(args)
 	if err != nil && !errors.Is(err, exitcode.ErrRejected) {
 		fmt.Fprintln(stderr, "qualverify:", err)
 	}
-	if err == nil && len(args) > 1 && !isKnownCommand(app, args[1]) && args[1] != "" && args[1][0] != '-' {
-		// urfave/cli prints help for an unknown command and returns nil; that is a usage error.
-		fmt.Fprintf(stderr, "qualverify: unknown command %q\n", args[1])
-		return exitcode.Usage
-	}
 	return exitcode.Code(err)
-}
-
-func isKnownCommand(app *cli.App, name string) bool {
-	if name == "help" || name == "h" {
-		return true
-	}
-	for _, c := range app.Commands {
-		if c.HasName(name) {
-			return true
-		}
-	}
-	return false
 }
 
 func schemaCommand() *cli.Command {

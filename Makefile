@@ -1,0 +1,48 @@
+# qualkit — run `make help` for the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+MODULES    := schemas runner attest verify tools tools/schemagen
+PKGS       := $(foreach m,$(MODULES),./$(m)/...)
+BIN        := bin
+GO         ?= go
+STATICCHECK_MODULE  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: help build test generate check-generate lint demo bench ajv
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+build: ## build qualverify (and every other CLI) into bin/
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./tools/cmd/...
+
+generate: ## export the CUE contracts under cue/ to JSON Schema under schemas/json/
+	$(GO) run ./tools/schemagen -cue cue -out schemas/json
+
+check-generate: ## fail if schemas/json differs from what cue/ exports
+	$(GO) run ./tools/schemagen -cue cue -out schemas/json -check
+
+test: ## vet, format check, schema drift check, all Go tests, the ajv cross-check
+	$(GO) vet $(PKGS)
+	@bad=$$(gofmt -l $(MODULES)); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
+	$(MAKE) --no-print-directory check-generate
+	$(GO) test -count=1 $(PKGS)
+	$(MAKE) --no-print-directory ajv
+
+ajv: ## cross-check the contract corpus with ajv (needs node; `npm ci --prefix .ci/ajv` once)
+	@if [ ! -d .ci/ajv/node_modules ]; then \
+		if [ "$$CI" = "true" ]; then echo "ajv: .ci/ajv/node_modules missing (run npm ci --prefix .ci/ajv)"; exit 1; fi; \
+		echo "ajv: skipped locally, .ci/ajv/node_modules missing (npm ci --prefix .ci/ajv)"; \
+	else node .ci/ajv/check.mjs .; fi
+
+lint: ## go vet, gofmt and staticcheck
+	$(GO) vet $(PKGS)
+	@bad=$$(gofmt -l $(MODULES)); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
+	$(GO) run $(STATICCHECK_MODULE) $(PKGS)
+
+demo: build ## validate the demo workload and launch recipes (a full campaign arrives with qualrun)
+	$(BIN)/qualverify schema workloads/*.json workloads/launch/*.json
+
+bench: ## run the Go benchmarks (ratios against baselines measured in the same run)
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
