@@ -1,0 +1,195 @@
+package schemas
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// load reads a base document for the rule tests as a generic tree.
+func load(t *testing.T, name string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "rules", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// at walks a JSON pointer to the container of its last token.
+func at(t *testing.T, doc any, pointer string) (any, string) {
+	t.Helper()
+	toks := strings.Split(pointer, "/")[1:]
+	cur := doc
+	for _, tok := range toks[:len(toks)-1] {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[tok]
+		case []any:
+			i, _ := strconv.Atoi(tok)
+			cur = c[i]
+		}
+	}
+	return cur, toks[len(toks)-1]
+}
+
+// set replaces (or, for value == deleteMe, removes) the value at pointer.
+func set(t *testing.T, doc any, pointer string, value any) {
+	t.Helper()
+	parent, last := at(t, doc, pointer)
+	switch p := parent.(type) {
+	case map[string]any:
+		if value == deleteMe {
+			delete(p, last)
+		} else {
+			p[last] = value
+		}
+	case []any:
+		i, _ := strconv.Atoi(last)
+		p[i] = value
+	default:
+		t.Fatalf("no container at %s", pointer)
+	}
+}
+
+type deleteMarker struct{}
+
+var deleteMe = deleteMarker{}
+
+func roundTrip(t *testing.T, doc any) []byte {
+	t.Helper()
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestBasesAreValid(t *testing.T) {
+	for _, name := range []string{"workload-command.json", "workload-serving.json", "launch-recipe.json"} {
+		out, err := CheckDocument(roundTrip(t, load(t, name)))
+		if err != nil || !out.Valid() {
+			t.Errorf("%s: %v %v", name, err, out.Violations)
+		}
+	}
+}
+
+// TestSemanticRules breaks one rule per case on a valid base document and expects exactly that
+// rule's violation: ErrSemantic at the given pointer.
+func TestSemanticRules(t *testing.T) {
+	str := func(s string) any { return s }
+	cmd := "/variants/0/cases/0"
+	for _, tc := range []struct {
+		name, base, pointer string
+		mutate              func(t *testing.T, doc map[string]any)
+	}{
+		{"variable unused", "workload-command.json", "/variables/0/name", func(t *testing.T, d map[string]any) {
+			set(t, d, cmd+"/command/10", str("fixed-label"))
+		}},
+		{"required variable with default", "workload-command.json", "/variables/0/default", func(t *testing.T, d map[string]any) {
+			set(t, d, "/variables/0/default", str("x"))
+		}},
+		{"reserved variable name", "workload-command.json", "/variables/0/name", func(t *testing.T, d map[string]any) {
+			set(t, d, "/variables/0/name", str("seed"))
+		}},
+		{"placeholder inside a value", "workload-command.json", cmd + "/command/10", func(t *testing.T, d map[string]any) {
+			set(t, d, cmd+"/command/10", str("label=${host_label}"))
+		}},
+		{"placeholder as argv0", "workload-command.json", cmd + "/command/0", func(t *testing.T, d map[string]any) {
+			set(t, d, cmd+"/command/0", str("${host_label}"))
+		}},
+		{"undeclared placeholder", "workload-command.json", cmd + "/command/5", func(t *testing.T, d map[string]any) {
+			set(t, d, cmd+"/command/5", str("${nope_var}"))
+		}},
+		{"shell eval", "workload-command.json", cmd + "/command/1", func(t *testing.T, d map[string]any) {
+			set(t, d, cmd+"/command/0", str("/bin/bash"))
+			set(t, d, cmd+"/command/1", str("-lc"))
+		}},
+		{"shell eval through env", "workload-command.json", cmd + "/command/2", func(t *testing.T, d map[string]any) {
+			set(t, d, cmd+"/command/0", str("env"))
+			set(t, d, cmd+"/command/1", str("sh"))
+			set(t, d, cmd+"/command/2", str("-c"))
+		}},
+		{"runner-owned env", "workload-command.json", cmd + "/environment/QUALKIT_CASE_RESULT", func(t *testing.T, d map[string]any) {
+			set(t, d, cmd+"/environment/QUALKIT_CASE_RESULT", str("/tmp/x"))
+		}},
+		{"seed not delivered", "workload-command.json", cmd, func(t *testing.T, d map[string]any) {
+			set(t, d, cmd+"/command/8", str("-x"))
+		}},
+		{"seed null outside environment", "workload-command.json", "/determinism/seed", func(t *testing.T, d map[string]any) {
+			set(t, d, "/determinism/seed", nil)
+			set(t, d, "/determinism/seed_delivery", str("not_applicable"))
+		}},
+		{"runner case without case_pass", "workload-command.json", cmd + "/result_protocol/declared_metrics", func(t *testing.T, d map[string]any) {
+			set(t, d, cmd+"/result_protocol/declared_metrics", []any{"exit_code"})
+		}},
+		{"cuda without required device", "workload-command.json", "/variants/0/device_requirement", func(t *testing.T, d map[string]any) {
+			set(t, d, "/variants/0/backend", str("cuda"))
+		}},
+		{"network forbidden with a serving case", "workload-serving.json", "/determinism/network_access", func(t *testing.T, d map[string]any) {
+			set(t, d, "/determinism/network_access", str("forbidden"))
+		}},
+		{"ignore_eos needed", "workload-serving.json", "/variants/0/cases/0/output_assertions/1", func(t *testing.T, d map[string]any) {
+			set(t, d, "/variants/0/cases/0/sampling/ignore_eos", false)
+		}},
+		{"stream needed for TTFT gate", "workload-serving.json", "/variants/0/cases/0/stream", func(t *testing.T, d map[string]any) {
+			set(t, d, "/variants/0/cases/0/stream", false)
+		}},
+		{"metric rule names no case", "workload-serving.json", "/comparison_policy/metric_rules/0/result_id", func(t *testing.T, d map[string]any) {
+			set(t, d, "/comparison_policy/metric_rules/0/result_id", str("no-such-case"))
+		}},
+		{"null comparison policy for serving", "workload-serving.json", "/comparison_policy", func(t *testing.T, d map[string]any) {
+			set(t, d, "/comparison_policy", nil)
+		}},
+		{"too many serving requests", "workload-serving.json", "/variants/0/cases/0", func(t *testing.T, d map[string]any) {
+			set(t, d, "/variants/0/cases/0/repetitions", 1000)
+			set(t, d, "/variants/0/cases/0/warmup_requests", 1000)
+			set(t, d, "/variants/0/cases/0/concurrency", []any{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32})
+		}},
+		{"recipe secret env", "launch-recipe.json", "/environment/API_TOKEN", func(t *testing.T, d map[string]any) {
+			set(t, d, "/environment/API_TOKEN", str("abc"))
+		}},
+		{"recipe env both declared and passed", "launch-recipe.json", "/environment/PATH", func(t *testing.T, d map[string]any) {
+			set(t, d, "/environment/PATH", str("/usr/bin"))
+			set(t, d, "/environment_passthrough", []any{"PATH"})
+		}},
+		{"recipe exit codes unsorted", "launch-recipe.json", "/acceptable_exit_codes", func(t *testing.T, d map[string]any) {
+			set(t, d, "/acceptable_exit_codes", []any{143, 0})
+		}},
+		{"recipe placeholder", "launch-recipe.json", "/command/2", func(t *testing.T, d map[string]any) {
+			set(t, d, "/command/2", str("${port}"))
+		}},
+		{"recipe port out of range", "launch-recipe.json", "/base_url", func(t *testing.T, d map[string]any) {
+			set(t, d, "/base_url", str("http://127.0.0.1:99999"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := load(t, tc.base)
+			tc.mutate(t, doc)
+			out, err := CheckDocument(roundTrip(t, doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, v := range out.Violations {
+				if !errors.Is(v, ErrSemantic) {
+					t.Errorf("unexpected non-semantic violation %v", v)
+				}
+				if v.Pointer == tc.pointer {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("want a semantic violation at %s, got %v", tc.pointer, out.Violations)
+			}
+		})
+	}
+}
