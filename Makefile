@@ -8,7 +8,7 @@ BIN        := bin
 GO         ?= go
 STATICCHECK_MODULE  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build test generate check-generate lint demo bench ajv
+.PHONY: help build test generate check-generate lint demo bench ajv tidy
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -46,3 +46,18 @@ demo: build ## validate the demo workload and launch recipes (a full campaign ar
 
 bench: ## run the Go benchmarks (ratios against baselines measured in the same run)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+tidy: ## go mod tidy every module (workspace siblings temporarily replaced by their directories)
+	@set -e; for m in $(MODULES); do \
+		rel=$$(realpath --relative-to=$$m .); \
+		drops=""; \
+		for dep in schemas runner attest verify; do \
+			if grep -q "github.com/qualkit/qualkit/$$dep " $$m/go.mod; then \
+				(cd $$m && $(GO) mod edit -replace github.com/qualkit/qualkit/$$dep=$$rel/$$dep); drops="$$drops $$dep"; \
+			fi; \
+		done; \
+		(cd $$m && GOWORK=off $(GO) mod tidy) || status=$$?; \
+		for dep in $$drops; do (cd $$m && $(GO) mod edit -dropreplace github.com/qualkit/qualkit/$$dep); done; \
+		[ -z "$$status" ] || exit $$status; \
+		echo "tidy $$m"; \
+	done

@@ -3,6 +3,6 @@ module github.com/qualkit/qualkit/schemas
 go 1.26
 
 require (
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	golang.org/x/text v0.14.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	golang.org/x/text v0.14.0
 )

@@ -1,0 +1,134 @@
+package lifecycle
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// cgroup is a cgroup v2 directory created for one server. Placing the server in it at clone time
+// (CLONE_INTO_CGROUP) makes every descendant findable, whatever it does with sessions and groups.
+type cgroup struct {
+	dir string
+	fd  *os.File
+}
+
+var cgroupSeq atomic.Int64
+
+// cgroup2Mount finds the cgroup v2 mount point and this process's cgroup under it.
+func cgroup2Mount() (mount, self string, err error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options ... - fstype source superoptions
+		fields := strings.Fields(sc.Text())
+		for i, x := range fields {
+			if x == "-" && i+1 < len(fields) && fields[i+1] == "cgroup2" && len(fields) > 4 {
+				mount = fields[4]
+			}
+		}
+		if mount != "" {
+			break
+		}
+	}
+	if mount == "" {
+		return "", "", errors.New("no cgroup2 file system mounted")
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return mount, p, nil
+		}
+	}
+	return "", "", errors.New("this process has no cgroup v2 membership")
+}
+
+// newCgroup creates a child cgroup of this process's cgroup v2 for one server. pidLimit > 0 asks
+// for pids.max; an error means the host cannot give what was asked, and the caller reports it.
+func newCgroup(pidLimit int64) (*cgroup, []string, error) {
+	mount, self, err := cgroup2Mount()
+	if err != nil {
+		return nil, nil, err
+	}
+	parent := filepath.Join(mount, self)
+	dir := filepath.Join(parent, fmt.Sprintf("qualkit-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("create cgroup: %w", err)
+	}
+	var unsupported []string
+	if pidLimit > 0 {
+		if err := enablePids(parent, dir, pidLimit); err != nil {
+			unsupported = append(unsupported, "pid_limit: "+err.Error())
+		}
+	}
+	fd, err := os.Open(dir)
+	if err != nil {
+		_ = os.Remove(dir)
+		return nil, nil, fmt.Errorf("open cgroup: %w", err)
+	}
+	return &cgroup{dir: dir, fd: fd}, unsupported, nil
+}
+
+func enablePids(parent, dir string, limit int64) error {
+	ctrl, err := os.ReadFile(filepath.Join(parent, "cgroup.controllers"))
+	if err != nil || !slices.Contains(strings.Fields(string(ctrl)), "pids") {
+		return errors.New("no cgroup v2 pids controller on this host")
+	}
+	if err := os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+pids"), 0); err != nil {
+		return fmt.Errorf("enable the pids controller: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
+		return fmt.Errorf("write pids.max: %w", err)
+	}
+	return nil
+}
+
+// pids lists the processes in the cgroup.
+func (c *cgroup) pids() []int {
+	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// kill SIGKILLs every process in the cgroup (cgroup.kill, Linux 5.14+).
+func (c *cgroup) kill() error {
+	return os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0)
+}
+
+// remove deletes the cgroup once it is empty, waiting briefly for the kernel to drain it.
+func (c *cgroup) remove() error {
+	if c == nil {
+		return nil
+	}
+	c.fd.Close()
+	var err error
+	for i := 0; i < 50; i++ {
+		if err = os.Remove(c.dir); err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("remove cgroup %s: %w", c.dir, err)
+}

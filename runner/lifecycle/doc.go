@@ -1,0 +1,11 @@
+// Package lifecycle owns one server process group per campaign: it launches the server from a
+// launch recipe's argv vector in a new process group (and a cgroup where the host allows), binds
+// its identity, waits for bounded readiness on /v1/models, proves the listening socket belongs to
+// the owned tree, shuts the group down gracefully (or forcibly, recorded as a failure) and finds
+// and kills residue: processes or listeners left behind, including descendants that escaped the
+// group with setsid or a double fork. Everything it observes becomes a lifecycle record
+// (qualkit.lifecycle-record.v1); the verdict requires all six conditions of docs/lifecycle.md.
+//
+// One runner process owns at most one server at a time: the runner is a child subreaper, so
+// orphaned descendants are reparented to it and attributed to the server that is running.
+package lifecycle
