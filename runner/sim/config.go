@@ -1,0 +1,239 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// ErrConfig marks an invalid configuration (Config.Validate, LoadConfig, ParseFault).
+var ErrConfig = errors.New("invalid qualsim configuration")
+
+// Timing is the declared timing model. Every request first waits for a decode slot; the clock of
+// its tokens starts when it holds one. Token k (0-based) is generated at
+//
+//	slot + TTFT + PrefillPerToken*prompt_tokens + j_0 + sum over i=1..k of (TokenInterval + j_i)
+//
+// where each j_i is drawn uniformly from [0, Jitter) by a generator seeded from the request (so
+// the same request gets the same jitter). A stall fault shifts every later token by its duration.
+type Timing struct {
+	// StartupDelay: from Serve until /v1/models, /health and the completion endpoints answer
+	// (503 before).
+	StartupDelay time.Duration
+	// TTFT: from slot acquisition to the first token.
+	TTFT time.Duration
+	// PrefillPerToken is added to TTFT once per prompt token.
+	PrefillPerToken time.Duration
+	// TokenInterval: between consecutive tokens.
+	TokenInterval time.Duration
+	// TokensPerEvent is how many tokens one SSE content event carries after the first, which
+	// always carries the first token alone (as engines send the prefill's token at once). An
+	// event is sent when its last token is generated.
+	TokensPerEvent int
+	// Jitter is the upper bound of the seeded random delay added to TTFT and to every interval.
+	Jitter time.Duration
+}
+
+// Config declares a qualsim server.
+type Config struct {
+	// Models are the model ids /v1/models lists and requests may name.
+	Models []string
+	// Seed is the model seed, one input of every completion (see Generate).
+	Seed uint64
+	// Timing is the declared timing model.
+	Timing Timing
+	// Slots is the decode-slot limit: requests beyond it queue, so TTFT grows with concurrency.
+	Slots int
+	// DefaultMaxTokens applies when a request gives neither max_tokens nor max_completion_tokens.
+	DefaultMaxTokens int
+	// EOSAfter makes the model emit end-of-sequence after this many tokens unless the request
+	// sets ignore_eos (finish_reason "stop"); 0 means the model never does.
+	EOSAfter int
+	// RolePrelude makes a chat stream start with a role-only event ({"role":"assistant",
+	// "content":""}) as soon as the request holds a slot, before the first token, as OpenAI and
+	// vLLM do. It carries no content: a client that stamps TTFT on it measures too little.
+	RolePrelude bool
+	// ShutdownGrace bounds how long in-flight requests may run after shutdown begins; those
+	// still running are then cut (the connection closes without the rest of the stream).
+	ShutdownGrace time.Duration
+	// Faults are the misbehaviours turned on.
+	Faults Faults
+}
+
+// DefaultConfig returns the defaults the qualsim command starts from.
+func DefaultConfig() Config {
+	return Config{
+		Models: []string{"qualsim-tiny"},
+		Timing: Timing{
+			TTFT:           20 * time.Millisecond,
+			TokenInterval:  5 * time.Millisecond,
+			TokensPerEvent: 1,
+		},
+		Slots:            8,
+		DefaultMaxTokens: 16,
+		RolePrelude:      true,
+		ShutdownGrace:    5 * time.Second,
+	}
+}
+
+// Validate reports the first problem with c, wrapping ErrConfig.
+func (c Config) Validate() error {
+	if len(c.Models) == 0 || len(c.Models) > MaxModels {
+		return fmt.Errorf("%w: need 1 to %d model ids, have %d", ErrConfig, MaxModels, len(c.Models))
+	}
+	seen := map[string]bool{}
+	for _, m := range c.Models {
+		if m == "" || len(m) > MaxModelIDBytes || strings.IndexFunc(m, func(r rune) bool { return !unicode.IsPrint(r) || r == ' ' }) >= 0 {
+			return fmt.Errorf("%w: model id %q: want 1 to %d printable bytes without spaces", ErrConfig, m, MaxModelIDBytes)
+		}
+		if seen[m] {
+			return fmt.Errorf("%w: model id %q declared twice", ErrConfig, m)
+		}
+		seen[m] = true
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"startup delay", c.Timing.StartupDelay}, {"ttft", c.Timing.TTFT},
+		{"prefill per token", c.Timing.PrefillPerToken}, {"token interval", c.Timing.TokenInterval},
+		{"jitter", c.Timing.Jitter}, {"shutdown grace", c.ShutdownGrace},
+		{"slow-shutdown", c.Faults.SlowShutdown}, {"stall", c.Faults.Stall},
+	} {
+		if d.v < 0 || d.v > MaxDuration {
+			return fmt.Errorf("%w: %s %v: want 0 to %v", ErrConfig, d.name, d.v, MaxDuration)
+		}
+	}
+	if c.Timing.TokensPerEvent < 1 || c.Timing.TokensPerEvent > MaxTokensPerEvent {
+		return fmt.Errorf("%w: tokens per event %d: want 1 to %d", ErrConfig, c.Timing.TokensPerEvent, MaxTokensPerEvent)
+	}
+	if c.Slots < 1 || c.Slots > MaxSlots {
+		return fmt.Errorf("%w: slots %d: want 1 to %d", ErrConfig, c.Slots, MaxSlots)
+	}
+	if c.DefaultMaxTokens < 1 || c.DefaultMaxTokens > MaxCompletionTokens {
+		return fmt.Errorf("%w: default max tokens %d: want 1 to %d", ErrConfig, c.DefaultMaxTokens, MaxCompletionTokens)
+	}
+	if c.EOSAfter < 0 || c.EOSAfter > MaxCompletionTokens {
+		return fmt.Errorf("%w: eos after %d: want 0 to %d", ErrConfig, c.EOSAfter, MaxCompletionTokens)
+	}
+	return c.Faults.validate()
+}
+
+// fileConfig is the JSON configuration file; absent fields keep the base value.
+type fileConfig struct {
+	Models           []string `json:"models"`
+	Seed             *uint64  `json:"seed"`
+	StartupDelay     *string  `json:"startup_delay"`
+	TTFT             *string  `json:"ttft"`
+	PrefillPerToken  *string  `json:"prefill_per_token"`
+	TokenInterval    *string  `json:"token_interval"`
+	TokensPerEvent   *int     `json:"tokens_per_event"`
+	Jitter           *string  `json:"jitter"`
+	Slots            *int     `json:"slots"`
+	DefaultMaxTokens *int     `json:"default_max_tokens"`
+	EOSAfter         *int     `json:"eos_after"`
+	RolePrelude      *bool    `json:"role_prelude"`
+	ShutdownGrace    *string  `json:"shutdown_grace"`
+	Faults           []string `json:"faults"`
+}
+
+// LoadConfig reads a JSON configuration (at most MaxConfigBytes; unknown fields, trailing data
+// and invalid durations are errors) and lays it over base: fields it has replace base's, and its
+// faults are added to base's. Durations are Go duration strings ("20ms"). The result is validated.
+func LoadConfig(r io.Reader, base Config) (Config, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	if len(data) > MaxConfigBytes {
+		return Config{}, fmt.Errorf("%w: config larger than %d bytes", ErrConfig, MaxConfigBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var fc fileConfig
+	if err := dec.Decode(&fc); err != nil {
+		return Config{}, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Config{}, fmt.Errorf("%w: trailing data after the config object", ErrConfig)
+	}
+	c := base
+	c.Models = append([]string(nil), base.Models...)
+	if fc.Models != nil {
+		c.Models = fc.Models
+	}
+	setUint(&c.Seed, fc.Seed)
+	for _, d := range []struct {
+		name string
+		src  *string
+		dst  *time.Duration
+	}{
+		{"startup_delay", fc.StartupDelay, &c.Timing.StartupDelay}, {"ttft", fc.TTFT, &c.Timing.TTFT},
+		{"prefill_per_token", fc.PrefillPerToken, &c.Timing.PrefillPerToken},
+		{"token_interval", fc.TokenInterval, &c.Timing.TokenInterval}, {"jitter", fc.Jitter, &c.Timing.Jitter},
+		{"shutdown_grace", fc.ShutdownGrace, &c.ShutdownGrace},
+	} {
+		if d.src == nil {
+			continue
+		}
+		v, err := time.ParseDuration(*d.src)
+		if err != nil {
+			return Config{}, fmt.Errorf("%w: %s: %v", ErrConfig, d.name, err)
+		}
+		*d.dst = v
+	}
+	setInt(&c.Timing.TokensPerEvent, fc.TokensPerEvent)
+	setInt(&c.Slots, fc.Slots)
+	setInt(&c.DefaultMaxTokens, fc.DefaultMaxTokens)
+	setInt(&c.EOSAfter, fc.EOSAfter)
+	if fc.RolePrelude != nil {
+		c.RolePrelude = *fc.RolePrelude
+	}
+	for _, spec := range fc.Faults {
+		if err := c.Faults.Set(spec); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func setInt(dst *int, src *int) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+func setUint(dst *uint64, src *uint64) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+// ErrNotLoopback marks a listen address off the loopback interface.
+var ErrNotLoopback = errors.New("not a loopback address")
+
+// CheckLoopback accepts "HOST:PORT" where HOST is "localhost" or an IP address in 127.0.0.0/8 or
+// ::1; qualsim never serves anything else.
+func CheckLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	host, _, _ = strings.Cut(host, "%")
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("listen address %q: %w (qualsim serves only 127.0.0.0/8, ::1 or localhost)", addr, ErrNotLoopback)
+}
