@@ -50,14 +50,10 @@ bench: ## run the Go benchmarks (ratios against baselines measured in the same r
 tidy: ## go mod tidy every module (workspace siblings temporarily replaced by their directories)
 	@set -e; for m in $(MODULES); do \
 		rel=$$(realpath --relative-to=$$m .); \
-		drops=""; \
-		for dep in schemas runner attest verify; do \
-			if grep -q "github.com/qualkit/qualkit/$$dep " $$m/go.mod; then \
-				(cd $$m && $(GO) mod edit -replace github.com/qualkit/qualkit/$$dep=$$rel/$$dep); drops="$$drops $$dep"; \
-			fi; \
-		done; \
-		(cd $$m && GOWORK=off $(GO) mod tidy) || status=$$?; \
-		for dep in $$drops; do (cd $$m && $(GO) mod edit -dropreplace github.com/qualkit/qualkit/$$dep); done; \
-		[ -z "$$status" ] || exit $$status; \
+		sibs=""; for dep in schemas runner attest verify; do [ "$$m" = "$$dep" ] || sibs="$$sibs $$dep"; done; \
+		for dep in $$sibs; do (cd $$m && $(GO) mod edit -replace github.com/qualkit/qualkit/$$dep=$$rel/$$dep); done; \
+		status=0; (cd $$m && GOWORK=off $(GO) mod tidy) || status=$$?; \
+		for dep in $$sibs; do (cd $$m && $(GO) mod edit -dropreplace github.com/qualkit/qualkit/$$dep); done; \
+		[ $$status = 0 ] || exit $$status; \
 		echo "tidy $$m"; \
 	done

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/qualkit/qualkit/tools/internal/qualrun"
 	"github.com/qualkit/qualkit/tools/internal/qualverify"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -14,6 +15,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"qualverify": func() { os.Exit(qualverify.Main(os.Args, os.Stdout, os.Stderr)) },
+		"qualrun":    func() { os.Exit(qualrun.Main(os.Args, os.Stdout, os.Stderr)) },
 	})
 }
 

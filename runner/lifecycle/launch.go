@@ -2,8 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -97,23 +95,6 @@ func becomeSubreaper() error {
 	return subreaperErr
 }
 
-func digestBytes(b []byte) string {
-	h := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(h[:])
-}
-
-func digestFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
-}
 
 // loopbackAddr parses the recipe's base URL into a loopback host and port.
 func loopbackAddr(base string) (string, int, error) {
@@ -165,7 +146,7 @@ func environment(r *schemas.LaunchRecipeDoc, lookup func(string) (string, bool))
 	for _, k := range names {
 		v := vals[k]
 		env = append(env, k+"="+v)
-		e := schemas.EnvEntry{Name: k, Digest: digestBytes([]byte(v))}
+		e := schemas.EnvEntry{Name: k, Digest: schemas.DigestOf([]byte(v))}
 		if schemas.LooksSecret(k) {
 			e.Redacted = true
 		} else {
@@ -254,7 +235,7 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	if err != nil {
 		return nil, err
 	}
-	progDigest, err := digestFile(prog)
+	progDigest, _, err := schemas.DigestFile(prog)
 	if err != nil {
 		return nil, fmt.Errorf("%w: program %s: %v", ErrRecipe, prog, err)
 	}
@@ -334,7 +315,7 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	launch := &schemas.Launch{
 		StartedAt:        startedAt.UTC().Format(time.RFC3339Nano),
 		TStartNs:         s.offset(startedAt),
-		ArgvDigest:       digestBytes([]byte(strings.Join(r.Command, "\x00"))),
+		ArgvDigest:       schemas.DigestOf([]byte(strings.Join(r.Command, "\x00"))),
 		Executable:       schemas.Executable{Path: prog, Digest: progDigest},
 		WorkingDirectory: workDir,
 		Environment:      entries,
@@ -382,7 +363,7 @@ func (s *Server) bind() error {
 	}
 	s.record.Launch.StartTimeTicks = int64(st.StartTicks)
 	s.record.Launch.BootID = boot
-	s.record.Launch.CmdlineDigest = digestBytes(cmdline)
+	s.record.Launch.CmdlineDigest = schemas.DigestOf(cmdline)
 	return nil
 }
 

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"syscall"
@@ -210,9 +209,8 @@ func (s *Server) finish() {
 		}
 		s.log.Close()
 	}
-	if d, err := digestFile(s.opts.LogPath); err == nil {
-		st, _ := os.Stat(s.opts.LogPath)
-		s.record.Launch.Log = schemas.Log{Path: s.opts.LogPath, Digest: d, Bytes: st.Size()}
+	if d, n, err := schemas.DigestFile(s.opts.LogPath); err == nil {
+		s.record.Launch.Log = schemas.Log{Path: s.opts.LogPath, Digest: d, Bytes: n}
 	} else {
 		s.fail("server log: " + err.Error())
 	}

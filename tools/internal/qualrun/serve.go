@@ -1,0 +1,148 @@
+package qualrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/qualkit/qualkit/runner/lifecycle"
+	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/urfave/cli/v2"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "qualify a launch recipe: launch, readiness, listener ownership, shutdown, residue",
+		Description: "Launches the recipe's server as an owned process group, waits for /v1/models to list the\n" +
+			"model within the startup deadline, proves the listening socket belongs to the server, shuts it\n" +
+			"down with SIGTERM and checks that no process or listener remains. Prints the lifecycle record.\n" +
+			"Exit 0 only if every condition holds; 1 if one fails (or the port was taken: nothing launched);\n" +
+			"2 for usage errors; 130 when interrupted (the server is shut down first).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "launch", Usage: "launch recipe `FILE` (qualkit.launch-recipe.v1)", Required: true},
+			&cli.StringFlag{Name: "log-dir", Value: ".qualification/serve", Usage: "`DIR` for the server log (created; the log itself is created exclusively)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the lifecycle record as JSON instead of a summary"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("%w: serve takes no arguments, got %q", exitcode.ErrUsage, c.Args().First())
+			}
+			return serve(c.Context, c.String("launch"), c.String("log-dir"), c.Bool("json"), c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+// loadRecipe reads and fully validates a launch recipe.
+func loadRecipe(path string) (*schemas.LaunchRecipeDoc, string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: read launch recipe: %v", exitcode.ErrUsage, err)
+	}
+	out, err := schemas.CheckDocument(data)
+	if err != nil {
+		return nil, "", err
+	}
+	if out.Valid() && out.Contract.Name != schemas.LaunchRecipe {
+		return nil, "", fmt.Errorf("%w: %s is a %s, not a launch recipe", exitcode.ErrUsage, path, out.Contract.SchemaID)
+	}
+	if !out.Valid() {
+		var lines []string
+		for _, v := range out.Violations {
+			lines = append(lines, path+": "+v.Error())
+		}
+		return nil, "", fmt.Errorf("%w: invalid launch recipe:\n%s", exitcode.ErrUsage, strings.Join(lines, "\n"))
+	}
+	var r schemas.LaunchRecipeDoc
+	if err := schemas.DecodeInto(data, &r); err != nil {
+		return nil, "", fmt.Errorf("%w: %s: %v", exitcode.ErrUsage, path, err)
+	}
+	return &r, schemas.DigestOf(data), nil
+}
+
+func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, stderr io.Writer) error {
+	r, digest, err := loadRecipe(recipePath)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return fmt.Errorf("%w: create log directory: %v", exitcode.ErrUsage, err)
+	}
+	logPath := filepath.Join(logDir, fmt.Sprintf("%s-%s.server.log", r.ID, time.Now().UTC().Format("20060102t150405.000000000z")))
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	abs, _ := filepath.Abs(recipePath)
+	srv, err := lifecycle.Launch(ctx, r, lifecycle.Options{RecipeDir: filepath.Dir(abs), RecipeDigest: digest, LogPath: logPath})
+	if srv == nil {
+		if errors.Is(err, lifecycle.ErrPortTaken) || errors.Is(err, lifecycle.ErrIsolation) {
+			fmt.Fprintf(stderr, "qualrun: %v; nothing was launched\n", err)
+			return fmt.Errorf("%w: %v", exitcode.ErrRejected, err)
+		}
+		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	}
+	if err == nil {
+		err = srv.WaitReady(ctx)
+	}
+	if err == nil {
+		err = srv.CheckListener()
+	}
+	interrupted := ctx.Err() != nil
+	if err != nil && !interrupted {
+		srv.Fail(err)
+	} else if interrupted {
+		srv.Fail(errors.New("interrupted: qualrun received SIGINT or SIGTERM"))
+	}
+	rec := srv.Shutdown(context.WithoutCancel(ctx))
+	if asJSON {
+		b, _ := json.MarshalIndent(rec, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		printSummary(stdout, rec)
+	}
+	switch {
+	case interrupted:
+		fmt.Fprintln(stderr, "qualrun: interrupted; the server was shut down")
+		return exitcode.ErrInterrupted
+	case rec.Verdict != "passed":
+		return fmt.Errorf("%w: lifecycle failed", exitcode.ErrRejected)
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, rec *schemas.LifecycleRecordDoc) {
+	fmt.Fprintf(w, "recipe      %s\n", rec.Recipe.ID)
+	if l := rec.Launch; l != nil {
+		fmt.Fprintf(w, "launched    pid %d (group %d) %s\n", l.PID, l.PGID, l.Executable.Path)
+		fmt.Fprintf(w, "log         %s (%d bytes, %s)\n", l.Log.Path, l.Log.Bytes, l.Log.Digest)
+	}
+	if rd := rec.Readiness; rd != nil {
+		fmt.Fprintf(w, "ready       %v after %.0f ms, %d probes (deadline %.0f ms)\n", rd.Ready, rd.ElapsedMs, rd.Probes, rd.DeadlineMs)
+	}
+	if l := rec.Listener; l != nil {
+		fmt.Fprintf(w, "listener    owned %v, inodes %v, owners %v\n", l.Owned, l.Inodes, l.OwnerPIDs)
+	}
+	if sd := rec.Shutdown; sd != nil {
+		code := "none"
+		if sd.ExitCode != nil {
+			code = fmt.Sprint(*sd.ExitCode)
+		}
+		fmt.Fprintf(w, "shutdown    %s, %.0f ms, forced %v, exit %s, acceptable %v\n", sd.Signal, sd.ElapsedMs, sd.Forced, code, sd.Acceptable)
+	}
+	fmt.Fprintf(w, "residue     %d process(es), %d listener(s)\n", len(rec.Residue.Processes), len(rec.Residue.Listeners))
+	for _, u := range rec.Unsupported {
+		fmt.Fprintf(w, "unsupported %s\n", u)
+	}
+	for _, f := range rec.Failures {
+		fmt.Fprintf(w, "FAILURE     %s\n", f)
+	}
+	fmt.Fprintf(w, "verdict     %s\n", rec.Verdict)
+}
