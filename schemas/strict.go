@@ -147,34 +147,50 @@ func newDecodeConfig(opts []DecodeOption) decodeConfig {
 // Strings, keys and number literals in the result share one copy of data.
 func Parse(data []byte, opts ...DecodeOption) (any, error) {
 	cfg := newDecodeConfig(opts)
-	v, err := parse(data, cfg, nil)
+	v, err := parse(data, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-func parse(data []byte, cfg decodeConfig, targets [][]pathSeg) (any, *DecodeError) {
-	if len(data) > cfg.maxBytes {
-		return nil, newDecodeError(data, int64(cfg.maxBytes), "", ErrTooLarge,
+func parse(data []byte, cfg decodeConfig) (any, *DecodeError) {
+	if err := checkEncoding(data, cfg); err != nil {
+		return nil, err
+	}
+	p := parser{data: data, s: string(data), maxDepth: cfg.maxDepth}
+	return p.document()
+}
+
+// locateKeys parses data again and returns the offsets of the object keys
+// whose pointers are targets (-1 where not found).
+func locateKeys(data []byte, cfg decodeConfig, targets [][]pathSeg) []int {
+	p := parser{data: data, s: string(data), maxDepth: cfg.maxDepth, targets: targets, found: make([]int, len(targets))}
+	for i := range p.found {
+		p.found[i] = -1
+	}
+	p.document()
+	return p.found
+}
+
+// checkEncoding applies the checks on the document as a whole.
+func checkEncoding(data []byte, cfg decodeConfig) *DecodeError {
+	switch {
+	case len(data) > cfg.maxBytes:
+		return newDecodeError(data, int64(cfg.maxBytes), "", ErrTooLarge,
 			fmt.Sprintf("document is %d bytes, more than the limit of %d", len(data), cfg.maxBytes))
+	case len(data) == 0:
+		return newDecodeError(data, 0, "", ErrSyntax, "empty input")
+	case looksUTF16(data):
+		return newDecodeError(data, 0, "", ErrInvalidUTF8, "input looks like UTF-16 or UTF-32; JSON must be UTF-8")
+	case bytes.HasPrefix(data, []byte("\xef\xbb\xbf")):
+		return newDecodeError(data, 0, "", ErrSyntax, "UTF-8 byte order mark is not allowed")
 	}
-	if len(data) == 0 {
-		return nil, newDecodeError(data, 0, "", ErrSyntax, "empty input")
-	}
-	if looksUTF16(data) {
-		return nil, newDecodeError(data, 0, "", ErrInvalidUTF8, "input looks like UTF-16 or UTF-32; JSON must be UTF-8")
-	}
-	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
-		return nil, newDecodeError(data, 0, "", ErrSyntax, "UTF-8 byte order mark is not allowed")
-	}
-	p := parser{data: data, s: string(data), maxDepth: cfg.maxDepth, targets: targets}
-	if targets != nil {
-		p.found = make([]int, len(targets))
-		for i := range p.found {
-			p.found[i] = -1
-		}
-	}
+	return nil
+}
+
+// document parses one value surrounded by optional whitespace.
+func (p *parser) document() (any, *DecodeError) {
 	p.skipWS()
 	v, err := p.value()
 	if err != nil {
@@ -186,9 +202,6 @@ func parse(data []byte, cfg decodeConfig, targets [][]pathSeg) (any, *DecodeErro
 			return nil, e
 		}
 		return nil, p.fail(p.pos, ErrTrailingData, "unexpected "+describeByte(p.s, p.pos))
-	}
-	if targets != nil {
-		return p.found, nil
 	}
 	return v, nil
 }
@@ -711,7 +724,7 @@ func (p *parser) number() (any, *DecodeError) {
 		if intDigits > MaxIntegerDigits {
 			return nil, p.fail(start, ErrNumber, fmt.Sprintf("integer has %d digits, more than %d", intDigits, MaxIntegerDigits))
 		}
-	} else if _, prob := floatValue(lit); prob != numOK {
+	} else if prob := checkFloatLiteral(lit); prob != numOK {
 		return nil, p.fail(start, ErrNumber, prob.describe(lit))
 	}
 	p.pos = i
@@ -763,9 +776,8 @@ type decimalForm struct {
 func (d *decimalForm) at(k int) byte {
 	if n := d.intE - d.intS; k < n {
 		return d.lit[d.intS+k]
-	} else {
-		return d.lit[d.fracS+k-n]
 	}
+	return d.lit[d.fracS+k-(d.intE-d.intS)]
 }
 
 func (d *decimalForm) zero() bool { return d.first > d.last }
@@ -854,6 +866,22 @@ func floatValue(lit string) (float64, numProblem) {
 		return 0, numGrammar
 	}
 	return d.float()
+}
+
+// checkFloatLiteral is floatValue's verdict without the float64. A literal
+// of at most 15 significant digits in the normal range needs no conversion:
+// float64 keeps 15 decimal digits (DBL_DIG), so its nearest float64 has that
+// literal as its shortest round-trip form.
+func checkFloatLiteral(lit string) numProblem {
+	d, _, ok := scanNumber(lit)
+	if !ok {
+		return numGrammar
+	}
+	if d.zero() || (d.nsig() <= 15 && d.exp > -300 && d.exp < 300) {
+		return numOK
+	}
+	_, prob := d.float()
+	return prob
 }
 
 func (d *decimalForm) float() (float64, numProblem) {
@@ -955,7 +983,7 @@ func DecodeInto(data []byte, v any, opts ...DecodeOption) error {
 		return fmt.Errorf("decode into %T: target must be a non-nil pointer", v)
 	}
 	cfg := newDecodeConfig(opts)
-	tree, derr := parse(data, cfg, nil)
+	tree, derr := parse(data, cfg)
 	if derr != nil {
 		return derr
 	}
@@ -985,18 +1013,14 @@ func unknownFieldError(data []byte, cfg decodeConfig, unknown []unknownField) er
 	for i, u := range unknown {
 		targets[i] = u.path
 	}
-	res, _ := parse(data, cfg, targets)
-	found, _ := res.([]int)
+	found := locateKeys(data, cfg, targets)
 	best := 0
 	for i := range unknown {
-		if found != nil && found[i] >= 0 && (found[best] < 0 || found[i] < found[best]) {
+		if found[i] >= 0 && (found[best] < 0 || found[i] < found[best]) {
 			best = i
 		}
 	}
-	off := int64(-1)
-	if found != nil {
-		off = int64(found[best])
-	}
+	off := int64(found[best])
 	u := unknown[best]
 	key := u.path[len(u.path)-1].key
 	return newDecodeError(data, off, pathPointer(u.path), ErrUnknownField,

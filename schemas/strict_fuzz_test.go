@@ -200,3 +200,34 @@ func checkNumberForms(t *testing.T, x float64) {
 		}
 	}
 }
+
+func FuzzDecodeInto(f *testing.F) {
+	addParseSeeds(f)
+	for _, c := range []string{
+		`{"schema":"w","variants":[{"id":"a","cases":[{"name":"x","extra":1}]}],"matrix":{"m":[{"name":"y"}]}}`,
+		`{"labels":{"a":"b"},"custom":[1,{"x":2}],"any":{"k":[]},"grid":[[{"name":"g","nope":0}],[]],"timeout":1}`,
+	} {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var w strictWorkload
+		err := DecodeInto(data, &w)
+		_, perr := Parse(data)
+		if err == nil {
+			if perr != nil {
+				t.Fatalf("DecodeInto accepted what Parse rejects: %v", perr)
+			}
+			return
+		}
+		if !errors.Is(err, ErrUnknownField) {
+			return
+		}
+		var de *DecodeError
+		if !errors.As(err, &de) || perr != nil || de.Pointer == "" {
+			t.Fatalf("unknown field error = %#v (parse error %v)", err, perr)
+		}
+		if de.Offset < 0 || de.Offset >= int64(len(data)) || data[de.Offset] != '"' {
+			t.Fatalf("unknown field offset %d does not point at a key in %q", de.Offset, data)
+		}
+	})
+}

@@ -50,6 +50,9 @@ var parseAcceptCases = []struct {
 	{"same key in different objects", `[{"a":1},{"a":2}]`, []any{map[string]any{"a": num("1")}, map[string]any{"a": num("2")}}},
 	{"keys differing in case", `{"a":1,"A":2}`, map[string]any{"a": num("1"), "A": num("2")}},
 	{"literals", `[true,false,null]`, []any{true, false, nil}},
+	{"exponent beyond strconv's reach", "0." + strings.Repeat("0", 6000) + "1e6001", num("0." + strings.Repeat("0", 6000) + "1e6001")},
+	{"many leading zeros", "0." + strings.Repeat("0", 6000) + "15e5990", num("0." + strings.Repeat("0", 6000) + "15e5990")},
+	{"many integer zeros", "1" + strings.Repeat("0", 6000) + ".0e-6000", num("1" + strings.Repeat("0", 6000) + ".0e-6000")},
 }
 
 func TestParseAccepts(t *testing.T) {
@@ -84,6 +87,9 @@ var parseRejectCases = []struct {
 	{"overflow", `1e400`, ErrNumber, "", 0},
 	{"negative overflow", `[-1e400]`, ErrNumber, "/0", 1},
 	{"huge exponent", `1e99999999999999999999999`, ErrNumber, "", 0},
+	{"huge exponent after many zeros", "0." + strings.Repeat("0", 6000) + "1e6400", ErrNumber, "", 0},
+	{"inexact with many digits", "1." + strings.Repeat("0", 6000) + "1", ErrNumber, "", 0},
+	{"underflow with many zeros", "1." + strings.Repeat("0", 6000) + "e-6000", ErrNumber, "", 0},
 	{"underflow", `1e-4000`, ErrNumber, "", 0},
 	{"underflow below half denormal", `2e-324`, ErrNumber, "", 0},
 	{"inexact", `8.9999999999999999`, ErrNumber, "", 0},
@@ -333,6 +339,9 @@ func TestFloatExactnessMatchesBigRat(t *testing.T) {
 	}
 	for _, lit := range lits {
 		_, prob := floatValue(lit)
+		if fast := checkFloatLiteral(lit); fast != prob {
+			t.Errorf("checkFloatLiteral(%s) = %v, floatValue says %v", lit, fast, prob)
+		}
 		want, finite := bigRatExact(lit)
 		if !finite {
 			if prob != numOverflow {
@@ -371,14 +380,15 @@ func (u *strictUnmarshaler) UnmarshalJSON(b []byte) error { u.raw = string(b); r
 type strictWorkload struct {
 	strictMeta
 	*OptionalPart
-	Variants  []strictVariant              `json:"variants"`
-	Labels    map[string]string            `json:"labels,omitempty"`
-	Matrix    map[string][]strictCase      `json:"matrix,omitempty"`
-	Any       any                          `json:"any,omitempty"`
-	Custom    strictUnmarshaler            `json:"custom,omitzero"`
-	Seed      *json.Number                 `json:"seed,omitempty"`
-	Grid      [2][]strictCase              `json:"grid,omitzero"`
-	Ignored   string                       `json:"-"`
+	Variants []strictVariant         `json:"variants"`
+	Labels   map[string]string       `json:"labels,omitempty"`
+	Matrix   map[string][]strictCase `json:"matrix,omitempty"`
+	Any      any                     `json:"any,omitempty"`
+	Custom   strictUnmarshaler       `json:"custom,omitzero"`
+	Seed     *json.Number            `json:"seed,omitempty"`
+	Grid     [2][]strictCase         `json:"grid,omitzero"`
+	Ignored  string                  `json:"-"`
+	//lint:ignore SA5008 encoding/json names this field "-"; DecodeInto must agree
 	Dash      string                       `json:"-,"`
 	Untagged  int                          ``
 	Nested    map[string]map[string]string `json:"nested,omitempty"`
@@ -411,7 +421,7 @@ func TestDecodeInto(t *testing.T) {
 	}
 	if w.Schema != "w.v1" || w.OptionalPart == nil || w.Timeout != 5 || len(w.Variants) != 1 || w.Variants[0].Cases[1].Name != "c1" ||
 		w.Labels["whatever"] != "x" || w.Seed == nil || *w.Seed != "9007199254740993" || w.Dash != "dash" || w.Untagged != 7 ||
-		w.Custom.raw != `{"anything": ["goes"]}` || w.Grid[1][0].Name != "g" || w.Nested["a"]["b"] != "c" {
+		w.Custom.raw != `{"anything": ["goes"]}` || w.Grid[1][0].Name != "g" || w.Nested["a"]["b"] != "c" || w.unexposed != 0 {
 		t.Errorf("DecodeInto result = %+v", w)
 	}
 	if env := w.Variants[0].Cases[0].Env["ANY"]; !reflect.DeepEqual(env, map[string]any{"x": []any{json.Number("1")}}) {
