@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 )
@@ -80,6 +81,12 @@ func schemaIDs() []string {
 // CheckSemantics applies the rules of the named contract that its JSON Schema cannot express to a
 // parsed document that already satisfies the schema.
 func CheckSemantics(name string, doc any) ([]Violation, error) {
+	if t, ok := docTypes[name]; ok {
+		// JSON Schema's "integer" admits 1.0 and 1e0; CUE and the Go types do not. Say where.
+		if vs := integerLiterals(doc, t, ""); len(vs) > 0 {
+			return vs, nil
+		}
+	}
 	raw, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("re-encode %s document: %w", name, err)
@@ -141,6 +148,59 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 		return checkRuntimeManifest(&d), nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownContract, name)
+}
+
+// docTypes maps each contract to its Go type.
+var docTypes = map[string]reflect.Type{
+	Workload:           reflect.TypeFor[WorkloadDoc](),
+	LaunchRecipe:       reflect.TypeFor[LaunchRecipeDoc](),
+	RuntimeManifest:    reflect.TypeFor[RuntimeManifestDoc](),
+	CaseResult:         reflect.TypeFor[CaseResultDoc](),
+	RequestRecord:      reflect.TypeFor[RequestRecordDoc](),
+	LifecycleRecord:    reflect.TypeFor[LifecycleRecordDoc](),
+	Receipt:            reflect.TypeFor[ReceiptDoc](),
+	VerificationReport: reflect.TypeFor[VerificationReportDoc](),
+}
+
+// integerLiterals reports every number that lands in an integer field of t but is written with a
+// fraction or an exponent (1.0, 1e0): contracts write integers as integers.
+func integerLiterals(v any, t reflect.Type, at string) []Violation {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var out []Violation
+	switch x := v.(type) {
+	case json.Number:
+		switch t.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			if strings.ContainsAny(x.String(), ".eE") {
+				out = append(out, violationf(at, ErrSemantic, "integer written as %s: write it without a fraction or exponent", x))
+			}
+		}
+	case []any:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, e := range x {
+				out = append(out, integerLiterals(e, t.Elem(), fmt.Sprintf("%s/%d", at, i))...)
+			}
+		}
+	case map[string]any:
+		switch t.Kind() {
+		case reflect.Map:
+			for k, e := range x {
+				out = append(out, integerLiterals(e, t.Elem(), at+"/"+escapePointerToken(k))...)
+			}
+		case reflect.Struct:
+			for i := 0; i < t.NumField(); i++ {
+				f := t.Field(i)
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if e, ok := x[name]; ok {
+					out = append(out, integerLiterals(e, f.Type, at+"/"+escapePointerToken(name))...)
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
+	return out
 }
 
 func checkRuntimeManifest(m *RuntimeManifestDoc) []Violation {

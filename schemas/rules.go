@@ -3,6 +3,7 @@ package schemas
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"path"
 	"regexp"
@@ -518,8 +519,13 @@ func checkLaunchRecipe(l *LaunchRecipeDoc) []Violation {
 	}
 	if u, err := url.Parse(l.BaseURL); err != nil {
 		r.add("/base_url", "cannot parse: %v", err)
-	} else if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
-		r.add("/base_url", "port %q is not in 1..65535", u.Port())
+	} else {
+		if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+			r.add("/base_url", "port %q is not in 1..65535", u.Port())
+		}
+		if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			r.add("/base_url", "host %q is not a loopback address", u.Hostname())
+		}
 	}
 	return r.out
 }
@@ -627,6 +633,18 @@ func checkReceipt(rc *ReceiptDoc) []Violation {
 		} else if d := end.Sub(start).Seconds(); math.Abs(d-q.DurationSeconds) > MaxDurationSkewSeconds {
 			r.add("/qualification/duration_seconds", "duration %.3f s differs from finished − started = %.3f s by more than %.0f s", q.DurationSeconds, d, MaxDurationSkewSeconds)
 		}
+	}
+	if created, err := time.Parse(time.RFC3339Nano, rc.CreatedAt); err == nil && err2 == nil && created.Before(end) {
+		r.add("/created_at", "created_at is before qualification.finished_at")
+	}
+	type artifactKey struct{ kind, path string }
+	arts := map[artifactKey]bool{}
+	for i, a := range rc.Artifacts {
+		k := artifactKey{a.Kind, a.Path}
+		if arts[k] {
+			r.add(ptr("artifacts", i), "artifact %s %s repeats", a.Kind, a.Path)
+		}
+		arts[k] = true
 	}
 	lifecycleFailed := rc.Lifecycle != nil && rc.Lifecycle.Verdict == "failed"
 	if q.Verdict == "passed" {

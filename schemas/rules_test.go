@@ -74,7 +74,7 @@ func roundTrip(t *testing.T, doc any) []byte {
 }
 
 func TestBasesAreValid(t *testing.T) {
-	for _, name := range []string{"workload-command.json", "workload-serving.json", "launch-recipe.json"} {
+	for _, name := range []string{"workload-command.json", "workload-serving.json", "launch-recipe.json", "receipt.json"} {
 		out, err := CheckDocument(roundTrip(t, load(t, name)))
 		if err != nil || !out.Valid() {
 			t.Errorf("%s: %v %v", name, err, out.Violations)
@@ -169,6 +169,27 @@ func TestSemanticRules(t *testing.T) {
 		}},
 		{"recipe port out of range", "launch-recipe.json", "/base_url", func(t *testing.T, d map[string]any) {
 			set(t, d, "/base_url", str("http://127.0.0.1:99999"))
+		}},
+		{"recipe host not loopback", "launch-recipe.json", "/base_url", func(t *testing.T, d map[string]any) {
+			set(t, d, "/base_url", str("http://127.999.0.1:8000"))
+		}},
+		{"receipt artifact repeated", "receipt.json", "/artifacts/1", func(t *testing.T, d map[string]any) {
+			arts := d["artifacts"].([]any)
+			arts[1] = arts[0]
+		}},
+		{"receipt created before finished", "receipt.json", "/created_at", func(t *testing.T, d map[string]any) {
+			set(t, d, "/created_at", d["qualification"].(map[string]any)["started_at"])
+		}},
+		{"receipt passed with dirty source", "receipt.json", "/qualification/verdict", func(t *testing.T, d map[string]any) {
+			set(t, d, "/source/clean", false)
+			set(t, d, "/publishable", false)
+			set(t, d, "/unpublishable_reasons", []any{"dirty tree"})
+		}},
+		{"receipt publishable off origin/main", "receipt.json", "/publishable", func(t *testing.T, d map[string]any) {
+			set(t, d, "/source/origin_main", str(strings.Repeat("a", 40)))
+		}},
+		{"integer written as float", "workload-serving.json", "/variants/0/cases/0/max_tokens", func(t *testing.T, d map[string]any) {
+			set(t, d, "/variants/0/cases/0/max_tokens", json.Number("32.0"))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
