@@ -91,6 +91,8 @@ type Generation struct {
 	// Finish is FinishLength (max_tokens reached) or FinishStop (a stop string matched, or
 	// end-of-sequence without ignore_eos).
 	Finish string
+
+	hash uint64 // the prompt hash, which also seeds the request's jitter
 }
 
 // Generate computes the completion for spec. It is a pure function: token k is the zero-padded
@@ -102,7 +104,7 @@ type Generation struct {
 // first-completed stop string begins), whichever comes first.
 func Generate(spec GenSpec) Generation {
 	seed := promptHash(spec.ModelSeed, spec.RequestSeed, spec.Prompt)
-	g := Generation{Start: int(splitmix64(seed) % tokenModulus), Finish: FinishLength}
+	g := Generation{Start: int(splitmix64(seed) % tokenModulus), Finish: FinishLength, hash: seed}
 	limit := max(spec.MaxTokens, 0)
 	if spec.EOSAfter > 0 && spec.EOSAfter < limit && !spec.IgnoreEOS {
 		limit = spec.EOSAfter
