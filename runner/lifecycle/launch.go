@@ -66,16 +66,12 @@ type Options struct {
 // Server is one owned server process group. Methods are safe for one goroutine at a time, except
 // Exited, which any goroutine may watch.
 type Server struct {
+	tree
 	recipe  *schemas.LaunchRecipeDoc
 	opts    Options
-	fs      procfs.FS
 	host    string
 	port    int
 	cmd     *exec.Cmd
-	cg      *cgroup
-	self    int
-	id      procInfo // bound identity of the leader
-	exited  chan struct{}
 	waitErr error
 	state   *os.ProcessState
 	log     *os.File
@@ -83,6 +79,16 @@ type Server struct {
 	record      schemas.LifecycleRecordDoc
 	unsupported []string
 	shutdown    sync.Once
+}
+
+// tree tracks one process and everything descended from it: its process group, its cgroup (when
+// there is one), its descendants, and orphans reparented to this runner (a child subreaper).
+type tree struct {
+	fs     procfs.FS
+	self   int
+	id     procInfo // bound identity of the leader
+	cg     *cgroup
+	exited chan struct{}
 }
 
 var subreaperOnce sync.Once
@@ -205,7 +211,7 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{recipe: r, opts: opts, fs: fs, host: host, port: port, exited: make(chan struct{}), self: os.Getpid()}
+	s := &Server{tree: tree{fs: fs, exited: make(chan struct{}), self: os.Getpid()}, recipe: r, opts: opts, host: host, port: port}
 	s.record = schemas.LifecycleRecordDoc{
 		Schema:      "qualkit.lifecycle-record.v1",
 		Recipe:      schemas.RecipeRef{ID: r.ID, Digest: opts.RecipeDigest},
@@ -369,7 +375,7 @@ func (s *Server) bind() error {
 
 // checkIdentity re-reads the leader's stat and refuses if it is no longer the bound process.
 // A leader that has exited (and been reaped) is not an identity change.
-func (s *Server) checkIdentity() error {
+func (s *tree) checkIdentity() error {
 	select {
 	case <-s.exited:
 		return nil
@@ -386,7 +392,7 @@ func (s *Server) checkIdentity() error {
 }
 
 // Exited is closed when the leader process has exited.
-func (s *Server) Exited() <-chan struct{} { return s.exited }
+func (s *tree) Exited() <-chan struct{} { return s.exited }
 
 // PID is the leader's process id (also the process group id).
 func (s *Server) PID() int { return s.cmd.Process.Pid }
@@ -411,7 +417,7 @@ func (s *Server) exitStatus() string {
 // ownedTree returns every live process that belongs to the server: in its cgroup, in its process
 // group, descended from its leader, or an orphan reparented to this runner (subreaper) that is not
 // the leader itself.
-func (s *Server) ownedTree() (procTable, error) {
+func (s *tree) ownedTree() (procTable, error) {
 	all, err := scanProcs(s.fs)
 	if err != nil {
 		return nil, err
@@ -450,7 +456,7 @@ func (s *Server) ownedTree() (procTable, error) {
 	return owned, nil
 }
 
-func (s *Server) liveOwned() (procTable, error) {
+func (s *tree) liveOwned() (procTable, error) {
 	t, err := s.ownedTree()
 	if err != nil {
 		return nil, err

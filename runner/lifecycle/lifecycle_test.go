@@ -33,6 +33,27 @@ func TestMain(m *testing.M) {
 func testServer(mode string) int {
 	port := os.Getenv("PORT")
 	switch mode {
+	case "cmd-ok":
+		fmt.Println("hello from the case")
+		fmt.Fprintln(os.Stderr, "a warning")
+		return 0
+	case "cmd-exit-3":
+		return 3
+	case "cmd-flood":
+		chunk := strings.Repeat("x", 1<<16)
+		for i := 0; i < 64; i++ {
+			fmt.Print(chunk)
+		}
+		return 0
+	case "cmd-setsid":
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), serverEnv+"=setsid-sleeper")
+		child.Stdout = os.Stdout // holds the capture pipe open
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := child.Start(); err != nil {
+			return 4
+		}
+		return 0
 	case "exit-early":
 		fmt.Println("fatal: cannot load model weights")
 		return 3

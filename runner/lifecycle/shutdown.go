@@ -15,7 +15,7 @@ import (
 const pollEvery = 20 * time.Millisecond
 
 // waitGone polls until no live process of the set selected by which remains, or until deadline.
-func (s *Server) waitGone(deadline time.Time, which func(procInfo) bool) procTable {
+func (s *tree) waitGone(deadline time.Time, which func(procInfo) bool) procTable {
 	for {
 		live, err := s.liveOwned()
 		left := procTable{}
@@ -33,10 +33,10 @@ func (s *Server) waitGone(deadline time.Time, which func(procInfo) bool) procTab
 	}
 }
 
-func (s *Server) inGroup(p procInfo) bool { return p.PGID == s.id.PGID }
+func (s *tree) inGroup(p procInfo) bool { return p.PGID == s.id.PGID }
 
 // signalGroup sends sig to the server's process group after re-checking the leader's identity.
-func (s *Server) signalGroup(sig syscall.Signal) error {
+func (s *tree) signalGroup(sig syscall.Signal) error {
 	if err := s.checkIdentity(); err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (s *Server) signalGroup(sig syscall.Signal) error {
 }
 
 // killAll SIGKILLs every live owned process (group members and escaped descendants) and the cgroup.
-func (s *Server) killAll() {
+func (s *tree) killAll() {
 	live, err := s.liveOwned()
 	if err == nil {
 		for pid, p := range live {
@@ -67,7 +67,7 @@ func (s *Server) killAll() {
 
 // reapOrphans collects the exit status of processes reparented to this runner (subreaper) so they
 // do not linger as zombies.
-func (s *Server) reapOrphans() {
+func (s *tree) reapOrphans() {
 	all, err := scanProcs(s.fs)
 	if err != nil {
 		return

@@ -1,0 +1,192 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/qualkit/qualkit/schemas"
+	"golang.org/x/sys/unix"
+)
+
+// Command is one case command: an argv run in its own process group with a closed environment,
+// a deadline, and capped output captures.
+type Command struct {
+	Argv []string
+	// Dir is the working directory.
+	Dir string
+	// Env is the complete environment (nothing is inherited).
+	Env []string
+	// Timeout bounds the run on the monotonic clock.
+	Timeout time.Duration
+	// Grace is how long the group gets between SIGTERM and SIGKILL on timeout or cancellation.
+	Grace time.Duration
+	// StdoutPath and StderrPath receive the captures; both are created exclusively.
+	StdoutPath, StderrPath string
+	// CaptureLimit caps each capture in bytes; output beyond it is drained and discarded.
+	CaptureLimit int64
+}
+
+// CommandResult is what a command run observed.
+type CommandResult struct {
+	// ExitCode is the exit code, or 128+signal when a signal ended the leader.
+	ExitCode int
+	// Signal names the signal that ended the leader, or "".
+	Signal string
+	// TimedOut is true when the deadline passed; Cancelled when ctx ended first.
+	TimedOut, Cancelled bool
+	// StdoutTruncated and StderrTruncated report output beyond CaptureLimit.
+	StdoutTruncated, StderrTruncated bool
+	// Residue lists descendants still running after the leader exited (they were killed).
+	Residue  []schemas.ResidueProcess
+	Duration time.Duration
+	// Unsupported lists tracking the host could not provide (cgroup).
+	Unsupported []string
+}
+
+// RunCommand runs c to completion. Descendants that outlive the leader (after EscapeSettle) are
+// residue: recorded and killed. The error is non-nil only when the command could not be started.
+func RunCommand(ctx context.Context, c Command) (*CommandResult, error) {
+	fs, err := newFS()
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Argv) == 0 {
+		return nil, errors.New("run command: empty argv")
+	}
+	res := &CommandResult{}
+	if err := becomeSubreaper(); err != nil {
+		res.Unsupported = append(res.Unsupported, "child subreaper: "+err.Error())
+	}
+	t := &tree{fs: fs, self: os.Getpid(), exited: make(chan struct{})}
+	if cg, _, err := newCgroup(0); err == nil {
+		t.cg = cg
+		defer cg.remove()
+	} else {
+		res.Unsupported = append(res.Unsupported, "cgroup v2 accounting: "+err.Error())
+	}
+	prog, err := resolveProgram(c.Argv[0], c.Dir, c.Env)
+	if err != nil {
+		return nil, err
+	}
+	outF, err := createLog(c.StdoutPath)
+	if err != nil {
+		return nil, err
+	}
+	defer outF.Close()
+	errF, err := createLog(c.StderrPath)
+	if err != nil {
+		return nil, err
+	}
+	defer errF.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	defer devnull.Close()
+	cmd := &exec.Cmd{Path: prog, Args: c.Argv, Dir: c.Dir, Env: c.Env, Stdin: devnull}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if t.cg != nil {
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = int(t.cg.fd.Fd())
+	}
+	// Plain pipes, not cmd.StdoutPipe: Wait must return when the leader exits even if a descendant
+	// still holds the write ends.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer outR.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outW.Close()
+		return nil, err
+	}
+	defer errR.Close()
+	cmd.Stdout, cmd.Stderr = outW, errW
+	start := time.Now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", prog, err)
+	}
+	if st, err := statOf(fs, cmd.Process.Pid); err == nil {
+		t.id = st
+	} else {
+		t.id = procInfo{PID: cmd.Process.Pid, PGID: cmd.Process.Pid}
+	}
+	var drained sync.WaitGroup
+	drained.Add(2)
+	go func() { defer drained.Done(); res.StdoutTruncated = capture(outF, outR, c.CaptureLimit) }()
+	go func() { defer drained.Done(); res.StderrTruncated = capture(errF, errR, c.CaptureLimit) }()
+	var state *os.ProcessState
+	go func() {
+		_ = cmd.Wait()
+		state = cmd.ProcessState
+		close(t.exited)
+	}()
+	timer := time.NewTimer(c.Timeout)
+	defer timer.Stop()
+	select {
+	case <-t.exited:
+	case <-timer.C:
+		res.TimedOut = true
+	case <-ctx.Done():
+		res.Cancelled = true
+	}
+	if res.TimedOut || res.Cancelled {
+		_ = t.signalGroup(unix.SIGTERM)
+		select {
+		case <-t.exited:
+		case <-time.After(c.Grace):
+			t.killAll()
+		}
+	}
+	<-t.exited
+	left := t.waitGone(time.Now().Add(EscapeSettle), func(procInfo) bool { return true })
+	pids := make([]int, 0, len(left))
+	for pid := range left {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	for _, pid := range pids {
+		res.Residue = append(res.Residue, schemas.ResidueProcess{PID: int64(pid), Comm: left[pid].Comm, Escaped: left[pid].PGID != t.id.PGID})
+	}
+	if len(left) > 0 {
+		t.killAll()
+		t.waitGone(time.Now().Add(KillWait), func(procInfo) bool { return true })
+	}
+	drainDone := make(chan struct{})
+	go func() { drained.Wait(); close(drainDone) }()
+	select {
+	case <-drainDone: // every writer is gone
+	case <-time.After(KillWait):
+		outR.Close() // a writer outside the tree: stop reading rather than hang
+		errR.Close()
+		<-drainDone
+	}
+	t.reapOrphans()
+	res.Duration = time.Since(start)
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res.Signal = unix.SignalName(ws.Signal())
+		res.ExitCode = 128 + int(ws.Signal())
+	} else {
+		res.ExitCode = state.ExitCode()
+	}
+	return res, nil
+}
+
+// capture copies r into w up to limit bytes, drains the rest, and reports truncation.
+func capture(w io.Writer, r io.Reader, limit int64) bool {
+	n, _ := io.Copy(w, io.LimitReader(r, limit))
+	extra, _ := io.Copy(io.Discard, r)
+	return n >= limit && extra > 0
+}
