@@ -1,9 +1,18 @@
 package tools_test
 
 import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/qualkit/qualkit/tools/internal/qualrun"
 	"github.com/qualkit/qualkit/tools/internal/qualverify"
@@ -19,19 +28,178 @@ func TestMain(m *testing.M) {
 	})
 }
 
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// buildBinaries builds the real qualsim binary once. Scripts run it as the owned server: it
+// re-executes itself (its setsid grandchild faults), so it must be a real executable, not the
+// test binary.
+func buildBinaries(t *testing.T) string {
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "qualkit-script-bin-")
+		if binErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", binDir+"/", "./cmd/qualsim").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build qualsim: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binDir
+}
+
 // TestScripts runs every tools/testdata/script/*.txtar. $REPO is the repository root, so scripts
-// can reach the committed workloads, fixtures and corpus.
+// can reach the committed workloads, fixtures and corpus; qualsim is on $PATH.
 func TestScripts(t *testing.T) {
 	repo, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	bin := buildBinaries(t)
+	t.Cleanup(func() { os.RemoveAll(bin) })
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("REPO", repo)
 			env.Setenv("SHARED", filepath.Join(repo, "..", "shared"))
+			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
+			env.Setenv("QUALSIM", filepath.Join(bin, "qualsim"))
 			return nil
 		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"noresidue": cmdNoResidue,
+			"waitport":  cmdWaitPort,
+			"jsoncheck": cmdJSONCheck,
+		},
 	})
+}
+
+// cmdNoResidue PORT MARKER: from /proc, nothing listens on PORT and no live process has MARKER in
+// its command line.
+func cmdNoResidue(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: noresidue PORT MARKER")
+	}
+	port, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("bad port %q", args[0])
+	}
+	if l := listenersOn(port); len(l) > 0 {
+		ts.Fatalf("port %d still has LISTEN sockets %v", port, l)
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.Contains(string(cmdline), args[1]) {
+			continue
+		}
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+			continue // a zombie is gone
+		}
+		ts.Fatalf("process %d is still running: %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+}
+
+func listenersOn(port int) []string {
+	var out []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 10 || fields[3] != "0A" {
+				continue
+			}
+			if i := strings.LastIndexByte(fields[1], ':'); i > 0 {
+				if p, err := strconv.ParseInt(fields[1][i+1:], 16, 32); err == nil && int(p) == port {
+					out = append(out, fields[9])
+				}
+			}
+		}
+		fh.Close()
+	}
+	return out
+}
+
+// cmdWaitPort PORT: wait (up to 10 s) until something accepts connections on 127.0.0.1:PORT.
+func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitport PORT")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+args[0], 200*time.Millisecond); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.Fatalf("nothing listens on 127.0.0.1:%s after 10 s", args[0])
+}
+
+// cmdJSONCheck FILE POINTER OP VALUE: the number at POINTER in the JSON in FILE (or "stdout")
+// satisfies OP (lt, le, gt, ge, eq) VALUE.
+func cmdJSONCheck(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 4 {
+		ts.Fatalf("usage: jsoncheck FILE POINTER OP VALUE")
+	}
+	var doc any
+	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &doc); err != nil {
+		ts.Fatalf("%s: %v", args[0], err)
+	}
+	cur := doc
+	for _, tok := range strings.Split(strings.TrimPrefix(args[1], "/"), "/") {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[tok]
+		case []any:
+			i, _ := strconv.Atoi(tok)
+			if i < 0 || i >= len(c) {
+				ts.Fatalf("%s: no element %s", args[1], tok)
+			}
+			cur = c[i]
+		default:
+			ts.Fatalf("%s: nothing at %s", args[0], args[1])
+		}
+	}
+	got, ok := cur.(float64)
+	if !ok {
+		ts.Fatalf("%s %s: %v is not a number", args[0], args[1], cur)
+	}
+	want, err := strconv.ParseFloat(args[3], 64)
+	if err != nil {
+		ts.Fatalf("bad value %q", args[3])
+	}
+	var holds bool
+	switch args[2] {
+	case "lt":
+		holds = got < want
+	case "le":
+		holds = got <= want
+	case "gt":
+		holds = got > want
+	case "ge":
+		holds = got >= want
+	case "eq":
+		holds = got == want
+	default:
+		ts.Fatalf("bad operator %q", args[2])
+	}
+	if holds == neg {
+		ts.Fatalf("%s %s = %v; want %s %v", args[0], args[1], got, args[2], want)
+	}
 }

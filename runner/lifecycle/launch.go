@@ -192,6 +192,24 @@ func resolveProgram(argv0, workDir string, env []string) (string, error) {
 	return "", fmt.Errorf("%w: program %q not found on PATH", ErrRecipe, argv0)
 }
 
+// Program resolves the file a recipe's argv[0] names (as Launch will run it) and its working
+// directory, without starting anything, so the caller can bind the binary before launch.
+func Program(r *schemas.LaunchRecipeDoc, recipeDir string, lookupEnv func(string) (string, bool)) (prog, workDir string, err error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	workDir = r.WorkingDirectory
+	if !filepath.IsAbs(workDir) {
+		workDir = filepath.Join(recipeDir, workDir)
+	}
+	if st, err := os.Stat(workDir); err != nil || !st.IsDir() {
+		return "", "", fmt.Errorf("%w: working_directory %s is not a directory", ErrRecipe, workDir)
+	}
+	env, _ := environment(r, lookupEnv)
+	prog, err = resolveProgram(r.Command[0], workDir, env)
+	return prog, workDir, err
+}
+
 // Launch checks the port, then starts the recipe's server in a new process group and binds its
 // identity. Failures before a process exists return an error and a nil *Server (nothing was
 // launched; ErrPortTaken is among them). After that, Launch returns the *Server even with an
@@ -229,18 +247,11 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	}
 	s.record.Port.FreeBeforeLaunch = true
 
-	workDir := r.WorkingDirectory
-	if !filepath.IsAbs(workDir) {
-		workDir = filepath.Join(opts.RecipeDir, workDir)
-	}
-	if st, err := os.Stat(workDir); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("%w: working_directory %s is not a directory", ErrRecipe, workDir)
-	}
-	env, entries := environment(r, opts.LookupEnv)
-	prog, err := resolveProgram(r.Command[0], workDir, env)
+	prog, workDir, err := Program(r, opts.RecipeDir, opts.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
+	env, entries := environment(r, opts.LookupEnv)
 	progDigest, _, err := schemas.DigestFile(prog)
 	if err != nil {
 		return nil, fmt.Errorf("%w: program %s: %v", ErrRecipe, prog, err)
@@ -271,6 +282,10 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 		s.unsupported = append(s.unsupported, "pid_limit: cgroup_accounting is off")
 	}
 
+	if err := os.MkdirAll(filepath.Dir(opts.LogPath), 0o755); err != nil {
+		s.cg.remove()
+		return nil, fmt.Errorf("create server log directory: %w", err)
+	}
 	logf, err := createLog(opts.LogPath)
 	if err != nil {
 		s.cg.remove()

@@ -74,9 +74,6 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return fmt.Errorf("%w: create log directory: %v", exitcode.ErrUsage, err)
-	}
 	logPath := filepath.Join(logDir, fmt.Sprintf("%s-%s.server.log", r.ID, time.Now().UTC().Format("20060102t150405.000000000z")))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
