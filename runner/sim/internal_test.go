@@ -1,0 +1,92 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestScheduleJitterIsSeeded(t *testing.T) {
+	tm := Timing{TTFT: 10 * time.Millisecond, PrefillPerToken: time.Millisecond, TokenInterval: 5 * time.Millisecond, Jitter: 2 * time.Millisecond}
+	offsets := func(hash uint64) []time.Duration {
+		sc := newSchedule(tm, 1, hash, 4)
+		var out []time.Duration
+		for range 50 {
+			out = append(out, sc.token())
+		}
+		return out
+	}
+	a, b, c := offsets(7), offsets(7), offsets(8)
+	same := true
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("offset %d differs for the same seed: %v vs %v", i, a[i], b[i])
+		}
+		same = same && a[i] == c[i]
+		lo := 14 * time.Millisecond
+		if i > 0 {
+			lo = a[i-1] + tm.TokenInterval
+		}
+		hi := lo + tm.Jitter
+		if a[i] < lo || a[i] >= hi {
+			t.Fatalf("offset %d = %v outside [%v, %v)", i, a[i], lo, hi)
+		}
+	}
+	if same {
+		t.Fatal("another seed gave the same jitter")
+	}
+	sc := newSchedule(Timing{TTFT: time.Millisecond, TokenInterval: 2 * time.Millisecond}, 0, 0, 0)
+	if o := []time.Duration{sc.token(), sc.token(), sc.token()}; o[0] != time.Millisecond || o[2] != 5*time.Millisecond {
+		t.Fatalf("offsets without jitter %v", o)
+	}
+}
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "00042 ", `a"b\c`, "line\nfeed\ttab\r\x00\x1f", "é€𝄞", "\u2028\u2029", "bad\xffutf8", "<&>"} {
+		got := appendJSONString(nil, s)
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%q -> %s: %v", s, got, err)
+		}
+		want, _ := json.Marshal(s)
+		if strings.ToValidUTF8(s, "\ufffd") != back {
+			t.Fatalf("%q round-trips to %q", s, back)
+		}
+		if !bytes.Contains(want, []byte(`\u003c`)) && !bytes.Equal(got, want) {
+			t.Fatalf("%q: got %s, encoding/json %s", s, got, want)
+		}
+	}
+}
+
+// FuzzDecodeRequest: any body either decodes to a request within the limits or is refused with a
+// 4xx API error; nothing panics.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","prompt":"hello","max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"stop":["x"],"seed":-5}`,
+		`{"model":"m","prompt":["a"],"n":1,"ignore_eos":true,"max_completion_tokens":9}`,
+		`{"model":"m","messages":[{"role":"user","content":null}]}`, `{`, `[]`, `null`, `{"model":1}`,
+	} {
+		f.Add([]byte(s), true)
+		f.Add([]byte(s), false)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, chat bool) {
+		q, err := decodeRequest(bytes.NewReader(body), chat, 16)
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.status < 400 || ae.status > 499 || !json.Valid(ae.body()) {
+				t.Fatalf("error %v is not a 4xx API error", err)
+			}
+			return
+		}
+		if q.model == "" || q.maxTokens < 1 || q.maxTokens > MaxCompletionTokens || len(q.stop) > MaxStopStrings || q.chat != chat {
+			t.Fatalf("accepted request out of bounds: %+v", q)
+		}
+		if chat && (len(q.prompt.Messages) == 0 || len(q.prompt.Messages) > MaxMessages) {
+			t.Fatalf("chat request with %d messages", len(q.prompt.Messages))
+		}
+	})
+}

@@ -1,0 +1,244 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// apiError is an OpenAI-style error answer.
+type apiError struct {
+	status  int
+	typ     string // "invalid_request_error", "rate_limit_error", "server_error"
+	param   string
+	code    string
+	message string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{status: 400, typ: "invalid_request_error", param: param, message: fmt.Sprintf(format, args...)}
+}
+
+// body renders the error as {"error":{...}}.
+func (e *apiError) body() []byte {
+	var b []byte
+	b = append(b, `{"error":{"message":`...)
+	b = appendJSONString(b, e.message)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, e.typ)
+	b = append(b, `,"param":`...)
+	b = appendNullableString(b, e.param)
+	b = append(b, `,"code":`...)
+	b = appendNullableString(b, e.code)
+	b = append(b, "}}\n"...)
+	return b
+}
+
+func appendNullableString(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, s)
+}
+
+// wireRequest is the part of an OpenAI completion or chat completion body qualsim reads; other
+// fields (temperature, top_p, ...) are accepted and ignored.
+type wireRequest struct {
+	Model               string          `json:"model"`
+	Prompt              json.RawMessage `json:"prompt"`
+	Messages            []wireMessage   `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage         bool `json:"include_usage"`
+		ContinuousUsageStats bool `json:"continuous_usage_stats"`
+	} `json:"stream_options"`
+	Stop      json.RawMessage `json:"stop"`
+	Seed      *int64          `json:"seed"`
+	IgnoreEOS bool            `json:"ignore_eos"`
+	N         *int            `json:"n"`
+}
+
+type wireMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// request is a decoded, validated completion request.
+type request struct {
+	chat            bool
+	model           string
+	prompt          Prompt
+	maxTokens       int
+	stream          bool
+	includeUsage    bool
+	continuousUsage bool
+	stop            []string
+	seed            uint64
+	ignoreEOS       bool
+}
+
+// decodeRequest reads and validates a body of at most MaxRequestBodyBytes (the caller bounds the
+// reader) for the chat or the completions endpoint.
+func decodeRequest(r io.Reader, chat bool, defaultMaxTokens int) (*request, error) {
+	var w wireRequest
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&w); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, &apiError{status: 413, typ: "invalid_request_error", message: fmt.Sprintf("request body larger than %d bytes", MaxRequestBodyBytes)}
+		}
+		return nil, badRequest("", "request body is not a JSON object: %v", err)
+	}
+	if dec.More() {
+		return nil, badRequest("", "trailing data after the request object")
+	}
+	q := &request{chat: chat, model: w.Model, stream: w.Stream, ignoreEOS: w.IgnoreEOS}
+	if w.Model == "" {
+		return nil, badRequest("model", "model is required")
+	}
+	if w.N != nil && *w.N != 1 {
+		return nil, badRequest("n", "n must be 1 (qualsim returns one choice)")
+	}
+	if w.StreamOptions != nil {
+		if !w.Stream {
+			return nil, badRequest("stream_options", "stream_options needs stream: true")
+		}
+		q.includeUsage = w.StreamOptions.IncludeUsage
+		q.continuousUsage = w.StreamOptions.ContinuousUsageStats
+	}
+	if w.Seed != nil {
+		q.seed = uint64(*w.Seed)
+	}
+	q.maxTokens = defaultMaxTokens
+	for _, mt := range []struct {
+		name string
+		v    *int
+	}{{"max_completion_tokens", w.MaxCompletionTokens}, {"max_tokens", w.MaxTokens}} {
+		if mt.v == nil {
+			continue
+		}
+		if *mt.v < 1 || *mt.v > MaxCompletionTokens {
+			return nil, badRequest(mt.name, "%s %d: want 1 to %d", mt.name, *mt.v, MaxCompletionTokens)
+		}
+		q.maxTokens = *mt.v
+	}
+	stop, err := decodeStop(w.Stop)
+	if err != nil {
+		return nil, err
+	}
+	q.stop = stop
+	if chat {
+		if w.Prompt != nil {
+			return nil, badRequest("prompt", "chat completions take messages, not prompt")
+		}
+		if len(w.Messages) == 0 || len(w.Messages) > MaxMessages {
+			return nil, badRequest("messages", "messages: want 1 to %d messages, have %d", MaxMessages, len(w.Messages))
+		}
+		q.prompt = Prompt{Chat: true, Messages: make([]Message, len(w.Messages))}
+		for i, m := range w.Messages {
+			if m.Role == "" {
+				return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role is required", i)
+			}
+			text, err := decodeContent(m.Content)
+			if err != nil {
+				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %v", i, err)
+			}
+			q.prompt.Messages[i] = Message{Role: m.Role, Content: text}
+		}
+		return q, nil
+	}
+	if w.Messages != nil {
+		return nil, badRequest("messages", "completions take prompt, not messages")
+	}
+	text, err := decodePrompt(w.Prompt)
+	if err != nil {
+		return nil, badRequest("prompt", "prompt: %v", err)
+	}
+	q.prompt = Prompt{Text: text}
+	return q, nil
+}
+
+// decodePrompt accepts a string or an array of exactly one string.
+func decodePrompt(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", errors.New("is required")
+	}
+	var s string
+	if raw[0] == '"' {
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	var arr []string
+	if err := json.Unmarshal(raw, &arr); err != nil {
+		return "", errors.New("want a string or an array of one string (token arrays are not supported)")
+	}
+	if len(arr) != 1 {
+		return "", fmt.Errorf("want one prompt, have %d (qualsim returns one choice)", len(arr))
+	}
+	return arr[0], nil
+}
+
+// decodeContent accepts a string, null, or an array of {"type":"text","text":...} parts (joined
+// by "\n").
+func decodeContent(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("want a string or an array of text parts")
+	}
+	texts := make([]string, 0, len(parts))
+	for i, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("part %d has type %q; only text parts are supported", i, p.Type)
+		}
+		texts = append(texts, p.Text)
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// decodeStop accepts null, a string or an array of strings.
+func decodeStop(raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var stops []string
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, badRequest("stop", "stop: %v", err)
+		}
+		stops = []string{s}
+	} else if err := json.Unmarshal(raw, &stops); err != nil {
+		return nil, badRequest("stop", "stop: want a string or an array of strings")
+	}
+	if len(stops) > MaxStopStrings {
+		return nil, badRequest("stop", "stop: at most %d strings, have %d", MaxStopStrings, len(stops))
+	}
+	for _, s := range stops {
+		if len(s) > MaxStopBytes {
+			return nil, badRequest("stop", "stop: a string is longer than %d bytes", MaxStopBytes)
+		}
+	}
+	return stops, nil
+}

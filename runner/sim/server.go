@@ -1,0 +1,368 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors Serve ends with when a fault ends the server.
+var (
+	// ErrExitBeforeReady: the exit-before-ready fault ended the server.
+	ErrExitBeforeReady = errors.New("exited before ready (fault exit-before-ready)")
+	// ErrCrashed: the crash-after-events fault ended the server, and no WithCrash hook exited.
+	ErrCrashed = errors.New("crashed mid-stream (fault crash-after-events)")
+)
+
+// DecoyModel is the only model /v1/models lists under the models-without-id fault.
+const DecoyModel = "qualsim-decoy"
+
+// Option configures a Server.
+type Option func(*options)
+
+type options struct {
+	log   *slog.Logger
+	gt    io.Writer
+	crash func()
+}
+
+// WithLogger sends the server's log records to l (the default discards them).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithGroundTruth writes the ground-truth log to w: one JSON line per SSE event flushed (and per
+// response headers, slot acquisition and non-streamed body), with its CLOCK_MONOTONIC time in
+// nanoseconds (see MonotonicNanos). Lines are written by a separate goroutine and flushed at
+// least every 100 ms and when Serve returns.
+func WithGroundTruth(w io.Writer) Option { return func(o *options) { o.gt = w } }
+
+// WithCrash sets what the crash-after-events fault does once the ground-truth log is flushed:
+// the qualsim command passes a function that exits the process at once. Without it (or if it
+// returns), the connection is aborted, every other connection is closed and Serve returns
+// ErrCrashed.
+func WithCrash(fn func()) Option { return func(o *options) { o.crash = fn } }
+
+// Server is one qualsim server. Serve may be called once.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	opts    options
+	models  map[string]bool
+	created int64
+	slots   chan struct{}
+	m       metrics
+
+	seq     atomic.Uint64
+	ready   atomic.Bool
+	served  atomic.Bool
+	cutting atomic.Bool
+	conns   tracker
+	gt      *groundTruth
+
+	crashOnce sync.Once
+	crashed   chan struct{}
+}
+
+// New validates cfg and returns a server that has not started.
+func New(cfg Config, opts ...Option) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := options{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg:     cfg,
+		log:     o.log,
+		opts:    o,
+		models:  map[string]bool{},
+		created: time.Now().Unix(),
+		slots:   make(chan struct{}, cfg.Slots),
+		crashed: make(chan struct{}),
+	}
+	s.cfg.Models = append([]string(nil), cfg.Models...)
+	for _, m := range cfg.Models {
+		s.models[m] = true
+	}
+	return s, nil
+}
+
+// Serve serves HTTP/1.1 on ln, which must be a loopback address, until ctx is done or a fault
+// ends it, and closes ln. When ctx is done it shuts down gracefully: it stops accepting, lets
+// in-flight requests finish within ShutdownGrace, cuts those still running, waits out the
+// slow-shutdown fault if any, flushes the ground-truth log and returns nil. It returns
+// ErrExitBeforeReady or ErrCrashed when those faults end it.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if !s.served.CompareAndSwap(false, true) {
+		return errors.New("sim: Serve called twice")
+	}
+	if err := CheckLoopback(ln.Addr().String()); err != nil {
+		ln.Close()
+		return err
+	}
+	if s.opts.gt != nil {
+		s.gt = startGroundTruth(s.opts.gt, func() { s.m.gtDropped.Add(1) })
+	}
+	base, cut := context.WithCancel(context.WithoutCancel(ctx))
+	defer cut()
+	hs := &http.Server{
+		Handler:           s.handler(),
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ConnState:         s.conns.state,
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	s.log.Info("serving", "addr", ln.Addr().String(), "models", s.cfg.Models, "faults", s.cfg.Faults.Specs())
+
+	startup := time.NewTimer(s.cfg.Timing.StartupDelay)
+	defer startup.Stop()
+	for {
+		select {
+		case <-startup.C:
+			switch {
+			case s.cfg.Faults.ExitBeforeReady:
+				s.log.Warn("exiting before ready", "fault", "exit-before-ready")
+				return errors.Join(ErrExitBeforeReady, s.abort(hs, cut, served))
+			case s.cfg.Faults.NeverReady:
+				s.log.Warn("staying not ready", "fault", "never-ready")
+			default:
+				s.ready.Store(true)
+				s.log.Info("ready", "models", s.cfg.Models)
+			}
+		case <-s.crashed:
+			return errors.Join(ErrCrashed, s.abort(hs, cut, served))
+		case err := <-served:
+			served <- err
+			return errors.Join(fmt.Errorf("serve %s: %w", ln.Addr(), err), s.abort(hs, cut, served))
+		case <-ctx.Done():
+			return s.shutdown(hs, cut, served)
+		}
+	}
+}
+
+// abort closes everything at once and waits for the handlers to return.
+func (s *Server) abort(hs *http.Server, cut context.CancelFunc, served chan error) error {
+	s.cutting.Store(true)
+	s.ready.Store(false)
+	cut()
+	hs.Close()
+	<-served
+	<-s.conns.idle()
+	return s.gt.close()
+}
+
+func (s *Server) shutdown(hs *http.Server, cut context.CancelFunc, served chan error) error {
+	began := time.Now()
+	s.log.Info("shutting down", "grace", s.cfg.ShutdownGrace, "open_connections", s.conns.count())
+	stopPolling, stop := context.WithCancel(context.Background())
+	defer stop()
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(stopPolling) }()
+	<-served // the listener is closed: nothing new is accepted
+	grace := time.NewTimer(s.cfg.ShutdownGrace)
+	defer grace.Stop()
+	crashed := false
+	select {
+	case <-s.conns.idle():
+	case <-grace.C:
+		s.log.Warn("cutting requests still running after the shutdown grace", "open_connections", s.conns.count())
+	case <-s.crashed:
+		crashed = true
+	}
+	s.cutting.Store(true)
+	s.ready.Store(false)
+	cut()
+	stop()
+	hs.Close()
+	<-shut
+	<-s.conns.idle()
+	if wait := time.Until(began.Add(s.cfg.Faults.SlowShutdown)); wait > 0 {
+		s.log.Warn("shutting down slowly", "fault", "slow-shutdown", "remaining", wait)
+		time.Sleep(wait)
+	}
+	err := s.gt.close()
+	if crashed {
+		return errors.Join(ErrCrashed, err)
+	}
+	s.log.Info("stopped", "after", time.Since(began))
+	return err
+}
+
+// crash carries out the crash-after-events fault from inside a handler; it does not return.
+func (s *Server) crash(id string, event int) {
+	s.m.fail(reasonCrash)
+	s.log.Warn("crashing", "fault", "crash-after-events", "request_id", id, "event", event)
+	s.gt.flush()
+	if s.opts.crash != nil {
+		s.opts.crash()
+	}
+	s.crashOnce.Do(func() { close(s.crashed) })
+	panic(http.ErrAbortHandler)
+}
+
+// tracker counts open connections and tells when there are none.
+type tracker struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{}
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (t *tracker) state(_ net.Conn, st http.ConnState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch st {
+	case http.StateNew:
+		if t.n == 0 {
+			t.zero = make(chan struct{})
+		}
+		t.n++
+	case http.StateClosed, http.StateHijacked:
+		t.n--
+		if t.n == 0 {
+			close(t.zero)
+		}
+	}
+}
+
+func (t *tracker) idle() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		return closedChan
+	}
+	return t.zero
+}
+
+func (t *tracker) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
+// handler returns the server's routes.
+func (s *Server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /v1/models/{id}", s.handleModel)
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.handleCompletion(w, r, true) })
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.handleCompletion(w, r, false) })
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.HandleFunc("/", s.handleOther)
+	return mux
+}
+
+var routes = map[string]string{
+	"/v1/models":           "GET, HEAD",
+	"/v1/chat/completions": "POST",
+	"/v1/completions":      "POST",
+	"/health":              "GET, HEAD",
+	"/metrics":             "GET, HEAD",
+}
+
+func (s *Server) handleOther(w http.ResponseWriter, r *http.Request) {
+	if allow, ok := routes[r.URL.Path]; ok {
+		w.Header().Set("Allow", allow)
+		s.writeError(w, "other", &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error", message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
+		return
+	}
+	s.writeError(w, "other", &apiError{status: http.StatusNotFound, typ: "invalid_request_error", message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, endpoint string, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+	s.m.request(endpoint, status)
+}
+
+func (s *Server) writeError(w http.ResponseWriter, endpoint string, e *apiError) {
+	if e.status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	s.writeJSON(w, endpoint, e.status, e.body())
+}
+
+func notReady() *apiError {
+	return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "model_not_ready", message: "model is loading"}
+}
+
+func (s *Server) appendModel(b []byte, id string) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, id)
+	b = append(b, `,"object":"model","created":`...)
+	b = strconv.AppendInt(b, s.created, 10)
+	return append(b, `,"owned_by":"qualsim"}`...)
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	const endpoint = "/v1/models"
+	if !s.ready.Load() {
+		s.writeError(w, endpoint, notReady())
+		return
+	}
+	ids := s.cfg.Models
+	if s.cfg.Faults.ModelsWithoutID {
+		ids = []string{DecoyModel}
+	}
+	b := []byte(`{"object":"list","data":[`)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = s.appendModel(b, id)
+	}
+	b = append(b, "]}\n"...)
+	s.writeJSON(w, endpoint, http.StatusOK, b)
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	const endpoint = "/v1/models/{id}"
+	if !s.ready.Load() {
+		s.writeError(w, endpoint, notReady())
+		return
+	}
+	id := r.PathValue("id")
+	if !s.models[id] || s.cfg.Faults.ModelsWithoutID {
+		s.writeError(w, endpoint, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found", message: fmt.Sprintf("model %q not found", id)})
+		return
+	}
+	s.writeJSON(w, endpoint, http.StatusOK, append(s.appendModel(nil, id), '\n'))
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	if !s.ready.Load() {
+		s.writeJSON(w, "/health", http.StatusServiceUnavailable, []byte(`{"status":"loading"}`+"\n"))
+		return
+	}
+	s.writeJSON(w, "/health", http.StatusOK, []byte(`{"status":"ok"}`+"\n"))
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
+	// Count this scrape before rendering, so that it sees itself.
+	s.m.request("/metrics", http.StatusOK)
+	b := s.m.appendText(nil, s.cfg.Slots, s.ready.Load())
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.Write(b)
+}

@@ -1,0 +1,449 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// job is one accepted completion request on its way to the client.
+type job struct {
+	s        *Server
+	q        *request
+	gen      Generation
+	id       string
+	endpoint string
+	created  int64
+	prompt   int // prompt tokens
+}
+
+func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
+	endpoint, prefix := "/v1/completions", "cmpl-qs-"
+	if chat {
+		endpoint, prefix = "/v1/chat/completions", "chatcmpl-qs-"
+	}
+	n := s.seq.Add(1)
+	if !s.ready.Load() {
+		s.m.fail(reasonNotReady)
+		s.writeError(w, endpoint, notReady())
+		return
+	}
+	q, err := decodeRequest(http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes), chat, s.cfg.DefaultMaxTokens)
+	if err != nil {
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			ae = badRequest("", "%v", err)
+		}
+		if ae.status == http.StatusRequestEntityTooLarge {
+			s.m.fail(reasonBodyTooLarge)
+		} else {
+			s.m.fail(reasonBadRequest)
+		}
+		s.writeError(w, endpoint, ae)
+		return
+	}
+	if !s.models[q.model] {
+		s.m.fail(reasonUnknownModel)
+		s.writeError(w, endpoint, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found", message: "model " + strconv.Quote(q.model) + " not found"})
+		return
+	}
+	if f := s.cfg.Faults; f.HTTP429 > 0 || f.HTTP500 > 0 {
+		u := unitFloat(splitmix64(s.cfg.Seed ^ splitmix64(n)))
+		switch {
+		case u < f.HTTP429:
+			s.m.fail(reasonInjected429)
+			s.writeError(w, endpoint, &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: "rate limited (qualsim fault http-429)"})
+			return
+		case u < f.HTTP429+f.HTTP500:
+			s.m.fail(reasonInjected500)
+			s.writeError(w, endpoint, &apiError{status: http.StatusInternalServerError, typ: "server_error", message: "internal error (qualsim fault http-500)"})
+			return
+		}
+	}
+	j := &job{
+		s: s, q: q, endpoint: endpoint, id: prefix + strconv.FormatUint(n, 10), created: time.Now().Unix(),
+		gen: Generate(GenSpec{
+			ModelSeed: s.cfg.Seed, RequestSeed: q.seed, Prompt: q.prompt, MaxTokens: q.maxTokens,
+			Stop: q.stop, IgnoreEOS: q.ignoreEOS, EOSAfter: s.cfg.EOSAfter,
+		}),
+		prompt: q.prompt.Tokens(),
+	}
+	if q.stream {
+		err = j.stream(r.Context(), w)
+	} else {
+		err = j.respond(r.Context(), w)
+	}
+	if err != nil {
+		if s.cutting.Load() {
+			s.m.fail(reasonCut)
+		} else {
+			s.m.fail(reasonClientGone)
+		}
+		s.log.Debug("request ended early", "request_id", j.id, "err", err)
+		// End the response without the chunked terminator, so that a client sees a cut stream.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// acquire waits for a decode slot; the caller releases it with <-s.slots.
+func (s *Server) acquire(ctx context.Context) error {
+	select {
+	case s.slots <- struct{}{}:
+		s.m.running.Add(1)
+		s.m.queued(0)
+		return nil
+	default:
+	}
+	s.m.waiting.Add(1)
+	defer s.m.waiting.Add(-1)
+	start := time.Now()
+	select {
+	case s.slots <- struct{}{}:
+		s.m.running.Add(1)
+		s.m.queued(time.Since(start))
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Server) release() {
+	s.m.running.Add(-1)
+	<-s.slots
+}
+
+// schedule yields the offsets of successive tokens from slot acquisition (see Timing).
+type schedule struct {
+	t    Timing
+	rng  *rand.Rand
+	next time.Duration
+	k    int
+}
+
+func newSchedule(t Timing, modelSeed, hash uint64, promptTokens int) *schedule {
+	sc := &schedule{t: t}
+	if t.Jitter > 0 {
+		sc.rng = rand.New(rand.NewPCG(hash, modelSeed))
+	}
+	sc.next = t.TTFT + time.Duration(promptTokens)*t.PrefillPerToken
+	return sc
+}
+
+func (sc *schedule) jitter() time.Duration {
+	if sc.rng == nil {
+		return 0
+	}
+	return time.Duration(sc.rng.Int64N(int64(sc.t.Jitter)))
+}
+
+// token returns the offset of the next token.
+func (sc *schedule) token() time.Duration {
+	if sc.k > 0 {
+		sc.next += sc.t.TokenInterval
+	}
+	sc.next += sc.jitter()
+	sc.k++
+	return sc.next
+}
+
+// clock waits for absolute deadlines with one reusable timer.
+type clock struct {
+	timer *time.Timer
+}
+
+func (c *clock) until(ctx context.Context, at time.Time) error {
+	d := time.Until(at)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if c.timer == nil {
+		c.timer = time.NewTimer(d)
+	} else {
+		c.timer.Reset(d)
+	}
+	select {
+	case <-c.timer.C:
+		return nil
+	case <-ctx.Done():
+		c.timer.Stop()
+		return ctx.Err()
+	}
+}
+
+func (c *clock) stop() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+// respond answers a non-streamed request once its last token is due.
+func (j *job) respond(ctx context.Context, w http.ResponseWriter) error {
+	s := j.s
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	t0 := time.Now()
+	s.m.promptTokens.Add(uint64(j.prompt))
+	s.gt.record(gtRecord{id: j.id, t: t0, kind: KindSlot})
+	sc := newSchedule(s.cfg.Timing, s.cfg.Seed, j.gen.hash, j.prompt)
+	var due time.Duration
+	for range j.gen.Tokens {
+		due = sc.token()
+	}
+	var c clock
+	defer c.stop()
+	if err := c.until(ctx, t0.Add(due)); err != nil {
+		return err
+	}
+	b := j.appendHead(nil, false)
+	if j.q.chat {
+		b = append(b, `{"index":0,"message":{"role":"assistant","content":`...)
+		b = appendJSONString(b, j.gen.Text)
+		b = append(b, `},"logprobs":null,"finish_reason":`...)
+	} else {
+		b = append(b, `{"index":0,"text":`...)
+		b = appendJSONString(b, j.gen.Text)
+		b = append(b, `,"logprobs":null,"finish_reason":`...)
+	}
+	b = appendJSONString(b, j.gen.Finish)
+	b = append(b, "}]"...)
+	if !s.cfg.Faults.MissingUsage {
+		b = append(b, `,"usage":`...)
+		b = j.appendUsage(b, j.gen.Tokens)
+	}
+	b = append(b, "}\n"...)
+	s.writeJSON(w, j.endpoint, http.StatusOK, b)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	s.gt.record(gtRecord{id: j.id, event: 1, t: time.Now(), bytes: len(b), kind: KindBody})
+	s.m.generationTokens.Add(uint64(j.gen.Tokens))
+	return nil
+}
+
+// appendHead appends the response object up to the opening of its choices array.
+func (j *job) appendHead(b []byte, chunk bool) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, j.id)
+	b = append(b, `,"object":`...)
+	switch {
+	case j.q.chat && chunk:
+		b = append(b, `"chat.completion.chunk"`...)
+	case j.q.chat:
+		b = append(b, `"chat.completion"`...)
+	default:
+		b = append(b, `"text_completion"`...)
+	}
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, j.created, 10)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, j.q.model)
+	return append(b, `,"system_fingerprint":"qualsim","choices":[`...)
+}
+
+// appendUsage appends the usage object for completion tokens n (inconsistent under the fault).
+func (j *job) appendUsage(b []byte, n int) []byte {
+	total := j.prompt + n
+	if j.s.cfg.Faults.InconsistentUsage {
+		total++
+	}
+	b = append(b, `{"prompt_tokens":`...)
+	b = appendInt(b, j.prompt)
+	b = append(b, `,"completion_tokens":`...)
+	b = appendInt(b, n)
+	b = append(b, `,"total_tokens":`...)
+	b = appendInt(b, total)
+	return append(b, '}')
+}
+
+// sse writes one stream's events, applying the event faults.
+type sse struct {
+	j     *job
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	ctx   context.Context
+	head  []byte // "data: " and the chunk object up to its choices array, the same in every event
+	t0    time.Time
+	shift time.Duration // added by a stall
+	idx   int           // events written so far
+	buf   []byte
+	clk   clock
+}
+
+// stream answers a streamed request: headers at once, then the events on the declared schedule.
+func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
+	s := j.s
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		return err
+	}
+	s.gt.record(gtRecord{id: j.id, t: time.Now(), kind: KindHeaders})
+	s.m.request(j.endpoint, http.StatusOK)
+	s.m.activeStreams.Add(1)
+	defer s.m.activeStreams.Add(-1)
+
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	e := &sse{j: j, w: w, rc: rc, ctx: ctx, t0: time.Now(), buf: make([]byte, 0, 512)}
+	e.head = j.appendHead([]byte("data: "), true)
+	defer e.clk.stop()
+	s.m.promptTokens.Add(uint64(j.prompt))
+	s.gt.record(gtRecord{id: j.id, t: e.t0, kind: KindSlot})
+
+	q := j.q
+	usageOn := q.includeUsage && !s.cfg.Faults.MissingUsage
+	continuous := usageOn && q.continuousUsage
+	if q.chat && s.cfg.RolePrelude {
+		err := e.send(0, KindRole, func(b []byte) []byte {
+			b = append(b, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
+			return j.appendChunkUsage(b, usageOn, continuous, 0)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	sc := newSchedule(s.cfg.Timing, s.cfg.Seed, j.gen.hash, j.prompt)
+	per, sent := s.cfg.Timing.TokensPerEvent, 0
+	var due time.Duration
+	for k := range j.gen.Tokens {
+		due = sc.token()
+		if k != 0 && k%per != 0 && k != j.gen.Tokens-1 {
+			continue
+		}
+		text := j.gen.span(sent, k+1)
+		sent = k + 1
+		if text == "" {
+			continue // cut by a stop string: nothing to send
+		}
+		err := e.send(due, KindContent, func(b []byte) []byte {
+			if q.chat {
+				b = append(b, `{"index":0,"delta":{"content":`...)
+				b = appendJSONString(b, text)
+				b = append(b, `},"logprobs":null,"finish_reason":null}]`...)
+			} else {
+				b = append(b, `{"index":0,"text":`...)
+				b = appendJSONString(b, text)
+				b = append(b, `,"logprobs":null,"finish_reason":null}]`...)
+			}
+			return j.appendChunkUsage(b, usageOn, continuous, sent)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	err := e.send(due, KindFinish, func(b []byte) []byte {
+		if q.chat {
+			b = append(b, `{"index":0,"delta":{},"logprobs":null,"finish_reason":`...)
+		} else {
+			b = append(b, `{"index":0,"text":"","logprobs":null,"finish_reason":`...)
+		}
+		b = appendJSONString(b, j.gen.Finish)
+		b = append(b, "}]"...)
+		return j.appendChunkUsage(b, usageOn, continuous, j.gen.Tokens)
+	})
+	if err != nil {
+		return err
+	}
+	if usageOn {
+		err := e.send(due, KindUsage, func(b []byte) []byte {
+			b = append(b, `],"usage":`...)
+			return append(j.appendUsage(b, j.gen.Tokens), '}')
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !s.cfg.Faults.NoDone {
+		if err := e.send(due, KindDone, nil); err != nil {
+			return err
+		}
+	}
+	s.m.generationTokens.Add(uint64(j.gen.Tokens))
+	return nil
+}
+
+// appendChunkUsage closes a chunk object: with include_usage, "usage" is null (as OpenAI sends),
+// or the running count with continuous_usage_stats (as vLLM sends).
+func (j *job) appendChunkUsage(b []byte, usageOn, continuous bool, n int) []byte {
+	switch {
+	case continuous:
+		b = append(b, `,"usage":`...)
+		b = j.appendUsage(b, n)
+	case usageOn:
+		b = append(b, `,"usage":null`...)
+	}
+	return append(b, '}')
+}
+
+const paddingField = `"qualsim_padding":"",`
+
+// send writes event idx+1 at t0+due (plus any stall shift). body appends the payload after the
+// chunk head; nil means [DONE]. After the bytes are flushed it stamps the event, counts it, logs
+// it to the ground truth and carries out crash-after-events.
+func (e *sse) send(due time.Duration, kind string, body func([]byte) []byte) error {
+	s, f := e.j.s, &e.j.s.cfg.Faults
+	e.idx++
+	if f.StallAt == e.idx {
+		e.shift += f.Stall
+		kind += "+stall"
+	}
+	if err := e.clk.until(e.ctx, e.t0.Add(due+e.shift)); err != nil {
+		return err
+	}
+	var b []byte
+	if body == nil {
+		b = append(e.buf[:0], "data: [DONE]"...)
+	} else {
+		b = body(append(e.buf[:0], e.head...))
+	}
+	if f.HugeEventAt == e.idx && body != nil {
+		pad := max(0, f.HugeEventBytes-len(b)-len(paddingField))
+		huge := make([]byte, 0, len(b)+len(paddingField)+pad+2)
+		huge = append(huge, "data: {"...)
+		huge = append(huge, paddingField[:len(paddingField)-2]...)
+		for range pad {
+			huge = append(huge, 'x')
+		}
+		huge = append(huge, `",`...)
+		huge = append(huge, b[len("data: {"):]...)
+		b = huge
+		kind += "+huge-event"
+	}
+	if f.MalformedJSONAt == e.idx {
+		payload := b[len("data: "):]
+		b = b[:len("data: ")+len(payload)/2]
+		kind += "+malformed-json"
+	}
+	if f.MissingDataPrefixAt == e.idx {
+		b = b[len("data: "):]
+		kind += "+missing-data-prefix"
+	}
+	b = append(b, "\n\n"...)
+	if cap(b) <= 64<<10 {
+		e.buf = b
+	}
+	if _, err := e.w.Write(b); err != nil {
+		return err
+	}
+	if err := e.rc.Flush(); err != nil {
+		return err
+	}
+	now := time.Now()
+	s.m.events.Add(1)
+	s.m.eventBytes.Add(uint64(len(b)))
+	s.gt.record(gtRecord{id: e.j.id, event: e.idx, t: now, bytes: len(b), kind: kind})
+	if f.CrashAfterEvents == e.idx {
+		s.crash(e.j.id, e.idx)
+	}
+	return nil
+}
