@@ -41,8 +41,8 @@ lint: ## go vet, gofmt and staticcheck
 	@bad=$$(gofmt -l $(MODULES)); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
 	$(GO) run $(STATICCHECK_MODULE) $(PKGS)
 
-demo: build ## validate the demo workload and launch recipes (a full campaign arrives with qualrun)
-	$(BIN)/qualverify schema workloads/*.json workloads/launch/*.json
+demo: ## a real campaign against the built-in reference server (qualsim), then verification
+	bash scripts/demo.sh
 
 bench: ## run the Go benchmarks (ratios against baselines measured in the same run)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -29,13 +29,16 @@ func serveCommand() *cli.Command {
 			"Exit 0 only if every condition holds; 1 if one fails (or the port was taken: nothing launched);\n" +
 			"2 for usage errors; 130 when interrupted (the server is shut down first).",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "launch", Usage: "launch recipe `FILE` (qualkit.launch-recipe.v1)", Required: true},
+			&cli.StringFlag{Name: "launch", Usage: "launch recipe `FILE` (qualkit.launch-recipe.v1)"},
 			&cli.StringFlag{Name: "log-dir", Value: ".qualification/serve", Usage: "`DIR` for the server log (created; the log itself is created exclusively)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the lifecycle record as JSON instead of a summary"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return fmt.Errorf("%w: serve takes no arguments, got %q", exitcode.ErrUsage, c.Args().First())
+			}
+			if c.String("launch") == "" {
+				return fmt.Errorf("%w: serve needs --launch RECIPE", exitcode.ErrUsage)
 			}
 			return serve(c.Context, c.String("launch"), c.String("log-dir"), c.Bool("json"), c.App.Writer, c.App.ErrWriter)
 		},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
@@ -88,6 +89,16 @@ func runSchema(files []string, asJSON bool, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%w: read %s: %v", exitcode.ErrUsage, f, err)
 		}
+		if strings.HasSuffix(f, ".jsonl") {
+			bad, err := checkLines(f, data, asJSON, w)
+			if err != nil {
+				return err
+			}
+			if bad {
+				invalid++
+			}
+			continue
+		}
 		out, err := schemas.CheckDocument(data)
 		if err != nil {
 			return fmt.Errorf("check %s: %w", f, err)
@@ -116,4 +127,41 @@ func runSchema(files []string, asJSON bool, w io.Writer) error {
 		return fmt.Errorf("%w: %d of %d files invalid", exitcode.ErrRejected, invalid, len(files))
 	}
 	return nil
+}
+
+// checkLines validates a JSON Lines file (request records): every line is one document. Problems
+// print as FILE:LINE: /pointer: message.
+func checkLines(f string, data []byte, asJSON bool, w io.Writer) (bool, error) {
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	bad := false
+	contracts := map[string]int{}
+	for i, line := range lines {
+		name := fmt.Sprintf("%s:%d", f, i+1)
+		out, err := schemas.CheckDocument([]byte(line))
+		if err != nil {
+			return false, fmt.Errorf("check %s: %w", name, err)
+		}
+		if !out.Valid() {
+			bad = true
+		}
+		contracts[out.Contract.SchemaID]++
+		if asJSON {
+			fo := fileOutcome{File: name, Contract: out.Contract.SchemaID, Valid: out.Valid(), Violations: []jsonViolation{}}
+			for _, v := range out.Violations {
+				fo.Violations = append(fo.Violations, jsonViolation{Pointer: v.Pointer, Message: v.Err.Error()})
+			}
+			b, _ := json.Marshal(fo)
+			fmt.Fprintln(w, string(b))
+			continue
+		}
+		for _, v := range out.Violations {
+			fmt.Fprintf(w, "%s: %s\n", name, v.Error())
+		}
+	}
+	if !bad && !asJSON {
+		for c, n := range contracts {
+			fmt.Fprintf(w, "%s: valid %d × %s\n", f, n, c)
+		}
+	}
+	return bad, nil
 }

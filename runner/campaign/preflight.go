@@ -1,0 +1,436 @@
+package campaign
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/qualkit/qualkit/runner/artifact"
+	"github.com/qualkit/qualkit/runner/lifecycle"
+	"github.com/qualkit/qualkit/runner/load"
+	"github.com/qualkit/qualkit/runner/source"
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// Preflight errors. Each means nothing was launched and nothing was written.
+var (
+	// ErrWorkload: the workload file is unreadable, invalid, untracked or modified.
+	ErrWorkload = errors.New("workload refused")
+	// ErrSource: the source tree is not clean, or not at origin/main without the unsafe allowance.
+	ErrSource = errors.New("source refused")
+	// ErrArtifact: a bound artifact cannot be read or hashed.
+	ErrArtifact = errors.New("artifact refused")
+)
+
+// Receipt roots: a receipt is written strictly below one of them, relative to the repository.
+var ReceiptRoots = []string{"qualification/receipts/", ".qualification/receipts/"}
+
+// RunsDir holds the raw evidence of each run, one directory per receipt id.
+const RunsDir = ".qualification/runs"
+
+// Config is everything qualrun run was asked to do.
+type Config struct {
+	// Workload is the workload file path (absolute, or relative to the working directory).
+	Workload string
+	Variant  string
+	HostID   string
+	// Output is the receipt path (relative to the working directory, or absolute), below a receipt root.
+	Output string
+	// Vars are NAME=VALUE assignments of typed variables.
+	Vars []string
+	// ModelDir, when set, binds every file of the model directory and gives ${model_path}.
+	ModelDir string
+	// ModelID overrides the launch recipe's model id (the id readiness and requests use).
+	ModelID string
+	// SourceDir is any directory inside the qualified repository (default: the workload's directory).
+	SourceDir string
+	// RuntimeManifest and ConfigFiles are extra files bound as artifacts.
+	RuntimeManifest string
+	ConfigFiles     []string
+	// AllowUnpublishedUnsafe lets a run proceed when HEAD is not origin/main; the receipt is then
+	// not publishable.
+	AllowUnpublishedUnsafe bool
+	// Command is qualrun's own argv, recorded in the receipt.
+	Command []string
+	// Version and BinaryDigest identify qualrun.
+	Version, BinaryDigest string
+	// Progress, when set, receives progress events (it must not block).
+	Progress func(Event)
+	Logger   *slog.Logger
+	// Now is the clock (tests); defaults to time.Now.
+	Now func() time.Time
+}
+
+// Event is one step of a campaign, for a progress display.
+type Event struct {
+	// Phase: preflight, launch, ready, case, row, shutdown, checks, receipt.
+	Phase string
+	// Message is a short human description.
+	Message string
+	// Done and Total count progress within the phase where that makes sense (rows).
+	Done, Total int
+}
+
+// Plan is a campaign that passed preflight.
+type Plan struct {
+	cfg         Config
+	root        string // repository root
+	workloadRel string
+	workloadRaw []byte
+	workload    *schemas.WorkloadDoc
+	variant     *schemas.Variant
+	vars        map[string]any
+	placeholder map[string]string
+	source      *source.Identity
+	publishable bool
+	reasons     []string
+	recipe      *schemas.LaunchRecipeDoc
+	recipeRel   string
+	recipeDir   string
+	prompts     map[string][]load.Prompt // by case id
+	files       []artifact.File
+	artifacts   []schemas.Artifact
+	receiptID   string
+	outputRel   string
+	runRel      string
+	started     time.Time
+}
+
+// ReceiptID is the receipt id the run will use.
+func (p *Plan) ReceiptID() string { return p.receiptID }
+
+// OutputPath is the receipt's path relative to the repository root.
+func (p *Plan) OutputPath() string { return p.outputRel }
+
+// RunDir is the raw evidence directory relative to the repository root.
+func (p *Plan) RunDir() string { return p.runRel }
+
+// Root is the repository root.
+func (p *Plan) Root() string { return p.root }
+
+func (c *Config) progress(phase, msg string, done, total int) {
+	if c.Progress != nil {
+		c.Progress(Event{Phase: phase, Message: msg, Done: done, Total: total})
+	}
+}
+
+// ReceiptIDFor names a receipt: the UTC start to the microsecond, backend, host id (32 chars at
+// most), workload id (24 at most), the first 10 hex digits of sha256("<workload id>\x00<variant>")
+// and the receipt major version. Sorting receipt ids sorts runs by start time.
+func ReceiptIDFor(start time.Time, backend, hostID, workloadID, variant string) string {
+	h := sha256.Sum256([]byte(workloadID + "\x00" + variant))
+	ts := strings.ToLower(start.UTC().Format("20060102T150405.000000Z"))
+	ts = strings.Replace(ts, ".", "", 1)
+	return fmt.Sprintf("%s-%s-%s-%s-%s-v1", ts, backend, trunc(hostID, 32), trunc(workloadID, 24), hex.EncodeToString(h[:])[:10])
+}
+
+func trunc(s string, n int) string {
+	if len(s) > n {
+		return strings.TrimRight(s[:n], "-._")
+	}
+	return s
+}
+
+// relTo returns path relative to root, refusing anything outside it.
+func relTo(root, path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("%s is outside the repository %s", path, root)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+var hostIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{1,63}$`)
+
+// Preflight checks everything that can be checked before anything runs. It launches nothing and
+// writes nothing; every error names what is wrong and how to fix it.
+func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Plan{cfg: cfg, started: cfg.Now(), prompts: map[string][]load.Prompt{}}
+	if !hostIDPattern.MatchString(cfg.HostID) {
+		return nil, fmt.Errorf("%w: --host-id %q must match ^[a-z0-9][a-z0-9._-]{1,63}$ (a stable, non-secret label)", ErrWorkload, cfg.HostID)
+	}
+	cfg.progress("preflight", "source identity", 0, 0)
+	start := cfg.SourceDir
+	if start == "" {
+		start = filepath.Dir(cfg.Workload)
+	}
+	root, err := source.Root(start)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSource, err)
+	}
+	p.root = root
+
+	// Workload: strict, valid, tracked and byte-identical to HEAD.
+	if p.workloadRel, err = relTo(root, cfg.Workload); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrWorkload, err)
+	}
+	if p.workloadRaw, err = os.ReadFile(filepath.Join(root, p.workloadRel)); err != nil {
+		return nil, fmt.Errorf("%w: read %s: %v", ErrWorkload, p.workloadRel, err)
+	}
+	if err := validDocument(p.workloadRaw, p.workloadRel, schemas.Workload); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrWorkload, err)
+	}
+	var w schemas.WorkloadDoc
+	if err := schemas.DecodeInto(p.workloadRaw, &w); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrWorkload, p.workloadRel, err)
+	}
+	p.workload = &w
+	if err := source.CheckTracked(ctx, root, p.workloadRel); err != nil {
+		return nil, fmt.Errorf("%w: %v; commit the workload before running it", ErrWorkload, err)
+	}
+	for i := range w.Variants {
+		if w.Variants[i].ID == cfg.Variant {
+			p.variant = &w.Variants[i]
+		}
+	}
+	if p.variant == nil {
+		var ids []string
+		for _, v := range w.Variants {
+			ids = append(ids, v.ID)
+		}
+		return nil, fmt.Errorf("%w: variant %q is not declared; this workload has: %s", ErrWorkload, cfg.Variant, strings.Join(ids, ", "))
+	}
+	if p.vars, err = ResolveVariables(w.Variables, cfg.Vars); err != nil {
+		return nil, err
+	}
+	p.placeholder = map[string]string{}
+	for k, v := range p.vars {
+		p.placeholder[k] = fmt.Sprint(v)
+	}
+	if w.Determinism.Seed != nil {
+		p.placeholder["seed"] = strconv.FormatInt(*w.Determinism.Seed, 10)
+	}
+	if cfg.ModelDir != "" {
+		abs, err := filepath.Abs(cfg.ModelDir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --model: %v", ErrArtifact, err)
+		}
+		p.placeholder["model_path"] = abs
+	}
+
+	// Output path rules and the run directory.
+	p.receiptID = ReceiptIDFor(p.started, p.variant.Backend, cfg.HostID, w.ID, p.variant.ID)
+	if err := p.checkOutput(); err != nil {
+		return nil, err
+	}
+
+	// Source identity.
+	id, err := source.Inspect(ctx, root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSource, err)
+	}
+	p.source = id
+	if !id.Clean {
+		return nil, fmt.Errorf("%w: the worktree is not clean (%s); commit or remove these and run again", ErrSource, summarize(id.Dirty, 8))
+	}
+	p.publishable = true
+	if !id.AtOriginMain() {
+		reason := "HEAD is not origin/main"
+		if id.OriginMain == nil {
+			reason = "there is no origin/main to compare HEAD with"
+		}
+		if !cfg.AllowUnpublishedUnsafe {
+			return nil, fmt.Errorf("%w: %s: push HEAD to origin/main (performance publication requires it), or pass --allow-unpublished-unsafe to run anyway with publishable: false", ErrSource, reason)
+		}
+		p.publishable = false
+		p.reasons = append(p.reasons, reason+" (--allow-unpublished-unsafe)")
+	}
+
+	// Cases: one launch recipe for every serving case, command placeholders resolvable, corpora.
+	if err := p.resolveCases(ctx); err != nil {
+		return nil, err
+	}
+
+	// Artifacts.
+	cfg.progress("preflight", "hashing artifacts", 0, len(p.files))
+	if err := p.bindArtifacts(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func summarize(list []string, n int) string {
+	if len(list) <= n {
+		return strings.Join(list, ", ")
+	}
+	return strings.Join(list[:n], ", ") + fmt.Sprintf(" and %d more", len(list)-n)
+}
+
+// validDocument checks raw bytes against a contract: strict JSON, schema and semantic rules.
+func validDocument(raw []byte, name, contract string) error {
+	out, err := schemas.CheckDocument(raw)
+	if err != nil {
+		return err
+	}
+	if !out.Valid() {
+		var lines []string
+		for _, v := range out.Violations {
+			lines = append(lines, name+": "+v.Error())
+		}
+		return errors.New(strings.Join(lines, "\n"))
+	}
+	if out.Contract.Name != contract {
+		return fmt.Errorf("%s is a %s, not a %s", name, out.Contract.SchemaID, contract)
+	}
+	return nil
+}
+
+func (p *Plan) checkOutput() error {
+	out := p.cfg.Output
+	if strings.Contains(filepath.ToSlash(out), "../") || strings.HasSuffix(out, "..") || out == ".." {
+		return fmt.Errorf("%w: --output %q contains ..", ErrPath, out)
+	}
+	rel, err := relTo(p.root, out)
+	if err != nil {
+		return fmt.Errorf("%w: --output: %v", ErrPath, err)
+	}
+	under := false
+	for _, r := range ReceiptRoots {
+		if strings.HasPrefix(rel, r) && len(rel) > len(r) {
+			under = true
+		}
+	}
+	if !under {
+		return fmt.Errorf("%w: --output %s must be below %s of the repository", ErrPath, rel, strings.Join(ReceiptRoots, " or "))
+	}
+	if !strings.HasSuffix(rel, ".json") {
+		return fmt.Errorf("%w: --output %s must end in .json", ErrPath, rel)
+	}
+	if err := checkUnder(p.root, rel); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(filepath.Join(p.root, rel)); err == nil {
+		return fmt.Errorf("%w: %s already exists; receipts are never replaced", ErrPath, rel)
+	}
+	p.outputRel = rel
+	p.runRel = RunsDir + "/" + p.receiptID
+	if err := checkUnder(p.root, p.runRel); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(filepath.Join(p.root, p.runRel)); err == nil {
+		return fmt.Errorf("%w: run directory %s already exists", ErrPath, p.runRel)
+	}
+	return nil
+}
+
+func (p *Plan) resolveCases(ctx context.Context) error {
+	for i, c := range p.variant.Cases {
+		switch c.Kind {
+		case "serving":
+			if p.recipe == nil {
+				if err := p.loadRecipe(ctx, c.Launch); err != nil {
+					return err
+				}
+			} else if c.Launch != p.recipeRel {
+				return fmt.Errorf("%w: case %s launches %s but an earlier case launches %s: one owned server per campaign", ErrWorkload, c.ID, c.Launch, p.recipeRel)
+			}
+			prompts, err := load.Resolve(*c.Corpus, p.root)
+			if err != nil {
+				return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, c.ID, err)
+			}
+			p.prompts[c.ID] = prompts
+			if c.Corpus.Source == "file" {
+				p.files = append(p.files, artifact.File{Kind: "corpus", Path: c.Corpus.Path, Abs: filepath.Join(p.root, c.Corpus.Path)})
+			}
+		case "command":
+			for _, a := range c.Command {
+				if _, err := substitute(a, p.placeholder); err != nil {
+					return fmt.Errorf("case %s (variants/%s/cases/%d): %w", c.ID, p.variant.ID, i, err)
+				}
+			}
+			for _, v := range c.Environment {
+				if _, err := substitute(v, p.placeholder); err != nil {
+					return fmt.Errorf("case %s: %w", c.ID, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
+	raw, err := os.ReadFile(filepath.Join(p.root, rel))
+	if err != nil {
+		return fmt.Errorf("%w: read launch recipe %s: %v", ErrWorkload, rel, err)
+	}
+	if err := validDocument(raw, rel, schemas.LaunchRecipe); err != nil {
+		return fmt.Errorf("%w: %v", ErrWorkload, err)
+	}
+	if err := source.CheckTracked(ctx, p.root, rel); err != nil {
+		return fmt.Errorf("%w: %v; commit the launch recipe", ErrWorkload, err)
+	}
+	var r schemas.LaunchRecipeDoc
+	if err := schemas.DecodeInto(raw, &r); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrWorkload, rel, err)
+	}
+	if p.cfg.ModelID != "" {
+		r.ModelID = p.cfg.ModelID
+	}
+	p.recipe, p.recipeRel = &r, rel
+	p.recipeDir = filepath.Dir(filepath.Join(p.root, rel))
+	p.files = append(p.files, artifact.File{Kind: "launch_recipe", Path: rel, Abs: filepath.Join(p.root, rel)})
+	prog, _, err := lifecycle.Program(&r, p.recipeDir, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrArtifact, err)
+	}
+	p.files = append(p.files, artifact.File{Kind: "server_binary", Path: p.displayPath(prog), Abs: prog})
+	return nil
+}
+
+// displayPath names a file repository-relative when it is inside the repository, else absolute.
+func (p *Plan) displayPath(path string) string {
+	if rel, err := relTo(p.root, path); err == nil {
+		return rel
+	}
+	abs, _ := filepath.Abs(path)
+	return filepath.Clean(abs)
+}
+
+func (p *Plan) bindArtifacts(ctx context.Context) error {
+	files := append([]artifact.File{{Kind: "workload", Path: p.workloadRel, Abs: filepath.Join(p.root, p.workloadRel)}}, p.files...)
+	if p.cfg.ModelDir != "" {
+		model, err := artifact.ModelFiles(p.cfg.ModelDir)
+		if err != nil {
+			return fmt.Errorf("%w: --model: %v", ErrArtifact, err)
+		}
+		files = append(files, model...)
+	}
+	if p.cfg.RuntimeManifest != "" {
+		raw, err := os.ReadFile(p.cfg.RuntimeManifest)
+		if err != nil {
+			return fmt.Errorf("%w: --runtime-manifest: %v", ErrArtifact, err)
+		}
+		if err := validDocument(raw, p.cfg.RuntimeManifest, schemas.RuntimeManifest); err != nil {
+			return fmt.Errorf("%w: %v", ErrArtifact, err)
+		}
+		files = append(files, artifact.File{Kind: "runtime_manifest", Path: p.displayPath(p.cfg.RuntimeManifest), Abs: p.cfg.RuntimeManifest})
+	}
+	for _, f := range p.cfg.ConfigFiles {
+		files = append(files, artifact.File{Kind: "config_file", Path: p.displayPath(f), Abs: f})
+	}
+	arts, err := artifact.Hash(ctx, files)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrArtifact, err)
+	}
+	p.files, p.artifacts = files, arts
+	return nil
+}

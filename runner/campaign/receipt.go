@@ -1,0 +1,172 @@
+package campaign
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/qualkit/qualkit/runner/artifact"
+	"github.com/qualkit/qualkit/runner/source"
+	"github.com/qualkit/qualkit/schemas"
+	"golang.org/x/sys/unix"
+)
+
+var sourceInspect = source.Inspect
+
+// environment describes the host as provenance: it never selects anything.
+func environment(hostID, version string) schemas.Environment {
+	env := schemas.Environment{HostID: hostID, Runtime: map[string]string{"qualrun": version, "go": runtime.Version()}}
+	env.OS = schemas.OSInfo{Name: "linux", Version: "unknown", Kernel: "unknown", Architecture: runtime.GOARCH}
+	if f, err := os.Open("/etc/os-release"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			k, v, _ := strings.Cut(sc.Text(), "=")
+			v = strings.Trim(v, `"`)
+			switch {
+			case k == "NAME" && v != "":
+				env.OS.Name = v
+			case k == "VERSION_ID" && v != "":
+				env.OS.Version = v
+			}
+		}
+		f.Close()
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		env.OS.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	env.Device = schemas.Device{Name: cpuModel(), Architecture: runtime.GOARCH, Driver: "none"}
+	if mem := memTotal(); mem > 0 {
+		env.Device.MemoryBytes = &mem
+	}
+	return env
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				if v = strings.TrimSpace(v); v != "" {
+					return v
+				}
+			}
+		}
+	}
+	return "cpu"
+}
+
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
+	p := r.p
+	evid, err := artifact.Hash(ctx, r.evidence)
+	if err != nil {
+		return nil, fmt.Errorf("hash evidence: %w", err)
+	}
+	finished := time.Now()
+	verdict := "passed"
+	var passed, failed int64
+	for _, res := range r.results {
+		if res.Status == "passed" {
+			passed++
+		} else {
+			failed++
+		}
+		if res.Required && res.Status != "passed" {
+			verdict = "failed"
+		}
+	}
+	var life *schemas.LifecycleRef
+	if r.life != nil {
+		for _, a := range evid {
+			if a.Kind == "lifecycle_record" {
+				life = &schemas.LifecycleRef{Path: a.Path, Digest: a.Digest, Verdict: r.life.Verdict}
+			}
+		}
+		if r.life.Verdict == "failed" {
+			verdict = "failed"
+			for _, f := range r.life.Failures {
+				r.notes = append(r.notes, clipString("lifecycle: "+f, 2048))
+			}
+		}
+	} else if r.srvErr != nil {
+		r.notes = append(r.notes, clipString(r.srvErr.Error(), 2048))
+	}
+	reasons := append([]string{}, p.reasons...)
+	if verdict != "passed" {
+		reasons = append(reasons, "the verdict is failed")
+	}
+	publishable := p.publishable && verdict == "passed"
+	if publishable {
+		reasons = []string{}
+	}
+	one := int64(len(r.results))
+	rc := &schemas.ReceiptDoc{
+		Schema:    "qualkit.receipt.v1",
+		ReceiptID: p.receiptID,
+		Source:    p.source.Schema(),
+		Artifacts: append(append([]schemas.Artifact{}, p.artifacts...), evid...),
+		Environment: environment(p.cfg.HostID, p.cfg.Version),
+		Workload: schemas.WorkloadRef{ID: p.workload.ID, Path: p.workloadRel, Digest: schemas.DigestOf(p.workloadRaw),
+			Variant: p.variant.ID, Variables: p.vars, Seed: p.workload.Determinism.Seed},
+		Qualification: schemas.Qualification{Kind: p.workload.Kind, Backend: p.variant.Backend, Verdict: verdict,
+			StartedAt: p.started.UTC().Format(time.RFC3339Nano), FinishedAt: finished.UTC().Format(time.RFC3339Nano),
+			DurationSeconds: finished.Sub(p.started).Seconds(), Command: p.cfg.Command,
+			Qualrun: schemas.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}},
+		Results: r.results,
+		Metrics: []schemas.Metric{
+			{Name: "results_passed", Value: float64(passed), Unit: "count", Aggregation: "count", Direction: "higher_is_better", Formula: "campaign.results_passed.v1", Samples: &one},
+			{Name: "results_failed", Value: float64(failed), Unit: "count", Aggregation: "count", Direction: "lower_is_better", Formula: "campaign.results_failed.v1", Samples: &one},
+		},
+		Lifecycle:            life,
+		Unsupported:          nonNil(r.unsup),
+		Notes:                nonNil(r.notes),
+		Publishable:          publishable,
+		UnpublishableReasons: reasons,
+	}
+	if rc.Workload.Variables == nil {
+		rc.Workload.Variables = map[string]any{}
+	}
+	rc.CreatedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	b, err := json.MarshalIndent(rc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, '\n')
+	if err := validDocument(b, p.outputRel, schemas.Receipt); err != nil {
+		return nil, fmt.Errorf("the receipt does not validate (a qualkit bug; evidence is in %s): %w", p.runRel, err)
+	}
+	if err := writeNew(p.root, p.outputRel, b); err != nil {
+		return nil, err
+	}
+	return rc, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

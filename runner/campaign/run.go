@@ -1,0 +1,368 @@
+package campaign
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/qualkit/qualkit/runner/artifact"
+	"github.com/qualkit/qualkit/runner/lifecycle"
+	"github.com/qualkit/qualkit/runner/load"
+	"github.com/qualkit/qualkit/runner/metrics"
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// ErrInterrupted: the campaign was stopped by its context (SIGINT/SIGTERM); the server was shut
+// down and no receipt was written.
+var ErrInterrupted = errors.New("campaign interrupted")
+
+// Limits of case execution.
+const (
+	// CaptureLimit caps each command output stream.
+	CaptureLimit = 16 << 20
+	// MaxCaseResultBytes caps a command-produced case result file.
+	MaxCaseResultBytes = 4 << 20
+	// TerminationGrace is the time a timed-out command group gets between SIGTERM and SIGKILL.
+	TerminationGrace = 5 * time.Second
+)
+
+// Outcome is a finished campaign.
+type Outcome struct {
+	Receipt *schemas.ReceiptDoc
+	// ReceiptPath and RunDir are relative to the repository root.
+	ReceiptPath, RunDir string
+}
+
+// run is the state of one campaign run.
+type run struct {
+	p        *Plan
+	epoch    time.Time
+	evidence []artifact.File
+	results  []schemas.Result
+	notes    []string
+	unsup    []string
+	server   *lifecycle.Server
+	srvErr   error
+	life     *schemas.LifecycleRecordDoc
+}
+
+func (r *run) abs(rel string) string { return filepath.Join(r.p.root, rel) }
+
+// writeJSON writes v (indented, newline-terminated) as new evidence and records it as an artifact.
+func (r *run) writeJSON(rel, kind string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeNew(r.p.root, rel, append(b, '\n')); err != nil {
+		return err
+	}
+	r.evidence = append(r.evidence, artifact.File{Kind: kind, Path: rel, Abs: r.abs(rel)})
+	return nil
+}
+
+// Run executes the campaign. It returns ErrInterrupted (and writes no receipt) when ctx ends
+// first; any other error means the evidence could not be written.
+func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
+	r := &run{p: p, epoch: time.Now()}
+	if err := os.MkdirAll(r.abs(RunsDir), 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", RunsDir, err)
+	}
+	if err := checkUnder(p.root, p.runRel); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(r.abs(p.runRel), 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory %s: %w", p.runRel, err)
+	}
+	if err := r.writeJSON(p.runRel+"/effective-run-config.json", "config_file", p.effectiveConfig()); err != nil {
+		return nil, err
+	}
+	if p.recipe != nil {
+		r.launch(ctx)
+	}
+	interrupted := r.cases(ctx)
+	if r.server != nil {
+		p.cfg.progress("shutdown", "stopping the server", 0, 0)
+		if interrupted {
+			r.server.Fail(errors.New("interrupted: qualrun received SIGINT or SIGTERM"))
+		}
+		r.life = r.server.Shutdown(context.WithoutCancel(ctx))
+		r.unsup = append(r.unsup, r.life.Unsupported...)
+		if err := r.writeJSON(p.runRel+"/lifecycle.json", "lifecycle_record", r.life); err != nil {
+			return nil, err
+		}
+		r.evidence = append(r.evidence, artifact.File{Kind: "server_log", Path: p.runRel + "/server.log", Abs: r.abs(p.runRel + "/server.log")})
+	}
+	if interrupted {
+		return &Outcome{RunDir: p.runRel}, ErrInterrupted
+	}
+	p.cfg.progress("checks", "source and artifacts unchanged", 0, 0)
+	r.endChecks(ctx)
+	p.cfg.progress("receipt", "writing the receipt", 0, 0)
+	rc, err := r.receipt(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{Receipt: rc, ReceiptPath: p.outputRel, RunDir: p.runRel}, nil
+}
+
+func (p *Plan) effectiveConfig() map[string]any {
+	return map[string]any{
+		"workload":         map[string]any{"id": p.workload.ID, "path": p.workloadRel, "variant": p.variant.ID},
+		"variables":        p.vars,
+		"seed":             p.workload.Determinism.Seed,
+		"effective_config": p.variant.EffectiveConfig,
+		"model_dir":        p.cfg.ModelDir,
+		"model_id":         p.cfg.ModelID,
+		"qualrun":          map[string]any{"command": p.cfg.Command, "version": p.cfg.Version},
+	}
+}
+
+// launch starts the owned server, waits for readiness and checks listener ownership.
+func (r *run) launch(ctx context.Context) {
+	p := r.p
+	p.cfg.progress("launch", "launching "+p.recipe.ID, 0, 0)
+	digest := ""
+	for _, a := range p.artifacts {
+		if a.Kind == "launch_recipe" {
+			digest = a.Digest
+		}
+	}
+	srv, err := lifecycle.Launch(ctx, p.recipe, lifecycle.Options{
+		RecipeDir: p.recipeDir, RecipeDigest: digest, LogPath: r.abs(p.runRel + "/server.log"),
+		Epoch: r.epoch, Logger: p.cfg.Logger,
+	})
+	r.server = srv
+	if srv == nil {
+		r.srvErr = fmt.Errorf("server launch: %w", err)
+		return
+	}
+	if err == nil {
+		err = srv.WaitReady(ctx)
+	}
+	if err == nil {
+		err = srv.CheckListener()
+	}
+	if err != nil {
+		r.srvErr = fmt.Errorf("server startup: %w", err)
+		if ctx.Err() == nil {
+			srv.Fail(err)
+		}
+		return
+	}
+	p.cfg.progress("ready", "server ready", 0, 0)
+}
+
+// cases runs every case in declared order, determinism.repetitions times. It reports whether the
+// campaign was interrupted.
+func (r *run) cases(ctx context.Context) bool {
+	p := r.p
+	reps := int(p.workload.Determinism.Repetitions)
+	for rep := 0; rep < reps; rep++ {
+		for i, c := range p.variant.Cases {
+			if ctx.Err() != nil {
+				return true
+			}
+			dir := fmt.Sprintf("%s/cases/%03d-%s-r%03d", p.runRel, i, c.ID, rep)
+			p.cfg.progress("case", fmt.Sprintf("%s (repetition %d of %d)", c.ID, rep+1, reps), i, len(p.variant.Cases))
+			var res schemas.Result
+			var err error
+			if c.Kind == "serving" {
+				res, err = r.serving(ctx, c, rep, dir)
+			} else {
+				res, err = r.command(ctx, c, rep, dir)
+			}
+			if ctx.Err() != nil {
+				return true
+			}
+			if err != nil {
+				res = failedResult(c, rep, "evidence: "+err.Error())
+			}
+			r.results = append(r.results, res)
+		}
+	}
+	return false
+}
+
+func failedResult(c schemas.Case, rep int, details string) schemas.Result {
+	return schemas.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: "failed", Metrics: []schemas.Metric{}, Details: clip(details)}
+}
+
+// clip bounds details to the contract's 2048 characters.
+func clip(s string) *string {
+	if r := []rune(s); len(r) > 2048 {
+		s = string(r[:2045]) + "..."
+	}
+	return &s
+}
+
+// writeCaseResult validates and writes a case result, returning its reference.
+func (r *run) writeCaseResult(dir string, cr *schemas.CaseResultDoc) (*schemas.FileRef, error) {
+	rel := dir + "/case-result.json"
+	b, err := json.MarshalIndent(cr, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, '\n')
+	if err := validDocument(b, rel, schemas.CaseResult); err != nil {
+		return nil, fmt.Errorf("runner case result does not validate: %w", err)
+	}
+	if err := writeNew(r.p.root, rel, b); err != nil {
+		return nil, err
+	}
+	r.evidence = append(r.evidence, artifact.File{Kind: "case_result", Path: rel, Abs: r.abs(rel)})
+	return &schemas.FileRef{Path: rel, Digest: schemas.DigestOf(b)}, nil
+}
+
+func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) (schemas.Result, error) {
+	p := r.p
+	start := time.Now()
+	cr := &schemas.CaseResultDoc{Schema: "qualkit.case-result.v1", CaseID: c.ID, EffectiveConfig: p.variant.EffectiveConfig,
+		Metrics: []schemas.Metric{}, Tolerances: []schemas.Tolerance{}, Rows: []schemas.Row{}}
+	if cr.EffectiveConfig == nil {
+		cr.EffectiveConfig = schemas.Config{}
+	}
+	finish := func(status, details string) (schemas.Result, error) {
+		cr.Status = status
+		cr.DurationSeconds = time.Since(start).Seconds()
+		if details != "" {
+			cr.Details = clip(details)
+		}
+		ref, err := r.writeCaseResult(dir, cr)
+		if err != nil {
+			return schemas.Result{}, err
+		}
+		return schemas.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: status,
+			DurationSeconds: cr.DurationSeconds, Metrics: cr.Metrics, CaseResult: ref, Details: cr.Details}, nil
+	}
+	if r.srvErr != nil {
+		return finish("failed", r.srvErr.Error())
+	}
+	seed := int64(0)
+	if p.workload.Determinism.Seed != nil {
+		seed = *p.workload.Determinism.Seed
+	}
+	res, err := load.Run(ctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
+		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch})
+	if err != nil {
+		return finish("failed", "load: "+err.Error())
+	}
+	failures := int64(0)
+	var requests int64
+	for _, row := range res.Rows {
+		rel := fmt.Sprintf("%s/rows/c%04d-r%03d.jsonl", dir, row.Row.Concurrency, row.Row.Repetition)
+		var buf bytes.Buffer
+		for _, rec := range row.Records {
+			b, err := json.Marshal(rec)
+			if err != nil {
+				return schemas.Result{}, err
+			}
+			buf.Write(b)
+			buf.WriteByte('\n')
+		}
+		if err := writeNew(p.root, rel, buf.Bytes()); err != nil {
+			return schemas.Result{}, err
+		}
+		r.evidence = append(r.evidence, artifact.File{Kind: "request_records", Path: rel, Abs: r.abs(rel)})
+		row.Row.Records = schemas.FileRef{Path: rel, Digest: schemas.DigestOf(buf.Bytes())}
+		cr.Rows = append(cr.Rows, row.Row)
+		failures += row.Row.Failures
+		requests += row.Row.Requests
+		p.cfg.progress("row", fmt.Sprintf("%s c=%d r=%d: %d/%d ok", c.ID, row.Row.Concurrency, row.Row.Repetition, row.Row.Successes, row.Row.Requests), len(cr.Rows), len(c.Concurrency)*int(c.Repetitions))
+	}
+	cr.Metrics = append(caseMetrics(requests, int64(len(cr.Rows))), metrics.Case(cr.Rows)...)
+	if failures > 0 {
+		return finish("failed", fmt.Sprintf("%d of %d requests failed (see the request records)", failures, requests))
+	}
+	return finish("passed", "")
+}
+
+// caseMetrics are the case-level counters of a serving case (metrics.Case adds the row summaries).
+func caseMetrics(requests, rows int64) []schemas.Metric {
+	m := func(name string, v int64, dir string) schemas.Metric {
+		n := v
+		return schemas.Metric{Name: name, Value: float64(v), Unit: "count", Aggregation: "count", Direction: dir, Formula: "campaign." + name + ".v1", Samples: &n}
+	}
+	return []schemas.Metric{
+		m("request_count", requests, "none"),
+		m("row_count", rows, "none"),
+	}
+}
+
+// endChecks re-checks the source tree and every bound artifact; a change fails every required result.
+func (r *run) endChecks(ctx context.Context) {
+	p := r.p
+	var problems []string
+	if id, err := inspectAgain(ctx, p); err != nil {
+		problems = append(problems, err.Error())
+	} else if id != "" {
+		problems = append(problems, id)
+	}
+	changes, err := artifact.Recheck(ctx, p.files, p.artifacts)
+	if err != nil {
+		problems = append(problems, "artifact re-check: "+err.Error())
+	}
+	for _, ch := range changes {
+		switch {
+		case ch.Err != nil:
+			problems = append(problems, fmt.Sprintf("artifact %s (%s) could not be re-read: %v", ch.Artifact.Path, ch.Artifact.Kind, ch.Err))
+		case ch.Now == "":
+			problems = append(problems, fmt.Sprintf("artifact %s (%s) disappeared during the run", ch.Artifact.Path, ch.Artifact.Kind))
+		default:
+			problems = append(problems, fmt.Sprintf("artifact %s (%s) changed during the run: %s, now %s", ch.Artifact.Path, ch.Artifact.Kind, ch.Artifact.Digest, ch.Now))
+		}
+	}
+	if len(problems) == 0 {
+		return
+	}
+	msg := "end check: " + strings.Join(problems, "; ")
+	r.notes = append(r.notes, clipString(msg, 2048))
+	for i := range r.results {
+		if r.results[i].Required {
+			r.results[i].Status = "failed"
+			d := msg
+			if r.results[i].Details != nil {
+				d = *r.results[i].Details + "; " + msg
+			}
+			r.results[i].Details = clip(d)
+		}
+	}
+}
+
+func clipString(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-3]) + "..."
+	}
+	return s
+}
+
+// inspectAgain compares the source identity now with the one bound at preflight. Files the run
+// itself writes (under .qualification/ and the receipt) do not count.
+func inspectAgain(ctx context.Context, p *Plan) (string, error) {
+	id, err := sourceInspect(ctx, p.root)
+	if err != nil {
+		return "", fmt.Errorf("source re-check: %w", err)
+	}
+	if id.Commit != p.source.Commit || id.Tree != p.source.Tree {
+		return fmt.Sprintf("source changed during the run: HEAD %s (tree %s), was %s (tree %s)", id.Commit, id.Tree, p.source.Commit, p.source.Tree), nil
+	}
+	var dirty []string
+	for _, d := range id.Dirty {
+		if strings.HasPrefix(d, ".qualification/") || d == p.outputRel {
+			continue
+		}
+		dirty = append(dirty, d)
+	}
+	if len(dirty) > 0 {
+		sort.Strings(dirty)
+		return "the worktree changed during the run: " + summarize(dirty, 8), nil
+	}
+	return "", nil
+}

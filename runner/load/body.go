@@ -1,0 +1,85 @@
+package load
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+type wireMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type wireStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// wireBody is the request body; field order is the order on the wire.
+type wireBody struct {
+	Model         string             `json:"model"`
+	Messages      []wireMessage      `json:"messages,omitempty"`
+	Prompt        *string            `json:"prompt,omitempty"`
+	MaxTokens     int64              `json:"max_tokens"`
+	Temperature   float64            `json:"temperature"`
+	TopP          *float64           `json:"top_p,omitempty"`
+	Seed          *int64             `json:"seed,omitempty"`
+	Stop          []string           `json:"stop,omitempty"`
+	Stream        bool               `json:"stream"`
+	StreamOptions *wireStreamOptions `json:"stream_options,omitempty"`
+	IgnoreEOS     bool               `json:"ignore_eos,omitempty"`
+}
+
+// Endpoint returns the path of a case's API: /v1/chat/completions or /v1/completions.
+func Endpoint(api string) string {
+	if api == "completions" {
+		return "/v1/completions"
+	}
+	return "/v1/chat/completions"
+}
+
+// requestSeed is the seed sent with request index: (sampling.seed + index) mod 2^53, or nil when
+// the case declares no sampling seed.
+func requestSeed(s *schemas.Sampling, index int64) *int64 {
+	if s == nil || s.Seed == nil {
+		return nil
+	}
+	v := int64((uint64(*s.Seed) + uint64(index)) % seedLimit)
+	return &v
+}
+
+// Body renders the exact request body of one request: an OpenAI chat body
+// {"model","messages":[system?,user],"max_tokens","temperature","top_p"?,"seed"?,"stop"?,
+// "stream","stream_options"?,"ignore_eos"?} or, for completions, "prompt" in place of
+// "messages". "stream_options":{"include_usage":true} goes with "stream":true; "ignore_eos" (a
+// vLLM extension) only when true. The encoding is encoding/json's with HTML escaping off, so the
+// bytes are a function of the arguments alone.
+func Body(c *schemas.Case, model string, p Prompt, seed *int64) ([]byte, error) {
+	w := wireBody{Model: model, MaxTokens: c.MaxTokens, Seed: seed, Stream: c.Stream}
+	if c.API == "completions" {
+		text := p.Text
+		if p.System != "" {
+			text = p.System + "\n\n" + p.Text
+		}
+		w.Prompt = &text
+	} else {
+		if p.System != "" {
+			w.Messages = append(w.Messages, wireMessage{Role: "system", Content: p.System})
+		}
+		w.Messages = append(w.Messages, wireMessage{Role: "user", Content: p.Text})
+	}
+	if s := c.Sampling; s != nil {
+		w.Temperature, w.TopP, w.Stop, w.IgnoreEOS = s.Temperature, s.TopP, s.Stop, s.IgnoreEOS
+	}
+	if c.Stream {
+		w.StreamOptions = &wireStreamOptions{IncludeUsage: true}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(w); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}

@@ -1,0 +1,744 @@
+package load
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// The completion JSON an event (or a non-streamed body) carries is read by a small validating
+// scanner rather than encoding/json: one pass, no reflection, no allocation on the common path,
+// and strict where encoding/json is lenient (invalid UTF-8 and lone surrogate escapes are errors,
+// not U+FFFD; a repeated key that qualkit reads is an error, not "last wins"). FuzzChunk checks
+// it against encoding/json.
+
+// chunkShape says where the completion text is.
+type chunkShape int
+
+const (
+	shapeChatChunk chunkShape = iota // choices[0].delta.content (streamed chat)
+	shapeTextChunk                   // choices[0].text (streamed completions)
+	shapeChatBody                    // choices[0].message.content (non-streamed chat)
+	shapeTextBody                    // choices[0].text (non-streamed completions)
+)
+
+// usageCounts is a usage object as sent.
+type usageCounts struct {
+	present          bool // a non-null usage object
+	prompt, compl    int64
+	total            int64
+	hasP, hasC, hasT bool
+	bad              string // why a count is unusable ("" when all are non-negative integers)
+}
+
+// chunk is what one completion object says.
+type chunk struct {
+	content   bool   // carries completion content: non-empty text, reasoning or tool calls
+	finish    string // finish_reason, when hasFinish
+	hasFinish bool   // a non-null finish_reason
+	usage     usageCounts
+	errorText string // an in-stream error object's message ("" when none)
+	isError   bool
+	id        string // the object's id (read only when asked)
+}
+
+// jsonError is a JSON syntax or shape error at a byte offset.
+type jsonError struct {
+	off int
+	msg string
+}
+
+func (e *jsonError) Error() string { return fmt.Sprintf("invalid completion JSON at byte %d: %s", e.off, e.msg) }
+
+type scanner struct {
+	b     []byte
+	i     int
+	depth int
+	kbuf  []byte // decoded keys that had escapes (rare)
+}
+
+func (s *scanner) fail(format string, args ...any) error {
+	return &jsonError{off: s.i, msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte (0 at the end).
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i >= len(s.b) {
+		return 0
+	}
+	return s.b[s.i]
+}
+
+func (s *scanner) expect(c byte) error {
+	if s.peek() != c {
+		if s.i >= len(s.b) {
+			return s.fail("unexpected end, want %q", c)
+		}
+		return s.fail("unexpected %q, want %q", s.b[s.i], c)
+	}
+	s.i++
+	return nil
+}
+
+// literal consumes true, false or null.
+func (s *scanner) literal(word string) error {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(word)) {
+		return s.fail("invalid literal")
+	}
+	s.i += len(word)
+	return nil
+}
+
+// isNull consumes a null literal if one is next.
+func (s *scanner) isNull() (bool, error) {
+	if s.peek() != 'n' {
+		return false, nil
+	}
+	return true, s.literal("null")
+}
+
+// str consumes a string and appends its decoded value to dst.
+func (s *scanner) str(dst []byte) ([]byte, error) {
+	if err := s.expect('"'); err != nil {
+		return dst, err
+	}
+	for {
+		start := s.i
+		for s.i < len(s.b) {
+			c := s.b[s.i]
+			if c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+				break
+			}
+			s.i++
+		}
+		dst = append(dst, s.b[start:s.i]...)
+		if s.i >= len(s.b) {
+			return dst, s.fail("unterminated string")
+		}
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return dst, nil
+		case c < 0x20:
+			return dst, s.fail("control character in string")
+		case c >= 0x80:
+			r, n := utf8.DecodeRune(s.b[s.i:])
+			if r == utf8.RuneError && n <= 1 {
+				return dst, s.fail("invalid UTF-8 in string")
+			}
+			dst = append(dst, s.b[s.i:s.i+n]...)
+			s.i += n
+		default: // backslash
+			if s.i+1 >= len(s.b) {
+				return dst, s.fail("unterminated escape")
+			}
+			e := s.b[s.i+1]
+			s.i += 2
+			switch e {
+			case '"', '\\', '/':
+				dst = append(dst, e)
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r, err := s.hex4()
+				if err != nil {
+					return dst, err
+				}
+				if utf16.IsSurrogate(r) {
+					if r >= 0xDC00 || s.i+1 >= len(s.b) || s.b[s.i] != '\\' || s.b[s.i+1] != 'u' {
+						return dst, s.fail("lone surrogate escape")
+					}
+					s.i += 2
+					r2, err := s.hex4()
+					if err != nil {
+						return dst, err
+					}
+					r = utf16.DecodeRune(r, r2)
+					if r == utf8.RuneError {
+						return dst, s.fail("lone surrogate escape")
+					}
+				}
+				dst = utf8.AppendRune(dst, r)
+			default:
+				return dst, s.fail("invalid escape \\%c", e)
+			}
+		}
+	}
+}
+
+func (s *scanner) hex4() (rune, error) {
+	if s.i+4 > len(s.b) {
+		return 0, s.fail("short \\u escape")
+	}
+	var r rune
+	for _, c := range s.b[s.i : s.i+4] {
+		r <<= 4
+		switch {
+		case '0' <= c && c <= '9':
+			r |= rune(c - '0')
+		case 'a' <= c && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case 'A' <= c && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, s.fail("invalid \\u escape")
+		}
+	}
+	s.i += 4
+	return r, nil
+}
+
+// rawKey consumes an object key and returns its bytes: a slice of the input when the key has no
+// escapes, else its decoded value (valid until the next key).
+func (s *scanner) rawKey() ([]byte, error) {
+	if s.peek() != '"' {
+		return nil, s.fail("want an object key")
+	}
+	j := s.i + 1
+	for j < len(s.b) {
+		c := s.b[j]
+		if c == '"' {
+			k := s.b[s.i+1 : j]
+			s.i = j + 1
+			return k, nil
+		}
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			break
+		}
+		j++
+	}
+	var err error
+	s.kbuf, err = s.str(s.kbuf[:0])
+	return s.kbuf, err
+}
+
+// number consumes a JSON number and returns its literal.
+func (s *scanner) number() ([]byte, error) {
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i < len(s.b) && s.b[s.i] == '0':
+		s.i++
+	case s.i < len(s.b) && '1' <= s.b[s.i] && s.b[s.i] <= '9':
+		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+			s.i++
+		}
+	default:
+		return nil, s.fail("invalid number")
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		d := s.i
+		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+			s.i++
+		}
+		if s.i == d {
+			return nil, s.fail("invalid number")
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		d := s.i
+		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+			s.i++
+		}
+		if s.i == d {
+			return nil, s.fail("invalid number")
+		}
+	}
+	return s.b[start:s.i], nil
+}
+
+// skip consumes any value, validating it.
+func (s *scanner) skip() error {
+	switch s.peek() {
+	case '{':
+		return s.object(func(_ []byte) error { return s.skip() })
+	case '[':
+		return s.array(func() error { return s.skip() })
+	case '"':
+		// Validate without keeping the value.
+		var scratch [0]byte
+		_, err := s.strDiscard(scratch[:])
+		return err
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
+	case 0:
+		return s.fail("unexpected end, want a value")
+	default:
+		_, err := s.number()
+		return err
+	}
+}
+
+// strDiscard validates a string; the fast path never copies.
+func (s *scanner) strDiscard(buf []byte) ([]byte, error) {
+	j := s.i + 1
+	for j < len(s.b) {
+		c := s.b[j]
+		if c == '"' {
+			s.i = j + 1
+			return nil, nil
+		}
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			break
+		}
+		j++
+	}
+	return s.str(buf[:0])
+}
+
+// nonEmptyString consumes a string or null and reports whether it was a non-empty string.
+func (s *scanner) nonEmptyString() (bool, error) {
+	if null, err := s.isNull(); null || err != nil {
+		return false, err
+	}
+	if s.peek() != '"' {
+		return false, s.fail("want a string or null")
+	}
+	start := s.i
+	if _, err := s.strDiscard(nil); err != nil {
+		return false, err
+	}
+	return s.i-start > 2, nil
+}
+
+func (s *scanner) enter() error {
+	s.depth++
+	if s.depth > MaxJSONDepth {
+		return s.fail("nesting deeper than %d", MaxJSONDepth)
+	}
+	return nil
+}
+
+// object consumes an object, calling member after each key (the value is next).
+func (s *scanner) object(member func(key []byte) error) error {
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	if s.peek() == '}' {
+		s.i++
+		s.depth--
+		return nil
+	}
+	for {
+		k, err := s.rawKey()
+		if err != nil {
+			return err
+		}
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		if err := member(k); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			s.depth--
+			return nil
+		default:
+			return s.fail("want ',' or '}' in object")
+		}
+	}
+}
+
+// array consumes an array, calling elem before each element.
+func (s *scanner) array(elem func() error) error {
+	if err := s.expect('['); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	if s.peek() == ']' {
+		s.i++
+		s.depth--
+		return nil
+	}
+	for {
+		if err := elem(); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			s.depth--
+			return nil
+		default:
+			return s.fail("want ',' or ']' in array")
+		}
+	}
+}
+
+// seen guards against a repeated key among those qualkit reads.
+type seen uint32
+
+func (m *seen) once(s *scanner, bit seen, key string) error {
+	if *m&bit != 0 {
+		return s.fail("key %q repeated", key)
+	}
+	*m |= bit
+	return nil
+}
+
+// parseChunk reads a completion object from data, appending the completion text (never
+// reasoning or tool calls) to text. wantID asks for the object's id.
+func parseChunk(data []byte, shape chunkShape, text []byte, wantID bool) (chunk, []byte, error) {
+	var c chunk
+	s := &scanner{b: data}
+	if s.peek() != '{' {
+		return c, text, s.fail("want a JSON object")
+	}
+	var top seen
+	err := s.object(func(k []byte) error {
+		switch string(k) {
+		case "id":
+			if err := top.once(s, 1, "id"); err != nil {
+				return err
+			}
+			if !wantID || s.peek() != '"' {
+				return s.skip()
+			}
+			v, err := s.str(nil)
+			c.id = string(v)
+			return err
+		case "choices":
+			if err := top.once(s, 2, "choices"); err != nil {
+				return err
+			}
+			if null, err := s.isNull(); null || err != nil {
+				return err
+			}
+			n := 0
+			return s.array(func() error {
+				n++
+				if n > 1 {
+					return s.fail("more than one choice (only n=1 is supported)")
+				}
+				var err error
+				text, err = s.choice(&c, shape, text)
+				return err
+			})
+		case "usage":
+			if err := top.once(s, 4, "usage"); err != nil {
+				return err
+			}
+			return s.usage(&c.usage)
+		case "error":
+			if err := top.once(s, 8, "error"); err != nil {
+				return err
+			}
+			if null, err := s.isNull(); null || err != nil {
+				return err
+			}
+			c.isError = true
+			if s.peek() != '{' {
+				return s.skip()
+			}
+			return s.object(func(k []byte) error {
+				if string(k) == "message" && s.peek() == '"' {
+					v, err := s.str(nil)
+					c.errorText = string(v)
+					return err
+				}
+				return s.skip()
+			})
+		case "object":
+			if err := top.once(s, 16, "object"); err != nil {
+				return err
+			}
+			if s.peek() != '"' {
+				return s.skip()
+			}
+			start := s.i
+			if _, err := s.strDiscard(nil); err != nil {
+				return err
+			}
+			if string(s.b[start:s.i]) == `"error"` {
+				c.isError = true
+			}
+			return nil
+		case "message":
+			// vLLM's in-stream error is {"object":"error","message":...}.
+			if err := top.once(s, 32, "message"); err != nil {
+				return err
+			}
+			if s.peek() != '"' {
+				return s.skip()
+			}
+			v, err := s.str(nil)
+			c.errorText = string(v)
+			return err
+		default:
+			return s.skip()
+		}
+	})
+	if err != nil {
+		return c, text, err
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return c, text, s.fail("trailing data after the object")
+	}
+	if c.isError && c.errorText == "" {
+		c.errorText = "(no message)"
+	}
+	if !c.isError {
+		c.errorText = ""
+	}
+	return c, text, nil
+}
+
+// choice reads one element of choices.
+func (s *scanner) choice(c *chunk, shape chunkShape, text []byte) ([]byte, error) {
+	var m seen
+	err := s.object(func(k []byte) error {
+		switch string(k) {
+		case "index":
+			if err := m.once(s, 1, "index"); err != nil {
+				return err
+			}
+			if s.peek() == 'n' {
+				return s.literal("null")
+			}
+			lit, err := s.number()
+			if err != nil {
+				return err
+			}
+			if string(lit) != "0" {
+				return s.fail("choice index %s (only n=1 is supported)", lit)
+			}
+			return nil
+		case "finish_reason":
+			if err := m.once(s, 2, "finish_reason"); err != nil {
+				return err
+			}
+			if null, err := s.isNull(); null || err != nil {
+				return err
+			}
+			if s.peek() != '"' {
+				return s.fail("finish_reason is not a string")
+			}
+			var buf [32]byte
+			v, err := s.str(buf[:0])
+			if err != nil {
+				return err
+			}
+			c.finish, c.hasFinish = internFinish(v), true
+			return nil
+		case "text":
+			if shape != shapeTextChunk && shape != shapeTextBody {
+				return s.skip()
+			}
+			if err := m.once(s, 4, "text"); err != nil {
+				return err
+			}
+			if null, err := s.isNull(); null || err != nil {
+				return err
+			}
+			if s.peek() != '"' {
+				return s.fail("text is not a string")
+			}
+			n := len(text)
+			var err error
+			text, err = s.str(text)
+			if len(text) > n {
+				c.content = true
+			}
+			return err
+		case "delta", "message":
+			want := "delta"
+			if shape == shapeChatBody {
+				want = "message"
+			}
+			if string(k) != want || (shape != shapeChatChunk && shape != shapeChatBody) {
+				return s.skip()
+			}
+			if err := m.once(s, 8, want); err != nil {
+				return err
+			}
+			if null, err := s.isNull(); null || err != nil {
+				return err
+			}
+			var err error
+			text, err = s.delta(c, text)
+			return err
+		default:
+			return s.skip()
+		}
+	})
+	return text, err
+}
+
+// delta reads a chat delta (or message): content is text; reasoning and tool calls are content
+// for timing but not text.
+func (s *scanner) delta(c *chunk, text []byte) ([]byte, error) {
+	var m seen
+	err := s.object(func(k []byte) error {
+		switch string(k) {
+		case "content":
+			if err := m.once(s, 1, "content"); err != nil {
+				return err
+			}
+			if null, err := s.isNull(); null || err != nil {
+				return err
+			}
+			if s.peek() != '"' {
+				return s.fail("content is not a string")
+			}
+			n := len(text)
+			var err error
+			text, err = s.str(text)
+			if len(text) > n {
+				c.content = true
+			}
+			return err
+		case "reasoning_content", "reasoning":
+			bit := seen(2)
+			if string(k) == "reasoning" {
+				bit = 4
+			}
+			if err := m.once(s, bit, string(k)); err != nil {
+				return err
+			}
+			ok, err := s.nonEmptyString()
+			if ok {
+				c.content = true
+			}
+			return err
+		case "tool_calls":
+			if err := m.once(s, 8, "tool_calls"); err != nil {
+				return err
+			}
+			if null, err := s.isNull(); null || err != nil {
+				return err
+			}
+			if s.peek() != '[' {
+				return s.fail("tool_calls is not an array")
+			}
+			n := 0
+			err := s.array(func() error { n++; return s.skip() })
+			if n > 0 {
+				c.content = true
+			}
+			return err
+		default:
+			return s.skip()
+		}
+	})
+	return text, err
+}
+
+// usage reads a usage object or null.
+func (s *scanner) usage(u *usageCounts) error {
+	if null, err := s.isNull(); null || err != nil {
+		return err
+	}
+	if s.peek() != '{' {
+		return s.fail("usage is not an object")
+	}
+	u.present = true
+	var m seen
+	return s.object(func(k []byte) error {
+		var dst *int64
+		var has *bool
+		var bit seen
+		switch string(k) {
+		case "prompt_tokens":
+			dst, has, bit = &u.prompt, &u.hasP, 1
+		case "completion_tokens":
+			dst, has, bit = &u.compl, &u.hasC, 2
+		case "total_tokens":
+			dst, has, bit = &u.total, &u.hasT, 4
+		default:
+			return s.skip()
+		}
+		if err := m.once(s, bit, string(k)); err != nil {
+			return err
+		}
+		if s.peek() == 'n' {
+			if err := s.literal("null"); err != nil {
+				return err
+			}
+			if u.bad == "" {
+				u.bad = fmt.Sprintf("usage.%s is null", k)
+			}
+			return nil
+		}
+		c := s.peek()
+		if c != '-' && (c < '0' || c > '9') {
+			if u.bad == "" {
+				u.bad = fmt.Sprintf("usage.%s is not a number", k)
+			}
+			return s.skip()
+		}
+		lit, err := s.number()
+		if err != nil {
+			return err
+		}
+		v, perr := strconv.ParseInt(string(lit), 10, 64)
+		switch {
+		case perr != nil:
+			if u.bad == "" {
+				u.bad = fmt.Sprintf("usage.%s = %s is not an integer", k, lit)
+			}
+		case v < 0:
+			if u.bad == "" {
+				u.bad = fmt.Sprintf("usage.%s = %d is negative", k, v)
+			}
+		default:
+			*dst, *has = v, true
+		}
+		return nil
+	})
+}
+
+// internFinish returns finish reasons without allocating for the common ones.
+func internFinish(v []byte) string {
+	for _, f := range [...]string{"stop", "length", "tool_calls", "content_filter"} {
+		if string(v) == f {
+			return f
+		}
+	}
+	return string(v)
+}

@@ -1,0 +1,158 @@
+package load
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"testing"
+)
+
+func TestParseChunk(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		shape   chunkShape
+		text    string
+		content bool
+		finish  string
+		usage   *usageCounts
+		isError bool
+		errText string
+		bad     bool
+	}{
+		{name: "content", in: `{"id":"x","choices":[{"index":0,"delta":{"content":"12345 "},"finish_reason":null}],"usage":null}`, text: "12345 ", content: true},
+		{name: "role prelude is not content", in: `{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`},
+		{name: "null content", in: `{"choices":[{"delta":{"content":null}}]}`},
+		{name: "escapes", in: `{"choices":[{"delta":{"content":"a\"b\\c\/d\n\u00e9\ud83d\ude00"}}]}`, text: "a\"b\\c/d\né😀", content: true},
+		{name: "reasoning is content, not text", in: `{"choices":[{"delta":{"reasoning_content":"think"}}]}`, content: true},
+		{name: "reasoning field", in: `{"choices":[{"delta":{"reasoning":"think"}}]}`, content: true},
+		{name: "tool call is content", in: `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}`, content: true},
+		{name: "empty tool calls", in: `{"choices":[{"delta":{"tool_calls":[]}}]}`},
+		{name: "finish", in: `{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`, finish: "length"},
+		{name: "usage", in: `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0}}}`,
+			usage: &usageCounts{present: true, prompt: 5, compl: 7, total: 12, hasP: true, hasC: true, hasT: true}},
+		{name: "usage not integer", in: `{"usage":{"prompt_tokens":5.5,"completion_tokens":7,"total_tokens":12}}`,
+			usage: &usageCounts{present: true, compl: 7, total: 12, hasC: true, hasT: true, bad: "usage.prompt_tokens = 5.5 is not an integer"}},
+		{name: "usage negative", in: `{"usage":{"prompt_tokens":-1,"completion_tokens":7,"total_tokens":6}}`,
+			usage: &usageCounts{present: true, compl: 7, total: 6, hasC: true, hasT: true, bad: "usage.prompt_tokens = -1 is negative"}},
+		{name: "completions text", in: `{"choices":[{"index":0,"text":"abc","finish_reason":null}]}`, shape: shapeTextChunk, text: "abc", content: true},
+		{name: "chat body", in: `{"id":"y","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`,
+			shape: shapeChatBody, text: "hi", content: true, finish: "stop", usage: &usageCounts{present: true, prompt: 1, compl: 1, total: 2, hasP: true, hasC: true, hasT: true}},
+		{name: "openai error", in: `{"error":{"message":"overloaded","type":"server_error"}}`, isError: true, errText: "overloaded"},
+		{name: "vllm error", in: `{"object":"error","message":"bad","type":"BadRequestError","code":400}`, isError: true, errText: "bad"},
+		{name: "null error", in: `{"error":null,"choices":[]}`},
+		{name: "whitespace", in: " \t\r\n{ \"choices\" : [ { \"delta\" : { \"content\" : \"x\" } } ] } \n", text: "x", content: true},
+		{name: "truncated", in: `{"choices":[{"delta":{"content":"ab`, bad: true},
+		{name: "trailing data", in: `{"choices":[]}x`, bad: true},
+		{name: "not an object", in: `[1]`, bad: true},
+		{name: "invalid utf-8", in: "{\"choices\":[{\"delta\":{\"content\":\"\xff\"}}]}", bad: true},
+		{name: "lone surrogate", in: `{"choices":[{"delta":{"content":"\ud800"}}]}`, bad: true},
+		{name: "control char", in: "{\"choices\":[{\"delta\":{\"content\":\"a\x01\"}}]}", bad: true},
+		{name: "duplicate content", in: `{"choices":[{"delta":{"content":"a","content":"b"}}]}`, bad: true},
+		{name: "two choices", in: `{"choices":[{"delta":{}},{"delta":{}}]}`, bad: true},
+		{name: "choice index 1", in: `{"choices":[{"index":1,"delta":{}}]}`, bad: true},
+		{name: "content number", in: `{"choices":[{"delta":{"content":5}}]}`, bad: true},
+		{name: "bad number", in: `{"x":01}`, bad: true},
+		{name: "bad literal", in: `{"x":nul}`, bad: true},
+		{name: "deep", in: `{"x":` + string(bytes.Repeat([]byte("["), 100)) + string(bytes.Repeat([]byte("]"), 100)) + `}`, bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, text, err := parseChunk([]byte(tt.in), tt.shape, nil, true)
+			if (err != nil) != tt.bad {
+				t.Fatalf("err = %v, want bad %v", err, tt.bad)
+			}
+			if tt.bad {
+				return
+			}
+			if string(text) != tt.text || c.content != tt.content || c.finish != tt.finish || c.isError != tt.isError || c.errorText != tt.errText {
+				t.Fatalf("got text %q content %v finish %q error %v %q", text, c.content, c.finish, c.isError, c.errorText)
+			}
+			want := usageCounts{}
+			if tt.usage != nil {
+				want = *tt.usage
+			}
+			if c.usage != want {
+				t.Fatalf("usage %+v, want %+v", c.usage, want)
+			}
+		})
+	}
+}
+
+// FuzzChunk checks the scanner against encoding/json: whatever the scanner accepts is valid
+// JSON, and the text, content flag, finish reason and usage it reads are what encoding/json
+// reads.
+func FuzzChunk(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"x","choices":[{"index":0,"delta":{"content":"12345 "},"finish_reason":null}],"usage":null}`,
+		`{"choices":[{"delta":{"reasoning_content":"r","tool_calls":[{}]}}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`,
+		`{"choices":[{"delta":{"content":"\u00e9\ud83d\ude00\n"}}]}`,
+		`{"error":{"message":"m"}}`,
+		`{"a":[1,-2.5e3,true,false,null,{"b":"c"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, text, err := parseChunk(in, shapeChatChunk, nil, true)
+		if err != nil {
+			return
+		}
+		if !json.Valid(in) {
+			t.Fatalf("accepted invalid JSON %q", in)
+		}
+		dec := json.NewDecoder(bytes.NewReader(in))
+		dec.UseNumber()
+		var top map[string]any
+		if err := dec.Decode(&top); err != nil {
+			t.Fatalf("accepted %q, encoding/json: %v", in, err)
+		}
+		wantText, wantContent, wantFinish := "", false, ""
+		if ch, ok := top["choices"].([]any); ok && len(ch) == 1 {
+			choice, _ := ch[0].(map[string]any)
+			if d, ok := choice["delta"].(map[string]any); ok {
+				if s, ok := d["content"].(string); ok {
+					wantText = s
+				}
+				for _, k := range []string{"content", "reasoning_content", "reasoning"} {
+					if s, ok := d[k].(string); ok && s != "" {
+						wantContent = true
+					}
+				}
+				if tc, ok := d["tool_calls"].([]any); ok && len(tc) > 0 {
+					wantContent = true
+				}
+			}
+			if f, ok := choice["finish_reason"].(string); ok {
+				wantFinish = f
+			}
+		}
+		if string(text) != wantText || c.content != wantContent || c.finish != wantFinish {
+			t.Fatalf("%q: got text %q content %v finish %q; encoding/json: %q %v %q", in, text, c.content, c.finish, wantText, wantContent, wantFinish)
+		}
+		u, isObj := top["usage"].(map[string]any)
+		if c.usage.present != isObj {
+			t.Fatalf("%q: usage present %v, encoding/json %v", in, c.usage.present, isObj)
+		}
+		if isObj && c.usage.bad == "" && c.usage.hasP {
+			n, ok := u["prompt_tokens"].(json.Number)
+			if v, err := strconv.ParseInt(string(n), 10, 64); !ok || err != nil || v != c.usage.prompt {
+				t.Fatalf("%q: prompt_tokens %d, encoding/json %v", in, c.usage.prompt, u["prompt_tokens"])
+			}
+		}
+	})
+}
+
+func BenchmarkParseChunk(b *testing.B) {
+	ev := []byte(`{"id":"chatcmpl-qs-1","object":"chat.completion.chunk","created":1,"model":"qualsim-tiny","system_fingerprint":"qualsim","choices":[{"index":0,"delta":{"content":"12345 "},"logprobs":null,"finish_reason":null}],"usage":null}`)
+	text := make([]byte, 0, 1<<20)
+	b.SetBytes(int64(len(ev)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		_, text, err = parseChunk(ev, shapeChatChunk, text[:0], false)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package load
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// Error classes of a failed request (the request record contract's enum). A failed request never
+// yields a guessed number: its record carries one of these and metrics exclude it from latency.
+const (
+	// ClassConnection: the connection could not be made or broke before the response headers, or
+	// the response was not valid HTTP/1.1.
+	ClassConnection = "connection"
+	// ClassHTTPStatus: the response status was not 2xx.
+	ClassHTTPStatus = "http_status"
+	// ClassTimeout: the request timeout (request_timeout_seconds) ran out.
+	ClassTimeout = "timeout"
+	// ClassTruncatedStream: the response ended before data: [DONE], or in the middle of an event
+	// or chunk.
+	ClassTruncatedStream = "truncated_stream"
+	// ClassOversizeLine: an SSE line or event exceeded the limit.
+	ClassOversizeLine = "oversize_line"
+	// ClassMalformedEvent: an event was not a valid completion chunk (invalid JSON, an unknown SSE
+	// field or event type, an in-stream error, an event after [DONE], the wrong Content-Type).
+	ClassMalformedEvent = "malformed_event"
+	// ClassMissingUsage: the stream carried no usage record.
+	ClassMissingUsage = "missing_usage"
+	// ClassDuplicateUsage: the stream carried more than one usage record.
+	ClassDuplicateUsage = "duplicate_usage"
+	// ClassInconsistentUsage: usage.total_tokens != prompt_tokens + completion_tokens, or a count
+	// was missing, negative or not an integer.
+	ClassInconsistentUsage = "inconsistent_usage"
+	// ClassAssertion: a declared output assertion failed.
+	ClassAssertion = "assertion"
+	// ClassCancelled: the run's context was cancelled while the request was in flight.
+	ClassCancelled = "cancelled"
+)
+
+// reqError builds a record error, clipping the message to the contract's limit.
+func reqError(class, format string, args ...any) *schemas.RequestError {
+	msg := fmt.Sprintf(format, args...)
+	if msg == "" {
+		msg = class
+	}
+	return &schemas.RequestError{Class: class, Message: clipRunes(msg, MaxMessageRunes)}
+}
+
+// clip shortens s to at most n bytes (on a rune boundary), marking the cut with "...".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// clipRunes shortens s to at most n runes, replacing invalid UTF-8, marking a cut with "...".
+func clipRunes(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-3]) + "..."
+}

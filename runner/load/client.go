@@ -1,0 +1,495 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Option configures NewClient and Run.
+type Option func(*options)
+
+type options struct {
+	log      *slog.Logger
+	maxLine  int
+	reactors int
+	maxIdle  int
+	token    string
+}
+
+// WithLogger sends the package's debug records to l (the default discards them). Nothing the
+// caller must see is only logged: it is in the results.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithMaxLineBytes sets the longest SSE line accepted (default DefaultMaxLineBytes); n <= 0 keeps
+// the default.
+func WithMaxLineBytes(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxLine = n
+		}
+	}
+}
+
+// WithReactors sets how many reader threads serve the connections (default: one per 256
+// concurrent streams, at most half the Ps, at least one); n <= 0 keeps the default.
+func WithReactors(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.reactors = n
+		}
+	}
+}
+
+// WithMaxIdleConns sets how many idle keep-alive connections NewClient keeps (default 64; Run
+// keeps one per concurrent stream of its largest row); n <= 0 keeps the default.
+func WithMaxIdleConns(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxIdle = n
+		}
+	}
+}
+
+// WithBearerToken sends "Authorization: Bearer token" with every request of NewClient. The token
+// is never recorded, and is replaced by [REDACTED] in any error message that quotes it. Run takes
+// its token from Plan.TokenEnv instead (this option is used only when TokenEnv is empty).
+func WithBearerToken(token string) Option { return func(o *options) { o.token = token } }
+
+func buildOptions(opts []Option) options {
+	o := options{maxLine: DefaultMaxLineBytes, maxIdle: 64}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+func defaultReactors(streams int) int {
+	most := max(1, runtime.GOMAXPROCS(0)/2)
+	return min(most, max(1, (streams+255)/256))
+}
+
+// Client sends OpenAI-compatible completion requests over HTTP/1.1 keep-alive connections to
+// one loopback server, and stamps every SSE event with the monotonic clock when its bytes are
+// read (see Response). It is safe for concurrent use; Close releases its connections and reader
+// threads.
+type Client struct {
+	host   string // Host header
+	prefix string // path prefix of the base URL
+	addr   netip.AddrPort // the server; a unix.Sockaddr is built per dial (Connect writes into it)
+	token  string
+	opt    options
+
+	reactors []*reactor
+	next     atomic.Uint32
+
+	mu     sync.Mutex
+	idle   []*conn
+	open   map[*conn]struct{}
+	closed bool
+}
+
+// conn is one keep-alive connection.
+type conn struct {
+	fd int
+	r  *reactor
+
+	mu         sync.Mutex
+	st         *stream // the request in flight, nil when idle
+	registered bool    // in the reactor's epoll set
+	closed     bool    // fd closed
+	dead       bool    // cannot carry another request
+}
+
+// NewClient returns a client for baseURL, which must be http:// on a loopback address
+// (127.0.0.0/8, ::1 or localhost): qualkit sends traffic nowhere else.
+func NewClient(baseURL string, opts ...Option) (*Client, error) {
+	o := buildOptions(opts)
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("base URL %q: %w", baseURL, err)
+	}
+	if u.Scheme != "http" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("base URL %q: want http://HOST:PORT[/PREFIX] without user, query or fragment", baseURL)
+	}
+	host, portText := u.Hostname(), u.Port()
+	if portText == "" {
+		portText = "80"
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil || port == 0 {
+		return nil, fmt.Errorf("base URL %q: bad port %q", baseURL, portText)
+	}
+	var ip netip.Addr
+	if host == "localhost" {
+		ip = netip.MustParseAddr("127.0.0.1")
+	} else if ip, err = netip.ParseAddr(host); err != nil || !ip.IsLoopback() || ip.Zone() != "" {
+		return nil, fmt.Errorf("base URL %q: host %q is not a loopback address (127.0.0.0/8, ::1 or localhost)", baseURL, host)
+	}
+	c := &Client{host: u.Host, prefix: strings.TrimSuffix(u.EscapedPath(), "/"), token: o.token, opt: o, open: map[*conn]struct{}{}}
+	c.addr = netip.AddrPortFrom(ip.Unmap(), uint16(port))
+	n := o.reactors
+	if n == 0 {
+		n = defaultReactors(o.maxIdle)
+	}
+	for range n {
+		r, err := newReactor()
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("start reader thread: %w", err)
+		}
+		c.reactors = append(c.reactors, r)
+	}
+	return c, nil
+}
+
+// Request is one completion request.
+type Request struct {
+	// Path is the endpoint under the base URL: /v1/chat/completions or /v1/completions.
+	Path string
+	// Body is the exact JSON body sent.
+	Body []byte
+	// Stream says the body asks for an event stream ("stream": true).
+	Stream bool
+	// Timeout bounds the request from the moment Do is called; 0 means only ctx bounds it.
+	Timeout time.Duration
+	// Epoch is the origin of the response's *Ns offsets; it must carry a monotonic reading (as
+	// time.Now's result does).
+	Epoch time.Time
+	// ExpectEvents sizes the event buffer (max_tokens is a good value); 0 is fine.
+	ExpectEvents int
+}
+
+var errRequestTimeout = errors.New("request timeout")
+
+// Do sends req and waits for the whole response. It always returns a Response: a failure is a
+// Response with Err set, never a Go error, so that every request leaves a record. A request that
+// fails on a reused keep-alive connection before any response byte arrived (the server closed
+// the idle connection as the request went out) is sent once more on a new connection.
+func (c *Client) Do(ctx context.Context, req Request) *Response {
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, errRequestTimeout)
+		defer cancel()
+	}
+	chat := strings.HasSuffix(req.Path, "/chat/completions")
+	wire := c.wire(req)
+	for attempt := 0; ; attempt++ {
+		st := newStream(req.Epoch, chat, req.Stream, c.opt.maxLine, req.ExpectEvents, c.token)
+		cn, reused, err := c.get(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				st.abort(time.Now(), ctxClass(ctx), "%s before the request was sent: %v", ctxWhat(ctx), err)
+			} else {
+				st.abort(time.Now(), ClassConnection, "%v", err)
+			}
+			return &st.resp
+		}
+		st.resp.reused = reused
+		cn.mu.Lock()
+		cn.st = st
+		t := time.Now()
+		st.resp.TSendNs = i64(st.ns(t))
+		cn.mu.Unlock()
+		if err := writeAll(ctx, cn.fd, wire); err != nil {
+			now := time.Now()
+			cn.mu.Lock()
+			switch {
+			case ctx.Err() != nil:
+				st.abort(now, ctxClass(ctx), "%s while the request was written", ctxWhat(ctx))
+			default:
+				st.abort(now, ClassConnection, "write request: %v", err)
+			}
+			cn.st = nil
+			cn.mu.Unlock()
+			c.discard(cn)
+			if reused && attempt == 0 && ctx.Err() == nil {
+				continue
+			}
+			return &st.resp
+		}
+		select {
+		case <-st.done:
+		case <-ctx.Done():
+			now := time.Now()
+			cn.mu.Lock()
+			sent := time.Duration(int64(now.Sub(req.Epoch)) - *st.resp.TSendNs)
+			st.abort(now, ctxClass(ctx), "%s %v after the request was sent (%d response bytes received)", ctxWhat(ctx), sent.Round(time.Microsecond), st.resp.received)
+			cn.st = nil
+			cn.mu.Unlock()
+			c.discard(cn)
+			return &st.resp
+		}
+		if reused && attempt == 0 && st.resp.received == 0 && st.resp.Err != nil && st.resp.Err.Class == ClassConnection && ctx.Err() == nil {
+			c.discard(cn)
+			continue
+		}
+		if st.reusable {
+			c.put(cn)
+		} else {
+			c.discard(cn)
+		}
+		return &st.resp
+	}
+}
+
+func ctxClass(ctx context.Context) string {
+	if context.Cause(ctx) == errRequestTimeout {
+		return ClassTimeout
+	}
+	return ClassCancelled
+}
+
+func ctxWhat(ctx context.Context) string {
+	if context.Cause(ctx) == errRequestTimeout {
+		return "request timeout"
+	}
+	return "cancelled"
+}
+
+// wire renders the request head and body in one buffer (one write).
+func (c *Client) wire(req Request) []byte {
+	b := make([]byte, 0, 256+len(req.Body)+len(c.token))
+	b = append(b, "POST "...)
+	b = append(b, c.prefix...)
+	b = append(b, req.Path...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, c.host...)
+	b = append(b, "\r\nUser-Agent: qualkit\r\nContent-Type: application/json\r\nAccept: "...)
+	if req.Stream {
+		b = append(b, "text/event-stream"...)
+	} else {
+		b = append(b, "application/json"...)
+	}
+	b = append(b, "\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(req.Body)), 10)
+	if c.token != "" {
+		b = append(b, "\r\nAuthorization: Bearer "...)
+		b = append(b, c.token...)
+	}
+	b = append(b, "\r\n\r\n"...)
+	return append(b, req.Body...)
+}
+
+// Prewarm opens connections until n are idle, so that a row released together does not wait
+// for connects.
+func (c *Client) Prewarm(ctx context.Context, n int) error {
+	c.mu.Lock()
+	need := n - len(c.idle)
+	c.mu.Unlock()
+	for range need {
+		cn, err := c.dial(ctx)
+		if err != nil {
+			return err
+		}
+		c.put(cn)
+	}
+	return nil
+}
+
+// get returns an idle connection that is still open, or a new one.
+func (c *Client) get(ctx context.Context) (*conn, bool, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, false, errors.New("client closed")
+		}
+		n := len(c.idle)
+		if n == 0 {
+			c.mu.Unlock()
+			cn, err := c.dial(ctx)
+			return cn, false, err
+		}
+		cn := c.idle[n-1]
+		c.idle = c.idle[:n-1]
+		c.mu.Unlock()
+		cn.mu.Lock()
+		dead := cn.dead
+		cn.mu.Unlock()
+		if dead || !alive(cn.fd) {
+			c.discard(cn)
+			continue
+		}
+		return cn, true, nil
+	}
+}
+
+// alive reports whether an idle connection has neither been closed by the server nor received
+// stray bytes.
+func alive(fd int) bool {
+	var b [1]byte
+	_, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	return errors.Is(err, unix.EAGAIN)
+}
+
+func (c *Client) put(cn *conn) {
+	c.mu.Lock()
+	if !c.closed && len(c.idle) < c.opt.maxIdle {
+		c.idle = append(c.idle, cn)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	c.discard(cn)
+}
+
+// discard closes a connection.
+func (c *Client) discard(cn *conn) {
+	cn.mu.Lock()
+	if !cn.closed {
+		cn.r.remove(cn)
+		unix.Close(cn.fd)
+		cn.closed, cn.dead = true, true
+	}
+	cn.mu.Unlock()
+	c.mu.Lock()
+	delete(c.open, cn)
+	c.mu.Unlock()
+}
+
+// dial opens a new non-blocking TCP connection and registers it with a reactor.
+func (c *Client) dial(ctx context.Context) (*conn, error) {
+	family, sa := unix.AF_INET6, unix.Sockaddr(&unix.SockaddrInet6{Port: int(c.addr.Port()), Addr: c.addr.Addr().As16()})
+	if c.addr.Addr().Is4() {
+		family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: int(c.addr.Port()), Addr: c.addr.Addr().As4()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
+	}
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	err = unix.Connect(fd, sa)
+	if errors.Is(err, unix.EINPROGRESS) {
+		dctx, cancel := context.WithTimeout(ctx, DialTimeout)
+		err = waitFD(dctx, fd, unix.POLLOUT)
+		cancel()
+		if err == nil {
+			var soerr int
+			soerr, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+			if err == nil && soerr != 0 {
+				err = unix.Errno(soerr)
+			}
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("connect %s: %w", c.host, err)
+	}
+	cn := &conn{fd: fd, r: c.reactors[int(c.next.Add(1))%len(c.reactors)]}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		unix.Close(fd)
+		return nil, errors.New("client closed")
+	}
+	c.open[cn] = struct{}{}
+	c.mu.Unlock()
+	if err := cn.r.add(cn); err != nil {
+		c.discard(cn)
+		return nil, fmt.Errorf("register connection: %w", err)
+	}
+	return cn, nil
+}
+
+// writeAll writes b to a non-blocking socket, waiting for room when the socket buffer is full.
+func writeAll(ctx context.Context, fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.SendmsgN(fd, b, nil, nil, unix.MSG_NOSIGNAL)
+		if n > 0 {
+			b = b[n:]
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.EAGAIN):
+			if err := waitFD(ctx, fd, unix.POLLOUT); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// waitFD waits until fd is ready for events, polling in short slices so that ctx can end the
+// wait.
+func waitFD(ctx context.Context, fd int, events int16) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ms := 20
+		if d, ok := ctx.Deadline(); ok {
+			ms = min(ms, max(1, int(time.Until(d)/time.Millisecond)))
+		}
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: events}}
+		n, err := unix.Poll(pfd, ms)
+		switch {
+		case errors.Is(err, unix.EINTR):
+		case err != nil:
+			return err
+		case n > 0:
+			return nil
+		}
+	}
+}
+
+// Close cuts every request in flight (recorded as cancelled), closes every connection and stops
+// the reader threads. It is idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	open := make([]*conn, 0, len(c.open))
+	for cn := range c.open {
+		open = append(open, cn)
+	}
+	c.idle = nil
+	c.mu.Unlock()
+	now := time.Now()
+	for _, cn := range open {
+		cn.mu.Lock()
+		if st := cn.st; st != nil {
+			st.abort(now, ClassCancelled, "client closed")
+			cn.st = nil
+		}
+		cn.mu.Unlock()
+		c.discard(cn)
+	}
+	for _, r := range c.reactors {
+		r.close()
+	}
+	return nil
+}
+
+// metricsURL is the server's Prometheus endpoint.
+func (c *Client) metricsURL() string { return "http://" + c.host + c.prefix + "/metrics" }
+
+// redact replaces a token in a message.
+func redact(msg, token string) string {
+	if token == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, token, "[REDACTED]")
+}

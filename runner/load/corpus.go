@@ -1,0 +1,245 @@
+package load
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// Prompt is one resolved corpus prompt.
+type Prompt struct{ ID, Text, System string }
+
+// SyntheticGenerator is the only synthetic corpus generator.
+const SyntheticGenerator = "qualkit.synthetic-words.v1"
+
+// ErrCorpus marks a corpus that cannot be resolved.
+var ErrCorpus = errors.New("invalid corpus")
+
+var portableID = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{2,127}$`)
+
+// Resolve turns a serving case's corpus into prompts in declared order:
+//
+//   - inline: the prompts as written;
+//   - file: repoRoot/path, whose sha256 digest must equal corpus.digest, read as JSONL: one
+//     strict JSON object {"id": ..., "text": ..., "system"?: ...} per line (no unknown or
+//     duplicate keys; no blank line except after the last), ids unique;
+//   - synthetic: SyntheticWords(seed, count, min, max).
+//
+// Errors wrap ErrCorpus and name the file, line or field.
+func Resolve(corpus schemas.Corpus, repoRoot string) ([]Prompt, error) {
+	var out []Prompt
+	switch corpus.Source {
+	case "inline":
+		for _, p := range corpus.Prompts {
+			out = append(out, Prompt{ID: p.ID, Text: p.Text, System: p.System})
+		}
+	case "file":
+		var err error
+		if out, err = readCorpusFile(corpus, repoRoot); err != nil {
+			return nil, err
+		}
+	case "synthetic":
+		if corpus.Generator != SyntheticGenerator {
+			return nil, fmt.Errorf("%w: generator %q: want %s", ErrCorpus, corpus.Generator, SyntheticGenerator)
+		}
+		if corpus.Seed == nil || *corpus.Seed < 0 {
+			return nil, fmt.Errorf("%w: synthetic corpus needs a non-negative seed", ErrCorpus)
+		}
+		if corpus.Count < 1 || corpus.Count > MaxCorpusPrompts {
+			return nil, fmt.Errorf("%w: synthetic count %d: want 1 to %d", ErrCorpus, corpus.Count, MaxCorpusPrompts)
+		}
+		pw := corpus.PromptWords
+		if pw == nil || pw.Min < 1 || pw.Max < pw.Min || pw.Max > 100000 {
+			return nil, fmt.Errorf("%w: synthetic prompt_words: want 1 <= min <= max <= 100000", ErrCorpus)
+		}
+		out = SyntheticWords(uint64(*corpus.Seed), int(corpus.Count), int(pw.Min), int(pw.Max))
+	default:
+		return nil, fmt.Errorf("%w: source %q: want inline, file or synthetic", ErrCorpus, corpus.Source)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no prompts", ErrCorpus)
+	}
+	seen := make(map[string]int, len(out))
+	for i, p := range out {
+		if err := checkPrompt(p); err != nil {
+			return nil, fmt.Errorf("%w: prompt %d: %v", ErrCorpus, i, err)
+		}
+		if j, dup := seen[p.ID]; dup {
+			return nil, fmt.Errorf("%w: prompt %d: id %q repeats prompt %d", ErrCorpus, i, p.ID, j)
+		}
+		seen[p.ID] = i
+	}
+	return out, nil
+}
+
+func checkPrompt(p Prompt) error {
+	switch {
+	case !portableID.MatchString(p.ID):
+		return fmt.Errorf("id %q is not a portable id (%s)", clip(p.ID, 64), portableID)
+	case p.Text == "":
+		return fmt.Errorf("id %q: empty text", p.ID)
+	case len(p.Text) > MaxPromptBytes || len(p.System) > MaxPromptBytes:
+		return fmt.Errorf("id %q: text or system longer than %d bytes", p.ID, MaxPromptBytes)
+	case !utf8.ValidString(p.Text) || !utf8.ValidString(p.System):
+		return fmt.Errorf("id %q: text or system is not UTF-8", p.ID)
+	}
+	return nil
+}
+
+type filePrompt struct {
+	ID     *string `json:"id"`
+	Text   *string `json:"text"`
+	System *string `json:"system"`
+}
+
+func readCorpusFile(corpus schemas.Corpus, repoRoot string) ([]Prompt, error) {
+	rel := corpus.Path
+	if rel == "" || strings.Contains(rel, `\`) || !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return nil, fmt.Errorf("%w: path %q: want a repository-relative path without ..", ErrCorpus, rel)
+	}
+	path := filepath.Join(repoRoot, filepath.FromSlash(rel))
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %v", ErrCorpus, rel, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxCorpusBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %v", ErrCorpus, rel, err)
+	}
+	if len(data) > MaxCorpusBytes {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrCorpus, rel, MaxCorpusBytes)
+	}
+	if got := schemas.DigestOf(data); got != corpus.Digest {
+		return nil, fmt.Errorf("%w: %s has digest %s, the workload declares %s", ErrCorpus, rel, got, corpus.Digest)
+	}
+	lines := bytes.Split(data, []byte{'\n'})
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > MaxCorpusPrompts {
+		return nil, fmt.Errorf("%w: %s has more than %d prompts", ErrCorpus, rel, MaxCorpusPrompts)
+	}
+	out := make([]Prompt, 0, len(lines))
+	for i, line := range lines {
+		var fp filePrompt
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil, fmt.Errorf("%w: %s line %d: blank line", ErrCorpus, rel, i+1)
+		}
+		if err := schemas.DecodeInto(line, &fp); err != nil {
+			return nil, fmt.Errorf("%w: %s line %d: %v", ErrCorpus, rel, i+1, err)
+		}
+		if fp.ID == nil || fp.Text == nil {
+			return nil, fmt.Errorf("%w: %s line %d: want {\"id\": ..., \"text\": ...}", ErrCorpus, rel, i+1)
+		}
+		p := Prompt{ID: *fp.ID, Text: *fp.Text}
+		if fp.System != nil {
+			if *fp.System == "" {
+				return nil, fmt.Errorf("%w: %s line %d: empty system", ErrCorpus, rel, i+1)
+			}
+			p.System = *fp.System
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// syntheticWords is the vocabulary of qualkit.synthetic-words.v1: 256 distinct lower-case
+// English words, indexed 0-255 in this order. Changing it changes the generator's version.
+var syntheticWords = [256]string{
+	"able", "about", "above", "act", "add", "after", "again", "air", "all", "also",
+	"always", "among", "and", "animal", "answer", "any", "area", "around", "ask", "away",
+	"back", "ball", "base", "bear", "beauty", "bed", "before", "began", "begin", "behind",
+	"best", "better", "between", "big", "bird", "black", "blue", "boat", "body", "book",
+	"both", "box", "boy", "bring", "brown", "build", "busy", "call", "came", "can",
+	"car", "care", "carry", "cause", "center", "change", "check", "city", "class", "clear",
+	"close", "cold", "color", "come", "common", "complete", "could", "country", "course", "cover",
+	"cross", "cry", "cut", "dark", "day", "deep", "did", "differ", "direct", "distant",
+	"does", "dog", "door", "down", "draw", "dry", "during", "each", "early", "earth",
+	"ease", "east", "eat", "end", "enough", "even", "ever", "every", "example", "eye",
+	"face", "fact", "fall", "family", "far", "farm", "fast", "father", "feel", "few",
+	"field", "figure", "fill", "final", "find", "fine", "fire", "first", "fish", "five",
+	"fly", "follow", "food", "foot", "force", "form", "found", "four", "free", "friend",
+	"from", "front", "full", "game", "gave", "general", "get", "girl", "give", "gold",
+	"good", "got", "govern", "great", "green", "ground", "group", "grow", "half", "hand",
+	"happen", "hard", "has", "have", "head", "hear", "heard", "heat", "help", "here",
+	"high", "hold", "home", "horse", "hot", "hour", "house", "how", "hundred", "idea",
+	"inch", "interest", "island", "just", "keep", "kind", "king", "knew", "know", "land",
+	"large", "last", "late", "laugh", "lay", "lead", "learn", "leave", "left", "less",
+	"letter", "life", "light", "like", "line", "list", "listen", "little", "live", "long",
+	"look", "made", "main", "make", "man", "many", "map", "mark", "may", "mean",
+	"measure", "men", "might", "mile", "mind", "minute", "miss", "money", "moon", "more",
+	"morning", "most", "mother", "mountain", "move", "much", "music", "must", "name", "near",
+	"need", "never", "new", "next", "night", "north", "note", "nothing", "notice", "noun",
+	"now", "number", "numeral", "object", "ocean", "off", "often", "old", "once", "only",
+	"open", "order", "other", "our", "out", "over",
+}
+
+// splitMix64 is the SplitMix64 generator (Steele, Lea and Flood 2014): state advances by
+// 0x9E3779B97F4A7C15 and each output is the mixed state.
+type splitMix64 struct{ state uint64 }
+
+func (s *splitMix64) next() uint64 {
+	s.state += 0x9E3779B97F4A7C15
+	z := s.state
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return z ^ (z >> 31)
+}
+
+// unit returns a float in (0, 1]: ((next >> 11) + 1) / 2^53.
+func (s *splitMix64) unit() float64 {
+	return float64(s.next()>>11+1) / (1 << 53)
+}
+
+// SyntheticWords is the generator qualkit.synthetic-words.v1. One SplitMix64 stream is seeded
+// with seed; for prompt i = 0, 1, ..., count-1 in turn it draws the word count
+// n = minWords + (next mod (maxWords - minWords + 1)), then n words, each
+// syntheticWords[next mod 256], joined by single spaces. Prompt i's id is "synthetic-" and i as
+// six or more zero-padded digits; it has no system message. The modulo bias is part of the
+// definition.
+func SyntheticWords(seed uint64, count, minWords, maxWords int) []Prompt {
+	rng := splitMix64{state: seed}
+	out := make([]Prompt, count)
+	var sb strings.Builder
+	for i := range count {
+		out[i] = Prompt{ID: fmt.Sprintf("synthetic-%06d", i), Text: wordText(&rng, &sb, minWords+int(rng.next()%uint64(maxWords-minWords+1)))}
+	}
+	return out
+}
+
+func wordText(rng *splitMix64, sb *strings.Builder, n int) string {
+	sb.Reset()
+	for j := range n {
+		if j > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(syntheticWords[rng.next()%256])
+	}
+	return sb.String()
+}
+
+// warmupPrompts returns the warmup prompts of a row: warmup w keeps the system message of corpus
+// prompt w mod len(corpus) and replaces its text with as many synthetic words as that text has
+// space-separated fields (at least one), drawn from a SplitMix64 stream seeded with
+// seed ^ (concurrency << 32) ^ repetition ^ 0x5157_4B57_4152_4D55. Warmups thus match the
+// corpus's shapes and shared system prompt without priming a prefix cache with the measured
+// prompts. Their ids are "warmup-" and w as four or more zero-padded digits.
+func warmupPrompts(corpus []Prompt, n int, seed int64, concurrency, repetition int64) []Prompt {
+	rng := splitMix64{state: uint64(seed) ^ uint64(concurrency)<<32 ^ uint64(repetition) ^ 0x51574B5741524D55}
+	out := make([]Prompt, n)
+	var sb strings.Builder
+	for w := range n {
+		src := corpus[w%len(corpus)]
+		out[w] = Prompt{ID: "warmup-" + fmt.Sprintf("%04d", w), System: src.System, Text: wordText(&rng, &sb, max(1, len(strings.Fields(src.Text))))}
+	}
+	return out
+}

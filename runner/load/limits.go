@@ -1,0 +1,50 @@
+package load
+
+import "time"
+
+// Limits on untrusted input (server responses, corpus files, /metrics pages), in one place. A
+// response that exceeds one fails its request with a named error class; it never grows memory
+// without bound.
+const (
+	// DefaultMaxLineBytes bounds one SSE line (WithMaxLineBytes overrides it): a longer line fails
+	// the request with class oversize_line.
+	DefaultMaxLineBytes = 1 << 20
+	// MaxEventDataBytes bounds the data of one SSE event (several data: lines joined); a larger
+	// event fails with class oversize_line.
+	MaxEventDataBytes = 4 << 20
+	// MaxHeaderBytes bounds the status line and headers of a response.
+	MaxHeaderBytes = 64 << 10
+	// MaxChunkLineBytes bounds a chunked-encoding size line (extensions included) or trailer line.
+	MaxChunkLineBytes = 4 << 10
+	// MaxErrorBodyBytes bounds what is kept of a non-2xx response body (for the error message).
+	MaxErrorBodyBytes = 64 << 10
+	// MaxBodyBytes bounds a non-streamed JSON response body.
+	MaxBodyBytes = 64 << 20
+	// MaxEvents bounds the SSE events of one response (the request record's limit).
+	MaxEvents = 1 << 20
+	// MaxOutputBytes bounds the completion text of one response.
+	MaxOutputBytes = 64 << 20
+	// MaxJSONDepth bounds the nesting of one event's JSON.
+	MaxJSONDepth = 64
+	// MaxMessageRunes bounds an error message in a request record (the contract's limit).
+	MaxMessageRunes = 2048
+	// MaxDetailRunes bounds an assertion outcome's detail (the contract's limit).
+	MaxDetailRunes = 512
+	// MaxCorpusBytes bounds a JSONL corpus file.
+	MaxCorpusBytes = 256 << 20
+	// MaxCorpusPrompts bounds the prompts of one corpus (file or synthetic).
+	MaxCorpusPrompts = 1_000_000
+	// MaxPromptBytes bounds one prompt's text or system message (1 Mi runes of up to 4 bytes).
+	MaxPromptBytes = 4 << 20
+	// MaxScrapeBytes bounds one /metrics page.
+	MaxScrapeBytes = 16 << 20
+	// ScrapeTimeout bounds one /metrics scrape.
+	ScrapeTimeout = 5 * time.Second
+	// DialTimeout bounds establishing one connection (also bounded by the request timeout).
+	DialTimeout = 10 * time.Second
+	// MaxConcurrency bounds a row's concurrency (the contract's limit).
+	MaxConcurrency = 4096
+)
+
+// seedLimit is one more than the largest seed a request record may carry (2^53 - 1).
+const seedLimit = 1 << 53

@@ -1,0 +1,405 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/qualkit/qualkit/runner/metrics"
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// Plan is one serving case, resolved.
+type Plan struct {
+	CaseID string
+	// Case is the serving case (Kind "serving").
+	Case schemas.Case
+	// BaseURL is the server's loopback base URL, e.g. http://127.0.0.1:18080.
+	BaseURL string
+	ModelID string
+	// Prompts is the resolved corpus in declared order (see Resolve).
+	Prompts []Prompt
+	// Seed is the workload's determinism seed; warmup prompts and Poisson arrival gaps derive
+	// from it.
+	Seed int64
+	// Epoch is the monotonic origin of every *_ns offset (shared with the lifecycle record); it
+	// must carry a monotonic reading and not lie in the future.
+	Epoch time.Time
+	// TokenEnv names an environment variable holding a bearer token ("" = none). The token is
+	// sent, never recorded.
+	TokenEnv string
+	// ScrapeMetrics scrapes BaseURL/metrics before and after each row's measured requests
+	// (diagnostic counter deltas).
+	ScrapeMetrics bool
+}
+
+// Result is the outcome of Run.
+type Result struct{ Rows []RowResult }
+
+// RowResult is one row.
+type RowResult struct {
+	// Row is filled except Records (the caller binds the records file it writes).
+	Row schemas.Row
+	// Records are the row's request records, warmups (warmup: true) first, in index order.
+	Records []schemas.RequestRecordDoc
+	// Telemetry is nil unless Plan.ScrapeMetrics.
+	Telemetry *Telemetry
+}
+
+// Telemetry is what the /metrics scrapes around a row's measured requests showed.
+type Telemetry struct {
+	// TBeforeNs and TAfterNs are when the two scrapes began (offsets from the epoch).
+	TBeforeNs int64 `json:"t_before_ns"`
+	TAfterNs  int64 `json:"t_after_ns"`
+	// Series are the counter deltas, per series.
+	Series []metrics.SeriesDelta `json:"series"`
+	// Warnings say what could not be scraped or compared; a telemetry problem never fails a row.
+	Warnings []string `json:"warnings"`
+}
+
+// ErrPlan marks a plan Run cannot execute.
+var ErrPlan = errors.New("invalid load plan")
+
+// request is one planned request of a row.
+type request struct {
+	index  int64
+	warmup bool
+	prompt Prompt
+	seed   *int64
+	body   []byte
+	digest string
+}
+
+// Run executes every row of the case in declared order (for each concurrency value, each
+// repetition), each preceded by its warmup requests, and returns the rows.
+//
+// A closed-loop row (no Case.Rate) runs Concurrency workers released together through a barrier
+// once as many keep-alive connections are open; each worker takes the next request in index order
+// as soon as its previous one ends, and that moment is the request's t_sched. An open-loop row
+// (Case.Rate) schedules arrival i at a fixed offset from the row's start, i / rate (constant) or
+// the sum of i seeded exponential gaps (poisson); t_sched is that scheduled time, and the
+// concurrency value caps the requests in flight, so an arrival that finds every slot busy waits,
+// and that wait shows as schedule lag and in TTFT_sched and E2E_sched (coordinated omission is
+// not hidden).
+//
+// Cancelling ctx stops traffic promptly: requests in flight are cut and recorded with class
+// "cancelled", requests not yet started are not recorded, and Run returns the rows so far
+// (the last one partial) with ctx's error. Run never returns a guessed number: a failed request
+// carries an error class and is excluded from latency metrics. The error is nil otherwise, or
+// wraps ErrPlan for a plan it cannot execute.
+func Run(ctx context.Context, plan Plan, opts ...Option) (*Result, error) {
+	o := buildOptions(opts)
+	if err := plan.check(); err != nil {
+		return nil, err
+	}
+	token := o.token
+	if plan.TokenEnv != "" {
+		v, ok := os.LookupEnv(plan.TokenEnv)
+		if !ok || v == "" {
+			return nil, fmt.Errorf("%w: token environment variable %s is not set", ErrPlan, plan.TokenEnv)
+		}
+		token = v
+	}
+	asserts, err := compileAssertions(plan.Case.OutputAssertions)
+	if err != nil {
+		return nil, err
+	}
+	sp := make([]schemas.Prompt, len(plan.Prompts))
+	for i, p := range plan.Prompts {
+		sp[i] = schemas.Prompt{ID: p.ID, Text: p.Text, System: p.System}
+	}
+	promptSet, err := metrics.PromptSetSHA256(sp)
+	if err != nil {
+		return nil, fmt.Errorf("%w: prompt set: %v", ErrPlan, err)
+	}
+	maxC := int(slices.Max(plan.Case.Concurrency))
+	copts := []Option{WithMaxIdleConns(maxC), WithLogger(o.log), WithMaxLineBytes(o.maxLine), WithBearerToken(token)}
+	if o.reactors > 0 {
+		copts = append(copts, WithReactors(o.reactors))
+	} else {
+		copts = append(copts, WithReactors(defaultReactors(maxC)))
+	}
+	client, err := NewClient(plan.BaseURL, copts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPlan, err)
+	}
+	defer client.Close()
+	r := &runner{plan: plan, client: client, asserts: asserts, promptSet: promptSet, log: o}
+	res := &Result{}
+	for _, c := range plan.Case.Concurrency {
+		for rep := int64(0); rep < plan.Case.Repetitions; rep++ {
+			row, err := r.row(ctx, c, rep)
+			if err != nil {
+				return res, err
+			}
+			res.Rows = append(res.Rows, row)
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}
+
+func (p *Plan) check() error {
+	c := &p.Case
+	switch {
+	case c.Kind != "serving":
+		return fmt.Errorf("%w: case %s is %q, not serving", ErrPlan, p.CaseID, c.Kind)
+	case len(c.Concurrency) == 0:
+		return fmt.Errorf("%w: case %s declares no concurrency", ErrPlan, p.CaseID)
+	case c.Repetitions < 1:
+		return fmt.Errorf("%w: case %s: repetitions %d", ErrPlan, p.CaseID, c.Repetitions)
+	case c.MaxTokens < 1:
+		return fmt.Errorf("%w: case %s: max_tokens %d", ErrPlan, p.CaseID, c.MaxTokens)
+	case len(p.Prompts) == 0:
+		return fmt.Errorf("%w: case %s: no prompts", ErrPlan, p.CaseID)
+	case p.ModelID == "":
+		return fmt.Errorf("%w: case %s: no model id", ErrPlan, p.CaseID)
+	case c.API != "chat" && c.API != "completions":
+		return fmt.Errorf("%w: case %s: api %q", ErrPlan, p.CaseID, c.API)
+	case p.Epoch.IsZero() || time.Since(p.Epoch) < 0:
+		return fmt.Errorf("%w: epoch %v is unset or in the future", ErrPlan, p.Epoch)
+	case c.WarmupRequests < 0:
+		return fmt.Errorf("%w: case %s: warmup_requests %d", ErrPlan, p.CaseID, c.WarmupRequests)
+	case c.RequestTimeoutSeconds < 0:
+		return fmt.Errorf("%w: case %s: request_timeout_seconds %g", ErrPlan, p.CaseID, c.RequestTimeoutSeconds)
+	}
+	for _, n := range c.Concurrency {
+		if n < 1 || n > MaxConcurrency {
+			return fmt.Errorf("%w: case %s: concurrency %d: want 1 to %d", ErrPlan, p.CaseID, n, MaxConcurrency)
+		}
+	}
+	if r := c.Rate; r != nil {
+		if (r.Mode != "constant" && r.Mode != "poisson") || !(r.RequestsPerSecond > 0) || math.IsInf(r.RequestsPerSecond, 0) {
+			return fmt.Errorf("%w: case %s: rate %s at %g/s", ErrPlan, p.CaseID, r.Mode, r.RequestsPerSecond)
+		}
+	}
+	for i, pr := range p.Prompts {
+		if err := checkPrompt(pr); err != nil {
+			return fmt.Errorf("%w: prompt %d: %v", ErrPlan, i, err)
+		}
+	}
+	return nil
+}
+
+type runner struct {
+	plan      Plan
+	client    *Client
+	asserts   []assertion
+	promptSet string
+	log       options
+}
+
+// requests plans a row: warmups first (indexes 0..W-1), then the corpus (W..W+N-1).
+func (r *runner) requests(c, rep int64) ([]request, error) {
+	cs := &r.plan.Case
+	warm := warmupPrompts(r.plan.Prompts, int(cs.WarmupRequests), r.plan.Seed, c, rep)
+	out := make([]request, 0, len(warm)+len(r.plan.Prompts))
+	add := func(p Prompt, warmup bool) error {
+		idx := int64(len(out))
+		seed := requestSeed(cs.Sampling, idx)
+		body, err := Body(cs, r.plan.ModelID, p, seed)
+		if err != nil {
+			return fmt.Errorf("%w: body of request %d: %v", ErrPlan, idx, err)
+		}
+		out = append(out, request{index: idx, warmup: warmup, prompt: p, seed: seed, body: body, digest: schemas.DigestOf(body)})
+		return nil
+	}
+	for _, p := range warm {
+		if err := add(p, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range r.plan.Prompts {
+		if err := add(p, false); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// row runs one row; the error is non-nil only when the plan cannot be executed.
+func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
+	reqs, err := r.requests(c, rep)
+	if err != nil {
+		return RowResult{}, err
+	}
+	nWarm := int(r.plan.Case.WarmupRequests)
+	recs := make([]*schemas.RequestRecordDoc, len(reqs))
+	if nWarm > 0 {
+		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep)
+	}
+	var tel *Telemetry
+	var before []byte
+	if ctx.Err() == nil {
+		if err := r.client.Prewarm(ctx, int(c)); err != nil {
+			r.log.log.Debug("prewarm", "err", err)
+		}
+		if r.plan.ScrapeMetrics {
+			tel = &Telemetry{Series: []metrics.SeriesDelta{}, Warnings: []string{}}
+			tel.TBeforeNs = int64(time.Since(r.plan.Epoch))
+			before = r.scrape(ctx, tel, "before")
+		}
+		if r.plan.Case.Rate != nil {
+			r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep)
+		} else {
+			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep)
+		}
+	}
+	var rowMetrics []schemas.Metric
+	if tel != nil && ctx.Err() == nil {
+		tel.TAfterNs = int64(time.Since(r.plan.Epoch))
+		after := r.scrape(ctx, tel, "after")
+		if before != nil && after != nil {
+			ms, series, warns, err := metrics.TelemetryDeltas(before, after)
+			if err != nil {
+				tel.Warnings = append(tel.Warnings, err.Error())
+			} else {
+				rowMetrics, tel.Series = ms, series
+				tel.Warnings = append(tel.Warnings, warns...)
+			}
+		}
+	}
+	out := RowResult{Telemetry: tel}
+	for _, rec := range recs {
+		if rec != nil {
+			out.Records = append(out.Records, *rec)
+		}
+	}
+	spec := metrics.RowSpec{Concurrency: c, Repetition: rep, Loop: "closed", SLO: r.slo(), PromptSetSHA256: r.promptSet}
+	if rt := r.plan.Case.Rate; rt != nil {
+		rate := rt.RequestsPerSecond
+		spec.Loop, spec.OfferedRate = "open", &rate
+	}
+	out.Row = metrics.Row(spec, out.Records)
+	out.Row.Metrics = append(out.Row.Metrics, rowMetrics...)
+	return out, nil
+}
+
+func (r *runner) slo() schemas.SLO {
+	if r.plan.Case.SLO == nil {
+		return schemas.SLO{}
+	}
+	return *r.plan.Case.SLO
+}
+
+// closedLoop runs reqs with n workers released together; a worker's t_sched is the moment it
+// takes its next request.
+func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*schemas.RequestRecordDoc, n int, c, rep int64) {
+	var next atomic.Int64
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	for range n {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(reqs)) || ctx.Err() != nil {
+					return
+				}
+				recs[i] = r.do(ctx, &reqs[i], time.Now(), c, rep)
+			}
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+}
+
+// arrivals returns the scheduled offsets of n open-loop arrivals: constant i/rate, or Poisson
+// with the first arrival at 0 and exponential gaps -ln(u)/rate, u drawn in (0, 1] from a
+// SplitMix64 stream seeded with seed ^ (concurrency << 32) ^ repetition ^ 0x5157_4B41_5252_4956.
+func arrivals(rate *schemas.Rate, n int, seed int64, c, rep int64) []time.Duration {
+	out := make([]time.Duration, n)
+	rng := splitMix64{state: uint64(seed) ^ uint64(c)<<32 ^ uint64(rep) ^ 0x51574B4152524956}
+	t := 0.0
+	for i := range n {
+		if i > 0 {
+			if rate.Mode == "poisson" {
+				t += -math.Log(rng.unit()) / rate.RequestsPerSecond
+			} else {
+				t = float64(i) / rate.RequestsPerSecond
+			}
+		}
+		out[i] = time.Duration(t * 1e9)
+	}
+	return out
+}
+
+// openLoop dispatches reqs at their scheduled times, at most c in flight.
+func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*schemas.RequestRecordDoc, c, rep int64) {
+	offsets := arrivals(r.plan.Case.Rate, len(reqs), r.plan.Seed, c, rep)
+	slots := make(chan struct{}, c)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	t0 := time.Now()
+	for i := range reqs {
+		at := t0.Add(offsets[i])
+		if d := time.Until(at); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		if ctx.Err() != nil {
+			<-slots
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs[i] = r.do(ctx, &reqs[i], at, c, rep)
+			<-slots
+		}()
+	}
+}
+
+// do sends one request and builds its record; sched is its t_sched.
+func (r *runner) do(ctx context.Context, q *request, sched time.Time, c, rep int64) *schemas.RequestRecordDoc {
+	cs := &r.plan.Case
+	resp := r.client.Do(ctx, Request{
+		Path: Endpoint(cs.API), Body: q.body, Stream: cs.Stream, Epoch: r.plan.Epoch,
+		Timeout: time.Duration(cs.RequestTimeoutSeconds * float64(time.Second)), ExpectEvents: int(cs.MaxTokens) + 8,
+	})
+	rec := &schemas.RequestRecordDoc{
+		Schema: "qualkit.request-record.v1", CaseID: r.plan.CaseID, Row: schemas.RowKey{Concurrency: c, Repetition: rep},
+		Index: q.index, Warmup: q.warmup, PromptID: q.prompt.ID, Seed: q.seed, BodyDigest: q.digest,
+		TSchedNs: int64(sched.Sub(r.plan.Epoch)), TSendNs: resp.TSendNs, THdrNs: resp.THdrNs, Events: resp.Events,
+		TEndNs: resp.TEndNs, TCloseNs: resp.TCloseNs, Usage: resp.Usage, FinishReason: resp.FinishReason,
+		OutputDigest: resp.OutputDigest(), Assertions: []schemas.AssertionOutcome{}, Error: resp.Err,
+	}
+	if rec.Events == nil {
+		rec.Events = []schemas.Event{}
+	}
+	if resp.Status != 0 {
+		s := int64(resp.Status)
+		rec.StatusCode = &s
+	}
+	if !q.warmup && resp.Err == nil {
+		rec.Assertions = check(r.asserts, q.prompt.ID, resp, cs.MaxTokens)
+		if msg := failedAssertions(rec.Assertions); msg != "" {
+			rec.Error = reqError(ClassAssertion, "%s", msg)
+		}
+	}
+	return rec
+}

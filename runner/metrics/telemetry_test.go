@@ -1,0 +1,90 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+)
+
+const pageBefore = `# HELP gen_tokens_total Generated tokens.
+# TYPE gen_tokens_total counter
+gen_tokens_total 100
+# HELP reqs_total Requests.
+# TYPE reqs_total counter
+reqs_total{code="200",endpoint="/v1/chat"} 5
+reqs_total{code="500",endpoint="/v1/chat"} 1
+# HELP resets_total Resets.
+# TYPE resets_total counter
+resets_total 9
+# HELP gone_total Gone.
+# TYPE gone_total counter
+gone_total 1
+# HELP wait_seconds Queue wait.
+# TYPE wait_seconds histogram
+wait_seconds_bucket{le="0.1"} 1
+wait_seconds_bucket{le="+Inf"} 2
+wait_seconds_sum 0.5
+wait_seconds_count 2
+# HELP running Running.
+# TYPE running gauge
+running 3
+`
+
+const pageAfter = `# TYPE gen_tokens_total counter
+gen_tokens_total 164
+# TYPE reqs_total counter
+reqs_total{endpoint="/v1/chat",code="200"} 13
+reqs_total{code="500",endpoint="/v1/chat"} 1
+reqs_total{code="429",endpoint="/v1/chat"} 2
+# TYPE resets_total counter
+resets_total 2
+# TYPE wait_seconds histogram
+wait_seconds_bucket{le="0.1"} 3
+wait_seconds_bucket{le="+Inf"} 6
+wait_seconds_sum 1.75
+wait_seconds_count 6
+# TYPE running gauge
+running 0
+`
+
+func TestTelemetryDeltas(t *testing.T) {
+	ms, series, warns, err := TelemetryDeltas([]byte(pageBefore), []byte(pageAfter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, m := range ms {
+		if !m.Diagnostic || m.Formula != "telemetry_delta.v1" || m.Aggregation != "sum" {
+			t.Errorf("%+v not a diagnostic delta", m)
+		}
+		got[m.Name] = m.Value
+	}
+	want := map[string]float64{
+		"server.gen_tokens_total.delta":   64,
+		"server.reqs_total.delta":         10, // 8 + 0 + 2 (a new series counts from zero)
+		"server.wait_seconds_count.delta": 4,
+		"server.wait_seconds_sum.delta":   1.25,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("metrics %v", got)
+	}
+	var labels []string
+	for _, s := range series {
+		if s.Name == "reqs_total" {
+			labels = append(labels, s.Labels)
+		}
+	}
+	if strings.Join(labels, " ") != `{code="200",endpoint="/v1/chat"} {code="429",endpoint="/v1/chat"} {code="500",endpoint="/v1/chat"}` {
+		t.Errorf("labels %q", labels)
+	}
+	if len(warns) != 2 || !strings.Contains(warns[0], "gone_total vanished") || !strings.Contains(warns[1], "resets_total decreased") {
+		t.Errorf("warnings %q", warns)
+	}
+	if _, _, _, err := TelemetryDeltas([]byte("not a page {"), []byte(pageAfter)); err == nil {
+		t.Error("a malformed page parsed")
+	}
+}

@@ -1,0 +1,154 @@
+package qualrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/qualkit/qualkit/runner/campaign"
+	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/urfave/cli/v2"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run one campaign: WORKLOAD + --variant on this host, and write its receipt",
+		ArgsUsage: "WORKLOAD",
+		Description: "Preflight (no side effects on failure): strict workload, committed and unchanged; typed --var;\n" +
+			"output path below qualification/receipts/ or .qualification/receipts/, new, no .., no symlink;\n" +
+			"clean worktree and HEAD == origin/main; every artifact hashed. Then: one owned server for the\n" +
+			"serving cases, the cases in declared order, shutdown and residue checks, source and artifact\n" +
+			"re-checks, and the evidence under .qualification/runs/<receipt-id>/ plus the receipt at --output.\n" +
+			"Exit 0: passed; 1: refused in preflight or the campaign failed (the receipt says why);\n" +
+			"2: usage; 130: interrupted (the server is shut down, no receipt is written).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "variant", Usage: "variant `ID` to run"},
+			&cli.StringFlag{Name: "host-id", Usage: "stable, non-secret `ID` of this host (evidence label only)"},
+			&cli.StringFlag{Name: "output", Usage: "receipt `PATH` below qualification/receipts/ or .qualification/receipts/"},
+			&cli.StringSliceFlag{Name: "var", Usage: "set a typed workload variable, `NAME=VALUE` (repeatable)"},
+			&cli.StringFlag{Name: "model", Usage: "model `DIR`: every file is bound by digest; ${model_path} in commands"},
+			&cli.StringFlag{Name: "model-id", Usage: "model `ID` the server lists and requests name (overrides the launch recipe)"},
+			&cli.StringFlag{Name: "source", Usage: "`DIR` inside the qualified repository (default: the workload's directory)"},
+			&cli.StringFlag{Name: "runtime-manifest", Usage: "runtime manifest `FILE` to bind (qualrun capture-runtime)"},
+			&cli.StringSliceFlag{Name: "config", Usage: "extra configuration `FILE` to bind by digest (repeatable)"},
+			&cli.StringFlag{Name: "key", Usage: "signing key `FILE` (attestation; see docs/attestation.md)"},
+			&cli.BoolFlag{Name: "allow-unpublished-unsafe", Usage: "run even when HEAD is not origin/main; the receipt is then not publishable"},
+			&cli.BoolFlag{Name: "json", Usage: "print a machine summary (JSON) instead of the table; no progress display"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("%w: run needs exactly one WORKLOAD, got %d arguments", exitcode.ErrUsage, c.NArg())
+			}
+			for _, f := range []string{"variant", "host-id", "output"} {
+				if c.String(f) == "" {
+					return fmt.Errorf("%w: run needs --%s", exitcode.ErrUsage, f)
+				}
+			}
+			if c.String("key") != "" {
+				return fmt.Errorf("%w: --key: signing arrives with the attestation issue; run without --key", exitcode.ErrUsage)
+			}
+			cfg := campaign.Config{
+				Workload: c.Args().First(), Variant: c.String("variant"), HostID: c.String("host-id"), Output: c.String("output"),
+				Vars: c.StringSlice("var"), ModelDir: c.String("model"), ModelID: c.String("model-id"), SourceDir: c.String("source"),
+				RuntimeManifest: c.String("runtime-manifest"), ConfigFiles: c.StringSlice("config"),
+				AllowUnpublishedUnsafe: c.Bool("allow-unpublished-unsafe"),
+				Command:                os.Args, Version: Version, BinaryDigest: selfDigest(),
+			}
+			return runCampaign(c.Context, cfg, c.Bool("json"), c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+// selfDigest hashes the running qualrun binary.
+func selfDigest() string {
+	exe, err := os.Executable()
+	if err == nil {
+		if d, _, err := schemas.DigestFile(exe); err == nil {
+			return d
+		}
+	}
+	return schemas.DigestOf(nil)
+}
+
+func runCampaign(ctx context.Context, cfg campaign.Config, asJSON bool, stdout, stderr io.Writer) error {
+	if cfg.AllowUnpublishedUnsafe {
+		fmt.Fprintln(stderr, "qualrun: WARNING --allow-unpublished-unsafe: the receipt will not be publishable")
+	}
+	prog := newProgress(stderr, !asJSON)
+	cfg.Progress = prog.event
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	plan, err := campaign.Preflight(ctx, cfg)
+	if err != nil {
+		prog.done()
+		if errors.Is(err, exitcode.ErrUsage) {
+			return err
+		}
+		fmt.Fprintf(stderr, "qualrun: preflight: %v\nnothing was launched and nothing was written\n", err)
+		return fmt.Errorf("%w: preflight", exitcode.ErrRejected)
+	}
+	out, err := plan.Run(ctx)
+	prog.done()
+	if errors.Is(err, campaign.ErrInterrupted) {
+		fmt.Fprintf(stderr, "qualrun: interrupted; the server was shut down; no receipt was written (evidence so far: %s)\n", out.RunDir)
+		return exitcode.ErrInterrupted
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(summary(out), "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		printRunSummary(stdout, out)
+	}
+	if out.Receipt.Qualification.Verdict != "passed" {
+		return fmt.Errorf("%w: campaign failed", exitcode.ErrRejected)
+	}
+	return nil
+}
+
+type runSummary struct {
+	ReceiptID   string           `json:"receipt_id"`
+	Receipt     string           `json:"receipt"`
+	RunDir      string           `json:"run_dir"`
+	Verdict     string           `json:"verdict"`
+	Publishable bool             `json:"publishable"`
+	Results     []schemas.Result `json:"results"`
+	Notes       []string         `json:"notes"`
+}
+
+func summary(o *campaign.Outcome) runSummary {
+	rc := o.Receipt
+	return runSummary{ReceiptID: rc.ReceiptID, Receipt: o.ReceiptPath, RunDir: o.RunDir, Verdict: rc.Qualification.Verdict,
+		Publishable: rc.Publishable, Results: rc.Results, Notes: rc.Notes}
+}
+
+func printRunSummary(w io.Writer, o *campaign.Outcome) {
+	rc := o.Receipt
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tREP\tREQUIRED\tSTATUS\tSECONDS\tDETAILS")
+	for _, r := range rc.Results {
+		d := ""
+		if r.Details != nil {
+			d = *r.Details
+			if len(d) > 60 {
+				d = d[:57] + "..."
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t%.2f\t%s\n", r.ID, r.Repetition, r.Required, r.Status, r.DurationSeconds, d)
+	}
+	tw.Flush()
+	for _, n := range rc.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+	fmt.Fprintf(w, "verdict %s, publishable %v\nreceipt %s\nevidence %s\n", rc.Qualification.Verdict, rc.Publishable, o.ReceiptPath, o.RunDir)
+}
