@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"qualverify": func() { os.Exit(qualverify.Main(os.Args, os.Stdout, os.Stderr)) },
 		"qualrun":    func() { os.Exit(qualrun.Main(os.Args, os.Stdout, os.Stderr)) },
+		"casehelper": func() { os.Exit(caseHelper(os.Args[1:])) },
 	})
 }
 
@@ -76,12 +78,13 @@ func TestScripts(t *testing.T) {
 			"noresidue": cmdNoResidue,
 			"waitport":  cmdWaitPort,
 			"jsoncheck": cmdJSONCheck,
+			"gitrepo":   cmdGitRepo,
 		},
 	})
 }
 
 // cmdNoResidue PORT MARKER: from /proc, nothing listens on PORT and no live process has MARKER in
-// its command line.
+// its command line (arguments joined by spaces).
 func cmdNoResidue(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: noresidue PORT MARKER")
@@ -99,15 +102,16 @@ func cmdNoResidue(ts *testscript.TestScript, neg bool, args []string) {
 		if err != nil {
 			continue
 		}
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !strings.Contains(string(cmdline), args[1]) {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		cmdline := strings.ReplaceAll(string(raw), "\x00", " ")
+		if err != nil || !strings.Contains(cmdline, args[1]) {
 			continue
 		}
 		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
 			continue // a zombie is gone
 		}
-		ts.Fatalf("process %d is still running: %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		ts.Fatalf("process %d is still running: %s", pid, cmdline)
 	}
 }
 
@@ -202,4 +206,66 @@ func cmdJSONCheck(ts *testscript.TestScript, neg bool, args []string) {
 	if holds == neg {
 		ts.Fatalf("%s %s = %v; want %s %v", args[0], args[1], got, args[2], want)
 	}
+}
+
+// caseHelper is a tiny program for command cases in scripts:
+//
+//	casehelper write-result FILE   copy FILE to $QUALKIT_CASE_RESULT
+//	casehelper spawn-setsid        start `casehelper sleep` in a new session and exit at once
+//	casehelper sleep               sleep for a minute
+func caseHelper(args []string) int {
+	if len(args) == 0 {
+		return 2
+	}
+	switch args[0] {
+	case "write-result":
+		b, err := os.ReadFile(args[1])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := os.WriteFile(os.Getenv("QUALKIT_CASE_RESULT"), b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	case "spawn-setsid":
+		cmd := exec.Command("casehelper", "sleep")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("spawned", cmd.Process.Pid)
+		return 0
+	case "sleep":
+		time.Sleep(time.Minute)
+		return 0
+	}
+	return 2
+}
+
+// cmdGitRepo turns the current directory into a committed git repository whose origin/main is
+// HEAD (a bare clone beside it), as a published qualification repository would be.
+func cmdGitRepo(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("usage: gitrepo")
+	}
+	dir := ts.MkAbs(".")
+	run := func(name string, args ...string) {
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=qualkit", "GIT_AUTHOR_EMAIL=qualkit@example.invalid",
+			"GIT_COMMITTER_NAME=qualkit", "GIT_COMMITTER_EMAIL=qualkit@example.invalid", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			ts.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	run("git", "init", "-q", "-b", "main")
+	run("git", "add", "-A")
+	run("git", "commit", "-q", "-m", "qualification repository")
+	origin := dir + ".origin.git"
+	run("git", "clone", "-q", "--bare", dir, origin)
+	run("git", "remote", "add", "origin", origin)
+	run("git", "fetch", "-q", "origin")
 }

@@ -311,12 +311,12 @@ func (r *run) endChecks(ctx context.Context) {
 	}
 	for _, ch := range changes {
 		switch {
-		case ch.Err != nil:
-			problems = append(problems, fmt.Sprintf("artifact %s (%s) could not be re-read: %v", ch.Artifact.Path, ch.Artifact.Kind, ch.Err))
-		case ch.Now == "":
+		case errors.Is(ch.Err, artifact.ErrChanged):
+			problems = append(problems, fmt.Sprintf("artifact %s (%s) changed during the run: %s, now %s", ch.Artifact.Path, ch.Artifact.Kind, ch.Artifact.Digest, ch.Now))
+		case errors.Is(ch.Err, artifact.ErrGone):
 			problems = append(problems, fmt.Sprintf("artifact %s (%s) disappeared during the run", ch.Artifact.Path, ch.Artifact.Kind))
 		default:
-			problems = append(problems, fmt.Sprintf("artifact %s (%s) changed during the run: %s, now %s", ch.Artifact.Path, ch.Artifact.Kind, ch.Artifact.Digest, ch.Now))
+			problems = append(problems, fmt.Sprintf("artifact %s (%s) could not be re-read: %v", ch.Artifact.Path, ch.Artifact.Kind, ch.Err))
 		}
 	}
 	if len(problems) == 0 {

@@ -337,32 +337,24 @@ func arrivals(rate *schemas.Rate, n int, seed int64, c, rep int64) []time.Durati
 	return out
 }
 
-// openLoop dispatches reqs at their scheduled times, at most c in flight.
+// openLoop dispatches reqs at their scheduled times (paced on a thread of its own, see pacer),
+// at most c in flight.
 func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*schemas.RequestRecordDoc, c, rep int64) {
 	offsets := arrivals(r.plan.Case.Rate, len(reqs), r.plan.Seed, c, rep)
 	slots := make(chan struct{}, c)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	p := startPacer()
+	defer p.stop()
 	t0 := time.Now()
 	for i := range reqs {
 		at := t0.Add(offsets[i])
-		if d := time.Until(at); d > 0 {
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				return
-			}
+		if p.until(ctx, at) != nil {
+			return
 		}
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
-			return
-		}
-		if ctx.Err() != nil {
-			<-slots
 			return
 		}
 		wg.Add(1)
