@@ -124,10 +124,10 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 	}
 	one := int64(len(r.results))
 	rc := &schemas.ReceiptDoc{
-		Schema:    "qualkit.receipt.v1",
-		ReceiptID: p.receiptID,
-		Source:    p.source.Schema(),
-		Artifacts: append(append([]schemas.Artifact{}, p.artifacts...), evid...),
+		Schema:      "qualkit.receipt.v1",
+		ReceiptID:   p.receiptID,
+		Source:      p.source.Schema(),
+		Artifacts:   append(append([]schemas.Artifact{}, p.artifacts...), evid...),
 		Environment: environment(p.cfg.HostID, p.cfg.Version),
 		Workload: schemas.WorkloadRef{ID: p.workload.ID, Path: p.workloadRel, Digest: schemas.DigestOf(p.workloadRaw),
 			Variant: p.variant.ID, Variables: p.vars, Seed: p.workload.Determinism.Seed},

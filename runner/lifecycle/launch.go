@@ -101,7 +101,6 @@ func becomeSubreaper() error {
 	return subreaperErr
 }
 
-
 // loopbackAddr parses the recipe's base URL into a loopback host and port.
 func loopbackAddr(base string) (string, int, error) {
 	u, err := url.Parse(base)

@@ -98,6 +98,7 @@ type Client struct {
 
 	reactors []*reactor
 	next     atomic.Uint32
+	unprocs  func() // gives back the Ps added for the reactors
 
 	mu     sync.Mutex
 	idle   []*conn
@@ -148,6 +149,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	if n == 0 {
 		n = defaultReactors(o.maxIdle)
 	}
+	c.unprocs = addProcs(n)
 	for range n {
 		r, err := newReactor()
 		if err != nil {
@@ -479,6 +481,9 @@ func (c *Client) Close() error {
 	}
 	for _, r := range c.reactors {
 		r.close()
+	}
+	if c.unprocs != nil {
+		c.unprocs()
 	}
 	return nil
 }

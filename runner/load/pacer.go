@@ -54,13 +54,16 @@ func MonotonicNanos(t time.Time) int64 {
 }
 
 // pacer sleeps until absolute deadlines on the calling goroutine's (locked) thread.
-type pacer struct{ precise bool }
+type pacer struct {
+	precise bool
+	unprocs func()
+}
 
-// startPacer locks the calling goroutine to its thread and sets the thread's timer slack to 1 ns;
-// stop undoes both.
+// startPacer locks the calling goroutine to its thread (adding a P for it, see addProcs) and sets
+// the thread's timer slack to 1 ns; stop undoes all three.
 func startPacer() *pacer {
+	p := &pacer{precise: anchor().ns >= 0, unprocs: addProcs(1)}
 	runtime.LockOSThread()
-	p := &pacer{precise: anchor().ns >= 0}
 	if p.precise {
 		unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	}
@@ -72,6 +75,7 @@ func (p *pacer) stop() {
 		unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) // back to the thread's default
 	}
 	runtime.UnlockOSThread()
+	p.unprocs()
 }
 
 // until sleeps until at (or returns ctx's error).
