@@ -392,6 +392,10 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrArtifact, err)
 	}
+	// Bind the file the program resolves to (a PATH entry is often a symlink).
+	if real, err := filepath.EvalSymlinks(prog); err == nil {
+		prog = real
+	}
 	p.files = append(p.files, artifact.File{Kind: "server_binary", Path: p.displayPath(prog), Abs: prog})
 	return nil
 }

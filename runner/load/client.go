@@ -185,43 +185,82 @@ var errRequestTimeout = errors.New("request timeout")
 // fails on a reused keep-alive connection before any response byte arrived (the server closed
 // the idle connection as the request went out) is sent once more on a new connection.
 func (c *Client) Do(ctx context.Context, req Request) *Response {
+	return c.Start(ctx, req).Wait()
+}
+
+// Call is a request that has been sent (or has failed to be sent) and not yet waited for.
+type Call struct {
+	c         *Client
+	ctx       context.Context
+	cancel    context.CancelFunc
+	req       Request
+	chat      bool
+	wire      []byte
+	st        *stream
+	cn        *conn // nil when the attempt ended before the response (st is then finished)
+	reused    bool
+	attempt   int
+	retryable bool // the failed attempt may be retried on a new connection
+}
+
+// Start sends req on the calling goroutine (t_send is stamped immediately before its write) and
+// returns without waiting for the response; Wait must be called exactly once. Splitting the two
+// lets a pacer send at its deadline and leave the wait to another goroutine.
+func (c *Client) Start(ctx context.Context, req Request) *Call {
+	k := &Call{c: c, ctx: ctx, cancel: func() {}, req: req, chat: strings.HasSuffix(req.Path, "/chat/completions"), wire: c.wire(req)}
 	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, errRequestTimeout)
-		defer cancel()
+		k.ctx, k.cancel = context.WithTimeoutCause(ctx, req.Timeout, errRequestTimeout)
 	}
-	chat := strings.HasSuffix(req.Path, "/chat/completions")
-	wire := c.wire(req)
-	for attempt := 0; ; attempt++ {
-		st := newStream(req.Epoch, chat, req.Stream, c.opt.maxLine, req.ExpectEvents, c.token)
-		cn, reused, err := c.get(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				st.abort(time.Now(), ctxClass(ctx), "%s before the request was sent: %v", ctxWhat(ctx), err)
-			} else {
-				st.abort(time.Now(), ClassConnection, "%v", err)
-			}
-			return &st.resp
+	k.send()
+	return k
+}
+
+// send makes one attempt: a connection, the stream, the stamp and the write.
+func (k *Call) send() {
+	c, ctx := k.c, k.ctx
+	st := newStream(k.req.Epoch, k.chat, k.req.Stream, c.opt.maxLine, k.req.ExpectEvents, c.token)
+	k.st, k.cn, k.retryable = st, nil, false
+	cn, reused, err := c.get(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			st.abort(time.Now(), ctxClass(ctx), "%s before the request was sent: %v", ctxWhat(ctx), err)
+		} else {
+			st.abort(time.Now(), ClassConnection, "%v", err)
 		}
-		st.resp.reused = reused
+		return
+	}
+	st.resp.reused = reused
+	cn.mu.Lock()
+	cn.st = st
+	st.resp.TSendNs = i64(st.ns(time.Now()))
+	cn.mu.Unlock()
+	if err := writeAll(ctx, cn.fd, k.wire); err != nil {
+		now := time.Now()
 		cn.mu.Lock()
-		cn.st = st
-		t := time.Now()
-		st.resp.TSendNs = i64(st.ns(t))
+		if ctx.Err() != nil {
+			st.abort(now, ctxClass(ctx), "%s while the request was written", ctxWhat(ctx))
+		} else {
+			st.abort(now, ClassConnection, "write request: %v", err)
+		}
+		cn.st = nil
 		cn.mu.Unlock()
-		if err := writeAll(ctx, cn.fd, wire); err != nil {
-			now := time.Now()
-			cn.mu.Lock()
-			switch {
-			case ctx.Err() != nil:
-				st.abort(now, ctxClass(ctx), "%s while the request was written", ctxWhat(ctx))
-			default:
-				st.abort(now, ClassConnection, "write request: %v", err)
-			}
-			cn.st = nil
-			cn.mu.Unlock()
-			c.discard(cn)
-			if reused && attempt == 0 && ctx.Err() == nil {
+		c.discard(cn)
+		k.retryable = reused && k.attempt == 0 && ctx.Err() == nil
+		return
+	}
+	k.cn, k.reused = cn, reused
+}
+
+// Wait waits for the whole response (see Do).
+func (k *Call) Wait() *Response {
+	defer k.cancel()
+	c, ctx := k.c, k.ctx
+	for {
+		st, cn := k.st, k.cn
+		if cn == nil {
+			if k.retryable {
+				k.attempt++
+				k.send()
 				continue
 			}
 			return &st.resp
@@ -231,15 +270,17 @@ func (c *Client) Do(ctx context.Context, req Request) *Response {
 		case <-ctx.Done():
 			now := time.Now()
 			cn.mu.Lock()
-			sent := time.Duration(int64(now.Sub(req.Epoch)) - *st.resp.TSendNs)
+			sent := time.Duration(int64(now.Sub(k.req.Epoch)) - *st.resp.TSendNs)
 			st.abort(now, ctxClass(ctx), "%s %v after the request was sent (%d response bytes received)", ctxWhat(ctx), sent.Round(time.Microsecond), st.resp.received)
 			cn.st = nil
 			cn.mu.Unlock()
 			c.discard(cn)
 			return &st.resp
 		}
-		if reused && attempt == 0 && st.resp.received == 0 && st.resp.Err != nil && st.resp.Err.Class == ClassConnection && ctx.Err() == nil {
+		if k.reused && k.attempt == 0 && st.resp.received == 0 && st.resp.Err != nil && st.resp.Err.Class == ClassConnection && ctx.Err() == nil {
 			c.discard(cn)
+			k.attempt++
+			k.send()
 			continue
 		}
 		if st.reusable {

@@ -357,22 +357,35 @@ func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*schemas.R
 		case <-ctx.Done():
 			return
 		}
+		// Send on this thread, at the deadline; wait for the response elsewhere.
+		call := r.client.Start(ctx, r.request(&reqs[i]))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			recs[i] = r.do(ctx, &reqs[i], at, c, rep)
+			recs[i] = r.record(&reqs[i], call.Wait(), at, c, rep)
 			<-slots
 		}()
 	}
 }
 
-// do sends one request and builds its record; sched is its t_sched.
-func (r *runner) do(ctx context.Context, q *request, sched time.Time, c, rep int64) *schemas.RequestRecordDoc {
+// request is the client request of a planned one.
+func (r *runner) request(q *request) Request {
 	cs := &r.plan.Case
-	resp := r.client.Do(ctx, Request{
+	return Request{
 		Path: Endpoint(cs.API), Body: q.body, Stream: cs.Stream, Epoch: r.plan.Epoch,
 		Timeout: time.Duration(cs.RequestTimeoutSeconds * float64(time.Second)), ExpectEvents: int(cs.MaxTokens) + 8,
-	})
+	}
+}
+
+// do sends one request and builds its record; sched is its t_sched.
+func (r *runner) do(ctx context.Context, q *request, sched time.Time, c, rep int64) *schemas.RequestRecordDoc {
+	return r.record(q, r.client.Do(ctx, r.request(q)), sched, c, rep)
+}
+
+// record turns a response into the request's record, checking the output assertions of a
+// measured success.
+func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int64) *schemas.RequestRecordDoc {
+	cs := &r.plan.Case
 	rec := &schemas.RequestRecordDoc{
 		Schema: "qualkit.request-record.v1", CaseID: r.plan.CaseID, Row: schemas.RowKey{Concurrency: c, Repetition: rep},
 		Index: q.index, Warmup: q.warmup, PromptID: q.prompt.ID, Seed: q.seed, BodyDigest: q.digest,

@@ -296,8 +296,11 @@ func TestRunNeverGuesses(t *testing.T) {
 		t.Fatalf("%+v", row)
 	}
 	for _, m := range row.Metrics {
-		if strings.HasPrefix(m.Name, "ttft") || strings.HasPrefix(m.Name, "tpot") || strings.Contains(m.Name, "throughput") {
+		if strings.HasPrefix(m.Name, "ttft") || strings.HasPrefix(m.Name, "tpot") || strings.HasPrefix(m.Name, "e2e") || strings.HasPrefix(m.Name, "icl") {
 			t.Fatalf("%s emitted from failed requests", m.Name)
+		}
+		if strings.Contains(m.Name, "throughput") && m.Value != 0 {
+			t.Fatalf("%s = %v from failed requests", m.Name, m.Value)
 		}
 	}
 	for _, r := range res.Rows[0].Records {
