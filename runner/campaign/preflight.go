@@ -297,7 +297,7 @@ func validDocument(raw []byte, name, contract string) error {
 func (p *Plan) checkOutput() error {
 	out := p.cfg.Output
 	if strings.Contains(filepath.ToSlash(out), "../") || strings.HasSuffix(out, "..") || out == ".." {
-		return fmt.Errorf("%w: --output %q contains ..", ErrPath, out)
+		return fmt.Errorf("%w: --output %q contains a .. element", ErrPath, out)
 	}
 	rel, err := relTo(p.root, out)
 	if err != nil {

@@ -19,7 +19,7 @@ func checkUnder(root, rel string) error {
 	}
 	for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
 		if part == ".." {
-			return fmt.Errorf("%w: %q contains ..", ErrPath, rel)
+			return fmt.Errorf("%w: %q contains a .. element", ErrPath, rel)
 		}
 	}
 	cur := root

@@ -127,7 +127,7 @@ func export(v cue.Value, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := v.Context().BuildExpr(expr).MarshalJSON()
+	raw, err := cuecontext.New().BuildExpr(expr).MarshalJSON()
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
 	cuejson "cuelang.org/go/encoding/json"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -102,7 +103,7 @@ func validateCUE(def cue.Value, name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return def.Unify(def.Context().BuildExpr(expr)).Validate(cue.Concrete(true))
+	return def.Unify(cuecontext.New().BuildExpr(expr)).Validate(cue.Concrete(true))
 }
 
 // TestLintCatchesKnownLosses proves the lint rejects each visible loss.
