@@ -44,8 +44,13 @@ lint: ## go vet, gofmt and staticcheck
 demo: ## a real campaign against the built-in reference server (qualsim), then verification
 	bash scripts/demo.sh
 
-bench: ## run the Go benchmarks (ratios against baselines measured in the same run)
+.PHONY: interop
+interop: ## attestations against the real cosign CLI, both ways (installs pinned cosign into .tools/; minutes the first time)
+	bash scripts/interop.sh
+
+bench: ## run the Go benchmarks (ratios against baselines measured in the same run); rewrite docs/performance.md's client rows (needs python3, wrk)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	$(GO) test -count=1 -timeout 30m -run '^TestClientFidelity$$' ./runner/bench -args -report=$(CURDIR)/docs/performance.md
 
 tidy: ## go mod tidy every module (workspace siblings temporarily replaced by their directories)
 	@set -e; for m in $(MODULES); do \

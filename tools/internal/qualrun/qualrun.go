@@ -27,7 +27,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 		},
-		Commands: []*cli.Command{runCommand(), serveCommand(), captureCommand()},
+		Commands: []*cli.Command{runCommand(), serveCommand(), captureCommand(), keygenCommand(), attestCommand()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return fmt.Errorf("%w: unknown command %q (see qualrun --help)", exitcode.ErrUsage, c.Args().First())

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
@@ -39,7 +40,8 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "source", Usage: "`DIR` inside the qualified repository (default: the workload's directory)"},
 			&cli.StringFlag{Name: "runtime-manifest", Usage: "runtime manifest `FILE` to bind (qualrun capture-runtime)"},
 			&cli.StringSliceFlag{Name: "config", Usage: "extra configuration `FILE` to bind by digest (repeatable)"},
-			&cli.StringFlag{Name: "key", Usage: "signing key `FILE` (attestation; see docs/attestation.md)"},
+			&cli.StringFlag{Name: "key", Usage: "signing key `FILE`: sign the receipt (attestation; see docs/attestation.md)"},
+			&cli.StringFlag{Name: "password-file", Usage: "read the --key password from `FILE` (default: $QUALKIT_PASSWORD, then $COSIGN_PASSWORD)"},
 			&cli.BoolFlag{Name: "allow-unpublished-unsafe", Usage: "run even when HEAD is not origin/main; the receipt is then not publishable"},
 			&cli.BoolFlag{Name: "json", Usage: "print a machine summary (JSON) instead of the table; no progress display"},
 		},
@@ -52,8 +54,9 @@ func runCommand() *cli.Command {
 					return fmt.Errorf("%w: run needs --%s", exitcode.ErrUsage, f)
 				}
 			}
-			if c.String("key") != "" {
-				return fmt.Errorf("%w: --key: signing arrives with the attestation issue; run without --key", exitcode.ErrUsage)
+			signer, err := loadKey(c) // a bad key is a usage error before anything runs
+			if err != nil {
+				return err
 			}
 			cfg := campaign.Config{
 				Workload: c.Args().First(), Variant: c.String("variant"), HostID: c.String("host-id"), Output: c.String("output"),
@@ -62,7 +65,7 @@ func runCommand() *cli.Command {
 				AllowUnpublishedUnsafe: c.Bool("allow-unpublished-unsafe"),
 				Command:                os.Args, Version: Version, BinaryDigest: selfDigest(),
 			}
-			return runCampaign(c.Context, cfg, c.Bool("json"), c.App.Writer, c.App.ErrWriter)
+			return runCampaign(c.Context, cfg, signer, c.Bool("json"), c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
@@ -78,7 +81,7 @@ func selfDigest() string {
 	return schemas.DigestOf(nil)
 }
 
-func runCampaign(ctx context.Context, cfg campaign.Config, asJSON bool, stdout, stderr io.Writer) error {
+func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer, asJSON bool, stdout, stderr io.Writer) error {
 	if cfg.AllowUnpublishedUnsafe {
 		fmt.Fprintln(stderr, "qualrun: WARNING --allow-unpublished-unsafe: the receipt will not be publishable")
 	}
@@ -104,11 +107,22 @@ func runCampaign(ctx context.Context, cfg campaign.Config, asJSON bool, stdout, 
 	if err != nil {
 		return err
 	}
+	sum := summary(out)
+	var signErr error
+	if signer != nil {
+		sum.Attestation, sum.Bundle, signErr = signCampaign(ctx, plan.Root(), out.ReceiptPath, signer, stderr)
+	}
 	if asJSON {
-		b, _ := json.MarshalIndent(summary(out), "", "  ")
+		b, _ := json.MarshalIndent(sum, "", "  ")
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		printRunSummary(stdout, out)
+		if sum.Attestation != "" {
+			fmt.Fprintf(stdout, "attestation %s\nbundle %s\n", sum.Attestation, sum.Bundle)
+		}
+	}
+	if signErr != nil {
+		return signErr
 	}
 	if out.Receipt.Qualification.Verdict != "passed" {
 		return fmt.Errorf("%w: campaign failed", exitcode.ErrRejected)
@@ -124,6 +138,8 @@ type runSummary struct {
 	Publishable bool             `json:"publishable"`
 	Results     []schemas.Result `json:"results"`
 	Notes       []string         `json:"notes"`
+	Attestation string           `json:"attestation,omitempty"`
+	Bundle      string           `json:"bundle,omitempty"`
 }
 
 func summary(o *campaign.Outcome) runSummary {
