@@ -63,6 +63,10 @@ func writeNew(root, rel string, data []byte) error {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
+	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes 0600; evidence is not secret
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		return fmt.Errorf("fsync %s: %w", rel, err)
