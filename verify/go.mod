@@ -2,4 +2,22 @@ module github.com/qualkit/qualkit/verify
 
 go 1.26
 
-require github.com/qualkit/qualkit/schemas v0.0.0-00010101000000-000000000000
+require (
+	github.com/opencontainers/go-digest v1.0.0
+	github.com/qualkit/qualkit/schemas v0.0.0-00010101000000-000000000000
+	github.com/secure-systems-lab/go-securesystemslib v0.11.1
+	github.com/sigstore/sigstore v1.10.11
+)
+
+require (
+	github.com/google/go-containerregistry v0.21.9 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	github.com/sigstore/protobuf-specs v0.5.2 // indirect
+	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
+	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/term v0.45.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20260727163830-6c54dddc4772 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)

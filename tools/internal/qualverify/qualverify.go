@@ -30,7 +30,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 		},
-		Commands: []*cli.Command{schemaCommand()},
+		Commands: []*cli.Command{schemaCommand(), interspersed(verifyCommand()), interspersed(compareCommand()), interspersed(batchCommand())},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return fmt.Errorf("%w: unknown command %q (see qualverify --help)", exitcode.ErrUsage, c.Args().First())

@@ -1,0 +1,180 @@
+package qualverify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/qualkit/qualkit/verify"
+	"github.com/urfave/cli/v2"
+)
+
+func compareCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "compare",
+		Usage:     "compare a candidate receipt with a baseline under their workload's comparison policy",
+		ArgsUsage: "BASELINE CANDIDATE",
+		Description: "Both receipts are verified first (signatures too when --key or the policy pins keys; publication is\n" +
+			"not required unless the policy says so). The workload's comparison_policy decides the mode:\n" +
+			"  same_environment_performance  one variant, identical environment and bound inputs\n" +
+			"  declared_ab_variants          a declared (baseline, candidate) variant pair; the effective configs differ\n" +
+			"                                exactly at the declared paths; a variant against itself is same-environment\n" +
+			"  cross_backend_correctness     a declared backend pair; environment differences only at declared paths;\n" +
+			"                                correctness rules only, plus equal outputs row by row\n" +
+			"Rows are matched by (case, repetition, concurrency, row repetition) and must be like for like: same\n" +
+			"prompt set, same schedule, one formula id per metric name (a request-window throughput is never\n" +
+			"compared with a decode rate). Then each metric rule: tolerance = max(absolute, |baseline| x relative),\n" +
+			"operators equal / not_greater / not_less, evaluated exactly.\n" +
+			"Exit 0: compatible, both sides verified and every rule held; 1: not (differences and failures printed);\n" +
+			"2: usage; 3: the comparison could not be carried out.",
+		Flags: append(trustFlags(),
+			&cli.BoolFlag{Name: "json", Usage: "print the comparison report as JSON (docs/verification.md)"},
+		),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 2 {
+				return fmt.Errorf("%w: compare needs BASELINE and CANDIDATE, got %d arguments", exitcode.ErrUsage, c.NArg())
+			}
+			policy, opts, err := policyFromFlags(c, false)
+			if err != nil {
+				return err
+			}
+			base, err := locate(c.Args().Get(0), "")
+			if err != nil {
+				return err
+			}
+			cand, err := locate(c.Args().Get(1), "")
+			if err != nil {
+				return err
+			}
+			return runCompare(c.Context, base, cand, policy, opts, c.Bool("json"), c.App.Writer)
+		},
+	}
+}
+
+// comparisonReport is the JSON form of a comparison (docs/verification.md).
+type comparisonReport struct {
+	OK                  bool                `json:"ok"`
+	Compatible          bool                `json:"compatible"`
+	Mode                string              `json:"mode"`
+	Baseline            verify.Side         `json:"baseline"`
+	Candidate           verify.Side         `json:"candidate"`
+	RejectedDifferences []differenceJSON    `json:"rejected_differences"`
+	AllowedDifferences  []differenceJSON    `json:"allowed_differences"`
+	EvidenceErrors      []evidenceErrorJSON `json:"evidence_errors"`
+	Evaluations         []verify.Evaluation `json:"evaluations"`
+	Warnings            []string            `json:"warnings"`
+}
+
+type differenceJSON struct {
+	Path      string `json:"path"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Baseline  any    `json:"baseline"`
+	Candidate any    `json:"candidate"`
+}
+
+type evidenceErrorJSON struct {
+	Side    string `json:"side"`
+	Check   string `json:"check"`
+	File    string `json:"file"`
+	Pointer string `json:"pointer"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func toReport(cmp *verify.Comparison) comparisonReport {
+	r := comparisonReport{OK: cmp.OK, Compatible: cmp.Compatible, Mode: string(cmp.Mode), Baseline: cmp.Baseline, Candidate: cmp.Candidate,
+		RejectedDifferences: []differenceJSON{}, AllowedDifferences: []differenceJSON{}, EvidenceErrors: []evidenceErrorJSON{},
+		Evaluations: []verify.Evaluation{}, Warnings: []string{}}
+	for _, d := range cmp.Rejected {
+		r.RejectedDifferences = append(r.RejectedDifferences, differenceJSON{d.Path, d.Code(), d.Err.Error(), d.Baseline, d.Candidate})
+	}
+	for _, d := range cmp.Allowed {
+		r.AllowedDifferences = append(r.AllowedDifferences, differenceJSON{d.Path, d.Code(), d.Err.Error(), d.Baseline, d.Candidate})
+	}
+	for _, e := range cmp.EvidenceErrors {
+		r.EvidenceErrors = append(r.EvidenceErrors, evidenceErrorJSON{e.Side, string(e.Check), e.File, e.Pointer, e.Code(), e.Err.Error()})
+	}
+	r.Evaluations = append(r.Evaluations, cmp.Evaluations...)
+	r.Warnings = append(r.Warnings, cmp.Warnings...)
+	return r
+}
+
+func runCompare(ctx context.Context, base, cand verify.Evidence, policy verify.Policy, opts []verify.Option, asJSON bool, w io.Writer) error {
+	cmp, err := verify.Compare(ctx, base, cand, policy, opts...)
+	if err != nil {
+		return verifyError(base.Receipt+" and "+cand.Receipt, err)
+	}
+	if asJSON {
+		b, err := json.MarshalIndent(toReport(cmp), "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode comparison: %w", err)
+		}
+		fmt.Fprintln(w, string(b))
+	} else {
+		printComparison(w, cmp)
+	}
+	if !cmp.OK {
+		return fmt.Errorf("%w: the comparison is not ok", exitcode.ErrRejected)
+	}
+	return nil
+}
+
+func printComparison(w io.Writer, cmp *verify.Comparison) {
+	fmt.Fprintf(w, "baseline   %s (%s, variant %s, backend %s, host %s)\n", cmp.Baseline.Receipt, cmp.Baseline.ReceiptID, cmp.Baseline.Variant, cmp.Baseline.Backend, cmp.Baseline.HostID)
+	fmt.Fprintf(w, "candidate  %s (%s, variant %s, backend %s, host %s)\n", cmp.Candidate.Receipt, cmp.Candidate.ReceiptID, cmp.Candidate.Variant, cmp.Candidate.Backend, cmp.Candidate.HostID)
+	mode := string(cmp.Mode)
+	if mode == "" {
+		mode = "none"
+	}
+	fmt.Fprintf(w, "mode       %s\n", mode)
+	for _, d := range cmp.Rejected {
+		fmt.Fprintf(w, "rejected   %s: %v [%s] (baseline %s, candidate %s)\n", d.Path, d.Err, d.Code(), show(d.Baseline), show(d.Candidate))
+	}
+	for _, d := range cmp.Allowed {
+		fmt.Fprintf(w, "allowed    %s: %v (baseline %s, candidate %s)\n", d.Path, d.Err, show(d.Baseline), show(d.Candidate))
+	}
+	for _, e := range cmp.EvidenceErrors {
+		fmt.Fprintf(w, "evidence   %s: %v [%s]\n", e.Side, e.Finding, e.Code())
+	}
+	if len(cmp.Evaluations) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "SCOPE\tOPERATOR\tBASELINE\tCANDIDATE\tSTATUS\tREASON")
+		for _, e := range cmp.Evaluations {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Scope, e.Operator, num(e.Baseline), num(e.Candidate), e.Status, e.Reason)
+		}
+		tw.Flush()
+	}
+	for _, wn := range cmp.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", wn)
+	}
+	verdict := "ok"
+	switch {
+	case !cmp.Compatible:
+		verdict = "not comparable"
+	case !cmp.OK:
+		verdict = "not ok"
+	}
+	fmt.Fprintf(w, "result     %s\n", verdict)
+}
+
+func show(v any) string {
+	if v == nil {
+		return "none"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func num(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.6g", *p)
+}

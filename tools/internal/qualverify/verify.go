@@ -1,0 +1,223 @@
+package qualverify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/qualkit/qualkit/verify"
+	"github.com/urfave/cli/v2"
+)
+
+// relaxFlags are the --allow-...-unsafe flags, one per verify.Relaxation.
+func relaxFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: string(verify.RelaxUnsigned), Usage: "UNSAFE: accept a receipt without an attestation (the signature check is skipped)"},
+		&cli.BoolFlag{Name: string(verify.RelaxUnpublished), Usage: "UNSAFE: accept a receipt whose commit was not origin/main (publication not required)"},
+	}
+}
+
+// trustFlags pin keys and choose the policy.
+func trustFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "key", Usage: "pinned public key `FILE` (PEM, ECDSA P-256; repeatable); added to the policy's keys"},
+		&cli.StringFlag{Name: "policy", Usage: "verification policy `FILE` (JSON, docs/verification.md); default: publication required, every relaxation flag permitted"},
+	}
+}
+
+func verifyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "verify",
+		Usage:     "verify a receipt and its evidence offline: schemas, source, hashes, signature, cleanup, tolerances, comparability, scope",
+		ArgsUsage: "RECEIPT",
+		Description: "RECEIPT lives under qualification/receipts/ or .qualification/receipts/ of a repository (or give --root);\n" +
+			"its evidence paths are relative to that root. The attestation is RECEIPT's NAME.intoto.dsse.json and/or\n" +
+			"NAME.sigstore.json beside it, verified with the pinned --key (the keyid and key hint are ignored).\n" +
+			"Checks run in protocol order; every finding names its check, file, JSON pointer and a stable code.\n" +
+			"A banner on stderr says when an --allow-...-unsafe relaxation is on.\n" +
+			"Exit 0: verified; 1: rejected (findings printed); 2: usage (bad flags, unreadable key, policy or receipt,\n" +
+			"a relaxation the policy forbids); 3: verification could not be carried out.",
+		Flags: append(append(trustFlags(),
+			&cli.StringFlag{Name: "root", Usage: "evidence root `DIR` (default: the directory holding qualification/receipts/ above RECEIPT)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the verification report (qualkit.verification-report.v1) as JSON"},
+		), relaxFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("%w: verify needs exactly one RECEIPT, got %d arguments", exitcode.ErrUsage, c.NArg())
+			}
+			policy, opts, err := policyFromFlags(c, true)
+			if err != nil {
+				return err
+			}
+			ev, err := locate(c.Args().First(), c.String("root"))
+			if err != nil {
+				return err
+			}
+			banner(c.App.ErrWriter, c)
+			return runVerify(c.Context, ev, policy, opts, c.Bool("json"), c.App.Writer)
+		},
+	}
+}
+
+// policyFromFlags builds the policy (--policy, --key) and the relaxation options. Every problem
+// is a usage error: the verification never starts with a trust root it cannot read.
+func policyFromFlags(c *cli.Context, publication bool) (verify.Policy, []verify.Option, error) {
+	policy := verify.DefaultPolicy()
+	policy.RequirePublishable = publication
+	if p := c.String("policy"); p != "" {
+		var err error
+		if policy, err = verify.LoadPolicy(p); err != nil {
+			return policy, nil, fmt.Errorf("%w: --policy: %v", exitcode.ErrUsage, err)
+		}
+	}
+	for _, k := range c.StringSlice("key") {
+		pub, err := verify.LoadPublicKey(k)
+		if err != nil {
+			return policy, nil, fmt.Errorf("%w: --key: %v", exitcode.ErrUsage, err)
+		}
+		policy.Keys = append(policy.Keys, pub)
+	}
+	var relax []verify.Relaxation
+	for _, r := range verify.Relaxations {
+		if c.IsSet(string(r)) && c.Bool(string(r)) {
+			relax = append(relax, r)
+			if policy.AllowedRelaxations != nil && !contains(policy.AllowedRelaxations, r) {
+				return policy, nil, fmt.Errorf("%w: --%s: the policy %s does not allow it (allow_unsafe %v)", exitcode.ErrUsage, r, c.String("policy"), policy.AllowedRelaxations)
+			}
+		}
+	}
+	if len(policy.Keys) == 0 && !contains(relax, verify.RelaxUnsigned) && c.Command.Name != "compare" {
+		return policy, nil, fmt.Errorf("%w: %s needs --key (or a policy with public_keys); --%s skips the signature check", exitcode.ErrUsage, c.Command.Name, verify.RelaxUnsigned)
+	}
+	return policy, []verify.Option{verify.WithRelaxations(relax...)}, nil
+}
+
+func contains(rs []verify.Relaxation, r verify.Relaxation) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// banner warns on stderr about every relaxation that is on.
+func banner(w io.Writer, c *cli.Context) {
+	for _, r := range verify.Relaxations {
+		if c.Bool(string(r)) {
+			what := "receipts without an attestation are accepted: nothing binds this evidence to a signer"
+			if r == verify.RelaxUnpublished {
+				what = "publication is not required: the result may describe code that is not on origin/main"
+			}
+			fmt.Fprintf(w, "qualverify: UNSAFE: --%s is on: %s\n", r, what)
+		}
+	}
+}
+
+func locate(receipt, root string) (verify.Evidence, error) {
+	if _, err := os.Stat(receipt); err != nil {
+		return verify.Evidence{}, fmt.Errorf("%w: receipt: %v", exitcode.ErrUsage, err)
+	}
+	var ev verify.Evidence
+	var err error
+	if root != "" {
+		ev, err = verify.LocateIn(root, receipt)
+	} else {
+		ev, err = verify.Locate(receipt)
+	}
+	if err != nil {
+		return ev, fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	}
+	return ev, nil
+}
+
+// verifyError maps an error of verify.Verify to an exit code class.
+func verifyError(receipt string, err error) error {
+	if errors.Is(err, verify.ErrNoTrustedKey) || errors.Is(err, verify.ErrRelaxationRefused) {
+		return fmt.Errorf("%w: %s: %v", exitcode.ErrUsage, receipt, err)
+	}
+	return fmt.Errorf("could not verify %s: %w", receipt, err)
+}
+
+func runVerify(ctx context.Context, ev verify.Evidence, policy verify.Policy, opts []verify.Option, asJSON bool, w io.Writer) error {
+	res, err := verify.Verify(ctx, ev, policy, opts...)
+	if err != nil {
+		return verifyError(ev.Receipt, err)
+	}
+	if asJSON {
+		b, err := reportJSON(res)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w, string(b))
+	} else {
+		printResult(w, ev, res)
+	}
+	if res.Verdict != verify.Verified {
+		return fmt.Errorf("%w: %s", exitcode.ErrRejected, res.Summary())
+	}
+	return nil
+}
+
+// reportJSON renders the verification report and checks it against its own contract: a report
+// that does not validate is a qualverify bug, never printed as if it were one.
+func reportJSON(res *verify.Result) ([]byte, error) {
+	doc := res.Report(Version, time.Now())
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode report: %w", err)
+	}
+	out, err := schemas.CheckDocument(b)
+	if err != nil {
+		return nil, fmt.Errorf("check report: %w", err)
+	}
+	if !out.Valid() {
+		return nil, fmt.Errorf("the verification report does not validate (a qualverify bug): %v", out.Violations[0])
+	}
+	return b, nil
+}
+
+func printResult(w io.Writer, ev verify.Evidence, res *verify.Result) {
+	fmt.Fprintf(w, "receipt  %s", ev.Receipt)
+	if res.ReceiptID != "" {
+		fmt.Fprintf(w, " (%s)", res.ReceiptID)
+	}
+	fmt.Fprintf(w, "\nroot     %s\n", ev.Root)
+	if res.Signer != "" {
+		fmt.Fprintf(w, "signer   %s\n", res.Signer)
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, c := range res.Checks {
+		note := ""
+		if c.Note != "" {
+			note = c.Note
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Check, c.Status, note)
+	}
+	tw.Flush()
+	for _, f := range res.Findings {
+		p := f.Pointer
+		if p == "" {
+			p = "/"
+		}
+		fmt.Fprintf(w, "  %s: %s: %s: %v [%s]\n", f.Check, f.File, p, f.Err, f.Code())
+	}
+	for _, wn := range res.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", wn)
+	}
+	if len(res.Weakened) > 0 {
+		fmt.Fprintf(w, "weakened %s\n", strings.Join(res.Weakened, ", "))
+	}
+	if res.Scope != "" {
+		fmt.Fprintf(w, "scope    %s\n", res.Scope)
+	}
+	fmt.Fprintf(w, "verdict  %s\n", res.Verdict)
+}

@@ -1,0 +1,245 @@
+package verify
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/qualkit/qualkit/schemas"
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+	"github.com/sigstore/sigstore/pkg/signature"
+)
+
+// The attestation format (fixed; written by qualrun attest, package attest).
+const (
+	// PayloadType is the DSSE payload type of an in-toto statement.
+	PayloadType = "application/vnd.in-toto+json"
+	// StatementType is the in-toto Statement v1 type.
+	StatementType = "https://in-toto.io/Statement/v1"
+	// PredicateType is qualkit's qualification predicate.
+	PredicateType = "https://qualkit.dev/attestation/qualification/v1"
+	// BundleMediaType is the Sigstore bundle v0.3 media type.
+	BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
+)
+
+// SubjectKinds are the receipt artifact kinds that are statement subjects (after the receipt).
+var SubjectKinds = []string{"case_result", "request_records", "lifecycle_record", "server_log"}
+
+// predicateExcludedKinds are the artifact kinds the predicate's artifacts leave out: the subjects
+// and the command captures.
+var predicateExcludedKinds = []string{"case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr"}
+
+// PredicateFields are the members of the qualification predicate, each equal to the receipt's.
+var PredicateFields = []string{"receipt_id", "source", "artifacts", "workload", "host_id", "qualrun"}
+
+type envelopeJSON struct {
+	PayloadType string          `json:"payloadType"`
+	Payload     string          `json:"payload"`
+	Signatures  []signatureJSON `json:"signatures"`
+}
+
+type signatureJSON struct {
+	KeyID string `json:"keyid"`
+	Sig   string `json:"sig"`
+}
+
+type bundleJSON struct {
+	MediaType            string `json:"mediaType"`
+	VerificationMaterial *struct {
+		PublicKey *struct {
+			Hint string `json:"hint"`
+		} `json:"publicKey"`
+		TlogEntries               []json.RawMessage `json:"tlogEntries"`
+		TimestampVerificationData json.RawMessage   `json:"timestampVerificationData"`
+	} `json:"verificationMaterial"`
+	DsseEnvelope *envelopeJSON `json:"dsseEnvelope"`
+}
+
+// statement is a decoded (not yet trusted) in-toto statement.
+type statement struct {
+	subjects  []subject
+	predicate map[string]any
+}
+
+type subject struct {
+	name   string
+	digest string // "sha256:<hex>"
+}
+
+// attestation is what reading one envelope or bundle file learned.
+type attestation struct {
+	kind    string // "envelope" or "bundle"
+	path    string
+	digest  string
+	readErr error // the file exists but could not be read
+	// malformed wraps ErrMalformedAttestation when the file is not the format.
+	malformed error
+	payload   []byte
+	// signer is the fingerprint of the pinned key that verified a signature; "" when none did.
+	signer   string
+	sigCount int
+	stmt     *statement
+	warnings []string
+}
+
+func malformedf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrMalformedAttestation}, args...)...)
+}
+
+// readAttestation parses an envelope or bundle, verifies its signatures with keys and decodes
+// its statement. Problems are recorded in the attestation, never returned.
+func readAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *attestation {
+	a := &attestation{kind: kind, path: path, digest: schemas.DigestOf(data)}
+	var env *envelopeJSON
+	switch kind {
+	case "envelope":
+		var e envelopeJSON
+		if err := schemas.DecodeInto(data, &e, schemas.WithMaxBytes(MaxAttestationBytes)); err != nil {
+			a.malformed = malformedf("DSSE envelope: %v", err)
+			return a
+		}
+		env = &e
+	case "bundle":
+		var b bundleJSON
+		if err := schemas.DecodeInto(data, &b, schemas.WithMaxBytes(MaxAttestationBytes)); err != nil {
+			a.malformed = malformedf("Sigstore bundle (only public-key bundles with a DSSE envelope are accepted): %v", err)
+			return a
+		}
+		switch {
+		case b.MediaType != BundleMediaType:
+			a.malformed = malformedf("bundle mediaType %q, want %q", b.MediaType, BundleMediaType)
+			return a
+		case b.DsseEnvelope == nil:
+			a.malformed = malformedf("bundle has no dsseEnvelope")
+			return a
+		case b.VerificationMaterial == nil || b.VerificationMaterial.PublicKey == nil:
+			a.malformed = malformedf("bundle verificationMaterial has no publicKey (only pinned-key bundles are accepted)")
+			return a
+		}
+		if len(b.VerificationMaterial.TlogEntries) > 0 {
+			a.warnings = append(a.warnings, fmt.Sprintf("%s: %d transparency log entries are not verified (offline, pinned key)", path, len(b.VerificationMaterial.TlogEntries)))
+		}
+		env = b.DsseEnvelope
+	}
+	if env.PayloadType != PayloadType {
+		a.malformed = malformedf("payloadType %q, want %q", env.PayloadType, PayloadType)
+		return a
+	}
+	payload, err := b64(env.Payload)
+	if err != nil {
+		a.malformed = malformedf("payload: %v", err)
+		return a
+	}
+	if len(env.Signatures) == 0 {
+		a.malformed = malformedf("no signatures")
+		return a
+	}
+	a.payload = payload
+	a.sigCount = len(env.Signatures)
+	pae := dsse.PAE(env.PayloadType, payload)
+	// keyid is an unauthenticated hint: every signature is tried with every pinned key.
+	for _, s := range env.Signatures {
+		sig, err := b64(s.Sig)
+		if err != nil {
+			continue
+		}
+		for _, k := range keys {
+			if verifySig(k, sig, pae) {
+				a.signer = KeyFingerprint(k)
+				break
+			}
+		}
+		if a.signer != "" {
+			break
+		}
+	}
+	st, err := parseStatement(payload)
+	if err != nil {
+		a.malformed = err
+		return a
+	}
+	a.stmt = st
+	return a
+}
+
+func verifySig(k crypto.PublicKey, sig, message []byte) bool {
+	ec, ok := k.(*ecdsa.PublicKey)
+	if !ok {
+		return false
+	}
+	v, err := signature.LoadECDSAVerifier(ec, crypto.SHA256)
+	if err != nil {
+		return false
+	}
+	return v.VerifySignature(bytes.NewReader(sig), bytes.NewReader(message)) == nil
+}
+
+// b64 decodes standard or URL-safe base64, as DSSE allows.
+func b64(s string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		b, err = base64.URLEncoding.DecodeString(s)
+	}
+	return b, err
+}
+
+// parseStatement decodes an in-toto Statement v1 of the qualification predicate strictly.
+func parseStatement(payload []byte) (*statement, error) {
+	doc, err := schemas.Parse(payload)
+	if err != nil {
+		return nil, malformedf("statement: %v", err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil, malformedf("statement is not a JSON object")
+	}
+	for k := range obj {
+		switch k {
+		case "_type", "subject", "predicateType", "predicate":
+		default:
+			return nil, malformedf("statement member %q is not part of the format", k)
+		}
+	}
+	if t, _ := obj["_type"].(string); t != StatementType {
+		return nil, malformedf("statement _type %v, want %s", obj["_type"], StatementType)
+	}
+	if t, _ := obj["predicateType"].(string); t != PredicateType {
+		return nil, malformedf("predicateType %v, want %s", obj["predicateType"], PredicateType)
+	}
+	subs, ok := obj["subject"].([]any)
+	if !ok || len(subs) == 0 || len(subs) > MaxSubjects {
+		return nil, malformedf("statement subject must be a list of 1 to %d subjects", MaxSubjects)
+	}
+	st := &statement{}
+	for i, s := range subs {
+		m, ok := s.(map[string]any)
+		if !ok {
+			return nil, malformedf("subject %d is not an object", i)
+		}
+		name, _ := m["name"].(string)
+		dg, _ := m["digest"].(map[string]any)
+		hexd, _ := dg["sha256"].(string)
+		if name == "" || len(m) != 2 || dg == nil || !isDigest([]byte("sha256:"+hexd)) {
+			return nil, malformedf("subject %d: want {\"name\": path, \"digest\": {\"sha256\": 64 lowercase hex}}", i)
+		}
+		st.subjects = append(st.subjects, subject{name: name, digest: "sha256:" + hexd})
+	}
+	pred, ok := obj["predicate"].(map[string]any)
+	if !ok {
+		return nil, malformedf("statement predicate is not an object")
+	}
+	for k := range pred {
+		known := false
+		for _, f := range PredicateFields {
+			known = known || k == f
+		}
+		if !known {
+			return nil, malformedf("predicate member %q is not part of the format", k)
+		}
+	}
+	st.predicate = pred
+	return st, nil
+}

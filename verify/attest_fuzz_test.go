@@ -1,0 +1,40 @@
+package verify
+
+import (
+	"crypto"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzReadAttestation: envelopes and bundles are untrusted input. Reading one never panics, and
+// an attestation is only ever attributed to the pinned key when a signature over its payload
+// verifies with it. The seeds are whole attestation files: fuzz with -fuzzminimizetime 0, or the
+// engine spends its time minimizing them (go test -run '^$' -fuzz FuzzReadAttestation
+// -fuzzminimizetime 0 ./verify/).
+func FuzzReadAttestation(f *testing.F) {
+	for _, n := range []string{"a-1.intoto.dsse.json", "a-1.sigstore.json"} {
+		b, err := os.ReadFile(filepath.Join(frozenRoot, ".qualification/receipts", n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, n == "a-1.sigstore.json")
+	}
+	pub, err := LoadPublicKey(filepath.Join(frozenRoot, "frozen.pub"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, bundle bool) {
+		kind := "envelope"
+		if bundle {
+			kind = "bundle"
+		}
+		a := readAttestation(kind, "x", data, []crypto.PublicKey{pub})
+		if a.signer != "" && a.payload == nil {
+			t.Fatal("a signer without a payload")
+		}
+		if a.stmt != nil && (len(a.stmt.subjects) == 0 || len(a.stmt.subjects) > MaxSubjects) {
+			t.Fatalf("%d subjects accepted", len(a.stmt.subjects))
+		}
+	})
+}

@@ -1,0 +1,155 @@
+package verify
+
+import (
+	"slices"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// checkCleanup: the owned server's lifecycle. Ready before the deadline, the port free before
+// launch, the listener owned, a graceful shutdown (not forced) with an acceptable exit code, no
+// residue, a complete record whose verdict is passed, and a record that agrees with the receipt,
+// the launch recipe, the server binary and the server log.
+func checkCleanup(s *snapshot) CheckResult {
+	c := &collector{check: CheckCleanup}
+	rc := s.rc
+	file := s.receipt.path
+	if rc.Lifecycle == nil {
+		serving := false
+		for _, cr := range s.caseResults {
+			serving = serving || len(cr.Rows) > 0
+		}
+		for _, a := range rc.Artifacts {
+			serving = serving || a.Kind == "request_records" || a.Kind == "server_log"
+		}
+		if serving {
+			c.add(file, "/lifecycle", ErrNoLifecycle, "serving cases ran but the receipt binds no lifecycle record")
+			return c.result()
+		}
+		return c.skipped("no owned server in this campaign")
+	}
+	path := rc.Lifecycle.Path
+	l := s.lifecycle
+	if l == nil {
+		c.add(path, "", ErrLifecycleIncomplete, "the lifecycle record could not be read (see the hashes and schemas checks): cleanup cannot be established")
+		return c.result()
+	}
+	cleanupRecord(c, path, l, lifecycleContext{
+		receiptVerdict: rc.Lifecycle.Verdict,
+		recipes:        s.recipesByDigest(),
+		recipeDigests:  digestsOfKind(rc, "launch_recipe"),
+		logs:           artifactsOfKind(rc, "server_log"),
+		binaries:       digestsOfKind(rc, "server_binary"),
+	})
+	return c.result()
+}
+
+// lifecycleContext is what a lifecycle record is checked against.
+type lifecycleContext struct {
+	receiptVerdict string
+	recipes        map[string]*schemas.LaunchRecipeDoc // by digest, those present locally
+	recipeDigests  []string
+	logs           []schemas.Artifact
+	binaries       []string
+}
+
+func digestsOfKind(rc *schemas.ReceiptDoc, kind string) []string {
+	var out []string
+	for _, a := range artifactsOfKind(rc, kind) {
+		out = append(out, a.Digest)
+	}
+	return out
+}
+
+func (s *snapshot) recipesByDigest() map[string]*schemas.LaunchRecipeDoc {
+	out := map[string]*schemas.LaunchRecipeDoc{}
+	for p, r := range s.recipes {
+		if f := s.files[p]; f != nil && f.present {
+			out[f.digest] = r
+		}
+	}
+	return out
+}
+
+// cleanupRecord checks one lifecycle record (a pure function: the table test drives it).
+func cleanupRecord(c *collector, path string, l *schemas.LifecycleRecordDoc, ctx lifecycleContext) {
+	if !l.Port.FreeBeforeLaunch {
+		c.add(path, "/port/free_before_launch", ErrPortTaken, "port %d had a listener before launch", l.Port.Port)
+	}
+	if l.Launch == nil {
+		c.add(path, "/launch", ErrLifecycleIncomplete, "no launch identity")
+	}
+	switch r := l.Readiness; {
+	case r == nil:
+		c.add(path, "/readiness", ErrLifecycleIncomplete, "no readiness evidence")
+	case !r.Ready:
+		c.add(path, "/readiness/ready", ErrNotReady, "the server never listed model %s on /v1/models (child exit: %s)", r.ModelID, deref(r.ChildExit))
+	case r.TReadyNs == nil:
+		c.add(path, "/readiness/t_ready_ns", ErrLifecycleIncomplete, "ready without the time readiness was observed")
+	case r.ElapsedMs > r.DeadlineMs:
+		c.add(path, "/readiness/elapsed_ms", ErrReadyLate, "ready after %.3f ms, the startup deadline was %.3f ms", r.ElapsedMs, r.DeadlineMs)
+	}
+	switch li := l.Listener; {
+	case li == nil:
+		c.add(path, "/listener", ErrLifecycleIncomplete, "no listener ownership evidence")
+	case !li.Owned:
+		c.add(path, "/listener/owned", ErrListenerNotOwned, "the listening socket was not held by the owned process tree (owners %v)", li.OwnerPIDs)
+	case len(li.Inodes) == 0 || len(li.OwnerPIDs) == 0:
+		c.add(path, "/listener", ErrListenerNotOwned, "owned, but no socket inode or owner pid was recorded")
+	}
+	switch sd := l.Shutdown; {
+	case sd == nil:
+		c.add(path, "/shutdown", ErrLifecycleIncomplete, "no shutdown evidence")
+	default:
+		if sd.Forced {
+			c.add(path, "/shutdown/forced", ErrForcedShutdown, "SIGKILL was needed after %.3f ms", sd.ElapsedMs)
+		}
+		if !sd.Acceptable {
+			c.add(path, "/shutdown/acceptable", ErrExitNotAcceptable, "exit code %s, signal %s", derefInt(sd.ExitCode), deref(sd.ExitSignal))
+		}
+		if r := ctx.recipes[l.Recipe.Digest]; r != nil && sd.Acceptable && (sd.ExitCode == nil || !slices.Contains(r.AcceptableExitCodes, *sd.ExitCode)) {
+			c.add(path, "/shutdown/exit_code", ErrExitNotAcceptable, "exit code %s is not among the recipe's acceptable codes %v", derefInt(sd.ExitCode), r.AcceptableExitCodes)
+		}
+	}
+	for i, p := range l.Residue.Processes {
+		c.add(path, jp("residue", "processes", i), ErrResidue, "process %d (%s, escaped %v) remained after shutdown", p.PID, p.Comm, p.Escaped)
+	}
+	for i, p := range l.Residue.Listeners {
+		c.add(path, jp("residue", "listeners", i), ErrResidue, "a listener (inode %d) remained on port %d", p.Inode, p.Port)
+	}
+	if l.Verdict != "passed" || len(l.Failures) > 0 {
+		c.add(path, "/verdict", ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
+	}
+	if ctx.receiptVerdict != "" && ctx.receiptVerdict != l.Verdict {
+		c.add(path, "/verdict", ErrLifecycleMismatch, "the record says %s, the receipt says %s", l.Verdict, ctx.receiptVerdict)
+	}
+	if len(ctx.recipeDigests) > 0 && !slices.Contains(ctx.recipeDigests, l.Recipe.Digest) {
+		c.add(path, "/recipe/digest", ErrLifecycleMismatch, "recipe %s is not the launch recipe the receipt binds %v", l.Recipe.Digest, ctx.recipeDigests)
+	}
+	if la := l.Launch; la != nil {
+		if len(ctx.binaries) > 0 && !slices.Contains(ctx.binaries, la.Executable.Digest) {
+			c.add(path, "/launch/executable/digest", ErrLifecycleMismatch, "the launched executable %s is not the server binary the receipt binds %v", la.Executable.Digest, ctx.binaries)
+		}
+		matched := len(ctx.logs) == 0
+		for _, lg := range ctx.logs {
+			matched = matched || (lg.Digest == la.Log.Digest && lg.Bytes == la.Log.Bytes)
+		}
+		if !matched {
+			c.add(path, "/launch/log", ErrLifecycleMismatch, "the server log is recorded as %s (%d bytes), the receipt binds %s (%d bytes)", la.Log.Digest, la.Log.Bytes, ctx.logs[0].Digest, ctx.logs[0].Bytes)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "none"
+	}
+	return *s
+}
+
+func derefInt(v *int64) string {
+	if v == nil {
+		return "none"
+	}
+	return itoa(*v)
+}

@@ -1,0 +1,366 @@
+package verify
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// identity is what makes two metrics of one name comparable.
+type identity struct{ unit, aggregation, direction, formula string }
+
+func identityOf(m schemas.Metric) identity {
+	return identity{m.Unit, m.Aggregation, m.Direction, m.Formula}
+}
+
+func (i identity) String() string {
+	return fmt.Sprintf("formula %s, unit %s, aggregation %s, %s", i.formula, i.unit, i.aggregation, i.direction)
+}
+
+// distFamilies are the per-request distributions of a row: name -> unit, direction, formula.
+var distFamilies = map[string]identity{
+	"ttft_ms":         {"ms", "", lowerBetter, "ttft.v1"},
+	"ttft_sched_ms":   {"ms", "", lowerBetter, "ttft_sched.v1"},
+	"ttfb_ms":         {"ms", "", lowerBetter, "ttfb.v1"},
+	"e2e_ms":          {"ms", "", lowerBetter, "e2e.v1"},
+	"e2e_sched_ms":    {"ms", "", lowerBetter, "e2e_sched.v1"},
+	"tpot_ms":         {"ms", "", lowerBetter, "tpot.v1"},
+	"decode_rate":     {"tokens/s", "", higherBetter, "decode_rate.v1"},
+	"icl_ms":          {"ms", "", lowerBetter, "icl.v1"},
+	"icl_max_ms":      {"ms", "", lowerBetter, "icl_max.v1"},
+	"schedule_lag_ms": {"ms", "", lowerBetter, "schedule_lag.v1"},
+}
+
+var distAggregations = []string{"p50", "p90", "p95", "p99", "p99.9", "min", "max", "mean"}
+
+// rowMetrics are the other row metrics by name.
+var rowMetrics = map[string]identity{
+	"chunking_factor.mean":     {"tokens/event", "mean", noDirection, "chunking_factor.v1"},
+	"request_failures":         {"requests", "count", lowerBetter, "request_failures.v1"},
+	"output_tokens.sum":        {"tokens", "sum", noDirection, "output_tokens.v1"},
+	"prompt_tokens.sum":        {"tokens", "sum", noDirection, "prompt_tokens.v1"},
+	"window_s":                 {"s", "exact", noDirection, "request_window.v1"},
+	"request_throughput":       {"requests/s", "rate", higherBetter, "request_throughput.v1"},
+	"output_throughput_window": {"tokens/s", "rate", higherBetter, "output_throughput_window.v1"},
+	"total_throughput_window":  {"tokens/s", "rate", higherBetter, "total_throughput_window.v1"},
+	"slo_goodput":              {"requests/s", "rate", higherBetter, "slo_goodput.v1"},
+	"slo_goodput_tokens":       {"tokens/s", "rate", higherBetter, "slo_goodput_tokens.v1"},
+	"slo_good_fraction":        {"fraction", "mean", higherBetter, "slo_good_fraction.v1"},
+	"dispatch_spread_ms":       {"ms", "exact", lowerBetter, "dispatch_spread.v1"},
+	"achieved_rate":            {"requests/s", "rate", noDirection, "achieved_rate.v1"},
+}
+
+// rowDefinition returns the identity docs/metrics.md defines for a row metric name.
+func rowDefinition(name string) (identity, bool) {
+	if id, ok := rowMetrics[name]; ok {
+		return id, true
+	}
+	if class, ok := strings.CutPrefix(name, "request_failures."); ok && class != "" {
+		return identity{"requests", "count", lowerBetter, "request_failures_by_class.v1"}, true
+	}
+	for _, agg := range distAggregations {
+		if fam, ok := strings.CutSuffix(name, "."+agg); ok {
+			if id, ok := distFamilies[fam]; ok {
+				id.aggregation = agg
+				return id, true
+			}
+		}
+	}
+	return identity{}, false
+}
+
+// caseDefinition returns the identity defined for a serving case metric name.
+func caseDefinition(name string) (identity, bool) {
+	switch name {
+	case "request_count", "row_count":
+		return identity{"count", "count", noDirection, "campaign." + name + ".v1"}, true
+	case "request_failures.sum":
+		return identity{"requests", "sum", lowerBetter, "request_failures.v1"}, true
+	case "degraded_rows":
+		return identity{"rows", "count", lowerBetter, "degraded_rows.v1"}, true
+	}
+	for _, h := range caseHeadline {
+		suffix := ".worst_row"
+		if h.best {
+			suffix = ".best_row"
+		}
+		if name == h.name+suffix {
+			id, _ := rowDefinition(h.name)
+			id.aggregation = "max"
+			if !h.best && id.direction == higherBetter {
+				id.aggregation = "min"
+			}
+			return id, true
+		}
+	}
+	return identity{}, false
+}
+
+// checkComparability: the evidence is labelled so that only like-for-like rows can ever be
+// compared. The workload binding (id, variant, kind, seed, the cases and rows it declares), the
+// effective configuration, the prompt set (recomputed from the corpus), every metric's identity
+// (unit, aggregation, direction and formula id as docs/metrics.md defines them) and the identity
+// the workload's metric rules expect of it: a request-window throughput is never labelled, or
+// compared, as a decode rate.
+func checkComparability(s *snapshot) CheckResult {
+	c := &collector{check: CheckComparability}
+	rc := s.rc
+	file := s.receipt.path
+	// Metric identities against their definitions.
+	for _, p := range sortedCaseResults(s) {
+		cr := s.caseResults[p]
+		if len(cr.Rows) == 0 {
+			continue
+		}
+		for j, row := range cr.Rows {
+			for k, m := range row.Metrics {
+				if def, ok := rowDefinition(m.Name); ok && !m.Diagnostic && identityOf(m) != def {
+					c.add(p, jp("rows", j, "metrics", k), ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, identityOf(m), def)
+				}
+			}
+		}
+		for k, m := range cr.Metrics {
+			if def, ok := caseDefinition(m.Name); ok && !m.Diagnostic && identityOf(m) != def {
+				c.add(p, jp("metrics", k), ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, identityOf(m), def)
+			}
+		}
+	}
+	w := s.workload
+	if w == nil {
+		return c.skippedIfEmpty("the workload is not available: its binding, corpus and rules were not checked")
+	}
+	wpath := rc.Workload.Path
+	if w.ID != rc.Workload.ID {
+		c.add(file, "/workload/id", ErrWorkloadMismatch, "the receipt names workload %q, %s declares %q", rc.Workload.ID, wpath, w.ID)
+	}
+	if w.Kind != rc.Qualification.Kind {
+		c.add(file, "/qualification/kind", ErrWorkloadMismatch, "kind %s, the workload's kind is %s", rc.Qualification.Kind, w.Kind)
+	}
+	if !equalInt(w.Determinism.Seed, rc.Workload.Seed) {
+		c.add(file, "/workload/seed", ErrWorkloadMismatch, "seed %s, the workload's seed is %s", derefInt(rc.Workload.Seed), derefInt(w.Determinism.Seed))
+	}
+	v := s.variant()
+	if v == nil {
+		c.add(file, "/workload/variant", ErrWorkloadMismatch, "variant %q is not declared by %s", rc.Workload.Variant, wpath)
+		return c.result()
+	}
+	// Results: every declared case once per repetition, nothing else.
+	count := map[string]int{}
+	for i, r := range rc.Results {
+		count[r.ID]++
+		if s.workloadCase(r.ID) == nil {
+			c.add(file, jp("results", i, "id"), ErrWorkloadMismatch, "result %q is not a case of variant %s", r.ID, v.ID)
+		}
+	}
+	for _, cs := range v.Cases {
+		if n := count[cs.ID]; n != int(w.Determinism.Repetitions) {
+			c.add(file, "/results", ErrWorkloadMismatch, "case %s has %d results, the workload declares %d repetitions", cs.ID, n, w.Determinism.Repetitions)
+		}
+	}
+	for i, r := range rc.Results {
+		if r.CaseResult == nil {
+			continue
+		}
+		cr := s.caseResults[r.CaseResult.Path]
+		wc := s.workloadCase(r.ID)
+		if cr == nil || wc == nil {
+			continue
+		}
+		p := r.CaseResult.Path
+		if !canonicalEqual(map[string]any(cr.EffectiveConfig), map[string]any(v.EffectiveConfig)) {
+			c.add(p, "/effective_config", ErrConfigMismatch, "the effective configuration differs from variant %s's", v.ID)
+		}
+		if wc.Kind == "serving" {
+			s.comparableRows(c, i, p, cr, wc)
+		}
+	}
+	// The comparison policy's rules expect the identity the evidence carries.
+	if cp := w.ComparisonPolicy; cp != nil {
+		for k, rule := range cp.MetricRules {
+			want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
+			for _, occ := range s.metricOccurrences(rule.Scope, rule.ResultID, rule.Metric) {
+				if got := identityOf(occ.m); got != want {
+					c.add(occ.file, occ.ptr, ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, jp("comparison_policy", "metric_rules", k), wpath, want, rateWarning(got, want))
+				}
+			}
+		}
+	}
+	return c.result()
+}
+
+func (c *collector) skippedIfEmpty(note string) CheckResult {
+	if len(c.out) > 0 {
+		r := c.result()
+		r.Note = note
+		return r
+	}
+	return c.skipped(note)
+}
+
+// rateWarning names the classic confusion.
+func rateWarning(a, b identity) string {
+	window := func(i identity) bool { return strings.HasSuffix(i.formula, "_throughput_window.v1") }
+	decode := func(i identity) bool { return i.formula == "decode_rate.v1" }
+	if (window(a) && decode(b)) || (decode(a) && window(b)) {
+		return ": a request-window throughput is never compared with a decode rate"
+	}
+	return ""
+}
+
+func equalInt(a, b *int64) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
+
+type occurrence struct {
+	file, ptr string
+	m         schemas.Metric
+}
+
+// metricOccurrences finds a metric at a rule's scope: each row of result id's case results
+// (scope row) or each of its results (scope result).
+func (s *snapshot) metricOccurrences(scope, resultID, metric string) []occurrence {
+	var out []occurrence
+	for i, r := range s.rc.Results {
+		if r.ID != resultID {
+			continue
+		}
+		if scope == "result" {
+			for k, m := range r.Metrics {
+				if m.Name == metric {
+					out = append(out, occurrence{s.receipt.path, jp("results", i, "metrics", k), m})
+				}
+			}
+			continue
+		}
+		if r.CaseResult == nil || s.caseResults[r.CaseResult.Path] == nil {
+			continue
+		}
+		for j, row := range s.caseResults[r.CaseResult.Path].Rows {
+			for k, m := range row.Metrics {
+				if m.Name == metric {
+					out = append(out, occurrence{r.CaseResult.Path, jp("rows", j, "metrics", k), m})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// comparableRows: a serving case's rows are exactly the declared concurrency x repetition grid,
+// and each row's prompt set is the corpus's, in the corpus's order.
+func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *schemas.CaseResultDoc, wc *schemas.Case) {
+	type key struct{ c, r int64 }
+	have := map[key]bool{}
+	for j, row := range cr.Rows {
+		k := key{row.Concurrency, row.Repetition}
+		if have[k] || !slices.Contains(wc.Concurrency, row.Concurrency) || row.Repetition >= wc.Repetitions {
+			c.add(p, jp("rows", j), ErrUnlikeRows, "row c%d r%d is not declared (concurrency %v, %d repetitions) or repeats", row.Concurrency, row.Repetition, wc.Concurrency, wc.Repetitions)
+		}
+		have[k] = true
+		wantLoop := "closed"
+		if wc.Rate != nil {
+			wantLoop = "open"
+		}
+		if row.Loop != wantLoop {
+			c.add(p, jp("rows", j, "loop"), ErrUnlikeRows, "loop %s, the case declares %s", row.Loop, wantLoop)
+		}
+	}
+	if len(have) != len(wc.Concurrency)*int(wc.Repetitions) {
+		c.add(p, "/rows", ErrUnlikeRows, "%d rows, the case declares %d × %d", len(cr.Rows), len(wc.Concurrency), wc.Repetitions)
+	}
+	prompts, note := s.corpusPrompts(wc)
+	if prompts == nil {
+		c.note("case %s: %s", wc.ID, note)
+		return
+	}
+	want, err := promptSet(prompts)
+	if err != nil {
+		c.note("case %s: prompt set: %v", wc.ID, err)
+		return
+	}
+	ids := make([]string, len(prompts))
+	for i, pr := range prompts {
+		ids[i] = pr.ID
+	}
+	for j, row := range cr.Rows {
+		if row.PromptSetSHA256 != want {
+			c.add(p, jp("rows", j, "prompt_set_sha256"), ErrCorpusMismatch, "prompt set %s, the corpus hashes to %s", row.PromptSetSHA256, want)
+		}
+		f := s.files[row.Records.Path]
+		if f == nil || f.records == nil {
+			continue
+		}
+		got := measuredPromptIDs(rowRecords(nil, cr, row, f.records))
+		if !slices.Equal(got, ids) {
+			c.add(row.Records.Path, "", ErrCorpusMismatch, "the measured requests ask prompts %s, the corpus is %s", clipList(got), clipList(ids))
+		}
+	}
+}
+
+func clipList(s []string) string {
+	if len(s) > 6 {
+		return fmt.Sprintf("%v… (%d)", s[:6], len(s))
+	}
+	return fmt.Sprint(s)
+}
+
+// corpusPrompts resolves an inline or file corpus; synthetic corpora are generated by the runner
+// and not re-generated here.
+func (s *snapshot) corpusPrompts(wc *schemas.Case) ([]schemas.Prompt, string) {
+	cp := wc.Corpus
+	if cp == nil {
+		return nil, "no corpus"
+	}
+	switch cp.Source {
+	case "inline":
+		return cp.Prompts, ""
+	case "file":
+		f := s.files[cp.Path]
+		if f == nil || !f.present || f.raw == nil {
+			return nil, "corpus file " + cp.Path + " is not available: prompt set not recomputed"
+		}
+		if f.digest != cp.Digest {
+			return nil, "corpus file " + cp.Path + " does not match the workload's digest: prompt set not recomputed"
+		}
+		var out []schemas.Prompt
+		sc := bufio.NewScanner(bytes.NewReader(f.raw))
+		sc.Buffer(nil, MaxDocumentBytes)
+		for sc.Scan() {
+			var p schemas.Prompt
+			if err := schemas.DecodeInto(sc.Bytes(), &p); err != nil {
+				return nil, fmt.Sprintf("corpus file %s line %d: %v", cp.Path, len(out)+1, err)
+			}
+			out = append(out, p)
+		}
+		return out, ""
+	}
+	return nil, "synthetic corpus: the prompt set is not regenerated by the verifier"
+}
+
+// measuredPromptIDs lists the prompt ids of the measured requests in index order.
+func measuredPromptIDs(recs []*record) []string {
+	var measured []*record
+	for _, r := range recs {
+		if !r.warmup {
+			measured = append(measured, r)
+		}
+	}
+	slices.SortStableFunc(measured, func(a, b *record) int { return cmpInt(a.index, b.index) })
+	out := make([]string, len(measured))
+	for i, r := range measured {
+		out[i] = r.promptID
+	}
+	return out
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,118 @@
+package verify
+
+import (
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// checkHashes: every referenced evidence file and, where present locally, every bound artifact is
+// re-hashed against the receipt; every binding of one file agrees (results, lifecycle, rows,
+// workload); every attestation subject equals the file it names.
+func checkHashes(s *snapshot) CheckResult {
+	c := &collector{check: CheckHashes}
+	rc := s.rc
+	file := s.receipt.path
+	artifactDigest := map[string]string{} // path -> digest, first listing
+	for i, a := range rc.Artifacts {
+		if _, ok := artifactDigest[a.Path]; !ok {
+			artifactDigest[a.Path] = a.Digest
+		}
+		f := s.files[a.Path]
+		switch {
+		case !f.local:
+			if s.mustExist(a) {
+				c.add(file, jp("artifacts", i, "path"), ErrUnreadableFile, "%s %s: evidence a campaign writes lives in the repository, not at an absolute path", a.Kind, a.Path)
+			}
+			continue
+		case f.readErr != nil:
+			c.add(a.Path, "", ErrUnreadableFile, "%s %s (listed at %s): %v", a.Kind, a.Path, jp("artifacts", i), f.readErr)
+			continue
+		case !f.present:
+			if s.mustExist(a) {
+				c.add(a.Path, "", ErrMissingFile, "%s %s is listed at %s of the receipt and does not exist", a.Kind, a.Path, jp("artifacts", i))
+			}
+			continue
+		}
+		if f.digest != a.Digest {
+			c.add(file, jp("artifacts", i, "digest"), ErrDigestMismatch, "%s %s has %s, the receipt binds %s", a.Kind, a.Path, f.digest, a.Digest)
+		} else if f.size != a.Bytes {
+			c.add(file, jp("artifacts", i, "bytes"), ErrSizeMismatch, "%s %s has %d bytes, the receipt records %d", a.Kind, a.Path, f.size, a.Bytes)
+		}
+	}
+	// ref checks one more binding of a file: it must be listed as an artifact with the same digest.
+	ref := func(refFile, ptr, path, dg, what string) {
+		want, listed := artifactDigest[path]
+		switch {
+		case !listed:
+			c.add(refFile, ptr, ErrReferenceMismatch, "%s %s is not listed among the receipt's artifacts", what, path)
+			if f := s.files[path]; f != nil && f.present && f.digest != dg {
+				c.add(refFile, ptr+"/digest", ErrDigestMismatch, "%s %s has %s, the reference binds %s", what, path, f.digest, dg)
+			} else if f != nil && !f.present && f.readErr == nil {
+				c.add(path, "", ErrMissingFile, "%s %s (referenced at %s of %s) does not exist", what, path, ptr, refFile)
+			}
+		case want != dg:
+			c.add(refFile, ptr+"/digest", ErrReferenceMismatch, "%s %s is bound as %s here and as %s in the receipt's artifacts", what, path, dg, want)
+		}
+	}
+	for i, r := range rc.Results {
+		if r.CaseResult != nil {
+			ref(file, jp("results", i, "case_result"), r.CaseResult.Path, r.CaseResult.Digest, "case result")
+		}
+	}
+	if rc.Lifecycle != nil {
+		ref(file, "/lifecycle", rc.Lifecycle.Path, rc.Lifecycle.Digest, "lifecycle record")
+	}
+	for _, p := range sortedCaseResults(s) {
+		for j, row := range s.caseResults[p].Rows {
+			ref(p, jp("rows", j, "records"), row.Records.Path, row.Records.Digest, "request records")
+		}
+	}
+	if wd, ok := artifactDigest[rc.Workload.Path]; !ok {
+		c.add(file, "/workload/path", ErrReferenceMismatch, "workload %s is not listed among the receipt's artifacts", rc.Workload.Path)
+	} else if wd != rc.Workload.Digest {
+		c.add(file, "/workload/digest", ErrReferenceMismatch, "workload %s is bound as %s here and as %s in the artifacts", rc.Workload.Path, rc.Workload.Digest, wd)
+	}
+	// Attestation subjects against the files they name.
+	for _, a := range s.attestations {
+		if a.stmt == nil {
+			continue
+		}
+		for i, sub := range a.stmt.subjects {
+			var got string
+			switch f := s.files[sub.name]; {
+			case sub.name == s.receipt.path:
+				got = s.receipt.digest
+			case f != nil && f.present:
+				got = f.digest
+			default:
+				continue // a subject the receipt does not bind: the signature check reports it
+			}
+			if got != sub.digest {
+				c.add(sub.name, "", ErrSubjectMismatch, "subject %d of %s binds %s, the file has %s", i, a.path, sub.digest, got)
+			}
+		}
+	}
+	return c.result()
+}
+
+func sortedCaseResults(s *snapshot) []string {
+	out := make([]string, 0, len(s.caseResults))
+	for p := range s.caseResults {
+		out = append(out, p)
+	}
+	sortStrings(out)
+	return out
+}
+
+// artifactsOfKind returns the receipt's artifacts of the given kinds, in order.
+func artifactsOfKind(rc *schemas.ReceiptDoc, kinds ...string) []schemas.Artifact {
+	var out []schemas.Artifact
+	for _, a := range rc.Artifacts {
+		for _, k := range kinds {
+			if a.Kind == k {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,29 @@
+package verify
+
+import "fmt"
+
+// checkScope: the result describes exactly one host, backend and device. The receipt's backend is
+// its variant's, and an accelerator backend names a device driver.
+func checkScope(s *snapshot) CheckResult {
+	c := &collector{check: CheckScope}
+	rc := s.rc
+	file := s.receipt.path
+	if v := s.variant(); v != nil && v.Backend != rc.Qualification.Backend {
+		c.add(file, "/qualification/backend", ErrScopeBackend, "backend %s, variant %s targets %s", rc.Qualification.Backend, v.ID, v.Backend)
+	}
+	if rc.Qualification.Backend != "cpu" && rc.Environment.Device.Driver == "none" {
+		c.add(file, "/environment/device/driver", ErrScopeDevice, "backend %s on device %q without a driver", rc.Qualification.Backend, rc.Environment.Device.Name)
+	}
+	return c.result()
+}
+
+// scopeStatement is the sentence naming exactly the host id, backend and device a result
+// describes; "" when the receipt could not be read.
+func scopeStatement(s *snapshot) string {
+	if s.rc == nil {
+		return ""
+	}
+	e := s.rc.Environment
+	return fmt.Sprintf("host %s, backend %s, device %s (%s, driver %s): the result describes this host, backend and device only",
+		e.HostID, s.rc.Qualification.Backend, e.Device.Name, e.Device.Architecture, e.Device.Driver)
+}

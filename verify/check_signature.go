@@ -1,0 +1,131 @@
+package verify
+
+import (
+	"bytes"
+	"slices"
+)
+
+// checkSignature: the DSSE envelope and/or Sigstore bundle verify with a pinned public key (keyid
+// and key hint ignored), carry an in-toto Statement v1 of the qualification predicate, and bind
+// this receipt: the receipt first, then exactly its case results, request records, lifecycle
+// record and server log, with the receipt's digests, and a predicate equal to the receipt's
+// fields. When both files exist, both must verify and carry the same statement.
+func checkSignature(s *snapshot) CheckResult {
+	c := &collector{check: CheckSignature}
+	switch {
+	case s.skipSign && len(s.policy.Keys) == 0:
+		return c.skipped("signatures are not part of this comparison (no pinned key)")
+	case len(s.attestations) == 0 && s.relax[RelaxUnsigned]:
+		return c.skipped("no attestation: " + string(RelaxUnsigned))
+	case len(s.attestations) == 0:
+		c.add(s.receipt.path, "", ErrUnsigned, "neither %s nor %s exists beside the receipt", nameBeside(s.receipt.path, EnvelopeSuffix), nameBeside(s.receipt.path, BundleSuffix))
+		return c.result()
+	case len(s.policy.Keys) == 0:
+		return c.skipped("no pinned public key: the attestation was not verified (" + string(RelaxUnsigned) + ")")
+	}
+	for _, a := range s.attestations {
+		switch {
+		case a.readErr != nil:
+			c.add(a.path, "", ErrMalformedAttestation, "%v", a.readErr)
+			continue
+		case a.malformed != nil && a.payload == nil:
+			c.addCause(a.path, "", ErrMalformedAttestation, a.malformed)
+			continue
+		}
+		if a.signer == "" {
+			c.add(a.path, "/signatures", ErrBadSignature, "none of %d signatures verifies with the %d pinned keys", a.sigCount, len(s.policy.Keys))
+		}
+		if a.malformed != nil {
+			c.addCause(a.path, "/payload", ErrMalformedAttestation, a.malformed)
+			continue
+		}
+		s.statementMatches(c, a)
+	}
+	var payloads [][]byte
+	for _, a := range s.attestations {
+		if a.payload != nil {
+			payloads = append(payloads, a.payload)
+		}
+	}
+	if len(payloads) == 2 && !bytes.Equal(payloads[0], payloads[1]) {
+		c.add(s.attestations[1].path, "/dsseEnvelope/payload", ErrAttestationsDiffer, "the bundle's statement differs from the envelope's (%s)", s.attestations[0].path)
+	}
+	return c.result()
+}
+
+func nameBeside(receipt, suffix string) string {
+	return receipt[:len(receipt)-len(".json")] + suffix
+}
+
+// statementMatches compares a statement with the receipt it must bind.
+func (s *snapshot) statementMatches(c *collector, a *attestation) {
+	st := a.stmt
+	rc := s.rc
+	first := st.subjects[0]
+	if first.name != s.receipt.path {
+		c.add(a.path, "/payload", ErrStatementMismatch, "the first subject is %q, want the receipt %q", first.name, s.receipt.path)
+	} else if first.digest != s.receipt.digest {
+		c.add(a.path, "/payload", ErrStatementMismatch, "the first subject binds the receipt as %s, the receipt is %s", first.digest, s.receipt.digest)
+	}
+	want := map[string]string{}
+	var wantOrder []string
+	for _, art := range artifactsOfKind(rc, SubjectKinds...) {
+		if _, dup := want[art.Path]; !dup {
+			wantOrder = append(wantOrder, art.Path)
+		}
+		want[art.Path] = art.Digest
+	}
+	got := map[string]bool{}
+	for i, sub := range st.subjects[1:] {
+		if got[sub.name] || sub.name == s.receipt.path {
+			c.add(a.path, "/payload", ErrStatementMismatch, "subject %d (%s) repeats", i+1, sub.name)
+			continue
+		}
+		got[sub.name] = true
+		switch d, ok := want[sub.name]; {
+		case !ok:
+			c.add(a.path, "/payload", ErrStatementMismatch, "subject %d (%s) is not a case result, request records, lifecycle record or server log of the receipt", i+1, sub.name)
+		case d != sub.digest:
+			c.add(a.path, "/payload", ErrStatementMismatch, "subject %d (%s) binds %s, the receipt binds %s", i+1, sub.name, sub.digest, d)
+		}
+	}
+	for _, p := range wantOrder {
+		if !got[p] {
+			c.add(a.path, "/payload", ErrStatementMismatch, "the receipt's %s is not a subject", p)
+		}
+	}
+	// The predicate repeats the receipt's fields.
+	tree := s.rcTree
+	env, _ := tree["environment"].(map[string]any)
+	qual, _ := tree["qualification"].(map[string]any)
+	var arts []any
+	if list, ok := tree["artifacts"].([]any); ok {
+		for _, x := range list {
+			if m, ok := x.(map[string]any); ok {
+				if k, _ := m["kind"].(string); !slices.Contains(predicateExcludedKinds, k) {
+					arts = append(arts, m)
+				}
+			}
+		}
+	}
+	if arts == nil {
+		arts = []any{}
+	}
+	expect := map[string]any{
+		"receipt_id": tree["receipt_id"],
+		"source":     tree["source"],
+		"artifacts":  arts,
+		"workload":   tree["workload"],
+		"host_id":    env["host_id"],
+		"qualrun":    qual["qualrun"],
+	}
+	for _, k := range PredicateFields {
+		v, ok := st.predicate[k]
+		switch {
+		case !ok:
+			c.add(a.path, "/payload", ErrStatementMismatch, "the predicate has no %s", k)
+		case !canonicalEqual(v, expect[k]):
+			c.add(a.path, "/payload", ErrStatementMismatch, "the predicate's %s differs from the receipt's", k)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package verify
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+)
+
+var (
+	gitObjectRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	digestRE    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+// TreeHashFormat is the source tree hash format receipts carry.
+const TreeHashFormat = "qualkit-source-tree-v1"
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+// checkSource: the source identity's formats, a clean tree, and, when the policy requires
+// publication, a publishable receipt whose commit is origin/main (and the checkout's origin/main,
+// when the evidence root is a git checkout).
+func checkSource(s *snapshot) CheckResult {
+	c := &collector{check: CheckSource}
+	src := s.rc.Source
+	file := s.receipt.path
+	if !gitObjectRE.MatchString(src.Commit) {
+		c.add(file, "/source/commit", ErrSourceFormat, "commit %q is not 40 lowercase hex digits", src.Commit)
+	}
+	if !gitObjectRE.MatchString(src.Tree) {
+		c.add(file, "/source/tree", ErrSourceFormat, "tree %q is not 40 lowercase hex digits", src.Tree)
+	}
+	if src.TreeHashFormat != TreeHashFormat {
+		c.add(file, "/source/tree_hash_format", ErrSourceFormat, "tree hash format %q, want %s", src.TreeHashFormat, TreeHashFormat)
+	}
+	if !digestRE.MatchString(src.TreeHash) {
+		c.add(file, "/source/tree_hash", ErrSourceFormat, "tree hash %q is not a sha256 digest", src.TreeHash)
+	}
+	if src.OriginMain != nil && !gitObjectRE.MatchString(*src.OriginMain) {
+		c.add(file, "/source/origin_main", ErrSourceFormat, "origin_main %q is not 40 lowercase hex digits", *src.OriginMain)
+	}
+	if !src.Clean {
+		c.add(file, "/source/clean", ErrDirtySource, "the campaign ran from a worktree with uncommitted or untracked changes")
+	}
+	switch {
+	case !s.policy.RequirePublishable:
+		c.note("publication not required by the policy")
+	case s.relax[RelaxUnpublished]:
+		c.note("publication not required: %s", RelaxUnpublished)
+	default:
+		if !s.rc.Publishable {
+			c.add(file, "/publishable", ErrUnpublished, "the receipt is not publishable: %s", strings.Join(s.rc.UnpublishableReasons, "; "))
+		}
+		switch {
+		case src.OriginMain == nil:
+			c.add(file, "/source/origin_main", ErrUnpublished, "the repository had no origin/main when the campaign ran")
+		case *src.OriginMain != src.Commit:
+			c.add(file, "/source/origin_main", ErrUnpublished, "HEAD %s was not origin/main %s when the campaign ran", src.Commit, *src.OriginMain)
+		}
+		switch co := s.checkout; {
+		case s.checkoutErr != nil:
+			c.note("the git metadata of %s could not be read (%v): the receipt's commit was not compared with origin/main", s.ev.Root, s.checkoutErr)
+		case co == nil:
+			c.note("%s is not a git checkout: the receipt's commit was not compared with origin/main", s.ev.Root)
+		case co.originMain == "":
+			c.note("the checkout has no origin/main: the receipt's commit was not compared with it")
+		case co.originMain != src.Commit:
+			c.add(file, "/source/commit", ErrNotOriginMain, "the receipt was made from %s, the checkout's origin/main is %s", src.Commit, co.originMain)
+		}
+	}
+	return c.result()
+}

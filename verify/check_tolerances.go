@@ -1,0 +1,310 @@
+package verify
+
+import (
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// checkTolerances: correctness and numerical tolerances. A passed verdict; every result's summary
+// equal to its case result; in a passed result no failed request or failed assertion; every row's
+// counts, window, output set, fidelity and metrics recomputed from its request records within the
+// policy's recompute tolerance; every case metric recomputed from its rows; command cases carry
+// exactly their declared metrics and runner metrics that agree with the status and expected exit
+// codes; declared tolerances name metrics of their result.
+func checkTolerances(s *snapshot) CheckResult {
+	c := &collector{check: CheckTolerances}
+	rc := s.rc
+	file := s.receipt.path
+	tol := s.policy.Recompute
+	if rc.Qualification.Verdict != "passed" {
+		c.add(file, "/qualification/verdict", ErrVerdictFailed, "the campaign's verdict is %s (%d notes)", rc.Qualification.Verdict, len(rc.Notes))
+	}
+	passed, failed := 0, 0
+	for i, r := range rc.Results {
+		if r.Status == "passed" {
+			passed++
+		} else {
+			failed++
+		}
+		if r.CaseResult == nil {
+			continue
+		}
+		path := r.CaseResult.Path
+		cr := s.caseResults[path]
+		if cr == nil {
+			c.note("case result %s unreadable: result %d not recomputed", path, i)
+			continue
+		}
+		base := jp("results", i)
+		if cr.CaseID != r.ID {
+			c.add(file, base+"/id", ErrResultMismatch, "result %q binds the case result of %q", r.ID, cr.CaseID)
+		}
+		if r.Status == "passed" && cr.Status != "passed" {
+			c.add(file, base+"/status", ErrResultMismatch, "result %q is passed, its case result says %s", r.ID, cr.Status)
+		}
+		if !canonicalEqual(r.Metrics, cr.Metrics) {
+			c.add(file, base+"/metrics", ErrResultMismatch, "result %q's metrics differ from its case result's", r.ID)
+		}
+		names := map[string]bool{}
+		for _, m := range cr.Metrics {
+			names[m.Name] = true
+		}
+		for j, t := range cr.Tolerances {
+			if !names[t.Metric] {
+				c.add(path, jp("tolerances", j, "metric"), ErrUnknownTolerance, "tolerance for %q, which is not a metric of this result", t.Metric)
+			}
+		}
+		wc := s.workloadCase(r.ID)
+		if len(cr.Rows) > 0 || (wc != nil && wc.Kind == "serving") {
+			s.checkServing(c, path, cr, wc, tol)
+		} else {
+			checkCommand(c, path, cr, wc)
+		}
+	}
+	checkMetricList(c, file, "/metrics", rc.Metrics, []schemas.Metric{
+		countMetric("results_passed", passed, higherBetter, "campaign.results_passed.v1", int64(len(rc.Results))),
+		countMetric("results_failed", failed, lowerBetter, "campaign.results_failed.v1", int64(len(rc.Results))),
+	}, tol, nil)
+	return c.result()
+}
+
+func countMetric(name string, v int, dir, formula string, samples int64) schemas.Metric {
+	return schemas.Metric{Name: name, Value: float64(v), Unit: "count", Aggregation: "count", Direction: dir, Formula: formula, Samples: &samples}
+}
+
+// variant returns the receipt's variant in the workload, when both are available.
+func (s *snapshot) variant() *schemas.Variant {
+	if s.workload == nil || s.rc == nil {
+		return nil
+	}
+	for i := range s.workload.Variants {
+		if s.workload.Variants[i].ID == s.rc.Workload.Variant {
+			return &s.workload.Variants[i]
+		}
+	}
+	return nil
+}
+
+// workloadCase returns the variant's case of that id.
+func (s *snapshot) workloadCase(id string) *schemas.Case {
+	v := s.variant()
+	if v == nil {
+		return nil
+	}
+	for i := range v.Cases {
+		if v.Cases[i].ID == id {
+			return &v.Cases[i]
+		}
+	}
+	return nil
+}
+
+// rowRecords returns the records of a row (those whose case and row match) and reports the others.
+func rowRecords(c *collector, cr *schemas.CaseResultDoc, row schemas.Row, set *recordSet) []*record {
+	var out []*record
+	for i := range set.records {
+		r := &set.records[i]
+		if r.caseID != cr.CaseID || r.concurrency != row.Concurrency || r.repetition != row.Repetition {
+			if c != nil {
+				c.add(row.Records.Path, jp(r.line), ErrRowMismatch, "record of case %s row c%d r%d in the records of case %s row c%d r%d", r.caseID, r.concurrency, r.repetition, cr.CaseID, row.Concurrency, row.Repetition)
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// rowSpecOf is the specification of a recorded row.
+func rowSpecOf(row schemas.Row, wc *schemas.Case) rowSpec {
+	spec := rowSpec{concurrency: row.Concurrency, loop: row.Loop, offered: row.Fidelity.OfferedRate}
+	if wc != nil {
+		spec.sloKnown = true
+		if wc.SLO != nil {
+			spec.slo = *wc.SLO
+		}
+	}
+	return spec
+}
+
+func (s *snapshot) checkServing(c *collector, path string, cr *schemas.CaseResultDoc, wc *schemas.Case, tol Tolerance) {
+	for j, row := range cr.Rows {
+		base := jp("rows", j)
+		f := s.files[row.Records.Path]
+		if f == nil || f.records == nil {
+			c.note("records %s unreadable: row %d of %s not recomputed", row.Records.Path, j, path)
+			continue
+		}
+		if f.records.invalidLines > 0 {
+			c.note("%d invalid records in %s: row %d of %s recomputed from the valid ones", f.records.invalidLines, row.Records.Path, j, path)
+		}
+		recs := rowRecords(c, cr, row, f.records)
+		rf := recomputeRow(rowSpecOf(row, wc), recs)
+		if cr.Status == "passed" {
+			for _, r := range recs {
+				if r.warmup {
+					continue
+				}
+				if r.failed {
+					c.add(row.Records.Path, jp(r.line, "error"), ErrRequestFailed, "request %d failed (%s) in a passed result", r.index, r.errClass)
+				} else if r.assertFail > 0 {
+					c.add(row.Records.Path, jp(r.line, "assertions"), ErrRequestFailed, "request %d failed %d assertions in a passed result", r.index, r.assertFail)
+				}
+			}
+		}
+		for _, x := range []struct {
+			field     string
+			got, want int64
+		}{{"requests", row.Requests, rf.requests}, {"successes", row.Successes, rf.successes}, {"failures", row.Failures, rf.failures}} {
+			if x.got != x.want {
+				c.add(path, base+"/"+x.field, ErrRowMismatch, "%s %d, the records say %d", x.field, x.got, x.want)
+			}
+		}
+		if !within(row.WindowSeconds, rf.windowSeconds, tol) {
+			c.add(path, base+"/window_seconds", ErrRowMismatch, "window %s s, the records say %s s", fmtFloat(row.WindowSeconds), fmtFloat(rf.windowSeconds))
+		}
+		if !equalPtr(row.OutputSetSHA256, rf.outputSet) {
+			c.add(path, base+"/output_set_sha256", ErrRowMismatch, "output set %s, the records hash to %s", deref(row.OutputSetSHA256), deref(rf.outputSet))
+		}
+		fid := row.Fidelity
+		for _, x := range []struct {
+			field     string
+			got, want float64
+		}{{"schedule_lag_p50_ms", fid.ScheduleLagP50Ms, rf.lagP50}, {"schedule_lag_p99_ms", fid.ScheduleLagP99Ms, rf.lagP99}, {"schedule_lag_max_ms", fid.ScheduleLagMaxMs, rf.lagMax}, {"achieved_rate", fid.AchievedRate, rf.achieved}} {
+			if !within(x.got, x.want, tol) {
+				c.add(path, base+"/fidelity/"+x.field, ErrRowMismatch, "%s %s, the records say %s", x.field, fmtFloat(x.got), fmtFloat(x.want))
+			}
+		}
+		if fid.Degraded != rf.degraded {
+			c.add(path, base+"/fidelity/degraded", ErrRowMismatch, "degraded %v, the records say %v (p99 schedule lag bound %.3f ms)", fid.Degraded, rf.degraded, degradedLagP99Ms)
+		}
+		var skip func(string) bool
+		if wc == nil {
+			skip = func(n string) bool { return slices.Contains(metricsUnsetWithoutSLO, n) }
+		}
+		checkMetricList(c, path, base+"/metrics", row.Metrics, rf.metrics, tol, skip)
+	}
+	if len(cr.Rows) > 0 {
+		checkMetricList(c, path, "/metrics", cr.Metrics, recomputeCase(cr.Rows), tol, nil)
+	}
+}
+
+func equalPtr(a, b *string) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// checkMetricList compares recorded metrics with their recomputation by name: values within tol,
+// sample counts equal, nothing missing and nothing undefined (diagnostic metrics and those skip
+// names are left alone). Identity (unit, aggregation, direction, formula) is the comparability
+// check's business.
+func checkMetricList(c *collector, file, base string, recorded, recomputed []schemas.Metric, tol Tolerance, skip func(string) bool) {
+	want := map[string]schemas.Metric{}
+	for _, m := range recomputed {
+		want[m.Name] = m
+	}
+	seen := map[string]bool{}
+	for k, m := range recorded {
+		if m.Diagnostic || (skip != nil && skip(m.Name)) {
+			continue
+		}
+		seen[m.Name] = true
+		w, ok := want[m.Name]
+		switch {
+		case !ok:
+			c.add(file, base+jp(k, "name"), ErrMetricMismatch, "%s is not a metric the formulas define here", m.Name)
+		case !within(m.Value, w.Value, tol):
+			c.add(file, base+jp(k, "value"), ErrMetricMismatch, "%s is %s, recomputed %s (tolerance max(%g, |x| × %g))", m.Name, fmtFloat(m.Value), fmtFloat(w.Value), tol.Absolute, tol.Relative)
+		case !equalSamples(m.Samples, w.Samples):
+			c.add(file, base+jp(k, "samples"), ErrMetricMismatch, "%s has %s samples, recomputed %s", m.Name, samplesString(m.Samples), samplesString(w.Samples))
+		}
+	}
+	var missing []string
+	for _, m := range recomputed {
+		if !seen[m.Name] && (skip == nil || !skip(m.Name)) {
+			missing = append(missing, m.Name)
+		}
+	}
+	sort.Strings(missing)
+	for _, n := range missing {
+		c.add(file, base, ErrMetricMismatch, "%s is missing (recomputed %s)", n, fmtFloat(want[n].Value))
+	}
+}
+
+func equalSamples(a, b *int64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+func samplesString(p *int64) string {
+	if p == nil {
+		return "no"
+	}
+	return itoa(*p)
+}
+
+// runnerMetrics are the metrics the runner writes for a command case it produced.
+var runnerMetrics = []string{"case_pass", "exit_code", "output_assertion_failures"}
+
+// checkCommand checks a command case's result against its declaration.
+func checkCommand(c *collector, path string, cr *schemas.CaseResultDoc, wc *schemas.Case) {
+	byName := map[string]schemas.Metric{}
+	idx := map[string]int{}
+	var names []string
+	for k, m := range cr.Metrics {
+		byName[m.Name] = m
+		idx[m.Name] = k
+		names = append(names, m.Name)
+	}
+	sort.Strings(names)
+	producer := "runner"
+	if wc != nil && wc.ResultProtocol != nil {
+		producer = wc.ResultProtocol.Producer
+	}
+	if producer == "command" {
+		declared := slices.Clone(wc.ResultProtocol.DeclaredMetrics)
+		sort.Strings(declared)
+		if !slices.Equal(names, declared) {
+			c.add(path, "/metrics", ErrDeclaredMetrics, "metrics %v, the workload declares %v", names, declared)
+		}
+		return
+	}
+	if wc != nil && wc.ResultProtocol != nil {
+		for _, d := range wc.ResultProtocol.DeclaredMetrics {
+			if _, ok := byName[d]; !ok {
+				c.add(path, "/metrics", ErrDeclaredMetrics, "declared metric %s is missing", d)
+			}
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(runnerMetrics, n) {
+			c.add(path, jp("metrics", idx[n], "name"), ErrDeclaredMetrics, "%s is not a runner metric %v", n, runnerMetrics)
+		}
+	}
+	pass, ok := byName["case_pass"]
+	if !ok {
+		if wc != nil {
+			c.add(path, "/metrics", ErrDeclaredMetrics, "a runner-produced case result has no case_pass")
+		}
+		return
+	}
+	want := 0.0
+	if cr.Status == "passed" {
+		want = 1
+	}
+	if pass.Value != want {
+		c.add(path, jp("metrics", idx["case_pass"], "value"), ErrDeclaredMetrics, "case_pass %s with status %s", fmtFloat(pass.Value), cr.Status)
+	}
+	if cr.Status != "passed" {
+		return
+	}
+	if m, ok := byName["output_assertion_failures"]; ok && m.Value != 0 {
+		c.add(path, jp("metrics", idx["output_assertion_failures"], "value"), ErrDeclaredMetrics, "%s output assertion failures in a passed result", fmtFloat(m.Value))
+	}
+	if m, ok := byName["exit_code"]; ok && wc != nil && len(wc.ExpectedExitCodes) > 0 {
+		if m.Value != math.Trunc(m.Value) || !slices.Contains(wc.ExpectedExitCodes, int64(m.Value)) {
+			c.add(path, jp("metrics", idx["exit_code"], "value"), ErrDeclaredMetrics, "exit code %s is not expected %v in a passed result", fmtFloat(m.Value), wc.ExpectedExitCodes)
+		}
+	}
+}

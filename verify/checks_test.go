@@ -1,0 +1,583 @@
+package verify
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// Table tests of each check: every check is a pure function of a snapshot, so each case loads the
+// frozen a-1 evidence (verifying cleanly), changes one fact, and runs the one check.
+
+var (
+	frozenOnce sync.Once
+	frozenSnap *snapshot
+	frozenErr  error
+)
+
+// frozenSnapshot returns a private copy of the loaded frozen a-1 evidence (loaded once: contract
+// validation is the slow part, and the checks only read the decoded documents).
+func frozenSnapshot(t *testing.T) *snapshot {
+	t.Helper()
+	frozenOnce.Do(func() {
+		var pub crypto.PublicKey
+		if pub, frozenErr = LoadPublicKey(filepath.Join(frozenRoot, "frozen.pub")); frozenErr != nil {
+			return
+		}
+		p := DefaultPolicy()
+		p.Keys = []crypto.PublicKey{pub}
+		var ev Evidence
+		if ev, frozenErr = LocateIn(frozenRoot, filepath.Join(frozenRoot, frozenReceipts[0])); frozenErr != nil {
+			return
+		}
+		frozenSnap, frozenErr = load(context.Background(), ev, p, newConfig(nil))
+	})
+	if frozenErr != nil {
+		t.Fatal(frozenErr)
+	}
+	return cloneSnapshot(t, frozenSnap)
+}
+
+// cloneSnapshot copies a snapshot deeply enough for a test to change any fact: the documents are
+// decoded again from the files' bytes.
+func cloneSnapshot(t *testing.T, src *snapshot) *snapshot {
+	t.Helper()
+	s := *src
+	s.policy.Keys = slices.Clone(src.policy.Keys)
+	s.relax = map[Relaxation]bool{}
+	dec := func(raw []byte, v any) {
+		if err := schemas.DecodeInto(raw, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rf := *src.receipt
+	s.receipt = &rf
+	s.rc = new(schemas.ReceiptDoc)
+	dec(rf.raw, s.rc)
+	s.files = map[string]*fileFacts{}
+	s.caseResults = map[string]*schemas.CaseResultDoc{}
+	s.recipes = map[string]*schemas.LaunchRecipeDoc{}
+	for p, f := range src.files {
+		c := *f
+		if f.records != nil {
+			rs := *f.records
+			c.records = &rs
+		}
+		s.files[p] = &c
+	}
+	for p := range src.caseResults {
+		cr := new(schemas.CaseResultDoc)
+		dec(src.files[p].raw, cr)
+		s.caseResults[p] = cr
+	}
+	for p := range src.recipes {
+		r := new(schemas.LaunchRecipeDoc)
+		dec(src.files[p].raw, r)
+		s.recipes[p] = r
+	}
+	s.lifecycle = new(schemas.LifecycleRecordDoc)
+	dec(src.files[src.rc.Lifecycle.Path].raw, s.lifecycle)
+	s.workload = new(schemas.WorkloadDoc)
+	dec(src.files[src.rc.Workload.Path].raw, s.workload)
+	s.attestations = nil
+	for _, a := range src.attestations {
+		c := *a
+		if a.stmt != nil {
+			st := *a.stmt
+			st.subjects = slices.Clone(a.stmt.subjects)
+			c.stmt = &st
+		}
+		c.payload = slices.Clone(a.payload)
+		s.attestations = append(s.attestations, &c)
+	}
+	return &s
+}
+
+// checkCase is one row of a check's table: a change, and the reason expected (nil: no finding).
+type checkCase struct {
+	name   string
+	change func(s *snapshot)
+	want   *Reason
+	status Status // when set, the expected status
+}
+
+func runCheckTable(t *testing.T, check func(*snapshot) CheckResult, cases []checkCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := frozenSnapshot(t)
+			tc.change(s)
+			res := check(s)
+			if res.Status == "" && len(res.Findings) == 0 {
+				res.Status = StatusPassed
+			}
+			if tc.status != "" && res.Status != tc.status {
+				t.Errorf("status %q, want %q (note %q)", res.Status, tc.status, res.Note)
+			}
+			if tc.want == nil {
+				if len(res.Findings) > 0 {
+					t.Fatalf("unexpected findings: %v", res.Findings)
+				}
+				return
+			}
+			for _, f := range res.Findings {
+				if errors.Is(f, tc.want) {
+					if f.Code() != tc.want.Code() || f.Pointer != "" && !strings.HasPrefix(f.Pointer, "/") {
+						t.Errorf("finding %v: code %q pointer %q", f, f.Code(), f.Pointer)
+					}
+					return
+				}
+			}
+			t.Fatalf("no %s finding in %v", tc.want.Code(), res.Findings)
+		})
+	}
+}
+
+func TestCheckSchemas(t *testing.T) {
+	runCheckTable(t, checkSchemas, []checkCase{
+		{"valid evidence", func(s *snapshot) {}, nil, ""},
+		{"receipt not strict JSON", func(s *snapshot) {
+			s.receipt.violations = []schemas.Violation{{Pointer: "/a", Err: &schemas.DecodeError{Pointer: "/a", Err: schemas.ErrDuplicateKey}}}
+		}, ErrInvalidJSON, ""},
+		{"case result breaks its schema", func(s *snapshot) {
+			f := s.files[anyPath(s, "case_result")]
+			f.violations = []schemas.Violation{{Pointer: "/status", Err: fmt.Errorf("%w: bad", schemas.ErrSchema)}}
+		}, ErrSchemaViolation, ""},
+		{"lifecycle breaks a semantic rule", func(s *snapshot) {
+			f := s.files[anyPath(s, "lifecycle_record")]
+			f.violations = []schemas.Violation{{Pointer: "/verdict", Err: fmt.Errorf("%w: passed with residue", schemas.ErrSemantic)}}
+		}, ErrSemanticViolation, ""},
+		{"historical evidence", func(s *snapshot) {
+			f := s.files[anyPath(s, "case_result")]
+			f.violations = []schemas.Violation{{Pointer: "/containment/service", Err: fmt.Errorf("%w: marker thermal", schemas.ErrHistorical)}}
+		}, ErrHistoricalEvidence, ""},
+		{"invalid request record line", func(s *snapshot) {
+			f := s.files[anyPath(s, "request_records")]
+			f.records.invalid = []schemas.Violation{{Pointer: "/2/usage/total_tokens", Err: fmt.Errorf("%w: total", schemas.ErrSemantic)}}
+		}, ErrSemanticViolation, ""},
+		{"unknown contract", func(s *snapshot) {
+			f := s.files[anyPath(s, "workload")]
+			f.violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: x", schemas.ErrUnknownContract)}}
+		}, ErrUnknownContract, ""},
+		{"wrong contract for the role", func(s *snapshot) {
+			f := s.files[anyPath(s, "lifecycle_record")]
+			f.violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: a receipt", ErrWrongContract)}}
+		}, ErrWrongContract, ""},
+	})
+}
+
+// anyPath returns the path of the first artifact of a kind.
+func anyPath(s *snapshot, kind string) string {
+	for _, a := range s.rc.Artifacts {
+		if a.Kind == kind {
+			return a.Path
+		}
+	}
+	panic("no artifact of kind " + kind)
+}
+
+func TestCheckSource(t *testing.T) {
+	commit := func(s *snapshot) string { return s.rc.Source.Commit }
+	runCheckTable(t, checkSource, []checkCase{
+		{"publishable, no checkout", func(s *snapshot) {}, nil, StatusPassed},
+		{"checkout at the receipt's commit", func(s *snapshot) { s.checkout = &checkout{head: commit(s), originMain: commit(s)} }, nil, StatusPassed},
+		{"checkout's origin/main moved on", func(s *snapshot) { s.checkout = &checkout{head: commit(s), originMain: strings.Repeat("2", 40)} }, ErrNotOriginMain, ""},
+		{"dirty tree", func(s *snapshot) { s.rc.Source.Clean = false }, ErrDirtySource, ""},
+		{"not publishable", func(s *snapshot) {
+			s.rc.Publishable = false
+			s.rc.UnpublishableReasons = []string{"HEAD is not origin/main"}
+		}, ErrUnpublished, ""},
+		{"no origin/main", func(s *snapshot) { s.rc.Source.OriginMain = nil }, ErrUnpublished, ""},
+		{"HEAD not origin/main", func(s *snapshot) { om := strings.Repeat("3", 40); s.rc.Source.OriginMain = &om }, ErrUnpublished, ""},
+		{"unpublished but relaxed", func(s *snapshot) {
+			s.rc.Source.OriginMain = nil
+			s.relax = map[Relaxation]bool{RelaxUnpublished: true}
+		}, nil, StatusPassed},
+		{"unpublished, publication not required", func(s *snapshot) {
+			s.rc.Publishable = false
+			s.policy.RequirePublishable = false
+		}, nil, StatusPassed},
+		{"short commit", func(s *snapshot) { s.rc.Source.Commit = "abc123" }, ErrSourceFormat, ""},
+		{"unknown tree hash format", func(s *snapshot) { s.rc.Source.TreeHashFormat = "kiln-source-tree-v1" }, ErrSourceFormat, ""},
+	})
+}
+
+func TestCheckHashes(t *testing.T) {
+	runCheckTable(t, checkHashes, []checkCase{
+		{"every file matches", func(s *snapshot) {}, nil, StatusPassed},
+		{"records changed", func(s *snapshot) { s.files[anyPath(s, "request_records")].digest = schemas.DigestOf([]byte("x")) }, ErrDigestMismatch, ""},
+		{"log grew", func(s *snapshot) { s.files[anyPath(s, "server_log")].size++ }, ErrSizeMismatch, ""},
+		{"lifecycle record missing", func(s *snapshot) {
+			f := s.files[anyPath(s, "lifecycle_record")]
+			f.present, f.digest = false, ""
+		}, ErrMissingFile, ""},
+		{"bound input absent: a warning, not a finding", func(s *snapshot) {
+			f := s.files[anyPath(s, "launch_recipe")]
+			f.present, f.digest = false, ""
+		}, nil, StatusPassed},
+		{"evidence path is a directory", func(s *snapshot) {
+			s.files[anyPath(s, "case_stdout")].readErr = fmt.Errorf("%w: not a regular file", ErrUnreadableFile)
+		}, ErrUnreadableFile, ""},
+		{"evidence at an absolute path", func(s *snapshot) {
+			for i, a := range s.rc.Artifacts {
+				if a.Kind == "server_log" {
+					s.rc.Artifacts[i].Path = "/var/log/server.log"
+					s.files["/var/log/server.log"] = &fileFacts{path: "/var/log/server.log", kind: "server_log"}
+				}
+			}
+		}, ErrUnreadableFile, ""},
+		{"result binds another case result", func(s *snapshot) {
+			s.rc.Results[0].CaseResult.Digest = schemas.DigestOf([]byte("other"))
+		}, ErrReferenceMismatch, ""},
+		{"lifecycle reference not listed", func(s *snapshot) { s.rc.Lifecycle.Path = "elsewhere/lifecycle.json" }, ErrReferenceMismatch, ""},
+		{"workload digest differs from its artifact", func(s *snapshot) { s.rc.Workload.Digest = schemas.DigestOf([]byte("w")) }, ErrReferenceMismatch, ""},
+		{"subject binds other bytes", func(s *snapshot) {
+			s.attestations[0].stmt.subjects[2].digest = schemas.DigestOf([]byte("y"))
+		}, ErrSubjectMismatch, ""},
+	})
+}
+
+func TestCheckSignature(t *testing.T) {
+	runCheckTable(t, checkSignature, []checkCase{
+		{"envelope and bundle verify", func(s *snapshot) {}, nil, StatusPassed},
+		{"no attestation", func(s *snapshot) { s.attestations = nil }, ErrUnsigned, ""},
+		{"no attestation, allowed unsigned", func(s *snapshot) {
+			s.attestations = nil
+			s.relax = map[Relaxation]bool{RelaxUnsigned: true}
+		}, nil, StatusSkipped},
+		{"no signature verifies", func(s *snapshot) { s.attestations[1].signer = "" }, ErrBadSignature, ""},
+		{"malformed bundle", func(s *snapshot) {
+			s.attestations[1] = &attestation{kind: "bundle", path: s.attestations[1].path, malformed: malformedf("mediaType")}
+		}, ErrMalformedAttestation, ""},
+		{"a subject is missing", func(s *snapshot) {
+			st := *s.attestations[0].stmt
+			st.subjects = st.subjects[:len(st.subjects)-1]
+			s.attestations[0].stmt = &st
+		}, ErrStatementMismatch, ""},
+		{"receipt is not the first subject", func(s *snapshot) {
+			st := *s.attestations[0].stmt
+			st.subjects = append([]subject{st.subjects[1], st.subjects[0]}, st.subjects[2:]...)
+			s.attestations[0].stmt = &st
+		}, ErrStatementMismatch, ""},
+		{"predicate names another host", func(s *snapshot) {
+			pred := map[string]any{}
+			for k, v := range s.attestations[0].stmt.predicate {
+				pred[k] = v
+			}
+			pred["host_id"] = "other-host"
+			s.attestations[0].stmt = &statement{subjects: s.attestations[0].stmt.subjects, predicate: pred}
+		}, ErrStatementMismatch, ""},
+		{"envelope and bundle carry different statements", func(s *snapshot) {
+			s.attestations[1].payload = append([]byte{' '}, s.attestations[1].payload...)
+		}, ErrAttestationsDiffer, ""},
+	})
+}
+
+func TestCleanupRecord(t *testing.T) {
+	ok := func() *schemas.LifecycleRecordDoc {
+		s := frozenSnapshot(t)
+		return s.lifecycle
+	}
+	code := func(v int64) *int64 { return &v }
+	cases := []struct {
+		name   string
+		change func(l *schemas.LifecycleRecordDoc, ctx *lifecycleContext)
+		want   *Reason
+	}{
+		{"clean lifecycle", func(*schemas.LifecycleRecordDoc, *lifecycleContext) {}, nil},
+		{"never ready", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Readiness.Ready = false }, ErrNotReady},
+		{"ready after the deadline", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) {
+			l.Readiness.ElapsedMs = l.Readiness.DeadlineMs + 1
+		}, ErrReadyLate},
+		{"ready without a time", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Readiness.TReadyNs = nil }, ErrLifecycleIncomplete},
+		{"port taken before launch", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Port.FreeBeforeLaunch = false }, ErrPortTaken},
+		{"listener not owned", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Listener.Owned = false }, ErrListenerNotOwned},
+		{"owned listener without inode", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Listener.Inodes = nil }, ErrListenerNotOwned},
+		{"forced shutdown", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Shutdown.Forced = true }, ErrForcedShutdown},
+		{"exit not acceptable", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Shutdown.Acceptable = false }, ErrExitNotAcceptable},
+		{"exit code not in the recipe", func(l *schemas.LifecycleRecordDoc, ctx *lifecycleContext) {
+			l.Shutdown.ExitCode = code(143)
+			ctx.recipes = map[string]*schemas.LaunchRecipeDoc{l.Recipe.Digest: {AcceptableExitCodes: []int64{0}}}
+		}, ErrExitNotAcceptable},
+		{"residue process", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) {
+			l.Residue.Processes = []schemas.ResidueProcess{{PID: 9, Comm: "sleep", Escaped: true}}
+		}, ErrResidue},
+		{"residue listener", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) {
+			l.Residue.Listeners = []schemas.ResidueListener{{Port: 18091, Inode: 7}}
+		}, ErrResidue},
+		{"failed verdict", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) {
+			l.Verdict, l.Failures = "failed", []string{"interrupted"}
+		}, ErrLifecycleFailed},
+		{"no launch identity", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Launch = nil }, ErrLifecycleIncomplete},
+		{"no shutdown", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Shutdown = nil }, ErrLifecycleIncomplete},
+		{"receipt says otherwise", func(_ *schemas.LifecycleRecordDoc, ctx *lifecycleContext) { ctx.receiptVerdict = "failed" }, ErrLifecycleMismatch},
+		{"another recipe", func(_ *schemas.LifecycleRecordDoc, ctx *lifecycleContext) {
+			ctx.recipeDigests = []string{schemas.DigestOf(nil)}
+		}, ErrLifecycleMismatch},
+		{"another server binary", func(_ *schemas.LifecycleRecordDoc, ctx *lifecycleContext) {
+			ctx.binaries = []string{schemas.DigestOf(nil)}
+		}, ErrLifecycleMismatch},
+		{"another log", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Launch.Log.Bytes++ }, ErrLifecycleMismatch},
+	}
+	s := frozenSnapshot(t)
+	base := lifecycleContext{receiptVerdict: "passed", recipes: s.recipesByDigest(), recipeDigests: digestsOfKind(s.rc, "launch_recipe"),
+		logs: artifactsOfKind(s.rc, "server_log"), binaries: digestsOfKind(s.rc, "server_binary")}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := ok()
+			ctx := base
+			tc.change(l, &ctx)
+			c := &collector{check: CheckCleanup}
+			cleanupRecord(c, "lifecycle.json", l, ctx)
+			if tc.want == nil {
+				if len(c.out) > 0 {
+					t.Fatalf("unexpected findings %v", c.out)
+				}
+				return
+			}
+			for _, f := range c.out {
+				if errors.Is(f, tc.want) {
+					return
+				}
+			}
+			t.Fatalf("no %s in %v", tc.want.Code(), c.out)
+		})
+	}
+}
+
+func TestCheckCleanup(t *testing.T) {
+	runCheckTable(t, checkCleanup, []checkCase{
+		{"owned server, clean", func(s *snapshot) {}, nil, StatusPassed},
+		{"serving without a lifecycle record", func(s *snapshot) { s.rc.Lifecycle = nil }, ErrNoLifecycle, ""},
+		{"command-only campaign", func(s *snapshot) {
+			s.rc.Lifecycle = nil
+			s.rc.Artifacts = artifactsOfKind(s.rc, "workload", "case_result")
+			for p, cr := range s.caseResults {
+				if len(cr.Rows) > 0 {
+					delete(s.caseResults, p)
+				}
+			}
+		}, nil, StatusSkipped},
+		{"lifecycle record unreadable", func(s *snapshot) { s.lifecycle = nil }, ErrLifecycleIncomplete, ""},
+	})
+}
+
+func TestCheckTolerances(t *testing.T) {
+	runCheckTable(t, checkTolerances, []checkCase{
+		{"every number recomputes", func(s *snapshot) {}, nil, StatusPassed},
+		{"failed verdict", func(s *snapshot) { s.rc.Qualification.Verdict = "failed" }, ErrVerdictFailed, ""},
+		{"result summary differs", func(s *snapshot) { s.rc.Results[0].Metrics = s.rc.Results[0].Metrics[1:] }, ErrResultMismatch, ""},
+		{"passed result, failed case result", func(s *snapshot) { s.caseResults[s.rc.Results[0].CaseResult.Path].Status = "failed" }, ErrResultMismatch, ""},
+		{"row count differs", func(s *snapshot) { s.caseResults[s.rc.Results[0].CaseResult.Path].Rows[0].Successes-- }, ErrRowMismatch, ""},
+		{"window differs", func(s *snapshot) { s.caseResults[s.rc.Results[0].CaseResult.Path].Rows[1].WindowSeconds *= 1.01 }, ErrRowMismatch, ""},
+		{"degraded flag differs", func(s *snapshot) { s.caseResults[s.rc.Results[0].CaseResult.Path].Rows[0].Fidelity.Degraded = true }, ErrRowMismatch, ""},
+		{"case headline differs", func(s *snapshot) {
+			cr := s.caseResults[s.rc.Results[0].CaseResult.Path]
+			cr.Metrics[3].Value++
+		}, ErrMetricMismatch, ""},
+		{"tolerance for an unknown metric", func(s *snapshot) {
+			cr := s.caseResults[s.rc.Results[1].CaseResult.Path]
+			cr.Tolerances = []schemas.Tolerance{{Metric: "kv_hit_rate", AbsoluteTolerance: 0.1}}
+		}, ErrUnknownTolerance, ""},
+		{"case_pass contradicts the status", func(s *snapshot) {
+			cr := s.caseResults[s.rc.Results[1].CaseResult.Path]
+			cr.Metrics[0].Value = 0
+			s.rc.Results[1].Metrics = cr.Metrics
+		}, ErrDeclaredMetrics, ""},
+		{"receipt metric differs", func(s *snapshot) { s.rc.Metrics[0].Value = 7 }, ErrMetricMismatch, ""},
+	})
+}
+
+func TestCheckMetricList(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	m := func(name string, v float64, samples int64) schemas.Metric {
+		return schemas.Metric{Name: name, Value: v, Unit: "ms", Aggregation: "p50", Direction: lowerBetter, Formula: "ttft.v1", Samples: n(samples)}
+	}
+	want := []schemas.Metric{m("a", 10, 5), m("b", 2, 5)}
+	tol := Tolerance{1e-9, 1e-9}
+	cases := []struct {
+		name     string
+		recorded []schemas.Metric
+		findings int
+	}{
+		{"equal", []schemas.Metric{m("a", 10, 5), m("b", 2, 5)}, 0},
+		{"within tolerance", []schemas.Metric{m("a", 10+5e-9, 5), m("b", 2, 5)}, 0},
+		{"beyond tolerance", []schemas.Metric{m("a", 10.001, 5), m("b", 2, 5)}, 1},
+		{"other sample count", []schemas.Metric{m("a", 10, 4), m("b", 2, 5)}, 1},
+		{"missing", []schemas.Metric{m("a", 10, 5)}, 1},
+		{"undefined", []schemas.Metric{m("a", 10, 5), m("b", 2, 5), m("c", 1, 1)}, 1},
+		{"diagnostic left alone", []schemas.Metric{m("a", 10, 5), m("b", 2, 5), {Name: "server.x.delta", Value: 3, Diagnostic: true}}, 0},
+	}
+	for _, tc := range cases {
+		c := &collector{check: CheckTolerances}
+		checkMetricList(c, "f", "/metrics", tc.recorded, want, tol, nil)
+		if len(c.out) != tc.findings {
+			t.Errorf("%s: %d findings %v, want %d", tc.name, len(c.out), c.out, tc.findings)
+		}
+		for _, f := range c.out {
+			if !errors.Is(f, ErrMetricMismatch) {
+				t.Errorf("%s: %v is not a metric mismatch", tc.name, f)
+			}
+		}
+	}
+}
+
+func TestCheckCommand(t *testing.T) {
+	one := int64(1)
+	metric := func(name string, v float64) schemas.Metric {
+		return schemas.Metric{Name: name, Value: v, Unit: "x", Aggregation: "exact", Direction: noDirection, Formula: "runner." + name + ".v1", Samples: &one}
+	}
+	runnerCase := &schemas.Case{Kind: "command", ID: "c", ExpectedExitCodes: []int64{0, 3},
+		ResultProtocol: &schemas.ResultProtocol{Producer: "runner", DeclaredMetrics: []string{"case_pass", "exit_code"}}}
+	commandCase := &schemas.Case{Kind: "command", ID: "c",
+		ResultProtocol: &schemas.ResultProtocol{Producer: "command", DeclaredMetrics: []string{"hit_rate", "latency"}}}
+	cases := []struct {
+		name    string
+		status  string
+		metrics []schemas.Metric
+		wc      *schemas.Case
+		want    bool
+	}{
+		{"runner, passed", "passed", []schemas.Metric{metric("case_pass", 1), metric("exit_code", 3), metric("output_assertion_failures", 0)}, runnerCase, false},
+		{"runner, failed", "failed", []schemas.Metric{metric("case_pass", 0), metric("exit_code", 1), metric("output_assertion_failures", 2)}, runnerCase, false},
+		{"case_pass 1 on failure", "failed", []schemas.Metric{metric("case_pass", 1), metric("exit_code", 1), metric("output_assertion_failures", 0)}, runnerCase, true},
+		{"unexpected exit code", "passed", []schemas.Metric{metric("case_pass", 1), metric("exit_code", 2), metric("output_assertion_failures", 0)}, runnerCase, true},
+		{"assertion failures in a pass", "passed", []schemas.Metric{metric("case_pass", 1), metric("exit_code", 0), metric("output_assertion_failures", 1)}, runnerCase, true},
+		{"declared runner metric missing", "passed", []schemas.Metric{metric("case_pass", 1), metric("output_assertion_failures", 0)}, runnerCase, true},
+		{"a non-runner metric", "passed", []schemas.Metric{metric("case_pass", 1), metric("exit_code", 0), metric("latency", 1)}, runnerCase, true},
+		{"command, as declared", "passed", []schemas.Metric{metric("latency", 1), metric("hit_rate", 0.5)}, commandCase, false},
+		{"command, undeclared metric", "passed", []schemas.Metric{metric("latency", 1), metric("hit_rate", 0.5), metric("extra", 1)}, commandCase, true},
+		{"command, missing metric", "passed", []schemas.Metric{metric("latency", 1)}, commandCase, true},
+	}
+	for _, tc := range cases {
+		c := &collector{check: CheckTolerances}
+		checkCommand(c, "f", &schemas.CaseResultDoc{CaseID: "c", Status: tc.status, Metrics: tc.metrics}, tc.wc)
+		if (len(c.out) > 0) != tc.want {
+			t.Errorf("%s: findings %v, want some: %v", tc.name, c.out, tc.want)
+		}
+		for _, f := range c.out {
+			if !errors.Is(f, ErrDeclaredMetrics) {
+				t.Errorf("%s: %v", tc.name, f)
+			}
+		}
+	}
+}
+
+func TestCheckComparability(t *testing.T) {
+	rowMetric := func(s *snapshot, name string) *schemas.Metric {
+		for _, cr := range s.caseResults {
+			for j := range cr.Rows {
+				for k := range cr.Rows[j].Metrics {
+					if cr.Rows[j].Metrics[k].Name == name {
+						return &cr.Rows[j].Metrics[k]
+					}
+				}
+			}
+		}
+		panic(name)
+	}
+	runCheckTable(t, checkComparability, []checkCase{
+		{"like-for-like evidence", func(s *snapshot) {}, nil, StatusPassed},
+		{"no workload", func(s *snapshot) { s.workload = nil }, nil, StatusSkipped},
+		{"another workload id", func(s *snapshot) { s.rc.Workload.ID = "other-workload" }, ErrWorkloadMismatch, ""},
+		{"another seed", func(s *snapshot) { v := int64(1); s.rc.Workload.Seed = &v }, ErrWorkloadMismatch, ""},
+		{"undeclared variant", func(s *snapshot) { s.rc.Workload.Variant = "cpu-z" }, ErrWorkloadMismatch, ""},
+		{"a case missing", func(s *snapshot) { s.rc.Results = s.rc.Results[:1] }, ErrWorkloadMismatch, ""},
+		{"effective config differs", func(s *snapshot) {
+			s.caseResults[s.rc.Results[0].CaseResult.Path].EffectiveConfig = schemas.Config{"server": map[string]any{"token_interval_ms": 9}}
+		}, ErrConfigMismatch, ""},
+		{"prompt set differs from the corpus", func(s *snapshot) {
+			s.caseResults[s.rc.Results[0].CaseResult.Path].Rows[1].PromptSetSHA256 = schemas.DigestOf([]byte("p"))
+		}, ErrCorpusMismatch, ""},
+		{"corpus prompt replaced in the workload", func(s *snapshot) {
+			s.workload.Variants[0].Cases[0].Corpus.Prompts[0].Text = "another prompt"
+		}, ErrCorpusMismatch, ""},
+		{"undeclared row", func(s *snapshot) { s.caseResults[s.rc.Results[0].CaseResult.Path].Rows[1].Concurrency = 64 }, ErrUnlikeRows, ""},
+		{"decode rate labelled as window throughput", func(s *snapshot) {
+			rowMetric(s, "output_throughput_window").Formula = "decode_rate.v1"
+		}, ErrFormulaMismatch, ""},
+		{"metric unit changed", func(s *snapshot) { rowMetric(s, "ttft_ms.p50").Unit = "s" }, ErrFormulaMismatch, ""},
+		{"rule expects another formula", func(s *snapshot) {
+			s.workload.ComparisonPolicy.MetricRules[3].Formula = "decode_rate.v1"
+		}, ErrFormulaMismatch, ""},
+	})
+}
+
+func TestMetricDefinitions(t *testing.T) {
+	cases := []struct {
+		name string
+		want identity
+		ok   bool
+	}{
+		{"ttft_ms.p99", identity{"ms", "p99", lowerBetter, "ttft.v1"}, true},
+		{"decode_rate.p99.9", identity{"tokens/s", "p99.9", higherBetter, "decode_rate.v1"}, true},
+		{"output_throughput_window", identity{"tokens/s", "rate", higherBetter, "output_throughput_window.v1"}, true},
+		{"request_failures.timeout", identity{"requests", "count", lowerBetter, "request_failures_by_class.v1"}, true},
+		{"ttft_ms.p42", identity{}, false},
+		{"server.requests.delta", identity{}, false},
+	}
+	for _, tc := range cases {
+		got, ok := rowDefinition(tc.name)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("rowDefinition(%s) = %v %v, want %v %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+	for name, want := range map[string]identity{
+		"decode_rate.p50.worst_row":         {"tokens/s", "min", higherBetter, "decode_rate.v1"},
+		"ttft_ms.p99.worst_row":             {"ms", "max", lowerBetter, "ttft.v1"},
+		"output_throughput_window.best_row": {"tokens/s", "max", higherBetter, "output_throughput_window.v1"},
+		"request_count":                     {"count", "count", noDirection, "campaign.request_count.v1"},
+	} {
+		if got, ok := caseDefinition(name); !ok || got != want {
+			t.Errorf("caseDefinition(%s) = %v %v, want %v", name, got, ok, want)
+		}
+	}
+}
+
+func TestCheckScope(t *testing.T) {
+	runCheckTable(t, checkScope, []checkCase{
+		{"cpu on a cpu", func(s *snapshot) {}, nil, StatusPassed},
+		{"backend differs from the variant", func(s *snapshot) { s.rc.Qualification.Backend = "cuda" }, ErrScopeBackend, ""},
+		{"accelerator without a driver", func(s *snapshot) {
+			s.rc.Qualification.Backend = "rocm"
+			s.workload.Variants[0].Backend = "rocm"
+		}, ErrScopeDevice, ""},
+	})
+	s := frozenSnapshot(t)
+	s.rc.Environment.HostID = "gpu-07"
+	s.rc.Qualification.Backend = "cuda"
+	s.rc.Environment.Device = schemas.Device{Name: "NVIDIA H200", Architecture: "sm_90", Driver: "cuda 13.0"}
+	want := "host gpu-07, backend cuda, device NVIDIA H200 (sm_90, driver cuda 13.0): the result describes this host, backend and device only"
+	if got := scopeStatement(s); got != want {
+		t.Errorf("scope %q, want %q", got, want)
+	}
+}
+
+func TestInvalidReceiptSkipsTheRest(t *testing.T) {
+	s := frozenSnapshot(t)
+	s.rc = nil
+	for _, c := range checks[1:] {
+		if r := c.run(s); r.Status != StatusSkipped {
+			t.Errorf("%s: %s, want skipped", c.name, r.Status)
+		}
+	}
+}
+
+func TestFindingsCapped(t *testing.T) {
+	var fs []Finding
+	for i := range MaxFindingsPerCheck + 50 {
+		fs = append(fs, Finding{Check: CheckSchemas, File: "f", Pointer: jp(i), Err: fmt.Errorf("%w: x", ErrSchemaViolation)})
+	}
+	got := capFindings(fs)
+	if len(got) != MaxFindingsPerCheck || !errors.Is(got[len(got)-1], ErrFindingsTruncated) || !strings.Contains(got[len(got)-1].Error(), "51 more") {
+		t.Fatalf("capped to %d, last %v", len(got), got[len(got)-1])
+	}
+}

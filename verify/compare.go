@@ -1,0 +1,736 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// Mode is a comparison mode of a workload's comparison policy (Kiln's modes, and qualkit's
+// self-contained correctness, which compares nothing).
+type Mode string
+
+// Comparison modes.
+const (
+	SameEnvironmentPerformance Mode = "same_environment_performance"
+	DeclaredABVariants         Mode = "declared_ab_variants"
+	CrossBackendCorrectness    Mode = "cross_backend_correctness"
+	SelfContainedCorrectness   Mode = "self_contained_correctness"
+)
+
+// Comparison is the outcome of Compare.
+type Comparison struct {
+	// Mode is the mode applied: the workload's, or same_environment_performance when a declared
+	// A/B workload compares a variant with itself.
+	Mode Mode
+	// Compatible is true when no difference was rejected: the rows are like for like.
+	Compatible bool
+	// OK is true when the comparison is compatible, both sides verified without finding, and
+	// every metric rule passed or was skipped.
+	OK                  bool
+	Baseline, Candidate Side
+	// Rejected are the differences that make the receipts incomparable; Allowed those the mode
+	// permits (reported, never silent).
+	Rejected, Allowed []Difference
+	// EvidenceErrors are the findings of verifying each side; rules are evaluated only without them.
+	EvidenceErrors []EvidenceError
+	// Evaluations are the metric rules applied, per matched row or result.
+	Evaluations []Evaluation
+	Warnings    []string
+}
+
+// EvidenceError is a finding of verifying one side ("baseline" or "candidate").
+type EvidenceError struct {
+	Side string
+	Finding
+}
+
+// Side identifies one compared receipt.
+type Side struct {
+	Receipt   string `json:"receipt"`
+	ReceiptID string `json:"receipt_id"`
+	Digest    string `json:"digest"`
+	Variant   string `json:"variant"`
+	Backend   string `json:"backend"`
+	HostID    string `json:"host_id"`
+	Verdict   string `json:"verdict"`
+	// Verification is the side's verification verdict.
+	Verification Verdict `json:"verification"`
+}
+
+// Difference is one difference between the compared receipts, at a dot path (e.g.
+// "environment.device.name", "results.chat-stream.r0.rows.c2-r0.prompt_set_sha256"), with the
+// Reason that classifies it.
+type Difference struct {
+	Path      string
+	Err       error
+	Baseline  any
+	Candidate any
+}
+
+// Code returns the difference's reason code.
+func (d Difference) Code() string { return codeOf(d.Err) }
+
+// Evaluation is one metric rule applied to one matched row or result.
+type Evaluation struct {
+	// Scope is "results/<id>/r<repetition>/metrics/<metric>" or
+	// "results/<id>/r<repetition>/rows/c<concurrency>-r<repetition>/metrics/<metric>".
+	Scope             string  `json:"scope"`
+	Metric            string  `json:"metric"`
+	MetricClass       string  `json:"metric_class"`
+	Unit              string  `json:"unit"`
+	Aggregation       string  `json:"aggregation"`
+	Direction         string  `json:"direction"`
+	Formula           string  `json:"formula"`
+	Operator          string  `json:"operator"`
+	AbsoluteTolerance float64 `json:"absolute_tolerance"`
+	RelativeTolerance float64 `json:"relative_tolerance"`
+	Required          bool    `json:"required"`
+	Status            string  `json:"status"` // passed, failed, skipped
+	// Code is the reason code of a failure: rule_failed, output_mismatch, formula_mismatch or
+	// metric_mismatch (a required metric missing); "" otherwise.
+	Code      string   `json:"code"`
+	Reason    string   `json:"reason"`
+	Baseline  *float64 `json:"baseline"`
+	Candidate *float64 `json:"candidate"`
+	// Tolerance is max(absolute, |baseline| x relative); Violation is |c-b| (equal), max(0, c-b)
+	// (not_greater) or max(0, b-c) (not_less).
+	Tolerance             *float64 `json:"tolerance"`
+	Violation             *float64 `json:"violation"`
+	AbsoluteChange        *float64 `json:"absolute_change"`
+	RelativeChangePercent *float64 `json:"relative_change_percent"`
+}
+
+// Compare compares a candidate receipt with a baseline under the comparison policy of their
+// workload. Each side is verified first (with policy; signatures only when policy pins keys);
+// then the receipts must be like for like under the mode (workload, variants, environment,
+// source, bound inputs, rows, prompt sets, metric identities); then, only if they are and both
+// sides verified cleanly, the workload's metric rules are evaluated with tolerance
+// max(absolute, |baseline| x relative), tightened (never loosened) by policy.Metrics.
+// The error is non-nil only when the comparison could not be carried out.
+func Compare(ctx context.Context, baseline, candidate Evidence, policy Policy, opts ...Option) (*Comparison, error) {
+	cfg := newConfig(opts)
+	cfg.skipSign = len(policy.Keys) == 0
+	bres, bs, err := verify(ctx, baseline, policy, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("baseline %s: %w", baseline.Receipt, err)
+	}
+	cres, cs, err := verify(ctx, candidate, policy, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("candidate %s: %w", candidate.Receipt, err)
+	}
+	cmp := &Comparison{Baseline: sideOf(bs, bres), Candidate: sideOf(cs, cres)}
+	for _, f := range bres.Findings {
+		cmp.EvidenceErrors = append(cmp.EvidenceErrors, EvidenceError{"baseline", f})
+	}
+	for _, f := range cres.Findings {
+		cmp.EvidenceErrors = append(cmp.EvidenceErrors, EvidenceError{"candidate", f})
+	}
+	if cfg.skipSign {
+		cmp.Warnings = append(cmp.Warnings, "signatures were not checked (no public key)")
+	}
+	for _, w := range bres.Warnings {
+		cmp.Warnings = append(cmp.Warnings, "baseline: "+w)
+	}
+	for _, w := range cres.Warnings {
+		cmp.Warnings = append(cmp.Warnings, "candidate: "+w)
+	}
+	if bs.rc == nil || cs.rc == nil {
+		cmp.reject("receipt", ErrWorkloadMismatch, "a receipt is invalid: nothing can be compared", nil, nil)
+		return cmp.finish(), nil
+	}
+	w := bs.workload
+	if w == nil {
+		w = cs.workload
+	}
+	if w == nil {
+		return nil, fmt.Errorf("%w: the workload %s is not available on either side: the comparison policy is unknown", ErrEvidence, bs.rc.Workload.Path)
+	}
+	c := &comparer{cmp: cmp, b: bs, c: cs, w: w, policy: policy}
+	c.compatibility()
+	if cmp.Mode != "" && len(cmp.Rejected) == 0 && len(cmp.EvidenceErrors) == 0 {
+		c.rules()
+	}
+	return cmp.finish(), nil
+}
+
+func sideOf(s *snapshot, r *Result) Side {
+	side := Side{Receipt: s.ev.Receipt, Verification: r.Verdict}
+	if s.receipt != nil {
+		side.Digest = s.receipt.digest
+	}
+	if rc := s.rc; rc != nil {
+		side.ReceiptID, side.Variant, side.Backend = rc.ReceiptID, rc.Workload.Variant, rc.Qualification.Backend
+		side.HostID, side.Verdict = rc.Environment.HostID, rc.Qualification.Verdict
+	}
+	return side
+}
+
+func (c *Comparison) reject(path string, r *Reason, msg string, b, cand any) {
+	c.Rejected = append(c.Rejected, Difference{Path: path, Err: &findingError{reason: r, msg: r.text + ": " + msg}, Baseline: b, Candidate: cand})
+}
+
+func (c *Comparison) allow(path string, r *Reason, msg string, b, cand any) {
+	c.Allowed = append(c.Allowed, Difference{Path: path, Err: &findingError{reason: r, msg: r.text + " (allowed): " + msg}, Baseline: b, Candidate: cand})
+}
+
+func (c *Comparison) finish() *Comparison {
+	c.Compatible = len(c.Rejected) == 0 && c.Mode != ""
+	c.OK = c.Compatible && len(c.EvidenceErrors) == 0
+	for _, e := range c.Evaluations {
+		if e.Status == "failed" {
+			c.OK = false
+		}
+	}
+	return c
+}
+
+type comparer struct {
+	cmp    *Comparison
+	b, c   *snapshot
+	w      *schemas.WorkloadDoc
+	policy Policy
+}
+
+// compatibility decides whether the receipts are like for like under the mode.
+func (x *comparer) compatibility() {
+	cmp, b, c := x.cmp, x.b.rc, x.c.rc
+	if x.b.receipt.digest == x.c.receipt.digest || b.ReceiptID == c.ReceiptID {
+		cmp.reject("receipt_id", ErrWorkloadMismatch, "baseline and candidate are the same receipt", b.ReceiptID, c.ReceiptID)
+	}
+	// The workload binding.
+	for _, d := range []struct {
+		path string
+		b, c any
+	}{
+		{"workload.id", b.Workload.ID, c.Workload.ID},
+		{"workload.digest", b.Workload.Digest, c.Workload.Digest},
+		{"workload.seed", b.Workload.Seed, c.Workload.Seed},
+		{"workload.variables", b.Workload.Variables, c.Workload.Variables},
+		{"qualification.kind", b.Qualification.Kind, c.Qualification.Kind},
+	} {
+		if !canonicalEqual(d.b, d.c) {
+			cmp.reject(d.path, ErrWorkloadMismatch, "the workload binding differs", d.b, d.c)
+		}
+	}
+	if b.Source.TreeHashFormat != c.Source.TreeHashFormat {
+		cmp.reject("source.tree_hash_format", ErrSourceMismatch, "tree hash formats differ", b.Source.TreeHashFormat, c.Source.TreeHashFormat)
+	} else if b.Source.TreeHash != c.Source.TreeHash {
+		// qualkit's tree hash covers the whole repository (receipts too), so any commit between two
+		// campaigns changes it; like for like is decided by the bound inputs below.
+		cmp.allow("source.tree_hash", ErrSourceMismatch, "the campaigns ran from different source trees (commits "+b.Source.Commit+", "+c.Source.Commit+"); their bound inputs are compared instead", b.Source.TreeHash, c.Source.TreeHash)
+	}
+	cp := x.w.ComparisonPolicy
+	if cp == nil {
+		cmp.reject("workload.comparison_policy", ErrModeRefused, "the workload declares no comparison policy", nil, nil)
+		return
+	}
+	mode := Mode(cp.Mode)
+	switch {
+	case mode == SelfContainedCorrectness:
+		cmp.reject("comparison_policy.mode", ErrModeRefused, "self_contained_correctness results are verified alone, never compared", nil, nil)
+		return
+	case mode == DeclaredABVariants && b.Workload.Variant == c.Workload.Variant:
+		mode = SameEnvironmentPerformance
+		cmp.Warnings = append(cmp.Warnings, "both receipts ran variant "+b.Workload.Variant+": compared as same_environment_performance")
+	}
+	cmp.Mode = mode
+	envB, _ := x.b.rcTree["environment"].(map[string]any)
+	envC, _ := x.c.rcTree["environment"].(map[string]any)
+	envDiff := diffLeaves(envB, envC, "")
+	switch mode {
+	case SameEnvironmentPerformance:
+		if b.Workload.Variant != c.Workload.Variant {
+			cmp.reject("workload.variant", ErrModeRefused, "same_environment_performance compares one variant with itself", b.Workload.Variant, c.Workload.Variant)
+		}
+		x.environment(envDiff, nil)
+	case DeclaredABVariants:
+		var pair *schemas.VariantPair
+		for i := range cp.VariantPairs {
+			if cp.VariantPairs[i].BaselineVariantID == b.Workload.Variant && cp.VariantPairs[i].CandidateVariantID == c.Workload.Variant {
+				pair = &cp.VariantPairs[i]
+			}
+		}
+		if pair == nil {
+			cmp.reject("workload.variant", ErrModeRefused, "the pair (baseline "+b.Workload.Variant+", candidate "+c.Workload.Variant+") is not declared (direction matters)", b.Workload.Variant, c.Workload.Variant)
+			break
+		}
+		x.environment(envDiff, nil)
+		x.configs(pair.AllowedEffectiveConfigDifferences)
+	case CrossBackendCorrectness:
+		var pair *schemas.BackendPair
+		for i, bp := range cp.BackendPairs {
+			ab := bp.BackendA == b.Qualification.Backend && bp.VariantAID == b.Workload.Variant && bp.BackendB == c.Qualification.Backend && bp.VariantBID == c.Workload.Variant
+			ba := bp.BackendB == b.Qualification.Backend && bp.VariantBID == b.Workload.Variant && bp.BackendA == c.Qualification.Backend && bp.VariantAID == c.Workload.Variant
+			if ab || ba {
+				pair = &cp.BackendPairs[i]
+			}
+		}
+		if pair == nil {
+			cmp.reject("qualification.backend", ErrModeRefused, fmt.Sprintf("(%s %s, %s %s) is not a declared backend pair", b.Qualification.Backend, b.Workload.Variant, c.Qualification.Backend, c.Workload.Variant), b.Qualification.Backend, c.Qualification.Backend)
+			break
+		}
+		x.environment(envDiff, pair.AllowedEnvironmentDifferences)
+		for _, p := range pair.AllowedEnvironmentDifferences {
+			vb, okb := lookupDot(envB, p)
+			vc, okc := lookupDot(envC, p)
+			switch {
+			case !okb && !okc:
+				cmp.reject("environment."+p, ErrEnvironmentMismatch, "a declared environment difference names a path absent on both sides", nil, nil)
+			case !isScalar(vb) || !isScalar(vc):
+				cmp.reject("environment."+p, ErrEnvironmentMismatch, "a declared environment difference names a non-scalar path", vb, vc)
+			case okb && okc && canonicalEqual(vb, vc):
+				cmp.reject("environment."+p, ErrEnvironmentMismatch, "a declared environment difference is equal on both sides", vb, vc)
+			}
+		}
+	default:
+		cmp.reject("comparison_policy.mode", ErrModeRefused, "unknown mode "+string(mode), nil, nil)
+		return
+	}
+	x.artifacts(mode)
+	x.rows(mode)
+}
+
+// environment rejects every environment difference not in allowed (dot paths below environment).
+func (x *comparer) environment(diff []leafDiff, allowed []string) {
+	for _, d := range diff {
+		if slices.Contains(allowed, d.path) {
+			x.cmp.allow("environment."+d.path, ErrEnvironmentMismatch, "declared by the backend pair", d.b, d.c)
+			continue
+		}
+		x.cmp.reject("environment."+d.path, ErrEnvironmentMismatch, "the environment must be identical in this mode", d.b, d.c)
+	}
+}
+
+// configs compares the two variants' effective configurations: exactly the declared paths differ.
+func (x *comparer) configs(allowed []string) {
+	vb, vc := variantOf(x.w, x.b.rc.Workload.Variant), variantOf(x.w, x.c.rc.Workload.Variant)
+	if vb == nil || vc == nil {
+		x.cmp.reject("workload.variant", ErrWorkloadMismatch, "a variant is not declared by the workload", x.b.rc.Workload.Variant, x.c.rc.Workload.Variant)
+		return
+	}
+	var cb, cc map[string]any
+	_ = roundTrip(vb.EffectiveConfig, &cb)
+	_ = roundTrip(vc.EffectiveConfig, &cc)
+	diff := diffLeaves(cb, cc, "")
+	seen := map[string]bool{}
+	for _, d := range diff {
+		seen[d.path] = true
+		if slices.Contains(allowed, d.path) {
+			x.cmp.allow("effective_config."+d.path, ErrConfigMismatch, "declared by the variant pair", d.b, d.c)
+		} else {
+			x.cmp.reject("effective_config."+d.path, ErrConfigMismatch, "not among the pair's allowed differences", d.b, d.c)
+		}
+	}
+	for _, p := range allowed {
+		if !seen[p] {
+			x.cmp.reject("effective_config."+p, ErrConfigMismatch, "a declared difference is not a difference (absent, non-scalar or equal)", nil, nil)
+		}
+	}
+}
+
+func variantOf(w *schemas.WorkloadDoc, id string) *schemas.Variant {
+	for i := range w.Variants {
+		if w.Variants[i].ID == id {
+			return &w.Variants[i]
+		}
+	}
+	return nil
+}
+
+// inputKinds are the bound inputs that decide what ran; per mode some may differ.
+var inputKinds = []string{"model_weight", "model_config", "tokenizer", "chat_template", "model_file", "corpus", "workload", "runtime_manifest", "launch_recipe", "server_binary", "config_file"}
+
+// artifacts compares the bound inputs (per-run evidence excluded) kind by kind.
+func (x *comparer) artifacts(mode Mode) {
+	group := func(s *snapshot) map[string][]string {
+		out := map[string][]string{}
+		for _, a := range s.rc.Artifacts {
+			if isEvidenceKind(a.Kind) || strings.HasPrefix(a.Path, s.runDir()) {
+				continue
+			}
+			out[a.Kind] = append(out[a.Kind], a.Path+"@"+a.Digest)
+		}
+		for k := range out {
+			sort.Strings(out[k])
+		}
+		return out
+	}
+	gb, gc := group(x.b), group(x.c)
+	for _, k := range inputKinds {
+		if slices.Equal(gb[k], gc[k]) {
+			continue
+		}
+		mayDiffer := false
+		switch mode {
+		case DeclaredABVariants:
+			mayDiffer = k == "launch_recipe" || k == "server_binary" || k == "config_file"
+		case CrossBackendCorrectness:
+			mayDiffer = k == "launch_recipe" || k == "server_binary" || k == "config_file" || k == "runtime_manifest"
+		}
+		if mayDiffer {
+			x.cmp.allow("artifacts."+k, ErrArtifactMismatch, "the variants bind different "+k+" files", gb[k], gc[k])
+		} else {
+			x.cmp.reject("artifacts."+k, ErrArtifactMismatch, "the bound "+k+" files differ", gb[k], gc[k])
+		}
+	}
+}
+
+// matched is one result present on both sides.
+type matched struct {
+	key          string // results/<id>/r<rep>
+	id           string
+	rb, rc       schemas.Result
+	crb, crc     *schemas.CaseResultDoc
+	pathB, pathC string
+}
+
+func (x *comparer) matchResults() []matched {
+	type key struct {
+		id  string
+		rep int64
+	}
+	idx := map[key]int{}
+	for i, r := range x.c.rc.Results {
+		idx[key{r.ID, r.Repetition}] = i
+	}
+	var out []matched
+	seen := map[key]bool{}
+	for _, r := range x.b.rc.Results {
+		k := key{r.ID, r.Repetition}
+		seen[k] = true
+		j, ok := idx[k]
+		name := fmt.Sprintf("results/%s/r%d", r.ID, r.Repetition)
+		if !ok {
+			x.cmp.reject(dotted(name), ErrUnlikeRows, "the candidate has no such result", r.Status, nil)
+			continue
+		}
+		m := matched{key: name, id: r.ID, rb: r, rc: x.c.rc.Results[j]}
+		if r.CaseResult != nil {
+			m.crb, m.pathB = x.b.caseResults[r.CaseResult.Path], r.CaseResult.Path
+		}
+		if m.rc.CaseResult != nil {
+			m.crc, m.pathC = x.c.caseResults[m.rc.CaseResult.Path], m.rc.CaseResult.Path
+		}
+		out = append(out, m)
+	}
+	for _, r := range x.c.rc.Results {
+		if !seen[key{r.ID, r.Repetition}] {
+			x.cmp.reject(dotted(fmt.Sprintf("results/%s/r%d", r.ID, r.Repetition)), ErrUnlikeRows, "the baseline has no such result", nil, r.Status)
+		}
+	}
+	return out
+}
+
+func dotted(scope string) string { return strings.ReplaceAll(scope, "/", ".") }
+
+type rowKey struct{ c, r int64 }
+
+func rowName(k rowKey) string { return fmt.Sprintf("c%d-r%d", k.c, k.r) }
+
+// rows matches rows and metrics: same shape, same prompt set, one identity per metric name.
+func (x *comparer) rows(mode Mode) {
+	for _, m := range x.matchResults() {
+		identities(x.cmp, m.key, m.rb.Metrics, m.rc.Metrics)
+		if m.crb == nil || m.crc == nil {
+			continue
+		}
+		rb, rc := rowsByKey(m.crb), rowsByKey(m.crc)
+		for _, k := range sortedRowKeys(rb, rc) {
+			scope := m.key + "/rows/" + rowName(k)
+			b, okb := rb[k]
+			c, okc := rc[k]
+			switch {
+			case !okb:
+				x.cmp.reject(dotted(scope), ErrUnlikeRows, "the baseline has no such row", nil, c.Requests)
+				continue
+			case !okc:
+				x.cmp.reject(dotted(scope), ErrUnlikeRows, "the candidate has no such row", b.Requests, nil)
+				continue
+			}
+			if b.PromptSetSHA256 != c.PromptSetSHA256 {
+				x.cmp.reject(dotted(scope+"/prompt_set_sha256"), ErrCorpusMismatch, "the rows asked different prompts", b.PromptSetSHA256, c.PromptSetSHA256)
+			}
+			if b.Loop != c.Loop || !equalFloatPtr(b.Fidelity.OfferedRate, c.Fidelity.OfferedRate) {
+				x.cmp.reject(dotted(scope+"/loop"), ErrUnlikeRows, "the rows ran different schedules", fmt.Sprint(b.Loop, " ", fptr(b.Fidelity.OfferedRate)), fmt.Sprint(c.Loop, " ", fptr(c.Fidelity.OfferedRate)))
+			}
+			if b.Requests != c.Requests {
+				x.cmp.reject(dotted(scope+"/requests"), ErrUnlikeRows, "the rows sent different numbers of requests", b.Requests, c.Requests)
+			}
+			identities(x.cmp, scope, b.Metrics, c.Metrics)
+		}
+	}
+}
+
+func fptr(p *float64) string {
+	if p == nil {
+		return "closed"
+	}
+	return fmtFloat(*p)
+}
+
+func equalFloatPtr(a, b *float64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// identities rejects every metric name that carries different formula ids (or units,
+// aggregations, directions) on the two sides: mixed formula ids are never compared.
+func identities(cmp *Comparison, scope string, b, c []schemas.Metric) {
+	ib := map[string]identity{}
+	for _, m := range b {
+		if !m.Diagnostic {
+			ib[m.Name] = identityOf(m)
+		}
+	}
+	for _, m := range c {
+		if m.Diagnostic {
+			continue
+		}
+		if want, ok := ib[m.Name]; ok && want != identityOf(m) {
+			cmp.reject(dotted(scope+"/metrics/"+m.Name), ErrFormulaMismatch, fmt.Sprintf("%s carries %s on one side and %s on the other%s", m.Name, want, identityOf(m), rateWarning(want, identityOf(m))), want.formula, m.Formula)
+		}
+	}
+}
+
+func rowsByKey(cr *schemas.CaseResultDoc) map[rowKey]schemas.Row {
+	out := map[rowKey]schemas.Row{}
+	for _, r := range cr.Rows {
+		out[rowKey{r.Concurrency, r.Repetition}] = r
+	}
+	return out
+}
+
+func sortedRowKeys(a, b map[rowKey]schemas.Row) []rowKey {
+	var out []rowKey
+	seen := map[rowKey]bool{}
+	for _, m := range []map[rowKey]schemas.Row{a, b} {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].c != out[j].c {
+			return out[i].c < out[j].c
+		}
+		return out[i].r < out[j].r
+	})
+	return out
+}
+
+// rules evaluates the workload's metric rules on every matched row or result.
+func (x *comparer) rules() {
+	cp := x.w.ComparisonPolicy
+	for _, m := range x.matchResults() {
+		for _, rule := range cp.MetricRules {
+			if rule.ResultID != m.id {
+				continue
+			}
+			if x.cmp.Mode == CrossBackendCorrectness && rule.MetricClass != "correctness" {
+				continue
+			}
+			if rule.Scope == "result" {
+				x.evaluate(rule, m.key+"/metrics/"+rule.Metric, m.rb.Metrics, m.rc.Metrics)
+				continue
+			}
+			if m.crb == nil || m.crc == nil {
+				continue
+			}
+			rb, rc := rowsByKey(m.crb), rowsByKey(m.crc)
+			for _, k := range sortedRowKeys(rb, rc) {
+				x.evaluate(rule, m.key+"/rows/"+rowName(k)+"/metrics/"+rule.Metric, rb[k].Metrics, rc[k].Metrics)
+			}
+		}
+		if x.cmp.Mode == CrossBackendCorrectness && m.crb != nil && m.crc != nil {
+			rb, rc := rowsByKey(m.crb), rowsByKey(m.crc)
+			for _, k := range sortedRowKeys(rb, rc) {
+				x.outputs(m.key+"/rows/"+rowName(k), rb[k], rc[k])
+			}
+		}
+	}
+}
+
+// outputs is the implicit correctness rule of a cross-backend comparison: equal output sets.
+func (x *comparer) outputs(scope string, b, c schemas.Row) {
+	e := Evaluation{Scope: scope + "/output_set_sha256", Metric: "output_set_sha256", MetricClass: "correctness", Operator: "equal", Required: true}
+	switch {
+	case b.OutputSetSHA256 == nil || c.OutputSetSHA256 == nil:
+		e.Status, e.Code, e.Reason = "failed", ErrOutputMismatch.Code(), "a row has no output set (a request failed)"
+	case *b.OutputSetSHA256 != *c.OutputSetSHA256:
+		e.Status, e.Code, e.Reason = "failed", ErrOutputMismatch.Code(), fmt.Sprintf("%v: %s vs %s", ErrOutputMismatch, *b.OutputSetSHA256, *c.OutputSetSHA256)
+	default:
+		e.Status, e.Reason = "passed", "identical outputs"
+	}
+	x.cmp.Evaluations = append(x.cmp.Evaluations, e)
+}
+
+func (x *comparer) evaluate(rule schemas.MetricRule, scope string, b, c []schemas.Metric) {
+	e := Evaluation{Scope: scope, Metric: rule.Metric, MetricClass: rule.MetricClass, Unit: rule.Unit, Aggregation: rule.Aggregation,
+		Direction: rule.Direction, Formula: rule.Formula, Operator: rule.Operator, Required: rule.Required,
+		AbsoluteTolerance: rule.AbsoluteTolerance, RelativeTolerance: rule.RelativeTolerance}
+	if pt, ok := x.policy.metricTolerance(rule.Metric); ok {
+		e.AbsoluteTolerance = math.Min(e.AbsoluteTolerance, pt.AbsoluteTolerance)
+		e.RelativeTolerance = math.Min(e.RelativeTolerance, pt.RelativeTolerance)
+	}
+	find := func(ms []schemas.Metric) (schemas.Metric, bool) {
+		for _, m := range ms {
+			if m.Name == rule.Metric && !m.Diagnostic {
+				return m, true
+			}
+		}
+		return schemas.Metric{}, false
+	}
+	mb, okb := find(b)
+	mc, okc := find(c)
+	if !okb || !okc {
+		e.Status, e.Reason = "skipped", "the metric is missing on one side"
+		if rule.Required {
+			e.Status, e.Code, e.Reason = "failed", ErrMetricMismatch.Code(), "a required metric is missing on one side"
+		}
+		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
+		return
+	}
+	want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
+	if identityOf(mb) != want || identityOf(mc) != want {
+		e.Status, e.Code = "failed", ErrFormulaMismatch.Code()
+		e.Reason = fmt.Sprintf("%v: the rule compares %s; the receipts carry %s and %s%s", ErrFormulaMismatch, want, identityOf(mb), identityOf(mc), rateWarning(want, identityOf(mc)))
+		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
+		return
+	}
+	bv, cv := mb.Value, mc.Value
+	e.Baseline, e.Candidate = &bv, &cv
+	pass, violation, tolerance := ruleHolds(rule.Operator, bv, cv, e.AbsoluteTolerance, e.RelativeTolerance)
+	e.Violation, e.Tolerance = &violation, &tolerance
+	change := cv - bv
+	e.AbsoluteChange = &change
+	if bv != 0 {
+		pct := change / math.Abs(bv) * 100
+		e.RelativeChangePercent = &pct
+	}
+	if pass {
+		e.Status, e.Reason = "passed", fmt.Sprintf("violation %s <= tolerance %s", fmtFloat(violation), fmtFloat(tolerance))
+	} else {
+		e.Status, e.Code = "failed", ErrRuleFailed.Code()
+		e.Reason = fmt.Sprintf("%v: violation %s > tolerance %s", ErrRuleFailed, fmtFloat(violation), fmtFloat(tolerance))
+	}
+	x.cmp.Evaluations = append(x.cmp.Evaluations, e)
+}
+
+// ruleHolds evaluates a metric rule exactly (big floats, no rounding): tolerance =
+// max(absolute, |b| x relative); violation = |c - b| (equal), max(0, c - b) (not_greater),
+// max(0, b - c) (not_less); the rule holds when violation <= tolerance.
+func ruleHolds(op string, b, c, absolute, relative float64) (bool, float64, float64) {
+	const prec = 2200 // enough for the exact difference of any two float64 values
+	bf := new(big.Float).SetPrec(prec).SetFloat64(b)
+	cf := new(big.Float).SetPrec(prec).SetFloat64(c)
+	diff := new(big.Float).SetPrec(prec).Sub(cf, bf)
+	var v *big.Float
+	switch op {
+	case "equal":
+		v = new(big.Float).SetPrec(prec).Abs(diff)
+	case "not_greater":
+		v = diff
+	case "not_less":
+		v = new(big.Float).SetPrec(prec).Neg(diff)
+	default:
+		return false, math.NaN(), math.NaN()
+	}
+	if v.Sign() < 0 {
+		v = new(big.Float).SetPrec(prec)
+	}
+	rel := new(big.Float).SetPrec(prec).Mul(new(big.Float).SetPrec(prec).Abs(bf), new(big.Float).SetPrec(prec).SetFloat64(relative))
+	tol := new(big.Float).SetPrec(prec).SetFloat64(absolute)
+	if rel.Cmp(tol) > 0 {
+		tol = rel
+	}
+	vf, _ := v.Float64()
+	tf, _ := tol.Float64()
+	return v.Cmp(tol) <= 0, vf, tf
+}
+
+// leafDiff is one differing scalar leaf of two JSON objects.
+type leafDiff struct {
+	path string
+	b, c any
+}
+
+// diffLeaves lists the dot paths where two JSON objects differ (a leaf is anything that is not an
+// object; a member present on one side only differs).
+func diffLeaves(a, b map[string]any, prefix string) []leafDiff {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var out []leafDiff
+	for _, k := range names {
+		p := k
+		if prefix != "" {
+			p = prefix + "." + k
+		}
+		va, oka := a[k]
+		vb, okb := b[k]
+		ma, isMa := va.(map[string]any)
+		mb, isMb := vb.(map[string]any)
+		switch {
+		case oka && okb && isMa && isMb:
+			out = append(out, diffLeaves(ma, mb, p)...)
+		case !oka || !okb || !canonicalEqual(va, vb):
+			out = append(out, leafDiff{p, va, vb})
+		}
+	}
+	return out
+}
+
+func lookupDot(m map[string]any, p string) (any, bool) {
+	var cur any = m
+	for _, part := range strings.Split(p, ".") {
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = obj[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func isScalar(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return false
+	}
+	return true
+}
+
+// roundTrip converts a Go value into its generic JSON form.
+func roundTrip(v any, out *map[string]any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	doc, err := schemas.Parse(b)
+	if err != nil {
+		return err
+	}
+	m, _ := doc.(map[string]any)
+	*out = m
+	return nil
+}

@@ -1,0 +1,120 @@
+package verify
+
+import (
+	"context"
+	"crypto"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// TestFrozenEvidenceVerifies: evidence frozen from a real campaign (qualrun run --key, see
+// testdata/frozen/README.md) keeps verifying, with every check passing, on every run. A change
+// of the verifier that breaks old evidence fails here.
+func TestFrozenEvidenceVerifies(t *testing.T) {
+	pub, err := LoadPublicKey(filepath.Join(frozenRoot, "frozen.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := DefaultPolicy()
+	p.Keys = []crypto.PublicKey{pub}
+	for _, r := range frozenReceipts {
+		t.Run(filepath.Base(r), func(t *testing.T) {
+			res := verifyAt(t, frozenRoot, r, p)
+			if res.Verdict != Verified {
+				t.Fatalf("frozen evidence rejected:%s", findingsOf(res))
+			}
+			for _, c := range res.Checks {
+				if c.Status != StatusPassed {
+					t.Errorf("check %s: %s (%s), want passed", c.Check, c.Status, c.Note)
+				}
+			}
+			if len(res.Checks) != len(CheckOrder) {
+				t.Fatalf("%d checks, want %d", len(res.Checks), len(CheckOrder))
+			}
+			for i, c := range res.Checks {
+				if c.Check != CheckOrder[i] || string(c.Check) != schemas.CheckOrder[i] {
+					t.Errorf("check %d is %s, want %s", i, c.Check, CheckOrder[i])
+				}
+			}
+			if res.Signer != KeyFingerprint(pub) {
+				t.Errorf("signer %s, want %s", res.Signer, KeyFingerprint(pub))
+			}
+			want := "host frozen-host, backend cpu, device AMD EPYC (amd64, driver none): the result describes this host, backend and device only"
+			if res.Scope != want {
+				t.Errorf("scope %q, want %q", res.Scope, want)
+			}
+			// The server binary is not part of the frozen evidence: it is bound, not present.
+			if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "bin/qualsim is not present locally") {
+				t.Errorf("warnings %q", res.Warnings)
+			}
+			// The report fills the contract.
+			b, err := json.Marshal(res.Report("test", time.Now()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := schemas.CheckDocument(b)
+			if err != nil || !out.Valid() || out.Contract.Name != schemas.VerificationReport {
+				t.Fatalf("report does not validate: %v %v", err, out.Violations)
+			}
+		})
+	}
+}
+
+// TestRecomputeMatchesCampaign: the verifier's own implementation of the metric formulas
+// reproduces every row and case number the runner wrote in a real campaign (within 1e-9), and
+// defines exactly the metrics the runner emitted.
+func TestRecomputeMatchesCampaign(t *testing.T) {
+	ev, err := LocateIn(frozenRoot, filepath.Join(frozenRoot, frozenReceipts[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := newConfig([]Option{AllowUnsignedUnsafe()})
+	s, err := load(context.Background(), ev, DefaultPolicy(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	formulas := map[string]bool{}
+	for _, p := range sortedCaseResults(s) {
+		cr := s.caseResults[p]
+		wc := s.workloadCase(cr.CaseID)
+		for j, row := range cr.Rows {
+			recs := rowRecords(nil, cr, row, s.files[row.Records.Path].records)
+			rf := recomputeRow(rowSpecOf(row, wc), recs)
+			if len(rf.metrics) != len(row.Metrics) {
+				t.Errorf("row %d: recomputed %d metrics, the runner wrote %d", j, len(rf.metrics), len(row.Metrics))
+			}
+			for k, m := range row.Metrics {
+				got := rf.metrics[k]
+				if got.Name != m.Name || identityOf(got) != identityOf(m) || !equalSamples(got.Samples, m.Samples) {
+					t.Errorf("row %d metric %d: recomputed %+v, runner %+v", j, k, got, m)
+					continue
+				}
+				if !within(m.Value, got.Value, Tolerance{1e-9, 1e-9}) {
+					t.Errorf("row %d %s: recomputed %v, runner %v", j, m.Name, got.Value, m.Value)
+				}
+				formulas[m.Formula] = true
+				compared++
+			}
+			if rf.windowSeconds != row.WindowSeconds || !equalPtr(rf.outputSet, row.OutputSetSHA256) {
+				t.Errorf("row %d: window %v / %v, output set %v / %v", j, rf.windowSeconds, row.WindowSeconds, deref(rf.outputSet), deref(row.OutputSetSHA256))
+			}
+		}
+		if len(cr.Rows) > 0 {
+			want := recomputeCase(cr.Rows)
+			if !canonicalEqual(want, cr.Metrics) {
+				t.Errorf("%s: case metrics differ from their recomputation", p)
+			}
+			compared += len(want)
+		}
+	}
+	if compared < 150 || len(formulas) < 15 {
+		t.Fatalf("compared only %d numbers over %d formulas", compared, len(formulas))
+	}
+	t.Logf("%d numbers over %d formula ids recomputed exactly", compared, len(formulas))
+}

@@ -1,0 +1,33 @@
+package verify
+
+import "github.com/qualkit/qualkit/schemas"
+
+// Limits on untrusted evidence, in one place. Evidence beyond them is a finding (or, for the
+// receipt itself, an error), never a crash or an unbounded read.
+const (
+	// MaxDocumentBytes caps one JSON evidence file (receipt, case result, lifecycle record,
+	// workload, launch recipe, runtime manifest, corpus) and one line of a JSON Lines file.
+	MaxDocumentBytes = schemas.MaxDocumentBytes
+	// MaxAttestationBytes caps a DSSE envelope or Sigstore bundle file.
+	MaxAttestationBytes = 64 << 20
+	// MaxPolicyBytes caps a policy file.
+	MaxPolicyBytes = 1 << 20
+	// MaxKeyBytes caps a public key file.
+	MaxKeyBytes = 64 << 10
+	// MaxRecordsPerFile caps the request records of one JSON Lines file (the contract's bound on a
+	// serving case's requests).
+	MaxRecordsPerFile = schemas.MaxServingRequests
+	// MaxSubjects caps the subjects of an attestation statement: the signer writes at most 1,024
+	// (sigstore-go, and so cosign v3, refuse more).
+	MaxSubjects = 1024
+	// MaxFindingsPerCheck caps the findings one check reports; the last one says how many more.
+	MaxFindingsPerCheck = 1000
+	// MaxGitRefBytes caps a git ref file or packed-refs file read to find HEAD and origin/main.
+	MaxGitRefBytes = 16 << 20
+)
+
+// Default tolerance of a recomputed number: max(absolute, |recorded| x relative).
+const (
+	DefaultRecomputeAbsolute = 1e-9
+	DefaultRecomputeRelative = 1e-9
+)

@@ -1,0 +1,482 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/opencontainers/go-digest"
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// fileFacts is what reading one file learned. Checks are pure functions of these facts.
+type fileFacts struct {
+	path  string
+	kind  string // artifact kind (or the role a reference gives it)
+	local bool   // a repository-relative path (absolute paths are outside the evidence)
+	// present: the file exists and was read; readErr: it exists (or its path is unsafe) and could
+	// not be read. Neither: it does not exist.
+	present bool
+	readErr error
+	digest  string
+	size    int64
+	// contract is the schema id found in a JSON contract file; violations its problems.
+	contract   string
+	violations []schemas.Violation
+	raw        []byte     // kept for JSON contract files and corpora
+	records    *recordSet // request records
+}
+
+// contractOfKind maps artifact kinds to the contract their files carry.
+func contractOfKind(kind string) string {
+	switch kind {
+	case "case_result":
+		return schemas.CaseResult
+	case "lifecycle_record":
+		return schemas.LifecycleRecord
+	case "workload":
+		return schemas.Workload
+	case "launch_recipe":
+		return schemas.LaunchRecipe
+	case "runtime_manifest":
+		return schemas.RuntimeManifest
+	case "request_records":
+		return schemas.RequestRecord
+	}
+	return ""
+}
+
+// isEvidenceKind reports whether an artifact kind is evidence the campaign wrote (and so must be
+// present), rather than a bound input (checked where present locally).
+func isEvidenceKind(kind string) bool {
+	switch kind {
+	case "case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr":
+		return true
+	}
+	return false
+}
+
+// snapshot is everything Verify read, for the checks.
+type snapshot struct {
+	ev     Evidence
+	policy Policy
+	relax  map[Relaxation]bool
+	// skipSign: Compare without pinned keys (a comparison does not need a signer).
+	skipSign bool
+
+	receipt *fileFacts
+	rc      *schemas.ReceiptDoc
+	rcTree  map[string]any
+
+	files       map[string]*fileFacts
+	caseResults map[string]*schemas.CaseResultDoc
+	lifecycle   *schemas.LifecycleRecordDoc
+	workload    *schemas.WorkloadDoc
+	recipes     map[string]*schemas.LaunchRecipeDoc // by path
+
+	attestations []*attestation
+	checkout     *checkout
+	checkoutErr  error
+	signer       string
+
+	warnings     []string
+	lateWarnings []string
+}
+
+func (s *snapshot) receiptID() string {
+	if s.rc != nil {
+		return s.rc.ReceiptID
+	}
+	return ""
+}
+
+// runDir is the receipt's raw evidence directory.
+func (s *snapshot) runDir() string { return ".qualification/runs/" + s.receiptID() + "/" }
+
+// mustExist reports whether an artifact is evidence that has to be present.
+func (s *snapshot) mustExist(a schemas.Artifact) bool {
+	return isEvidenceKind(a.Kind) || (s.rc != nil && strings.HasPrefix(a.Path, s.runDir()))
+}
+
+func (s *snapshot) subjects() []Subject {
+	out := []Subject{}
+	if s.receipt != nil && s.receipt.present {
+		out = append(out, Subject{Path: s.receipt.path, Digest: s.receipt.digest, Contract: s.receipt.contract})
+	}
+	for _, a := range s.attestations {
+		if a.digest != "" {
+			out = append(out, Subject{Path: a.path, Digest: a.digest})
+		}
+	}
+	seen := map[string]bool{}
+	add := func(p string) {
+		if f := s.files[p]; f != nil && f.present && !seen[p] {
+			seen[p] = true
+			out = append(out, Subject{Path: p, Digest: f.digest, Contract: f.contract})
+		}
+	}
+	if s.rc != nil {
+		for _, a := range s.rc.Artifacts {
+			add(a.Path)
+		}
+	}
+	paths := make([]string, 0, len(s.files))
+	for p := range s.files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		add(p)
+	}
+	return out
+}
+
+// load reads the receipt, its attestations and every file it references, hashing and validating
+// each. It returns an error only when the receipt itself cannot be read.
+func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapshot, error) {
+	s := &snapshot{ev: ev, policy: policy, relax: cfg.relax, skipSign: cfg.skipSign,
+		files: map[string]*fileFacts{}, caseResults: map[string]*schemas.CaseResultDoc{}, recipes: map[string]*schemas.LaunchRecipeDoc{}}
+	root, err := os.OpenRoot(ev.Root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open root %s: %v", ErrEvidence, ev.Root, err)
+	}
+	defer root.Close()
+
+	// The receipt.
+	rf := &fileFacts{path: ev.Receipt, kind: "receipt", local: true}
+	if err := readWhole(root, rf, MaxDocumentBytes); err != nil {
+		return nil, fmt.Errorf("%w: receipt %s: %v", ErrEvidence, ev.Receipt, err)
+	}
+	if !rf.present {
+		return nil, fmt.Errorf("%w: receipt %s: %v", ErrEvidence, ev.Receipt, rf.readErr)
+	}
+	s.receipt = rf
+	if err := validate(rf, schemas.Receipt); err != nil {
+		return nil, err
+	}
+	if len(rf.violations) == 0 {
+		var rc schemas.ReceiptDoc
+		if err := schemas.DecodeInto(rf.raw, &rc); err != nil {
+			return nil, fmt.Errorf("decode receipt %s: %w", ev.Receipt, err)
+		}
+		s.rc = &rc
+		tree, _ := schemas.Parse(rf.raw)
+		s.rcTree, _ = tree.(map[string]any)
+	}
+
+	// The attestations.
+	for _, a := range []struct{ kind, path string }{{"envelope", ev.Envelope}, {"bundle", ev.Bundle}} {
+		if a.path == "" {
+			continue
+		}
+		f := &fileFacts{path: a.path, kind: a.kind, local: true}
+		if err := readWhole(root, f, MaxAttestationBytes); err != nil {
+			return nil, err
+		}
+		if !f.present {
+			at := &attestation{kind: a.kind, path: a.path, readErr: f.readErr}
+			if f.readErr == nil {
+				at.readErr = fmt.Errorf("%w: %s", ErrMissingFile, a.path)
+			}
+			s.attestations = append(s.attestations, at)
+			continue
+		}
+		at := readAttestation(a.kind, a.path, f.raw, policy.Keys)
+		s.warnings = append(s.warnings, at.warnings...)
+		s.attestations = append(s.attestations, at)
+		if at.signer != "" && s.signer == "" {
+			s.signer = at.signer
+		}
+	}
+
+	if s.rc == nil {
+		return s, nil
+	}
+	rc := s.rc
+
+	// Every artifact, reference and subject, in parallel.
+	want := map[string]string{} // path -> kind
+	var order []string
+	need := func(p, kind string) {
+		if p == "" {
+			return
+		}
+		if _, ok := want[p]; !ok {
+			order = append(order, p)
+			want[p] = kind
+		} else if contractOfKind(want[p]) == "" && contractOfKind(kind) != "" {
+			want[p] = kind
+		}
+	}
+	for _, a := range rc.Artifacts {
+		need(a.Path, a.Kind)
+	}
+	for _, r := range rc.Results {
+		if r.CaseResult != nil {
+			need(r.CaseResult.Path, "case_result")
+		}
+	}
+	if rc.Lifecycle != nil {
+		need(rc.Lifecycle.Path, "lifecycle_record")
+	}
+	for _, a := range s.attestations {
+		if a.stmt != nil {
+			for _, sub := range a.stmt.subjects {
+				if sub.name != ev.Receipt {
+					need(sub.name, "")
+				}
+			}
+		}
+	}
+	if err := s.readAll(ctx, root, order, want, cfg); err != nil {
+		return nil, err
+	}
+	// Rows may reference record files the artifact list forgot.
+	order = order[:0]
+	for _, p := range slices.Sorted(mapKeys(s.caseResults)) {
+		for _, row := range s.caseResults[p].Rows {
+			if _, ok := s.files[row.Records.Path]; !ok {
+				need(row.Records.Path, "request_records")
+			}
+		}
+	}
+	if err := s.readAll(ctx, root, order, want, cfg); err != nil {
+		return nil, err
+	}
+	for _, a := range rc.Artifacts {
+		f := s.files[a.Path]
+		switch {
+		case !f.local:
+			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is outside the repository: not re-hashed", a.Kind, a.Path))
+		case !f.present && f.readErr == nil && !s.mustExist(a):
+			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally: not re-hashed", a.Kind, a.Path))
+		}
+	}
+	if p := rc.Workload.Path; p != "" {
+		// The workload decides SLOs, declared metrics and the comparison policy: only the bytes the
+		// receipt binds are used.
+		switch f := s.files[p]; {
+		case f == nil || !f.present || len(f.violations) > 0 || f.contract != "qualkit.workload.v1":
+		case f.digest != rc.Workload.Digest:
+			s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not the file the receipt binds: not used", p))
+		default:
+			var w schemas.WorkloadDoc
+			if err := schemas.DecodeInto(f.raw, &w); err == nil {
+				s.workload = &w
+			}
+		}
+	}
+	if s.workload == nil {
+		s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not available: SLO metrics, declared metrics and the comparison policy were not checked", rc.Workload.Path))
+	}
+	s.checkout, s.checkoutErr = readCheckout(ev.Root)
+	return s, nil
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// readAll reads paths with at most cfg.workers in parallel.
+func (s *snapshot) readAll(ctx context.Context, root *os.Root, paths []string, kinds map[string]string, cfg *config) error {
+	var mu sync.Mutex
+	var firstErr error
+	sem := make(chan struct{}, max(1, cfg.workers))
+	var wg sync.WaitGroup
+	for _, p := range paths {
+		if _, done := s.files[p]; done {
+			continue
+		}
+		f := &fileFacts{path: p, kind: kinds[p], local: !strings.HasPrefix(p, "/")}
+		s.files[p] = f
+		if !f.local {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := readFile(ctx, root, f); err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	for _, p := range paths {
+		f := s.files[p]
+		if !f.present || len(f.violations) > 0 {
+			continue
+		}
+		switch f.kind {
+		case "case_result":
+			var cr schemas.CaseResultDoc
+			if err := schemas.DecodeInto(f.raw, &cr); err == nil {
+				s.caseResults[p] = &cr
+			}
+		case "lifecycle_record":
+			var lr schemas.LifecycleRecordDoc
+			if err := schemas.DecodeInto(f.raw, &lr); err == nil && s.lifecycle == nil {
+				s.lifecycle = &lr
+			}
+		case "launch_recipe":
+			var lr schemas.LaunchRecipeDoc
+			if err := schemas.DecodeInto(f.raw, &lr); err == nil {
+				s.recipes[p] = &lr
+			}
+		}
+	}
+	return nil
+}
+
+// readFile reads one file by its kind: JSON contracts whole and validated, request records
+// streamed line by line, everything else streamed through sha256. The error is non-nil only when
+// the read could not be carried out (a cancelled context, an internal validation error).
+func readFile(ctx context.Context, root *os.Root, f *fileFacts) error {
+	switch {
+	case f.kind == "request_records":
+		fh, ok := openEvidence(root, f, MaxDocumentBytes*int64(MaxRecordsPerFile))
+		if !ok {
+			return nil
+		}
+		defer fh.Close()
+		d, n, set, err := readRecords(ctx, fh)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
+			return nil
+		}
+		f.present, f.digest, f.size, f.records, f.contract = true, d, n, set, "qualkit.request-record.v1"
+		return nil
+	case contractOfKind(f.kind) != "" || f.kind == "corpus":
+		if err := readWhole(root, f, MaxDocumentBytes); err != nil {
+			return err
+		}
+		if f.present && f.kind != "corpus" {
+			return validate(f, contractOfKind(f.kind))
+		}
+		return nil
+	default:
+		fh, ok := openEvidence(root, f, -1)
+		if !ok {
+			return nil
+		}
+		defer fh.Close()
+		d, err := digest.SHA256.FromReader(&ctxReader{ctx: ctx, r: fh})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
+			return nil
+		}
+		st, err := fh.Stat()
+		if err != nil {
+			f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
+			return nil
+		}
+		f.present, f.digest, f.size = true, d.String(), st.Size()
+		return nil
+	}
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// openEvidence opens a repository-relative regular file under root. On failure it records why in
+// f (nothing when the file does not exist) and returns false. limit < 0 means no size limit.
+func openEvidence(root *os.Root, f *fileFacts, limit int64) (*os.File, bool) {
+	if !fs.ValidPath(f.path) || strings.Contains(f.path, `\`) {
+		f.readErr = fmt.Errorf("%w: %q is not a clean repository-relative path", ErrUnreadableFile, f.path)
+		return nil, false
+	}
+	fh, err := root.Open(filepath.FromSlash(f.path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
+	if err != nil {
+		f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
+		return nil, false
+	}
+	st, err := fh.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		fh.Close()
+		f.readErr = fmt.Errorf("%w: %s is not a regular file", ErrUnreadableFile, f.path)
+		return nil, false
+	}
+	if limit >= 0 && st.Size() > limit {
+		fh.Close()
+		f.readErr = fmt.Errorf("%w: %s is larger than %d bytes", ErrUnreadableFile, f.path, limit)
+		return nil, false
+	}
+	return fh, true
+}
+
+// readWhole reads a bounded file into f.raw and hashes it.
+func readWhole(root *os.Root, f *fileFacts, limit int64) error {
+	fh, ok := openEvidence(root, f, limit)
+	if !ok {
+		return nil
+	}
+	defer fh.Close()
+	raw, err := io.ReadAll(io.LimitReader(fh, limit+1))
+	if err != nil {
+		f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
+		return nil
+	}
+	if int64(len(raw)) > limit {
+		f.readErr = fmt.Errorf("%w: %s is larger than %d bytes", ErrUnreadableFile, f.path, limit)
+		return nil
+	}
+	f.present, f.raw, f.size, f.digest = true, raw, int64(len(raw)), schemas.DigestOf(raw)
+	return nil
+}
+
+// validate checks a whole JSON file against its contract; want is the contract name its role
+// needs ("" for any).
+func validate(f *fileFacts, want string) error {
+	out, err := schemas.CheckDocument(f.raw)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", f.path, err)
+	}
+	f.contract = out.Contract.SchemaID
+	f.violations = out.Violations
+	if out.Valid() && want != "" && out.Contract.Name != want {
+		f.violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s where a qualkit.%s is bound", ErrWrongContract, out.Contract.SchemaID, want)}}
+	}
+	return nil
+}

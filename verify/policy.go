@@ -1,0 +1,226 @@
+package verify
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/qualkit/qualkit/schemas"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+)
+
+// Policy says what verification requires.
+type Policy struct {
+	// RequirePublishable requires a receipt that qualrun marked publishable (clean source, HEAD ==
+	// origin/main, passed verdict) and, when the evidence root is a git checkout, whose commit is
+	// that checkout's origin/main.
+	RequirePublishable bool
+	// Keys are the pinned public keys (ECDSA P-256); a signature by any of them is accepted. The
+	// DSSE keyid and the bundle's key hint are ignored.
+	Keys []crypto.PublicKey
+	// AllowedRelaxations lists the relaxations an Option may turn on. nil permits every
+	// relaxation (the command line's explicit flags decide); an empty, non-nil list permits none.
+	AllowedRelaxations []Relaxation
+	// Recompute is the tolerance of numbers recomputed from raw evidence (row metrics from
+	// request records, case metrics from rows).
+	Recompute Tolerance
+	// Metrics tighten the tolerances of a comparison's metric rules, by metric name: the rule's
+	// tolerance becomes the smaller of the two. A policy never loosens a committed workload's rule.
+	Metrics []MetricTolerance
+}
+
+// Tolerance bounds a difference: |a - b| <= max(Absolute, |b| x Relative).
+type Tolerance struct {
+	Absolute float64 `json:"absolute"`
+	Relative float64 `json:"relative"`
+}
+
+// MetricTolerance is a policy's tolerance for one metric name.
+type MetricTolerance struct {
+	Metric            string  `json:"metric"`
+	AbsoluteTolerance float64 `json:"absolute_tolerance"`
+	RelativeTolerance float64 `json:"relative_tolerance"`
+}
+
+// DefaultPolicy requires publication, permits every relaxation an option asks for, and
+// recomputes numbers to DefaultRecomputeAbsolute / DefaultRecomputeRelative. It pins no key.
+func DefaultPolicy() Policy {
+	return Policy{RequirePublishable: true, Recompute: Tolerance{DefaultRecomputeAbsolute, DefaultRecomputeRelative}}
+}
+
+// policyFile is the JSON form of a policy (docs/verification.md).
+type policyFile struct {
+	RequirePublishable *bool    `json:"require_publishable"`
+	PublicKeys         []string `json:"public_keys"`
+	AllowUnsafe        []string `json:"allow_unsafe"`
+	Tolerances         *struct {
+		Recompute *Tolerance        `json:"recompute"`
+		Metrics   []MetricTolerance `json:"metrics"`
+	} `json:"tolerances"`
+}
+
+// Errors of policies and keys.
+var (
+	// ErrPolicy: a policy file is invalid.
+	ErrPolicy = errors.New("invalid policy")
+	// ErrPublicKey: a public key is unreadable or not ECDSA P-256.
+	ErrPublicKey = errors.New("invalid public key")
+)
+
+// ParsePolicy reads a policy file's JSON. Public key paths are relative to dir (the policy file's
+// directory). Fields left out keep DefaultPolicy's values, except allow_unsafe: a policy file
+// that does not list a relaxation forbids it.
+func ParsePolicy(data []byte, dir string) (Policy, error) {
+	var pf policyFile
+	if err := schemas.DecodeInto(data, &pf, schemas.WithMaxBytes(MaxPolicyBytes)); err != nil {
+		return Policy{}, fmt.Errorf("%w: %v", ErrPolicy, err)
+	}
+	p := DefaultPolicy()
+	p.AllowedRelaxations = []Relaxation{}
+	if pf.RequirePublishable != nil {
+		p.RequirePublishable = *pf.RequirePublishable
+	}
+	for i, a := range pf.AllowUnsafe {
+		if !slices.Contains(Relaxations, Relaxation(a)) {
+			return Policy{}, fmt.Errorf("%w: /allow_unsafe/%d: %q is not a relaxation (known: %v)", ErrPolicy, i, a, Relaxations)
+		}
+		p.AllowedRelaxations = append(p.AllowedRelaxations, Relaxation(a))
+	}
+	for i, k := range pf.PublicKeys {
+		path := k
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, filepath.FromSlash(k))
+		}
+		pub, err := LoadPublicKey(path)
+		if err != nil {
+			return Policy{}, fmt.Errorf("%w: /public_keys/%d: %v", ErrPolicy, i, err)
+		}
+		p.Keys = append(p.Keys, pub)
+	}
+	if t := pf.Tolerances; t != nil {
+		if t.Recompute != nil {
+			if !validTolerance(t.Recompute.Absolute, t.Recompute.Relative) {
+				return Policy{}, fmt.Errorf("%w: /tolerances/recompute: tolerances are finite and >= 0", ErrPolicy)
+			}
+			p.Recompute = *t.Recompute
+		}
+		for i, m := range t.Metrics {
+			if m.Metric == "" || !validTolerance(m.AbsoluteTolerance, m.RelativeTolerance) {
+				return Policy{}, fmt.Errorf("%w: /tolerances/metrics/%d: a metric name and finite tolerances >= 0", ErrPolicy, i)
+			}
+		}
+		p.Metrics = t.Metrics
+	}
+	return p, nil
+}
+
+func validTolerance(a, r float64) bool {
+	return a >= 0 && r >= 0 && !math.IsInf(a, 0) && !math.IsInf(r, 0)
+}
+
+// LoadPolicy reads a policy file; its public key paths are relative to its directory.
+func LoadPolicy(path string) (Policy, error) {
+	data, err := readBounded(path, MaxPolicyBytes)
+	if err != nil {
+		return Policy{}, fmt.Errorf("read policy %s: %w", path, err)
+	}
+	p, err := ParsePolicy(data, filepath.Dir(path))
+	if err != nil {
+		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// ParsePublicKey reads a PEM-encoded PKIX public key. Only ECDSA P-256 is accepted: the signing
+// side signs with ECDSA P-256 / SHA-256 (Ed25519 is refused because cosign signs it as Ed25519ph).
+func ParsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pemBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPublicKey, err)
+	}
+	ec, ok := pub.(*ecdsa.PublicKey)
+	if !ok || ec.Curve != elliptic.P256() {
+		return nil, fmt.Errorf("%w: %T, want ECDSA P-256", ErrPublicKey, pub)
+	}
+	return ec, nil
+}
+
+// LoadPublicKey reads a PEM public key file (see ParsePublicKey).
+func LoadPublicKey(path string) (crypto.PublicKey, error) {
+	data, err := readBounded(path, MaxKeyBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read public key %s: %w", path, err)
+	}
+	pub, err := ParsePublicKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return pub, nil
+}
+
+// KeyFingerprint returns "sha256:<hex>" of a public key's PKIX DER encoding.
+func KeyFingerprint(pub crypto.PublicKey) string {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(der)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// permits reports whether every relaxation cfg turns on is allowed.
+func (p Policy) permits(cfg *config) error {
+	if p.AllowedRelaxations == nil {
+		return nil
+	}
+	for _, r := range Relaxations {
+		if cfg.relax[r] && !slices.Contains(p.AllowedRelaxations, r) {
+			return fmt.Errorf("%w: %s (the policy allows %v)", ErrRelaxationRefused, r, p.AllowedRelaxations)
+		}
+	}
+	return nil
+}
+
+// metricTolerance returns the policy's tolerance for a metric, if it sets one.
+func (p Policy) metricTolerance(name string) (MetricTolerance, bool) {
+	for _, m := range p.Metrics {
+		if m.Metric == name {
+			return m, true
+		}
+	}
+	return MetricTolerance{}, false
+}
+
+// readBounded reads a regular file of at most limit bytes.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return data, nil
+}

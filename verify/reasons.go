@@ -1,0 +1,187 @@
+package verify
+
+import "errors"
+
+// Reason is a sentinel error with a stable, machine-readable code. Every Finding wraps exactly one
+// Reason (match it with errors.Is); the code is what the verification report's findings carry.
+type Reason struct{ code, text string }
+
+func (r *Reason) Error() string { return r.text }
+
+// Code returns the stable code, e.g. "digest_mismatch".
+func (r *Reason) Code() string { return r.code }
+
+func reason(code, text string) *Reason { return &Reason{code: code, text: text} }
+
+// Reasons of the schemas check.
+var (
+	// ErrInvalidJSON: the file is not strict JSON (duplicate keys, NaN, trailing data, bad UTF-8, ...).
+	ErrInvalidJSON = reason("invalid_json", "not strict JSON")
+	// ErrSchemaViolation: the file does not satisfy its contract's exported JSON Schema.
+	ErrSchemaViolation = reason("schema_violation", "schema violation")
+	// ErrSemanticViolation: the file breaks a rule of its contract that the schema cannot express.
+	ErrSemanticViolation = reason("semantic_violation", "semantic rule violation")
+	// ErrHistoricalEvidence: version-1 evidence with a machine-specific temperature policy.
+	ErrHistoricalEvidence = reason("historical_evidence", "historical evidence refused")
+	// ErrUnknownContract: the file names no known contract.
+	ErrUnknownContract = reason("unknown_contract", "unknown contract")
+	// ErrWrongContract: the file is a valid document of another contract than its role needs.
+	ErrWrongContract = reason("wrong_contract", "wrong contract")
+)
+
+// Reasons of the source check.
+var (
+	// ErrSourceFormat: a commit, tree or tree hash is not in its required format.
+	ErrSourceFormat = reason("source_format", "source identity malformed")
+	// ErrDirtySource: the campaign ran from a worktree with uncommitted changes.
+	ErrDirtySource = reason("dirty_source", "source tree not clean")
+	// ErrUnpublished: publication is required and the receipt is not publishable (HEAD was not
+	// origin/main, or the receipt says so).
+	ErrUnpublished = reason("unpublished", "not publishable")
+	// ErrNotOriginMain: publication is required and the checkout's origin/main is another commit
+	// than the one the receipt was made from.
+	ErrNotOriginMain = reason("not_origin_main", "receipt commit is not origin/main")
+)
+
+// Reasons of the hashes check.
+var (
+	// ErrMissingFile: a referenced evidence file does not exist.
+	ErrMissingFile = reason("missing_file", "evidence file missing")
+	// ErrUnreadableFile: a referenced file exists but cannot be read safely (not a regular file,
+	// outside the repository, too large, permission).
+	ErrUnreadableFile = reason("unreadable_file", "file cannot be read")
+	// ErrDigestMismatch: a file's sha256 differs from the digest that binds it.
+	ErrDigestMismatch = reason("digest_mismatch", "digest mismatch")
+	// ErrSizeMismatch: a file's size differs from the recorded bytes.
+	ErrSizeMismatch = reason("size_mismatch", "size mismatch")
+	// ErrSubjectMismatch: an attestation subject's digest differs from the file it names.
+	ErrSubjectMismatch = reason("subject_mismatch", "attestation subject does not match the file")
+	// ErrReferenceMismatch: two bindings of one file disagree (a result's case_result, the
+	// lifecycle reference, a row's records, the artifact list).
+	ErrReferenceMismatch = reason("reference_mismatch", "references disagree")
+)
+
+// Reasons of the signature check.
+var (
+	// ErrUnsigned: no attestation (DSSE envelope or Sigstore bundle) was found for the receipt.
+	ErrUnsigned = reason("unsigned", "no attestation")
+	// ErrMalformedAttestation: an envelope, bundle or statement cannot be read as the format requires.
+	ErrMalformedAttestation = reason("malformed_attestation", "malformed attestation")
+	// ErrBadSignature: no signature verifies with a pinned public key.
+	ErrBadSignature = reason("bad_signature", "signature does not verify with a pinned key")
+	// ErrStatementMismatch: the signed statement does not bind this receipt (subjects or predicate differ).
+	ErrStatementMismatch = reason("statement_mismatch", "statement does not match the receipt")
+	// ErrAttestationsDiffer: the envelope and the bundle carry different statements.
+	ErrAttestationsDiffer = reason("attestations_differ", "envelope and bundle differ")
+)
+
+// Reasons of the cleanup check (lifecycle and listener ownership).
+var (
+	// ErrNoLifecycle: serving cases ran but the receipt binds no lifecycle record.
+	ErrNoLifecycle = reason("no_lifecycle", "no lifecycle record")
+	// ErrLifecycleIncomplete: the lifecycle record lacks launch, readiness, listener or shutdown evidence.
+	ErrLifecycleIncomplete = reason("lifecycle_incomplete", "lifecycle record incomplete")
+	// ErrNotReady: the server never became ready.
+	ErrNotReady = reason("not_ready", "server not ready")
+	// ErrReadyLate: readiness was observed after the startup deadline.
+	ErrReadyLate = reason("ready_late", "ready after the deadline")
+	// ErrPortTaken: something listened on the port before launch.
+	ErrPortTaken = reason("port_taken", "port taken before launch")
+	// ErrListenerNotOwned: the listening socket was not held by the owned process tree.
+	ErrListenerNotOwned = reason("listener_not_owned", "listener not owned")
+	// ErrForcedShutdown: SIGKILL was needed.
+	ErrForcedShutdown = reason("forced_shutdown", "forced shutdown")
+	// ErrExitNotAcceptable: the server's exit status is not an acceptable exit code.
+	ErrExitNotAcceptable = reason("exit_not_acceptable", "exit code not acceptable")
+	// ErrResidue: a process or listener of the owned server remained after shutdown.
+	ErrResidue = reason("residue", "residue after shutdown")
+	// ErrLifecycleFailed: the lifecycle record's verdict is failed.
+	ErrLifecycleFailed = reason("lifecycle_failed", "lifecycle failed")
+	// ErrLifecycleMismatch: the lifecycle record disagrees with the receipt, the recipe or the log.
+	ErrLifecycleMismatch = reason("lifecycle_mismatch", "lifecycle record disagrees")
+)
+
+// Reasons of the tolerances check (correctness and numerical tolerances).
+var (
+	// ErrVerdictFailed: the receipt's verdict is failed.
+	ErrVerdictFailed = reason("verdict_failed", "verdict failed")
+	// ErrRequestFailed: a measured request of a passed result failed or broke an assertion.
+	ErrRequestFailed = reason("request_failed", "request failed")
+	// ErrResultMismatch: the receipt's summary of a result disagrees with its case result.
+	ErrResultMismatch = reason("result_mismatch", "result summary disagrees")
+	// ErrRowMismatch: a row's counts, window or output set disagree with its request records.
+	ErrRowMismatch = reason("row_mismatch", "row disagrees with its records")
+	// ErrMetricMismatch: a recorded metric differs from its recomputation beyond the tolerance,
+	// or is missing, or should not be there.
+	ErrMetricMismatch = reason("metric_mismatch", "metric differs from its recomputation")
+	// ErrDeclaredMetrics: a case result does not carry exactly the declared metrics, or the
+	// runner metrics contradict the status.
+	ErrDeclaredMetrics = reason("declared_metrics", "declared metrics not met")
+	// ErrUnknownTolerance: a declared tolerance names no metric of its result.
+	ErrUnknownTolerance = reason("unknown_tolerance", "tolerance for an unknown metric")
+)
+
+// Reasons of the comparability check and of Compare.
+var (
+	// ErrWorkloadMismatch: workload identity differs (id, digest, variant, kind, seed, variables).
+	ErrWorkloadMismatch = reason("workload_mismatch", "workload identity differs")
+	// ErrConfigMismatch: an effective configuration differs where no difference is allowed.
+	ErrConfigMismatch = reason("config_mismatch", "effective configuration differs")
+	// ErrCorpusMismatch: the prompt set differs from the corpus (or between compared rows).
+	ErrCorpusMismatch = reason("corpus_mismatch", "prompt set differs")
+	// ErrFormulaMismatch: one metric name carries two formula ids (or units, aggregations,
+	// directions); a request-window throughput is never compared with a decode rate.
+	ErrFormulaMismatch = reason("formula_mismatch", "metric identity differs")
+	// ErrUnlikeRows: compared rows differ in their shape (loop, offered rate, missing row).
+	ErrUnlikeRows = reason("unlike_rows", "rows are not like for like")
+	// ErrEnvironmentMismatch: the environment differs where the mode needs it identical.
+	ErrEnvironmentMismatch = reason("environment_mismatch", "environment differs")
+	// ErrSourceMismatch: the source tree hash differs.
+	ErrSourceMismatch = reason("source_mismatch", "source tree differs")
+	// ErrArtifactMismatch: a bound input (model, tokenizer, corpus, recipe) differs.
+	ErrArtifactMismatch = reason("artifact_mismatch", "bound artifact differs")
+	// ErrModeRefused: the comparison policy does not allow this comparison.
+	ErrModeRefused = reason("mode_refused", "comparison not allowed by the policy")
+	// ErrRuleFailed: a metric rule's tolerance was exceeded.
+	ErrRuleFailed = reason("rule_failed", "metric rule failed")
+	// ErrOutputMismatch: a row's outputs differ in a correctness comparison.
+	ErrOutputMismatch = reason("output_mismatch", "outputs differ")
+)
+
+// Reasons of the scope check.
+var (
+	// ErrScopeBackend: the receipt's backend is not the variant's backend.
+	ErrScopeBackend = reason("backend_mismatch", "backend differs from the variant")
+	// ErrScopeDevice: an accelerator backend with no identified device driver.
+	ErrScopeDevice = reason("device_unidentified", "device not identified")
+)
+
+// ErrFindingsTruncated marks the last finding of a check that had more than MaxFindingsPerCheck.
+var ErrFindingsTruncated = reason("findings_truncated", "more findings omitted")
+
+// Reasons lists every Reason, grouped by check in protocol order (then Compare's, then the
+// truncation marker).
+func Reasons() []*Reason {
+	return []*Reason{
+		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract,
+		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain,
+		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch,
+		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer,
+		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
+		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,
+		ErrVerdictFailed, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
+		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
+		ErrScopeBackend, ErrScopeDevice,
+		ErrEnvironmentMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrOutputMismatch,
+		ErrFindingsTruncated,
+	}
+}
+
+// codeOf returns the code of the first Reason in err's chain, or "" when there is none.
+func codeOf(err error) string {
+	var r *Reason
+	if errors.As(err, &r) {
+		return r.code
+	}
+	return ""
+}

@@ -1,0 +1,653 @@
+package verify
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// record is one request record reduced to what the checks read; times are nanoseconds from the
+// campaign's monotonic epoch.
+type record struct {
+	line        int // 0-based line in its file
+	caseID      string
+	concurrency int64
+	repetition  int64
+	index       int64
+	warmup      bool
+	promptID    string
+	sched       int64
+	send, hdr   int64
+	end, cls    int64
+	hasSend     bool
+	hasHdr      bool
+	hasEnd      bool
+	hasClose    bool
+	content     []int64 // arrival of each content event, in order
+	hasUsage    bool
+	n, p        int64 // completion and prompt tokens
+	failed      bool  // error != null
+	errClass    string
+	assertFail  int    // assertions with passed false
+	output      string // output digest, "" when null
+}
+
+// recordSet is what reading one JSON Lines file of request records learned.
+type recordSet struct {
+	records []record // the valid lines, in file order
+	lines   int
+	// invalid lists the violations of invalid lines (pointers prefixed with /<line>), at most
+	// MaxFindingsPerCheck; invalidLines counts the invalid lines.
+	invalid      []schemas.Violation
+	invalidLines int
+	// tooMany is set when the file has more than MaxRecordsPerFile lines.
+	tooMany bool
+}
+
+// readRecords reads a JSON Lines file of request records from r, hashing every byte, validating
+// every line against the request record contract and keeping the valid ones. A line is accepted
+// by the fast path (parseRecord) or else checked by schemas.CheckDocument, whose verdict decides;
+// parseRecord never accepts a line CheckDocument would reject (FuzzParseRecord checks that).
+func readRecords(ctx context.Context, r io.Reader) (digest string, size int64, set *recordSet, err error) {
+	h := sha256.New()
+	cr := &countingReader{r: io.TeeReader(r, h)}
+	sc := bufio.NewScanner(cr)
+	sc.Buffer(make([]byte, 0, 1<<20), MaxDocumentBytes+1)
+	set = &recordSet{}
+	interner := map[string]string{}
+	for sc.Scan() {
+		if set.lines%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return "", 0, nil, err
+			}
+		}
+		line := sc.Bytes()
+		i := set.lines
+		set.lines++
+		if set.lines > MaxRecordsPerFile {
+			set.tooMany = true
+			break
+		}
+		rec, ok := parseRecord(line)
+		if !ok {
+			var good bool
+			rec, good, err = slowRecord(line, i, set)
+			if err != nil {
+				return "", 0, nil, err
+			}
+			if !good {
+				continue
+			}
+		}
+		rec.line = i
+		rec.caseID = intern(interner, rec.caseID)
+		rec.promptID = intern(interner, rec.promptID)
+		set.records = append(set.records, rec)
+	}
+	if err := sc.Err(); err != nil {
+		if !errors.Is(err, bufio.ErrTooLong) {
+			return "", 0, nil, err
+		}
+		set.invalidLines++
+		set.addInvalid(schemas.Violation{Pointer: fmt.Sprintf("/%d", set.lines), Err: fmt.Errorf("%w: line longer than %d bytes", schemas.ErrTooLarge, MaxDocumentBytes)})
+	}
+	// Hash what the scanner did not read (after a too-long line or too many lines).
+	if _, err := io.Copy(io.Discard, cr); err != nil {
+		return "", 0, nil, err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), cr.n, set, nil
+}
+
+func intern(m map[string]string, s string) string {
+	if v, ok := m[s]; ok {
+		return v
+	}
+	m[s] = s
+	return s
+}
+
+func (s *recordSet) addInvalid(v schemas.Violation) {
+	if len(s.invalid) < MaxFindingsPerCheck {
+		s.invalid = append(s.invalid, v)
+	}
+}
+
+// slowRecord validates a line the fast path declined with schemas.CheckDocument and, when it is
+// a valid request record, decodes it.
+func slowRecord(line []byte, i int, set *recordSet) (record, bool, error) {
+	out, err := schemas.CheckDocument(line)
+	if err != nil {
+		return record{}, false, fmt.Errorf("check line %d: %w", i+1, err)
+	}
+	prefix := fmt.Sprintf("/%d", i)
+	if out.Valid() && out.Contract.Name != schemas.RequestRecord {
+		out.Violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s, want qualkit.request-record.v1", ErrWrongContract, out.Contract.SchemaID)}}
+	}
+	if !out.Valid() {
+		set.invalidLines++
+		for _, v := range out.Violations {
+			set.addInvalid(schemas.Violation{Pointer: prefix + v.Pointer, Err: v.Err})
+		}
+		return record{}, false, nil
+	}
+	var doc schemas.RequestRecordDoc
+	if err := schemas.DecodeInto(line, &doc); err != nil {
+		return record{}, false, fmt.Errorf("decode line %d: %w", i+1, err)
+	}
+	return recordOf(&doc), true, nil
+}
+
+// recordOf reduces a decoded request record.
+func recordOf(d *schemas.RequestRecordDoc) record {
+	r := record{caseID: d.CaseID, concurrency: d.Row.Concurrency, repetition: d.Row.Repetition, index: d.Index,
+		warmup: d.Warmup, promptID: d.PromptID, sched: d.TSchedNs, failed: d.Error != nil}
+	if d.TSendNs != nil {
+		r.send, r.hasSend = *d.TSendNs, true
+	}
+	if d.THdrNs != nil {
+		r.hdr, r.hasHdr = *d.THdrNs, true
+	}
+	if d.TEndNs != nil {
+		r.end, r.hasEnd = *d.TEndNs, true
+	}
+	if d.TCloseNs != nil {
+		r.cls, r.hasClose = *d.TCloseNs, true
+	}
+	for _, e := range d.Events {
+		if e.Kind == "content" {
+			r.content = append(r.content, e.TNs)
+		}
+	}
+	if d.Usage != nil {
+		r.hasUsage, r.n, r.p = true, d.Usage.CompletionTokens, d.Usage.PromptTokens
+	}
+	if d.Error != nil {
+		r.errClass = d.Error.Class
+	}
+	for _, a := range d.Assertions {
+		if !a.Passed {
+			r.assertFail++
+		}
+	}
+	if d.OutputDigest != nil {
+		r.output = *d.OutputDigest
+	}
+	return r
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// parseRecord is the fast path of request record validation: a single pass over one line that
+// accepts only a conservative subset of the contract's JSON (no string escapes, ASCII strings,
+// unsigned integers without exponent or fraction, at most 18 digits) and checks, within it,
+// everything schemas.CheckDocument checks for a qualkit.request-record.v1: closed objects, every
+// required member exactly once, types, enums, patterns, ranges, lengths and the semantic rules.
+// It returns false for anything else; the caller then asks CheckDocument.
+func parseRecord(b []byte) (record, bool) {
+	p := lineParser{b: b}
+	var r record
+	if len(b) > MaxDocumentBytes {
+		return r, false
+	}
+	ok := p.record(&r)
+	if !ok {
+		return record{}, false
+	}
+	p.ws()
+	if p.i != len(p.b) {
+		return record{}, false
+	}
+	return r, true
+}
+
+type lineParser struct {
+	b []byte
+	i int
+}
+
+func (p *lineParser) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\r', '\n':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *lineParser) eat(c byte) bool {
+	p.ws()
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// str reads a string of printable ASCII without escapes.
+func (p *lineParser) str() ([]byte, bool) {
+	if !p.eat('"') {
+		return nil, false
+	}
+	start := p.i
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			s := p.b[start:p.i]
+			p.i++
+			return s, true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return nil, false
+		}
+		p.i++
+	}
+	return nil, false
+}
+
+// uint reads an unsigned integer of at most 18 digits, without leading zeros, fraction or exponent.
+func (p *lineParser) uint() (int64, bool) {
+	p.ws()
+	start := p.i
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		p.i++
+	}
+	n := p.i - start
+	if n == 0 || n > 18 || (n > 1 && p.b[start] == '0') {
+		return 0, false
+	}
+	if p.i < len(p.b) {
+		switch p.b[p.i] {
+		case '.', 'e', 'E':
+			return 0, false
+		}
+	}
+	v := int64(0)
+	for _, c := range p.b[start:p.i] {
+		v = v*10 + int64(c-'0')
+	}
+	return v, true
+}
+
+func (p *lineParser) lit(s string) bool {
+	p.ws()
+	if bytes.HasPrefix(p.b[p.i:], []byte(s)) {
+		end := p.i + len(s)
+		if end < len(p.b) {
+			if c := p.b[end]; c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+				return false
+			}
+		}
+		p.i = end
+		return true
+	}
+	return false
+}
+
+func (p *lineParser) null() bool { return p.lit("null") }
+
+func (p *lineParser) boolean() (bool, bool) {
+	switch {
+	case p.lit("true"):
+		return true, true
+	case p.lit("false"):
+		return false, true
+	}
+	return false, false
+}
+
+// optUint reads an integer or null.
+func (p *lineParser) optUint() (int64, bool, bool) {
+	if p.null() {
+		return 0, false, true
+	}
+	v, ok := p.uint()
+	return v, true, ok
+}
+
+// object reads the members of an object, calling member for each key; member returns false to
+// reject. The keys must be distinct, which member enforces with its own bit set.
+func (p *lineParser) object(member func(key []byte) bool) bool {
+	if !p.eat('{') {
+		return false
+	}
+	if p.eat('}') {
+		return true
+	}
+	for {
+		k, ok := p.str()
+		if !ok || !p.eat(':') || !member(k) {
+			return false
+		}
+		if p.eat(',') {
+			continue
+		}
+		return p.eat('}')
+	}
+}
+
+// array reads the elements of an array, calling elem for each; at most max elements.
+func (p *lineParser) array(max int, elem func() bool) bool {
+	if !p.eat('[') {
+		return false
+	}
+	if p.eat(']') {
+		return true
+	}
+	for n := 1; ; n++ {
+		if n > max || !elem() {
+			return false
+		}
+		if p.eat(',') {
+			continue
+		}
+		return p.eat(']')
+	}
+}
+
+// seen tracks the members of a closed object by bit.
+type seen uint32
+
+func (s *seen) first(bit uint) bool {
+	if *s&(1<<bit) != 0 {
+		return false
+	}
+	*s |= 1 << bit
+	return true
+}
+
+func isPortableID(s []byte) bool {
+	if len(s) < 3 || len(s) > 128 {
+		return false
+	}
+	for i, c := range s {
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigest(s []byte) bool {
+	if len(s) != 71 || !bytes.HasPrefix(s, []byte("sha256:")) {
+		return false
+	}
+	for _, c := range s[7:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func oneOf(s []byte, options ...string) bool {
+	for _, o := range options {
+		if string(s) == o {
+			return true
+		}
+	}
+	return false
+}
+
+const maxSafeInteger = 9007199254740991
+
+// Member bits of a request record.
+const (
+	fSchema = iota
+	fCaseID
+	fRow
+	fIndex
+	fWarmup
+	fPromptID
+	fSeed
+	fBodyDigest
+	fTSched
+	fTSend
+	fTHdr
+	fEvents
+	fTEnd
+	fTClose
+	fStatus
+	fUsage
+	fFinish
+	fOutput
+	fAssertions
+	fError
+	fAll
+)
+
+func (p *lineParser) record(r *record) bool {
+	var s seen
+	var lastT int64 = -1
+	var total int64
+	ok := p.object(func(k []byte) bool {
+		switch string(k) {
+		case "schema":
+			v, ok := p.str()
+			return s.first(fSchema) && ok && string(v) == "qualkit.request-record.v1"
+		case "case_id":
+			v, ok := p.str()
+			r.caseID = string(v)
+			return s.first(fCaseID) && ok && isPortableID(v)
+		case "row":
+			var rs seen
+			ok := p.object(func(k []byte) bool {
+				switch string(k) {
+				case "concurrency":
+					v, ok := p.uint()
+					r.concurrency = v
+					return rs.first(0) && ok && v >= 1 && v <= 4096
+				case "repetition":
+					v, ok := p.uint()
+					r.repetition = v
+					return rs.first(1) && ok && v <= 999
+				}
+				return false
+			})
+			return s.first(fRow) && ok && rs == 3
+		case "index":
+			v, ok := p.uint()
+			r.index = v
+			return s.first(fIndex) && ok
+		case "warmup":
+			v, ok := p.boolean()
+			r.warmup = v
+			return s.first(fWarmup) && ok
+		case "prompt_id":
+			v, ok := p.str()
+			r.promptID = string(v)
+			return s.first(fPromptID) && ok && isPortableID(v)
+		case "seed":
+			v, _, ok := p.optUint()
+			return s.first(fSeed) && ok && v <= maxSafeInteger
+		case "body_digest":
+			v, ok := p.str()
+			return s.first(fBodyDigest) && ok && isDigest(v)
+		case "t_sched_ns":
+			v, ok := p.uint()
+			r.sched = v
+			return s.first(fTSched) && ok
+		case "t_send_ns":
+			v, has, ok := p.optUint()
+			r.send, r.hasSend = v, has
+			return s.first(fTSend) && ok
+		case "t_hdr_ns":
+			v, has, ok := p.optUint()
+			r.hdr, r.hasHdr = v, has
+			return s.first(fTHdr) && ok
+		case "t_end_ns":
+			v, has, ok := p.optUint()
+			r.end, r.hasEnd = v, has
+			return s.first(fTEnd) && ok
+		case "t_close_ns":
+			v, has, ok := p.optUint()
+			r.cls, r.hasClose = v, has
+			return s.first(fTClose) && ok
+		case "events":
+			ok := p.array(1048576, func() bool {
+				var es seen
+				var t int64
+				content := false
+				ok := p.object(func(k []byte) bool {
+					switch string(k) {
+					case "t_ns":
+						v, ok := p.uint()
+						t = v
+						return es.first(0) && ok
+					case "kind":
+						v, ok := p.str()
+						content = string(v) == "content"
+						return es.first(1) && ok && oneOf(v, "content", "usage", "done", "other")
+					case "bytes":
+						_, ok := p.uint()
+						return es.first(2) && ok
+					}
+					return false
+				})
+				if !ok || es != 7 || t < lastT {
+					return false
+				}
+				lastT = t
+				if content {
+					r.content = append(r.content, t)
+				}
+				return true
+			})
+			return s.first(fEvents) && ok
+		case "status_code":
+			v, has, ok := p.optUint()
+			return s.first(fStatus) && ok && (!has || v >= 100 && v <= 599)
+		case "usage":
+			if !s.first(fUsage) {
+				return false
+			}
+			if p.null() {
+				return true
+			}
+			var us seen
+			ok := p.object(func(k []byte) bool {
+				v, ok := p.uint()
+				switch string(k) {
+				case "prompt_tokens":
+					r.p = v
+					return us.first(0) && ok
+				case "completion_tokens":
+					r.n = v
+					return us.first(1) && ok
+				case "total_tokens":
+					total = v
+					return us.first(2) && ok
+				}
+				return false
+			})
+			r.hasUsage = true
+			return ok && us == 7
+		case "finish_reason":
+			if !s.first(fFinish) {
+				return false
+			}
+			if p.null() {
+				return true
+			}
+			v, ok := p.str()
+			return ok && oneOf(v, "stop", "length", "tool_calls", "content_filter")
+		case "output_digest":
+			if !s.first(fOutput) {
+				return false
+			}
+			if p.null() {
+				return true
+			}
+			v, ok := p.str()
+			r.output = string(v)
+			return ok && isDigest(v)
+		case "assertions":
+			ok := p.array(64, func() bool {
+				var as seen
+				ok := p.object(func(k []byte) bool {
+					switch string(k) {
+					case "kind":
+						v, ok := p.str()
+						return as.first(0) && ok && oneOf(v, "finish_reason", "exact_text", "regex", "completion_tokens_equal_max_tokens")
+					case "passed":
+						v, ok := p.boolean()
+						if !v {
+							r.assertFail++
+						}
+						return as.first(1) && ok
+					case "detail":
+						if !as.first(2) {
+							return false
+						}
+						if p.null() {
+							return true
+						}
+						v, ok := p.str()
+						return ok && len(v) <= 512
+					}
+					return false
+				})
+				return ok && as == 7
+			})
+			return s.first(fAssertions) && ok
+		case "error":
+			if !s.first(fError) {
+				return false
+			}
+			if p.null() {
+				return true
+			}
+			var es seen
+			ok := p.object(func(k []byte) bool {
+				v, ok := p.str()
+				switch string(k) {
+				case "class":
+					r.errClass = string(v)
+					return es.first(0) && ok && oneOf(v, "connection", "http_status", "timeout", "truncated_stream", "oversize_line", "malformed_event", "missing_usage", "duplicate_usage", "inconsistent_usage", "assertion", "cancelled")
+				case "message":
+					return es.first(1) && ok && len(v) >= 1 && len(v) <= 2048
+				}
+				return false
+			})
+			r.failed = true
+			return ok && es == 3
+		}
+		return false
+	})
+	if !ok || s != 1<<fAll-1 {
+		return false
+	}
+	// The semantic rules of the contract (schemas.CheckSemantics).
+	if r.hasUsage && total != r.p+r.n {
+		return false
+	}
+	if r.hasSend && r.send < r.sched {
+		return false
+	}
+	if !r.failed && (!r.hasUsage || !r.hasSend || !r.hasEnd) {
+		return false
+	}
+	return true
+}
+
+// itoa is strconv.Itoa for int64 (messages).
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }

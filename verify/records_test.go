@@ -1,0 +1,176 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// realRecordLines returns the request record lines of the frozen campaign.
+func realRecordLines(t testing.TB) [][]byte {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(frozenRoot, ".qualification/runs/*/cases/*/rows/*.jsonl"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no frozen records: %v", err)
+	}
+	var out [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))...)
+	}
+	return out
+}
+
+// checkAgreement asserts the fast path's contract: it accepts a line only if CheckDocument
+// accepts it as a request record, and then extracts what DecodeInto would.
+func checkAgreement(t testing.TB, line []byte) (accepted bool) {
+	t.Helper()
+	rec, ok := parseRecord(line)
+	if !ok {
+		return false
+	}
+	out, err := schemas.CheckDocument(line)
+	if err != nil {
+		t.Fatalf("CheckDocument: %v", err)
+	}
+	if !out.Valid() || out.Contract.Name != schemas.RequestRecord {
+		t.Fatalf("the fast path accepted a line CheckDocument rejects (%v):\n%s", out.Violations, line)
+	}
+	var doc schemas.RequestRecordDoc
+	if err := schemas.DecodeInto(line, &doc); err != nil {
+		t.Fatalf("DecodeInto: %v", err)
+	}
+	want := recordOf(&doc)
+	if !reflect.DeepEqual(rec, want) {
+		t.Fatalf("fast path read\n%+v\nDecodeInto reads\n%+v", rec, want)
+	}
+	return true
+}
+
+func TestParseRecordAcceptsRealRecords(t *testing.T) {
+	for i, l := range realRecordLines(t) {
+		if !checkAgreement(t, l) {
+			t.Errorf("line %d: the fast path declined a record the runner wrote:\n%s", i, l)
+		}
+	}
+}
+
+// TestParseRecordDeclines: each change makes the line invalid (or valid but outside the fast
+// path); the fast path must decline it, and the slow path decides.
+func TestParseRecordDeclines(t *testing.T) {
+	line := string(realRecordLines(t)[1])
+	cases := []struct {
+		name, old, new string
+		stillValid     bool
+	}{
+		{"unknown member", `"warmup":false`, `"warmup":false,"thermal":1`, false},
+		{"duplicate member", `"warmup":false`, `"warmup":false,"warmup":false`, false},
+		{"wrong schema", `qualkit.request-record.v1`, `qualkit.request-record.v2`, false},
+		{"float index", `"index":1,`, `"index":1.0,`, false},
+		{"exponent", `"index":1,`, `"index":1e0,`, false},
+		{"negative time", `"t_sched_ns":`, `"t_sched_ns":-`, false},
+		{"leading zero", `"index":1,`, `"index":01,`, false},
+		{"bad digest", `"body_digest":"sha256:`, `"body_digest":"sha256:X`, false},
+		{"bad kind", `"kind":"content"`, `"kind":"token"`, false},
+		{"total != prompt + completion", `"total_tokens":`, `"total_tokens":1`, false},
+		{"trailing data", `"error":null}`, `"error":null} x`, false},
+		{"missing member", `"warmup":false,`, ``, false},
+		{"escaped string (valid, slow path)", `"prompt_id":"`, `"prompt_id":"\u0063`, true},
+		{"spaces (valid, fast path ok)", `"index":1,`, `"index" : 1 ,`, true},
+	}
+	for _, tc := range cases {
+		if !strings.Contains(line, tc.old) {
+			t.Fatalf("%s: %q not in the line", tc.name, tc.old)
+		}
+		mutated := []byte(strings.Replace(line, tc.old, tc.new, 1))
+		accepted := checkAgreement(t, mutated)
+		out, err := schemas.CheckDocument(mutated)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Valid() != tc.stillValid {
+			t.Errorf("%s: CheckDocument valid %v, want %v (%v)", tc.name, out.Valid(), tc.stillValid, out.Violations)
+		}
+		if accepted && !tc.stillValid {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+}
+
+// FuzzParseRecord: the fast path never accepts what the contract rejects, and reads what the
+// strict decoder reads.
+func FuzzParseRecord(f *testing.F) {
+	for _, l := range realRecordLines(f) {
+		f.Add(l)
+	}
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkAgreement(t, line)
+	})
+}
+
+func TestReadRecords(t *testing.T) {
+	lines := realRecordLines(t)
+	good := bytes.Join(lines[:3], []byte("\n"))
+	cases := []struct {
+		name         string
+		data         string
+		records      int
+		invalidLines int
+	}{
+		{"valid file", string(good) + "\n", 3, 0},
+		{"no final newline", string(good), 3, 0},
+		{"blank line", string(lines[0]) + "\n\n" + string(lines[1]) + "\n", 2, 1},
+		{"one invalid line", string(lines[0]) + "\n{\"schema\":\"qualkit.request-record.v1\"}\n" + string(lines[1]) + "\n", 2, 1},
+		{"a receipt among records", string(lines[0]) + "\n" + `{"schema":"qualkit.launch-recipe.v1"}` + "\n", 1, 1},
+	}
+	for _, tc := range cases {
+		d, n, set, err := readRecords(context.Background(), strings.NewReader(tc.data))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if d != schemas.DigestOf([]byte(tc.data)) || n != int64(len(tc.data)) {
+			t.Errorf("%s: digest %s size %d, want the file's", tc.name, d, n)
+		}
+		if len(set.records) != tc.records || set.invalidLines != tc.invalidLines {
+			t.Errorf("%s: %d records, %d invalid lines; want %d, %d (%v)", tc.name, len(set.records), set.invalidLines, tc.records, tc.invalidLines, set.invalid)
+		}
+		for _, v := range set.invalid {
+			if !strings.HasPrefix(v.Pointer, "/") {
+				t.Errorf("%s: pointer %q", tc.name, v.Pointer)
+			}
+		}
+	}
+}
+
+func TestOutputSetMatchesCanonical(t *testing.T) {
+	rs := []*record{{output: schemas.DigestOf([]byte("a"))}, {output: schemas.DigestOf([]byte("b"))}}
+	b, err := schemas.Canonical([]string{rs[0].output, rs[1].output})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := outputSet(rs); got == nil || *got != schemas.DigestOf(b) {
+		t.Fatalf("output set %v, canonical %s", got, schemas.DigestOf(b))
+	}
+	if outputSet([]*record{{failed: true}}) != nil {
+		t.Fatal("a failed request has an output set")
+	}
+}
+
+func TestPercentileType7(t *testing.T) {
+	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for q, want := range map[float64]float64{0: 1, 0.5: 5.5, 0.9: 9.1, 0.99: 9.91, 1: 10} {
+		if got := percentile(xs, q); !within(got, want, Tolerance{1e-12, 0}) {
+			t.Errorf("p%v = %v, want %v (numpy linear)", q, got, want)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package verify
+
+import (
+	"time"
+	"unicode/utf8"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// Report fills the verification report contract (qualkit.verification-report.v1) from a result.
+// version is the verifier's version; now is the report's creation time.
+func (r *Result) Report(version string, now time.Time) schemas.VerificationReportDoc {
+	doc := schemas.VerificationReportDoc{
+		Schema:    "qualkit.verification-report.v1",
+		CreatedAt: now.UTC().Format(time.RFC3339Nano),
+		Verifier:  schemas.VerifierInfo{Name: "qualverify", Version: nonEmpty(version, "dev")},
+		Subjects:  []schemas.Subject{},
+		Checks:    []schemas.Check{},
+		Weakened:  []string{},
+		Verdict:   string(r.Verdict),
+	}
+	subjects := r.Subjects
+	if len(subjects) > maxReportSubjects {
+		subjects = subjects[:maxReportSubjects]
+	}
+	for _, s := range subjects {
+		sub := schemas.Subject{Path: s.Path, Digest: s.Digest}
+		if s.Contract != "" {
+			c := s.Contract
+			sub.Contract = &c
+		}
+		doc.Subjects = append(doc.Subjects, sub)
+	}
+	for _, c := range r.Checks {
+		ch := schemas.Check{Name: string(c.Check), Status: string(c.Status), Findings: []schemas.Finding{}}
+		for _, f := range c.Findings {
+			ch.Findings = append(ch.Findings, schemas.Finding{Check: string(f.Check), File: clipRunes(nonEmpty(f.File, "-"), 4096),
+				Pointer: f.Pointer, Code: nonEmpty(f.Code(), "finding"), Message: clipRunes(nonEmpty(f.Err.Error(), "-"), 2048)})
+		}
+		doc.Checks = append(doc.Checks, ch)
+	}
+	doc.Weakened = append(doc.Weakened, r.Weakened...)
+	if r.Scope != "" {
+		sc := clipRunes(r.Scope, 1024)
+		doc.Scope = &sc
+	}
+	return doc
+}
+
+// maxReportSubjects is the contract's bound on a report's subjects.
+const maxReportSubjects = 100000
+
+func nonEmpty(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+// clipRunes bounds a string to n runes (the contract's limits), marking the cut.
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,296 @@
+package verify
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The tampering matrix: real campaign evidence (the frozen a-1 run), sealed again with a key made
+// for the test, then changed one way each. Every change is rejected, by the right check and for
+// the right reason. "resealed" cases model evidence a campaign really produced (or an attacker
+// who holds the key): digests and signature are made consistent after the change, so only the
+// check that owns the condition can catch it.
+func TestTamperingMatrix(t *testing.T) {
+	const receipt = ".qualification/receipts/a-1.json"
+	kiln, err := os.ReadFile("../schemas/testdata/kiln/oracle-result-v1-rocm-hf-next-token-guarded-fingerprint.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, root, run string, k testKey) Policy
+		check  Check
+		reason *Reason
+		// also, when set, must appear in the finding's message.
+		also string
+	}{
+		{"payload edited", func(t *testing.T, root, run string, k testKey) Policy {
+			editEnvelope(t, root, receipt, func(env map[string]any) {
+				st := decodePayload(t, env["payload"].(string))
+				st["predicate"].(map[string]any)["host_id"] = "another-host"
+				env["payload"] = encodePayload(t, st)
+			})
+			return k.policy()
+		}, CheckSignature, ErrBadSignature, ""},
+		{"signature edited", func(t *testing.T, root, run string, k testKey) Policy {
+			editEnvelope(t, root, receipt, func(env map[string]any) {
+				sig := env["signatures"].([]any)[0].(map[string]any)
+				raw, _ := base64.StdEncoding.DecodeString(sig["sig"].(string))
+				raw[len(raw)/2] ^= 0x40
+				sig["sig"] = base64.StdEncoding.EncodeToString(raw)
+			})
+			return k.policy()
+		}, CheckSignature, ErrBadSignature, ""},
+		{"wrong key", func(t *testing.T, root, run string, k testKey) Policy {
+			return newTestKey(t).policy()
+		}, CheckSignature, ErrBadSignature, ""},
+		{"subject digest mismatch", func(t *testing.T, root, run string, k testKey) Policy {
+			st := statementFor(t, root, receipt)
+			sub := st["subject"].([]any)[1].(map[string]any)
+			sub["digest"] = map[string]any{"sha256": strings.Repeat("ab", 32)}
+			sign(t, root, receipt, k, st) // validly signed, but it binds other bytes
+			return k.policy()
+		}, CheckHashes, ErrSubjectMismatch, ""},
+		{"evidence file swapped", func(t *testing.T, root, run string, k testKey) Policy {
+			rows := filepath.Join(root, run, "cases/000-chat-stream-r000/rows")
+			other, _ := os.ReadFile(filepath.Join(rows, "c0002-r000.jsonl"))
+			mustWrite(t, filepath.Join(rows, "c0001-r000.jsonl"), other)
+			return k.policy()
+		}, CheckHashes, ErrDigestMismatch, "c0001-r000.jsonl"},
+		{"artifact swapped", func(t *testing.T, root, run string, k testKey) Policy {
+			other, _ := os.ReadFile(filepath.Join(root, "workloads/launch/frozen-b.json"))
+			mustWrite(t, filepath.Join(root, "workloads/launch/frozen-a.json"), other)
+			return k.policy()
+		}, CheckHashes, ErrDigestMismatch, "workloads/launch/frozen-a.json"},
+		{"receipt from another commit", func(t *testing.T, root, run string, k testKey) Policy {
+			// The evidence sits in a checkout whose origin/main moved on: publishing it would
+			// publish a result of another commit.
+			fakeCheckout(t, root, strings.Repeat("1", 40))
+			return k.policy()
+		}, CheckSource, ErrNotOriginMain, ""},
+		{"case result removed", func(t *testing.T, root, run string, k testKey) Policy {
+			if err := os.Remove(filepath.Join(root, run, "cases/001-tool-present-r000/case-result.json")); err != nil {
+				t.Fatal(err)
+			}
+			return k.policy()
+		}, CheckHashes, ErrMissingFile, "case-result.json"},
+		{"forced shutdown (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			editLifecycle(t, root, run, func(l map[string]any) {
+				l["shutdown"].(map[string]any)["forced"] = true
+			}, "forced cleanup: the server ignored SIGTERM")
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckCleanup, ErrForcedShutdown, ""},
+		{"residue present (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			editLifecycle(t, root, run, func(l map[string]any) {
+				r := l["residue"].(map[string]any)
+				r["processes"] = []any{map[string]any{"pid": json.Number("4242"), "comm": "qualsim", "escaped": true}}
+				r["killed"] = true
+			}, "residue: process 4242 (qualsim) escaped the group")
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckCleanup, ErrResidue, "4242"},
+		{"schema-invalid receipt (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			rc := readTree(t, filepath.Join(root, receipt))
+			rc["thermal_headroom"] = json.Number("3")
+			writeTree(t, filepath.Join(root, receipt), rc)
+			sign(t, root, receipt, k, statementFor(t, root, receipt))
+			return k.policy()
+		}, CheckSchemas, ErrSchemaViolation, ""},
+		{"v1 temperature result (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			mustWrite(t, filepath.Join(root, run, "cases/001-tool-present-r000/case-result.json"), kiln)
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckSchemas, ErrHistoricalEvidence, "kiln.rocm-hf-next-token-oracle.v1"},
+		// Beyond the required matrix.
+		{"row metric edited (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			p := filepath.Join(root, run, "cases/000-chat-stream-r000/case-result.json")
+			cr := readTree(t, p)
+			m := cr["rows"].([]any)[0].(map[string]any)["metrics"].([]any)[0].(map[string]any)
+			m["value"] = json.Number("1.5")
+			writeTree(t, p, cr)
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckTolerances, ErrMetricMismatch, "ttft_ms.p50"},
+		{"decode rate labelled as window throughput (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			p := filepath.Join(root, run, "cases/000-chat-stream-r000/case-result.json")
+			cr := readTree(t, p)
+			for _, x := range cr["rows"].([]any)[0].(map[string]any)["metrics"].([]any) {
+				if m := x.(map[string]any); m["name"] == "output_throughput_window" {
+					m["formula"] = "decode_rate.v1"
+				}
+			}
+			writeTree(t, p, cr)
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckComparability, ErrFormulaMismatch, "a request-window throughput is never compared with a decode rate"},
+		{"request failed in a passed result (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			p := filepath.Join(root, run, "cases/000-chat-stream-r000/rows/c0002-r000.jsonl")
+			b, _ := os.ReadFile(p)
+			lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			lines[2] = strings.Replace(lines[2], `"passed":true`, `"passed":false`, 1)
+			mustWrite(t, p, []byte(strings.Join(lines, "\n")+"\n"))
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckTolerances, ErrRequestFailed, ""},
+		{"unsigned", func(t *testing.T, root, run string, k testKey) Policy {
+			base := filepath.Join(root, strings.TrimSuffix(receipt, ".json"))
+			os.Remove(base + EnvelopeSuffix)
+			os.Remove(base + BundleSuffix)
+			return k.policy()
+		}, CheckSignature, ErrUnsigned, ""},
+		{"bundle and envelope differ", func(t *testing.T, root, run string, k testKey) Policy {
+			st := statementFor(t, root, receipt)
+			payload, _ := json.MarshalIndent(st, "", " ") // same statement, other bytes
+			_, bundle := sealPayload(t, payload, k)
+			mustWrite(t, filepath.Join(root, strings.TrimSuffix(receipt, ".json")+BundleSuffix), bundle)
+			return k.policy()
+		}, CheckSignature, ErrAttestationsDiffer, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := copyTree(t, frozenRoot)
+			k := newTestKey(t)
+			reseal(t, root, receipt, k)
+			if res := verifyAt(t, root, receipt, k.policy()); res.Verdict != Verified {
+				t.Fatalf("resealed evidence does not verify before tampering:%s", findingsOf(res))
+			}
+			p := tc.tamper(t, root, runDirOf(t, root, receipt), k)
+			res := verifyAt(t, root, receipt, p)
+			if res.Verdict != Rejected {
+				t.Fatalf("tampered evidence verified")
+			}
+			found := false
+			for _, f := range res.Check(tc.check).Findings {
+				if errors.Is(f, tc.reason) && errors.Is(f.Err, tc.reason) && strings.Contains(f.Error(), tc.also) {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("no %s finding of check %s%s; findings:%s", tc.reason.Code(), tc.check, ifSet(" mentioning "+tc.also, tc.also), findingsOf(res))
+			}
+			var failed []string
+			for _, c := range res.Checks {
+				if c.Status == StatusFailed {
+					failed = append(failed, string(c.Check))
+				}
+			}
+			t.Logf("rejected by %s (%s); failed checks: %s", tc.check, tc.reason.Code(), strings.Join(failed, ", "))
+		})
+	}
+}
+
+func ifSet(s, cond string) string {
+	if cond == "" {
+		return ""
+	}
+	return s
+}
+
+func mustWrite(t *testing.T, p string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func editEnvelope(t *testing.T, root, receipt string, edit func(map[string]any)) {
+	t.Helper()
+	p := filepath.Join(root, strings.TrimSuffix(receipt, ".json")+EnvelopeSuffix)
+	env := readTree(t, p)
+	edit(env)
+	writeTree(t, p, env)
+	os.Remove(filepath.Join(root, strings.TrimSuffix(receipt, ".json")+BundleSuffix)) // judge the envelope alone
+}
+
+func decodePayload(t *testing.T, s string) map[string]any {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func encodePayload(t *testing.T, m map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// editLifecycle changes the lifecycle record as a campaign with that outcome writes it: a failed
+// lifecycle, a failed receipt that is not publishable.
+func editLifecycle(t *testing.T, root, run string, edit func(map[string]any), failure string) {
+	t.Helper()
+	p := filepath.Join(root, run, "lifecycle.json")
+	l := readTree(t, p)
+	edit(l)
+	l["verdict"] = "failed"
+	l["failures"] = []any{failure}
+	writeTree(t, p, l)
+	rp := filepath.Join(root, ".qualification/receipts/a-1.json")
+	rc := readTree(t, rp)
+	rc["lifecycle"].(map[string]any)["verdict"] = "failed"
+	rc["qualification"].(map[string]any)["verdict"] = "failed"
+	rc["publishable"] = false
+	rc["unpublishable_reasons"] = []any{"the verdict is failed"}
+	rc["notes"] = []any{"lifecycle: " + failure}
+	writeTree(t, rp, rc)
+}
+
+// fakeCheckout makes root a git checkout (metadata only) whose HEAD and origin/main are commit.
+func fakeCheckout(t *testing.T, root, commit string) {
+	t.Helper()
+	for p, content := range map[string]string{
+		".git/HEAD":                     "ref: refs/heads/main\n",
+		".git/refs/heads/main":          commit + "\n",
+		".git/refs/remotes/origin/main": commit + "\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, filepath.Join(root, p), []byte(content))
+	}
+}
+
+// TestHintsIgnored: the DSSE keyid and the bundle's public key hint are unauthenticated hints:
+// a wrong keyid or hint changes nothing, and a bundle's transparency log entries (not verified
+// offline) are reported as a warning.
+func TestHintsIgnored(t *testing.T) {
+	const receipt = ".qualification/receipts/a-1.json"
+	root := copyTree(t, frozenRoot)
+	k := newTestKey(t)
+	reseal(t, root, receipt, k)
+	base := filepath.Join(root, strings.TrimSuffix(receipt, ".json"))
+	env := readTree(t, base+EnvelopeSuffix)
+	env["signatures"].([]any)[0].(map[string]any)["keyid"] = "SHA256:not-the-key-that-signed"
+	writeTree(t, base+EnvelopeSuffix, env)
+	b := readTree(t, base+BundleSuffix)
+	vm := b["verificationMaterial"].(map[string]any)
+	vm["publicKey"].(map[string]any)["hint"] = base64.StdEncoding.EncodeToString([]byte("another key"))
+	vm["tlogEntries"] = []any{map[string]any{"logIndex": "1"}}
+	writeTree(t, base+BundleSuffix, b)
+	res := verifyAt(t, root, receipt, k.policy())
+	if res.Verdict != Verified {
+		t.Fatalf("rejected:%s", findingsOf(res))
+	}
+	found := false
+	for _, w := range res.Warnings {
+		found = found || strings.Contains(w, "1 transparency log entries are not verified")
+	}
+	if !found {
+		t.Errorf("no warning about the tlog entry: %q", res.Warnings)
+	}
+}

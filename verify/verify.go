@@ -1,0 +1,294 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"strings"
+)
+
+// Check names a publication check. The checks run in protocol order (CheckOrder).
+type Check string
+
+// The publication checks, in protocol order.
+const (
+	CheckSchemas       Check = "schemas"
+	CheckSource        Check = "source"
+	CheckHashes        Check = "hashes"
+	CheckSignature     Check = "signature"
+	CheckCleanup       Check = "cleanup"
+	CheckTolerances    Check = "tolerances"
+	CheckComparability Check = "comparability"
+	CheckScope         Check = "scope"
+)
+
+// CheckOrder lists the checks in protocol order (the order of schemas.CheckOrder).
+var CheckOrder = []Check{CheckSchemas, CheckSource, CheckHashes, CheckSignature, CheckCleanup, CheckTolerances, CheckComparability, CheckScope}
+
+// Status is the outcome of one check.
+type Status string
+
+// Check statuses.
+const (
+	StatusPassed  Status = "passed"
+	StatusFailed  Status = "failed"
+	StatusSkipped Status = "skipped"
+)
+
+// Verdict is the outcome of a verification.
+type Verdict string
+
+// Verdicts.
+const (
+	Verified Verdict = "verified"
+	Rejected Verdict = "rejected"
+)
+
+// Finding is one reason the evidence is rejected: the check that found it, the file (a path
+// relative to the evidence root), an RFC 6901 JSON pointer into it ("" is the whole file; a JSON
+// Lines file is addressed as the array of its lines, so /3/usage is the fourth line's usage) and
+// the error, which wraps exactly one *Reason sentinel (errors.Is) and sometimes a
+// schemas.Violation.
+type Finding struct {
+	Check   Check
+	File    string
+	Pointer string
+	Err     error
+}
+
+// Code returns the stable code of the finding's Reason.
+func (f Finding) Code() string { return codeOf(f.Err) }
+
+func (f Finding) Error() string {
+	p := f.Pointer
+	if p == "" {
+		p = "/"
+	}
+	return fmt.Sprintf("%s: %s: %s: %v", f.Check, f.File, p, f.Err)
+}
+
+// Unwrap returns the finding's error, so errors.Is(finding, ErrDigestMismatch) works.
+func (f Finding) Unwrap() error { return f.Err }
+
+// CheckResult is the outcome of one check.
+type CheckResult struct {
+	Check    Check
+	Status   Status
+	Findings []Finding
+	// Note says why a check was skipped, or what it could not cover.
+	Note string
+}
+
+// Subject is one file the verification read, by digest.
+type Subject struct {
+	// Path is relative to the evidence root.
+	Path   string
+	Digest string
+	// Contract is the schema id found in the file; "" when it carries none.
+	Contract string
+}
+
+// Result is the outcome of Verify.
+type Result struct {
+	// Checks in protocol order, one per check.
+	Checks []CheckResult
+	// Findings of every check, in protocol order.
+	Findings []Finding
+	// Scope names exactly the host id, backend and device the result describes; "" when the
+	// receipt could not be read far enough to establish it.
+	Scope string
+	// Verdict is Verified exactly when there is no finding.
+	Verdict Verdict
+	// Subjects are the files read, receipt first.
+	Subjects []Subject
+	// Weakened lists every relaxation that was on (e.g. "allow-unsigned-unsafe").
+	Weakened []string
+	// Warnings are what the verification could not cover and the user must see (for example a
+	// bound artifact that is not present locally and so was not re-hashed).
+	Warnings []string
+	// Signer is the sha256 fingerprint (of the PKIX DER) of the pinned key that verified the
+	// attestation; "" when none did.
+	Signer string
+	// ReceiptID is the receipt's id, when it could be read.
+	ReceiptID string
+}
+
+// Check returns the result of one check.
+func (r *Result) Check(c Check) CheckResult {
+	for _, cr := range r.Checks {
+		if cr.Check == c {
+			return cr
+		}
+	}
+	return CheckResult{Check: c, Status: StatusSkipped}
+}
+
+// Relaxation names an option that weakens a check. Each ends in "-unsafe".
+type Relaxation string
+
+// The relaxations.
+const (
+	// RelaxUnsigned accepts a receipt without an attestation (the signature check is skipped).
+	RelaxUnsigned Relaxation = "allow-unsigned-unsafe"
+	// RelaxUnpublished accepts a receipt that is not at origin/main (publication not required).
+	RelaxUnpublished Relaxation = "allow-unpublished-unsafe"
+)
+
+// Relaxations lists every relaxation.
+var Relaxations = []Relaxation{RelaxUnsigned, RelaxUnpublished}
+
+// Option adjusts Verify and Compare.
+type Option func(*config)
+
+type config struct {
+	relax    map[Relaxation]bool
+	logger   *slog.Logger
+	workers  int
+	skipSign bool // Compare without keys: signatures are not part of a comparison
+}
+
+// AllowUnsignedUnsafe accepts a receipt that has no attestation: the signature check is skipped
+// (an attestation that is present is still verified when keys are pinned). Unsafe: nothing then
+// binds the evidence to a signer.
+func AllowUnsignedUnsafe() Option {
+	return func(c *config) { c.relax[RelaxUnsigned] = true }
+}
+
+// AllowUnpublishedUnsafe accepts a receipt whose commit was not origin/main, even when the policy
+// requires publication. Unsafe: such a result may describe code nobody reviewed.
+func AllowUnpublishedUnsafe() Option {
+	return func(c *config) { c.relax[RelaxUnpublished] = true }
+}
+
+// WithRelaxations turns on the named relaxations (as the CLI's --allow-...-unsafe flags do).
+func WithRelaxations(rs ...Relaxation) Option {
+	return func(c *config) {
+		for _, r := range rs {
+			c.relax[r] = true
+		}
+	}
+}
+
+// WithLogger sets the logger for debug output; the default discards everything.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// WithConcurrency bounds the files read and hashed in parallel; n <= 0 means GOMAXPROCS.
+func WithConcurrency(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.workers = n
+		}
+	}
+}
+
+func newConfig(opts []Option) *config {
+	c := &config{relax: map[Relaxation]bool{}, logger: slog.New(slog.DiscardHandler), workers: runtime.GOMAXPROCS(0)}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return c
+}
+
+func (c *config) weakened() []string {
+	var out []string
+	for _, r := range Relaxations {
+		if c.relax[r] {
+			out = append(out, string(r))
+		}
+	}
+	return out
+}
+
+// Errors Verify returns when verification cannot be carried out (never for a rejection).
+var (
+	// ErrNoTrustedKey: the signature check needs a pinned public key and the policy has none.
+	ErrNoTrustedKey = errors.New("no trusted public key")
+	// ErrRelaxationRefused: an option weakens a check that the policy does not allow to be weakened.
+	ErrRelaxationRefused = errors.New("relaxation not allowed by the policy")
+	// ErrEvidence: the evidence cannot be read at all (no receipt, no root).
+	ErrEvidence = errors.New("evidence cannot be read")
+)
+
+// Verify verifies one receipt and its evidence offline against policy. The error is non-nil only
+// when verification could not be carried out (unreadable receipt, no trusted key, a relaxation the
+// policy forbids, a cancelled context); a rejection is a Result with findings and Verdict
+// Rejected.
+func Verify(ctx context.Context, evidence Evidence, policy Policy, opts ...Option) (*Result, error) {
+	cfg := newConfig(opts)
+	res, _, err := verify(ctx, evidence, policy, cfg)
+	return res, err
+}
+
+func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) (*Result, *snapshot, error) {
+	if err := policy.permits(cfg); err != nil {
+		return nil, nil, err
+	}
+	if len(policy.Keys) == 0 && !cfg.relax[RelaxUnsigned] && !cfg.skipSign {
+		return nil, nil, fmt.Errorf("%w: give a public key (--key) or allow unsigned evidence", ErrNoTrustedKey)
+	}
+	s, err := load(ctx, evidence, policy, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	res := &Result{Weakened: cfg.weakened(), Subjects: s.subjects(), Warnings: s.warnings, ReceiptID: s.receiptID()}
+	for _, c := range checks {
+		cr := c.run(s)
+		cr.Check = c.name
+		cr.Findings = capFindings(cr.Findings)
+		switch {
+		case len(cr.Findings) > 0:
+			cr.Status = StatusFailed
+		case cr.Status == "":
+			cr.Status = StatusPassed
+		}
+		res.Checks = append(res.Checks, cr)
+		res.Findings = append(res.Findings, cr.Findings...)
+	}
+	res.Scope = scopeStatement(s)
+	res.Signer = s.signer
+	res.Warnings = append(res.Warnings, s.lateWarnings...)
+	res.Verdict = Verified
+	if len(res.Findings) > 0 {
+		res.Verdict = Rejected
+	}
+	return res, s, nil
+}
+
+// capFindings keeps at most MaxFindingsPerCheck findings and says how many more there were.
+func capFindings(fs []Finding) []Finding {
+	if len(fs) <= MaxFindingsPerCheck {
+		return fs
+	}
+	more := len(fs) - MaxFindingsPerCheck + 1
+	out := slices.Clone(fs[:MaxFindingsPerCheck-1])
+	last := fs[MaxFindingsPerCheck-1]
+	return append(out, Finding{Check: last.Check, File: last.File, Pointer: "", Err: fmt.Errorf("%w: %d more findings of this check", ErrFindingsTruncated, more)})
+}
+
+// Summary is a one-line description of a result for people, e.g. "rejected: hashes (2), signature (1)".
+func (r *Result) Summary() string {
+	if r.Verdict == Verified {
+		return "verified"
+	}
+	var parts []string
+	for _, c := range r.Checks {
+		if len(c.Findings) > 0 {
+			parts = append(parts, fmt.Sprintf("%s (%d)", c.Check, len(c.Findings)))
+		}
+	}
+	return "rejected: " + strings.Join(parts, ", ")
+}
