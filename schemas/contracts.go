@@ -211,6 +211,6 @@ func pointerOf(tokens []string) string {
 	return b.String()
 }
 
-func escapePointerToken(t string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(t)
-}
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+func escapePointerToken(t string) string { return pointerEscaper.Replace(t) }
