@@ -4,13 +4,13 @@ package qualverify
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -20,32 +20,8 @@ var Version = "dev"
 
 // Main runs qualverify with args (args[0] is the program name) and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	app := &cli.App{
-		Name:           "qualverify",
-		Usage:          "verify qualkit evidence offline before anything is published",
-		Version:        Version,
-		Writer:         stdout,
-		ErrWriter:      stderr,
-		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
-		},
-		Commands: []*cli.Command{schemaCommand(), interspersed(verifyCommand()), interspersed(compareCommand()), interspersed(batchCommand())},
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return fmt.Errorf("%w: unknown command %q (see qualverify --help)", exitcode.ErrUsage, c.Args().First())
-			}
-			return cli.ShowAppHelp(c)
-		},
-	}
-	for _, cmd := range app.Commands {
-		cmd.OnUsageError = app.OnUsageError
-	}
-	err := app.Run(args)
-	if err != nil && !errors.Is(err, exitcode.ErrRejected) {
-		fmt.Fprintln(stderr, "qualverify:", err)
-	}
-	return exitcode.Code(err)
+	return cliapp.Main(cliapp.New("qualverify", "verify qualkit evidence offline before anything is published", Version, stdout, stderr,
+		schemaCommand(), verifyCommand(), compareCommand(), batchCommand()), args)
 }
 
 func schemaCommand() *cli.Command {
