@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make demo: a real campaign against the built-in reference server (qualsim), then verification.
+# make demo: a real campaign against the built-in reference server (qualsim), signed with a fresh
+# demo key, then offline verification of the receipt, its attestation and every evidence file.
 # It runs in this checkout, so the receipt binds qualkit's own source tree: the worktree must be
 # clean (commit first). Where HEAD is not origin/main (a local branch, no remote), the campaign
 # runs with --allow-unpublished-unsafe and the receipt says it is not publishable.
@@ -17,10 +18,15 @@ fi
 
 stamp=$(date -u +%Y%m%dt%H%M%S%Nz)
 receipt=.qualification/receipts/demo/$stamp.json
+# A throwaway signing key for this demo (unencrypted: it protects nothing). Real hosts keep an
+# encrypted key: qualrun keygen --output-prefix PATH with QUALKIT_PASSWORD set.
+mkdir -p .qualification/demo-keys
+key=.qualification/demo-keys/$stamp
+bin/qualrun keygen --output-prefix "$key" --unencrypted
 summary=$(mktemp)
 trap 'rm -f "$summary"' EXIT
 set +e
-bin/qualrun run workloads/demo.json --variant cpu-reference --host-id demo-host --output "$receipt" "${extra[@]}" | tee "$summary"
+bin/qualrun run workloads/demo.json --variant cpu-reference --host-id demo-host --output "$receipt" --key "$key.key" "${extra[@]}" | tee "$summary"
 status=${PIPESTATUS[0]}
 set -e
 if [ "$status" -ne 0 ]; then
@@ -30,9 +36,14 @@ fi
 rundir=$(awk '/^evidence /{print $2}' "$summary")
 
 echo
-echo "== verification: every file of the campaign against its contract"
+echo "== every file of the campaign against its contract"
 mapfile -t evidence < <(find "$rundir" -type f \( -name '*.json' -o -name '*.jsonl' \) | sort)
 bin/qualverify schema "$receipt" "${evidence[@]}" | sed -e "s|$rundir/||"
 echo
-echo "receipt:  $receipt"
-echo "evidence: $rundir"
+echo "== offline verification: schemas, source, hashes, signature, cleanup, tolerances, comparability, scope"
+bin/qualverify verify "$receipt" --key "$key.pub" "${extra[@]}"
+echo
+echo "receipt:     $receipt"
+echo "attestation: ${receipt%.json}.intoto.dsse.json, ${receipt%.json}.sigstore.json"
+echo "public key:  $key.pub"
+echo "evidence:    $rundir"
