@@ -50,7 +50,9 @@ type jsonError struct {
 	msg string
 }
 
-func (e *jsonError) Error() string { return fmt.Sprintf("invalid completion JSON at byte %d: %s", e.off, e.msg) }
+func (e *jsonError) Error() string {
+	return fmt.Sprintf("invalid completion JSON at byte %d: %s", e.off, e.msg)
+}
 
 type scanner struct {
 	b     []byte

@@ -42,8 +42,8 @@ func WithMaxLineBytes(n int) Option {
 	}
 }
 
-// WithReactors sets how many reader threads serve the connections (default: one per 256
-// concurrent streams, at most half the Ps, at least one); n <= 0 keeps the default.
+// WithReactors sets how many reader threads serve the connections (default: one per 128
+// concurrent streams, at most GOMAXPROCS, at least one); n <= 0 keeps the default.
 func WithReactors(n int) Option {
 	return func(o *options) {
 		if n > 0 {
@@ -80,9 +80,11 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
+// defaultReactors: one reader thread per 128 streams, at most one per P. A single thread serves
+// a burst of events sequentially, so at a few hundred streams a second one halves the time the
+// last event of a burst waits (measured in docs/performance.md).
 func defaultReactors(streams int) int {
-	most := max(1, runtime.GOMAXPROCS(0)/2)
-	return min(most, max(1, (streams+255)/256))
+	return min(max(1, runtime.GOMAXPROCS(0)), max(1, (streams+127)/128))
 }
 
 // Client sends OpenAI-compatible completion requests over HTTP/1.1 keep-alive connections to
@@ -90,8 +92,8 @@ func defaultReactors(streams int) int {
 // read (see Response). It is safe for concurrent use; Close releases its connections and reader
 // threads.
 type Client struct {
-	host   string // Host header
-	prefix string // path prefix of the base URL
+	host   string         // Host header
+	prefix string         // path prefix of the base URL
 	addr   netip.AddrPort // the server; a unix.Sockaddr is built per dial (Connect writes into it)
 	token  string
 	opt    options
@@ -116,7 +118,14 @@ type conn struct {
 	registered bool    // in the reactor's epoll set
 	closed     bool    // fd closed
 	dead       bool    // cannot carry another request
+
+	idleSince time.Time // when it went back to the pool (used by its pool owner only)
 }
+
+// probeIdleAfter: a connection idle for longer is probed (a non-blocking MSG_PEEK) before reuse.
+// One idle for less needs no probe: an end the server sent meanwhile woke its reactor, which
+// marked it dead, and a request that meets a close still in flight is sent again (see Do).
+const probeIdleAfter = time.Second
 
 // NewClient returns a client for baseURL, which must be http:// on a loopback address
 // (127.0.0.0/8, ::1 or localhost): qualkit sends traffic nowhere else.
@@ -128,6 +137,11 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	}
 	if u.Scheme != "http" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("base URL %q: want http://HOST:PORT[/PREFIX] without user, query or fragment", baseURL)
+	}
+	for i := 0; i < len(o.token); i++ {
+		if c := o.token[i]; c < 0x21 || c > 0x7e {
+			return nil, errors.New("bearer token: only visible ASCII characters can go in an Authorization header")
+		}
 	}
 	host, portText := u.Hostname(), u.Port()
 	if portText == "" {
@@ -366,7 +380,7 @@ func (c *Client) get(ctx context.Context) (*conn, bool, error) {
 		cn.mu.Lock()
 		dead := cn.dead
 		cn.mu.Unlock()
-		if dead || !alive(cn.fd) {
+		if dead || (time.Since(cn.idleSince) > probeIdleAfter && !alive(cn.fd)) {
 			c.discard(cn)
 			continue
 		}
@@ -383,6 +397,7 @@ func alive(fd int) bool {
 }
 
 func (c *Client) put(cn *conn) {
+	cn.idleSince = time.Now()
 	c.mu.Lock()
 	if !c.closed && len(c.idle) < c.opt.maxIdle {
 		c.idle = append(c.idle, cn)

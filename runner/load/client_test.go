@@ -190,6 +190,12 @@ func TestNewClientLoopbackOnly(t *testing.T) {
 			t.Errorf("NewClient(%q) accepted", u)
 		}
 	}
+	if c, err := NewClient("http://127.0.0.1:1", WithBearerToken("a\r\nX-Injected: 1")); err == nil {
+		c.Close()
+		t.Error("a token with CRLF accepted")
+	} else if strings.Contains(err.Error(), "Injected") {
+		t.Errorf("the error quotes the token: %v", err)
+	}
 	for _, u := range []string{"http://127.0.0.1:1", "http://localhost:1", "http://[::1]:1", "http://127.1.2.3:1/prefix/"} {
 		c, err := NewClient(u)
 		if err != nil {

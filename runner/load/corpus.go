@@ -103,7 +103,7 @@ type filePrompt struct {
 func readCorpusFile(corpus schemas.Corpus, repoRoot string) ([]Prompt, error) {
 	rel := corpus.Path
 	if rel == "" || strings.Contains(rel, `\`) || !filepath.IsLocal(filepath.FromSlash(rel)) {
-		return nil, fmt.Errorf("%w: path %q: want a repository-relative path without ..", ErrCorpus, rel)
+		return nil, fmt.Errorf("%w: path %q: want a repository-relative path that stays inside the repository", ErrCorpus, rel)
 	}
 	path := filepath.Join(repoRoot, filepath.FromSlash(rel))
 	f, err := os.Open(path)

@@ -96,7 +96,7 @@ func TestFidelityAgainstGroundTruth(t *testing.T) {
 			}
 			errs = append(errs, d)
 		}
-		if len(r.Events) != len(sent)-2 { // the ground truth also logs headers and slot as event 0
+		if len(r.Events) != len(sent)-1 { // the ground truth also logs headers and slot as event 0
 			t.Fatalf("%s: %d events received, %d sent", r.ID, len(r.Events), len(sent)-1)
 		}
 	}

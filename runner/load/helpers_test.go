@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -42,12 +41,8 @@ func TestMain(m *testing.M) {
 }
 
 func buildQualsim(dir string) (string, string) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	out := filepath.Join(dir, "qualsim")
-	cmd := exec.Command(goBin, "build", "-o", out, "github.com/qualkit/qualkit/tools/cmd/qualsim")
+	cmd := exec.Command("go", "build", "-o", out, "github.com/qualkit/qualkit/tools/cmd/qualsim")
 	cmd.Dir = filepath.Join("..", "..")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Sprintf("go build qualsim: %v\n%s", err, b)

@@ -56,6 +56,7 @@ func MonotonicNanos(t time.Time) int64 {
 // pacer sleeps until absolute deadlines on the calling goroutine's (locked) thread.
 type pacer struct {
 	precise bool
+	slack   int // the thread's timer slack before
 	unprocs func()
 }
 
@@ -65,6 +66,7 @@ func startPacer() *pacer {
 	p := &pacer{precise: anchor().ns >= 0, unprocs: addProcs(1)}
 	runtime.LockOSThread()
 	if p.precise {
+		p.slack, _ = unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
 		unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	}
 	return p
@@ -72,7 +74,7 @@ func startPacer() *pacer {
 
 func (p *pacer) stop() {
 	if p.precise {
-		unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) // back to the thread's default
+		unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(max(p.slack, 0)), 0, 0, 0) // 0: the default
 	}
 	runtime.UnlockOSThread()
 	p.unprocs()

@@ -166,6 +166,8 @@ func (p *Plan) check() error {
 		return fmt.Errorf("%w: case %s: api %q", ErrPlan, p.CaseID, c.API)
 	case p.Epoch.IsZero() || time.Since(p.Epoch) < 0:
 		return fmt.Errorf("%w: epoch %v is unset or in the future", ErrPlan, p.Epoch)
+	case p.Epoch == p.Epoch.Round(0):
+		return fmt.Errorf("%w: epoch %v carries no monotonic clock reading (take it from time.Now)", ErrPlan, p.Epoch)
 	case c.WarmupRequests < 0:
 		return fmt.Errorf("%w: case %s: warmup_requests %d", ErrPlan, p.CaseID, c.WarmupRequests)
 	case c.RequestTimeoutSeconds < 0:
@@ -337,35 +339,40 @@ func arrivals(rate *schemas.Rate, n int, seed int64, c, rep int64) []time.Durati
 	return out
 }
 
-// openLoop dispatches reqs at their scheduled times (paced on a thread of its own, see pacer),
-// at most c in flight.
+// openLoop dispatches reqs at their scheduled times, at most c in flight. The dispatcher runs on
+// a goroutine of its own, locked to a thread that sleeps until each deadline (see pacer) and then
+// writes the request itself; another goroutine waits for each response.
 func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*schemas.RequestRecordDoc, c, rep int64) {
 	offsets := arrivals(r.plan.Case.Rate, len(reqs), r.plan.Seed, c, rep)
 	slots := make(chan struct{}, c)
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	p := startPacer()
-	defer p.stop()
-	t0 := time.Now()
-	for i := range reqs {
-		at := t0.Add(offsets[i])
-		if p.until(ctx, at) != nil {
-			return
+	dispatched := make(chan struct{})
+	go func() {
+		defer close(dispatched)
+		p := startPacer()
+		defer p.stop()
+		t0 := time.Now()
+		for i := range reqs {
+			at := t0.Add(offsets[i])
+			if p.until(ctx, at) != nil {
+				return
+			}
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			call := r.client.Start(ctx, r.request(&reqs[i]))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				recs[i] = r.record(&reqs[i], call.Wait(), at, c, rep)
+				<-slots
+			}()
 		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		// Send on this thread, at the deadline; wait for the response elsewhere.
-		call := r.client.Start(ctx, r.request(&reqs[i]))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			recs[i] = r.record(&reqs[i], call.Wait(), at, c, rep)
-			<-slots
-		}()
-	}
+	}()
+	<-dispatched
+	wg.Wait()
 }
 
 // request is the client request of a planned one.

@@ -319,6 +319,7 @@ func TestRunPlanErrors(t *testing.T) {
 		func(p *Plan) { p.Prompts = nil },
 		func(p *Plan) { p.Epoch = time.Time{} },
 		func(p *Plan) { p.Epoch = time.Now().Add(time.Hour) },
+		func(p *Plan) { p.Epoch = time.Now().Add(-time.Second).Round(0) },
 		func(p *Plan) { p.BaseURL = "http://192.0.2.1:80" },
 		func(p *Plan) { p.TokenEnv = "QUALKIT_TEST_TOKEN_THAT_IS_UNSET" },
 		func(p *Plan) { p.Case.Rate = &schemas.Rate{Mode: "burst", RequestsPerSecond: 1} },

@@ -63,14 +63,14 @@ func (r *Response) OutputDigest() *string {
 type hstate int
 
 const (
-	hStatus     hstate = iota // reading the status line
-	hHeaders                  // reading header lines
-	hChunkSize                // reading a chunk-size line
-	hChunkData                // inside a chunk
-	hChunkCRLF                // the CRLF after a chunk's data
-	hTrailer                  // trailer lines after the last chunk
-	hBody                     // a Content-Length body
-	hBodyToEOF                // a body delimited by the connection closing
+	hStatus    hstate = iota // reading the status line
+	hHeaders                 // reading header lines
+	hChunkSize               // reading a chunk-size line
+	hChunkData               // inside a chunk
+	hChunkCRLF               // the CRLF after a chunk's data
+	hTrailer                 // trailer lines after the last chunk
+	hBody                    // a Content-Length body
+	hBodyToEOF               // a body delimited by the connection closing
 	hDone
 )
 
@@ -235,17 +235,20 @@ func (s *stream) feed(b []byte, now time.Time) {
 				}
 			}
 		case hChunkCRLF:
-			line, rest, ok := s.takeLine(b, 2)
-			b = rest
-			if !ok {
-				continue
-			}
-			if len(line) != 0 {
+			// Exactly CRLF (or a bare LF) ends a chunk's data.
+			switch {
+			case b[0] == '\n':
+				b = b[1:]
+				s.line = s.line[:0]
+				s.hs = hChunkSize
+			case b[0] == '\r' && len(s.line) == 0:
+				b = b[1:]
+				s.line = append(s.line, '\r')
+			default:
 				s.fail(ClassConnection, "malformed chunked encoding: data after a chunk's declared size")
 				s.finish()
 				return
 			}
-			s.hs = hChunkSize
 		case hBodyToEOF:
 			s.consume(b)
 			b = nil
@@ -262,7 +265,8 @@ func (s *stream) feed(b []byte, now time.Time) {
 func (s *stream) takeLine(b []byte, limit int) (line, rest []byte, ok bool) {
 	i := bytes.IndexByte(b, '\n')
 	if i < 0 {
-		if len(s.line)+len(b) > limit {
+		// The line so far may end with the CR of its CRLF: one byte of grace.
+		if len(s.line)+len(b) > limit+1 {
 			s.overLimit(limit)
 			return nil, nil, false
 		}
@@ -275,11 +279,11 @@ func (s *stream) takeLine(b []byte, limit int) (line, rest []byte, ok bool) {
 		line = s.line
 		s.line = s.line[:0]
 	}
-	if len(line) > limit+1 {
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	if len(line) > limit {
 		s.overLimit(limit)
 		return nil, nil, false
 	}
-	line = bytes.TrimSuffix(line, []byte{'\r'})
 	if s.hs == hStatus || s.hs == hHeaders {
 		s.hdrBytes += len(line) + 2
 		if s.hdrBytes > MaxHeaderBytes {

@@ -11,11 +11,11 @@ const MinSamplesP999 = 1000
 
 // Summary describes a sample: count, min, max, mean and percentiles.
 type Summary struct {
-	Count                   int
-	Min, Max, Mean          float64
-	P50, P90, P95, P99      float64
-	P999                    float64
-	HasP999                 bool // Count >= MinSamplesP999
+	Count              int
+	Min, Max, Mean     float64
+	P50, P90, P95, P99 float64
+	P999               float64
+	HasP999            bool // Count >= MinSamplesP999
 }
 
 // Percentile returns the p-quantile (0 <= p <= 1) of sorted (ascending, non-empty) by linear
