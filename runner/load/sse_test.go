@@ -2,7 +2,6 @@ package load
 
 import (
 	"bytes"
-	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -232,5 +231,4 @@ func BenchmarkSSEParser(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	_ = fmt.Sprint()
 }

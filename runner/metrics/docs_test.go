@@ -1,0 +1,64 @@
+package metrics
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// TestDocumented: every formula id and metric name the package emits is defined in
+// docs/metrics.md, and every formula the page's table defines is one the package emits.
+func TestDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(doc)
+	rate := 10.0
+	var emitted []schemas.Metric
+	rows := []schemas.Row{
+		Row(RowSpec{Concurrency: 2, Loop: "closed", SLO: schemas.SLO{TTFTMs: 9.5}}, handRecords()),
+		Row(RowSpec{Concurrency: 1, Loop: "open", OfferedRate: &rate}, handRecords()),
+	}
+	for _, r := range rows {
+		emitted = append(emitted, r.Metrics...)
+	}
+	emitted = append(emitted, Case(rows)...)
+	tel, _, _, err := TelemetryDeltas([]byte(pageBefore), []byte(pageAfter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	emitted = append(emitted, tel...)
+	formulas := map[string]bool{}
+	for _, m := range emitted {
+		formulas[m.Formula] = true
+		if !strings.Contains(page, "`"+m.Formula+"`") {
+			t.Errorf("formula %s is not in docs/metrics.md", m.Formula)
+		}
+		base := m.Name
+		switch {
+		case strings.HasPrefix(base, "server."):
+			base = "server.<family>.delta"
+		case strings.HasPrefix(base, "request_failures.") && base != "request_failures.sum":
+			base = "request_failures.<class>"
+		}
+		for _, suffix := range []string{".worst_row", ".best_row", ".p50", ".p90", ".p95", ".p99.9", ".p99", ".min", ".max", ".mean"} {
+			if strings.HasSuffix(base, suffix) && !strings.Contains(page, "`"+base+"`") {
+				base = strings.TrimSuffix(base, suffix)
+				break
+			}
+		}
+		if !strings.Contains(page, "`"+base) {
+			t.Errorf("metric %s (%s) is not in docs/metrics.md", m.Name, base)
+		}
+	}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9_.-]+\\.v[0-9]+)` \\|").FindAllStringSubmatch(page, -1) {
+		if !formulas[m[1]] {
+			t.Errorf("docs/metrics.md defines %s, which nothing emits", m[1])
+		}
+	}
+}
