@@ -18,6 +18,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/qualkit/qualkit/schemas"
 	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -104,7 +105,7 @@ const (
 // unencrypted PKCS#8 ("PRIVATE KEY") or SEC 1 ("EC PRIVATE KEY"). The key must be ECDSA P-256;
 // Ed25519 is refused with ErrEd25519.
 func LoadSigner(path string, password func() ([]byte, error)) (Signer, error) {
-	data, err := readLimited(path, MaxKeyFileBytes)
+	data, err := schemas.ReadFileLimited(path, MaxKeyFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read key %s: %w", path, err)
 	}
@@ -207,7 +208,7 @@ func knownScrypt(n, r, p int) bool {
 func PasswordFromEnv(passwordFile string) func() ([]byte, error) {
 	return func() ([]byte, error) {
 		if passwordFile != "" {
-			b, err := readLimited(passwordFile, MaxPasswordFileBytes)
+			b, err := schemas.ReadFileLimited(passwordFile, MaxPasswordFileBytes)
 			if err != nil {
 				return nil, fmt.Errorf("read password file: %w", err)
 			}
@@ -276,7 +277,7 @@ func GenerateKeyPair(prefix string, password []byte) error {
 // ReadPublicKey reads a PEM public key file (PKIX "PUBLIC KEY", as prefix.pub and cosign.pub are
 // written) and checks it is ECDSA P-256.
 func ReadPublicKey(path string) (crypto.PublicKey, error) {
-	data, err := readLimited(path, MaxKeyFileBytes)
+	data, err := schemas.ReadFileLimited(path, MaxKeyFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read public key %s: %w", path, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -103,7 +102,7 @@ func Statement(root, receiptRel string) (*InTotoStatement, error) {
 	if err := checkUnder(root, rel); err != nil {
 		return nil, err
 	}
-	data, err := readLimited(filepath.Join(root, filepath.FromSlash(rel)), MaxReceiptBytes)
+	data, err := schemas.ReadFileLimited(filepath.Join(root, filepath.FromSlash(rel)), MaxReceiptBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read receipt %s: %w", rel, err)
 	}
@@ -244,28 +243,4 @@ func checkUnder(root, rel string) error {
 		}
 	}
 	return nil
-}
-
-// readLimited reads a regular file of at most limit bytes.
-func readLimited(p string, limit int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", p, limit)
-	}
-	return data, nil
 }

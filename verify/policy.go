@@ -9,9 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -130,7 +128,7 @@ func validTolerance(a, r float64) bool {
 
 // LoadPolicy reads a policy file; its public key paths are relative to its directory.
 func LoadPolicy(path string) (Policy, error) {
-	data, err := readBounded(path, MaxPolicyBytes)
+	data, err := schemas.ReadFileLimited(path, MaxPolicyBytes)
 	if err != nil {
 		return Policy{}, fmt.Errorf("read policy %s: %w", path, err)
 	}
@@ -157,7 +155,7 @@ func ParsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
 
 // LoadPublicKey reads a PEM public key file (see ParsePublicKey).
 func LoadPublicKey(path string) (crypto.PublicKey, error) {
-	data, err := readBounded(path, MaxKeyBytes)
+	data, err := schemas.ReadFileLimited(path, MaxKeyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read public key %s: %w", path, err)
 	}
@@ -199,28 +197,4 @@ func (p Policy) metricTolerance(name string) (MetricTolerance, bool) {
 		}
 	}
 	return MetricTolerance{}, false
-}
-
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return data, nil
 }
