@@ -250,7 +250,7 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 		seed = *p.workload.Determinism.Seed
 	}
 	res, err := load.Run(ctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
-		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch})
+		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true})
 	if err != nil {
 		return finish("failed", "load: "+err.Error())
 	}
