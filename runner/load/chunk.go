@@ -572,21 +572,8 @@ func (s *scanner) choice(c *chunk, shape chunkShape, text []byte) ([]byte, error
 			if shape != shapeTextChunk && shape != shapeTextBody {
 				return s.skip()
 			}
-			if err := m.once(s, 4, "text"); err != nil {
-				return err
-			}
-			if null, err := s.isNull(); null || err != nil {
-				return err
-			}
-			if s.peek() != '"' {
-				return s.fail("text is not a string")
-			}
-			n := len(text)
 			var err error
-			text, err = s.str(text)
-			if len(text) > n {
-				c.content = true
-			}
+			text, err = s.textField(&m, 4, "text", c, text)
 			return err
 		case "delta", "message":
 			want := "delta"
@@ -612,6 +599,26 @@ func (s *scanner) choice(c *chunk, shape chunkShape, text []byte) ([]byte, error
 	return text, err
 }
 
+// textField reads a string-or-null member (seen at most once, as bit of m) and appends it to
+// text; a non-empty string makes the chunk a content chunk.
+func (s *scanner) textField(m *seen, bit seen, key string, c *chunk, text []byte) ([]byte, error) {
+	if err := m.once(s, bit, key); err != nil {
+		return text, err
+	}
+	if null, err := s.isNull(); null || err != nil {
+		return text, err
+	}
+	if s.peek() != '"' {
+		return text, s.fail("%s is not a string", key)
+	}
+	n := len(text)
+	text, err := s.str(text)
+	if len(text) > n {
+		c.content = true
+	}
+	return text, err
+}
+
 // delta reads a chat delta (or message): content is text; reasoning and tool calls are content
 // for timing but not text.
 func (s *scanner) delta(c *chunk, text []byte) ([]byte, error) {
@@ -619,21 +626,8 @@ func (s *scanner) delta(c *chunk, text []byte) ([]byte, error) {
 	err := s.object(func(k []byte) error {
 		switch string(k) {
 		case "content":
-			if err := m.once(s, 1, "content"); err != nil {
-				return err
-			}
-			if null, err := s.isNull(); null || err != nil {
-				return err
-			}
-			if s.peek() != '"' {
-				return s.fail("content is not a string")
-			}
-			n := len(text)
 			var err error
-			text, err = s.str(text)
-			if len(text) > n {
-				c.content = true
-			}
+			text, err = s.textField(&m, 1, "content", c, text)
 			return err
 		case "reasoning_content", "reasoning":
 			bit := seen(2)
