@@ -13,7 +13,7 @@ STATICCHECK_MODULE  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
-build: ## build qualverify (and every other CLI) into bin/
+build: ## build qualrun, qualverify and qualsim into bin/
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./tools/cmd/...
 
