@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/qualkit/qualkit/schemas"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
@@ -54,7 +55,7 @@ func AttestReceipt(ctx context.Context, root, receiptRel string, s Signer) (enve
 	}
 	envelopeRel, bundleRel = OutputPaths(st.Receipt)
 	for _, rel := range []string{envelopeRel, bundleRel} {
-		if err := checkUnder(root, rel); err != nil {
+		if err := schemas.CheckNoSymlink(root, rel); err != nil {
 			return "", "", err
 		}
 		if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel))); err == nil {
@@ -239,51 +240,10 @@ func Bundle(envelope []byte, pub crypto.PublicKey) ([]byte, error) {
 }
 
 // writeNew writes data to root/rel (rel clean, slash-separated, in an existing directory) under
-// the evidence rules: no symlink component, never replacing a file (see linkNew).
+// the evidence rules of schemas.WriteNew: no symlink component, never replacing a file.
 func writeNew(root, rel string, data []byte, mode os.FileMode) error {
-	if err := checkUnder(root, rel); err != nil {
+	if err := schemas.CheckNoSymlink(root, rel); err != nil {
 		return err
 	}
-	return linkNew(filepath.Join(root, filepath.FromSlash(rel)), data, mode)
-}
-
-// linkNew writes data to p atomically and never replaces an existing file: the bytes go to a
-// temporary file in the same directory, which is fsynced and hard-linked to the final name (the
-// link fails if the name exists, even as a dangling symlink), then unlinked; the directory is
-// fsynced last.
-func linkNew(p string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(p)
-	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(p)+"-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err := os.Link(tmp.Name(), p); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("%w: %s already exists; it is never replaced", ErrPath, p)
-		}
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
+	return schemas.WriteNew(filepath.Join(root, filepath.FromSlash(rel)), data, mode)
 }

@@ -264,10 +264,10 @@ func GenerateKeyPair(prefix string, password []byte) error {
 	if err != nil {
 		return fmt.Errorf("encode public key: %w", err)
 	}
-	if err := linkNew(keyPath, keyPEM, 0o600); err != nil {
+	if err := schemas.WriteNew(keyPath, keyPEM, 0o600); err != nil {
 		return err
 	}
-	if err := linkNew(pubPath, pubPEM, 0o644); err != nil {
+	if err := schemas.WriteNew(pubPath, pubPEM, 0o644); err != nil {
 		os.Remove(keyPath) // ours, created a moment ago: no half pair is left behind
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -37,7 +36,7 @@ var (
 	ErrSubject = errors.New("subject refused")
 	// ErrPath: a path breaks the evidence path rules (absolute, a .. element, a symlink component,
 	// or a file that already exists: evidence is never replaced).
-	ErrPath = errors.New("path refused")
+	ErrPath = schemas.ErrPath
 )
 
 // subjectKinds are the receipt artifact kinds that become subjects, after the receipt itself.
@@ -99,7 +98,7 @@ func Statement(root, receiptRel string) (*InTotoStatement, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkUnder(root, rel); err != nil {
+	if err := schemas.CheckNoSymlink(root, rel); err != nil {
 		return nil, err
 	}
 	data, err := schemas.ReadFileLimited(filepath.Join(root, filepath.FromSlash(rel)), MaxReceiptBytes)
@@ -194,7 +193,7 @@ func hashSubject(root string, a schemas.Artifact) (string, error) {
 	if err != nil || rel != a.Path {
 		return "", fmt.Errorf("%w: %s %q must be a clean path relative to the repository root", ErrSubject, a.Kind, a.Path)
 	}
-	if err := checkUnder(root, rel); err != nil {
+	if err := schemas.CheckNoSymlink(root, rel); err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrSubject, a.Path, err)
 	}
 	d, _, err := schemas.DigestFile(filepath.Join(root, filepath.FromSlash(rel)))
@@ -224,23 +223,4 @@ func cleanRel(p string) (string, error) {
 		return "", fmt.Errorf("%w: %q names the repository root, not a file", ErrPath, p)
 	}
 	return c, nil
-}
-
-// checkUnder verifies that no existing component of root/rel is a symlink (rel is clean).
-func checkUnder(root, rel string) error {
-	cur := root
-	for _, part := range strings.Split(rel, "/") {
-		cur = filepath.Join(cur, part)
-		st, err := os.Lstat(cur)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrPath, cur, err)
-		}
-		if st.Mode()&os.ModeSymlink != 0 {
-			return fmt.Errorf("%w: %s is a symlink", ErrPath, cur)
-		}
-	}
-	return nil
 }

@@ -1,15 +1,16 @@
 package campaign
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas"
 )
 
-// ErrPath reports an output path that breaks the path rules.
-var ErrPath = errors.New("output path refused")
+// ErrPath reports an output path that breaks the path rules (the same sentinel as schemas.ErrPath).
+var ErrPath = schemas.ErrPath
 
 // checkUnder verifies that rel is a clean relative path below root with no ".." element and no
 // symlink among its existing components.
@@ -22,75 +23,21 @@ func checkUnder(root, rel string) error {
 			return fmt.Errorf("%w: %q contains a .. element", ErrPath, rel)
 		}
 	}
-	cur := root
-	for _, part := range strings.Split(filepath.ToSlash(filepath.Clean(rel)), "/") {
-		cur = filepath.Join(cur, part)
-		st, err := os.Lstat(cur)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrPath, cur, err)
-		}
-		if st.Mode()&os.ModeSymlink != 0 {
-			return fmt.Errorf("%w: %s is a symlink", ErrPath, cur)
-		}
-	}
-	return nil
+	return schemas.CheckNoSymlink(root, rel)
 }
 
-// writeNew writes data to root/rel atomically and never replaces an existing file: the bytes go
-// to a temporary file in the same directory, which is fsynced and then hard-linked to the final
-// name (link fails if the name exists), unlinked, and the directory fsynced.
+// writeNew writes data to root/rel (mode 0644), creating its directory, under the evidence rules
+// of schemas.WriteNew: no symlink component, never replacing a file.
 func writeNew(root, rel string, data []byte) error {
 	if err := checkUnder(root, rel); err != nil {
 		return err
 	}
 	path := filepath.Join(root, rel)
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
 	if err := checkUnder(root, rel); err != nil { // directories may have been created meanwhile
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes 0600; evidence is not secret
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("fsync %s: %w", rel, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("%w: %s already exists; evidence is never replaced", ErrPath, rel)
-		}
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
+	return schemas.WriteNew(path, data, 0o644)
 }
