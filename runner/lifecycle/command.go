@@ -3,17 +3,13 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"sort"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/qualkit/qualkit/schemas"
-	"golang.org/x/sys/unix"
 )
 
 // Command is one case command: an argv run in its own process group with a closed environment,
@@ -54,23 +50,8 @@ type CommandResult struct {
 // RunCommand runs c to completion. Descendants that outlive the leader (after EscapeSettle) are
 // residue: recorded and killed. The error is non-nil only when the command could not be started.
 func RunCommand(ctx context.Context, c Command) (*CommandResult, error) {
-	fs, err := newFS()
-	if err != nil {
-		return nil, err
-	}
 	if len(c.Argv) == 0 {
 		return nil, errors.New("run command: empty argv")
-	}
-	res := &CommandResult{}
-	if err := becomeSubreaper(); err != nil {
-		res.Unsupported = append(res.Unsupported, "child subreaper: "+err.Error())
-	}
-	t := &tree{fs: fs, self: os.Getpid(), exited: make(chan struct{})}
-	if cg, _, err := newCgroup(0); err == nil {
-		t.cg = cg
-		defer cg.remove()
-	} else {
-		res.Unsupported = append(res.Unsupported, "cgroup v2 accounting: "+err.Error())
 	}
 	prog, err := resolveProgram(c.Argv[0], c.Dir, c.Env)
 	if err != nil {
@@ -91,12 +72,6 @@ func RunCommand(ctx context.Context, c Command) (*CommandResult, error) {
 		return nil, err
 	}
 	defer devnull.Close()
-	cmd := &exec.Cmd{Path: prog, Args: c.Argv, Dir: c.Dir, Env: c.Env, Stdin: devnull}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if t.cg != nil {
-		cmd.SysProcAttr.UseCgroupFD = true
-		cmd.SysProcAttr.CgroupFD = int(t.cg.fd.Fd())
-	}
 	// Plain pipes, not cmd.StdoutPipe: Wait must return when the leader exits even if a descendant
 	// still holds the write ends.
 	outR, outW, err := os.Pipe()
@@ -110,59 +85,34 @@ func RunCommand(ctx context.Context, c Command) (*CommandResult, error) {
 		return nil, err
 	}
 	defer errR.Close()
-	cmd.Stdout, cmd.Stderr = outW, errW
-	start := time.Now()
-	err = cmd.Start()
+	cmd := &exec.Cmd{Path: prog, Args: c.Argv, Dir: c.Dir, Env: c.Env, Stdin: devnull, Stdout: outW, Stderr: errW}
+	g, err := StartGroup(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", prog, err)
+		return nil, err
 	}
-	if st, err := statOf(fs, cmd.Process.Pid); err == nil {
-		t.id = st
-	} else {
-		t.id = procInfo{PID: cmd.Process.Pid, PGID: cmd.Process.Pid}
-	}
+	res := &CommandResult{Unsupported: g.Unsupported()}
 	var drained sync.WaitGroup
 	drained.Add(2)
 	go func() { defer drained.Done(); res.StdoutTruncated = capture(outF, outR, c.CaptureLimit) }()
 	go func() { defer drained.Done(); res.StderrTruncated = capture(errF, errR, c.CaptureLimit) }()
-	var state *os.ProcessState
-	go func() {
-		_ = cmd.Wait()
-		state = cmd.ProcessState
-		close(t.exited)
-	}()
 	timer := time.NewTimer(c.Timeout)
 	defer timer.Stop()
 	select {
-	case <-t.exited:
+	case <-g.Exited():
 	case <-timer.C:
 		res.TimedOut = true
 	case <-ctx.Done():
 		res.Cancelled = true
 	}
 	if res.TimedOut || res.Cancelled {
-		_ = t.signalGroup(unix.SIGTERM)
-		select {
-		case <-t.exited:
-		case <-time.After(c.Grace):
-			t.killAll()
-		}
+		g.Terminate(c.Grace)
 	}
-	<-t.exited
-	left := t.waitGone(time.Now().Add(EscapeSettle), func(procInfo) bool { return true })
-	pids := make([]int, 0, len(left))
-	for pid := range left {
-		pids = append(pids, pid)
-	}
-	sort.Ints(pids)
-	for _, pid := range pids {
-		res.Residue = append(res.Residue, schemas.ResidueProcess{PID: int64(pid), Comm: left[pid].Comm, Escaped: left[pid].PGID != t.id.PGID})
-	}
-	if len(left) > 0 {
-		t.killAll()
-		t.waitGone(time.Now().Add(KillWait), func(procInfo) bool { return true })
+	<-g.Exited()
+	res.Residue = g.Residue()
+	if len(res.Residue) == 0 {
+		res.Residue = nil
 	}
 	drainDone := make(chan struct{})
 	go func() { drained.Wait(); close(drainDone) }()
@@ -173,14 +123,8 @@ func RunCommand(ctx context.Context, c Command) (*CommandResult, error) {
 		errR.Close()
 		<-drainDone
 	}
-	t.reapOrphans()
-	res.Duration = time.Since(start)
-	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		res.Signal = unix.SignalName(ws.Signal())
-		res.ExitCode = 128 + int(ws.Signal())
-	} else {
-		res.ExitCode = state.ExitCode()
-	}
+	res.Duration = time.Since(g.Started())
+	res.ExitCode, res.Signal = g.ExitCode()
 	return res, nil
 }
 
