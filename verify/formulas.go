@@ -116,55 +116,19 @@ func recomputeRow(spec rowSpec, records []*record) rowFacts {
 	w, hasWindow := requestWindow(measured)
 	f.windowSeconds = float64(w) / 1e9
 
-	var ttft, ttftSched, ttfb, e2e, e2eSched, tpot, rate, icl, iclMax, chunking []float64
-	var outTokens, promptTokens int64
-	for _, r := range measured {
-		if !r.ok() {
-			continue
-		}
-		outTokens += r.n
-		promptTokens += r.p
-		e2e = append(e2e, ms(r.end-r.send))
-		e2eSched = append(e2eSched, ms(r.end-r.sched))
-		if r.hasHdr {
-			ttfb = append(ttfb, ms(r.hdr-r.send))
-		}
-		if len(r.content) == 0 {
-			continue
-		}
-		cf := r.content[0]
-		ttft = append(ttft, ms(cf-r.send))
-		ttftSched = append(ttftSched, ms(cf-r.sched))
-		if r.n >= 2 {
-			d := r.end - cf
-			tpot = append(tpot, ms(d)/float64(r.n-1))
-			if d > 0 {
-				rate = append(rate, float64(r.n-1)/(float64(d)/1e9))
-			}
-		}
-		if len(r.content) >= 2 {
-			m := int64(0)
-			for k := 1; k < len(r.content); k++ {
-				g := r.content[k] - r.content[k-1]
-				icl = append(icl, ms(g))
-				m = max(m, g)
-			}
-			iclMax = append(iclMax, ms(m))
-		}
-		chunking = append(chunking, float64(r.n)/float64(len(r.content)))
-	}
-
-	b.dist("ttft_ms", "ms", lowerBetter, "ttft.v1", ttft)
-	b.dist("ttft_sched_ms", "ms", lowerBetter, "ttft_sched.v1", ttftSched)
-	b.dist("ttfb_ms", "ms", lowerBetter, "ttfb.v1", ttfb)
-	b.dist("e2e_ms", "ms", lowerBetter, "e2e.v1", e2e)
-	b.dist("e2e_sched_ms", "ms", lowerBetter, "e2e_sched.v1", e2eSched)
-	b.dist("tpot_ms", "ms", lowerBetter, "tpot.v1", tpot)
-	b.dist("decode_rate", "tokens/s", higherBetter, "decode_rate.v1", rate)
-	b.dist("icl_ms", "ms", lowerBetter, "icl.v1", icl)
-	b.dist("icl_max_ms", "ms", lowerBetter, "icl_max.v1", iclMax)
-	if len(chunking) > 0 {
-		b.add("chunking_factor.mean", summarize(chunking).mean, "tokens/event", "mean", noDirection, "chunking_factor.v1", len(chunking))
+	sm := samplesOf(measured)
+	outTokens, promptTokens := sm.outTokens, sm.promptTokens
+	b.dist("ttft_ms", "ms", lowerBetter, "ttft.v1", sm.ttft)
+	b.dist("ttft_sched_ms", "ms", lowerBetter, "ttft_sched.v1", sm.ttftSched)
+	b.dist("ttfb_ms", "ms", lowerBetter, "ttfb.v1", sm.ttfb)
+	b.dist("e2e_ms", "ms", lowerBetter, "e2e.v1", sm.e2e)
+	b.dist("e2e_sched_ms", "ms", lowerBetter, "e2e_sched.v1", sm.e2eSched)
+	b.dist("tpot_ms", "ms", lowerBetter, "tpot.v1", sm.tpot)
+	b.dist("decode_rate", "tokens/s", higherBetter, "decode_rate.v1", sm.rate)
+	b.dist("icl_ms", "ms", lowerBetter, "icl.v1", sm.icl)
+	b.dist("icl_max_ms", "ms", lowerBetter, "icl_max.v1", sm.iclMax)
+	if len(sm.chunking) > 0 {
+		b.add("chunking_factor.mean", summarize(sm.chunking).mean, "tokens/event", "mean", noDirection, "chunking_factor.v1", len(sm.chunking))
 	}
 
 	n := len(measured)
@@ -202,13 +166,7 @@ func recomputeRow(spec rowSpec, records []*record) rowFacts {
 		b.add("slo_good_fraction", float64(good)/float64(n), "fraction", "mean", higherBetter, "slo_good_fraction.v1", n)
 	}
 
-	var lags []float64
-	for _, r := range measured {
-		if r.hasSend {
-			lags = append(lags, ms(r.send-r.sched))
-		}
-	}
-	b.dist("schedule_lag_ms", "ms", lowerBetter, "schedule_lag.v1", lags)
+	b.dist("schedule_lag_ms", "ms", lowerBetter, "schedule_lag.v1", sm.lag)
 	if spec.loop == "closed" {
 		if spread, k, ok := dispatchSpread(measured, spec.concurrency); ok {
 			b.add("dispatch_spread_ms", ms(spread), "ms", "exact", lowerBetter, "dispatch_spread.v1", k)
@@ -218,12 +176,64 @@ func recomputeRow(spec rowSpec, records []*record) rowFacts {
 	if nSent >= 2 {
 		b.add("achieved_rate", achieved, "requests/s", "rate", noDirection, "achieved_rate.v1", nSent)
 	}
-	ls := summarize(lags)
+	ls := summarize(sm.lag)
 	f.lagP50, f.lagP99, f.lagMax = max(0, ls.p50), max(0, ls.p99), max(0, ls.max)
 	f.achieved = achieved
-	f.degraded = degraded(spec, measured, lags)
+	f.degraded = degraded(spec, measured, sm.lag)
 	f.metrics = b.ms
 	return f
+}
+
+// rowSamples are the per-request samples of a row's distributions (docs/metrics.md), in the order
+// of the measured requests: latencies over the successes (ICL pooled over their gaps), schedule
+// lag over every request sent.
+type rowSamples struct {
+	ttft, ttftSched, ttfb, e2e, e2eSched, tpot, rate, icl, iclMax, chunking, lag []float64
+	outTokens, promptTokens                                                      int64
+}
+
+// samplesOf applies the per-request formulas to the measured requests of a row.
+func samplesOf(measured []*record) rowSamples {
+	var sm rowSamples
+	for _, r := range measured {
+		if r.hasSend {
+			sm.lag = append(sm.lag, ms(r.send-r.sched))
+		}
+		if !r.ok() {
+			continue
+		}
+		sm.outTokens += r.n
+		sm.promptTokens += r.p
+		sm.e2e = append(sm.e2e, ms(r.end-r.send))
+		sm.e2eSched = append(sm.e2eSched, ms(r.end-r.sched))
+		if r.hasHdr {
+			sm.ttfb = append(sm.ttfb, ms(r.hdr-r.send))
+		}
+		if len(r.content) == 0 {
+			continue
+		}
+		cf := r.content[0]
+		sm.ttft = append(sm.ttft, ms(cf-r.send))
+		sm.ttftSched = append(sm.ttftSched, ms(cf-r.sched))
+		if r.n >= 2 {
+			d := r.end - cf
+			sm.tpot = append(sm.tpot, ms(d)/float64(r.n-1))
+			if d > 0 {
+				sm.rate = append(sm.rate, float64(r.n-1)/(float64(d)/1e9))
+			}
+		}
+		if len(r.content) >= 2 {
+			m := int64(0)
+			for k := 1; k < len(r.content); k++ {
+				g := r.content[k] - r.content[k-1]
+				sm.icl = append(sm.icl, ms(g))
+				m = max(m, g)
+			}
+			sm.iclMax = append(sm.iclMax, ms(m))
+		}
+		sm.chunking = append(sm.chunking, float64(r.n)/float64(len(r.content)))
+	}
+	return sm
 }
 
 // metricsUnsetWithoutSLO are the row metrics that need the workload's SLO.

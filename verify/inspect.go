@@ -1,0 +1,141 @@
+package verify
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// Inspection is a verification result together with the evidence it was computed from, for
+// renderers that show evidence to people (package verify/report). Everything in it was read and
+// checked by the same run of the protocol that produced Result; the row numbers are recomputed
+// from the retained request records by the formulas of docs/metrics.md, never copied from the
+// receipt.
+type Inspection struct {
+	Result   *Result
+	Evidence Evidence
+	// Receipt is nil when the receipt does not validate against its contract.
+	Receipt *schemas.ReceiptDoc
+	// Workload is the workload the receipt binds, when it is present with the bound digest.
+	Workload *schemas.WorkloadDoc
+	// Lifecycle is the lifecycle record, when it was readable and valid.
+	Lifecycle *schemas.LifecycleRecordDoc
+	// Cases has one entry per result of the receipt, in the receipt's order.
+	Cases []CaseEvidence
+}
+
+// CaseEvidence is one result of the receipt and, for a serving case, its rows.
+type CaseEvidence struct {
+	// Result is the receipt's entry.
+	Result schemas.Result
+	// CaseResult is the bound case result; nil when there is none or it was unreadable.
+	CaseResult *schemas.CaseResultDoc
+	// SLO is the case's declared SLO; nil when it declares none or the workload is unavailable
+	// (SLOKnown false: the SLO metrics are then not recomputed).
+	SLO      *schemas.SLO
+	SLOKnown bool
+	Rows     []RowEvidence
+}
+
+// RowEvidence is one serving row: as its case result records it, and as its request records
+// recompute it.
+type RowEvidence struct {
+	// Row is the row as the case result records it.
+	Row schemas.Row
+	// Readable is false when the row's records file could not be read; nothing below is then set.
+	Readable bool
+	// Records counts the row's valid records (warmups included); InvalidRecords the invalid lines
+	// of its file.
+	Records, InvalidRecords int
+	// Requests, Successes and Failures count the measured requests, recomputed.
+	Requests, Successes, Failures int64
+	// Metrics are the row metrics recomputed from the records.
+	Metrics []schemas.Metric
+	// Fidelity is the client fidelity recomputed from the records (Reasons copied from the row).
+	Fidelity schemas.Fidelity
+	// Samples are the measured requests' per-request samples.
+	Samples Samples
+	// FirstSendNs is the earliest t_send and LastResponseNs the latest t_close (t_end where a
+	// request has no t_close) of the row's records, warmups included; HasSpan is false when no
+	// record was sent.
+	FirstSendNs, LastResponseNs int64
+	HasSpan                     bool
+}
+
+// Samples are a row's per-request samples in the units of docs/metrics.md, in index order of the
+// measured requests: the latencies over the successful ones (ICL pooled over their gaps), the
+// schedule lag over every request sent.
+type Samples struct {
+	TTFTMs, TTFTSchedMs, TTFBMs, E2EMs, E2ESchedMs, TPOTMs, DecodeRate, ICLMs, ICLMaxMs, ScheduleLagMs []float64
+}
+
+// Inspect verifies one receipt exactly as Verify does and returns the result with the evidence it
+// read. The error is Verify's: non-nil only when verification could not be carried out.
+func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Option) (*Inspection, error) {
+	cfg := newConfig(opts)
+	res, s, err := verify(ctx, evidence, policy, cfg)
+	if err != nil {
+		return nil, err
+	}
+	in := &Inspection{Result: res, Evidence: evidence, Receipt: s.rc, Workload: s.workload, Lifecycle: s.lifecycle}
+	if s.rc == nil {
+		return in, nil
+	}
+	for _, r := range s.rc.Results {
+		ce := CaseEvidence{Result: r}
+		if r.CaseResult != nil {
+			ce.CaseResult = s.caseResults[r.CaseResult.Path]
+		}
+		wc := s.workloadCase(r.ID)
+		if wc != nil {
+			ce.SLO, ce.SLOKnown = wc.SLO, true
+		}
+		if ce.CaseResult != nil {
+			for _, row := range ce.CaseResult.Rows {
+				ce.Rows = append(ce.Rows, s.rowEvidence(ce.CaseResult, row, wc))
+			}
+		}
+		in.Cases = append(in.Cases, ce)
+	}
+	return in, nil
+}
+
+func (s *snapshot) rowEvidence(cr *schemas.CaseResultDoc, row schemas.Row, wc *schemas.Case) RowEvidence {
+	re := RowEvidence{Row: row}
+	f := s.files[row.Records.Path]
+	if f == nil || f.records == nil {
+		return re
+	}
+	recs := rowRecords(nil, cr, row, f.records)
+	rf := recomputeRow(rowSpecOf(row, wc), recs)
+	re.Readable, re.Records, re.InvalidRecords = true, len(recs), f.records.invalidLines
+	re.Requests, re.Successes, re.Failures, re.Metrics = rf.requests, rf.successes, rf.failures, rf.metrics
+	re.Fidelity = schemas.Fidelity{ScheduleLagP50Ms: rf.lagP50, ScheduleLagP99Ms: rf.lagP99, ScheduleLagMaxMs: rf.lagMax,
+		OfferedRate: row.Fidelity.OfferedRate, AchievedRate: rf.achieved, Degraded: rf.degraded, Reasons: slices.Clone(row.Fidelity.Reasons)}
+	var measured []*record
+	for _, r := range recs {
+		if r.hasSend {
+			last := r.end
+			if r.hasClose {
+				last = r.cls
+			}
+			if !re.HasSpan || r.send < re.FirstSendNs {
+				re.FirstSendNs = r.send
+			}
+			if (r.hasClose || r.hasEnd) && last > re.LastResponseNs {
+				re.LastResponseNs = last
+			}
+			re.HasSpan = true
+		}
+		if !r.warmup {
+			measured = append(measured, r)
+		}
+	}
+	slices.SortStableFunc(measured, func(a, b *record) int { return cmp.Compare(a.index, b.index) })
+	sm := samplesOf(measured)
+	re.Samples = Samples{TTFTMs: sm.ttft, TTFTSchedMs: sm.ttftSched, TTFBMs: sm.ttfb, E2EMs: sm.e2e, E2ESchedMs: sm.e2eSched,
+		TPOTMs: sm.tpot, DecodeRate: sm.rate, ICLMs: sm.icl, ICLMaxMs: sm.iclMax, ScheduleLagMs: sm.lag}
+	return re
+}

@@ -1,0 +1,95 @@
+package report
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// num formats a number for people: about four significant digits, never an exponent for the
+// magnitudes a report shows.
+func num(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case v == 0:
+		return "0"
+	case v == math.Trunc(v) && a < 1e15:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case a >= 0.01:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+func numPtr(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return num(*p)
+}
+
+func pct(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	s := num(*p)
+	if *p > 0 {
+		s = "+" + s
+	}
+	return s + "%"
+}
+
+func signed(v float64) string {
+	s := num(v)
+	if v > 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+// short abbreviates a digest (sha256:0123456789ab…) or a git object id for tables.
+func short(d string) string {
+	if rest, ok := strings.CutPrefix(d, "sha256:"); ok && len(rest) > 12 {
+		return "sha256:" + rest[:12] + "…"
+	}
+	if len(d) == 40 {
+		return d[:12] + "…"
+	}
+	return d
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// dist returns a row's distribution of a metric.
+func (r *Row) dist(metric string) *Distribution {
+	for i := range r.Distributions {
+		if r.Distributions[i].Metric == metric {
+			return &r.Distributions[i]
+		}
+	}
+	return nil
+}
+
+func (r *Row) p(metric string, q int) string {
+	d := r.dist(metric)
+	if d == nil {
+		return "-"
+	}
+	if q == 50 {
+		return num(d.P50)
+	}
+	return num(d.P99)
+}

@@ -1,0 +1,134 @@
+package report
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+)
+
+//go:embed page.css
+var pageCSS string
+
+//go:embed page.js
+var pageJS string
+
+//go:embed page.html.tmpl
+var pageTemplate string
+
+// cspHash is a Content-Security-Policy source for an inline element's exact text.
+func cspHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "'"
+}
+
+// csp forbids everything the page does not carry: no fetch, no image, no font, no frame, no
+// form; only its own stylesheet and script, by hash.
+var csp = "default-src 'none'; style-src " + cspHash(pageCSS) + "; script-src " + cspHash(pageJS) +
+	"; img-src 'none'; font-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+var page = template.Must(template.New("page").Funcs(template.FuncMap{
+	"num":    num,
+	"numPtr": numPtr,
+	"pct":    pct,
+	"signed": signed,
+	"short":  short,
+	"yesNo":  yesNo,
+	"cdf": func(d Distribution) template.HTML {
+		return template.HTML(cdfSVG(d.Label, d.Unit, d.samples, d.P50, d.P99))
+	},
+	"tputSVG": func(c Case) template.HTML { return template.HTML(throughputSVG(c)) },
+	"rateSVG": func(c Case) template.HTML { return template.HTML(rateSVG(c)) },
+	"timeline": func(l *Lifecycle) template.HTML {
+		return template.HTML(timelineSVG(l.Events))
+	},
+	"rowP":   func(r Row, metric string, q int) string { return r.p(metric, q) },
+	"join":   strings.Join,
+	"plus1":  func(i int) int { return i + 1 },
+	"ruleOf": ruleClass,
+	"status": statusClass,
+	"hasDist": func(r Row, metric string) bool {
+		return r.dist(metric) != nil
+	},
+	"agree": agree,
+}).Parse(pageTemplate))
+
+// HTML writes the view as one self-contained page: inline CSS, inline SVG charts, one inline
+// script (sortable tables, a readiness marker for tests), no external reference of any kind.
+func (v *View) HTML(w io.Writer) error {
+	var buf bytes.Buffer
+	data := struct {
+		*View
+		CSS template.CSS
+		JS  template.JS
+		CSP string
+	}{v, template.CSS(pageCSS), template.JS(pageJS), csp}
+	if err := page.Execute(&buf, data); err != nil {
+		return fmt.Errorf("render html: %w", err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func throughputSVG(c Case) string {
+	s := series{name: "output tokens/s (request window)", color: colP50}
+	for _, r := range c.Rows {
+		if r.Throughput.OutputTokensPerSecond != nil {
+			s.points = append(s.points, point{r.Concurrency, *r.Throughput.OutputTokensPerSecond})
+		}
+	}
+	return concurrencySVG("Request-window output throughput", "tokens/s", []series{s})
+}
+
+func rateSVG(c Case) string {
+	req := series{name: "requests/s", color: colCurve}
+	good := series{name: "SLO goodput", color: colGreen}
+	for _, r := range c.Rows {
+		if r.Throughput.RequestsPerSecond != nil {
+			req.points = append(req.points, point{r.Concurrency, *r.Throughput.RequestsPerSecond})
+		}
+		if r.Throughput.GoodputPerSecond != nil {
+			good.points = append(good.points, point{r.Concurrency, *r.Throughput.GoodputPerSecond})
+		}
+	}
+	ss := []series{req}
+	if len(good.points) > 0 {
+		ss = append(ss, good)
+	}
+	return concurrencySVG("Request throughput and goodput", "requests/s", ss)
+}
+
+func ruleClass(status string) string {
+	switch status {
+	case "passed":
+		return "ok"
+	case "failed":
+		return "bad"
+	}
+	return "muted"
+}
+
+func statusClass(status string) string {
+	switch status {
+	case "passed", "verified", "owned", "none":
+		return "ok"
+	case "failed", "rejected", "not owned", "found":
+		return "bad"
+	}
+	return "muted"
+}
+
+// agree says whether the page's p50 and p99 equal the receipt's.
+func agree(d Distribution) string {
+	if d.ReceiptP50 == nil || d.ReceiptP99 == nil {
+		return "not in the receipt"
+	}
+	if *d.ReceiptP50 == d.P50 && *d.ReceiptP99 == d.P99 {
+		return "equal to the receipt's"
+	}
+	return fmt.Sprintf("receipt says p50 %s, p99 %s", num(*d.ReceiptP50), num(*d.ReceiptP99))
+}

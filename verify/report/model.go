@@ -1,0 +1,704 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/verify"
+)
+
+// Format names the JSON form of a View. It is not a versioned contract (docs/report.md): fields
+// may be added or renamed between releases.
+const Format = "qualverify-report-unversioned"
+
+// View is everything a report shows: each receipt with its verification and its rows as the
+// request records recompute them, and the comparison of each later receipt with the first.
+type View struct {
+	Format string `json:"format"`
+	// Verifier is the qualverify version that built the view.
+	Verifier string `json:"verifier"`
+	// Verified is true when every receipt verified. A view that is not must only be shown
+	// stamped UNVERIFIED (Unverified).
+	Verified bool `json:"verified"`
+	// Unverified is set by the caller that renders a view of evidence that did not verify
+	// (qualverify report --unverified-unsafe); every rendering then stamps every section.
+	Unverified  bool         `json:"unverified"`
+	Receipts    []Receipt    `json:"receipts"`
+	Comparisons []Comparison `json:"comparisons"`
+}
+
+// Receipt is one receipt's page.
+type Receipt struct {
+	// Path is the receipt's path relative to its evidence root.
+	Path         string       `json:"path"`
+	ReceiptID    string       `json:"receipt_id"`
+	Digest       string       `json:"digest"`
+	Verification Verification `json:"verification"`
+	Scope        string       `json:"scope"`
+	Source       *Source      `json:"source"`
+	Workload     *Workload    `json:"workload"`
+	Run          *Run         `json:"run"`
+	Environment  *Environment `json:"environment"`
+	Artifacts    []Artifact   `json:"artifacts"`
+	Cases        []Case       `json:"cases"`
+	Lifecycle    *Lifecycle   `json:"lifecycle"`
+	Notes        []string     `json:"notes"`
+	Publishable  bool         `json:"publishable"`
+	Unsupported  []string     `json:"unsupported"`
+	rowsByKey    map[rowKey]*Row
+	metricsByRow map[rowKey][]schemas.Metric
+}
+
+// Verification is the outcome of verifying the receipt.
+type Verification struct {
+	Verdict  string    `json:"verdict"`
+	Summary  string    `json:"summary"`
+	Signer   string    `json:"signer"`
+	Weakened []string  `json:"weakened"`
+	Checks   []Check   `json:"checks"`
+	Findings []Finding `json:"findings"`
+	Warnings []string  `json:"warnings"`
+}
+
+// Check is one publication check.
+type Check struct {
+	Check  string `json:"check"`
+	Status string `json:"status"`
+	Note   string `json:"note"`
+}
+
+// Finding is one reason the evidence was rejected.
+type Finding struct {
+	Check   string `json:"check"`
+	File    string `json:"file"`
+	Pointer string `json:"pointer"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Source is the source identity the receipt binds.
+type Source struct {
+	Repository     string `json:"repository"`
+	Commit         string `json:"commit"`
+	Tree           string `json:"tree"`
+	TreeHashFormat string `json:"tree_hash_format"`
+	TreeHash       string `json:"tree_hash"`
+	OriginMain     string `json:"origin_main"`
+	Clean          bool   `json:"clean"`
+}
+
+// Workload is the workload binding.
+type Workload struct {
+	ID      string `json:"id"`
+	Path    string `json:"path"`
+	Digest  string `json:"digest"`
+	Variant string `json:"variant"`
+	Seed    *int64 `json:"seed"`
+}
+
+// Run summarizes the campaign.
+type Run struct {
+	Kind            string  `json:"kind"`
+	Backend         string  `json:"backend"`
+	Verdict         string  `json:"verdict"`
+	StartedAt       string  `json:"started_at"`
+	FinishedAt      string  `json:"finished_at"`
+	DurationSeconds float64 `json:"duration_seconds"`
+	QualrunVersion  string  `json:"qualrun_version"`
+	QualrunDigest   string  `json:"qualrun_digest"`
+}
+
+// Environment is the host's provenance (never policy).
+type Environment struct {
+	HostID string `json:"host_id"`
+	OS     string `json:"os"`
+	Kernel string `json:"kernel"`
+	Arch   string `json:"architecture"`
+	Device string `json:"device"`
+	Driver string `json:"driver"`
+}
+
+// Artifact is one file the receipt binds by digest.
+type Artifact struct {
+	Kind   string `json:"kind"`
+	Path   string `json:"path"`
+	Digest string `json:"digest"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// Case is one result of the receipt.
+type Case struct {
+	ID         string `json:"id"`
+	Repetition int64  `json:"repetition"`
+	Required   bool   `json:"required"`
+	Status     string `json:"status"`
+	// SLO is the declared SLO gates in ms ("" when the workload is unavailable).
+	SLO  string `json:"slo"`
+	Rows []Row  `json:"rows"`
+}
+
+// Row is one serving row (one concurrency at one repetition), recomputed from its records.
+type Row struct {
+	// Name is "c<concurrency>-r<repetition>".
+	Name        string `json:"name"`
+	Concurrency int64  `json:"concurrency"`
+	Repetition  int64  `json:"repetition"`
+	Loop        string `json:"loop"`
+	// Readable is false when the records could not be read: nothing below Records is then set.
+	Readable       bool   `json:"readable"`
+	Records        string `json:"records"`
+	RecordsDigest  string `json:"records_digest"`
+	RecordsRead    int    `json:"records_read"`
+	InvalidRecords int    `json:"invalid_records"`
+	Requests       int64  `json:"requests"`
+	Successes      int64  `json:"successes"`
+	Failures       int64  `json:"failures"`
+	// WindowSeconds is the request window W (request_window.v1).
+	WindowSeconds float64 `json:"window_seconds"`
+	// Distributions: TTFT, TPOT, E2E, inter-event latency (ICL) and schedule lag, in that order,
+	// each present when it has samples.
+	Distributions []Distribution `json:"distributions"`
+	Throughput    Throughput     `json:"throughput"`
+	Fidelity      Fidelity       `json:"fidelity"`
+	// Mismatches lists the row metrics whose receipt value differs from the recomputed one (a
+	// verified receipt agrees within the policy's recompute tolerance).
+	Mismatches []string `json:"mismatches"`
+}
+
+// Distribution is one latency distribution of a row. Its statistics are the recomputed row
+// metrics <metric>.p50, .p90, ... (Hyndman-Fan type 7 percentiles, docs/metrics.md).
+type Distribution struct {
+	// Metric is the metric's base name (ttft_ms, tpot_ms, e2e_ms, icl_ms, schedule_lag_ms).
+	Metric  string   `json:"metric"`
+	Label   string   `json:"label"`
+	Formula string   `json:"formula"`
+	Unit    string   `json:"unit"`
+	Count   int64    `json:"count"`
+	Min     float64  `json:"min"`
+	Max     float64  `json:"max"`
+	Mean    float64  `json:"mean"`
+	P50     float64  `json:"p50"`
+	P90     float64  `json:"p90"`
+	P95     float64  `json:"p95"`
+	P99     float64  `json:"p99"`
+	P999    *float64 `json:"p99_9"`
+	// ReceiptP50 and ReceiptP99 are the values the case result records, for cross-checking.
+	ReceiptP50 *float64 `json:"receipt_p50"`
+	ReceiptP99 *float64 `json:"receipt_p99"`
+	// samples are the per-request samples, sorted (the CDF).
+	samples []float64
+}
+
+// Throughput is a row's request-window rates (docs/metrics.md); nil where undefined.
+type Throughput struct {
+	RequestsPerSecond     *float64 `json:"request_throughput"`
+	OutputTokensPerSecond *float64 `json:"output_throughput_window"`
+	TotalTokensPerSecond  *float64 `json:"total_throughput_window"`
+	GoodputPerSecond      *float64 `json:"slo_goodput"`
+	GoodputTokens         *float64 `json:"slo_goodput_tokens"`
+	GoodFraction          *float64 `json:"slo_good_fraction"`
+	OutputTokens          *float64 `json:"output_tokens"`
+}
+
+// Fidelity is the client's own fidelity in a row, recomputed from its records.
+type Fidelity struct {
+	ScheduleLagP50Ms float64  `json:"schedule_lag_p50_ms"`
+	ScheduleLagP99Ms float64  `json:"schedule_lag_p99_ms"`
+	ScheduleLagMaxMs float64  `json:"schedule_lag_max_ms"`
+	OfferedRate      *float64 `json:"offered_rate"`
+	AchievedRate     float64  `json:"achieved_rate"`
+	Degraded         bool     `json:"degraded"`
+	Reasons          []string `json:"reasons"`
+	// DispatchSpreadMs is dispatch_spread.v1 (closed loop); nil when undefined.
+	DispatchSpreadMs *float64 `json:"dispatch_spread_ms"`
+}
+
+// Lifecycle is the owned server's life, from the lifecycle record and the request records.
+type Lifecycle struct {
+	Path    string `json:"path"`
+	Digest  string `json:"digest"`
+	Verdict string `json:"verdict"`
+	// Events are launch, ready, first request, last response, SIGTERM and exit, those that
+	// happened, in that order; offsets are from the launch.
+	Events               []Event  `json:"events"`
+	PortFreeBeforeLaunch bool     `json:"port_free_before_launch"`
+	Port                 int64    `json:"port"`
+	Ready                bool     `json:"ready"`
+	Probes               int64    `json:"probes"`
+	ReadyElapsedMs       float64  `json:"ready_elapsed_ms"`
+	ReadyDeadlineMs      float64  `json:"ready_deadline_ms"`
+	ListenerOwned        *bool    `json:"listener_owned"`
+	OwnerPIDs            []int64  `json:"owner_pids"`
+	Ownership            string   `json:"ownership"`
+	Signal               string   `json:"signal"`
+	Forced               bool     `json:"forced"`
+	ShutdownMs           *float64 `json:"shutdown_ms"`
+	ExitCode             *int64   `json:"exit_code"`
+	ExitSignal           string   `json:"exit_signal"`
+	ExitAcceptable       bool     `json:"exit_acceptable"`
+	ResidueProcesses     []string `json:"residue_processes"`
+	ResidueListeners     []string `json:"residue_listeners"`
+	Killed               bool     `json:"killed"`
+	Residue              string   `json:"residue"`
+	Unsupported          []string `json:"unsupported"`
+	Failures             []string `json:"failures"`
+}
+
+// Event is one moment of the server's life.
+type Event struct {
+	Name string `json:"name"`
+	// TNs is the monotonic offset of the campaign's epoch; OffsetMs is from the launch.
+	TNs      int64   `json:"t_ns"`
+	OffsetMs float64 `json:"offset_ms"`
+}
+
+// Comparison is a later receipt compared with the first under their workload's policy. Only rows
+// the comparison found like for like are put side by side.
+type Comparison struct {
+	Baseline   string `json:"baseline"`
+	Candidate  string `json:"candidate"`
+	Mode       string `json:"mode"`
+	Compatible bool   `json:"compatible"`
+	OK         bool   `json:"ok"`
+	// Error says why the comparison could not be carried out ("" when it was).
+	Error    string       `json:"error"`
+	Rejected []Difference `json:"rejected"`
+	Allowed  []Difference `json:"allowed"`
+	Rows     []RowDelta   `json:"rows"`
+	Rules    []Rule       `json:"rules"`
+	Warnings []string     `json:"warnings"`
+}
+
+// Difference is one difference between the compared receipts.
+type Difference struct {
+	Path    string `json:"path"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// RowDelta is one like-for-like row, baseline beside candidate.
+type RowDelta struct {
+	Case       string  `json:"case"`
+	Repetition int64   `json:"repetition"`
+	Row        string  `json:"row"`
+	Metrics    []Delta `json:"metrics"`
+}
+
+// Delta is one metric of a compared row.
+type Delta struct {
+	Metric        string   `json:"metric"`
+	Unit          string   `json:"unit"`
+	Direction     string   `json:"direction"`
+	Baseline      float64  `json:"baseline"`
+	Candidate     float64  `json:"candidate"`
+	Change        float64  `json:"change"`
+	ChangePercent *float64 `json:"change_percent"`
+	// Rule is the status of the workload's metric rule on this metric and row ("" when none).
+	Rule string `json:"rule"`
+}
+
+// Rule is one metric rule evaluation of the comparison.
+type Rule struct {
+	Scope     string   `json:"scope"`
+	Operator  string   `json:"operator"`
+	Baseline  *float64 `json:"baseline"`
+	Candidate *float64 `json:"candidate"`
+	Tolerance *float64 `json:"tolerance"`
+	Status    string   `json:"status"`
+	Reason    string   `json:"reason"`
+}
+
+type rowKey struct {
+	caseID  string
+	caseRep int64
+	row     string
+}
+
+// distributions are the row distributions a report shows, in order.
+var distributions = []struct{ metric, label string }{
+	{"ttft_ms", "TTFT"},
+	{"tpot_ms", "TPOT"},
+	{"e2e_ms", "E2E"},
+	{"icl_ms", "inter-event (ICL)"},
+	{"schedule_lag_ms", "schedule lag"},
+}
+
+// Build verifies each receipt (verify.Inspect with policy and opts) and compares every later
+// receipt with the first (verify.Compare). The error is non-nil only when a verification could not
+// be carried out; a rejected receipt is a view with Verified false. version names the verifier.
+func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy, version string, opts ...verify.Option) (*View, error) {
+	if len(evidence) == 0 {
+		return nil, fmt.Errorf("report: no receipt")
+	}
+	v := &View{Format: Format, Verifier: version, Verified: true, Receipts: []Receipt{}, Comparisons: []Comparison{}}
+	for _, ev := range evidence {
+		in, err := verify.Inspect(ctx, ev, policy, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("verify %s: %w", ev.Receipt, err)
+		}
+		r := receiptOf(in)
+		if r.Verification.Verdict != string(verify.Verified) {
+			v.Verified = false
+		}
+		v.Receipts = append(v.Receipts, r)
+	}
+	for i := 1; i < len(evidence); i++ {
+		v.Comparisons = append(v.Comparisons, compare(ctx, evidence[0], evidence[i], &v.Receipts[0], &v.Receipts[i], policy, opts))
+	}
+	return v, nil
+}
+
+func receiptOf(in *verify.Inspection) Receipt {
+	res := in.Result
+	r := Receipt{Path: in.Evidence.Receipt, ReceiptID: res.ReceiptID, Scope: res.Scope, Artifacts: []Artifact{}, Cases: []Case{},
+		Notes: []string{}, Unsupported: []string{}, rowsByKey: map[rowKey]*Row{}}
+	if len(res.Subjects) > 0 && res.Subjects[0].Path == in.Evidence.Receipt {
+		r.Digest = res.Subjects[0].Digest
+	}
+	vf := Verification{Verdict: string(res.Verdict), Summary: res.Summary(), Signer: res.Signer, Weakened: nonNil(res.Weakened),
+		Checks: []Check{}, Findings: []Finding{}, Warnings: nonNil(res.Warnings)}
+	for _, c := range res.Checks {
+		vf.Checks = append(vf.Checks, Check{Check: string(c.Check), Status: string(c.Status), Note: c.Note})
+	}
+	for _, f := range res.Findings {
+		vf.Findings = append(vf.Findings, Finding{Check: string(f.Check), File: f.File, Pointer: f.Pointer, Code: f.Code(), Message: f.Err.Error()})
+	}
+	r.Verification = vf
+	rc := in.Receipt
+	if rc == nil {
+		return r
+	}
+	r.Publishable, r.Notes, r.Unsupported = rc.Publishable, nonNil(rc.Notes), nonNil(rc.Unsupported)
+	s := rc.Source
+	r.Source = &Source{Repository: s.Repository, Commit: s.Commit, Tree: s.Tree, TreeHashFormat: s.TreeHashFormat, TreeHash: s.TreeHash, Clean: s.Clean}
+	if s.OriginMain != nil {
+		r.Source.OriginMain = *s.OriginMain
+	}
+	w := rc.Workload
+	r.Workload = &Workload{ID: w.ID, Path: w.Path, Digest: w.Digest, Variant: w.Variant, Seed: w.Seed}
+	q := rc.Qualification
+	r.Run = &Run{Kind: q.Kind, Backend: q.Backend, Verdict: q.Verdict, StartedAt: q.StartedAt, FinishedAt: q.FinishedAt,
+		DurationSeconds: q.DurationSeconds, QualrunVersion: q.Qualrun.Version, QualrunDigest: q.Qualrun.Digest}
+	e := rc.Environment
+	r.Environment = &Environment{HostID: e.HostID, OS: strings.TrimSpace(e.OS.Name + " " + e.OS.Version), Kernel: e.OS.Kernel,
+		Arch: e.OS.Architecture, Device: e.Device.Name, Driver: e.Device.Driver}
+	for _, a := range rc.Artifacts {
+		r.Artifacts = append(r.Artifacts, Artifact{Kind: a.Kind, Path: a.Path, Digest: a.Digest, Bytes: a.Bytes})
+	}
+	span := spanOf(in)
+	for _, ce := range in.Cases {
+		c := Case{ID: ce.Result.ID, Repetition: ce.Result.Repetition, Required: ce.Result.Required, Status: ce.Result.Status, Rows: []Row{}}
+		if ce.SLOKnown {
+			c.SLO = sloString(ce.SLO)
+		}
+		for _, re := range ce.Rows {
+			c.Rows = append(c.Rows, rowOf(re))
+		}
+		r.Cases = append(r.Cases, c)
+	}
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		for j := range c.Rows {
+			r.rowsByKey[rowKey{c.ID, c.Repetition, c.Rows[j].Name}] = &c.Rows[j]
+		}
+	}
+	r.metricsByRow = map[rowKey][]schemas.Metric{}
+	for _, ce := range in.Cases {
+		for _, re := range ce.Rows {
+			r.metricsByRow[rowKey{ce.Result.ID, ce.Result.Repetition, rowName(re.Row.Concurrency, re.Row.Repetition)}] = re.Metrics
+		}
+	}
+	r.Lifecycle = lifecycleOf(rc, in.Lifecycle, span)
+	return r
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return slices.Clone(s)
+}
+
+func rowName(c, r int64) string { return fmt.Sprintf("c%d-r%d", c, r) }
+
+func sloString(s *schemas.SLO) string {
+	if s == nil {
+		return "none declared"
+	}
+	var parts []string
+	if s.TTFTMs > 0 {
+		parts = append(parts, "TTFT_sched ≤ "+num(s.TTFTMs)+" ms")
+	}
+	if s.ICLMs > 0 {
+		parts = append(parts, "max ICL ≤ "+num(s.ICLMs)+" ms")
+	}
+	if s.E2EMs > 0 {
+		parts = append(parts, "E2E_sched ≤ "+num(s.E2EMs)+" ms")
+	}
+	if len(parts) == 0 {
+		return "none declared"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func metricMap(ms []schemas.Metric) map[string]schemas.Metric {
+	out := make(map[string]schemas.Metric, len(ms))
+	for _, m := range ms {
+		if !m.Diagnostic {
+			out[m.Name] = m
+		}
+	}
+	return out
+}
+
+func rowOf(re verify.RowEvidence) Row {
+	row := re.Row
+	out := Row{Name: rowName(row.Concurrency, row.Repetition), Concurrency: row.Concurrency, Repetition: row.Repetition, Loop: row.Loop,
+		Readable: re.Readable, Records: row.Records.Path, RecordsDigest: row.Records.Digest, Distributions: []Distribution{},
+		Mismatches: []string{}, Fidelity: Fidelity{Reasons: []string{}}}
+	if !re.Readable {
+		return out
+	}
+	out.RecordsRead, out.InvalidRecords = re.Records, re.InvalidRecords
+	got := metricMap(re.Metrics)
+	recorded := metricMap(row.Metrics)
+	val := func(name string) *float64 {
+		if m, ok := got[name]; ok {
+			v := m.Value
+			return &v
+		}
+		return nil
+	}
+	samples := map[string][]float64{"ttft_ms": re.Samples.TTFTMs, "tpot_ms": re.Samples.TPOTMs, "e2e_ms": re.Samples.E2EMs,
+		"icl_ms": re.Samples.ICLMs, "schedule_lag_ms": re.Samples.ScheduleLagMs}
+	for _, d := range distributions {
+		p50, ok := got[d.metric+".p50"]
+		if !ok {
+			continue
+		}
+		dist := Distribution{Metric: d.metric, Label: d.label, Formula: p50.Formula, Unit: p50.Unit,
+			Min: *val(d.metric + ".min"), Max: *val(d.metric + ".max"), Mean: *val(d.metric + ".mean"),
+			P50: p50.Value, P90: *val(d.metric + ".p90"), P95: *val(d.metric + ".p95"), P99: *val(d.metric + ".p99"),
+			P999: val(d.metric + ".p99.9"), samples: slices.Sorted(slices.Values(samples[d.metric]))}
+		if p50.Samples != nil {
+			dist.Count = *p50.Samples
+		}
+		if m, ok := recorded[d.metric+".p50"]; ok {
+			v := m.Value
+			dist.ReceiptP50 = &v
+		}
+		if m, ok := recorded[d.metric+".p99"]; ok {
+			v := m.Value
+			dist.ReceiptP99 = &v
+		}
+		out.Distributions = append(out.Distributions, dist)
+	}
+	out.Requests, out.Successes, out.Failures = re.Requests, re.Successes, re.Failures
+	if w := val("window_s"); w != nil {
+		out.WindowSeconds = *w
+	}
+	out.Throughput = Throughput{RequestsPerSecond: val("request_throughput"), OutputTokensPerSecond: val("output_throughput_window"),
+		TotalTokensPerSecond: val("total_throughput_window"), GoodputPerSecond: val("slo_goodput"), GoodputTokens: val("slo_goodput_tokens"),
+		GoodFraction: val("slo_good_fraction"), OutputTokens: val("output_tokens.sum")}
+	f := re.Fidelity
+	out.Fidelity = Fidelity{ScheduleLagP50Ms: f.ScheduleLagP50Ms, ScheduleLagP99Ms: f.ScheduleLagP99Ms, ScheduleLagMaxMs: f.ScheduleLagMaxMs,
+		OfferedRate: f.OfferedRate, AchievedRate: f.AchievedRate, Degraded: f.Degraded, Reasons: nonNil(f.Reasons), DispatchSpreadMs: val("dispatch_spread_ms")}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range recorded {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		if g, ok := got[name]; ok && g.Value != recorded[name].Value {
+			out.Mismatches = append(out.Mismatches, fmt.Sprintf("%s: receipt %s, records %s", name, num(recorded[name].Value), num(g.Value)))
+		}
+	}
+	return out
+}
+
+// span is the campaign's first request sent and last response, over every row's records.
+type span struct {
+	first, last int64
+	ok          bool
+}
+
+func spanOf(in *verify.Inspection) span {
+	var s span
+	for _, c := range in.Cases {
+		for _, r := range c.Rows {
+			if !r.HasSpan {
+				continue
+			}
+			if !s.ok || r.FirstSendNs < s.first {
+				s.first = r.FirstSendNs
+			}
+			if !s.ok || r.LastResponseNs > s.last {
+				s.last = r.LastResponseNs
+			}
+			s.ok = true
+		}
+	}
+	return s
+}
+
+func lifecycleOf(rc *schemas.ReceiptDoc, lr *schemas.LifecycleRecordDoc, sp span) *Lifecycle {
+	if rc.Lifecycle == nil {
+		return nil
+	}
+	l := &Lifecycle{Path: rc.Lifecycle.Path, Digest: rc.Lifecycle.Digest, Verdict: rc.Lifecycle.Verdict, Events: []Event{},
+		OwnerPIDs: []int64{}, ResidueProcesses: []string{}, ResidueListeners: []string{}, Unsupported: []string{}, Failures: []string{},
+		Ownership: "unknown", Residue: "unknown"}
+	if lr == nil {
+		return l
+	}
+	l.Verdict = lr.Verdict
+	l.Port, l.PortFreeBeforeLaunch = lr.Port.Port, lr.Port.FreeBeforeLaunch
+	l.Unsupported, l.Failures = nonNil(lr.Unsupported), nonNil(lr.Failures)
+	var t0 int64
+	hasT0 := false
+	add := func(name string, t int64) {
+		if !hasT0 {
+			t0, hasT0 = t, true
+		}
+		l.Events = append(l.Events, Event{Name: name, TNs: t, OffsetMs: float64(t-t0) / 1e6})
+	}
+	if lr.Launch != nil {
+		add("launch", lr.Launch.TStartNs)
+	}
+	if rd := lr.Readiness; rd != nil {
+		l.Ready, l.Probes, l.ReadyElapsedMs, l.ReadyDeadlineMs = rd.Ready, rd.Probes, rd.ElapsedMs, rd.DeadlineMs
+		if rd.TReadyNs != nil {
+			add("ready", *rd.TReadyNs)
+		}
+	}
+	if sp.ok {
+		add("first request", sp.first)
+		add("last response", sp.last)
+	}
+	if li := lr.Listener; li != nil {
+		owned := li.Owned
+		l.ListenerOwned, l.OwnerPIDs = &owned, nonNil(li.OwnerPIDs)
+		l.Ownership = "not owned"
+		if owned {
+			l.Ownership = "owned"
+		}
+	}
+	if sd := lr.Shutdown; sd != nil {
+		l.Signal, l.Forced, l.ExitCode, l.ExitAcceptable = sd.Signal, sd.Forced, sd.ExitCode, sd.Acceptable
+		if sd.ExitSignal != nil {
+			l.ExitSignal = *sd.ExitSignal
+		}
+		ms := sd.ElapsedMs
+		l.ShutdownMs = &ms
+		add(sd.Signal, sd.TSentNs)
+		add("exit", sd.TSentNs+int64(sd.ElapsedMs*1e6))
+	}
+	for _, p := range lr.Residue.Processes {
+		what := fmt.Sprintf("pid %d (%s)", p.PID, p.Comm)
+		if p.Escaped {
+			what += ", escaped the group"
+		}
+		l.ResidueProcesses = append(l.ResidueProcesses, what)
+	}
+	for _, li := range lr.Residue.Listeners {
+		l.ResidueListeners = append(l.ResidueListeners, fmt.Sprintf("port %d (inode %d)", li.Port, li.Inode))
+	}
+	l.Killed = lr.Residue.Killed
+	l.Residue = "none"
+	if len(l.ResidueProcesses)+len(l.ResidueListeners) > 0 {
+		l.Residue = "found"
+	}
+	return l
+}
+
+// headline are the row metrics a comparison puts side by side (besides those a rule names).
+var headline = []string{"ttft_ms.p50", "ttft_ms.p99", "tpot_ms.p50", "tpot_ms.p99", "e2e_ms.p50", "e2e_ms.p99", "icl_ms.p99",
+	"request_throughput", "output_throughput_window", "slo_goodput", "request_failures", "schedule_lag_ms.p99"}
+
+func compare(ctx context.Context, base, cand verify.Evidence, rb, rc *Receipt, policy verify.Policy, opts []verify.Option) Comparison {
+	out := Comparison{Baseline: base.Receipt, Candidate: cand.Receipt, Rejected: []Difference{}, Allowed: []Difference{}, Rows: []RowDelta{},
+		Rules: []Rule{}, Warnings: []string{}}
+	cmp, err := verify.Compare(ctx, base, cand, policy, opts...)
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	out.Mode, out.Compatible, out.OK = string(cmp.Mode), cmp.Compatible, cmp.OK
+	out.Warnings = nonNil(cmp.Warnings)
+	global := cmp.Mode == ""
+	var excluded []string
+	for _, d := range cmp.Rejected {
+		out.Rejected = append(out.Rejected, Difference{Path: d.Path, Code: d.Code(), Message: d.Err.Error()})
+		if !strings.HasPrefix(d.Path, "results.") {
+			global = true
+		}
+		excluded = append(excluded, d.Path)
+	}
+	for _, d := range cmp.Allowed {
+		out.Allowed = append(out.Allowed, Difference{Path: d.Path, Code: d.Code(), Message: d.Err.Error()})
+	}
+	rules := map[string]verify.Evaluation{}
+	for _, e := range cmp.Evaluations {
+		out.Rules = append(out.Rules, Rule{Scope: e.Scope, Operator: e.Operator, Baseline: e.Baseline, Candidate: e.Candidate,
+			Tolerance: e.Tolerance, Status: e.Status, Reason: e.Reason})
+		rules[e.Scope] = e
+	}
+	if global || len(cmp.EvidenceErrors) > 0 {
+		return out
+	}
+	for _, c := range rb.Cases {
+		for _, row := range c.Rows {
+			k := rowKey{c.ID, c.Repetition, row.Name}
+			mb, okb := rb.metricsByRow[k]
+			mc, okc := rc.metricsByRow[k]
+			if !okb || !okc || !row.Readable || !rc.rowsByKey[k].Readable {
+				continue
+			}
+			scope := fmt.Sprintf("results/%s/r%d/rows/%s", c.ID, c.Repetition, row.Name)
+			dot := strings.ReplaceAll(scope, "/", ".")
+			resultDot := fmt.Sprintf("results.%s.r%d", c.ID, c.Repetition)
+			if slices.ContainsFunc(excluded, func(p string) bool {
+				return p == dot || strings.HasPrefix(p, dot+".") || p == resultDot || strings.HasPrefix(p, resultDot+".metrics.")
+			}) {
+				continue
+			}
+			bm, cm := metricMap(mb), metricMap(mc)
+			names := slices.Clone(headline)
+			for s := range rules {
+				if m, ok := strings.CutPrefix(s, scope+"/metrics/"); ok && !slices.Contains(names, m) {
+					names = append(names, m)
+				}
+			}
+			rd := RowDelta{Case: c.ID, Repetition: c.Repetition, Row: row.Name, Metrics: []Delta{}}
+			for _, n := range names {
+				b, okb := bm[n]
+				cv, okc := cm[n]
+				if !okb || !okc {
+					continue
+				}
+				d := Delta{Metric: n, Unit: b.Unit, Direction: b.Direction, Baseline: b.Value, Candidate: cv.Value, Change: cv.Value - b.Value}
+				if b.Value != 0 {
+					pct := d.Change / abs(b.Value) * 100
+					d.ChangePercent = &pct
+				}
+				if e, ok := rules[scope+"/metrics/"+n]; ok {
+					d.Rule = e.Status
+				}
+				rd.Metrics = append(rd.Metrics, d)
+			}
+			out.Rows = append(out.Rows, rd)
+		}
+	}
+	return out
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,268 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// TextWidth is the widest line Text writes for the fixed tables; free text (paths, findings,
+// reasons) wraps at it too.
+const TextWidth = 100
+
+// JSON writes the view as indented JSON (Format names its shape; docs/report.md).
+func (v *View) JSON(w io.Writer) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+// Text writes the view as aligned tables for a terminal, no line wider than TextWidth columns.
+func (v *View) Text(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	p := &textPrinter{w: bw}
+	if v.Unverified {
+		p.line("*** UNVERIFIED: this report shows evidence that did not verify (--unverified-unsafe) ***")
+	}
+	for i := range v.Receipts {
+		if i > 0 || v.Unverified {
+			p.line("")
+		}
+		p.receipt(&v.Receipts[i], v.Unverified)
+	}
+	for i := range v.Comparisons {
+		p.line("")
+		p.comparison(&v.Comparisons[i], v.Unverified)
+	}
+	if p.err != nil {
+		return p.err
+	}
+	return bw.Flush()
+}
+
+type textPrinter struct {
+	w   *bufio.Writer
+	err error
+}
+
+func (p *textPrinter) line(s string) {
+	if p.err == nil {
+		_, p.err = p.w.WriteString(s + "\n")
+	}
+}
+
+// wrap writes label and text, continuing long text on indented lines within TextWidth.
+func (p *textPrinter) wrap(label, text string) {
+	const indent = 11
+	prefix := fmt.Sprintf("%-*s", indent, label)
+	words := strings.Fields(text)
+	cur := prefix
+	for _, word := range words {
+		for len([]rune(word)) > TextWidth-indent {
+			// A word longer than a line (a path, a digest): break it.
+			r := []rune(word)
+			if cur != prefix && strings.TrimSpace(cur) != "" {
+				p.line(strings.TrimRight(cur, " "))
+				cur = strings.Repeat(" ", indent)
+			}
+			p.line(cur + string(r[:TextWidth-indent]))
+			cur = strings.Repeat(" ", indent)
+			word = string(r[TextWidth-indent:])
+		}
+		sep := " "
+		if len(strings.TrimSpace(cur)) == 0 || cur == prefix {
+			sep = ""
+		}
+		if len([]rune(cur))+len(sep)+len([]rune(word)) > TextWidth {
+			p.line(strings.TrimRight(cur, " "))
+			cur, sep = strings.Repeat(" ", indent), ""
+		}
+		cur += sep + word
+	}
+	p.line(strings.TrimRight(cur, " "))
+}
+
+// table writes cells aligned in columns two spaces apart, indented by two: the first left
+// columns left-aligned, the others (numbers) right-aligned.
+func (p *textPrinter) table(left int, rows [][]string) {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], len([]rune(c)))
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		b.WriteString("  ")
+		for i, c := range r {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
+			if i < left {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString(pad + c)
+			}
+		}
+		p.line(strings.TrimRight(b.String(), " "))
+	}
+}
+
+func (p *textPrinter) receipt(r *Receipt, unverified bool) {
+	title := "receipt    " + r.ReceiptID
+	if unverified {
+		title += "  [UNVERIFIED]"
+	}
+	p.line(title)
+	p.wrap("file", r.Path)
+	verdict := r.Verification.Summary
+	if r.Verification.Signer != "" {
+		verdict += ", signer " + r.Verification.Signer
+	}
+	p.wrap("verdict", verdict)
+	if r.Scope != "" {
+		p.wrap("scope", r.Scope)
+	}
+	if len(r.Verification.Weakened) > 0 {
+		p.wrap("weakened", strings.Join(r.Verification.Weakened, ", "))
+	}
+	for _, f := range r.Verification.Findings {
+		p.wrap("finding", fmt.Sprintf("%s: %s: %s: %s [%s]", f.Check, f.File, f.Pointer, f.Message, f.Code))
+	}
+	for _, w := range r.Verification.Warnings {
+		p.wrap("warning", w)
+	}
+	if s := r.Source; s != nil {
+		origin := "none"
+		if s.OriginMain != "" {
+			origin = s.OriginMain[:min(12, len(s.OriginMain))]
+		}
+		p.wrap("source", fmt.Sprintf("commit %s, tree hash %s, origin/main %s, clean %s, publishable %s",
+			short(s.Commit), short(s.TreeHash), origin, yesNo(s.Clean), yesNo(r.Publishable)))
+		p.wrap("workload", fmt.Sprintf("%s variant %s (%s %s)", r.Workload.ID, r.Workload.Variant, r.Workload.Path, short(r.Workload.Digest)))
+		p.wrap("campaign", fmt.Sprintf("%s on %s: %s in %s s, %d artifacts bound", r.Run.Kind, r.Run.Backend, r.Run.Verdict, num(r.Run.DurationSeconds), len(r.Artifacts)))
+	}
+	for i := range r.Cases {
+		p.serving(&r.Cases[i])
+	}
+	if l := r.Lifecycle; l != nil {
+		var ev []string
+		for _, e := range l.Events {
+			ev = append(ev, fmt.Sprintf("%s %s", e.Name, num(e.OffsetMs)))
+		}
+		p.wrap("lifecycle", fmt.Sprintf("%s; ms from launch: %s", l.Verdict, strings.Join(ev, ", ")))
+		exit := "no exit code"
+		if l.ExitCode != nil {
+			exit = fmt.Sprintf("exit %d", *l.ExitCode)
+		}
+		if l.ExitSignal != "" {
+			exit = "signal " + l.ExitSignal
+		}
+		forced := "graceful"
+		if l.Forced {
+			forced = "FORCED"
+		}
+		p.wrap("", fmt.Sprintf("port free before launch %s, listener %s, shutdown %s %s (%s), residue %s",
+			yesNo(l.PortFreeBeforeLaunch), l.Ownership, forced, exit, map[bool]string{true: "acceptable", false: "not acceptable"}[l.ExitAcceptable], l.Residue))
+	}
+}
+
+func (p *textPrinter) serving(c *Case) {
+	p.wrap("case", fmt.Sprintf("%s r%d: %s", c.ID, c.Repetition, c.Status))
+	if len(c.Rows) == 0 {
+		return
+	}
+	if c.SLO != "" {
+		p.wrap("", "SLO "+c.SLO)
+	}
+	p.line("  latency in ms, p50/p99, over the successful measured requests")
+	lat := [][]string{{"row", "req", "fail", "TTFT", "TPOT", "E2E", "ICL"}}
+	rate := [][]string{{"row", "W s", "req/s", "out tok/s", "goodput/s", "good", "lag p50/p99 ms", "client"}}
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		if !r.Readable {
+			lat = append(lat, []string{r.Name, "-", "-", "records unreadable"})
+			rate = append(rate, []string{r.Name, "-", "-", "records unreadable"})
+			continue
+		}
+		client := "ok"
+		if r.Fidelity.Degraded {
+			client = "DEGRADED"
+		}
+		lat = append(lat, []string{r.Name, fmt.Sprint(r.Requests), fmt.Sprint(r.Failures), pq(r, "ttft_ms"), pq(r, "tpot_ms"), pq(r, "e2e_ms"), pq(r, "icl_ms")})
+		rate = append(rate, []string{r.Name, num(r.WindowSeconds), numPtr(r.Throughput.RequestsPerSecond), numPtr(r.Throughput.OutputTokensPerSecond),
+			numPtr(r.Throughput.GoodputPerSecond), numPtr(r.Throughput.GoodFraction), num(r.Fidelity.ScheduleLagP50Ms) + "/" + num(r.Fidelity.ScheduleLagP99Ms), client})
+	}
+	p.table(1, lat)
+	p.line("  rates over the request window W; client fidelity (schedule lag)")
+	p.table(1, rate)
+}
+
+func pq(r *Row, metric string) string {
+	d := r.dist(metric)
+	if d == nil {
+		return "-"
+	}
+	return num(d.P50) + "/" + num(d.P99)
+}
+
+func (p *textPrinter) comparison(c *Comparison, unverified bool) {
+	title := "compare    " + c.Candidate
+	if unverified {
+		title += "  [UNVERIFIED]"
+	}
+	p.line(title)
+	p.wrap("against", c.Baseline)
+	if c.Error != "" {
+		p.wrap("error", c.Error)
+		return
+	}
+	verdict := "ok"
+	switch {
+	case !c.Compatible:
+		verdict = "not comparable"
+	case !c.OK:
+		verdict = "rules failed"
+	}
+	mode := c.Mode
+	if mode == "" {
+		mode = "none"
+	}
+	p.wrap("mode", mode+": "+verdict)
+	for _, d := range c.Rejected {
+		p.wrap("rejected", fmt.Sprintf("%s: %s [%s]", d.Path, d.Message, d.Code))
+	}
+	for _, d := range c.Allowed {
+		p.wrap("allowed", fmt.Sprintf("%s: %s", d.Path, d.Message))
+	}
+	for _, r := range c.Rows {
+		p.wrap("row", fmt.Sprintf("%s r%d %s", r.Case, r.Repetition, r.Row))
+		rows := [][]string{{"metric", "unit", "baseline", "candidate", "change", "change %", "rule"}}
+		for _, m := range r.Metrics {
+			rule := m.Rule
+			if rule == "" {
+				rule = "-"
+			}
+			rows = append(rows, []string{m.Metric, m.Unit, num(m.Baseline), num(m.Candidate), signed(m.Change), pct(m.ChangePercent), rule})
+		}
+		p.table(2, rows)
+	}
+	failed := 0
+	for _, r := range c.Rules {
+		if r.Status == "failed" {
+			failed++
+			p.wrap("failed", fmt.Sprintf("%s: %s", r.Scope, r.Reason))
+		}
+	}
+	p.wrap("rules", fmt.Sprintf("%d evaluated, %d failed", len(c.Rules), failed))
+}
