@@ -75,9 +75,38 @@ func KilnCanonical(v any, ascii bool) ([]byte, error) {
 }
 
 // SelfHash returns "sha256:<hex>" of the RFC 8785 canonical form of doc
-// without its top-level member field. doc must be a map[string]any.
+// without its top-level member field. doc is a JSON object: a map[string]any
+// as Parse returns it, or a Go value that encodes to an object (a struct such
+// as NextTokenResultDoc), which is marshalled and parsed strictly first.
 func SelfHash(doc any, field string) (string, error) {
+	if _, ok := doc.(map[string]any); !ok {
+		tree, err := toTree(doc)
+		if err != nil {
+			return "", fmt.Errorf("self-hash %s: %w", field, err)
+		}
+		doc = tree
+	}
 	return selfHash(doc, field, &encoder{})
+}
+
+// toTree turns a Go value into the tree Parse would return for its JSON.
+func toTree(v any) (any, error) {
+	b, err := Canonical(v)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(b)
+}
+
+// VerifySelfHashJSON parses data strictly and checks its self-hash member
+// field (see VerifySelfHash): a mismatch names the recorded and the computed
+// digest.
+func VerifySelfHashJSON(data []byte, field string) error {
+	doc, err := Parse(data)
+	if err != nil {
+		return err
+	}
+	return VerifySelfHash(doc, field)
 }
 
 // KilnSelfHash is SelfHash over KilnCanonical(doc, ascii) instead of the RFC

@@ -50,7 +50,7 @@ func CheckDocument(data []byte, opts ...DecodeOption) (Outcome, error) {
 	if !ok {
 		switch {
 		case obj["schema"] == nil && obj["schema_version"] != nil:
-			return Outcome{Violations: []Violation{violationf("/schema_version", ErrUnknownContract, "a Kiln schema_version document is not a qualkit contract; qualkit contracts carry \"schema\": \"qualkit.<name>.v1\"")}}, nil
+			return Outcome{Violations: []Violation{violationf("/schema_version", ErrUnknownContract, "a Kiln schema_version document is not a qualkit contract; qualkit contracts carry \"schema\": \"qualkit.<name>.v<major>\"")}}, nil
 		case obj["schema"] == nil:
 			return Outcome{Violations: []Violation{violationf("/schema", ErrUnknownContract, "missing schema field; known: %s", strings.Join(schemaIDs(), ", "))}}, nil
 		default:
@@ -146,6 +146,42 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 			return nil, err
 		}
 		return checkRuntimeManifest(&d), nil
+	case DriverSpec:
+		var d DriverSpecDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkDriverSpec(&d), nil
+	case DriverRequest:
+		var d DriverRequestDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkDriverRequest(&d), nil
+	case DriverWorkerOutput:
+		var d DriverWorkerOutputDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkWorkerOutput(&d), nil
+	case NextTokenResult:
+		var d NextTokenResultDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkNextTokenResult(doc, &d), nil
+	case PathAttribution:
+		var d PathAttributionDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkPathAttribution(doc, &d), nil
+	case LayerAttribution:
+		var d LayerAttributionDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkLayerAttribution(doc, &d), nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownContract, name)
 }
@@ -160,6 +196,12 @@ var docTypes = map[string]reflect.Type{
 	LifecycleRecord:    reflect.TypeFor[LifecycleRecordDoc](),
 	Receipt:            reflect.TypeFor[ReceiptDoc](),
 	VerificationReport: reflect.TypeFor[VerificationReportDoc](),
+	DriverSpec:         reflect.TypeFor[DriverSpecDoc](),
+	DriverRequest:      reflect.TypeFor[DriverRequestDoc](),
+	DriverWorkerOutput: reflect.TypeFor[DriverWorkerOutputDoc](),
+	NextTokenResult:    reflect.TypeFor[NextTokenResultDoc](),
+	PathAttribution:    reflect.TypeFor[PathAttributionDoc](),
+	LayerAttribution:   reflect.TypeFor[LayerAttributionDoc](),
 }
 
 // integerLiterals reports every number that lands in an integer field of t but is written with a
@@ -193,6 +235,11 @@ func integerLiterals(v any, t reflect.Type, at string) []Violation {
 			for i := 0; i < t.NumField(); i++ {
 				f := t.Field(i)
 				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if name == "" && f.Anonymous {
+					// An embedded struct's members are promoted into this object.
+					out = append(out, integerLiterals(x, f.Type, at)...)
+					continue
+				}
 				if e, ok := x[name]; ok {
 					out = append(out, integerLiterals(e, f.Type, at+"/"+escapePointerToken(name))...)
 				}

@@ -39,13 +39,34 @@ const (
 	LifecycleRecord    = "lifecycle-record.v1"
 	Receipt            = "receipt.v1"
 	VerificationReport = "verification-report.v1"
+	DriverSpec         = "driver-spec.v1"
+	DriverRequest      = "driver-request.v1"
+	DriverWorkerOutput = "driver-worker-output.v1"
+	NextTokenResult    = "next-token-result.v2"
+	PathAttribution    = "path-attribution.v2"
+	LayerAttribution   = "layer-attribution.v2"
 )
+
+// DriverResults lists the version-2 evidence results a driver writes, by contract name.
+var DriverResults = []string{NextTokenResult, PathAttribution, LayerAttribution}
+
+// IsDriverResult reports whether name (a contract name such as "next-token-result.v2", or a
+// schema id such as "qualkit.next-token-result.v2") is a driver's evidence result.
+func IsDriverResult(name string) bool {
+	name = strings.TrimPrefix(name, "qualkit.")
+	for _, n := range DriverResults {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
 
 const schemaURLBase = "https://qualkit.dev/schemas/"
 
 // Contracts lists every known contract, sorted by name.
 func Contracts() []Contract {
-	names := []string{CaseResult, LaunchRecipe, LifecycleRecord, Receipt, RequestRecord, RuntimeManifest, VerificationReport, Workload}
+	names := []string{CaseResult, DriverRequest, DriverSpec, DriverWorkerOutput, LaunchRecipe, LayerAttribution, LifecycleRecord, NextTokenResult, PathAttribution, Receipt, RequestRecord, RuntimeManifest, VerificationReport, Workload}
 	out := make([]Contract, len(names))
 	for i, n := range names {
 		out[i] = contractFor(n)

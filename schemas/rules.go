@@ -317,6 +317,8 @@ func (r *rules) variant(base string, w *WorkloadDoc, v Variant, declared map[str
 		case "serving":
 			servingCases++
 			r.servingCase(cb, c)
+		case "driver":
+			r.driverCase(cb, c, declared, used)
 		}
 	}
 	reps := w.Determinism.Repetitions

@@ -95,8 +95,9 @@ type Variant struct {
 	Cases             []Case `json:"cases"`
 }
 
-// Case is a command case (Kind "command") or a serving case (Kind "serving"); the fields of the
-// other kind are zero.
+// Case is a command case (Kind "command"), a serving case (Kind "serving") or a driver case
+// (Kind "driver"); the fields of the other kinds are zero. Environment and TimeoutSeconds belong
+// to command and driver cases.
 type Case struct {
 	Kind        string `json:"kind"`
 	ID          string `json:"id"`
@@ -125,6 +126,14 @@ type Case struct {
 	RequestTimeoutSeconds float64   `json:"request_timeout_seconds,omitempty"`
 	SLO                   *SLO      `json:"slo,omitempty"`
 	Rate                  *Rate     `json:"rate,omitempty"`
+
+	// Driver case (see DriverSpecDoc for the meaning of each field).
+	Contract   string            `json:"contract,omitempty"`
+	Worker     *DriverWorker     `json:"worker,omitempty"`
+	Request    *FileRef          `json:"request,omitempty"`
+	Model      *FileRef          `json:"model,omitempty"`
+	Isolation  *DriverIsolation  `json:"isolation,omitempty"`
+	Tolerances []DriverTolerance `json:"tolerances,omitempty"`
 }
 
 // OutputAssertion is a stream assertion of a command case (Stream set) or a response assertion of

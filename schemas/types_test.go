@@ -22,6 +22,12 @@ func TestTypesMatchSchemas(t *testing.T) {
 		LifecycleRecord:    LifecycleRecordDoc{},
 		Receipt:            ReceiptDoc{},
 		VerificationReport: VerificationReportDoc{},
+		DriverSpec:         DriverSpecDoc{},
+		DriverRequest:      DriverRequestDoc{},
+		DriverWorkerOutput: DriverWorkerOutputDoc{},
+		NextTokenResult:    NextTokenResultDoc{},
+		PathAttribution:    PathAttributionDoc{},
+		LayerAttribution:   LayerAttributionDoc{},
 	}
 	for _, c := range Contracts() {
 		typ, ok := types[c.Name]
@@ -156,15 +162,26 @@ func (w *typeWalker) compare(where string, typ reflect.Type, schemas []map[strin
 		}
 	}
 	fields := map[string]reflect.StructField{}
-	for i := 0; i < typ.NumField(); i++ {
-		f := typ.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			w.t.Errorf("%s: field %s.%s has no json name", where, typ, f.Name)
-			continue
+	var collect func(t reflect.Type)
+	collect = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct {
+				collect(f.Type) // embedded: its members are promoted
+				continue
+			}
+			if name == "" || name == "-" {
+				w.t.Errorf("%s: field %s.%s has no json name", where, t, f.Name)
+				continue
+			}
+			if _, dup := fields[name]; dup {
+				w.t.Errorf("%s: %s has two fields named %q", where, typ, name)
+			}
+			fields[name] = f
 		}
-		fields[name] = f
 	}
+	collect(typ)
 	var names []string
 	for n := range props {
 		names = append(names, n)
