@@ -39,9 +39,20 @@ type chunk struct {
 	finish    string // finish_reason, when hasFinish
 	hasFinish bool   // a non-null finish_reason
 	usage     usageCounts
+	choices   int    // elements of choices (0 for a usage-only chunk)
 	errorText string // an in-stream error object's message ("" when none)
 	isError   bool
 	id        string // the object's id (read only when asked)
+}
+
+// placeholderUsage reports an all-zero usage object on a chunk that carries a choice. ollama
+// (0.17) sends one on every streamed /v1/completions chunk when include_usage is on, where OpenAI
+// sends "usage":null, and the real counts on a final chunk with empty choices. Such an object
+// counts nothing: it is not a usage record. A real request always has prompt tokens, so a usage
+// record proper is never all zero.
+func (c *chunk) placeholderUsage() bool {
+	u := c.usage
+	return u.present && c.choices > 0 && u.bad == "" && u.hasP && u.hasC && u.hasT && u.prompt == 0 && u.compl == 0 && u.total == 0
 }
 
 // jsonError is a JSON syntax or shape error at a byte offset.
@@ -452,7 +463,7 @@ func parseChunk(data []byte, shape chunkShape, text []byte, wantID bool) (chunk,
 				return err
 			}
 			n := 0
-			return s.array(func() error {
+			err := s.array(func() error {
 				n++
 				if n > 1 {
 					return s.fail("more than one choice (only n=1 is supported)")
@@ -461,6 +472,8 @@ func parseChunk(data []byte, shape chunkShape, text []byte, wantID bool) (chunk,
 				text, err = s.choice(&c, shape, text)
 				return err
 			})
+			c.choices = n
+			return err
 		case "usage":
 			if err := top.once(s, 4, "usage"); err != nil {
 				return err

@@ -21,7 +21,8 @@
 // mid-event, an over-long SSE line, an event that is not a valid completion chunk (invalid JSON,
 // an unknown SSE field or event type, an in-stream error, anything after [DONE]), zero or several
 // usage records or one whose total is not prompt + completion, a failed output assertion, or
-// cancellation. A failed request never yields a guessed number.
+// cancellation. A failed request never yields a guessed number. An all-zero usage object on a
+// chunk that carries a choice is a placeholder (ollama's streamed completions), not a record.
 //
 // # Corpus and determinism
 //

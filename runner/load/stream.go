@@ -504,6 +504,9 @@ func (s *stream) onEvent(typ, data []byte) error {
 		s.fail(ClassMalformedEvent, "completion text exceeds %d bytes", MaxOutputBytes)
 		return errHandled
 	}
+	if c.placeholderUsage() {
+		c.usage = usageCounts{}
+	}
 	if c.usage.present {
 		s.usageN++
 		if s.usageN == 1 {

@@ -89,6 +89,17 @@ func TestStreamResponses(t *testing.T) {
 		{name: "ok", raw: okStream(), sse: true, chat: true, kinds: "other,content,content,other,usage,done", text: "11111 22222 33333 ", reusable: true},
 		{name: "missing usage", raw: sseHeader + chunked(evA, evFinish, evDone), sse: true, chat: true, class: ClassMissingUsage, text: "11111 ", reusable: true},
 		{name: "duplicate usage", raw: sseHeader + chunked(evA, evUsage, evUsage, evDone), sse: true, chat: true, class: ClassDuplicateUsage, msg: "2 usage records", reusable: true},
+		// ollama 0.17's streamed /v1/completions with include_usage: an all-zero usage object on
+		// every chunk that has a choice, the counts on a final chunk without choices.
+		{name: "ollama completions placeholder usage", raw: sseHeader + chunked(
+			`{"id":"cmpl-959","object":"text_completion","choices":[{"text":" ston","index":0,"finish_reason":null}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`,
+			`{"id":"cmpl-959","object":"text_completion","choices":[{"text":"conci","index":0,"finish_reason":null}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`,
+			`{"id":"cmpl-959","object":"text_completion","choices":[{"text":"","index":0,"finish_reason":"length"}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`,
+			`{"id":"cmpl-959","object":"text_completion","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
+			evDone), sse: true, kinds: "content,content,other,usage,done", text: " stonconci", reusable: true},
+		{name: "placeholder usage only", raw: sseHeader + chunked(`{"choices":[{"text":"a","index":0}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`, evDone), sse: true, class: ClassMissingUsage, text: "a", reusable: true},
+		{name: "all-zero usage without a choice counts", raw: sseHeader + chunked(evA, `{"choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`, evUsage, evDone), sse: true, chat: true, class: ClassDuplicateUsage, msg: "2 usage records", reusable: true},
+		{name: "non-zero usage with a choice counts", raw: sseHeader + chunked(`{"choices":[{"delta":{"content":"x"}}],"usage":{"prompt_tokens":4,"completion_tokens":1,"total_tokens":5}}`, evUsage, evDone), sse: true, chat: true, class: ClassDuplicateUsage, msg: "2 usage records", reusable: true},
 		{name: "inconsistent usage", raw: sseHeader + chunked(evA, evUsageX, evDone), sse: true, chat: true, class: ClassInconsistentUsage, msg: "total_tokens 8 != prompt_tokens 4 + completion_tokens 3", reusable: true},
 		{name: "usage lacks total", raw: sseHeader + chunked(evA, `{"usage":{"prompt_tokens":1,"completion_tokens":1}}`, evDone), sse: true, chat: true, class: ClassInconsistentUsage, msg: "lacks total_tokens", reusable: true},
 		{name: "no done", raw: sseHeader + chunked(evA, evUsage), sse: true, chat: true, class: ClassTruncatedStream, msg: "without data: [DONE]", reusable: true},
