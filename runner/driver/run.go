@@ -170,7 +170,9 @@ type Outcome struct {
 	LogTruncated bool
 }
 
-func (o *Outcome) fail(format string, a ...any) { o.Failures = append(o.Failures, fmt.Sprintf(format, a...)) }
+func (o *Outcome) fail(format string, a ...any) {
+	o.Failures = append(o.Failures, fmt.Sprintf(format, a...))
+}
 
 // Run executes job as described in the package documentation. It returns an error wrapping
 // ErrRefused (inputs) or an *UnsupportedError (a missing mechanism) when nothing was started;
@@ -456,7 +458,7 @@ func (r *running) start(ctx context.Context, exe *hashedExecutable, memfd *os.Fi
 	cmd := &exec.Cmd{
 		Path: "/proc/self/exe", Args: []string{r.opts.GuardArgv0, GuardArg, string(cfg)}, Env: env, Dir: r.ws.dir,
 		Stdin: devnull, Stdout: logW, Stderr: logW,
-		ExtraFiles: []*os.File{exe.f, memfd, reportW, controlR},
+		ExtraFiles:  []*os.File{exe.f, memfd, reportW, controlR},
 		SysProcAttr: isolationAttr(),
 	}
 	g, err := lifecycle.StartGroup(cmd)
@@ -678,4 +680,3 @@ func (r *running) readOutput() {
 	}
 	r.out.Output = b
 }
-
