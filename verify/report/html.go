@@ -29,7 +29,7 @@ func cspHash(s string) string {
 // csp forbids everything the page does not carry: no fetch, no image, no font, no frame, no
 // form; only its own stylesheet and script, by hash.
 var csp = "default-src 'none'; style-src " + cspHash(pageCSS) + "; script-src " + cspHash(pageJS) +
-	"; img-src 'none'; font-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"; img-src 'none'; font-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'"
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"num":    num,
@@ -86,7 +86,7 @@ func throughputSVG(c Case) string {
 
 func rateSVG(c Case) string {
 	req := series{name: "requests/s", color: colCurve}
-	good := series{name: "SLO goodput", color: colGreen}
+	good := series{name: "SLO goodput", color: colGreen, dash: "5 4"}
 	for _, r := range c.Rows {
 		if r.Throughput.RequestsPerSecond != nil {
 			req.points = append(req.points, point{r.Concurrency, *r.Throughput.RequestsPerSecond})

@@ -139,7 +139,11 @@ func cdfSVG(title, unit string, sorted []float64, p50, p99 float64) string {
 	}
 	for _, t := range ticks {
 		s.line(x(t), top+ph, x(t), top+ph+4, colAxis, 1, "")
-		s.text(x(t), top+ph+15, "middle", colAxis, "", tickLabel(t, step))
+		label, anchor, lx := tickLabel(t, step), "middle", x(t)
+		if lx+textWidth(label)/2 > w-1 {
+			anchor, lx = "end", w-1
+		}
+		s.text(lx, top+ph+15, anchor, colAxis, "", label)
 	}
 	s.line(left, top+ph, left+pw, top+ph, colAxis, 1, "")
 	s.text(left+pw/2, h-4, "middle", colAxis, "", unit)
@@ -205,6 +209,7 @@ type point struct {
 type series struct {
 	name   string
 	color  string
+	dash   string // "" for a solid line
 	points []point
 }
 
@@ -257,7 +262,7 @@ func concurrencySVG(title, unit string, ss []series) string {
 	lx := left
 	for _, sr := range ss {
 		// Legend.
-		s.line(lx, 28, lx+14, 28, sr.color, 2, "")
+		s.line(lx, 28, lx+14, 28, sr.color, 2, sr.dash)
 		s.text(lx+18, 32, "start", colInk, "", sr.name)
 		lx += 18 + textWidth(sr.name) + 14
 		means := map[int64][]float64{}
@@ -281,9 +286,17 @@ func concurrencySVG(title, unit string, ss []series) string {
 			}
 			fmt.Fprintf(&d, "%s%s %s", cmd, fx(x(c)), fx(y(m)))
 		}
-		s.f(`<path d="%s" fill="none" stroke="%s" stroke-width="1.8"/>`, d.String(), sr.color)
+		dash := ""
+		if sr.dash != "" {
+			dash = ` stroke-dasharray="` + sr.dash + `"`
+		}
+		s.f(`<path d="%s" fill="none" stroke="%s" stroke-width="1.8"%s/>`, d.String(), sr.color, dash)
 		for _, p := range sr.points {
-			s.f(`<circle cx="%s" cy="%s" r="3.2" fill="%s"><title>%s</title></circle>`, fx(x(p.x)), fx(y(p.y)), sr.color, esc(fmt.Sprintf("%s at concurrency %d: %s %s", sr.name, p.x, num(p.y), unit)))
+			fill := sr.color
+			if sr.dash != "" {
+				fill = "#fff" // hollow: a dashed series stays visible over a solid one with equal values
+			}
+			s.f(`<circle cx="%s" cy="%s" r="3.4" fill="%s" stroke="%s" stroke-width="1.4"><title>%s</title></circle>`, fx(x(p.x)), fx(y(p.y)), fill, sr.color, esc(fmt.Sprintf("%s at concurrency %d: %s %s", sr.name, p.x, num(p.y), unit)))
 		}
 	}
 	return s.close()
