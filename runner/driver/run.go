@@ -142,8 +142,10 @@ type Bound struct {
 type Outcome struct {
 	// Executable is the resolved executable path and its digest; Script the script's.
 	Executable, Script Bound
-	// Request is the request file's raw bytes (hashed, at most MaxRequestBytes).
-	Request []byte
+	// Request is the request file's raw bytes (hashed, at most MaxRequestBytes), RequestDoc the
+	// request it holds (valid against qualkit.driver-request.v1).
+	Request    []byte
+	RequestDoc *schemas.DriverRequestDoc
 	// Probe is what the guard observed before the gate opened (nil if it never reported).
 	Probe *Probe
 	// GateCreated is true once the start gate exists; HashBoundExec once the worker was exec'd
@@ -219,6 +221,16 @@ func Run(ctx context.Context, job Job, opts Options) (*Outcome, error) {
 	}
 	if d := digestBytes(out.Request); d != job.Request.Digest {
 		return nil, fmt.Errorf("%w: request %s has digest %s, but %s is pinned; nothing was started and no start gate was created", ErrRefused, job.Request.Path, d, job.Request.Digest)
+	}
+	if err := validDocument(out.Request, "request "+job.Request.Path, schemas.DriverRequest); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	out.RequestDoc = &schemas.DriverRequestDoc{}
+	if err := schemas.DecodeInto(out.Request, out.RequestDoc); err != nil {
+		return nil, fmt.Errorf("%w: request %s: %v", ErrRefused, job.Request.Path, err)
+	}
+	if !schemas.IsDriverResult(job.Contract) {
+		return nil, fmt.Errorf("%w: %q is not a driver result contract", ErrRefused, job.Contract)
 	}
 	if d, err := ModelDigest(ctx, job.Model.Abs); err != nil {
 		return nil, fmt.Errorf("%w: model: %v", ErrRefused, err)
@@ -356,8 +368,8 @@ func ClosedEnvironment(ws *workspace, job Job) ([]string, []string, error) {
 		if _, owned := vals[k]; owned || strings.HasPrefix(k, "QUALKIT_") {
 			return nil, nil, fmt.Errorf("environment %s is set by the runner and cannot be declared", k)
 		}
-		if schemas.LooksSecret(k) {
-			return nil, nil, fmt.Errorf("environment %s looks like a secret; secrets are never passed to a worker", k)
+		if why := schemas.DriverEnvironmentRefusal(k); why != "" {
+			return nil, nil, fmt.Errorf("environment: %s", why)
 		}
 		if strings.ContainsRune(k, '=') || strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
 			return nil, nil, fmt.Errorf("environment %q: bad name or value", k)
