@@ -131,12 +131,16 @@ func TestWorkerOutputMustAnswerTheRequest(t *testing.T) {
 		t.Fatal(err, out.Failures)
 	}
 	for name, mutate := range map[string]func(o *Outcome){
-		"other request":    func(o *Outcome) { o.Output = bytes.Replace(o.Output, []byte(`"reference-request-1"`), []byte(`"other-request"`), 1) },
+		"other request": func(o *Outcome) {
+			o.Output = bytes.Replace(o.Output, []byte(`"reference-request-1"`), []byte(`"other-request"`), 1)
+		},
 		"other tokens":     func(o *Outcome) { o.RequestDoc.InputTokenIDs = []int64{1} },
 		"other candidates": func(o *Outcome) { o.RequestDoc.Candidates = o.RequestDoc.Candidates[:1] },
 		"not json":         func(o *Outcome) { o.Output = []byte("{") },
 		"no output":        func(o *Outcome) { o.Output = nil },
-		"wrong contract":   func(o *Outcome) { o.Output = bytes.Replace(o.Output, []byte(`"qualkit.next-token-result.v2"`), []byte(`"qualkit.layer-attribution.v2"`), 1) },
+		"wrong contract": func(o *Outcome) {
+			o.Output = bytes.Replace(o.Output, []byte(`"qualkit.next-token-result.v2"`), []byte(`"qualkit.layer-attribution.v2"`), 1)
+		},
 	} {
 		o := *out
 		o.Output = bytes.Clone(out.Output)
