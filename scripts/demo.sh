@@ -46,4 +46,5 @@ echo
 echo "receipt:     $receipt"
 echo "attestation: ${receipt%.json}.intoto.dsse.json, ${receipt%.json}.sigstore.json"
 echo "public key:  $key.pub"
+echo "report:      bin/qualverify report $receipt --key $key.pub ${extra[*]} -o .qualification/demo-report.html"
 echo "evidence:    $rundir"

@@ -354,3 +354,34 @@ func chromium(t *testing.T, page string, args ...string) (string, string) {
 	}
 	return stdout.String(), stderr.String()
 }
+
+// TestDocsReportExample: the terminal example of docs/report.md is what the command prints.
+func TestDocsReportExample(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/report.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "gives (a test runs this example):\n\n```sh\n")
+	if !ok {
+		t.Fatal("no example in docs/report.md")
+	}
+	command, rest, _ := strings.Cut(rest, "\n```\n")
+	_, rest, _ = strings.Cut(rest, "```text\n")
+	want, _, _ := strings.Cut(rest, "```\n")
+	args := strings.Fields(command)
+	if len(args) < 2 || args[0] != "bin/qualverify" {
+		t.Fatalf("example command %q", command)
+	}
+	for i, a := range args {
+		if strings.HasPrefix(a, "verify/testdata/") {
+			args[i] = "../../../" + a
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main(append([]string{"qualverify"}, args[1:]...), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if stdout.String() != want {
+		t.Errorf("docs/report.md shows\n%s\nthe command prints\n%s", want, stdout.String())
+	}
+}
