@@ -479,9 +479,9 @@ func rowOf(re verify.RowEvidence) Row {
 		if !ok {
 			continue
 		}
+		v0 := func(name string) float64 { return got[d.metric+name].Value }
 		dist := Distribution{Metric: d.metric, Label: d.label, Formula: p50.Formula, Unit: p50.Unit,
-			Min: *val(d.metric + ".min"), Max: *val(d.metric + ".max"), Mean: *val(d.metric + ".mean"),
-			P50: p50.Value, P90: *val(d.metric + ".p90"), P95: *val(d.metric + ".p95"), P99: *val(d.metric + ".p99"),
+			Min: v0(".min"), Max: v0(".max"), Mean: v0(".mean"), P50: p50.Value, P90: v0(".p90"), P95: v0(".p95"), P99: v0(".p99"),
 			P999: val(d.metric + ".p99.9"), samples: slices.Sorted(slices.Values(samples[d.metric]))}
 		if p50.Samples != nil {
 			dist.Count = *p50.Samples

@@ -3,6 +3,7 @@ package qualverify
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -84,8 +85,11 @@ type reportOptions struct {
 
 func runReport(ctx context.Context, evs []verify.Evidence, policy verify.Policy, opts []verify.Option, ro reportOptions, stdout, stderr io.Writer) error {
 	v, err := report.Build(ctx, evs, policy, Version, opts...)
+	if errors.Is(err, verify.ErrNoTrustedKey) || errors.Is(err, verify.ErrRelaxationRefused) {
+		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	}
 	if err != nil {
-		return verifyError(evs[0].Receipt, err)
+		return fmt.Errorf("could not %w", err) // "could not verify RECEIPT: ..."
 	}
 	rejected := 0
 	for _, r := range v.Receipts {

@@ -3,7 +3,12 @@ package qualverify
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"os"
@@ -384,4 +389,55 @@ func TestDocsReportExample(t *testing.T) {
 	if stdout.String() != want {
 		t.Errorf("docs/report.md shows\n%s\nthe command prints\n%s", want, stdout.String())
 	}
+}
+
+// TestReportExitCodes pins report's exit codes: 0 verified, 1 not verified (with or without the
+// stamped page), 2 usage, 3 could not verify.
+func TestReportExitCodes(t *testing.T) {
+	f := frozen + "/.qualification/receipts/"
+	key := frozen + "/frozen.pub"
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "qualification/receipts/dir.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"verified", []string{"report", f + "a-1.json", "--key", key, "--format", "text"}, exitcode.OK},
+		{"verified, several", []string{"report", f + "a-1.json", f + "b-1.json", "--key", key, "-o", filepath.Join(dir, "r.html")}, exitcode.OK},
+		{"usage: no receipt", []string{"report", "--key", key}, exitcode.Usage},
+		{"usage: no key", []string{"report", f + "a-1.json", "--format", "json"}, exitcode.Usage},
+		{"usage: html to nowhere", []string{"report", f + "a-1.json", "--key", key}, exitcode.Usage},
+		{"rejected: wrong key", []string{"report", f + "a-1.json", "--key", writeOtherKey(t, dir), "--format", "json"}, exitcode.Rejected},
+		{"could not verify", []string{"report", filepath.Join(dir, "qualification/receipts/dir.json"), "--key", key, "--format", "text"}, exitcode.Internal},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if got := Main(append([]string{"qualverify"}, c.args...), &stdout, &stderr); got != c.want {
+				t.Fatalf("exit %d, want %d\n%s%s", got, c.want, stdout.String(), stderr.String())
+			}
+			if c.want != exitcode.OK && stdout.Len() > 0 {
+				t.Errorf("a failed report printed %q", stdout.String())
+			}
+		})
+	}
+}
+
+// writeOtherKey writes a public key that signed nothing here (from a fresh qualrun keygen-like
+// P-256 key) and returns its path.
+func writeOtherKey(t *testing.T, dir string) string {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "other.pub")
+	mustWriteFile(t, p, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	return p
 }
