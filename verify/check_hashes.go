@@ -66,6 +66,7 @@ func checkHashes(s *snapshot) CheckResult {
 			ref(p, jp("rows", j, "records"), row.Records.Path, row.Records.Digest, "request records")
 		}
 	}
+	s.checkDriverBindings(c)
 	if wd, ok := artifactDigest[rc.Workload.Path]; !ok {
 		c.add(file, "/workload/path", ErrReferenceMismatch, "workload %s is not listed among the receipt's artifacts", rc.Workload.Path)
 	} else if wd != rc.Workload.Digest {

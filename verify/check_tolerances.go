@@ -9,7 +9,9 @@ import (
 )
 
 // checkTolerances: correctness and numerical tolerances. A passed verdict; every result's summary
-// equal to its case result; in a passed result no failed request or failed assertion; every row's
+// equal to its case result (or driver result); every driver result's tolerance outcomes and
+// verdict recomputed from its numbers against the workload's declared tolerances, and each failed
+// tolerance reported with its numbers; in a passed result no failed request or failed assertion; every row's
 // counts, window, output set, fidelity and metrics recomputed from its request records within the
 // policy's recompute tolerance; every case metric recomputed from its rows; command cases carry
 // exactly their declared metrics and runner metrics that agree with the status and expected exit
@@ -33,6 +35,10 @@ func checkTolerances(s *snapshot) CheckResult {
 			continue
 		}
 		path := r.CaseResult.Path
+		if dr := s.driverResults[path]; dr != nil {
+			s.checkDriver(c, i, r, path, dr)
+			continue
+		}
 		cr := s.caseResults[path]
 		if cr == nil {
 			c.note("case result %s unreadable: result %d not recomputed", path, i)

@@ -121,6 +121,8 @@ func violationReason(v schemas.Violation) *Reason {
 		return ErrHistoricalEvidence
 	case errors.Is(v.Err, schemas.ErrUnknownContract):
 		return ErrUnknownContract
+	case errors.Is(v.Err, schemas.ErrSelfHashMismatch), errors.Is(v.Err, schemas.ErrSelfHashMissing):
+		return ErrSelfHash
 	case errors.Is(v.Err, schemas.ErrSemantic):
 		return ErrSemanticViolation
 	}

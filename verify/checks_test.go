@@ -83,6 +83,14 @@ func cloneSnapshot(t *testing.T, src *snapshot) *snapshot {
 		dec(src.files[p].raw, r)
 		s.recipes[p] = r
 	}
+	s.driverResults = map[string]*driverResult{}
+	for p := range src.driverResults {
+		dr, err := decodeDriverResult(src.files[p].contract, src.files[p].raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.driverResults[p] = dr
+	}
 	s.lifecycle = new(schemas.LifecycleRecordDoc)
 	dec(src.files[src.rc.Lifecycle.Path].raw, s.lifecycle)
 	s.workload = new(schemas.WorkloadDoc)

@@ -49,15 +49,40 @@ func contractOfKind(kind string) string {
 		return schemas.RuntimeManifest
 	case "request_records":
 		return schemas.RequestRecord
+	case "driver_request":
+		return schemas.DriverRequest
+	case "driver_worker_output":
+		return schemas.DriverWorkerOutput
+	case "driver_result":
+		return anyDriverResult
 	}
 	return ""
+}
+
+// anyDriverResult is the role of a driver result file: any version-2 evidence result.
+const anyDriverResult = "driver-result"
+
+// acceptsContract reports whether a file bound in the role want (a contract name, or
+// anyDriverResult) may carry contract got. A receipt result's case_result binds a case result or,
+// for a driver case, a driver result.
+func acceptsContract(want, got string) bool {
+	switch want {
+	case "", got:
+		return true
+	case anyDriverResult:
+		return schemas.IsDriverResult(got)
+	case schemas.CaseResult:
+		return schemas.IsDriverResult(got)
+	}
+	return false
 }
 
 // isEvidenceKind reports whether an artifact kind is evidence the campaign wrote (and so must be
 // present), rather than a bound input (checked where present locally).
 func isEvidenceKind(kind string) bool {
 	switch kind {
-	case "case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr":
+	case "case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr",
+		"driver_result", "driver_worker_output", "driver_log":
 		return true
 	}
 	return false
@@ -77,9 +102,11 @@ type snapshot struct {
 
 	files       map[string]*fileFacts
 	caseResults map[string]*schemas.CaseResultDoc
-	lifecycle   *schemas.LifecycleRecordDoc
-	workload    *schemas.WorkloadDoc
-	recipes     map[string]*schemas.LaunchRecipeDoc // by path
+	// driverResults are the version-2 evidence results bound as case results, by path.
+	driverResults map[string]*driverResult
+	lifecycle     *schemas.LifecycleRecordDoc
+	workload      *schemas.WorkloadDoc
+	recipes       map[string]*schemas.LaunchRecipeDoc // by path
 
 	attestations []*attestation
 	checkout     *checkout
@@ -142,7 +169,8 @@ func (s *snapshot) subjects() []Subject {
 // each. It returns an error only when the receipt itself cannot be read.
 func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapshot, error) {
 	s := &snapshot{ev: ev, policy: policy, relax: cfg.relax, skipSign: cfg.skipSign,
-		files: map[string]*fileFacts{}, caseResults: map[string]*schemas.CaseResultDoc{}, recipes: map[string]*schemas.LaunchRecipeDoc{}}
+		files: map[string]*fileFacts{}, caseResults: map[string]*schemas.CaseResultDoc{}, recipes: map[string]*schemas.LaunchRecipeDoc{},
+		driverResults: map[string]*driverResult{}}
 	root, err := os.OpenRoot(ev.Root)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open root %s: %v", ErrEvidence, ev.Root, err)
@@ -328,6 +356,14 @@ func (s *snapshot) readAll(ctx context.Context, root *os.Root, paths []string, k
 	}
 	for _, p := range paths {
 		f := s.files[p]
+		if f.present && schemas.IsDriverResult(f.contract) && acceptsContract(contractOfKind(f.kind), strings.TrimPrefix(f.contract, "qualkit.")) && onlySemantic(f.violations) {
+			// Decoded even when a semantic rule fails (a self-hash, an outcome): the tolerances
+			// check recomputes every number against the workload and says what differs.
+			if dr, err := decodeDriverResult(f.contract, f.raw); err == nil {
+				s.driverResults[p] = dr
+			}
+			continue
+		}
 		if !f.present || len(f.violations) > 0 {
 			continue
 		}
@@ -374,6 +410,7 @@ func readFile(ctx context.Context, root *os.Root, f *fileFacts) error {
 		f.present, f.digest, f.size, f.records, f.contract = true, d, n, set, "qualkit.request-record.v1"
 		return nil
 	case contractOfKind(f.kind) != "" || f.kind == "corpus":
+
 		if err := readWhole(root, f, MaxDocumentBytes); err != nil {
 			return err
 		}
@@ -475,8 +512,23 @@ func validate(f *fileFacts, want string) error {
 	}
 	f.contract = out.Contract.SchemaID
 	f.violations = out.Violations
-	if out.Valid() && want != "" && out.Contract.Name != want {
-		f.violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s where a qualkit.%s is bound", ErrWrongContract, out.Contract.SchemaID, want)}}
+	if out.Valid() && !acceptsContract(want, out.Contract.Name) {
+		what := "a qualkit." + want
+		if want == anyDriverResult {
+			what = "a driver result (" + strings.Join(schemas.DriverResults, ", ") + ")"
+		}
+		f.violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s where %s is bound", ErrWrongContract, out.Contract.SchemaID, what)}}
 	}
 	return nil
+}
+
+// onlySemantic reports whether every violation is a semantic rule (the document matches its
+// schema, so its typed form can be read).
+func onlySemantic(vs []schemas.Violation) bool {
+	for _, v := range vs {
+		if !errors.Is(v, schemas.ErrSemantic) {
+			return false
+		}
+	}
+	return true
 }

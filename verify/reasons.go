@@ -27,6 +27,9 @@ var (
 	ErrUnknownContract = reason("unknown_contract", "unknown contract")
 	// ErrWrongContract: the file is a valid document of another contract than its role needs.
 	ErrWrongContract = reason("wrong_contract", "wrong contract")
+	// ErrSelfHash: a self-hashed document (a driver result's result_sha256) differs from the hash
+	// of its canonical form: it was changed after it was written.
+	ErrSelfHash = reason("self_hash_mismatch", "self-hash mismatch")
 )
 
 // Reasons of the source check.
@@ -119,6 +122,17 @@ var (
 	ErrDeclaredMetrics = reason("declared_metrics", "declared metrics not met")
 	// ErrUnknownTolerance: a declared tolerance names no metric of its result.
 	ErrUnknownTolerance = reason("unknown_tolerance", "tolerance for an unknown metric")
+	// ErrToleranceDeclared: a driver result's tolerance outcomes do not come from the tolerances
+	// the workload declares for its case (other rules, limits, subjects or order).
+	ErrToleranceDeclared = reason("tolerance_declaration_mismatch", "tolerances differ from the workload's")
+	// ErrToleranceOutcome: a driver result's recorded tolerance outcome (observed number or
+	// passed) differs from its recomputation from the result's numbers.
+	ErrToleranceOutcome = reason("tolerance_outcome_mismatch", "tolerance outcome differs from its recomputation")
+	// ErrToleranceFailed: a declared numerical tolerance of a driver case does not hold.
+	ErrToleranceFailed = reason("tolerance_failed", "tolerance failed")
+	// ErrDriverVerdict: a driver result's verdict (status, argmax candidate, attribution, largest
+	// error growth) differs from its recomputation.
+	ErrDriverVerdict = reason("driver_verdict_mismatch", "driver verdict differs from its recomputation")
 )
 
 // Reasons of the comparability check and of Compare.
@@ -163,13 +177,14 @@ var ErrFindingsTruncated = reason("findings_truncated", "more findings omitted")
 // truncation marker).
 func Reasons() []*Reason {
 	return []*Reason{
-		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract,
+		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract, ErrSelfHash,
 		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain,
 		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch,
 		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
 		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,
 		ErrVerdictFailed, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
+		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict,
 		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
 		ErrScopeBackend, ErrScopeDevice,
 		ErrEnvironmentMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrOutputMismatch,

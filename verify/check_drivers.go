@@ -1,0 +1,299 @@
+package verify
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// driverResult is a version-2 evidence result (next-token result, path attribution, layer
+// attribution) as a receipt binds it for a driver case.
+type driverResult struct {
+	// name is the contract name, e.g. "path-attribution.v2".
+	name   string
+	header schemas.DriverResultHeader
+	// body is the contract's section (schemas.NextTokenBody, PathBody or LayerBody).
+	body any
+	// status and the contract-specific verdict members as recorded.
+	status          string
+	argmaxCandidate string
+	complete        bool
+	attribution     string
+}
+
+// decodeDriverResult decodes a driver result of the given schema id.
+func decodeDriverResult(schemaID string, raw []byte) (*driverResult, error) {
+	name := strings.TrimPrefix(schemaID, "qualkit.")
+	dr := &driverResult{name: name}
+	switch name {
+	case schemas.NextTokenResult:
+		var d schemas.NextTokenResultDoc
+		if err := schemas.DecodeInto(raw, &d); err != nil {
+			return nil, err
+		}
+		dr.header, dr.body, dr.status = d.DriverResultHeader, d.NextTokenBody, d.Verdict.Status
+		dr.argmaxCandidate, dr.complete = d.Verdict.ArgmaxCandidate, d.Verdict.CandidateAttributionComplete
+	case schemas.PathAttribution:
+		var d schemas.PathAttributionDoc
+		if err := schemas.DecodeInto(raw, &d); err != nil {
+			return nil, err
+		}
+		dr.header, dr.body, dr.status, dr.attribution = d.DriverResultHeader, d.PathBody, d.Verdict.Status, d.Verdict.Attribution
+	case schemas.LayerAttribution:
+		var d schemas.LayerAttributionDoc
+		if err := schemas.DecodeInto(raw, &d); err != nil {
+			return nil, err
+		}
+		dr.header, dr.body, dr.status = d.DriverResultHeader, d.LayerBody, d.Verdict.Status
+	default:
+		return nil, fmt.Errorf("%s is not a driver result", schemaID)
+	}
+	return dr, nil
+}
+
+// checkDriver re-checks one driver result bound by receipt result i: the receipt's summary, the
+// workload's case (kind, contract), the declared tolerances (equal to the workload's), every
+// tolerance outcome and the verdict recomputed from the result's numbers, and every failed
+// tolerance reported with its numbers.
+func (s *snapshot) checkDriver(c *collector, i int, r schemas.Result, path string, dr *driverResult) {
+	file := s.receipt.path
+	base := jp("results", i)
+	h := dr.header
+	caseName := "case " + r.ID
+	if h.CaseID != r.ID {
+		c.add(file, base+"/id", ErrResultMismatch, "result %q binds the driver result of %q", r.ID, h.CaseID)
+	}
+	if r.Status != dr.status {
+		c.add(file, base+"/status", ErrResultMismatch, "result %q is %s, its driver result says %s", r.ID, r.Status, dr.status)
+	}
+	if len(r.Metrics) > 0 {
+		c.add(file, base+"/metrics", ErrResultMismatch, "result %q summarises a driver result: its numbers are the result's tolerance outcomes, the receipt carries no metrics for it (%d found)", r.ID, len(r.Metrics))
+	}
+
+	// The rules the outcomes must come from: the workload's, when it is available.
+	wc := s.workloadCase(r.ID)
+	var rules []schemas.DriverTolerance
+	switch {
+	case wc == nil:
+		c.note("%s: the workload is not available: its tolerance outcomes were recomputed against the rules the result records", caseName)
+		for _, o := range h.Tolerances {
+			rules = append(rules, schemas.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
+		}
+	case wc.Kind != "driver" || wc.Contract != "qualkit."+dr.name:
+		c.add(file, base+"/case_result", ErrResultMismatch, "%s: the result is a qualkit.%s, the workload declares a %s case%s", caseName, dr.name, wc.Kind, contractSuffix(wc))
+		return
+	default:
+		rules = wc.Tolerances
+	}
+	want, err := schemas.EvaluateTolerances(dr.name, rules, dr.body)
+	if err != nil {
+		c.add(path, "/tolerances", ErrToleranceDeclared, "%s: the declared tolerances cannot be evaluated: %v", caseName, err)
+		return
+	}
+	got := h.Tolerances
+	if wc != nil && !sameRules(got, want) {
+		c.add(path, "/tolerances", ErrToleranceDeclared, "%s: the result evaluated %s; the workload declares %s, which give %s",
+			caseName, describeRules(got), describeDeclared(wc.Tolerances), describeRules(want))
+		// Still recompute what the result recorded, outcome by outcome.
+		var own []schemas.DriverTolerance
+		for _, o := range got {
+			own = append(own, schemas.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
+		}
+		recomputed, err := evaluateEach(dr.name, own, dr.body)
+		if err != nil {
+			c.add(path, "/tolerances", ErrToleranceOutcome, "%s: %v", caseName, err)
+			return
+		}
+		compareOutcomes(c, path, caseName, got, recomputed)
+	} else {
+		compareOutcomes(c, path, caseName, got, want)
+	}
+	for k, o := range want {
+		if !o.Passed {
+			ptr := "/tolerances"
+			if k < len(got) && sameRule(got[k], o) {
+				ptr = jp("tolerances", k)
+			}
+			c.add(path, ptr, ErrToleranceFailed, "%s: %s", caseName, schemas.ToleranceFailure(o))
+		}
+	}
+
+	// The verdict, recomputed from the containment and the recomputed outcomes.
+	status, why := schemas.DriverStatus(h.Containment, want)
+	if dr.status != status {
+		c.add(path, "/verdict/status", ErrDriverVerdict, "%s: status %s, recomputed %s (%s)", caseName, dr.status, status, strings.Join(orNothing(why), "; "))
+	}
+	switch b := dr.body.(type) {
+	case schemas.NextTokenBody:
+		if a := schemas.ArgmaxCandidate(b.Oracle); a != dr.argmaxCandidate {
+			c.add(path, "/verdict/argmax_candidate", ErrDriverVerdict, "%s: argmax_candidate %s, recomputed %s (argmax token %d)", caseName, dr.argmaxCandidate, a, firstToken(b.Oracle))
+		}
+		if dr.complete != (dr.argmaxCandidate != schemas.ArgmaxNeither) {
+			c.add(path, "/verdict/candidate_attribution_complete", ErrDriverVerdict, "%s: candidate_attribution_complete %v with argmax_candidate %s", caseName, dr.complete, dr.argmaxCandidate)
+		}
+	case schemas.PathBody:
+		if a := schemas.PathAttributionOf(b, want); a != dr.attribution {
+			c.add(path, "/verdict/attribution", ErrDriverVerdict, "%s: attribution %s, recomputed %s", caseName, dr.attribution, a)
+		}
+	case schemas.LayerBody:
+		if g := schemas.LargestGrowth(b.Boundaries); g != b.LargestRelativeErrorGrowth {
+			c.add(path, "/largest_relative_error_growth", ErrDriverVerdict, "%s: largest growth at %s (delta %s), recomputed %s (delta %s)", caseName,
+				b.LargestRelativeErrorGrowth.Name, schemas.FormatNumber(b.LargestRelativeErrorGrowth.RelativeRootMeanSquareErrorDelta),
+				g.Name, schemas.FormatNumber(g.RelativeRootMeanSquareErrorDelta))
+		}
+	}
+}
+
+func contractSuffix(wc *schemas.Case) string {
+	if wc.Contract == "" {
+		return ""
+	}
+	return " producing " + wc.Contract
+}
+
+func firstToken(o schemas.Oracle) int64 {
+	if len(o.TopTokens) == 0 {
+		return -1
+	}
+	return o.TopTokens[0].TokenID
+}
+
+func orNothing(s []string) []string {
+	if len(s) == 0 {
+		return []string{"nothing failed"}
+	}
+	return s
+}
+
+// evaluateEach evaluates rules that name one subject each (as a result's outcomes do).
+func evaluateEach(contract string, rules []schemas.DriverTolerance, body any) ([]schemas.ToleranceOutcome, error) {
+	out := make([]schemas.ToleranceOutcome, 0, len(rules))
+	for _, r := range rules {
+		if r.Subject == schemas.SubjectAll && contract != schemas.NextTokenResult {
+			return nil, fmt.Errorf("an outcome for subject all: outcomes name the path or boundary they observed")
+		}
+		o, err := schemas.EvaluateTolerances(contract, []schemas.DriverTolerance{r}, body)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o...)
+	}
+	return out, nil
+}
+
+func sameRule(a, b schemas.ToleranceOutcome) bool {
+	return a.Metric == b.Metric && a.Op == b.Op && a.Limit == b.Limit && a.Subject == b.Subject
+}
+
+func sameRules(a, b []schemas.ToleranceOutcome) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameRule(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func describeRules(os []schemas.ToleranceOutcome) string {
+	if len(os) == 0 {
+		return "no tolerance"
+	}
+	parts := make([]string, len(os))
+	for i, o := range os {
+		parts[i] = fmt.Sprintf("%s %s %s for %s", o.Metric, o.Op, schemas.FormatNumber(o.Limit), o.Subject)
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
+}
+
+func describeDeclared(ts []schemas.DriverTolerance) string {
+	if len(ts) == 0 {
+		return "no tolerance"
+	}
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = fmt.Sprintf("%s %s %s for %s", t.Metric, t.Op, schemas.FormatNumber(t.Limit), t.Subject)
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
+}
+
+func describeObservation(v *float64) string {
+	if v == nil {
+		return "nothing"
+	}
+	return schemas.FormatNumber(*v)
+}
+
+// compareOutcomes reports every recorded outcome whose observation or verdict differs from its
+// recomputation (the two lists describe the same rules, in order).
+func compareOutcomes(c *collector, path, caseName string, got, want []schemas.ToleranceOutcome) {
+	for k := range min(len(got), len(want)) {
+		g, w := got[k], want[k]
+		sameObs := (g.Observed == nil) == (w.Observed == nil) && (g.Observed == nil || *g.Observed == *w.Observed)
+		if sameObs && g.Passed == w.Passed {
+			continue
+		}
+		c.add(path, jp("tolerances", k), ErrToleranceOutcome, "%s: tolerance %s %s %s for %s records observed %s passed %v; the result's numbers give observed %s passed %v",
+			caseName, g.Metric, g.Op, schemas.FormatNumber(g.Limit), g.Subject, describeObservation(g.Observed), g.Passed, describeObservation(w.Observed), w.Passed)
+	}
+}
+
+// checkDriverBindings (hashes check): a driver result names the source, script, executable,
+// request and model the workload's case pins and the receipt binds.
+func (s *snapshot) checkDriverBindings(c *collector) {
+	rc := s.rc
+	for _, r := range rc.Results {
+		if r.CaseResult == nil {
+			continue
+		}
+		dr := s.driverResults[r.CaseResult.Path]
+		if dr == nil {
+			continue
+		}
+		p := r.CaseResult.Path
+		h := dr.header
+		src := rc.Source
+		for _, x := range []struct{ field, got, want string }{
+			{"commit", h.Source.Commit, src.Commit}, {"tree", h.Source.Tree, src.Tree}, {"tree_hash", h.Source.TreeHash, src.TreeHash},
+		} {
+			if x.got != x.want {
+				c.add(p, "/source/"+x.field, ErrReferenceMismatch, "case %s ran from %s %s, the receipt's source is %s", r.ID, x.field, x.got, x.want)
+			}
+		}
+		if h.Source.Clean != src.Clean {
+			c.add(p, "/source/clean", ErrReferenceMismatch, "case %s says clean %v, the receipt says %v", r.ID, h.Source.Clean, src.Clean)
+		}
+		if h.Implementation.Qualrun.Digest != rc.Qualification.Qualrun.Digest {
+			c.add(p, "/implementation/qualrun/digest", ErrReferenceMismatch, "case %s was run by qualrun %s, the receipt was written by %s", r.ID, h.Implementation.Qualrun.Digest, rc.Qualification.Qualrun.Digest)
+		}
+		wc := s.workloadCase(r.ID)
+		if wc == nil || wc.Kind != "driver" || wc.Worker == nil || wc.Request == nil || wc.Model == nil {
+			continue
+		}
+		pins := []struct{ ptr, what, got, want string }{
+			{"/implementation/script/digest", "script " + wc.Worker.Script, h.Implementation.Script.Digest, wc.Worker.ScriptDigest},
+			{"/request/digest", "request " + wc.Request.Path, h.Request.Digest, wc.Request.Digest},
+			{"/model/digest", "model " + wc.Model.Path, h.Model.Digest, wc.Model.Digest},
+		}
+		if wc.Worker.ExecutableDigest != nil {
+			pins = append(pins, struct{ ptr, what, got, want string }{"/implementation/executable/digest", "executable " + wc.Worker.Executable, h.Implementation.Executable.Digest, *wc.Worker.ExecutableDigest})
+		}
+		if h.Implementation.Script.Path != wc.Worker.Script {
+			c.add(p, "/implementation/script/path", ErrReferenceMismatch, "case %s ran script %s, the workload declares %s", r.ID, h.Implementation.Script.Path, wc.Worker.Script)
+		}
+		if h.Request.Path != wc.Request.Path {
+			c.add(p, "/request/path", ErrReferenceMismatch, "case %s evaluated request %s, the workload declares %s", r.ID, h.Request.Path, wc.Request.Path)
+		}
+		for _, x := range pins {
+			if x.got != x.want {
+				c.add(p, x.ptr, ErrReferenceMismatch, "case %s: %s is %s in the result, the workload pins %s", r.ID, x.what, x.got, x.want)
+			}
+		}
+		if h.Containment.TimeoutSeconds != wc.TimeoutSeconds {
+			c.add(p, "/containment/timeout_seconds", ErrReferenceMismatch, "case %s ran with a %d s runtime, the workload declares %d s", r.ID, h.Containment.TimeoutSeconds, wc.TimeoutSeconds)
+		}
+	}
+}
