@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/runner/artifact"
+	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/runner/load"
 	"github.com/qualkit/qualkit/runner/source"
@@ -63,6 +64,9 @@ type Config struct {
 	Command []string
 	// Version and BinaryDigest identify qualrun.
 	Version, BinaryDigest string
+	// DriverDeny lists containment mechanisms (driver.Mech*) the driver cases must treat as
+	// unavailable: a test hook that can only take containment away (see driver.Options.Deny).
+	DriverDeny []string
 	// Progress, when set, receives progress events (it must not block).
 	Progress func(Event)
 	Logger   *slog.Logger
@@ -97,6 +101,8 @@ type Plan struct {
 	recipeRel   string
 	recipeDir   string
 	prompts     map[string][]load.Prompt // by case id
+	drivers     map[string]driver.Job    // by case id
+	driverPins  []driverPin
 	files       []artifact.File
 	artifacts   []schemas.Artifact
 	receiptID   string
@@ -164,7 +170,7 @@ func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Plan{cfg: cfg, started: cfg.Now(), prompts: map[string][]load.Prompt{}}
+	p := &Plan{cfg: cfg, started: cfg.Now(), prompts: map[string][]load.Prompt{}, drivers: map[string]driver.Job{}}
 	if !hostIDPattern.MatchString(cfg.HostID) {
 		return nil, fmt.Errorf("%w: --host-id %q must match ^[a-z0-9][a-z0-9._-]{1,63}$ (a stable, non-secret label)", ErrWorkload, cfg.HostID)
 	}
@@ -265,6 +271,9 @@ func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
 	if err := p.bindArtifacts(ctx); err != nil {
 		return nil, err
 	}
+	if err := p.checkDriverPins(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -350,6 +359,10 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 			p.prompts[c.ID] = prompts
 			if c.Corpus.Source == "file" {
 				p.files = append(p.files, artifact.File{Kind: "corpus", Path: c.Corpus.Path, Abs: filepath.Join(p.root, c.Corpus.Path)})
+			}
+		case "driver":
+			if err := p.resolveDriver(ctx, i, c); err != nil {
+				return err
 			}
 		case "command":
 			for _, a := range c.Command {

@@ -174,9 +174,12 @@ func (r *run) cases(ctx context.Context) bool {
 			p.cfg.progress("case", fmt.Sprintf("%s (repetition %d of %d)", c.ID, rep+1, reps), i, len(p.variant.Cases))
 			var res schemas.Result
 			var err error
-			if c.Kind == "serving" {
+			switch c.Kind {
+			case "serving":
 				res, err = r.serving(ctx, c, rep, dir)
-			} else {
+			case "driver":
+				res, err = r.driverCase(ctx, c, rep, dir)
+			default:
 				res, err = r.command(ctx, c, rep, dir)
 			}
 			if ctx.Err() != nil {

@@ -43,6 +43,11 @@ func ModelDigest(ctx context.Context, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return ListingDigest(listing)
+}
+
+// ListingDigest is the digest of a model directory listing (see ModelDigest).
+func ListingDigest(listing []ModelFileEntry) (string, error) {
 	b, err := schemas.Canonical(listing)
 	if err != nil {
 		return "", err

@@ -164,8 +164,14 @@ type Outcome struct {
 	Residue []string
 	// Output is the worker output's raw bytes (nil when there is none).
 	Output []byte
-	// Failures say why the run cannot pass, in the order found.
+	// Failures say why the run cannot pass, in the order found. When the worker wrote an output,
+	// each of them is also a reason of the result's recomputed verdict (schemas.DriverStatus).
 	Failures []string
+	// Changed names inputs (request, model) whose bytes changed during the run: the caller fails
+	// the run (a campaign's end check does the same for every bound artifact).
+	Changed []string
+	// Notes are observations that do not decide the verdict (a truncated log).
+	Notes []string
 	// Tracking lists process tracking the host could not give (cgroup v2, subreaper): informational.
 	Tracking []string
 	// LogTruncated: the worker wrote more than MaxLogBytes.
@@ -436,6 +442,7 @@ type running struct {
 	reportR  *bufio.Reader
 	control  *os.File
 	logDone  chan struct{}
+	logClose func()
 	deadline time.Time
 }
 
@@ -491,6 +498,7 @@ func (r *running) start(ctx context.Context, exe *hashedExecutable, memfd *os.Fi
 	r.report, r.reportR, r.control = reportR, bufio.NewReaderSize(reportR, 64<<10), controlW
 	r.out.Tracking = g.Unsupported()
 	r.logDone = make(chan struct{})
+	r.logClose = func() { logR.Close() }
 	go func() {
 		defer close(r.logDone)
 		defer logR.Close()
@@ -540,7 +548,9 @@ func (r *running) supervise(ctx context.Context) {
 	select {
 	case <-r.logDone:
 	case <-time.After(lifecycle.KillWait):
-		out.fail("worker log: a process outside the worker's tree holds the log open")
+		out.Notes = append(out.Notes, "worker log: a process outside the worker's tree held the log open; it was closed")
+		r.logClose()
+		<-r.logDone
 	}
 	code, sig := r.group.ExitCode()
 	if sig != "" {
@@ -573,14 +583,14 @@ func (r *running) supervise(ctx context.Context) {
 		out.fail("residue: %d process(es) left after the worker exited: %s", len(out.Residue), strings.Join(out.Residue, "; "))
 	}
 	if out.LogTruncated {
-		out.fail("the worker wrote more than %d bytes of log; the rest was discarded", MaxLogBytes)
+		out.Notes = append(out.Notes, fmt.Sprintf("the worker wrote more than %d bytes of log; the rest was discarded", MaxLogBytes))
 	}
 	r.readOutput()
 	if d, err := ModelDigest(context.Background(), r.job.Model.Abs); err != nil || d != r.job.Model.Digest {
-		out.fail("model %s changed or disappeared during the run", r.job.Model.Path)
+		out.Changed = append(out.Changed, fmt.Sprintf("model %s changed or disappeared during the run", r.job.Model.Path))
 	}
 	if b, err := readBounded(r.job.Request.Abs, MaxRequestBytes); err != nil || digestBytes(b) != r.job.Request.Digest {
-		out.fail("request %s changed or disappeared during the run", r.job.Request.Path)
+		out.Changed = append(out.Changed, fmt.Sprintf("request %s changed or disappeared during the run", r.job.Request.Path))
 	}
 }
 

@@ -5,6 +5,7 @@ package qualrun
 import (
 	"io"
 
+	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/tools/internal/cliapp"
 )
 
@@ -12,7 +13,14 @@ import (
 var Version = "dev"
 
 // Main runs qualrun with args (args[0] is the program name) and returns the exit code.
+//
+// A process started with driver.GuardArg as its first argument is an evidence driver's guard:
+// qualrun re-executes itself that way to start a worker in its own namespaces (runner/driver).
+// It is handled here, before the command line is parsed, and returns only on failure.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if driver.IsGuard(args) {
+		return driver.GuardMain(args)
+	}
 	return cliapp.Main(cliapp.New("qualrun", "run qualkit campaigns against an owned server on this host", Version, stdout, stderr,
-		runCommand(), serveCommand(), captureCommand(), keygenCommand(), attestCommand()), args)
+		runCommand(), serveCommand(), driverCommand(), captureCommand(), keygenCommand(), attestCommand()), args)
 }

@@ -64,6 +64,7 @@ func runCommand() *cli.Command {
 				RuntimeManifest: c.String("runtime-manifest"), ConfigFiles: c.StringSlice("config"),
 				AllowUnpublishedUnsafe: c.Bool("allow-unpublished-unsafe"),
 				Command:                os.Args, Version: Version, BinaryDigest: selfDigest(),
+				DriverDeny: denyList(c.App.ErrWriter),
 			}
 			return runCampaign(c.Context, cfg, signer, c.Bool("json"), c.App.Writer, c.App.ErrWriter)
 		},
