@@ -48,6 +48,10 @@ demo: ## a real campaign against the built-in reference server (qualsim), then v
 interop: ## attestations against the real cosign CLI, both ways (installs pinned cosign into .tools/; minutes the first time)
 	bash scripts/interop.sh
 
+.PHONY: e2e-real
+e2e-real: ## a real engine: builds pinned ollama into .tools/ (minutes the first time), two signed campaigns, verify, compare
+	bash scripts/e2e-real.sh
+
 bench: ## run the Go benchmarks (ratios against baselines measured in the same run); rewrite docs/performance.md's client rows (needs python3, wrk)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) test -count=1 -timeout 30m -run '^TestClientFidelity$$' ./runner/bench -args -report=$(CURDIR)/docs/performance.md

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# make e2e-real: qualify a real inference engine end to end, offline, on the CPU.
+#
+#   1. installs the pinned ollama (OLLAMA_VERSION below) from its Go module with `go install`
+#      (cgo: llama.cpp and ggml's CPU kernels) into .tools/ollama/bin; it needs gcc/g++ and two
+#      Debian header packages (nlohmann-json3-dev, libstb-dev), installed with apt-get when missing;
+#   2. writes the tiny deterministic GGUF (bin/qualgguf write) and registers it with ollama as
+#      qualkit-tiny (workloads/ollama/Modelfile) in .tools/ollama/models;
+#   3. runs the campaign workloads/ollama-tiny.json twice: the launch recipe
+#      workloads/launch/ollama.json starts `ollama serve` as the owned server on 127.0.0.1:18801,
+#      and a streaming corpus runs through /v1/chat/completions and /v1/completions at concurrency
+#      1 and 4, greedy, seeded; each receipt is signed with a throwaway key;
+#   4. verifies both receipts offline, compares them (like for like) and asserts identical outputs
+#      (output_set_sha256) row by row, a clean shutdown, no residue, an owned listener, the
+#      TTFT/TPOT/E2E metrics, and that ollama's runner subprocess ran inside the owned process group
+#      and was gone after shutdown; it prints what was observed of the engine.
+#
+# The campaign binds this checkout's source tree, so the worktree must be clean (commit first, or
+# run it in a fresh clone: git clone . /tmp/e2e && make -C /tmp/e2e e2e-real). Where HEAD is not
+# origin/main the campaigns run with --allow-unpublished-unsafe, as make demo does.
+# The first build of ollama takes 5-20 minutes on 2 cores; later ones reuse Go's build cache.
+# Environment: E2E_HOST_ID (default e2e-real), CPU_FLAGS (default -march=x86-64-v3 where the CPU
+# has it; CPU_FLAGS= for a baseline build), E2E_SKIP_INSTALL=1 to use the installed engine as is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+OLLAMA_VERSION=v0.17.4 # pinned: the version docs/engines.md describes
+MODEL=qualkit-tiny
+REGISTER_PORT=18819 # the temporary server that registers the model
+eng=$root/.tools/ollama
+host_id=${E2E_HOST_ID:-e2e-real}
+
+say() { printf '== %s\n' "$*"; }
+die() {
+	printf 'e2e-real: %s\n' "$*" >&2
+	exit 1
+}
+jqr() { jq -r "$@"; } # jq, raw output
+
+command -v jq >/dev/null || die "needs jq (apt-get install jq)"
+if [ -n "$(git status --porcelain)" ]; then
+	die "the worktree is not clean, and a campaign binds the source tree: commit first, or run in a fresh clone (git clone . /tmp/e2e && make -C /tmp/e2e e2e-real)"
+fi
+make --no-print-directory build >/dev/null
+mkdir -p "$eng/bin" "$eng/home" "$eng/models"
+
+# --- 1. the engine -----------------------------------------------------------------------------
+# Go module zips leave out vendor/ directories, so llama.cpp's vendored headers are missing:
+# nlohmann/json and stb_image come from Debian, miniaudio from scripts/ollama-shim (a stub; audio
+# is never used). The shim is copied to a path named by its digest under the user cache, so the
+# -I flag, which is part of Go's build cache key, is the same in every clone and a warm cache
+# makes later builds fast.
+install_engine() {
+	if [ ! -f /usr/include/nlohmann/json.hpp ] || [ ! -f /usr/include/stb/stb_image.h ]; then
+		command -v apt-get >/dev/null || die "needs the headers of nlohmann-json3-dev and libstb-dev (/usr/include/nlohmann/json.hpp, /usr/include/stb/stb_image.h)"
+		say "installing nlohmann-json3-dev libstb-dev (apt-get)"
+		local sudo=""
+		[ "$(id -u)" -eq 0 ] || sudo=sudo
+		$sudo apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nlohmann-json3-dev libstb-dev >/dev/null
+	fi
+	local shim_sum shim_inc
+	shim_sum=$(sha256sum scripts/ollama-shim/miniaudio/miniaudio.h | cut -c1-16)
+	shim_inc=${XDG_CACHE_HOME:-$HOME/.cache}/qualkit/ollama-shim-$shim_sum
+	mkdir -p "$shim_inc/miniaudio"
+	cp scripts/ollama-shim/miniaudio/miniaudio.h "$shim_inc/miniaudio/miniaudio.h"
+	# ggml's CPU kernels are compiled by cgo with these flags; x86-64-v3 (AVX2, FMA, F16C) makes
+	# prefill ~8x faster than baseline x86-64 and gives the same outputs.
+	if [ -z "${CPU_FLAGS+set}" ]; then
+		CPU_FLAGS=""
+		if /lib64/ld-linux-x86-64.so.2 --help 2>/dev/null | grep -q 'x86-64-v3 (supported'; then
+			CPU_FLAGS="-march=x86-64-v3"
+		fi
+	fi
+	say "go install github.com/ollama/ollama@$OLLAMA_VERSION (cgo, CPU only, flags: ${CPU_FLAGS:-baseline}; minutes the first time)"
+	local start end
+	start=$(date +%s)
+	CGO_ENABLED=1 CGO_CPPFLAGS="-I$shim_inc" CGO_CFLAGS="-O3 $CPU_FLAGS" CGO_CXXFLAGS="-O3 $CPU_FLAGS" \
+		GOBIN="$eng/bin" GOWORK=off GOFLAGS= \
+		go install -ldflags="-X=github.com/ollama/ollama/version.Version=${OLLAMA_VERSION#v}" \
+		"github.com/ollama/ollama@$OLLAMA_VERSION"
+	end=$(date +%s)
+	echo "   installed .tools/ollama/bin/ollama in $((end - start)) s"
+}
+if [ "${E2E_SKIP_INSTALL:-}" = 1 ] && [ -x "$eng/bin/ollama" ]; then
+	say "using the installed .tools/ollama/bin/ollama (E2E_SKIP_INSTALL=1)"
+else
+	install_engine
+fi
+
+# --- 2. the model --------------------------------------------------------------------------------
+say "writing the tiny model and registering it as $MODEL"
+bin/qualgguf write --output "$eng/$MODEL.gguf" | sed 's/^/   /'
+cp workloads/ollama/Modelfile "$eng/Modelfile"
+stamp=$eng/.registered
+want=$(cat "$eng/$MODEL.gguf" "$eng/Modelfile" "$eng/bin/ollama" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+	rm -rf "$eng/models" && mkdir -p "$eng/models"
+	(
+		cd "$eng"
+		export HOME=$eng/home OLLAMA_MODELS=$eng/models OLLAMA_HOST=127.0.0.1:$REGISTER_PORT OLLAMA_NO_CLOUD=1
+		./bin/ollama serve >"$eng/register.log" 2>&1 &
+		pid=$!
+		trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true' EXIT
+		"$root/bin/qualsim" probe --addr "127.0.0.1:$REGISTER_PORT" --wait 30s /api/version >/dev/null ||
+			{ cat "$eng/register.log" >&2; exit 1; }
+		./bin/ollama create "$MODEL" -f Modelfile 2>&1 | tail -1 | sed 's/^/   /'
+	)
+	echo "$want" >"$stamp"
+else
+	echo "   already registered (same model, Modelfile and engine)"
+fi
+
+# --- 3. two campaigns ------------------------------------------------------------------------------
+extra=()
+head=$(git rev-parse HEAD)
+origin=$(git rev-parse -q --verify refs/remotes/origin/main || true)
+if [ "$head" != "$origin" ]; then
+	echo "e2e-real: HEAD is not origin/main here; running with --allow-unpublished-unsafe (the receipts will not be publishable)"
+	extra+=(--allow-unpublished-unsafe)
+fi
+stamp=$(date -u +%Y%m%dt%H%M%S%Nz)
+out=.qualification/receipts/e2e-real
+mkdir -p "$out" .qualification/e2e-real-keys
+key=.qualification/e2e-real-keys/$stamp
+bin/qualrun keygen --output-prefix "$key" --unencrypted >/dev/null
+work=$(mktemp -d)
+watcher=""
+cleanup() {
+	[ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# campaign N: one qualrun run, with a sampler of ollama's processes beside it (pid, ppid, pgid,
+# argv every 100 ms), so that the runner subprocess can be placed in the owned process group.
+campaign() {
+	local n=$1 receipt=$out/$stamp-run$1.json
+	say "campaign $n: qualrun run workloads/ollama-tiny.json --variant cpu-ollama"
+	(while :; do
+		ps -eo pid=,ppid=,pgid=,args= | grep -F "$eng/bin/ollama runner" | grep -v grep || true
+		sleep 0.1
+	done) >"$work/procs$n" 2>/dev/null &
+	watcher=$!
+	set +e
+	bin/qualrun run workloads/ollama-tiny.json --variant cpu-ollama --host-id "$host_id" --output "$receipt" \
+		--model "$eng/models" --config workloads/ollama/Modelfile --key "$key.key" "${extra[@]}" >"$work/run$n.txt" 2>&1
+	local status=$?
+	set -e
+	kill "$watcher" 2>/dev/null || true
+	wait "$watcher" 2>/dev/null || true
+	watcher=""
+	sed 's/^/   /' "$work/run$n.txt"
+	[ "$status" -eq 0 ] || die "campaign $n did not pass (exit $status)"
+	echo "$receipt" >"$work/receipt$n"
+}
+campaign 1
+campaign 2
+r1=$(cat "$work/receipt1")
+r2=$(cat "$work/receipt2")
+
+# --- 4. verification, comparison and the engine's behaviour ---------------------------------------
+fails=0
+check() { # check DESCRIPTION CONDITION-COMMAND...
+	local what=$1
+	shift
+	if "$@"; then
+		echo "   ok    $what"
+	else
+		echo "   FAIL  $what"
+		fails=$((fails + 1))
+	fi
+}
+say "offline verification of both receipts (signature, hashes, cleanup, recomputed metrics)"
+for r in "$r1" "$r2"; do
+	bin/qualverify verify "$r" --key "$key.pub" "${extra[@]}" >"$work/verify.txt" 2>&1 || {
+		cat "$work/verify.txt"
+		die "$r did not verify"
+	}
+	echo "   verified $r"
+done
+
+say "qualverify compare run1 run2 (like for like)"
+set +e
+bin/qualverify compare "$r1" "$r2" --key "$key.pub" --json >"$work/compare.json" 2>"$work/compare.err"
+cmp_status=$?
+set -e
+check "compare: compatible, both verified, no rule failed (exit $cmp_status)" test "$(jqr '.ok' "$work/compare.json")" = true
+jqr '.evaluations[] | "   rule  \(.scope): \(.status) \(.reason // "")"' "$work/compare.json"
+jqr '.rejected_differences[]? | "   REJECTED \(.path): \(.message)"' "$work/compare.json"
+
+# rows RECEIPT: one line per row, "<case>/c<concurrency>-r<repetition> <output_set_sha256>".
+rows() {
+	jqr '.results[].case_result.path' "$1" | while read -r cr; do
+		jqr '.case_id as $c | .rows[] | "\($c)/c\(.concurrency)-r\(.repetition) \(.output_set_sha256)"' "$cr"
+	done
+}
+say "identical outputs at temperature 0 (output_set_sha256, row by row, run 1 against run 2)"
+rows "$r1" >"$work/rows1"
+rows "$r2" >"$work/rows2"
+while read -r row hash; do
+	other=$(awk -v r="$row" '$1 == r {print $2}' "$work/rows2")
+	check "$row: $hash" test "$hash" != null -a "$hash" = "$other"
+done <"$work/rows1"
+# Across rows too: the corpus asked at concurrency 4 (batched) gives what it gave at concurrency 1.
+for c in $(cut -d/ -f1 "$work/rows1" | sort -u); do
+	check "$c: concurrency 4 (batched) outputs equal concurrency 1 outputs" \
+		test "$(grep "^$c/" "$work/rows1" | awk '{print $2}' | sort -u | wc -l)" -eq 1
+done
+
+say "lifecycle, metrics and the runner subprocess"
+for n in 1 2; do
+	r=$(cat "$work/receipt$n")
+	life=$(jqr '.lifecycle.path' "$r")
+	check "run $n: receipt verdict passed, publishable=$(jqr .publishable "$r")" test "$(jqr '.qualification.verdict' "$r")" = passed
+	check "run $n: lifecycle passed, forced false, exit $(jqr .shutdown.exit_code "$life")" \
+		test "$(jqr '[.verdict, .shutdown.forced, .shutdown.acceptable] | join(" ")' "$life")" = "passed false true"
+	check "run $n: no residue (processes, listeners)" test "$(jqr '(.residue.processes | length) + (.residue.listeners | length)' "$life")" -eq 0
+	check "run $n: listener owned by pid(s) $(jqr '.listener.owner_pids | join(",")' "$life")" test "$(jqr '.listener.owned' "$life")" = true
+	for m in ttft_ms.p50 tpot_ms.p50 e2e_ms.p50 icl_ms.p99 output_throughput_window; do
+		check "run $n: every row of every case has $m" test "$(jqr '.results[].case_result.path' "$r" | xargs jq --arg m "$m" '[.rows[] | any(.metrics[]; .name == $m)] | all' | sort -u)" = true
+	done
+	pid=$(jqr '.launch.pid' "$life")
+	runners=$(awk -v g="$pid" '$3 == g {print $1}' "$work/procs$n" | sort -u)
+	check "run $n: ollama's runner subprocess(es) $(echo $runners | tr ' ' ',') ran in the owned process group $pid" test -n "$runners"
+	check "run $n: the server log records the runner's start" grep -q 'msg="starting runner"' "$(jqr '.launch.log.path' "$life")"
+	left=$(ps -eo pid=,pgid= | awk -v g="$pid" '$2 == g' | wc -l)
+	check "run $n: nothing of process group $pid is left" test "$left" -eq 0
+done
+
+say "observed of ollama $OLLAMA_VERSION (run 1)"
+life=$(jqr '.lifecycle.path' "$r1")
+echo "   readiness: /v1/models listed $(jqr '.readiness.model_id' "$life") after $(jqr '.readiness.elapsed_ms | . * 10 | round / 10' "$life") ms ($(jqr '.readiness.probes' "$life") probes)"
+echo "   shutdown: SIGTERM -> exit $(jqr '.shutdown.exit_code' "$life") after $(jqr '.shutdown.elapsed_ms | . * 10 | round / 10' "$life") ms, forced $(jqr '.shutdown.forced' "$life"), residue $(jqr '.residue.processes | length' "$life") processes"
+jqr '.results[].case_result.path' "$r1" | while read -r cr; do
+	c=$(jqr '.case_id' "$cr")
+	rec=$(jqr '.rows[0].records.path' "$cr")
+	first=$(jq -cn 'first(inputs | select(.warmup == false))' "$rec")
+	echo "   $c stream: $(jq -r '[.events[].kind] | group_by(.) | map("\(.[0]) x\(length)") | join(", ")' <<<"$first"); ends $(jq -r '[.events[-3:][].kind] | join(" -> ")' <<<"$first"); usage $(jq -c '.usage' <<<"$first"); finish_reason $(jq -r '.finish_reason' <<<"$first")"
+	for k in 1 4; do
+		jqr --argjson k "$k" --arg c "$c" '.rows[] | select(.concurrency == $k and .repetition == 0) | .metrics | map(select(.name | test("^(ttft_ms.p50|tpot_ms.p50|e2e_ms.p50|chunking_factor.mean|output_throughput_window)$"))) | map("\(.name) \(.value * 100 | round / 100)") | "   \($c) c=\($k): " + join(", ")' "$cr"
+	done
+done
+
+echo
+echo "receipts:   $r1 $r2"
+echo "public key: $key.pub"
+if [ "$fails" -ne 0 ]; then
+	die "$fails check(s) failed"
+fi
+echo "e2e-real: passed"
