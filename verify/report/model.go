@@ -52,6 +52,14 @@ type Receipt struct {
 	metricsByRow map[rowKey][]schemas.Metric
 }
 
+// Title names the receipt for people: its id, or its path when it could not be read.
+func (r Receipt) Title() string {
+	if r.ReceiptID != "" {
+		return r.ReceiptID
+	}
+	return r.Path + " (unreadable receipt)"
+}
+
 // Verification is the outcome of verifying the receipt.
 type Verification struct {
 	Verdict  string    `json:"verdict"`

@@ -119,7 +119,7 @@ func (p *textPrinter) table(left int, rows [][]string) {
 }
 
 func (p *textPrinter) receipt(r *Receipt, unverified bool) {
-	title := "receipt    " + r.ReceiptID
+	title := "receipt    " + r.Title()
 	if unverified {
 		title += "  [UNVERIFIED]"
 	}
