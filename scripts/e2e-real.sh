@@ -4,10 +4,11 @@
 #   1. installs the pinned ollama (OLLAMA_VERSION below) from its Go module with `go install`
 #      (cgo: llama.cpp and ggml's CPU kernels) into .tools/ollama/bin; it needs gcc/g++ and two
 #      Debian header packages (nlohmann-json3-dev, libstb-dev), installed with apt-get when missing;
-#   2. writes the tiny deterministic GGUF (bin/qualgguf write) and registers it with ollama as
-#      qualkit-tiny (workloads/ollama/Modelfile) in .tools/ollama/models;
+#   2. writes the tiny deterministic GGUF (bin/qualgguf write) to .tools/models/qualkit-tiny.gguf
+#      and registers it with ollama as qualkit-tiny (workloads/ollama/Modelfile) in
+#      .tools/ollama/models;
 #   3. runs the campaign workloads/ollama-tiny.json twice: the launch recipe
-#      workloads/launch/ollama.json starts `ollama serve` as the owned server on 127.0.0.1:18801,
+#      workloads/launch/ollama.json starts `ollama serve` as the owned server on 127.0.0.1:18811,
 #      and a streaming corpus runs through /v1/chat/completions and /v1/completions at concurrency
 #      1 and 4, greedy, seeded; each receipt is signed with a throwaway key;
 #   4. verifies both receipts offline, compares them (like for like) and asserts identical outputs
@@ -91,21 +92,24 @@ fi
 
 # --- 2. the model --------------------------------------------------------------------------------
 say "writing the tiny model and registering it as $MODEL"
-bin/qualgguf write --output "$eng/$MODEL.gguf" | sed 's/^/   /'
-cp workloads/ollama/Modelfile "$eng/Modelfile"
+mkdir -p .tools/models
+bin/qualgguf write --output ".tools/models/$MODEL.gguf" | sed 's/^/   /'
+cp workloads/ollama/Modelfile "$eng/Modelfile" # FROM ../models/qualkit-tiny.gguf
 stamp=$eng/.registered
-want=$(cat "$eng/$MODEL.gguf" "$eng/Modelfile" "$eng/bin/ollama" | sha256sum | cut -d' ' -f1)
+want=$(cat ".tools/models/$MODEL.gguf" "$eng/Modelfile" "$eng/bin/ollama" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 	rm -rf "$eng/models" && mkdir -p "$eng/models"
 	(
-		cd "$eng"
-		export HOME=$eng/home OLLAMA_MODELS=$eng/models OLLAMA_HOST=127.0.0.1:$REGISTER_PORT OLLAMA_NO_CLOUD=1
-		./bin/ollama serve >"$eng/register.log" 2>&1 &
+		# The paths are relative to the repository root, as in the launch recipe: ollama writes the
+		# blob path into the model's manifest, which the receipts bind, so it must not depend on
+		# where the checkout is.
+		export HOME=.tools/ollama/home OLLAMA_MODELS=.tools/ollama/models OLLAMA_HOST=127.0.0.1:$REGISTER_PORT OLLAMA_NO_CLOUD=1
+		.tools/ollama/bin/ollama serve >"$eng/register.log" 2>&1 &
 		pid=$!
 		trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true' EXIT
-		"$root/bin/qualsim" probe --addr "127.0.0.1:$REGISTER_PORT" --wait 30s /api/version >/dev/null ||
+		bin/qualsim probe --addr "127.0.0.1:$REGISTER_PORT" --wait 30s /api/version >/dev/null ||
 			{ cat "$eng/register.log" >&2; exit 1; }
-		./bin/ollama create "$MODEL" -f Modelfile 2>&1 | tail -1 | sed 's/^/   /'
+		.tools/ollama/bin/ollama create "$MODEL" -f .tools/ollama/Modelfile 2>&1 | tail -1 | sed 's/^/   /'
 	)
 	echo "$want" >"$stamp"
 else
@@ -145,7 +149,7 @@ campaign() {
 	watcher=$!
 	set +e
 	bin/qualrun run workloads/ollama-tiny.json --variant cpu-ollama --host-id "$host_id" --output "$receipt" \
-		--model "$eng/models" --config workloads/ollama/Modelfile --key "$key.key" "${extra[@]}" >"$work/run$n.txt" 2>&1
+		--model .tools/ollama/models --config workloads/ollama/Modelfile --key "$key.key" "${extra[@]}" >"$work/run$n.txt" 2>&1
 	local status=$?
 	set -e
 	kill "$watcher" 2>/dev/null || true
@@ -217,6 +221,9 @@ for n in 1 2; do
 	check "run $n: lifecycle passed, forced false, exit $(jqr .shutdown.exit_code "$life")" \
 		test "$(jqr '[.verdict, .shutdown.forced, .shutdown.acceptable] | join(" ")' "$life")" = "passed false true"
 	check "run $n: no residue (processes, listeners)" test "$(jqr '(.residue.processes | length) + (.residue.listeners | length)' "$life")" -eq 0
+	gguf=$(sha256sum ".tools/models/$MODEL.gguf" | cut -d' ' -f1)
+	check "run $n: the receipt binds the served weights: the generated GGUF, sha256:${gguf:0:12}..." \
+		test "$(jq --arg d "sha256:$gguf" '[.artifacts[] | select(.kind == "model_file" and .digest == $d)] | length' "$r")" -eq 1
 	check "run $n: listener owned by pid(s) $(jqr '.listener.owner_pids | join(",")' "$life")" test "$(jqr '.listener.owned' "$life")" = true
 	for m in ttft_ms.p50 tpot_ms.p50 e2e_ms.p50 icl_ms.p99 output_throughput_window; do
 		check "run $n: every row of every case has $m" test "$(jqr '.results[].case_result.path' "$r" | xargs jq --arg m "$m" '[.rows[] | any(.metrics[]; .name == $m)] | all' | sort -u)" = true

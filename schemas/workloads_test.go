@@ -1,0 +1,92 @@
+package schemas
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+)
+
+// TestRepositoryWorkloadReferences: the committed workloads hold together across files, as
+// qualrun run's preflight needs them to. Every serving case's launch recipe exists and is a valid
+// launch recipe, the serving cases of a variant share one recipe (one owned server per campaign),
+// a file corpus exists, has the digest the workload binds and one {"id", "text"} object a line, and
+// every recipe under workloads/launch/ is used by some workload.
+func TestRepositoryWorkloadReferences(t *testing.T) {
+	root := filepath.Join("..")
+	files, _ := filepath.Glob(filepath.Join(root, "workloads", "*.json"))
+	used := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w WorkloadDoc
+		if err := DecodeInto(data, &w); err != nil || w.Schema != "qualkit.workload.v1" {
+			continue // not a workload; TestRepositoryExamplesValid checks every file
+		}
+		for _, v := range w.Variants {
+			launch := ""
+			for _, c := range v.Cases {
+				if c.Kind != "serving" {
+					continue
+				}
+				if launch != "" && c.Launch != launch {
+					t.Errorf("%s: variant %s: case %s launches %s, another case %s (one owned server per campaign)", f, v.ID, c.ID, c.Launch, launch)
+				}
+				launch = c.Launch
+				used[c.Launch] = true
+				recipe, err := os.ReadFile(filepath.Join(root, c.Launch))
+				if err != nil {
+					t.Errorf("%s: variant %s case %s: launch recipe: %v", f, v.ID, c.ID, err)
+					continue
+				}
+				out, err := CheckDocument(recipe)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.Contract.Name != "launch-recipe.v1" || !out.Valid() {
+					t.Errorf("%s: variant %s case %s: %s is not a valid launch recipe (%s): %v", f, v.ID, c.ID, c.Launch, out.Contract.Name, out.Violations)
+				}
+				if c.Corpus != nil && c.Corpus.Source == "file" {
+					checkCorpusFile(t, root, f, c.Corpus)
+				}
+			}
+		}
+	}
+	recipes, _ := filepath.Glob(filepath.Join(root, "workloads", "launch", "*.json"))
+	var unused []string
+	for _, r := range recipes {
+		rel, _ := filepath.Rel(root, r)
+		if !used[filepath.ToSlash(rel)] {
+			unused = append(unused, rel)
+		}
+	}
+	sort.Strings(unused)
+	for _, r := range unused {
+		t.Errorf("%s: no workload under workloads/ launches it (a recipe comes with a workload)", r)
+	}
+}
+
+func checkCorpusFile(t *testing.T, root, workload string, c *Corpus) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, c.Path))
+	if err != nil {
+		t.Errorf("%s: corpus file: %v", workload, err)
+		return
+	}
+	if got := DigestOf(data); got != c.Digest {
+		t.Errorf("%s: corpus file %s has digest %s, the workload binds %s", workload, c.Path, got, c.Digest)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	ids := map[string]bool{}
+	for n := 1; sc.Scan(); n++ {
+		var p Prompt
+		if err := DecodeInto(sc.Bytes(), &p); err != nil || p.ID == "" || p.Text == "" || ids[p.ID] {
+			t.Errorf("%s line %d: want a strict {\"id\", \"text\", \"system\"?} object with a new id: %v", c.Path, n, err)
+		}
+		ids[p.ID] = true
+	}
+}
