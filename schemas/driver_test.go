@@ -516,3 +516,34 @@ func TestKilnV1RefusedByV2Validators(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCheckDriverDocument feeds driver documents (seeded with the valid corpus of every driver
+// contract) to CheckDocument: it never panics and never fails to carry out the check, and a
+// document it accepts is accepted again after a round trip through its canonical form.
+func FuzzCheckDriverDocument(f *testing.F) {
+	for _, name := range append([]string{DriverSpec, DriverRequest, DriverWorkerOutput}, DriverResults...) {
+		files, _ := filepath.Glob(filepath.Join("testdata", name, "valid", "*.json"))
+		for _, file := range files {
+			if data, err := os.ReadFile(file); err == nil {
+				f.Add(data)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := CheckDocument(data)
+		if err != nil {
+			t.Fatalf("check could not be carried out: %v", err)
+		}
+		if !out.Valid() {
+			return
+		}
+		c, err := CanonicalJSON(data)
+		if err != nil {
+			t.Fatalf("valid document has no canonical form: %v", err)
+		}
+		again, err := CheckDocument(c)
+		if err != nil || !again.Valid() {
+			t.Fatalf("canonical form of a valid document is refused: %v %v", err, again.Violations)
+		}
+	})
+}
