@@ -2,8 +2,9 @@
 # make e2e-real: qualify a real inference engine end to end, offline, on the CPU.
 #
 #   1. installs the pinned ollama (OLLAMA_VERSION below) from its Go module with `go install`
-#      (cgo: llama.cpp and ggml's CPU kernels) into .tools/ollama/bin; it needs gcc/g++ and two
-#      Debian header packages (nlohmann-json3-dev, libstb-dev), installed with apt-get when missing;
+#      (cgo: llama.cpp and ggml's CPU kernels) into .tools/ollama/bin; it needs gcc/g++, two
+#      Debian header packages (nlohmann-json3-dev, libstb-dev) and jq, installed with apt-get when
+#      missing;
 #   2. writes the tiny deterministic GGUF (bin/qualgguf write) to .tools/models/qualkit-tiny.gguf
 #      and registers it with ollama as qualkit-tiny (workloads/ollama/Modelfile) in
 #      .tools/ollama/models;
@@ -39,7 +40,16 @@ die() {
 }
 jqr() { jq -r "$@"; } # jq, raw output
 
-command -v jq >/dev/null || die "needs jq (apt-get install jq)"
+# apt_install PACKAGE...: Debian packages, with sudo unless root.
+apt_install() {
+	command -v apt-get >/dev/null || die "needs the Debian packages $* (or their files); no apt-get here"
+	say "installing $* (apt-get)"
+	local sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
+command -v jq >/dev/null || apt_install jq
 if [ -n "$(git status --porcelain)" ]; then
 	die "the worktree is not clean, and a campaign binds the source tree: commit first, or run in a fresh clone (git clone . /tmp/e2e && make -C /tmp/e2e e2e-real)"
 fi
@@ -54,12 +64,7 @@ mkdir -p "$eng/bin" "$eng/home" "$eng/models"
 # makes later builds fast.
 install_engine() {
 	if [ ! -f /usr/include/nlohmann/json.hpp ] || [ ! -f /usr/include/stb/stb_image.h ]; then
-		command -v apt-get >/dev/null || die "needs the headers of nlohmann-json3-dev and libstb-dev (/usr/include/nlohmann/json.hpp, /usr/include/stb/stb_image.h)"
-		say "installing nlohmann-json3-dev libstb-dev (apt-get)"
-		local sudo=""
-		[ "$(id -u)" -eq 0 ] || sudo=sudo
-		$sudo apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nlohmann-json3-dev libstb-dev >/dev/null
+		apt_install nlohmann-json3-dev libstb-dev
 	fi
 	local shim_sum shim_inc
 	shim_sum=$(sha256sum scripts/ollama-shim/miniaudio/miniaudio.h | cut -c1-16)
