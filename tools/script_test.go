@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/tools/internal/qualrun"
 	"github.com/qualkit/qualkit/tools/internal/qualverify"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -73,6 +74,13 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("QUALSIM", filepath.Join(bin, "qualsim"))
 			return nil
+		},
+		// [driver]: this host can contain an evidence driver's worker (user and network namespaces).
+		Condition: func(cond string) (bool, error) {
+			if cond == "driver" {
+				return driver.CheckHost() == nil, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"noresidue": cmdNoResidue,

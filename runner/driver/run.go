@@ -112,7 +112,8 @@ type Job struct {
 
 // Options configure Run.
 type Options struct {
-	// LogPath receives the worker's stdout and stderr (at most MaxLogBytes); created exclusively.
+	// LogPath receives the worker's stdout and stderr (at most MaxLogBytes); created exclusively
+	// (with its directory) once every input has been hashed and the mechanisms checked.
 	LogPath string
 	// WorkspaceDir, when set, is the worker's workspace; it must not exist. By default a new
 	// directory under os.TempDir() is used. The workspace is removed after the run unless
@@ -267,6 +268,9 @@ func Run(ctx context.Context, job Job, opts Options) (*Outcome, error) {
 		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
 	out.EnvironmentNames = names
+	if err := os.MkdirAll(filepath.Dir(opts.LogPath), 0o755); err != nil {
+		return nil, fmt.Errorf("%w: create the worker log's directory: %v", ErrRefused, err)
+	}
 	logf, err := os.OpenFile(opts.LogPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%w: create worker log: %v", ErrRefused, err)
@@ -297,6 +301,36 @@ func isolationAttr() *syscall.SysProcAttr {
 		GidMappingsEnableSetgroups: false,
 		Pdeathsig:                  unix.SIGKILL,
 	}
+}
+
+// CheckHost reports whether this host can contain a worker: every mechanism is present and a
+// process can be started in a new user and network namespace (it starts /bin/true, or
+// /usr/bin/true, that way). The error is an *UnsupportedError naming what is missing.
+func CheckHost() error {
+	if err := checkMechanisms(nil); err != nil {
+		return err
+	}
+	probe := ""
+	for _, p := range []string{"/bin/true", "/usr/bin/true"} {
+		if _, err := os.Stat(p); err == nil {
+			probe = p
+			break
+		}
+	}
+	if probe == "" {
+		return &UnsupportedError{Mechanism: MechUserNamespaces, Message: "network isolation: cannot check (no /bin/true to start in a namespace)"}
+	}
+	cmd := exec.Command(probe)
+	cmd.SysProcAttr = isolationAttr()
+	if err := cmd.Run(); err != nil {
+		return &UnsupportedError{Mechanism: MechUserNamespaces, Message: "network isolation: cannot create a user and network namespace (" + err.Error() + ")"}
+	}
+	fd, err := unix.MemfdCreate("qualkit-check", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return &UnsupportedError{Mechanism: MechHashBoundExec, Message: "hash-bound exec: memfd_create: " + err.Error()}
+	}
+	unix.Close(fd)
+	return nil
 }
 
 // checkMechanisms refuses early when a mechanism is missing or denied.

@@ -193,7 +193,7 @@ func TestWorkerRefusesToStartWithoutTheGate(t *testing.T) {
 // misbehaveJob runs testdata/misbehave.py with args.
 func misbehaveJob(t *testing.T, timeout time.Duration, args ...string) Job {
 	job := referenceJob(t, "qualkit.next-token-result.v2")
-	script, _ := filepath.Abs("testdata/misbehave.py")
+	script := filepath.Join(repoRoot(t), "runner", "driver", "testdata", "misbehave.py")
 	job.Script = Input{Path: "runner/driver/testdata/misbehave.py", Abs: script, Digest: fileDigest(t, script)}
 	job.Args = args
 	job.Timeout = timeout
@@ -261,7 +261,8 @@ func TestOverrunIgnoringSigtermIsKilled(t *testing.T) {
 
 func TestEscapedDescendantIsResidue(t *testing.T) {
 	requireIsolation(t)
-	job := misbehaveJob(t, 20*time.Second, "setsid-child")
+	marker := fmt.Sprintf("m-%d-%d", os.Getpid(), time.Now().UnixNano())
+	job := misbehaveJob(t, 20*time.Second, "setsid-child", marker)
 	o := testOptions(t)
 	out, err := Run(bg, job, o)
 	if err != nil {
@@ -273,7 +274,7 @@ func TestEscapedDescendantIsResidue(t *testing.T) {
 	if len(out.Failures) != 1 || !strings.HasPrefix(out.Failures[0], "residue: 1 process(es)") {
 		t.Fatalf("failures %q", out.Failures)
 	}
-	if left := alive("setsid-child"); len(left) > 0 {
+	if left := alive(marker); len(left) > 0 {
 		t.Fatalf("still running: %v", left)
 	}
 }

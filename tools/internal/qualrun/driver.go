@@ -129,7 +129,11 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 	}
 	refuse := func(format string, a ...any) error {
-		fmt.Fprintf(stderr, "qualrun: driver: "+format+"\nnothing was started and no start gate was created\n", a...)
+		msg := fmt.Sprintf(format, a...)
+		if !strings.Contains(msg, "no start gate was created") {
+			msg += "\nnothing was started and no start gate was created"
+		}
+		fmt.Fprintf(stderr, "qualrun: driver: %s\n", msg)
 		return fmt.Errorf("%w: driver refused", exitcode.ErrRejected)
 	}
 	job, err := driverJob(spec, root, vals)
@@ -168,9 +172,6 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 		if _, err := os.Lstat(p); err == nil {
 			return fmt.Errorf("%w: %s already exists; results are never replaced", exitcode.ErrUsage, p)
 		}
-	}
-	if err := os.MkdirAll(filepath.Dir(output), 0o755); err != nil {
-		return fmt.Errorf("%w: create %s: %v", exitcode.ErrUsage, filepath.Dir(output), err)
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

@@ -164,6 +164,12 @@ func printRunSummary(w io.Writer, o *campaign.Outcome) {
 		fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t%.2f\t%s\n", r.ID, r.Repetition, r.Required, r.Status, r.DurationSeconds, d)
 	}
 	tw.Flush()
+	// The table clips details; a failed or skipped case's reason is printed whole, numbers included.
+	for _, r := range rc.Results {
+		if r.Status != "passed" && r.Details != nil && len(*r.Details) > 60 {
+			fmt.Fprintf(w, "%s %s: %s\n", r.Status, r.ID, *r.Details)
+		}
+	}
 	for _, n := range rc.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}
