@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: a real campaign against the built-in reference server (qualsim), signed with a fresh
-# demo key, then offline verification of the receipt, its attestation and every evidence file.
+# demo key, then offline verification of the receipt, its attestation and every evidence file;
+# then the evidence-driver campaign (workloads/driver-reference.json), signed and verified alike.
 # It runs in this checkout, so the receipt binds qualkit's own source tree: the worktree must be
 # clean (commit first). Where HEAD is not origin/main (a local branch, no remote), the campaign
 # runs with --allow-unpublished-unsafe and the receipt says it is not publishable.
@@ -42,9 +43,18 @@ bin/qualverify schema "$receipt" "${evidence[@]}" | sed -e "s|$rundir/||"
 echo
 echo "== offline verification: schemas, source, hashes, signature, cleanup, tolerances, comparability, scope"
 bin/qualverify verify "$receipt" --key "$key.pub" "${extra[@]}"
+
+echo
+echo "== evidence drivers: the reference worker offline (next-token, path, layer attribution), then verification"
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))') || { echo "make demo: the evidence drivers need python3"; exit 1; }
+dreceipt=.qualification/receipts/demo/$stamp-drivers.json
+bin/qualrun run workloads/driver-reference.json --variant cpu-reference --host-id demo-host --output "$dreceipt" --var python="$py" --key "$key.key" "${extra[@]}"
+bin/qualverify verify "$dreceipt" --key "$key.pub" "${extra[@]}"
 echo
 echo "receipt:     $receipt"
 echo "attestation: ${receipt%.json}.intoto.dsse.json, ${receipt%.json}.sigstore.json"
+echo "drivers:     $dreceipt"
 echo "public key:  $key.pub"
 echo "report:      bin/qualverify report $receipt --key $key.pub ${extra[*]} -o .qualification/demo-report.html"
 echo "evidence:    $rundir"
