@@ -505,7 +505,9 @@ func (r *running) start(ctx context.Context, exe *hashedExecutable, memfd *os.Fi
 		return err
 	}
 	defer devnull.Close()
-	argv := append([]string{exe.path, fmt.Sprintf("/proc/self/fd/%d", fdScript)}, r.job.Args...)
+	// argv[0] is the executable as declared (a venv's python finds its venv from it); the bytes
+	// that run are the resolved file's, from the hashed descriptor.
+	argv := append([]string{filepath.Clean(r.job.Executable), fmt.Sprintf("/proc/self/fd/%d", fdScript)}, r.job.Args...)
 	cfg, _ := json.Marshal(guardConfig{CanaryPort: r.canary.port(), Gate: r.ws.gate, ExecutableDigest: r.out.Executable.Digest,
 		ScriptDigest: r.out.Script.Digest, Argv: argv, ProbeTimeoutMs: ProbeTimeout.Milliseconds()})
 	cmd := &exec.Cmd{

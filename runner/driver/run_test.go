@@ -374,7 +374,8 @@ func TestWorkerRunsTheHashedBytesWithoutCapabilities(t *testing.T) {
 	log := logOf(t, o)
 	size, _ := os.Stat(job.Script.Abs)
 	for _, want := range []string{
-		"argv=['/proc/self/fd/4', 'identity']", "uid=0", "exe=" + mustEval(t, job.Executable),
+		// The bytes are the resolved file's; argv[0] (so sys.executable, and a venv) is the declared path.
+		"argv=['/proc/self/fd/4', 'identity']", "uid=0", "exe=" + mustEval(t, job.Executable), "executable=" + job.Executable + "\n",
 		"CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1",
 		fmt.Sprintf("script_bytes=%d", size.Size()),
 	} {

@@ -2,7 +2,7 @@
 one thing a test needs to observe. Standard library only.
 
   env           print the environment (NAME=VALUE, sorted) to stderr
-  identity      print argv, uid, CapEff and the executable to stderr
+  identity      print argv, uid, capabilities, the executable file and sys.executable to stderr
   sleep S       sleep S seconds, then write an output
   ignore-term   ignore SIGTERM and sleep a minute
   setsid-child  start a child in a new session that sleeps a minute, then exit 0 at once
@@ -38,7 +38,7 @@ if mode == "env":
 elif mode == "identity":
     with open("/proc/self/status") as f:
         caps = [l.strip() for l in f if l.startswith(("CapEff", "CapPrm", "CapBnd", "NoNewPrivs"))]
-    sys.stderr.write("argv=%r\nuid=%d\nexe=%s\n%s\n" % (sys.argv, os.getuid(), os.readlink("/proc/self/exe"), "\n".join(caps)))
+    sys.stderr.write("argv=%r\nuid=%d\nexe=%s\nexecutable=%s\n%s\n" % (sys.argv, os.getuid(), os.readlink("/proc/self/exe"), sys.executable, "\n".join(caps)))
     with open(sys.argv[0], "rb") as f:
         sys.stderr.write("script_bytes=%d\n" % len(f.read()))
 elif mode == "sleep":
