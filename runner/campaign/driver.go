@@ -204,6 +204,9 @@ func (r *run) driverCase(ctx context.Context, c schemas.Case, rep int, dir strin
 		res.Details = clip(unsup.Message + "; the case requires isolation, so it fails (the worker was not run)")
 		return res, nil
 	case err != nil:
+		if _, statErr := os.Lstat(r.abs(logRel)); statErr == nil {
+			r.evidence = append(r.evidence, artifact.File{Kind: "driver_log", Path: logRel, Abs: r.abs(logRel)})
+		}
 		res.Details = clip("driver: " + err.Error())
 		return res, nil
 	}
