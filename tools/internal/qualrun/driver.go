@@ -321,8 +321,8 @@ func printContainment(w io.Writer, job driver.Job, out *driver.Outcome, asJSON b
 	} else if out.Signal != "" {
 		code = out.Signal
 	}
-	fmt.Fprintf(w, "worker      exit %s after %.2f s (timeout %s), timed out %v, forced %v, residue %d\n",
-		code, out.Elapsed.Seconds(), job.Timeout, out.TimedOut, out.Forced, len(out.Residue))
+	fmt.Fprintf(w, "worker      exit %s after %.2f s (timeout %d s), timed out %v, forced %v, residue %d\n",
+		code, out.Elapsed.Seconds(), int64(job.Timeout/time.Second), out.TimedOut, out.Forced, len(out.Residue))
 	for _, n := range out.Notes {
 		fmt.Fprintf(w, "note        %s\n", n)
 	}
@@ -331,8 +331,10 @@ func printContainment(w io.Writer, job driver.Job, out *driver.Outcome, asJSON b
 // finishDriver prints the summary and maps the status to the exit code.
 func finishDriver(sum driverSummary, asJSON bool, stdout, stderr io.Writer) error {
 	if asJSON {
-		b, _ := json.MarshalIndent(sum, "", "  ")
-		fmt.Fprintln(stdout, string(b))
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false) // ">=" stays readable
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(sum)
 	} else {
 		for _, u := range sum.Unsupported {
 			fmt.Fprintf(stdout, "unsupported %s\n", u)
