@@ -34,16 +34,22 @@ func python3(t *testing.T) string {
 	}
 	p, err := exec.LookPath("python3")
 	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 not found: the reference worker needs it (CI installs Debian's python3)")
+		}
 		t.Skip("python3 not found: the reference worker needs it")
 	}
 	return p
 }
 
 // requireIsolation skips when this host cannot create the namespaces (the unsupported path has
-// its own tests that run everywhere).
+// its own tests that run everywhere). Under CI=true it fails instead: CI must exercise isolation.
 func requireIsolation(t *testing.T) {
 	t.Helper()
 	if err := CheckHost(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("this host cannot isolate a worker, and CI must test isolation: %v", err)
+		}
 		t.Skipf("this host cannot isolate a worker: %v", err)
 	}
 }
