@@ -45,17 +45,24 @@ var subjectKinds = map[string]bool{
 	"request_records":  true,
 	"lifecycle_record": true,
 	"server_log":       true,
+	// an evidence driver's outputs: its self-hashed result, the worker's output and its log.
+	"driver_result":        true,
+	"driver_worker_output": true,
+	"driver_log":           true,
 }
 
 // runOutputKinds are the per-run evidence kinds left out of the predicate: the subjects, and the
 // captured case output streams (bound through the case results).
 var runOutputKinds = map[string]bool{
-	"case_result":      true,
-	"request_records":  true,
-	"lifecycle_record": true,
-	"server_log":       true,
-	"case_stdout":      true,
-	"case_stderr":      true,
+	"case_result":          true,
+	"request_records":      true,
+	"lifecycle_record":     true,
+	"server_log":           true,
+	"case_stdout":          true,
+	"case_stderr":          true,
+	"driver_result":        true,
+	"driver_worker_output": true,
+	"driver_log":           true,
 }
 
 // Predicate is the qualification predicate (PredicateType): what the campaign bound, copied from

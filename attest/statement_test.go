@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-var subjectKinds = []string{"case_result", "request_records", "lifecycle_record", "server_log"}
+var subjectKinds = []string{"case_result", "request_records", "lifecycle_record", "server_log", "driver_result", "driver_worker_output", "driver_log"}
 
 func TestStatementSubjectsAreFilesOnDisk(t *testing.T) {
 	c := newCampaign(t, nil)
@@ -89,7 +89,7 @@ func TestStatementPayload(t *testing.T) {
 	var inputs []any
 	for _, a := range c.receipt["artifacts"].([]any) {
 		switch a.(map[string]any)["kind"] {
-		case "case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr":
+		case "case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr", "driver_result", "driver_worker_output", "driver_log":
 		default:
 			inputs = append(inputs, a)
 		}
