@@ -11,9 +11,9 @@ STATICCHECK_MODULE  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 .PHONY: help build test generate check-generate lint demo bench ajv tidy
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
-build: ## build qualrun, qualverify and qualsim into bin/
+build: ## build qualrun, qualverify, qualsim and qualgguf into bin/
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./tools/cmd/...
 
