@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,9 +82,10 @@ func testServer(mode string) int {
 		time.Sleep(time.Hour)
 	}
 	model := "tiny"
-	if mode == "wrong-model" {
+	if mode == "wrong-model" || mode == "wrong-then-hang" {
 		model = "other"
 	}
+	var answered atomic.Int64
 	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
 	if err != nil {
 		fmt.Println(err)
@@ -91,6 +93,9 @@ func testServer(mode string) int {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		if mode == "wrong-then-hang" && answered.Add(1) > 2 {
+			time.Sleep(time.Hour) // later probes never get an answer
+		}
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, model)
 	})
 	srv := &http.Server{Handler: mux}
@@ -274,6 +279,21 @@ func TestWrongModelIsNotReady(t *testing.T) {
 	err := s.WaitReady(context.Background())
 	if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), `"other"`) {
 		t.Fatalf("WaitReady = %v", err)
+	}
+	rec := s.Shutdown(context.Background())
+	assertNothingLeft(t, s, rec)
+}
+
+// The probe cut short by the startup deadline is not an answer: the failure names the last answer
+// the server gave (here: the wrong model), not "context deadline exceeded".
+func TestDeadlineKeepsTheLastRealAnswer(t *testing.T) {
+	r := recipe(t, "wrong-then-hang", freePort(t))
+	r.StartupTimeoutSeconds = 2
+	r.Readiness.ProbeTimeoutMs = 10000 // longer than the deadline: the hanging probe is cut by it
+	s := launch(t, r)
+	err := s.WaitReady(context.Background())
+	if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), `"other"`) {
+		t.Fatalf("WaitReady = %v, want the wrong-model answer", err)
 	}
 	rec := s.Shutdown(context.Background())
 	assertNothingLeft(t, s, rec)

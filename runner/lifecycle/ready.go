@@ -118,7 +118,11 @@ func (s *Server) WaitReady(ctx context.Context) error {
 			s.opts.Logger.Debug("ready", "probes", rec.Probes, "waited", now.Sub(start))
 			return nil
 		}
-		last = why
+		// A probe cut short by the startup deadline got no answer: keep the last answer the
+		// server did give, which says why it was not ready.
+		if last == "" || time.Until(deadline) > 0 {
+			last = why
+		}
 		wait := time.NewTimer(min(poll, max(time.Until(deadline), 0)))
 		select {
 		case <-wait.C:
