@@ -322,3 +322,24 @@ func HistoricalMarkers(doc any) []Marker {
 	sort.Slice(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
 	return out
 }
+
+// CheckAs checks raw bytes as a document of one contract (strict JSON, schema and semantic
+// rules) and refuses a valid document of another contract. The error names the document (name,
+// usually its path) on every violation, one per line.
+func CheckAs(raw []byte, name, contract string) error {
+	out, err := CheckDocument(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if !out.Valid() {
+		lines := make([]string, 0, len(out.Violations))
+		for _, v := range out.Violations {
+			lines = append(lines, name+": "+v.Error())
+		}
+		return errors.New(strings.Join(lines, "\n"))
+	}
+	if out.Contract.Name != contract {
+		return fmt.Errorf("%s is a %s, not a qualkit.%s", name, out.Contract.SchemaID, contract)
+	}
+	return nil
+}

@@ -209,7 +209,7 @@ func (r *run) readCommandResult(c schemas.Case, rel string) (*schemas.CaseResult
 	if len(raw) > MaxCaseResultBytes {
 		return nil, fmt.Sprintf("result protocol: case result larger than %d bytes", MaxCaseResultBytes)
 	}
-	if err := validDocument(raw, rel, schemas.CaseResult); err != nil {
+	if err := schemas.CheckAs(raw, rel, schemas.CaseResult); err != nil {
 		return nil, "result protocol: invalid case result: " + err.Error()
 	}
 	var cr schemas.CaseResultDoc

@@ -192,7 +192,7 @@ func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
 	if p.workloadRaw, err = os.ReadFile(filepath.Join(root, p.workloadRel)); err != nil {
 		return nil, fmt.Errorf("%w: read %s: %v", ErrWorkload, p.workloadRel, err)
 	}
-	if err := validDocument(p.workloadRaw, p.workloadRel, schemas.Workload); err != nil {
+	if err := schemas.CheckAs(p.workloadRaw, p.workloadRel, schemas.Workload); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWorkload, err)
 	}
 	var w schemas.WorkloadDoc
@@ -284,25 +284,6 @@ func summarize(list []string, n int) string {
 	return strings.Join(list[:n], ", ") + fmt.Sprintf(" and %d more", len(list)-n)
 }
 
-// validDocument checks raw bytes against a contract: strict JSON, schema and semantic rules.
-func validDocument(raw []byte, name, contract string) error {
-	out, err := schemas.CheckDocument(raw)
-	if err != nil {
-		return err
-	}
-	if !out.Valid() {
-		var lines []string
-		for _, v := range out.Violations {
-			lines = append(lines, name+": "+v.Error())
-		}
-		return errors.New(strings.Join(lines, "\n"))
-	}
-	if out.Contract.Name != contract {
-		return fmt.Errorf("%s is a %s, not a %s", name, out.Contract.SchemaID, contract)
-	}
-	return nil
-}
-
 func (p *Plan) checkOutput() error {
 	out := p.cfg.Output
 	if strings.Contains(filepath.ToSlash(out), "../") || strings.HasSuffix(out, "..") || out == ".." {
@@ -385,7 +366,7 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	if err != nil {
 		return fmt.Errorf("%w: read launch recipe %s: %v", ErrWorkload, rel, err)
 	}
-	if err := validDocument(raw, rel, schemas.LaunchRecipe); err != nil {
+	if err := schemas.CheckAs(raw, rel, schemas.LaunchRecipe); err != nil {
 		return fmt.Errorf("%w: %v", ErrWorkload, err)
 	}
 	if err := source.CheckTracked(ctx, p.root, rel); err != nil {
@@ -436,7 +417,7 @@ func (p *Plan) bindArtifacts(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w: --runtime-manifest: %v", ErrArtifact, err)
 		}
-		if err := validDocument(raw, p.cfg.RuntimeManifest, schemas.RuntimeManifest); err != nil {
+		if err := schemas.CheckAs(raw, p.cfg.RuntimeManifest, schemas.RuntimeManifest); err != nil {
 			return fmt.Errorf("%w: %v", ErrArtifact, err)
 		}
 		files = append(files, artifact.File{Kind: "runtime_manifest", Path: p.displayPath(p.cfg.RuntimeManifest), Abs: p.cfg.RuntimeManifest})

@@ -155,7 +155,7 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 		return nil, err
 	}
 	b = append(b, '\n')
-	if err := validDocument(b, p.outputRel, schemas.Receipt); err != nil {
+	if err := schemas.CheckAs(b, p.outputRel, schemas.Receipt); err != nil {
 		return nil, fmt.Errorf("the receipt does not validate (a qualkit bug; evidence is in %s): %w", p.runRel, err)
 	}
 	if err := writeNew(p.root, p.outputRel, b); err != nil {

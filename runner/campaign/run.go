@@ -214,7 +214,7 @@ func (r *run) writeCaseResult(dir string, cr *schemas.CaseResultDoc) (*schemas.F
 		return nil, err
 	}
 	b = append(b, '\n')
-	if err := validDocument(b, rel, schemas.CaseResult); err != nil {
+	if err := schemas.CheckAs(b, rel, schemas.CaseResult); err != nil {
 		return nil, fmt.Errorf("runner case result does not validate: %w", err)
 	}
 	if err := writeNew(r.p.root, rel, b); err != nil {

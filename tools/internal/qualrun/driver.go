@@ -104,7 +104,7 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 	if len(raw) > driver.MaxRequestBytes {
 		return fmt.Errorf("%w: driver spec %s is larger than %d bytes", exitcode.ErrRejected, f.spec, driver.MaxRequestBytes)
 	}
-	if err := checkContract(raw, f.spec, schemas.DriverSpec); err != nil {
+	if err := schemas.CheckAs(raw, f.spec, schemas.DriverSpec); err != nil {
 		fmt.Fprintf(stderr, "qualrun: %v\n", err)
 		return fmt.Errorf("%w: invalid driver spec", exitcode.ErrRejected)
 	}
@@ -281,25 +281,6 @@ func driverJob(spec schemas.DriverSpecDoc, root string, vals map[string]string) 
 func driverSourceOf(id *source.Identity) schemas.DriverSource {
 	s := id.Schema()
 	return schemas.DriverSource{Repository: s.Repository, Commit: s.Commit, OriginMain: s.OriginMain, Tree: s.Tree, TreeHash: s.TreeHash, Clean: s.Clean}
-}
-
-// checkContract validates raw bytes against one contract.
-func checkContract(raw []byte, name, contract string) error {
-	out, err := schemas.CheckDocument(raw)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if !out.Valid() {
-		var lines []string
-		for _, v := range out.Violations {
-			lines = append(lines, name+": "+v.Error())
-		}
-		return errors.New(strings.Join(lines, "\n"))
-	}
-	if out.Contract.Name != contract {
-		return fmt.Errorf("%s is a %s, not a qualkit.%s", name, out.Contract.SchemaID, contract)
-	}
-	return nil
 }
 
 // printContainment shows how the worker was contained (text mode only).
