@@ -519,6 +519,11 @@ func checkLaunchRecipe(l *LaunchRecipeDoc) []Violation {
 			r.add(ptr("environment", k), "%s looks like a secret: never commit it in a recipe; list it in environment_passthrough, where only its digest is recorded", k)
 		}
 	}
+	if name := l.TokenEnv(); name != "" {
+		if _, ok := l.Environment[name]; ok {
+			r.add("/auth/token_env", "%s is also set as a literal in environment: a bearer token is never committed in a recipe; remove it from environment and set it in qualrun's environment (list it in environment_passthrough if the server reads it too)", name)
+		}
+	}
 	if u, err := url.Parse(l.BaseURL); err != nil {
 		r.add("/base_url", "cannot parse: %v", err)
 	} else {

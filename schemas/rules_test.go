@@ -161,6 +161,10 @@ func TestSemanticRules(t *testing.T) {
 			set(t, d, "/environment/PATH", str("/usr/bin"))
 			set(t, d, "/environment_passthrough", []any{"PATH"})
 		}},
+		{"recipe token variable declared as a literal", "launch-recipe.json", "/auth/token_env", func(t *testing.T, d map[string]any) {
+			set(t, d, "/auth", map[string]any{"scheme": "bearer", "token_env": "QS_BEARER"})
+			set(t, d, "/environment/QS_BEARER", str("committed-value"))
+		}},
 		{"recipe exit codes unsorted", "launch-recipe.json", "/acceptable_exit_codes", func(t *testing.T, d map[string]any) {
 			set(t, d, "/acceptable_exit_codes", []any{143, 0})
 		}},

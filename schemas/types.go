@@ -266,6 +266,30 @@ type LaunchRecipeDoc struct {
 	ShutdownTimeoutSeconds float64           `json:"shutdown_timeout_seconds"`
 	AcceptableExitCodes    []int64           `json:"acceptable_exit_codes"`
 	Isolation              Isolation         `json:"isolation"`
+	// Auth, when set, makes qualrun authenticate to the server (see RedactsEnv).
+	Auth *Auth `json:"auth,omitempty"`
+}
+
+// Auth declares how qualrun authenticates to the server: a bearer token read from the variable
+// TokenEnv of qualrun's own environment, sent and never recorded.
+type Auth struct {
+	Scheme   string `json:"scheme"`
+	TokenEnv string `json:"token_env"`
+}
+
+// TokenEnv names the variable that holds the recipe's bearer token, or "" when it declares none.
+func (r *LaunchRecipeDoc) TokenEnv() string {
+	if r == nil || r.Auth == nil {
+		return ""
+	}
+	return r.Auth.TokenEnv
+}
+
+// RedactsEnv reports whether the value of the server's environment variable name may be recorded
+// only as a digest: a secret-looking name (LooksSecret), or the variable that holds the recipe's
+// bearer token, whatever its name.
+func (r *LaunchRecipeDoc) RedactsEnv(name string) bool {
+	return LooksSecret(name) || (r.TokenEnv() != "" && name == r.TokenEnv())
 }
 
 // Readiness says how readiness is probed.
