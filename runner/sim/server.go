@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,10 +31,19 @@ const DecoyModel = "qualsim-decoy"
 type Option func(*options)
 
 type options struct {
-	log   *slog.Logger
-	gt    io.Writer
-	crash func()
+	log    *slog.Logger
+	gt     io.Writer
+	crash  func()
+	apiKey string
 }
+
+// WithAPIKey makes every /v1 endpoint require "Authorization: Bearer <key>" (the token compared
+// in constant time), as vLLM, SGLang and llama-server do when started with --api-key. A request
+// without it, with another scheme or with another token is answered 401 with an OpenAI error body
+// (code "invalid_api_key") and WWW-Authenticate: Bearer; neither the answer nor the log quotes
+// what was sent. /health and /metrics stay open, as in vLLM. An empty key turns the check off; a
+// key with anything but visible ASCII is refused by New.
+func WithAPIKey(key string) Option { return func(o *options) { o.apiKey = key } }
 
 // WithLogger sends the server's log records to l (the default discards them).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
@@ -82,6 +93,12 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
 	}
+	for i := 0; i < len(o.apiKey); i++ {
+		if c := o.apiKey[i]; c < 0x21 || c > 0x7e {
+			// The key is never quoted: only its length and the offending position.
+			return nil, fmt.Errorf("%w: API key (%d bytes): byte %d is not visible ASCII, which a bearer token must be", ErrConfig, len(o.apiKey), i)
+		}
+	}
 	s := &Server{
 		cfg:     cfg,
 		log:     o.log,
@@ -127,7 +144,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	s.log.Info("serving", "addr", ln.Addr().String(), "models", s.cfg.Models, "faults", s.cfg.Faults.Specs())
+	s.log.Info("serving", "addr", ln.Addr().String(), "models", s.cfg.Models, "faults", s.cfg.Faults.Specs(), "api_key", s.opts.apiKey != "")
 
 	startup := time.NewTimer(s.cfg.Timing.StartupDelay)
 	defer startup.Stop()
@@ -266,7 +283,54 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.HandleFunc("/", s.handleOther)
-	return mux
+	if s.opts.apiKey == "" {
+		return mux
+	}
+	want := []byte("Bearer " + s.opts.apiKey)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == "/v1" || strings.HasPrefix(p, "/v1/") {
+			if e := authorize(r.Header.Values("Authorization"), want); e != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="qualsim"`)
+				s.writeError(w, endpointOf(p), e)
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// authorize checks the Authorization header values of a request against "Bearer <key>"; the
+// scheme is case-insensitive (RFC 9110 §11.1), the token compared in constant time. The error
+// message says what was wrong without quoting what was sent.
+func authorize(got []string, want []byte) *apiError {
+	e := &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key"}
+	switch {
+	case len(got) == 0:
+		e.message = "missing API key: send Authorization: Bearer <key>"
+	case len(got) > 1:
+		e.message = "more than one Authorization header"
+	default:
+		scheme, token, _ := strings.Cut(got[0], " ")
+		if !strings.EqualFold(scheme, "Bearer") {
+			e.message = "the Authorization header is not a bearer token: send Authorization: Bearer <key>"
+		} else if subtle.ConstantTimeCompare(append([]byte("Bearer "), token...), want) != 1 {
+			e.message = "invalid API key"
+		} else {
+			return nil
+		}
+	}
+	return e
+}
+
+// endpointOf names a path as the request counters do.
+func endpointOf(path string) string {
+	if _, ok := routes[path]; ok {
+		return path
+	}
+	if strings.HasPrefix(path, "/v1/models/") {
+		return "/v1/models/{id}"
+	}
+	return "other"
 }
 
 var routes = map[string]string{

@@ -19,6 +19,7 @@ const maxProbeBody = 64 << 20
 type probeSpec struct {
 	addr, addrFile, path, data string
 	hasData                    bool
+	token                      string // sent as a bearer token when set; never printed
 	wait, timeout              time.Duration
 }
 
@@ -96,6 +97,9 @@ func probeOnce(ctx context.Context, client *http.Client, spec probeSpec) (int, [
 	}
 	if spec.hasData {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if spec.token != "" {
+		req.Header.Set("Authorization", "Bearer "+spec.token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -96,6 +96,7 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "ground-truth", Usage: "write one JSON line per SSE event sent (CLOCK_MONOTONIC ns) to `FILE`"},
 		&cli.StringFlag{Name: "addr-file", Usage: "write the bound HOST:PORT to `FILE` once listening (written atomically)"},
 		&cli.DurationFlag{Name: "grandchild-lifetime", Value: 10 * time.Minute, Usage: "a setsid grandchild exits on its own after `DURATION` (a safety bound)"},
+		&cli.StringFlag{Name: "api-key-env", Usage: "require Authorization: Bearer <the value of environment variable `NAME`> on every /v1 endpoint (401 otherwise); the variable must be set and non-empty"},
 		&cli.StringSliceFlag{Name: "fault", Usage: faultUsage()},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log `LEVEL` on stderr: debug, info, warn or error"},
 	}
@@ -186,6 +187,13 @@ func serve(c *cli.Context) error {
 	}
 
 	opts := []sim.Option{sim.WithLogger(log), sim.WithCrash(func() { os.Exit(exitcode.Internal) })}
+	if name := c.String("api-key-env"); c.IsSet("api-key-env") {
+		key, err := apiKey(name, os.LookupEnv)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, sim.WithAPIKey(key))
+	}
 	if path := c.String("ground-truth"); path != "" {
 		f, err := os.Create(path)
 		if err != nil {
@@ -217,6 +225,21 @@ func serve(c *cli.Context) error {
 		}
 	}
 	return srv.Serve(ctx, ln)
+}
+
+// apiKey reads the API key --api-key-env names. Errors name the variable, never its value.
+func apiKey(name string, lookup func(string) (string, bool)) (string, error) {
+	if name == "" || strings.ContainsAny(name, "=\x00") {
+		return "", fmt.Errorf("%w: --api-key-env %q is not an environment variable name", exitcode.ErrUsage, name)
+	}
+	key, ok := lookup(name)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%w: --api-key-env %s: the variable is not set; export the API key the server should require in it", exitcode.ErrUsage, name)
+	case key == "":
+		return "", fmt.Errorf("%w: --api-key-env %s: the variable is empty; export the API key the server should require in it", exitcode.ErrUsage, name)
+	}
+	return key, nil
 }
 
 // startGrandchild re-executes this binary as `qualsim grandchild` in a new session.
@@ -331,6 +354,7 @@ func probeCommand() *cli.Command {
 			&cli.StringFlag{Name: "data", Usage: "POST this `JSON` body instead of a GET"},
 			&cli.DurationFlag{Name: "wait", Usage: "retry until a 2xx answer for up to this long"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "bound on each request"},
+			&cli.StringFlag{Name: "api-key-env", Usage: "send Authorization: Bearer <the value of environment variable `NAME`>"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 || !strings.HasPrefix(c.Args().First(), "/") {
@@ -339,7 +363,14 @@ func probeCommand() *cli.Command {
 			if (c.String("addr") == "") == (c.String("addr-file") == "") {
 				return fmt.Errorf("%w: probe needs exactly one of --addr and --addr-file", exitcode.ErrUsage)
 			}
-			return probe(c.Context, probeSpec{
+			token := ""
+			if c.IsSet("api-key-env") {
+				var err error
+				if token, err = apiKey(c.String("api-key-env"), os.LookupEnv); err != nil {
+					return err
+				}
+			}
+			return probe(c.Context, probeSpec{token: token,
 				addr: c.String("addr"), addrFile: c.String("addr-file"), path: c.Args().First(),
 				data: c.String("data"), hasData: c.IsSet("data"), wait: c.Duration("wait"), timeout: c.Duration("timeout"),
 			}, c.App.Writer)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -402,6 +403,9 @@ func TestUsageErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
+	os.Unsetenv("QUALSIM_TEST_UNSET_KEY")
+	t.Setenv("QUALSIM_TEST_EMPTY_KEY", "")
+	t.Setenv("QUALSIM_TEST_SPACED_KEY", "two words")
 	badConfig := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(badConfig, []byte(`{"slots": 0}`), 0o600)
 	tests := []struct {
@@ -421,6 +425,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--no-such-flag"}, 2, "flag provided but not defined"},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{[]string{"--listen", taken.Addr().String()}, 3, "address already in use"},
+		{[]string{"--api-key-env", "QUALSIM_TEST_UNSET_KEY"}, 2, "--api-key-env QUALSIM_TEST_UNSET_KEY: the variable is not set"},
+		{[]string{"--api-key-env", "QUALSIM_TEST_EMPTY_KEY"}, 2, "--api-key-env QUALSIM_TEST_EMPTY_KEY: the variable is empty"},
+		{[]string{"--api-key-env", "QUALSIM_TEST_SPACED_KEY"}, 2, "not visible ASCII"},
+		{[]string{"--api-key-env", ""}, 2, "is not an environment variable name"},
 	}
 	for _, tc := range tests {
 		var stdout, stderr bytes.Buffer
@@ -428,6 +436,59 @@ func TestUsageErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr.String(), tc.msg) {
 			t.Errorf("qualsim %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), tc.code, tc.msg)
 		}
+	}
+}
+
+// TestAPIKeyEnv: --api-key-env NAME makes the process require the bearer token NAME holds on
+// /v1, and neither its output nor its log (at debug level) ever carries the key.
+func TestAPIKeyEnv(t *testing.T) {
+	const key = "qsk-8Hd2-Pq0vX"
+	t.Setenv("QUALSIM_TEST_API_KEY", key)
+	p := startProc(t, flags("--api-key-env", "QUALSIM_TEST_API_KEY")...)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if code, _ := p.get("/health"); code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready within 10s; stderr:\n%s", p.stderr.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if code, body := p.get("/v1/models"); code != 401 || !strings.Contains(body, `"code":"invalid_api_key"`) {
+		t.Fatalf("/v1/models without the key = %d %s", code, body)
+	}
+	get := func(auth string) (int, string) {
+		req, _ := http.NewRequest("GET", p.url("/v1/models"), nil)
+		req.Header.Set("Authorization", auth)
+		resp, err := p.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("Bearer not-" + key); code != 401 || strings.Contains(body, key) {
+		t.Fatalf("/v1/models with a wrong key = %d %s", code, body)
+	}
+	if code, body := get("Bearer " + key); code != 200 || !strings.Contains(body, `"id":"qualsim-tiny"`) {
+		t.Fatalf("/v1/models with the key = %d %s", code, body)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := qualsim.Main([]string{"qualsim", "probe", "--addr", p.addr, "--api-key-env", "QUALSIM_TEST_API_KEY", "/v1/models"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), `"id":"qualsim-tiny"`) {
+		t.Fatalf("probe --api-key-env: exit %d, stdout %s, stderr %s", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	if code := qualsim.Main([]string{"qualsim", "probe", "--addr", p.addr, "/v1/models"}, &stdout, &stderr); code != 1 || !strings.Contains(stdout.String(), "invalid_api_key") {
+		t.Fatalf("probe without the key: exit %d, stdout %s", code, stdout.String())
+	}
+	p.signal(syscall.SIGTERM)
+	if c := p.exitCode(5 * time.Second); c != 0 {
+		t.Fatalf("exit %d after SIGTERM", c)
+	}
+	if out := p.stdout.String() + p.stderr.String(); strings.Contains(out, key) || !strings.Contains(out, "api_key=true") {
+		t.Fatalf("output:\n%s", out)
 	}
 }
 
