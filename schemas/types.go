@@ -528,6 +528,16 @@ type Shutdown struct {
 	ExitCode   *int64  `json:"exit_code"`
 	ExitSignal *string `json:"exit_signal"`
 	Acceptable bool    `json:"acceptable"`
+	// ProcessesAtSignal are the owned tree's processes when SIGTERM was sent.
+	ProcessesAtSignal []GroupProcess `json:"processes_at_signal,omitempty"`
+}
+
+// GroupProcess is one process of the owned tree at a point in time.
+type GroupProcess struct {
+	PID     int64  `json:"pid"`
+	PPID    int64  `json:"ppid"`
+	Comm    string `json:"comm"`
+	Escaped bool   `json:"escaped"`
 }
 
 // Residue is what remained after shutdown.

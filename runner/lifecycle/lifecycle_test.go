@@ -204,6 +204,10 @@ func TestHealthyServerPasses(t *testing.T) {
 	if !rec.Readiness.Ready || rec.Readiness.Probes < 1 || rec.Readiness.TReadyNs == nil {
 		t.Errorf("readiness %+v", rec.Readiness)
 	}
+	// The leader was the whole tree when SIGTERM went out.
+	if at := rec.Shutdown.ProcessesAtSignal; len(at) != 1 || at[0].PID != rec.Launch.PID || at[0].Escaped {
+		t.Errorf("processes at SIGTERM %+v, leader %d", at, rec.Launch.PID)
+	}
 	for _, e := range rec.Launch.Environment {
 		if e.Name == "HF_TOKEN" && (!e.Redacted || e.Value != nil) {
 			t.Errorf("secret recorded: %+v", e)
@@ -345,6 +349,16 @@ func testSetsidGrandchild(t *testing.T, accounting string) {
 	}
 	if rec.Shutdown.Forced {
 		t.Error("the group itself exited on SIGTERM; only the escaped grandchild is residue")
+	}
+	// The escaped grandchild was accounted for when SIGTERM went out, beside the leader.
+	at := rec.Shutdown.ProcessesAtSignal
+	if len(at) != 2 || at[0].Escaped == at[1].Escaped {
+		t.Fatalf("processes at SIGTERM %+v", at)
+	}
+	for _, p := range at {
+		if p.Escaped && p.PID != rec.Residue.Processes[0].PID {
+			t.Errorf("escaped process at SIGTERM %d is not the residue %d", p.PID, rec.Residue.Processes[0].PID)
+		}
 	}
 }
 

@@ -100,6 +100,7 @@ func (s *Server) stop(ctx context.Context) {
 		exitedBefore = true
 	default:
 	}
+	sd.ProcessesAtSignal = s.snapshot()
 	sent := time.Now()
 	sd.SentAt = sent.UTC().Format(time.RFC3339Nano)
 	sd.TSentNs = s.offset(sent)
@@ -193,6 +194,20 @@ func (s *Server) collectResidue() {
 		}
 	}
 	s.reapOrphans()
+}
+
+// snapshot lists the live processes of the owned tree, sorted by pid (nil when none or unreadable).
+func (s *Server) snapshot() []schemas.GroupProcess {
+	live, err := s.liveOwned()
+	if err != nil || len(live) == 0 {
+		return nil
+	}
+	out := make([]schemas.GroupProcess, 0, len(live))
+	for pid, p := range live {
+		out = append(out, schemas.GroupProcess{PID: int64(pid), PPID: int64(p.PPID), Comm: p.Comm, Escaped: p.PGID != s.id.PGID})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
 }
 
 // fail adds a failure to the record.
