@@ -236,6 +236,11 @@ for n in 1 2; do
 	pid=$(jqr '.launch.pid' "$life")
 	runners=$(awk -v g="$pid" '$3 == g {print $1}' "$work/procs$n" | sort -u)
 	check "run $n: ollama's runner subprocess(es) $(echo $runners | tr ' ' ',') ran in the owned process group $pid" test -n "$runners"
+	# The receipt's own account: the lifecycle record lists the owned tree at SIGTERM.
+	bound=$(jqr --argjson g "$pid" '[.shutdown.processes_at_signal[]? | select(.pid != $g and .ppid == $g and .escaped == false) | .pid] | join(",")' "$life")
+	check "run $n: the lifecycle record (bound by the receipt) lists ollama's runner subprocess(es) $bound in the group at SIGTERM" test -n "$bound"
+	both=$(comm -12 <(tr ' ' '\n' <<<"$runners" | sort) <(tr ',' '\n' <<<"$bound" | sort) | paste -sd, -)
+	check "run $n: the sampled runner is the one the lifecycle record lists ($both)" test -n "$both"
 	check "run $n: the server log records the runner's start" grep -q 'msg="starting runner"' "$(jqr '.launch.log.path' "$life")"
 	left=$(ps -eo pid=,pgid= | awk -v g="$pid" '$2 == g' | wc -l)
 	check "run $n: nothing of process group $pid is left" test "$left" -eq 0
