@@ -152,7 +152,7 @@ func environment(r *schemas.LaunchRecipeDoc, lookup func(string) (string, bool))
 		v := vals[k]
 		env = append(env, k+"="+v)
 		e := schemas.EnvEntry{Name: k, Digest: schemas.DigestOf([]byte(v))}
-		if schemas.LooksSecret(k) {
+		if r.RedactsEnv(k) {
 			e.Redacted = true
 		} else {
 			v := v
@@ -226,6 +226,9 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	}
 	host, port, err := loopbackAddr(r.BaseURL)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := BearerToken(r, opts.LookupEnv); err != nil {
 		return nil, err
 	}
 	s := &Server{tree: tree{fs: fs, exited: make(chan struct{}), self: os.Getpid()}, recipe: r, opts: opts, host: host, port: port}

@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 }
 
 func testServer(mode string) int {
+	if serve, ok := authModes[mode]; ok {
+		return serve()
+	}
 	port := os.Getenv("PORT")
 	switch mode {
 	case "cmd-ok":

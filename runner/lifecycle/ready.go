@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/qualkit/qualkit/schemas"
 )
@@ -21,7 +25,53 @@ var (
 	ErrExitedEarly = errors.New("server exited before it was ready")
 	// ErrListenerNotOwned: the listening socket on the port is not held by the owned tree.
 	ErrListenerNotOwned = errors.New("listener not owned by the server")
+	// ErrUnauthorized: the server answered a readiness probe with HTTP 401 or 403; waiting cannot
+	// change that, so readiness fails at once.
+	ErrUnauthorized = errors.New("server refused the readiness probe's credentials")
+	// ErrToken: the recipe declares auth, and qualrun's environment has no usable token.
+	ErrToken = errors.New("bearer token unavailable")
 )
+
+// BearerToken returns the token a recipe's auth names, read with lookup (os.LookupEnv when nil),
+// or "" for a recipe without auth. An unset or empty variable, or a value that cannot go in an
+// HTTP header (anything but visible ASCII), is an error wrapping ErrToken that names the variable
+// and never quotes its value.
+func BearerToken(r *schemas.LaunchRecipeDoc, lookup func(string) (string, bool)) (string, error) {
+	name := r.TokenEnv()
+	if name == "" {
+		return "", nil
+	}
+	if r.Auth.Scheme != "bearer" {
+		return "", fmt.Errorf("%w: auth scheme %q: only bearer is supported", ErrToken, r.Auth.Scheme)
+	}
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	v, ok := lookup(name)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%w: the launch recipe's auth.token_env names %s, which is not set in qualrun's environment; export the server's API key in %s and run again", ErrToken, name, name)
+	case v == "":
+		return "", fmt.Errorf("%w: the launch recipe's auth.token_env names %s, which is empty in qualrun's environment; export the server's API key in %s and run again", ErrToken, name, name)
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x21 || c > 0x7e {
+			return "", fmt.Errorf("%w: the value of %s (%d bytes) has a byte that is not visible ASCII at offset %d, so it cannot be sent as a bearer token", ErrToken, name, len(v), i)
+		}
+	}
+	return v, nil
+}
+
+// Redact replaces every occurrence of token in msg with [REDACTED] ("" changes nothing).
+func Redact(msg, token string) string {
+	if token == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, token, "[REDACTED]")
+}
+
+// MaxAnswerQuote bounds how much of a refusing server's error message a readiness failure quotes.
+const MaxAnswerQuote = 256
 
 type modelList struct {
 	Data []struct {
@@ -29,41 +79,96 @@ type modelList struct {
 	} `json:"data"`
 }
 
-// probe asks GET /v1/models once and reports whether the model id is listed.
-func (s *Server) probe(ctx context.Context, client *http.Client, timeout time.Duration) (bool, string) {
+// probe asks GET /v1/models once and reports whether the model id is listed, and if not, why (with
+// the token, if any, redacted) and the HTTP status (0 without an answer).
+func (s *Server) probe(ctx context.Context, client *http.Client, timeout time.Duration, token string) (bool, string, int) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.BaseURL()+s.recipe.Readiness.Path, nil)
 	if err != nil {
-		return false, err.Error()
+		return false, Redact(err.Error(), token), 0
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false, err.Error()
+		return false, Redact(err.Error(), token), 0
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxModelsBody+1))
 	if err != nil {
-		return false, err.Error()
+		return false, Redact(err.Error(), token), resp.StatusCode
 	}
 	if resp.StatusCode != http.StatusOK {
-		return false, fmt.Sprintf("HTTP %d", resp.StatusCode)
+		why := resp.Status
+		if !strings.HasPrefix(why, strconv.Itoa(resp.StatusCode)) {
+			why = strconv.Itoa(resp.StatusCode)
+		}
+		why = "HTTP " + Redact(why, token)
+		if msg := errorMessage(body); msg != "" {
+			why += ": " + quote(Redact(msg, token), MaxAnswerQuote)
+		}
+		return false, why, resp.StatusCode
 	}
 	if len(body) > MaxModelsBody {
-		return false, "response larger than 1 MiB"
+		return false, "response larger than 1 MiB", resp.StatusCode
 	}
 	var ml modelList
 	if err := json.Unmarshal(body, &ml); err != nil {
-		return false, "malformed model list: " + err.Error()
+		return false, Redact("malformed model list: "+err.Error(), token), resp.StatusCode
 	}
 	var ids []string
 	for _, m := range ml.Data {
 		if m.ID == s.recipe.ModelID {
-			return true, ""
+			return true, "", resp.StatusCode
 		}
-		ids = append(ids, m.ID)
+		ids = append(ids, Redact(m.ID, token))
 	}
-	return false, fmt.Sprintf("model %q not listed (listed: %q)", s.recipe.ModelID, ids)
+	return false, fmt.Sprintf("model %q not listed (listed: %q)", s.recipe.ModelID, ids), resp.StatusCode
+}
+
+// errorMessage finds the message of an error answer: OpenAI's {"error":{"message":...}}, the
+// {"error":"..."} of vLLM's API-key check, {"message":...} or {"detail":...}, else the body itself
+// when it is text.
+func errorMessage(body []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  string          `json:"detail"`
+	}
+	if json.Unmarshal(body, &v) == nil {
+		var nested struct {
+			Message string `json:"message"`
+		}
+		var flat string
+		switch {
+		case json.Unmarshal(v.Error, &nested) == nil && nested.Message != "":
+			return nested.Message
+		case json.Unmarshal(v.Error, &flat) == nil && flat != "":
+			return flat
+		case v.Message != "":
+			return v.Message
+		case v.Detail != "":
+			return v.Detail
+		}
+	}
+	if !utf8.Valid(body) {
+		return ""
+	}
+	return strings.TrimSpace(string(body))
+}
+
+// quote clips s to n bytes (on a rune boundary) and quotes it.
+func quote(s string, n int) string {
+	if len(s) > n {
+		i := n
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		s = s[:i] + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // WaitReady polls GET /v1/models until the recipe's model id is listed, the leader exits (at once,
@@ -84,13 +189,18 @@ func (s *Server) WaitReady(ctx context.Context) error {
 	probeTimeout := time.Duration(r.Readiness.ProbeTimeoutMs) * time.Millisecond
 	last := ""
 	finish := func(now time.Time) { rec.ElapsedMs = float64(now.Sub(launched)) / float64(time.Millisecond) }
+	token, err := BearerToken(r, s.opts.LookupEnv)
+	if err != nil {
+		finish(time.Now())
+		return err
+	}
 	for {
 		select {
 		case <-s.exited:
 			finish(time.Now())
 			status := s.exitStatus()
 			rec.ChildExit = &status
-			return fmt.Errorf("%w: %s after %.0f ms; log tail:\n%s", ErrExitedEarly, status, rec.ElapsedMs, tail(s.opts.LogPath, LogTailBytes))
+			return fmt.Errorf("%w: %s after %.0f ms; log tail:\n%s", ErrExitedEarly, status, rec.ElapsedMs, Redact(tail(s.opts.LogPath, LogTailBytes), token))
 		case <-ctx.Done():
 			finish(time.Now())
 			return ctx.Err()
@@ -102,7 +212,7 @@ func (s *Server) WaitReady(ctx context.Context) error {
 			return fmt.Errorf("%w: %g s passed after %d probes; last answer: %s", ErrNotReady, r.StartupTimeoutSeconds, rec.Probes, last)
 		}
 		rec.Probes++
-		ok, why := s.probe(ctx, client, min(probeTimeout, left))
+		ok, why, status := s.probe(ctx, client, min(probeTimeout, left), token)
 		now := time.Now()
 		if ok {
 			// The leader must still be alive: an answer after it exited came from someone else.
@@ -117,6 +227,20 @@ func (s *Server) WaitReady(ctx context.Context) error {
 			rec.TReadyNs = &t
 			s.opts.Logger.Debug("ready", "probes", rec.Probes, "waited", now.Sub(start))
 			return nil
+		}
+		if status == http.StatusUnauthorized || status == http.StatusForbidden {
+			// The leader must still be alive: a refusal after it exited came from someone else.
+			select {
+			case <-s.exited:
+				continue
+			default:
+			}
+			finish(now)
+			hint := "the server requires authentication: declare auth {\"scheme\": \"bearer\", \"token_env\": NAME} in the launch recipe and export the key in NAME"
+			if name := r.TokenEnv(); name != "" {
+				hint = fmt.Sprintf("the bearer token from %s was sent: check that %s holds the key the server expects", name, name)
+			}
+			return fmt.Errorf("%w: GET %s answered %s (probe %d, %.0f ms after launch); %s", ErrUnauthorized, r.Readiness.Path, why, rec.Probes, rec.ElapsedMs, hint)
 		}
 		// A probe cut short by the startup deadline got no answer: keep the last answer the
 		// server did give, which says why it was not ready.
