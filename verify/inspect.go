@@ -26,7 +26,8 @@ type Inspection struct {
 	Cases []CaseEvidence
 }
 
-// CaseEvidence is one result of the receipt and, for a serving case, its rows.
+// CaseEvidence is one result of the receipt and, for a serving case, its rows; for a driver case,
+// its evidence result.
 type CaseEvidence struct {
 	// Result is the receipt's entry.
 	Result schemas.Result
@@ -37,6 +38,41 @@ type CaseEvidence struct {
 	SLO      *schemas.SLO
 	SLOKnown bool
 	Rows     []RowEvidence
+	// Kind is the workload's kind of the case ("serving", "command", "driver"); "" when the
+	// workload is unavailable or does not declare the case.
+	Kind string
+	// Driver is the bound driver result of a driver case; nil when there is none or it was
+	// unreadable or not one of the version-2 driver contracts.
+	Driver *DriverEvidence
+}
+
+// DriverEvidence is a driver case's version-2 evidence result, decoded from the bytes verify read,
+// hashed and re-checked. Exactly one of NextToken, PathAttribution and LayerAttribution is set.
+type DriverEvidence struct {
+	// Contract is the result's schema id, e.g. "qualkit.path-attribution.v2".
+	Contract string
+	// Path is the result's path relative to the evidence root; Digest its bytes' digest.
+	Path, Digest     string
+	NextToken        *schemas.NextTokenResultDoc
+	PathAttribution  *schemas.PathAttributionDoc
+	LayerAttribution *schemas.LayerAttributionDoc
+	// Recomputed are the result's tolerance outcomes recomputed from its numbers, one for each
+	// outcome it records, in its order (the rules as the result records them; the tolerances
+	// check compares them with the workload's). Nil when they could not be evaluated.
+	Recomputed []schemas.ToleranceOutcome
+}
+
+// Header returns the members every driver result has.
+func (d *DriverEvidence) Header() schemas.DriverResultHeader {
+	switch {
+	case d.NextToken != nil:
+		return d.NextToken.DriverResultHeader
+	case d.PathAttribution != nil:
+		return d.PathAttribution.DriverResultHeader
+	case d.LayerAttribution != nil:
+		return d.LayerAttribution.DriverResultHeader
+	}
+	return schemas.DriverResultHeader{}
 }
 
 // RowEvidence is one serving row: as its case result records it, and as its request records
@@ -90,7 +126,10 @@ func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Opti
 		}
 		wc := s.workloadCase(r.ID)
 		if wc != nil {
-			ce.SLO, ce.SLOKnown = wc.SLO, true
+			ce.SLO, ce.SLOKnown, ce.Kind = wc.SLO, true, wc.Kind
+		}
+		if r.CaseResult != nil {
+			ce.Driver = s.driverEvidence(r.CaseResult.Path)
 		}
 		if ce.CaseResult != nil {
 			for _, row := range ce.CaseResult.Rows {
@@ -138,4 +177,39 @@ func (s *snapshot) rowEvidence(cr *schemas.CaseResultDoc, row schemas.Row, wc *s
 	re.Samples = Samples{TTFTMs: sm.ttft, TTFTSchedMs: sm.ttftSched, TTFBMs: sm.ttfb, E2EMs: sm.e2e, E2ESchedMs: sm.e2eSched,
 		TPOTMs: sm.tpot, DecodeRate: sm.rate, ICLMs: sm.icl, ICLMaxMs: sm.iclMax, ScheduleLagMs: sm.lag}
 	return re
+}
+
+// driverEvidence decodes the driver result at path as its contract's document; nil when verify
+// did not accept it as a driver result.
+func (s *snapshot) driverEvidence(path string) *DriverEvidence {
+	dr, f := s.driverResults[path], s.files[path]
+	if dr == nil || f == nil {
+		return nil
+	}
+	de := &DriverEvidence{Contract: "qualkit." + dr.name, Path: path, Digest: f.digest}
+	var err error
+	switch dr.name {
+	case schemas.NextTokenResult:
+		de.NextToken = new(schemas.NextTokenResultDoc)
+		err = schemas.DecodeInto(f.raw, de.NextToken)
+	case schemas.PathAttribution:
+		de.PathAttribution = new(schemas.PathAttributionDoc)
+		err = schemas.DecodeInto(f.raw, de.PathAttribution)
+	case schemas.LayerAttribution:
+		de.LayerAttribution = new(schemas.LayerAttributionDoc)
+		err = schemas.DecodeInto(f.raw, de.LayerAttribution)
+	default:
+		return nil
+	}
+	if err != nil {
+		return nil
+	}
+	rules := make([]schemas.DriverTolerance, 0, len(dr.header.Tolerances))
+	for _, o := range dr.header.Tolerances {
+		rules = append(rules, schemas.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
+	}
+	if rec, err := evaluateEach(dr.name, rules, dr.body); err == nil && len(rec) == len(rules) {
+		de.Recomputed = rec
+	}
+	return de
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas"
 )
 
 // num formats a number for people: about four significant digits, never an exponent for the
@@ -27,6 +29,41 @@ func num(v float64) string {
 		return strconv.FormatFloat(v, 'f', 3, 64)
 	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// exact formats a number of an evidence result as the shortest decimal that reads back as the
+// same float64 (schemas.FormatNumber): driver numbers are shown unrounded, so a cosine similarity
+// of 0.99999999 never reads as 1.
+func exact(v float64) string { return schemas.FormatNumber(v) }
+
+func exactPtr(p *float64) string {
+	if p == nil {
+		return "none"
+	}
+	return exact(*p)
+}
+
+func signedExact(v float64) string {
+	s := exact(v)
+	if v > 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+// fine formats a driver number for the terminal: six significant digits, more where fewer would
+// round a value that is not an integer to one (a cosine similarity of 0.9999999 stays below 1).
+func fine(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return exact(v)
+	}
+	for prec := 6; prec < 17; prec++ {
+		s := strconv.FormatFloat(v, 'g', prec, 64)
+		if r, _ := strconv.ParseFloat(s, 64); r == v || r != math.Trunc(r) {
+			return s
+		}
+	}
+	return exact(v)
 }
 
 func numPtr(p *float64) string {

@@ -54,7 +54,19 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"hasDist": func(r Row, metric string) bool {
 		return r.dist(metric) != nil
 	},
-	"agree": agree,
+	"agree":       agree,
+	"exact":       exact,
+	"exactPtr":    exactPtr,
+	"signedExact": signedExact,
+	"layerSVG":    func(la *LayerAttribution) template.HTML { return template.HTML(layerSVG(la)) },
+	"driverLine":  func(d *Driver) string { return d.verdictLine() },
+	"deref": func(p *int64) int64 { return *p },
+	"passFail": func(ok bool) string {
+		if ok {
+			return "ok"
+		}
+		return "bad"
+	},
 }).Parse(pageTemplate))
 
 // HTML writes the view as one self-contained page: inline CSS, inline SVG charts, one inline

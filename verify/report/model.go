@@ -143,9 +143,17 @@ type Case struct {
 	Repetition int64  `json:"repetition"`
 	Required   bool   `json:"required"`
 	Status     string `json:"status"`
+	// Kind is the workload's kind of the case (serving, command, driver); "" when the workload is
+	// unavailable.
+	Kind string `json:"kind"`
+	// Details is the receipt's summary of the case ("" when it has none).
+	Details string `json:"details"`
 	// SLO is the declared SLO gates in ms ("" when the workload is unavailable).
 	SLO  string `json:"slo"`
 	Rows []Row  `json:"rows"`
+	// Driver is a driver case's evidence result; nil for other cases and when the receipt binds
+	// no readable driver result (Details then says why).
+	Driver *Driver `json:"driver"`
 }
 
 // Row is one serving row (one concurrency at one repetition), recomputed from its records.
@@ -398,7 +406,16 @@ func receiptOf(in *verify.Inspection) Receipt {
 	}
 	span := spanOf(in)
 	for _, ce := range in.Cases {
-		c := Case{ID: ce.Result.ID, Repetition: ce.Result.Repetition, Required: ce.Result.Required, Status: ce.Result.Status, Rows: []Row{}}
+		c := Case{ID: ce.Result.ID, Repetition: ce.Result.Repetition, Required: ce.Result.Required, Status: ce.Result.Status, Kind: ce.Kind, Rows: []Row{}}
+		if ce.Result.Details != nil {
+			c.Details = *ce.Result.Details
+		}
+		if ce.Driver != nil {
+			c.Driver = driverOf(ce.Driver, r.Artifacts)
+			if c.Kind == "" {
+				c.Kind = "driver"
+			}
+		}
 		if ce.SLOKnown {
 			c.SLO = sloString(ce.SLO)
 		}

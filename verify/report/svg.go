@@ -394,3 +394,163 @@ func timelineSVG(events []Event) string {
 	s.text(w-right, barY+37, "end", colAxis, "", "milliseconds since launch (monotonic clock)")
 	return s.close()
 }
+
+// maxBoundaryLabels bounds the boundary names written under a layer chart: with more boundaries,
+// every k-th is labelled (and the largest growth always).
+const maxBoundaryLabels = 24
+
+// layerSVG draws the relative RMS error of each layer boundary, in order, with the segment of
+// the largest growth and its boundary marked, and the relative RMS error tolerance (where one
+// applies) as a dashed line. The y axis starts at zero.
+func layerSVG(la *LayerAttribution) string {
+	const w, h = 720.0, 290.0
+	const left, right, top, bottom = 66.0, 18.0, 48.0, 78.0
+	pw, ph := w-left-right, h-top-bottom
+	bs := la.Boundaries
+	s := &svgWriter{}
+	g := la.LargestGrowth
+	s.open("layers", fmt.Sprintf("relative RMS error per layer boundary (%d boundaries), largest growth %s at %s", len(bs), signedExact(g.Delta), g.Name), w, h)
+	s.text(left, 14, "start", colInk, "600", "Relative RMS error per layer boundary")
+	if len(bs) == 0 {
+		s.text(w/2, h/2, "middle", colAxis, "", "no boundaries")
+		return s.close()
+	}
+	lo, hi := 0.0, 0.0
+	for _, b := range bs {
+		lo, hi = math.Min(lo, b.RelativeRootMeanSquareError), math.Max(hi, b.RelativeRootMeanSquareError)
+		if b.Limit != nil {
+			hi = math.Max(hi, *b.Limit)
+		}
+	}
+	if hi <= lo {
+		hi = lo + 1e-9
+	}
+	ticks := niceTicks(lo, hi, 4)
+	ylo, yhi := ticks[0], ticks[len(ticks)-1]
+	y := func(v float64) float64 { return top + (1-(v-ylo)/(yhi-ylo))*ph }
+	x := func(i int) float64 {
+		if len(bs) == 1 {
+			return left + pw/2
+		}
+		return left + 14 + float64(i)/float64(len(bs)-1)*(pw-28)
+	}
+	step := ticks[1] - ticks[0]
+	for _, t := range ticks {
+		s.line(left, y(t), left+pw, y(t), colGrid, 1, "")
+		label := tickLabel(t, step)
+		if step < 1e-3 && t != 0 {
+			label = strconv.FormatFloat(t, 'g', 3, 64)
+		}
+		s.text(left-5, y(t)+4, "end", colAxis, "", label)
+	}
+	s.line(left, top+ph, left+pw, top+ph, colAxis, 1, "")
+	s.f(`<text x="12" y="%s" text-anchor="middle" fill="%s" transform="rotate(-90 12 %s)">relative RMS error</text>`, fx(top+ph/2), colAxis, fx(top+ph/2))
+	// Boundary names, slanted; every k-th when there are many, the largest growth's always.
+	k := (len(bs) + maxBoundaryLabels - 1) / maxBoundaryLabels
+	for i, b := range bs {
+		s.line(x(i), top+ph, x(i), top+ph+4, colAxis, 1, "")
+		if i%k != 0 && !b.Largest {
+			continue
+		}
+		name := []rune(b.Name)
+		if len(name) > 14 {
+			name = append(name[:13], '…')
+		}
+		fill := colAxis
+		if b.Largest {
+			fill = colP99
+		}
+		lx, ly := x(i)+3, top+ph+14
+		s.f(`<text x="%s" y="%s" text-anchor="end" fill="%s" transform="rotate(-35 %s %s)">%s</text>`, fx(lx), fx(ly), fill, fx(lx), fx(ly), esc(string(name)))
+	}
+	// The tolerance, where one applies: a dashed line through each boundary's limit.
+	var lim strings.Builder
+	hasLimit := false
+	for i, b := range bs {
+		if b.Limit == nil {
+			continue
+		}
+		cmd := "L"
+		if lim.Len() == 0 {
+			cmd = "M"
+		}
+		fmt.Fprintf(&lim, "%s%s %s", cmd, fx(x(i)-6), fx(y(*b.Limit)))
+		fmt.Fprintf(&lim, "L%s %s", fx(x(i)+6), fx(y(*b.Limit)))
+		hasLimit = true
+	}
+	if hasLimit {
+		s.f(`<path d="%s" fill="none" stroke="%s" stroke-width="1.4" stroke-dasharray="5 4"/>`, lim.String(), colGreen)
+	}
+	// The curve.
+	var d strings.Builder
+	for i, b := range bs {
+		cmd := "L"
+		if i == 0 {
+			cmd = "M"
+		}
+		fmt.Fprintf(&d, "%s%s %s", cmd, fx(x(i)), fx(y(b.RelativeRootMeanSquareError)))
+	}
+	s.f(`<path d="%s" fill="none" stroke="%s" stroke-width="1.6"/>`, d.String(), colCurve)
+	// The largest growth: the segment from the previous boundary (from zero for the first).
+	for i, b := range bs {
+		if !b.Largest {
+			continue
+		}
+		x0, y0 := x(i), y(0)
+		if i > 0 {
+			x0, y0 = x(i-1), y(bs[i-1].RelativeRootMeanSquareError)
+		}
+		s.f(`<path d="M%s %sL%s %s" fill="none" stroke="%s" stroke-width="3.2" data-largest-growth="%s"/>`, fx(x0), fx(y0), fx(x(i)), fx(y(b.RelativeRootMeanSquareError)), colP99, esc(b.Name))
+		break
+	}
+	for i, b := range bs {
+		color, r := colCurve, 3.0
+		if b.Largest {
+			color, r = colP99, 4.6
+		}
+		if len(b.Failed) > 0 {
+			color = colPurple
+		}
+		tip := fmt.Sprintf("%s (index %d): relative RMS error %s, growth %s", b.Name, b.Index, exact(b.RelativeRootMeanSquareError), signedExact(b.Growth))
+		if b.Limit != nil {
+			tip += ", limit " + exact(*b.Limit)
+		}
+		if len(b.Failed) > 0 {
+			tip += ", failed " + strings.Join(b.Failed, ", ")
+		}
+		s.f(`<circle cx="%s" cy="%s" r="%s" fill="%s"><title>%s</title></circle>`, fx(x(i)), fx(y(b.RelativeRootMeanSquareError)), fx(r), color, esc(tip))
+	}
+	// Legend.
+	lx := left
+	s.line(lx, 32, lx+14, 32, colCurve, 2, "")
+	s.text(lx+18, 36, "start", colInk, "", "relative RMS error")
+	lx += 18 + textWidth("relative RMS error") + 14
+	gname := []rune(g.Name)
+	if len(gname) > 24 {
+		gname = append(gname[:23], '…')
+	}
+	label := fmt.Sprintf("largest growth %s at %s", signedExact(g.Delta), string(gname))
+	s.line(lx, 32, lx+14, 32, colP99, 3.2, "")
+	s.text(lx+18, 36, "start", colP99, "600", label)
+	lx += 18 + textWidth(label)*1.1 + 14
+	if hasLimit {
+		label := "tolerance"
+		var first *float64
+		same := true
+		for _, b := range bs {
+			if b.Limit != nil {
+				if first == nil {
+					first = b.Limit
+				} else if *b.Limit != *first {
+					same = false
+				}
+			}
+		}
+		if same {
+			label += " ≤ " + exact(*first)
+		}
+		s.line(lx, 32, lx+14, 32, colGreen, 1.4, "5 4")
+		s.text(lx+18, 36, "start", colInk, "", label)
+	}
+	return s.close()
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas"
 )
 
 // TextWidth is the widest line Text writes for the fixed tables; free text (paths, findings,
@@ -178,7 +180,19 @@ func (p *textPrinter) receipt(r *Receipt, unverified bool) {
 }
 
 func (p *textPrinter) serving(c *Case) {
-	p.wrap("case", fmt.Sprintf("%s r%d: %s", c.ID, c.Repetition, c.Status))
+	head := fmt.Sprintf("%s r%d: %s", c.ID, c.Repetition, c.Status)
+	if c.Driver != nil {
+		head += fmt.Sprintf(" (%s, %s)", c.Driver.Title, c.Driver.Contract)
+	}
+	p.wrap("case", head)
+	if c.Details != "" && c.Driver == nil {
+		p.wrap("details", c.Details)
+	}
+	if c.Driver != nil {
+		p.driver(c.Driver)
+	} else if c.Kind == "driver" {
+		p.wrap("", "no driver result is bound for this case")
+	}
 	if len(c.Rows) == 0 {
 		return
 	}
@@ -265,4 +279,144 @@ func (p *textPrinter) comparison(c *Comparison, unverified bool) {
 		}
 	}
 	p.wrap("rules", fmt.Sprintf("%d evaluated, %d failed", len(c.Rules), failed))
+}
+
+// fitTable writes rows as a table when it fits TextWidth; otherwise each data row as one wrapped
+// line of "header value" pairs under its first cell, so nothing is cut.
+func (p *textPrinter) fitTable(left int, rows [][]string) {
+	widths := map[int]int{}
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len([]rune(c)))
+		}
+	}
+	total := 2
+	for i := range widths {
+		total += widths[i]
+		if i > 0 {
+			total += 2
+		}
+	}
+	if total <= TextWidth {
+		p.table(left, rows)
+		return
+	}
+	head := rows[0]
+	for _, r := range rows[1:] {
+		var parts []string
+		for i := 1; i < len(r) && i < len(head); i++ {
+			parts = append(parts, head[i]+" "+r[i])
+		}
+		p.wrap("", r[0]+": "+strings.Join(parts, ", "))
+	}
+}
+
+func (p *textPrinter) driver(d *Driver) {
+	v := d.Verdict
+	verdict := v.Status
+	if l := d.verdictLine(); l != "" {
+		verdict += "; " + l
+	}
+	p.wrap("verdict", verdict)
+	for _, r := range v.Reasons {
+		p.wrap("reason", r)
+	}
+	c := d.Containment
+	isolated := "only loopback"
+	if !c.Isolated() {
+		isolated = "NOT ISOLATED"
+	}
+	p.wrap("isolation", fmt.Sprintf("%s by %s (%s): interfaces %s, outside unreachable %s, host loopback unreachable %s, loopback bind %s; start gate %s; hash-bound exec %s",
+		c.Network, c.Mechanism, isolated, strings.Join(c.Interfaces, ","), yesNo(c.OutsideUnreachable), yesNo(c.HostLoopbackUnreachable),
+		yesNo(c.LoopbackBind), c.StartGate, yesNo(c.HashBoundExec)))
+	exit := "ended by a signal"
+	if c.ExitCode != nil {
+		exit = fmt.Sprintf("exit %d", *c.ExitCode)
+	}
+	residue := "none"
+	if len(c.Residue) > 0 {
+		residue = strings.Join(c.Residue, "; ")
+	}
+	p.wrap("worker", fmt.Sprintf("%s after %s s of %d s, timed out %s, forced %s, residue %s", exit, exact(c.ElapsedSeconds), c.TimeoutSeconds,
+		yesNo(c.TimedOut), yesNo(c.Forced), residue))
+	p.wrap("env", fmt.Sprintf("%d names: %s", len(c.EnvironmentNames), strings.Join(c.EnvironmentNames, ", ")))
+	im := d.Implementation
+	p.wrap("code", fmt.Sprintf("script %s %s, executable %s %s, qualrun %s %s", im.Script, im.ScriptDigest, im.Executable, im.ExecutableDigest,
+		im.QualrunVersion, im.QualrunDigest))
+	p.wrap("request", fmt.Sprintf("%s, %d input tokens, %s %s", d.Request.ID, d.Request.InputTokenCount, d.Request.Path, d.Request.Digest))
+	p.wrap("model", fmt.Sprintf("%s, %s %s", d.Model.ID, d.Model.Path, d.Model.Digest))
+	p.wrap("result", d.Result+" "+d.ResultDigest)
+	if len(d.Tolerances) == 0 {
+		p.line("  no tolerance declared")
+	} else {
+		p.line("  tolerances")
+		rows := [][]string{{"metric", "subject", "op", "limit", "observed", "passed"}}
+		for _, t := range d.Tolerances {
+			obs := "none"
+			if t.Observed != nil {
+				obs = fine(*t.Observed)
+			}
+			rows = append(rows, []string{t.Metric, t.Subject, t.Op, fine(t.Limit), obs, yesNo(t.Passed)})
+		}
+		p.fitTable(3, rows)
+	}
+	for _, m := range d.Mismatches {
+		p.wrap("mismatch", m)
+	}
+	if nt := d.NextToken; nt != nil {
+		p.line(fmt.Sprintf("  oracle %s, vocabulary %d: argmax token %d, top-logit margin %s", nt.Dtype, nt.Vocab, nt.ArgmaxTokenID, fine(nt.TopLogitMargin)))
+		p.wrap("logits", fmt.Sprintf("%s (%d bytes)", nt.LogitsSHA256, nt.LogitsBytes))
+		top := [][]string{{"rank", "token", "logit", "chosen by"}}
+		for _, t := range nt.TopTokens {
+			top = append(top, []string{fmt.Sprint(t.Rank), fmt.Sprint(t.TokenID), fine(t.Logit), strings.Join(t.Candidates, ", ")})
+		}
+		p.line("  top tokens")
+		p.fitTable(0, top)
+		cand := [][]string{{"candidate", "token", "logit", "rank", "argmax"}}
+		for _, c := range nt.CandidateTokens {
+			cand = append(cand, []string{c.Label, fmt.Sprint(c.TokenID), fine(c.Logit), fmt.Sprint(c.Rank), yesNo(c.Argmax)})
+		}
+		p.fitTable(1, cand)
+	}
+	if pa := d.PathAttribution; pa != nil {
+		p.line(fmt.Sprintf("  paths against %s (reference argmax %d)", pa.ReferencePath, pa.ReferenceArgmax))
+		rows := [][]string{{"path", "argmax", "equal", "cosine", "max abs err", "mean abs err", "top-10", "tolerances"}}
+		for _, r := range pa.Paths {
+			tol := "held"
+			if len(r.Failed) > 0 {
+				tol = "FAILED"
+			}
+			id := r.ID
+			if r.Attributed {
+				id += " *"
+			}
+			rows = append(rows, []string{id, fmt.Sprint(r.Argmax), yesNo(r.ArgmaxEqual), fine(r.CosineSimilarity), fine(r.MaxAbsError),
+				fine(r.MeanAbsError), fmt.Sprint(r.Top10Overlap), tol})
+		}
+		p.fitTable(1, rows)
+		if v.Attribution != nil && *v.Attribution != schemas.NotReproduced {
+			p.line("  * the path the difference is attributed to")
+		}
+	}
+	if la := d.LayerAttribution; la != nil {
+		p.line("  layer boundaries: relative RMS error and its growth from the previous boundary")
+		rows := [][]string{{"boundary", "cosine", "max abs err", "mean abs err", "rel RMS err", "growth", "tolerances"}}
+		for _, b := range la.Boundaries {
+			tol := "held"
+			if len(b.Failed) > 0 {
+				tol = "FAILED"
+			}
+			growth := fine(b.Growth)
+			if b.Growth > 0 {
+				growth = "+" + growth
+			}
+			if b.Largest {
+				growth += " *"
+			}
+			rows = append(rows, []string{b.Name, fine(b.CosineSimilarity), fine(b.MaxAbsError), fine(b.MeanAbsError),
+				fine(b.RelativeRootMeanSquareError), growth, tol})
+		}
+		p.fitTable(1, rows)
+		p.line("  * the largest growth")
+	}
 }

@@ -1,0 +1,373 @@
+package report
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/verify"
+)
+
+// Driver is a driver case's evidence result (docs/drivers.md): its verdict, how the worker was
+// contained, what it ran on, the tolerance outcomes and the contract's numbers, all as the result
+// file verify read and re-checked records them (floats unrounded). Exactly one of NextToken,
+// PathAttribution and LayerAttribution is set.
+type Driver struct {
+	// Contract is the result's schema id, e.g. "qualkit.layer-attribution.v2".
+	Contract string `json:"contract"`
+	// Title names the contract for people ("next-token result", "path attribution", ...).
+	Title string `json:"title"`
+	// Result is the result file; ResultDigest its digest as the receipt binds it; ResultSHA256
+	// its self-hash (result_sha256).
+	Result       string `json:"result"`
+	ResultDigest string `json:"result_digest"`
+	ResultSHA256 string `json:"result_sha256"`
+	// WorkerOutput and WorkerLog are the worker's output and log bound beside the result ("" when
+	// the receipt binds none).
+	WorkerOutput    string         `json:"worker_output"`
+	WorkerLog       string         `json:"worker_log"`
+	CreatedAt       string         `json:"created_at"`
+	DurationSeconds float64        `json:"duration_seconds"`
+	Verdict         DriverVerdict  `json:"verdict"`
+	Containment     Containment    `json:"containment"`
+	Implementation  Implementation `json:"implementation"`
+	Request         DriverRequest  `json:"request"`
+	Model           DriverModel    `json:"model"`
+	Tolerances      []Tolerance    `json:"tolerances"`
+	// Mismatches lists the tolerance outcomes whose recorded observation or verdict differs from
+	// their recomputation from the result's numbers (a verified result has none).
+	Mismatches       []string          `json:"mismatches"`
+	NextToken        *NextToken        `json:"next_token"`
+	PathAttribution  *PathAttribution  `json:"path_attribution"`
+	LayerAttribution *LayerAttribution `json:"layer_attribution"`
+}
+
+// DriverVerdict is a driver result's verdict with its contract's members (null for the others).
+type DriverVerdict struct {
+	Status  string   `json:"status"`
+	Reasons []string `json:"reasons"`
+	// ArgmaxCandidate and CandidateAttributionComplete: next-token results.
+	ArgmaxCandidate              *string `json:"argmax_candidate"`
+	CandidateAttributionComplete *bool   `json:"candidate_attribution_complete"`
+	// Attribution: path attributions (the first failing path, or not_reproduced).
+	Attribution *string `json:"attribution"`
+	// LargestGrowth: layer attributions.
+	LargestGrowth *Growth `json:"largest_relative_error_growth"`
+}
+
+// Growth is the boundary where the relative RMS error grows most.
+type Growth struct {
+	Index int64   `json:"index"`
+	Name  string  `json:"name"`
+	Delta float64 `json:"relative_root_mean_square_error_delta"`
+}
+
+// Containment is how the worker was contained and how it ended.
+type Containment struct {
+	Network   string `json:"network"`
+	Mechanism string `json:"mechanism"`
+	// The isolation probe's observations inside the namespace, before the start gate opened.
+	Interfaces              []string `json:"interfaces"`
+	OutsideUnreachable      bool     `json:"outside_unreachable"`
+	LoopbackBind            bool     `json:"loopback_bind"`
+	HostLoopbackUnreachable bool     `json:"host_loopback_unreachable"`
+	StartGate               string   `json:"start_gate"`
+	HashBoundExec           bool     `json:"hash_bound_exec"`
+	EnvironmentNames        []string `json:"environment_names"`
+	TimeoutSeconds          int64    `json:"timeout_seconds"`
+	ElapsedSeconds          float64  `json:"elapsed_seconds"`
+	// ExitCode is nil when the worker ended by a signal.
+	ExitCode *int64   `json:"exit_code"`
+	TimedOut bool     `json:"timed_out"`
+	Forced   bool     `json:"forced"`
+	Residue  []string `json:"residue"`
+}
+
+// Isolated says whether the probe saw what a passing result needs: only lo, the outside and the
+// host's loopback unreachable, a loopback socket bindable.
+func (c Containment) Isolated() bool {
+	return len(c.Interfaces) == 1 && c.Interfaces[0] == "lo" && c.OutsideUnreachable && c.HostLoopbackUnreachable && c.LoopbackBind
+}
+
+// Implementation is the code that produced a result, by digest.
+type Implementation struct {
+	Executable       string `json:"executable"`
+	ExecutableDigest string `json:"executable_digest"`
+	Script           string `json:"script"`
+	ScriptDigest     string `json:"script_digest"`
+	QualrunVersion   string `json:"qualrun_version"`
+	QualrunDigest    string `json:"qualrun_digest"`
+}
+
+// DriverRequest is the request a worker evaluated.
+type DriverRequest struct {
+	ID                  string `json:"id"`
+	Path                string `json:"path"`
+	Digest              string `json:"digest"`
+	InputTokenCount     int64  `json:"input_token_count"`
+	InputTokenIDsSHA256 string `json:"input_token_ids_sha256"`
+}
+
+// DriverModel is the model a worker loaded.
+type DriverModel struct {
+	ID     string `json:"id"`
+	Path   string `json:"path"`
+	Digest string `json:"digest"`
+}
+
+// Tolerance is one declared tolerance applied to one subject, as the result records it.
+type Tolerance struct {
+	Metric  string  `json:"metric"`
+	Subject string  `json:"subject"`
+	Op      string  `json:"op"`
+	Limit   float64 `json:"limit"`
+	// Observed is nil when the result has no number for the metric and subject.
+	Observed *float64 `json:"observed"`
+	Passed   bool     `json:"passed"`
+}
+
+// NextToken is a next-token result's oracle: the reference's top logits and the candidates'.
+type NextToken struct {
+	Dtype           string           `json:"dtype"`
+	Vocab           int64            `json:"vocab"`
+	ArgmaxTokenID   int64            `json:"argmax_token_id"`
+	TopLogitMargin  float64          `json:"top_logit_margin"`
+	TopTokens       []TopToken       `json:"top_tokens"`
+	CandidateTokens []CandidateToken `json:"candidate_tokens"`
+	LogitsSHA256    string           `json:"logits_sha256"`
+	LogitsBytes     int64            `json:"logits_bytes"`
+}
+
+// TopToken is one of the highest logits with its rank (1 + the number of larger logits) and the
+// labels of the candidates that chose it.
+type TopToken struct {
+	Rank       int64    `json:"rank"`
+	TokenID    int64    `json:"token_id"`
+	Logit      float64  `json:"logit"`
+	Candidates []string `json:"candidates"`
+}
+
+// CandidateToken is a candidate's token with its logit and rank; Argmax when it is the argmax.
+type CandidateToken struct {
+	Label   string  `json:"label"`
+	TokenID int64   `json:"token_id"`
+	Logit   float64 `json:"logit"`
+	Rank    int64   `json:"rank"`
+	Argmax  bool    `json:"argmax"`
+}
+
+// PathAttribution is a path attribution: every compared path against the reference path.
+type PathAttribution struct {
+	ReferencePath   string    `json:"reference_path"`
+	ReferenceArgmax int64     `json:"reference_argmax"`
+	Paths           []PathRow `json:"paths"`
+}
+
+// PathRow is one compared path. Failed names the metrics whose tolerance it failed; Attributed
+// is true for the path the verdict attributes the difference to.
+type PathRow struct {
+	ID                    string   `json:"id"`
+	Argmax                int64    `json:"argmax"`
+	ArgmaxEqual           bool     `json:"argmax_equal"`
+	CosineSimilarity      float64  `json:"cosine_similarity"`
+	MaxAbsError           float64  `json:"max_abs_error"`
+	MeanAbsError          float64  `json:"mean_abs_error"`
+	Top10Overlap          int64    `json:"top10_overlap"`
+	LogitsSHA256          string   `json:"logits_sha256"`
+	ReferenceLogitsSHA256 string   `json:"reference_logits_sha256"`
+	Failed                []string `json:"failed"`
+	Attributed            bool     `json:"attributed"`
+}
+
+// LayerAttribution is a layer attribution: one row per layer boundary.
+type LayerAttribution struct {
+	Boundaries    []BoundaryRow `json:"boundaries"`
+	LargestGrowth Growth        `json:"largest_relative_error_growth"`
+}
+
+// BoundaryRow is one layer boundary. Growth is its relative RMS error minus the previous
+// boundary's (its own for the first); Largest marks the largest growth; Limit is the relative RMS
+// error tolerance that applies to it (nil when none); Failed names the metrics whose tolerance it
+// failed.
+type BoundaryRow struct {
+	Index                       int64    `json:"index"`
+	Name                        string   `json:"name"`
+	CosineSimilarity            float64  `json:"cosine_similarity"`
+	MaxAbsError                 float64  `json:"max_abs_error"`
+	MeanAbsError                float64  `json:"mean_abs_error"`
+	RootMeanSquareError         float64  `json:"root_mean_square_error"`
+	ReferenceRootMeanSquare     float64  `json:"reference_root_mean_square"`
+	RelativeRootMeanSquareError float64  `json:"relative_root_mean_square_error"`
+	ReferenceSHA256             string   `json:"reference_sha256"`
+	CandidateSHA256             string   `json:"candidate_sha256"`
+	Growth                      float64  `json:"growth"`
+	Largest                     bool     `json:"largest"`
+	Limit                       *float64 `json:"limit"`
+	Failed                      []string `json:"failed"`
+}
+
+// contractTitles name the driver contracts for people.
+var contractTitles = map[string]string{
+	"qualkit." + schemas.NextTokenResult:  "next-token result",
+	"qualkit." + schemas.PathAttribution:  "path attribution",
+	"qualkit." + schemas.LayerAttribution: "layer attribution",
+}
+
+// driverOf builds a driver case's section from its evidence; artifacts are the receipt's (the
+// worker output and log are found beside the result).
+func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
+	h := de.Header()
+	d := &Driver{Contract: de.Contract, Title: contractTitles[de.Contract], Result: de.Path, ResultDigest: de.Digest,
+		ResultSHA256: h.ResultSHA256, CreatedAt: h.CreatedAt, DurationSeconds: h.DurationSeconds,
+		Tolerances: []Tolerance{}, Mismatches: []string{}}
+	dir := path.Dir(de.Path)
+	for _, a := range artifacts {
+		if path.Dir(a.Path) != dir {
+			continue
+		}
+		switch a.Kind {
+		case "driver_worker_output":
+			d.WorkerOutput = a.Path
+		case "driver_log":
+			d.WorkerLog = a.Path
+		}
+	}
+	c := h.Containment
+	d.Containment = Containment{Network: c.Network, Mechanism: c.Mechanism, Interfaces: nonNil(c.Probe.Interfaces),
+		OutsideUnreachable: c.Probe.OutsideUnreachable, LoopbackBind: c.Probe.LoopbackBind, HostLoopbackUnreachable: c.Probe.HostLoopbackUnreachable,
+		StartGate: c.StartGate, HashBoundExec: c.HashBoundExec, EnvironmentNames: nonNil(c.EnvironmentNames), TimeoutSeconds: c.TimeoutSeconds,
+		ElapsedSeconds: c.ElapsedSeconds, ExitCode: c.ExitCode, TimedOut: c.TimedOut, Forced: c.Forced, Residue: nonNil(c.Residue)}
+	im := h.Implementation
+	d.Implementation = Implementation{Executable: im.Executable.Path, ExecutableDigest: im.Executable.Digest, Script: im.Script.Path,
+		ScriptDigest: im.Script.Digest, QualrunVersion: im.Qualrun.Version, QualrunDigest: im.Qualrun.Digest}
+	d.Request = DriverRequest{ID: h.Request.ID, Path: h.Request.Path, Digest: h.Request.Digest, InputTokenCount: h.Request.InputTokenCount,
+		InputTokenIDsSHA256: h.Request.InputTokenIDsSHA256}
+	d.Model = DriverModel{ID: h.Model.ID, Path: h.Model.Path, Digest: h.Model.Digest}
+	failed := map[string][]string{} // subject -> metrics failed
+	for _, o := range h.Tolerances {
+		d.Tolerances = append(d.Tolerances, Tolerance{Metric: o.Metric, Subject: o.Subject, Op: o.Op, Limit: o.Limit, Observed: o.Observed, Passed: o.Passed})
+		if !o.Passed {
+			failed[o.Subject] = append(failed[o.Subject], o.Metric)
+		}
+	}
+	if de.Recomputed == nil && len(h.Tolerances) > 0 {
+		d.Mismatches = append(d.Mismatches, "the tolerance outcomes could not be recomputed from the result's numbers")
+	}
+	for k, w := range de.Recomputed {
+		if k >= len(h.Tolerances) {
+			break
+		}
+		g := h.Tolerances[k]
+		same := (g.Observed == nil) == (w.Observed == nil) && (g.Observed == nil || *g.Observed == *w.Observed)
+		if !same || g.Passed != w.Passed {
+			d.Mismatches = append(d.Mismatches, fmt.Sprintf("%s %s %s for %s: recorded observed %s passed %v, recomputed observed %s passed %v",
+				g.Metric, g.Op, exact(g.Limit), g.Subject, exactPtr(g.Observed), g.Passed, exactPtr(w.Observed), w.Passed))
+		}
+	}
+	switch {
+	case de.NextToken != nil:
+		doc := de.NextToken
+		d.Verdict = verdictOf(doc.Verdict.Status, doc.Verdict.Reasons)
+		ac, complete := doc.Verdict.ArgmaxCandidate, doc.Verdict.CandidateAttributionComplete
+		d.Verdict.ArgmaxCandidate, d.Verdict.CandidateAttributionComplete = &ac, &complete
+		d.NextToken = nextTokenOf(doc.Oracle)
+	case de.PathAttribution != nil:
+		doc := de.PathAttribution
+		d.Verdict = verdictOf(doc.Verdict.Status, doc.Verdict.Reasons)
+		attr := doc.Verdict.Attribution
+		d.Verdict.Attribution = &attr
+		pa := &PathAttribution{ReferencePath: doc.ReferencePath, ReferenceArgmax: doc.ReferenceArgmax, Paths: []PathRow{}}
+		for _, p := range doc.Paths {
+			pa.Paths = append(pa.Paths, PathRow{ID: p.ID, Argmax: p.Argmax, ArgmaxEqual: p.ArgmaxEqual, CosineSimilarity: p.CosineSimilarity,
+				MaxAbsError: p.MaxAbsError, MeanAbsError: p.MeanAbsError, Top10Overlap: p.Top10Overlap, LogitsSHA256: p.LogitsSHA256,
+				ReferenceLogitsSHA256: p.ReferenceLogitsSHA256, Failed: nonNil(failed[p.ID]), Attributed: p.ID == attr})
+		}
+		d.PathAttribution = pa
+	case de.LayerAttribution != nil:
+		doc := de.LayerAttribution
+		d.Verdict = verdictOf(doc.Verdict.Status, doc.Verdict.Reasons)
+		g := doc.LargestRelativeErrorGrowth
+		growth := Growth{Index: g.Index, Name: g.Name, Delta: g.RelativeRootMeanSquareErrorDelta}
+		d.Verdict.LargestGrowth = &growth
+		la := &LayerAttribution{Boundaries: []BoundaryRow{}, LargestGrowth: growth}
+		limits := map[string]float64{}
+		for _, o := range h.Tolerances {
+			if o.Metric == schemas.MetricRelativeRMSE && o.Op == schemas.OpAtMost {
+				limits[o.Subject] = o.Limit
+			}
+		}
+		for i, b := range doc.Boundaries {
+			delta := b.RelativeRootMeanSquareError
+			if i > 0 {
+				delta -= doc.Boundaries[i-1].RelativeRootMeanSquareError
+			}
+			row := BoundaryRow{Index: b.Index, Name: b.Name, CosineSimilarity: b.CosineSimilarity, MaxAbsError: b.MaxAbsError,
+				MeanAbsError: b.MeanAbsError, RootMeanSquareError: b.RootMeanSquareError, ReferenceRootMeanSquare: b.ReferenceRootMeanSquare,
+				RelativeRootMeanSquareError: b.RelativeRootMeanSquareError, ReferenceSHA256: b.ReferenceSHA256, CandidateSHA256: b.CandidateSHA256,
+				Growth: delta, Largest: b.Index == g.Index && b.Name == g.Name, Failed: nonNil(failed[b.Name])}
+			if l, ok := limits[b.Name]; ok {
+				row.Limit = &l
+			} else if l, ok := limits[schemas.SubjectAll]; ok {
+				row.Limit = &l
+			}
+			la.Boundaries = append(la.Boundaries, row)
+		}
+		d.LayerAttribution = la
+	}
+	return d
+}
+
+func verdictOf(status string, reasons []string) DriverVerdict {
+	return DriverVerdict{Status: status, Reasons: nonNil(reasons)}
+}
+
+func nextTokenOf(o schemas.Oracle) *NextToken {
+	nt := &NextToken{Dtype: o.Dtype, Vocab: o.Vocab, ArgmaxTokenID: o.ArgmaxTokenID, TopLogitMargin: o.TopLogitMargin,
+		TopTokens: []TopToken{}, CandidateTokens: []CandidateToken{}, LogitsSHA256: o.LogitsSHA256, LogitsBytes: o.LogitsBytes}
+	for _, t := range o.TopTokens {
+		// Every logit larger than a top token's is itself a top token: its rank is exact.
+		rank := int64(1)
+		for _, u := range o.TopTokens {
+			if u.Logit > t.Logit {
+				rank++
+			}
+		}
+		tt := TopToken{Rank: rank, TokenID: t.TokenID, Logit: t.Logit, Candidates: []string{}}
+		for _, c := range o.CandidateTokens {
+			if c.TokenID == t.TokenID {
+				tt.Candidates = append(tt.Candidates, c.Label)
+			}
+		}
+		nt.TopTokens = append(nt.TopTokens, tt)
+	}
+	for _, c := range o.CandidateTokens {
+		nt.CandidateTokens = append(nt.CandidateTokens, CandidateToken{Label: c.Label, TokenID: c.TokenID, Logit: c.Logit, Rank: c.Rank,
+			Argmax: c.TokenID == o.ArgmaxTokenID})
+	}
+	return nt
+}
+
+// verdictLine is the driver verdict's contract-specific member, for people.
+func (d *Driver) verdictLine() string {
+	v := d.Verdict
+	var parts []string
+	if v.ArgmaxCandidate != nil {
+		s := "argmax candidate " + *v.ArgmaxCandidate
+		if v.CandidateAttributionComplete != nil {
+			if *v.CandidateAttributionComplete {
+				s += ", attribution complete"
+			} else {
+				s += ", attribution incomplete"
+			}
+		}
+		parts = append(parts, s)
+	}
+	if v.Attribution != nil {
+		parts = append(parts, "attribution "+*v.Attribution)
+	}
+	if g := v.LargestGrowth; g != nil {
+		parts = append(parts, fmt.Sprintf("largest relative error growth at %s (index %d, %s)", g.Name, g.Index, signedExact(g.Delta)))
+	}
+	return strings.Join(parts, "; ")
+}
