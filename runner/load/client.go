@@ -140,7 +140,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	}
 	for i := 0; i < len(o.token); i++ {
 		if c := o.token[i]; c < 0x21 || c > 0x7e {
-			return nil, errors.New("bearer token: only visible ASCII characters can go in an Authorization header")
+			return nil, fmt.Errorf("bearer token (%d bytes): byte %d is not visible ASCII; only visible ASCII can go in an Authorization header", len(o.token), i)
 		}
 	}
 	host, portText := u.Hostname(), u.Port()

@@ -16,6 +16,10 @@
 // before any parsing; every event is stamped by the read that completed it. The stamp error
 // against qualsim's ground truth is measured by `make bench` (docs/performance.md).
 //
+// With a bearer token (Plan.TokenEnv, or WithBearerToken) every request and /metrics scrape
+// carries "Authorization: Bearer <token>"; the token is never recorded, and a server answer that
+// quotes it is recorded with [REDACTED] in its place.
+//
 // A request fails, with a named error class (ClassConnection, ...), on: a connection or HTTP
 // framing error, a non-2xx status, the request timeout, a stream that ends before data: [DONE] or
 // mid-event, an over-long SSE line, an event that is not a valid completion chunk (invalid JSON,

@@ -31,8 +31,11 @@ type Plan struct {
 	// Epoch is the monotonic origin of every *_ns offset (shared with the lifecycle record); it
 	// must carry a monotonic reading and not lie in the future.
 	Epoch time.Time
-	// TokenEnv names an environment variable holding a bearer token ("" = none). The token is
-	// sent, never recorded.
+	// TokenEnv names the variable of this process's environment that holds a bearer token ("" =
+	// none; a launch recipe's auth.token_env). Run refuses to start when it is unset, empty or not
+	// visible ASCII, naming the variable; the token is sent with every request and /metrics scrape
+	// as "Authorization: Bearer <token>" and never recorded (a server answer that quotes it shows
+	// [REDACTED]).
 	TokenEnv string
 	// ScrapeMetrics scrapes BaseURL/metrics before and after each row's measured requests
 	// (diagnostic counter deltas).
@@ -101,8 +104,11 @@ func Run(ctx context.Context, plan Plan, opts ...Option) (*Result, error) {
 	token := o.token
 	if plan.TokenEnv != "" {
 		v, ok := os.LookupEnv(plan.TokenEnv)
-		if !ok || v == "" {
-			return nil, fmt.Errorf("%w: token environment variable %s is not set", ErrPlan, plan.TokenEnv)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: token environment variable %s is not set; export the server's API key in it", ErrPlan, plan.TokenEnv)
+		case v == "":
+			return nil, fmt.Errorf("%w: token environment variable %s is empty; export the server's API key in it", ErrPlan, plan.TokenEnv)
 		}
 		token = v
 	}
