@@ -379,6 +379,10 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	if p.cfg.ModelID != "" {
 		r.ModelID = p.cfg.ModelID
 	}
+	// A server with auth: its token must be in qualrun's environment before anything starts.
+	if _, err := lifecycle.BearerToken(&r, nil); err != nil {
+		return fmt.Errorf("launch recipe %s: %w", rel, err)
+	}
 	p.recipe, p.recipeRel = &r, rel
 	p.recipeDir = filepath.Dir(filepath.Join(p.root, rel))
 	p.files = append(p.files, artifact.File{Kind: "launch_recipe", Path: rel, Abs: filepath.Join(p.root, rel)})

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -155,6 +156,9 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 		return nil, err
 	}
 	b = append(b, '\n')
+	if r.token != "" && bytes.Contains(b, []byte(r.token)) {
+		return nil, fmt.Errorf("the receipt would contain the bearer token from %s (a qualkit bug, or the token was given on qualrun's command line); it was not written; evidence is in %s", p.recipe.TokenEnv(), p.runRel)
+	}
 	if err := schemas.CheckAs(b, p.outputRel, schemas.Receipt); err != nil {
 		return nil, fmt.Errorf("the receipt does not validate (a qualkit bug; evidence is in %s): %w", p.runRel, err)
 	}

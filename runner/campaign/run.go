@@ -51,6 +51,9 @@ type run struct {
 	server   *lifecycle.Server
 	srvErr   error
 	life     *schemas.LifecycleRecordDoc
+	// token is the recipe's bearer token ("" without auth): held only to look for it in the
+	// evidence (tokenLeaks), never written.
+	token string
 }
 
 func (r *run) abs(rel string) string { return filepath.Join(r.p.root, rel) }
@@ -72,6 +75,13 @@ func (r *run) writeJSON(rel, kind string, v any) error {
 // first; any other error means the evidence could not be written.
 func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 	r := &run{p: p, epoch: time.Now()}
+	if p.recipe != nil {
+		tok, err := lifecycle.BearerToken(p.recipe, nil)
+		if err != nil {
+			return nil, fmt.Errorf("launch recipe %s: %w", p.recipeRel, err)
+		}
+		r.token = tok
+	}
 	if err := os.MkdirAll(r.abs(RunsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", RunsDir, err)
 	}
@@ -253,7 +263,7 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 		seed = *p.workload.Determinism.Seed
 	}
 	res, err := load.Run(ctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
-		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true})
+		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv()})
 	if err != nil {
 		return finish("failed", "load: "+err.Error())
 	}
@@ -307,6 +317,15 @@ func (r *run) endChecks(ctx context.Context) {
 		problems = append(problems, err.Error())
 	} else if id != "" {
 		problems = append(problems, id)
+	}
+	if r.token != "" {
+		leaks, err := tokenLeaks(r.p.root, r.evidence, r.token)
+		switch {
+		case err != nil:
+			problems = append(problems, "bearer token search: "+err.Error())
+		case len(leaks) > 0:
+			problems = append(problems, fmt.Sprintf("the bearer token from %s appears in %s: do not publish this run's evidence (a server that prints its API key writes it into its log)", p.recipe.TokenEnv(), summarize(leaks, 8)))
+		}
 	}
 	changes, err := artifact.Recheck(ctx, p.files, p.artifacts)
 	if err != nil {
