@@ -60,7 +60,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"signedExact": signedExact,
 	"layerSVG":    func(la *LayerAttribution) template.HTML { return template.HTML(layerSVG(la)) },
 	"driverLine":  func(d *Driver) string { return d.verdictLine() },
-	"deref": func(p *int64) int64 { return *p },
+	"deref":       func(p *int64) int64 { return *p },
 	"passFail": func(ok bool) string {
 		if ok {
 			return "ok"
