@@ -28,9 +28,11 @@ func reportCommand() *cli.Command {
 			"unless --unverified-unsafe, which renders it anyway with every section stamped UNVERIFIED.\n" +
 			"The numbers are recomputed from the retained request records (docs/metrics.md): TTFT, TPOT, E2E,\n" +
 			"inter-event latency and schedule-lag CDFs with p50/p99 per row, request-window throughput and\n" +
-			"goodput against concurrency, the server's lifecycle, client fidelity. With two or more receipts,\n" +
-			"each later one is compared with the first (qualverify compare) and like-for-like rows are put side\n" +
-			"by side with their deltas and rule verdicts.\n" +
+			"goodput against concurrency, the server's lifecycle, client fidelity. A driver case shows its\n" +
+			"result's verdict, containment, digests, tolerance outcomes and numbers (top tokens, paths, layer\n" +
+			"boundaries with a chart of the relative error per boundary; docs/drivers.md). With two or more\n" +
+			"receipts, each later one is compared with the first (qualverify compare) and like-for-like rows\n" +
+			"are put side by side with their deltas and rule verdicts.\n" +
 			"  --format html  one HTML file with inline CSS, SVG and script that loads nothing (needs -o)\n" +
 			"  --format text  aligned tables, at most 100 columns (stdout unless -o)\n" +
 			"  --format json  the view as JSON for dashboards, unversioned (docs/report.md)\n" +
