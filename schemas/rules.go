@@ -585,6 +585,16 @@ func checkRequestRecord(q *RequestRecordDoc) []Violation {
 
 func checkLifecycleRecord(l *LifecycleRecordDoc) []Violation {
 	r := &rules{}
+	if l.Launch != nil {
+		for i, e := range l.Launch.Environment {
+			switch {
+			case e.Redacted && e.Value != nil:
+				r.add(fmt.Sprintf("/launch/environment/%d/value", i), "%s is redacted but its value is recorded", e.Name)
+			case !e.Redacted && e.Value == nil:
+				r.add(fmt.Sprintf("/launch/environment/%d/value", i), "%s is not redacted: its value is recorded", e.Name)
+			}
+		}
+	}
 	if (l.Verdict == "passed") != (len(l.Failures) == 0) {
 		r.add("/verdict", "verdict %s does not match %d failures", l.Verdict, len(l.Failures))
 	}

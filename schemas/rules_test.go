@@ -74,7 +74,7 @@ func roundTrip(t *testing.T, doc any) []byte {
 }
 
 func TestBasesAreValid(t *testing.T) {
-	for _, name := range []string{"workload-command.json", "workload-serving.json", "launch-recipe.json", "receipt.json"} {
+	for _, name := range []string{"workload-command.json", "workload-serving.json", "launch-recipe.json", "receipt.json", "lifecycle-record.json"} {
 		out, err := CheckDocument(roundTrip(t, load(t, name)))
 		if err != nil || !out.Valid() {
 			t.Errorf("%s: %v %v", name, err, out.Violations)
@@ -194,6 +194,12 @@ func TestSemanticRules(t *testing.T) {
 		}},
 		{"integer written as float", "workload-serving.json", "/variants/0/cases/0/max_tokens", func(t *testing.T, d map[string]any) {
 			set(t, d, "/variants/0/cases/0/max_tokens", json.Number("32.0"))
+		}},
+		{"redacted value recorded", "lifecycle-record.json", "/launch/environment/3/value", func(t *testing.T, d map[string]any) {
+			set(t, d, "/launch/environment/3/value", str("hf_secret"))
+		}},
+		{"plain value missing", "lifecycle-record.json", "/launch/environment/1/value", func(t *testing.T, d map[string]any) {
+			set(t, d, "/launch/environment/1/value", nil)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
