@@ -182,6 +182,12 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 			return nil, err
 		}
 		return checkLayerAttribution(doc, &d), nil
+	case ReportView:
+		var d ReportViewDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkReportView(&d), nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownContract, name)
 }
@@ -202,6 +208,7 @@ var docTypes = map[string]reflect.Type{
 	NextTokenResult:    reflect.TypeFor[NextTokenResultDoc](),
 	PathAttribution:    reflect.TypeFor[PathAttributionDoc](),
 	LayerAttribution:   reflect.TypeFor[LayerAttributionDoc](),
+	ReportView:         reflect.TypeFor[ReportViewDoc](),
 }
 
 // integerLiterals reports every number that lands in an integer field of t but is written with a

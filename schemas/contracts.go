@@ -45,6 +45,7 @@ const (
 	NextTokenResult    = "next-token-result.v2"
 	PathAttribution    = "path-attribution.v2"
 	LayerAttribution   = "layer-attribution.v2"
+	ReportView         = "report-view.v1"
 )
 
 // DriverResults lists the version-2 evidence results a driver writes, by contract name.
@@ -66,7 +67,7 @@ const schemaURLBase = "https://qualkit.dev/schemas/"
 
 // Contracts lists every known contract, sorted by name.
 func Contracts() []Contract {
-	names := []string{CaseResult, DriverRequest, DriverSpec, DriverWorkerOutput, LaunchRecipe, LayerAttribution, LifecycleRecord, NextTokenResult, PathAttribution, Receipt, RequestRecord, RuntimeManifest, VerificationReport, Workload}
+	names := []string{CaseResult, DriverRequest, DriverSpec, DriverWorkerOutput, LaunchRecipe, LayerAttribution, LifecycleRecord, NextTokenResult, PathAttribution, Receipt, ReportView, RequestRecord, RuntimeManifest, VerificationReport, Workload}
 	out := make([]Contract, len(names))
 	for i, n := range names {
 		out[i] = contractFor(n)

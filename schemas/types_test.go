@@ -28,6 +28,7 @@ func TestTypesMatchSchemas(t *testing.T) {
 		NextTokenResult:    NextTokenResultDoc{},
 		PathAttribution:    PathAttributionDoc{},
 		LayerAttribution:   LayerAttributionDoc{},
+		ReportView:         ReportViewDoc{},
 	}
 	for _, c := range Contracts() {
 		typ, ok := types[c.Name]

@@ -43,25 +43,22 @@ type Driver struct {
 	LayerAttribution *LayerAttribution `json:"layer_attribution"`
 }
 
-// DriverVerdict is a driver result's verdict with its contract's members (null for the others).
-type DriverVerdict struct {
-	Status  string   `json:"status"`
-	Reasons []string `json:"reasons"`
-	// ArgmaxCandidate and CandidateAttributionComplete: next-token results.
-	ArgmaxCandidate              *string `json:"argmax_candidate"`
-	CandidateAttributionComplete *bool   `json:"candidate_attribution_complete"`
-	// Attribution: path attributions (the first failing path, or not_reproduced).
-	Attribution *string `json:"attribution"`
-	// LargestGrowth: layer attributions.
-	LargestGrowth *Growth `json:"largest_relative_error_growth"`
-}
-
-// Growth is the boundary where the relative RMS error grows most.
-type Growth struct {
-	Index int64   `json:"index"`
-	Name  string  `json:"name"`
-	Delta float64 `json:"relative_root_mean_square_error_delta"`
-}
+// The parts of a driver section without methods are the contract's types.
+type (
+	DriverVerdict    = schemas.ViewDriverVerdict
+	Growth           = schemas.ViewGrowth
+	Implementation   = schemas.ViewImplementation
+	DriverRequest    = schemas.ViewDriverRequest
+	DriverModel      = schemas.ViewDriverModel
+	Tolerance        = schemas.ViewTolerance
+	NextToken        = schemas.ViewNextToken
+	TopToken         = schemas.ViewTopToken
+	CandidateToken   = schemas.ViewCandidateToken
+	PathAttribution  = schemas.ViewPathAttribution
+	PathRow          = schemas.ViewPathRow
+	LayerAttribution = schemas.ViewLayerAttribution
+	BoundaryRow      = schemas.ViewBoundaryRow
+)
 
 // Containment is how the worker was contained and how it ended.
 type Containment struct {
@@ -88,123 +85,6 @@ type Containment struct {
 // host's loopback unreachable, a loopback socket bindable.
 func (c Containment) Isolated() bool {
 	return len(c.Interfaces) == 1 && c.Interfaces[0] == "lo" && c.OutsideUnreachable && c.HostLoopbackUnreachable && c.LoopbackBind
-}
-
-// Implementation is the code that produced a result, by digest.
-type Implementation struct {
-	Executable       string `json:"executable"`
-	ExecutableDigest string `json:"executable_digest"`
-	Script           string `json:"script"`
-	ScriptDigest     string `json:"script_digest"`
-	QualrunVersion   string `json:"qualrun_version"`
-	QualrunDigest    string `json:"qualrun_digest"`
-}
-
-// DriverRequest is the request a worker evaluated.
-type DriverRequest struct {
-	ID                  string `json:"id"`
-	Path                string `json:"path"`
-	Digest              string `json:"digest"`
-	InputTokenCount     int64  `json:"input_token_count"`
-	InputTokenIDsSHA256 string `json:"input_token_ids_sha256"`
-}
-
-// DriverModel is the model a worker loaded.
-type DriverModel struct {
-	ID     string `json:"id"`
-	Path   string `json:"path"`
-	Digest string `json:"digest"`
-}
-
-// Tolerance is one declared tolerance applied to one subject, as the result records it.
-type Tolerance struct {
-	Metric  string  `json:"metric"`
-	Subject string  `json:"subject"`
-	Op      string  `json:"op"`
-	Limit   float64 `json:"limit"`
-	// Observed is nil when the result has no number for the metric and subject.
-	Observed *float64 `json:"observed"`
-	Passed   bool     `json:"passed"`
-}
-
-// NextToken is a next-token result's oracle: the reference's top logits and the candidates'.
-type NextToken struct {
-	Dtype           string           `json:"dtype"`
-	Vocab           int64            `json:"vocab"`
-	ArgmaxTokenID   int64            `json:"argmax_token_id"`
-	TopLogitMargin  float64          `json:"top_logit_margin"`
-	TopTokens       []TopToken       `json:"top_tokens"`
-	CandidateTokens []CandidateToken `json:"candidate_tokens"`
-	LogitsSHA256    string           `json:"logits_sha256"`
-	LogitsBytes     int64            `json:"logits_bytes"`
-}
-
-// TopToken is one of the highest logits with its rank (1 + the number of larger logits) and the
-// labels of the candidates that chose it.
-type TopToken struct {
-	Rank       int64    `json:"rank"`
-	TokenID    int64    `json:"token_id"`
-	Logit      float64  `json:"logit"`
-	Candidates []string `json:"candidates"`
-}
-
-// CandidateToken is a candidate's token with its logit and rank; Argmax when it is the argmax.
-type CandidateToken struct {
-	Label   string  `json:"label"`
-	TokenID int64   `json:"token_id"`
-	Logit   float64 `json:"logit"`
-	Rank    int64   `json:"rank"`
-	Argmax  bool    `json:"argmax"`
-}
-
-// PathAttribution is a path attribution: every compared path against the reference path.
-type PathAttribution struct {
-	ReferencePath   string    `json:"reference_path"`
-	ReferenceArgmax int64     `json:"reference_argmax"`
-	Paths           []PathRow `json:"paths"`
-}
-
-// PathRow is one compared path. Failed names the metrics whose tolerance it failed; Attributed
-// is true for the path the verdict attributes the difference to.
-type PathRow struct {
-	ID                    string   `json:"id"`
-	Argmax                int64    `json:"argmax"`
-	ArgmaxEqual           bool     `json:"argmax_equal"`
-	CosineSimilarity      float64  `json:"cosine_similarity"`
-	MaxAbsError           float64  `json:"max_abs_error"`
-	MeanAbsError          float64  `json:"mean_abs_error"`
-	Top10Overlap          int64    `json:"top10_overlap"`
-	LogitsSHA256          string   `json:"logits_sha256"`
-	ReferenceLogitsSHA256 string   `json:"reference_logits_sha256"`
-	Failed                []string `json:"failed"`
-	Attributed            bool     `json:"attributed"`
-}
-
-// LayerAttribution is a layer attribution: one row per layer boundary.
-type LayerAttribution struct {
-	Boundaries    []BoundaryRow `json:"boundaries"`
-	LargestGrowth Growth        `json:"largest_relative_error_growth"`
-}
-
-// BoundaryRow is one layer boundary. Growth is its relative RMS error minus the previous
-// boundary's (its own for the first); Largest marks the largest growth; Limit is the relative RMS
-// error tolerance that applies to it (nil when none); Failed names the metrics whose tolerance it
-// failed.
-type BoundaryRow struct {
-	Index                       int64    `json:"index"`
-	Name                        string   `json:"name"`
-	CosineSimilarity            float64  `json:"cosine_similarity"`
-	MaxAbsError                 float64  `json:"max_abs_error"`
-	MeanAbsError                float64  `json:"mean_abs_error"`
-	RootMeanSquareError         float64  `json:"root_mean_square_error"`
-	ReferenceRootMeanSquare     float64  `json:"reference_root_mean_square"`
-	RelativeRootMeanSquareError float64  `json:"relative_root_mean_square_error"`
-	ReferenceSHA256             string   `json:"reference_sha256"`
-	CandidateSHA256             string   `json:"candidate_sha256"`
-	Growth                      float64  `json:"growth"`
-	Largest                     bool     `json:"largest"`
-	Limit                       *float64 `json:"limit"`
-	Failed                      []string `json:"failed"`
 }
 
 // contractTitles name the driver contracts for people.
@@ -261,8 +141,8 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 		g := h.Tolerances[k]
 		same := (g.Observed == nil) == (w.Observed == nil) && (g.Observed == nil || *g.Observed == *w.Observed)
 		if !same || g.Passed != w.Passed {
-			d.Mismatches = append(d.Mismatches, fmt.Sprintf("%s %s %s for %s: recorded observed %s passed %v, recomputed observed %s passed %v",
-				g.Metric, g.Op, exact(g.Limit), g.Subject, exactPtr(g.Observed), g.Passed, exactPtr(w.Observed), w.Passed))
+			d.Mismatches = append(d.Mismatches, clip(fmt.Sprintf("%s %s %s for %s: recorded observed %s passed %v, recomputed observed %s passed %v",
+				g.Metric, g.Op, exact(g.Limit), g.Subject, exactPtr(g.Observed), g.Passed, exactPtr(w.Observed), w.Passed), maxDriverMismatch))
 		}
 	}
 	switch {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,14 +11,35 @@ import (
 	"github.com/qualkit/qualkit/verify"
 )
 
-// Format names the JSON form of a View. It is not a versioned contract (docs/report.md): fields
-// may be added or renamed between releases.
-const Format = "qualverify-report-unversioned"
+// Schema is the contract of a View's JSON form (qualkit.report-view.v1, docs/contracts/report-view.v1.md).
+const Schema = "qualkit." + schemas.ReportView
+
+// The parts of a View without methods or rendering state are the contract's types.
+type (
+	Verification = schemas.ViewVerification
+	Check        = schemas.ViewCheck
+	Finding      = schemas.ViewFinding
+	Source       = schemas.ViewSource
+	Workload     = schemas.ViewWorkload
+	Run          = schemas.ViewRun
+	Environment  = schemas.ViewEnvironment
+	Artifact     = schemas.Artifact
+	Throughput   = schemas.ViewThroughput
+	Fidelity     = schemas.ViewFidelity
+	Lifecycle    = schemas.ViewLifecycle
+	Event        = schemas.ViewEvent
+	Comparison   = schemas.ViewComparison
+	Difference   = schemas.ViewDifference
+	RowDelta     = schemas.ViewRowDelta
+	Delta        = schemas.ViewDelta
+	Rule         = schemas.ViewRule
+)
 
 // View is everything a report shows: each receipt with its verification and its rows as the
 // request records recompute them, and the comparison of each later receipt with the first.
 type View struct {
-	Format string `json:"format"`
+	// Schema is always Schema.
+	Schema string `json:"schema"`
 	// Verifier is the qualverify version that built the view.
 	Verifier string `json:"verifier"`
 	// Verified is true when every receipt verified. A view that is not must only be shown
@@ -58,83 +80,6 @@ func (r Receipt) Title() string {
 		return r.ReceiptID
 	}
 	return r.Path + " (unreadable receipt)"
-}
-
-// Verification is the outcome of verifying the receipt.
-type Verification struct {
-	Verdict  string    `json:"verdict"`
-	Summary  string    `json:"summary"`
-	Signer   string    `json:"signer"`
-	Weakened []string  `json:"weakened"`
-	Checks   []Check   `json:"checks"`
-	Findings []Finding `json:"findings"`
-	Warnings []string  `json:"warnings"`
-}
-
-// Check is one publication check.
-type Check struct {
-	Check  string `json:"check"`
-	Status string `json:"status"`
-	Note   string `json:"note"`
-}
-
-// Finding is one reason the evidence was rejected.
-type Finding struct {
-	Check   string `json:"check"`
-	File    string `json:"file"`
-	Pointer string `json:"pointer"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// Source is the source identity the receipt binds.
-type Source struct {
-	Repository     string `json:"repository"`
-	Commit         string `json:"commit"`
-	Tree           string `json:"tree"`
-	TreeHashFormat string `json:"tree_hash_format"`
-	TreeHash       string `json:"tree_hash"`
-	OriginMain     string `json:"origin_main"`
-	Clean          bool   `json:"clean"`
-}
-
-// Workload is the workload binding.
-type Workload struct {
-	ID      string `json:"id"`
-	Path    string `json:"path"`
-	Digest  string `json:"digest"`
-	Variant string `json:"variant"`
-	Seed    *int64 `json:"seed"`
-}
-
-// Run summarizes the campaign.
-type Run struct {
-	Kind            string  `json:"kind"`
-	Backend         string  `json:"backend"`
-	Verdict         string  `json:"verdict"`
-	StartedAt       string  `json:"started_at"`
-	FinishedAt      string  `json:"finished_at"`
-	DurationSeconds float64 `json:"duration_seconds"`
-	QualrunVersion  string  `json:"qualrun_version"`
-	QualrunDigest   string  `json:"qualrun_digest"`
-}
-
-// Environment is the host's provenance (never policy).
-type Environment struct {
-	HostID string `json:"host_id"`
-	OS     string `json:"os"`
-	Kernel string `json:"kernel"`
-	Arch   string `json:"architecture"`
-	Device string `json:"device"`
-	Driver string `json:"driver"`
-}
-
-// Artifact is one file the receipt binds by digest.
-type Artifact struct {
-	Kind   string `json:"kind"`
-	Path   string `json:"path"`
-	Digest string `json:"digest"`
-	Bytes  int64  `json:"bytes"`
 }
 
 // Case is one result of the receipt.
@@ -208,125 +153,6 @@ type Distribution struct {
 	samples []float64
 }
 
-// Throughput is a row's request-window rates (docs/metrics.md); nil where undefined.
-type Throughput struct {
-	RequestsPerSecond     *float64 `json:"request_throughput"`
-	OutputTokensPerSecond *float64 `json:"output_throughput_window"`
-	TotalTokensPerSecond  *float64 `json:"total_throughput_window"`
-	GoodputPerSecond      *float64 `json:"slo_goodput"`
-	GoodputTokens         *float64 `json:"slo_goodput_tokens"`
-	GoodFraction          *float64 `json:"slo_good_fraction"`
-	OutputTokens          *float64 `json:"output_tokens"`
-}
-
-// Fidelity is the client's own fidelity in a row, recomputed from its records.
-type Fidelity struct {
-	ScheduleLagP50Ms float64  `json:"schedule_lag_p50_ms"`
-	ScheduleLagP99Ms float64  `json:"schedule_lag_p99_ms"`
-	ScheduleLagMaxMs float64  `json:"schedule_lag_max_ms"`
-	OfferedRate      *float64 `json:"offered_rate"`
-	AchievedRate     float64  `json:"achieved_rate"`
-	Degraded         bool     `json:"degraded"`
-	Reasons          []string `json:"reasons"`
-	// DispatchSpreadMs is dispatch_spread.v1 (closed loop); nil when undefined.
-	DispatchSpreadMs *float64 `json:"dispatch_spread_ms"`
-}
-
-// Lifecycle is the owned server's life, from the lifecycle record and the request records.
-type Lifecycle struct {
-	Path    string `json:"path"`
-	Digest  string `json:"digest"`
-	Verdict string `json:"verdict"`
-	// Events are launch, ready, first request, last response, SIGTERM and exit, those that
-	// happened, in that order; offsets are from the launch.
-	Events               []Event  `json:"events"`
-	PortFreeBeforeLaunch bool     `json:"port_free_before_launch"`
-	Port                 int64    `json:"port"`
-	Ready                bool     `json:"ready"`
-	Probes               int64    `json:"probes"`
-	ReadyElapsedMs       float64  `json:"ready_elapsed_ms"`
-	ReadyDeadlineMs      float64  `json:"ready_deadline_ms"`
-	ListenerOwned        *bool    `json:"listener_owned"`
-	OwnerPIDs            []int64  `json:"owner_pids"`
-	Ownership            string   `json:"ownership"`
-	Signal               string   `json:"signal"`
-	Forced               bool     `json:"forced"`
-	ShutdownMs           *float64 `json:"shutdown_ms"`
-	ExitCode             *int64   `json:"exit_code"`
-	ExitSignal           string   `json:"exit_signal"`
-	ExitAcceptable       bool     `json:"exit_acceptable"`
-	ResidueProcesses     []string `json:"residue_processes"`
-	ResidueListeners     []string `json:"residue_listeners"`
-	Killed               bool     `json:"killed"`
-	Residue              string   `json:"residue"`
-	Unsupported          []string `json:"unsupported"`
-	Failures             []string `json:"failures"`
-}
-
-// Event is one moment of the server's life.
-type Event struct {
-	Name string `json:"name"`
-	// TNs is the monotonic offset of the campaign's epoch; OffsetMs is from the launch.
-	TNs      int64   `json:"t_ns"`
-	OffsetMs float64 `json:"offset_ms"`
-}
-
-// Comparison is a later receipt compared with the first under their workload's policy. Only rows
-// the comparison found like for like are put side by side.
-type Comparison struct {
-	Baseline   string `json:"baseline"`
-	Candidate  string `json:"candidate"`
-	Mode       string `json:"mode"`
-	Compatible bool   `json:"compatible"`
-	OK         bool   `json:"ok"`
-	// Error says why the comparison could not be carried out ("" when it was).
-	Error    string       `json:"error"`
-	Rejected []Difference `json:"rejected"`
-	Allowed  []Difference `json:"allowed"`
-	Rows     []RowDelta   `json:"rows"`
-	Rules    []Rule       `json:"rules"`
-	Warnings []string     `json:"warnings"`
-}
-
-// Difference is one difference between the compared receipts.
-type Difference struct {
-	Path    string `json:"path"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// RowDelta is one like-for-like row, baseline beside candidate.
-type RowDelta struct {
-	Case       string  `json:"case"`
-	Repetition int64   `json:"repetition"`
-	Row        string  `json:"row"`
-	Metrics    []Delta `json:"metrics"`
-}
-
-// Delta is one metric of a compared row.
-type Delta struct {
-	Metric        string   `json:"metric"`
-	Unit          string   `json:"unit"`
-	Direction     string   `json:"direction"`
-	Baseline      float64  `json:"baseline"`
-	Candidate     float64  `json:"candidate"`
-	Change        float64  `json:"change"`
-	ChangePercent *float64 `json:"change_percent"`
-	// Rule is the status of the workload's metric rule on this metric and row ("" when none).
-	Rule string `json:"rule"`
-}
-
-// Rule is one metric rule evaluation of the comparison.
-type Rule struct {
-	Scope     string   `json:"scope"`
-	Operator  string   `json:"operator"`
-	Baseline  *float64 `json:"baseline"`
-	Candidate *float64 `json:"candidate"`
-	Tolerance *float64 `json:"tolerance"`
-	Status    string   `json:"status"`
-	Reason    string   `json:"reason"`
-}
-
 type rowKey struct {
 	caseID  string
 	caseRep int64
@@ -342,6 +168,9 @@ var distributions = []struct{ metric, label string }{
 	{"schedule_lag_ms", "schedule lag"},
 }
 
+// ErrTooManyReceipts: a report shows at most MaxReceipts receipts.
+var ErrTooManyReceipts = errors.New("too many receipts")
+
 // Build verifies each receipt (verify.Inspect with policy and opts) and compares every later
 // receipt with the first (verify.Compare). The error is non-nil only when a verification could not
 // be carried out; a rejected receipt is a view with Verified false. version names the verifier.
@@ -349,7 +178,10 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 	if len(evidence) == 0 {
 		return nil, fmt.Errorf("report: no receipt")
 	}
-	v := &View{Format: Format, Verifier: version, Verified: true, Receipts: []Receipt{}, Comparisons: []Comparison{}}
+	if len(evidence) > MaxReceipts {
+		return nil, fmt.Errorf("%w: %d receipts, a report shows at most %d", ErrTooManyReceipts, len(evidence), MaxReceipts)
+	}
+	v := &View{Schema: Schema, Verifier: nonEmpty(version, "dev"), Verified: true, Receipts: []Receipt{}, Comparisons: []Comparison{}}
 	for _, ev := range evidence {
 		in, err := verify.Inspect(ctx, ev, policy, opts...)
 		if err != nil {
@@ -369,18 +201,19 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 
 func receiptOf(in *verify.Inspection) Receipt {
 	res := in.Result
-	r := Receipt{Path: in.Evidence.Receipt, ReceiptID: res.ReceiptID, Scope: res.Scope, Artifacts: []Artifact{}, Cases: []Case{},
+	r := Receipt{Path: clip(in.Evidence.Receipt, maxPath), ReceiptID: res.ReceiptID, Scope: clip(res.Scope, maxProse), Artifacts: []Artifact{}, Cases: []Case{},
 		Notes: []string{}, Unsupported: []string{}, rowsByKey: map[rowKey]*Row{}}
 	if len(res.Subjects) > 0 && res.Subjects[0].Path == in.Evidence.Receipt {
 		r.Digest = res.Subjects[0].Digest
 	}
 	vf := Verification{Verdict: string(res.Verdict), Summary: res.Summary(), Signer: res.Signer, Weakened: nonNil(res.Weakened),
-		Checks: []Check{}, Findings: []Finding{}, Warnings: nonNil(res.Warnings)}
+		Checks: []Check{}, Findings: []Finding{}, Warnings: messages(res.Warnings)}
 	for _, c := range res.Checks {
-		vf.Checks = append(vf.Checks, Check{Check: string(c.Check), Status: string(c.Status), Note: c.Note})
+		vf.Checks = append(vf.Checks, Check{Check: string(c.Check), Status: string(c.Status), Note: clip(c.Note, maxProse)})
 	}
 	for _, f := range res.Findings {
-		vf.Findings = append(vf.Findings, Finding{Check: string(f.Check), File: f.File, Pointer: f.Pointer, Code: f.Code(), Message: f.Err.Error()})
+		vf.Findings = append(vf.Findings, Finding{Check: string(f.Check), File: clip(nonEmpty(f.File, "-"), maxPath),
+			Pointer: pointerWithin(f.Pointer, maxPointer), Code: nonEmpty(f.Code(), "finding"), Message: message(f.Err.Error())})
 	}
 	r.Verification = vf
 	rc := in.Receipt
@@ -417,7 +250,7 @@ func receiptOf(in *verify.Inspection) Receipt {
 			}
 		}
 		if ce.SLOKnown {
-			c.SLO = sloString(ce.SLO)
+			c.SLO = clip(sloString(ce.SLO), maxSLO)
 		}
 		for _, re := range ce.Rows {
 			c.Rows = append(c.Rows, rowOf(re))
@@ -539,7 +372,7 @@ func rowOf(re verify.RowEvidence) Row {
 		}
 	}) {
 		if g, ok := got[name]; ok && g.Value != recorded[name].Value {
-			out.Mismatches = append(out.Mismatches, fmt.Sprintf("%s: receipt %s, records %s", name, num(recorded[name].Value), num(g.Value)))
+			out.Mismatches = append(out.Mismatches, clip(fmt.Sprintf("%s: receipt %s, records %s", name, num(recorded[name].Value), num(g.Value)), maxMismatch))
 		}
 	}
 	return out
@@ -644,32 +477,33 @@ func lifecycleOf(rc *schemas.ReceiptDoc, lr *schemas.LifecycleRecordDoc, sp span
 var headline = []string{"ttft_ms.p50", "ttft_ms.p99", "tpot_ms.p50", "tpot_ms.p99", "e2e_ms.p50", "e2e_ms.p99", "icl_ms.p99",
 	"request_throughput", "output_throughput_window", "slo_goodput", "request_failures", "schedule_lag_ms.p99"}
 
-func compare(ctx context.Context, base, cand verify.Evidence, rb, rc *Receipt, policy verify.Policy, opts []verify.Option) Comparison {
-	out := Comparison{Baseline: base.Receipt, Candidate: cand.Receipt, Rejected: []Difference{}, Allowed: []Difference{}, Rows: []RowDelta{},
+func compare(ctx context.Context, base, cand verify.Evidence, rb, rc *Receipt, policy verify.Policy, opts []verify.Option) (out Comparison) {
+	out = Comparison{Baseline: clip(base.Receipt, maxPath), Candidate: clip(cand.Receipt, maxPath), Rejected: []Difference{}, Allowed: []Difference{}, Rows: []RowDelta{},
 		Rules: []Rule{}, Warnings: []string{}}
 	cmp, err := verify.Compare(ctx, base, cand, policy, opts...)
 	if err != nil {
-		out.Error = err.Error()
+		out.Error = clip(err.Error(), maxProse)
 		return out
 	}
 	out.Mode, out.Compatible, out.OK = string(cmp.Mode), cmp.Compatible, cmp.OK
-	out.Warnings = nonNil(cmp.Warnings)
+	warnings := slices.Clone(cmp.Warnings)
+	defer func() { out = bounded(out, warnings) }()
 	global := cmp.Mode == ""
 	var excluded []string
 	for _, d := range cmp.Rejected {
-		out.Rejected = append(out.Rejected, Difference{Path: d.Path, Code: d.Code(), Message: d.Err.Error()})
+		out.Rejected = append(out.Rejected, differenceOf(d))
 		if !strings.HasPrefix(d.Path, "results.") {
 			global = true
 		}
 		excluded = append(excluded, d.Path)
 	}
 	for _, d := range cmp.Allowed {
-		out.Allowed = append(out.Allowed, Difference{Path: d.Path, Code: d.Code(), Message: d.Err.Error()})
+		out.Allowed = append(out.Allowed, differenceOf(d))
 	}
 	rules := map[string]verify.Evaluation{}
 	for _, e := range cmp.Evaluations {
 		out.Rules = append(out.Rules, Rule{Scope: e.Scope, Operator: e.Operator, Baseline: e.Baseline, Candidate: e.Candidate,
-			Tolerance: e.Tolerance, Status: e.Status, Reason: e.Reason})
+			Tolerance: e.Tolerance, Status: e.Status, Reason: clip(e.Reason, maxProse)})
 		rules[e.Scope] = e
 	}
 	if global || len(cmp.EvidenceErrors) > 0 {
@@ -719,6 +553,30 @@ func compare(ctx context.Context, base, cand verify.Evidence, rb, rc *Receipt, p
 		}
 	}
 	return out
+}
+
+func differenceOf(d verify.Difference) Difference {
+	return Difference{Path: clip(nonEmpty(d.Path, "-"), maxProse), Code: nonEmpty(d.Code(), "difference"), Message: message(d.Err.Error())}
+}
+
+// bounded keeps a comparison's lists within the contract's bounds; what it leaves out is said in
+// a warning.
+func bounded(c Comparison, warnings []string) Comparison {
+	var n int
+	if c.Rejected, n = firstN(c.Rejected, maxEntries); n > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d more rejected differences are not listed", n))
+	}
+	if c.Allowed, n = firstN(c.Allowed, maxEntries); n > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d more allowed differences are not listed", n))
+	}
+	if c.Rows, n = firstN(c.Rows, maxEntries); n > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d more like-for-like rows are not shown", n))
+	}
+	if c.Rules, n = firstN(c.Rules, maxEntries); n > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d more rule evaluations are not listed", n))
+	}
+	c.Warnings = messages(warnings)
+	return c
 }
 
 func abs(x float64) float64 {

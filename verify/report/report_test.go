@@ -245,8 +245,8 @@ func TestHTMLIsSelfContained(t *testing.T) {
 		t.Error("a verified report carries the unverified stamp")
 	}
 	var back View
-	if err := json.Unmarshal([]byte(js), &back); err != nil || back.Format != Format || len(back.Receipts) != 3 {
-		t.Fatalf("json: %v %+v", err, back.Format)
+	if err := json.Unmarshal([]byte(js), &back); err != nil || back.Schema != Schema || len(back.Receipts) != 3 {
+		t.Fatalf("json: %v %+v", err, back.Schema)
 	}
 }
 

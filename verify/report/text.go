@@ -14,13 +14,18 @@ import (
 // reasons) wraps at it too.
 const TextWidth = 100
 
-// JSON writes the view as indented JSON (Format names its shape; docs/report.md).
+// JSON writes the view as indented JSON, a document of the report view contract
+// (qualkit.report-view.v1, docs/contracts/report-view.v1.md). It checks the document against the
+// contract first and writes nothing when it does not satisfy it (a qualkit bug).
 func (v *View) JSON(w io.Writer) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode report: %w", err)
 	}
 	b = append(b, '\n')
+	if err := schemas.CheckAs(b, "the report view", schemas.ReportView); err != nil {
+		return fmt.Errorf("the report does not satisfy its contract (a qualkit bug): %w", err)
+	}
 	_, err = w.Write(b)
 	return err
 }

@@ -35,7 +35,7 @@ func reportCommand() *cli.Command {
 			"are put side by side with their deltas and rule verdicts.\n" +
 			"  --format html  one HTML file with inline CSS, SVG and script that loads nothing (needs -o)\n" +
 			"  --format text  aligned tables, at most 100 columns (stdout unless -o)\n" +
-			"  --format json  the view as JSON for dashboards, unversioned (docs/report.md)\n" +
+			"  --format json  the view as JSON for dashboards (contract qualkit.report-view.v1, docs/report.md)\n" +
 			"Exit 0: every receipt verified and the report was written; 1: a receipt did not verify (with\n" +
 			"--unverified-unsafe the stamped report is still written); 2: usage; 3: verification could not be\n" +
 			"carried out.",
@@ -47,6 +47,9 @@ func reportCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return fmt.Errorf("%w: report needs at least one RECEIPT", exitcode.ErrUsage)
+			}
+			if c.NArg() > report.MaxReceipts {
+				return fmt.Errorf("%w: %d receipts: a report shows at most %d", exitcode.ErrUsage, c.NArg(), report.MaxReceipts)
 			}
 			format, out := c.String("format"), c.String("output")
 			switch format {
@@ -87,7 +90,7 @@ type reportOptions struct {
 
 func runReport(ctx context.Context, evs []verify.Evidence, policy verify.Policy, opts []verify.Option, ro reportOptions, stdout, stderr io.Writer) error {
 	v, err := report.Build(ctx, evs, policy, Version, opts...)
-	if errors.Is(err, verify.ErrNoTrustedKey) || errors.Is(err, verify.ErrRelaxationRefused) {
+	if errors.Is(err, verify.ErrNoTrustedKey) || errors.Is(err, verify.ErrRelaxationRefused) || errors.Is(err, report.ErrTooManyReceipts) {
 		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 	}
 	if err != nil {

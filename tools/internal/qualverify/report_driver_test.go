@@ -132,6 +132,7 @@ func TestReportDriverReference(t *testing.T) {
 	out := t.TempDir()
 
 	js, _ := run(t, repo, bin, exitcode.OK, "qualverify", "report", receipt, "--key", pub, "--format", "json")
+	requireContract(t, []byte(js), schemas.ReportView)
 	var view struct {
 		Verified bool `json:"verified"`
 		Receipts []struct {
@@ -349,6 +350,7 @@ func TestReportDriverReference(t *testing.T) {
 			t.Errorf("stdout %q stderr %q", stdout, stderr)
 		}
 		stamped, _ := run(t, repo, bin, exitcode.Rejected, "qualverify", "report", receipt, "--key", pub, "--format", "json", "--unverified-unsafe")
+		requireContract(t, []byte(stamped), schemas.ReportView)
 		var v struct {
 			Unverified bool `json:"unverified"`
 			Receipts   []struct {

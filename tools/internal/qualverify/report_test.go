@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/qualkit/qualkit/verify/report"
 )
 
 var reportPNG = flag.String("report.png", "", "also write the demo report's screenshot to this path (docs/report.png)")
@@ -139,7 +141,21 @@ func TestReportDemo(t *testing.T) {
 
 	t.Run("json percentiles are the receipt's", func(t *testing.T) {
 		js, _ := run(t, repo, bin, exitcode.OK, "qualverify", "report", receipts[0], "--key", pub, "--format", "json")
+		requireContract(t, []byte(js), schemas.ReportView)
 		checkPercentiles(t, repo, receipts[0], []byte(js))
+	})
+
+	t.Run("json of a comparison is a report view", func(t *testing.T) {
+		js, _ := run(t, repo, bin, exitcode.OK, "qualverify", "report", receipts[0], receipts[1], "--key", pub, "--format", "json")
+		requireContract(t, []byte(js), schemas.ReportView)
+		var v struct {
+			Comparisons []struct {
+				Rows []any `json:"rows"`
+			} `json:"comparisons"`
+		}
+		if err := json.Unmarshal([]byte(js), &v); err != nil || len(v.Comparisons) != 1 || len(v.Comparisons[0].Rows) == 0 {
+			t.Fatalf("comparison rows: %v %+v", err, v)
+		}
 	})
 
 	t.Run("text fits 100 columns", func(t *testing.T) {
@@ -410,6 +426,7 @@ func TestReportExitCodes(t *testing.T) {
 		{"usage: no receipt", []string{"report", "--key", key}, exitcode.Usage},
 		{"usage: no key", []string{"report", f + "a-1.json", "--format", "json"}, exitcode.Usage},
 		{"usage: html to nowhere", []string{"report", f + "a-1.json", "--key", key}, exitcode.Usage},
+		{"usage: too many receipts", append([]string{"report", "--key", key, "--format", "json"}, slices.Repeat([]string{f + "a-1.json"}, report.MaxReceipts+1)...), exitcode.Usage},
 		{"rejected: wrong key", []string{"report", f + "a-1.json", "--key", writeOtherKey(t, dir), "--format", "json"}, exitcode.Rejected},
 		{"could not verify", []string{"report", filepath.Join(dir, "qualification/receipts/dir.json"), "--key", key, "--format", "text"}, exitcode.Internal},
 	} {
@@ -422,6 +439,16 @@ func TestReportExitCodes(t *testing.T) {
 				t.Errorf("a failed report printed %q", stdout.String())
 			}
 		})
+	}
+}
+
+// requireContract fails unless doc is a valid document of the named contract: what qualverify
+// schema accepts.
+func requireContract(t *testing.T, doc []byte, contract string) {
+	t.Helper()
+	out, err := schemas.CheckDocument(doc)
+	if err != nil || !out.Valid() || out.Contract.Name != contract {
+		t.Fatalf("not a valid %s (%s): %v %v", contract, out.Contract.SchemaID, err, out.Violations)
 	}
 }
 
