@@ -188,6 +188,12 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 			return nil, err
 		}
 		return checkReportView(&d), nil
+	case Comparison:
+		var d ComparisonDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return checkComparison(&d), nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownContract, name)
 }
@@ -209,6 +215,7 @@ var docTypes = map[string]reflect.Type{
 	PathAttribution:    reflect.TypeFor[PathAttributionDoc](),
 	LayerAttribution:   reflect.TypeFor[LayerAttributionDoc](),
 	ReportView:         reflect.TypeFor[ReportViewDoc](),
+	Comparison:         reflect.TypeFor[ComparisonDoc](),
 }
 
 // integerLiterals reports every number that lands in an integer field of t but is written with a

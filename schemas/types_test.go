@@ -29,6 +29,7 @@ func TestTypesMatchSchemas(t *testing.T) {
 		PathAttribution:    PathAttributionDoc{},
 		LayerAttribution:   LayerAttributionDoc{},
 		ReportView:         ReportViewDoc{},
+		Comparison:         ComparisonDoc{},
 	}
 	for _, c := range Contracts() {
 		typ, ok := types[c.Name]

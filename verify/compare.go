@@ -161,6 +161,136 @@ func Compare(ctx context.Context, baseline, candidate Evidence, policy Policy, o
 	return cmp.finish(), nil
 }
 
+// Bounds of the comparison report contract (qualkit.comparison.v1) on what Report composes.
+const (
+	maxComparisonText      = 8192    // a message, a reason, a warning, a dot path, a pointer
+	maxComparisonPath      = 4096    // a receipt's path, a finding's file
+	maxComparisonValue     = 65536   // a string value found in a receipt
+	maxComparisonEntries   = 100000  // differences, evidence errors, warnings, a list value
+	maxComparisonRuleEvals = 1000000 // evaluations
+)
+
+// Report fills the comparison report contract (qualkit.comparison.v1) from a comparison. Text is
+// kept within the contract's bounds (a longer one is cut, marking the cut; a pointer is cut at a
+// token); a list longer than its bound keeps its first entries and a warning says how many were
+// left out.
+func (c *Comparison) Report() schemas.ComparisonDoc {
+	doc := schemas.ComparisonDoc{Schema: "qualkit." + schemas.Comparison, OK: c.OK, Compatible: c.Compatible,
+		Baseline: c.Baseline.report(), Candidate: c.Candidate.report(),
+		RejectedDifferences: []schemas.ComparisonDifference{}, AllowedDifferences: []schemas.ComparisonDifference{},
+		EvidenceErrors: []schemas.ComparisonEvidenceError{}, Evaluations: []schemas.ComparisonEvaluation{}}
+	switch c.Mode {
+	case SameEnvironmentPerformance, DeclaredABVariants, CrossBackendCorrectness:
+		m := string(c.Mode)
+		doc.Mode = &m
+	}
+	warnings := slices.Clone(c.Warnings)
+	more := func(n int, what string) {
+		if n > 0 {
+			warnings = append(warnings, fmt.Sprintf("%d more %s are not listed", n, what))
+		}
+	}
+	differences := func(ds []Difference, what string) []schemas.ComparisonDifference {
+		out := []schemas.ComparisonDifference{}
+		for i, d := range ds {
+			if i == maxComparisonEntries {
+				more(len(ds)-i, what)
+				break
+			}
+			out = append(out, schemas.ComparisonDifference{Path: clipRunes(nonEmpty(d.Path, "-"), maxComparisonText), Code: nonEmpty(d.Code(), "difference"),
+				Message: clipRunes(nonEmpty(d.Err.Error(), "-"), maxComparisonText), Baseline: boundedValue(d.Baseline), Candidate: boundedValue(d.Candidate)})
+		}
+		return out
+	}
+	doc.RejectedDifferences = differences(c.Rejected, "rejected differences")
+	doc.AllowedDifferences = differences(c.Allowed, "allowed differences")
+	for i, e := range c.EvidenceErrors {
+		if i == maxComparisonEntries {
+			more(len(c.EvidenceErrors)-i, "evidence errors")
+			break
+		}
+		doc.EvidenceErrors = append(doc.EvidenceErrors, schemas.ComparisonEvidenceError{Side: e.Side, Check: string(e.Check),
+			File: clipRunes(nonEmpty(e.File, "-"), maxComparisonPath), Pointer: pointerWithin(e.Pointer, maxComparisonText),
+			Code: nonEmpty(e.Code(), "finding"), Message: clipRunes(nonEmpty(e.Err.Error(), "-"), maxComparisonText)})
+	}
+	for i, e := range c.Evaluations {
+		if i == maxComparisonRuleEvals {
+			more(len(c.Evaluations)-i, "rule evaluations")
+			break
+		}
+		doc.Evaluations = append(doc.Evaluations, schemas.ComparisonEvaluation{Scope: e.Scope, Metric: e.Metric, MetricClass: e.MetricClass,
+			Unit: optional(e.Unit), Aggregation: optional(e.Aggregation), Direction: optional(e.Direction), Formula: optional(e.Formula),
+			Operator: e.Operator, AbsoluteTolerance: e.AbsoluteTolerance, RelativeTolerance: e.RelativeTolerance, Required: e.Required,
+			Status: e.Status, Code: optional(e.Code), Reason: clipRunes(nonEmpty(e.Reason, "-"), maxComparisonText),
+			Baseline: e.Baseline, Candidate: e.Candidate, Tolerance: e.Tolerance, Violation: e.Violation,
+			AbsoluteChange: e.AbsoluteChange, RelativeChangePercent: e.RelativeChangePercent})
+	}
+	doc.Warnings = []string{}
+	for i, w := range warnings {
+		if i == maxComparisonEntries-1 && len(warnings) > maxComparisonEntries {
+			doc.Warnings = append(doc.Warnings, fmt.Sprintf("… and %d more warnings", len(warnings)-i))
+			break
+		}
+		doc.Warnings = append(doc.Warnings, clipRunes(nonEmpty(w, "-"), maxComparisonText))
+	}
+	return doc
+}
+
+func (s Side) report() schemas.ComparisonSide {
+	return schemas.ComparisonSide{Receipt: clipRunes(nonEmpty(s.Receipt, "-"), maxComparisonPath), ReceiptID: optional(s.ReceiptID),
+		Digest: optional(s.Digest), Variant: optional(s.Variant), Backend: optional(s.Backend), HostID: optional(s.HostID),
+		Verdict: optional(s.Verdict), Verification: string(s.Verification)}
+}
+
+// optional is nil for "" (none), else a pointer to s.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// pointerWithin bounds a JSON pointer to n runes by cutting it at a token boundary: the result
+// points at an ancestor of the original location.
+func pointerWithin(p string, n int) string {
+	for len([]rune(p)) > n {
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return ""
+		}
+		p = p[:i]
+	}
+	return p
+}
+
+// boundedValue keeps a value found in a receipt within the contract's bounds: strings cut at
+// maxComparisonValue runes (list entries at maxComparisonText), lists at maxComparisonEntries.
+func boundedValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return clipRunes(x, maxComparisonValue)
+	case []string:
+		if x == nil {
+			return nil
+		}
+		out := make([]string, 0, min(len(x), maxComparisonEntries))
+		for i, s := range x {
+			if i == maxComparisonEntries {
+				break
+			}
+			out = append(out, clipRunes(s, maxComparisonText))
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = boundedValue(e)
+		}
+		return out
+	}
+	return v
+}
+
 func sideOf(s *snapshot, r *Result) Side {
 	side := Side{Receipt: s.ev.Receipt, Verification: r.Verdict}
 	if s.receipt != nil {

@@ -287,29 +287,7 @@ func TestCompareCrossBackendRejections(t *testing.T) {
 		}
 	})
 	t.Run("outputs differ", func(t *testing.T) {
-		root, p := crossBackend(t, func(root string, run func(string) string) {
-			rows := filepath.Join(run(recB1), "cases/000-chat-stream-r000/rows/c0001-r000.jsonl")
-			b, _ := os.ReadFile(rows)
-			lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-			i := strings.Index(lines[1], `"output_digest":"sha256:`) + len(`"output_digest":"sha256:`)
-			lines[1] = lines[1][:i] + strings.Repeat("e", 64) + lines[1][i+64:]
-			mustWrite(t, rows, []byte(strings.Join(lines, "\n")+"\n"))
-			f, _ := os.Open(rows)
-			defer f.Close()
-			_, _, set, err := readRecords(context.Background(), f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var measured []*record
-			for i := range set.records {
-				if !set.records[i].warmup {
-					measured = append(measured, &set.records[i])
-				}
-			}
-			editJSON(t, filepath.Join(run(recB1), "cases/000-chat-stream-r000/case-result.json"), func(m map[string]any) {
-				m["rows"].([]any)[0].(map[string]any)["output_set_sha256"] = *outputSet(measured)
-			})
-		})
+		root, p := crossBackend(t, func(root string, run func(string) string) { otherOutput(t, run) })
 		c := compareAt(t, root, recA1, recB1, p)
 		if !c.Compatible || c.OK {
 			t.Fatalf("compatible %v ok %v:%s", c.Compatible, c.OK, describe(c))
@@ -321,6 +299,33 @@ func TestCompareCrossBackendRejections(t *testing.T) {
 		if !found {
 			t.Fatalf("no failed output comparison:%s", describe(c))
 		}
+	})
+}
+
+// otherOutput changes one output of b-1's row c1-r0 (its record's output digest, and the row's
+// output set hash to match): the evidence is consistent, the outputs differ from a-1's.
+func otherOutput(t *testing.T, run func(string) string) {
+	t.Helper()
+	rows := filepath.Join(run(recB1), "cases/000-chat-stream-r000/rows/c0001-r000.jsonl")
+	b, _ := os.ReadFile(rows)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	i := strings.Index(lines[1], `"output_digest":"sha256:`) + len(`"output_digest":"sha256:`)
+	lines[1] = lines[1][:i] + strings.Repeat("e", 64) + lines[1][i+64:]
+	mustWrite(t, rows, []byte(strings.Join(lines, "\n")+"\n"))
+	f, _ := os.Open(rows)
+	defer f.Close()
+	_, _, set, err := readRecords(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var measured []*record
+	for i := range set.records {
+		if !set.records[i].warmup {
+			measured = append(measured, &set.records[i])
+		}
+	}
+	editJSON(t, filepath.Join(run(recB1), "cases/000-chat-stream-r000/case-result.json"), func(m map[string]any) {
+		m["rows"].([]any)[0].(map[string]any)["output_set_sha256"] = *outputSet(measured)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/verify"
 	"github.com/urfave/cli/v2"
@@ -31,7 +32,7 @@ func compareCommand() *cli.Command {
 			"Exit 0: compatible, both sides verified and every rule held; 1: not (differences and failures printed);\n" +
 			"2: usage; 3: the comparison could not be carried out.",
 		Flags: append(trustFlags(),
-			&cli.BoolFlag{Name: "json", Usage: "print the comparison report as JSON (docs/verification.md)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the comparison report (qualkit.comparison.v1) as JSON"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
@@ -54,53 +55,17 @@ func compareCommand() *cli.Command {
 	}
 }
 
-// comparisonReport is the JSON form of a comparison (docs/verification.md).
-type comparisonReport struct {
-	OK                  bool                `json:"ok"`
-	Compatible          bool                `json:"compatible"`
-	Mode                string              `json:"mode"`
-	Baseline            verify.Side         `json:"baseline"`
-	Candidate           verify.Side         `json:"candidate"`
-	RejectedDifferences []differenceJSON    `json:"rejected_differences"`
-	AllowedDifferences  []differenceJSON    `json:"allowed_differences"`
-	EvidenceErrors      []evidenceErrorJSON `json:"evidence_errors"`
-	Evaluations         []verify.Evaluation `json:"evaluations"`
-	Warnings            []string            `json:"warnings"`
-}
-
-type differenceJSON struct {
-	Path      string `json:"path"`
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	Baseline  any    `json:"baseline"`
-	Candidate any    `json:"candidate"`
-}
-
-type evidenceErrorJSON struct {
-	Side    string `json:"side"`
-	Check   string `json:"check"`
-	File    string `json:"file"`
-	Pointer string `json:"pointer"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func toReport(cmp *verify.Comparison) comparisonReport {
-	r := comparisonReport{OK: cmp.OK, Compatible: cmp.Compatible, Mode: string(cmp.Mode), Baseline: cmp.Baseline, Candidate: cmp.Candidate,
-		RejectedDifferences: []differenceJSON{}, AllowedDifferences: []differenceJSON{}, EvidenceErrors: []evidenceErrorJSON{},
-		Evaluations: []verify.Evaluation{}, Warnings: []string{}}
-	for _, d := range cmp.Rejected {
-		r.RejectedDifferences = append(r.RejectedDifferences, differenceJSON{d.Path, d.Code(), d.Err.Error(), d.Baseline, d.Candidate})
+// comparisonJSON renders the comparison report (qualkit.comparison.v1) and checks it against its
+// own contract: a report that does not validate is a qualverify bug, never printed as if it were one.
+func comparisonJSON(cmp *verify.Comparison) ([]byte, error) {
+	b, err := json.MarshalIndent(cmp.Report(), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode comparison: %w", err)
 	}
-	for _, d := range cmp.Allowed {
-		r.AllowedDifferences = append(r.AllowedDifferences, differenceJSON{d.Path, d.Code(), d.Err.Error(), d.Baseline, d.Candidate})
+	if err := schemas.CheckAs(b, "the comparison report", schemas.Comparison); err != nil {
+		return nil, fmt.Errorf("the comparison report does not validate (a qualverify bug): %w", err)
 	}
-	for _, e := range cmp.EvidenceErrors {
-		r.EvidenceErrors = append(r.EvidenceErrors, evidenceErrorJSON{e.Side, string(e.Check), e.File, e.Pointer, e.Code(), e.Err.Error()})
-	}
-	r.Evaluations = append(r.Evaluations, cmp.Evaluations...)
-	r.Warnings = append(r.Warnings, cmp.Warnings...)
-	return r
+	return b, nil
 }
 
 func runCompare(ctx context.Context, base, cand verify.Evidence, policy verify.Policy, opts []verify.Option, asJSON bool, w io.Writer) error {
@@ -109,9 +74,9 @@ func runCompare(ctx context.Context, base, cand verify.Evidence, policy verify.P
 		return verifyError(base.Receipt+" and "+cand.Receipt, err)
 	}
 	if asJSON {
-		b, err := json.MarshalIndent(toReport(cmp), "", "  ")
+		b, err := comparisonJSON(cmp)
 		if err != nil {
-			return fmt.Errorf("encode comparison: %w", err)
+			return err
 		}
 		fmt.Fprintln(w, string(b))
 	} else {
