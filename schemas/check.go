@@ -194,6 +194,13 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 			return nil, err
 		}
 		return checkComparison(&d), nil
+	case EffectiveRunConfig:
+		// Every rule of an effective run configuration is in its schema (and the integer check above).
+		var d EffectiveRunConfigDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return nil, nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownContract, name)
 }
@@ -216,6 +223,7 @@ var docTypes = map[string]reflect.Type{
 	LayerAttribution:   reflect.TypeFor[LayerAttributionDoc](),
 	ReportView:         reflect.TypeFor[ReportViewDoc](),
 	Comparison:         reflect.TypeFor[ComparisonDoc](),
+	EffectiveRunConfig: reflect.TypeFor[EffectiveRunConfigDoc](),
 }
 
 // integerLiterals reports every number that lands in an integer field of t but is written with a

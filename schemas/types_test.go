@@ -30,6 +30,7 @@ func TestTypesMatchSchemas(t *testing.T) {
 		LayerAttribution:   LayerAttributionDoc{},
 		ReportView:         ReportViewDoc{},
 		Comparison:         ComparisonDoc{},
+		EffectiveRunConfig: EffectiveRunConfigDoc{},
 	}
 	for _, c := range Contracts() {
 		typ, ok := types[c.Name]

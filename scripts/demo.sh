@@ -38,7 +38,7 @@ rundir=$(awk '/^evidence /{print $2}' "$summary")
 
 echo
 echo "== every file of the campaign against its contract"
-mapfile -t evidence < <(find "$rundir" -type f \( -name '*.json' -o -name '*.jsonl' \) ! -name effective-run-config.json | sort)
+mapfile -t evidence < <(find "$rundir" -type f \( -name '*.json' -o -name '*.jsonl' \) | sort)
 bin/qualverify schema "$receipt" "${evidence[@]}" | sed -e "s|$rundir/||"
 echo
 echo "== offline verification: schemas, source, hashes, signature, cleanup, tolerances, comparability, scope"

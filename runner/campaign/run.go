@@ -82,6 +82,10 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 		}
 		r.token = tok
 	}
+	cfg, err := p.effectiveConfig()
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(r.abs(RunsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", RunsDir, err)
 	}
@@ -91,7 +95,7 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 	if err := os.Mkdir(r.abs(p.runRel), 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory %s: %w", p.runRel, err)
 	}
-	if err := r.writeJSON(p.runRel+"/effective-run-config.json", "config_file", p.effectiveConfig()); err != nil {
+	if err := r.writeJSON(p.runRel+"/effective-run-config.json", "config_file", cfg); err != nil {
 		return nil, err
 	}
 	if p.recipe != nil {
@@ -123,16 +127,41 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 	return &Outcome{Receipt: rc, ReceiptPath: p.outputRel, RunDir: p.runRel}, nil
 }
 
-func (p *Plan) effectiveConfig() map[string]any {
-	return map[string]any{
-		"workload":         map[string]any{"id": p.workload.ID, "path": p.workloadRel, "variant": p.variant.ID},
-		"variables":        p.vars,
-		"seed":             p.workload.Determinism.Seed,
-		"effective_config": p.variant.EffectiveConfig,
-		"model_dir":        p.cfg.ModelDir,
-		"model_id":         p.cfg.ModelID,
-		"qualrun":          map[string]any{"command": p.cfg.Command, "version": p.cfg.Version},
+// effectiveConfig is the campaign's effective run configuration (qualkit.effective-run-config.v1),
+// checked against its contract: one that does not validate is a qualkit bug, never written.
+func (p *Plan) effectiveConfig() (*schemas.EffectiveRunConfigDoc, error) {
+	doc := &schemas.EffectiveRunConfigDoc{
+		Schema:          "qualkit." + schemas.EffectiveRunConfig,
+		Workload:        schemas.EffectiveRunWorkload{ID: p.workload.ID, Path: p.workloadRel, Variant: p.variant.ID},
+		Variables:       p.vars,
+		Seed:            p.workload.Determinism.Seed,
+		EffectiveConfig: p.variant.EffectiveConfig,
+		ModelDir:        optional(p.cfg.ModelDir),
+		ModelID:         optional(p.cfg.ModelID),
+		Qualrun:         schemas.EffectiveRunQualrun{Command: p.cfg.Command, Version: p.cfg.Version},
 	}
+	if doc.Variables == nil {
+		doc.Variables = map[string]any{}
+	}
+	if doc.EffectiveConfig == nil {
+		doc.EffectiveConfig = schemas.Config{}
+	}
+	b, err := json.Marshal(doc)
+	if err == nil {
+		err = schemas.CheckAs(b, p.runRel+"/effective-run-config.json", schemas.EffectiveRunConfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the effective run configuration does not validate (a qualkit bug; nothing was run): %w", err)
+	}
+	return doc, nil
+}
+
+// optional is nil for "" (not given), else a pointer to s.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // launch starts the owned server, waits for readiness and checks listener ownership.
