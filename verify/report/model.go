@@ -234,9 +234,7 @@ func receiptOf(in *verify.Inspection) Receipt {
 	e := rc.Environment
 	r.Environment = &Environment{HostID: e.HostID, OS: strings.TrimSpace(e.OS.Name + " " + e.OS.Version), Kernel: e.OS.Kernel,
 		Arch: e.OS.Architecture, Device: e.Device.Name, Driver: e.Device.Driver}
-	for _, a := range rc.Artifacts {
-		r.Artifacts = append(r.Artifacts, Artifact{Kind: a.Kind, Path: a.Path, Digest: a.Digest, Bytes: a.Bytes})
-	}
+	r.Artifacts = append(r.Artifacts, rc.Artifacts...)
 	span := spanOf(in)
 	for _, ce := range in.Cases {
 		c := Case{ID: ce.Result.ID, Repetition: ce.Result.Repetition, Required: ce.Result.Required, Status: ce.Result.Status, Kind: ce.Kind, Rows: []Row{}}
