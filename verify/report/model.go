@@ -232,7 +232,7 @@ func receiptOf(in *verify.Inspection) Receipt {
 	r.Run = &Run{Kind: q.Kind, Backend: q.Backend, Verdict: q.Verdict, StartedAt: q.StartedAt, FinishedAt: q.FinishedAt,
 		DurationSeconds: q.DurationSeconds, QualrunVersion: q.Qualrun.Version, QualrunDigest: q.Qualrun.Digest}
 	e := rc.Environment
-	r.Environment = &Environment{HostID: e.HostID, OS: strings.TrimSpace(e.OS.Name + " " + e.OS.Version), Kernel: e.OS.Kernel,
+	r.Environment = &Environment{HostID: e.HostID, OS: nonEmpty(strings.TrimSpace(e.OS.Name+" "+e.OS.Version), "-"), Kernel: e.OS.Kernel,
 		Arch: e.OS.Architecture, Device: e.Device.Name, Driver: e.Device.Driver}
 	r.Artifacts = append(r.Artifacts, rc.Artifacts...)
 	span := spanOf(in)
