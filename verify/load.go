@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -409,6 +410,17 @@ func readFile(ctx context.Context, root *os.Root, f *fileFacts) error {
 		}
 		f.present, f.digest, f.size, f.records, f.contract = true, d, n, set, "qualkit.request-record.v1"
 		return nil
+	case isRunConfig(f):
+		// A campaign's effective-run-config.json: checked against its contract when it names one
+		// (qualkit.effective-run-config.v1); files written before that contract existed carry no
+		// schema member and are bound by digest and size only.
+		if err := readWhole(root, f, MaxDocumentBytes); err != nil {
+			return err
+		}
+		if f.present && !unversionedObject(f.raw) {
+			return validate(f, schemas.EffectiveRunConfig)
+		}
+		return nil
 	case contractOfKind(f.kind) != "" || f.kind == "corpus":
 
 		if err := readWhole(root, f, MaxDocumentBytes); err != nil {
@@ -501,6 +513,26 @@ func readWhole(root *os.Root, f *fileFacts, limit int64) error {
 	}
 	f.present, f.raw, f.size, f.digest = true, raw, int64(len(raw)), schemas.DigestOf(raw)
 	return nil
+}
+
+// isRunConfig reports whether f is a campaign's effective run configuration (a config_file the
+// campaign wrote beside its evidence).
+func isRunConfig(f *fileFacts) bool {
+	return f.kind == "config_file" && path.Base(f.path) == "effective-run-config.json" && strings.HasPrefix(f.path, ".qualification/runs/")
+}
+
+// unversionedObject reports whether raw is a well-formed JSON object without a "schema" member.
+func unversionedObject(raw []byte) bool {
+	doc, err := schemas.Parse(raw)
+	if err != nil {
+		return false
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	_, named := m["schema"]
+	return !named
 }
 
 // validate checks a whole JSON file against its contract; want is the contract name its role

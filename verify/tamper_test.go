@@ -107,6 +107,14 @@ func TestTamperingMatrix(t *testing.T) {
 			reseal(t, root, receipt, k)
 			return k.policy()
 		}, CheckSchemas, ErrHistoricalEvidence, "kiln.rocm-hf-next-token-oracle.v1"},
+		{"versioned run config breaking its contract (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			p := filepath.Join(root, run, "effective-run-config.json")
+			cfg := readTree(t, p)
+			cfg["schema"] = "qualkit.effective-run-config.v1" // claims the contract, keeps the old shape
+			writeTree(t, p, cfg)
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckSchemas, ErrSchemaViolation, "effective-run-config.json"},
 		// Beyond the required matrix.
 		{"row metric edited (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
 			p := filepath.Join(root, run, "cases/000-chat-stream-r000/case-result.json")
