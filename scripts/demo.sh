@@ -57,4 +57,5 @@ echo "attestation: ${receipt%.json}.intoto.dsse.json, ${receipt%.json}.sigstore.
 echo "drivers:     $dreceipt"
 echo "public key:  $key.pub"
 echo "report:      bin/qualverify report $receipt --key $key.pub ${extra[*]} -o .qualification/demo-report.html"
+echo "             bin/qualverify report $dreceipt --key $key.pub ${extra[*]} -o .qualification/demo-drivers-report.html"
 echo "evidence:    $rundir"
