@@ -2,9 +2,8 @@ package schemas
 
 // Go types of the report view (qualkit.report-view.v1): what `qualverify report --format json`
 // prints. The conventions are those of types.go; an empty string stands for "none" where the
-// contract says so. Package verify/report builds the view; its types that carry methods or
-// rendering state (View, Receipt, Case, Row, Distribution, Driver, Containment) mirror the ones
-// here field for field (a test there walks both), the others are these.
+// contract says so. Package verify/report builds the view: its View embeds ReportViewDoc (a test
+// there checks that it adds no other JSON member), and its other types are these, by alias.
 
 // ReportViewDoc is a report view (qualkit.report-view.v1).
 type ReportViewDoc struct {
@@ -21,6 +20,7 @@ type ReportViewDoc struct {
 
 // ViewReceipt is one receipt's page.
 type ViewReceipt struct {
+	// Path is the receipt's path relative to its evidence root.
 	Path         string           `json:"path"`
 	ReceiptID    string           `json:"receipt_id"`
 	Digest       string           `json:"digest"`
@@ -115,14 +115,24 @@ type ViewCase struct {
 	Required   bool   `json:"required"`
 	Status     string `json:"status"`
 	// Kind is the workload's kind of the case (serving, command, driver); "" when unknown.
-	Kind    string      `json:"kind"`
-	Details string      `json:"details"`
-	SLO     string      `json:"slo"`
-	Rows    []ViewRow   `json:"rows"`
-	Driver  *ViewDriver `json:"driver"`
+	Kind string `json:"kind"`
+	// Details is the receipt's summary of the case ("" when it has none).
+	Details string `json:"details"`
+	// SLO is the declared SLO gates in ms ("" when the workload is unavailable).
+	SLO  string    `json:"slo"`
+	Rows []ViewRow `json:"rows"`
+	// Driver is a driver case's evidence result; nil for other cases and when the receipt binds
+	// no readable driver result (Details then says why).
+	Driver *ViewDriver `json:"driver"`
 }
 
-// ViewRow is one serving row, recomputed from its request records.
+// ViewRow is one serving row (one concurrency at one repetition, Name
+// "c<concurrency>-r<repetition>"), recomputed from its request records. When Readable is false
+// the records could not be read and nothing below Records is set. WindowSeconds is the request
+// window W (request_window.v1). Distributions are TTFT, TPOT, E2E, inter-event latency (ICL) and
+// schedule lag, in that order, each present when it has samples. Mismatches lists the row
+// metrics whose receipt value differs from the recomputed one (a verified receipt agrees within
+// the policy's recompute tolerance).
 type ViewRow struct {
 	Name           string             `json:"name"`
 	Concurrency    int64              `json:"concurrency"`
@@ -143,7 +153,9 @@ type ViewRow struct {
 	Mismatches     []string           `json:"mismatches"`
 }
 
-// ViewDistribution is one latency distribution of a row.
+// ViewDistribution is one latency distribution of a row. Its statistics are the recomputed row
+// metrics <metric>.p50, .p90, ... (Hyndman-Fan type 7 percentiles, docs/metrics.md); ReceiptP50
+// and ReceiptP99 are the values the case result records, for cross-checking.
 type ViewDistribution struct {
 	Metric     string   `json:"metric"`
 	Label      string   `json:"label"`

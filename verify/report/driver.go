@@ -9,42 +9,14 @@ import (
 	"github.com/qualkit/qualkit/verify"
 )
 
-// Driver is a driver case's evidence result (docs/drivers.md): its verdict, how the worker was
-// contained, what it ran on, the tolerance outcomes and the contract's numbers, all as the result
-// file verify read and re-checked records them (floats unrounded). Exactly one of NextToken,
-// PathAttribution and LayerAttribution is set.
-type Driver struct {
-	// Contract is the result's schema id, e.g. "qualkit.layer-attribution.v2".
-	Contract string `json:"contract"`
-	// Title names the contract for people ("next-token result", "path attribution", ...).
-	Title string `json:"title"`
-	// Result is the result file; ResultDigest its digest as the receipt binds it; ResultSHA256
-	// its self-hash (result_sha256).
-	Result       string `json:"result"`
-	ResultDigest string `json:"result_digest"`
-	ResultSHA256 string `json:"result_sha256"`
-	// WorkerOutput and WorkerLog are the worker's output and log bound beside the result ("" when
-	// the receipt binds none).
-	WorkerOutput    string         `json:"worker_output"`
-	WorkerLog       string         `json:"worker_log"`
-	CreatedAt       string         `json:"created_at"`
-	DurationSeconds float64        `json:"duration_seconds"`
-	Verdict         DriverVerdict  `json:"verdict"`
-	Containment     Containment    `json:"containment"`
-	Implementation  Implementation `json:"implementation"`
-	Request         DriverRequest  `json:"request"`
-	Model           DriverModel    `json:"model"`
-	Tolerances      []Tolerance    `json:"tolerances"`
-	// Mismatches lists the tolerance outcomes whose recorded observation or verdict differs from
-	// their recomputation from the result's numbers (a verified result has none).
-	Mismatches       []string          `json:"mismatches"`
-	NextToken        *NextToken        `json:"next_token"`
-	PathAttribution  *PathAttribution  `json:"path_attribution"`
-	LayerAttribution *LayerAttribution `json:"layer_attribution"`
-}
-
-// The parts of a driver section without methods are the contract's types.
+// The parts of a driver section are the contract's types. A Driver is a driver case's evidence
+// result (docs/drivers.md): its verdict, how the worker was contained, what it ran on, the
+// tolerance outcomes and the contract's numbers, all as the result file verify read and re-checked
+// records them (floats unrounded). Exactly one of NextToken, PathAttribution and LayerAttribution
+// is set.
 type (
+	Driver           = schemas.ViewDriver
+	Containment      = schemas.ViewContainment
 	DriverVerdict    = schemas.ViewDriverVerdict
 	Growth           = schemas.ViewGrowth
 	Implementation   = schemas.ViewImplementation
@@ -60,30 +32,9 @@ type (
 	BoundaryRow      = schemas.ViewBoundaryRow
 )
 
-// Containment is how the worker was contained and how it ended.
-type Containment struct {
-	Network   string `json:"network"`
-	Mechanism string `json:"mechanism"`
-	// The isolation probe's observations inside the namespace, before the start gate opened.
-	Interfaces              []string `json:"interfaces"`
-	OutsideUnreachable      bool     `json:"outside_unreachable"`
-	LoopbackBind            bool     `json:"loopback_bind"`
-	HostLoopbackUnreachable bool     `json:"host_loopback_unreachable"`
-	StartGate               string   `json:"start_gate"`
-	HashBoundExec           bool     `json:"hash_bound_exec"`
-	EnvironmentNames        []string `json:"environment_names"`
-	TimeoutSeconds          int64    `json:"timeout_seconds"`
-	ElapsedSeconds          float64  `json:"elapsed_seconds"`
-	// ExitCode is nil when the worker ended by a signal.
-	ExitCode *int64   `json:"exit_code"`
-	TimedOut bool     `json:"timed_out"`
-	Forced   bool     `json:"forced"`
-	Residue  []string `json:"residue"`
-}
-
-// Isolated says whether the probe saw what a passing result needs: only lo, the outside and the
+// isolated says whether the probe saw what a passing result needs: only lo, the outside and the
 // host's loopback unreachable, a loopback socket bindable.
-func (c Containment) Isolated() bool {
+func isolated(c Containment) bool {
 	return len(c.Interfaces) == 1 && c.Interfaces[0] == "lo" && c.OutsideUnreachable && c.HostLoopbackUnreachable && c.LoopbackBind
 }
 
@@ -229,7 +180,7 @@ func nextTokenOf(o schemas.Oracle) *NextToken {
 }
 
 // verdictLine is the driver verdict's contract-specific member, for people.
-func (d *Driver) verdictLine() string {
+func verdictLine(d *Driver) string {
 	v := d.Verdict
 	var parts []string
 	if v.ArgmaxCandidate != nil {

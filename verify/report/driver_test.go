@@ -76,10 +76,10 @@ func corpusDriver(t *testing.T, contract, name string, edit func(any)) (*verify.
 
 // driverView is a verified view of one receipt whose cases are the given driver cases.
 func driverView(cases ...Case) *View {
-	return &View{Schema: Schema, Verifier: "test", Verified: true, Comparisons: []Comparison{}, Receipts: []Receipt{{
+	return &View{ReportViewDoc: schemas.ReportViewDoc{Schema: Schema, Verifier: "test", Verified: true, Comparisons: []Comparison{}, Receipts: []Receipt{{
 		Path: ".qualification/receipts/d.json", ReceiptID: "drivers", Verification: Verification{Verdict: "verified", Summary: "verified",
 			Weakened: []string{}, Checks: []Check{}, Findings: []Finding{}, Warnings: []string{}},
-		Artifacts: []Artifact{}, Cases: cases, Notes: []string{}, Unsupported: []string{}}}}
+		Artifacts: []Artifact{}, Cases: cases, Notes: []string{}, Unsupported: []string{}}}}}
 }
 
 func driverCase(id string, de *verify.DriverEvidence) Case {

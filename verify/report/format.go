@@ -111,7 +111,7 @@ func yesNo(b bool) string {
 }
 
 // dist returns a row's distribution of a metric.
-func (r *Row) dist(metric string) *Distribution {
+func dist(r *Row, metric string) *Distribution {
 	for i := range r.Distributions {
 		if r.Distributions[i].Metric == metric {
 			return &r.Distributions[i]
@@ -120,8 +120,9 @@ func (r *Row) dist(metric string) *Distribution {
 	return nil
 }
 
-func (r *Row) p(metric string, q int) string {
-	d := r.dist(metric)
+// rowP is a row's p50 (q 50) or p99 of a metric, "-" when it has no distribution of it.
+func rowP(r *Row, metric string, q int) string {
+	d := dist(r, metric)
 	if d == nil {
 		return "-"
 	}

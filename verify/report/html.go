@@ -32,34 +32,33 @@ var csp = "default-src 'none'; style-src " + cspHash(pageCSS) + "; script-src " 
 	"; img-src 'none'; font-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'"
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"num":    num,
-	"numPtr": numPtr,
-	"pct":    pct,
-	"signed": signed,
-	"short":  short,
-	"yesNo":  yesNo,
-	"cdf": func(d Distribution) template.HTML {
-		return template.HTML(cdfSVG(d.Label, d.Unit, d.samples, d.P50, d.P99))
-	},
-	"tputSVG": func(c Case) template.HTML { return template.HTML(throughputSVG(c)) },
-	"rateSVG": func(c Case) template.HTML { return template.HTML(rateSVG(c)) },
+	"num":      num,
+	"numPtr":   numPtr,
+	"pct":      pct,
+	"signed":   signed,
+	"short":    short,
+	"yesNo":    yesNo,
+	"title":    title,
+	"isolated": isolated,
+	"tputSVG":  func(c Case) template.HTML { return template.HTML(throughputSVG(c)) },
+	"rateSVG":  func(c Case) template.HTML { return template.HTML(rateSVG(c)) },
 	"timeline": func(l *Lifecycle) template.HTML {
 		return template.HTML(timelineSVG(l.Events))
 	},
-	"rowP":   func(r Row, metric string, q int) string { return r.p(metric, q) },
+	"rowP":   func(r Row, metric string, q int) string { return rowP(&r, metric, q) },
 	"join":   strings.Join,
 	"plus1":  func(i int) int { return i + 1 },
 	"ruleOf": ruleClass,
 	"status": statusClass,
 	"hasDist": func(r Row, metric string) bool {
-		return r.dist(metric) != nil
+		return dist(&r, metric) != nil
 	},
 	"agree":       agree,
 	"exact":       exact,
 	"exactPtr":    exactPtr,
 	"signedExact": signedExact,
 	"layerSVG":    func(la *LayerAttribution) template.HTML { return template.HTML(layerSVG(la)) },
-	"driverLine":  func(d *Driver) string { return d.verdictLine() },
+	"driverLine":  verdictLine,
 	"deref":       func(p *int64) int64 { return *p },
 	"passFail": func(ok bool) string {
 		if ok {
@@ -73,17 +72,25 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 // script (sortable tables, a readiness marker for tests), no external reference of any kind.
 func (v *View) HTML(w io.Writer) error {
 	var buf bytes.Buffer
-	data := struct {
-		*View
-		CSS template.CSS
-		JS  template.JS
-		CSP string
-	}{v, template.CSS(pageCSS), template.JS(pageJS), csp}
+	data := pageData{v, template.CSS(pageCSS), template.JS(pageJS), csp}
 	if err := page.Execute(&buf, data); err != nil {
 		return fmt.Errorf("render html: %w", err)
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// pageData is what the page template renders.
+type pageData struct {
+	*View
+	CSS template.CSS
+	JS  template.JS
+	CSP string
+}
+
+// CDF draws the CDF of Receipts[receipt].Cases[kase].Rows[row]'s distribution d.
+func (p pageData) CDF(receipt, kase, row int, d *Distribution) template.HTML {
+	return template.HTML(cdfSVG(d.Label, d.Unit, p.samplesOf(receipt, kase, row, d.Metric), d.P50, d.P99))
 }
 
 func throughputSVG(c Case) string {

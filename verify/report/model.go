@@ -14,8 +14,9 @@ import (
 // Schema is the contract of a View's JSON form (qualkit.report-view.v1, docs/contracts/report-view.v1.md).
 const Schema = "qualkit." + schemas.ReportView
 
-// The parts of a View without methods or rendering state are the contract's types.
+// The parts of a View are the contract's types.
 type (
+	Receipt      = schemas.ViewReceipt
 	Verification = schemas.ViewVerification
 	Check        = schemas.ViewCheck
 	Finding      = schemas.ViewFinding
@@ -24,6 +25,9 @@ type (
 	Run          = schemas.ViewRun
 	Environment  = schemas.ViewEnvironment
 	Artifact     = schemas.Artifact
+	Case         = schemas.ViewCase
+	Row          = schemas.ViewRow
+	Distribution = schemas.ViewDistribution
 	Throughput   = schemas.ViewThroughput
 	Fidelity     = schemas.ViewFidelity
 	Lifecycle    = schemas.ViewLifecycle
@@ -36,121 +40,50 @@ type (
 )
 
 // View is everything a report shows: each receipt with its verification and its rows as the
-// request records recompute them, and the comparison of each later receipt with the first.
+// request records recompute them, and the comparison of each later receipt with the first. Its
+// JSON form is the embedded ReportViewDoc:
+//   - Schema is always Schema;
+//   - Verifier is the qualverify version that built the view;
+//   - Verified is true when every receipt verified. A view that is not must only be shown
+//     stamped UNVERIFIED (Unverified);
+//   - Unverified is set by the caller that renders a view of evidence that did not verify
+//     (qualverify report --unverified-unsafe); every rendering then stamps every section.
+//
+// Besides the document, a View holds what only the page draws: each distribution's samples.
 type View struct {
-	// Schema is always Schema.
-	Schema string `json:"schema"`
-	// Verifier is the qualverify version that built the view.
-	Verifier string `json:"verifier"`
-	// Verified is true when every receipt verified. A view that is not must only be shown
-	// stamped UNVERIFIED (Unverified).
-	Verified bool `json:"verified"`
-	// Unverified is set by the caller that renders a view of evidence that did not verify
-	// (qualverify report --unverified-unsafe); every rendering then stamps every section.
-	Unverified  bool         `json:"unverified"`
-	Receipts    []Receipt    `json:"receipts"`
-	Comparisons []Comparison `json:"comparisons"`
+	schemas.ReportViewDoc
+	// samples are each distribution's per-request samples, sorted (the CDF), by where the
+	// distribution is in the view.
+	samples map[distKey][]float64
 }
 
-// Receipt is one receipt's page.
-type Receipt struct {
-	// Path is the receipt's path relative to its evidence root.
-	Path         string       `json:"path"`
-	ReceiptID    string       `json:"receipt_id"`
-	Digest       string       `json:"digest"`
-	Verification Verification `json:"verification"`
-	Scope        string       `json:"scope"`
-	Source       *Source      `json:"source"`
-	Workload     *Workload    `json:"workload"`
-	Run          *Run         `json:"run"`
-	Environment  *Environment `json:"environment"`
-	Artifacts    []Artifact   `json:"artifacts"`
-	Cases        []Case       `json:"cases"`
-	Lifecycle    *Lifecycle   `json:"lifecycle"`
-	Notes        []string     `json:"notes"`
-	Publishable  bool         `json:"publishable"`
-	Unsupported  []string     `json:"unsupported"`
-	rowsByKey    map[rowKey]*Row
-	metricsByRow map[rowKey][]schemas.Metric
+// distKey is where a distribution is: Receipts[receipt].Cases[kase].Rows[row], its metric.
+type distKey struct {
+	receipt, kase, row int
+	metric             string
 }
 
-// Title names the receipt for people: its id, or its path when it could not be read.
-func (r Receipt) Title() string {
+// samplesOf returns the sorted samples of Receipts[receipt].Cases[kase].Rows[row]'s distribution
+// of metric (nil when it has none).
+func (v *View) samplesOf(receipt, kase, row int, metric string) []float64 {
+	return v.samples[distKey{receipt, kase, row, metric}]
+}
+
+// title names a receipt for people: its id, or its path when it could not be read.
+func title(r Receipt) string {
 	if r.ReceiptID != "" {
 		return r.ReceiptID
 	}
 	return r.Path + " (unreadable receipt)"
 }
 
-// Case is one result of the receipt.
-type Case struct {
-	ID         string `json:"id"`
-	Repetition int64  `json:"repetition"`
-	Required   bool   `json:"required"`
-	Status     string `json:"status"`
-	// Kind is the workload's kind of the case (serving, command, driver); "" when the workload is
-	// unavailable.
-	Kind string `json:"kind"`
-	// Details is the receipt's summary of the case ("" when it has none).
-	Details string `json:"details"`
-	// SLO is the declared SLO gates in ms ("" when the workload is unavailable).
-	SLO  string `json:"slo"`
-	Rows []Row  `json:"rows"`
-	// Driver is a driver case's evidence result; nil for other cases and when the receipt binds
-	// no readable driver result (Details then says why).
-	Driver *Driver `json:"driver"`
-}
-
-// Row is one serving row (one concurrency at one repetition), recomputed from its records.
-type Row struct {
-	// Name is "c<concurrency>-r<repetition>".
-	Name        string `json:"name"`
-	Concurrency int64  `json:"concurrency"`
-	Repetition  int64  `json:"repetition"`
-	Loop        string `json:"loop"`
-	// Readable is false when the records could not be read: nothing below Records is then set.
-	Readable       bool   `json:"readable"`
-	Records        string `json:"records"`
-	RecordsDigest  string `json:"records_digest"`
-	RecordsRead    int    `json:"records_read"`
-	InvalidRecords int    `json:"invalid_records"`
-	Requests       int64  `json:"requests"`
-	Successes      int64  `json:"successes"`
-	Failures       int64  `json:"failures"`
-	// WindowSeconds is the request window W (request_window.v1).
-	WindowSeconds float64 `json:"window_seconds"`
-	// Distributions: TTFT, TPOT, E2E, inter-event latency (ICL) and schedule lag, in that order,
-	// each present when it has samples.
-	Distributions []Distribution `json:"distributions"`
-	Throughput    Throughput     `json:"throughput"`
-	Fidelity      Fidelity       `json:"fidelity"`
-	// Mismatches lists the row metrics whose receipt value differs from the recomputed one (a
-	// verified receipt agrees within the policy's recompute tolerance).
-	Mismatches []string `json:"mismatches"`
-}
-
-// Distribution is one latency distribution of a row. Its statistics are the recomputed row
-// metrics <metric>.p50, .p90, ... (Hyndman-Fan type 7 percentiles, docs/metrics.md).
-type Distribution struct {
-	// Metric is the metric's base name (ttft_ms, tpot_ms, e2e_ms, icl_ms, schedule_lag_ms).
-	Metric  string   `json:"metric"`
-	Label   string   `json:"label"`
-	Formula string   `json:"formula"`
-	Unit    string   `json:"unit"`
-	Count   int64    `json:"count"`
-	Min     float64  `json:"min"`
-	Max     float64  `json:"max"`
-	Mean    float64  `json:"mean"`
-	P50     float64  `json:"p50"`
-	P90     float64  `json:"p90"`
-	P95     float64  `json:"p95"`
-	P99     float64  `json:"p99"`
-	P999    *float64 `json:"p99_9"`
-	// ReceiptP50 and ReceiptP99 are the values the case result records, for cross-checking.
-	ReceiptP50 *float64 `json:"receipt_p50"`
-	ReceiptP99 *float64 `json:"receipt_p99"`
-	// samples are the per-request samples, sorted (the CDF).
-	samples []float64
+// receiptState is what Build keeps of a receipt beside its page, to compare it: its rows and
+// their recomputed metrics by case and row, and the samples of each row's distributions.
+type receiptState struct {
+	rowsByKey    map[rowKey]*Row
+	metricsByRow map[rowKey][]schemas.Metric
+	// samples[case][row][metric] are the sorted per-request samples.
+	samples [][]map[string][]float64
 }
 
 type rowKey struct {
@@ -181,28 +114,39 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 	if len(evidence) > MaxReceipts {
 		return nil, fmt.Errorf("%w: %d receipts, a report shows at most %d", ErrTooManyReceipts, len(evidence), MaxReceipts)
 	}
-	v := &View{Schema: Schema, Verifier: nonEmpty(version, "dev"), Verified: true, Receipts: []Receipt{}, Comparisons: []Comparison{}}
-	for _, ev := range evidence {
+	v := &View{ReportViewDoc: schemas.ReportViewDoc{Schema: Schema, Verifier: nonEmpty(version, "dev"), Verified: true, Receipts: []Receipt{},
+		Comparisons: []Comparison{}}, samples: map[distKey][]float64{}}
+	var states []receiptState
+	for i, ev := range evidence {
 		in, err := verify.Inspect(ctx, ev, policy, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("verify %s: %w", ev.Receipt, err)
 		}
-		r := receiptOf(in)
+		r, st := receiptOf(in)
 		if r.Verification.Verdict != string(verify.Verified) {
 			v.Verified = false
 		}
 		v.Receipts = append(v.Receipts, r)
+		states = append(states, st)
+		for k, rows := range st.samples {
+			for j, byMetric := range rows {
+				for metric, samples := range byMetric {
+					v.samples[distKey{i, k, j, metric}] = samples
+				}
+			}
+		}
 	}
 	for i := 1; i < len(evidence); i++ {
-		v.Comparisons = append(v.Comparisons, compare(ctx, evidence[0], evidence[i], &v.Receipts[0], &v.Receipts[i], policy, opts))
+		v.Comparisons = append(v.Comparisons, compare(ctx, evidence[0], evidence[i], &v.Receipts[0], &states[0], &states[i], policy, opts))
 	}
 	return v, nil
 }
 
-func receiptOf(in *verify.Inspection) Receipt {
+func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 	res := in.Result
 	r := Receipt{Path: clip(in.Evidence.Receipt, maxPath), ReceiptID: res.ReceiptID, Scope: clip(res.Scope, maxProse), Artifacts: []Artifact{}, Cases: []Case{},
-		Notes: []string{}, Unsupported: []string{}, rowsByKey: map[rowKey]*Row{}}
+		Notes: []string{}, Unsupported: []string{}}
+	st := receiptState{rowsByKey: map[rowKey]*Row{}}
 	if len(res.Subjects) > 0 && res.Subjects[0].Path == in.Evidence.Receipt {
 		r.Digest = res.Subjects[0].Digest
 	}
@@ -218,7 +162,7 @@ func receiptOf(in *verify.Inspection) Receipt {
 	r.Verification = vf
 	rc := in.Receipt
 	if rc == nil {
-		return r
+		return r, st
 	}
 	r.Publishable, r.Notes, r.Unsupported = rc.Publishable, nonNil(rc.Notes), nonNil(rc.Unsupported)
 	s := rc.Source
@@ -250,25 +194,29 @@ func receiptOf(in *verify.Inspection) Receipt {
 		if ce.SLOKnown {
 			c.SLO = clip(sloString(ce.SLO), maxSLO)
 		}
+		rowSamples := []map[string][]float64{}
 		for _, re := range ce.Rows {
-			c.Rows = append(c.Rows, rowOf(re))
+			row, samples := rowOf(re)
+			c.Rows = append(c.Rows, row)
+			rowSamples = append(rowSamples, samples)
 		}
 		r.Cases = append(r.Cases, c)
+		st.samples = append(st.samples, rowSamples)
 	}
 	for i := range r.Cases {
 		c := &r.Cases[i]
 		for j := range c.Rows {
-			r.rowsByKey[rowKey{c.ID, c.Repetition, c.Rows[j].Name}] = &c.Rows[j]
+			st.rowsByKey[rowKey{c.ID, c.Repetition, c.Rows[j].Name}] = &c.Rows[j]
 		}
 	}
-	r.metricsByRow = map[rowKey][]schemas.Metric{}
+	st.metricsByRow = map[rowKey][]schemas.Metric{}
 	for _, ce := range in.Cases {
 		for _, re := range ce.Rows {
-			r.metricsByRow[rowKey{ce.Result.ID, ce.Result.Repetition, rowName(re.Row.Concurrency, re.Row.Repetition)}] = re.Metrics
+			st.metricsByRow[rowKey{ce.Result.ID, ce.Result.Repetition, rowName(re.Row.Concurrency, re.Row.Repetition)}] = re.Metrics
 		}
 	}
 	r.Lifecycle = lifecycleOf(rc, in.Lifecycle, span)
-	return r
+	return r, st
 }
 
 func nonNil[T any](s []T) []T {
@@ -310,13 +258,15 @@ func metricMap(ms []schemas.Metric) map[string]schemas.Metric {
 	return out
 }
 
-func rowOf(re verify.RowEvidence) Row {
+// rowOf returns a row and the sorted samples of its distributions, by metric.
+func rowOf(re verify.RowEvidence) (Row, map[string][]float64) {
 	row := re.Row
 	out := Row{Name: rowName(row.Concurrency, row.Repetition), Concurrency: row.Concurrency, Repetition: row.Repetition, Loop: row.Loop,
 		Readable: re.Readable, Records: row.Records.Path, RecordsDigest: row.Records.Digest, Distributions: []Distribution{},
 		Mismatches: []string{}, Fidelity: Fidelity{Reasons: []string{}}}
+	sorted := map[string][]float64{}
 	if !re.Readable {
-		return out
+		return out, sorted
 	}
 	out.RecordsRead, out.InvalidRecords = re.Records, re.InvalidRecords
 	got := metricMap(re.Metrics)
@@ -338,7 +288,8 @@ func rowOf(re verify.RowEvidence) Row {
 		v0 := func(name string) float64 { return got[d.metric+name].Value }
 		dist := Distribution{Metric: d.metric, Label: d.label, Formula: p50.Formula, Unit: p50.Unit,
 			Min: v0(".min"), Max: v0(".max"), Mean: v0(".mean"), P50: p50.Value, P90: v0(".p90"), P95: v0(".p95"), P99: v0(".p99"),
-			P999: val(d.metric + ".p99.9"), samples: slices.Sorted(slices.Values(samples[d.metric]))}
+			P999: val(d.metric + ".p99.9")}
+		sorted[d.metric] = slices.Sorted(slices.Values(samples[d.metric]))
 		if p50.Samples != nil {
 			dist.Count = *p50.Samples
 		}
@@ -373,7 +324,7 @@ func rowOf(re verify.RowEvidence) Row {
 			out.Mismatches = append(out.Mismatches, clip(fmt.Sprintf("%s: receipt %s, records %s", name, num(recorded[name].Value), num(g.Value)), maxMismatch))
 		}
 	}
-	return out
+	return out, sorted
 }
 
 // span is the campaign's first request sent and last response, over every row's records.
@@ -475,7 +426,7 @@ func lifecycleOf(rc *schemas.ReceiptDoc, lr *schemas.LifecycleRecordDoc, sp span
 var headline = []string{"ttft_ms.p50", "ttft_ms.p99", "tpot_ms.p50", "tpot_ms.p99", "e2e_ms.p50", "e2e_ms.p99", "icl_ms.p99",
 	"request_throughput", "output_throughput_window", "slo_goodput", "request_failures", "schedule_lag_ms.p99"}
 
-func compare(ctx context.Context, base, cand verify.Evidence, rb, rc *Receipt, policy verify.Policy, opts []verify.Option) (out Comparison) {
+func compare(ctx context.Context, base, cand verify.Evidence, rb *Receipt, sb, sc *receiptState, policy verify.Policy, opts []verify.Option) (out Comparison) {
 	out = Comparison{Baseline: clip(base.Receipt, maxPath), Candidate: clip(cand.Receipt, maxPath), Rejected: []Difference{}, Allowed: []Difference{}, Rows: []RowDelta{},
 		Rules: []Rule{}, Warnings: []string{}}
 	cmp, err := verify.Compare(ctx, base, cand, policy, opts...)
@@ -510,9 +461,9 @@ func compare(ctx context.Context, base, cand verify.Evidence, rb, rc *Receipt, p
 	for _, c := range rb.Cases {
 		for _, row := range c.Rows {
 			k := rowKey{c.ID, c.Repetition, row.Name}
-			mb, okb := rb.metricsByRow[k]
-			mc, okc := rc.metricsByRow[k]
-			if !okb || !okc || !row.Readable || !rc.rowsByKey[k].Readable {
+			mb, okb := sb.metricsByRow[k]
+			mc, okc := sc.metricsByRow[k]
+			if !okb || !okc || !row.Readable || !sc.rowsByKey[k].Readable {
 				continue
 			}
 			scope := fmt.Sprintf("results/%s/r%d/rows/%s", c.ID, c.Repetition, row.Name)

@@ -82,13 +82,13 @@ func TestFrozenReportNumbersAreTheReceipts(t *testing.T) {
 		t.Fatalf("verified %v, %d receipts, %d comparisons", v.Verified, len(v.Receipts), len(v.Comparisons))
 	}
 	checked := 0
-	for _, r := range v.Receipts {
+	for i, r := range v.Receipts {
 		if r.Verification.Verdict != "verified" || r.Scope == "" || r.Source == nil || r.Lifecycle == nil {
 			t.Fatalf("%s: %+v", r.Path, r.Verification)
 		}
 		recorded := recordedRows(t, r.Path)
-		for _, c := range r.Cases {
-			for _, row := range c.Rows {
+		for k, c := range r.Cases {
+			for j, row := range c.Rows {
 				want := recorded[c.ID+"/"+row.Name]
 				if want == nil {
 					t.Fatalf("%s %s %s: no recorded row", r.Path, c.ID, row.Name)
@@ -97,6 +97,7 @@ func TestFrozenReportNumbersAreTheReceipts(t *testing.T) {
 					t.Fatalf("%s %s: %d distributions", r.Path, row.Name, len(row.Distributions))
 				}
 				for _, d := range row.Distributions {
+					samples := v.samplesOf(i, k, j, d.Metric)
 					for _, q := range []struct {
 						suffix string
 						got    float64
@@ -109,13 +110,13 @@ func TestFrozenReportNumbersAreTheReceipts(t *testing.T) {
 						if q.got != w {
 							t.Errorf("%s %s %s%s: page %v, receipt %v", r.Path, c.ID, row.Name, d.Metric, q.got, w)
 						}
-						if s := quantile(d.samples, q.p); s != q.got {
+						if s := quantile(samples, q.p); s != q.got {
 							t.Errorf("%s %s%s: drawn samples give %v, page %v", row.Name, d.Metric, q.suffix, s, q.got)
 						}
 						checked++
 					}
-					if int64(len(d.samples)) != d.Count {
-						t.Errorf("%s %s: %d samples drawn, count %d", row.Name, d.Metric, len(d.samples), d.Count)
+					if int64(len(samples)) != d.Count {
+						t.Errorf("%s %s: %d samples drawn, count %d", row.Name, d.Metric, len(samples), d.Count)
 					}
 				}
 				if len(row.Mismatches) != 0 {
@@ -261,7 +262,7 @@ func TestTextFitsHundredColumns(t *testing.T) {
 		}
 	}
 	row := v.Receipts[0].Cases[0].Rows[1]
-	want := num(row.dist("ttft_ms").P50) + "/" + num(row.dist("ttft_ms").P99)
+	want := num(dist(&row, "ttft_ms").P50) + "/" + num(dist(&row, "ttft_ms").P99)
 	if !regexp.MustCompile(`(?m)^  ` + row.Name + ` .* ` + regexp.QuoteMeta(want) + ` `).MatchString(text) {
 		t.Errorf("no row line for %s with TTFT %s:\n%s", row.Name, want, text)
 	}

@@ -18,7 +18,7 @@ const TextWidth = 100
 // (qualkit.report-view.v1, docs/contracts/report-view.v1.md). It checks the document against the
 // contract first and writes nothing when it does not satisfy it (a qualkit bug).
 func (v *View) JSON(w io.Writer) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := json.MarshalIndent(&v.ReportViewDoc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode report: %w", err)
 	}
@@ -126,7 +126,7 @@ func (p *textPrinter) table(left int, rows [][]string) {
 }
 
 func (p *textPrinter) receipt(r *Receipt, unverified bool) {
-	title := "receipt    " + r.Title()
+	title := "receipt    " + title(*r)
 	if unverified {
 		title += "  [UNVERIFIED]"
 	}
@@ -228,7 +228,7 @@ func (p *textPrinter) serving(c *Case) {
 }
 
 func pq(r *Row, metric string) string {
-	d := r.dist(metric)
+	d := dist(r, metric)
 	if d == nil {
 		return "-"
 	}
@@ -319,7 +319,7 @@ func (p *textPrinter) fitTable(left int, rows [][]string) {
 func (p *textPrinter) driver(d *Driver) {
 	v := d.Verdict
 	verdict := v.Status
-	if l := d.verdictLine(); l != "" {
+	if l := verdictLine(d); l != "" {
 		verdict += "; " + l
 	}
 	p.wrap("verdict", verdict)
@@ -327,12 +327,12 @@ func (p *textPrinter) driver(d *Driver) {
 		p.wrap("reason", r)
 	}
 	c := d.Containment
-	isolated := "only loopback"
-	if !c.Isolated() {
-		isolated = "NOT ISOLATED"
+	probe := "only loopback"
+	if !isolated(c) {
+		probe = "NOT ISOLATED"
 	}
 	p.wrap("isolation", fmt.Sprintf("%s by %s (%s): interfaces %s, outside unreachable %s, host loopback unreachable %s, loopback bind %s; start gate %s; hash-bound exec %s",
-		c.Network, c.Mechanism, isolated, strings.Join(c.Interfaces, ","), yesNo(c.OutsideUnreachable), yesNo(c.HostLoopbackUnreachable),
+		c.Network, c.Mechanism, probe, strings.Join(c.Interfaces, ","), yesNo(c.OutsideUnreachable), yesNo(c.HostLoopbackUnreachable),
 		yesNo(c.LoopbackBind), c.StartGate, yesNo(c.HashBoundExec)))
 	exit := "ended by a signal"
 	if c.ExitCode != nil {
