@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/qualkit/qualkit/schemas"
 )
 
 // TestMain hands a re-executed guard to GuardMain before the tests run: Run starts the guard by
@@ -60,7 +62,7 @@ func fileDigest(t *testing.T, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return digestBytes(b)
+	return schemas.DigestOf(b)
 }
 
 // referenceJob is a job for the reference worker in mode with the committed request and model.

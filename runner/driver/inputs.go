@@ -1,8 +1,6 @@
 package driver
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -86,11 +84,6 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s grew beyond the limit of %d bytes while being read", path, limit)
 	}
 	return b, nil
-}
-
-func digestBytes(b []byte) string {
-	h := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(h[:])
 }
 
 // sealedMemfd returns a memfd holding exactly b, sealed against any change (write, grow,

@@ -52,7 +52,7 @@ func ListingDigest(listing []ModelFileEntry) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return digestBytes(b), nil
+	return schemas.DigestOf(b), nil
 }
 
 // ModelListing hashes every file of a model directory (see ModelDigest).

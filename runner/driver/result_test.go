@@ -17,8 +17,8 @@ func provenance(tols ...schemas.DriverTolerance) Provenance {
 	return Provenance{
 		CaseID: "reference-case",
 		Source: schemas.DriverSource{Repository: "qualkit", Commit: strings.Repeat("a", 40), Tree: strings.Repeat("b", 40),
-			TreeHash: digestBytes([]byte("tree")), Clean: true},
-		Qualrun:    schemas.BinaryInfo{Version: "test", Digest: digestBytes([]byte("qualrun"))},
+			TreeHash: schemas.DigestOf([]byte("tree")), Clean: true},
+		Qualrun:    schemas.BinaryInfo{Version: "test", Digest: schemas.DigestOf([]byte("qualrun"))},
 		Tolerances: tols,
 		CreatedAt:  time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
 	}

@@ -219,14 +219,14 @@ func Run(ctx context.Context, job Job, opts Options) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: script: %v", ErrRefused, err)
 	}
-	out.Script = Bound{Path: job.Script.Path, Digest: digestBytes(script)}
+	out.Script = Bound{Path: job.Script.Path, Digest: schemas.DigestOf(script)}
 	if out.Script.Digest != job.Script.Digest {
 		return nil, fmt.Errorf("%w: script %s has digest %s, but %s is pinned (tampered or not updated); nothing was started and no start gate was created", ErrRefused, job.Script.Path, out.Script.Digest, job.Script.Digest)
 	}
 	if out.Request, err = readBounded(job.Request.Abs, MaxRequestBytes); err != nil {
 		return nil, fmt.Errorf("%w: request: %v", ErrRefused, err)
 	}
-	if d := digestBytes(out.Request); d != job.Request.Digest {
+	if d := schemas.DigestOf(out.Request); d != job.Request.Digest {
 		return nil, fmt.Errorf("%w: request %s has digest %s, but %s is pinned; nothing was started and no start gate was created", ErrRefused, job.Request.Path, d, job.Request.Digest)
 	}
 	if err := validDocument(out.Request, "request "+job.Request.Path, schemas.DriverRequest); err != nil {
@@ -625,7 +625,7 @@ func (r *running) supervise(ctx context.Context) {
 	if d, err := ModelDigest(context.Background(), r.job.Model.Abs); err != nil || d != r.job.Model.Digest {
 		out.Changed = append(out.Changed, fmt.Sprintf("model %s changed or disappeared during the run", r.job.Model.Path))
 	}
-	if b, err := readBounded(r.job.Request.Abs, MaxRequestBytes); err != nil || digestBytes(b) != r.job.Request.Digest {
+	if b, err := readBounded(r.job.Request.Abs, MaxRequestBytes); err != nil || schemas.DigestOf(b) != r.job.Request.Digest {
 		out.Changed = append(out.Changed, fmt.Sprintf("request %s changed or disappeared during the run", r.job.Request.Path))
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/qualkit/qualkit/schemas"
 )
 
 func TestReferenceWorkerRunsIsolatedBehindTheGate(t *testing.T) {
@@ -287,10 +289,10 @@ func TestTamperedInputsAreRefusedBeforeTheGate(t *testing.T) {
 		tamper func(j *Job)
 		want   string
 	}{
-		{"script", func(j *Job) { j.Script.Digest = digestBytes([]byte("the reviewed script")) }, "script drivers/reference/worker.py has digest"},
-		{"executable", func(j *Job) { j.ExecutableDigest = digestBytes([]byte("another python")) }, "is pinned"},
-		{"request", func(j *Job) { j.Request.Digest = digestBytes(nil) }, "request drivers/reference/request.json has digest"},
-		{"model", func(j *Job) { j.Model.Digest = digestBytes(nil) }, "model drivers/reference/tiny-model.json has digest"},
+		{"script", func(j *Job) { j.Script.Digest = schemas.DigestOf([]byte("the reviewed script")) }, "script drivers/reference/worker.py has digest"},
+		{"executable", func(j *Job) { j.ExecutableDigest = schemas.DigestOf([]byte("another python")) }, "is pinned"},
+		{"request", func(j *Job) { j.Request.Digest = schemas.DigestOf(nil) }, "request drivers/reference/request.json has digest"},
+		{"model", func(j *Job) { j.Model.Digest = schemas.DigestOf(nil) }, "model drivers/reference/tiny-model.json has digest"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			job := referenceJob(t, "qualkit.next-token-result.v2", "--mode", "next-token")
