@@ -356,3 +356,9 @@ type LayerAttributionDoc struct {
 	LayerBody
 	Verdict DriverVerdict `json:"verdict"`
 }
+
+// DriverSourceOf is the source identity a driver result records: the receipt's source, without
+// its tree hash format.
+func DriverSourceOf(s Source) DriverSource {
+	return DriverSource{Repository: s.Repository, Commit: s.Commit, OriginMain: s.OriginMain, Tree: s.Tree, TreeHash: s.TreeHash, Clean: s.Clean}
+}

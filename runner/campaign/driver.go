@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/qualkit/qualkit/runner/artifact"
 	"github.com/qualkit/qualkit/runner/driver"
@@ -31,36 +30,14 @@ func (p *Plan) resolveDriver(ctx context.Context, i int, c schemas.Case) error {
 		}
 		return s, nil
 	}
-	job := driver.Job{ID: c.ID, Contract: c.Contract, Timeout: time.Duration(c.TimeoutSeconds) * time.Second, Environment: map[string]string{}}
-	var err error
-	if job.Executable, err = sub(c.Worker.Executable); err != nil {
+	job, err := driver.JobOf(schemas.DriverSpecOf(c), p.root, sub)
+	if err != nil {
 		return err
 	}
 	if !filepath.IsAbs(job.Executable) {
 		return fmt.Errorf("%w: %s: worker executable %q is not an absolute path", ErrWorkload, where, job.Executable)
 	}
-	if c.Worker.ExecutableDigest != nil {
-		job.ExecutableDigest = *c.Worker.ExecutableDigest
-	}
-	for _, a := range c.Worker.Args {
-		s, err := sub(a)
-		if err != nil {
-			return err
-		}
-		job.Args = append(job.Args, s)
-	}
-	for k, v := range c.Environment {
-		if job.Environment[k], err = sub(v); err != nil {
-			return err
-		}
-	}
-	modelPath, err := sub(c.Model.Path)
-	if err != nil {
-		return err
-	}
-	job.Script = driver.Input{Path: c.Worker.Script, Abs: filepath.Join(p.root, c.Worker.Script), Digest: c.Worker.ScriptDigest}
-	job.Request = p.driverInput(c.Request.Path, c.Request.Digest)
-	job.Model = p.driverInput(modelPath, c.Model.Digest)
+	modelPath := job.Model.Path
 	tracked := []string{c.Worker.Script}
 	if !filepath.IsAbs(c.Request.Path) {
 		tracked = append(tracked, c.Request.Path)
@@ -164,18 +141,9 @@ func (p *Plan) checkDriverPins() error {
 	return nil
 }
 
-// driverInput binds a request or model path: repository-relative or absolute.
-func (p *Plan) driverInput(path, digest string) driver.Input {
-	if filepath.IsAbs(path) {
-		return driver.Input{Path: filepath.Clean(path), Abs: filepath.Clean(path), Digest: digest}
-	}
-	return driver.Input{Path: path, Abs: filepath.Join(p.root, path), Digest: digest}
-}
-
 // driverSource is the source identity a driver result records (the receipt's).
 func (p *Plan) driverSource() schemas.DriverSource {
-	s := p.source.Schema()
-	return schemas.DriverSource{Repository: s.Repository, Commit: s.Commit, OriginMain: s.OriginMain, Tree: s.Tree, TreeHash: s.TreeHash, Clean: s.Clean}
+	return schemas.DriverSourceOf(p.source.Schema())
 }
 
 // driverCase runs one driver case: the worker under driver.Run, its output evaluated into the

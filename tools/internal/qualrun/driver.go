@@ -206,7 +206,7 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 		return exitcode.ErrInterrupted
 	}
 	printContainment(stdout, job, out, f.asJSON)
-	result, err := driver.Evaluate(job, out, driver.Provenance{CaseID: spec.ID, Source: driverSourceOf(id), Tolerances: spec.Tolerances,
+	result, err := driver.Evaluate(job, out, driver.Provenance{CaseID: spec.ID, Source: schemas.DriverSourceOf(id.Schema()), Tolerances: spec.Tolerances,
 		Qualrun: schemas.BinaryInfo{Version: Version, Digest: selfDigest()}})
 	if err != nil {
 		sum.Status = "failed"
@@ -233,7 +233,7 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 // driverJob resolves a spec into a job: ${NAME} placeholders from --var (whole values only),
 // relative paths from the repository root.
 func driverJob(spec schemas.DriverSpecDoc, root string, vals map[string]string) (driver.Job, error) {
-	sub := func(v string) (string, error) {
+	return driver.JobOf(spec, root, func(v string) (string, error) {
 		if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") {
 			if s, ok := vals[v[2:len(v)-1]]; ok {
 				return s, nil
@@ -241,46 +241,7 @@ func driverJob(spec schemas.DriverSpecDoc, root string, vals map[string]string) 
 			return "", fmt.Errorf("placeholder %s has no value: pass --var %s=VALUE", v, v[2:len(v)-1])
 		}
 		return v, nil
-	}
-	in := func(path, digest string) driver.Input {
-		if filepath.IsAbs(path) {
-			return driver.Input{Path: filepath.Clean(path), Abs: filepath.Clean(path), Digest: digest}
-		}
-		return driver.Input{Path: path, Abs: filepath.Join(root, path), Digest: digest}
-	}
-	job := driver.Job{ID: spec.ID, Contract: spec.Contract, Timeout: time.Duration(spec.TimeoutSeconds) * time.Second, Environment: map[string]string{}}
-	var err error
-	if job.Executable, err = sub(spec.Worker.Executable); err != nil {
-		return job, err
-	}
-	if spec.Worker.ExecutableDigest != nil {
-		job.ExecutableDigest = *spec.Worker.ExecutableDigest
-	}
-	for _, a := range spec.Worker.Args {
-		s, err := sub(a)
-		if err != nil {
-			return job, err
-		}
-		job.Args = append(job.Args, s)
-	}
-	for k, v := range spec.Environment {
-		if job.Environment[k], err = sub(v); err != nil {
-			return job, err
-		}
-	}
-	model, err := sub(spec.Model.Path)
-	if err != nil {
-		return job, err
-	}
-	job.Script = in(spec.Worker.Script, spec.Worker.ScriptDigest)
-	job.Request = in(spec.Request.Path, spec.Request.Digest)
-	job.Model = in(model, spec.Model.Digest)
-	return job, nil
-}
-
-func driverSourceOf(id *source.Identity) schemas.DriverSource {
-	s := id.Schema()
-	return schemas.DriverSource{Repository: s.Repository, Commit: s.Commit, OriginMain: s.OriginMain, Tree: s.Tree, TreeHash: s.TreeHash, Clean: s.Clean}
+	})
 }
 
 // printContainment shows how the worker was contained (text mode only).
