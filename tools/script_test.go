@@ -92,6 +92,10 @@ func TestScripts(t *testing.T) {
 			"waitport":  cmdWaitPort,
 			"jsoncheck": cmdJSONCheck,
 			"gitrepo":   cmdGitRepo,
+			"gone":      cmdGone,
+			"waitfile":  cmdWaitFile,
+			"jsonlines": cmdJSONLines,
+			"signal":    cmdSignal,
 		},
 	})
 }

@@ -108,6 +108,9 @@ var (
 var (
 	// ErrVerdictFailed: the receipt's verdict is failed.
 	ErrVerdictFailed = reason("verdict_failed", "verdict failed")
+	// ErrInterrupted: the receipt's verdict is interrupted: a signal stopped qualrun mid-campaign,
+	// and the receipt binds a partial campaign (qualification.interruption says when).
+	ErrInterrupted = reason("interrupted", "campaign interrupted")
 	// ErrRequestFailed: a measured request of a passed result failed or broke an assertion.
 	ErrRequestFailed = reason("request_failed", "request failed")
 	// ErrResultMismatch: the receipt's summary of a result disagrees with its case result.
