@@ -97,6 +97,10 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 		if errors.Is(err, exitcode.ErrUsage) {
 			return err
 		}
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "qualrun: interrupted by %s in preflight; nothing was launched and nothing was written\n", interruptName(ctx))
+			return exitcode.ErrInterrupted
+		}
 		fmt.Fprintf(stderr, "qualrun: preflight: %v\nnothing was launched and nothing was written\n", err)
 		return fmt.Errorf("%w: preflight", exitcode.ErrRejected)
 	}
