@@ -152,9 +152,11 @@ func (tr trial) run(t *testing.T) {
 		if _, err := os.Stat(receipt); err == nil {
 			t.Fatalf("a receipt without a run directory")
 		}
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			t.Logf("the signal arrived before qualrun caught signals (%s); nothing was written", ws.Signal())
-		} else if code != 130 {
+		// Nothing was written. Exit 130 when qualrun caught the signal; a signal that arrived before
+		// qualrun installed its handlers (a loaded machine) ends it the default way, harmlessly.
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		early := ws.Signaled() || strings.Contains(out.String(), "SIGQUIT: quit")
+		if code != 130 && !early {
 			t.Fatalf("interrupted in preflight: exit %d, want 130\n%s", code, out.String())
 		}
 		return
