@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
 )
@@ -157,5 +158,32 @@ func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 		if c.Process != nil {
 			_ = c.Process.Signal(sig)
 		}
+	}
+}
+
+// cmdKillOwner: SIGKILL the keepers of every background command and then the commands
+// themselves: qualrun and its keeper dying together (an OOM kill of the whole session), which
+// leaves the server behind as a leftover.
+func cmdKillOwner(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: killowner")
+	}
+	for _, c := range ts.BackgroundCmds() {
+		if c.Process == nil {
+			continue
+		}
+		entries, _ := os.ReadDir("/proc")
+		want := fmt.Sprintf(`"owner_pid":%d,`, c.Process.Pid)
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			raw, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if err == nil && strings.Contains(string(raw), lifecycle.KeeperArg) && strings.Contains(string(raw), want) {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+		}
+		_ = c.Process.Kill()
 	}
 }

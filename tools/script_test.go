@@ -96,6 +96,7 @@ func TestScripts(t *testing.T) {
 			"waitfile":  cmdWaitFile,
 			"jsonlines": cmdJSONLines,
 			"signal":    cmdSignal,
+			"killowner": cmdKillOwner,
 		},
 	})
 }
