@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -248,9 +249,8 @@ func processMarkers(pid int) (runID, owner string, ok bool) {
 		return "", "", false
 	}
 	defer f.Close()
-	buf := make([]byte, maxEnviron)
-	n, _ := readAll(f, buf)
-	for _, kv := range strings.Split(string(buf[:n]), "\x00") {
+	buf, _ := io.ReadAll(io.LimitReader(f, maxEnviron))
+	for _, kv := range strings.Split(string(buf), "\x00") {
 		if v, found := strings.CutPrefix(kv, MarkerRunID+"="); found {
 			runID = v
 		} else if v, found := strings.CutPrefix(kv, MarkerOwner+"="); found {
@@ -258,18 +258,6 @@ func processMarkers(pid int) (runID, owner string, ok bool) {
 		}
 	}
 	return runID, owner, runID != ""
-}
-
-func readAll(f *os.File, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := f.Read(buf[n:])
-		n += m
-		if err != nil || m == 0 {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 // keeper is qualrun's side of a started keeper.
