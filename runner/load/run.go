@@ -76,9 +76,9 @@ type request struct {
 	prompt Prompt
 	// corpusIndex and cycle place a measured request in the cycled corpus (-1 for a warmup).
 	corpusIndex, cycle int64
-	seed   *int64
-	body   []byte
-	digest string
+	seed               *int64
+	body               []byte
+	digest             string
 }
 
 // Run executes every row of the case in declared order (for each concurrency value, each
