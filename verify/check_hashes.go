@@ -1,6 +1,9 @@
 package verify
 
 import (
+	"errors"
+	"strings"
+
 	"github.com/qualkit/qualkit/schemas"
 )
 
@@ -23,8 +26,11 @@ func checkHashes(s *snapshot) CheckResult {
 				c.add(file, jp("artifacts", i, "path"), ErrUnreadableFile, "%s %s: evidence a campaign writes lives in the repository, not at an absolute path", a.Kind, a.Path)
 			}
 			continue
+		case errors.Is(f.readErr, ErrSizeMismatch):
+			c.add(file, jp("artifacts", i, "bytes"), ErrSizeMismatch, "%s %s has %d bytes, the receipt records %d: not read", a.Kind, a.Path, f.size, a.Bytes)
+			continue
 		case f.readErr != nil:
-			c.add(a.Path, "", ErrUnreadableFile, "%s %s (listed at %s): %v", a.Kind, a.Path, jp("artifacts", i), f.readErr)
+			c.add(a.Path, "", ErrUnreadableFile, "%s %s (listed at %s): %s", a.Kind, a.Path, jp("artifacts", i), detail(f.readErr, ErrUnreadableFile))
 			continue
 		case !f.present:
 			if s.mustExist(a) {
@@ -116,4 +122,9 @@ func artifactsOfKind(rc *schemas.ReceiptDoc, kinds ...string) []schemas.Artifact
 		}
 	}
 	return out
+}
+
+// detail is an error's message without the text of its leading reason.
+func detail(err error, r *Reason) string {
+	return strings.TrimPrefix(err.Error(), r.text+": ")
 }

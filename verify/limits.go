@@ -17,6 +17,9 @@ const (
 	// MaxRecordsPerFile caps the request records of one JSON Lines file (the contract's bound on a
 	// serving case's requests).
 	MaxRecordsPerFile = schemas.MaxServingRequests
+	// MaxRecordsFileBytes caps one request records file (MaxRecordsPerFile records of about 4 KiB):
+	// a larger file is refused by fstat before a byte is read.
+	MaxRecordsFileBytes = 4 << 30
 	// MaxSubjects caps the subjects of an attestation statement: the signer writes at most 1,024
 	// (sigstore-go, and so cosign v3, refuse more).
 	MaxSubjects = 1024

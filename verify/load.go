@@ -8,10 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/qualkit/qualkit/schemas"
@@ -26,8 +26,12 @@ type fileFacts struct {
 	// not be read. Neither: it does not exist.
 	present bool
 	readErr error
-	digest  string
-	size    int64
+	// wantBytes is the size the receipt records for the file (-1: none): a file of another size
+	// is refused by fstat before a byte is read (ErrSizeMismatch), so a sparse 8 GiB file in a
+	// 3 KiB binding costs nothing.
+	wantBytes int64
+	digest    string
+	size      int64
 	// contract is the schema id found in a JSON contract file; violations its problems.
 	contract   string
 	violations []schemas.Violation
@@ -172,21 +176,25 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	s := &snapshot{ev: ev, policy: policy, relax: cfg.relax, skipSign: cfg.skipSign,
 		files: map[string]*fileFacts{}, caseResults: map[string]*schemas.CaseResultDoc{}, recipes: map[string]*schemas.LaunchRecipeDoc{},
 		driverResults: map[string]*driverResult{}}
-	root, err := os.OpenRoot(ev.Root)
+	root, err := openRoot(ev.Root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open root %s: %v", ErrEvidence, ev.Root, err)
+		return nil, err
 	}
 	defer root.Close()
 
-	// The receipt.
-	rf := &fileFacts{path: ev.Receipt, kind: "receipt", local: true}
+	// The receipt. One that exists but cannot be read safely (a FIFO, a symlink, larger than
+	// MaxDocumentBytes) is a finding of the schemas check, and every other check is skipped.
+	rf := &fileFacts{path: ev.Receipt, kind: "receipt", local: true, wantBytes: -1}
 	if err := readWhole(root, rf, MaxDocumentBytes); err != nil {
 		return nil, fmt.Errorf("%w: receipt %s: %v", ErrEvidence, ev.Receipt, err)
 	}
-	if !rf.present {
-		return nil, fmt.Errorf("%w: receipt %s: %v", ErrEvidence, ev.Receipt, rf.readErr)
+	if !rf.present && rf.readErr == nil {
+		return nil, fmt.Errorf("%w: receipt %s does not exist", ErrEvidence, ev.Receipt)
 	}
 	s.receipt = rf
+	if rf.readErr != nil {
+		return s, nil
+	}
 	if err := validate(rf, schemas.Receipt); err != nil {
 		return nil, err
 	}
@@ -205,7 +213,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		if a.path == "" {
 			continue
 		}
-		f := &fileFacts{path: a.path, kind: a.kind, local: true}
+		f := &fileFacts{path: a.path, kind: a.kind, local: true, wantBytes: -1}
 		if err := readWhole(root, f, MaxAttestationBytes); err != nil {
 			return nil, err
 		}
@@ -232,6 +240,12 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 
 	// Every artifact, reference and subject, in parallel.
 	want := map[string]string{} // path -> kind
+	sizes := map[string]int64{} // path -> the bytes its first artifact listing records
+	for _, a := range rc.Artifacts {
+		if _, ok := sizes[a.Path]; !ok {
+			sizes[a.Path] = a.Bytes
+		}
+	}
 	var order []string
 	need := func(p, kind string) {
 		if p == "" {
@@ -264,7 +278,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 			}
 		}
 	}
-	if err := s.readAll(ctx, root, order, want, cfg); err != nil {
+	if err := s.readAll(ctx, root, order, want, sizes, cfg); err != nil {
 		return nil, err
 	}
 	// Rows may reference record files the artifact list forgot.
@@ -276,7 +290,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 			}
 		}
 	}
-	if err := s.readAll(ctx, root, order, want, cfg); err != nil {
+	if err := s.readAll(ctx, root, order, want, sizes, cfg); err != nil {
 		return nil, err
 	}
 	for _, a := range rc.Artifacts {
@@ -320,7 +334,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 // readAll reads paths with at most cfg.workers in parallel.
-func (s *snapshot) readAll(ctx context.Context, root *os.Root, paths []string, kinds map[string]string, cfg *config) error {
+func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, kinds map[string]string, sizes map[string]int64, cfg *config) error {
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, max(1, cfg.workers))
@@ -329,7 +343,10 @@ func (s *snapshot) readAll(ctx context.Context, root *os.Root, paths []string, k
 		if _, done := s.files[p]; done {
 			continue
 		}
-		f := &fileFacts{path: p, kind: kinds[p], local: !strings.HasPrefix(p, "/")}
+		f := &fileFacts{path: p, kind: kinds[p], local: !strings.HasPrefix(p, "/"), wantBytes: -1}
+		if n, ok := sizes[p]; ok {
+			f.wantBytes = n
+		}
 		s.files[p] = f
 		if !f.local {
 			continue
@@ -392,10 +409,10 @@ func (s *snapshot) readAll(ctx context.Context, root *os.Root, paths []string, k
 // readFile reads one file by its kind: JSON contracts whole and validated, request records
 // streamed line by line, everything else streamed through sha256. The error is non-nil only when
 // the read could not be carried out (a cancelled context, an internal validation error).
-func readFile(ctx context.Context, root *os.Root, f *fileFacts) error {
+func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 	switch {
 	case f.kind == "request_records":
-		fh, ok := openEvidence(root, f, MaxDocumentBytes*int64(MaxRecordsPerFile))
+		fh, ok := openEvidence(root, f, MaxRecordsFileBytes)
 		if !ok {
 			return nil
 		}
@@ -466,37 +483,46 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// openEvidence opens a repository-relative regular file under root. On failure it records why in
-// f (nothing when the file does not exist) and returns false. limit < 0 means no size limit.
-func openEvidence(root *os.Root, f *fileFacts, limit int64) (*os.File, bool) {
-	if !fs.ValidPath(f.path) || strings.Contains(f.path, `\`) {
+// openRoot opens the evidence root directory without blocking (a FIFO in its place cannot hang
+// the verifier).
+func openRoot(dir string) (*os.File, error) {
+	root, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open root %s: %v", ErrEvidence, dir, err)
+	}
+	return root, nil
+}
+
+// openEvidence opens a repository-relative regular file below root: without blocking, following
+// no symlink in any component, within limit bytes (limit < 0: none) and of the size the receipt
+// records (f.wantBytes), each checked with fstat before a byte is read (schemas.OpenBeneath). On
+// failure it records why in f (nothing when the file does not exist) and returns false.
+func openEvidence(root *os.File, f *fileFacts, limit int64) (*os.File, bool) {
+	fh, size, err := schemas.OpenBeneath(root, f.path, limit)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false
+	case errors.Is(err, schemas.ErrSymlink):
+		f.readErr = fmt.Errorf("%w: %s: a symbolic link in the path (evidence is read through real directories and regular files only)", ErrUnreadableFile, f.path)
+		return nil, false
+	case errors.Is(err, schemas.ErrOutside):
 		f.readErr = fmt.Errorf("%w: %q is not a clean repository-relative path", ErrUnreadableFile, f.path)
 		return nil, false
-	}
-	fh, err := root.Open(filepath.FromSlash(f.path))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false
-	}
-	if err != nil {
+	case err != nil:
 		f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
 		return nil, false
 	}
-	st, err := fh.Stat()
-	if err != nil || !st.Mode().IsRegular() {
+	if f.wantBytes >= 0 && size != f.wantBytes {
 		fh.Close()
-		f.readErr = fmt.Errorf("%w: %s is not a regular file", ErrUnreadableFile, f.path)
-		return nil, false
-	}
-	if limit >= 0 && st.Size() > limit {
-		fh.Close()
-		f.readErr = fmt.Errorf("%w: %s is larger than %d bytes", ErrUnreadableFile, f.path, limit)
+		f.size = size
+		f.readErr = fmt.Errorf("%w: %s is %d bytes, the receipt records %d: not read", ErrSizeMismatch, f.path, size, f.wantBytes)
 		return nil, false
 	}
 	return fh, true
 }
 
 // readWhole reads a bounded file into f.raw and hashes it.
-func readWhole(root *os.Root, f *fileFacts, limit int64) error {
+func readWhole(root *os.File, f *fileFacts, limit int64) error {
 	fh, ok := openEvidence(root, f, limit)
 	if !ok {
 		return nil
