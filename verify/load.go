@@ -26,9 +26,10 @@ type fileFacts struct {
 	// not be read. Neither: it does not exist.
 	present bool
 	readErr error
-	// wantBytes is the size the receipt records for the file (-1: none): a file of another size
-	// is refused by fstat before a byte is read (ErrSizeMismatch), so a sparse 8 GiB file in a
-	// 3 KiB binding costs nothing.
+	// wantBytes is the size the receipt records for the file (-1: none): a streamed file (request
+	// records, logs) of another size is refused by fstat before a byte is read (ErrSizeMismatch),
+	// so a sparse 8 GiB file in a 3 KiB binding costs nothing. JSON documents are read whole within
+	// MaxDocumentBytes anyway, and then reported by digest.
 	wantBytes int64
 	digest    string
 	size      int64
@@ -412,7 +413,7 @@ func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, k
 func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 	switch {
 	case f.kind == "request_records":
-		fh, ok := openEvidence(root, f, MaxRecordsFileBytes)
+		fh, ok := openEvidence(root, f, MaxRecordsFileBytes, true)
 		if !ok {
 			return nil
 		}
@@ -448,7 +449,7 @@ func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 		}
 		return nil
 	default:
-		fh, ok := openEvidence(root, f, -1)
+		fh, ok := openEvidence(root, f, -1, true)
 		if !ok {
 			return nil
 		}
@@ -494,10 +495,10 @@ func openRoot(dir string) (*os.File, error) {
 }
 
 // openEvidence opens a repository-relative regular file below root: without blocking, following
-// no symlink in any component, within limit bytes (limit < 0: none) and of the size the receipt
-// records (f.wantBytes), each checked with fstat before a byte is read (schemas.OpenBeneath). On
+// no symlink in any component, within limit bytes (limit < 0: none) and, when exactSize, of the
+// size the receipt records (f.wantBytes), each checked with fstat before a byte is read (schemas.OpenBeneath). On
 // failure it records why in f (nothing when the file does not exist) and returns false.
-func openEvidence(root *os.File, f *fileFacts, limit int64) (*os.File, bool) {
+func openEvidence(root *os.File, f *fileFacts, limit int64, exactSize bool) (*os.File, bool) {
 	fh, size, err := schemas.OpenBeneath(root, f.path, limit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -512,7 +513,7 @@ func openEvidence(root *os.File, f *fileFacts, limit int64) (*os.File, bool) {
 		f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
 		return nil, false
 	}
-	if f.wantBytes >= 0 && size != f.wantBytes {
+	if exactSize && f.wantBytes >= 0 && size != f.wantBytes {
 		fh.Close()
 		f.size = size
 		f.readErr = fmt.Errorf("%w: %s is %d bytes, the receipt records %d: not read", ErrSizeMismatch, f.path, size, f.wantBytes)
@@ -523,7 +524,7 @@ func openEvidence(root *os.File, f *fileFacts, limit int64) (*os.File, bool) {
 
 // readWhole reads a bounded file into f.raw and hashes it.
 func readWhole(root *os.File, f *fileFacts, limit int64) error {
-	fh, ok := openEvidence(root, f, limit)
+	fh, ok := openEvidence(root, f, limit, false)
 	if !ok {
 		return nil
 	}
