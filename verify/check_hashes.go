@@ -78,6 +78,20 @@ func checkHashes(s *snapshot) CheckResult {
 	} else if wd != rc.Workload.Digest {
 		c.add(file, "/workload/digest", ErrReferenceMismatch, "workload %s is bound as %s here and as %s in the artifacts", rc.Workload.Path, rc.Workload.Digest, wd)
 	}
+	// Everything below the run directory is evidence: each file there must be an artifact.
+	if s.runWalkErr != nil {
+		c.add(s.runDir(), "", ErrUnreadableFile, "the run directory cannot be listed: %v", s.runWalkErr)
+	}
+	for _, e := range s.runEntries {
+		if _, bound := artifactDigest[e.path]; bound {
+			continue
+		}
+		what := "a file"
+		if !e.mode.IsRegular() {
+			what = "an entry (" + e.mode.Type().String() + ")"
+		}
+		c.add(e.path, "", ErrUnboundFile, "%s below the run directory %s that the receipt does not bind: everything there is evidence that must be listed among the receipt's artifacts; remove it, or verify a copy without it", what, s.runDir())
+	}
 	// Attestation subjects against the files they name.
 	for _, a := range s.attestations {
 		if a.stmt == nil {

@@ -25,6 +25,8 @@ const (
 	MaxSubjects = 1024
 	// MaxFindingsPerCheck caps the findings one check reports; the last one says how many more.
 	MaxFindingsPerCheck = 1000
+	// MaxRunDirEntries caps the files listed below a run directory (every one must be bound).
+	MaxRunDirEntries = 1_000_000
 	// MaxGitRefBytes caps a git ref file or packed-refs file read to find HEAD and origin/main.
 	MaxGitRefBytes = 16 << 20
 )

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -113,6 +114,10 @@ type snapshot struct {
 	lifecycle     *schemas.LifecycleRecordDoc
 	workload      *schemas.WorkloadDoc
 	recipes       map[string]*schemas.LaunchRecipeDoc // by path
+
+	// runEntries are the files below the run directory, every one of which the receipt must bind.
+	runEntries []runEntry
+	runWalkErr error
 
 	attestations []*attestation
 	checkout     *checkout
@@ -320,8 +325,50 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	if s.workload == nil {
 		s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not available: SLO metrics, declared metrics and the comparison policy were not checked", rc.Workload.Path))
 	}
+	s.runEntries, s.runWalkErr = listRunDir(ev.Root, s.runDir())
 	s.checkout, s.checkoutErr = readCheckout(ev.Root)
 	return s, nil
+}
+
+// runEntry is one non-directory entry below the run directory.
+type runEntry struct {
+	path string // relative to the evidence root
+	mode fs.FileMode
+}
+
+// listRunDir lists every non-directory entry below the run directory (symlinks are listed, not
+// followed), at most MaxRunDirEntries; nil when the directory does not exist.
+func listRunDir(root, runDir string) ([]runEntry, error) {
+	var out []runEntry
+	if !fs.ValidPath(strings.TrimSuffix(runDir, "/")) {
+		return nil, fmt.Errorf("%q is not a clean repository-relative directory", runDir)
+	}
+	base := filepath.Join(root, filepath.FromSlash(runDir))
+	if st, err := os.Lstat(base); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	} else if !st.IsDir() {
+		return []runEntry{{path: strings.TrimSuffix(runDir, "/"), mode: st.Mode()}}, nil
+	}
+	err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if len(out) >= MaxRunDirEntries {
+			return fmt.Errorf("more than %d files below %s", MaxRunDirEntries, runDir)
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		out = append(out, runEntry{path: filepath.ToSlash(rel), mode: d.Type()})
+		return nil
+	})
+	return out, err
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {

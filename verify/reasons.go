@@ -62,6 +62,9 @@ var (
 	// ErrReferenceMismatch: two bindings of one file disagree (a result's case_result, the
 	// lifecycle reference, a row's records, the artifact list).
 	ErrReferenceMismatch = reason("reference_mismatch", "references disagree")
+	// ErrUnboundFile: a file below the receipt's run directory is not bound by the receipt (and so
+	// by no attestation): everything there is evidence that must match the receipt.
+	ErrUnboundFile = reason("unbound_file", "file not bound by the receipt")
 )
 
 // Reasons of the signature check.
@@ -179,7 +182,7 @@ func Reasons() []*Reason {
 	return []*Reason{
 		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract, ErrSelfHash,
 		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain,
-		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch,
+		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile,
 		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
 		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,

@@ -115,6 +115,17 @@ func TestTamperingMatrix(t *testing.T) {
 			reseal(t, root, receipt, k)
 			return k.policy()
 		}, CheckSchemas, ErrSchemaViolation, "effective-run-config.json"},
+		{"extra file in the run directory", func(t *testing.T, root, run string, k testKey) Policy {
+			mustWrite(t, filepath.Join(root, run, "extra.json"), []byte("{}\n"))
+			return k.policy()
+		}, CheckHashes, ErrUnboundFile, "extra.json"},
+		{"extra rows file (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			rows := filepath.Join(root, run, "cases/000-chat-stream-r000/rows")
+			other, _ := os.ReadFile(filepath.Join(rows, "c0002-r000.jsonl"))
+			mustWrite(t, filepath.Join(rows, "c0004-r000.jsonl"), other)
+			reseal(t, root, receipt, k) // the campaign's signer seals what it lists, and it lists no c0004
+			return k.policy()
+		}, CheckHashes, ErrUnboundFile, "rows/c0004-r000.jsonl"},
 		// Beyond the required matrix.
 		{"row metric edited (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
 			p := filepath.Join(root, run, "cases/000-chat-stream-r000/case-result.json")
