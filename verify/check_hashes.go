@@ -21,6 +21,12 @@ func checkHashes(s *snapshot) CheckResult {
 		}
 		f := s.files[a.Path]
 		switch {
+		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
+			if !s.relax[RelaxMissingInputs] {
+				c.add(file, jp("artifacts", i, "path"), ErrMissingInput, "%s %s is bound by the receipt and not present in the repository: without it %s; restore it (the commit %s has it), or pass --%s to verify without it",
+					a.Kind, a.Path, notCheckedWithout(a.Kind), rc.Source.Commit, RelaxMissingInputs)
+			}
+			continue
 		case !f.local:
 			if s.mustExist(a) {
 				c.add(file, jp("artifacts", i, "path"), ErrUnreadableFile, "%s %s: evidence a campaign writes lives in the repository, not at an absolute path", a.Kind, a.Path)

@@ -302,6 +302,12 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	for _, a := range rc.Artifacts {
 		f := s.files[a.Path]
 		switch {
+		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
+			// An input the checks read: a finding of the hashes check (missing_input) unless
+			// allow-missing-inputs-unsafe is on; then what was not checked is said.
+			if s.relax[RelaxMissingInputs] {
+				s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally (%s): %s", a.Kind, a.Path, RelaxMissingInputs, notCheckedWithout(a.Kind)))
+			}
 		case !f.local:
 			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is outside the repository: not re-hashed", a.Kind, a.Path))
 		case !f.present && f.readErr == nil && !s.mustExist(a):
@@ -323,11 +329,35 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		}
 	}
 	if s.workload == nil {
-		s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not available: SLO metrics, declared metrics and the comparison policy were not checked", rc.Workload.Path))
+		s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not available: %s", rc.Workload.Path, notCheckedWithout("workload")))
 	}
 	s.runEntries, s.runWalkErr = listRunDir(ev.Root, s.runDir())
 	s.checkout, s.checkoutErr = readCheckout(ev.Root)
 	return s, nil
+}
+
+// readInput reports whether an artifact kind is a bound input whose content the checks read (not
+// only re-hash): without it they cannot be carried out, so its absence is a finding
+// (ErrMissingInput), not a warning, unless RelaxMissingInputs is on.
+func readInput(kind string) bool {
+	switch kind {
+	case "workload", "launch_recipe", "corpus":
+		return true
+	}
+	return false
+}
+
+// notCheckedWithout says what is not checked without a bound input of kind.
+func notCheckedWithout(kind string) string {
+	switch kind {
+	case "workload":
+		return "the required cases, the campaign verdict, SLO metrics, declared metrics, the corpus, the row grid, the comparison policy and its metric rules were not checked"
+	case "launch_recipe":
+		return "the lifecycle record was not compared with the recipe's readiness, deadlines and acceptable exit codes"
+	case "corpus":
+		return "the rows' prompt sets were not recomputed from the corpus"
+	}
+	return "not re-hashed"
 }
 
 // runEntry is one non-directory entry below the run directory.

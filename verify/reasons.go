@@ -65,6 +65,9 @@ var (
 	// ErrUnboundFile: a file below the receipt's run directory is not bound by the receipt (and so
 	// by no attestation): everything there is evidence that must match the receipt.
 	ErrUnboundFile = reason("unbound_file", "file not bound by the receipt")
+	// ErrMissingInput: a bound input whose content the checks read (the workload, a launch recipe,
+	// a corpus file) is not present: the checks it decides cannot be carried out.
+	ErrMissingInput = reason("missing_input", "bound input missing")
 )
 
 // Reasons of the signature check.
@@ -182,7 +185,7 @@ func Reasons() []*Reason {
 	return []*Reason{
 		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract, ErrSelfHash,
 		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain,
-		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile,
+		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput,
 		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
 		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,

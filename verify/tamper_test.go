@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -311,5 +312,48 @@ func TestHintsIgnored(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no warning about the tlog entry: %q", res.Warnings)
+	}
+}
+
+// TestMissingInputFailsClosed: deleting the bound workload (which decides the required cases,
+// SLOs, row grid, corpus and comparison rules) is a rejection; only the explicit unsafe option
+// verifies without it, and the result then says what was not checked.
+func TestMissingInputFailsClosed(t *testing.T) {
+	const receipt = ".qualification/receipts/a-1.json"
+	for _, input := range []string{"workloads/frozen.json", "workloads/launch/frozen-a.json"} {
+		t.Run(input, func(t *testing.T) {
+			root := copyTree(t, frozenRoot)
+			k := newTestKey(t)
+			reseal(t, root, receipt, k)
+			if err := os.Remove(filepath.Join(root, input)); err != nil {
+				t.Fatal(err)
+			}
+			res := verifyAt(t, root, receipt, k.policy())
+			if res.Verdict != Rejected {
+				t.Fatalf("verified without %s", input)
+			}
+			found := false
+			for _, f := range res.Check(CheckHashes).Findings {
+				found = found || (errors.Is(f, ErrMissingInput) && strings.Contains(f.Error(), input))
+			}
+			if !found {
+				t.Fatalf("no missing_input finding naming %s:%s", input, findingsOf(res))
+			}
+
+			res = verifyAt(t, root, receipt, k.policy(), AllowMissingInputsUnsafe())
+			if res.Verdict != Verified {
+				t.Fatalf("rejected with %s:%s", RelaxMissingInputs, findingsOf(res))
+			}
+			if !slices.Contains(res.Weakened, string(RelaxMissingInputs)) {
+				t.Errorf("weakened %v does not name %s", res.Weakened, RelaxMissingInputs)
+			}
+			said := false
+			for _, w := range res.Warnings {
+				said = said || (strings.Contains(w, input) && strings.Contains(w, "not"))
+			}
+			if !said {
+				t.Errorf("no warning says what was not checked without %s: %q", input, res.Warnings)
+			}
+		})
 	}
 }

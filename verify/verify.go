@@ -135,10 +135,13 @@ const (
 	RelaxUnsigned Relaxation = "allow-unsigned-unsafe"
 	// RelaxUnpublished accepts a receipt that is not at origin/main (publication not required).
 	RelaxUnpublished Relaxation = "allow-unpublished-unsafe"
+	// RelaxMissingInputs verifies evidence without a bound input the checks read (the workload, a
+	// launch recipe, a corpus file); the warnings say what was then not checked.
+	RelaxMissingInputs Relaxation = "allow-missing-inputs-unsafe"
 )
 
 // Relaxations lists every relaxation.
-var Relaxations = []Relaxation{RelaxUnsigned, RelaxUnpublished}
+var Relaxations = []Relaxation{RelaxUnsigned, RelaxUnpublished, RelaxMissingInputs}
 
 // Option adjusts Verify and Compare.
 type Option func(*config)
@@ -161,6 +164,13 @@ func AllowUnsignedUnsafe() Option {
 // requires publication. Unsafe: such a result may describe code nobody reviewed.
 func AllowUnpublishedUnsafe() Option {
 	return func(c *config) { c.relax[RelaxUnpublished] = true }
+}
+
+// AllowMissingInputsUnsafe verifies evidence whose workload, launch recipe or corpus file is not
+// present: the checks those inputs decide are not carried out, and the result's warnings say which.
+// Unsafe: the required cases, SLOs and comparison rules then come from nowhere.
+func AllowMissingInputsUnsafe() Option {
+	return func(c *config) { c.relax[RelaxMissingInputs] = true }
 }
 
 // WithRelaxations turns on the named relaxations (as the CLI's --allow-...-unsafe flags do).
