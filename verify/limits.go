@@ -23,6 +23,8 @@ const (
 	// MaxSubjects caps the subjects of an attestation statement: the signer writes at most 1,024
 	// (sigstore-go, and so cosign v3, refuse more).
 	MaxSubjects = 1024
+	// MaxSignatures caps the signatures of one DSSE envelope (each is tried with every pinned key).
+	MaxSignatures = 64
 	// MaxFindingsPerCheck caps the findings one check reports; the last one says how many more.
 	MaxFindingsPerCheck = 1000
 	// MaxRunDirEntries caps the files listed below a run directory (every one must be bound).

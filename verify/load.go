@@ -145,8 +145,11 @@ func (s *snapshot) mustExist(a schemas.Artifact) bool {
 
 func (s *snapshot) subjects() []Subject {
 	out := []Subject{}
-	if s.receipt != nil && s.receipt.present {
+	switch {
+	case s.receipt != nil && s.receipt.present:
 		out = append(out, Subject{Path: s.receipt.path, Digest: s.receipt.digest, Contract: s.receipt.contract})
+	case s.receipt != nil:
+		out = append(out, Subject{Path: s.receipt.path}) // refused before it was read: no digest
 	}
 	for _, a := range s.attestations {
 		if a.digest != "" {

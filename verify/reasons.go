@@ -82,6 +82,10 @@ var (
 	ErrStatementMismatch = reason("statement_mismatch", "statement does not match the receipt")
 	// ErrAttestationsDiffer: the envelope and the bundle carry different statements.
 	ErrAttestationsDiffer = reason("attestations_differ", "envelope and bundle differ")
+	// ErrSignaturePolicy: the attestation verifies, but not as the policy's signatures rule
+	// requires (fewer distinct pinned keys than its threshold, or a signature that does not
+	// verify where every one must).
+	ErrSignaturePolicy = reason("signature_policy", "signature policy not met")
 )
 
 // Reasons of the cleanup check (lifecycle and listener ownership).
@@ -186,7 +190,7 @@ func Reasons() []*Reason {
 		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract, ErrSelfHash,
 		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain,
 		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput,
-		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer,
+		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer, ErrSignaturePolicy,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
 		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,
 		ErrVerdictFailed, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,

@@ -85,7 +85,9 @@ type CheckResult struct {
 // Subject is one file the verification read, by digest.
 type Subject struct {
 	// Path is relative to the evidence root.
-	Path   string
+	Path string
+	// Digest is "" for a file refused before it was read (the receipt, when it is a FIFO, a
+	// symlink or over its limit).
 	Digest string
 	// Contract is the schema id found in the file; "" when it carries none.
 	Contract string
@@ -112,6 +114,10 @@ type Result struct {
 	// Signer is the sha256 fingerprint (of the PKIX DER) of the pinned key that verified the
 	// attestation; "" when none did.
 	Signer string
+	// Signatures lists every signature of every attestation file with the fingerprint of the
+	// pinned key it verified with (if any); a valid signature is enough unless the policy says
+	// otherwise, but none is hidden.
+	Signatures []SignatureOutcome
 	// ReceiptID is the receipt's id, when it could be read.
 	ReceiptID string
 }
@@ -270,6 +276,9 @@ func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) 
 	}
 	res.Scope = scopeStatement(s)
 	res.Signer = s.signer
+	for _, a := range s.attestations {
+		res.Signatures = append(res.Signatures, a.sigs...)
+	}
 	res.Warnings = append(res.Warnings, s.lateWarnings...)
 	res.Verdict = Verified
 	if len(res.Findings) > 0 {

@@ -198,6 +198,13 @@ func printResult(w io.Writer, ev verify.Evidence, res *verify.Result) {
 	if res.Signer != "" {
 		fmt.Fprintf(w, "signer   %s\n", res.Signer)
 	}
+	for _, sg := range res.Signatures {
+		if sg.Verified {
+			fmt.Fprintf(w, "signature %s #%d: verified by %s\n", sg.File, sg.Index, sg.Key)
+		} else {
+			fmt.Fprintf(w, "signature %s #%d: not verified (keyid %q): %s\n", sg.File, sg.Index, sg.KeyID, sg.Problem)
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	for _, c := range res.Checks {
 		note := ""
