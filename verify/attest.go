@@ -82,7 +82,7 @@ type attestation struct {
 	signer   string
 	sigCount int
 	// sigs is the outcome of every signature, in order.
-	sigs []SignatureOutcome
+	sigs     []SignatureOutcome
 	stmt     *statement
 	warnings []string
 }

@@ -72,9 +72,9 @@ func DefaultPolicy() Policy {
 
 // policyFile is the JSON form of a policy (docs/verification.md).
 type policyFile struct {
-	RequirePublishable *bool    `json:"require_publishable"`
-	PublicKeys         []string `json:"public_keys"`
-	AllowUnsafe        []string `json:"allow_unsafe"`
+	RequirePublishable *bool            `json:"require_publishable"`
+	PublicKeys         []string         `json:"public_keys"`
+	AllowUnsafe        []string         `json:"allow_unsafe"`
 	Signatures         *SignaturePolicy `json:"signatures"`
 	Tolerances         *struct {
 		Recompute *Tolerance        `json:"recompute"`
