@@ -689,10 +689,12 @@ type VerificationReportDoc struct {
 	CreatedAt string       `json:"created_at"`
 	Verifier  VerifierInfo `json:"verifier"`
 	Subjects  []Subject    `json:"subjects"`
-	Checks    []Check      `json:"checks"`
-	Weakened  []string     `json:"weakened"`
-	Scope     *string      `json:"scope"`
-	Verdict   string       `json:"verdict"`
+	// Signatures is absent in reports written before it existed.
+	Signatures []SignatureReport `json:"signatures,omitempty"`
+	Checks     []Check           `json:"checks"`
+	Weakened   []string          `json:"weakened"`
+	Scope      *string           `json:"scope"`
+	Verdict    string            `json:"verdict"`
 }
 
 // VerifierInfo identifies the verifier.
@@ -703,9 +705,20 @@ type VerifierInfo struct {
 
 // Subject is one verified file.
 type Subject struct {
-	Path     string  `json:"path"`
-	Digest   string  `json:"digest"`
+	Path string `json:"path"`
+	// Digest is nil for a file refused before it was read.
+	Digest   *string `json:"digest"`
 	Contract *string `json:"contract"`
+}
+
+// SignatureReport is one signature of an attestation file and what it came to.
+type SignatureReport struct {
+	File     string  `json:"file"`
+	Index    int64   `json:"index"`
+	KeyID    string  `json:"keyid"`
+	Key      *string `json:"key"`
+	Verified bool    `json:"verified"`
+	Problem  *string `json:"problem"`
 }
 
 // Check is one publication check and its findings.
