@@ -57,6 +57,9 @@ type run struct {
 	atPhase string
 	// interruption is set when a signal interrupted the campaign.
 	interruption *schemas.Interruption
+	// saturated names the serving case executions that passed with degraded rows because they
+	// declare measures_saturation: the receipt is then not publishable as a rate claim.
+	saturated []string
 	// token is the recipe's bearer token ("" without auth): held only to look for it in the
 	// evidence (tokenLeaks), never written.
 	token string
@@ -312,15 +315,31 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 	if p.workload.Determinism.Seed != nil {
 		seed = *p.workload.Determinism.Seed
 	}
+	// timeout_seconds bounds the whole case (every row, repetition and warmup) on the monotonic
+	// clock: a case over it stops, keeps the records so far and fails (see stopped). Records go
+	// to disk as each request ends (recordFiles), so an interruption keeps them too.
+	cctx, cancel := context.WithTimeout(ctx, time.Duration(c.TimeoutSeconds)*time.Second)
+	defer cancel()
 	rows := newRowFiles(r, dir)
-	res, err := load.Run(ctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
+	res, err := load.Run(cctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
 		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv()},
 		load.WithRecordSink(rows.add))
-	if res == nil {
+	timedOut := ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
+	interrupted := ctx.Err() != nil
+	if err != nil && !timedOut && !interrupted {
 		if cerr := rows.closeAll(); cerr != nil {
 			return schemas.Result{}, cerr
 		}
 		return finish("failed", "load: "+err.Error())
+	}
+	if res == nil {
+		res = &load.Result{}
+	}
+	switch {
+	case interrupted:
+		cr.Stopped = &schemas.Stopped{Reason: "interrupted", AfterSeconds: time.Since(start).Seconds()}
+	case timedOut:
+		cr.Stopped = &schemas.Stopped{Reason: "timeout", AfterSeconds: time.Since(start).Seconds()}
 	}
 	failures := int64(0)
 	var requests int64
@@ -338,17 +357,28 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 	if cerr := rows.closeAll(); cerr != nil {
 		return schemas.Result{}, cerr
 	}
-	if err != nil {
+	if interrupted {
 		cr.Metrics = append(caseMetrics(requests, int64(len(cr.Rows))), metrics.Case(cr.Rows)...)
-		if ctx.Err() != nil {
-			return finish("failed", fmt.Sprintf("interrupted by %s after %.1f s: %d of %d rows ran (the last one cut short); their request records are kept",
-				interruptSignal(ctx), time.Since(start).Seconds(), len(cr.Rows), len(c.Concurrency)*int(c.Repetitions)))
-		}
-		return finish("failed", "load: "+err.Error())
+		return finish("failed", fmt.Sprintf("interrupted by %s after %.1f s: %d of %d rows ran (the last one cut short); their request records are kept",
+			interruptSignal(ctx), cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions)))
 	}
 	cr.Metrics = append(caseMetrics(requests, int64(len(cr.Rows))), metrics.Case(cr.Rows)...)
+	if cr.Stopped != nil {
+		return finish("failed", fmt.Sprintf("stopped by the case's timeout_seconds %d after %.3f s: %d of %d rows ran (the last may be partial), %d requests recorded; raise timeout_seconds or declare fewer requests", c.TimeoutSeconds, cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions), requests))
+	}
+	var problems []string
 	if failures > 0 {
-		return finish("failed", fmt.Sprintf("%d of %d requests failed (see the request records)", failures, requests))
+		problems = append(problems, fmt.Sprintf("%d of %d requests failed (see the request records)", failures, requests))
+	}
+	if degraded := degradedRows(cr.Rows); degraded != "" {
+		if !measuresSaturation(c) {
+			problems = append(problems, degraded+"; the case does not measure its declared load (declare measures_saturation: true if saturation is what it measures)")
+		} else {
+			r.saturated = append(r.saturated, fmt.Sprintf("case %s (repetition %d) measures saturation: %s", c.ID, rep, degraded))
+		}
+	}
+	if len(problems) > 0 {
+		return finish("failed", strings.Join(problems, "; "))
 	}
 	return finish("passed", "")
 }
