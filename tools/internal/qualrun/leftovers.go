@@ -19,7 +19,11 @@ func warnLeftovers(stderr io.Writer) {
 		return
 	}
 	for _, l := range found {
-		fmt.Fprintf(stderr, "qualrun: WARNING leftover of an earlier qualkit run: %s; remove it with: qualrun serve --reap --run-id %s\n", l, l.RunID)
+		how := "qualrun serve --reap"
+		if l.RunID != "" {
+			how += " --run-id " + l.RunID
+		}
+		fmt.Fprintf(stderr, "qualrun: WARNING leftover of an earlier qualkit run: %s; remove it with: %s\n", l, how)
 	}
 }
 
