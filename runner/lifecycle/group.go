@@ -44,7 +44,7 @@ func StartGroup(cmd *exec.Cmd) (*Group, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	cg, _, cgErr := newCgroup(0)
+	cg, _, cgErr := newCgroup(0, "")
 	if cgErr == nil {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = int(cg.fd.Fd())

@@ -284,7 +284,7 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 		if r.Isolation.PIDLimit != nil {
 			limit = *r.Isolation.PIDLimit
 		}
-		cg, notes, err := newCgroup(limit)
+		cg, notes, err := newCgroup(limit, opts.RunID)
 		switch {
 		case err != nil && r.Isolation.CgroupAccounting == "required":
 			return nil, fmt.Errorf("%w: cgroup v2 accounting: %v", ErrIsolation, err)

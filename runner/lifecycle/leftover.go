@@ -76,9 +76,34 @@ func selfTicks() uint64 {
 }
 
 // cgroupName is the name of this process's n-th cgroup: qualkit-<pid>.<start ticks>-<n>, so that
-// a cgroup whose owner died can be told from a live run's.
-func cgroupName(n int64) string {
-	return fmt.Sprintf("qualkit-%d.%d-%d", os.Getpid(), selfTicks(), n)
+// a cgroup whose owner died can be told from a live run's, then -<run id> when the run id is a
+// safe name (letters, digits, '.', '_', '-'; at most 160 bytes).
+func cgroupName(n int64, runID string) string {
+	name := fmt.Sprintf("qualkit-%d.%d-%d", os.Getpid(), selfTicks(), n)
+	if safeRunID(runID) {
+		name += "-" + runID
+	}
+	return name
+}
+
+func safeRunID(s string) bool {
+	if s == "" || len(s) > 160 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseCgroupRunID returns the run id that ends a qualkit cgroup's name ("" when none).
+func parseCgroupRunID(name string) string {
+	rest, _ := strings.CutPrefix(name, "qualkit-")
+	_, rest, _ = strings.Cut(rest, "-") // the owner
+	_, run, _ := strings.Cut(rest, "-") // the sequence number
+	return run
 }
 
 // parseCgroupOwner returns the "<pid>:<ticks>" owner encoded in a qualkit cgroup name.
@@ -189,7 +214,7 @@ func FindLeftovers() ([]Leftover, error) {
 			if alive(all, pid, ticks) || keptCgroups[path] {
 				return filepath.SkipDir
 			}
-			l := add("cg:"+path, Leftover{Cgroup: path, Owner: fmt.Sprintf("%d:%d", pid, ticks)})
+			l := add("cg:"+path, Leftover{Cgroup: path, Owner: fmt.Sprintf("%d:%d", pid, ticks), RunID: parseCgroupRunID(d.Name())})
 			for _, p := range (&cgroup{dir: path}).pids() {
 				if info, ok := all[p]; ok && !info.zombie() {
 					claimed[p] = true

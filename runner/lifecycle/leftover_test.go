@@ -167,7 +167,7 @@ func TestLeftoversFoundAndReaped(t *testing.T) {
 	if l == nil {
 		t.Fatalf("the dead owner's server (pid %d, run %s) is not found", server, runID)
 	}
-	if l.Cgroup == "" || !strings.Contains(l.String(), runID) || !strings.Contains(l.String(), fmt.Sprint(server)) {
+	if !strings.HasSuffix(l.Cgroup, "-"+runID) || !strings.Contains(l.String(), runID) || !strings.Contains(l.String(), fmt.Sprint(server)) {
 		t.Errorf("leftover %s: want its cgroup, run id and pid %d", l, server)
 	}
 	if err := l.Reap(); err != nil {
