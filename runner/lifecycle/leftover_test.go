@@ -92,41 +92,51 @@ func markedPIDs(runID string) []int {
 }
 
 // TestKeeperStopsServerWhenOwnerIsKilled: the owner (qualrun's stand-in) is SIGKILLed with its
-// server running; the keeper stops the server and its setsid grandchild (found by cgroup and
-// marker) and frees the port within KeeperDeadline, and removes the cgroup.
+// server running; the keeper stops the server and its setsid grandchild and frees the port within
+// KeeperDeadline, and removes the cgroup. Without a cgroup (cgroup_accounting off) the run
+// markers alone find the grandchild that left the process group.
 func TestKeeperStopsServerWhenOwnerIsKilled(t *testing.T) {
 	if err := becomeSubreaper(); err != nil {
 		t.Skip("no child subreaper:", err)
 	}
-	port := freePort(t)
-	r := recipe(t, "setsid-child", port)
-	runID := fmt.Sprintf("keeper-test-%d", time.Now().UnixNano())
-	owner, server := startOwner(t, "keeper", runID, r)
-	if len(markedPIDs(runID)) < 2 {
-		t.Fatalf("the server and its grandchild should carry the run marker: %v", markedPIDs(runID))
-	}
-	_ = owner.Process.Kill()
-	_ = owner.Wait()
-	deadline := time.Now().Add(KeeperDeadline(r))
-	fs, _ := newFS()
-	for {
-		in, _ := listeners(fs, port)
-		left := markedPIDs(runID)
-		if !liveProcess(server) && len(in) == 0 && len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: server alive %v, listeners %v, marked processes %v", KeeperDeadline(r), liveProcess(server), in, left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	m, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/unified/qualkit-%d.*", owner.Process.Pid))
-	for time.Now().Before(deadline) && len(m) > 0 {
-		time.Sleep(20 * time.Millisecond)
-		m, _ = filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/unified/qualkit-%d.*", owner.Process.Pid))
-	}
-	if len(m) > 0 {
-		t.Errorf("cgroups left: %v", m)
+	for _, accounting := range []string{"preferred", "off"} {
+		t.Run("cgroup-"+accounting, func(t *testing.T) {
+			port := freePort(t)
+			r := recipe(t, "setsid-child", port)
+			r.Isolation.CgroupAccounting = accounting
+			if accounting == "off" {
+				r.Isolation.PIDLimit = nil
+			}
+			runID := fmt.Sprintf("keeper-test-%s-%d", accounting, time.Now().UnixNano())
+			owner, server := startOwner(t, "keeper", runID, r)
+			if len(markedPIDs(runID)) < 2 {
+				t.Fatalf("the server and its grandchild should carry the run marker: %v", markedPIDs(runID))
+			}
+			_ = owner.Process.Kill()
+			_ = owner.Wait()
+			deadline := time.Now().Add(KeeperDeadline(r))
+			fs, _ := newFS()
+			for {
+				in, _ := listeners(fs, port)
+				left := markedPIDs(runID)
+				if !liveProcess(server) && len(in) == 0 && len(left) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after %s: server alive %v, listeners %v, marked processes %v", KeeperDeadline(r), liveProcess(server), in, left)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			glob := fmt.Sprintf("/sys/fs/cgroup/unified/qualkit-%d.*", owner.Process.Pid)
+			m, _ := filepath.Glob(glob)
+			for time.Now().Before(deadline) && len(m) > 0 {
+				time.Sleep(20 * time.Millisecond)
+				m, _ = filepath.Glob(glob)
+			}
+			if len(m) > 0 {
+				t.Errorf("cgroups left: %v", m)
+			}
+		})
 	}
 }
 
