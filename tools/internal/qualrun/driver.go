@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/qualkit/qualkit/runner/driver"
@@ -174,7 +172,7 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(ctx)
 	defer stop()
 	sum := driverSummary{ID: spec.ID, Contract: spec.Contract, Reasons: []string{}, Unsupported: []string{}, Tolerances: []schemas.ToleranceOutcome{}}
 	out, err := driver.Run(ctx, job, driver.Options{LogPath: logPath, Deny: denyList(stderr)})
