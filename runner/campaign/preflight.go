@@ -109,6 +109,9 @@ type Plan struct {
 	outputRel   string
 	runRel      string
 	started     time.Time
+	// reservation holds the lock on the --output path (reserve.go) until Release.
+	reservation    *os.File
+	reservationRel string
 }
 
 // ReceiptID is the receipt id the run will use.
@@ -163,7 +166,7 @@ var hostIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{1,63}$`)
 
 // Preflight checks everything that can be checked before anything runs. It launches nothing and
 // writes nothing; every error names what is wrong and how to fix it.
-func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
+func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -189,8 +192,8 @@ func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
 	if p.workloadRel, err = relTo(root, cfg.Workload); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWorkload, err)
 	}
-	if p.workloadRaw, err = os.ReadFile(filepath.Join(root, p.workloadRel)); err != nil {
-		return nil, fmt.Errorf("%w: read %s: %v", ErrWorkload, p.workloadRel, err)
+	if p.workloadRaw, err = readInput(filepath.Join(root, p.workloadRel), "workload", MaxWorkloadBytes); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWorkload, err)
 	}
 	if err := schemas.CheckAs(p.workloadRaw, p.workloadRel, schemas.Workload); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWorkload, err)
@@ -239,6 +242,11 @@ func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, err
 	}
 
+	// Every other input is a regular file within its limit, before anything reads or hashes it.
+	if err := p.checkInputs(); err != nil {
+		return nil, err
+	}
+
 	// Source identity.
 	id, err := source.Inspect(ctx, root)
 	if err != nil {
@@ -260,6 +268,17 @@ func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
 		p.publishable = false
 		p.reasons = append(p.reasons, reason+" (--allow-unpublished-unsafe)")
 	}
+
+	// The output path is this run's from here on: a concurrent run with the same --output is
+	// refused now, not at the end. Any later refusal gives it back.
+	if err := p.reserve(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			p.Release()
+		}
+	}()
 
 	// Cases: one launch recipe for every serving case, command placeholders resolvable, corpora.
 	if err := p.resolveCases(ctx); err != nil {
@@ -362,9 +381,9 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 }
 
 func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
-	raw, err := os.ReadFile(filepath.Join(p.root, rel))
+	raw, err := readInput(filepath.Join(p.root, rel), "launch recipe", MaxRecipeBytes)
 	if err != nil {
-		return fmt.Errorf("%w: read launch recipe %s: %v", ErrWorkload, rel, err)
+		return fmt.Errorf("%w: %w", ErrWorkload, err)
 	}
 	if err := schemas.CheckAs(raw, rel, schemas.LaunchRecipe); err != nil {
 		return fmt.Errorf("%w: %v", ErrWorkload, err)
@@ -417,9 +436,9 @@ func (p *Plan) bindArtifacts(ctx context.Context) error {
 		files = append(files, model...)
 	}
 	if p.cfg.RuntimeManifest != "" {
-		raw, err := os.ReadFile(p.cfg.RuntimeManifest)
+		raw, err := readInput(p.cfg.RuntimeManifest, "--runtime-manifest", MaxRuntimeManifestBytes)
 		if err != nil {
-			return fmt.Errorf("%w: --runtime-manifest: %v", ErrArtifact, err)
+			return fmt.Errorf("%w: %w", ErrArtifact, err)
 		}
 		if err := schemas.CheckAs(raw, p.cfg.RuntimeManifest, schemas.RuntimeManifest); err != nil {
 			return fmt.Errorf("%w: %v", ErrArtifact, err)

@@ -163,7 +163,7 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 		return nil, fmt.Errorf("the receipt does not validate (a qualkit bug; evidence is in %s): %w", p.runRel, err)
 	}
 	if err := writeNew(p.root, p.outputRel, b); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("write the receipt %s: %w; this run's evidence is in %s", p.outputRel, err, p.runRel)
 	}
 	return rc, nil
 }

@@ -74,6 +74,7 @@ func (r *run) writeJSON(rel, kind string, v any) error {
 // Run executes the campaign. It returns ErrInterrupted (and writes no receipt) when ctx ends
 // first; any other error means the evidence could not be written.
 func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
+	defer p.Release()
 	r := &run{p: p, epoch: time.Now()}
 	if p.recipe != nil {
 		tok, err := lifecycle.BearerToken(p.recipe, nil)

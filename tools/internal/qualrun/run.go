@@ -91,14 +91,27 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	plan, err := campaign.Preflight(ctx, cfg)
+	if err == nil && ctx.Err() != nil {
+		// A signal during preflight: stop before anything launches.
+		plan.Release()
+		err = ctx.Err()
+	}
 	if err != nil {
 		prog.done()
 		if errors.Is(err, exitcode.ErrUsage) {
 			return err
 		}
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "qualrun: interrupted in preflight; nothing was launched and nothing was written\n")
+			return exitcode.ErrInterrupted
+		}
 		fmt.Fprintf(stderr, "qualrun: preflight: %v\nnothing was launched and nothing was written\n", err)
+		if errors.Is(err, schemas.ErrNotRegular) || errors.Is(err, schemas.ErrFileTooLarge) {
+			return fmt.Errorf("%w: preflight: an input is not a readable regular file within its limit", exitcode.ErrUsage)
+		}
 		return fmt.Errorf("%w: preflight", exitcode.ErrRejected)
 	}
+	defer plan.Release()
 	out, err := plan.Run(ctx)
 	prog.done()
 	if errors.Is(err, campaign.ErrInterrupted) {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
@@ -47,9 +48,9 @@ func serveCommand() *cli.Command {
 
 // loadRecipe reads and fully validates a launch recipe.
 func loadRecipe(path string) (*schemas.LaunchRecipeDoc, string, error) {
-	data, err := os.ReadFile(path)
+	data, err := schemas.ReadFileLimited(path, campaign.MaxRecipeBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: read launch recipe: %v", exitcode.ErrUsage, err)
+		return nil, "", fmt.Errorf("%w: read launch recipe: %v; give a regular file of at most %d bytes", exitcode.ErrUsage, err, campaign.MaxRecipeBytes)
 	}
 	out, err := schemas.CheckDocument(data)
 	if err != nil {
