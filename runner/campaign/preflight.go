@@ -18,6 +18,7 @@ import (
 	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/runner/load"
+	"github.com/qualkit/qualkit/runner/redact"
 	"github.com/qualkit/qualkit/runner/source"
 	"github.com/qualkit/qualkit/schemas"
 )
@@ -109,6 +110,8 @@ type Plan struct {
 	outputRel   string
 	runRel      string
 	started     time.Time
+	// redactor scrubs the values of the recipe's secrets from everything the run writes.
+	redactor *redact.Redactor
 	// reservation holds the lock on the --output path (reserve.go) until Release.
 	reservation    *os.File
 	reservationRel string
@@ -122,6 +125,15 @@ func (p *Plan) OutputPath() string { return p.outputRel }
 
 // RunDir is the raw evidence directory relative to the repository root.
 func (p *Plan) RunDir() string { return p.runRel }
+
+// Redactor scrubs the values of the campaign's secrets (the launch recipe's redacted variables
+// and bearer token); what qualrun prints about the run goes through it too. Never nil.
+func (p *Plan) Redactor() *redact.Redactor {
+	if p.redactor == nil {
+		return redact.New()
+	}
+	return p.redactor
+}
 
 // Root is the repository root.
 func (p *Plan) Root() string { return p.root }
@@ -402,6 +414,12 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	if _, err := lifecycle.BearerToken(&r, nil); err != nil {
 		return fmt.Errorf("launch recipe %s: %w", rel, err)
 	}
+	// Its secrets are scrubbed from every file the run writes: each must be long enough for that.
+	secrets := lifecycle.Secrets(&r, nil)
+	if err := lifecycle.CheckSecrets(secrets); err != nil {
+		return fmt.Errorf("%w: launch recipe %s: %v", ErrWorkload, rel, err)
+	}
+	p.redactor = redact.New(secrets...)
 	p.recipe, p.recipeRel = &r, rel
 	p.recipeDir = filepath.Dir(filepath.Join(p.root, rel))
 	p.files = append(p.files, artifact.File{Kind: "launch_recipe", Path: rel, Abs: filepath.Join(p.root, rel)})

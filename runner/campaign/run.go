@@ -51,12 +51,13 @@ type run struct {
 	server   *lifecycle.Server
 	srvErr   error
 	life     *schemas.LifecycleRecordDoc
-	// token is the recipe's bearer token ("" without auth): held only to look for it in the
-	// evidence (tokenLeaks), never written.
-	token string
 }
 
 func (r *run) abs(rel string) string { return filepath.Join(r.p.root, rel) }
+
+// scrub replaces the values of the campaign's secrets in bytes about to become evidence (before
+// they are hashed), with markers naming their variables.
+func (r *run) scrub(b []byte) []byte { return r.p.Redactor().Bytes(b) }
 
 // writeJSON writes v (indented, newline-terminated) as new evidence and records it as an artifact.
 func (r *run) writeJSON(rel, kind string, v any) error {
@@ -64,7 +65,7 @@ func (r *run) writeJSON(rel, kind string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := writeNew(r.p.root, rel, append(b, '\n')); err != nil {
+	if err := writeNew(r.p.root, rel, r.scrub(append(b, '\n'))); err != nil {
 		return err
 	}
 	r.evidence = append(r.evidence, artifact.File{Kind: kind, Path: rel, Abs: r.abs(rel)})
@@ -77,11 +78,9 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 	defer p.Release()
 	r := &run{p: p, epoch: time.Now()}
 	if p.recipe != nil {
-		tok, err := lifecycle.BearerToken(p.recipe, nil)
-		if err != nil {
+		if _, err := lifecycle.BearerToken(p.recipe, nil); err != nil {
 			return nil, fmt.Errorf("launch recipe %s: %w", p.recipeRel, err)
 		}
-		r.token = tok
 	}
 	cfg, err := p.effectiveConfig()
 	if err != nil {
@@ -114,6 +113,7 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 			return nil, err
 		}
 		r.evidence = append(r.evidence, artifact.File{Kind: "server_log", Path: p.runRel + "/server.log", Abs: r.abs(p.runRel + "/server.log")})
+		r.notes = append(r.notes, scrubbedNotes(p.runRel+"/server.log", r.server.ScrubbedLog())...)
 	}
 	if interrupted {
 		return &Outcome{RunDir: p.runRel}, ErrInterrupted
@@ -177,7 +177,7 @@ func (r *run) launch(ctx context.Context) {
 	}
 	srv, err := lifecycle.Launch(ctx, p.recipe, lifecycle.Options{
 		RecipeDir: p.recipeDir, RecipeDigest: digest, LogPath: r.abs(p.runRel + "/server.log"),
-		Epoch: r.epoch, Logger: p.cfg.Logger,
+		Epoch: r.epoch, Logger: p.cfg.Logger, Redactor: p.Redactor(),
 	})
 	r.server = srv
 	if srv == nil {
@@ -253,7 +253,7 @@ func (r *run) writeCaseResult(dir string, cr *schemas.CaseResultDoc) (*schemas.F
 	if err != nil {
 		return nil, err
 	}
-	b = append(b, '\n')
+	b = r.scrub(append(b, '\n'))
 	if err := schemas.CheckAs(b, rel, schemas.CaseResult); err != nil {
 		return nil, fmt.Errorf("runner case result does not validate: %w", err)
 	}
@@ -310,11 +310,12 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 			buf.Write(b)
 			buf.WriteByte('\n')
 		}
-		if err := writeNew(p.root, rel, buf.Bytes()); err != nil {
+		records := r.scrub(buf.Bytes())
+		if err := writeNew(p.root, rel, records); err != nil {
 			return schemas.Result{}, err
 		}
 		r.evidence = append(r.evidence, artifact.File{Kind: "request_records", Path: rel, Abs: r.abs(rel)})
-		row.Row.Records = schemas.FileRef{Path: rel, Digest: schemas.DigestOf(buf.Bytes())}
+		row.Row.Records = schemas.FileRef{Path: rel, Digest: schemas.DigestOf(records)}
 		cr.Rows = append(cr.Rows, row.Row)
 		failures += row.Row.Failures
 		requests += row.Row.Requests
@@ -348,15 +349,7 @@ func (r *run) endChecks(ctx context.Context) {
 	} else if id != "" {
 		problems = append(problems, id)
 	}
-	if r.token != "" {
-		leaks, err := tokenLeaks(r.p.root, r.evidence, r.token)
-		switch {
-		case err != nil:
-			problems = append(problems, "bearer token search: "+err.Error())
-		case len(leaks) > 0:
-			problems = append(problems, fmt.Sprintf("the bearer token from %s appears in %s: do not publish this run's evidence (a server that prints its API key writes it into its log)", p.recipe.TokenEnv(), summarize(leaks, 8)))
-		}
-	}
+	problems = append(problems, r.leakProblems()...)
 	changes, err := artifact.Recheck(ctx, p.files, p.artifacts)
 	if err != nil {
 		problems = append(problems, "artifact re-check: "+err.Error())

@@ -83,6 +83,8 @@ func selfDigest() string {
 }
 
 func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer, asJSON bool, stdout, stderr io.Writer) error {
+	scrubOut, scrubErr := newScrubWriter(stdout), newScrubWriter(stderr)
+	stdout, stderr = scrubOut, scrubErr
 	if cfg.AllowUnpublishedUnsafe {
 		fmt.Fprintln(stderr, "qualrun: WARNING --allow-unpublished-unsafe: the receipt will not be publishable")
 	}
@@ -112,6 +114,8 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 		return fmt.Errorf("%w: preflight", exitcode.ErrRejected)
 	}
 	defer plan.Release()
+	scrubOut.set(plan.Redactor())
+	scrubErr.set(plan.Redactor())
 	out, err := plan.Run(ctx)
 	prog.done()
 	if errors.Is(err, campaign.ErrInterrupted) {

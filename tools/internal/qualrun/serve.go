@@ -15,6 +15,7 @@ import (
 
 	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/runner/lifecycle"
+	"github.com/qualkit/qualkit/runner/redact"
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
@@ -78,11 +79,21 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 	if err != nil {
 		return err
 	}
+	// The server's secrets are scrubbed from its log and from everything printed here.
+	secrets := lifecycle.Secrets(r, nil)
+	if err := lifecycle.CheckSecrets(secrets); err != nil {
+		return fmt.Errorf("%w: launch recipe %s: %v", exitcode.ErrUsage, recipePath, err)
+	}
+	red := redact.New(secrets...)
+	so, se := newScrubWriter(stdout), newScrubWriter(stderr)
+	so.set(red)
+	se.set(red)
+	stdout, stderr = so, se
 	logPath := filepath.Join(logDir, fmt.Sprintf("%s-%s.server.log", r.ID, time.Now().UTC().Format("20060102t150405.000000000z")))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	abs, _ := filepath.Abs(recipePath)
-	srv, err := lifecycle.Launch(ctx, r, lifecycle.Options{RecipeDir: filepath.Dir(abs), RecipeDigest: digest, LogPath: logPath})
+	srv, err := lifecycle.Launch(ctx, r, lifecycle.Options{RecipeDir: filepath.Dir(abs), RecipeDigest: digest, LogPath: logPath, Redactor: red})
 	if srv == nil {
 		if errors.Is(err, lifecycle.ErrPortTaken) || errors.Is(err, lifecycle.ErrIsolation) {
 			fmt.Fprintf(stderr, "qualrun: %v; nothing was launched\n", err)
