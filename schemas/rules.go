@@ -494,6 +494,17 @@ func checkLaunchRecipe(l *LaunchRecipeDoc) []Violation {
 			r.add(ptr("environment", k), "%s looks like a secret: never commit it in a recipe; list it in environment_passthrough, where only its digest is recorded", k)
 		}
 	}
+	passed := map[string]bool{}
+	for _, n := range l.EnvironmentPassthrough {
+		passed[n] = true
+	}
+	for i, n := range l.SecretEnvironment {
+		if _, ok := l.Environment[n]; ok {
+			r.add(ptr("secret_environment", i), "%s is declared secret but set as a literal in environment: a secret is never committed in a recipe; remove it from environment and list it in environment_passthrough", n)
+		} else if !passed[n] {
+			r.add(ptr("secret_environment", i), "%s is declared secret but not in environment_passthrough: list it there (the server gets a secret only from qualrun's environment)", n)
+		}
+	}
 	if name := l.TokenEnv(); name != "" {
 		if _, ok := l.Environment[name]; ok {
 			r.add("/auth/token_env", "%s is also set as a literal in environment: a bearer token is never committed in a recipe; remove it from environment and set it in qualrun's environment (list it in environment_passthrough if the server reads it too)", name)
