@@ -423,7 +423,7 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	p.recipe, p.recipeRel = &r, rel
 	p.recipeDir = filepath.Dir(filepath.Join(p.root, rel))
 	p.files = append(p.files, artifact.File{Kind: "launch_recipe", Path: rel, Abs: filepath.Join(p.root, rel)})
-	prog, _, err := lifecycle.Program(&r, p.recipeDir, nil)
+	prog, workDir, err := lifecycle.Program(&r, p.recipeDir, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrArtifact, err)
 	}
@@ -432,6 +432,7 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 		prog = real
 	}
 	p.files = append(p.files, artifact.File{Kind: "server_binary", Path: p.displayPath(prog), Abs: prog})
+	p.files = append(p.files, p.launchFiles(&r, workDir)...)
 	return nil
 }
 
