@@ -75,8 +75,9 @@ func (p *Plan) reserve() error {
 			continue
 		}
 		b, _ := json.Marshal(reservation{Output: p.outputRel, RunDir: p.runRel, PID: os.Getpid(), StartedAt: p.started.UTC().Format(time.RFC3339Nano)})
-		if err := f.Truncate(0); err == nil {
-			_, err = f.WriteAt(append(b, '\n'), 0)
+		// The content only names this run to another that is refused; the lock is the reservation.
+		if f.Truncate(0) == nil {
+			_, _ = f.WriteAt(append(b, '\n'), 0)
 		}
 		p.reservation, p.reservationRel = f, rel
 		// A run that finished between checkOutput and now has written the receipt.
