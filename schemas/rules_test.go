@@ -168,6 +168,13 @@ func TestSemanticRules(t *testing.T) {
 			set(t, d, "/auth", map[string]any{"scheme": "bearer", "token_env": "QS_BEARER"})
 			set(t, d, "/environment/QS_BEARER", str("committed-value"))
 		}},
+		{"recipe declared secret not passed through", "launch-recipe.json", "/secret_environment/0", func(t *testing.T, d map[string]any) {
+			set(t, d, "/secret_environment", []any{"MIRROR_ACCESS"})
+		}},
+		{"recipe declared secret set as a literal", "launch-recipe.json", "/secret_environment/0", func(t *testing.T, d map[string]any) {
+			set(t, d, "/secret_environment", []any{"MIRROR_ACCESS"})
+			set(t, d, "/environment/MIRROR_ACCESS", str("committed"))
+		}},
 		{"recipe exit codes unsorted", "launch-recipe.json", "/acceptable_exit_codes", func(t *testing.T, d map[string]any) {
 			set(t, d, "/acceptable_exit_codes", []any{143, 0})
 		}},

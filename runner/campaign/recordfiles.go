@@ -84,7 +84,7 @@ func (w *rowFiles) add(rec *schemas.RequestRecordDoc) {
 		err = fmt.Errorf("request records %s: a record arrived after its row ended", rf.rel)
 	}
 	if err == nil {
-		_, err = rf.f.Write(append(b, '\n'))
+		_, err = rf.f.Write(w.r.scrub(append(b, '\n')))
 	}
 	if err != nil {
 		w.err = fmt.Errorf("write request records: %w", err)

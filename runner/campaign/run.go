@@ -60,12 +60,13 @@ type run struct {
 	// saturated names the serving case executions that passed with degraded rows because they
 	// declare measures_saturation: the receipt is then not publishable as a rate claim.
 	saturated []string
-	// token is the recipe's bearer token ("" without auth): held only to look for it in the
-	// evidence (tokenLeaks), never written.
-	token string
 }
 
 func (r *run) abs(rel string) string { return filepath.Join(r.p.root, rel) }
+
+// scrub replaces the values of the campaign's secrets in bytes about to become evidence (before
+// they are hashed), with markers naming their variables.
+func (r *run) scrub(b []byte) []byte { return r.p.Redactor().Bytes(b) }
 
 // writeJSON writes v (indented, newline-terminated) as new evidence and records it as an artifact.
 func (r *run) writeJSON(rel, kind string, v any) error {
@@ -73,7 +74,7 @@ func (r *run) writeJSON(rel, kind string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := writeNew(r.p.root, rel, append(b, '\n')); err != nil {
+	if err := writeNew(r.p.root, rel, r.scrub(append(b, '\n'))); err != nil {
 		return err
 	}
 	r.evidence = append(r.evidence, artifact.File{Kind: kind, Path: rel, Abs: r.abs(rel)})
@@ -85,13 +86,12 @@ func (r *run) writeJSON(rel, kind string, v any) error {
 // written so far and returns it with ErrInterrupted; any other error means the evidence could
 // not be written.
 func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
+	defer p.Release()
 	r := &run{p: p, epoch: time.Now()}
 	if p.recipe != nil {
-		tok, err := lifecycle.BearerToken(p.recipe, nil)
-		if err != nil {
+		if _, err := lifecycle.BearerToken(p.recipe, nil); err != nil {
 			return nil, fmt.Errorf("launch recipe %s: %w", p.recipeRel, err)
 		}
-		r.token = tok
 	}
 	cfg, err := p.effectiveConfig()
 	if err != nil {
@@ -130,6 +130,7 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 			return nil, err
 		}
 		r.evidence = append(r.evidence, artifact.File{Kind: "server_log", Path: p.runRel + "/server.log", Abs: r.abs(p.runRel + "/server.log")})
+		r.notes = append(r.notes, scrubbedNotes(p.runRel+"/server.log", r.server.ScrubbedLog())...)
 	}
 	// What remains only writes and checks what happened: a late signal no longer cuts it short.
 	ctx = context.WithoutCancel(ctx)
@@ -198,7 +199,7 @@ func (r *run) launch(ctx context.Context) {
 	}
 	srv, err := lifecycle.Launch(ctx, p.recipe, lifecycle.Options{
 		RecipeDir: p.recipeDir, RecipeDigest: digest, LogPath: r.abs(p.runRel + "/server.log"),
-		Epoch: r.epoch, Logger: p.cfg.Logger, RunID: p.receiptID, Keeper: p.cfg.Keeper,
+		Epoch: r.epoch, Logger: p.cfg.Logger, RunID: p.receiptID, Keeper: p.cfg.Keeper, Redactor: p.Redactor(),
 	})
 	r.server = srv
 	if srv == nil {
@@ -276,7 +277,7 @@ func (r *run) writeCaseResult(dir string, cr *schemas.CaseResultDoc) (*schemas.F
 	if err != nil {
 		return nil, err
 	}
-	b = append(b, '\n')
+	b = r.scrub(append(b, '\n'))
 	if err := schemas.CheckAs(b, rel, schemas.CaseResult); err != nil {
 		return nil, fmt.Errorf("runner case result does not validate: %w", err)
 	}
@@ -404,15 +405,7 @@ func (r *run) endChecks(ctx context.Context) {
 	} else if id != "" {
 		problems = append(problems, id)
 	}
-	if r.token != "" {
-		leaks, err := tokenLeaks(r.p.root, r.evidence, r.token)
-		switch {
-		case err != nil:
-			problems = append(problems, "bearer token search: "+err.Error())
-		case len(leaks) > 0:
-			problems = append(problems, fmt.Sprintf("the bearer token from %s appears in %s: do not publish this run's evidence (a server that prints its API key writes it into its log)", p.recipe.TokenEnv(), summarize(leaks, 8)))
-		}
-	}
+	problems = append(problems, r.leakProblems()...)
 	var changes []artifact.Change
 	var err error
 	if r.interruption == nil { // an interrupted run is not kept waiting for a re-hash of every input

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+	"github.com/qualkit/qualkit/runner/redact"
 	"github.com/qualkit/qualkit/schemas"
 	"golang.org/x/sys/unix"
 )
@@ -69,6 +70,9 @@ type Options struct {
 	// (default os.Args[0]; a multi-call binary, such as a testscript command, dispatches on it).
 	Keeper      bool
 	KeeperArgv0 string
+	// Redactor scrubs secret values from the server's output as it is captured into the log
+	// (scrub.go); nil: the recipe's Secrets.
+	Redactor *redact.Redactor
 }
 
 // Server is one owned server process group. Methods are safe for one goroutine at a time, except
@@ -83,6 +87,7 @@ type Server struct {
 	waitErr error
 	state   *os.ProcessState
 	log     *os.File
+	scrub   *logScrubber // nil when the output goes straight to the log
 
 	record      schemas.LifecycleRecordDoc
 	unsupported []string
@@ -242,6 +247,9 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	if _, err := BearerToken(r, opts.LookupEnv); err != nil {
 		return nil, err
 	}
+	if opts.Redactor == nil {
+		opts.Redactor = redact.New(Secrets(r, opts.LookupEnv)...)
+	}
 	s := &Server{tree: tree{fs: fs, exited: make(chan struct{}), self: os.Getpid()}, recipe: r, opts: opts, host: host, port: port}
 	s.record = schemas.LifecycleRecordDoc{
 		Schema:      "qualkit.lifecycle-record.v1",
@@ -340,8 +348,14 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 		return nil, err
 	}
 	defer devnull.Close()
+	sink, err := s.logSink(logf)
+	if err != nil {
+		logf.Close()
+		s.cg.remove()
+		return nil, err
+	}
 
-	cmd := &exec.Cmd{Path: prog, Args: r.Command, Dir: workDir, Env: env, Stdin: devnull, Stdout: logf, Stderr: logf}
+	cmd := &exec.Cmd{Path: prog, Args: r.Command, Dir: workDir, Env: env, Stdin: devnull, Stdout: sink, Stderr: sink}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if s.cg != nil {
 		cmd.SysProcAttr.UseCgroupFD = true
@@ -357,19 +371,24 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 		s.unsupported = append(s.unsupported, "cgroup v2 placement: "+err.Error())
 		s.cg.remove()
 		s.cg = nil
-		cmd = &exec.Cmd{Path: prog, Args: r.Command, Dir: workDir, Env: env, Stdin: devnull, Stdout: logf, Stderr: logf, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+		cmd = &exec.Cmd{Path: prog, Args: r.Command, Dir: workDir, Env: env, Stdin: devnull, Stdout: sink, Stderr: sink, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 		err = cmd.Start()
 		if err != nil {
+			s.closeSink(sink)
+			s.drainLog(LogDrain)
 			logf.Close()
 			s.keeper.done()
 			return nil, fmt.Errorf("%w: start %s: %v", ErrRecipe, prog, err)
 		}
 	} else if err != nil {
+		s.closeSink(sink)
+		s.drainLog(LogDrain)
 		logf.Close()
 		s.keeper.done()
 		s.cg.remove()
 		return nil, fmt.Errorf("%w: start %s: %v", ErrRecipe, prog, err)
 	}
+	s.closeSink(sink)
 	s.cmd = cmd
 	go func() {
 		s.waitErr = cmd.Wait()

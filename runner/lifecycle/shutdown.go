@@ -218,6 +218,7 @@ func (s *Server) Fail(err error) { s.fail(err.Error()) }
 
 // finish closes and hashes the log, removes the cgroup and sets the verdict.
 func (s *Server) finish() {
+	s.drainLog(LogDrain)
 	if s.log != nil {
 		if err := s.log.Sync(); err != nil {
 			s.fail("server log: fsync: " + err.Error())

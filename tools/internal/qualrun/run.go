@@ -83,6 +83,8 @@ func selfDigest() string {
 }
 
 func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer, asJSON bool, stdout, stderr io.Writer) error {
+	scrubOut, scrubErr := newScrubWriter(stdout), newScrubWriter(stderr)
+	stdout, stderr = scrubOut, scrubErr
 	if cfg.AllowUnpublishedUnsafe {
 		fmt.Fprintln(stderr, "qualrun: WARNING --allow-unpublished-unsafe: the receipt will not be publishable")
 	}
@@ -92,6 +94,11 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 	defer stop()
 	warnLeftovers(stderr)
 	plan, err := campaign.Preflight(ctx, cfg)
+	if err == nil && ctx.Err() != nil {
+		// A signal during preflight: stop before anything launches.
+		plan.Release()
+		err = ctx.Err()
+	}
 	if err != nil {
 		prog.done()
 		if errors.Is(err, exitcode.ErrUsage) {
@@ -102,8 +109,14 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 			return exitcode.ErrInterrupted
 		}
 		fmt.Fprintf(stderr, "qualrun: preflight: %v\nnothing was launched and nothing was written\n", err)
+		if errors.Is(err, schemas.ErrNotRegular) || errors.Is(err, schemas.ErrFileTooLarge) {
+			return fmt.Errorf("%w: preflight: an input is not a readable regular file within its limit", exitcode.ErrUsage)
+		}
 		return fmt.Errorf("%w: preflight", exitcode.ErrRejected)
 	}
+	defer plan.Release()
+	scrubOut.set(plan.Redactor())
+	scrubErr.set(plan.Redactor())
 	out, err := plan.Run(ctx)
 	prog.done()
 	interrupted := errors.Is(err, campaign.ErrInterrupted)

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/runner/lifecycle"
+	"github.com/qualkit/qualkit/runner/redact"
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
@@ -56,9 +57,9 @@ func serveCommand() *cli.Command {
 
 // loadRecipe reads and fully validates a launch recipe.
 func loadRecipe(path string) (*schemas.LaunchRecipeDoc, string, error) {
-	data, err := os.ReadFile(path)
+	data, err := schemas.ReadFileLimited(path, campaign.MaxRecipeBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: read launch recipe: %v", exitcode.ErrUsage, err)
+		return nil, "", fmt.Errorf("%w: read launch recipe: %v; give a regular file of at most %d bytes", exitcode.ErrUsage, err, campaign.MaxRecipeBytes)
 	}
 	out, err := schemas.CheckDocument(data)
 	if err != nil {
@@ -86,12 +87,22 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 	if err != nil {
 		return err
 	}
+	// The server's secrets are scrubbed from its log and from everything printed here.
+	secrets := lifecycle.Secrets(r, nil)
+	if err := lifecycle.CheckSecrets(secrets); err != nil {
+		return fmt.Errorf("%w: launch recipe %s: %v", exitcode.ErrUsage, recipePath, err)
+	}
+	red := redact.New(secrets...)
+	so, se := newScrubWriter(stdout), newScrubWriter(stderr)
+	so.set(red)
+	se.set(red)
+	stdout, stderr = so, se
 	logPath := filepath.Join(logDir, fmt.Sprintf("%s-%s.server.log", r.ID, time.Now().UTC().Format("20060102t150405.000000000z")))
 	ctx, stop := interruptContext(ctx)
 	defer stop()
 	warnLeftovers(stderr)
 	abs, _ := filepath.Abs(recipePath)
-	srv, err := lifecycle.Launch(ctx, r, lifecycle.Options{RecipeDir: filepath.Dir(abs), RecipeDigest: digest, LogPath: logPath, Keeper: true})
+	srv, err := lifecycle.Launch(ctx, r, lifecycle.Options{RecipeDir: filepath.Dir(abs), RecipeDigest: digest, LogPath: logPath, Keeper: true, Redactor: red})
 	if srv == nil {
 		if errors.Is(err, lifecycle.ErrPortTaken) || errors.Is(err, lifecycle.ErrIsolation) {
 			fmt.Fprintf(stderr, "qualrun: %v; nothing was launched\n", err)
