@@ -172,10 +172,25 @@ func (tr trial) run(t *testing.T) {
 	if res, err := schemas.CheckDocument(b); err != nil || !res.Valid() {
 		t.Fatalf("the receipt does not validate: %v %v", err, res.Violations)
 	}
+	t.Logf("receipt verdict %s, exit %d", rc.Qualification.Verdict, code)
 	switch v := rc.Qualification.Verdict; {
 	case v == "interrupted":
 		if code != 130 || rc.Publishable || rc.Qualification.Interruption == nil || rc.Qualification.Interruption.Signal != unix.SignalName(tr.signal) {
 			t.Fatalf("interrupted receipt: exit %d, publishable %v, interruption %+v; want 130, false, %s", code, rc.Publishable, rc.Qualification.Interruption, unix.SignalName(tr.signal))
+		}
+		// The verifier reads it and rejects it as interrupted, not as malformed or tampered.
+		vc := exec.Command("qualverify", "verify", ".qualification/receipts/r.json", "--key", strings.TrimSuffix(tr.key, ".key")+".pub")
+		vc.Dir = repo
+		vout, _ := vc.CombinedOutput()
+		for _, want := range []string{"[interrupted]", "verdict  rejected"} {
+			if !strings.Contains(string(vout), want) {
+				t.Errorf("qualverify verify does not say %q:\n%s", want, vout)
+			}
+		}
+		for _, bad := range []string{"schemas        failed", "hashes         failed", "signature      failed"} {
+			if strings.Contains(string(vout), bad) {
+				t.Errorf("qualverify verify: %q:\n%s", bad, vout)
+			}
 		}
 	case code == 130:
 		t.Fatalf("exit 130 with a %s receipt", v)
