@@ -97,6 +97,8 @@ func KeeperMain(args []string) int {
 		fmt.Fprintln(os.Stderr, byHand)
 		return 125
 	}
+	// Started through /proc/self/exe, its name would be "exe": name the main thread for ps.
+	_ = os.WriteFile(fmt.Sprintf("/proc/self/task/%d/comm", os.Getpid()), []byte("qualrun-keeper"), 0)
 	k := &keeperState{cfg: cfg}
 	if fs, err := newFS(); err == nil {
 		k.fs = &fs
