@@ -196,3 +196,33 @@ func TestLeftoversFoundAndReaped(t *testing.T) {
 		t.Error("the reap touched the live run's server")
 	}
 }
+
+// TestKeeperKilledAloneIsRecorded: a keeper that dies while qualrun lives (killed alone, an OOM
+// kill of the keeper) leaves the server unguarded from then on; the lifecycle record says so
+// (unsupported names the keeper's death) rather than implying qualrun's death was covered
+// throughout.
+func TestKeeperKilledAloneIsRecorded(t *testing.T) {
+	s, err := Launch(context.Background(), recipe(t, "healthy", freePort(t)), Options{
+		LogPath: filepath.Join(t.TempDir(), "server.log"), RecipeDigest: "sha256:" + strings.Repeat("0", 64),
+		RunID: fmt.Sprintf("keeper-alone-%d", time.Now().UnixNano()), Keeper: true})
+	if err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	if err := s.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s.keeper == nil {
+		t.Fatalf("no keeper started: %v", s.unsupported)
+	}
+	if err := unix.Kill(s.keeper.pid, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-s.keeper.exited
+	rec := s.Shutdown(context.Background())
+	if !strings.Contains(strings.Join(rec.Unsupported, "; "), "keeper: exited during the run") {
+		t.Fatalf("unsupported %q does not record the keeper's death", rec.Unsupported)
+	}
+	if rec.Verdict != "passed" {
+		t.Errorf("verdict %s (%v): the server itself was owned and stopped", rec.Verdict, rec.Failures)
+	}
+}
