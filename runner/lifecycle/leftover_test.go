@@ -211,6 +211,9 @@ func TestKeeperKilledAloneIsRecorded(t *testing.T) {
 	if err := s.WaitReady(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.CheckListener(); err != nil {
+		t.Fatal(err)
+	}
 	if s.keeper == nil {
 		t.Fatalf("no keeper started: %v", s.unsupported)
 	}
