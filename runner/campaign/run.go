@@ -321,6 +321,8 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 	// to disk as each request ends (recordFiles), so an interruption keeps them too.
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(c.TimeoutSeconds)*time.Second)
 	defer cancel()
+	pauses, stopPauses := watchPauses()
+	defer stopPauses()
 	rows := newRowFiles(r, dir)
 	res, err := load.Run(cctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
 		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv()},
@@ -368,6 +370,9 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 		return finish("failed", fmt.Sprintf("stopped by the case's timeout_seconds %d after %.3f s: %d of %d rows ran (the last may be partial), %d requests recorded; raise timeout_seconds or declare fewer requests", c.TimeoutSeconds, cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions), requests))
 	}
 	var problems []string
+	if n := pauses(); n > 0 {
+		problems = append(problems, fmt.Sprintf("qualrun was stopped and continued (SIGCONT) during this case (%d time(s)): the pause is in its timings and no request went out meanwhile, so its rows are not measurements of the server; rerun without stopping qualrun (Ctrl-Z, SIGSTOP, a debugger)", n))
+	}
 	if failures > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %d requests failed (see the request records)", failures, requests))
 	}
