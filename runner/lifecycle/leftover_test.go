@@ -229,3 +229,57 @@ func TestKeeperKilledAloneIsRecorded(t *testing.T) {
 		t.Errorf("verdict %s (%v): the server itself was owned and stopped", rec.Verdict, rec.Failures)
 	}
 }
+
+// TestKeeperStopsGrandchildThatClearsItsEnvironment: a server's grandchild that starts a session
+// of its own and clears its environment (no run markers left) is still stopped by the keeper when
+// the owner is SIGKILLed: it stays in the server's cgroup, which the keeper kills and removes.
+// (Without a cgroup nothing can attribute it; docs/lifecycle.md says so.)
+func TestKeeperStopsGrandchildThatClearsItsEnvironment(t *testing.T) {
+	if err := becomeSubreaper(); err != nil {
+		t.Skip("no child subreaper:", err)
+	}
+	port := freePort(t)
+	r := recipe(t, "setsid-child-clearenv", port)
+	runID := fmt.Sprintf("keeper-clearenv-%d", time.Now().UnixNano())
+	owner, server := startOwner(t, "keeper", runID, r)
+	if m, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/unified/qualkit-%d.*", owner.Process.Pid)); len(m) == 0 {
+		t.Skip("no cgroup v2 for the server on this host")
+	}
+	tag := fmt.Sprintf("clearenv-grandchild-%d", port)
+	grandchildren := func() []int {
+		var out []int
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			var pid int
+			if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+				continue
+			}
+			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), tag) && liveProcess(pid) {
+				out = append(out, pid)
+			}
+		}
+		return out
+	}
+	for end := time.Now().Add(5 * time.Second); len(grandchildren()) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the grandchild never started")
+		}
+	}
+	t.Cleanup(func() {
+		for _, pid := range grandchildren() {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+	})
+	if markedPIDs(runID) != nil && len(markedPIDs(runID)) != 1 {
+		t.Fatalf("only the server should carry the run marker: %v", markedPIDs(runID))
+	}
+	_ = owner.Process.Kill()
+	_ = owner.Wait()
+	deadline := time.Now().Add(KeeperDeadline(r))
+	for liveProcess(server) || len(grandchildren()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: server alive %v, unmarked setsid grandchild %v", KeeperDeadline(r), liveProcess(server), grandchildren())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
