@@ -50,6 +50,12 @@ func checkSource(s *snapshot) CheckResult {
 		if !s.rc.Publishable {
 			c.add(file, "/publishable", ErrUnpublished, "the receipt is not publishable: %s", strings.Join(s.rc.UnpublishableReasons, "; "))
 		}
+		if s.rc.Qualification.Verdict == "interrupted" {
+			c.add(file, "/qualification/verdict", ErrUnpublished, "the campaign was interrupted: an interrupted receipt is never publishable")
+		}
+		for _, r := range s.degradedRows() {
+			c.add(r.file, jp("rows", r.index, "fidelity", "degraded"), ErrDegradedRow, "%s is degraded (the client could not keep its schedule, so it measured the client): not publishable unless the workload's case declares measures_saturation: true", r)
+		}
 		switch {
 		case src.OriginMain == nil:
 			c.add(file, "/source/origin_main", ErrUnpublished, "the repository had no origin/main when the campaign ran")

@@ -70,6 +70,7 @@ func checkTolerances(s *snapshot) CheckResult {
 			checkCommand(c, path, cr, wc)
 		}
 	}
+	s.checkDerived(c)
 	checkMetricList(c, file, "/metrics", rc.Metrics, []schemas.Metric{
 		countMetric("results_passed", passed, higherBetter, "campaign.results_passed.v1", int64(len(rc.Results))),
 		countMetric("results_failed", failed, lowerBetter, "campaign.results_failed.v1", int64(len(rc.Results))),

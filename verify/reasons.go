@@ -68,6 +68,9 @@ var (
 	// ErrMissingInput: a bound input whose content the checks read (the workload, a launch recipe,
 	// a corpus file) is not present: the checks it decides cannot be carried out.
 	ErrMissingInput = reason("missing_input", "bound input missing")
+	// ErrIdentityMismatch: the receipt id is not the one its own start, backend, host id, workload
+	// and variant name, or an evidence file is not below the run directory the id names.
+	ErrIdentityMismatch = reason("identity_mismatch", "receipt identity inconsistent")
 )
 
 // Reasons of the signature check.
@@ -143,6 +146,13 @@ var (
 	// ErrDriverVerdict: a driver result's verdict (status, argmax candidate, attribution, largest
 	// error growth) differs from its recomputation.
 	ErrDriverVerdict = reason("driver_verdict_mismatch", "driver verdict differs from its recomputation")
+	// ErrVerdictMismatch: a runner-written verdict field (a result's required flag or status, the
+	// campaign verdict, publishable) differs from its derivation from the workload and the evidence.
+	ErrVerdictMismatch = reason("verdict_mismatch", "verdict differs from its derivation")
+	// ErrDegradedRow: a degraded row (the client could not keep its schedule) in a receipt that
+	// must be publishable, or under a comparison's performance rule, and its case does not declare
+	// measures_saturation.
+	ErrDegradedRow = reason("degraded_row", "degraded row")
 )
 
 // Reasons of the comparability check and of Compare.
@@ -189,12 +199,12 @@ func Reasons() []*Reason {
 	return []*Reason{
 		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract, ErrSelfHash,
 		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain,
-		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput,
+		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput, ErrIdentityMismatch,
 		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer, ErrSignaturePolicy,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
 		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,
 		ErrVerdictFailed, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
-		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict,
+		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict, ErrVerdictMismatch, ErrDegradedRow,
 		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
 		ErrScopeBackend, ErrScopeDevice,
 		ErrEnvironmentMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrOutputMismatch,
