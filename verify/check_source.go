@@ -38,6 +38,14 @@ func checkSource(s *snapshot) CheckResult {
 	if src.OriginMain != nil && !gitObjectRE.MatchString(*src.OriginMain) {
 		c.add(file, "/source/origin_main", ErrSourceFormat, "origin_main %q is not 40 lowercase hex digits", *src.OriginMain)
 	}
+	switch t := s.tree; {
+	case t.unavailable != "":
+		c.note("tree hash not recomputed: %s", t.unavailable)
+	case t.tree != src.Tree:
+		c.add(file, "/source/tree", ErrTreeHashMismatch, "commit %s has tree %s in the checkout, the receipt records %s", src.Commit, t.tree, src.Tree)
+	case t.hash != src.TreeHash:
+		c.add(file, "/source/tree_hash", ErrTreeHashMismatch, "the %s hash of commit %s's tree, recomputed from the checkout's git objects, is %s; the receipt records %s", TreeHashFormat, src.Commit, t.hash, src.TreeHash)
+	}
 	if !src.Clean {
 		c.add(file, "/source/clean", ErrDirtySource, "the campaign ran from a worktree with uncommitted or untracked changes")
 	}

@@ -62,7 +62,9 @@ func TestFrozenEvidenceVerifies(t *testing.T) {
 				t.Errorf("scope %q, want %q", res.Scope, want)
 			}
 			// The server binary is not part of the frozen evidence: it is bound, not present.
-			if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "bin/qualsim is not present locally") {
+			// Nor is a git checkout: the tree hash is not recomputed, and a warning says so.
+			if len(res.Warnings) != 2 || !strings.Contains(res.Warnings[0], "bin/qualsim is not present locally") ||
+				res.Warnings[1] != "source tree hash not recomputed: the evidence root is not a git checkout" {
 				t.Errorf("warnings %q", res.Warnings)
 			}
 			// The report fills the contract.

@@ -44,6 +44,9 @@ var (
 	// ErrNotOriginMain: publication is required and the checkout's origin/main is another commit
 	// than the one the receipt was made from.
 	ErrNotOriginMain = reason("not_origin_main", "receipt commit is not origin/main")
+	// ErrTreeHashMismatch: the receipt's tree or tree hash differs from the one recomputed from
+	// the checkout's git objects for its commit.
+	ErrTreeHashMismatch = reason("tree_hash_mismatch", "source tree hash differs from its recomputation")
 )
 
 // Reasons of the hashes check.
@@ -198,7 +201,7 @@ var ErrFindingsTruncated = reason("findings_truncated", "more findings omitted")
 func Reasons() []*Reason {
 	return []*Reason{
 		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract, ErrSelfHash,
-		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain,
+		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain, ErrTreeHashMismatch,
 		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput, ErrIdentityMismatch,
 		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer, ErrSignaturePolicy,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
