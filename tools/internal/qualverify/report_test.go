@@ -165,7 +165,7 @@ func TestReportDemo(t *testing.T) {
 				t.Errorf("line %d has %d columns: %q", i+1, n, l)
 			}
 		}
-		for _, re := range []string{`(?m)^  c4-r1 +5 +0 `, `(?m)^mode       same_environment_performance: `, `(?m)^scope      host demo-host, backend cpu`} {
+		for _, re := range []string{`(?m)^  c4-r1 +20 +0 `, `(?m)^mode       same_environment_performance: `, `(?m)^scope      host demo-host, backend cpu`} {
 			if !regexp.MustCompile(re).MatchString(text) {
 				t.Errorf("text lacks %s:\n%s", re, text)
 			}
