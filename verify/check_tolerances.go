@@ -138,6 +138,8 @@ func rowSpecOf(row schemas.Row, wc *schemas.Case) rowSpec {
 }
 
 func (s *snapshot) checkServing(c *collector, path string, cr *schemas.CaseResultDoc, wc *schemas.Case, tol Tolerance) {
+	var all []*record // every row's records, for the case's timeout
+	defer func() { checkCaseTimeout(c, path, cr, wc, all) }()
 	for j, row := range cr.Rows {
 		base := jp("rows", j)
 		f := s.files[row.Records.Path]
@@ -188,6 +190,8 @@ func (s *snapshot) checkServing(c *collector, path string, cr *schemas.CaseResul
 		if fid.Degraded != rf.degraded {
 			c.add(path, base+"/fidelity/degraded", ErrRowMismatch, "degraded %v, the records say %v (p99 schedule lag bound %.3f ms)", fid.Degraded, rf.degraded, degradedLagP99Ms)
 		}
+		checkLoad(c, path, j, row, wc, recs, tol)
+		all = append(all, recs...)
 		var skip func(string) bool
 		if wc == nil {
 			skip = func(n string) bool { return slices.Contains(metricsUnsetWithoutSLO, n) }

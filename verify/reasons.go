@@ -156,6 +156,12 @@ var (
 	// must be publishable, or under a comparison's performance rule, and its case does not declare
 	// measures_saturation.
 	ErrDegradedRow = reason("degraded_row", "degraded row")
+	// ErrLoadNotReached: a row did not measure its declared load: a closed-loop row never had its
+	// concurrency in flight, or an open-loop row records another offered rate than its case's.
+	ErrLoadNotReached = reason("load_not_reached", "declared load not reached")
+	// ErrTimeoutExceeded: a serving case's records span more than its timeout_seconds, or it
+	// says it stopped by its timeout before the timeout.
+	ErrTimeoutExceeded = reason("timeout_exceeded", "case timeout exceeded")
 )
 
 // Reasons of the comparability check and of Compare.
@@ -207,7 +213,7 @@ func Reasons() []*Reason {
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
 		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,
 		ErrVerdictFailed, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
-		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict, ErrVerdictMismatch, ErrDegradedRow,
+		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict, ErrVerdictMismatch, ErrDegradedRow, ErrLoadNotReached, ErrTimeoutExceeded,
 		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
 		ErrScopeBackend, ErrScopeDevice,
 		ErrEnvironmentMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrOutputMismatch,

@@ -445,3 +445,32 @@ func failCommandCase(t *testing.T, root, run string) {
 		rc["unpublishable_reasons"] = []any{"the verdict is failed"}
 	})
 }
+
+// TestDegradedRowNotPublishable: the frozen a-2's row c2-r0 is degraded (real evidence: its
+// client fell behind its schedule). Resealed with a test key it is not publishable
+// (degraded_row, naming the row) unless its workload case declares measures_saturation: true.
+func TestDegradedRowNotPublishable(t *testing.T) {
+	const receipt = ".qualification/receipts/a-2.json"
+	root := copyTree(t, frozenRoot)
+	k := newTestKey(t)
+	reseal(t, root, receipt, k)
+	res := verifyAt(t, root, receipt, k.policy())
+	if !hasFinding(res, CheckSource, ErrDegradedRow, "row c2-r0 of result chat-stream (repetition 0) is degraded") || len(res.Findings) != 1 {
+		t.Fatalf("want exactly one degraded_row finding:%s", findingsOf(res))
+	}
+	editJSON(t, filepath.Join(root, "workloads/frozen.json"), func(w map[string]any) {
+		for _, v := range w["variants"].([]any) {
+			for _, c := range v.(map[string]any)["cases"].([]any) {
+				if cm := c.(map[string]any); cm["id"] == "chat-stream" {
+					cm["measures_saturation"] = true
+				}
+			}
+		}
+	})
+	for _, r := range frozenReceipts {
+		reseal(t, root, r, k)
+	}
+	if res := verifyAt(t, root, receipt, k.policy()); res.Verdict != Verified {
+		t.Fatalf("a case that measures saturation: rejected:%s", findingsOf(res))
+	}
+}
