@@ -21,7 +21,7 @@ func ptr[T any](v T) *T { return &v }
 // evidence without the fields is not checked, and the note says so.
 func TestCheckLoad(t *testing.T) {
 	sequential := []*record{req(0, 0, 10), req(10, 10, 20), req(20, 20, 30)} // one at a time
-	overlapping := []*record{req(0, 0, 20), req(0, 0, 10), req(10, 10, 20)}   // two at a time
+	overlapping := []*record{req(0, 0, 20), req(0, 0, 10), req(10, 10, 20)}  // two at a time
 	row := func(loop string, c, n int64, peak *int64, mean *float64) schemas.Row {
 		return schemas.Row{Loop: loop, Concurrency: c, Requests: n, Fidelity: schemas.Fidelity{InFlightPeak: peak, InFlightMean: mean}}
 	}
