@@ -353,6 +353,39 @@ func (g *gitObjects) commitTree(commit string) (string, error) {
 	return tree[:40], nil
 }
 
+// gitTreeEntry is one entry of a tree object.
+type gitTreeEntry struct {
+	mode uint64
+	name string
+	id   string // 40 hex
+}
+
+// parseGitTree parses a tree object's content: entries "<octal mode> SP <name> NUL <20 bytes>".
+func parseGitTree(data []byte) ([]gitTreeEntry, error) {
+	var out []gitTreeEntry
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		nul := bytes.IndexByte(data, 0)
+		if sp <= 0 || nul < sp || nul+21 > len(data) {
+			return nil, errors.New("malformed entry")
+		}
+		mode, err := strconv.ParseUint(string(data[:sp]), 8, 32)
+		if err != nil {
+			return nil, fmt.Errorf("mode %q", data[:sp])
+		}
+		name := string(data[sp+1 : nul])
+		if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("entry name %q", name)
+		}
+		out = append(out, gitTreeEntry{mode: mode, name: name, id: hex.EncodeToString(data[nul+1 : nul+21])})
+		data = data[nul+21:]
+		if len(out) > maxTreeEntries {
+			return nil, fmt.Errorf("more than %d entries", maxTreeEntries)
+		}
+	}
+	return out, nil
+}
+
 // sourceTreeHash computes the qualkit-source-tree-v1 hash of a tree (schemas.SourceTreeHash).
 func (g *gitObjects) sourceTreeHash(ctx context.Context, tree string) (string, error) {
 	var entries []schemas.SourceTreeEntry
@@ -372,22 +405,15 @@ func (g *gitObjects) sourceTreeHash(ctx context.Context, tree string) (string, e
 		if typ != "tree" {
 			return fmt.Errorf("%s (%q) is a %s, not a tree", id, prefix, typ)
 		}
-		for len(data) > 0 {
-			sp := bytes.IndexByte(data, ' ')
-			nul := bytes.IndexByte(data, 0)
-			if sp < 0 || nul < sp || nul+21 > len(data) {
-				return fmt.Errorf("tree %s: malformed entry", id)
-			}
-			mode, err := strconv.ParseUint(string(data[:sp]), 8, 32)
-			if err != nil {
-				return fmt.Errorf("tree %s: mode %q", id, data[:sp])
-			}
-			name := string(data[sp+1 : nul])
-			child := hex.EncodeToString(data[nul+1 : nul+21])
-			data = data[nul+21:]
-			p := name
+		ents, err := parseGitTree(data)
+		if err != nil {
+			return fmt.Errorf("tree %s: %w", id, err)
+		}
+		for _, te := range ents {
+			mode, child := te.mode, te.id
+			p := te.name
 			if prefix != "" {
-				p = prefix + "/" + name
+				p = prefix + "/" + te.name
 			}
 			switch mode {
 			case 0o40000:
