@@ -11,7 +11,7 @@ import (
 // FuzzApplyDelta: a pack's deltas are untrusted input (the evidence root's .git). Applying one
 // never panics and never yields more than the size it declares, or other than it.
 func FuzzApplyDelta(f *testing.F) {
-	f.Add([]byte("hello world"), []byte{11, 5, 0x91, 0, 5})                  // copy 5 bytes from 0
+	f.Add([]byte("hello world"), []byte{11, 5, 0x91, 0, 5})                   // copy 5 bytes from 0
 	f.Add([]byte("abc"), []byte{3, 4, 0x90, 3, 1, 'd'})                       // copy 3 (0x90: size byte), insert "d"
 	f.Add([]byte(""), []byte{0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 1}) // a huge declared size
 	f.Fuzz(func(t *testing.T, base, delta []byte) {
