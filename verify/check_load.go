@@ -70,14 +70,16 @@ func inFlightOf(recs []*record) (peak int64, mean float64, ok bool) {
 	return peak, area / float64(hi-lo), true
 }
 
-// checkLoad checks one row's load facts.
-func checkLoad(c *collector, path string, j int, row schemas.Row, wc *schemas.Case, recs []*record, tol Tolerance) {
+// checkLoad checks one row's load facts. It reports false when the row records no achieved
+// concurrency (evidence before in_flight_peak existed), which the caller notes.
+func checkLoad(c *collector, path string, j int, row schemas.Row, wc *schemas.Case, recs []*record, tol Tolerance) bool {
+	checked := true
 	base := jp("rows", j, "fidelity")
 	fid := row.Fidelity
 	peak, mean, ok := inFlightOf(recs)
 	switch {
 	case fid.InFlightPeak == nil && fid.InFlightMean == nil:
-		c.note("row %d of %s records no in_flight_peak (evidence before it existed): its achieved concurrency was not checked", j, path)
+		checked = false
 	case !ok:
 		c.add(path, base+"/in_flight_peak", ErrRowMismatch, "in_flight_peak and in_flight_mean are recorded, but no measured request of the records has both ends")
 	default:
@@ -96,6 +98,7 @@ func checkLoad(c *collector, path string, j int, row schemas.Row, wc *schemas.Ca
 			c.add(path, base+"/offered_rate", ErrLoadNotReached, "open-loop row c%d-r%d records offered rate %s, the workload's case declares %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(fid.OfferedRate), fmtFloat(wc.Rate.RequestsPerSecond))
 		}
 	}
+	return checked
 }
 
 // checkCaseTimeout: a serving case's records fit its timeout_seconds (plus timeoutGraceSeconds),
