@@ -1,8 +1,9 @@
 package verify
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/qualkit/qualkit/schemas"
 )
@@ -50,11 +51,12 @@ func inFlightOf(recs []*record) (peak int64, mean float64, ok bool) {
 	if len(edges) == 0 || !hasLo || !hasHi || hi <= lo {
 		return 0, 0, false
 	}
-	sort.Slice(edges, func(i, j int) bool {
-		if edges[i].t != edges[j].t {
-			return edges[i].t < edges[j].t
+	// Ends before starts at equal times.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.t != b.t {
+			return cmp.Compare(a.t, b.t)
 		}
-		return edges[i].d < edges[j].d
+		return cmp.Compare(a.d, b.d)
 	})
 	var n int64
 	var area float64
