@@ -299,9 +299,6 @@ func (r *rules) variant(base string, w *WorkloadDoc, v Variant, declared map[str
 	if v.Backend != "cpu" && v.DeviceRequirement != "required" {
 		r.add(base+"/device_requirement", "backend %s needs device_requirement required", v.Backend)
 	}
-	if v.DeviceRequirement == "required" && v.SkipPolicy != "fail" {
-		r.add(base+"/skip_policy", "a required device forces skip_policy fail")
-	}
 	caseIDs := map[string]int{}
 	var wall, servingCases int64
 	for i, c := range v.Cases {

@@ -138,7 +138,7 @@ const (
 )
 
 // Relaxations lists every relaxation.
-var Relaxations = []Relaxation{RelaxUnsigned, RelaxUnpublished}
+var Relaxations = []Relaxation{RelaxUnsigned, RelaxUnpublished, RelaxFixtureDevices}
 
 // Option adjusts Verify and Compare.
 type Option func(*config)

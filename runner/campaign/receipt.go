@@ -116,10 +116,13 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 		r.notes = append(r.notes, clipString(r.srvErr.Error(), 2048))
 	}
 	reasons := append([]string{}, p.reasons...)
+	if p.skip != "" {
+		reasons = append(reasons, p.skipReason())
+	}
 	if verdict != "passed" {
 		reasons = append(reasons, "the verdict is failed")
 	}
-	publishable := p.publishable && verdict == "passed"
+	publishable := p.publishable && verdict == "passed" && p.skip == ""
 	if publishable {
 		reasons = []string{}
 	}
@@ -147,6 +150,7 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 		Publishable:          publishable,
 		UnpublishableReasons: reasons,
 	}
+	p.recordDevices(&rc.Environment)
 	if rc.Workload.Variables == nil {
 		rc.Workload.Variables = map[string]any{}
 	}

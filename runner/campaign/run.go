@@ -98,7 +98,7 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 	if err := r.writeJSON(p.runRel+"/effective-run-config.json", "config_file", cfg); err != nil {
 		return nil, err
 	}
-	if p.recipe != nil {
+	if p.recipe != nil && p.skip == "" {
 		r.launch(ctx)
 	}
 	interrupted := r.cases(ctx)
@@ -203,6 +203,10 @@ func (r *run) launch(ctx context.Context) {
 // campaign was interrupted.
 func (r *run) cases(ctx context.Context) bool {
 	p := r.p
+	if p.skip != "" {
+		r.skipped()
+		return false
+	}
 	reps := int(p.workload.Determinism.Repetitions)
 	for rep := 0; rep < reps; rep++ {
 		for i, c := range p.variant.Cases {

@@ -22,6 +22,7 @@ func relaxFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: string(verify.RelaxUnsigned), Usage: "UNSAFE: accept a receipt without an attestation (the signature check is skipped)"},
 		&cli.BoolFlag{Name: string(verify.RelaxUnpublished), Usage: "UNSAFE: accept a receipt whose commit was not origin/main (publication not required)"},
+		&cli.BoolFlag{Name: string(verify.RelaxFixtureDevices), Usage: "UNSAFE, tests only: accept a device read from a test fixture (qualrun run --device-fixture) as identified"},
 	}
 }
 
@@ -114,8 +115,11 @@ func banner(w io.Writer, c *cli.Context) {
 	for _, r := range verify.Relaxations {
 		if c.Bool(string(r)) {
 			what := "receipts without an attestation are accepted: nothing binds this evidence to a signer"
-			if r == verify.RelaxUnpublished {
+			switch r {
+			case verify.RelaxUnpublished:
 				what = "publication is not required: the result may describe code that is not on origin/main"
+			case verify.RelaxFixtureDevices:
+				what = "devices read from a test fixture count as identified: the result may name a device its host did not have"
 			}
 			fmt.Fprintf(w, "qualverify: UNSAFE: --%s is on: %s\n", r, what)
 		}
