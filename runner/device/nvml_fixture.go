@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -33,6 +35,35 @@ type NVMLFixtureDevice struct {
 	MemoryTotalBytes  uint64 `json:"memory_total_bytes"`
 	ComputeCapability [2]int `json:"compute_capability"`
 	MIGMode           *int   `json:"mig_mode"`
+	// Telemetry, when present, is what every reading returns; the energy counter advances at
+	// PowerMW from the moment the fixture is loaded.
+	Telemetry *NVMLFixtureTelemetry `json:"telemetry"`
+}
+
+// NVMLFixtureTelemetry is a fake device's constant readings.
+type NVMLFixtureTelemetry struct {
+	PowerMW        uint32 `json:"power_mw"`
+	SMClockMHz     uint32 `json:"sm_clock_mhz"`
+	MemClockMHz    uint32 `json:"mem_clock_mhz"`
+	GPUUtilPct     uint32 `json:"gpu_util_pct"`
+	MemUtilPct     uint32 `json:"mem_util_pct"`
+	MemoryUsed     uint64 `json:"memory_used_bytes"`
+	TemperatureC   uint32 `json:"temperature_c"`
+	ThrottleBits   uint64 `json:"throttle_bits"`
+	ECCUncorrected uint64 `json:"ecc_uncorrected"`
+}
+
+// NVMLLibrary is the NVML the probes and the telemetry sampler use: the fixture's nvml.json
+// when fixture is set (nil when it has none), else the library, loaded at run time.
+func NVMLLibrary(fixture string) nvml.Interface {
+	if fixture == "" {
+		return nvml.New()
+	}
+	lib, err := LoadNVMLFixture(filepath.Join(fixture, "nvml.json"))
+	if err != nil {
+		return nil
+	}
+	return lib
 }
 
 type fixtureProber struct{ path string }
@@ -63,18 +94,30 @@ func LoadNVMLFixture(path string) (nvml.Interface, error) {
 		return nil, fmt.Errorf("NVML fixture %s: %v", path, err)
 	}
 	devs := make([]nvml.Device, len(fx.Devices))
+	loaded := time.Now()
 	for i, d := range fx.Devices {
 		combined, err := strconv.ParseUint(d.PCIDeviceID, 0, 32)
 		if err != nil {
 			return nil, fmt.Errorf("NVML fixture %s: devices[%d].pci_device_id %q: want 0x<device><vendor>", path, i, d.PCIDeviceID)
 		}
-		devs[i] = mockDevice(d, uint32(combined))
+		devs[i] = mockDevice(d, uint32(combined), loaded)
+	}
+	byID := func(id string) (nvml.Device, nvml.Return) {
+		for i, d := range fx.Devices {
+			if id != "" && (d.UUID == id || d.PCIBusID == id) {
+				return devs[i], nvml.SUCCESS
+			}
+		}
+		return nil, nvml.ERROR_NOT_FOUND
 	}
 	return &mock.Interface{
-		InitFunc:                   func() nvml.Return { return nvml.SUCCESS },
-		ShutdownFunc:               func() nvml.Return { return nvml.SUCCESS },
-		SystemGetDriverVersionFunc: func() (string, nvml.Return) { return fx.DriverVersion, nvml.SUCCESS },
-		DeviceGetCountFunc:         func() (int, nvml.Return) { return len(devs), nvml.SUCCESS },
+		InitFunc:                      func() nvml.Return { return nvml.SUCCESS },
+		ShutdownFunc:                  func() nvml.Return { return nvml.SUCCESS },
+		SystemGetDriverVersionFunc:    func() (string, nvml.Return) { return fx.DriverVersion, nvml.SUCCESS },
+		DeviceGetCountFunc:            func() (int, nvml.Return) { return len(devs), nvml.SUCCESS },
+		DeviceGetHandleByUUIDFunc:     byID,
+		DeviceGetHandleByPciBusIdFunc: byID,
+		EventSetCreateFunc:            func() (nvml.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED },
 		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
 			if i < 0 || i >= len(devs) {
 				return nil, nvml.ERROR_INVALID_ARGUMENT
@@ -84,7 +127,7 @@ func LoadNVMLFixture(path string) (nvml.Interface, error) {
 	}, nil
 }
 
-func mockDevice(d NVMLFixtureDevice, combined uint32) *mock.Device {
+func mockDevice(d NVMLFixtureDevice, combined uint32, loaded time.Time) *mock.Device {
 	str := func(s string) func() (string, nvml.Return) {
 		return func() (string, nvml.Return) {
 			if s == "" {
@@ -97,7 +140,7 @@ func mockDevice(d NVMLFixtureDevice, combined uint32) *mock.Device {
 	for i := 0; i < len(d.PCIBusID) && i < 31; i++ {
 		bus[i] = int8(d.PCIBusID[i])
 	}
-	return &mock.Device{
+	dev := &mock.Device{
 		GetNameFunc:   str(d.Name),
 		GetUUIDFunc:   str(d.UUID),
 		GetSerialFunc: str(d.Serial),
@@ -117,4 +160,30 @@ func mockDevice(d NVMLFixtureDevice, combined uint32) *mock.Device {
 			return *d.MIGMode, *d.MIGMode, nvml.SUCCESS
 		},
 	}
+	tel := d.Telemetry
+	if tel == nil {
+		tel = &NVMLFixtureTelemetry{}
+	}
+	dev.GetPowerUsageFunc = func() (uint32, nvml.Return) { return tel.PowerMW, nvml.SUCCESS }
+	dev.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {
+		return uint64(float64(tel.PowerMW) * time.Since(loaded).Seconds()), nvml.SUCCESS
+	}
+	dev.GetClockInfoFunc = func(c nvml.ClockType) (uint32, nvml.Return) {
+		if c == nvml.CLOCK_MEM {
+			return tel.MemClockMHz, nvml.SUCCESS
+		}
+		return tel.SMClockMHz, nvml.SUCCESS
+	}
+	dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
+		return nvml.Utilization{Gpu: tel.GPUUtilPct, Memory: tel.MemUtilPct}, nvml.SUCCESS
+	}
+	dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
+		return nvml.Memory{Total: d.MemoryTotalBytes, Used: tel.MemoryUsed}, nvml.SUCCESS
+	}
+	dev.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return tel.TemperatureC, nvml.SUCCESS }
+	dev.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { return tel.ThrottleBits, nvml.SUCCESS }
+	dev.GetTotalEccErrorsFunc = func(nvml.MemoryErrorType, nvml.EccCounterType) (uint64, nvml.Return) {
+		return tel.ECCUncorrected, nvml.SUCCESS
+	}
+	return dev
 }
