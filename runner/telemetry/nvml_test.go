@@ -71,7 +71,9 @@ func newBusyDGX() *busyDGX {
 			}
 			return nvml.ClocksEventReasonGpuIdle, nvml.SUCCESS
 		}
-		md.GetTotalEccErrorsFunc = func(nvml.MemoryErrorType, nvml.EccCounterType) (uint64, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
+		md.GetTotalEccErrorsFunc = func(nvml.MemoryErrorType, nvml.EccCounterType) (uint64, nvml.Return) {
+			return 0, nvml.ERROR_NOT_SUPPORTED
+		}
 	}
 	return b
 }
