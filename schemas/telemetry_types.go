@@ -22,3 +22,17 @@ type TelemetrySampleDoc struct {
 	XidEvents       *int64   `json:"xid_events"`
 	Errors          []string `json:"errors"`
 }
+
+// DeviceTelemetry declares a serving case's device telemetry sampler.
+type DeviceTelemetry struct {
+	IntervalMs int64 `json:"interval_ms"`
+}
+
+// RowDeviceTelemetry binds a row's device telemetry samples and what they showed.
+type RowDeviceTelemetry struct {
+	Samples    FileRef  `json:"samples"`
+	IntervalMs int64    `json:"interval_ms"`
+	Devices    []int64  `json:"devices"`
+	Flags      []string `json:"flags"`
+	Warnings   []string `json:"warnings"`
+}

@@ -126,6 +126,8 @@ type Case struct {
 	RequestTimeoutSeconds float64   `json:"request_timeout_seconds,omitempty"`
 	SLO                   *SLO      `json:"slo,omitempty"`
 	Rate                  *Rate     `json:"rate,omitempty"`
+	// DeviceTelemetry, when set, turns on the device telemetry sampler for every row.
+	DeviceTelemetry *DeviceTelemetry `json:"device_telemetry,omitempty"`
 
 	// Driver case (see DriverSpecDoc for the meaning of each field).
 	Contract   string            `json:"contract,omitempty"`
@@ -363,6 +365,8 @@ type Row struct {
 	Records         FileRef  `json:"records"`
 	Metrics         []Metric `json:"metrics"`
 	Fidelity        Fidelity `json:"fidelity"`
+	// DeviceTelemetry is absent unless the case declared a sampler.
+	DeviceTelemetry *RowDeviceTelemetry `json:"device_telemetry,omitempty"`
 }
 
 // Fidelity measures the client itself.
