@@ -83,7 +83,7 @@ func acceptsContract(want, got string) bool {
 func isEvidenceKind(kind string) bool {
 	switch kind {
 	case "case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr",
-		"driver_result", "driver_worker_output", "driver_log":
+		"driver_result", "driver_worker_output", "driver_log", "device_telemetry":
 		return true
 	}
 	return false

@@ -295,8 +295,10 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 	if p.workload.Determinism.Seed != nil {
 		seed = *p.workload.Determinism.Seed
 	}
+	tel := r.startTelemetry(c)
 	res, err := load.Run(ctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
 		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv()})
+	tel.stop()
 	if err != nil {
 		return finish("failed", "load: "+err.Error())
 	}
@@ -318,6 +320,9 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 		}
 		r.evidence = append(r.evidence, artifact.File{Kind: "request_records", Path: rel, Abs: r.abs(rel)})
 		row.Row.Records = schemas.FileRef{Path: rel, Digest: schemas.DigestOf(buf.Bytes())}
+		if err := r.telemetryRow(tel, rel, &row.Row, row.Records); err != nil {
+			return schemas.Result{}, err
+		}
 		cr.Rows = append(cr.Rows, row.Row)
 		failures += row.Row.Failures
 		requests += row.Row.Requests
