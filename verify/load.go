@@ -421,6 +421,8 @@ func readFile(ctx context.Context, root *os.Root, f *fileFacts) error {
 			return validate(f, schemas.EffectiveRunConfig)
 		}
 		return nil
+	case f.kind == "device_telemetry":
+		return readWhole(root, f, MaxTelemetryBytes)
 	case contractOfKind(f.kind) != "" || f.kind == "corpus":
 
 		if err := readWhole(root, f, MaxDocumentBytes); err != nil {
