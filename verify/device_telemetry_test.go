@@ -82,7 +82,9 @@ func TestRowTelemetryRecomputed(t *testing.T) {
 		want *Reason
 	}{
 		{"mean power overstated", func(s *snapshot, r *schemas.Row) { r.Metrics[len(r.Metrics)-2].Value = 440 }, ErrMetricMismatch},
-		{"energy missing", func(s *snapshot, r *schemas.Row) { r.Metrics = slices.Delete(r.Metrics, len(r.Metrics)-4, len(r.Metrics)-3) }, ErrMetricMismatch},
+		{"energy missing", func(s *snapshot, r *schemas.Row) {
+			r.Metrics = slices.Delete(r.Metrics, len(r.Metrics)-4, len(r.Metrics)-3)
+		}, ErrMetricMismatch},
 		{"a flag the samples do not show", func(s *snapshot, r *schemas.Row) { r.DeviceTelemetry.Flags = []string{"throttled"} }, ErrRowMismatch},
 		{"device metrics without samples", func(s *snapshot, r *schemas.Row) { r.DeviceTelemetry = nil }, ErrRowMismatch},
 		{"samples digest", func(s *snapshot, r *schemas.Row) { r.DeviceTelemetry.Samples.Digest = schemas.DigestOf([]byte("x")) }, ErrDigestMismatch},
