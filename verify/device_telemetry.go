@@ -233,3 +233,25 @@ func energyOver(d []schemas.TelemetrySampleDoc, start, end int64) (float64, bool
 	}
 	return e, true
 }
+
+// telemetrySamples decodes a row's device telemetry samples for display: nil unless the file was
+// read, matches the row's digest and every line is a valid sample.
+func (s *snapshot) telemetrySamples(row schemas.Row) []schemas.TelemetrySampleDoc {
+	dt := row.DeviceTelemetry
+	if dt == nil {
+		return nil
+	}
+	f := s.files[dt.Samples.Path]
+	if f == nil || !f.present || f.digest != dt.Samples.Digest || len(f.raw) == 0 {
+		return nil
+	}
+	var xs []schemas.TelemetrySampleDoc
+	for i, line := range bytes.Split(bytes.TrimSuffix(f.raw, []byte("\n")), []byte("\n")) {
+		var x schemas.TelemetrySampleDoc
+		if schemas.CheckAs(line, fmt.Sprintf("line %d", i+1), schemas.TelemetrySample) != nil || schemas.DecodeInto(line, &x) != nil {
+			return nil
+		}
+		xs = append(xs, x)
+	}
+	return xs
+}
