@@ -429,7 +429,11 @@ func (r *rules) servingCase(cb string, c Case) {
 		}
 	}
 	rows := int64(len(c.Concurrency))
-	if total := rows * c.Repetitions * (corpusSize + c.WarmupRequests); total > MaxServingRequests {
+	if c.Requests != nil {
+		if total := rows * c.Repetitions * (*c.Requests + c.WarmupRequests); total > MaxServingRequests {
+			r.add(cb+"/requests", "rows × repetitions × (requests + warmup) = %d requests exceeds %d", total, MaxServingRequests)
+		}
+	} else if total := rows * c.Repetitions * (corpusSize + c.WarmupRequests); total > MaxServingRequests {
 		r.add(cb, "rows × repetitions × (corpus + warmup) = %d requests exceeds %d", total, MaxServingRequests)
 	}
 	if c.SLO != nil && (c.SLO.TTFTMs > 0 || c.SLO.ICLMs > 0) && !c.Stream {

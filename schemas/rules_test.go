@@ -137,6 +137,9 @@ func TestSemanticRules(t *testing.T) {
 		{"network forbidden with a serving case", "workload-serving.json", "/determinism/network_access", func(t *testing.T, d map[string]any) {
 			set(t, d, "/determinism/network_access", str("forbidden"))
 		}},
+		{"requests over the serving bound", "workload-serving.json", "/variants/0/cases/0/requests", func(t *testing.T, d map[string]any) {
+			set(t, d, "/variants/0/cases/0/requests", float64(1000000))
+		}},
 		{"ignore_eos needed", "workload-serving.json", "/variants/0/cases/0/output_assertions/1", func(t *testing.T, d map[string]any) {
 			set(t, d, "/variants/0/cases/0/sampling/ignore_eos", false)
 		}},

@@ -114,18 +114,22 @@ type Case struct {
 	ResultProtocol    *ResultProtocol   `json:"result_protocol,omitempty"`
 
 	// Serving case.
-	Launch                string    `json:"launch,omitempty"`
-	API                   string    `json:"api,omitempty"`
-	Stream                bool      `json:"stream,omitempty"`
-	Corpus                *Corpus   `json:"corpus,omitempty"`
-	Concurrency           []int64   `json:"concurrency,omitempty"`
-	Repetitions           int64     `json:"repetitions,omitempty"`
+	Launch      string  `json:"launch,omitempty"`
+	API         string  `json:"api,omitempty"`
+	Stream      bool    `json:"stream,omitempty"`
+	Corpus      *Corpus `json:"corpus,omitempty"`
+	Concurrency []int64 `json:"concurrency,omitempty"`
+	Repetitions int64   `json:"repetitions,omitempty"`
+	// Requests is the measured requests per row (nil: the corpus size), cycling the corpus.
+	Requests              *int64    `json:"requests,omitempty"`
 	WarmupRequests        int64     `json:"warmup_requests,omitempty"`
 	MaxTokens             int64     `json:"max_tokens,omitempty"`
 	Sampling              *Sampling `json:"sampling,omitempty"`
 	RequestTimeoutSeconds float64   `json:"request_timeout_seconds,omitempty"`
 	SLO                   *SLO      `json:"slo,omitempty"`
 	Rate                  *Rate     `json:"rate,omitempty"`
+	// MeasuresSaturation: a degraded row does not fail the case (nil or false: it does).
+	MeasuresSaturation *bool `json:"measures_saturation,omitempty"`
 	// DeviceTelemetry, when set, turns on the device telemetry sampler for every row.
 	DeviceTelemetry *DeviceTelemetry `json:"device_telemetry,omitempty"`
 
@@ -349,6 +353,15 @@ type CaseResultDoc struct {
 	Tolerances      []Tolerance `json:"tolerances"`
 	Rows            []Row       `json:"rows"`
 	Details         *string     `json:"details"`
+	// Stopped is set when the case did not run to its end.
+	Stopped *Stopped `json:"stopped,omitempty"`
+}
+
+// Stopped says why and when a case stopped before its end.
+type Stopped struct {
+	// Reason is "timeout" (the case's timeout_seconds) or "interrupted" (qualrun was).
+	Reason       string  `json:"reason"`
+	AfterSeconds float64 `json:"after_seconds"`
 }
 
 // Row is one serving row: a concurrency level at one repetition.
@@ -378,16 +391,25 @@ type Fidelity struct {
 	AchievedRate     float64  `json:"achieved_rate"`
 	Degraded         bool     `json:"degraded"`
 	Reasons          []string `json:"reasons"`
+	// InFlightPeak and InFlightMean are the achieved concurrency: the most measured requests in
+	// flight at once and the time average over the row's window (nil in evidence that predates
+	// them).
+	InFlightPeak *int64   `json:"in_flight_peak,omitempty"`
+	InFlightMean *float64 `json:"in_flight_mean,omitempty"`
 }
 
 // RequestRecordDoc is a request record (qualkit.request-record.v1).
 type RequestRecordDoc struct {
-	Schema       string             `json:"schema"`
-	CaseID       string             `json:"case_id"`
-	Row          RowKey             `json:"row"`
-	Index        int64              `json:"index"`
-	Warmup       bool               `json:"warmup"`
-	PromptID     string             `json:"prompt_id"`
+	Schema   string `json:"schema"`
+	CaseID   string `json:"case_id"`
+	Row      RowKey `json:"row"`
+	Index    int64  `json:"index"`
+	Warmup   bool   `json:"warmup"`
+	PromptID string `json:"prompt_id"`
+	// CorpusIndex and Cycle place a measured request in the cycled corpus (nil for warmups and
+	// in evidence that predates them).
+	CorpusIndex  *int64             `json:"corpus_index,omitempty"`
+	Cycle        *int64             `json:"cycle,omitempty"`
 	Seed         *int64             `json:"seed"`
 	BodyDigest   string             `json:"body_digest"`
 	TSchedNs     int64              `json:"t_sched_ns"`
@@ -719,10 +741,12 @@ type VerificationReportDoc struct {
 	CreatedAt string       `json:"created_at"`
 	Verifier  VerifierInfo `json:"verifier"`
 	Subjects  []Subject    `json:"subjects"`
-	Checks    []Check      `json:"checks"`
-	Weakened  []string     `json:"weakened"`
-	Scope     *string      `json:"scope"`
-	Verdict   string       `json:"verdict"`
+	// Signatures is absent in reports written before it existed.
+	Signatures []SignatureReport `json:"signatures,omitempty"`
+	Checks     []Check           `json:"checks"`
+	Weakened   []string          `json:"weakened"`
+	Scope      *string           `json:"scope"`
+	Verdict    string            `json:"verdict"`
 }
 
 // VerifierInfo identifies the verifier.
@@ -733,9 +757,20 @@ type VerifierInfo struct {
 
 // Subject is one verified file.
 type Subject struct {
-	Path     string  `json:"path"`
-	Digest   string  `json:"digest"`
+	Path string `json:"path"`
+	// Digest is nil for a file refused before it was read.
+	Digest   *string `json:"digest"`
 	Contract *string `json:"contract"`
+}
+
+// SignatureReport is one signature of an attestation file and what it came to.
+type SignatureReport struct {
+	File     string  `json:"file"`
+	Index    int64   `json:"index"`
+	KeyID    string  `json:"keyid"`
+	Key      *string `json:"key"`
+	Verified bool    `json:"verified"`
+	Problem  *string `json:"problem"`
 }
 
 // Check is one publication check and its findings.

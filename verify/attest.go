@@ -81,6 +81,8 @@ type attestation struct {
 	// signer is the fingerprint of the pinned key that verified a signature; "" when none did.
 	signer   string
 	sigCount int
+	// sigs is the outcome of every signature, in order.
+	sigs     []SignatureOutcome
 	stmt     *statement
 	warnings []string
 }
@@ -137,24 +139,37 @@ func readAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *a
 		a.malformed = malformedf("no signatures")
 		return a
 	}
+	if len(env.Signatures) > MaxSignatures {
+		a.malformed = malformedf("%d signatures, more than %d", len(env.Signatures), MaxSignatures)
+		return a
+	}
 	a.payload = payload
 	a.sigCount = len(env.Signatures)
 	pae := dsse.PAE(env.PayloadType, payload)
-	// keyid is an unauthenticated hint: every signature is tried with every pinned key.
-	for _, s := range env.Signatures {
+	// keyid is an unauthenticated hint: every signature is tried with every pinned key, and every
+	// signature's outcome is kept (one valid signature by a pinned key is enough, unless the
+	// policy asks for more; the rest are listed either way).
+	for i, s := range env.Signatures {
+		out := SignatureOutcome{File: path, Index: i, KeyID: s.KeyID}
 		sig, err := b64(s.Sig)
-		if err != nil {
-			continue
-		}
-		for _, k := range keys {
-			if verifySig(k, sig, pae) {
-				a.signer = KeyFingerprint(k)
-				break
+		switch {
+		case err != nil:
+			out.Problem = "the signature is not base64"
+		default:
+			for _, k := range keys {
+				if verifySig(k, sig, pae) {
+					out.Key, out.Verified = KeyFingerprint(k), true
+					break
+				}
+			}
+			if !out.Verified {
+				out.Problem = fmt.Sprintf("verifies with none of the %d pinned keys", len(keys))
 			}
 		}
-		if a.signer != "" {
-			break
+		if out.Verified && a.signer == "" {
+			a.signer = out.Key
 		}
+		a.sigs = append(a.sigs, out)
 	}
 	st, err := parseStatement(payload)
 	if err != nil {
@@ -163,6 +178,22 @@ func readAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *a
 	}
 	a.stmt = st
 	return a
+}
+
+// SignatureOutcome is what one signature of an attestation came to.
+type SignatureOutcome struct {
+	// File is the envelope or bundle, relative to the evidence root; Index the signature's
+	// position in its signatures list.
+	File  string
+	Index int
+	// KeyID is the signature's keyid as written (an unauthenticated hint, never used to pick a key).
+	KeyID string
+	// Key is the sha256 fingerprint (of the PKIX DER) of the pinned key the signature verified
+	// with; "" when it verified with none.
+	Key      string
+	Verified bool
+	// Problem says why a signature did not verify.
+	Problem string
 }
 
 func verifySig(k crypto.PublicKey, sig, message []byte) bool {

@@ -280,9 +280,14 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *schemas.Cas
 		c.note("case %s: prompt set: %v", wc.ID, err)
 		return
 	}
-	ids := make([]string, len(prompts))
-	for i, pr := range prompts {
-		ids[i] = pr.ID
+	// Measured request k asks prompt k mod N (the corpus cycles when the case declares requests).
+	n := int64(len(prompts))
+	if wc.Requests != nil {
+		n = *wc.Requests
+	}
+	ids := make([]string, n)
+	for k := range ids {
+		ids[k] = prompts[k%len(prompts)].ID
 	}
 	for j, row := range cr.Rows {
 		if row.PromptSetSHA256 != want {

@@ -1,6 +1,9 @@
 package verify
 
 import (
+	"errors"
+	"strings"
+
 	"github.com/qualkit/qualkit/schemas"
 )
 
@@ -18,13 +21,22 @@ func checkHashes(s *snapshot) CheckResult {
 		}
 		f := s.files[a.Path]
 		switch {
+		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
+			if !s.relax[RelaxMissingInputs] {
+				c.add(file, jp("artifacts", i, "path"), ErrMissingInput, "%s %s is bound by the receipt and not present in the repository: without it %s; restore it (the commit %s has it), or pass --%s to verify without it",
+					a.Kind, a.Path, notCheckedWithout(a.Kind), rc.Source.Commit, RelaxMissingInputs)
+			}
+			continue
 		case !f.local:
 			if s.mustExist(a) {
 				c.add(file, jp("artifacts", i, "path"), ErrUnreadableFile, "%s %s: evidence a campaign writes lives in the repository, not at an absolute path", a.Kind, a.Path)
 			}
 			continue
+		case errors.Is(f.readErr, ErrSizeMismatch):
+			c.add(file, jp("artifacts", i, "bytes"), ErrSizeMismatch, "%s %s has %d bytes, the receipt records %d: not read", a.Kind, a.Path, f.size, a.Bytes)
+			continue
 		case f.readErr != nil:
-			c.add(a.Path, "", ErrUnreadableFile, "%s %s (listed at %s): %v", a.Kind, a.Path, jp("artifacts", i), f.readErr)
+			c.add(a.Path, "", ErrUnreadableFile, "%s %s (listed at %s): %s", a.Kind, a.Path, jp("artifacts", i), detail(f.readErr, ErrUnreadableFile))
 			continue
 		case !f.present:
 			if s.mustExist(a) {
@@ -72,6 +84,20 @@ func checkHashes(s *snapshot) CheckResult {
 	} else if wd != rc.Workload.Digest {
 		c.add(file, "/workload/digest", ErrReferenceMismatch, "workload %s is bound as %s here and as %s in the artifacts", rc.Workload.Path, rc.Workload.Digest, wd)
 	}
+	// Everything below the run directory is evidence: each file there must be an artifact.
+	if s.runWalkErr != nil {
+		c.add(s.runDir(), "", ErrUnreadableFile, "the run directory cannot be listed: %v", s.runWalkErr)
+	}
+	for _, e := range s.runEntries {
+		if _, bound := artifactDigest[e.path]; bound {
+			continue
+		}
+		what := "a file"
+		if !e.mode.IsRegular() {
+			what = "an entry (" + e.mode.Type().String() + ")"
+		}
+		c.add(e.path, "", ErrUnboundFile, "%s below the run directory %s that the receipt does not bind: everything there is evidence that must be listed among the receipt's artifacts; remove it, or verify a copy without it", what, s.runDir())
+	}
 	// Attestation subjects against the files they name.
 	for _, a := range s.attestations {
 		if a.stmt == nil {
@@ -116,4 +142,9 @@ func artifactsOfKind(rc *schemas.ReceiptDoc, kinds ...string) []schemas.Artifact
 		}
 	}
 	return out
+}
+
+// detail is an error's message without the text of its leading reason.
+func detail(err error, r *Reason) string {
+	return strings.TrimPrefix(err.Error(), r.text+": ")
 }

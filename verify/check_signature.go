@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"slices"
+	"strings"
 )
 
 // checkSignature: the DSSE envelope and/or Sigstore bundle verify with a pinned public key (keyid
@@ -34,6 +35,8 @@ func checkSignature(s *snapshot) CheckResult {
 		}
 		if a.signer == "" {
 			c.add(a.path, "/signatures", ErrBadSignature, "none of %d signatures verifies with the %d pinned keys", a.sigCount, len(s.policy.Keys))
+		} else {
+			s.signaturePolicy(c, a)
 		}
 		if a.malformed != nil {
 			c.addCause(a.path, "/payload", ErrMalformedAttestation, a.malformed)
@@ -51,6 +54,29 @@ func checkSignature(s *snapshot) CheckResult {
 		c.add(s.attestations[1].path, "/dsseEnvelope/payload", ErrAttestationsDiffer, "the bundle's statement differs from the envelope's (%s)", s.attestations[0].path)
 	}
 	return c.result()
+}
+
+// signaturePolicy applies the policy's M-of-N and all-signatures rules to an attestation that
+// has at least one valid signature.
+func (s *snapshot) signaturePolicy(c *collector, a *attestation) {
+	sp := s.policy.Signatures
+	var keys []string
+	for _, o := range a.sigs {
+		if o.Verified && !slices.Contains(keys, o.Key) {
+			keys = append(keys, o.Key)
+		}
+	}
+	if want := max(1, sp.Threshold); len(keys) < want {
+		c.add(a.path, "/signatures", ErrSignaturePolicy, "%d distinct pinned keys signed (%s), the policy requires %d of the %d pinned keys",
+			len(keys), strings.Join(keys, ", "), want, len(s.policy.Keys))
+	}
+	if sp.RequireAll {
+		for _, o := range a.sigs {
+			if !o.Verified {
+				c.add(a.path, jp("signatures", o.Index), ErrSignaturePolicy, "signature %d (keyid %q) %s; the policy requires every signature to verify with a pinned key", o.Index, o.KeyID, o.Problem)
+			}
+		}
+	}
 }
 
 func nameBeside(receipt, suffix string) string {

@@ -146,6 +146,10 @@ func checkSchemas(s *snapshot) CheckResult {
 			}
 		}
 	}
+	if s.receipt.readErr != nil {
+		// The error wraps ErrUnreadableFile (a FIFO, a device, a symlink, too large).
+		c.out = append(c.out, Finding{Check: CheckSchemas, File: s.receipt.path, Err: s.receipt.readErr})
+	}
 	report(s.receipt)
 	if s.rc == nil {
 		return c.result()

@@ -227,10 +227,14 @@ func TestCheckHashes(t *testing.T) {
 			f := s.files[anyPath(s, "lifecycle_record")]
 			f.present, f.digest = false, ""
 		}, ErrMissingFile, ""},
-		{"bound input absent: a warning, not a finding", func(s *snapshot) {
-			f := s.files[anyPath(s, "launch_recipe")]
+		{"bound input that is only re-hashed absent: a warning, not a finding", func(s *snapshot) {
+			f := s.files[anyPath(s, "server_binary")]
 			f.present, f.digest = false, ""
 		}, nil, StatusPassed},
+		{"bound input the checks read absent: a finding", func(s *snapshot) {
+			f := s.files[anyPath(s, "launch_recipe")]
+			f.present, f.digest = false, ""
+		}, ErrMissingInput, ""},
 		{"evidence path is a directory", func(s *snapshot) {
 			s.files[anyPath(s, "case_stdout")].readErr = fmt.Errorf("%w: not a regular file", ErrUnreadableFile)
 		}, ErrUnreadableFile, ""},

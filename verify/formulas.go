@@ -19,6 +19,14 @@ import (
 // lag p99 (over the requests the client itself delayed) exceeds it is degraded.
 const degradedLagP99Ms = 1.0
 
+// An open-loop row is also degraded when its requests went out behind their schedule: the p99
+// lag over every sent measured request exceeds degradedOpenLagP99Ms, or the achieved send rate is
+// below degradedRateFraction of the scheduled rate (n - 1) / (max t_sched - min t_sched).
+const (
+	degradedOpenLagP99Ms = 10.0
+	degradedRateFraction = 0.9
+)
+
 // minSamplesP999 is the fewest samples for which a p99.9 is defined.
 const minSamplesP999 = 1000
 
@@ -379,7 +387,34 @@ func degraded(spec rowSpec, rs []*record, lags []float64) bool {
 			own = append(own, ms(v.send-v.sched))
 		}
 	}
-	return len(own) > 0 && summarize(own).p99 > degradedLagP99Ms
+	if len(own) > 0 && summarize(own).p99 > degradedLagP99Ms {
+		return true
+	}
+	if spec.loop != "open" {
+		return false
+	}
+	if len(lags) > 0 && summarize(lags).p99 > degradedOpenLagP99Ms {
+		return true
+	}
+	var lo, hi int64
+	n := 0
+	for _, r := range rs {
+		if !r.hasSend {
+			continue
+		}
+		if n == 0 || r.sched < lo {
+			lo = r.sched
+		}
+		if n == 0 || r.sched > hi {
+			hi = r.sched
+		}
+		n++
+	}
+	if n < 2 || hi <= lo {
+		return false
+	}
+	achieved, _ := achievedRate(rs)
+	return achieved < degradedRateFraction*float64(n-1)/(float64(hi-lo)/1e9)
 }
 
 // outputSet is the digest of the RFC 8785 JSON array of the measured output digests in index

@@ -17,11 +17,18 @@ const (
 	// MaxRecordsPerFile caps the request records of one JSON Lines file (the contract's bound on a
 	// serving case's requests).
 	MaxRecordsPerFile = schemas.MaxServingRequests
+	// MaxRecordsFileBytes caps one request records file (MaxRecordsPerFile records of about 4 KiB):
+	// a larger file is refused by fstat before a byte is read.
+	MaxRecordsFileBytes = 4 << 30
 	// MaxSubjects caps the subjects of an attestation statement: the signer writes at most 1,024
 	// (sigstore-go, and so cosign v3, refuse more).
 	MaxSubjects = 1024
+	// MaxSignatures caps the signatures of one DSSE envelope (each is tried with every pinned key).
+	MaxSignatures = 64
 	// MaxFindingsPerCheck caps the findings one check reports; the last one says how many more.
 	MaxFindingsPerCheck = 1000
+	// MaxRunDirEntries caps the files listed below a run directory (every one must be bound).
+	MaxRunDirEntries = 1_000_000
 	// MaxGitRefBytes caps a git ref file or packed-refs file read to find HEAD and origin/main.
 	MaxGitRefBytes = 16 << 20
 )

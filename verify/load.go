@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/qualkit/qualkit/schemas"
@@ -26,8 +27,13 @@ type fileFacts struct {
 	// not be read. Neither: it does not exist.
 	present bool
 	readErr error
-	digest  string
-	size    int64
+	// wantBytes is the size the receipt records for the file (-1: none): a streamed file (request
+	// records, logs) of another size is refused by fstat before a byte is read (ErrSizeMismatch),
+	// so a sparse 8 GiB file in a 3 KiB binding costs nothing. JSON documents are read whole within
+	// MaxDocumentBytes anyway, and then reported by digest.
+	wantBytes int64
+	digest    string
+	size      int64
 	// contract is the schema id found in a JSON contract file; violations its problems.
 	contract   string
 	violations []schemas.Violation
@@ -109,6 +115,10 @@ type snapshot struct {
 	workload      *schemas.WorkloadDoc
 	recipes       map[string]*schemas.LaunchRecipeDoc // by path
 
+	// runEntries are the files below the run directory, every one of which the receipt must bind.
+	runEntries []runEntry
+	runWalkErr error
+
 	attestations []*attestation
 	checkout     *checkout
 	checkoutErr  error
@@ -135,8 +145,11 @@ func (s *snapshot) mustExist(a schemas.Artifact) bool {
 
 func (s *snapshot) subjects() []Subject {
 	out := []Subject{}
-	if s.receipt != nil && s.receipt.present {
+	switch {
+	case s.receipt != nil && s.receipt.present:
 		out = append(out, Subject{Path: s.receipt.path, Digest: s.receipt.digest, Contract: s.receipt.contract})
+	case s.receipt != nil:
+		out = append(out, Subject{Path: s.receipt.path}) // refused before it was read: no digest
 	}
 	for _, a := range s.attestations {
 		if a.digest != "" {
@@ -172,21 +185,25 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	s := &snapshot{ev: ev, policy: policy, relax: cfg.relax, skipSign: cfg.skipSign,
 		files: map[string]*fileFacts{}, caseResults: map[string]*schemas.CaseResultDoc{}, recipes: map[string]*schemas.LaunchRecipeDoc{},
 		driverResults: map[string]*driverResult{}}
-	root, err := os.OpenRoot(ev.Root)
+	root, err := openRoot(ev.Root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open root %s: %v", ErrEvidence, ev.Root, err)
+		return nil, err
 	}
 	defer root.Close()
 
-	// The receipt.
-	rf := &fileFacts{path: ev.Receipt, kind: "receipt", local: true}
+	// The receipt. One that exists but cannot be read safely (a FIFO, a symlink, larger than
+	// MaxDocumentBytes) is a finding of the schemas check, and every other check is skipped.
+	rf := &fileFacts{path: ev.Receipt, kind: "receipt", local: true, wantBytes: -1}
 	if err := readWhole(root, rf, MaxDocumentBytes); err != nil {
 		return nil, fmt.Errorf("%w: receipt %s: %v", ErrEvidence, ev.Receipt, err)
 	}
-	if !rf.present {
-		return nil, fmt.Errorf("%w: receipt %s: %v", ErrEvidence, ev.Receipt, rf.readErr)
+	if !rf.present && rf.readErr == nil {
+		return nil, fmt.Errorf("%w: receipt %s does not exist", ErrEvidence, ev.Receipt)
 	}
 	s.receipt = rf
+	if rf.readErr != nil {
+		return s, nil
+	}
 	if err := validate(rf, schemas.Receipt); err != nil {
 		return nil, err
 	}
@@ -205,7 +222,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		if a.path == "" {
 			continue
 		}
-		f := &fileFacts{path: a.path, kind: a.kind, local: true}
+		f := &fileFacts{path: a.path, kind: a.kind, local: true, wantBytes: -1}
 		if err := readWhole(root, f, MaxAttestationBytes); err != nil {
 			return nil, err
 		}
@@ -232,6 +249,12 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 
 	// Every artifact, reference and subject, in parallel.
 	want := map[string]string{} // path -> kind
+	sizes := map[string]int64{} // path -> the bytes its first artifact listing records
+	for _, a := range rc.Artifacts {
+		if _, ok := sizes[a.Path]; !ok {
+			sizes[a.Path] = a.Bytes
+		}
+	}
 	var order []string
 	need := func(p, kind string) {
 		if p == "" {
@@ -264,7 +287,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 			}
 		}
 	}
-	if err := s.readAll(ctx, root, order, want, cfg); err != nil {
+	if err := s.readAll(ctx, root, order, want, sizes, cfg); err != nil {
 		return nil, err
 	}
 	// Rows may reference record files the artifact list forgot.
@@ -276,12 +299,18 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 			}
 		}
 	}
-	if err := s.readAll(ctx, root, order, want, cfg); err != nil {
+	if err := s.readAll(ctx, root, order, want, sizes, cfg); err != nil {
 		return nil, err
 	}
 	for _, a := range rc.Artifacts {
 		f := s.files[a.Path]
 		switch {
+		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
+			// An input the checks read: a finding of the hashes check (missing_input) unless
+			// allow-missing-inputs-unsafe is on; then what was not checked is said.
+			if s.relax[RelaxMissingInputs] {
+				s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally (%s): %s", a.Kind, a.Path, RelaxMissingInputs, notCheckedWithout(a.Kind)))
+			}
 		case !f.local:
 			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is outside the repository: not re-hashed", a.Kind, a.Path))
 		case !f.present && f.readErr == nil && !s.mustExist(a):
@@ -303,10 +332,76 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		}
 	}
 	if s.workload == nil {
-		s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not available: SLO metrics, declared metrics and the comparison policy were not checked", rc.Workload.Path))
+		s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not available: %s", rc.Workload.Path, notCheckedWithout("workload")))
 	}
+	s.runEntries, s.runWalkErr = listRunDir(ev.Root, s.runDir())
 	s.checkout, s.checkoutErr = readCheckout(ev.Root)
 	return s, nil
+}
+
+// readInput reports whether an artifact kind is a bound input whose content the checks read (not
+// only re-hash): without it they cannot be carried out, so its absence is a finding
+// (ErrMissingInput), not a warning, unless RelaxMissingInputs is on.
+func readInput(kind string) bool {
+	switch kind {
+	case "workload", "launch_recipe", "corpus":
+		return true
+	}
+	return false
+}
+
+// notCheckedWithout says what is not checked without a bound input of kind.
+func notCheckedWithout(kind string) string {
+	switch kind {
+	case "workload":
+		return "the required cases, the campaign verdict, SLO metrics, declared metrics, the corpus, the row grid, the comparison policy and its metric rules were not checked"
+	case "launch_recipe":
+		return "the lifecycle record was not compared with the recipe's readiness, deadlines and acceptable exit codes"
+	case "corpus":
+		return "the rows' prompt sets were not recomputed from the corpus"
+	}
+	return "not re-hashed"
+}
+
+// runEntry is one non-directory entry below the run directory.
+type runEntry struct {
+	path string // relative to the evidence root
+	mode fs.FileMode
+}
+
+// listRunDir lists every non-directory entry below the run directory (symlinks are listed, not
+// followed), at most MaxRunDirEntries; nil when the directory does not exist.
+func listRunDir(root, runDir string) ([]runEntry, error) {
+	var out []runEntry
+	if !fs.ValidPath(strings.TrimSuffix(runDir, "/")) {
+		return nil, fmt.Errorf("%q is not a clean repository-relative directory", runDir)
+	}
+	base := filepath.Join(root, filepath.FromSlash(runDir))
+	if st, err := os.Lstat(base); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	} else if !st.IsDir() {
+		return []runEntry{{path: strings.TrimSuffix(runDir, "/"), mode: st.Mode()}}, nil
+	}
+	err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if len(out) >= MaxRunDirEntries {
+			return fmt.Errorf("more than %d files below %s", MaxRunDirEntries, runDir)
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		out = append(out, runEntry{path: filepath.ToSlash(rel), mode: d.Type()})
+		return nil
+	})
+	return out, err
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
@@ -320,7 +415,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 // readAll reads paths with at most cfg.workers in parallel.
-func (s *snapshot) readAll(ctx context.Context, root *os.Root, paths []string, kinds map[string]string, cfg *config) error {
+func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, kinds map[string]string, sizes map[string]int64, cfg *config) error {
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, max(1, cfg.workers))
@@ -329,7 +424,10 @@ func (s *snapshot) readAll(ctx context.Context, root *os.Root, paths []string, k
 		if _, done := s.files[p]; done {
 			continue
 		}
-		f := &fileFacts{path: p, kind: kinds[p], local: !strings.HasPrefix(p, "/")}
+		f := &fileFacts{path: p, kind: kinds[p], local: !strings.HasPrefix(p, "/"), wantBytes: -1}
+		if n, ok := sizes[p]; ok {
+			f.wantBytes = n
+		}
 		s.files[p] = f
 		if !f.local {
 			continue
@@ -392,10 +490,10 @@ func (s *snapshot) readAll(ctx context.Context, root *os.Root, paths []string, k
 // readFile reads one file by its kind: JSON contracts whole and validated, request records
 // streamed line by line, everything else streamed through sha256. The error is non-nil only when
 // the read could not be carried out (a cancelled context, an internal validation error).
-func readFile(ctx context.Context, root *os.Root, f *fileFacts) error {
+func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 	switch {
 	case f.kind == "request_records":
-		fh, ok := openEvidence(root, f, MaxDocumentBytes*int64(MaxRecordsPerFile))
+		fh, ok := openEvidence(root, f, MaxRecordsFileBytes, true)
 		if !ok {
 			return nil
 		}
@@ -433,7 +531,7 @@ func readFile(ctx context.Context, root *os.Root, f *fileFacts) error {
 		}
 		return nil
 	default:
-		fh, ok := openEvidence(root, f, -1)
+		fh, ok := openEvidence(root, f, -1, true)
 		if !ok {
 			return nil
 		}
@@ -468,38 +566,47 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// openEvidence opens a repository-relative regular file under root. On failure it records why in
-// f (nothing when the file does not exist) and returns false. limit < 0 means no size limit.
-func openEvidence(root *os.Root, f *fileFacts, limit int64) (*os.File, bool) {
-	if !fs.ValidPath(f.path) || strings.Contains(f.path, `\`) {
+// openRoot opens the evidence root directory without blocking (a FIFO in its place cannot hang
+// the verifier).
+func openRoot(dir string) (*os.File, error) {
+	root, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open root %s: %v", ErrEvidence, dir, err)
+	}
+	return root, nil
+}
+
+// openEvidence opens a repository-relative regular file below root: without blocking, following
+// no symlink in any component, within limit bytes (limit < 0: none) and, when exactSize, of the
+// size the receipt records (f.wantBytes), each checked with fstat before a byte is read (schemas.OpenBeneath). On
+// failure it records why in f (nothing when the file does not exist) and returns false.
+func openEvidence(root *os.File, f *fileFacts, limit int64, exactSize bool) (*os.File, bool) {
+	fh, size, err := schemas.OpenBeneath(root, f.path, limit)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false
+	case errors.Is(err, schemas.ErrSymlink):
+		f.readErr = fmt.Errorf("%w: %s: a symbolic link in the path (evidence is read through real directories and regular files only)", ErrUnreadableFile, f.path)
+		return nil, false
+	case errors.Is(err, schemas.ErrOutside):
 		f.readErr = fmt.Errorf("%w: %q is not a clean repository-relative path", ErrUnreadableFile, f.path)
 		return nil, false
-	}
-	fh, err := root.Open(filepath.FromSlash(f.path))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false
-	}
-	if err != nil {
+	case err != nil:
 		f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
 		return nil, false
 	}
-	st, err := fh.Stat()
-	if err != nil || !st.Mode().IsRegular() {
+	if exactSize && f.wantBytes >= 0 && size != f.wantBytes {
 		fh.Close()
-		f.readErr = fmt.Errorf("%w: %s is not a regular file", ErrUnreadableFile, f.path)
-		return nil, false
-	}
-	if limit >= 0 && st.Size() > limit {
-		fh.Close()
-		f.readErr = fmt.Errorf("%w: %s is larger than %d bytes", ErrUnreadableFile, f.path, limit)
+		f.size = size
+		f.readErr = fmt.Errorf("%w: %s is %d bytes, the receipt records %d: not read", ErrSizeMismatch, f.path, size, f.wantBytes)
 		return nil, false
 	}
 	return fh, true
 }
 
 // readWhole reads a bounded file into f.raw and hashes it.
-func readWhole(root *os.Root, f *fileFacts, limit int64) error {
-	fh, ok := openEvidence(root, f, limit)
+func readWhole(root *os.File, f *fileFacts, limit int64) error {
+	fh, ok := openEvidence(root, f, limit, false)
 	if !ok {
 		return nil
 	}

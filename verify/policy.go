@@ -32,9 +32,23 @@ type Policy struct {
 	// Recompute is the tolerance of numbers recomputed from raw evidence (row metrics from
 	// request records, case metrics from rows).
 	Recompute Tolerance
+	// Signatures says how many signatures an attestation needs; the zero value is DSSE's rule:
+	// one signature that verifies with a pinned key.
+	Signatures SignaturePolicy
 	// Metrics tighten the tolerances of a comparison's metric rules, by metric name: the rule's
 	// tolerance becomes the smaller of the two. A policy never loosens a committed workload's rule.
 	Metrics []MetricTolerance
+}
+
+// SignaturePolicy strengthens the signature check (an M-of-N policy). Every attestation file
+// (envelope, bundle) must meet it on its own.
+type SignaturePolicy struct {
+	// RequireAll: every signature of the attestation must verify with a pinned key (a signature
+	// by an unknown key, or garbage, is then a finding instead of a listed extra).
+	RequireAll bool `json:"require_all"`
+	// Threshold is the number of distinct pinned keys that must have signed (M of the N pinned
+	// keys); 0 means 1.
+	Threshold int `json:"threshold"`
 }
 
 // Tolerance bounds a difference: |a - b| <= max(Absolute, |b| x Relative).
@@ -58,9 +72,10 @@ func DefaultPolicy() Policy {
 
 // policyFile is the JSON form of a policy (docs/verification.md).
 type policyFile struct {
-	RequirePublishable *bool    `json:"require_publishable"`
-	PublicKeys         []string `json:"public_keys"`
-	AllowUnsafe        []string `json:"allow_unsafe"`
+	RequirePublishable *bool            `json:"require_publishable"`
+	PublicKeys         []string         `json:"public_keys"`
+	AllowUnsafe        []string         `json:"allow_unsafe"`
+	Signatures         *SignaturePolicy `json:"signatures"`
 	Tolerances         *struct {
 		Recompute *Tolerance        `json:"recompute"`
 		Metrics   []MetricTolerance `json:"metrics"`
@@ -93,6 +108,12 @@ func ParsePolicy(data []byte, dir string) (Policy, error) {
 			return Policy{}, fmt.Errorf("%w: /allow_unsafe/%d: %q is not a relaxation (known: %v)", ErrPolicy, i, a, Relaxations)
 		}
 		p.AllowedRelaxations = append(p.AllowedRelaxations, Relaxation(a))
+	}
+	if sp := pf.Signatures; sp != nil {
+		if sp.Threshold < 0 || sp.Threshold > MaxSignatures {
+			return Policy{}, fmt.Errorf("%w: /signatures/threshold: %d is not a number of distinct pinned keys (0 to %d)", ErrPolicy, sp.Threshold, MaxSignatures)
+		}
+		p.Signatures = *sp
 	}
 	for i, k := range pf.PublicKeys {
 		path := k

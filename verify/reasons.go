@@ -62,6 +62,12 @@ var (
 	// ErrReferenceMismatch: two bindings of one file disagree (a result's case_result, the
 	// lifecycle reference, a row's records, the artifact list).
 	ErrReferenceMismatch = reason("reference_mismatch", "references disagree")
+	// ErrUnboundFile: a file below the receipt's run directory is not bound by the receipt (and so
+	// by no attestation): everything there is evidence that must match the receipt.
+	ErrUnboundFile = reason("unbound_file", "file not bound by the receipt")
+	// ErrMissingInput: a bound input whose content the checks read (the workload, a launch recipe,
+	// a corpus file) is not present: the checks it decides cannot be carried out.
+	ErrMissingInput = reason("missing_input", "bound input missing")
 )
 
 // Reasons of the signature check.
@@ -76,6 +82,10 @@ var (
 	ErrStatementMismatch = reason("statement_mismatch", "statement does not match the receipt")
 	// ErrAttestationsDiffer: the envelope and the bundle carry different statements.
 	ErrAttestationsDiffer = reason("attestations_differ", "envelope and bundle differ")
+	// ErrSignaturePolicy: the attestation verifies, but not as the policy's signatures rule
+	// requires (fewer distinct pinned keys than its threshold, or a signature that does not
+	// verify where every one must).
+	ErrSignaturePolicy = reason("signature_policy", "signature policy not met")
 )
 
 // Reasons of the cleanup check (lifecycle and listener ownership).
@@ -182,8 +192,8 @@ func Reasons() []*Reason {
 	return []*Reason{
 		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract, ErrSelfHash,
 		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain,
-		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch,
-		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer,
+		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput,
+		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer, ErrSignaturePolicy,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
 		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,
 		ErrVerdictFailed, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,

@@ -433,6 +433,9 @@ const (
 	fAssertions
 	fError
 	fAll
+	// Optional members (not part of fAll).
+	fCorpusIndex
+	fCycle
 )
 
 func (p *lineParser) record(r *record) bool {
@@ -476,6 +479,12 @@ func (p *lineParser) record(r *record) bool {
 			v, ok := p.str()
 			r.promptID = string(v)
 			return s.first(fPromptID) && ok && isPortableID(v)
+		case "corpus_index":
+			_, ok := p.uint()
+			return s.first(fCorpusIndex) && ok
+		case "cycle":
+			_, ok := p.uint()
+			return s.first(fCycle) && ok
 		case "seed":
 			v, _, ok := p.optUint()
 			return s.first(fSeed) && ok && v <= maxSafeInteger
@@ -622,7 +631,7 @@ func (p *lineParser) record(r *record) bool {
 				switch string(k) {
 				case "class":
 					r.errClass = string(v)
-					return es.first(0) && ok && oneOf(v, "connection", "http_status", "timeout", "truncated_stream", "oversize_line", "malformed_event", "missing_usage", "duplicate_usage", "inconsistent_usage", "assertion", "cancelled")
+					return es.first(0) && ok && oneOf(v, "connection", "http_status", "timeout", "truncated_stream", "oversize_line", "malformed_event", "missing_usage", "duplicate_usage", "inconsistent_usage", "usage_exceeds_max_tokens", "content_after_finish", "duplicate_finish_reason", "assertion", "cancelled")
 				case "message":
 					return es.first(1) && ok && len(v) >= 1 && len(v) <= 2048
 				}
@@ -633,7 +642,7 @@ func (p *lineParser) record(r *record) bool {
 		}
 		return false
 	})
-	if !ok || s != 1<<fAll-1 {
+	if !ok || s&(1<<fAll-1) != 1<<fAll-1 {
 		return false
 	}
 	// The semantic rules of the contract (schemas.CheckSemantics).

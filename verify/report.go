@@ -24,12 +24,31 @@ func (r *Result) Report(version string, now time.Time) schemas.VerificationRepor
 		subjects = subjects[:maxReportSubjects]
 	}
 	for _, s := range subjects {
-		sub := schemas.Subject{Path: s.Path, Digest: s.Digest}
+		sub := schemas.Subject{Path: s.Path}
+		if s.Digest != "" {
+			d := s.Digest
+			sub.Digest = &d
+		}
 		if s.Contract != "" {
 			c := s.Contract
 			sub.Contract = &c
 		}
 		doc.Subjects = append(doc.Subjects, sub)
+	}
+	for i, sg := range r.Signatures {
+		if i >= maxReportSignatures {
+			break
+		}
+		out := schemas.SignatureReport{File: clipRunes(sg.File, 4096), Index: int64(sg.Index), KeyID: clipRunes(sg.KeyID, 1024), Verified: sg.Verified}
+		if sg.Key != "" {
+			k := sg.Key
+			out.Key = &k
+		}
+		if sg.Problem != "" {
+			p := clipRunes(sg.Problem, 1024)
+			out.Problem = &p
+		}
+		doc.Signatures = append(doc.Signatures, out)
 	}
 	for _, c := range r.Checks {
 		ch := schemas.Check{Name: string(c.Check), Status: string(c.Status), Findings: []schemas.Finding{}}
@@ -47,8 +66,11 @@ func (r *Result) Report(version string, now time.Time) schemas.VerificationRepor
 	return doc
 }
 
-// maxReportSubjects is the contract's bound on a report's subjects.
-const maxReportSubjects = 100000
+// The contract's bounds on a report's subjects and signatures.
+const (
+	maxReportSubjects   = 100000
+	maxReportSignatures = 256
+)
 
 func nonEmpty(s, alt string) string {
 	if s == "" {

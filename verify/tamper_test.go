@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -115,6 +116,17 @@ func TestTamperingMatrix(t *testing.T) {
 			reseal(t, root, receipt, k)
 			return k.policy()
 		}, CheckSchemas, ErrSchemaViolation, "effective-run-config.json"},
+		{"extra file in the run directory", func(t *testing.T, root, run string, k testKey) Policy {
+			mustWrite(t, filepath.Join(root, run, "extra.json"), []byte("{}\n"))
+			return k.policy()
+		}, CheckHashes, ErrUnboundFile, "extra.json"},
+		{"extra rows file (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			rows := filepath.Join(root, run, "cases/000-chat-stream-r000/rows")
+			other, _ := os.ReadFile(filepath.Join(rows, "c0002-r000.jsonl"))
+			mustWrite(t, filepath.Join(rows, "c0004-r000.jsonl"), other)
+			reseal(t, root, receipt, k) // the campaign's signer seals what it lists, and it lists no c0004
+			return k.policy()
+		}, CheckHashes, ErrUnboundFile, "rows/c0004-r000.jsonl"},
 		// Beyond the required matrix.
 		{"row metric edited (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
 			p := filepath.Join(root, run, "cases/000-chat-stream-r000/case-result.json")
@@ -300,5 +312,48 @@ func TestHintsIgnored(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no warning about the tlog entry: %q", res.Warnings)
+	}
+}
+
+// TestMissingInputFailsClosed: deleting the bound workload (which decides the required cases,
+// SLOs, row grid, corpus and comparison rules) is a rejection; only the explicit unsafe option
+// verifies without it, and the result then says what was not checked.
+func TestMissingInputFailsClosed(t *testing.T) {
+	const receipt = ".qualification/receipts/a-1.json"
+	for _, input := range []string{"workloads/frozen.json", "workloads/launch/frozen-a.json"} {
+		t.Run(input, func(t *testing.T) {
+			root := copyTree(t, frozenRoot)
+			k := newTestKey(t)
+			reseal(t, root, receipt, k)
+			if err := os.Remove(filepath.Join(root, input)); err != nil {
+				t.Fatal(err)
+			}
+			res := verifyAt(t, root, receipt, k.policy())
+			if res.Verdict != Rejected {
+				t.Fatalf("verified without %s", input)
+			}
+			found := false
+			for _, f := range res.Check(CheckHashes).Findings {
+				found = found || (errors.Is(f, ErrMissingInput) && strings.Contains(f.Error(), input))
+			}
+			if !found {
+				t.Fatalf("no missing_input finding naming %s:%s", input, findingsOf(res))
+			}
+
+			res = verifyAt(t, root, receipt, k.policy(), AllowMissingInputsUnsafe())
+			if res.Verdict != Verified {
+				t.Fatalf("rejected with %s:%s", RelaxMissingInputs, findingsOf(res))
+			}
+			if !slices.Contains(res.Weakened, string(RelaxMissingInputs)) {
+				t.Errorf("weakened %v does not name %s", res.Weakened, RelaxMissingInputs)
+			}
+			said := false
+			for _, w := range res.Warnings {
+				said = said || (strings.Contains(w, input) && strings.Contains(w, "not"))
+			}
+			if !said {
+				t.Errorf("no warning says what was not checked without %s: %q", input, res.Warnings)
+			}
+		})
 	}
 }

@@ -85,7 +85,9 @@ type CheckResult struct {
 // Subject is one file the verification read, by digest.
 type Subject struct {
 	// Path is relative to the evidence root.
-	Path   string
+	Path string
+	// Digest is "" for a file refused before it was read (the receipt, when it is a FIFO, a
+	// symlink or over its limit).
 	Digest string
 	// Contract is the schema id found in the file; "" when it carries none.
 	Contract string
@@ -112,6 +114,10 @@ type Result struct {
 	// Signer is the sha256 fingerprint (of the PKIX DER) of the pinned key that verified the
 	// attestation; "" when none did.
 	Signer string
+	// Signatures lists every signature of every attestation file with the fingerprint of the
+	// pinned key it verified with (if any); a valid signature is enough unless the policy says
+	// otherwise, but none is hidden.
+	Signatures []SignatureOutcome
 	// ReceiptID is the receipt's id, when it could be read.
 	ReceiptID string
 }
@@ -135,10 +141,13 @@ const (
 	RelaxUnsigned Relaxation = "allow-unsigned-unsafe"
 	// RelaxUnpublished accepts a receipt that is not at origin/main (publication not required).
 	RelaxUnpublished Relaxation = "allow-unpublished-unsafe"
+	// RelaxMissingInputs verifies evidence without a bound input the checks read (the workload, a
+	// launch recipe, a corpus file); the warnings say what was then not checked.
+	RelaxMissingInputs Relaxation = "allow-missing-inputs-unsafe"
 )
 
 // Relaxations lists every relaxation.
-var Relaxations = []Relaxation{RelaxUnsigned, RelaxUnpublished, RelaxFixtureDevices}
+var Relaxations = []Relaxation{RelaxUnsigned, RelaxUnpublished, RelaxMissingInputs, RelaxFixtureDevices}
 
 // Option adjusts Verify and Compare.
 type Option func(*config)
@@ -161,6 +170,13 @@ func AllowUnsignedUnsafe() Option {
 // requires publication. Unsafe: such a result may describe code nobody reviewed.
 func AllowUnpublishedUnsafe() Option {
 	return func(c *config) { c.relax[RelaxUnpublished] = true }
+}
+
+// AllowMissingInputsUnsafe verifies evidence whose workload, launch recipe or corpus file is not
+// present: the checks those inputs decide are not carried out, and the result's warnings say which.
+// Unsafe: the required cases, SLOs and comparison rules then come from nowhere.
+func AllowMissingInputsUnsafe() Option {
+	return func(c *config) { c.relax[RelaxMissingInputs] = true }
 }
 
 // WithRelaxations turns on the named relaxations (as the CLI's --allow-...-unsafe flags do).
@@ -260,6 +276,9 @@ func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) 
 	}
 	res.Scope = scopeStatement(s)
 	res.Signer = s.signer
+	for _, a := range s.attestations {
+		res.Signatures = append(res.Signatures, a.sigs...)
+	}
 	res.Warnings = append(res.Warnings, s.lateWarnings...)
 	res.Verdict = Verified
 	if len(res.Findings) > 0 {

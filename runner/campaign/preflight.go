@@ -278,6 +278,12 @@ func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
 	if err := p.resolveCases(ctx); err != nil {
 		return nil, err
 	}
+	if err := p.checkServerAgreement(); err != nil {
+		return nil, err
+	}
+	if err := p.checkRowRequests(); err != nil {
+		return nil, err
+	}
 
 	// Artifacts.
 	cfg.progress("preflight", "hashing artifacts", 0, len(p.files))

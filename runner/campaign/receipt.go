@@ -122,7 +122,10 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 	if verdict != "passed" {
 		reasons = append(reasons, "the verdict is failed")
 	}
-	publishable := p.publishable && verdict == "passed" && p.skip == ""
+	sat := r.saturationReasons()
+	reasons = append(reasons, sat...)
+	r.notes = append(r.notes, sat...)
+	publishable := p.publishable && verdict == "passed" && len(sat) == 0 && p.skip == ""
 	if publishable {
 		reasons = []string{}
 	}

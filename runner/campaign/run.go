@@ -51,6 +51,9 @@ type run struct {
 	server   *lifecycle.Server
 	srvErr   error
 	life     *schemas.LifecycleRecordDoc
+	// saturated names the serving case executions that passed with degraded rows because they
+	// declare measures_saturation: the receipt is then not publishable as a rate claim.
+	saturated []string
 	// token is the recipe's bearer token ("" without auth): held only to look for it in the
 	// evidence (tokenLeaks), never written.
 	token string
@@ -295,12 +298,23 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 	if p.workload.Determinism.Seed != nil {
 		seed = *p.workload.Determinism.Seed
 	}
+	// timeout_seconds bounds the whole case (every row, repetition and warmup) on the monotonic
+	// clock: a case over it stops, keeps the records so far and fails (see stopped).
+	cctx, cancel := context.WithTimeout(ctx, time.Duration(c.TimeoutSeconds)*time.Second)
+	defer cancel()
 	tel := r.startTelemetry(c)
-	res, err := load.Run(ctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
+	res, err := load.Run(cctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
 		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv()})
 	tel.stop()
-	if err != nil {
+	timedOut := ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
+	if err != nil && !timedOut {
 		return finish("failed", "load: "+err.Error())
+	}
+	if res == nil {
+		res = &load.Result{}
+	}
+	if timedOut {
+		cr.Stopped = &schemas.Stopped{Reason: "timeout", AfterSeconds: time.Since(start).Seconds()}
 	}
 	failures := int64(0)
 	var requests int64
@@ -329,8 +343,22 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 		p.cfg.progress("row", fmt.Sprintf("%s c=%d r=%d: %d/%d ok", c.ID, row.Row.Concurrency, row.Row.Repetition, row.Row.Successes, row.Row.Requests), len(cr.Rows), len(c.Concurrency)*int(c.Repetitions))
 	}
 	cr.Metrics = append(caseMetrics(requests, int64(len(cr.Rows))), metrics.Case(cr.Rows)...)
+	if cr.Stopped != nil {
+		return finish("failed", fmt.Sprintf("stopped by the case's timeout_seconds %d after %.3f s: %d of %d rows ran (the last may be partial), %d requests recorded; raise timeout_seconds or declare fewer requests", c.TimeoutSeconds, cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions), requests))
+	}
+	var problems []string
 	if failures > 0 {
-		return finish("failed", fmt.Sprintf("%d of %d requests failed (see the request records)", failures, requests))
+		problems = append(problems, fmt.Sprintf("%d of %d requests failed (see the request records)", failures, requests))
+	}
+	if degraded := degradedRows(cr.Rows); degraded != "" {
+		if !measuresSaturation(c) {
+			problems = append(problems, degraded+"; the case does not measure its declared load (declare measures_saturation: true if saturation is what it measures)")
+		} else {
+			r.saturated = append(r.saturated, fmt.Sprintf("case %s (repetition %d) measures saturation: %s", c.ID, rep, degraded))
+		}
+	}
+	if len(problems) > 0 {
+		return finish("failed", strings.Join(problems, "; "))
 	}
 	return finish("passed", "")
 }

@@ -33,6 +33,15 @@ const (
 	// ClassInconsistentUsage: usage.total_tokens != prompt_tokens + completion_tokens, or a count
 	// was missing, negative or not an integer.
 	ClassInconsistentUsage = "inconsistent_usage"
+	// ClassUsageExceedsMaxTokens: usage.completion_tokens is greater than the request's
+	// max_tokens, which no conforming server can generate (a protocol violation, checked with or
+	// without declared assertions).
+	ClassUsageExceedsMaxTokens = "usage_exceeds_max_tokens"
+	// ClassContentAfterFinish: a content event arrived after the event that carried the
+	// finish_reason (the finish event may itself carry content).
+	ClassContentAfterFinish = "content_after_finish"
+	// ClassDuplicateFinishReason: a second event carried a non-null finish_reason.
+	ClassDuplicateFinishReason = "duplicate_finish_reason"
 	// ClassAssertion: a declared output assertion failed.
 	ClassAssertion = "assertion"
 	// ClassCancelled: the run's context was cancelled while the request was in flight.

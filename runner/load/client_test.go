@@ -48,6 +48,8 @@ func TestClientFaults(t *testing.T) {
 		{fault: []string{"--fault", "http-500=1"}, class: ClassHTTPStatus, msg: "HTTP 500"},
 		{fault: []string{"--fault", "never-ready"}, class: ClassHTTPStatus, msg: "HTTP 503"},
 		{fault: []string{"--fault", "crash-after-events=4"}, class: ClassTruncatedStream},
+		{fault: []string{"--fault", "content-after-finish"}, class: ClassContentAfterFinish, msg: "content after finish_reason"},
+		{fault: []string{"--fault", "duplicate-finish-reason"}, class: ClassDuplicateFinishReason, msg: "carries finish_reason \"length\" after"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.fault[1:], " "), func(t *testing.T) {

@@ -74,9 +74,11 @@ type request struct {
 	index  int64
 	warmup bool
 	prompt Prompt
-	seed   *int64
-	body   []byte
-	digest string
+	// corpusIndex and cycle place a measured request in the cycled corpus (-1 for a warmup).
+	corpusIndex, cycle int64
+	seed               *int64
+	body               []byte
+	digest             string
 }
 
 // Run executes every row of the case in declared order (for each concurrency value, each
@@ -178,6 +180,11 @@ func (p *Plan) check() error {
 		return fmt.Errorf("%w: case %s: warmup_requests %d", ErrPlan, p.CaseID, c.WarmupRequests)
 	case c.RequestTimeoutSeconds < 0:
 		return fmt.Errorf("%w: case %s: request_timeout_seconds %g", ErrPlan, p.CaseID, c.RequestTimeoutSeconds)
+	case c.Requests != nil && *c.Requests < 1:
+		return fmt.Errorf("%w: case %s: requests %d", ErrPlan, p.CaseID, *c.Requests)
+	}
+	if n, maxC := p.measured(), slices.Max(c.Concurrency); n < maxC {
+		return fmt.Errorf("%w: case %s: %d requests per row cannot reach concurrency %d; set requests to at least %d", ErrPlan, p.CaseID, n, maxC, maxC)
 	}
 	for _, n := range c.Concurrency {
 		if n < 1 || n > MaxConcurrency {
@@ -197,6 +204,14 @@ func (p *Plan) check() error {
 	return nil
 }
 
+// measured is the number of measured requests of each row: Case.Requests, or the corpus size.
+func (p *Plan) measured() int64 {
+	if p.Case.Requests != nil {
+		return *p.Case.Requests
+	}
+	return int64(len(p.Prompts))
+}
+
 type runner struct {
 	plan      Plan
 	client    *Client
@@ -205,28 +220,32 @@ type runner struct {
 	log       options
 }
 
-// requests plans a row: warmups first (indexes 0..W-1), then the corpus (W..W+N-1).
+// requests plans a row: warmups first (indexes 0..W-1), then the measured requests
+// (W..W+M-1, M = Plan.measured()): measured request k asks corpus prompt k mod N, so the corpus
+// cycles in declared order.
 func (r *runner) requests(c, rep int64) ([]request, error) {
 	cs := &r.plan.Case
 	warm := warmupPrompts(r.plan.Prompts, int(cs.WarmupRequests), r.plan.Seed, c, rep)
-	out := make([]request, 0, len(warm)+len(r.plan.Prompts))
-	add := func(p Prompt, warmup bool) error {
+	m := r.plan.measured()
+	out := make([]request, 0, int64(len(warm))+m)
+	add := func(p Prompt, warmup bool, ci, cy int64) error {
 		idx := int64(len(out))
 		seed := requestSeed(cs.Sampling, idx)
 		body, err := Body(cs, r.plan.ModelID, p, seed)
 		if err != nil {
 			return fmt.Errorf("%w: body of request %d: %v", ErrPlan, idx, err)
 		}
-		out = append(out, request{index: idx, warmup: warmup, prompt: p, seed: seed, body: body, digest: schemas.DigestOf(body)})
+		out = append(out, request{index: idx, warmup: warmup, prompt: p, corpusIndex: ci, cycle: cy, seed: seed, body: body, digest: schemas.DigestOf(body)})
 		return nil
 	}
 	for _, p := range warm {
-		if err := add(p, true); err != nil {
+		if err := add(p, true, -1, -1); err != nil {
 			return nil, err
 		}
 	}
-	for _, p := range r.plan.Prompts {
-		if err := add(p, false); err != nil {
+	n := int64(len(r.plan.Prompts))
+	for k := range m {
+		if err := add(r.plan.Prompts[k%n], false, k%n, k/n); err != nil {
 			return nil, err
 		}
 	}
@@ -409,11 +428,17 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 	if rec.Events == nil {
 		rec.Events = []schemas.Event{}
 	}
+	if !q.warmup {
+		rec.CorpusIndex, rec.Cycle = &q.corpusIndex, &q.cycle
+	}
 	if resp.Status != 0 {
 		s := int64(resp.Status)
 		rec.StatusCode = &s
 	}
-	if !q.warmup && resp.Err == nil {
+	if u := resp.Usage; rec.Error == nil && u != nil && u.CompletionTokens > cs.MaxTokens {
+		rec.Error = reqError(ClassUsageExceedsMaxTokens, "usage completion_tokens %d exceeds the request's max_tokens %d: the server reported more tokens than it may generate", u.CompletionTokens, cs.MaxTokens)
+	}
+	if !q.warmup && rec.Error == nil {
 		rec.Assertions = check(r.asserts, q.prompt.ID, resp, cs.MaxTokens)
 		if msg := failedAssertions(rec.Assertions); msg != "" {
 			rec.Error = reqError(ClassAssertion, "%s", msg)

@@ -516,6 +516,14 @@ func (s *stream) onEvent(typ, data []byte) error {
 			s.usageVals = append(s.usageVals, fmt.Sprintf("{prompt %d, completion %d, total %d}", c.usage.prompt, c.usage.compl, c.usage.total))
 		}
 	}
+	switch {
+	case c.hasFinish && s.hasFinish:
+		s.fail(ClassDuplicateFinishReason, "event %d carries finish_reason %q after an earlier event carried %q: a stream has one finish", k, clip(c.finish, 64), clip(s.finishRaw, 64))
+		return errHandled
+	case c.content && s.hasFinish:
+		s.fail(ClassContentAfterFinish, "event %d carries content after finish_reason %q: a stream ends its content at its finish", k, clip(s.finishRaw, 64))
+		return errHandled
+	}
 	if c.hasFinish {
 		s.finishRaw, s.hasFinish = c.finish, true
 	}

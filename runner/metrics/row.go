@@ -14,6 +14,18 @@ import (
 // the client, not the server, decided when requests went out.
 const DegradedLagP99Ms = 1.0
 
+// Open-loop schedule bounds: an open-loop row is degraded (not a measurement of its offered load)
+// when its measured requests went out behind their schedule, whoever delayed them. It is
+// degraded when the p99 schedule lag over every sent measured request (arrivals that found all
+// concurrency slots busy included) exceeds DegradedOpenLagP99Ms, or when the achieved send rate
+// is below DegradedRateFraction of the scheduled rate ((n - 1) / (max t_sched - min t_sched) over
+// the same n requests: the rate the row's own schedule asked for, so Poisson variance does not
+// count).
+const (
+	DegradedOpenLagP99Ms = 10.0
+	DegradedRateFraction = 0.9
+)
+
 // RowSpec is what a row's numbers depend on besides its request records.
 type RowSpec struct {
 	Concurrency int64
@@ -192,6 +204,11 @@ func Row(spec RowSpec, records []schemas.RequestRecordDoc) schemas.Row {
 		b.add("achieved_rate", achieved, "requests/s", "rate", none, "achieved_rate.v1", nSent)
 	}
 	row.Fidelity = fidelity(spec, views, lags, achieved)
+	if lo, hi, ok := windowBounds(views); ok {
+		if peak, mean, ok := inFlight(views, lo, hi); ok {
+			row.Fidelity.InFlightPeak, row.Fidelity.InFlightMean = &peak, &mean
+		}
+	}
 	row.Metrics = b.ms
 	if row.Metrics == nil {
 		row.Metrics = []schemas.Metric{}
@@ -236,7 +253,12 @@ func (b *builder) dist(base, unit, dir, formula string, xs []float64) {
 // window is W = max t_end - min t_send over the measured requests (a request without t_end does
 // not extend it); ok is false when no request has both ends or W is not positive.
 func window(views []view) (int64, bool) {
-	var lo, hi int64
+	lo, hi, ok := windowBounds(views)
+	return hi - lo, ok
+}
+
+// windowBounds are min t_send and max t_end of the measured requests (see window).
+func windowBounds(views []view) (lo, hi int64, ok bool) {
 	hasLo, hasHi := false, false
 	for _, v := range views {
 		if v.hasSend && (!hasLo || v.send < lo) {
@@ -247,9 +269,9 @@ func window(views []view) (int64, bool) {
 		}
 	}
 	if !hasLo || !hasHi || hi <= lo {
-		return 0, false
+		return 0, 0, false
 	}
-	return hi - lo, true
+	return lo, hi, true
 }
 
 // goodput counts the successful requests that pass every declared gate, and their tokens. TTFT
@@ -383,7 +405,44 @@ func fidelity(spec RowSpec, views []view, lags []float64, achieved float64) sche
 	if f.Degraded && capped > 0 {
 		f.Reasons = append(f.Reasons, fmt.Sprintf("%d arrivals found all %d slots busy (server-bound, excluded from the lag bound)", capped, spec.Concurrency))
 	}
+	if spec.Loop == "open" {
+		if len(lags) > 0 && s.P99 > DegradedOpenLagP99Ms {
+			f.Degraded = true
+			f.Reasons = append(f.Reasons, fmt.Sprintf("p99 schedule lag %.3f ms over every sent arrival exceeds %.3f ms: requests went out behind their schedule (%d of %d found all %d slots busy)", s.P99, DegradedOpenLagP99Ms, capped, len(lags), spec.Concurrency))
+		}
+		if sched, n := scheduledRate(views); n >= 2 && sched > 0 && achieved < DegradedRateFraction*sched {
+			f.Degraded = true
+			offered := ""
+			if spec.OfferedRate != nil {
+				offered = fmt.Sprintf(", offered %g/s", *spec.OfferedRate)
+			}
+			f.Reasons = append(f.Reasons, fmt.Sprintf("achieved rate %.3f/s is below %g of the scheduled rate %.3f/s%s: the row did not sustain its offered load", achieved, DegradedRateFraction, sched, offered))
+		}
+	}
 	return f
+}
+
+// scheduledRate is (n - 1) / (max t_sched - min t_sched) over the n measured requests sent (the
+// same requests achievedRate counts); 0 with fewer than two or no spread.
+func scheduledRate(views []view) (float64, int) {
+	var lo, hi int64
+	n := 0
+	for _, v := range views {
+		if !v.hasSend {
+			continue
+		}
+		if n == 0 || v.sched < lo {
+			lo = v.sched
+		}
+		if n == 0 || v.sched > hi {
+			hi = v.sched
+		}
+		n++
+	}
+	if n < 2 || hi <= lo {
+		return 0, n
+	}
+	return float64(n-1) / (float64(hi-lo) / 1e9), n
 }
 
 type classCount struct {

@@ -49,6 +49,13 @@ type Faults struct {
 	MissingUsage bool
 	// InconsistentUsage: usage.total_tokens is prompt_tokens + completion_tokens + 1.
 	InconsistentUsage bool
+	// UsageExceedsMaxTokens: usage.completion_tokens is reported as max_tokens × 1,000,000
+	// (total_tokens stays prompt + completion), an impossible count.
+	UsageExceedsMaxTokens bool
+	// ContentAfterFinish: streams send one more content event after the finish event.
+	ContentAfterFinish bool
+	// DuplicateFinishReason: streams send the finish event twice.
+	DuplicateFinishReason bool
 	// NoDone: streams end without "data: [DONE]" (the HTTP response still ends cleanly).
 	NoDone bool
 	// Stall and StallAt: before writing event StallAt the stream waits Stall, and every later
@@ -113,6 +120,12 @@ var faultTable = []faultDef{
 		func(f *Faults, _ value, _ int) { f.MissingUsage = true }},
 	{FaultInfo{"inconsistent-usage", "inconsistent-usage", false, "usage.total_tokens = prompt_tokens + completion_tokens + 1"}, "", false,
 		func(f *Faults, _ value, _ int) { f.InconsistentUsage = true }},
+	{FaultInfo{"usage-exceeds-max-tokens", "usage-exceeds-max-tokens", false, "usage.completion_tokens = max_tokens × 1000000 (total_tokens consistent)"}, "", false,
+		func(f *Faults, _ value, _ int) { f.UsageExceedsMaxTokens = true }},
+	{FaultInfo{"content-after-finish", "content-after-finish", false, "streams send one more content event after the finish event"}, "", false,
+		func(f *Faults, _ value, _ int) { f.ContentAfterFinish = true }},
+	{FaultInfo{"duplicate-finish-reason", "duplicate-finish-reason", false, "streams send the finish event twice"}, "", false,
+		func(f *Faults, _ value, _ int) { f.DuplicateFinishReason = true }},
 	{FaultInfo{"no-done", "no-done", false, "streams end cleanly but without data: [DONE]"}, "", false,
 		func(f *Faults, _ value, _ int) { f.NoDone = true }},
 	{FaultInfo{"stall", "stall=DURATION[@EVENT]", false, "wait DURATION before event EVENT; later events shift by DURATION"}, "duration", true,

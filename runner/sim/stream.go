@@ -247,6 +247,9 @@ func (j *job) appendHead(b []byte, chunk bool) []byte {
 
 // appendUsage appends the usage object for completion tokens n (inconsistent under the fault).
 func (j *job) appendUsage(b []byte, n int) []byte {
+	if j.s.cfg.Faults.UsageExceedsMaxTokens {
+		n = j.q.maxTokens * 1000000
+	}
 	total := j.prompt + n
 	if j.s.cfg.Faults.InconsistentUsage {
 		total++
@@ -341,7 +344,7 @@ func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
 			return err
 		}
 	}
-	err := e.send(due, KindFinish, func(b []byte) []byte {
+	finish := func(b []byte) []byte {
 		if q.chat {
 			b = append(b, `{"index":0,"delta":{},"logprobs":null,"finish_reason":`...)
 		} else {
@@ -350,9 +353,27 @@ func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
 		b = appendJSONString(b, j.gen.Finish)
 		b = append(b, "}]"...)
 		return j.appendChunkUsage(b, usageOn, continuous, j.gen.Tokens)
-	})
-	if err != nil {
+	}
+	if err := e.send(due, KindFinish, finish); err != nil {
 		return err
+	}
+	if s.cfg.Faults.DuplicateFinishReason {
+		if err := e.send(due, KindFinish+"+duplicate-finish-reason", finish); err != nil {
+			return err
+		}
+	}
+	if s.cfg.Faults.ContentAfterFinish {
+		err := e.send(due, KindContent+"+content-after-finish", func(b []byte) []byte {
+			if q.chat {
+				b = append(b, `{"index":0,"delta":{"content":" after finish"},"logprobs":null,"finish_reason":null}]`...)
+			} else {
+				b = append(b, `{"index":0,"text":" after finish","logprobs":null,"finish_reason":null}]`...)
+			}
+			return j.appendChunkUsage(b, usageOn, continuous, j.gen.Tokens)
+		})
+		if err != nil {
+			return err
+		}
 	}
 	if usageOn {
 		err := e.send(due, KindUsage, func(b []byte) []byte {

@@ -58,7 +58,9 @@ func findReceipts(dir string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || !d.Type().IsRegular() || !verify.IsReceiptName(d.Name()) {
+		// Anything named like a receipt is one, whatever it is: a FIFO, a device or a symlink in a
+		// receipts directory is verified (and refused with a finding), never skipped.
+		if d.IsDir() || !verify.IsReceiptName(d.Name()) {
 			return nil
 		}
 		abs, err := filepath.Abs(p)

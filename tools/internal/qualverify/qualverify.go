@@ -4,14 +4,15 @@ package qualverify
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/qualkit/qualkit/verify"
 	"github.com/urfave/cli/v2"
 )
 
@@ -61,8 +62,24 @@ type jsonViolation struct {
 func runSchema(files []string, asJSON bool, w io.Writer) error {
 	invalid := 0
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
+		limit := int64(schemas.MaxDocumentBytes)
+		if strings.HasSuffix(f, ".jsonl") {
+			limit = verify.MaxRecordsFileBytes
+		}
+		// Refused before a byte is read: a FIFO, a device, a directory, a file over the limit (an
+		// 8 GiB sparse file costs one fstat). Such a file is invalid input (exit 1), not a usage error.
+		data, err := schemas.ReadFileLimited(f, limit)
+		switch {
+		case errors.Is(err, schemas.ErrNotRegular) || errors.Is(err, schemas.ErrFileTooLarge):
+			invalid++
+			if asJSON {
+				b, _ := json.Marshal(fileOutcome{File: f, Valid: false, Violations: []jsonViolation{{Pointer: "", Message: err.Error()}}})
+				fmt.Fprintln(w, string(b))
+			} else {
+				fmt.Fprintf(w, "%s: /: refused: %v\n", f, err)
+			}
+			continue
+		case err != nil:
 			return fmt.Errorf("%w: read %s: %v", exitcode.ErrUsage, f, err)
 		}
 		if strings.HasSuffix(f, ".jsonl") {

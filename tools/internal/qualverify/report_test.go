@@ -165,7 +165,7 @@ func TestReportDemo(t *testing.T) {
 				t.Errorf("line %d has %d columns: %q", i+1, n, l)
 			}
 		}
-		for _, re := range []string{`(?m)^  c4-r1 +5 +0 `, `(?m)^mode       same_environment_performance: `, `(?m)^scope      host demo-host, backend cpu`} {
+		for _, re := range []string{`(?m)^  c4-r1 +20 +0 `, `(?m)^mode       same_environment_performance: `, `(?m)^scope      host demo-host, backend cpu`} {
 			if !regexp.MustCompile(re).MatchString(text) {
 				t.Errorf("text lacks %s:\n%s", re, text)
 			}
@@ -428,7 +428,7 @@ func TestReportExitCodes(t *testing.T) {
 		{"usage: html to nowhere", []string{"report", f + "a-1.json", "--key", key}, exitcode.Usage},
 		{"usage: too many receipts", append([]string{"report", "--key", key, "--format", "json"}, slices.Repeat([]string{f + "a-1.json"}, report.MaxReceipts+1)...), exitcode.Usage},
 		{"rejected: wrong key", []string{"report", f + "a-1.json", "--key", writeOtherKey(t, dir), "--format", "json"}, exitcode.Rejected},
-		{"could not verify", []string{"report", filepath.Join(dir, "qualification/receipts/dir.json"), "--key", key, "--format", "text"}, exitcode.Internal},
+		{"rejected: a receipt that is not a regular file", []string{"report", filepath.Join(dir, "qualification/receipts/dir.json"), "--key", key, "--format", "text"}, exitcode.Rejected},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -22,6 +22,7 @@ func relaxFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: string(verify.RelaxUnsigned), Usage: "UNSAFE: accept a receipt without an attestation (the signature check is skipped)"},
 		&cli.BoolFlag{Name: string(verify.RelaxUnpublished), Usage: "UNSAFE: accept a receipt whose commit was not origin/main (publication not required)"},
+		&cli.BoolFlag{Name: string(verify.RelaxMissingInputs), Usage: "UNSAFE: verify without a bound workload, launch recipe or corpus file that is not present (the checks they decide are not carried out; the warnings say which)"},
 		&cli.BoolFlag{Name: string(verify.RelaxFixtureDevices), Usage: "UNSAFE, tests only: accept a device read from a test fixture (qualrun run --device-fixture) as identified"},
 	}
 }
@@ -118,6 +119,8 @@ func banner(w io.Writer, c *cli.Context) {
 			switch r {
 			case verify.RelaxUnpublished:
 				what = "publication is not required: the result may describe code that is not on origin/main"
+			case verify.RelaxMissingInputs:
+				what = "evidence is verified without its missing workload, launch recipe or corpus: the checks they decide are not carried out"
 			case verify.RelaxFixtureDevices:
 				what = "devices read from a test fixture count as identified: the result may name a device its host did not have"
 			}
@@ -197,6 +200,13 @@ func printResult(w io.Writer, ev verify.Evidence, res *verify.Result) {
 	fmt.Fprintf(w, "\nroot     %s\n", ev.Root)
 	if res.Signer != "" {
 		fmt.Fprintf(w, "signer   %s\n", res.Signer)
+	}
+	for _, sg := range res.Signatures {
+		if sg.Verified {
+			fmt.Fprintf(w, "signature %s #%d: verified by %s\n", sg.File, sg.Index, sg.Key)
+		} else {
+			fmt.Fprintf(w, "signature %s #%d: not verified (keyid %q): %s\n", sg.File, sg.Index, sg.KeyID, sg.Problem)
+		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	for _, c := range res.Checks {

@@ -29,7 +29,7 @@ func TestExitCodes(t *testing.T) {
 		{"usage: a relaxation the policy forbids", []string{"verify", f + "a-1.json", "--key", key, "--allow-unpublished-unsafe", "--policy", writePolicy(t, dir, `{"require_publishable": false, "allow_unsafe": []}`)}, exitcode.Usage},
 		{"usage: no key", []string{"verify", f + "a-1.json"}, exitcode.Usage},
 		{"usage: two receipts", []string{"verify", f + "a-1.json", f + "a-2.json", "--key", key}, exitcode.Usage},
-		{"could not verify", []string{"verify", filepath.Join(dir, "qualification/receipts/dir.json"), "--key", key}, exitcode.Internal},
+		{"rejected: a receipt that is not a regular file", []string{"verify", filepath.Join(dir, "qualification/receipts/dir.json"), "--key", key}, exitcode.Rejected},
 		{"compare ok", []string{"compare", f + "a-1.json", f + "b-1.json"}, exitcode.OK},
 		{"compare not ok", []string{"compare", f + "a-1.json", f + "a-2.json"}, exitcode.Rejected},
 		{"compare usage", []string{"compare", f + "a-1.json"}, exitcode.Usage},
