@@ -203,7 +203,8 @@ func Legacy(r Result, backend string) schemas.Device {
 	if backend == "cpu" {
 		return cpu
 	}
-	for _, d := range Serving(r.Devices, backend, false) {
+	if devs := Serving(r.Devices, backend, false); len(devs) > 0 {
+		d := devs[0]
 		arch := "gpu"
 		switch {
 		case d.ComputeCapability != "":
