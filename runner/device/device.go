@@ -30,6 +30,9 @@ const (
 // large host is the biggest.
 const attrLimit = 4 << 20
 
+// MaxDevices is the most devices a receipt records (the contract's bound).
+const MaxDevices = 64
+
 // Options say where the probes look.
 type Options struct {
 	// Fixture, when set, is a directory standing in for the host: sys/class/drm and proc/ below it,
@@ -76,6 +79,11 @@ func Probe(opt Options) Result {
 	cpu, p := ProbeCPU(filepath.Join(root, "proc"))
 	res.Probes = append(res.Probes, p)
 	res.Devices = append([]schemas.ProbedDevice{cpu}, res.Devices...)
+	if len(res.Devices) > MaxDevices {
+		res.Probes = append(res.Probes[:0:0], res.Probes...)
+		res.Probes[1].Detail = clipRunes(fmt.Sprintf("%d devices beyond the first %d not recorded; %s", len(res.Devices)-MaxDevices, MaxDevices, res.Probes[1].Detail), 512)
+		res.Devices = res.Devices[:MaxDevices]
+	}
 	if fixture {
 		for i := range res.Devices {
 			res.Devices[i].Fixture = true

@@ -66,13 +66,13 @@ func ProbeDRMClass(sys string) ([]schemas.ProbedDevice, schemas.DeviceProbe) {
 	switch {
 	case len(devs) > 0:
 		p.Status = StatusFound
-		p.Detail = strings.Join(found, ", ")
+		p.Detail = summarize(found, 8)
 	default:
 		p.Status = StatusNone
 		p.Detail = "no GPU under " + dir
 	}
 	if len(skipped) > 0 {
-		p.Detail += "; skipped " + strings.Join(skipped, ", ")
+		p.Detail += "; skipped " + summarize(skipped, 8)
 	}
 	p.Detail = clipRunes(p.Detail, 512)
 	return devs, p
@@ -134,4 +134,12 @@ func drmCard(sys, dev string) (schemas.ProbedDevice, string) {
 		d.ProvenanceOnly = &schemas.DeviceIdentifiers{PCIBusID: strings.ToLower(slot)}
 	}
 	return d, ""
+}
+
+// summarize joins the first n items and counts the rest.
+func summarize(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
 }

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -193,5 +194,19 @@ func TestServingByFamilyNeverByName(t *testing.T) {
 		if got := len(Serving(devs, c.backend, c.fixtures)); got != c.want {
 			t.Errorf("%s (fixtures %v): %d devices serve it, want %d", c.backend, c.fixtures, got, c.want)
 		}
+	}
+}
+
+// TestProbeBoundsDevices: a host with more cards than a receipt holds records the first
+// MaxDevices and says how many were left out.
+func TestProbeBoundsDevices(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i < 70; i++ {
+		slot := fmt.Sprintf("0000:%02x:00.0", i+1)
+		pciCard(t, filepath.Join(dir, "sys"), fmt.Sprintf("card%d", i), slot, "amdgpu", map[string]string{"vendor": "0x1002", "device": "0x744c", "class": "0x030000"})
+	}
+	r := Probe(Options{Fixture: dir})
+	if len(r.Devices) != MaxDevices || !strings.Contains(r.Probes[1].Detail, "7 devices beyond the first 64 not recorded") {
+		t.Errorf("%d devices, detail %q", len(r.Devices), r.Probes[1].Detail)
 	}
 }
