@@ -688,6 +688,7 @@ func checkReceipt(rc *ReceiptDoc) []Violation {
 	} else if len(rc.UnpublishableReasons) == 0 {
 		r.add("/unpublishable_reasons", "say why the receipt is not publishable")
 	}
+	r.devices(rc.Environment)
 	return r.out
 }
 
