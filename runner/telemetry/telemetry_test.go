@@ -41,7 +41,7 @@ func TestSamplerReadsAtItsIntervalUntilStop(t *testing.T) {
 		t.Fatalf("dropped %d, closed %v", dropped, r.closed.Load())
 	}
 	// At least a few readings at 5 ms over 60 ms (a loaded CI host may be slow), one more at Stop.
-	if len(samples) < 4 || int64(len(samples)) != r.reads.Load() {
+	if len(samples) < 3 || int64(len(samples)) != r.reads.Load() {
 		t.Fatalf("%d samples, %d reads", len(samples), r.reads.Load())
 	}
 	for i := 1; i < len(samples); i++ {
