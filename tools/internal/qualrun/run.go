@@ -29,7 +29,8 @@ func runCommand() *cli.Command {
 			"serving cases, the cases in declared order, shutdown and residue checks, source and artifact\n" +
 			"re-checks, and the evidence under .qualification/runs/<receipt-id>/ plus the receipt at --output.\n" +
 			"Exit 0: passed; 1: refused in preflight or the campaign failed (the receipt says why);\n" +
-			"2: usage; 130: interrupted (the server is shut down, no receipt is written).",
+			"2: usage, or an input that is not a regular file within its limit (a FIFO, a device, an\n" +
+			"oversize file); 130: interrupted (the server is shut down).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "variant", Usage: "variant `ID` to run"},
 			&cli.StringFlag{Name: "host-id", Usage: "stable, non-secret `ID` of this host (evidence label only)"},
