@@ -664,8 +664,15 @@ func checkReceipt(rc *ReceiptDoc) []Violation {
 		if lifecycleFailed {
 			r.add("/qualification/verdict", "a passed receipt has a failed lifecycle")
 		}
+	} else if q.Verdict == "interrupted" {
+		if q.Interruption == nil {
+			r.add("/qualification/interruption", "an interrupted receipt names the signal and the phase (interruption)")
+		}
 	} else if !requiredFailed && !lifecycleFailed {
 		r.add("/qualification/verdict", "a failed receipt needs a failed or skipped required result or a failed lifecycle")
+	}
+	if q.Interruption != nil && q.Verdict != "interrupted" {
+		r.add("/qualification/interruption", "interruption is only for an interrupted receipt, not a %s one", q.Verdict)
 	}
 	if rc.Publishable {
 		if q.Verdict != "passed" || !rc.Source.Clean || rc.Source.OriginMain == nil || *rc.Source.OriginMain != rc.Source.Commit {

@@ -202,6 +202,18 @@ func TestSemanticRules(t *testing.T) {
 		{"receipt publishable off origin/main", "receipt.json", "/publishable", func(t *testing.T, d map[string]any) {
 			set(t, d, "/source/origin_main", str(strings.Repeat("a", 40)))
 		}},
+		{"receipt interrupted without interruption", "receipt.json", "/qualification/interruption", func(t *testing.T, d map[string]any) {
+			set(t, d, "/qualification/verdict", str("interrupted"))
+			set(t, d, "/publishable", false)
+			set(t, d, "/unpublishable_reasons", []any{"interrupted"})
+		}},
+		{"receipt interruption on a passed verdict", "receipt.json", "/qualification/interruption", func(t *testing.T, d map[string]any) {
+			set(t, d, "/qualification/interruption", map[string]any{"signal": "SIGTERM", "phase": "readiness"})
+		}},
+		{"receipt interrupted and publishable", "receipt.json", "/publishable", func(t *testing.T, d map[string]any) {
+			set(t, d, "/qualification/verdict", str("interrupted"))
+			set(t, d, "/qualification/interruption", map[string]any{"signal": "SIGTERM", "phase": "readiness"})
+		}},
 		{"integer written as float", "workload-serving.json", "/variants/0/cases/0/max_tokens", func(t *testing.T, d map[string]any) {
 			set(t, d, "/variants/0/cases/0/max_tokens", json.Number("32.0"))
 		}},

@@ -659,14 +659,22 @@ type WorkloadRef struct {
 
 // Qualification summarises the campaign.
 type Qualification struct {
-	Kind            string     `json:"kind"`
-	Backend         string     `json:"backend"`
-	Verdict         string     `json:"verdict"`
-	StartedAt       string     `json:"started_at"`
-	FinishedAt      string     `json:"finished_at"`
-	DurationSeconds float64    `json:"duration_seconds"`
-	Command         []string   `json:"command"`
-	Qualrun         BinaryInfo `json:"qualrun"`
+	Kind    string `json:"kind"`
+	Backend string `json:"backend"`
+	Verdict string `json:"verdict"`
+	// Interruption is set exactly when Verdict is "interrupted".
+	Interruption    *Interruption `json:"interruption,omitempty"`
+	StartedAt       string        `json:"started_at"`
+	FinishedAt      string        `json:"finished_at"`
+	DurationSeconds float64       `json:"duration_seconds"`
+	Command         []string      `json:"command"`
+	Qualrun         BinaryInfo    `json:"qualrun"`
+}
+
+// Interruption names the signal that interrupted a campaign and the phase it arrived in.
+type Interruption struct {
+	Signal string `json:"signal"`
+	Phase  string `json:"phase"`
 }
 
 // BinaryInfo identifies a binary by version and digest.

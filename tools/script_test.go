@@ -93,7 +93,11 @@ func TestScripts(t *testing.T) {
 			"waitport":  cmdWaitPort,
 			"jsoncheck": cmdJSONCheck,
 			"gitrepo":   cmdGitRepo,
-			"signalpid": cmdSignalPID,
+			"gone":      cmdGone,
+			"waitfile":  cmdWaitFile,
+			"jsonlines": cmdJSONLines,
+			"signal":    cmdSignal,
+			"killowner": cmdKillOwner,
 		},
 	})
 }
@@ -168,33 +172,6 @@ func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ts.Fatalf("nothing listens on 127.0.0.1:%s after 10 s", args[0])
-}
-
-// cmdSignalPID SIGNAL GLOB: wait (up to 10 s) for a JSON file matching GLOB that names a "pid"
-// (a qualrun output reservation), then send SIGNAL (TERM, HUP, QUIT, INT, KILL) to that process.
-func cmdSignalPID(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: signalpid SIGNAL GLOB")
-	}
-	sig, ok := map[string]syscall.Signal{"TERM": syscall.SIGTERM, "HUP": syscall.SIGHUP, "QUIT": syscall.SIGQUIT, "INT": syscall.SIGINT, "KILL": syscall.SIGKILL}[args[0]]
-	if !ok {
-		ts.Fatalf("unknown signal %q", args[0])
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		files, _ := filepath.Glob(ts.MkAbs(args[1]))
-		for _, f := range files {
-			var v struct {
-				PID int `json:"pid"`
-			}
-			if b, err := os.ReadFile(f); err == nil && json.Unmarshal(b, &v) == nil && v.PID > 0 {
-				ts.Check(syscall.Kill(v.PID, sig))
-				return
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	ts.Fatalf("no file %s naming a pid after 10 s", args[1])
 }
 
 // cmdJSONCheck FILE POINTER OP VALUE: the number at POINTER in the JSON in FILE (or "stdout")

@@ -68,6 +68,9 @@ type Config struct {
 	// DriverDeny lists containment mechanisms (driver.Mech*) the driver cases must treat as
 	// unavailable: a test hook that can only take containment away (see driver.Options.Deny).
 	DriverDeny []string
+	// Keeper starts the owned server with a keeper that stops it if qualrun dies (see
+	// lifecycle.Options.Keeper: the binary must dispatch lifecycle.KeeperArg to KeeperMain).
+	Keeper bool
 	// Progress, when set, receives progress events (it must not block).
 	Progress func(Event)
 	Logger   *slog.Logger

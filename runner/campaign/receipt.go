@@ -115,8 +115,14 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 	} else if r.srvErr != nil {
 		r.notes = append(r.notes, clipString(r.srvErr.Error(), 2048))
 	}
+	var interruption *schemas.Interruption
+	if r.interruption != nil {
+		verdict, interruption = "interrupted", r.interruption
+	}
 	reasons := append([]string{}, p.reasons...)
-	if verdict != "passed" {
+	if interruption != nil {
+		reasons = append(reasons, fmt.Sprintf("the campaign was interrupted by %s during %s", interruption.Signal, interruption.Phase))
+	} else if verdict != "passed" {
 		reasons = append(reasons, "the verdict is failed")
 	}
 	sat := r.saturationReasons()
@@ -135,7 +141,7 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 		Environment: environment(p.cfg.HostID, p.cfg.Version),
 		Workload: schemas.WorkloadRef{ID: p.workload.ID, Path: p.workloadRel, Digest: schemas.DigestOf(p.workloadRaw),
 			Variant: p.variant.ID, Variables: p.vars, Seed: p.workload.Determinism.Seed},
-		Qualification: schemas.Qualification{Kind: p.workload.Kind, Backend: p.variant.Backend, Verdict: verdict,
+		Qualification: schemas.Qualification{Kind: p.workload.Kind, Backend: p.variant.Backend, Verdict: verdict, Interruption: interruption,
 			StartedAt: p.started.UTC().Format(time.RFC3339Nano), FinishedAt: finished.UTC().Format(time.RFC3339Nano),
 			DurationSeconds: finished.Sub(p.started).Seconds(), Command: p.cfg.Command,
 			Qualrun: schemas.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}},

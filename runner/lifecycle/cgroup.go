@@ -65,7 +65,7 @@ func newCgroup(pidLimit int64) (*cgroup, []string, error) {
 		return nil, nil, err
 	}
 	parent := filepath.Join(mount, self)
-	dir := filepath.Join(parent, fmt.Sprintf("qualkit-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+	dir := filepath.Join(parent, cgroupName(cgroupSeq.Add(1)))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("create cgroup: %w", err)
 	}

@@ -62,6 +62,14 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// Logger receives debug events; nil discards them.
 	Logger *slog.Logger
+	// RunID names the run in the server's environment markers (MarkerRunID) and in the keeper,
+	// so that a server left behind can be named; "" makes one up.
+	RunID string
+	// Keeper starts a keeper (see KeeperMain) that stops the server if this process dies. The
+	// binary must hand a KeeperArg process to KeeperMain first thing; KeeperArgv0 is its argv[0]
+	// (default os.Args[0]; a multi-call binary, such as a testscript command, dispatches on it).
+	Keeper      bool
+	KeeperArgv0 string
 	// Redactor scrubs secret values from the server's output as it is captured into the log
 	// (scrub.go); nil: the recipe's Secrets.
 	Redactor *redact.Redactor
@@ -84,6 +92,7 @@ type Server struct {
 	record      schemas.LifecycleRecordDoc
 	unsupported []string
 	shutdown    sync.Once
+	keeper      *keeper
 }
 
 // tree tracks one process and everything descended from it: its process group, its cgroup (when
@@ -94,6 +103,8 @@ type tree struct {
 	id     procInfo // bound identity of the leader
 	cg     *cgroup
 	exited chan struct{}
+	// notOurs is a child of this runner beside the server that is never part of it (the keeper).
+	notOurs int
 }
 
 var subreaperOnce sync.Once
@@ -262,6 +273,12 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 		return nil, err
 	}
 	env, entries := environment(r, opts.LookupEnv)
+	if opts.RunID == "" {
+		opts.RunID = newRunID()
+		s.opts.RunID = opts.RunID
+	}
+	owner, ownerPID, ownerTicks := ownerMarker(fs)
+	env, entries = markEnv(env, entries, opts.RunID, owner)
 	progDigest, _, err := schemas.DigestFile(prog)
 	if err != nil {
 		return nil, fmt.Errorf("%w: program %s: %v", ErrRecipe, prog, err)
@@ -292,12 +309,33 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 		s.unsupported = append(s.unsupported, "pid_limit: cgroup_accounting is off")
 	}
 
+	if opts.Keeper {
+		cfg := keeperConfig{RunID: opts.RunID, OwnerPID: ownerPID, OwnerTicks: ownerTicks,
+			ShutdownMs: int64(r.ShutdownTimeoutSeconds * 1000)}
+		if s.cg != nil {
+			cfg.Cgroup = s.cg.dir
+		}
+		argv0 := opts.KeeperArgv0
+		if argv0 == "" {
+			argv0 = os.Args[0]
+		}
+		k, err := startKeeper(argv0, cfg)
+		if err != nil {
+			s.unsupported = append(s.unsupported, "keeper: "+err.Error()+" (the server may outlive qualrun if qualrun is killed)")
+		}
+		s.keeper = k
+		if k != nil {
+			s.notOurs = k.pid
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(opts.LogPath), 0o755); err != nil {
+		s.keeper.done()
 		s.cg.remove()
 		return nil, fmt.Errorf("create server log directory: %w", err)
 	}
 	logf, err := createLog(opts.LogPath)
 	if err != nil {
+		s.keeper.done()
 		s.cg.remove()
 		return nil, err
 	}
@@ -305,6 +343,7 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		logf.Close()
+		s.keeper.done()
 		s.cg.remove()
 		return nil, err
 	}
@@ -338,12 +377,15 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 			s.closeSink(sink)
 			s.drainLog(LogDrain)
 			logf.Close()
+			s.keeper.done()
 			return nil, fmt.Errorf("%w: start %s: %v", ErrRecipe, prog, err)
 		}
 	} else if err != nil {
 		s.closeSink(sink)
 		s.drainLog(LogDrain)
 		logf.Close()
+		s.keeper.done()
+		s.cg.remove()
 		return nil, fmt.Errorf("%w: start %s: %v", ErrRecipe, prog, err)
 	}
 	s.closeSink(sink)
@@ -371,6 +413,9 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	s.record.Launch = launch
 	if err := s.bind(); err != nil {
 		return s, err
+	}
+	if err := s.keeper.announce(s.id.PID, s.id.StartTicks); err != nil {
+		s.unsupported = append(s.unsupported, "keeper: "+err.Error())
 	}
 	return s, nil
 }
@@ -482,7 +527,7 @@ func (s *tree) ownedTree() (procTable, error) {
 		return ok && descends(parent, depth+1)
 	}
 	for pid, p := range all {
-		if pid == s.self {
+		if pid == s.self || (s.notOurs > 0 && pid == s.notOurs) {
 			continue
 		}
 		if inCgroup[pid] || p.PGID == s.id.PGID || descends(p, 0) {

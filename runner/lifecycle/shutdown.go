@@ -249,6 +249,8 @@ func (s *Server) finish() {
 		}
 	}
 	s.record.Unsupported = append(s.record.Unsupported, s.unsupported...)
+	// The server is gone and checked: the keeper has nothing left to guard.
+	s.keeper.done()
 	if len(s.record.Failures) == 0 {
 		s.record.Verdict = "passed"
 	} else {

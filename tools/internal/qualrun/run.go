@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/qualkit/qualkit/attest"
@@ -30,7 +28,9 @@ func runCommand() *cli.Command {
 			"re-checks, and the evidence under .qualification/runs/<receipt-id>/ plus the receipt at --output.\n" +
 			"Exit 0: passed; 1: refused in preflight or the campaign failed (the receipt says why);\n" +
 			"2: usage, or an input that is not a regular file within its limit (a FIFO, a device, an\n" +
-			"oversize file); 130: interrupted (the server is shut down).",
+			"oversize file); 130: interrupted by SIGINT, SIGTERM, SIGHUP or SIGQUIT (the server is shut\n" +
+			"down and an interrupted receipt, never publishable and signed with --key, binds the evidence\n" +
+			"written so far). A keeper process stops the server if qualrun itself is killed (SIGKILL, OOM).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "variant", Usage: "variant `ID` to run"},
 			&cli.StringFlag{Name: "host-id", Usage: "stable, non-secret `ID` of this host (evidence label only)"},
@@ -65,7 +65,7 @@ func runCommand() *cli.Command {
 				RuntimeManifest: c.String("runtime-manifest"), ConfigFiles: c.StringSlice("config"),
 				AllowUnpublishedUnsafe: c.Bool("allow-unpublished-unsafe"),
 				Command:                os.Args, Version: Version, BinaryDigest: selfDigest(),
-				DriverDeny: denyList(c.App.ErrWriter),
+				DriverDeny: denyList(c.App.ErrWriter), Keeper: true,
 			}
 			return runCampaign(c.Context, cfg, signer, c.Bool("json"), c.App.Writer, c.App.ErrWriter)
 		},
@@ -91,8 +91,9 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 	}
 	prog := newProgress(stderr, !asJSON)
 	cfg.Progress = prog.event
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(ctx)
 	defer stop()
+	warnLeftovers(stderr)
 	plan, err := campaign.Preflight(ctx, cfg)
 	if err == nil && ctx.Err() != nil {
 		// A signal during preflight: stop before anything launches.
@@ -105,7 +106,7 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 			return err
 		}
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "qualrun: interrupted in preflight; nothing was launched and nothing was written\n")
+			fmt.Fprintf(stderr, "qualrun: interrupted by %s in preflight; nothing was launched and nothing was written\n", interruptName(ctx))
 			return exitcode.ErrInterrupted
 		}
 		fmt.Fprintf(stderr, "qualrun: preflight: %v\nnothing was launched and nothing was written\n", err)
@@ -119,13 +120,16 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 	scrubErr.set(plan.Redactor())
 	out, err := plan.Run(ctx)
 	prog.done()
-	if errors.Is(err, campaign.ErrInterrupted) {
-		fmt.Fprintf(stderr, "qualrun: interrupted; the server was shut down; no receipt was written (evidence so far: %s)\n", out.RunDir)
+	interrupted := errors.Is(err, campaign.ErrInterrupted)
+	if interrupted && (out == nil || out.Receipt == nil) {
+		fmt.Fprintln(stderr, "qualrun: interrupted; the server was shut down; no receipt was written")
 		return exitcode.ErrInterrupted
 	}
-	if err != nil {
+	if err != nil && !interrupted {
 		return err
 	}
+	// The receipt is written: a late signal no longer stops its signature or the summary.
+	ctx = context.WithoutCancel(ctx)
 	sum := summary(out)
 	var signErr error
 	if signer != nil {
@@ -142,6 +146,12 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 	}
 	if signErr != nil {
 		return signErr
+	}
+	if interrupted {
+		in := out.Receipt.Qualification.Interruption
+		fmt.Fprintf(stderr, "qualrun: interrupted by %s during %s; the server was shut down; the interrupted receipt %s binds the evidence written so far (%s)\n",
+			in.Signal, in.Phase, out.ReceiptPath, out.RunDir)
+		return exitcode.ErrInterrupted
 	}
 	if out.Receipt.Qualification.Verdict != "passed" {
 		return fmt.Errorf("%w: campaign failed", exitcode.ErrRejected)
