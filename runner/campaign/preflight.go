@@ -433,6 +433,9 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	p.recipeDir = filepath.Dir(filepath.Join(p.root, rel))
 	p.files = append(p.files, artifact.File{Kind: "launch_recipe", Path: rel, Abs: filepath.Join(p.root, rel)})
 	prog, workDir, err := lifecycle.Program(&r, p.recipeDir, nil)
+	if errors.Is(err, lifecycle.ErrShellEval) {
+		return fmt.Errorf("%w: launch recipe %s: %v", ErrWorkload, rel, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrArtifact, err)
 	}
@@ -440,6 +443,7 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	if real, err := filepath.EvalSymlinks(prog); err == nil {
 		prog = real
 	}
+
 	p.files = append(p.files, artifact.File{Kind: "server_binary", Path: p.displayPath(prog), Abs: prog})
 	p.files = append(p.files, p.launchFiles(&r, workDir)...)
 	return nil

@@ -27,9 +27,10 @@ func runCommand() *cli.Command {
 			"serving cases, the cases in declared order, shutdown and residue checks, source and artifact\n" +
 			"re-checks, and the evidence under .qualification/runs/<receipt-id>/ plus the receipt at --output.\n" +
 			"Exit 0: passed; 1: refused in preflight or the campaign failed (the receipt says why);\n" +
-			"2: usage; 130: interrupted by SIGINT, SIGTERM, SIGHUP or SIGQUIT (the server is shut down and an\n" +
-			"interrupted receipt, never publishable and signed with --key, binds the evidence written so far).\n" +
-			"A keeper process stops the server if qualrun itself is killed (SIGKILL, OOM).",
+			"2: usage, or an input that is not a regular file within its limit (a FIFO, a device, an\n" +
+			"oversize file); 130: interrupted by SIGINT, SIGTERM, SIGHUP or SIGQUIT (the server is shut\n" +
+			"down and an interrupted receipt, never publishable and signed with --key, binds the evidence\n" +
+			"written so far). A keeper process stops the server if qualrun itself is killed (SIGKILL, OOM).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "variant", Usage: "variant `ID` to run"},
 			&cli.StringFlag{Name: "host-id", Usage: "stable, non-secret `ID` of this host (evidence label only)"},
