@@ -444,5 +444,8 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 			rec.Error = reqError(ClassAssertion, "%s", msg)
 		}
 	}
+	if r.log.sink != nil {
+		r.log.sink(rec)
+	}
 	return rec
 }
