@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/runner/artifact"
+	"github.com/qualkit/qualkit/runner/device"
 	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/runner/load"
@@ -69,6 +70,10 @@ type Config struct {
 	// Keeper starts the owned server with a keeper that stops it if qualrun dies (see
 	// lifecycle.Options.Keeper: the binary must dispatch lifecycle.KeeperArg to KeeperMain).
 	Keeper bool
+	// DeviceFixture, when set, is a fixture directory the device probes read instead of this host
+	// (qualrun run's hidden --device-fixture, for tests): every device read from it is marked
+	// fixture in the receipt and never becomes environment.device.
+	DeviceFixture string
 	// Progress, when set, receives progress events (it must not block).
 	Progress func(Event)
 	Logger   *slog.Logger
@@ -116,6 +121,10 @@ type Plan struct {
 	// reservation holds the lock on the --output path (reserve.go) until Release.
 	reservation    *os.File
 	reservationRel string
+	devices        device.Result
+	// skip is why the variant is skipped before launch (device_requirement unmet, skip_policy
+	// allow); "" when it runs.
+	skip string
 }
 
 // ReceiptID is the receipt id the run will use.
@@ -220,6 +229,10 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 		return nil, fmt.Errorf("%w: variant %q is not declared; this workload has: %s", ErrWorkload, cfg.Variant, strings.Join(ids, ", "))
 	}
 	if p.vars, err = ResolveVariables(w.Variables, cfg.Vars); err != nil {
+		return nil, err
+	}
+	cfg.progress("preflight", "device probe", 0, 0)
+	if err := p.probeDevices(); err != nil {
 		return nil, err
 	}
 	p.placeholder = map[string]string{}
@@ -419,6 +432,9 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	p.recipeDir = filepath.Dir(filepath.Join(p.root, rel))
 	p.files = append(p.files, artifact.File{Kind: "launch_recipe", Path: rel, Abs: filepath.Join(p.root, rel)})
 	prog, workDir, err := lifecycle.Program(&r, p.recipeDir, nil)
+	if errors.Is(err, lifecycle.ErrShellEval) {
+		return fmt.Errorf("%w: launch recipe %s: %v", ErrWorkload, rel, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrArtifact, err)
 	}
@@ -426,6 +442,7 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	if real, err := filepath.EvalSymlinks(prog); err == nil {
 		prog = real
 	}
+
 	p.files = append(p.files, artifact.File{Kind: "server_binary", Path: p.displayPath(prog), Abs: prog})
 	p.files = append(p.files, p.launchFiles(&r, workDir)...)
 	return nil
