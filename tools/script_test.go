@@ -92,6 +92,7 @@ func TestScripts(t *testing.T) {
 			"waitport":  cmdWaitPort,
 			"jsoncheck": cmdJSONCheck,
 			"gitrepo":   cmdGitRepo,
+			"rowvalue":  cmdRowValue,
 		},
 	})
 }

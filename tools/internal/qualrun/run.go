@@ -118,6 +118,7 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		printRunSummary(stdout, out)
+		printServingSummary(stdout, plan.Root(), out.Receipt)
 		if sum.Attestation != "" {
 			fmt.Fprintf(stdout, "attestation %s\nbundle %s\n", sum.Attestation, sum.Bundle)
 		}
