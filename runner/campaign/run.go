@@ -299,7 +299,8 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(c.TimeoutSeconds)*time.Second)
 	defer cancel()
 	res, err := load.Run(cctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
-		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv()})
+		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(),
+		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))})
 	timedOut := ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	if err != nil && !timedOut {
 		return finish("failed", "load: "+err.Error())

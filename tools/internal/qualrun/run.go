@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/runner/campaign"
@@ -44,6 +45,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "password-file", Usage: "read the --key password from `FILE` (default: $QUALKIT_PASSWORD, then $COSIGN_PASSWORD)"},
 			&cli.BoolFlag{Name: "allow-unpublished-unsafe", Usage: "run even when HEAD is not origin/main; the receipt is then not publishable"},
 			&cli.BoolFlag{Name: "json", Usage: "print a machine summary (JSON) instead of the table; no progress display"},
+			&cli.DurationFlag{Name: "progress-interval", Value: defaultProgressInterval, Usage: "when stderr is not a terminal, print a running row's progress line every `DURATION` (at least 100ms)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -53,6 +55,9 @@ func runCommand() *cli.Command {
 				if c.String(f) == "" {
 					return fmt.Errorf("%w: run needs --%s", exitcode.ErrUsage, f)
 				}
+			}
+			if c.Duration("progress-interval") < 100*time.Millisecond {
+				return fmt.Errorf("%w: --progress-interval %v: want at least 100ms", exitcode.ErrUsage, c.Duration("progress-interval"))
 			}
 			signer, err := loadKey(c) // a bad key is a usage error before anything runs
 			if err != nil {
@@ -66,7 +71,8 @@ func runCommand() *cli.Command {
 				Command:                os.Args, Version: Version, BinaryDigest: selfDigest(),
 				DriverDeny: denyList(c.App.ErrWriter),
 			}
-			return runCampaign(c.Context, cfg, signer, c.Bool("json"), c.App.Writer, c.App.ErrWriter)
+			prog := newProgress(c.App.ErrWriter, !c.Bool("json"), c.Duration("progress-interval"))
+			return runCampaign(c.Context, cfg, signer, prog, c.Bool("json"), c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
@@ -82,11 +88,10 @@ func selfDigest() string {
 	return schemas.DigestOf(nil)
 }
 
-func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer, asJSON bool, stdout, stderr io.Writer) error {
+func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer, prog *progress, asJSON bool, stdout, stderr io.Writer) error {
 	if cfg.AllowUnpublishedUnsafe {
 		fmt.Fprintln(stderr, "qualrun: WARNING --allow-unpublished-unsafe: the receipt will not be publishable")
 	}
-	prog := newProgress(stderr, !asJSON)
 	cfg.Progress = prog.event
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
