@@ -176,8 +176,8 @@ func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Plan{cfg: cfg, started: cfg.Now(), prompts: map[string][]load.Prompt{}, drivers: map[string]driver.Job{}}
-	if !hostIDPattern.MatchString(cfg.HostID) {
-		return nil, fmt.Errorf("%w: --host-id %q must match ^[a-z0-9][a-z0-9._-]{1,63}$ (a stable, non-secret label)", ErrWorkload, cfg.HostID)
+	if err := CheckHostID(cfg.HostID); err != nil {
+		return nil, err
 	}
 	cfg.progress("preflight", "source identity", 0, 0)
 	start := cfg.SourceDir
