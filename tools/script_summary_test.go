@@ -74,3 +74,11 @@ func cmdRowValue(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Setenv(args[4], out)
 }
+
+// cmdDigest FILE VAR: set $VAR to FILE's digest as qualkit writes it (sha256:<hex>).
+func cmdDigest(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: digest FILE VAR")
+	}
+	ts.Setenv(args[1], schemas.DigestOf([]byte(ts.ReadFile(args[0]))))
+}

@@ -93,6 +93,7 @@ func TestScripts(t *testing.T) {
 			"jsoncheck": cmdJSONCheck,
 			"gitrepo":   cmdGitRepo,
 			"rowvalue":  cmdRowValue,
+			"digest":    cmdDigest,
 		},
 	})
 }

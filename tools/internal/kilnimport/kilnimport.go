@@ -130,17 +130,21 @@ var (
 	thermalKey = regexp.MustCompile(`(?i)(thermal|millicelsius|cooldown|host_safety|hwmon)`)
 )
 
-// notCarried names every field of doc that qualkit deliberately does not carry, sorted by
-// pointer: host temperature policy and machine-specific architecture targets (schemas'
-// version-1 markers included).
+// notCarriedWhy ends a refusal that names fields notCarried found.
+const notCarriedWhy = "qualkit does not carry these (a receipt records what ran on the host it names; it neither keeps a host cool nor pins one machine's build): remove them, or keep them in the host's own tooling"
+
+// notCarried names the fields of doc that qualkit deliberately does not carry, sorted by
+// pointer: host temperature policy and machine-specific architecture targets (and schemas'
+// version-1 markers). A flagged member is named once, not its members.
 func notCarried(doc map[string]any) []string {
 	seen := map[string]string{}
 	var walk func(n any, at string)
 	walk = func(n any, at string) {
 		switch n := n.(type) {
 		case map[string]any:
-			if s, ok := n["schema"].(string); ok && strings.Contains(s, "thermal") {
-				seen[at+"/schema"] = "host temperature policy (" + s + ")"
+			if s, ok := n["schema"].(string); ok && strings.Contains(s, "thermal") && at != "" {
+				seen[at] = "host temperature policy (" + s + ")"
+				return
 			}
 			for k, v := range n {
 				p := at + "/" + pointerToken(k)
@@ -149,8 +153,9 @@ func notCarried(doc map[string]any) []string {
 					seen[p] = "host temperature policy"
 				case archKey.MatchString(k):
 					seen[p] = "machine-specific architecture target"
+				default:
+					walk(v, p)
 				}
-				walk(v, p)
 			}
 		case []any:
 			for i, v := range n {
@@ -163,8 +168,16 @@ func notCarried(doc map[string]any) []string {
 		}
 	}
 	walk(doc, "")
+	covered := func(p string) bool {
+		for q := range seen {
+			if p == q || strings.HasPrefix(p, q+"/") {
+				return true
+			}
+		}
+		return false
+	}
 	for _, m := range schemas.HistoricalMarkers(doc) {
-		if _, ok := seen[m.Pointer]; !ok {
+		if !covered(m.Pointer) {
 			seen[m.Pointer] = "version-1 machine-specific policy (" + m.Name + ")"
 		}
 	}
@@ -173,9 +186,12 @@ func notCarried(doc map[string]any) []string {
 		ptrs = append(ptrs, p)
 	}
 	sort.Strings(ptrs)
-	out := make([]string, 0, len(ptrs))
+	out := make([]string, 0, len(ptrs)+1)
 	for _, p := range ptrs {
-		out = append(out, fmt.Sprintf("%s: %s: qualkit does not carry it (a receipt records what ran on the host it names; it neither keeps a host cool nor pins one machine's build); remove it, or keep it in the host's own tooling", p, seen[p]))
+		out = append(out, p+": "+seen[p])
+	}
+	if len(out) > 0 {
+		out = append(out, notCarriedWhy)
 	}
 	return out
 }

@@ -60,8 +60,8 @@ func TestOracleResultRefused(t *testing.T) {
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("err = %v", err)
 	}
-	for _, want := range []string{"a Kiln evidence result", "/containment/service/policy/schema: host temperature policy (kiln.host-thermal-policy.v1)",
-		"/containment/service/prelaunch_cooldown: host temperature policy"} {
+	for _, want := range []string{"a Kiln evidence result", "/containment/service: host temperature policy (kiln.hf-thermal-containment.v1)",
+		"/model_fingerprint/thermal: host temperature policy", "/implementation/supervisor_sha256: version-1 machine-specific policy"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
