@@ -22,5 +22,5 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return driver.GuardMain(args)
 	}
 	return cliapp.Main(cliapp.New("qualrun", "run qualkit campaigns against an owned server on this host", Version, stdout, stderr,
-		runCommand(), serveCommand(), driverCommand(), captureCommand(), keygenCommand(), attestCommand(), importCommand()), args)
+		runCommand(), serveCommand(), driverCommand(), captureCommand(), keygenCommand(), attestCommand(), importCommand(), initCommand()), args)
 }
