@@ -59,11 +59,11 @@ func runCommand() *cli.Command {
 			if c.Duration("progress-interval") < 100*time.Millisecond {
 				return fmt.Errorf("%w: --progress-interval %v: want at least 100ms", exitcode.ErrUsage, c.Duration("progress-interval"))
 			}
-			if err := checkRunInputs(c.Args().First(), c.String("host-id")); err != nil {
-				return err
-			}
 			signer, err := loadKey(c) // a bad key is a usage error before anything runs
 			if err != nil {
+				return err
+			}
+			if err := checkRunInputs(c.Args().First(), c.String("host-id")); err != nil {
 				return err
 			}
 			cfg := campaign.Config{
