@@ -2,7 +2,6 @@ package schemas
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -10,9 +9,10 @@ import (
 // DigestOf returns the sha256 digest of b in go-digest form, "sha256:<64 lowercase hex>".
 func DigestOf(b []byte) string { return digest.FromBytes(b).String() }
 
-// DigestFile returns the sha256 digest and the size of a file's bytes.
+// DigestFile returns the sha256 digest and the size of a regular file (opened without blocking: a
+// FIFO or device is refused with ErrNotRegular).
 func DigestFile(path string) (string, int64, error) {
-	f, err := os.Open(path)
+	f, _, err := OpenRegular(path, -1)
 	if err != nil {
 		return "", 0, err
 	}

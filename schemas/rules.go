@@ -5,7 +5,6 @@ import (
 	"math"
 	"net"
 	"net/url"
-	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -38,30 +37,6 @@ var secretName = regexp.MustCompile(`TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL
 func LooksSecret(name string) bool { return secretName.MatchString(strings.ToUpper(name)) }
 
 var placeholderRE = regexp.MustCompile(`\$\{([a-z][a-z0-9_]{1,63})\}`)
-
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "fish": true, "ksh": true, "mksh": true, "pwsh": true, "powershell": true, "powershell.exe": true, "cmd": true, "cmd.exe": true}
-var evalFlags = map[string]bool{"-c": true, "/c": true, "-command": true, "-encodedcommand": true}
-
-// shellEval reports the index of an argv element that makes the vector a shell-string evaluation
-// (a shell followed by an eval flag, directly or through env), or -1.
-func shellEval(argv []string) int {
-	i := 0
-	if len(argv) > 0 && path.Base(argv[0]) == "env" {
-		// Skip env's own options and NAME=value assignments.
-		for i = 1; i < len(argv) && (strings.HasPrefix(argv[i], "-") || strings.Contains(argv[i], "=")); i++ {
-		}
-	}
-	if i >= len(argv) || !shells[strings.ToLower(path.Base(argv[i]))] {
-		return -1
-	}
-	for j := i + 1; j < len(argv); j++ {
-		a := strings.ToLower(argv[j])
-		if evalFlags[a] || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a[1:], "c") && len(a) <= 4) {
-			return j
-		}
-	}
-	return -1
-}
 
 // rules collects semantic violations.
 type rules struct{ out []Violation }
@@ -107,8 +82,8 @@ func (r *rules) argv(base string, argv []string) {
 	if placeholderRE.MatchString(argv[0]) {
 		r.add(base+"/0", "argv[0] %q is a placeholder: the program must be fixed", argv[0])
 	}
-	if j := shellEval(argv); j >= 0 {
-		r.add(fmt.Sprintf("%s/%d", base, j), "shell evaluation %q is refused: give the program and its arguments as an argv vector", strings.Join(argv[:j+1], " "))
+	if e := ShellEval(argv); e != nil {
+		r.add(fmt.Sprintf("%s/%d", base, e.Element), "shell evaluation is refused: at element %d %q, %s; give the program and its arguments as an argv vector (no shell, no command string)", e.Element, argv[e.Element], e)
 	}
 }
 
@@ -523,6 +498,17 @@ func checkLaunchRecipe(l *LaunchRecipeDoc) []Violation {
 			r.add(ptr("environment", k), "%s looks like a secret: never commit it in a recipe; list it in environment_passthrough, where only its digest is recorded", k)
 		}
 	}
+	passed := map[string]bool{}
+	for _, n := range l.EnvironmentPassthrough {
+		passed[n] = true
+	}
+	for i, n := range l.SecretEnvironment {
+		if _, ok := l.Environment[n]; ok {
+			r.add(ptr("secret_environment", i), "%s is declared secret but set as a literal in environment: a secret is never committed in a recipe; remove it from environment and list it in environment_passthrough", n)
+		} else if !passed[n] {
+			r.add(ptr("secret_environment", i), "%s is declared secret but not in environment_passthrough: list it there (the server gets a secret only from qualrun's environment)", n)
+		}
+	}
 	if name := l.TokenEnv(); name != "" {
 		if _, ok := l.Environment[name]; ok {
 			r.add("/auth/token_env", "%s is also set as a literal in environment: a bearer token is never committed in a recipe; remove it from environment and set it in qualrun's environment (list it in environment_passthrough if the server reads it too)", name)
@@ -678,8 +664,15 @@ func checkReceipt(rc *ReceiptDoc) []Violation {
 		if lifecycleFailed {
 			r.add("/qualification/verdict", "a passed receipt has a failed lifecycle")
 		}
+	} else if q.Verdict == "interrupted" {
+		if q.Interruption == nil {
+			r.add("/qualification/interruption", "an interrupted receipt names the signal and the phase (interruption)")
+		}
 	} else if !requiredFailed && !lifecycleFailed {
 		r.add("/qualification/verdict", "a failed receipt needs a failed or skipped required result or a failed lifecycle")
+	}
+	if q.Interruption != nil && q.Verdict != "interrupted" {
+		r.add("/qualification/interruption", "interruption is only for an interrupted receipt, not a %s one", q.Verdict)
 	}
 	if rc.Publishable {
 		if q.Verdict != "passed" || !rc.Source.Clean || rc.Source.OriginMain == nil || *rc.Source.OriginMain != rc.Source.Commit {

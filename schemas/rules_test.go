@@ -168,6 +168,13 @@ func TestSemanticRules(t *testing.T) {
 			set(t, d, "/auth", map[string]any{"scheme": "bearer", "token_env": "QS_BEARER"})
 			set(t, d, "/environment/QS_BEARER", str("committed-value"))
 		}},
+		{"recipe declared secret not passed through", "launch-recipe.json", "/secret_environment/0", func(t *testing.T, d map[string]any) {
+			set(t, d, "/secret_environment", []any{"MIRROR_ACCESS"})
+		}},
+		{"recipe declared secret set as a literal", "launch-recipe.json", "/secret_environment/0", func(t *testing.T, d map[string]any) {
+			set(t, d, "/secret_environment", []any{"MIRROR_ACCESS"})
+			set(t, d, "/environment/MIRROR_ACCESS", str("committed"))
+		}},
 		{"recipe exit codes unsorted", "launch-recipe.json", "/acceptable_exit_codes", func(t *testing.T, d map[string]any) {
 			set(t, d, "/acceptable_exit_codes", []any{143, 0})
 		}},
@@ -194,6 +201,18 @@ func TestSemanticRules(t *testing.T) {
 		}},
 		{"receipt publishable off origin/main", "receipt.json", "/publishable", func(t *testing.T, d map[string]any) {
 			set(t, d, "/source/origin_main", str(strings.Repeat("a", 40)))
+		}},
+		{"receipt interrupted without interruption", "receipt.json", "/qualification/interruption", func(t *testing.T, d map[string]any) {
+			set(t, d, "/qualification/verdict", str("interrupted"))
+			set(t, d, "/publishable", false)
+			set(t, d, "/unpublishable_reasons", []any{"interrupted"})
+		}},
+		{"receipt interruption on a passed verdict", "receipt.json", "/qualification/interruption", func(t *testing.T, d map[string]any) {
+			set(t, d, "/qualification/interruption", map[string]any{"signal": "SIGTERM", "phase": "readiness"})
+		}},
+		{"receipt interrupted and publishable", "receipt.json", "/publishable", func(t *testing.T, d map[string]any) {
+			set(t, d, "/qualification/verdict", str("interrupted"))
+			set(t, d, "/qualification/interruption", map[string]any{"signal": "SIGTERM", "phase": "readiness"})
 		}},
 		{"integer written as float", "workload-serving.json", "/variants/0/cases/0/max_tokens", func(t *testing.T, d map[string]any) {
 			set(t, d, "/variants/0/cases/0/max_tokens", json.Number("32.0"))

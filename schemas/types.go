@@ -270,6 +270,8 @@ type LaunchRecipeDoc struct {
 	ShutdownTimeoutSeconds float64           `json:"shutdown_timeout_seconds"`
 	AcceptableExitCodes    []int64           `json:"acceptable_exit_codes"`
 	Isolation              Isolation         `json:"isolation"`
+	// SecretEnvironment names passthrough variables whose values are secrets whatever their names.
+	SecretEnvironment []string `json:"secret_environment,omitempty"`
 	// Auth, when set, makes qualrun authenticate to the server (see RedactsEnv).
 	Auth *Auth `json:"auth,omitempty"`
 }
@@ -290,10 +292,19 @@ func (r *LaunchRecipeDoc) TokenEnv() string {
 }
 
 // RedactsEnv reports whether the value of the server's environment variable name may be recorded
-// only as a digest: a secret-looking name (LooksSecret), or the variable that holds the recipe's
-// bearer token, whatever its name.
+// only as a digest (and is scrubbed from evidence): a secret-looking name (LooksSecret), the
+// variable that holds the recipe's bearer token, or a name declared in secret_environment,
+// whatever its name.
 func (r *LaunchRecipeDoc) RedactsEnv(name string) bool {
-	return LooksSecret(name) || (r.TokenEnv() != "" && name == r.TokenEnv())
+	if LooksSecret(name) || (r.TokenEnv() != "" && name == r.TokenEnv()) {
+		return true
+	}
+	for _, n := range r.SecretEnvironment {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Readiness says how readiness is probed.
@@ -648,14 +659,22 @@ type WorkloadRef struct {
 
 // Qualification summarises the campaign.
 type Qualification struct {
-	Kind            string     `json:"kind"`
-	Backend         string     `json:"backend"`
-	Verdict         string     `json:"verdict"`
-	StartedAt       string     `json:"started_at"`
-	FinishedAt      string     `json:"finished_at"`
-	DurationSeconds float64    `json:"duration_seconds"`
-	Command         []string   `json:"command"`
-	Qualrun         BinaryInfo `json:"qualrun"`
+	Kind    string `json:"kind"`
+	Backend string `json:"backend"`
+	Verdict string `json:"verdict"`
+	// Interruption is set exactly when Verdict is "interrupted".
+	Interruption    *Interruption `json:"interruption,omitempty"`
+	StartedAt       string        `json:"started_at"`
+	FinishedAt      string        `json:"finished_at"`
+	DurationSeconds float64       `json:"duration_seconds"`
+	Command         []string      `json:"command"`
+	Qualrun         BinaryInfo    `json:"qualrun"`
+}
+
+// Interruption names the signal that interrupted a campaign and the phase it arrived in.
+type Interruption struct {
+	Signal string `json:"signal"`
+	Phase  string `json:"phase"`
 }
 
 // BinaryInfo identifies a binary by version and digest.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,6 +95,11 @@ func TestScripts(t *testing.T) {
 			"gitrepo":   cmdGitRepo,
 			"rowvalue":  cmdRowValue,
 			"digest":    cmdDigest,
+			"gone":      cmdGone,
+			"waitfile":  cmdWaitFile,
+			"jsonlines": cmdJSONLines,
+			"signal":    cmdSignal,
+			"killowner": cmdKillOwner,
 		},
 	})
 }
@@ -228,6 +234,8 @@ func cmdJSONCheck(ts *testscript.TestScript, neg bool, args []string) {
 //	casehelper write-result FILE   copy FILE to $QUALKIT_CASE_RESULT
 //	casehelper spawn-setsid        start `casehelper sleep` in a new session and exit at once
 //	casehelper sleep               sleep for a minute
+//	casehelper print-env           print the environment, each entry in two writes split inside
+//	                               its value, then exit 3 after 300 ms (a server that fails)
 func caseHelper(args []string) int {
 	if len(args) == 0 {
 		return 2
@@ -256,6 +264,17 @@ func caseHelper(args []string) int {
 	case "sleep":
 		time.Sleep(time.Minute)
 		return 0
+	case "print-env":
+		env := os.Environ()
+		sort.Strings(env)
+		for _, kv := range env {
+			half := len(kv) - (len(kv)-strings.IndexByte(kv, '='))/2
+			os.Stdout.WriteString(kv[:half])
+			time.Sleep(2 * time.Millisecond)
+			os.Stdout.WriteString(kv[half:] + "\n")
+		}
+		time.Sleep(300 * time.Millisecond)
+		return 3
 	}
 	return 2
 }

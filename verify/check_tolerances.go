@@ -21,7 +21,9 @@ func checkTolerances(s *snapshot) CheckResult {
 	rc := s.rc
 	file := s.receipt.path
 	tol := s.policy.Recompute
-	if rc.Qualification.Verdict != "passed" {
+	if in := rc.Qualification.Interruption; rc.Qualification.Verdict == "interrupted" && in != nil {
+		c.add(file, "/qualification/interruption", ErrInterrupted, "qualrun was interrupted by %s during %s: the receipt binds a partial campaign, never a result", in.Signal, in.Phase)
+	} else if rc.Qualification.Verdict != "passed" {
 		c.add(file, "/qualification/verdict", ErrVerdictFailed, "the campaign's verdict is %s (%d notes)", rc.Qualification.Verdict, len(rc.Notes))
 	}
 	passed, failed := 0, 0

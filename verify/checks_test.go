@@ -386,6 +386,10 @@ func TestCheckTolerances(t *testing.T) {
 	runCheckTable(t, checkTolerances, []checkCase{
 		{"every number recomputes", func(s *snapshot) {}, nil, StatusPassed},
 		{"failed verdict", func(s *snapshot) { s.rc.Qualification.Verdict = "failed" }, ErrVerdictFailed, ""},
+		{"interrupted verdict", func(s *snapshot) {
+			s.rc.Qualification.Verdict = "interrupted"
+			s.rc.Qualification.Interruption = &schemas.Interruption{Signal: "SIGHUP", Phase: "readiness"}
+		}, ErrInterrupted, ""},
 		{"result summary differs", func(s *snapshot) { s.rc.Results[0].Metrics = s.rc.Results[0].Metrics[1:] }, ErrResultMismatch, ""},
 		{"passed result, failed case result", func(s *snapshot) { s.caseResults[s.rc.Results[0].CaseResult.Path].Status = "failed" }, ErrResultMismatch, ""},
 		{"row count differs", func(s *snapshot) { s.caseResults[s.rc.Results[0].CaseResult.Path].Rows[0].Successes-- }, ErrRowMismatch, ""},

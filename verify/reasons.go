@@ -118,6 +118,9 @@ var (
 var (
 	// ErrVerdictFailed: the receipt's verdict is failed.
 	ErrVerdictFailed = reason("verdict_failed", "verdict failed")
+	// ErrInterrupted: the receipt's verdict is interrupted: a signal stopped qualrun mid-campaign,
+	// and the receipt binds a partial campaign (qualification.interruption says when).
+	ErrInterrupted = reason("interrupted", "campaign interrupted")
 	// ErrRequestFailed: a measured request of a passed result failed or broke an assertion.
 	ErrRequestFailed = reason("request_failed", "request failed")
 	// ErrResultMismatch: the receipt's summary of a result disagrees with its case result.
@@ -193,7 +196,7 @@ func Reasons() []*Reason {
 		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer, ErrSignaturePolicy,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
 		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,
-		ErrVerdictFailed, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
+		ErrVerdictFailed, ErrInterrupted, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
 		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict,
 		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
 		ErrScopeBackend, ErrScopeDevice,

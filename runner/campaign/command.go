@@ -68,6 +68,7 @@ func (r *run) command(ctx context.Context, c schemas.Case, rep int, dir string) 
 		Argv: argv, Dir: filepath.Join(p.root, c.WorkingDirectory), Env: env,
 		Timeout: time.Duration(c.TimeoutSeconds) * time.Second, Grace: TerminationGrace,
 		StdoutPath: r.abs(outRel), StderrPath: r.abs(errRel), CaptureLimit: CaptureLimit,
+		Keeper: p.cfg.Keeper, RunID: p.receiptID,
 	})
 	if err != nil {
 		return failedResult(c, rep, "start: "+err.Error()), nil

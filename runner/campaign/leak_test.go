@@ -5,15 +5,19 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"testing"
 
 	"github.com/qualkit/qualkit/runner/artifact"
+	"github.com/qualkit/qualkit/runner/redact"
 )
 
-// TestTokenLeaks finds the token wherever it lies in a file, across the chunk boundary too, and
-// only in the files that hold it.
-func TestTokenLeaks(t *testing.T) {
+// TestSecretLeaks finds each secret wherever it lies in a file, across the chunk boundary too,
+// in its JSON-escaped form too, and only in the files that hold it.
+func TestSecretLeaks(t *testing.T) {
 	const token = "qk-leak-Tok3n-77"
+	const hf = "hf_<angle>&amp-secret"
+	red := redact.New(redact.Secret{Name: "QK_BEARER", Value: token}, redact.Secret{Name: "HF_TOKEN", Value: hf})
 	root := t.TempDir()
 	write := func(rel string, data []byte) artifact.File {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, rel)), 0o755); err != nil {
@@ -37,19 +41,27 @@ func TestTokenLeaks(t *testing.T) {
 		write("run/clean/partial", append(append(pad(leakChunk-5), token[:len(token)-1]...), pad(9)...)),
 		write("run/clean/empty", nil),
 		artifact.File{Path: "run/clean/missing", Abs: filepath.Join(root, "run/clean/missing")},
+		write("run/hf/json", []byte(`{"details":"hf_\u003cangle\u003e\u0026amp-secret"}`)),
 	)
 	files = append(files, files[0]) // listed twice, reported once
-	got, err := tokenLeaks(root, files, token)
+	got, err := secretLeaks(files, red)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("leaks %v, want %v", got, want)
+	if !reflect.DeepEqual(got, map[string][]string{"QK_BEARER": want, "HF_TOKEN": {"run/hf/json"}}) {
+		t.Fatalf("leaks %v, want %v and run/hf/json", got, want)
 	}
-	if got, err := tokenLeaks(root, files, ""); got != nil || err != nil {
-		t.Fatalf("no token: %v %v", got, err)
+	if got, err := secretLeaks(files, redact.New()); got != nil || err != nil {
+		t.Fatalf("no secrets: %v %v", got, err)
 	}
-	if found, err := fileContains(filepath.Join(root, "run/hit/a"), []byte("q")); !found || err != nil {
-		t.Fatalf("one-byte needle: %v %v", found, err)
+	// A FIFO among the files is refused, not waited on.
+	fifo := filepath.Join(root, "run/fifo")
+	if err := mkfifo(fifo); err != nil {
+		t.Skip(err)
+	}
+	if _, err := secretLeaks([]artifact.File{{Path: "run/fifo", Abs: fifo}}, red); err == nil {
+		t.Error("a FIFO was searched")
 	}
 }
+
+func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }

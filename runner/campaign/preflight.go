@@ -18,6 +18,7 @@ import (
 	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/runner/load"
+	"github.com/qualkit/qualkit/runner/redact"
 	"github.com/qualkit/qualkit/runner/source"
 	"github.com/qualkit/qualkit/schemas"
 )
@@ -67,6 +68,9 @@ type Config struct {
 	// DriverDeny lists containment mechanisms (driver.Mech*) the driver cases must treat as
 	// unavailable: a test hook that can only take containment away (see driver.Options.Deny).
 	DriverDeny []string
+	// Keeper starts the owned server with a keeper that stops it if qualrun dies (see
+	// lifecycle.Options.Keeper: the binary must dispatch lifecycle.KeeperArg to KeeperMain).
+	Keeper bool
 	// Progress, when set, receives progress events (it must not block).
 	Progress func(Event)
 	Logger   *slog.Logger
@@ -114,6 +118,11 @@ type Plan struct {
 	outputRel   string
 	runRel      string
 	started     time.Time
+	// redactor scrubs the values of the recipe's secrets from everything the run writes.
+	redactor *redact.Redactor
+	// reservation holds the lock on the --output path (reserve.go) until Release.
+	reservation    *os.File
+	reservationRel string
 }
 
 // ReceiptID is the receipt id the run will use.
@@ -124,6 +133,15 @@ func (p *Plan) OutputPath() string { return p.outputRel }
 
 // RunDir is the raw evidence directory relative to the repository root.
 func (p *Plan) RunDir() string { return p.runRel }
+
+// Redactor scrubs the values of the campaign's secrets (the launch recipe's redacted variables
+// and bearer token); what qualrun prints about the run goes through it too. Never nil.
+func (p *Plan) Redactor() *redact.Redactor {
+	if p.redactor == nil {
+		return redact.New()
+	}
+	return p.redactor
+}
 
 // Root is the repository root.
 func (p *Plan) Root() string { return p.root }
@@ -168,7 +186,7 @@ var hostIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{1,63}$`)
 
 // Preflight checks everything that can be checked before anything runs. It launches nothing and
 // writes nothing; every error names what is wrong and how to fix it.
-func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
+func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -194,8 +212,8 @@ func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
 	if p.workloadRel, err = relTo(root, cfg.Workload); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWorkload, err)
 	}
-	if p.workloadRaw, err = os.ReadFile(filepath.Join(root, p.workloadRel)); err != nil {
-		return nil, fmt.Errorf("%w: read %s: %v", ErrWorkload, p.workloadRel, err)
+	if p.workloadRaw, err = readInput(filepath.Join(root, p.workloadRel), "workload", MaxWorkloadBytes); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWorkload, err)
 	}
 	if err := schemas.CheckAs(p.workloadRaw, p.workloadRel, schemas.Workload); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWorkload, err)
@@ -244,6 +262,11 @@ func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, err
 	}
 
+	// Every other input is a regular file within its limit, before anything reads or hashes it.
+	if err := p.checkInputs(); err != nil {
+		return nil, err
+	}
+
 	// Source identity.
 	id, err := source.Inspect(ctx, root)
 	if err != nil {
@@ -265,6 +288,17 @@ func Preflight(ctx context.Context, cfg Config) (*Plan, error) {
 		p.publishable = false
 		p.reasons = append(p.reasons, reason+" (--allow-unpublished-unsafe)")
 	}
+
+	// The output path is this run's from here on: a concurrent run with the same --output is
+	// refused now, not at the end. Any later refusal gives it back.
+	if err := p.reserve(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			p.Release()
+		}
+	}()
 
 	// Cases: one launch recipe for every serving case, command placeholders resolvable, corpora.
 	if err := p.resolveCases(ctx); err != nil {
@@ -373,9 +407,9 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 }
 
 func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
-	raw, err := os.ReadFile(filepath.Join(p.root, rel))
+	raw, err := readInput(filepath.Join(p.root, rel), "launch recipe", MaxRecipeBytes)
 	if err != nil {
-		return fmt.Errorf("%w: read launch recipe %s: %v", ErrWorkload, rel, err)
+		return fmt.Errorf("%w: %w", ErrWorkload, err)
 	}
 	if err := schemas.CheckAs(raw, rel, schemas.LaunchRecipe); err != nil {
 		return fmt.Errorf("%w: %v", ErrWorkload, err)
@@ -394,10 +428,19 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	if _, err := lifecycle.BearerToken(&r, nil); err != nil {
 		return fmt.Errorf("launch recipe %s: %w", rel, err)
 	}
+	// Its secrets are scrubbed from every file the run writes: each must be long enough for that.
+	secrets := lifecycle.Secrets(&r, nil)
+	if err := lifecycle.CheckSecrets(secrets); err != nil {
+		return fmt.Errorf("%w: launch recipe %s: %v", ErrWorkload, rel, err)
+	}
+	p.redactor = redact.New(secrets...)
 	p.recipe, p.recipeRel = &r, rel
 	p.recipeDir = filepath.Dir(filepath.Join(p.root, rel))
 	p.files = append(p.files, artifact.File{Kind: "launch_recipe", Path: rel, Abs: filepath.Join(p.root, rel)})
-	prog, _, err := lifecycle.Program(&r, p.recipeDir, nil)
+	prog, workDir, err := lifecycle.Program(&r, p.recipeDir, nil)
+	if errors.Is(err, lifecycle.ErrShellEval) {
+		return fmt.Errorf("%w: launch recipe %s: %v", ErrWorkload, rel, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrArtifact, err)
 	}
@@ -405,7 +448,9 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	if real, err := filepath.EvalSymlinks(prog); err == nil {
 		prog = real
 	}
+
 	p.files = append(p.files, artifact.File{Kind: "server_binary", Path: p.displayPath(prog), Abs: prog})
+	p.files = append(p.files, p.launchFiles(&r, workDir)...)
 	return nil
 }
 
@@ -428,9 +473,9 @@ func (p *Plan) bindArtifacts(ctx context.Context) error {
 		files = append(files, model...)
 	}
 	if p.cfg.RuntimeManifest != "" {
-		raw, err := os.ReadFile(p.cfg.RuntimeManifest)
+		raw, err := readInput(p.cfg.RuntimeManifest, "--runtime-manifest", MaxRuntimeManifestBytes)
 		if err != nil {
-			return fmt.Errorf("%w: --runtime-manifest: %v", ErrArtifact, err)
+			return fmt.Errorf("%w: %w", ErrArtifact, err)
 		}
 		if err := schemas.CheckAs(raw, p.cfg.RuntimeManifest, schemas.RuntimeManifest); err != nil {
 			return fmt.Errorf("%w: %v", ErrArtifact, err)

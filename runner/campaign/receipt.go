@@ -115,8 +115,14 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 	} else if r.srvErr != nil {
 		r.notes = append(r.notes, clipString(r.srvErr.Error(), 2048))
 	}
+	var interruption *schemas.Interruption
+	if r.interruption != nil {
+		verdict, interruption = "interrupted", r.interruption
+	}
 	reasons := append([]string{}, p.reasons...)
-	if verdict != "passed" {
+	if interruption != nil {
+		reasons = append(reasons, fmt.Sprintf("the campaign was interrupted by %s during %s", interruption.Signal, interruption.Phase))
+	} else if verdict != "passed" {
 		reasons = append(reasons, "the verdict is failed")
 	}
 	sat := r.saturationReasons()
@@ -135,7 +141,7 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 		Environment: environment(p.cfg.HostID, p.cfg.Version),
 		Workload: schemas.WorkloadRef{ID: p.workload.ID, Path: p.workloadRel, Digest: schemas.DigestOf(p.workloadRaw),
 			Variant: p.variant.ID, Variables: p.vars, Seed: p.workload.Determinism.Seed},
-		Qualification: schemas.Qualification{Kind: p.workload.Kind, Backend: p.variant.Backend, Verdict: verdict,
+		Qualification: schemas.Qualification{Kind: p.workload.Kind, Backend: p.variant.Backend, Verdict: verdict, Interruption: interruption,
 			StartedAt: p.started.UTC().Format(time.RFC3339Nano), FinishedAt: finished.UTC().Format(time.RFC3339Nano),
 			DurationSeconds: finished.Sub(p.started).Seconds(), Command: p.cfg.Command,
 			Qualrun: schemas.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}},
@@ -159,14 +165,20 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 		return nil, err
 	}
 	b = append(b, '\n')
-	if r.token != "" && bytes.Contains(b, []byte(r.token)) {
-		return nil, fmt.Errorf("the receipt would contain the bearer token from %s (a qualkit bug, or the token was given on qualrun's command line); it was not written; evidence is in %s", p.recipe.TokenEnv(), p.runRel)
+	if scrubbed := r.scrub(b); !bytes.Equal(scrubbed, b) {
+		// A secret value reached the receipt (given on qualrun's command line, say): the file and
+		// the document returned are the scrubbed ones.
+		var clean schemas.ReceiptDoc
+		if err := schemas.DecodeInto(scrubbed, &clean); err != nil {
+			return nil, fmt.Errorf("the receipt does not decode once secrets are scrubbed (a secret value collides with its structure); it was not written; evidence is in %s: %w", p.runRel, err)
+		}
+		b, rc = scrubbed, &clean
 	}
 	if err := schemas.CheckAs(b, p.outputRel, schemas.Receipt); err != nil {
 		return nil, fmt.Errorf("the receipt does not validate (a qualkit bug; evidence is in %s): %w", p.runRel, err)
 	}
 	if err := writeNew(p.root, p.outputRel, b); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("write the receipt %s: %w; this run's evidence is in %s", p.outputRel, err, p.runRel)
 	}
 	return rc, nil
 }

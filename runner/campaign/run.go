@@ -1,7 +1,6 @@
 package campaign
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/qualkit/qualkit/runner/artifact"
@@ -19,8 +19,8 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 )
 
-// ErrInterrupted: the campaign was stopped by its context (SIGINT/SIGTERM); the server was shut
-// down and no receipt was written.
+// ErrInterrupted: the campaign was stopped by its context (a signal); the server was shut down
+// and an interrupted receipt (verdict "interrupted", never publishable) binds what was written.
 var ErrInterrupted = errors.New("campaign interrupted")
 
 // Limits of case execution.
@@ -51,15 +51,22 @@ type run struct {
 	server   *lifecycle.Server
 	srvErr   error
 	life     *schemas.LifecycleRecordDoc
+	// phase is what the run is doing, for an interruption's record (mu guards it and atPhase).
+	mu      sync.Mutex
+	phase   string
+	atPhase string
+	// interruption is set when a signal interrupted the campaign.
+	interruption *schemas.Interruption
 	// saturated names the serving case executions that passed with degraded rows because they
 	// declare measures_saturation: the receipt is then not publishable as a rate claim.
 	saturated []string
-	// token is the recipe's bearer token ("" without auth): held only to look for it in the
-	// evidence (tokenLeaks), never written.
-	token string
 }
 
 func (r *run) abs(rel string) string { return filepath.Join(r.p.root, rel) }
+
+// scrub replaces the values of the campaign's secrets in bytes about to become evidence (before
+// they are hashed), with markers naming their variables.
+func (r *run) scrub(b []byte) []byte { return r.p.Redactor().Bytes(b) }
 
 // writeJSON writes v (indented, newline-terminated) as new evidence and records it as an artifact.
 func (r *run) writeJSON(rel, kind string, v any) error {
@@ -67,23 +74,24 @@ func (r *run) writeJSON(rel, kind string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := writeNew(r.p.root, rel, append(b, '\n')); err != nil {
+	if err := writeNew(r.p.root, rel, r.scrub(append(b, '\n'))); err != nil {
 		return err
 	}
 	r.evidence = append(r.evidence, artifact.File{Kind: kind, Path: rel, Abs: r.abs(rel)})
 	return nil
 }
 
-// Run executes the campaign. It returns ErrInterrupted (and writes no receipt) when ctx ends
-// first; any other error means the evidence could not be written.
+// Run executes the campaign. When ctx ends first (qualrun gives it an *Interruption cause) it
+// stops traffic, shuts the server down, writes an interrupted receipt that binds every file
+// written so far and returns it with ErrInterrupted; any other error means the evidence could
+// not be written.
 func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
+	defer p.Release()
 	r := &run{p: p, epoch: time.Now()}
 	if p.recipe != nil {
-		tok, err := lifecycle.BearerToken(p.recipe, nil)
-		if err != nil {
+		if _, err := lifecycle.BearerToken(p.recipe, nil); err != nil {
 			return nil, fmt.Errorf("launch recipe %s: %w", p.recipeRel, err)
 		}
-		r.token = tok
 	}
 	cfg, err := p.effectiveConfig()
 	if err != nil {
@@ -101,14 +109,20 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 	if err := r.writeJSON(p.runRel+"/effective-run-config.json", "config_file", cfg); err != nil {
 		return nil, err
 	}
+	stopWatch := r.watchInterrupt(ctx)
+	defer stopWatch()
 	if p.recipe != nil {
 		r.launch(ctx)
 	}
 	interrupted := r.cases(ctx)
+	if interrupted {
+		r.interrupted(ctx)
+	}
+	r.setPhase("shutdown")
 	if r.server != nil {
 		p.cfg.progress("shutdown", "stopping the server", 0, 0)
 		if interrupted {
-			r.server.Fail(errors.New("interrupted: qualrun received SIGINT or SIGTERM"))
+			r.server.Fail(fmt.Errorf("interrupted: qualrun received %s during %s", r.interruption.Signal, r.interruption.Phase))
 		}
 		r.life = r.server.Shutdown(context.WithoutCancel(ctx))
 		r.unsup = append(r.unsup, r.life.Unsupported...)
@@ -116,10 +130,11 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 			return nil, err
 		}
 		r.evidence = append(r.evidence, artifact.File{Kind: "server_log", Path: p.runRel + "/server.log", Abs: r.abs(p.runRel + "/server.log")})
+		r.notes = append(r.notes, scrubbedNotes(p.runRel+"/server.log", r.server.ScrubbedLog())...)
 	}
-	if interrupted {
-		return &Outcome{RunDir: p.runRel}, ErrInterrupted
-	}
+	// What remains only writes and checks what happened: a late signal no longer cuts it short.
+	ctx = context.WithoutCancel(ctx)
+	r.setPhase("end checks")
 	p.cfg.progress("checks", "source and artifacts unchanged", 0, 0)
 	r.endChecks(ctx)
 	p.cfg.progress("receipt", "writing the receipt", 0, 0)
@@ -127,7 +142,11 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Outcome{Receipt: rc, ReceiptPath: p.outputRel, RunDir: p.runRel}, nil
+	out := &Outcome{Receipt: rc, ReceiptPath: p.outputRel, RunDir: p.runRel}
+	if interrupted {
+		return out, ErrInterrupted
+	}
+	return out, nil
 }
 
 // effectiveConfig is the campaign's effective run configuration (qualkit.effective-run-config.v1),
@@ -171,6 +190,7 @@ func optional(s string) *string {
 func (r *run) launch(ctx context.Context) {
 	p := r.p
 	p.cfg.progress("launch", "launching "+p.recipe.ID, 0, 0)
+	r.setPhase("launch")
 	digest := ""
 	for _, a := range p.artifacts {
 		if a.Kind == "launch_recipe" {
@@ -179,13 +199,14 @@ func (r *run) launch(ctx context.Context) {
 	}
 	srv, err := lifecycle.Launch(ctx, p.recipe, lifecycle.Options{
 		RecipeDir: p.recipeDir, RecipeDigest: digest, LogPath: r.abs(p.runRel + "/server.log"),
-		Epoch: r.epoch, Logger: p.cfg.Logger,
+		Epoch: r.epoch, Logger: p.cfg.Logger, RunID: p.receiptID, Keeper: p.cfg.Keeper, Redactor: p.Redactor(),
 	})
 	r.server = srv
 	if srv == nil {
 		r.srvErr = fmt.Errorf("server launch: %w", err)
 		return
 	}
+	r.setPhase("readiness")
 	if err == nil {
 		err = srv.WaitReady(ctx)
 	}
@@ -213,6 +234,7 @@ func (r *run) cases(ctx context.Context) bool {
 				return true
 			}
 			dir := fmt.Sprintf("%s/cases/%03d-%s-r%03d", p.runRel, i, c.ID, rep)
+			r.setPhase(fmt.Sprintf("case %s repetition %d", c.ID, rep))
 			p.cfg.progress("case", fmt.Sprintf("%s (repetition %d of %d)", c.ID, rep+1, reps), i, len(p.variant.Cases))
 			var res schemas.Result
 			var err error
@@ -224,13 +246,13 @@ func (r *run) cases(ctx context.Context) bool {
 			default:
 				res, err = r.command(ctx, c, rep, dir)
 			}
-			if ctx.Err() != nil {
-				return true
-			}
 			if err != nil {
 				res = failedResult(c, rep, "evidence: "+err.Error())
 			}
 			r.results = append(r.results, res)
+			if ctx.Err() != nil {
+				return true
+			}
 		}
 	}
 	return false
@@ -255,7 +277,7 @@ func (r *run) writeCaseResult(dir string, cr *schemas.CaseResultDoc) (*schemas.F
 	if err != nil {
 		return nil, err
 	}
-	b = append(b, '\n')
+	b = r.scrub(append(b, '\n'))
 	if err := schemas.CheckAs(b, rel, schemas.CaseResult); err != nil {
 		return nil, fmt.Errorf("runner case result does not validate: %w", err)
 	}
@@ -295,44 +317,52 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 		seed = *p.workload.Determinism.Seed
 	}
 	// timeout_seconds bounds the whole case (every row, repetition and warmup) on the monotonic
-	// clock: a case over it stops, keeps the records so far and fails (see stopped).
+	// clock: a case over it stops, keeps the records so far and fails (see stopped). Records go
+	// to disk as each request ends (recordFiles), so an interruption keeps them too.
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(c.TimeoutSeconds)*time.Second)
 	defer cancel()
+	rows := newRowFiles(r, dir)
 	res, err := load.Run(cctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
 		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(),
-		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))})
+		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))},
+		load.WithRecordSink(rows.add))
 	timedOut := ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
-	if err != nil && !timedOut {
+	interrupted := ctx.Err() != nil
+	if err != nil && !timedOut && !interrupted {
+		if cerr := rows.closeAll(); cerr != nil {
+			return schemas.Result{}, cerr
+		}
 		return finish("failed", "load: "+err.Error())
 	}
 	if res == nil {
 		res = &load.Result{}
 	}
-	if timedOut {
+	switch {
+	case interrupted:
+		cr.Stopped = &schemas.Stopped{Reason: "interrupted", AfterSeconds: time.Since(start).Seconds()}
+	case timedOut:
 		cr.Stopped = &schemas.Stopped{Reason: "timeout", AfterSeconds: time.Since(start).Seconds()}
 	}
 	failures := int64(0)
 	var requests int64
 	for _, row := range res.Rows {
-		rel := fmt.Sprintf("%s/rows/c%04d-r%03d.jsonl", dir, row.Row.Concurrency, row.Row.Repetition)
-		var buf bytes.Buffer
-		for _, rec := range row.Records {
-			b, err := json.Marshal(rec)
-			if err != nil {
-				return schemas.Result{}, err
-			}
-			buf.Write(b)
-			buf.WriteByte('\n')
+		ref, ferr := rows.finish(schemas.RowKey{Concurrency: row.Row.Concurrency, Repetition: row.Row.Repetition})
+		if ferr != nil {
+			return schemas.Result{}, ferr
 		}
-		if err := writeNew(p.root, rel, buf.Bytes()); err != nil {
-			return schemas.Result{}, err
-		}
-		r.evidence = append(r.evidence, artifact.File{Kind: "request_records", Path: rel, Abs: r.abs(rel)})
-		row.Row.Records = schemas.FileRef{Path: rel, Digest: schemas.DigestOf(buf.Bytes())}
+		row.Row.Records = ref
 		cr.Rows = append(cr.Rows, row.Row)
 		failures += row.Row.Failures
 		requests += row.Row.Requests
 		p.cfg.progress("row", fmt.Sprintf("%s c=%d r=%d: %d/%d ok", c.ID, row.Row.Concurrency, row.Row.Repetition, row.Row.Successes, row.Row.Requests), len(cr.Rows), len(c.Concurrency)*int(c.Repetitions))
+	}
+	if cerr := rows.closeAll(); cerr != nil {
+		return schemas.Result{}, cerr
+	}
+	if interrupted {
+		cr.Metrics = append(caseMetrics(requests, int64(len(cr.Rows))), metrics.Case(cr.Rows)...)
+		return finish("failed", fmt.Sprintf("interrupted by %s after %.1f s: %d of %d rows ran (the last one cut short); their request records are kept",
+			interruptSignal(ctx), cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions)))
 	}
 	cr.Metrics = append(caseMetrics(requests, int64(len(cr.Rows))), metrics.Case(cr.Rows)...)
 	if cr.Stopped != nil {
@@ -376,16 +406,12 @@ func (r *run) endChecks(ctx context.Context) {
 	} else if id != "" {
 		problems = append(problems, id)
 	}
-	if r.token != "" {
-		leaks, err := tokenLeaks(r.p.root, r.evidence, r.token)
-		switch {
-		case err != nil:
-			problems = append(problems, "bearer token search: "+err.Error())
-		case len(leaks) > 0:
-			problems = append(problems, fmt.Sprintf("the bearer token from %s appears in %s: do not publish this run's evidence (a server that prints its API key writes it into its log)", p.recipe.TokenEnv(), summarize(leaks, 8)))
-		}
+	problems = append(problems, r.leakProblems()...)
+	var changes []artifact.Change
+	var err error
+	if r.interruption == nil { // an interrupted run is not kept waiting for a re-hash of every input
+		changes, err = artifact.Recheck(ctx, p.files, p.artifacts)
 	}
-	changes, err := artifact.Recheck(ctx, p.files, p.artifacts)
 	if err != nil {
 		problems = append(problems, "artifact re-check: "+err.Error())
 	}

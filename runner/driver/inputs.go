@@ -11,9 +11,10 @@ import (
 )
 
 // openNoFollow opens path read-only without following a symlink in its last component and
-// refuses anything but a regular file.
+// without blocking (a FIFO with no writer must not hang the preflight), and refuses anything but
+// a regular file.
 func openNoFollow(path string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return nil, nil, fmt.Errorf("%s is a symlink; name the file it points to", path)

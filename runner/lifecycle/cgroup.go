@@ -59,13 +59,15 @@ func cgroup2Mount() (mount, self string, err error) {
 
 // newCgroup creates a child cgroup of this process's cgroup v2 for one server. pidLimit > 0 asks
 // for pids.max; an error means the host cannot give what was asked, and the caller reports it.
-func newCgroup(pidLimit int64) (*cgroup, []string, error) {
+// runID, when it is a safe name, ends the cgroup's name, so that a leftover can be named by its
+// run even when none of its processes carries the run markers.
+func newCgroup(pidLimit int64, runID string) (*cgroup, []string, error) {
 	mount, self, err := cgroup2Mount()
 	if err != nil {
 		return nil, nil, err
 	}
 	parent := filepath.Join(mount, self)
-	dir := filepath.Join(parent, fmt.Sprintf("qualkit-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+	dir := filepath.Join(parent, cgroupName(cgroupSeq.Add(1), runID))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("create cgroup: %w", err)
 	}

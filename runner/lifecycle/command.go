@@ -28,6 +28,11 @@ type Command struct {
 	StdoutPath, StderrPath string
 	// CaptureLimit caps each capture in bytes; output beyond it is drained and discarded.
 	CaptureLimit int64
+	// Keeper guards the group with a keeper (see Options.Keeper) that stops it if this process
+	// dies; KeeperArgv0 and RunID as in Options.
+	Keeper      bool
+	KeeperArgv0 string
+	RunID       string
 }
 
 // CommandResult is what a command run observed.
@@ -54,6 +59,9 @@ func RunCommand(ctx context.Context, c Command) (*CommandResult, error) {
 		return nil, errors.New("run command: empty argv")
 	}
 	prog, err := resolveProgram(c.Argv[0], c.Dir, c.Env)
+	if err == nil {
+		err = resolvedShellEval(prog, c.Argv)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +101,11 @@ func RunCommand(ctx context.Context, c Command) (*CommandResult, error) {
 		return nil, err
 	}
 	res := &CommandResult{Unsupported: g.Unsupported()}
+	if c.Keeper {
+		if err := g.guard(c.KeeperArgv0, c.RunID, c.Grace); err != nil {
+			res.Unsupported = append(res.Unsupported, "keeper: "+err.Error()+" (the command may outlive qualrun if qualrun is killed)")
+		}
+	}
 	var drained sync.WaitGroup
 	drained.Add(2)
 	go func() { defer drained.Done(); res.StdoutTruncated = capture(outF, outR, c.CaptureLimit) }()

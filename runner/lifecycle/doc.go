@@ -6,6 +6,11 @@
 // group with setsid or a double fork. Everything it observes becomes a lifecycle record
 // (qualkit.lifecycle-record.v1); the verdict requires all six conditions of docs/lifecycle.md.
 //
+// Ownership survives the runner's death: with Options.Keeper, the runner re-executes itself as a
+// keeper (KeeperMain) that stops the server if the runner dies, even by SIGKILL; every server
+// carries run markers (MarkerRunID, MarkerOwner) and lives in an owner-named cgroup, so that
+// FindLeftovers can name what a dead run left behind and Leftover.Reap remove it.
+//
 // One runner process owns at most one server at a time: the runner is a child subreaper, so
 // orphaned descendants are reparented to it and attributed to the server that is running.
 package lifecycle

@@ -23,6 +23,7 @@ type Group struct {
 	state       *os.ProcessState
 	unsupported []string
 	started     time.Time
+	keeper      *keeper
 }
 
 // StartGroup starts cmd as the leader of a new process group (SysProcAttr.Setpgid is forced on;
@@ -43,7 +44,7 @@ func StartGroup(cmd *exec.Cmd) (*Group, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	cg, _, cgErr := newCgroup(0)
+	cg, _, cgErr := newCgroup(0, "")
 	if cgErr == nil {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = int(cg.fd.Fd())
@@ -152,7 +153,34 @@ func (g *Group) Residue() []schemas.ResidueProcess {
 		_ = g.t.cg.remove()
 		g.t.cg = nil
 	}
+	g.keeper.done()
+	g.keeper = nil
 	return res
+}
+
+// guard starts a keeper for the started group: if this process dies before Residue, the keeper
+// stops the group (SIGTERM, grace, SIGKILL, cgroup.kill) and removes its cgroup. The group
+// started a moment before the keeper: a death in between is not covered (the cgroup is then a
+// leftover that FindLeftovers names).
+func (g *Group) guard(argv0, runID string, grace time.Duration) error {
+	if argv0 == "" {
+		argv0 = os.Args[0]
+	}
+	if runID == "" {
+		runID = newRunID()
+	}
+	_, pid, ticks := ownerMarker(g.t.fs)
+	cfg := keeperConfig{RunID: runID, OwnerPID: pid, OwnerTicks: ticks, ShutdownMs: grace.Milliseconds()}
+	if g.t.cg != nil {
+		cfg.Cgroup = g.t.cg.dir
+	}
+	k, err := startKeeper(argv0, cfg)
+	if err != nil {
+		return err
+	}
+	g.keeper = k
+	g.t.notOurs = k.pid
+	return k.announce(g.t.id.PID, g.t.id.StartTicks)
 }
 
 // ExitCode is the leader's exit code, 128+signal when a signal ended it, and the signal's name

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+	"github.com/qualkit/qualkit/runner/redact"
 	"github.com/qualkit/qualkit/schemas"
 	"golang.org/x/sys/unix"
 )
@@ -31,6 +32,8 @@ var (
 	ErrRecipe = errors.New("launch recipe cannot be launched")
 	// ErrIsolation: the recipe requires isolation this host cannot provide.
 	ErrIsolation = errors.New("required isolation unavailable")
+	// ErrShellEval: argv[0] resolves to a shell that the argv makes evaluate a command string.
+	ErrShellEval = errors.New("shell evaluation refused")
 	// ErrIdentityChanged: the process behind the pid is no longer the one launched (pid reuse guard).
 	ErrIdentityChanged = errors.New("owned process identity changed")
 )
@@ -61,6 +64,17 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// Logger receives debug events; nil discards them.
 	Logger *slog.Logger
+	// RunID names the run in the server's environment markers (MarkerRunID) and in the keeper,
+	// so that a server left behind can be named; "" makes one up.
+	RunID string
+	// Keeper starts a keeper (see KeeperMain) that stops the server if this process dies. The
+	// binary must hand a KeeperArg process to KeeperMain first thing; KeeperArgv0 is its argv[0]
+	// (default os.Args[0]; a multi-call binary, such as a testscript command, dispatches on it).
+	Keeper      bool
+	KeeperArgv0 string
+	// Redactor scrubs secret values from the server's output as it is captured into the log
+	// (scrub.go); nil: the recipe's Secrets.
+	Redactor *redact.Redactor
 }
 
 // Server is one owned server process group. Methods are safe for one goroutine at a time, except
@@ -75,10 +89,12 @@ type Server struct {
 	waitErr error
 	state   *os.ProcessState
 	log     *os.File
+	scrub   *logScrubber // nil when the output goes straight to the log
 
 	record      schemas.LifecycleRecordDoc
 	unsupported []string
 	shutdown    sync.Once
+	keeper      *keeper
 }
 
 // tree tracks one process and everything descended from it: its process group, its cgroup (when
@@ -89,6 +105,8 @@ type tree struct {
 	id     procInfo // bound identity of the leader
 	cg     *cgroup
 	exited chan struct{}
+	// notOurs is a child of this runner beside the server that is never part of it (the keeper).
+	notOurs int
 }
 
 var subreaperOnce sync.Once
@@ -206,6 +224,9 @@ func Program(r *schemas.LaunchRecipeDoc, recipeDir string, lookupEnv func(string
 	}
 	env, _ := environment(r, lookupEnv)
 	prog, err = resolveProgram(r.Command[0], workDir, env)
+	if err == nil {
+		err = resolvedShellEval(prog, r.Command)
+	}
 	return prog, workDir, err
 }
 
@@ -231,6 +252,9 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	if _, err := BearerToken(r, opts.LookupEnv); err != nil {
 		return nil, err
 	}
+	if opts.Redactor == nil {
+		opts.Redactor = redact.New(Secrets(r, opts.LookupEnv)...)
+	}
 	s := &Server{tree: tree{fs: fs, exited: make(chan struct{}), self: os.Getpid()}, recipe: r, opts: opts, host: host, port: port}
 	s.record = schemas.LifecycleRecordDoc{
 		Schema:      "qualkit.lifecycle-record.v1",
@@ -254,6 +278,12 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 		return nil, err
 	}
 	env, entries := environment(r, opts.LookupEnv)
+	if opts.RunID == "" {
+		opts.RunID = newRunID()
+		s.opts.RunID = opts.RunID
+	}
+	owner, ownerPID, ownerTicks := ownerMarker(fs)
+	env, entries = markEnv(env, entries, opts.RunID, owner)
 	progDigest, _, err := schemas.DigestFile(prog)
 	if err != nil {
 		return nil, fmt.Errorf("%w: program %s: %v", ErrRecipe, prog, err)
@@ -267,7 +297,7 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 		if r.Isolation.PIDLimit != nil {
 			limit = *r.Isolation.PIDLimit
 		}
-		cg, notes, err := newCgroup(limit)
+		cg, notes, err := newCgroup(limit, opts.RunID)
 		switch {
 		case err != nil && r.Isolation.CgroupAccounting == "required":
 			return nil, fmt.Errorf("%w: cgroup v2 accounting: %v", ErrIsolation, err)
@@ -284,12 +314,33 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 		s.unsupported = append(s.unsupported, "pid_limit: cgroup_accounting is off")
 	}
 
+	if opts.Keeper {
+		cfg := keeperConfig{RunID: opts.RunID, OwnerPID: ownerPID, OwnerTicks: ownerTicks,
+			ShutdownMs: int64(r.ShutdownTimeoutSeconds * 1000)}
+		if s.cg != nil {
+			cfg.Cgroup = s.cg.dir
+		}
+		argv0 := opts.KeeperArgv0
+		if argv0 == "" {
+			argv0 = os.Args[0]
+		}
+		k, err := startKeeper(argv0, cfg)
+		if err != nil {
+			s.unsupported = append(s.unsupported, "keeper: "+err.Error()+" (the server may outlive qualrun if qualrun is killed)")
+		}
+		s.keeper = k
+		if k != nil {
+			s.notOurs = k.pid
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(opts.LogPath), 0o755); err != nil {
+		s.keeper.done()
 		s.cg.remove()
 		return nil, fmt.Errorf("create server log directory: %w", err)
 	}
 	logf, err := createLog(opts.LogPath)
 	if err != nil {
+		s.keeper.done()
 		s.cg.remove()
 		return nil, err
 	}
@@ -297,12 +348,19 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		logf.Close()
+		s.keeper.done()
 		s.cg.remove()
 		return nil, err
 	}
 	defer devnull.Close()
+	sink, err := s.logSink(logf)
+	if err != nil {
+		logf.Close()
+		s.cg.remove()
+		return nil, err
+	}
 
-	cmd := &exec.Cmd{Path: prog, Args: r.Command, Dir: workDir, Env: env, Stdin: devnull, Stdout: logf, Stderr: logf}
+	cmd := &exec.Cmd{Path: prog, Args: r.Command, Dir: workDir, Env: env, Stdin: devnull, Stdout: sink, Stderr: sink}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if s.cg != nil {
 		cmd.SysProcAttr.UseCgroupFD = true
@@ -318,16 +376,24 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 		s.unsupported = append(s.unsupported, "cgroup v2 placement: "+err.Error())
 		s.cg.remove()
 		s.cg = nil
-		cmd = &exec.Cmd{Path: prog, Args: r.Command, Dir: workDir, Env: env, Stdin: devnull, Stdout: logf, Stderr: logf, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+		cmd = &exec.Cmd{Path: prog, Args: r.Command, Dir: workDir, Env: env, Stdin: devnull, Stdout: sink, Stderr: sink, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 		err = cmd.Start()
 		if err != nil {
+			s.closeSink(sink)
+			s.drainLog(LogDrain)
 			logf.Close()
+			s.keeper.done()
 			return nil, fmt.Errorf("%w: start %s: %v", ErrRecipe, prog, err)
 		}
 	} else if err != nil {
+		s.closeSink(sink)
+		s.drainLog(LogDrain)
 		logf.Close()
+		s.keeper.done()
+		s.cg.remove()
 		return nil, fmt.Errorf("%w: start %s: %v", ErrRecipe, prog, err)
 	}
+	s.closeSink(sink)
 	s.cmd = cmd
 	go func() {
 		s.waitErr = cmd.Wait()
@@ -352,6 +418,9 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	s.record.Launch = launch
 	if err := s.bind(); err != nil {
 		return s, err
+	}
+	if err := s.keeper.announce(s.id.PID, s.id.StartTicks); err != nil {
+		s.unsupported = append(s.unsupported, "keeper: "+err.Error())
 	}
 	return s, nil
 }
@@ -463,7 +532,7 @@ func (s *tree) ownedTree() (procTable, error) {
 		return ok && descends(parent, depth+1)
 	}
 	for pid, p := range all {
-		if pid == s.self {
+		if pid == s.self || (s.notOurs > 0 && pid == s.notOurs) {
 			continue
 		}
 		if inCgroup[pid] || p.PGID == s.id.PGID || descends(p, 0) {

@@ -25,6 +25,12 @@ import (
 const serverEnv = "LIFECYCLE_TEST_SERVER"
 
 func TestMain(m *testing.M) {
+	if IsKeeper(os.Args) {
+		os.Exit(KeeperMain(os.Args))
+	}
+	if mode := os.Getenv(ownerEnv); mode != "" {
+		os.Exit(testOwner(mode))
+	}
 	if mode := os.Getenv(serverEnv); mode != "" {
 		os.Exit(testServer(mode))
 	}

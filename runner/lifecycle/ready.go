@@ -208,6 +208,7 @@ func (s *Server) WaitReady(ctx context.Context) error {
 			finish(time.Now())
 			status := s.exitStatus()
 			rec.ChildExit = &status
+			s.waitLog(LogDrain)
 			return fmt.Errorf("%w: %s after %.0f ms; log tail:\n%s", ErrExitedEarly, status, rec.ElapsedMs, Redact(tail(s.opts.LogPath, LogTailBytes), token))
 		case <-ctx.Done():
 			finish(time.Now())

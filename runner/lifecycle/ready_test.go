@@ -173,8 +173,9 @@ func TestWrongTokenFailsFast(t *testing.T) {
 	}
 }
 
-// TestTokenInLogTailRedacted: a server that prints the token and exits: the early-exit error
-// quotes the log tail with the token replaced.
+// TestTokenInLogTailRedacted: a server that prints the token and exits: the token is scrubbed
+// from the log as it is captured, so the early-exit error quotes the log tail with a marker
+// naming the variable, and the log file never holds the token.
 func TestTokenInLogTailRedacted(t *testing.T) {
 	s, err := launchEnv(t, authRecipe(t, "auth-leaks-and-exits", true), map[string]string{"QK_BEARER": testToken, "QK_SERVER_KEY": testToken})
 	if err != nil {
@@ -183,8 +184,14 @@ func TestTokenInLogTailRedacted(t *testing.T) {
 	err = s.WaitReady(context.Background())
 	s.Fail(err)
 	rec := s.Shutdown(context.Background())
-	if !errors.Is(err, ErrExitedEarly) || !strings.Contains(err.Error(), "starting with API key [REDACTED]") || strings.Contains(err.Error(), testToken) {
+	if !errors.Is(err, ErrExitedEarly) || !strings.Contains(err.Error(), "starting with API key [redacted:QK_BEARER]") || strings.Contains(err.Error(), testToken) {
 		t.Fatalf("WaitReady = %v", err)
+	}
+	if log, err := os.ReadFile(rec.Launch.Log.Path); err != nil || strings.Contains(string(log), testToken) || !strings.Contains(string(log), "[redacted:QK_BEARER]") {
+		t.Errorf("server log (%v): %s", err, log)
+	}
+	if got := s.ScrubbedLog(); got["QK_BEARER"] != 1 {
+		t.Errorf("ScrubbedLog = %v", got)
 	}
 	if strings.Contains(string(mustJSON(t, rec)), testToken) {
 		t.Error("the token entered the lifecycle record")

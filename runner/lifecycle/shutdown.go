@@ -218,6 +218,7 @@ func (s *Server) Fail(err error) { s.fail(err.Error()) }
 
 // finish closes and hashes the log, removes the cgroup and sets the verdict.
 func (s *Server) finish() {
+	s.drainLog(LogDrain)
 	if s.log != nil {
 		if err := s.log.Sync(); err != nil {
 			s.fail("server log: fsync: " + err.Error())
@@ -248,6 +249,8 @@ func (s *Server) finish() {
 		}
 	}
 	s.record.Unsupported = append(s.record.Unsupported, s.unsupported...)
+	// The server is gone and checked: the keeper has nothing left to guard.
+	s.keeper.done()
 	if len(s.record.Failures) == 0 {
 		s.record.Verdict = "passed"
 	} else {

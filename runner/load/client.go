@@ -26,6 +26,7 @@ type options struct {
 	reactors int
 	maxIdle  int
 	token    string
+	sink     recordSink
 }
 
 // WithLogger sends the package's debug records to l (the default discards them). Nothing the

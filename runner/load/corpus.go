@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -106,17 +104,9 @@ func readCorpusFile(corpus schemas.Corpus, repoRoot string) ([]Prompt, error) {
 		return nil, fmt.Errorf("%w: path %q: want a repository-relative path that stays inside the repository", ErrCorpus, rel)
 	}
 	path := filepath.Join(repoRoot, filepath.FromSlash(rel))
-	f, err := os.Open(path)
+	data, err := schemas.ReadFileLimited(path, MaxCorpusBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: read %s: %v", ErrCorpus, rel, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxCorpusBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: read %s: %v", ErrCorpus, rel, err)
-	}
-	if len(data) > MaxCorpusBytes {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrCorpus, rel, MaxCorpusBytes)
+		return nil, fmt.Errorf("%w: read %s: %w", ErrCorpus, rel, err)
 	}
 	if got := schemas.DigestOf(data); got != corpus.Digest {
 		return nil, fmt.Errorf("%w: %s has digest %s, the workload declares %s", ErrCorpus, rel, got, corpus.Digest)

@@ -486,5 +486,8 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		r.done.Add(1)
 		r.progress(ProgressRequest, c, rep)
 	}
+	if r.log.sink != nil {
+		r.log.sink(rec)
+	}
 	return rec
 }

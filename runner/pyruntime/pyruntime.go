@@ -352,7 +352,7 @@ func Distributions(dirs []string) ([]schemas.Package, error) {
 // readMetadata reads Name and Version from the header block of a core-metadata file (RFC 822
 // style: "Key: value" lines up to the first empty line).
 func readMetadata(path string) (name, version string, err error) {
-	f, err := os.Open(path)
+	f, _, err := schemas.OpenRegular(path, -1)
 	if err != nil {
 		return "", "", fmt.Errorf("read distribution metadata %s: %w", path, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -153,8 +154,36 @@ func Inspect(ctx context.Context, repoDir string, opts ...Option) (*Identity, er
 	if err != nil {
 		return nil, err
 	}
+	// git status trusts the index; the bytes decide (worktree.go).
+	flags, sparse := indexFlags(ctx, r, root, o)
+	diffs, err := worktreeDiffs(ctx, r, root, commit.TreeHash, flags, sparse)
+	if err != nil {
+		return nil, fmt.Errorf("compare the working tree of %s with HEAD: %w", root, err)
+	}
+	dirty = mergeDirty(dirty, diffs)
 	id.Dirty, id.Clean, id.StatusBackend = dirty, len(dirty) == 0, backend
 	return id, nil
+}
+
+// mergeDirty adds the byte comparison's entries ("path (how)") for paths git status did not
+// list, and replaces a listed path by its entry when index flags are involved (the entry names them).
+func mergeDirty(dirty, diffs []string) []string {
+	listed := map[string]int{}
+	for i, d := range dirty {
+		listed[d] = i
+	}
+	for _, d := range diffs {
+		p, _, _ := strings.Cut(d, " (")
+		i, ok := listed[p]
+		switch {
+		case !ok:
+			dirty = append(dirty, d)
+		case strings.Contains(d, "hidden from git status by"):
+			dirty[i] = d
+		}
+	}
+	sort.Strings(dirty)
+	return dirty
 }
 
 // Root returns the root of the worktree that contains repoDir.

@@ -46,7 +46,8 @@ func status(ctx context.Context, r *git.Repository, root string, o options) ([]s
 // gitStatus runs `git status --porcelain=v2 -z --untracked-files=all` in root. git honours every
 // exclude source (.gitignore, .git/info/exclude, core.excludesFile) itself.
 func gitStatus(ctx context.Context, gitPath, root string) ([]string, error) {
-	cmd := exec.CommandContext(ctx, gitPath, "-C", root, "status", "--porcelain=v2", "-z",
+	// An fsmonitor hook or the untracked cache could answer for git; git status looks itself.
+	cmd := exec.CommandContext(ctx, gitPath, "-C", root, "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "status", "--porcelain=v2", "-z",
 		"--untracked-files=all", "--ignore-submodules=none", "--no-renames")
 	cmd.Env = gitEnv(os.Environ())
 	var stdout, stderr bytes.Buffer

@@ -12,7 +12,7 @@ var (
 	ErrRejected = errors.New("rejected")
 	// ErrUsage: the command line is wrong (unknown flag, missing argument, unreadable path).
 	ErrUsage = errors.New("usage error")
-	// ErrInterrupted: SIGINT or SIGTERM stopped the command.
+	// ErrInterrupted: SIGINT, SIGTERM, SIGHUP or SIGQUIT stopped the command.
 	ErrInterrupted = errors.New("interrupted")
 )
 
@@ -35,7 +35,7 @@ var Table = []struct {
 	{Rejected, ErrRejected, "rejected: an input is invalid or a check failed; findings were printed"},
 	{Usage, ErrUsage, "usage: bad flags or arguments, or an input path that cannot be read"},
 	{Internal, nil, "internal: the command could not be carried out (a bug or an environment problem)"},
-	{Interrupted, ErrInterrupted, "interrupted by SIGINT or SIGTERM; nothing claiming success was written"},
+	{Interrupted, ErrInterrupted, "interrupted by SIGINT, SIGTERM, SIGHUP or SIGQUIT; the server was shut down; nothing claiming success was written (qualrun run writes an interrupted receipt)"},
 }
 
 // Code returns the exit code for err: 0 for nil, the table's code for a wrapped sentinel, and

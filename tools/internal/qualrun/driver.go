@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/qualkit/qualkit/runner/driver"
@@ -97,12 +95,9 @@ type driverSummary struct {
 }
 
 func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) error {
-	raw, err := os.ReadFile(f.spec)
+	raw, err := schemas.ReadFileLimited(f.spec, driver.MaxRequestBytes)
 	if err != nil {
-		return fmt.Errorf("%w: read driver spec: %v", exitcode.ErrUsage, err)
-	}
-	if len(raw) > driver.MaxRequestBytes {
-		return fmt.Errorf("%w: driver spec %s is larger than %d bytes", exitcode.ErrRejected, f.spec, driver.MaxRequestBytes)
+		return fmt.Errorf("%w: read driver spec: %v; give a regular file of at most %d bytes", exitcode.ErrUsage, err, driver.MaxRequestBytes)
 	}
 	if err := schemas.CheckAs(raw, f.spec, schemas.DriverSpec); err != nil {
 		fmt.Fprintf(stderr, "qualrun: %v\n", err)
@@ -174,7 +169,7 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(ctx)
 	defer stop()
 	sum := driverSummary{ID: spec.ID, Contract: spec.Contract, Reasons: []string{}, Unsupported: []string{}, Tolerances: []schemas.ToleranceOutcome{}}
 	out, err := driver.Run(ctx, job, driver.Options{LogPath: logPath, Deny: denyList(stderr)})

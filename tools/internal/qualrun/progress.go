@@ -46,12 +46,13 @@ type rowState struct {
 	index, rows           int
 }
 
-func newProgress(w io.Writer, enabled bool, interval time.Duration) *progress {
+// newProgress renders on w: the bar when tty (stderr is a terminal; see isTerminal), lines
+// otherwise, nothing when disabled.
+func newProgress(w io.Writer, tty, enabled bool, interval time.Duration) *progress {
 	if !enabled {
 		return &progress{}
 	}
-	f, ok := w.(*os.File)
-	if !ok || !isatty.IsTerminal(f.Fd()) {
+	if !tty {
 		if interval <= 0 {
 			interval = defaultProgressInterval
 		}
@@ -65,6 +66,12 @@ func newProgress(w io.Writer, enabled bool, interval time.Duration) *progress {
 		progressbar.OptionThrottle(0),
 	)
 	return &progress{bar: bar}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
 }
 
 // event is campaign.Config.Progress: safe for concurrent use (request events come from the

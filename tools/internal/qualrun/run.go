@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -30,7 +28,10 @@ func runCommand() *cli.Command {
 			"serving cases, the cases in declared order, shutdown and residue checks, source and artifact\n" +
 			"re-checks, and the evidence under .qualification/runs/<receipt-id>/ plus the receipt at --output.\n" +
 			"Exit 0: passed; 1: refused in preflight or the campaign failed (the receipt says why);\n" +
-			"2: usage; 130: interrupted (the server is shut down, no receipt is written).",
+			"2: usage, or an input that is not a regular file within its limit (a FIFO, a device, an\n" +
+			"oversize file); 130: interrupted by SIGINT, SIGTERM, SIGHUP or SIGQUIT (the server is shut\n" +
+			"down and an interrupted receipt, never publishable and signed with --key, binds the evidence\n" +
+			"written so far). A keeper process stops the server if qualrun itself is killed (SIGKILL, OOM).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "variant", Usage: "variant `ID` to run"},
 			&cli.StringFlag{Name: "host-id", Usage: "stable, non-secret `ID` of this host (evidence label only)"},
@@ -72,10 +73,9 @@ func runCommand() *cli.Command {
 				RuntimeManifest: c.String("runtime-manifest"), ConfigFiles: c.StringSlice("config"),
 				AllowUnpublishedUnsafe: c.Bool("allow-unpublished-unsafe"),
 				Command:                os.Args, Version: Version, BinaryDigest: selfDigest(),
-				DriverDeny: denyList(c.App.ErrWriter),
+				DriverDeny: denyList(c.App.ErrWriter), Keeper: true,
 			}
-			prog := newProgress(c.App.ErrWriter, !c.Bool("json"), c.Duration("progress-interval"))
-			return runCampaign(c.Context, cfg, signer, prog, c.Bool("json"), c.App.Writer, c.App.ErrWriter)
+			return runCampaign(c.Context, cfg, signer, c.Bool("json"), c.Duration("progress-interval"), c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
@@ -91,31 +91,54 @@ func selfDigest() string {
 	return schemas.DigestOf(nil)
 }
 
-func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer, prog *progress, asJSON bool, stdout, stderr io.Writer) error {
+func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer, asJSON bool, progressInterval time.Duration, stdout, stderr io.Writer) error {
+	tty := isTerminal(stderr) // decided on the real stderr: the scrubbing writer is not a terminal
+	scrubOut, scrubErr := newScrubWriter(stdout), newScrubWriter(stderr)
+	stdout, stderr = scrubOut, scrubErr
+	prog := newProgress(stderr, tty, !asJSON, progressInterval)
 	if cfg.AllowUnpublishedUnsafe {
 		fmt.Fprintln(stderr, "qualrun: WARNING --allow-unpublished-unsafe: the receipt will not be publishable")
 	}
 	cfg.Progress = prog.event
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(ctx)
 	defer stop()
+	warnLeftovers(stderr)
 	plan, err := campaign.Preflight(ctx, cfg)
+	if err == nil && ctx.Err() != nil {
+		// A signal during preflight: stop before anything launches.
+		plan.Release()
+		err = ctx.Err()
+	}
 	if err != nil {
 		prog.done()
 		if errors.Is(err, exitcode.ErrUsage) {
 			return err
 		}
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "qualrun: interrupted by %s in preflight; nothing was launched and nothing was written\n", interruptName(ctx))
+			return exitcode.ErrInterrupted
+		}
 		fmt.Fprintf(stderr, "qualrun: preflight: %v\nnothing was launched and nothing was written\n", err)
+		if errors.Is(err, schemas.ErrNotRegular) || errors.Is(err, schemas.ErrFileTooLarge) {
+			return fmt.Errorf("%w: preflight: an input is not a readable regular file within its limit", exitcode.ErrUsage)
+		}
 		return fmt.Errorf("%w: preflight", exitcode.ErrRejected)
 	}
+	defer plan.Release()
+	scrubOut.set(plan.Redactor())
+	scrubErr.set(plan.Redactor())
 	out, err := plan.Run(ctx)
 	prog.done()
-	if errors.Is(err, campaign.ErrInterrupted) {
-		fmt.Fprintf(stderr, "qualrun: interrupted; the server was shut down; no receipt was written (evidence so far: %s)\n", out.RunDir)
+	interrupted := errors.Is(err, campaign.ErrInterrupted)
+	if interrupted && (out == nil || out.Receipt == nil) {
+		fmt.Fprintln(stderr, "qualrun: interrupted; the server was shut down; no receipt was written")
 		return exitcode.ErrInterrupted
 	}
-	if err != nil {
+	if err != nil && !interrupted {
 		return err
 	}
+	// The receipt is written: a late signal no longer stops its signature or the summary.
+	ctx = context.WithoutCancel(ctx)
 	sum := summary(out)
 	var signErr error
 	if signer != nil {
@@ -133,6 +156,12 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 	}
 	if signErr != nil {
 		return signErr
+	}
+	if interrupted {
+		in := out.Receipt.Qualification.Interruption
+		fmt.Fprintf(stderr, "qualrun: interrupted by %s during %s; the server was shut down; the interrupted receipt %s binds the evidence written so far (%s)\n",
+			in.Signal, in.Phase, out.ReceiptPath, out.RunDir)
+		return exitcode.ErrInterrupted
 	}
 	if out.Receipt.Qualification.Verdict != "passed" {
 		return fmt.Errorf("%w: campaign failed", exitcode.ErrRejected)

@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/runner/lifecycle"
+	"github.com/qualkit/qualkit/runner/redact"
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
@@ -27,15 +26,26 @@ func serveCommand() *cli.Command {
 			"model within the startup deadline, proves the listening socket belongs to the server, shuts it\n" +
 			"down with SIGTERM and checks that no process or listener remains. Prints the lifecycle record.\n" +
 			"Exit 0 only if every condition holds; 1 if one fails (or the port was taken: nothing launched);\n" +
-			"2 for usage errors; 130 when interrupted (the server is shut down first).",
+			"2 for usage errors; 130 when interrupted by SIGINT, SIGTERM, SIGHUP or SIGQUIT (the server is shut\n" +
+			"down first). A keeper process stops the server if qualrun itself is killed.\n" +
+			"With --reap (and no --launch): find what earlier qualkit runs on this host left behind (qualkit\n" +
+			"cgroups, processes carrying a dead run's QUALKIT_RUN_ID) and remove it; --run-id limits that to one run.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "launch", Usage: "launch recipe `FILE` (qualkit.launch-recipe.v1)"},
 			&cli.StringFlag{Name: "log-dir", Value: ".qualification/serve", Usage: "`DIR` for the server log (created; the log itself is created exclusively)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the lifecycle record as JSON instead of a summary"},
+			&cli.BoolFlag{Name: "reap", Usage: "remove the leftovers of earlier qualkit runs whose qualrun is dead (no --launch)"},
+			&cli.StringFlag{Name: "run-id", Usage: "with --reap: only the leftovers of run `ID`"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return fmt.Errorf("%w: serve takes no arguments, got %q", exitcode.ErrUsage, c.Args().First())
+			}
+			if c.Bool("reap") {
+				if c.String("launch") != "" {
+					return fmt.Errorf("%w: serve --reap takes no --launch", exitcode.ErrUsage)
+				}
+				return reap(c.String("run-id"), c.App.Writer)
 			}
 			if c.String("launch") == "" {
 				return fmt.Errorf("%w: serve needs --launch RECIPE", exitcode.ErrUsage)
@@ -47,9 +57,9 @@ func serveCommand() *cli.Command {
 
 // loadRecipe reads and fully validates a launch recipe.
 func loadRecipe(path string) (*schemas.LaunchRecipeDoc, string, error) {
-	data, err := os.ReadFile(path)
+	data, err := schemas.ReadFileLimited(path, campaign.MaxRecipeBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: read launch recipe: %v", exitcode.ErrUsage, err)
+		return nil, "", fmt.Errorf("%w: read launch recipe: %v; give a regular file of at most %d bytes", exitcode.ErrUsage, err, campaign.MaxRecipeBytes)
 	}
 	out, err := schemas.CheckDocument(data)
 	if err != nil {
@@ -77,11 +87,22 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 	if err != nil {
 		return err
 	}
+	// The server's secrets are scrubbed from its log and from everything printed here.
+	secrets := lifecycle.Secrets(r, nil)
+	if err := lifecycle.CheckSecrets(secrets); err != nil {
+		return fmt.Errorf("%w: launch recipe %s: %v", exitcode.ErrUsage, recipePath, err)
+	}
+	red := redact.New(secrets...)
+	so, se := newScrubWriter(stdout), newScrubWriter(stderr)
+	so.set(red)
+	se.set(red)
+	stdout, stderr = so, se
 	logPath := filepath.Join(logDir, fmt.Sprintf("%s-%s.server.log", r.ID, time.Now().UTC().Format("20060102t150405.000000000z")))
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(ctx)
 	defer stop()
+	warnLeftovers(stderr)
 	abs, _ := filepath.Abs(recipePath)
-	srv, err := lifecycle.Launch(ctx, r, lifecycle.Options{RecipeDir: filepath.Dir(abs), RecipeDigest: digest, LogPath: logPath})
+	srv, err := lifecycle.Launch(ctx, r, lifecycle.Options{RecipeDir: filepath.Dir(abs), RecipeDigest: digest, LogPath: logPath, Keeper: true, Redactor: red})
 	if srv == nil {
 		if errors.Is(err, lifecycle.ErrPortTaken) || errors.Is(err, lifecycle.ErrIsolation) {
 			fmt.Fprintf(stderr, "qualrun: %v; nothing was launched\n", err)
@@ -99,7 +120,7 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 	if err != nil && !interrupted {
 		srv.Fail(err)
 	} else if interrupted {
-		srv.Fail(errors.New("interrupted: qualrun received SIGINT or SIGTERM"))
+		srv.Fail(fmt.Errorf("interrupted: qualrun received %s", interruptName(ctx)))
 	}
 	rec := srv.Shutdown(context.WithoutCancel(ctx))
 	if asJSON {

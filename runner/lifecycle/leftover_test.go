@@ -1,0 +1,198 @@
+package lifecycle
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qualkit/qualkit/schemas"
+	"golang.org/x/sys/unix"
+)
+
+// ownerEnv makes the test binary an owner: a stand-in for qualrun that launches a server (with a
+// keeper when the mode is "keeper"), prints "ready <pid>" once it is ready, and waits to be killed.
+const ownerEnv = "LIFECYCLE_TEST_OWNER"
+
+func testOwner(mode string) int {
+	var r schemas.LaunchRecipeDoc
+	if err := json.Unmarshal([]byte(os.Getenv("OWNER_RECIPE")), &r); err != nil {
+		fmt.Println("recipe:", err)
+		return 2
+	}
+	os.Unsetenv(ownerEnv) // the server (this binary too) must not become an owner
+	s, err := Launch(context.Background(), &r, Options{LogPath: os.Getenv("OWNER_LOG"), RecipeDigest: "sha256:" + strings.Repeat("0", 64),
+		RunID: os.Getenv("OWNER_RUN_ID"), Keeper: mode == "keeper"})
+	if err == nil {
+		err = s.WaitReady(context.Background())
+	}
+	if err != nil {
+		fmt.Println("launch:", err)
+		return 3
+	}
+	fmt.Printf("ready %d\n", s.PID())
+	time.Sleep(time.Hour)
+	return 0
+}
+
+// startOwner starts an owner and returns it once its server is ready, with the server's pid.
+func startOwner(t *testing.T, mode, runID string, r *schemas.LaunchRecipeDoc) (*exec.Cmd, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), ownerEnv+"="+mode, "OWNER_RECIPE="+string(mustJSON(t, r)),
+		"OWNER_LOG="+filepath.Join(t.TempDir(), "server.log"), "OWNER_RUN_ID="+runID)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	var pid int
+	if _, serr := fmt.Sscanf(line, "ready %d", &pid); err != nil || serr != nil {
+		t.Fatalf("owner: %q %v", line, err)
+	}
+	return cmd, pid
+}
+
+// liveProcess reports whether pid is alive (not a zombie), reaping it if it is our zombie.
+func liveProcess(pid int) bool {
+	var ws unix.WaitStatus
+	_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || len(b) <= i+2 || b[i+2] != 'Z'
+}
+
+// markedPIDs lists live processes whose environment carries runID.
+func markedPIDs(runID string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		if run, _, ok := processMarkers(pid); ok && run == runID && liveProcess(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestKeeperStopsServerWhenOwnerIsKilled: the owner (qualrun's stand-in) is SIGKILLed with its
+// server running; the keeper stops the server and its setsid grandchild and frees the port within
+// KeeperDeadline, and removes the cgroup. Without a cgroup (cgroup_accounting off) the run
+// markers alone find the grandchild that left the process group.
+func TestKeeperStopsServerWhenOwnerIsKilled(t *testing.T) {
+	if err := becomeSubreaper(); err != nil {
+		t.Skip("no child subreaper:", err)
+	}
+	for _, accounting := range []string{"preferred", "off"} {
+		t.Run("cgroup-"+accounting, func(t *testing.T) {
+			port := freePort(t)
+			r := recipe(t, "setsid-child", port)
+			r.Isolation.CgroupAccounting = accounting
+			if accounting == "off" {
+				r.Isolation.PIDLimit = nil
+			}
+			runID := fmt.Sprintf("keeper-test-%s-%d", accounting, time.Now().UnixNano())
+			owner, server := startOwner(t, "keeper", runID, r)
+			if len(markedPIDs(runID)) < 2 {
+				t.Fatalf("the server and its grandchild should carry the run marker: %v", markedPIDs(runID))
+			}
+			_ = owner.Process.Kill()
+			_ = owner.Wait()
+			deadline := time.Now().Add(KeeperDeadline(r))
+			fs, _ := newFS()
+			for {
+				in, _ := listeners(fs, port)
+				left := markedPIDs(runID)
+				if !liveProcess(server) && len(in) == 0 && len(left) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after %s: server alive %v, listeners %v, marked processes %v", KeeperDeadline(r), liveProcess(server), in, left)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			glob := fmt.Sprintf("/sys/fs/cgroup/unified/qualkit-%d.*", owner.Process.Pid)
+			m, _ := filepath.Glob(glob)
+			for time.Now().Before(deadline) && len(m) > 0 {
+				time.Sleep(20 * time.Millisecond)
+				m, _ = filepath.Glob(glob)
+			}
+			if len(m) > 0 {
+				t.Errorf("cgroups left: %v", m)
+			}
+		})
+	}
+}
+
+// TestLeftoversFoundAndReaped: an owner without a keeper is SIGKILLed; its server is a leftover,
+// named by its run id, while a live run's server beside it is not; Reap removes it (and its
+// cgroup), and then it is no longer found.
+func TestLeftoversFoundAndReaped(t *testing.T) {
+	if err := becomeSubreaper(); err != nil {
+		t.Skip("no child subreaper:", err)
+	}
+	runID := fmt.Sprintf("leftover-test-%d", time.Now().UnixNano())
+	owner, server := startOwner(t, "nokeeper", runID, recipe(t, "healthy", freePort(t)))
+	_ = owner.Process.Kill()
+	_ = owner.Wait()
+	time.Sleep(30 * time.Millisecond) // a later start time than the orphan for the live server
+
+	live := launch(t, recipe(t, "healthy", freePort(t)))
+	defer live.Shutdown(context.Background())
+	liveRun := live.opts.RunID
+
+	find := func() (mine *Leftover) {
+		t.Helper()
+		found, err := FindLeftovers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range found {
+			if l.RunID == liveRun {
+				t.Errorf("a live run is reported as a leftover: %s", l)
+			}
+			if l.RunID == runID {
+				mine = &found[i]
+			}
+		}
+		return mine
+	}
+	l := find()
+	if l == nil {
+		t.Fatalf("the dead owner's server (pid %d, run %s) is not found", server, runID)
+	}
+	if !strings.HasSuffix(l.Cgroup, "-"+runID) || !strings.Contains(l.String(), runID) || !strings.Contains(l.String(), fmt.Sprint(server)) {
+		t.Errorf("leftover %s: want its cgroup, run id and pid %d", l, server)
+	}
+	if err := l.Reap(); err != nil {
+		t.Fatal(err)
+	}
+	if liveProcess(server) {
+		t.Errorf("server %d survived the reap", server)
+	}
+	if _, err := os.Stat(l.Cgroup); !os.IsNotExist(err) {
+		t.Errorf("cgroup %s survived the reap: %v", l.Cgroup, err)
+	}
+	if again := find(); again != nil {
+		t.Errorf("still found after the reap: %s", again)
+	}
+	if !liveProcess(live.PID()) {
+		t.Error("the reap touched the live run's server")
+	}
+}
