@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/tools/internal/numfmt"
@@ -95,9 +96,31 @@ func rowSummary(caseID string, rep int64, row schemas.Row) []string {
 		"  " + conc,
 	}
 	for _, r := range row.Fidelity.Reasons {
-		lines = append(lines, "  fidelity: "+r)
+		lines = append(lines, wrap("  fidelity: "+r, "    ", summaryWidth)...)
 	}
 	return lines
+}
+
+// wrap breaks s at spaces into lines of at most width columns, continuation lines starting with
+// indent; a word longer than a line stays whole (printServingSummary clips it).
+func wrap(s, indent string, width int) []string {
+	var out []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+			if len(out) == 0 && strings.HasPrefix(s, " ") {
+				line = s[:len(s)-len(strings.TrimLeft(s, " "))] + w
+			}
+		case len(line)+1+len(w) <= width:
+			line += " " + w
+		default:
+			out = append(out, line)
+			line = indent + w
+		}
+	}
+	return append(out, line)
 }
 
 func formatNumber(v float64) string { return numfmt.Number(v) }
