@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qualkit/qualkit/runner/device"
 	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/tools/internal/qualrun"
 	"github.com/qualkit/qualkit/tools/internal/qualverify"
@@ -78,6 +79,11 @@ func TestScripts(t *testing.T) {
 		},
 		// [driver]: this host can contain an evidence driver's worker (user and network namespaces).
 		Condition: func(cond string) (bool, error) {
+			// [cuda]: this host has a device NVML identifies (never in CI; scripts that need its
+			// absence skip on such a host).
+			if cond == "cuda" {
+				return len(device.Serving(device.Probe(device.Options{}).Devices, "cuda", false)) > 0, nil
+			}
 			if cond == "driver" {
 				err := driver.CheckHost()
 				if err != nil && os.Getenv("CI") == "true" {

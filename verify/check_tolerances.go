@@ -194,6 +194,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *schemas.CaseResul
 			skip = func(n string) bool { return slices.Contains(metricsUnsetWithoutSLO, n) }
 		}
 		checkMetricList(c, path, base+"/metrics", row.Metrics, rf.metrics, tol, skip)
+		s.checkRowTelemetry(c, path, base, row, recs, tol)
 	}
 	if len(cr.Rows) > 0 {
 		checkMetricList(c, path, "/metrics", cr.Metrics, recomputeCase(cr.Rows), tol, nil)

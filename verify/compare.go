@@ -374,13 +374,14 @@ func (x *comparer) compatibility() {
 	cmp.Mode = mode
 	envB, _ := x.b.rcTree["environment"].(map[string]any)
 	envC, _ := x.c.rcTree["environment"].(map[string]any)
-	envDiff := diffLeaves(envB, envC, "")
+	envDiff := diffLeaves(withoutDevices(envB), withoutDevices(envC), "")
 	switch mode {
 	case SameEnvironmentPerformance:
 		if b.Workload.Variant != c.Workload.Variant {
 			cmp.reject("workload.variant", ErrModeRefused, "same_environment_performance compares one variant with itself", b.Workload.Variant, c.Workload.Variant)
 		}
 		x.environment(envDiff, nil)
+		x.devices(nil)
 	case DeclaredABVariants:
 		var pair *schemas.VariantPair
 		for i := range cp.VariantPairs {
@@ -393,6 +394,7 @@ func (x *comparer) compatibility() {
 			break
 		}
 		x.environment(envDiff, nil)
+		x.devices(nil)
 		x.configs(pair.AllowedEffectiveConfigDifferences)
 	case CrossBackendCorrectness:
 		var pair *schemas.BackendPair
@@ -408,7 +410,11 @@ func (x *comparer) compatibility() {
 			break
 		}
 		x.environment(envDiff, pair.AllowedEnvironmentDifferences)
+		x.devices(pair.AllowedEnvironmentDifferences)
 		for _, p := range pair.AllowedEnvironmentDifferences {
+			if p == "devices" {
+				continue // compared by x.devices
+			}
 			vb, okb := lookupDot(envB, p)
 			vc, okc := lookupDot(envC, p)
 			switch {

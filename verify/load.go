@@ -89,7 +89,7 @@ func acceptsContract(want, got string) bool {
 func isEvidenceKind(kind string) bool {
 	switch kind {
 	case "case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr",
-		"driver_result", "driver_worker_output", "driver_log":
+		"driver_result", "driver_worker_output", "driver_log", "device_telemetry":
 		return true
 	}
 	return false
@@ -519,6 +519,8 @@ func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 			return validate(f, schemas.EffectiveRunConfig)
 		}
 		return nil
+	case f.kind == "device_telemetry":
+		return readWhole(root, f, MaxTelemetryBytes)
 	case contractOfKind(f.kind) != "" || f.kind == "corpus":
 
 		if err := readWhole(root, f, MaxDocumentBytes); err != nil {

@@ -163,6 +163,9 @@ var (
 	ErrUnlikeRows = reason("unlike_rows", "rows are not like for like")
 	// ErrEnvironmentMismatch: the environment differs where the mode needs it identical.
 	ErrEnvironmentMismatch = reason("environment_mismatch", "environment differs")
+	// ErrDeviceMismatch: the receipts' devices differ in model, driver or another identity field
+	// the mode needs equal (by position in environment.devices; provenance-only ids never count).
+	ErrDeviceMismatch = reason("device_mismatch", "device differs")
 	// ErrSourceMismatch: the source tree hash differs.
 	ErrSourceMismatch = reason("source_mismatch", "source tree differs")
 	// ErrArtifactMismatch: a bound input (model, tokenizer, corpus, recipe) differs.
@@ -200,7 +203,7 @@ func Reasons() []*Reason {
 		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict,
 		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
 		ErrScopeBackend, ErrScopeDevice,
-		ErrEnvironmentMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrOutputMismatch,
+		ErrEnvironmentMismatch, ErrDeviceMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrOutputMismatch,
 		ErrFindingsTruncated,
 	}
 }

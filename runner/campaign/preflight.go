@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/runner/artifact"
+	"github.com/qualkit/qualkit/runner/device"
 	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/runner/load"
@@ -71,6 +72,10 @@ type Config struct {
 	// Keeper starts the owned server with a keeper that stops it if qualrun dies (see
 	// lifecycle.Options.Keeper: the binary must dispatch lifecycle.KeeperArg to KeeperMain).
 	Keeper bool
+	// DeviceFixture, when set, is a fixture directory the device probes read instead of this host
+	// (qualrun run's hidden --device-fixture, for tests): every device read from it is marked
+	// fixture in the receipt and never becomes environment.device.
+	DeviceFixture string
 	// Progress, when set, receives progress events (it must not block).
 	Progress func(Event)
 	Logger   *slog.Logger
@@ -123,6 +128,10 @@ type Plan struct {
 	// reservation holds the lock on the --output path (reserve.go) until Release.
 	reservation    *os.File
 	reservationRel string
+	devices        device.Result
+	// skip is why the variant is skipped before launch (device_requirement unmet, skip_policy
+	// allow); "" when it runs.
+	skip string
 }
 
 // ReceiptID is the receipt id the run will use.
@@ -239,6 +248,10 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 		return nil, fmt.Errorf("%w: variant %q is not declared; this workload has: %s", ErrWorkload, cfg.Variant, strings.Join(ids, ", "))
 	}
 	if p.vars, err = ResolveVariables(w.Variables, cfg.Vars); err != nil {
+		return nil, err
+	}
+	cfg.progress("preflight", "device probe", 0, 0)
+	if err := p.probeDevices(); err != nil {
 		return nil, err
 	}
 	p.placeholder = map[string]string{}

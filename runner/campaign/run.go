@@ -111,7 +111,7 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 	}
 	stopWatch := r.watchInterrupt(ctx)
 	defer stopWatch()
-	if p.recipe != nil {
+	if p.recipe != nil && p.skip == "" {
 		r.launch(ctx)
 	}
 	interrupted := r.cases(ctx)
@@ -227,6 +227,10 @@ func (r *run) launch(ctx context.Context) {
 // campaign was interrupted.
 func (r *run) cases(ctx context.Context) bool {
 	p := r.p
+	if p.skip != "" {
+		r.skipped()
+		return false
+	}
 	reps := int(p.workload.Determinism.Repetitions)
 	for rep := 0; rep < reps; rep++ {
 		for i, c := range p.variant.Cases {
@@ -322,10 +326,12 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(c.TimeoutSeconds)*time.Second)
 	defer cancel()
 	rows := newRowFiles(r, dir)
+	tel := r.startTelemetry(c)
 	res, err := load.Run(cctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
 		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(),
 		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))},
 		load.WithRecordSink(rows.add))
+	tel.stop()
 	timedOut := ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	interrupted := ctx.Err() != nil
 	if err != nil && !timedOut && !interrupted {
@@ -351,6 +357,9 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 			return schemas.Result{}, ferr
 		}
 		row.Row.Records = ref
+		if err := r.telemetryRow(tel, ref.Path, &row.Row, row.Records); err != nil {
+			return schemas.Result{}, err
+		}
 		cr.Rows = append(cr.Rows, row.Row)
 		failures += row.Row.Failures
 		requests += row.Row.Requests

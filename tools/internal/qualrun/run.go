@@ -47,6 +47,9 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-unpublished-unsafe", Usage: "run even when HEAD is not origin/main; the receipt is then not publishable"},
 			&cli.BoolFlag{Name: "json", Usage: "print a machine summary (JSON) instead of the table; no progress display"},
 			&cli.DurationFlag{Name: "progress-interval", Value: defaultProgressInterval, Usage: "when stderr is not a terminal, print a running row's progress line every `DURATION` (at least 100ms)"},
+			// Hidden, for tests: the probes read a fixture directory instead of this host. The flag is
+			// in the receipt's command and every device read from the fixture is marked fixture.
+			&cli.StringFlag{Name: "device-fixture", Hidden: true, Usage: "TEST ONLY: probe devices from fixture `DIR` instead of this host"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -74,6 +77,10 @@ func runCommand() *cli.Command {
 				AllowUnpublishedUnsafe: c.Bool("allow-unpublished-unsafe"),
 				Command:                os.Args, Version: Version, BinaryDigest: selfDigest(),
 				DriverDeny: denyList(c.App.ErrWriter), Keeper: true,
+				DeviceFixture: c.String("device-fixture"),
+			}
+			if cfg.DeviceFixture != "" {
+				fmt.Fprintf(c.App.ErrWriter, "qualrun: WARNING --device-fixture %s: devices are read from a test fixture and marked fixture in the receipt; verifiers treat them as unidentified\n", cfg.DeviceFixture)
 			}
 			return runCampaign(c.Context, cfg, signer, c.Bool("json"), c.Duration("progress-interval"), c.App.Writer, c.App.ErrWriter)
 		},

@@ -23,6 +23,7 @@ func relaxFlags() []cli.Flag {
 		&cli.BoolFlag{Name: string(verify.RelaxUnsigned), Usage: "UNSAFE: accept a receipt without an attestation (the signature check is skipped)"},
 		&cli.BoolFlag{Name: string(verify.RelaxUnpublished), Usage: "UNSAFE: accept a receipt whose commit was not origin/main (publication not required)"},
 		&cli.BoolFlag{Name: string(verify.RelaxMissingInputs), Usage: "UNSAFE: verify without a bound workload, launch recipe or corpus file that is not present (the checks they decide are not carried out; the warnings say which)"},
+		&cli.BoolFlag{Name: string(verify.RelaxFixtureDevices), Usage: "UNSAFE, tests only: accept a device read from a test fixture (qualrun run --device-fixture) as identified"},
 	}
 }
 
@@ -120,6 +121,8 @@ func banner(w io.Writer, c *cli.Context) {
 				what = "publication is not required: the result may describe code that is not on origin/main"
 			case verify.RelaxMissingInputs:
 				what = "evidence is verified without its missing workload, launch recipe or corpus: the checks they decide are not carried out"
+			case verify.RelaxFixtureDevices:
+				what = "devices read from a test fixture count as identified: the result may name a device its host did not have"
 			}
 			fmt.Fprintf(w, "qualverify: UNSAFE: --%s is on: %s\n", r, what)
 		}
