@@ -99,6 +99,8 @@ func TestScripts(t *testing.T) {
 			"waitport":  cmdWaitPort,
 			"jsoncheck": cmdJSONCheck,
 			"gitrepo":   cmdGitRepo,
+			"rowvalue":  cmdRowValue,
+			"digest":    cmdDigest,
 			"gone":      cmdGone,
 			"waitfile":  cmdWaitFile,
 			"jsonlines": cmdJSONLines,

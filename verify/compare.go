@@ -815,11 +815,12 @@ func (x *comparer) evaluate(rule schemas.MetricRule, scope string, b, c []schema
 		pct := change / math.Abs(bv) * 100
 		e.RelativeChangePercent = &pct
 	}
+	sv, st := fmtPair(violation, tolerance)
 	if pass {
-		e.Status, e.Reason = "passed", fmt.Sprintf("violation %s <= tolerance %s", fmtFloat(violation), fmtFloat(tolerance))
+		e.Status, e.Reason = "passed", fmt.Sprintf("violation %s <= tolerance %s", sv, st)
 	} else {
 		e.Status, e.Code = "failed", ErrRuleFailed.Code()
-		e.Reason = fmt.Sprintf("%v: violation %s > tolerance %s", ErrRuleFailed, fmtFloat(violation), fmtFloat(tolerance))
+		e.Reason = fmt.Sprintf("%v: violation %s > tolerance %s", ErrRuleFailed, sv, st)
 	}
 	x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 }

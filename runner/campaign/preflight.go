@@ -83,12 +83,17 @@ type Config struct {
 
 // Event is one step of a campaign, for a progress display.
 type Event struct {
-	// Phase: preflight, launch, ready, case, row, shutdown, checks, receipt.
+	// Phase: preflight, launch, ready, case, row_start, requests, row_done, row, shutdown,
+	// checks, receipt. row_start, requests and row_done are live (see servingProgress); row
+	// follows once a row's records are written.
 	Phase string
 	// Message is a short human description.
 	Message string
-	// Done and Total count progress within the phase where that makes sense (rows).
+	// Done and Total count progress within the phase where that makes sense: rows (row_start,
+	// row) or a row's measured requests (requests, row_done).
 	Done, Total int
+	// Failures counts the row's measured requests that failed so far (requests, row_done).
+	Failures int
 }
 
 // Plan is a campaign that passed preflight.
@@ -184,8 +189,8 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Plan{cfg: cfg, started: cfg.Now(), prompts: map[string][]load.Prompt{}, drivers: map[string]driver.Job{}}
-	if !hostIDPattern.MatchString(cfg.HostID) {
-		return nil, fmt.Errorf("%w: --host-id %q must match ^[a-z0-9][a-z0-9._-]{1,63}$ (a stable, non-secret label)", ErrWorkload, cfg.HostID)
+	if err := CheckHostID(cfg.HostID); err != nil {
+		return nil, err
 	}
 	cfg.progress("preflight", "source identity", 0, 0)
 	start := cfg.SourceDir

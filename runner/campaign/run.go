@@ -328,7 +328,8 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 	rows := newRowFiles(r, dir)
 	tel := r.startTelemetry(c)
 	res, err := load.Run(cctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
-		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv()},
+		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(),
+		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))},
 		load.WithRecordSink(rows.add))
 	tel.stop()
 	timedOut := ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
