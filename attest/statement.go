@@ -49,6 +49,8 @@ var subjectKinds = map[string]bool{
 	"driver_result":        true,
 	"driver_worker_output": true,
 	"driver_log":           true,
+	// the device telemetry samples of serving rows.
+	"device_telemetry": true,
 }
 
 // runOutputKinds are the per-run evidence kinds left out of the predicate: the subjects, and the
@@ -63,6 +65,8 @@ var runOutputKinds = map[string]bool{
 	"driver_result":        true,
 	"driver_worker_output": true,
 	"driver_log":           true,
+	// the device telemetry samples of serving rows.
+	"device_telemetry": true,
 }
 
 // Predicate is the qualification predicate (PredicateType): what the campaign bound, copied from

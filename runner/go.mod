@@ -3,6 +3,7 @@ module github.com/qualkit/qualkit/runner
 go 1.26
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/go-git/go-billy/v5 v5.9.0
 	github.com/go-git/go-git/v5 v5.19.2
 	github.com/opencontainers/go-digest v1.0.0

@@ -122,6 +122,12 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 			return nil, err
 		}
 		return checkRequestRecord(&d), nil
+	case TelemetrySample:
+		var d TelemetrySampleDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return nil, nil
 	case LifecycleRecord:
 		var d LifecycleRecordDoc
 		if err := decode(&d); err != nil {
@@ -224,6 +230,7 @@ var docTypes = map[string]reflect.Type{
 	ReportView:         reflect.TypeFor[ReportViewDoc](),
 	Comparison:         reflect.TypeFor[ComparisonDoc](),
 	EffectiveRunConfig: reflect.TypeFor[EffectiveRunConfigDoc](),
+	TelemetrySample:    reflect.TypeFor[TelemetrySampleDoc](),
 }
 
 // integerLiterals reports every number that lands in an integer field of t but is written with a

@@ -48,6 +48,7 @@ const (
 	ReportView         = "report-view.v1"
 	Comparison         = "comparison.v1"
 	EffectiveRunConfig = "effective-run-config.v1"
+	TelemetrySample    = "telemetry-sample.v1"
 )
 
 // DriverResults lists the version-2 evidence results a driver writes, by contract name.
@@ -69,7 +70,7 @@ const schemaURLBase = "https://qualkit.dev/schemas/"
 
 // Contracts lists every known contract, sorted by name.
 func Contracts() []Contract {
-	names := []string{CaseResult, Comparison, DriverRequest, DriverSpec, DriverWorkerOutput, EffectiveRunConfig, LaunchRecipe, LayerAttribution, LifecycleRecord, NextTokenResult, PathAttribution, Receipt, ReportView, RequestRecord, RuntimeManifest, VerificationReport, Workload}
+	names := []string{CaseResult, Comparison, DriverRequest, DriverSpec, DriverWorkerOutput, EffectiveRunConfig, LaunchRecipe, LayerAttribution, LifecycleRecord, NextTokenResult, PathAttribution, Receipt, ReportView, RequestRecord, RuntimeManifest, TelemetrySample, VerificationReport, Workload}
 	out := make([]Contract, len(names))
 	for i, n := range names {
 		out[i] = contractFor(n)

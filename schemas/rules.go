@@ -274,9 +274,6 @@ func (r *rules) variant(base string, w *WorkloadDoc, v Variant, declared map[str
 	if v.Backend != "cpu" && v.DeviceRequirement != "required" {
 		r.add(base+"/device_requirement", "backend %s needs device_requirement required", v.Backend)
 	}
-	if v.DeviceRequirement == "required" && v.SkipPolicy != "fail" {
-		r.add(base+"/skip_policy", "a required device forces skip_policy fail")
-	}
 	caseIDs := map[string]int{}
 	var wall, servingCases int64
 	for i, c := range v.Cases {
@@ -684,6 +681,7 @@ func checkReceipt(rc *ReceiptDoc) []Violation {
 	} else if len(rc.UnpublishableReasons) == 0 {
 		r.add("/unpublishable_reasons", "say why the receipt is not publishable")
 	}
+	r.devices(rc.Environment)
 	return r.out
 }
 

@@ -214,6 +214,18 @@ func TestSemanticRules(t *testing.T) {
 			set(t, d, "/qualification/verdict", str("interrupted"))
 			set(t, d, "/qualification/interruption", map[string]any{"signal": "SIGTERM", "phase": "readiness"})
 		}},
+		{"receipt device probe repeated", "receipt.json", "/environment/device_probes/1/probe", func(t *testing.T, d map[string]any) {
+			set(t, d, "/environment/device_probes", []any{probe("nvml", false), probe("nvml", false)})
+		}},
+		{"receipt fixture mixed with host devices", "receipt.json", "/environment/devices", func(t *testing.T, d map[string]any) {
+			set(t, d, "/environment/devices", []any{cpuEntry(false), gpuEntry(true)})
+			set(t, d, "/environment/device_probes", []any{probe("nvml", true), probe("procfs", false)})
+		}},
+		{"receipt fixture device as environment.device", "receipt.json", "/environment/device/driver", func(t *testing.T, d map[string]any) {
+			set(t, d, "/environment/devices", []any{cpuEntry(true), gpuEntry(true)})
+			set(t, d, "/environment/device_probes", []any{probe("nvml", true), probe("procfs", true)})
+			set(t, d, "/environment/device/driver", str("nvidia 550.54.15"))
+		}},
 		{"integer written as float", "workload-serving.json", "/variants/0/cases/0/max_tokens", func(t *testing.T, d map[string]any) {
 			set(t, d, "/variants/0/cases/0/max_tokens", json.Number("32.0"))
 		}},
@@ -245,4 +257,18 @@ func TestSemanticRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+func probe(name string, fixture bool) map[string]any {
+	return map[string]any{"probe": name, "status": "found", "detail": name + " found", "fixture": fixture}
+}
+
+func cpuEntry(fixture bool) map[string]any {
+	return map[string]any{"kind": "cpu", "vendor": "authenticamd", "model": "AMD EPYC", "api_families": []any{"cpu"},
+		"driver": map[string]any{"name": "none", "version": nil}, "memory_bytes": nil, "probe": "procfs", "fixture": fixture}
+}
+
+func gpuEntry(fixture bool) map[string]any {
+	return map[string]any{"kind": "gpu", "vendor": "nvidia", "model": "NVIDIA H100 80GB HBM3", "api_families": []any{"cuda"},
+		"driver": map[string]any{"name": "nvidia", "version": "550.54.15"}, "memory_bytes": json.Number("85520809984"), "probe": "nvml", "fixture": fixture}
 }

@@ -91,7 +91,7 @@ type wrapperSpec struct {
 }
 
 var wrappers = map[string]wrapperSpec{
-	"env": {shortArg: "uCSa", longArg: []string{"unset", "chdir", "split-string", "argv0"},
+	"env": {shortArg: "uCSaPL", longArg: []string{"unset", "chdir", "split-string", "argv0"},
 		longOpt: []string{"ignore-environment", "null", "debug", "block-signal", "default-signal", "ignore-signal", "list-signal-handling"}, assignments: true},
 	"nice":      {shortArg: "n", longArg: []string{"adjustment"}},
 	"renice":    {shortArg: "ngpu", longArg: []string{"priority", "pgrp", "pid", "user"}},

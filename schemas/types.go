@@ -130,6 +130,8 @@ type Case struct {
 	Rate                  *Rate     `json:"rate,omitempty"`
 	// MeasuresSaturation: a degraded row does not fail the case (nil or false: it does).
 	MeasuresSaturation *bool `json:"measures_saturation,omitempty"`
+	// DeviceTelemetry, when set, turns on the device telemetry sampler for every row.
+	DeviceTelemetry *DeviceTelemetry `json:"device_telemetry,omitempty"`
 
 	// Driver case (see DriverSpecDoc for the meaning of each field).
 	Contract   string            `json:"contract,omitempty"`
@@ -387,6 +389,8 @@ type Row struct {
 	Records         FileRef  `json:"records"`
 	Metrics         []Metric `json:"metrics"`
 	Fidelity        Fidelity `json:"fidelity"`
+	// DeviceTelemetry is absent unless the case declared a sampler.
+	DeviceTelemetry *RowDeviceTelemetry `json:"device_telemetry,omitempty"`
 }
 
 // Fidelity measures the client itself.
@@ -625,10 +629,58 @@ type Source struct {
 
 // Environment describes the host: provenance, never policy.
 type Environment struct {
-	HostID  string            `json:"host_id"`
-	OS      OSInfo            `json:"os"`
-	Device  Device            `json:"device"`
-	Runtime map[string]string `json:"runtime"`
+	HostID string `json:"host_id"`
+	OS     OSInfo `json:"os"`
+	Device Device `json:"device"`
+	// Devices and DeviceProbes are absent in receipts written before qualrun probed devices.
+	Devices      []ProbedDevice    `json:"devices,omitempty"`
+	DeviceProbes []DeviceProbe     `json:"device_probes,omitempty"`
+	Runtime      map[string]string `json:"runtime"`
+}
+
+// ProbedDevice is one device as a probe identified it (provenance, never policy).
+type ProbedDevice struct {
+	Kind              string             `json:"kind"`
+	Vendor            string             `json:"vendor"`
+	Model             string             `json:"model"`
+	APIFamilies       []string           `json:"api_families"`
+	PCI               *PCIIdentity       `json:"pci,omitempty"`
+	Driver            DeviceDriver       `json:"driver"`
+	MemoryBytes       *int64             `json:"memory_bytes"`
+	Count             *int64             `json:"count,omitempty"`
+	ComputeCapability string             `json:"compute_capability,omitempty"`
+	MIGMode           string             `json:"mig_mode,omitempty"`
+	ProvenanceOnly    *DeviceIdentifiers `json:"provenance_only,omitempty"`
+	Probe             string             `json:"probe"`
+	Fixture           bool               `json:"fixture"`
+}
+
+// PCIIdentity is a GPU's PCI vendor, device and revision ids (lower-case 0x hex).
+type PCIIdentity struct {
+	VendorID string `json:"vendor_id"`
+	DeviceID string `json:"device_id"`
+	Revision string `json:"revision,omitempty"`
+}
+
+// DeviceDriver names a device's kernel driver and its version (nil when not exposed).
+type DeviceDriver struct {
+	Name    string  `json:"name"`
+	Version *string `json:"version"`
+}
+
+// DeviceIdentifiers name one physical unit: provenance only, never compared or required.
+type DeviceIdentifiers struct {
+	UUID     string `json:"uuid,omitempty"`
+	Serial   string `json:"serial,omitempty"`
+	PCIBusID string `json:"pci_bus_id,omitempty"`
+}
+
+// DeviceProbe is the outcome of one device probe.
+type DeviceProbe struct {
+	Probe   string `json:"probe"`
+	Status  string `json:"status"`
+	Detail  string `json:"detail"`
+	Fixture bool   `json:"fixture"`
 }
 
 // OSInfo identifies the operating system.

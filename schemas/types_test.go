@@ -31,6 +31,7 @@ func TestTypesMatchSchemas(t *testing.T) {
 		ReportView:         ReportViewDoc{},
 		Comparison:         ComparisonDoc{},
 		EffectiveRunConfig: EffectiveRunConfigDoc{},
+		TelemetrySample:    TelemetrySampleDoc{},
 	}
 	for _, c := range Contracts() {
 		typ, ok := types[c.Name]

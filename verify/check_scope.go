@@ -11,9 +11,7 @@ func checkScope(s *snapshot) CheckResult {
 	if v := s.variant(); v != nil && v.Backend != rc.Qualification.Backend {
 		c.add(file, "/qualification/backend", ErrScopeBackend, "backend %s, variant %s targets %s", rc.Qualification.Backend, v.ID, v.Backend)
 	}
-	if rc.Qualification.Backend != "cpu" && rc.Environment.Device.Driver == "none" {
-		c.add(file, "/environment/device/driver", ErrScopeDevice, "backend %s on device %q without a driver", rc.Qualification.Backend, rc.Environment.Device.Name)
-	}
+	checkDeviceScope(s, c)
 	return c.result()
 }
 
@@ -24,6 +22,9 @@ func scopeStatement(s *snapshot) string {
 		return ""
 	}
 	e := s.rc.Environment
+	if d := scopeDevice(s); d != "" {
+		return fmt.Sprintf("host %s, backend %s, device %s: the result describes this host, backend and device only", e.HostID, s.rc.Qualification.Backend, d)
+	}
 	return fmt.Sprintf("host %s, backend %s, device %s (%s, driver %s): the result describes this host, backend and device only",
 		e.HostID, s.rc.Qualification.Backend, e.Device.Name, e.Device.Architecture, e.Device.Driver)
 }

@@ -57,7 +57,7 @@ func Locate(receiptPath string) (Evidence, error) {
 		}
 	}
 	if best < 0 {
-		return Evidence{}, fmt.Errorf("%w: %s is not under qualification/receipts/ or .qualification/receipts/ of a repository; give the root explicitly", ErrEvidence, receiptPath)
+		return Evidence{}, fmt.Errorf("%w: %s is not under qualification/receipts/ or .qualification/receipts/ of a repository; move it below one of them, or name the evidence root with qualverify verify --root DIR", ErrEvidence, receiptPath)
 	}
 	root := filepath.FromSlash(slash[:best])
 	if root == "" {

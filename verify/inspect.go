@@ -91,6 +91,9 @@ type RowEvidence struct {
 	Metrics []schemas.Metric
 	// Fidelity is the client fidelity recomputed from the records (Reasons copied from the row).
 	Fidelity schemas.Fidelity
+	// Telemetry are the row's device telemetry samples, when it has them and they are readable
+	// and match their digest (nil otherwise).
+	Telemetry []schemas.TelemetrySampleDoc
 	// Samples are the measured requests' per-request samples.
 	Samples Samples
 	// FirstSendNs is the earliest t_send and LastResponseNs the latest t_close (t_end where a
@@ -150,6 +153,7 @@ func (s *snapshot) rowEvidence(cr *schemas.CaseResultDoc, row schemas.Row, wc *s
 	recs := rowRecords(nil, cr, row, f.records)
 	rf := recomputeRow(rowSpecOf(row, wc), recs)
 	re.Readable, re.Records, re.InvalidRecords = true, len(recs), f.records.invalidLines
+	re.Telemetry = s.telemetrySamples(row)
 	re.Requests, re.Successes, re.Failures, re.Metrics = rf.requests, rf.successes, rf.failures, rf.metrics
 	re.Fidelity = schemas.Fidelity{ScheduleLagP50Ms: rf.lagP50, ScheduleLagP99Ms: rf.lagP99, ScheduleLagMaxMs: rf.lagMax,
 		OfferedRate: row.Fidelity.OfferedRate, AchievedRate: rf.achieved, Degraded: rf.degraded, Reasons: slices.Clone(row.Fidelity.Reasons)}

@@ -147,7 +147,7 @@ const (
 )
 
 // Relaxations lists every relaxation.
-var Relaxations = []Relaxation{RelaxUnsigned, RelaxUnpublished, RelaxMissingInputs}
+var Relaxations = []Relaxation{RelaxUnsigned, RelaxUnpublished, RelaxMissingInputs, RelaxFixtureDevices}
 
 // Option adjusts Verify and Compare.
 type Option func(*config)

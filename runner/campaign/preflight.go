@@ -2,8 +2,6 @@ package campaign
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/runner/artifact"
+	"github.com/qualkit/qualkit/runner/device"
 	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/runner/load"
@@ -71,6 +70,10 @@ type Config struct {
 	// Keeper starts the owned server with a keeper that stops it if qualrun dies (see
 	// lifecycle.Options.Keeper: the binary must dispatch lifecycle.KeeperArg to KeeperMain).
 	Keeper bool
+	// DeviceFixture, when set, is a fixture directory the device probes read instead of this host
+	// (qualrun run's hidden --device-fixture, for tests): every device read from it is marked
+	// fixture in the receipt and never becomes environment.device.
+	DeviceFixture string
 	// Progress, when set, receives progress events (it must not block).
 	Progress func(Event)
 	Logger   *slog.Logger
@@ -80,12 +83,17 @@ type Config struct {
 
 // Event is one step of a campaign, for a progress display.
 type Event struct {
-	// Phase: preflight, launch, ready, case, row, shutdown, checks, receipt.
+	// Phase: preflight, launch, ready, case, row_start, requests, row_done, row, shutdown,
+	// checks, receipt. row_start, requests and row_done are live (see servingProgress); row
+	// follows once a row's records are written.
 	Phase string
 	// Message is a short human description.
 	Message string
-	// Done and Total count progress within the phase where that makes sense (rows).
+	// Done and Total count progress within the phase where that makes sense: rows (row_start,
+	// row) or a row's measured requests (requests, row_done).
 	Done, Total int
+	// Failures counts the row's measured requests that failed so far (requests, row_done).
+	Failures int
 }
 
 // Plan is a campaign that passed preflight.
@@ -118,6 +126,10 @@ type Plan struct {
 	// reservation holds the lock on the --output path (reserve.go) until Release.
 	reservation    *os.File
 	reservationRel string
+	devices        device.Result
+	// skip is why the variant is skipped before launch (device_requirement unmet, skip_policy
+	// allow); "" when it runs.
+	skip string
 }
 
 // ReceiptID is the receipt id the run will use.
@@ -147,21 +159,9 @@ func (c *Config) progress(phase, msg string, done, total int) {
 	}
 }
 
-// ReceiptIDFor names a receipt: the UTC start to the microsecond, backend, host id (32 chars at
-// most), workload id (24 at most), the first 10 hex digits of sha256("<workload id>\x00<variant>")
-// and the receipt major version. Sorting receipt ids sorts runs by start time.
+// ReceiptIDFor names a receipt (schemas.ReceiptIDFor, which qualverify recomputes).
 func ReceiptIDFor(start time.Time, backend, hostID, workloadID, variant string) string {
-	h := sha256.Sum256([]byte(workloadID + "\x00" + variant))
-	ts := strings.ToLower(start.UTC().Format("20060102T150405.000000Z"))
-	ts = strings.Replace(ts, ".", "", 1)
-	return fmt.Sprintf("%s-%s-%s-%s-%s-v1", ts, backend, trunc(hostID, 32), trunc(workloadID, 24), hex.EncodeToString(h[:])[:10])
-}
-
-func trunc(s string, n int) string {
-	if len(s) > n {
-		return strings.TrimRight(s[:n], "-._")
-	}
-	return s
+	return schemas.ReceiptIDFor(start, backend, hostID, workloadID, variant)
 }
 
 // relTo returns path relative to root, refusing anything outside it.
@@ -189,8 +189,8 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Plan{cfg: cfg, started: cfg.Now(), prompts: map[string][]load.Prompt{}, drivers: map[string]driver.Job{}}
-	if !hostIDPattern.MatchString(cfg.HostID) {
-		return nil, fmt.Errorf("%w: --host-id %q must match ^[a-z0-9][a-z0-9._-]{1,63}$ (a stable, non-secret label)", ErrWorkload, cfg.HostID)
+	if err := CheckHostID(cfg.HostID); err != nil {
+		return nil, err
 	}
 	cfg.progress("preflight", "source identity", 0, 0)
 	start := cfg.SourceDir
@@ -234,6 +234,10 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 		return nil, fmt.Errorf("%w: variant %q is not declared; this workload has: %s", ErrWorkload, cfg.Variant, strings.Join(ids, ", "))
 	}
 	if p.vars, err = ResolveVariables(w.Variables, cfg.Vars); err != nil {
+		return nil, err
+	}
+	cfg.progress("preflight", "device probe", 0, 0)
+	if err := p.probeDevices(); err != nil {
 		return nil, err
 	}
 	p.placeholder = map[string]string{}
@@ -433,6 +437,9 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	p.recipeDir = filepath.Dir(filepath.Join(p.root, rel))
 	p.files = append(p.files, artifact.File{Kind: "launch_recipe", Path: rel, Abs: filepath.Join(p.root, rel)})
 	prog, workDir, err := lifecycle.Program(&r, p.recipeDir, nil)
+	if errors.Is(err, lifecycle.ErrShellEval) {
+		return fmt.Errorf("%w: launch recipe %s: %v", ErrWorkload, rel, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrArtifact, err)
 	}
@@ -440,6 +447,7 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	if real, err := filepath.EvalSymlinks(prog); err == nil {
 		prog = real
 	}
+
 	p.files = append(p.files, artifact.File{Kind: "server_binary", Path: p.displayPath(prog), Abs: prog})
 	p.files = append(p.files, p.launchFiles(&r, workDir)...)
 	return nil

@@ -120,6 +120,9 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 		verdict, interruption = "interrupted", r.interruption
 	}
 	reasons := append([]string{}, p.reasons...)
+	if p.skip != "" {
+		reasons = append(reasons, p.skipReason())
+	}
 	if interruption != nil {
 		reasons = append(reasons, fmt.Sprintf("the campaign was interrupted by %s during %s", interruption.Signal, interruption.Phase))
 	} else if verdict != "passed" {
@@ -128,7 +131,7 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 	sat := r.saturationReasons()
 	reasons = append(reasons, sat...)
 	r.notes = append(r.notes, sat...)
-	publishable := p.publishable && verdict == "passed" && len(sat) == 0
+	publishable := p.publishable && verdict == "passed" && len(sat) == 0 && p.skip == ""
 	if publishable {
 		reasons = []string{}
 	}
@@ -156,6 +159,7 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 		Publishable:          publishable,
 		UnpublishableReasons: reasons,
 	}
+	p.recordDevices(&rc.Environment)
 	if rc.Workload.Variables == nil {
 		rc.Workload.Variables = map[string]any{}
 	}

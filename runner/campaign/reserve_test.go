@@ -65,3 +65,41 @@ func TestOutputReservation(t *testing.T) {
 		p.Release()
 	}
 }
+
+// TestOutputReservationRace: preflights started together on one output: exactly one holds it.
+func TestOutputReservationRace(t *testing.T) {
+	root := configRepo(t)
+	cfg := Config{Workload: filepath.Join(root, "workloads/config.json"), Variant: "cpu-true",
+		HostID: "ci-host", Output: filepath.Join(root, ".qualification/receipts/run.json"), Vars: []string{"host_label=ci-01"},
+		AllowUnpublishedUnsafe: true, Version: "test-1.0", Command: []string{"qualrun"}}
+	const n = 6
+	type outcome struct {
+		p   *Plan
+		err error
+	}
+	out := make(chan outcome, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		go func() {
+			<-start
+			p, err := Preflight(context.Background(), cfg)
+			out <- outcome{p, err}
+		}()
+	}
+	close(start)
+	won := 0
+	for i := 0; i < n; i++ {
+		o := <-out
+		p, err := o.p, o.err
+		switch {
+		case err == nil:
+			won++
+			defer p.Release()
+		case !strings.Contains(err.Error(), "is reserved by another run in progress"):
+			t.Errorf("preflight: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d preflights hold the output, want exactly 1", won)
+	}
+}

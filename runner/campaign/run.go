@@ -60,6 +60,9 @@ type run struct {
 	// saturated names the serving case executions that passed with degraded rows because they
 	// declare measures_saturation: the receipt is then not publishable as a rate claim.
 	saturated []string
+	// lagging names the serving case executions with degraded closed-loop rows: they pass, but
+	// the receipt is not publishable (laggingRows).
+	lagging []string
 }
 
 func (r *run) abs(rel string) string { return filepath.Join(r.p.root, rel) }
@@ -111,7 +114,7 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 	}
 	stopWatch := r.watchInterrupt(ctx)
 	defer stopWatch()
-	if p.recipe != nil {
+	if p.recipe != nil && p.skip == "" {
 		r.launch(ctx)
 	}
 	interrupted := r.cases(ctx)
@@ -227,6 +230,10 @@ func (r *run) launch(ctx context.Context) {
 // campaign was interrupted.
 func (r *run) cases(ctx context.Context) bool {
 	p := r.p
+	if p.skip != "" {
+		r.skipped()
+		return false
+	}
 	reps := int(p.workload.Determinism.Repetitions)
 	for rep := 0; rep < reps; rep++ {
 		for i, c := range p.variant.Cases {
@@ -324,9 +331,12 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 	pauses, stopPauses := watchPauses()
 	defer stopPauses()
 	rows := newRowFiles(r, dir)
+	tel := r.startTelemetry(c)
 	res, err := load.Run(cctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
-		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv()},
+		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(),
+		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))},
 		load.WithRecordSink(rows.add))
+	tel.stop()
 	timedOut := ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	interrupted := ctx.Err() != nil
 	if err != nil && !timedOut && !interrupted {
@@ -352,6 +362,9 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 			return schemas.Result{}, ferr
 		}
 		row.Row.Records = ref
+		if err := r.telemetryRow(tel, ref.Path, &row.Row, row.Records); err != nil {
+			return schemas.Result{}, err
+		}
 		cr.Rows = append(cr.Rows, row.Row)
 		failures += row.Row.Failures
 		requests += row.Row.Requests
@@ -382,6 +395,9 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 		} else {
 			r.saturated = append(r.saturated, fmt.Sprintf("case %s (repetition %d) measures saturation: %s", c.ID, rep, degraded))
 		}
+	}
+	if lagging := laggingRows(cr.Rows); lagging != "" && !measuresSaturation(c) {
+		r.lagging = append(r.lagging, fmt.Sprintf("case %s (repetition %d): %s", c.ID, rep, lagging))
 	}
 	if len(problems) > 0 {
 		return finish("failed", strings.Join(problems, "; "))

@@ -59,6 +59,9 @@ func RunCommand(ctx context.Context, c Command) (*CommandResult, error) {
 		return nil, errors.New("run command: empty argv")
 	}
 	prog, err := resolveProgram(c.Argv[0], c.Dir, c.Env)
+	if err == nil {
+		err = resolvedShellEval(prog, c.Argv)
+	}
 	if err != nil {
 		return nil, err
 	}

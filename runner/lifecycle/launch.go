@@ -32,6 +32,8 @@ var (
 	ErrRecipe = errors.New("launch recipe cannot be launched")
 	// ErrIsolation: the recipe requires isolation this host cannot provide.
 	ErrIsolation = errors.New("required isolation unavailable")
+	// ErrShellEval: argv[0] resolves to a shell that the argv makes evaluate a command string.
+	ErrShellEval = errors.New("shell evaluation refused")
 	// ErrIdentityChanged: the process behind the pid is no longer the one launched (pid reuse guard).
 	ErrIdentityChanged = errors.New("owned process identity changed")
 )
@@ -222,6 +224,9 @@ func Program(r *schemas.LaunchRecipeDoc, recipeDir string, lookupEnv func(string
 	}
 	env, _ := environment(r, lookupEnv)
 	prog, err = resolveProgram(r.Command[0], workDir, env)
+	if err == nil {
+		err = resolvedShellEval(prog, r.Command)
+	}
 	return prog, workDir, err
 }
 

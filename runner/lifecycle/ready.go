@@ -93,6 +93,14 @@ func (s *Server) probe(ctx context.Context, client *http.Client, timeout time.Du
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			// No answer in time: say which limit cut the probe, not "context deadline exceeded".
+			if pt := s.recipe.Readiness.ProbeTimeoutMs; timeout < time.Duration(pt)*time.Millisecond {
+				return false, fmt.Sprintf("no answer to GET %s before the startup deadline (startup_timeout_seconds %g)", s.recipe.Readiness.Path, s.recipe.StartupTimeoutSeconds), 0
+			}
+			return false, fmt.Sprintf("no answer to GET %s within the probe timeout of %d ms (readiness.probe_timeout_ms; raise it for a server slow to answer)",
+				s.recipe.Readiness.Path, s.recipe.Readiness.ProbeTimeoutMs), 0
+		}
 		return false, Redact(err.Error(), token), 0
 	}
 	defer resp.Body.Close()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -58,6 +59,23 @@ func CheckSecrets(secrets []redact.Secret) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// resolvedShellEval applies the contract's shell rule (schemas.ShellEval) to argv with argv[0]
+// replaced by the file prog resolves to: the rule sees names as written, and a program whose
+// name hides a shell (bin/start -> /bin/sh) is the same evaluation.
+func resolvedShellEval(prog string, argv []string) error {
+	real, err := filepath.EvalSymlinks(prog)
+	if err != nil {
+		return nil // resolution errors are reported where the program is opened
+	}
+	if schemas.ShellEval(argv) != nil {
+		return nil // the contract already refuses it
+	}
+	if e := schemas.ShellEval(append([]string{real}, argv[1:]...)); e != nil {
+		return fmt.Errorf("%w: command[0] %q resolves to %s; at element %d %q, %s; give the program and its arguments as an argv vector", ErrShellEval, argv[0], real, e.Element, argv[e.Element], e)
+	}
+	return nil
 }
 
 // logScrubber copies the server's output from a pipe into the log, scrubbing secret values.

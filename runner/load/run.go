@@ -40,7 +40,29 @@ type Plan struct {
 	// ScrapeMetrics scrapes BaseURL/metrics before and after each row's measured requests
 	// (diagnostic counter deltas).
 	ScrapeMetrics bool
+	// Progress, when set, is told as the run goes: a row starts, a measured request ends, a row
+	// ends. It is called from the request goroutines, so it must be safe for concurrent use and
+	// return at once; it reports, it never changes the run.
+	Progress func(Progress)
 }
+
+// Progress is a snapshot of a running row, passed to Plan.Progress.
+type Progress struct {
+	// Kind is ProgressRowStart (before the row's warmups), ProgressRequest (a measured request
+	// ended) or ProgressRowDone (every request of the row ended or was cut).
+	Kind                    string
+	Concurrency, Repetition int64
+	// Done counts the row's measured requests that ended so far, Failed those of them with an
+	// error class, Total the row's measured requests.
+	Done, Failed, Total int64
+}
+
+// Progress kinds.
+const (
+	ProgressRowStart = "row_start"
+	ProgressRequest  = "request"
+	ProgressRowDone  = "row_done"
+)
 
 // Result is the outcome of Run.
 type Result struct{ Rows []RowResult }
@@ -218,6 +240,15 @@ type runner struct {
 	asserts   []assertion
 	promptSet string
 	log       options
+	// done and failed count the current row's measured requests that ended (for Plan.Progress).
+	done, failed atomic.Int64
+}
+
+// progress tells Plan.Progress, if set.
+func (r *runner) progress(kind string, c, rep int64) {
+	if r.plan.Progress != nil {
+		r.plan.Progress(Progress{Kind: kind, Concurrency: c, Repetition: rep, Done: r.done.Load(), Failed: r.failed.Load(), Total: r.plan.measured()})
+	}
 }
 
 // requests plans a row: warmups first (indexes 0..W-1), then the measured requests
@@ -260,6 +291,10 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	}
 	nWarm := int(r.plan.Case.WarmupRequests)
 	recs := make([]*schemas.RequestRecordDoc, len(reqs))
+	r.done.Store(0)
+	r.failed.Store(0)
+	r.progress(ProgressRowStart, c, rep)
+	defer r.progress(ProgressRowDone, c, rep)
 	if nWarm > 0 {
 		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep)
 	}
@@ -446,6 +481,13 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		if msg := failedAssertions(rec.Assertions); msg != "" {
 			rec.Error = reqError(ClassAssertion, "%s", msg)
 		}
+	}
+	if !q.warmup && r.plan.Progress != nil {
+		if rec.Error != nil {
+			r.failed.Add(1)
+		}
+		r.done.Add(1)
+		r.progress(ProgressRequest, c, rep)
 	}
 	if r.log.sink != nil {
 		r.log.sink(rec)

@@ -23,6 +23,9 @@ type Faults struct {
 	// ModelsWithoutID: /v1/models answers 200 with a list that lacks every declared id
 	// (one decoy model, "qualsim-decoy"); completions for the declared ids still work.
 	ModelsWithoutID bool
+	// SlowModels: /v1/models waits this long before it answers (the wait ends early when the
+	// client goes away); 0 is off.
+	SlowModels time.Duration
 	// CrashAfterEvents: once any stream has flushed this many events, the server crashes (see
 	// WithCrash); 0 is off.
 	CrashAfterEvents int
@@ -111,6 +114,8 @@ var faultTable = []faultDef{
 		func(f *Faults, _ value, _ int) { f.NeverReady = true }},
 	{FaultInfo{"models-without-id", "models-without-id", false, "/v1/models answers 200 listing only \"qualsim-decoy\", not the declared ids"}, "", false,
 		func(f *Faults, _ value, _ int) { f.ModelsWithoutID = true }},
+	{FaultInfo{"slow-models", "slow-models=DURATION", false, "/v1/models waits DURATION before it answers (a readiness probe that times out)"}, "duration", false,
+		func(f *Faults, v value, _ int) { f.SlowModels = v.d }},
 	{FaultInfo{"crash-after-events", "crash-after-events=N", false, "exit (code 3) at once, mid-response, when any stream has flushed N events"}, "int", false,
 		func(f *Faults, v value, _ int) { f.CrashAfterEvents = v.n }},
 	{FaultInfo{"ignore-sigterm", "ignore-sigterm", true, "ignore SIGTERM and SIGINT; only SIGKILL ends the process"}, "", false,
@@ -267,6 +272,7 @@ func (f Faults) Specs() []string {
 	add(f.ExitBeforeReady, "exit-before-ready")
 	add(f.NeverReady, "never-ready")
 	add(f.ModelsWithoutID, "models-without-id")
+	add(f.SlowModels > 0, "slow-models="+f.SlowModels.String())
 	add(f.CrashAfterEvents > 0, fmt.Sprintf("crash-after-events=%d", f.CrashAfterEvents))
 	add(f.IgnoreSIGTERM, "ignore-sigterm")
 	add(f.SlowShutdown > 0, "slow-shutdown="+f.SlowShutdown.String())

@@ -99,7 +99,7 @@ func TestPromptTokens(t *testing.T) {
 
 func TestFaultSet(t *testing.T) {
 	valid := [][]string{
-		{"exit-before-ready"}, {"never-ready"}, {"models-without-id"}, {"crash-after-events=3"},
+		{"exit-before-ready"}, {"never-ready"}, {"models-without-id"}, {"slow-models=2s"}, {"crash-after-events=3"},
 		{"ignore-sigterm"}, {"slow-shutdown=1.5s"}, {"setsid-grandchild"}, {"grandchild-keeps-listener"},
 		{"malformed-json@2"}, {"missing-data-prefix@5"}, {"missing-usage"}, {"inconsistent-usage"},
 		{"no-done"}, {"stall=250ms@3"}, {"huge-event=2097152@2"}, {"http-429=0.25"}, {"http-500=0.5"},

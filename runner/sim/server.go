@@ -378,8 +378,17 @@ func (s *Server) appendModel(b []byte, id string) []byte {
 	return append(b, `,"owned_by":"qualsim"}`...)
 }
 
-func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	const endpoint = "/v1/models"
+	if d := s.cfg.Faults.SlowModels; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
 	if !s.ready.Load() {
 		s.writeError(w, endpoint, notReady())
 		return

@@ -51,7 +51,7 @@ func worktreeDiffs(ctx context.Context, r *git.Repository, root string, tree plu
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		how, err := compareEntry(r, root, e, h, buf)
+		how, err := compareEntry(ctx, root, e, h, buf)
 		if err != nil {
 			return nil, fmt.Errorf("compare %s with HEAD: %w", e.path, err)
 		}
@@ -73,7 +73,7 @@ func worktreeDiffs(ctx context.Context, r *git.Repository, root string, tree plu
 }
 
 // compareEntry says how the working-tree file differs from the tree entry ("" when it does not).
-func compareEntry(r *git.Repository, root string, e treeEntry, h interface {
+func compareEntry(ctx context.Context, root string, e treeEntry, h interface {
 	io.Writer
 	Sum([]byte) []byte
 	Reset()
@@ -122,7 +122,7 @@ func compareEntry(r *git.Repository, root string, e treeEntry, h interface {
 	}
 	h.Reset()
 	io.WriteString(h, "blob "+strconv.FormatInt(fst.Size(), 10)+"\x00")
-	n, err := io.CopyBuffer(h, io.LimitReader(f, fst.Size()+1), buf)
+	n, err := io.CopyBuffer(h, ctxReader{ctx, io.LimitReader(f, fst.Size()+1)}, buf)
 	if err != nil {
 		return "", err
 	}
@@ -135,6 +135,19 @@ func compareEntry(r *git.Repository, root string, e treeEntry, h interface {
 		return "working-tree bytes differ from HEAD", nil
 	}
 	return "", nil
+}
+
+// ctxReader stops a long read when ctx ends (a signal during preflight).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 func blobID(h interface {

@@ -50,6 +50,16 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"plus1":  func(i int) int { return i + 1 },
 	"ruleOf": ruleClass,
 	"status": statusClass,
+	// allPublishable: a verified view of a receipt that is not publishable (run with
+	// --allow-unpublished-unsafe, verified with --allow-unpublished-unsafe) is never "all verified".
+	"allPublishable": func(rs []Receipt) bool {
+		for _, r := range rs {
+			if !r.Publishable {
+				return false
+			}
+		}
+		return true
+	},
 	"hasDist": func(r Row, metric string) bool {
 		return dist(&r, metric) != nil
 	},

@@ -55,6 +55,8 @@ type View struct {
 	// samples are each distribution's per-request samples, sorted (the CDF), by where the
 	// distribution is in the view.
 	samples map[distKey][]float64
+	// telemetry are each row's device telemetry samples (distKey metric ""), for the page only.
+	telemetry map[distKey][]schemas.TelemetrySampleDoc
 }
 
 // distKey is where a distribution is: Receipts[receipt].Cases[kase].Rows[row], its metric.
@@ -115,7 +117,7 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 		return nil, fmt.Errorf("%w: %d receipts, a report shows at most %d", ErrTooManyReceipts, len(evidence), MaxReceipts)
 	}
 	v := &View{ReportViewDoc: schemas.ReportViewDoc{Schema: Schema, Verifier: nonEmpty(version, "dev"), Verified: true, Receipts: []Receipt{},
-		Comparisons: []Comparison{}}, samples: map[distKey][]float64{}}
+		Comparisons: []Comparison{}}, samples: map[distKey][]float64{}, telemetry: map[distKey][]schemas.TelemetrySampleDoc{}}
 	var states []receiptState
 	for i, ev := range evidence {
 		in, err := verify.Inspect(ctx, ev, policy, opts...)
@@ -128,6 +130,15 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 		}
 		v.Receipts = append(v.Receipts, r)
 		states = append(states, st)
+		if in.Receipt != nil {
+			for k, ce := range in.Cases {
+				for j, re := range ce.Rows {
+					if len(re.Telemetry) > 0 {
+						v.telemetry[distKey{i, k, j, ""}] = re.Telemetry
+					}
+				}
+			}
+		}
 		for k, rows := range st.samples {
 			for j, byMetric := range rows {
 				for metric, samples := range byMetric {

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
@@ -40,6 +43,19 @@ func keygenCommand() *cli.Command {
 }
 
 func keygen(prefix string, unencrypted bool, passwordFile string, stdout io.Writer) error {
+	// The key is written through a temporary file beside it: a missing directory is named as
+	// such, before the password is asked for, not as the temporary file that could not be created.
+	if dir := filepath.Dir(prefix); dir != "" {
+		fi, err := os.Stat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%w: --output-prefix %s: directory %s does not exist; create it first (mkdir -p %s)", exitcode.ErrUsage, prefix, dir, dir)
+		case err != nil:
+			return fmt.Errorf("%w: --output-prefix %s: %v", exitcode.ErrUsage, prefix, err)
+		case !fi.IsDir():
+			return fmt.Errorf("%w: --output-prefix %s: %s is not a directory", exitcode.ErrUsage, prefix, dir)
+		}
+	}
 	var password []byte
 	if !unencrypted {
 		pw, err := attest.PasswordFromEnv(passwordFile)()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/runner/campaign"
@@ -27,9 +28,10 @@ func runCommand() *cli.Command {
 			"serving cases, the cases in declared order, shutdown and residue checks, source and artifact\n" +
 			"re-checks, and the evidence under .qualification/runs/<receipt-id>/ plus the receipt at --output.\n" +
 			"Exit 0: passed; 1: refused in preflight or the campaign failed (the receipt says why);\n" +
-			"2: usage; 130: interrupted by SIGINT, SIGTERM, SIGHUP or SIGQUIT (the server is shut down and an\n" +
-			"interrupted receipt, never publishable and signed with --key, binds the evidence written so far).\n" +
-			"A keeper process stops the server if qualrun itself is killed (SIGKILL, OOM).",
+			"2: usage, or an input that is not a regular file within its limit (a FIFO, a device, an\n" +
+			"oversize file); 130: interrupted by SIGINT, SIGTERM, SIGHUP or SIGQUIT (the server is shut\n" +
+			"down and an interrupted receipt, never publishable and signed with --key, binds the evidence\n" +
+			"written so far). A keeper process stops the server if qualrun itself is killed (SIGKILL, OOM).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "variant", Usage: "variant `ID` to run"},
 			&cli.StringFlag{Name: "host-id", Usage: "stable, non-secret `ID` of this host (evidence label only)"},
@@ -44,6 +46,10 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "password-file", Usage: "read the --key password from `FILE` (default: $QUALKIT_PASSWORD, then $COSIGN_PASSWORD)"},
 			&cli.BoolFlag{Name: "allow-unpublished-unsafe", Usage: "run even when HEAD is not origin/main; the receipt is then not publishable"},
 			&cli.BoolFlag{Name: "json", Usage: "print a machine summary (JSON) instead of the table; no progress display"},
+			&cli.DurationFlag{Name: "progress-interval", Value: defaultProgressInterval, Usage: "when stderr is not a terminal, print a running row's progress line every `DURATION` (at least 100ms)"},
+			// Hidden, for tests: the probes read a fixture directory instead of this host. The flag is
+			// in the receipt's command and every device read from the fixture is marked fixture.
+			&cli.StringFlag{Name: "device-fixture", Hidden: true, Usage: "TEST ONLY: probe devices from fixture `DIR` instead of this host"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -54,8 +60,14 @@ func runCommand() *cli.Command {
 					return fmt.Errorf("%w: run needs --%s", exitcode.ErrUsage, f)
 				}
 			}
+			if c.Duration("progress-interval") < 100*time.Millisecond {
+				return fmt.Errorf("%w: --progress-interval %v: want at least 100ms", exitcode.ErrUsage, c.Duration("progress-interval"))
+			}
 			signer, err := loadKey(c) // a bad key is a usage error before anything runs
 			if err != nil {
+				return err
+			}
+			if err := checkRunInputs(c.Args().First(), c.String("host-id")); err != nil {
 				return err
 			}
 			cfg := campaign.Config{
@@ -65,8 +77,12 @@ func runCommand() *cli.Command {
 				AllowUnpublishedUnsafe: c.Bool("allow-unpublished-unsafe"),
 				Command:                os.Args, Version: Version, BinaryDigest: selfDigest(),
 				DriverDeny: denyList(c.App.ErrWriter), Keeper: true,
+				DeviceFixture: c.String("device-fixture"),
 			}
-			return runCampaign(c.Context, cfg, signer, c.Bool("json"), c.App.Writer, c.App.ErrWriter)
+			if cfg.DeviceFixture != "" {
+				fmt.Fprintf(c.App.ErrWriter, "qualrun: WARNING --device-fixture %s: devices are read from a test fixture and marked fixture in the receipt; verifiers treat them as unidentified\n", cfg.DeviceFixture)
+			}
+			return runCampaign(c.Context, cfg, signer, c.Bool("json"), c.Duration("progress-interval"), c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
@@ -82,13 +98,14 @@ func selfDigest() string {
 	return schemas.DigestOf(nil)
 }
 
-func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer, asJSON bool, stdout, stderr io.Writer) error {
+func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer, asJSON bool, progressInterval time.Duration, stdout, stderr io.Writer) error {
+	tty := isTerminal(stderr) // decided on the real stderr: the scrubbing writer is not a terminal
 	scrubOut, scrubErr := newScrubWriter(stdout), newScrubWriter(stderr)
 	stdout, stderr = scrubOut, scrubErr
+	prog := newProgress(stderr, tty, !asJSON, progressInterval)
 	if cfg.AllowUnpublishedUnsafe {
 		fmt.Fprintln(stderr, "qualrun: WARNING --allow-unpublished-unsafe: the receipt will not be publishable")
 	}
-	prog := newProgress(stderr, !asJSON)
 	cfg.Progress = prog.event
 	ctx, stop := interruptContext(ctx)
 	defer stop()
@@ -139,6 +156,7 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		printRunSummary(stdout, out)
+		printServingSummary(stdout, plan.Root(), out.Receipt)
 		if sum.Attestation != "" {
 			fmt.Fprintf(stdout, "attestation %s\nbundle %s\n", sum.Attestation, sum.Bundle)
 		}

@@ -36,11 +36,12 @@ func reportCommand() *cli.Command {
 			"  --format html  one HTML file with inline CSS, SVG and script that loads nothing (needs -o)\n" +
 			"  --format text  aligned tables, at most 100 columns (stdout unless -o)\n" +
 			"  --format json  the view as JSON for dashboards (contract qualkit.report-view.v1, docs/report.md)\n" +
+			"  --format csv   one line per serving row and metric family, stable columns (docs/report.md)\n" +
 			"Exit 0: every receipt verified and the report was written; 1: a receipt did not verify (with\n" +
 			"--unverified-unsafe the stamped report is still written); 2: usage; 3: verification could not be\n" +
 			"carried out.",
 		Flags: append(append(trustFlags(),
-			&cli.StringFlag{Name: "format", Value: "html", Usage: "html, text or json"},
+			&cli.StringFlag{Name: "format", Value: "html", Usage: "html, text, json or csv"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE` (replaced atomically); \"-\" is stdout"},
 			&cli.BoolFlag{Name: unverifiedFlag, Usage: "UNSAFE: render receipts that did not verify; every section is stamped UNVERIFIED"},
 		), relaxFlags()...),
@@ -57,9 +58,9 @@ func reportCommand() *cli.Command {
 				if out == "" {
 					return fmt.Errorf("%w: --format html needs -o FILE (or -o - for stdout)", exitcode.ErrUsage)
 				}
-			case "text", "json":
+			case "text", "json", "csv":
 			default:
-				return fmt.Errorf("%w: --format %q: want html, text or json", exitcode.ErrUsage, format)
+				return fmt.Errorf("%w: --format %q: want html, text, json or csv", exitcode.ErrUsage, format)
 			}
 			policy, opts, err := policyFromFlags(c, true)
 			if err != nil {
@@ -119,6 +120,8 @@ func runReport(ctx context.Context, evs []verify.Evidence, policy verify.Policy,
 		err = v.HTML(&buf)
 	case "text":
 		err = v.Text(&buf)
+	case "csv":
+		err = v.CSV(&buf)
 	default:
 		err = v.JSON(&buf)
 	}

@@ -23,6 +23,7 @@ func relaxFlags() []cli.Flag {
 		&cli.BoolFlag{Name: string(verify.RelaxUnsigned), Usage: "UNSAFE: accept a receipt without an attestation (the signature check is skipped)"},
 		&cli.BoolFlag{Name: string(verify.RelaxUnpublished), Usage: "UNSAFE: accept a receipt whose commit was not origin/main (publication not required)"},
 		&cli.BoolFlag{Name: string(verify.RelaxMissingInputs), Usage: "UNSAFE: verify without a bound workload, launch recipe or corpus file that is not present (the checks they decide are not carried out; the warnings say which)"},
+		&cli.BoolFlag{Name: string(verify.RelaxFixtureDevices), Usage: "UNSAFE, tests only: accept a device read from a test fixture (qualrun run --device-fixture) as identified"},
 	}
 }
 
@@ -44,7 +45,8 @@ func verifyCommand() *cli.Command {
 			"NAME.sigstore.json beside it, verified with the pinned --key (the keyid and key hint are ignored).\n" +
 			"Checks run in protocol order; every finding names its check, file, JSON pointer and a stable code.\n" +
 			"A banner on stderr says when an --allow-...-unsafe relaxation is on.\n" +
-			"Exit 0: verified; 1: rejected (findings printed); 2: usage (bad flags, unreadable key, policy or receipt,\n" +
+			"Exit 0: verified; 1: rejected (findings printed; also a receipt or evidence file that is a FIFO, a device,\n" +
+			"a directory, a symlink or over its limit); 2: usage (bad flags, unreadable key or policy, no such receipt,\n" +
 			"a relaxation the policy forbids); 3: verification could not be carried out.",
 		Flags: append(append(trustFlags(),
 			&cli.StringFlag{Name: "root", Usage: "evidence root `DIR` (default: the directory holding qualification/receipts/ above RECEIPT)"},
@@ -120,6 +122,8 @@ func banner(w io.Writer, c *cli.Context) {
 				what = "publication is not required: the result may describe code that is not on origin/main"
 			case verify.RelaxMissingInputs:
 				what = "evidence is verified without its missing workload, launch recipe or corpus: the checks they decide are not carried out"
+			case verify.RelaxFixtureDevices:
+				what = "devices read from a test fixture count as identified: the result may name a device its host did not have"
 			}
 			fmt.Fprintf(w, "qualverify: UNSAFE: --%s is on: %s\n", r, what)
 		}

@@ -1,0 +1,126 @@
+package qualrun
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/tools/internal/numfmt"
+)
+
+// summaryWidth is the widest line the end-of-run summary prints.
+const summaryWidth = 100
+
+// printServingSummary prints, after the case table, the numbers of every serving row: requests,
+// latency percentiles, throughput, goodput, achieved concurrency or rate and client fidelity.
+//
+// The numbers are read back from the case-result files the run wrote and the receipt binds (one
+// source: what is printed is what the evidence says); a file that cannot be read is named
+// instead. Command cases have no rows and print nothing.
+func printServingSummary(w io.Writer, root string, rc *schemas.ReceiptDoc) {
+	first := true
+	for _, res := range rc.Results {
+		if res.CaseResult == nil {
+			continue
+		}
+		cr, err := readCaseResult(root, res.CaseResult.Path)
+		if err != nil {
+			fmt.Fprintf(w, "summary: %s: %v\n", res.ID, err)
+			continue
+		}
+		for _, row := range cr.Rows {
+			if first {
+				fmt.Fprintln(w, "\nserving rows (from the case results; ms = milliseconds):")
+				first = false
+			}
+			for _, l := range rowSummary(res.ID, res.Repetition, row) {
+				if len(l) > summaryWidth {
+					l = l[:summaryWidth-3] + "..."
+				}
+				fmt.Fprintln(w, l)
+			}
+		}
+	}
+}
+
+// readCaseResult reads a case result the run wrote, bounded like any evidence read.
+func readCaseResult(root, rel string) (*schemas.CaseResultDoc, error) {
+	b, err := schemas.ReadFileLimited(filepath.Join(root, filepath.FromSlash(rel)), schemas.MaxDocumentBytes)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read its case result %s: %w", rel, err)
+	}
+	var cr schemas.CaseResultDoc
+	if err := json.Unmarshal(b, &cr); err != nil {
+		return nil, fmt.Errorf("case result %s is not a case result: %w", rel, err)
+	}
+	return &cr, nil
+}
+
+// rowSummary is the lines of one serving row. A metric the row does not have (no successful
+// request, a single token) shows as "-", never as zero.
+func rowSummary(caseID string, rep int64, row schemas.Row) []string {
+	m := map[string]float64{}
+	for _, x := range row.Metrics {
+		m[x.Name] = x.Value
+	}
+	get := func(name string) string {
+		v, ok := m[name]
+		if !ok {
+			return "-"
+		}
+		return formatNumber(v)
+	}
+	fid := "ok"
+	if row.Fidelity.Degraded {
+		fid = "DEGRADED"
+	}
+	head := fmt.Sprintf("%s rep %d  c=%d r=%d %s-loop  requests %d ok, %d failed  fidelity %s",
+		caseID, rep, row.Concurrency, row.Repetition, row.Loop, row.Successes, row.Failures, fid)
+	conc := "achieved rate " + formatNumber(row.Fidelity.AchievedRate) + " req/s"
+	if row.Fidelity.OfferedRate != nil {
+		conc = "offered rate " + formatNumber(*row.Fidelity.OfferedRate) + " req/s, " + conc
+	}
+	if row.Fidelity.InFlightPeak != nil && row.Fidelity.InFlightMean != nil {
+		conc = fmt.Sprintf("in flight peak %d mean %s, %s", *row.Fidelity.InFlightPeak, formatNumber(*row.Fidelity.InFlightMean), conc)
+	}
+	lines := []string{
+		head,
+		fmt.Sprintf("  TTFT ms p50 %s p99 %s | TPOT ms p50 %s p99 %s | ICL ms p99 %s",
+			get("ttft_ms.p50"), get("ttft_ms.p99"), get("tpot_ms.p50"), get("tpot_ms.p99"), get("icl_ms.p99")),
+		fmt.Sprintf("  E2E ms p50 %s p99 %s | window %s s", get("e2e_ms.p50"), get("e2e_ms.p99"), get("window_s")),
+		fmt.Sprintf("  throughput %s req/s, %s output tok/s | goodput %s req/s",
+			get("request_throughput"), get("output_throughput_window"), get("slo_goodput")),
+		"  " + conc,
+	}
+	for _, r := range row.Fidelity.Reasons {
+		lines = append(lines, wrap("  fidelity: "+r, "    ", summaryWidth)...)
+	}
+	return lines
+}
+
+// wrap breaks s at spaces into lines of at most width columns, continuation lines starting with
+// indent; a word longer than a line stays whole (printServingSummary clips it).
+func wrap(s, indent string, width int) []string {
+	var out []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+			if len(out) == 0 && strings.HasPrefix(s, " ") {
+				line = s[:len(s)-len(strings.TrimLeft(s, " "))] + w
+			}
+		case len(line)+1+len(w) <= width:
+			line += " " + w
+		default:
+			out = append(out, line)
+			line = indent + w
+		}
+	}
+	return append(out, line)
+}
+
+func formatNumber(v float64) string { return numfmt.Number(v) }

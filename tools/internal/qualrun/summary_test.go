@@ -1,0 +1,36 @@
+package qualrun
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// An open-loop, degraded row without successes: offered and achieved rates, each reason on a line
+// of its own, "-" (never 0) for the metrics it does not have, every line within 100 columns.
+func TestRowSummaryOpenLoopDegraded(t *testing.T) {
+	offered := 50.0
+	row := schemas.Row{Concurrency: 8, Repetition: 1, Loop: "open", Requests: 10, Successes: 0, Failures: 10,
+		Metrics: []schemas.Metric{{Name: "request_throughput", Value: 0}, {Name: "window_s", Value: 0.2}},
+		Fidelity: schemas.Fidelity{OfferedRate: &offered, AchievedRate: 12.3456, Degraded: true,
+			Reasons: []string{"p99 schedule lag 12.000 ms exceeds 5.000 ms: the client, not the server, delayed requests"}}}
+	got := rowSummary("chat", 0, row)
+	want := []string{
+		"chat rep 0  c=8 r=1 open-loop  requests 0 ok, 10 failed  fidelity DEGRADED",
+		"  TTFT ms p50 - p99 - | TPOT ms p50 - p99 - | ICL ms p99 -",
+		"  E2E ms p50 - p99 - | window 0.2 s",
+		"  throughput 0 req/s, - output tok/s | goodput - req/s",
+		"  offered rate 50 req/s, achieved rate 12.35 req/s",
+		"  fidelity: p99 schedule lag 12.000 ms exceeds 5.000 ms: the client, not the server, delayed",
+		"    requests",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, l := range got {
+		if len(l) > summaryWidth {
+			t.Errorf("%d columns: %s", len(l), l)
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package verify
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// RelaxFixtureDevices accepts a device that a test fixture reported (qualrun run
+// --device-fixture; the receipt marks it fixture) as identified. For tests of the device path
+// only: a receipt from a real host never needs it.
+const RelaxFixtureDevices Relaxation = "allow-fixture-devices-unsafe"
+
+// deviceFamilyOK says whether a device may claim an API family, from what the probe that found
+// it can establish: cuda only from NVML on an NVIDIA device, rocm only for an AMD GPU bound to
+// amdgpu, vulkan only for a GPU, cpu only for the processor; metal never on Linux.
+func deviceFamilyOK(d schemas.ProbedDevice, family string) bool {
+	switch family {
+	case "cuda":
+		return d.Kind == "gpu" && d.Probe == "nvml" && d.Vendor == "nvidia"
+	case "rocm":
+		return d.Kind == "gpu" && d.Vendor == "amd" && d.Driver.Name == "amdgpu"
+	case "vulkan":
+		return d.Kind == "gpu"
+	case "cpu":
+		return d.Kind == "cpu"
+	}
+	return false
+}
+
+// servingDevices are the receipt's devices that serve its backend by API family (never by name);
+// fixture devices count only under RelaxFixtureDevices.
+func servingDevices(s *snapshot) []schemas.ProbedDevice {
+	var out []schemas.ProbedDevice
+	b := s.rc.Qualification.Backend
+	for _, d := range s.rc.Environment.Devices {
+		if slices.Contains(d.APIFamilies, b) && deviceFamilyOK(d, b) && (!d.Fixture || s.relax[RelaxFixtureDevices]) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// checkDeviceScope: an accelerator backend needs an identified device. A receipt written before
+// devices were probed (no environment.devices) keeps the old rule: environment.device names a
+// driver. Otherwise a device of the backend's API family must be in environment.devices, found by
+// a probe that can establish that family, and not from a fixture.
+func checkDeviceScope(s *snapshot, c *collector) {
+	rc, file := s.rc, s.receipt.path
+	b := rc.Qualification.Backend
+	for i, d := range rc.Environment.Devices {
+		for _, f := range d.APIFamilies {
+			if !deviceFamilyOK(d, f) {
+				c.add(file, fmt.Sprintf("/environment/devices/%d/api_families", i), ErrScopeDevice,
+					"%s (%s %s, probe %s) cannot serve API family %s: that takes %s", d.Model, d.Vendor, d.Kind, d.Probe, f, familyNeeds(f))
+			}
+		}
+	}
+	if b == "cpu" {
+		return
+	}
+	if rc.Environment.Devices == nil {
+		if rc.Environment.Device.Driver == "none" {
+			c.add(file, "/environment/device/driver", ErrScopeDevice, "backend %s on device %q without a driver", b, rc.Environment.Device.Name)
+		}
+		return
+	}
+	if len(servingDevices(s)) > 0 {
+		return
+	}
+	for _, d := range rc.Environment.Devices {
+		if d.Fixture && slices.Contains(d.APIFamilies, b) {
+			c.add(file, "/environment/devices", ErrScopeDevice,
+				"backend %s: the device serving it, %s, was read from a test fixture (qualrun run --device-fixture), not from host %s; --%s accepts it, for tests only",
+				b, d.Model, rc.Environment.HostID, RelaxFixtureDevices)
+			return
+		}
+	}
+	var found []string
+	for _, p := range rc.Environment.DeviceProbes {
+		found = append(found, fmt.Sprintf("%s %s (%s)", p.Probe, p.Status, p.Detail))
+	}
+	c.add(file, "/environment/devices", ErrScopeDevice, "backend %s needs %s; the receipt's probes found none: %s", b, familyNeeds(b), strings.Join(found, "; "))
+}
+
+func familyNeeds(f string) string {
+	switch f {
+	case "cuda":
+		return "an NVIDIA device identified by NVML"
+	case "rocm":
+		return "an AMD GPU bound to amdgpu"
+	case "vulkan":
+		return "a GPU"
+	case "cpu":
+		return "the processor"
+	}
+	return "a platform Linux does not provide"
+}
+
+// scopeDevice names the device(s) the result describes, for the scope statement: the identified
+// devices serving the backend (model, driver and version, compute capability, MIG mode), or ""
+// for the cpu backend and for a receipt without environment.devices (the statement then names
+// environment.device).
+func scopeDevice(s *snapshot) string {
+	if s.rc.Environment.Devices == nil || s.rc.Qualification.Backend == "cpu" {
+		return ""
+	}
+	devs := servingDevices(s)
+	if len(devs) == 0 {
+		return "none identified for backend " + s.rc.Qualification.Backend
+	}
+	var names []string
+	for _, d := range devs {
+		drv := d.Driver.Name
+		if d.Driver.Version != nil {
+			drv += " " + *d.Driver.Version
+		}
+		n := fmt.Sprintf("%s (%s, driver %s", d.Model, d.Vendor, drv)
+		if d.ComputeCapability != "" {
+			n += ", compute capability " + d.ComputeCapability
+		}
+		if d.MIGMode == "enabled" {
+			n += ", MIG enabled"
+		}
+		if d.Fixture {
+			n += ", from a test fixture"
+		}
+		names = append(names, n+")")
+	}
+	if len(names) > 1 && slices.Equal(names, slices.Repeat(names[:1], len(names))) {
+		return fmt.Sprintf("%d x %s", len(names), names[0])
+	}
+	return strings.Join(names, " + ")
+}
