@@ -71,6 +71,7 @@ type attestSummary struct {
 	Receipt     string `json:"receipt"`
 	Attestation string `json:"attestation"`
 	Bundle      string `json:"bundle"`
+	Link        string `json:"intoto_link"`
 }
 
 func attestReceipt(ctx context.Context, receipt, root string, s attest.Signer, asJSON bool, stdout, stderr io.Writer) error {
@@ -97,13 +98,17 @@ func attestReceipt(ctx context.Context, receipt, root string, s attest.Signer, a
 	if err != nil {
 		return attestError(err, stderr)
 	}
-	sum := attestSummary{Receipt: filepath.ToSlash(rel), Attestation: envelope, Bundle: bundle}
+	link, err := attest.WriteLink(ctx, root, filepath.ToSlash(rel), s)
+	if err != nil {
+		return attestError(err, stderr)
+	}
+	sum := attestSummary{Receipt: filepath.ToSlash(rel), Attestation: envelope, Bundle: bundle, Link: link}
 	if asJSON {
 		b, _ := json.MarshalIndent(sum, "", "  ")
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	}
-	fmt.Fprintf(stdout, "attestation %s\nbundle %s\n", envelope, bundle)
+	fmt.Fprintf(stdout, "attestation %s\nbundle %s\nin-toto link %s\n", envelope, bundle, link)
 	return nil
 }
 
@@ -124,17 +129,25 @@ func attestError(err error, stderr io.Writer) error {
 }
 
 // signCampaign signs the receipt a campaign wrote (passed or failed: every written receipt is
-// signed) with the key given to run.
-func signCampaign(ctx context.Context, root, receiptRel string, s attest.Signer, stderr io.Writer) (envelope, bundle string, err error) {
-	envelope, bundle, err = attest.AttestReceipt(context.WithoutCancel(ctx), root, receiptRel, s)
+// signed) with the key given to run: the DSSE attestation and its bundle, then the in-toto link of
+// the campaign step (attest.WriteLink), signed with the same key.
+func signCampaign(ctx context.Context, root, receiptRel string, s attest.Signer, stderr io.Writer) (envelope, bundle, link string, err error) {
+	ctx = context.WithoutCancel(ctx)
+	envelope, bundle, err = attest.AttestReceipt(ctx, root, receiptRel, s)
+	if err == nil {
+		link, err = attest.WriteLink(ctx, root, receiptRel, s)
+	}
 	if err != nil {
 		hint := fmt.Sprintf("the receipt %s was written but not signed (sign it later with: qualrun attest %s --key FILE)", receiptRel, receiptRel)
+		if envelope != "" {
+			hint = fmt.Sprintf("the receipt %s was signed (%s) but its in-toto link was not written", receiptRel, envelope)
+		}
 		mapped := attestError(err, stderr)
 		if errors.Is(mapped, exitcode.ErrRejected) {
 			fmt.Fprintln(stderr, "qualrun:", hint)
-			return "", "", mapped
+			return envelope, bundle, "", mapped
 		}
-		return "", "", fmt.Errorf("%s: %w", hint, mapped)
+		return envelope, bundle, "", fmt.Errorf("%s: %w", hint, mapped)
 	}
-	return envelope, bundle, nil
+	return envelope, bundle, link, nil
 }
