@@ -189,7 +189,8 @@ type LayoutOptions struct {
 // inspection, InspectionName, that runs `qualverify verify --key {PUBKEY} {RECEIPT}` in the
 // repository and whose materials (every file in the repository at verification time) must MATCH
 // the campaign link: the receipt and every file under the evidence directory must equal the link's
-// products (which qualverify checks are the attestation's subjects), else they are DISALLOWed;
+// products (which qualverify checks are the attestation's subjects; the effective run
+// configuration there is a material), else they are DISALLOWed;
 // the bound inputs must equal the link's materials where present. RECEIPT, EVIDENCE and PUBKEY are
 // layout parameters the verifier gives.
 func Layout(o LayoutOptions) (*in_toto.Layout, error) {
@@ -219,6 +220,8 @@ func Layout(o LayoutOptions) (*in_toto.Layout, error) {
 		ExpectedMaterials: [][]string{
 			{"MATCH", receipt, "WITH", "PRODUCTS", "FROM", StepName},
 			{"MATCH", evidence + "/*", "WITH", "PRODUCTS", "FROM", StepName},
+			// the effective run configuration the campaign wrote is a bound input (a material)
+			{"MATCH", evidence + "/*", "WITH", "MATERIALS", "FROM", StepName},
 			{"DISALLOW", receipt},
 			{"DISALLOW", evidence + "/*"},
 			{"MATCH", "*", "WITH", "MATERIALS", "FROM", StepName},
