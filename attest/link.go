@@ -44,7 +44,9 @@ func LinkPath(receiptRel string, pub crypto.PublicKey) (string, error) {
 }
 
 // LinkDir is the directory beside receiptRel that holds its in-toto link.
-func LinkDir(receiptRel string) string { return strings.TrimSuffix(receiptRel, ".json") + LinkDirSuffix }
+func LinkDir(receiptRel string) string {
+	return strings.TrimSuffix(receiptRel, ".json") + LinkDirSuffix
+}
 
 // FunctionaryKey is pub as an in-toto public key: keytype ecdsa, scheme ecdsa-sha2-nistp256,
 // keyval.public the PKIX PEM, and the key id in-toto computes from them (the same id the stock
