@@ -184,6 +184,9 @@ type LayoutOptions struct {
 	VerifyArgs []string
 	// Readme is the layout's human-readable description.
 	Readme string
+	// Params fix layout parameters (RECEIPT, EVIDENCE, PUBKEY) in the signed layout, for verifiers
+	// that substitute none (the stock in-toto-golang verify CLI passes no parameters).
+	Params map[string]string
 }
 
 // Layout builds the in-toto layout of a qualkit campaign: one step, StepName, signed by one of the
@@ -231,5 +234,17 @@ func Layout(o LayoutOptions) (*in_toto.Layout, error) {
 		},
 		ExpectedProducts: [][]string{{"ALLOW", "*"}},
 	}}}
+	if len(o.Params) > 0 {
+		for name := range o.Params {
+			if name != ParamReceipt && name != ParamEvidence && name != ParamPubKey {
+				return nil, fmt.Errorf("unknown layout parameter %q (want %s, %s or %s)", name, ParamReceipt, ParamEvidence, ParamPubKey)
+			}
+		}
+		fixed, err := in_toto.SubstituteParameters(*l, o.Params)
+		if err != nil {
+			return nil, fmt.Errorf("layout parameters: %w", err)
+		}
+		l = &fixed
+	}
 	return l, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/qualkit/qualkit/attest"
@@ -23,9 +24,10 @@ func layoutCommand() *cli.Command {
 			"in the repository. Its rules MATCH the receipt and every file under the evidence directory to the\n" +
 			"link's products (which qualverify checks are the attestation's subjects) and DISALLOW any that differ.\n" +
 			"The verifier gives three parameters: RECEIPT (the receipt's path), EVIDENCE (its run directory) and\n" +
-			"PUBKEY (the functionary's public key file), e.g. with the stock CLI:\n" +
-			"  in-toto-golang verify -l root.layout -k owner.pub -d DIR/NAME.in-toto \\\n" +
-			"    -P RECEIPT=DIR/NAME.json -P EVIDENCE=.qualification/runs/ID -P PUBKEY=qual.pub\n" +
+			"PUBKEY (the functionary's public key file) to in_toto.InTotoVerify; the stock `in-toto-golang verify`\n" +
+			"CLI substitutes none, so for it fix them with --param when writing the layout:\n" +
+			"  qualrun layout ... --param RECEIPT=DIR/NAME.json --param EVIDENCE=.qualification/runs/ID --param PUBKEY=qual.pub\n" +
+			"  in-toto-golang verify -l root.layout -k owner.pub -d DIR/NAME.in-toto   (in the repository)\n" +
 			"The key password comes from --password-file, $QUALKIT_PASSWORD or $COSIGN_PASSWORD.\n" +
 			"Exit 0: written; 2: usage (bad key, existing output); 3: the file could not be written.",
 		Flags: []cli.Flag{
@@ -33,6 +35,7 @@ func layoutCommand() *cli.Command {
 			&cli.StringFlag{Name: "password-file", Usage: "read the key password from `FILE` (default: $QUALKIT_PASSWORD, then $COSIGN_PASSWORD)"},
 			&cli.StringSliceFlag{Name: "functionary", Usage: "public key `FILE` allowed to sign campaign links (PEM, ECDSA P-256; repeatable)"},
 			&cli.StringSliceFlag{Name: "verify-arg", Usage: "extra `ARG` of the inspection's qualverify verify (repeatable, e.g. --verify-arg=--policy=policy.json)"},
+			&cli.StringSliceFlag{Name: "param", Usage: "fix the layout parameter `NAME=VALUE` (RECEIPT, EVIDENCE or PUBKEY; repeatable) in the signed layout, for verifiers that substitute none (the stock in-toto-golang verify CLI)"},
 			&cli.DurationFlag{Name: "expires-in", Value: 365 * 24 * time.Hour, Usage: "the layout expires after `DURATION`"},
 			&cli.StringFlag{Name: "output", Usage: "write the signed layout to `FILE` (it must not exist)"},
 		},
@@ -62,7 +65,15 @@ func layoutCommand() *cli.Command {
 				}
 				pubs = append(pubs, pub)
 			}
-			l, err := attest.Layout(attest.LayoutOptions{Functionaries: pubs, Expires: time.Now().Add(c.Duration("expires-in")).Truncate(time.Second),
+			params := map[string]string{}
+			for _, p := range c.StringSlice("param") {
+				k, v, ok := strings.Cut(p, "=")
+				if !ok || v == "" {
+					return fmt.Errorf("%w: --param %q: want NAME=VALUE", exitcode.ErrUsage, p)
+				}
+				params[k] = v
+			}
+			l, err := attest.Layout(attest.LayoutOptions{Params: params, Functionaries: pubs, Expires: time.Now().Add(c.Duration("expires-in")).Truncate(time.Second),
 				VerifyArgs: c.StringSlice("verify-arg"),
 				Readme:     "qualkit campaign layout: the campaign step's link must be signed by a functionary key, and qualverify verify must accept the receipt whose evidence equals the link's products."})
 			if err != nil {
