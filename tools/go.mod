@@ -3,6 +3,7 @@ module github.com/qualkit/qualkit/tools
 go 1.26
 
 require (
+	github.com/in-toto/in-toto-golang v0.11.0
 	github.com/mattn/go-isatty v0.0.24
 	github.com/qualkit/qualkit/attest v0.0.0-00010101000000-000000000000
 	github.com/qualkit/qualkit/runner v0.0.0-00010101000000-000000000000
@@ -30,7 +31,6 @@ require (
 	github.com/golang/groupcache v0.0.0-20241129210726-2c02b8208cf8 // indirect
 	github.com/google/go-containerregistry v0.21.9 // indirect
 	github.com/in-toto/attestation v1.2.0 // indirect
-	github.com/in-toto/in-toto-golang v0.11.0 // indirect
 	github.com/jbenet/go-context v0.0.0-20150711004518-d14ea06fba99 // indirect
 	github.com/kevinburke/ssh_config v1.2.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.3.0 // indirect
