@@ -60,6 +60,9 @@ type run struct {
 	// saturated names the serving case executions that passed with degraded rows because they
 	// declare measures_saturation: the receipt is then not publishable as a rate claim.
 	saturated []string
+	// lagging names the serving case executions with degraded closed-loop rows: they pass, but
+	// the receipt is not publishable (laggingRows).
+	lagging []string
 }
 
 func (r *run) abs(rel string) string { return filepath.Join(r.p.root, rel) }
@@ -387,6 +390,9 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 		} else {
 			r.saturated = append(r.saturated, fmt.Sprintf("case %s (repetition %d) measures saturation: %s", c.ID, rep, degraded))
 		}
+	}
+	if lagging := laggingRows(cr.Rows); lagging != "" && !measuresSaturation(c) {
+		r.lagging = append(r.lagging, fmt.Sprintf("case %s (repetition %d): %s", c.ID, rep, lagging))
 	}
 	if len(problems) > 0 {
 		return finish("failed", strings.Join(problems, "; "))
