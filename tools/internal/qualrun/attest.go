@@ -25,7 +25,9 @@ func attestCommand() *cli.Command {
 			"request records, lifecycle record, server log; each must still match the receipt's digest), builds an\n" +
 			"in-toto Statement v1 (predicate " + attest.PredicateType + ") and signs it\n" +
 			"once with --key. For DIR/NAME.json it writes DIR/NAME.intoto.dsse.json (plain DSSE envelope) and\n" +
-			"DIR/NAME.sigstore.json (Sigstore bundle v0.3, public key only, no transparency log); neither may exist.\n" +
+			"DIR/NAME.sigstore.json (Sigstore bundle v0.3, public key only, no transparency log), then, with the same\n" +
+			"key, the campaign's in-toto link DIR/NAME.in-toto/qualkit-campaign.KEYID8.link (see qualrun layout);\n" +
+			"none may exist.\n" +
 			"The key password comes from --password-file, $QUALKIT_PASSWORD or $COSIGN_PASSWORD, never a flag value.\n" +
 			"Exit 0: written; 1: the receipt or its evidence is refused; 2: usage (bad key, wrong password, existing\n" +
 			"output, unreadable receipt); 3: the files could not be written.",
