@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 		"qualverify": func() { os.Exit(qualverify.Main(os.Args, os.Stdout, os.Stderr)) },
 		"qualrun":    func() { os.Exit(qualrun.Main(os.Args, os.Stdout, os.Stderr)) },
 		"casehelper": func() { os.Exit(caseHelper(os.Args[1:])) },
+		// in-toto-golang's InTotoVerify (intoto_test.go).
+		"intotoverify": func() { os.Exit(inTotoVerify(os.Args[1:])) },
 	})
 }
 

@@ -120,6 +120,7 @@ type snapshot struct {
 	runWalkErr error
 
 	attestations []*attestation
+	links        []*inTotoLink // the campaign's in-toto links (check_intoto.go)
 	checkout     *checkout
 	checkoutErr  error
 	tree         treeFacts
@@ -243,6 +244,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		}
 	}
 
+	s.links = loadInTotoLinks(ev.Root, root, ev.Receipt) // check_intoto.go
 	if s.rc == nil {
 		return s, nil
 	}
