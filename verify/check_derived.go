@@ -175,8 +175,12 @@ func (r rowRef) String() string {
 	return fmt.Sprintf("row c%d-r%d of result %s (repetition %d)", r.concurrency, r.rowRep, r.result, r.repetition)
 }
 
-// degradedRows lists the degraded rows of serving cases that do not declare saturation as their
-// intent (measures_saturation: true). A degraded row measured the client, not the server.
+// degradedRows lists the degraded open-loop rows of serving cases that do not declare saturation
+// as their intent (measures_saturation: true): such a row did not run its offered rate, so its
+// receipt cannot be published as a measurement of that load. A degraded closed-loop row (the
+// client's own lag over its bound) is diagnostic for publication: its declared load, the
+// concurrency, is checked by load_not_reached from in_flight_peak, and its latencies are
+// measured from t_send; performance comparisons still refuse it (compare's degraded_row).
 func (s *snapshot) degradedRows() []rowRef {
 	var out []rowRef
 	for _, r := range s.rc.Results {
@@ -188,7 +192,7 @@ func (s *snapshot) degradedRows() []rowRef {
 			continue
 		}
 		for j, row := range cr.Rows {
-			if row.Fidelity.Degraded {
+			if row.Fidelity.Degraded && row.Loop == "open" {
 				out = append(out, rowRef{result: r.ID, repetition: r.Repetition, file: r.CaseResult.Path, index: j, concurrency: row.Concurrency, rowRep: row.Repetition})
 			}
 		}

@@ -446,17 +446,29 @@ func failCommandCase(t *testing.T, root, run string) {
 	})
 }
 
-// TestDegradedRowNotPublishable: the frozen a-2's row c2-r0 is degraded (real evidence: its
-// client fell behind its schedule). Resealed with a test key it is not publishable
-// (degraded_row, naming the row) unless its workload case declares measures_saturation: true.
+// TestDegradedRowNotPublishable: the frozen a-2's closed-loop row c2-r0 is degraded (real
+// evidence: its client's own lag). Resealed with a test key it verifies (a closed-loop row's lag
+// is diagnostic for publication). Relabelled as an open-loop row (a rate claim the row did not
+// run) and resealed, it is not publishable (degraded_row, naming the row) unless its workload case
+// declares measures_saturation: true.
 func TestDegradedRowNotPublishable(t *testing.T) {
 	const receipt = ".qualification/receipts/a-2.json"
 	root := copyTree(t, frozenRoot)
 	k := newTestKey(t)
 	reseal(t, root, receipt, k)
+	if res := verifyAt(t, root, receipt, k.policy()); res.Verdict != Verified {
+		t.Fatalf("a degraded closed-loop row refused publication:%s", findingsOf(res))
+	}
+	cr := filepath.Join(root, ".qualification/runs/20261130t144932848347z-cpu-frozen-host-qualsim-frozen-509242b324-v1/cases/000-chat-stream-r000/case-result.json")
+	editJSON(t, cr, func(m map[string]any) {
+		row := m["rows"].([]any)[1].(map[string]any)
+		row["loop"] = "open"
+		row["fidelity"].(map[string]any)["offered_rate"] = json.Number("1000")
+	})
+	reseal(t, root, receipt, k)
 	res := verifyAt(t, root, receipt, k.policy())
-	if !hasFinding(res, CheckSource, ErrDegradedRow, "row c2-r0 of result chat-stream (repetition 0) is degraded") || len(res.Findings) != 1 {
-		t.Fatalf("want exactly one degraded_row finding:%s", findingsOf(res))
+	if res.Verdict != Rejected || !hasFinding(res, CheckSource, ErrDegradedRow, "row c2-r0 of result chat-stream (repetition 0) is degraded") {
+		t.Fatalf("want a degraded_row finding for the open-loop row c2-r0:%s", findingsOf(res))
 	}
 	editJSON(t, filepath.Join(root, "workloads/frozen.json"), func(w map[string]any) {
 		for _, v := range w["variants"].([]any) {
@@ -470,7 +482,7 @@ func TestDegradedRowNotPublishable(t *testing.T) {
 	for _, r := range frozenReceipts {
 		reseal(t, root, r, k)
 	}
-	if res := verifyAt(t, root, receipt, k.policy()); res.Verdict != Verified {
-		t.Fatalf("a case that measures saturation: rejected:%s", findingsOf(res))
+	if res := verifyAt(t, root, receipt, k.policy()); hasFinding(res, CheckSource, ErrDegradedRow, "") {
+		t.Fatalf("a case that measures saturation: degraded_row still reported:%s", findingsOf(res))
 	}
 }

@@ -131,6 +131,7 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 	sat := r.saturationReasons()
 	reasons = append(reasons, sat...)
 	r.notes = append(r.notes, sat...)
+	r.notes = append(r.notes, r.laggingNotes()...)
 	publishable := p.publishable && verdict == "passed" && len(sat) == 0 && p.skip == ""
 	if publishable {
 		reasons = []string{}

@@ -40,10 +40,10 @@ func degradedRows(rows []schemas.Row) string {
 }
 
 // laggingRows describes the degraded closed-loop rows of a serving case ("" when none): the
-// client itself delayed requests past its fidelity bound (docs/metrics.md). Such a row does not
-// fail its case (its declared load, the concurrency, is checked by in_flight_peak), but the
-// receipt is not publishable unless the case declares measures_saturation: true, the same rule
-// qualverify applies to every degraded row (degraded_row).
+// client itself delayed requests past its fidelity bound (docs/metrics.md). Such a row neither
+// fails its case nor makes the receipt unpublishable (its declared load, the concurrency, is
+// checked by in_flight_peak, and its latencies are measured from t_send), but the receipt's notes
+// name it, and qualverify compare refuses performance rules on it (degraded_row).
 func laggingRows(rows []schemas.Row) string {
 	var parts []string
 	n := 0
@@ -69,6 +69,15 @@ func laggingRows(rows []schemas.Row) string {
 	return fmt.Sprintf("%d closed-loop rows degraded (%s)", n, strings.Join(parts, "; "))
 }
 
+// laggingNotes are the receipt's notes for degraded closed-loop rows.
+func (r *run) laggingNotes() []string {
+	out := make([]string, 0, len(r.lagging))
+	for _, s := range r.lagging {
+		out = append(out, clipString(s+": the client, not the server, delayed requests; performance comparisons of these rows are refused", 2048))
+	}
+	return out
+}
+
 func measuresSaturation(c schemas.Case) bool {
 	return c.MeasuresSaturation != nil && *c.MeasuresSaturation
 }
@@ -79,9 +88,6 @@ func (r *run) saturationReasons() []string {
 	out := make([]string, 0, len(r.saturated))
 	for _, s := range r.saturated {
 		out = append(out, clipString(s+": not publishable as a rate claim (a degraded row did not sustain its declared load)", 512))
-	}
-	for _, s := range r.lagging {
-		out = append(out, clipString(s+": not publishable (the client, not the server, delayed requests; a measurement on a quieter host is)", 512))
 	}
 	return out
 }

@@ -7,9 +7,9 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 )
 
-// A degraded closed-loop row does not fail its case but makes the receipt unpublishable (the
-// verifier's degraded_row rule); a degraded open-loop row fails its case; neither is reported
-// for rows that kept their fidelity.
+// A degraded closed-loop row neither fails its case nor makes the receipt unpublishable (a note
+// names it); a degraded open-loop row fails its case; neither is reported for rows that kept
+// their fidelity.
 func TestDegradedRowsSplitByLoop(t *testing.T) {
 	row := func(loop string, c int64, degraded bool) schemas.Row {
 		r := schemas.Row{Concurrency: c, Loop: loop}
@@ -35,8 +35,10 @@ func TestDegradedRowsSplitByLoop(t *testing.T) {
 		t.Errorf("laggingRows of a row that kept fidelity = %q", got)
 	}
 	r := &run{lagging: []string{"case chat (repetition 0): " + lag}}
-	reasons := r.saturationReasons()
-	if len(reasons) != 1 || !strings.Contains(reasons[0], "not publishable") {
-		t.Errorf("saturationReasons = %q", reasons)
+	if reasons := r.saturationReasons(); len(reasons) != 0 {
+		t.Errorf("saturationReasons = %q, want none (a lagging closed-loop row stays publishable)", reasons)
+	}
+	if notes := r.laggingNotes(); len(notes) != 1 || !strings.Contains(notes[0], "performance comparisons of these rows are refused") {
+		t.Errorf("laggingNotes = %q", notes)
 	}
 }

@@ -60,8 +60,8 @@ type run struct {
 	// saturated names the serving case executions that passed with degraded rows because they
 	// declare measures_saturation: the receipt is then not publishable as a rate claim.
 	saturated []string
-	// lagging names the serving case executions with degraded closed-loop rows: they pass, but
-	// the receipt is not publishable (laggingRows).
+	// lagging names the serving case executions with degraded closed-loop rows: noted in the
+	// receipt (laggingRows).
 	lagging []string
 }
 
