@@ -189,6 +189,10 @@ func TestQuickstartMatcher(t *testing.T) {
 			t.Errorf("%q: err %v, want ok %v", tc.expected, err, tc.ok)
 		}
 	}
+	// A terminal's control sequences are not text.
+	if err := checkQuickstartOutput([]string{"success"}, "success \x1b[K\x1b[?25h\x1b[?2026l\n"); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestQuickstart(t *testing.T) {
@@ -282,6 +286,17 @@ func runQuickstart(t *testing.T, repo string, all []quickstartBlock, parts ...st
 			}
 		}
 		t.Fatalf("the page's script failed before its first block: %v\n%s", runErr, text)
+	}
+	// QUALKIT_QUICKSTART_CAPTURE=FILE writes every block's real output there, for refreshing the
+	// page's output blocks from a real run.
+	if f := os.Getenv("QUALKIT_QUICKSTART_CAPTURE"); f != "" {
+		var capture strings.Builder
+		for i, b := range blocks {
+			fmt.Fprintf(&capture, "=== %s:%d (%s)\n%s\n", quickstartDoc, b.line, b.part, outputs[i])
+		}
+		if err := os.WriteFile(f, []byte(capture.String()), 0o644); err != nil {
+			t.Error(err)
+		}
 	}
 	for i, b := range blocks {
 		if err := checkQuickstartOutput(b.expected, outputs[i]); err != nil {
