@@ -34,6 +34,7 @@ type quickstartBlock struct {
 	line     int    // line of the opening fence in the page
 	script   string // the command block
 	expected []string
+	outLine  int // index in the page's lines of the first expected line
 }
 
 var quickstartMarker = regexp.MustCompile(`^<!-- quickstart: ([a-z]+) -->$`)
@@ -76,7 +77,7 @@ func parseQuickstart(t *testing.T, page string) []quickstartBlock {
 			if last < 0 {
 				t.Fatalf("%s:%d: an output block that follows no command block", quickstartDoc, start+1)
 			}
-			blocks[last].expected = body
+			blocks[last].expected, blocks[last].outLine = body, start+1
 			last = -1
 		default:
 			t.Fatalf("%s:%d: code block %q: the page has only ```sh (executed) and ```text (its output) blocks", quickstartDoc, start+1, info)
@@ -135,15 +136,25 @@ func matchQuickstartLine(want, got string) bool {
 // checkQuickstartOutput: every expected line, in order, matches an output line; a "..." line lets
 // output lines pass between, otherwise the next expected line must match the next output line.
 func checkQuickstartOutput(expected []string, output string) error {
-	var got []string
+	_, err := matchQuickstartOutput(expected, output)
+	return err
+}
+
+// matchQuickstartOutput also returns, for each expected line, the output line it matched (blanks
+// at its end trimmed), or the expected line itself where it holds "..." or is empty.
+func matchQuickstartOutput(expected []string, output string) ([]string, error) {
+	var got, raw []string
 	for _, l := range strings.Split(output, "\n") {
 		if n := normalizeQuickstart(l); n != "" {
 			got = append(got, n)
+			raw = append(raw, strings.TrimRight(quickstartANSI.ReplaceAllString(l, ""), " \t"))
 		}
 	}
+	matched := make([]string, len(expected))
 	j := 0
 	skip := false
-	for _, w := range expected {
+	for i, w := range expected {
+		matched[i] = w
 		if strings.TrimSpace(w) == "..." {
 			skip = true
 			continue
@@ -154,20 +165,23 @@ func checkQuickstartOutput(expected []string, output string) error {
 		}
 		for {
 			if j >= len(got) {
-				return fmt.Errorf("the output has no line matching %q (normalized %q) where the page shows it", w, want)
+				return nil, fmt.Errorf("the output has no line matching %q (normalized %q) where the page shows it", w, want)
 			}
 			if matchQuickstartLine(want, got[j]) {
+				if !strings.Contains(w, "...") {
+					matched[i] = raw[j]
+				}
 				j++
 				break
 			}
 			if !skip {
-				return fmt.Errorf("the page shows %q (normalized %q) but the output has %q there", w, want, got[j])
+				return nil, fmt.Errorf("the page shows %q (normalized %q) but the output has %q there", w, want, got[j])
 			}
 			j++
 		}
 		skip = false
 	}
-	return nil
+	return matched, nil
 }
 
 func TestQuickstartMatcher(t *testing.T) {
@@ -298,9 +312,25 @@ func runQuickstart(t *testing.T, repo string, all []quickstartBlock, parts ...st
 			t.Error(err)
 		}
 	}
+	// QUALKIT_QUICKSTART_UPDATE=1: where every block matched, rewrite the page's output lines
+	// (those without "...") with the lines of this real run.
+	page, err := os.ReadFile(filepath.Join(repo, quickstartDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(page), "\n")
 	for i, b := range blocks {
-		if err := checkQuickstartOutput(b.expected, outputs[i]); err != nil {
+		m, err := matchQuickstartOutput(b.expected, outputs[i])
+		if err != nil {
 			t.Errorf("%s:%d: %v\nthe block's output:\n%s", quickstartDoc, b.line, err, outputs[i])
+			continue
 		}
+		copy(lines[b.outLine:], m)
+	}
+	if os.Getenv("QUALKIT_QUICKSTART_UPDATE") == "1" && !t.Failed() {
+		if err := os.WriteFile(filepath.Join(repo, quickstartDoc), []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("rewrote the output blocks of %s from this run", quickstartDoc)
 	}
 }
