@@ -23,9 +23,10 @@ import (
 // built .tools/ollama/bin/ollama (scripts/e2e-real.sh runs it there, so CI executes it).
 //
 // Matching an expected line against the output: both sides are normalized (the qualkit checkout
-// becomes ~/qualkit, the temporary HOME ~, hex digests H, numbers N, runs of blanks one blank), a
-// line that is only "..." skips any number of output lines, and "..." inside a line matches any
-// text there.
+// becomes ~/qualkit, the temporary HOME ~, hex digests H, signed numbers N, runs of blanks one
+// blank, terminal control sequences nothing), a line that is only "..." skips any number of
+// output lines, and "..." inside a line matches any text there. QUALKIT_QUICKSTART_UPDATE=1
+// rewrites the page's output lines from the run.
 
 const quickstartDoc = "docs/quickstart.md"
 
@@ -88,7 +89,7 @@ func parseQuickstart(t *testing.T, page string) []quickstartBlock {
 
 var (
 	quickstartHex    = regexp.MustCompile(`[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*|[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*`)
-	quickstartNumber = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
+	quickstartNumber = regexp.MustCompile(`[+-]?[0-9]+(\.[0-9]+)?`) // a sign is part of a number
 	quickstartBlank  = regexp.MustCompile(`\s+`)
 	// A terminal's control sequences (ollama create's spinner) show as nothing.
 	quickstartANSI = regexp.MustCompile("\x1b\\[[0-9;?]*[A-Za-z]")
