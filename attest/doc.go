@@ -10,6 +10,11 @@
 // predicate (PredicateType) binds the source identity, every bound input by digest, the workload,
 // variant and variables, the host id and the qualrun binary.
 //
+// With the same key, WriteLink writes the campaign's in-toto link (in-toto-golang's classic
+// metadata: materials the bound inputs, products the receipt and its evidence) to
+// DIR/NAME.in-toto/qualkit-campaign.KEYID8.link, and Layout builds the layout a project owner signs
+// (SignMetablock) for in-toto's own verifier.
+//
 // Keys are ECDSA P-256 only: LoadSigner reads cosign's encrypted key files and unencrypted PKCS#8,
 // and refuses Ed25519 (ErrEd25519). Any sigstore signature.Signer (a KMS key, say) becomes a Signer
 // through NewSigner. The package never prints; failures are errors wrapping the sentinels below.

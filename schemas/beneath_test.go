@@ -100,3 +100,56 @@ func TestOpenBeneath(t *testing.T) {
 		t.Fatalf("ReadBeneath over the limit = %v", err)
 	}
 }
+
+// FuzzOpenBeneath: whatever the path, OpenBeneath never opens a file outside its directory, nor
+// one reached through a symlink, and never blocks (a FIFO sits in the directory).
+func FuzzOpenBeneath(f *testing.F) {
+	dir := f.TempDir()
+	inside := filepath.Join(dir, "in")
+	for _, p := range []string{"in/d", "out"} {
+		if err := os.MkdirAll(filepath.Join(dir, p), 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	for _, p := range []string{"in/a.json", "in/d/b.json", "out/secret.json"} {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("{}"), 0o644); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if err := os.Symlink("../out/secret.json", filepath.Join(inside, "link.json")); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.Symlink("d", filepath.Join(inside, "dlink")); err != nil {
+		f.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(inside, "fifo"), 0o600); err != nil {
+		f.Skip(err)
+	}
+	root, err := os.Open(inside)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { root.Close() })
+	secret, _ := os.Stat(filepath.Join(dir, "out/secret.json"))
+	linked, _ := os.Stat(filepath.Join(inside, "d/b.json"))
+	for _, s := range []string{"a.json", "d/b.json", "link.json", "dlink/b.json", "../out/secret.json", "fifo", "d/../a.json"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, rel string) {
+		fh, _, err := OpenBeneath(root, rel, 1<<20)
+		if err != nil {
+			return
+		}
+		defer fh.Close()
+		st, err := fh.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if os.SameFile(st, secret) {
+			t.Fatalf("%q opened the file outside the directory", rel)
+		}
+		if os.SameFile(st, linked) && rel != "d/b.json" {
+			t.Fatalf("%q opened d/b.json through a symlink", rel)
+		}
+	})
+}

@@ -8,13 +8,17 @@
 #   2. cosign rejects a tampered payload, a wrong key, a wrong subject file and a wrong type;
 #   3. cosign reads qualrun's encrypted key and qualrun reads cosign's (qualrun attest --key cosign.key);
 #   4. cosign attest-blob --statement signs our Statement, and our verifier (go test
-#      ./attest -run TestCosignInterop) accepts cosign's envelope and bundle.
+#      ./attest -run TestCosignInterop) accepts cosign's envelope and bundle;
+#   5. the stock `in-toto-golang verify` CLI (pinned, installed into .tools/; about a minute to
+#      build) accepts the campaign's in-toto link under a layout from `qualrun layout`, its
+#      inspection running qualverify verify, and refuses a tampered product.
 # Not part of `make test`: building cosign takes minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo_root=$(pwd)
 
 COSIGN_VERSION=v3.1.3 # the version docs/attestation.md and the reference note tested
+INTOTO_VERSION=v0.11.0 # github.com/in-toto/in-toto-golang, as attest/go.mod requires it
 PT=https://qualkit.dev/attestation/qualification/v1
 cosign=$repo_root/.tools/cosign
 
@@ -23,6 +27,11 @@ if ! [ -x "$cosign" ] || ! "$cosign" version 2>/dev/null | grep -q "GitVersion: 
 	GOBIN=$repo_root/.tools go install "github.com/sigstore/cosign/v3/cmd/cosign@$COSIGN_VERSION"
 fi
 echo "== $("$cosign" version 2>/dev/null | grep -E '^(GitVersion|GoVersion)' | tr -s ' ' | paste -sd' ')"
+intoto=$repo_root/.tools/in-toto-golang
+if ! [ -x "$intoto" ] || ! go version -m "$intoto" | grep -q "mod.*github.com/in-toto/in-toto-golang.*$INTOTO_VERSION"; then
+	echo "== installing in-toto-golang $INTOTO_VERSION into .tools/ (go install; about a minute the first time)"
+	GOBIN=$repo_root/.tools GOWORK=off GOFLAGS= go install "github.com/in-toto/in-toto-golang@$INTOTO_VERSION"
+fi
 make --no-print-directory build >/dev/null
 qualrun=$repo_root/bin/qualrun
 
@@ -116,6 +125,19 @@ expect_fail "wrong subject file (bundle)" 'provided artifact digests? do(es)? no
 expect_fail "wrong subject file (envelope)" 'provided artifact digests? do(es)? not match[a-z ]*|no matching subject digest found' verify "$work/qual.pub" --signature "$envelope" "$r/workloads/demo.json"
 expect_fail "wrong predicate type" 'invalid predicate type, expected [^ ]+' verify "$work/qual.pub" --bundle "$bundle" "$receipt" https://example.invalid/other/v1
 
+echo "== the stock in-toto-golang verify CLI: the campaign's link under a qualrun layout"
+"$qualrun" keygen --unencrypted --output-prefix "$work/owner" >/dev/null
+evidence=$(cd "$r" && ls -d .qualification/runs/*)
+"$qualrun" layout --key "$work/owner.key" --functionary "$work/qual.pub" --output "$work/root.layout" \
+	--param RECEIPT=.qualification/receipts/signed.json --param EVIDENCE="$evidence" --param PUBKEY="$work/qual.pub" >/dev/null
+intoto_verify() { (cd "$r" && PATH=$repo_root/bin:$PATH "$intoto" verify -l "$work/root.layout" -k "$work/owner.pub" \
+	-d .qualification/receipts/signed.in-toto 2>&1; status=$?; rm -f qualverify.link; [ $status != 0 ] || echo "in-toto-golang verify: exit 0"; exit $status); }
+expect_ok "in-toto-golang verify accepts the campaign (layout, link, qualverify inspection)" 'in-toto-golang verify: exit 0' intoto_verify
+cp "$r/$evidence/server.log" "$work/server.log.orig"
+echo tampered >>"$r/$evidence/server.log"
+expect_fail "in-toto-golang verify refuses a tampered product" "returned a non-zero value|disallowed by rule" intoto_verify
+cp "$work/server.log.orig" "$r/$evidence/server.log"
+
 echo "== campaign 2 without a key, then qualrun attest --key cosign.key (cosign's encrypted key)"
 (cd "$r" && "$qualrun" run workloads/demo.json --variant cpu-reference --host-id interop-host \
 	--output .qualification/receipts/later.json >/dev/null)
@@ -151,5 +173,5 @@ expect_fail "our verifier rejects cosign's envelope with the wrong key" 'signatu
 	go test -count=1 -run '^TestCosignInterop$' ./attest/
 
 echo
-echo "make interop: $pass passed, $fail failed (cosign $COSIGN_VERSION)"
+echo "make interop: $pass passed, $fail failed (cosign $COSIGN_VERSION, in-toto-golang $INTOTO_VERSION)"
 [ "$fail" -eq 0 ]

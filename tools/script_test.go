@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 		"qualverify": func() { os.Exit(qualverify.Main(os.Args, os.Stdout, os.Stderr)) },
 		"qualrun":    func() { os.Exit(qualrun.Main(os.Args, os.Stdout, os.Stderr)) },
 		"casehelper": func() { os.Exit(caseHelper(os.Args[1:])) },
+		// in-toto-golang's InTotoVerify (intoto_test.go).
+		"intotoverify": func() { os.Exit(inTotoVerify(os.Args[1:])) },
 	})
 }
 
@@ -106,6 +108,7 @@ func TestScripts(t *testing.T) {
 			"jsonlines": cmdJSONLines,
 			"signal":    cmdSignal,
 			"killowner": cmdKillOwner,
+			"bounded":   cmdBounded,
 		},
 	})
 }
@@ -308,4 +311,53 @@ func cmdGitRepo(ts *testscript.TestScript, neg bool, args []string) {
 	run("git", "clone", "-q", "--bare", dir, origin)
 	run("git", "remote", "add", "origin", origin)
 	run("git", "fetch", "-q", "origin")
+}
+
+// cmdBounded MS MIB CODE PROG ARGS...: runs PROG (from $PATH) as its own process and fails unless it
+// exits with CODE within MS milliseconds of wall time with a peak resident set (getrusage
+// ru_maxrss) under MIB MiB.
+func cmdBounded(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 4 {
+		ts.Fatalf("usage: bounded MS MIB CODE PROG ARGS...")
+	}
+	ms, err1 := strconv.Atoi(args[0])
+	mib, err2 := strconv.Atoi(args[1])
+	code, err3 := strconv.Atoi(args[2])
+	if err1 != nil || err2 != nil || err3 != nil {
+		ts.Fatalf("bounded: MS, MIB and CODE are integers")
+	}
+	path, err := exec.LookPath(args[3])
+	if err != nil {
+		// testscript's own commands are on the script's $PATH, not the test's.
+		for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+			if p := filepath.Join(dir, args[3]); fileExists(p) {
+				path, err = p, nil
+				break
+			}
+		}
+	}
+	ts.Check(err)
+	cmd := exec.Command(path, args[4:]...)
+	cmd.Dir = ts.Getenv("WORK")
+	cmd.Env = append(os.Environ(), "PATH="+ts.Getenv("PATH"))
+	start := time.Now()
+	out, _ := cmd.CombinedOutput()
+	wall := time.Since(start)
+	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	rss := int64(0)
+	if ru != nil {
+		rss = ru.Maxrss << 10 // KiB on Linux
+	}
+	ts.Logf("%s: exit %d in %v, peak RSS %d MiB", args[3], cmd.ProcessState.ExitCode(), wall.Round(time.Millisecond), rss>>20)
+	if got := cmd.ProcessState.ExitCode(); got != code {
+		ts.Fatalf("exit %d, want %d\n%s", got, code, out)
+	}
+	if wall > time.Duration(ms)*time.Millisecond || rss > int64(mib)<<20 {
+		ts.Fatalf("took %v with a peak RSS of %d MiB, want under %d ms and %d MiB", wall, rss>>20, ms, mib)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

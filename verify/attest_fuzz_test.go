@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"crypto"
 	"os"
 	"path/filepath"
@@ -19,6 +20,8 @@ func FuzzReadAttestation(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b, n == "a-1.sigstore.json")
+		// The same attestation with an extra garbage signature beside the valid one.
+		f.Add(bytes.Replace(b, []byte(`"signatures":[`), []byte(`"signatures":[{"keyid":"x","sig":"Z2FyYmFnZQ=="},`), 1), n == "a-1.sigstore.json")
 	}
 	pub, err := LoadPublicKey(filepath.Join(frozenRoot, "frozen.pub"))
 	if err != nil {
@@ -32,6 +35,23 @@ func FuzzReadAttestation(f *testing.F) {
 		a := readAttestation(kind, "x", data, []crypto.PublicKey{pub})
 		if a.signer != "" && a.payload == nil {
 			t.Fatal("a signer without a payload")
+		}
+		// Every signature is listed (at most MaxSignatures), each verified one with the pinned
+		// key's fingerprint; the signer is the first verified one.
+		if len(a.sigs) > MaxSignatures || (a.payload != nil && len(a.sigs) != a.sigCount) {
+			t.Fatalf("%d signature outcomes for %d signatures", len(a.sigs), a.sigCount)
+		}
+		first := ""
+		for i, o := range a.sigs {
+			if o.Index != i || o.Verified != (o.Key != "") || (o.Verified && o.Key != KeyFingerprint(pub)) || (!o.Verified && o.Problem == "") {
+				t.Fatalf("signature outcome %+v", o)
+			}
+			if o.Verified && first == "" {
+				first = o.Key
+			}
+		}
+		if a.signer != first {
+			t.Fatalf("signer %q, first verified signature %q", a.signer, first)
 		}
 		if a.stmt != nil && (len(a.stmt.subjects) == 0 || len(a.stmt.subjects) > MaxSubjects) {
 			t.Fatalf("%d subjects accepted", len(a.stmt.subjects))

@@ -70,6 +70,7 @@ func writeBigEvidence(tb testing.TB, root string) {
 	wcase["corpus"] = map[string]any{"source": "file", "path": "workloads/corpus-10k.jsonl", "digest": corpusDigest}
 	wcase["concurrency"] = concurrency
 	wcase["warmup_requests"] = json.Number("0")
+	wcase["timeout_seconds"] = json.Number("3600") // the rows' records span 30 minutes
 	writeTree(tb, wp, w)
 	var slo schemas.SLO
 	sloRaw, _ := json.Marshal(wcase["slo"])

@@ -161,6 +161,7 @@ func checkComparability(s *snapshot) CheckResult {
 			c.add(file, "/results", ErrWorkloadMismatch, "case %s has %d results, the workload declares %d repetitions", cs.ID, n, w.Determinism.Repetitions)
 		}
 	}
+	s.checkLaunch(c, v)
 	for i, r := range rc.Results {
 		if r.CaseResult == nil {
 			continue

@@ -84,6 +84,7 @@ func checkHashes(s *snapshot) CheckResult {
 	} else if wd != rc.Workload.Digest {
 		c.add(file, "/workload/digest", ErrReferenceMismatch, "workload %s is bound as %s here and as %s in the artifacts", rc.Workload.Path, rc.Workload.Digest, wd)
 	}
+	s.checkIdentity(c)
 	// Everything below the run directory is evidence: each file there must be an artifact.
 	if s.runWalkErr != nil {
 		c.add(s.runDir(), "", ErrUnreadableFile, "the run directory cannot be listed: %v", s.runWalkErr)

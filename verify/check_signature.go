@@ -53,6 +53,7 @@ func checkSignature(s *snapshot) CheckResult {
 	if len(payloads) == 2 && !bytes.Equal(payloads[0], payloads[1]) {
 		c.add(s.attestations[1].path, "/dsseEnvelope/payload", ErrAttestationsDiffer, "the bundle's statement differs from the envelope's (%s)", s.attestations[0].path)
 	}
+	s.inTotoLinksMatch(c)
 	return c.result()
 }
 

@@ -38,6 +38,14 @@ func checkSource(s *snapshot) CheckResult {
 	if src.OriginMain != nil && !gitObjectRE.MatchString(*src.OriginMain) {
 		c.add(file, "/source/origin_main", ErrSourceFormat, "origin_main %q is not 40 lowercase hex digits", *src.OriginMain)
 	}
+	switch t := s.tree; {
+	case t.unavailable != "":
+		c.note("tree hash not recomputed: %s", t.unavailable)
+	case t.tree != src.Tree:
+		c.add(file, "/source/tree", ErrTreeHashMismatch, "commit %s has tree %s in the checkout, the receipt records %s", src.Commit, t.tree, src.Tree)
+	case t.hash != src.TreeHash:
+		c.add(file, "/source/tree_hash", ErrTreeHashMismatch, "the %s hash of commit %s's tree, recomputed from the checkout's git objects, is %s; the receipt records %s", TreeHashFormat, src.Commit, t.hash, src.TreeHash)
+	}
 	if !src.Clean {
 		c.add(file, "/source/clean", ErrDirtySource, "the campaign ran from a worktree with uncommitted or untracked changes")
 	}
@@ -49,6 +57,12 @@ func checkSource(s *snapshot) CheckResult {
 	default:
 		if !s.rc.Publishable {
 			c.add(file, "/publishable", ErrUnpublished, "the receipt is not publishable: %s", strings.Join(s.rc.UnpublishableReasons, "; "))
+		}
+		if s.rc.Qualification.Verdict == "interrupted" {
+			c.add(file, "/qualification/verdict", ErrUnpublished, "the campaign was interrupted: an interrupted receipt is never publishable")
+		}
+		for _, r := range s.degradedRows() {
+			c.add(r.file, jp("rows", r.index, "fidelity", "degraded"), ErrDegradedRow, "%s is degraded (the client could not keep its schedule, so it measured the client): not publishable unless the workload's case declares measures_saturation: true", r)
 		}
 		switch {
 		case src.OriginMain == nil:

@@ -72,6 +72,7 @@ func checkTolerances(s *snapshot) CheckResult {
 			checkCommand(c, path, cr, wc)
 		}
 	}
+	s.checkDerived(c)
 	checkMetricList(c, file, "/metrics", rc.Metrics, []schemas.Metric{
 		countMetric("results_passed", passed, higherBetter, "campaign.results_passed.v1", int64(len(rc.Results))),
 		countMetric("results_failed", failed, lowerBetter, "campaign.results_failed.v1", int64(len(rc.Results))),
@@ -139,6 +140,14 @@ func rowSpecOf(row schemas.Row, wc *schemas.Case) rowSpec {
 }
 
 func (s *snapshot) checkServing(c *collector, path string, cr *schemas.CaseResultDoc, wc *schemas.Case, tol Tolerance) {
+	var all []*record // every row's records, for the case's timeout
+	unchecked := 0    // rows without in_flight_peak
+	defer func() {
+		checkCaseTimeout(c, path, cr, wc, all)
+		if unchecked > 0 {
+			c.note("%d of %d rows of %s record no in_flight_peak (evidence before it existed): their achieved concurrency was not checked", unchecked, len(cr.Rows), path)
+		}
+	}()
 	for j, row := range cr.Rows {
 		base := jp("rows", j)
 		f := s.files[row.Records.Path]
@@ -189,6 +198,10 @@ func (s *snapshot) checkServing(c *collector, path string, cr *schemas.CaseResul
 		if fid.Degraded != rf.degraded {
 			c.add(path, base+"/fidelity/degraded", ErrRowMismatch, "degraded %v, the records say %v (p99 schedule lag bound %.3f ms)", fid.Degraded, rf.degraded, degradedLagP99Ms)
 		}
+		if !checkLoad(c, path, j, row, wc, recs, tol) {
+			unchecked++
+		}
+		all = append(all, recs...)
 		var skip func(string) bool
 		if wc == nil {
 			skip = func(n string) bool { return slices.Contains(metricsUnsetWithoutSLO, n) }

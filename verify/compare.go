@@ -674,8 +674,17 @@ func (x *comparer) rules() {
 			if x.cmp.Mode == CrossBackendCorrectness && rule.MetricClass != "correctness" {
 				continue
 			}
+			// A performance rule is refused on a degraded row (it measured the client, not the
+			// server), and on a result any of whose rows is degraded, unless the case declares
+			// measures_saturation: true.
+			perf := rule.MetricClass == "performance" && !x.b.measuresSaturation(m.id)
 			if rule.Scope == "result" {
-				x.evaluate(rule, m.key+"/metrics/"+rule.Metric, m.rb.Metrics, m.rc.Metrics)
+				scope := m.key + "/metrics/" + rule.Metric
+				if d := degradedIn(m); perf && d != "" {
+					x.refuseDegraded(rule, scope, d)
+					continue
+				}
+				x.evaluate(rule, scope, m.rb.Metrics, m.rc.Metrics)
 				continue
 			}
 			if m.crb == nil || m.crc == nil {
@@ -683,7 +692,12 @@ func (x *comparer) rules() {
 			}
 			rb, rc := rowsByKey(m.crb), rowsByKey(m.crc)
 			for _, k := range sortedRowKeys(rb, rc) {
-				x.evaluate(rule, m.key+"/rows/"+rowName(k)+"/metrics/"+rule.Metric, rb[k].Metrics, rc[k].Metrics)
+				scope := m.key + "/rows/" + rowName(k) + "/metrics/" + rule.Metric
+				if d := degradedRow(m, k, rb[k], rc[k]); perf && d != "" {
+					x.refuseDegraded(rule, scope, d)
+					continue
+				}
+				x.evaluate(rule, scope, rb[k].Metrics, rc[k].Metrics)
 			}
 		}
 		if x.cmp.Mode == CrossBackendCorrectness && m.crb != nil && m.crc != nil {
@@ -693,6 +707,49 @@ func (x *comparer) rules() {
 			}
 		}
 	}
+}
+
+// degradedRow names the side(s) on which a matched row is degraded; "" when neither is.
+func degradedRow(m matched, k rowKey, b, c schemas.Row) string {
+	var sides []string
+	if b.Fidelity.Degraded {
+		sides = append(sides, "the baseline's")
+	}
+	if c.Fidelity.Degraded {
+		sides = append(sides, "the candidate's")
+	}
+	if len(sides) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("row %s of result %s is degraded in %s evidence", rowName(k), m.id, strings.Join(sides, " and "))
+}
+
+// degradedIn names the degraded rows of a matched result, on either side; "" when there are none.
+func degradedIn(m matched) string {
+	var rows []string
+	for side, cr := range map[string]*schemas.CaseResultDoc{"baseline": m.crb, "candidate": m.crc} {
+		if cr == nil {
+			continue
+		}
+		for _, r := range cr.Rows {
+			if r.Fidelity.Degraded {
+				rows = append(rows, fmt.Sprintf("%s row %s", side, rowName(rowKey{r.Concurrency, r.Repetition})))
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return ""
+	}
+	sort.Strings(rows)
+	return fmt.Sprintf("result %s has degraded rows (%s)", m.id, strings.Join(rows, ", "))
+}
+
+// refuseDegraded records a performance rule that is not evaluated because of a degraded row.
+func (x *comparer) refuseDegraded(rule schemas.MetricRule, scope, what string) {
+	e := x.evaluation(rule, scope)
+	e.Status, e.Code = "failed", ErrDegradedRow.Code()
+	e.Reason = fmt.Sprintf("%v: %s: a degraded row measured the client's schedule, not the server, and the case does not declare measures_saturation: true", ErrDegradedRow, what)
+	x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 }
 
 // outputs is the implicit correctness rule of a cross-backend comparison: equal output sets.
@@ -709,7 +766,8 @@ func (x *comparer) outputs(scope string, b, c schemas.Row) {
 	x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 }
 
-func (x *comparer) evaluate(rule schemas.MetricRule, scope string, b, c []schemas.Metric) {
+// evaluation is a rule's evaluation at scope before it is decided: its tolerances after the policy.
+func (x *comparer) evaluation(rule schemas.MetricRule, scope string) Evaluation {
 	e := Evaluation{Scope: scope, Metric: rule.Metric, MetricClass: rule.MetricClass, Unit: rule.Unit, Aggregation: rule.Aggregation,
 		Direction: rule.Direction, Formula: rule.Formula, Operator: rule.Operator, Required: rule.Required,
 		AbsoluteTolerance: rule.AbsoluteTolerance, RelativeTolerance: rule.RelativeTolerance}
@@ -717,6 +775,11 @@ func (x *comparer) evaluate(rule schemas.MetricRule, scope string, b, c []schema
 		e.AbsoluteTolerance = math.Min(e.AbsoluteTolerance, pt.AbsoluteTolerance)
 		e.RelativeTolerance = math.Min(e.RelativeTolerance, pt.RelativeTolerance)
 	}
+	return e
+}
+
+func (x *comparer) evaluate(rule schemas.MetricRule, scope string, b, c []schemas.Metric) {
+	e := x.evaluation(rule, scope)
 	find := func(ms []schemas.Metric) (schemas.Metric, bool) {
 		for _, m := range ms {
 			if m.Name == rule.Metric && !m.Diagnostic {

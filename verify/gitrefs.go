@@ -16,6 +16,7 @@ import (
 type checkout struct {
 	head       string // commit of HEAD
 	originMain string // commit of refs/remotes/origin/main; "" when absent
+	objects    string // the object database directory
 }
 
 var objectName = regexp.MustCompile(`^[0-9a-f]{40}$`)
@@ -58,7 +59,7 @@ func readCheckout(root string) (*checkout, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read HEAD of %s: %w", root, err)
 	}
-	co := &checkout{head: head}
+	co := &checkout{head: head, objects: filepath.Join(common, "objects")}
 	if om, err := resolveRef(gitDir, common, "refs/remotes/origin/main", 0); err == nil {
 		co.originMain = om
 	}

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
@@ -274,4 +275,47 @@ func runDirOf(t testing.TB, root, receipt string) string {
 	t.Helper()
 	rc := readTree(t, filepath.Join(root, receipt))
 	return ".qualification/runs/" + rc["receipt_id"].(string)
+}
+
+// renameRun gives a receipt the id qualrun derives from its (edited) start, backend, host id,
+// workload and variant, as a campaign with those fields would have named it: the run directory
+// moves and every path that names it, in the receipt and its case results, follows.
+func renameRun(t testing.TB, root, receipt string) {
+	t.Helper()
+	rp := filepath.Join(root, receipt)
+	var rc schemas.ReceiptDoc
+	b, err := os.ReadFile(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rc); err != nil {
+		t.Fatal(err)
+	}
+	start, err := time.Parse(time.RFC3339Nano, rc.Qualification.StartedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := schemas.ReceiptIDFor(start, rc.Qualification.Backend, rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant)
+	if id == rc.ReceiptID {
+		return
+	}
+	oldDir, newDir := ".qualification/runs/"+rc.ReceiptID, ".qualification/runs/"+id
+	if err := os.Rename(filepath.Join(root, oldDir), filepath.Join(root, newDir)); err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(p string) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.ReplaceAll(b, []byte(oldDir+"/"), []byte(newDir+"/"))
+		b = bytes.ReplaceAll(b, []byte(`"`+rc.ReceiptID+`"`), []byte(`"`+id+`"`))
+		mustWriteTB(t, p, b)
+	}
+	rewrite(rp)
+	for _, a := range rc.Artifacts {
+		if a.Kind == "case_result" {
+			rewrite(filepath.Join(root, strings.Replace(a.Path, oldDir+"/", newDir+"/", 1)))
+		}
+	}
 }

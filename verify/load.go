@@ -120,8 +120,10 @@ type snapshot struct {
 	runWalkErr error
 
 	attestations []*attestation
+	links        []*inTotoLink // the campaign's in-toto links (check_intoto.go)
 	checkout     *checkout
 	checkoutErr  error
+	tree         treeFacts
 	signer       string
 
 	warnings     []string
@@ -242,6 +244,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		}
 	}
 
+	s.links = loadInTotoLinks(ev.Root, root, ev.Receipt) // check_intoto.go
 	if s.rc == nil {
 		return s, nil
 	}
@@ -336,7 +339,49 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	}
 	s.runEntries, s.runWalkErr = listRunDir(ev.Root, s.runDir())
 	s.checkout, s.checkoutErr = readCheckout(ev.Root)
+	s.recomputeTree(ctx)
 	return s, nil
+}
+
+// treeFacts is the receipt's source tree recomputed from the checkout's git objects.
+type treeFacts struct {
+	tree, hash string
+	// unavailable says why the tree hash was not recomputed ("" when it was).
+	unavailable string
+}
+
+// recomputeTree reads the receipt's commit from the evidence root's git objects and computes its
+// tree's qualkit-source-tree-v1 hash. When the root is no checkout, or the commit is not in its
+// objects, it says so (a warning); a corrupt object is a failure to recompute, said the same way.
+func (s *snapshot) recomputeTree(ctx context.Context) {
+	src := s.rc.Source
+	switch {
+	case s.checkout == nil || s.checkoutErr != nil:
+		s.tree.unavailable = "the evidence root is not a git checkout"
+	case !gitObjectRE.MatchString(src.Commit):
+		s.tree.unavailable = "the commit is malformed"
+	}
+	if s.tree.unavailable == "" {
+		g, err := openGitObjects(s.checkout.objects)
+		if err != nil {
+			s.tree.unavailable = fmt.Sprintf("the checkout's objects cannot be read: %v", err)
+		} else {
+			defer g.close()
+			if s.tree.tree, err = g.commitTree(src.Commit); err == nil {
+				s.tree.hash, err = g.sourceTreeHash(ctx, s.tree.tree)
+			}
+			switch {
+			case errors.Is(err, errObjectMissing):
+				s.tree.unavailable = fmt.Sprintf("commit %s (or an object of its tree) is not in the checkout's objects (%v)", src.Commit, err)
+			case err != nil:
+				s.tree.unavailable = fmt.Sprintf("the tree of commit %s cannot be read: %v", src.Commit, err)
+			}
+		}
+	}
+	if s.tree.unavailable != "" {
+		s.tree.tree, s.tree.hash = "", ""
+		s.warnings = append(s.warnings, fmt.Sprintf("source tree hash not recomputed: %s", s.tree.unavailable))
+	}
 }
 
 // readInput reports whether an artifact kind is a bound input whose content the checks read (not

@@ -44,6 +44,9 @@ var (
 	// ErrNotOriginMain: publication is required and the checkout's origin/main is another commit
 	// than the one the receipt was made from.
 	ErrNotOriginMain = reason("not_origin_main", "receipt commit is not origin/main")
+	// ErrTreeHashMismatch: the receipt's tree or tree hash differs from the one recomputed from
+	// the checkout's git objects for its commit.
+	ErrTreeHashMismatch = reason("tree_hash_mismatch", "source tree hash differs from its recomputation")
 )
 
 // Reasons of the hashes check.
@@ -68,6 +71,9 @@ var (
 	// ErrMissingInput: a bound input whose content the checks read (the workload, a launch recipe,
 	// a corpus file) is not present: the checks it decides cannot be carried out.
 	ErrMissingInput = reason("missing_input", "bound input missing")
+	// ErrIdentityMismatch: the receipt id is not the one its own start, backend, host id, workload
+	// and variant name, or an evidence file is not below the run directory the id names.
+	ErrIdentityMismatch = reason("identity_mismatch", "receipt identity inconsistent")
 )
 
 // Reasons of the signature check.
@@ -146,6 +152,19 @@ var (
 	// ErrDriverVerdict: a driver result's verdict (status, argmax candidate, attribution, largest
 	// error growth) differs from its recomputation.
 	ErrDriverVerdict = reason("driver_verdict_mismatch", "driver verdict differs from its recomputation")
+	// ErrVerdictMismatch: a runner-written verdict field (a result's required flag or status, the
+	// campaign verdict, publishable) differs from its derivation from the workload and the evidence.
+	ErrVerdictMismatch = reason("verdict_mismatch", "verdict differs from its derivation")
+	// ErrDegradedRow: a degraded row (the client could not keep its schedule) in a receipt that
+	// must be publishable, or under a comparison's performance rule, and its case does not declare
+	// measures_saturation.
+	ErrDegradedRow = reason("degraded_row", "degraded row")
+	// ErrLoadNotReached: a row did not measure its declared load: a closed-loop row never had its
+	// concurrency in flight, or an open-loop row records another offered rate than its case's.
+	ErrLoadNotReached = reason("load_not_reached", "declared load not reached")
+	// ErrTimeoutExceeded: a serving case's records span more than its timeout_seconds, or it
+	// says it stopped by its timeout before the timeout.
+	ErrTimeoutExceeded = reason("timeout_exceeded", "case timeout exceeded")
 )
 
 // Reasons of the comparability check and of Compare.
@@ -194,13 +213,13 @@ var ErrFindingsTruncated = reason("findings_truncated", "more findings omitted")
 func Reasons() []*Reason {
 	return []*Reason{
 		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract, ErrSelfHash,
-		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain,
-		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput,
+		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain, ErrTreeHashMismatch,
+		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput, ErrIdentityMismatch,
 		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer, ErrSignaturePolicy,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
 		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,
 		ErrVerdictFailed, ErrInterrupted, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
-		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict,
+		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict, ErrVerdictMismatch, ErrDegradedRow, ErrLoadNotReached, ErrTimeoutExceeded,
 		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
 		ErrScopeBackend, ErrScopeDevice,
 		ErrEnvironmentMismatch, ErrDeviceMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrOutputMismatch,

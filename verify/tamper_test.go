@@ -127,7 +127,53 @@ func TestTamperingMatrix(t *testing.T) {
 			reseal(t, root, receipt, k) // the campaign's signer seals what it lists, and it lists no c0004
 			return k.policy()
 		}, CheckHashes, ErrUnboundFile, "rows/c0004-r000.jsonl"},
+		{"relabelled required case (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			// A campaign whose required command case failed, honestly recorded, then relabelled:
+			// the case not required, the campaign passed and publishable.
+			failCommandCase(t, root, run)
+			editJSON(t, filepath.Join(root, receipt), func(rc map[string]any) {
+				rc["results"].([]any)[1].(map[string]any)["required"] = false
+				rc["qualification"].(map[string]any)["verdict"] = "passed"
+				rc["publishable"] = true
+				rc["unpublishable_reasons"] = []any{}
+			})
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckTolerances, ErrVerdictMismatch, "result \"tool-present\" is recorded required: false, the workload's case tool-present says required: true"},
+		{"receipt_id changed (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			editJSON(t, filepath.Join(root, receipt), func(rc map[string]any) {
+				rc["receipt_id"] = "20261130t144931051989z-cpu-frozen-host-qualsim-frozen-0000000000-v1"
+			})
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckHashes, ErrIdentityMismatch, "/receipt_id"},
+		{"host_id changed (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			editJSON(t, filepath.Join(root, receipt), func(rc map[string]any) {
+				rc["environment"].(map[string]any)["host_id"] = "another-host"
+			})
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckHashes, ErrIdentityMismatch, `host id "another-host"`},
+		{"launch recipe path differs from the workload's (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			// The same bytes at another path: not the recipe the workload's case launches.
+			b, _ := os.ReadFile(filepath.Join(root, "workloads/launch/frozen-a.json"))
+			mustWrite(t, filepath.Join(root, "workloads/launch/other.json"), b)
+			editJSON(t, filepath.Join(root, receipt), func(rc map[string]any) {
+				for _, a := range rc["artifacts"].([]any) {
+					if m := a.(map[string]any); m["kind"] == "launch_recipe" {
+						m["path"] = "workloads/launch/other.json"
+					}
+				}
+			})
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckComparability, ErrWorkloadMismatch, "launch recipe workloads/launch/other.json is bound, but no serving case of variant cpu-a launches it"},
 		// Beyond the required matrix.
+		{"failed campaign, honestly recorded (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			failCommandCase(t, root, run)
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckTolerances, ErrVerdictFailed, "the campaign's verdict is failed"},
 		{"row metric edited (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
 			p := filepath.Join(root, run, "cases/000-chat-stream-r000/case-result.json")
 			cr := readTree(t, p)
@@ -355,5 +401,76 @@ func TestMissingInputFailsClosed(t *testing.T) {
 				t.Errorf("no warning says what was not checked without %s: %q", input, res.Warnings)
 			}
 		})
+	}
+}
+
+// failCommandCase records the frozen a-1 campaign as if its required command case tool-present
+// had exited 1: the case result, the receipt's result and counts, a failed verdict, not
+// publishable; consistent, as qualrun writes a failed campaign.
+func failCommandCase(t *testing.T, root, run string) {
+	t.Helper()
+	p := filepath.Join(root, run, "cases/001-tool-present-r000/case-result.json")
+	var metrics []any
+	editJSON(t, p, func(cr map[string]any) {
+		cr["status"] = "failed"
+		cr["details"] = "exit code 1, expected one of [0]"
+		for _, x := range cr["metrics"].([]any) {
+			m := x.(map[string]any)
+			switch m["name"] {
+			case "case_pass":
+				m["value"] = json.Number("0")
+			case "exit_code":
+				m["value"] = json.Number("1")
+			}
+		}
+		metrics = cr["metrics"].([]any)
+	})
+	editJSON(t, filepath.Join(root, ".qualification/receipts/a-1.json"), func(rc map[string]any) {
+		r := rc["results"].([]any)[1].(map[string]any)
+		if r["id"] != "tool-present" {
+			t.Fatalf("result 1 is %v", r["id"])
+		}
+		r["status"], r["metrics"], r["details"] = "failed", metrics, "exit code 1, expected one of [0]"
+		for _, x := range rc["metrics"].([]any) {
+			m := x.(map[string]any)
+			switch m["name"] {
+			case "results_passed":
+				m["value"] = json.Number("1")
+			case "results_failed":
+				m["value"] = json.Number("1")
+			}
+		}
+		rc["qualification"].(map[string]any)["verdict"] = "failed"
+		rc["publishable"] = false
+		rc["unpublishable_reasons"] = []any{"the verdict is failed"}
+	})
+}
+
+// TestDegradedRowNotPublishable: the frozen a-2's row c2-r0 is degraded (real evidence: its
+// client fell behind its schedule). Resealed with a test key it is not publishable
+// (degraded_row, naming the row) unless its workload case declares measures_saturation: true.
+func TestDegradedRowNotPublishable(t *testing.T) {
+	const receipt = ".qualification/receipts/a-2.json"
+	root := copyTree(t, frozenRoot)
+	k := newTestKey(t)
+	reseal(t, root, receipt, k)
+	res := verifyAt(t, root, receipt, k.policy())
+	if !hasFinding(res, CheckSource, ErrDegradedRow, "row c2-r0 of result chat-stream (repetition 0) is degraded") || len(res.Findings) != 1 {
+		t.Fatalf("want exactly one degraded_row finding:%s", findingsOf(res))
+	}
+	editJSON(t, filepath.Join(root, "workloads/frozen.json"), func(w map[string]any) {
+		for _, v := range w["variants"].([]any) {
+			for _, c := range v.(map[string]any)["cases"].([]any) {
+				if cm := c.(map[string]any); cm["id"] == "chat-stream" {
+					cm["measures_saturation"] = true
+				}
+			}
+		}
+	})
+	for _, r := range frozenReceipts {
+		reseal(t, root, r, k)
+	}
+	if res := verifyAt(t, root, receipt, k.policy()); res.Verdict != Verified {
+		t.Fatalf("a case that measures saturation: rejected:%s", findingsOf(res))
 	}
 }

@@ -2,8 +2,6 @@ package campaign
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -161,21 +159,9 @@ func (c *Config) progress(phase, msg string, done, total int) {
 	}
 }
 
-// ReceiptIDFor names a receipt: the UTC start to the microsecond, backend, host id (32 chars at
-// most), workload id (24 at most), the first 10 hex digits of sha256("<workload id>\x00<variant>")
-// and the receipt major version. Sorting receipt ids sorts runs by start time.
+// ReceiptIDFor names a receipt (schemas.ReceiptIDFor, which qualverify recomputes).
 func ReceiptIDFor(start time.Time, backend, hostID, workloadID, variant string) string {
-	h := sha256.Sum256([]byte(workloadID + "\x00" + variant))
-	ts := strings.ToLower(start.UTC().Format("20060102T150405.000000Z"))
-	ts = strings.Replace(ts, ".", "", 1)
-	return fmt.Sprintf("%s-%s-%s-%s-%s-v1", ts, backend, trunc(hostID, 32), trunc(workloadID, 24), hex.EncodeToString(h[:])[:10])
-}
-
-func trunc(s string, n int) string {
-	if len(s) > n {
-		return strings.TrimRight(s[:n], "-._")
-	}
-	return s
+	return schemas.ReceiptIDFor(start, backend, hostID, workloadID, variant)
 }
 
 // relTo returns path relative to root, refusing anything outside it.

@@ -60,6 +60,9 @@ type run struct {
 	// saturated names the serving case executions that passed with degraded rows because they
 	// declare measures_saturation: the receipt is then not publishable as a rate claim.
 	saturated []string
+	// lagging names the serving case executions with degraded closed-loop rows: they pass, but
+	// the receipt is not publishable (laggingRows).
+	lagging []string
 }
 
 func (r *run) abs(rel string) string { return filepath.Join(r.p.root, rel) }
@@ -325,6 +328,8 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 	// to disk as each request ends (recordFiles), so an interruption keeps them too.
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(c.TimeoutSeconds)*time.Second)
 	defer cancel()
+	pauses, stopPauses := watchPauses()
+	defer stopPauses()
 	rows := newRowFiles(r, dir)
 	tel := r.startTelemetry(c)
 	res, err := load.Run(cctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
@@ -378,6 +383,9 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 		return finish("failed", fmt.Sprintf("stopped by the case's timeout_seconds %d after %.3f s: %d of %d rows ran (the last may be partial), %d requests recorded; raise timeout_seconds or declare fewer requests", c.TimeoutSeconds, cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions), requests))
 	}
 	var problems []string
+	if n := pauses(); n > 0 {
+		problems = append(problems, fmt.Sprintf("qualrun was stopped and continued (SIGCONT) during this case (%d time(s)): the pause is in its timings and no request went out meanwhile, so its rows are not measurements of the server; rerun without stopping qualrun (Ctrl-Z, SIGSTOP, a debugger)", n))
+	}
 	if failures > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %d requests failed (see the request records)", failures, requests))
 	}
@@ -387,6 +395,9 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 		} else {
 			r.saturated = append(r.saturated, fmt.Sprintf("case %s (repetition %d) measures saturation: %s", c.ID, rep, degraded))
 		}
+	}
+	if lagging := laggingRows(cr.Rows); lagging != "" && !measuresSaturation(c) {
+		r.lagging = append(r.lagging, fmt.Sprintf("case %s (repetition %d): %s", c.ID, rep, lagging))
 	}
 	if len(problems) > 0 {
 		return finish("failed", strings.Join(problems, "; "))

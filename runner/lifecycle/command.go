@@ -123,6 +123,9 @@ func RunCommand(ctx context.Context, c Command) (*CommandResult, error) {
 		g.Terminate(c.Grace)
 	}
 	<-g.Exited()
+	if why := g.keeper.lost("the command"); why != "" {
+		res.Unsupported = append(res.Unsupported, why)
+	}
 	res.Residue = g.Residue()
 	if len(res.Residue) == 0 {
 		res.Residue = nil

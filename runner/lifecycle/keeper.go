@@ -268,6 +268,9 @@ type keeper struct {
 	ctl     *os.File // write end of the control pipe
 	exited  chan struct{}
 	release chan struct{}
+	started time.Time
+	// died says how the keeper ended on its own (before done), set before exited closes.
+	died string
 }
 
 // ownerMarker is "<pid>:<start ticks>" of this process.
@@ -292,7 +295,7 @@ func startKeeper(argv0 string, cfg keeperConfig) (*keeper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keeper pipe: %w", err)
 	}
-	k := &keeper{ctl: wr, exited: make(chan struct{}), release: make(chan struct{})}
+	k := &keeper{ctl: wr, exited: make(chan struct{}), release: make(chan struct{}), started: time.Now()}
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -319,6 +322,7 @@ func startKeeper(argv0 string, cfg keeperConfig) (*keeper, error) {
 		go func() { _ = cmd.Wait(); close(waited) }()
 		select {
 		case <-waited:
+			k.died = fmt.Sprintf("%s after %.1fs", cmd.ProcessState, time.Since(k.started).Seconds())
 		case <-k.release:
 			// Still locked: the keeper was told "done" and is exiting; wait for it (bounded).
 			select {
@@ -345,6 +349,21 @@ func (k *keeper) announce(pid int, ticks uint64) error {
 	}
 	_, err := fmt.Fprintf(k.ctl, "server %d %d\n", pid, ticks)
 	return err
+}
+
+// lost says, before done, whether the keeper already ended on its own (killed alone, say): from
+// then on qualrun's death would have left what (the server, the command) running. "" when it is
+// still on guard.
+func (k *keeper) lost(what string) string {
+	if k == nil {
+		return ""
+	}
+	select {
+	case <-k.exited:
+		return fmt.Sprintf("keeper: exited during the run (pid %d, %s): from then on qualrun's death would have left %s running", k.pid, k.died, what)
+	default:
+		return ""
+	}
 }
 
 // done releases the keeper (the server is gone, qualrun checked it) and waits for it to exit.

@@ -356,6 +356,7 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	sink, err := s.logSink(logf)
 	if err != nil {
 		logf.Close()
+		s.keeper.done()
 		s.cg.remove()
 		return nil, err
 	}

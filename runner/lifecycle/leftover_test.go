@@ -196,3 +196,90 @@ func TestLeftoversFoundAndReaped(t *testing.T) {
 		t.Error("the reap touched the live run's server")
 	}
 }
+
+// TestKeeperKilledAloneIsRecorded: a keeper that dies while qualrun lives (killed alone, an OOM
+// kill of the keeper) leaves the server unguarded from then on; the lifecycle record says so
+// (unsupported names the keeper's death) rather than implying qualrun's death was covered
+// throughout.
+func TestKeeperKilledAloneIsRecorded(t *testing.T) {
+	s, err := Launch(context.Background(), recipe(t, "healthy", freePort(t)), Options{
+		LogPath: filepath.Join(t.TempDir(), "server.log"), RecipeDigest: "sha256:" + strings.Repeat("0", 64),
+		RunID: fmt.Sprintf("keeper-alone-%d", time.Now().UnixNano()), Keeper: true})
+	if err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	if err := s.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckListener(); err != nil {
+		t.Fatal(err)
+	}
+	if s.keeper == nil {
+		t.Fatalf("no keeper started: %v", s.unsupported)
+	}
+	if err := unix.Kill(s.keeper.pid, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-s.keeper.exited
+	rec := s.Shutdown(context.Background())
+	if !strings.Contains(strings.Join(rec.Unsupported, "; "), "keeper: exited during the run") {
+		t.Fatalf("unsupported %q does not record the keeper's death", rec.Unsupported)
+	}
+	if rec.Verdict != "passed" {
+		t.Errorf("verdict %s (%v): the server itself was owned and stopped", rec.Verdict, rec.Failures)
+	}
+}
+
+// TestKeeperStopsGrandchildThatClearsItsEnvironment: a server's grandchild that starts a session
+// of its own and clears its environment (no run markers left) is still stopped by the keeper when
+// the owner is SIGKILLed: it stays in the server's cgroup, which the keeper kills and removes.
+// (Without a cgroup nothing can attribute it; docs/lifecycle.md says so.)
+func TestKeeperStopsGrandchildThatClearsItsEnvironment(t *testing.T) {
+	if err := becomeSubreaper(); err != nil {
+		t.Skip("no child subreaper:", err)
+	}
+	port := freePort(t)
+	r := recipe(t, "setsid-child-clearenv", port)
+	runID := fmt.Sprintf("keeper-clearenv-%d", time.Now().UnixNano())
+	owner, server := startOwner(t, "keeper", runID, r)
+	if m, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/unified/qualkit-%d.*", owner.Process.Pid)); len(m) == 0 {
+		t.Skip("no cgroup v2 for the server on this host")
+	}
+	tag := fmt.Sprintf("clearenv-grandchild-%d", port)
+	grandchildren := func() []int {
+		var out []int
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			var pid int
+			if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+				continue
+			}
+			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), tag) && liveProcess(pid) {
+				out = append(out, pid)
+			}
+		}
+		return out
+	}
+	for end := time.Now().Add(5 * time.Second); len(grandchildren()) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the grandchild never started")
+		}
+	}
+	t.Cleanup(func() {
+		for _, pid := range grandchildren() {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+	})
+	if markedPIDs(runID) != nil && len(markedPIDs(runID)) != 1 {
+		t.Fatalf("only the server should carry the run marker: %v", markedPIDs(runID))
+	}
+	_ = owner.Process.Kill()
+	_ = owner.Wait()
+	deadline := time.Now().Add(KeeperDeadline(r))
+	for liveProcess(server) || len(grandchildren()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: server alive %v, unmarked setsid grandchild %v", KeeperDeadline(r), liveProcess(server), grandchildren())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

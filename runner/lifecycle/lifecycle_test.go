@@ -87,6 +87,17 @@ func testServer(mode string) int {
 			return 4
 		}
 	}
+	if mode == "setsid-child-clearenv" {
+		// The grandchild leaves the process group and drops every marker: only the cgroup finds
+		// it. Its argv names the port so that a test can find it.
+		child := exec.Command(os.Args[0], "clearenv-grandchild-"+port)
+		child.Env = []string{serverEnv + "=setsid-sleeper"}
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := child.Start(); err != nil {
+			fmt.Println(err)
+			return 4
+		}
+	}
 	if mode == "never-ready" {
 		time.Sleep(time.Hour)
 	}

@@ -248,6 +248,9 @@ func (s *Server) finish() {
 			s.fail("listener: ownership was not established")
 		}
 	}
+	if why := s.keeper.lost("the server"); why != "" {
+		s.unsupported = append(s.unsupported, why)
+	}
 	s.record.Unsupported = append(s.record.Unsupported, s.unsupported...)
 	// The server is gone and checked: the keeper has nothing left to guard.
 	s.keeper.done()

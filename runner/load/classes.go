@@ -30,8 +30,10 @@ const (
 	ClassMissingUsage = "missing_usage"
 	// ClassDuplicateUsage: the stream carried more than one usage record.
 	ClassDuplicateUsage = "duplicate_usage"
-	// ClassInconsistentUsage: usage.total_tokens != prompt_tokens + completion_tokens, or a count
-	// was missing, negative or not an integer.
+	// ClassInconsistentUsage: usage.total_tokens != prompt_tokens + completion_tokens, a count
+	// was missing, negative or not an integer, completion_tokens is 0 beside generated content,
+	// prompt_tokens exceeds the request body's bytes plus MaxTemplateTokens, or the usage record
+	// came before content.
 	ClassInconsistentUsage = "inconsistent_usage"
 	// ClassUsageExceedsMaxTokens: usage.completion_tokens is greater than the request's
 	// max_tokens, which no conforming server can generate (a protocol violation, checked with or

@@ -36,6 +36,11 @@ const (
 	MaxCorpusPrompts = 1_000_000
 	// MaxPromptBytes bounds one prompt's text or system message (1 Mi runes of up to 4 bytes).
 	MaxPromptBytes = 4 << 20
+	// MaxTemplateTokens bounds the prompt tokens a server may count beyond the request body's
+	// bytes (its chat template, default system prompt): usage.prompt_tokens above len(body) +
+	// MaxTemplateTokens is an impossible count (inconsistent_usage), and the bound keeps a row's
+	// prompt-token sum far from overflow.
+	MaxTemplateTokens = 1 << 20
 	// MaxScrapeBytes bounds one /metrics page.
 	MaxScrapeBytes = 16 << 20
 	// ScrapeTimeout bounds one /metrics scrape.

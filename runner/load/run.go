@@ -473,6 +473,9 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 	if u := resp.Usage; rec.Error == nil && u != nil && u.CompletionTokens > cs.MaxTokens {
 		rec.Error = reqError(ClassUsageExceedsMaxTokens, "usage completion_tokens %d exceeds the request's max_tokens %d: the server reported more tokens than it may generate", u.CompletionTokens, cs.MaxTokens)
 	}
+	if u := resp.Usage; rec.Error == nil && u != nil && u.PromptTokens > int64(len(q.body))+MaxTemplateTokens {
+		rec.Error = reqError(ClassInconsistentUsage, "usage prompt_tokens %d exceeds the request body's %d bytes plus %d template tokens: every prompt token but the chat template's stands for at least one byte of the body", u.PromptTokens, len(q.body), MaxTemplateTokens)
+	}
 	if !q.warmup && rec.Error == nil {
 		rec.Assertions = check(r.asserts, q.prompt.ID, resp, cs.MaxTokens)
 		if msg := failedAssertions(rec.Assertions); msg != "" {

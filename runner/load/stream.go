@@ -115,6 +115,7 @@ type stream struct {
 	handler   sseHandler
 	parser    *sseParser
 	usageN    int
+	usageAt   int // the event that carried the first usage record (0: none yet)
 	usage     usageCounts
 	usageVals []string
 	sawDone   bool
@@ -510,7 +511,7 @@ func (s *stream) onEvent(typ, data []byte) error {
 	if c.usage.present {
 		s.usageN++
 		if s.usageN == 1 {
-			s.usage = c.usage
+			s.usage, s.usageAt = c.usage, k
 		}
 		if len(s.usageVals) < 4 {
 			s.usageVals = append(s.usageVals, fmt.Sprintf("{prompt %d, completion %d, total %d}", c.usage.prompt, c.usage.compl, c.usage.total))
@@ -522,6 +523,9 @@ func (s *stream) onEvent(typ, data []byte) error {
 		return errHandled
 	case c.content && s.hasFinish:
 		s.fail(ClassContentAfterFinish, "event %d carries content after finish_reason %q: a stream ends its content at its finish", k, clip(s.finishRaw, 64))
+		return errHandled
+	case c.content && s.usageAt > 0 && s.usageAt < k:
+		s.fail(ClassInconsistentUsage, "the usage record of event %d precedes content event %d: a usage record counts the whole response, so it cannot come before its content", s.usageAt, k)
 		return errHandled
 	}
 	if c.hasFinish {
@@ -621,6 +625,8 @@ func (s *stream) settle() {
 		s.fail(ClassInconsistentUsage, "usage lacks %s", missingCounts(u))
 	case u.total != u.prompt+u.compl:
 		s.fail(ClassInconsistentUsage, "usage total_tokens %d != prompt_tokens %d + completion_tokens %d", u.total, u.prompt, u.compl)
+	case u.compl == 0 && (s.nContent > 0 || len(s.resp.Text) > 0):
+		s.fail(ClassInconsistentUsage, "usage completion_tokens is 0 but the response carried content (%d content events, %d bytes of text): generated content is at least one token", s.nContent, len(s.resp.Text))
 	default:
 		s.resp.Usage = &schemas.Usage{PromptTokens: u.prompt, CompletionTokens: u.compl, TotalTokens: u.total}
 	}

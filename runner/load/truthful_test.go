@@ -23,6 +23,9 @@ func TestRunImpossibleResponses(t *testing.T) {
 		{"usage-exceeds-max-tokens", func(f *sim.Faults) { f.UsageExceedsMaxTokens = true }, ClassUsageExceedsMaxTokens, "completion_tokens 4000000 exceeds the request's max_tokens 4"},
 		{"content-after-finish", func(f *sim.Faults) { f.ContentAfterFinish = true }, ClassContentAfterFinish, "content after finish_reason \"length\""},
 		{"duplicate-finish-reason", func(f *sim.Faults) { f.DuplicateFinishReason = true }, ClassDuplicateFinishReason, "after an earlier event carried \"length\""},
+		{"usage-zero-completion", func(f *sim.Faults) { f.UsageZeroCompletion = true }, ClassInconsistentUsage, "usage completion_tokens is 0 but the response carried content"},
+		{"usage-absurd-prompt", func(f *sim.Faults) { f.UsageAbsurdPrompt = true }, ClassInconsistentUsage, "usage prompt_tokens 4611686018427387904 exceeds"},
+		{"usage-before-content", func(f *sim.Faults) { f.UsageBeforeContent = true }, ClassInconsistentUsage, "precedes content event"},
 	}
 	for _, tt := range tests {
 		for _, asserts := range []bool{false, true} {

@@ -55,6 +55,15 @@ type Faults struct {
 	// UsageExceedsMaxTokens: usage.completion_tokens is reported as max_tokens × 1,000,000
 	// (total_tokens stays prompt + completion), an impossible count.
 	UsageExceedsMaxTokens bool
+	// UsageZeroCompletion: usage.completion_tokens is reported as 0 (total_tokens = prompt_tokens)
+	// while the content is sent as usual, an impossible count.
+	UsageZeroCompletion bool
+	// UsageAbsurdPrompt: usage.prompt_tokens is reported as 2^62 (total_tokens consistent), a
+	// count no request body can stand for.
+	UsageAbsurdPrompt bool
+	// UsageBeforeContent: a stream's usage record is sent as its first event, before any content,
+	// instead of after the finish.
+	UsageBeforeContent bool
 	// ContentAfterFinish: streams send one more content event after the finish event.
 	ContentAfterFinish bool
 	// DuplicateFinishReason: streams send the finish event twice.
@@ -127,6 +136,12 @@ var faultTable = []faultDef{
 		func(f *Faults, _ value, _ int) { f.InconsistentUsage = true }},
 	{FaultInfo{"usage-exceeds-max-tokens", "usage-exceeds-max-tokens", false, "usage.completion_tokens = max_tokens × 1000000 (total_tokens consistent)"}, "", false,
 		func(f *Faults, _ value, _ int) { f.UsageExceedsMaxTokens = true }},
+	{FaultInfo{"usage-zero-completion", "usage-zero-completion", false, "usage.completion_tokens = 0 (total_tokens = prompt_tokens) while the content is sent"}, "", false,
+		func(f *Faults, _ value, _ int) { f.UsageZeroCompletion = true }},
+	{FaultInfo{"usage-absurd-prompt", "usage-absurd-prompt", false, "usage.prompt_tokens = 2^62 (total_tokens consistent)"}, "", false,
+		func(f *Faults, _ value, _ int) { f.UsageAbsurdPrompt = true }},
+	{FaultInfo{"usage-before-content", "usage-before-content", false, "streams send their usage record first, before any content, not after the finish"}, "", false,
+		func(f *Faults, _ value, _ int) { f.UsageBeforeContent = true }},
 	{FaultInfo{"content-after-finish", "content-after-finish", false, "streams send one more content event after the finish event"}, "", false,
 		func(f *Faults, _ value, _ int) { f.ContentAfterFinish = true }},
 	{FaultInfo{"duplicate-finish-reason", "duplicate-finish-reason", false, "streams send the finish event twice"}, "", false,

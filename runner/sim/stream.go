@@ -250,12 +250,19 @@ func (j *job) appendUsage(b []byte, n int) []byte {
 	if j.s.cfg.Faults.UsageExceedsMaxTokens {
 		n = j.q.maxTokens * 1000000
 	}
-	total := j.prompt + n
+	if j.s.cfg.Faults.UsageZeroCompletion {
+		n = 0
+	}
+	prompt := j.prompt
+	if j.s.cfg.Faults.UsageAbsurdPrompt {
+		prompt = 1 << 62
+	}
+	total := prompt + n
 	if j.s.cfg.Faults.InconsistentUsage {
 		total++
 	}
 	b = append(b, `{"prompt_tokens":`...)
-	b = appendInt(b, j.prompt)
+	b = appendInt(b, prompt)
 	b = append(b, `,"completion_tokens":`...)
 	b = appendInt(b, n)
 	b = append(b, `,"total_tokens":`...)
@@ -310,6 +317,15 @@ func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
 		err := e.send(0, KindRole, func(b []byte) []byte {
 			b = append(b, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
 			return j.appendChunkUsage(b, usageOn, continuous, 0)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if usageOn && s.cfg.Faults.UsageBeforeContent {
+		err := e.send(0, KindUsage+"+usage-before-content", func(b []byte) []byte {
+			b = append(b, `],"usage":`...)
+			return append(j.appendUsage(b, j.gen.Tokens), '}')
 		})
 		if err != nil {
 			return err
@@ -375,7 +391,7 @@ func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
 			return err
 		}
 	}
-	if usageOn {
+	if usageOn && !s.cfg.Faults.UsageBeforeContent {
 		err := e.send(due, KindUsage, func(b []byte) []byte {
 			b = append(b, `],"usage":`...)
 			return append(j.appendUsage(b, j.gen.Tokens), '}')

@@ -9,13 +9,13 @@ import (
 	"hash"
 	"io"
 	"runtime"
-	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/qualkit/qualkit/schemas"
 )
 
 // maxTreeDepth bounds directory nesting in a tree walk (git itself refuses deeper paths long before).
@@ -42,21 +42,19 @@ func treeHash(ctx context.Context, r *git.Repository, root string, tree plumbing
 	if err := walkTree(ctx, r, tree, "", 0, &entries); err != nil {
 		return "", err
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
 	ids, err := blobDigests(ctx, r, root, entries)
 	if err != nil {
 		return "", err
 	}
-	h := sha256.New()
-	io.WriteString(h, TreeHashFormat+"\x00")
-	for _, e := range entries {
+	out := make([]schemas.SourceTreeEntry, len(entries))
+	for i, e := range entries {
 		id := "commit:" + e.hash.String()
 		if e.mode != filemode.Submodule {
 			id = "sha256:" + ids[e.hash]
 		}
-		fmt.Fprintf(h, "%06o %s %s\x00", uint32(e.mode), id, e.path)
+		out[i] = schemas.SourceTreeEntry{Path: e.path, Mode: uint32(e.mode), ContentID: id}
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return schemas.SourceTreeHash(out), nil
 }
 
 // walkTree appends every non-directory entry below tree. Unlike go-git's TreeWalker, a missing

@@ -25,7 +25,9 @@ func attestCommand() *cli.Command {
 			"request records, lifecycle record, server log; each must still match the receipt's digest), builds an\n" +
 			"in-toto Statement v1 (predicate " + attest.PredicateType + ") and signs it\n" +
 			"once with --key. For DIR/NAME.json it writes DIR/NAME.intoto.dsse.json (plain DSSE envelope) and\n" +
-			"DIR/NAME.sigstore.json (Sigstore bundle v0.3, public key only, no transparency log); neither may exist.\n" +
+			"DIR/NAME.sigstore.json (Sigstore bundle v0.3, public key only, no transparency log), then, with the same\n" +
+			"key, the campaign's in-toto link DIR/NAME.in-toto/qualkit-campaign.KEYID8.link (see qualrun layout);\n" +
+			"none may exist.\n" +
 			"The key password comes from --password-file, $QUALKIT_PASSWORD or $COSIGN_PASSWORD, never a flag value.\n" +
 			"Exit 0: written; 1: the receipt or its evidence is refused; 2: usage (bad key, wrong password, existing\n" +
 			"output, unreadable receipt); 3: the files could not be written.",
@@ -71,6 +73,7 @@ type attestSummary struct {
 	Receipt     string `json:"receipt"`
 	Attestation string `json:"attestation"`
 	Bundle      string `json:"bundle"`
+	Link        string `json:"intoto_link"`
 }
 
 func attestReceipt(ctx context.Context, receipt, root string, s attest.Signer, asJSON bool, stdout, stderr io.Writer) error {
@@ -97,13 +100,17 @@ func attestReceipt(ctx context.Context, receipt, root string, s attest.Signer, a
 	if err != nil {
 		return attestError(err, stderr)
 	}
-	sum := attestSummary{Receipt: filepath.ToSlash(rel), Attestation: envelope, Bundle: bundle}
+	link, err := attest.WriteLink(ctx, root, filepath.ToSlash(rel), s)
+	if err != nil {
+		return attestError(err, stderr)
+	}
+	sum := attestSummary{Receipt: filepath.ToSlash(rel), Attestation: envelope, Bundle: bundle, Link: link}
 	if asJSON {
 		b, _ := json.MarshalIndent(sum, "", "  ")
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	}
-	fmt.Fprintf(stdout, "attestation %s\nbundle %s\n", envelope, bundle)
+	fmt.Fprintf(stdout, "attestation %s\nbundle %s\nin-toto link %s\n", envelope, bundle, link)
 	return nil
 }
 
@@ -124,17 +131,25 @@ func attestError(err error, stderr io.Writer) error {
 }
 
 // signCampaign signs the receipt a campaign wrote (passed or failed: every written receipt is
-// signed) with the key given to run.
-func signCampaign(ctx context.Context, root, receiptRel string, s attest.Signer, stderr io.Writer) (envelope, bundle string, err error) {
-	envelope, bundle, err = attest.AttestReceipt(context.WithoutCancel(ctx), root, receiptRel, s)
+// signed) with the key given to run: the DSSE attestation and its bundle, then the in-toto link of
+// the campaign step (attest.WriteLink), signed with the same key.
+func signCampaign(ctx context.Context, root, receiptRel string, s attest.Signer, stderr io.Writer) (envelope, bundle, link string, err error) {
+	ctx = context.WithoutCancel(ctx)
+	envelope, bundle, err = attest.AttestReceipt(ctx, root, receiptRel, s)
+	if err == nil {
+		link, err = attest.WriteLink(ctx, root, receiptRel, s)
+	}
 	if err != nil {
 		hint := fmt.Sprintf("the receipt %s was written but not signed (sign it later with: qualrun attest %s --key FILE)", receiptRel, receiptRel)
+		if envelope != "" {
+			hint = fmt.Sprintf("the receipt %s was signed (%s) but its in-toto link was not written", receiptRel, envelope)
+		}
 		mapped := attestError(err, stderr)
 		if errors.Is(mapped, exitcode.ErrRejected) {
 			fmt.Fprintln(stderr, "qualrun:", hint)
-			return "", "", mapped
+			return envelope, bundle, "", mapped
 		}
-		return "", "", fmt.Errorf("%s: %w", hint, mapped)
+		return envelope, bundle, "", fmt.Errorf("%s: %w", hint, mapped)
 	}
-	return envelope, bundle, nil
+	return envelope, bundle, link, nil
 }

@@ -149,7 +149,7 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 	sum := summary(out)
 	var signErr error
 	if signer != nil {
-		sum.Attestation, sum.Bundle, signErr = signCampaign(ctx, plan.Root(), out.ReceiptPath, signer, stderr)
+		sum.Attestation, sum.Bundle, sum.Link, signErr = signCampaign(ctx, plan.Root(), out.ReceiptPath, signer, stderr)
 	}
 	if asJSON {
 		b, _ := json.MarshalIndent(sum, "", "  ")
@@ -159,6 +159,9 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 		printServingSummary(stdout, plan.Root(), out.Receipt)
 		if sum.Attestation != "" {
 			fmt.Fprintf(stdout, "attestation %s\nbundle %s\n", sum.Attestation, sum.Bundle)
+		}
+		if sum.Link != "" {
+			fmt.Fprintf(stdout, "in-toto link %s\n", sum.Link)
 		}
 	}
 	if signErr != nil {
@@ -186,6 +189,7 @@ type runSummary struct {
 	Notes       []string         `json:"notes"`
 	Attestation string           `json:"attestation,omitempty"`
 	Bundle      string           `json:"bundle,omitempty"`
+	Link        string           `json:"intoto_link,omitempty"`
 }
 
 func summary(o *campaign.Outcome) runSummary {

@@ -45,7 +45,8 @@ func verifyCommand() *cli.Command {
 			"NAME.sigstore.json beside it, verified with the pinned --key (the keyid and key hint are ignored).\n" +
 			"Checks run in protocol order; every finding names its check, file, JSON pointer and a stable code.\n" +
 			"A banner on stderr says when an --allow-...-unsafe relaxation is on.\n" +
-			"Exit 0: verified; 1: rejected (findings printed); 2: usage (bad flags, unreadable key, policy or receipt,\n" +
+			"Exit 0: verified; 1: rejected (findings printed; also a receipt or evidence file that is a FIFO, a device,\n" +
+			"a directory, a symlink or over its limit); 2: usage (bad flags, unreadable key or policy, no such receipt,\n" +
 			"a relaxation the policy forbids); 3: verification could not be carried out.",
 		Flags: append(append(trustFlags(),
 			&cli.StringFlag{Name: "root", Usage: "evidence root `DIR` (default: the directory holding qualification/receipts/ above RECEIPT)"},

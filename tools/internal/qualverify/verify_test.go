@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
@@ -33,7 +34,8 @@ func TestExitCodes(t *testing.T) {
 		{"compare ok", []string{"compare", f + "a-1.json", f + "b-1.json"}, exitcode.OK},
 		{"compare not ok", []string{"compare", f + "a-1.json", f + "a-2.json"}, exitcode.Rejected},
 		{"compare usage", []string{"compare", f + "a-1.json"}, exitcode.Usage},
-		{"batch verified", []string{"batch", frozen, "--key", key}, exitcode.OK},
+		{"batch verified", []string{"batch", frozen, "--key", key, "--allow-unpublished-unsafe"}, exitcode.OK},
+		{"batch rejected: a-2 has a degraded row, not publishable", []string{"batch", frozen, "--key", key}, exitcode.Rejected},
 		{"batch usage", []string{"batch", dir + "/nothing", "--key", key}, exitcode.Usage},
 	}
 	for _, tc := range cases {
@@ -69,3 +71,69 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEdw+oA59jkeLAs8f6EgOKs8Q9QuNl
 UouMHvCI13hRumBiYV2NWxI0UMvvGNsTeHIwK/QMb5HrzRW26FofmC1txw==
 -----END PUBLIC KEY-----
 `
+
+// TestExitCodesOfUnreadableEvidence: evidence that cannot be read safely, and a missing bound
+// input, are rejections (exit 1), never usage (2) or internal (3) errors; the unsafe option
+// for a missing input verifies (exit 0).
+func TestExitCodesOfUnreadableEvidence(t *testing.T) {
+	key := frozen + "/frozen.pub"
+	copyFrozen := func(t *testing.T) string {
+		t.Helper()
+		dst := t.TempDir()
+		if err := os.CopyFS(dst, os.DirFS(frozen)); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	const a1 = ".qualification/receipts/a-1.json"
+	cases := []struct {
+		name   string
+		change func(t *testing.T, root string)
+		extra  []string
+		want   int
+	}{
+		{"FIFO receipt", func(t *testing.T, root string) {
+			os.Remove(filepath.Join(root, a1))
+			if err := syscall.Mkfifo(filepath.Join(root, a1), 0o600); err != nil {
+				t.Skip(err)
+			}
+		}, nil, exitcode.Rejected},
+		{"8 GiB sparse receipt", func(t *testing.T, root string) {
+			if err := os.Truncate(filepath.Join(root, a1), 8<<30); err != nil {
+				t.Skip(err)
+			}
+		}, nil, exitcode.Rejected},
+		{"symlinked receipt", func(t *testing.T, root string) {
+			p := filepath.Join(root, a1)
+			if err := os.Rename(p, filepath.Join(root, "a-1.json")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../../a-1.json", p); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, exitcode.Rejected},
+		{"extra file in the run directory", func(t *testing.T, root string) {
+			runs, _ := filepath.Glob(filepath.Join(root, ".qualification/runs/20261130t144931051989z-*"))
+			if err := os.WriteFile(filepath.Join(runs[0], "extra.json"), []byte("{}"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, exitcode.Rejected},
+		{"deleted workload", func(t *testing.T, root string) {
+			os.Remove(filepath.Join(root, "workloads/frozen.json"))
+		}, nil, exitcode.Rejected},
+		{"deleted workload, unsafe", func(t *testing.T, root string) {
+			os.Remove(filepath.Join(root, "workloads/frozen.json"))
+		}, []string{"--allow-missing-inputs-unsafe"}, exitcode.OK},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := copyFrozen(t)
+			tc.change(t, root)
+			var out, errOut bytes.Buffer
+			args := append([]string{"qualverify", "verify", filepath.Join(root, a1), "--key", key}, tc.extra...)
+			if got := Main(args, &out, &errOut); got != tc.want {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", got, tc.want, out.String(), errOut.String())
+			}
+		})
+	}
+}

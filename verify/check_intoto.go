@@ -1,0 +1,163 @@
+package verify
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// In-toto link names (the attest module writes them; in-toto-golang is not linked here: the link
+// is parsed with the standard library and checked with the same verifier as the attestation).
+const (
+	// LinkDirSuffix: the link of DIR/NAME.json lies in DIR/NAME.in-toto/.
+	LinkDirSuffix = ".in-toto"
+	// LinkStep is the in-toto step name of a campaign; its link is LinkStep.KEYID8.link.
+	LinkStep = "qualkit-campaign"
+	// MaxLinkBytes caps an in-toto link file.
+	MaxLinkBytes = MaxAttestationBytes
+)
+
+// ErrLinkMismatch: the campaign's in-toto link does not match the receipt (its materials are not
+// exactly the bound inputs, or its products not exactly the receipt and its evidence files, by
+// digest), or it is malformed, or no signature verifies with a pinned key.
+var ErrLinkMismatch = reason("intoto_link_mismatch", "in-toto link does not match the receipt")
+
+// inTotoLink is one link file found beside the receipt.
+type inTotoLink struct {
+	path    string
+	readErr error
+	raw     []byte
+}
+
+// loadInTotoLinks reads the files DIR/NAME.in-toto/qualkit-campaign.*.link of the receipt
+// DIR/NAME.json. A missing directory is no link (links are optional).
+func loadInTotoLinks(rootDir string, root *os.File, receipt string) []*inTotoLink {
+	dir := strings.TrimSuffix(receipt, ".json") + LinkDirSuffix
+	fi, err := os.Lstat(filepath.Join(rootDir, filepath.FromSlash(dir)))
+	if err != nil {
+		return nil
+	}
+	if !fi.IsDir() {
+		return []*inTotoLink{{path: dir, readErr: fmt.Errorf("%s is not a directory", dir)}}
+	}
+	entries, err := os.ReadDir(filepath.Join(rootDir, filepath.FromSlash(dir)))
+	if err != nil {
+		return []*inTotoLink{{path: dir, readErr: err}}
+	}
+	var out []*inTotoLink
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), LinkStep+".") || !strings.HasSuffix(e.Name(), ".link") {
+			continue
+		}
+		f := &fileFacts{path: dir + "/" + e.Name(), kind: "intoto_link", local: true, wantBytes: -1}
+		l := &inTotoLink{path: f.path}
+		if err := readWhole(root, f, MaxLinkBytes); err != nil {
+			l.readErr = err
+		} else if f.readErr != nil {
+			l.readErr = f.readErr
+		}
+		l.raw = f.raw
+		out = append(out, l)
+	}
+	return out
+}
+
+// inTotoLinksMatch adds findings for every campaign link that does not bind this receipt: its
+// products must be exactly the receipt and its evidence files, its materials exactly the bound
+// inputs, each by the receipt's sha256; with pinned keys, a signature (ECDSA over the canonical
+// JSON of "signed") must verify with one of them.
+func (s *snapshot) inTotoLinksMatch(c *collector) {
+	if s.rc == nil {
+		return
+	}
+	wantProducts := map[string]string{s.receipt.path: s.receipt.digest}
+	wantMaterials := map[string]string{}
+	for _, a := range s.rc.Artifacts {
+		if slices.Contains(predicateExcludedKinds, a.Kind) {
+			wantProducts[a.Path] = a.Digest
+		} else {
+			wantMaterials[a.Path] = a.Digest
+		}
+	}
+	for _, l := range s.links {
+		if l.readErr != nil {
+			c.add(l.path, "", ErrLinkMismatch, "%v", l.readErr)
+			continue
+		}
+		var mb struct {
+			Signed     json.RawMessage `json:"signed"`
+			Signatures []struct {
+				KeyID string `json:"keyid"`
+				Sig   string `json:"sig"`
+			} `json:"signatures"`
+		}
+		var link struct {
+			Type      string                       `json:"_type"`
+			Name      string                       `json:"name"`
+			Materials map[string]map[string]string `json:"materials"`
+			Products  map[string]map[string]string `json:"products"`
+		}
+		if err := schemas.DecodeInto(l.raw, &mb); err != nil || len(mb.Signed) == 0 {
+			c.add(l.path, "", ErrLinkMismatch, "not in-toto link metadata ({\"signed\", \"signatures\"}): %v", err)
+			continue
+		}
+		if err := json.Unmarshal(mb.Signed, &link); err != nil || link.Type != "link" || link.Name != LinkStep {
+			c.add(l.path, "/signed", ErrLinkMismatch, "not the link of step %s (_type %q, name %q, %v)", LinkStep, link.Type, link.Name, err)
+			continue
+		}
+		if len(s.policy.Keys) > 0 {
+			canonical, err := schemas.CanonicalJSON(mb.Signed)
+			ok := false
+			for _, sig := range mb.Signatures {
+				raw, herr := hex.DecodeString(sig.Sig)
+				for _, k := range s.policy.Keys {
+					ok = ok || (err == nil && herr == nil && verifySig(k, raw, canonical))
+				}
+			}
+			if !ok {
+				c.add(l.path, "/signatures", ErrLinkMismatch, "none of %d signatures verifies with the %d pinned keys", len(mb.Signatures), len(s.policy.Keys))
+			}
+		}
+		linkArtifactsMatch(c, l.path, "products", link.Products, wantProducts)
+		linkArtifactsMatch(c, l.path, "materials", link.Materials, wantMaterials)
+	}
+}
+
+func linkArtifactsMatch(c *collector, file, field string, got map[string]map[string]string, want map[string]string) {
+	names := make([]string, 0, len(got)+len(want))
+	for n := range got {
+		names = append(names, n)
+	}
+	for n := range want {
+		if _, ok := got[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		g, inLink := got[n]
+		w, inReceipt := want[n]
+		switch {
+		case !inReceipt:
+			c.add(file, "/signed/"+field, ErrLinkMismatch, "%s lists %s, which the receipt does not bind as one of its %s", field, n, linkRole(field))
+		case !inLink:
+			c.add(file, "/signed/"+field, ErrLinkMismatch, "the receipt's %s is missing from the link's %s", n, field)
+		case "sha256:"+g["sha256"] != w:
+			c.add(file, "/signed/"+field, ErrLinkMismatch, "%s binds %s as sha256:%s, the receipt as %s", field, n, g["sha256"], w)
+		}
+	}
+}
+
+func linkRole(field string) string {
+	if field == "products" {
+		return "evidence files"
+	}
+	return "bound inputs"
+}

@@ -1,0 +1,148 @@
+package verify
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/qualkit/qualkit/schemas"
+)
+
+// The newly recorded load facts of a serving case, checked against its records and its
+// workload case: the achieved concurrency (in_flight_peak, in_flight_mean) recomputed; a
+// closed-loop row reached its declared concurrency; an open-loop row ran the declared rate; the
+// case's records fit its timeout_seconds; a stopped case is failed. Each is checked only where
+// the evidence carries the field (evidence that predates it is not, and the check's note says so).
+
+// timeoutGraceSeconds is how far past a serving case's timeout_seconds its last record may end:
+// the requests in flight when the timeout fired are cancelled, not awaited.
+const timeoutGraceSeconds = 1.0
+
+// inFlightOf is the achieved concurrency of a row's measured requests (docs/metrics.md): a sent
+// request is in flight from t_send to t_close (lacking t_close, to t_end; lacking both, never); a
+// request closing at the instant another is sent is not concurrent with it; the mean is the
+// time average over [min t_send, max t_end]. ok is false when no request was in flight or the
+// window is empty.
+func inFlightOf(recs []*record) (peak int64, mean float64, ok bool) {
+	type edge struct{ t, d int64 }
+	var edges []edge
+	lo, hi, hasLo, hasHi := int64(0), int64(0), false, false
+	for _, r := range recs {
+		if r.warmup {
+			continue
+		}
+		if r.hasSend && (!hasLo || r.send < lo) {
+			lo, hasLo = r.send, true
+		}
+		if r.hasEnd && (!hasHi || r.end > hi) {
+			hi, hasHi = r.end, true
+		}
+		if !r.hasSend {
+			continue
+		}
+		end, has := r.cls, r.hasClose
+		if !has {
+			end, has = r.end, r.hasEnd
+		}
+		if has && end > r.send {
+			edges = append(edges, edge{r.send, 1}, edge{end, -1})
+		}
+	}
+	if len(edges) == 0 || !hasLo || !hasHi || hi <= lo {
+		return 0, 0, false
+	}
+	// Ends before starts at equal times.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.t != b.t {
+			return cmp.Compare(a.t, b.t)
+		}
+		return cmp.Compare(a.d, b.d)
+	})
+	var n int64
+	var area float64
+	prev := edges[0].t
+	for _, e := range edges {
+		if a, b := max(prev, lo), min(e.t, hi); b > a {
+			area += float64(n) * float64(b-a)
+		}
+		prev = e.t
+		n += e.d
+		peak = max(peak, n)
+	}
+	return peak, area / float64(hi-lo), true
+}
+
+// checkLoad checks one row's load facts. It reports false when the row records no achieved
+// concurrency (evidence before in_flight_peak existed), which the caller notes.
+func checkLoad(c *collector, path string, j int, row schemas.Row, wc *schemas.Case, recs []*record, tol Tolerance) bool {
+	checked := true
+	base := jp("rows", j, "fidelity")
+	fid := row.Fidelity
+	peak, mean, ok := inFlightOf(recs)
+	switch {
+	case fid.InFlightPeak == nil && fid.InFlightMean == nil:
+		checked = false
+	case !ok:
+		c.add(path, base+"/in_flight_peak", ErrRowMismatch, "in_flight_peak and in_flight_mean are recorded, but no measured request of the records has both ends")
+	default:
+		if fid.InFlightPeak == nil || *fid.InFlightPeak != peak {
+			c.add(path, base+"/in_flight_peak", ErrRowMismatch, "in_flight_peak %s, the records say %d", fmtIntPtr(fid.InFlightPeak), peak)
+		}
+		if fid.InFlightMean == nil || !within(*fid.InFlightMean, mean, tol) {
+			c.add(path, base+"/in_flight_mean", ErrRowMismatch, "in_flight_mean %s, the records say %s", fmtFloatPtr(fid.InFlightMean), fmtFloat(mean))
+		}
+		if row.Loop == "closed" && row.Requests >= row.Concurrency && peak < row.Concurrency {
+			c.add(path, base+"/in_flight_peak", ErrLoadNotReached, "closed-loop row c%d-r%d never had %d requests in flight (at most %d): it did not measure its declared concurrency", row.Concurrency, row.Repetition, row.Concurrency, peak)
+		}
+	}
+	if wc != nil && wc.Rate != nil && row.Loop == "open" {
+		if fid.OfferedRate == nil || *fid.OfferedRate != wc.Rate.RequestsPerSecond {
+			c.add(path, base+"/offered_rate", ErrLoadNotReached, "open-loop row c%d-r%d records offered rate %s, the workload's case declares %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(fid.OfferedRate), fmtFloat(wc.Rate.RequestsPerSecond))
+		}
+	}
+	return checked
+}
+
+// checkCaseTimeout: a serving case's records fit its timeout_seconds (plus timeoutGraceSeconds),
+// and a case that records it stopped is failed and says after how long.
+func checkCaseTimeout(c *collector, path string, cr *schemas.CaseResultDoc, wc *schemas.Case, all []*record) {
+	if st := cr.Stopped; st != nil && cr.Status == "passed" {
+		c.add(path, "/stopped", ErrVerdictMismatch, "the case stopped (%s after %s s) and is recorded passed", st.Reason, fmtFloat(st.AfterSeconds))
+	}
+	if wc == nil || wc.TimeoutSeconds <= 0 || len(all) == 0 {
+		return
+	}
+	first, last := all[0].sched, int64(0)
+	for _, r := range all {
+		first = min(first, r.sched)
+		for _, t := range []struct {
+			v   int64
+			has bool
+		}{{r.send, r.hasSend}, {r.hdr, r.hasHdr}, {r.end, r.hasEnd}, {r.cls, r.hasClose}} {
+			if t.has {
+				last = max(last, t.v)
+			}
+		}
+	}
+	span := float64(last-first) / 1e9
+	if limit := float64(wc.TimeoutSeconds) + timeoutGraceSeconds; span > limit {
+		c.add(path, "", ErrTimeoutExceeded, "the case's records span %s s (first schedule to last close), beyond its timeout_seconds %d (+%g s for cancelled requests)", fmtFloat(span), wc.TimeoutSeconds, timeoutGraceSeconds)
+	}
+	if st := cr.Stopped; st != nil && st.Reason == "timeout" && st.AfterSeconds < float64(wc.TimeoutSeconds) {
+		c.add(path, "/stopped/after_seconds", ErrTimeoutExceeded, "stopped by its timeout after %s s, before its timeout_seconds %d", fmtFloat(st.AfterSeconds), wc.TimeoutSeconds)
+	}
+}
+
+func fmtIntPtr(p *int64) string {
+	if p == nil {
+		return "absent"
+	}
+	return fmt.Sprint(*p)
+}
+
+func fmtFloatPtr(p *float64) string {
+	if p == nil {
+		return "null"
+	}
+	return fmtFloat(*p)
+}
