@@ -15,7 +15,9 @@
 #   4. verifies both receipts offline, compares them (like for like) and asserts identical outputs
 #      (output_set_sha256) row by row, a clean shutdown, no residue, an owned listener, the
 #      TTFT/TPOT/E2E metrics, and that ollama's runner subprocess ran inside the owned process group
-#      and was gone after shutdown; it prints what was observed of the engine.
+#      and was gone after shutdown; it prints what was observed of the engine;
+#   5. executes docs/quickstart.md with the engine (TestQuickstart/ollama, which make test skips
+#      without .tools/ollama/bin/ollama).
 #
 # The campaign binds this checkout's source tree, so the worktree must be clean (commit first, or
 # run it in a fresh clone: git clone . /tmp/e2e && make -C /tmp/e2e e2e-real). Where HEAD is not
@@ -259,6 +261,19 @@ jqr '.results[].case_result.path' "$r1" | while read -r cr; do
 		jqr --argjson k "$k" --arg c "$c" '.rows[] | select(.concurrency == $k and .repetition == 0) | .metrics | map(select(.name | test("^(ttft_ms.p50|tpot_ms.p50|e2e_ms.p50|chunking_factor.mean|output_throughput_window)$"))) | map("\(.name) \(.value * 100 | round / 100)") | "   \($c) c=\($k): " + join(", ")' "$cr"
 	done
 done
+
+# --- 5. the quickstart's real-engine part -----------------------------------------------------------
+# docs/quickstart.md is executed by TestQuickstart; its ollama part needs the engine built above
+# (make test skips it where .tools/ollama/bin/ollama is missing), so it runs here for real.
+say "docs/quickstart.md, executed with the engine (TestQuickstart/ollama)"
+if (cd tools && go test -count=1 -run '^TestQuickstart$/^ollama$' -v . >"$work/quickstart.txt" 2>&1) &&
+	grep -q -- '--- PASS: TestQuickstart/ollama' "$work/quickstart.txt"; then
+	echo "   ok    the quickstart ran as written, against qualsim and ollama"
+else
+	sed 's/^/   /' "$work/quickstart.txt"
+	echo "   FAIL  docs/quickstart.md did not run as written"
+	fails=$((fails + 1))
+fi
 
 echo
 echo "receipts:   $r1 $r2"
