@@ -34,20 +34,7 @@ func OpenBeneath(dir *os.File, rel string, limit int64) (*os.File, int64, error)
 	if err != nil {
 		return nil, 0, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, fmt.Errorf("%s: %w (%s)", rel, ErrNotRegular, fileKind(st.Mode()))
-	}
-	if limit >= 0 && st.Size() > limit {
-		f.Close()
-		return nil, 0, fmt.Errorf("%s is %d bytes, %w of %d bytes", rel, st.Size(), ErrFileTooLarge, limit)
-	}
-	return f, st.Size(), nil
+	return regularWithin(f, rel, limit)
 }
 
 // ReadBeneath reads rel below dir as OpenBeneath opens it, at most limit bytes (limit >= 0).

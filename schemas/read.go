@@ -25,6 +25,12 @@ func OpenRegular(path string, limit int64) (*os.File, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	return regularWithin(f, path, limit)
+}
+
+// regularWithin returns f with its size when it is a regular file of at most limit bytes (limit
+// < 0: no limit), checked with fstat; otherwise it closes f and names it as name.
+func regularWithin(f *os.File, name string, limit int64) (*os.File, int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -32,11 +38,11 @@ func OpenRegular(path string, limit int64) (*os.File, int64, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, 0, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fileKind(st.Mode()))
+		return nil, 0, fmt.Errorf("%s: %w (%s)", name, ErrNotRegular, fileKind(st.Mode()))
 	}
 	if limit >= 0 && st.Size() > limit {
 		f.Close()
-		return nil, 0, fmt.Errorf("%s is %d bytes, %w of %d bytes", path, st.Size(), ErrFileTooLarge, limit)
+		return nil, 0, fmt.Errorf("%s is %d bytes, %w of %d bytes", name, st.Size(), ErrFileTooLarge, limit)
 	}
 	return f, st.Size(), nil
 }

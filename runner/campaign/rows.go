@@ -12,31 +12,7 @@ import (
 // fidelity). A closed-loop row's declared load is its concurrency (in_flight_peak shows it
 // reached); its client-lag degraded flag is reported in degraded_rows without failing the case.
 func degradedRows(rows []schemas.Row) string {
-	var parts []string
-	n, open := 0, 0
-	for _, row := range rows {
-		if row.Loop == "open" {
-			open++
-		}
-		if row.Loop != "open" || !row.Fidelity.Degraded {
-			continue
-		}
-		n++
-		if len(parts) < 4 {
-			why := "degraded"
-			if len(row.Fidelity.Reasons) > 0 {
-				why = row.Fidelity.Reasons[0]
-			}
-			parts = append(parts, fmt.Sprintf("row c=%d r=%d: %s", row.Concurrency, row.Repetition, why))
-		}
-	}
-	if n == 0 {
-		return ""
-	}
-	if n > len(parts) {
-		parts = append(parts, fmt.Sprintf("and %d more", n-len(parts)))
-	}
-	return fmt.Sprintf("%d of %d open-loop rows degraded (%s)", n, open, strings.Join(parts, "; "))
+	return describeDegraded(rows, "open", "open-loop")
 }
 
 // laggingRows describes the degraded closed-loop rows of a serving case ("" when none): the
@@ -45,10 +21,20 @@ func degradedRows(rows []schemas.Row) string {
 // checked by in_flight_peak, and its latencies are measured from t_send), but the receipt's notes
 // name it, and qualverify compare refuses performance rules on it (degraded_row).
 func laggingRows(rows []schemas.Row) string {
+	return describeDegraded(rows, "closed", "closed-loop")
+}
+
+// describeDegraded names (up to four of) the degraded rows of one loop kind and counts them
+// against the rows of that kind.
+func describeDegraded(rows []schemas.Row, loop, label string) string {
 	var parts []string
-	n := 0
+	n, all := 0, 0
 	for _, row := range rows {
-		if row.Loop == "open" || !row.Fidelity.Degraded {
+		if row.Loop != loop {
+			continue
+		}
+		all++
+		if !row.Fidelity.Degraded {
 			continue
 		}
 		n++
@@ -66,7 +52,7 @@ func laggingRows(rows []schemas.Row) string {
 	if n > len(parts) {
 		parts = append(parts, fmt.Sprintf("and %d more", n-len(parts)))
 	}
-	return fmt.Sprintf("%d closed-loop rows degraded (%s)", n, strings.Join(parts, "; "))
+	return fmt.Sprintf("%d of %d %s rows degraded (%s)", n, all, label, strings.Join(parts, "; "))
 }
 
 // laggingNotes are the receipt's notes for degraded closed-loop rows.

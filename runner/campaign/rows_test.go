@@ -24,7 +24,7 @@ func TestDegradedRowsSplitByLoop(t *testing.T) {
 		t.Errorf("degradedRows = %q, want none (only a closed-loop row is degraded)", got)
 	}
 	lag := laggingRows(rows)
-	if !strings.Contains(lag, "1 closed-loop rows degraded") || !strings.Contains(lag, "row c=4 r=0: p99 schedule lag") {
+	if !strings.Contains(lag, "1 of 2 closed-loop rows degraded") || !strings.Contains(lag, "row c=4 r=0: p99 schedule lag") {
 		t.Errorf("laggingRows = %q", lag)
 	}
 	rows = append(rows, row("open", 16, true))
