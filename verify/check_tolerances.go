@@ -160,6 +160,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *schemas.CaseResul
 		}
 		recs := rowRecords(c, cr, row, f.records)
 		rf := recomputeRow(rowSpecOf(row, wc), recs)
+		checkUsagePlausible(c, row.Records.Path, wc, recs)
 		if cr.Status == "passed" {
 			for _, r := range recs {
 				if r.warmup {
@@ -327,6 +328,28 @@ func checkCommand(c *collector, path string, cr *schemas.CaseResultDoc, wc *sche
 	if m, ok := byName["exit_code"]; ok && wc != nil && len(wc.ExpectedExitCodes) > 0 {
 		if m.Value != math.Trunc(m.Value) || !slices.Contains(wc.ExpectedExitCodes, int64(m.Value)) {
 			c.add(path, jp("metrics", idx["exit_code"], "value"), ErrDeclaredMetrics, "exit code %s is not expected %v in a passed result", fmtFloat(m.Value), wc.ExpectedExitCodes)
+		}
+	}
+}
+
+// checkUsagePlausible: a record the runner kept as a success must not carry usage that no
+// server can have produced for its request: more completion tokens than the case's max_tokens
+// (usage_exceeds_max_tokens), or no completion token beside streamed content (inconsistent_usage)
+// — failure classes the runner assigns (docs/metrics.md), recomputed here from the record and the
+// workload, so a re-signed record relabelled as a success is a finding (request_failed).
+func checkUsagePlausible(c *collector, path string, wc *schemas.Case, recs []*record) {
+	if wc == nil {
+		return
+	}
+	for _, r := range recs {
+		if r.failed || !r.hasUsage {
+			continue
+		}
+		switch {
+		case wc.MaxTokens > 0 && r.n > wc.MaxTokens:
+			c.add(path, jp(r.line, "usage", "completion_tokens"), ErrRequestFailed, "request %d is recorded as a success with %d completion tokens for max_tokens %d (usage_exceeds_max_tokens)", r.index, r.n, wc.MaxTokens)
+		case r.n == 0 && len(r.content) > 0:
+			c.add(path, jp(r.line, "usage", "completion_tokens"), ErrRequestFailed, "request %d is recorded as a success with 0 completion tokens beside %d content events (inconsistent_usage)", r.index, len(r.content))
 		}
 	}
 }

@@ -204,6 +204,19 @@ func TestTamperingMatrix(t *testing.T) {
 			reseal(t, root, receipt, k)
 			return k.policy()
 		}, CheckTolerances, ErrRequestFailed, ""},
+		{"success with more completion tokens than max_tokens (resealed)", func(t *testing.T, root, run string, k testKey) Policy {
+			p := filepath.Join(root, run, "cases/000-chat-stream-r000/rows/c0002-r000.jsonl")
+			b, _ := os.ReadFile(p)
+			lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			old := `"usage":{"prompt_tokens":13,"completion_tokens":4,"total_tokens":17}`
+			if !strings.Contains(lines[2], old) {
+				t.Fatalf("record 2 has another usage: %s", lines[2])
+			}
+			lines[2] = strings.Replace(lines[2], old, `"usage":{"prompt_tokens":13,"completion_tokens":4000000,"total_tokens":4000013}`, 1)
+			mustWrite(t, p, []byte(strings.Join(lines, "\n")+"\n"))
+			reseal(t, root, receipt, k)
+			return k.policy()
+		}, CheckTolerances, ErrRequestFailed, "4000000 completion tokens for max_tokens 4 (usage_exceeds_max_tokens)"},
 		{"unsigned", func(t *testing.T, root, run string, k testKey) Policy {
 			base := filepath.Join(root, strings.TrimSuffix(receipt, ".json"))
 			os.Remove(base + EnvelopeSuffix)
