@@ -73,7 +73,7 @@ verify() { # verify KEY SIGNATURE-FLAG FILE SUBJECT [TYPE]
 echo "== a qualification repository with a serving workload (qualsim), committed, origin/main = HEAD"
 r=$work/repo
 mkdir -p "$r/workloads/launch" "$r/bin"
-cp workloads/demo.json "$r/workloads/demo.json"
+sed 's/127.0.0.1:18080/127.0.0.1:18691/' workloads/demo.json >"$r/workloads/demo.json" # workload and recipe agree on the address
 sed 's/127.0.0.1:18080/127.0.0.1:18691/' workloads/launch/qualsim.json >"$r/workloads/launch/qualsim.json"
 cp bin/qualsim "$r/bin/qualsim"
 printf 'bin/\n.qualification/\n' >"$r/.gitignore"
