@@ -345,17 +345,24 @@ func dispatchSpread(rs []*record, concurrency int64) (int64, int, bool) {
 
 // achievedRate is (n - 1) / (max t_send - min t_send) over the n measured requests sent.
 func achievedRate(rs []*record) (float64, int) {
+	return sentRate(rs, func(r *record) int64 { return r.send })
+}
+
+// sentRate is (n - 1) / (max at - min at) over the n requests that were sent; 0 with fewer than
+// two or no spread.
+func sentRate(rs []*record, at func(*record) int64) (float64, int) {
 	var lo, hi int64
 	n := 0
 	for _, r := range rs {
 		if !r.hasSend {
 			continue
 		}
-		if n == 0 || r.send < lo {
-			lo = r.send
+		t := at(r)
+		if n == 0 || t < lo {
+			lo = t
 		}
-		if n == 0 || r.send > hi {
-			hi = r.send
+		if n == 0 || t > hi {
+			hi = t
 		}
 		n++
 	}
@@ -396,25 +403,12 @@ func degraded(spec rowSpec, rs []*record, lags []float64) bool {
 	if len(lags) > 0 && summarize(lags).p99 > degradedOpenLagP99Ms {
 		return true
 	}
-	var lo, hi int64
-	n := 0
-	for _, r := range rs {
-		if !r.hasSend {
-			continue
-		}
-		if n == 0 || r.sched < lo {
-			lo = r.sched
-		}
-		if n == 0 || r.sched > hi {
-			hi = r.sched
-		}
-		n++
-	}
-	if n < 2 || hi <= lo {
+	sched, _ := sentRate(rs, func(r *record) int64 { return r.sched })
+	if sched == 0 {
 		return false
 	}
 	achieved, _ := achievedRate(rs)
-	return achieved < degradedRateFraction*float64(n-1)/(float64(hi-lo)/1e9)
+	return achieved < degradedRateFraction*sched
 }
 
 // outputSet is the digest of the RFC 8785 JSON array of the measured output digests in index

@@ -345,20 +345,7 @@ func dispatchSpread(views []view, concurrency int64) (int64, int, bool) {
 // achievedRate is (n - 1) / (max t_send - min t_send) over the n measured requests sent: the
 // send rate the client sustained (exact for evenly spaced sends); 0 with fewer than two sends.
 func achievedRate(views []view) (float64, int) {
-	var sends []int64
-	for _, v := range views {
-		if v.hasSend {
-			sends = append(sends, v.send)
-		}
-	}
-	if len(sends) < 2 {
-		return 0, len(sends)
-	}
-	lo, hi := slices.Min(sends), slices.Max(sends)
-	if hi <= lo {
-		return 0, len(sends)
-	}
-	return float64(len(sends)-1) / (float64(hi-lo) / 1e9), len(sends)
+	return sentRate(views, func(v view) int64 { return v.send })
 }
 
 // fidelity measures the client. In closed loop every lag is the client's own. In open loop an
@@ -425,17 +412,24 @@ func fidelity(spec RowSpec, views []view, lags []float64, achieved float64) sche
 // scheduledRate is (n - 1) / (max t_sched - min t_sched) over the n measured requests sent (the
 // same requests achievedRate counts); 0 with fewer than two or no spread.
 func scheduledRate(views []view) (float64, int) {
+	return sentRate(views, func(v view) int64 { return v.sched })
+}
+
+// sentRate is (n - 1) / (max at - min at) over the n requests that were sent; 0 with fewer than
+// two or no spread.
+func sentRate(views []view, at func(view) int64) (float64, int) {
 	var lo, hi int64
 	n := 0
 	for _, v := range views {
 		if !v.hasSend {
 			continue
 		}
-		if n == 0 || v.sched < lo {
-			lo = v.sched
+		t := at(v)
+		if n == 0 || t < lo {
+			lo = t
 		}
-		if n == 0 || v.sched > hi {
-			hi = v.sched
+		if n == 0 || t > hi {
+			hi = t
 		}
 		n++
 	}
