@@ -104,14 +104,7 @@ func (s *Sampler) Stop() ([]schemas.TelemetrySampleDoc, int) {
 // Window returns, per device, the samples within [start, end] plus the last one before start
 // and the first one after end: what a row's summary needs to interpolate its bounds.
 func Window(samples []schemas.TelemetrySampleDoc, start, end int64) []schemas.TelemetrySampleDoc {
-	byDev := map[int64][]schemas.TelemetrySampleDoc{}
-	var devs []int64
-	for _, x := range samples {
-		if _, ok := byDev[x.Device]; !ok {
-			devs = append(devs, x.Device)
-		}
-		byDev[x.Device] = append(byDev[x.Device], x)
-	}
+	byDev, devs := byDevice(samples)
 	var out []schemas.TelemetrySampleDoc
 	for _, d := range devs {
 		xs := byDev[d]
@@ -140,3 +133,16 @@ func newSample(t, device int64, source string) schemas.TelemetrySampleDoc {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// byDevice groups samples by device, keeping each device's samples in order; devs lists the
+// devices in the order of their first sample.
+func byDevice(samples []schemas.TelemetrySampleDoc) (byDev map[int64][]schemas.TelemetrySampleDoc, devs []int64) {
+	byDev = map[int64][]schemas.TelemetrySampleDoc{}
+	for _, x := range samples {
+		if _, ok := byDev[x.Device]; !ok {
+			devs = append(devs, x.Device)
+		}
+		byDev[x.Device] = append(byDev[x.Device], x)
+	}
+	return byDev, devs
+}

@@ -55,14 +55,7 @@ func Summarize(samples []schemas.TelemetrySampleDoc, start, end, outputTokens in
 		s.Warnings = append(s.Warnings, "the row has no measured window: no device metrics")
 		return s
 	}
-	byDev := map[int64][]schemas.TelemetrySampleDoc{}
-	var devs []int64
-	for _, x := range samples {
-		if _, ok := byDev[x.Device]; !ok {
-			devs = append(devs, x.Device)
-		}
-		byDev[x.Device] = append(byDev[x.Device], x)
-	}
+	byDev, devs := byDevice(samples)
 	slices.Sort(devs)
 	energy, n := 0.0, 0
 	throttled := 0.0
