@@ -89,7 +89,7 @@ func recomputeRow(spec rowSpec, records []*record) rowFacts {
 	f := res.Fidelity
 	return rowFacts{
 		requests: res.Requests, successes: res.Successes, failures: res.Failures,
-		windowSeconds: res.WindowSeconds, outputSet: outputSet(measured), metrics: metricsOf(res.Values),
+		windowSeconds: res.WindowSeconds, outputSet: outputSet(measured), metrics: schemas.MetricsOf(res.Values),
 		lagP50: f.ScheduleLagP50Ms, lagP99: f.ScheduleLagP99Ms, lagMax: f.ScheduleLagMaxMs,
 		achieved: f.AchievedRate, degraded: f.Degraded,
 	}
@@ -107,37 +107,12 @@ func samplesOf(measured []*record) metric.Samples {
 // metricsUnsetWithoutSLO are the row metrics that need the workload's SLO.
 var metricsUnsetWithoutSLO = metric.SLOMetrics
 
-// metricsOf turns the catalogue's values into metrics.
-func metricsOf(vs []metric.Value) []schemas.Metric {
-	out := make([]schemas.Metric, len(vs))
-	for i, v := range vs {
-		n := int64(v.Samples)
-		out[i] = schemas.Metric{Name: v.Name, Value: v.Value, Unit: string(v.Unit), Aggregation: string(v.Aggregation),
-			Direction: string(v.Direction), Formula: v.Formula, Samples: &n, Diagnostic: v.Diagnostic}
-	}
-	return out
-}
-
-// caseRows are a case's rows (as recorded) as the case formulas read them.
-func caseRows(rows []schemas.Row) []metric.CaseRow {
-	out := make([]metric.CaseRow, len(rows))
-	for i, r := range rows {
-		vs := make([]metric.Value, len(r.Metrics))
-		for k, m := range r.Metrics {
-			vs[k] = metric.Value{Name: m.Name, Value: m.Value, Unit: metric.Unit(m.Unit), Aggregation: metric.Aggregation(m.Aggregation),
-				Direction: metric.Direction(m.Direction), Formula: m.Formula, Diagnostic: m.Diagnostic}
-		}
-		out[i] = metric.CaseRow{Requests: r.Requests, Failures: r.Failures, Degraded: r.Fidelity.Degraded, Metrics: vs}
-	}
-	return out
-}
-
 // recomputeCase applies the case formulas to a serving case's rows (as recorded): the request and
 // row counts, the worst row of each latency and SLO metric, the best row of each throughput,
 // the failure total and the degraded rows.
 func recomputeCase(rows []schemas.Row) []schemas.Metric {
-	cr := caseRows(rows)
-	return metricsOf(append(metric.CaseCounts(cr), metric.CaseSummary(cr)...))
+	cr := schemas.CaseRowsOf(rows)
+	return schemas.MetricsOf(append(metric.CaseCounts(cr), metric.CaseSummary(cr)...))
 }
 
 // outputSet is the digest of the RFC 8785 JSON array of the measured output digests in index

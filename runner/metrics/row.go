@@ -80,7 +80,7 @@ func Row(spec RowSpec, records []schemas.RequestRecordDoc) schemas.Row {
 		Requests: res.Requests, Successes: res.Successes, Failures: res.Failures,
 		WindowSeconds: res.WindowSeconds, PromptSetSHA256: spec.PromptSetSHA256,
 		OutputSetSHA256: outputSet(measured),
-		Metrics:         Metrics(res.Values),
+		Metrics:         schemas.MetricsOf(res.Values),
 		Fidelity: schemas.Fidelity{
 			ScheduleLagP50Ms: f.ScheduleLagP50Ms, ScheduleLagP99Ms: f.ScheduleLagP99Ms, ScheduleLagMaxMs: f.ScheduleLagMaxMs,
 			OfferedRate: spec.OfferedRate, AchievedRate: f.AchievedRate, Degraded: f.Degraded, Reasons: f.Reasons,
@@ -91,17 +91,6 @@ func Row(spec RowSpec, records []schemas.RequestRecordDoc) schemas.Row {
 		row.Fidelity.InFlightPeak, row.Fidelity.InFlightMean = &peak, &mean
 	}
 	return row
-}
-
-// Metrics turns computed values into a receipt's metrics (an empty list, never nil).
-func Metrics(vs []formulas.Value) []schemas.Metric {
-	out := make([]schemas.Metric, len(vs))
-	for i, v := range vs {
-		n := int64(v.Samples)
-		out[i] = schemas.Metric{Name: v.Name, Value: v.Value, Unit: string(v.Unit), Aggregation: string(v.Aggregation),
-			Direction: string(v.Direction), Formula: v.Formula, Samples: &n, Diagnostic: v.Diagnostic}
-	}
-	return out
 }
 
 // measuredOf are the measured (not warmup) records in index order.

@@ -1,6 +1,7 @@
 package metric
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -469,15 +470,7 @@ func failureClasses(measured []Request) []classCount {
 	for c, n := range counts {
 		out = append(out, classCount{c, n})
 	}
-	slices.SortFunc(out, func(a, b classCount) int {
-		switch {
-		case a.class < b.class:
-			return -1
-		case a.class > b.class:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b classCount) int { return cmp.Compare(a.class, b.class) })
 	return out
 }
 
@@ -511,15 +504,7 @@ func InFlight(measured []Request) (peak int64, mean float64, ok bool) {
 		return 0, 0, false
 	}
 	// Ends before starts at equal times.
-	slices.SortFunc(edges, func(a, b edge) int {
-		switch {
-		case a.t < b.t:
-			return -1
-		case a.t > b.t:
-			return 1
-		}
-		return int(a.delta - b.delta)
-	})
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.delta, b.delta)) })
 	var n int64
 	var area float64
 	prev := edges[0].t

@@ -1,0 +1,33 @@
+package schemas
+
+import "github.com/qualkit/qualkit/schemas/metric"
+
+// The bridge between the metric catalogue (package schemas/metric, which knows no contract type)
+// and the receipt's metrics: the runner turns the catalogue's values into metrics with MetricsOf,
+// and both it and the verifier hand a case's recorded rows to the case formulas with CaseRowsOf.
+
+// MetricsOf turns computed values into metrics (an empty list, never nil).
+func MetricsOf(vs []metric.Value) []Metric {
+	out := make([]Metric, len(vs))
+	for i, v := range vs {
+		n := int64(v.Samples)
+		out[i] = Metric{Name: v.Name, Value: v.Value, Unit: string(v.Unit), Aggregation: string(v.Aggregation),
+			Direction: string(v.Direction), Formula: v.Formula, Samples: &n, Diagnostic: v.Diagnostic}
+	}
+	return out
+}
+
+// CaseRowsOf reduces a case's rows, as recorded, to what the case formulas read (a row metric's
+// samples do not enter them).
+func CaseRowsOf(rows []Row) []metric.CaseRow {
+	out := make([]metric.CaseRow, len(rows))
+	for i, r := range rows {
+		vs := make([]metric.Value, len(r.Metrics))
+		for k, m := range r.Metrics {
+			vs[k] = metric.Value{Name: m.Name, Value: m.Value, Unit: metric.Unit(m.Unit), Aggregation: metric.Aggregation(m.Aggregation),
+				Direction: metric.Direction(m.Direction), Formula: m.Formula, Diagnostic: m.Diagnostic}
+		}
+		out[i] = metric.CaseRow{Requests: r.Requests, Failures: r.Failures, Degraded: r.Fidelity.Degraded, Metrics: vs}
+	}
+	return out
+}
