@@ -103,25 +103,25 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkWorkload(&d), nil
+		return semantic(CheckWorkload(&d)), nil
 	case LaunchRecipe:
 		var d LaunchRecipeDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkLaunchRecipe(&d), nil
+		return semantic(CheckLaunchRecipe(&d)), nil
 	case CaseResult:
 		var d CaseResultDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkCaseResult(&d), nil
+		return semantic(CheckCaseResult(&d)), nil
 	case RequestRecord:
 		var d RequestRecordDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkRequestRecord(&d), nil
+		return semantic(CheckRequestRecord(&d)), nil
 	case TelemetrySample:
 		var d TelemetrySampleDoc
 		if err := decode(&d); err != nil {
@@ -133,73 +133,73 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkLifecycleRecord(&d), nil
+		return semantic(CheckLifecycleRecord(&d)), nil
 	case Receipt:
 		var d ReceiptDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkReceipt(&d), nil
+		return semantic(CheckReceipt(&d)), nil
 	case VerificationReport:
 		var d VerificationReportDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkReport(&d), nil
+		return semantic(CheckReport(&d)), nil
 	case RuntimeManifest:
 		var d RuntimeManifestDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkRuntimeManifest(&d), nil
+		return semantic(CheckRuntimeManifest(&d)), nil
 	case DriverSpec:
 		var d DriverSpecDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkDriverSpec(&d), nil
+		return semantic(CheckDriverSpec(&d)), nil
 	case DriverRequest:
 		var d DriverRequestDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkDriverRequest(&d), nil
+		return semantic(CheckDriverRequest(&d)), nil
 	case DriverWorkerOutput:
 		var d DriverWorkerOutputDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkWorkerOutput(&d), nil
+		return semantic(CheckWorkerOutput(&d)), nil
 	case NextTokenResult:
 		var d NextTokenResultDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkNextTokenResult(doc, &d), nil
+		return semantic(CheckNextTokenResult(doc, &d)), nil
 	case PathAttribution:
 		var d PathAttributionDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkPathAttribution(doc, &d), nil
+		return semantic(CheckPathAttribution(doc, &d)), nil
 	case LayerAttribution:
 		var d LayerAttributionDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkLayerAttribution(doc, &d), nil
+		return semantic(CheckLayerAttribution(doc, &d)), nil
 	case ReportView:
 		var d ReportViewDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkReportView(&d), nil
+		return semantic(CheckReportView(&d)), nil
 	case Comparison:
 		var d ComparisonDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkComparison(&d), nil
+		return semantic(CheckComparison(&d)), nil
 	case EffectiveRunConfig:
 		// Every rule of an effective run configuration is in its schema (and the integer check above).
 		var d EffectiveRunConfigDoc
@@ -277,16 +277,6 @@ func integerLiterals(v any, t reflect.Type, at string) []Violation {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
 	return out
-}
-
-func checkRuntimeManifest(m *RuntimeManifestDoc) []Violation {
-	r := &rules{}
-	names := make([]string, len(m.Packages))
-	for i, p := range m.Packages {
-		names[i] = p.Name
-	}
-	r.sortedUnique("/packages", names, "package name")
-	return r.out
 }
 
 // Marker is one sign of historical evidence, found at Pointer.
@@ -371,4 +361,16 @@ func CheckAs(raw []byte, name, contract string) error {
 		return fmt.Errorf("%s is a %s, not a qualkit.%s", name, out.Contract.SchemaID, contract)
 	}
 	return nil
+}
+
+// semantic wraps the problems a contract's semantic rules found as violations carrying ErrSemantic.
+func semantic(ps []Problem) []Violation {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]Violation, len(ps))
+	for i, p := range ps {
+		out[i] = Violation{Pointer: p.Pointer, Err: fmt.Errorf("%w: %w", ErrSemantic, p.Err)}
+	}
+	return out
 }

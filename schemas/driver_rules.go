@@ -20,7 +20,7 @@ var (
 )
 
 func (r *rules) addWrapped(ptr string, sentinel error, format string, args ...any) {
-	r.out = append(r.out, Violation{Pointer: ptr, Err: fmt.Errorf("%w: %w: "+format, append([]any{ErrSemantic, sentinel}, args...)...)})
+	r.out = append(r.out, Problem{Pointer: ptr, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)})
 }
 
 // driverFields checks what a driver case and a driver spec share: the environment (no credential
@@ -71,7 +71,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func checkDriverSpec(d *DriverSpecDoc) []Violation {
+func CheckDriverSpec(d *DriverSpecDoc) []Problem {
 	r := &rules{}
 	r.driverFields("", *d, func(p, v string) {
 		if _, whole := placeholders(v); !whole {
@@ -100,7 +100,7 @@ func (r *rules) driverCase(cb string, c Case, declared map[string]Variable, used
 	})
 }
 
-func checkDriverRequest(d *DriverRequestDoc) []Violation {
+func CheckDriverRequest(d *DriverRequestDoc) []Problem {
 	r := &rules{}
 	labels := map[string]int{}
 	tokens := map[int64]int{}
@@ -136,7 +136,7 @@ func (r *rules) pathIDs(base string, ids []string) {
 	}
 }
 
-func checkWorkerOutput(d *DriverWorkerOutputDoc) []Violation {
+func CheckWorkerOutput(d *DriverWorkerOutputDoc) []Problem {
 	r := &rules{}
 	switch contractName(d.Contract) {
 	case NextTokenResult:
@@ -308,7 +308,7 @@ func withinRelative(got, want, rel float64) bool {
 // names, and each tolerance outcome recomputed from the body's numbers.
 func (r *rules) driverHeader(contract string, tree any, h DriverResultHeader, body any) {
 	if err := VerifySelfHash(tree, ResultSelfHashField); err != nil {
-		r.out = append(r.out, Violation{Pointer: "/" + ResultSelfHashField, Err: fmt.Errorf("%w: %w", ErrSemantic, err)})
+		r.out = append(r.out, Problem{Pointer: "/" + ResultSelfHashField, Err: err})
 	}
 	names := h.Containment.EnvironmentNames
 	if !sort.StringsAreSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
@@ -382,7 +382,7 @@ func orNone(s []string) []string {
 	return s
 }
 
-func checkNextTokenResult(tree any, d *NextTokenResultDoc) []Violation {
+func CheckNextTokenResult(tree any, d *NextTokenResultDoc) []Problem {
 	r := &rules{}
 	r.driverHeader(NextTokenResult, tree, d.DriverResultHeader, d.NextTokenBody)
 	r.oracle("/oracle", d.Oracle)
@@ -396,7 +396,7 @@ func checkNextTokenResult(tree any, d *NextTokenResultDoc) []Violation {
 	return r.out
 }
 
-func checkPathAttribution(tree any, d *PathAttributionDoc) []Violation {
+func CheckPathAttribution(tree any, d *PathAttributionDoc) []Problem {
 	r := &rules{}
 	r.driverHeader(PathAttribution, tree, d.DriverResultHeader, d.PathBody)
 	r.pathBody("", d.PathBody)
@@ -407,7 +407,7 @@ func checkPathAttribution(tree any, d *PathAttributionDoc) []Violation {
 	return r.out
 }
 
-func checkLayerAttribution(tree any, d *LayerAttributionDoc) []Violation {
+func CheckLayerAttribution(tree any, d *LayerAttributionDoc) []Problem {
 	r := &rules{}
 	r.driverHeader(LayerAttribution, tree, d.DriverResultHeader, d.LayerBody)
 	r.layerBody("", d.LayerBody)

@@ -52,35 +52,6 @@ type DriverSpecDoc struct {
 	Tolerances     []DriverTolerance `json:"tolerances"`
 }
 
-// DriverSpecOf returns the driver spec of a workload's driver case (Kind "driver"): the same
-// fields without kind and required. The maps and slices are shared with c.
-func DriverSpecOf(c Case) DriverSpecDoc {
-	d := DriverSpecDoc{Schema: "qualkit." + DriverSpec, ID: c.ID, Description: c.Description, Contract: c.Contract,
-		Environment: c.Environment, TimeoutSeconds: c.TimeoutSeconds, Tolerances: c.Tolerances}
-	if c.Worker != nil {
-		d.Worker = *c.Worker
-	}
-	if c.Request != nil {
-		d.Request = *c.Request
-	}
-	if c.Model != nil {
-		d.Model = *c.Model
-	}
-	if c.Isolation != nil {
-		d.Isolation = *c.Isolation
-	}
-	if d.Environment == nil {
-		d.Environment = map[string]string{}
-	}
-	if d.Tolerances == nil {
-		d.Tolerances = []DriverTolerance{}
-	}
-	if d.Worker.Args == nil {
-		d.Worker.Args = []string{}
-	}
-	return d
-}
-
 // DriverRequestDoc is a driver request (qualkit.driver-request.v1): what the worker evaluates.
 type DriverRequestDoc struct {
 	Schema        string            `json:"schema"`
@@ -355,10 +326,4 @@ type LayerAttributionDoc struct {
 	DriverResultHeader
 	LayerBody
 	Verdict DriverVerdict `json:"verdict"`
-}
-
-// DriverSourceOf is the source identity a driver result records: the receipt's source, without
-// its tree hash format.
-func DriverSourceOf(s Source) DriverSource {
-	return DriverSource{Repository: s.Repository, Commit: s.Commit, OriginMain: s.OriginMain, Tree: s.Tree, TreeHash: s.TreeHash, Clean: s.Clean}
 }

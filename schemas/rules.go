@@ -30,19 +30,20 @@ var ReservedVariables = []string{"model_path", "seed"}
 // RunnerMetrics are the metrics a runner-produced command case may declare.
 var RunnerMetrics = []string{"case_pass", "exit_code", "output_assertion_failures"}
 
-// secretName matches environment variable names whose values must never enter evidence.
-var secretName = regexp.MustCompile(`TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|COOKIE|AUTH`)
-
-// LooksSecret reports whether an environment variable name looks like it holds a secret.
-func LooksSecret(name string) bool { return secretName.MatchString(strings.ToUpper(name)) }
-
 var placeholderRE = regexp.MustCompile(`\$\{([a-z][a-z0-9_]{1,63})\}`)
 
-// rules collects semantic violations.
-type rules struct{ out []Violation }
+// Problem is one broken semantic rule: where (an RFC 6901 pointer) and why. The registry wraps
+// each in a Violation carrying ErrSemantic.
+type Problem struct {
+	Pointer string
+	Err     error
+}
+
+// rules collects semantic problems.
+type rules struct{ out []Problem }
 
 func (r *rules) add(ptr, format string, args ...any) {
-	r.out = append(r.out, violationf(ptr, ErrSemantic, format, args...))
+	r.out = append(r.out, Problem{Pointer: ptr, Err: fmt.Errorf(format, args...)})
 }
 
 func ptr(parts ...any) string {
@@ -100,7 +101,7 @@ func placeholders(v string) (names []string, whole bool) {
 	return names, len(m) == 1 && m[0][0] == v
 }
 
-func checkWorkload(w *WorkloadDoc) []Violation {
+func CheckWorkload(w *WorkloadDoc) []Problem {
 	r := &rules{}
 	declared := map[string]Variable{}
 	names := make([]string, len(w.Variables))
@@ -467,7 +468,7 @@ func (r *rules) comparison(w *WorkloadDoc) {
 	}
 }
 
-func checkLaunchRecipe(l *LaunchRecipeDoc) []Violation {
+func CheckLaunchRecipe(l *LaunchRecipeDoc) []Problem {
 	r := &rules{}
 	r.argv("/command", l.Command)
 	for i, a := range l.Command {
@@ -524,7 +525,7 @@ func checkLaunchRecipe(l *LaunchRecipeDoc) []Violation {
 	return r.out
 }
 
-func checkCaseResult(c *CaseResultDoc) []Violation {
+func CheckCaseResult(c *CaseResultDoc) []Problem {
 	r := &rules{}
 	r.uniqueMetrics("/metrics", c.Metrics)
 	failed := false
@@ -551,7 +552,7 @@ func (r *rules) uniqueMetrics(base string, ms []Metric) {
 	}
 }
 
-func checkRequestRecord(q *RequestRecordDoc) []Violation {
+func CheckRequestRecord(q *RequestRecordDoc) []Problem {
 	r := &rules{}
 	if u := q.Usage; u != nil && u.TotalTokens != u.PromptTokens+u.CompletionTokens {
 		r.add("/usage/total_tokens", "total_tokens %d != prompt_tokens %d + completion_tokens %d", u.TotalTokens, u.PromptTokens, u.CompletionTokens)
@@ -570,7 +571,7 @@ func checkRequestRecord(q *RequestRecordDoc) []Violation {
 	return r.out
 }
 
-func checkLifecycleRecord(l *LifecycleRecordDoc) []Violation {
+func CheckLifecycleRecord(l *LifecycleRecordDoc) []Problem {
 	r := &rules{}
 	if l.Launch != nil {
 		for i, e := range l.Launch.Environment {
@@ -608,7 +609,7 @@ func checkLifecycleRecord(l *LifecycleRecordDoc) []Violation {
 	return r.out
 }
 
-func checkReceipt(rc *ReceiptDoc) []Violation {
+func CheckReceipt(rc *ReceiptDoc) []Problem {
 	r := &rules{}
 	type key struct {
 		id  string
@@ -688,7 +689,7 @@ func checkReceipt(rc *ReceiptDoc) []Violation {
 // CheckOrder is the protocol order of publication checks.
 var CheckOrder = []string{"schemas", "source", "hashes", "signature", "cleanup", "tolerances", "comparability", "scope"}
 
-func checkReport(rep *VerificationReportDoc) []Violation {
+func CheckReport(rep *VerificationReportDoc) []Problem {
 	r := &rules{}
 	last := -1
 	findings := 0
@@ -713,5 +714,15 @@ func checkReport(rep *VerificationReportDoc) []Violation {
 	if (rep.Verdict == "verified") != (findings == 0) {
 		r.add("/verdict", "verdict %s does not match %d findings", rep.Verdict, findings)
 	}
+	return r.out
+}
+
+func CheckRuntimeManifest(m *RuntimeManifestDoc) []Problem {
+	r := &rules{}
+	names := make([]string, len(m.Packages))
+	for i, p := range m.Packages {
+		names[i] = p.Name
+	}
+	r.sortedUnique("/packages", names, "package name")
 	return r.out
 }

@@ -285,30 +285,6 @@ type Auth struct {
 	TokenEnv string `json:"token_env"`
 }
 
-// TokenEnv names the variable that holds the recipe's bearer token, or "" when it declares none.
-func (r *LaunchRecipeDoc) TokenEnv() string {
-	if r == nil || r.Auth == nil {
-		return ""
-	}
-	return r.Auth.TokenEnv
-}
-
-// RedactsEnv reports whether the value of the server's environment variable name may be recorded
-// only as a digest (and is scrubbed from evidence): a secret-looking name (LooksSecret), the
-// variable that holds the recipe's bearer token, or a name declared in secret_environment,
-// whatever its name.
-func (r *LaunchRecipeDoc) RedactsEnv(name string) bool {
-	if LooksSecret(name) || (r.TokenEnv() != "" && name == r.TokenEnv()) {
-		return true
-	}
-	for _, n := range r.SecretEnvironment {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
-
 // Readiness says how readiness is probed.
 type Readiness struct {
 	Path           string `json:"path"`

@@ -1,7 +1,7 @@
 package schemas
 
-// checkReportView applies the report view's rules that its schema cannot express.
-func checkReportView(v *ReportViewDoc) []Violation {
+// CheckReportView applies the report view's rules that its schema cannot express.
+func CheckReportView(v *ReportViewDoc) []Problem {
 	r := &rules{}
 	allVerified := true
 	for i, rc := range v.Receipts {
