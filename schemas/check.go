@@ -7,6 +7,10 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // Outcome is the result of checking one document.
@@ -25,10 +29,10 @@ func (o Outcome) Valid() bool { return len(o.Violations) == 0 }
 // Historical evidence (Kiln version-1 results carrying a machine-specific temperature policy) is
 // refused with one ErrHistorical violation per marker found. The error is non-nil only when the
 // check could not be carried out (e.g. the embedded schemas do not compile).
-func CheckDocument(data []byte, opts ...DecodeOption) (Outcome, error) {
-	doc, err := Parse(data, opts...)
+func CheckDocument(data []byte, opts ...jsonstrict.DecodeOption) (Outcome, error) {
+	doc, err := jsonstrict.Parse(data, opts...)
 	if err != nil {
-		var de *DecodeError
+		var de *jsonstrict.DecodeError
 		if errors.As(err, &de) {
 			return Outcome{Violations: []Violation{{Pointer: de.Pointer, Err: de}}}, nil
 		}
@@ -98,111 +102,111 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 		return nil
 	}
 	switch name {
-	case Workload:
-		var d WorkloadDoc
+	case contract.Workload:
+		var d contract.WorkloadDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckWorkload(&d)), nil
-	case LaunchRecipe:
-		var d LaunchRecipeDoc
+		return semantic(rules.CheckWorkload(&d)), nil
+	case contract.LaunchRecipe:
+		var d contract.LaunchRecipeDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckLaunchRecipe(&d)), nil
-	case CaseResult:
-		var d CaseResultDoc
+		return semantic(rules.CheckLaunchRecipe(&d)), nil
+	case contract.CaseResult:
+		var d contract.CaseResultDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckCaseResult(&d)), nil
-	case RequestRecord:
-		var d RequestRecordDoc
+		return semantic(rules.CheckCaseResult(&d)), nil
+	case contract.RequestRecord:
+		var d contract.RequestRecordDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckRequestRecord(&d)), nil
-	case TelemetrySample:
-		var d TelemetrySampleDoc
+		return semantic(rules.CheckRequestRecord(&d)), nil
+	case contract.TelemetrySample:
+		var d contract.TelemetrySampleDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
 		return nil, nil
-	case LifecycleRecord:
-		var d LifecycleRecordDoc
+	case contract.LifecycleRecord:
+		var d contract.LifecycleRecordDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckLifecycleRecord(&d)), nil
-	case Receipt:
-		var d ReceiptDoc
+		return semantic(rules.CheckLifecycleRecord(&d)), nil
+	case contract.Receipt:
+		var d contract.ReceiptDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckReceipt(&d)), nil
-	case VerificationReport:
-		var d VerificationReportDoc
+		return semantic(rules.CheckReceipt(&d)), nil
+	case contract.VerificationReport:
+		var d contract.VerificationReportDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckReport(&d)), nil
-	case RuntimeManifest:
-		var d RuntimeManifestDoc
+		return semantic(rules.CheckReport(&d)), nil
+	case contract.RuntimeManifest:
+		var d contract.RuntimeManifestDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckRuntimeManifest(&d)), nil
-	case DriverSpec:
-		var d DriverSpecDoc
+		return semantic(rules.CheckRuntimeManifest(&d)), nil
+	case contract.DriverSpec:
+		var d contract.DriverSpecDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckDriverSpec(&d)), nil
-	case DriverRequest:
-		var d DriverRequestDoc
+		return semantic(rules.CheckDriverSpec(&d)), nil
+	case contract.DriverRequest:
+		var d contract.DriverRequestDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckDriverRequest(&d)), nil
-	case DriverWorkerOutput:
-		var d DriverWorkerOutputDoc
+		return semantic(rules.CheckDriverRequest(&d)), nil
+	case contract.DriverWorkerOutput:
+		var d contract.DriverWorkerOutputDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckWorkerOutput(&d)), nil
-	case NextTokenResult:
-		var d NextTokenResultDoc
+		return semantic(rules.CheckWorkerOutput(&d)), nil
+	case contract.NextTokenResult:
+		var d contract.NextTokenResultDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckNextTokenResult(doc, &d)), nil
-	case PathAttribution:
-		var d PathAttributionDoc
+		return semantic(rules.CheckNextTokenResult(doc, &d)), nil
+	case contract.PathAttribution:
+		var d contract.PathAttributionDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckPathAttribution(doc, &d)), nil
-	case LayerAttribution:
-		var d LayerAttributionDoc
+		return semantic(rules.CheckPathAttribution(doc, &d)), nil
+	case contract.LayerAttribution:
+		var d contract.LayerAttributionDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckLayerAttribution(doc, &d)), nil
-	case ReportView:
-		var d ReportViewDoc
+		return semantic(rules.CheckLayerAttribution(doc, &d)), nil
+	case contract.ReportView:
+		var d contract.ReportViewDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckReportView(&d)), nil
-	case Comparison:
-		var d ComparisonDoc
+		return semantic(rules.CheckReportView(&d)), nil
+	case contract.Comparison:
+		var d contract.ComparisonDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return semantic(CheckComparison(&d)), nil
-	case EffectiveRunConfig:
+		return semantic(rules.CheckComparison(&d)), nil
+	case contract.EffectiveRunConfig:
 		// Every rule of an effective run configuration is in its schema (and the integer check above).
-		var d EffectiveRunConfigDoc
+		var d contract.EffectiveRunConfigDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
@@ -213,24 +217,24 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 
 // docTypes maps each contract to its Go type.
 var docTypes = map[string]reflect.Type{
-	Workload:           reflect.TypeFor[WorkloadDoc](),
-	LaunchRecipe:       reflect.TypeFor[LaunchRecipeDoc](),
-	RuntimeManifest:    reflect.TypeFor[RuntimeManifestDoc](),
-	CaseResult:         reflect.TypeFor[CaseResultDoc](),
-	RequestRecord:      reflect.TypeFor[RequestRecordDoc](),
-	LifecycleRecord:    reflect.TypeFor[LifecycleRecordDoc](),
-	Receipt:            reflect.TypeFor[ReceiptDoc](),
-	VerificationReport: reflect.TypeFor[VerificationReportDoc](),
-	DriverSpec:         reflect.TypeFor[DriverSpecDoc](),
-	DriverRequest:      reflect.TypeFor[DriverRequestDoc](),
-	DriverWorkerOutput: reflect.TypeFor[DriverWorkerOutputDoc](),
-	NextTokenResult:    reflect.TypeFor[NextTokenResultDoc](),
-	PathAttribution:    reflect.TypeFor[PathAttributionDoc](),
-	LayerAttribution:   reflect.TypeFor[LayerAttributionDoc](),
-	ReportView:         reflect.TypeFor[ReportViewDoc](),
-	Comparison:         reflect.TypeFor[ComparisonDoc](),
-	EffectiveRunConfig: reflect.TypeFor[EffectiveRunConfigDoc](),
-	TelemetrySample:    reflect.TypeFor[TelemetrySampleDoc](),
+	contract.Workload:           reflect.TypeFor[contract.WorkloadDoc](),
+	contract.LaunchRecipe:       reflect.TypeFor[contract.LaunchRecipeDoc](),
+	contract.RuntimeManifest:    reflect.TypeFor[contract.RuntimeManifestDoc](),
+	contract.CaseResult:         reflect.TypeFor[contract.CaseResultDoc](),
+	contract.RequestRecord:      reflect.TypeFor[contract.RequestRecordDoc](),
+	contract.LifecycleRecord:    reflect.TypeFor[contract.LifecycleRecordDoc](),
+	contract.Receipt:            reflect.TypeFor[contract.ReceiptDoc](),
+	contract.VerificationReport: reflect.TypeFor[contract.VerificationReportDoc](),
+	contract.DriverSpec:         reflect.TypeFor[contract.DriverSpecDoc](),
+	contract.DriverRequest:      reflect.TypeFor[contract.DriverRequestDoc](),
+	contract.DriverWorkerOutput: reflect.TypeFor[contract.DriverWorkerOutputDoc](),
+	contract.NextTokenResult:    reflect.TypeFor[contract.NextTokenResultDoc](),
+	contract.PathAttribution:    reflect.TypeFor[contract.PathAttributionDoc](),
+	contract.LayerAttribution:   reflect.TypeFor[contract.LayerAttributionDoc](),
+	contract.ReportView:         reflect.TypeFor[contract.ReportViewDoc](),
+	contract.Comparison:         reflect.TypeFor[contract.ComparisonDoc](),
+	contract.EffectiveRunConfig: reflect.TypeFor[contract.EffectiveRunConfigDoc](),
+	contract.TelemetrySample:    reflect.TypeFor[contract.TelemetrySampleDoc](),
 }
 
 // integerLiterals reports every number that lands in an integer field of t but is written with a
@@ -258,7 +262,7 @@ func integerLiterals(v any, t reflect.Type, at string) []Violation {
 		switch t.Kind() {
 		case reflect.Map:
 			for k, e := range x {
-				out = append(out, integerLiterals(e, t.Elem(), at+"/"+escapePointerToken(k))...)
+				out = append(out, integerLiterals(e, t.Elem(), at+"/"+jsonstrict.EscapePointerToken(k))...)
 			}
 		case reflect.Struct:
 			for i := 0; i < t.NumField(); i++ {
@@ -270,7 +274,7 @@ func integerLiterals(v any, t reflect.Type, at string) []Violation {
 					continue
 				}
 				if e, ok := x[name]; ok {
-					out = append(out, integerLiterals(e, f.Type, at+"/"+escapePointerToken(name))...)
+					out = append(out, integerLiterals(e, f.Type, at+"/"+jsonstrict.EscapePointerToken(name))...)
 				}
 			}
 		}
@@ -325,7 +329,7 @@ func HistoricalMarkers(doc any) []Marker {
 				out = append(out, Marker{Pointer: at + "/schema", Name: s})
 			}
 			for k, v := range n {
-				p := at + "/" + escapePointerToken(k)
+				p := at + "/" + jsonstrict.EscapePointerToken(k)
 				if historicalKeys[k] {
 					out = append(out, Marker{Pointer: p, Name: k})
 				}
@@ -345,7 +349,7 @@ func HistoricalMarkers(doc any) []Marker {
 // CheckAs checks raw bytes as a document of one contract (strict JSON, schema and semantic
 // rules) and refuses a valid document of another contract. The error names the document (name,
 // usually its path) on every violation, one per line.
-func CheckAs(raw []byte, name, contract string) error {
+func CheckAs(raw []byte, name, contractID string) error {
 	out, err := CheckDocument(raw)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -357,14 +361,14 @@ func CheckAs(raw []byte, name, contract string) error {
 		}
 		return errors.New(strings.Join(lines, "\n"))
 	}
-	if out.Contract.Name != contract {
-		return fmt.Errorf("%s is a %s, not a qualkit.%s", name, out.Contract.SchemaID, contract)
+	if out.Contract.Name != contractID {
+		return fmt.Errorf("%s is a %s, not a qualkit.%s", name, out.Contract.SchemaID, contractID)
 	}
 	return nil
 }
 
 // semantic wraps the problems a contract's semantic rules found as violations carrying ErrSemantic.
-func semantic(ps []Problem) []Violation {
+func semantic(ps []rules.Problem) []Violation {
 	if len(ps) == 0 {
 		return nil
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -33,7 +35,7 @@ const schemaURLBase = "https://qualkit.dev/schemas/"
 
 // Contracts lists every known contract, sorted by name.
 func Contracts() []Contract {
-	names := []string{CaseResult, Comparison, DriverRequest, DriverSpec, DriverWorkerOutput, EffectiveRunConfig, LaunchRecipe, LayerAttribution, LifecycleRecord, NextTokenResult, PathAttribution, Receipt, ReportView, RequestRecord, RuntimeManifest, TelemetrySample, VerificationReport, Workload}
+	names := []string{contract.CaseResult, contract.Comparison, contract.DriverRequest, contract.DriverSpec, contract.DriverWorkerOutput, contract.EffectiveRunConfig, contract.LaunchRecipe, contract.LayerAttribution, contract.LifecycleRecord, contract.NextTokenResult, contract.PathAttribution, contract.Receipt, contract.ReportView, contract.RequestRecord, contract.RuntimeManifest, contract.TelemetrySample, contract.VerificationReport, contract.Workload}
 	out := make([]Contract, len(names))
 	for i, n := range names {
 		out[i] = contractFor(n)
@@ -85,7 +87,7 @@ type Violation struct {
 }
 
 func (v Violation) Error() string {
-	var de *DecodeError
+	var de *jsonstrict.DecodeError
 	if errors.As(v.Err, &de) && de.Pointer == v.Pointer {
 		return de.Error() // already carries the pointer
 	}
@@ -194,11 +196,7 @@ func pointerOf(tokens []string) string {
 	var b strings.Builder
 	for _, t := range tokens {
 		b.WriteByte('/')
-		b.WriteString(escapePointerToken(t))
+		b.WriteString(jsonstrict.EscapePointerToken(t))
 	}
 	return b.String()
 }
-
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-func escapePointerToken(t string) string { return pointerEscaper.Replace(t) }

@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // The metric formulas of docs/metrics.md, recomputed from request records. This is an independent
@@ -81,7 +83,7 @@ type rowSpec struct {
 	concurrency int64
 	loop        string
 	offered     *float64
-	slo         schemas.SLO
+	slo         contract.SLO
 	// sloKnown is false when the workload (and so the SLO) is not available: the SLO metrics are
 	// then not recomputed.
 	sloKnown bool
@@ -92,7 +94,7 @@ type rowFacts struct {
 	requests, successes, failures int64
 	windowSeconds                 float64
 	outputSet                     *string
-	metrics                       []schemas.Metric
+	metrics                       []contract.Metric
 	lagP50, lagP99, lagMax        float64
 	achieved                      float64
 	degraded                      bool
@@ -247,11 +249,11 @@ func samplesOf(measured []*record) rowSamples {
 // metricsUnsetWithoutSLO are the row metrics that need the workload's SLO.
 var metricsUnsetWithoutSLO = []string{"slo_goodput", "slo_goodput_tokens", "slo_good_fraction"}
 
-type metricBuilder struct{ ms []schemas.Metric }
+type metricBuilder struct{ ms []contract.Metric }
 
 func (b *metricBuilder) add(name string, v float64, unit, agg, dir, formula string, n int) {
 	s := int64(n)
-	b.ms = append(b.ms, schemas.Metric{Name: name, Value: v, Unit: unit, Aggregation: agg, Direction: dir, Formula: formula, Samples: &s})
+	b.ms = append(b.ms, contract.Metric{Name: name, Value: v, Unit: unit, Aggregation: agg, Direction: dir, Formula: formula, Samples: &s})
 }
 
 func (b *metricBuilder) dist(base, unit, dir, formula string, xs []float64) {
@@ -293,7 +295,7 @@ func requestWindow(rs []*record) (int64, bool) {
 
 // goodput counts the successes passing every declared SLO gate (TTFT_sched, E2E_sched, the
 // largest inter-event gap) and their tokens.
-func goodput(rs []*record, slo schemas.SLO) (int, int64) {
+func goodput(rs []*record, slo contract.SLO) (int, int64) {
 	good, tokens := 0, int64(0)
 	for _, r := range rs {
 		if !r.ok() {
@@ -429,20 +431,20 @@ func outputSet(rs []*record) *string {
 		b.WriteByte('"')
 	}
 	b.WriteByte(']')
-	d := schemas.DigestOf([]byte(b.String()))
+	d := evidence.DigestOf([]byte(b.String()))
 	return &d
 }
 
 // promptSet is the prompt set hash of prompts in measured order (docs/metrics.md).
-func promptSet(prompts []schemas.Prompt) (string, error) {
+func promptSet(prompts []contract.Prompt) (string, error) {
 	if prompts == nil {
-		prompts = []schemas.Prompt{}
+		prompts = []contract.Prompt{}
 	}
-	b, err := schemas.Canonical(prompts)
+	b, err := jsonstrict.Canonical(prompts)
 	if err != nil {
 		return "", err
 	}
-	return schemas.DigestOf(b), nil
+	return evidence.DigestOf(b), nil
 }
 
 // caseHeadline lists the row metrics a serving case summarizes across rows.
@@ -467,7 +469,7 @@ var caseHeadline = []struct {
 // recomputeCase applies the case formulas to a serving case's rows (as recorded): the request and
 // row counts, the worst row of each latency and SLO metric, the best row of each throughput,
 // the failure total and the degraded rows.
-func recomputeCase(rows []schemas.Row) []schemas.Metric {
+func recomputeCase(rows []contract.Row) []contract.Metric {
 	b := &metricBuilder{}
 	var requests int64
 	for _, r := range rows {
@@ -475,12 +477,12 @@ func recomputeCase(rows []schemas.Row) []schemas.Metric {
 	}
 	cnt := func(name string, v int64) {
 		n := v
-		b.ms = append(b.ms, schemas.Metric{Name: name, Value: float64(v), Unit: "count", Aggregation: "count", Direction: noDirection, Formula: "campaign." + name + ".v1", Samples: &n})
+		b.ms = append(b.ms, contract.Metric{Name: name, Value: float64(v), Unit: "count", Aggregation: "count", Direction: noDirection, Formula: "campaign." + name + ".v1", Samples: &n})
 	}
 	cnt("request_count", requests)
 	cnt("row_count", int64(len(rows)))
 	for _, h := range caseHeadline {
-		var pick schemas.Metric
+		var pick contract.Metric
 		n := 0
 		for _, r := range rows {
 			for _, m := range r.Metrics {

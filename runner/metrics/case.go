@@ -1,6 +1,8 @@
 package metrics
 
-import "github.com/qualkit/qualkit/schemas"
+import (
+	"github.com/qualkit/qualkit/schemas/contract"
+)
 
 // caseHeadline lists the row metrics summarized across a case's rows: each becomes
 // "<name>.worst_row" (the largest value of a lower-is-better metric, the smallest of a
@@ -28,10 +30,10 @@ var caseHeadline = []struct {
 // metric, the best row of each throughput, the total of request_failures and the number of
 // degraded rows. It is a pure function of the rows (diagnostic metrics are ignored); a metric no
 // row has is not emitted.
-func Case(rows []schemas.Row) []schemas.Metric {
+func Case(rows []contract.Row) []contract.Metric {
 	b := &builder{}
 	for _, h := range caseHeadline {
-		var pick schemas.Metric
+		var pick contract.Metric
 		n := 0
 		for _, r := range rows {
 			for _, m := range r.Metrics {

@@ -6,7 +6,9 @@ import (
 	"sort"
 	"unicode/utf8"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // DegradedLagP99Ms is the client-fidelity bound: a row whose schedule lag (t_send - t_sched,
@@ -36,7 +38,7 @@ type RowSpec struct {
 	// OfferedRate is the declared open-loop rate in requests/s; nil in closed loop.
 	OfferedRate *float64
 	// SLO holds the declared gates (zero: not declared).
-	SLO schemas.SLO
+	SLO contract.SLO
 	// PromptSetSHA256 is PromptSetSHA256 of the row's prompts in measured order.
 	PromptSetSHA256 string
 }
@@ -52,7 +54,7 @@ type view struct {
 	n, p                int64   // completion and prompt tokens (ok only)
 }
 
-func newView(r *schemas.RequestRecordDoc) view {
+func newView(r *contract.RequestRecordDoc) view {
 	v := view{ok: r.Error == nil, sched: r.TSchedNs}
 	if r.TSendNs != nil {
 		v.send, v.hasSend = *r.TSendNs, true
@@ -94,8 +96,8 @@ func ms(ns int64) float64 { return float64(ns) / 1e6 }
 // requests only; failures count in the request total, in the SLO good fraction's denominator and
 // in request_failures. A metric with no sample is not emitted (for example TPOT when every
 // response had one token).
-func Row(spec RowSpec, records []schemas.RequestRecordDoc) schemas.Row {
-	var measured []*schemas.RequestRecordDoc
+func Row(spec RowSpec, records []contract.RequestRecordDoc) contract.Row {
+	var measured []*contract.RequestRecordDoc
 	for i := range records {
 		if !records[i].Warmup {
 			measured = append(measured, &records[i])
@@ -103,7 +105,7 @@ func Row(spec RowSpec, records []schemas.RequestRecordDoc) schemas.Row {
 	}
 	sort.SliceStable(measured, func(a, b int) bool { return measured[a].Index < measured[b].Index })
 	views := make([]view, len(measured))
-	row := schemas.Row{
+	row := contract.Row{
 		Concurrency: spec.Concurrency, Repetition: spec.Repetition, Loop: spec.Loop,
 		Requests: int64(len(measured)), PromptSetSHA256: spec.PromptSetSHA256,
 		OutputSetSHA256: outputSet(measured),
@@ -211,7 +213,7 @@ func Row(spec RowSpec, records []schemas.RequestRecordDoc) schemas.Row {
 	}
 	row.Metrics = b.ms
 	if row.Metrics == nil {
-		row.Metrics = []schemas.Metric{}
+		row.Metrics = []contract.Metric{}
 	}
 	return row
 }
@@ -222,11 +224,11 @@ const (
 	none   = "none"
 )
 
-type builder struct{ ms []schemas.Metric }
+type builder struct{ ms []contract.Metric }
 
 func (b *builder) add(name string, v float64, unit, agg, dir, formula string, n int) {
 	s := int64(n)
-	b.ms = append(b.ms, schemas.Metric{Name: name, Value: v, Unit: unit, Aggregation: agg, Direction: dir, Formula: formula, Samples: &s})
+	b.ms = append(b.ms, contract.Metric{Name: name, Value: v, Unit: unit, Aggregation: agg, Direction: dir, Formula: formula, Samples: &s})
 }
 
 // dist emits the summary of a per-request (or per-gap) distribution: p50, p90, p95, p99, p99.9
@@ -279,7 +281,7 @@ func windowBounds(views []view) (lo, hi int64, ok bool) {
 // counts, coordinated omission is not hidden); the ICL gate bounds each request's largest
 // inter-event gap and is vacuous with fewer than two content events; a TTFT gate fails a request
 // without a content event. With no gate declared every success passes.
-func goodput(views []view, slo schemas.SLO) (int, int64) {
+func goodput(views []view, slo contract.SLO) (int, int64) {
 	good, tokens := 0, int64(0)
 	for _, v := range views {
 		if !v.ok {
@@ -352,9 +354,9 @@ func achievedRate(views []view) (float64, int) {
 // arrival that found all concurrency slots busy (at least Concurrency other requests sent and not
 // yet closed at its t_sched) waited for the server, not the client: its lag is reported but does
 // not mark the row degraded.
-func fidelity(spec RowSpec, views []view, lags []float64, achieved float64) schemas.Fidelity {
+func fidelity(spec RowSpec, views []view, lags []float64, achieved float64) contract.Fidelity {
 	s := Summarize(lags)
-	f := schemas.Fidelity{
+	f := contract.Fidelity{
 		ScheduleLagP50Ms: max(0, s.P50), ScheduleLagP99Ms: max(0, s.P99), ScheduleLagMaxMs: max(0, s.Max),
 		OfferedRate: spec.OfferedRate, AchievedRate: achieved, Reasons: []string{},
 	}
@@ -444,7 +446,7 @@ type classCount struct {
 	n     int
 }
 
-func failureClasses(measured []*schemas.RequestRecordDoc) []classCount {
+func failureClasses(measured []*contract.RequestRecordDoc) []classCount {
 	counts := map[string]int{}
 	for _, r := range measured {
 		if r.Error != nil {
@@ -469,7 +471,7 @@ func failureClasses(measured []*schemas.RequestRecordDoc) []classCount {
 
 // outputSet hashes the ordered output digests; nil when a measured request failed or has no
 // output digest.
-func outputSet(measured []*schemas.RequestRecordDoc) *string {
+func outputSet(measured []*contract.RequestRecordDoc) *string {
 	digests := make([]string, 0, len(measured))
 	for _, r := range measured {
 		if r.Error != nil || r.OutputDigest == nil {
@@ -487,8 +489,8 @@ func outputSet(measured []*schemas.RequestRecordDoc) *string {
 // OutputSetSHA256 returns the output set hash of a row's records: the sha256 digest of the
 // RFC 8785 canonical JSON array of the measured requests' output digests in index order
 // (["sha256:…",…]); nil when a measured request failed.
-func OutputSetSHA256(records []schemas.RequestRecordDoc) *string {
-	var measured []*schemas.RequestRecordDoc
+func OutputSetSHA256(records []contract.RequestRecordDoc) *string {
+	var measured []*contract.RequestRecordDoc
 	for i := range records {
 		if !records[i].Warmup {
 			measured = append(measured, &records[i])
@@ -501,9 +503,9 @@ func OutputSetSHA256(records []schemas.RequestRecordDoc) *string {
 // PromptSetSHA256 returns the prompt set hash: the sha256 digest of the RFC 8785 canonical JSON
 // array of the prompts in measured order, each {"id","text"} plus "system" when it has one. It
 // fails only on text that is not UTF-8.
-func PromptSetSHA256(prompts []schemas.Prompt) (string, error) {
+func PromptSetSHA256(prompts []contract.Prompt) (string, error) {
 	if prompts == nil {
-		prompts = []schemas.Prompt{}
+		prompts = []contract.Prompt{}
 	}
 	for i, p := range prompts {
 		if !utf8.ValidString(p.ID) || !utf8.ValidString(p.Text) || !utf8.ValidString(p.System) {
@@ -514,9 +516,9 @@ func PromptSetSHA256(prompts []schemas.Prompt) (string, error) {
 }
 
 func hashCanonical(v any) (string, error) {
-	b, err := schemas.Canonical(v)
+	b, err := jsonstrict.Canonical(v)
 	if err != nil {
 		return "", err
 	}
-	return schemas.DigestOf(b), nil
+	return evidence.DigestOf(b), nil
 }

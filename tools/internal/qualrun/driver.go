@@ -14,6 +14,10 @@ import (
 	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/runner/source"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -82,29 +86,29 @@ func denyList(stderr io.Writer) []string {
 
 // driverSummary is the --json summary.
 type driverSummary struct {
-	ID          string                     `json:"id"`
-	Contract    string                     `json:"contract"`
-	Status      string                     `json:"status"`
-	Reasons     []string                   `json:"reasons"`
-	Summary     string                     `json:"summary,omitempty"`
-	Result      string                     `json:"result,omitempty"`
-	Digest      string                     `json:"digest,omitempty"`
-	WorkerLog   string                     `json:"worker_log,omitempty"`
-	Unsupported []string                   `json:"unsupported"`
-	Tolerances  []schemas.ToleranceOutcome `json:"tolerances"`
+	ID          string                      `json:"id"`
+	Contract    string                      `json:"contract"`
+	Status      string                      `json:"status"`
+	Reasons     []string                    `json:"reasons"`
+	Summary     string                      `json:"summary,omitempty"`
+	Result      string                      `json:"result,omitempty"`
+	Digest      string                      `json:"digest,omitempty"`
+	WorkerLog   string                      `json:"worker_log,omitempty"`
+	Unsupported []string                    `json:"unsupported"`
+	Tolerances  []contract.ToleranceOutcome `json:"tolerances"`
 }
 
 func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) error {
-	raw, err := schemas.ReadFileLimited(f.spec, driver.MaxRequestBytes)
+	raw, err := evidence.ReadFileLimited(f.spec, driver.MaxRequestBytes)
 	if err != nil {
 		return fmt.Errorf("%w: read driver spec: %v; give a regular file of at most %d bytes", exitcode.ErrUsage, err, driver.MaxRequestBytes)
 	}
-	if err := schemas.CheckAs(raw, f.spec, schemas.DriverSpec); err != nil {
+	if err := schemas.CheckAs(raw, f.spec, contract.DriverSpec); err != nil {
 		fmt.Fprintf(stderr, "qualrun: %v\n", err)
 		return fmt.Errorf("%w: invalid driver spec", exitcode.ErrRejected)
 	}
-	var spec schemas.DriverSpecDoc
-	if err := schemas.DecodeInto(raw, &spec); err != nil {
+	var spec contract.DriverSpecDoc
+	if err := jsonstrict.DecodeInto(raw, &spec); err != nil {
 		return fmt.Errorf("%w: %s: %v", exitcode.ErrRejected, f.spec, err)
 	}
 	vals := map[string]string{}
@@ -171,7 +175,7 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 
 	ctx, stop := interruptContext(ctx)
 	defer stop()
-	sum := driverSummary{ID: spec.ID, Contract: spec.Contract, Reasons: []string{}, Unsupported: []string{}, Tolerances: []schemas.ToleranceOutcome{}}
+	sum := driverSummary{ID: spec.ID, Contract: spec.Contract, Reasons: []string{}, Unsupported: []string{}, Tolerances: []contract.ToleranceOutcome{}}
 	out, err := driver.Run(ctx, job, driver.Options{LogPath: logPath, Deny: denyList(stderr)})
 	var unsup *driver.UnsupportedError
 	switch {
@@ -192,7 +196,7 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 	}
 	sum.WorkerLog = logPath
 	if out.Output != nil {
-		if err := schemas.WriteNew(workerOut, out.Output, 0o644); err != nil {
+		if err := evidence.WriteNew(workerOut, out.Output, 0o644); err != nil {
 			return err
 		}
 	}
@@ -201,8 +205,8 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 		return exitcode.ErrInterrupted
 	}
 	printContainment(stdout, job, out, f.asJSON)
-	result, err := driver.Evaluate(job, out, driver.Provenance{CaseID: spec.ID, Source: schemas.DriverSourceOf(id.Schema()), Tolerances: spec.Tolerances,
-		Qualrun: schemas.BinaryInfo{Version: Version, Digest: selfDigest()}})
+	result, err := driver.Evaluate(job, out, driver.Provenance{CaseID: spec.ID, Source: contract.DriverSourceOf(id.Schema()), Tolerances: spec.Tolerances,
+		Qualrun: contract.BinaryInfo{Version: Version, Digest: selfDigest()}})
 	if err != nil {
 		sum.Status = "failed"
 		sum.Reasons = append(sum.Reasons, out.Failures...)
@@ -211,12 +215,12 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 		}
 		return finishDriver(sum, f.asJSON, stdout, stderr)
 	}
-	if err := schemas.WriteNew(output, result.Raw, 0o644); err != nil {
+	if err := evidence.WriteNew(output, result.Raw, 0o644); err != nil {
 		return err
 	}
 	sum.Status, sum.Summary, sum.Result = result.Status, result.Summary, output
 	sum.Reasons = append(sum.Reasons, result.Reasons...)
-	sum.Digest = schemas.DigestOf(result.Raw)
+	sum.Digest = evidence.DigestOf(result.Raw)
 	sum.Tolerances = result.Header.Tolerances
 	for _, c := range out.Changed {
 		sum.Status = "failed"
@@ -227,7 +231,7 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 
 // driverJob resolves a spec into a job: ${NAME} placeholders from --var (whole values only),
 // relative paths from the repository root.
-func driverJob(spec schemas.DriverSpecDoc, root string, vals map[string]string) (driver.Job, error) {
+func driverJob(spec contract.DriverSpecDoc, root string, vals map[string]string) (driver.Job, error) {
 	return driver.JobOf(spec, root, func(v string) (string, error) {
 		if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") {
 			if s, ok := vals[v[2:len(v)-1]]; ok {
@@ -283,9 +287,9 @@ func finishDriver(sum driverSummary, asJSON bool, stdout, stderr io.Writer) erro
 			}
 			obs := "nothing"
 			if o.Observed != nil {
-				obs = schemas.FormatNumber(*o.Observed)
+				obs = rules.FormatNumber(*o.Observed)
 			}
-			fmt.Fprintf(stdout, "tolerance   %s %s %s for %s: observed %s, %s\n", o.Metric, o.Op, schemas.FormatNumber(o.Limit), o.Subject, obs, state)
+			fmt.Fprintf(stdout, "tolerance   %s %s %s for %s: observed %s, %s\n", o.Metric, o.Op, rules.FormatNumber(o.Limit), o.Subject, obs, state)
 		}
 		label := "FAILURE   "
 		if sum.Status != "failed" {

@@ -14,6 +14,9 @@ import (
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/runner/redact"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -56,8 +59,8 @@ func serveCommand() *cli.Command {
 }
 
 // loadRecipe reads and fully validates a launch recipe.
-func loadRecipe(path string) (*schemas.LaunchRecipeDoc, string, error) {
-	data, err := schemas.ReadFileLimited(path, campaign.MaxRecipeBytes)
+func loadRecipe(path string) (*contract.LaunchRecipeDoc, string, error) {
+	data, err := evidence.ReadFileLimited(path, campaign.MaxRecipeBytes)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: read launch recipe: %v; give a regular file of at most %d bytes", exitcode.ErrUsage, err, campaign.MaxRecipeBytes)
 	}
@@ -65,7 +68,7 @@ func loadRecipe(path string) (*schemas.LaunchRecipeDoc, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if out.Valid() && out.Contract.Name != schemas.LaunchRecipe {
+	if out.Valid() && out.Contract.Name != contract.LaunchRecipe {
 		return nil, "", fmt.Errorf("%w: %s is a %s, not a launch recipe", exitcode.ErrUsage, path, out.Contract.SchemaID)
 	}
 	if !out.Valid() {
@@ -75,11 +78,11 @@ func loadRecipe(path string) (*schemas.LaunchRecipeDoc, string, error) {
 		}
 		return nil, "", fmt.Errorf("%w: invalid launch recipe:\n%s", exitcode.ErrUsage, strings.Join(lines, "\n"))
 	}
-	var r schemas.LaunchRecipeDoc
-	if err := schemas.DecodeInto(data, &r); err != nil {
+	var r contract.LaunchRecipeDoc
+	if err := jsonstrict.DecodeInto(data, &r); err != nil {
 		return nil, "", fmt.Errorf("%w: %s: %v", exitcode.ErrUsage, path, err)
 	}
-	return &r, schemas.DigestOf(data), nil
+	return &r, evidence.DigestOf(data), nil
 }
 
 func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, stderr io.Writer) error {
@@ -139,7 +142,7 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 	return nil
 }
 
-func printSummary(w io.Writer, rec *schemas.LifecycleRecordDoc) {
+func printSummary(w io.Writer, rec *contract.LifecycleRecordDoc) {
 	fmt.Fprintf(w, "recipe      %s\n", rec.Recipe.ID)
 	if l := rec.Launch; l != nil {
 		fmt.Fprintf(w, "launched    pid %d (group %d) %s\n", l.PID, l.PGID, l.Executable.Path)
