@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,9 @@ type Outcome struct {
 	Contract Contract
 	// Violations lists every problem found; empty means the document is valid.
 	Violations []Violation
+	// Tree is the parsed document (as jsonstrict.Parse returns it) when it parsed as a JSON object
+	// of a known contract; nil otherwise.
+	Tree map[string]any
 }
 
 // Valid reports whether the document had no violation.
@@ -61,7 +65,7 @@ func CheckDocument(data []byte, opts ...jsonstrict.DecodeOption) (Outcome, error
 			return Outcome{Violations: []Violation{violationf("/schema", ErrUnknownContract, "%v; known: %s", obj["schema"], strings.Join(schemaIDs(), ", "))}}, nil
 		}
 	}
-	out := Outcome{Contract: c}
+	out := Outcome{Contract: c, Tree: obj}
 	vs, err := ValidateSchema(c.Name, doc)
 	if err != nil {
 		return Outcome{}, err
@@ -351,20 +355,57 @@ func HistoricalMarkers(doc any) []Marker {
 // usually its path) on every violation, one per line.
 func CheckAs(raw []byte, name, contractID string) error {
 	out, err := CheckDocument(raw)
+	return out.errorAs(err, name, contractID)
+}
+
+// errorAs turns the outcome of checking the document label as the contract contractID into one
+// error: nil when it is a valid document of that contract.
+func (o Outcome) errorAs(err error, label, contractID string) error {
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", label, err)
 	}
-	if !out.Valid() {
-		lines := make([]string, 0, len(out.Violations))
-		for _, v := range out.Violations {
-			lines = append(lines, name+": "+v.Error())
+	if !o.Valid() {
+		lines := make([]string, 0, len(o.Violations))
+		for _, v := range o.Violations {
+			lines = append(lines, label+": "+v.Error())
 		}
 		return errors.New(strings.Join(lines, "\n"))
 	}
-	if out.Contract.Name != contractID {
-		return fmt.Errorf("%s is a %s, not a qualkit.%s", name, out.Contract.SchemaID, contractID)
+	if o.Contract.Name != contractID {
+		return fmt.Errorf("%s is a %s, not a qualkit.%s", label, o.Contract.SchemaID, contractID)
 	}
 	return nil
+}
+
+// Decode checks raw as a document of the contract contractID, as CheckAs does, and decodes it
+// into T: the bytes are parsed strictly once (the typed value is what jsonstrict.DecodeInto gives,
+// numbers in open maps as json.Number). The error names the document (label) on every violation.
+func Decode[T any](raw []byte, label, contractID string, opts ...jsonstrict.DecodeOption) (*T, error) {
+	out, err := CheckDocument(raw, opts...)
+	if err := out.errorAs(err, label, contractID); err != nil {
+		return nil, err
+	}
+	doc, err := DecodeChecked[T](raw, out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", label, err)
+	}
+	return doc, nil
+}
+
+// DecodeChecked decodes raw, which CheckDocument found valid with outcome out, into T without
+// parsing it strictly again. It refuses an outcome with violations.
+func DecodeChecked[T any](raw []byte, out Outcome) (*T, error) {
+	if !out.Valid() || out.Tree == nil {
+		return nil, fmt.Errorf("decode %s document: it has %d violations", out.Contract.Name, len(out.Violations))
+	}
+	var doc T
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("decode %s document: %w", out.Contract.Name, err)
+	}
+	return &doc, nil
 }
 
 // semantic wraps the problems a contract's semantic rules found as violations carrying ErrSemantic.

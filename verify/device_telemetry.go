@@ -8,7 +8,6 @@ import (
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
-	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // MaxTelemetryBytes bounds one row's device telemetry file.
@@ -53,15 +52,12 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contra
 		if len(line) == 0 && len(f.raw) == 0 {
 			break
 		}
-		if err := schemas.CheckAs(line, fmt.Sprintf("%s line %d", dt.Samples.Path, i+1), contract.TelemetrySample); err != nil {
+		px, err := schemas.Decode[contract.TelemetrySampleDoc](line, fmt.Sprintf("%s line %d", dt.Samples.Path, i+1), contract.TelemetrySample)
+		if err != nil {
 			c.add(dt.Samples.Path, jp(i), ErrSchemaViolation, "%v", err)
 			return
 		}
-		var x contract.TelemetrySampleDoc
-		if err := jsonstrict.DecodeInto(line, &x); err != nil {
-			c.add(dt.Samples.Path, jp(i), ErrSchemaViolation, "%v", err)
-			return
-		}
+		x := *px
 		if x.Device >= ndev || !slices.Contains(dt.Devices, x.Device) {
 			c.add(dt.Samples.Path, jp(i, "device"), ErrRowMismatch, "device %d is not among the row's sampled devices %v (the receipt lists %d devices)", x.Device, dt.Devices, ndev)
 			return
@@ -249,11 +245,11 @@ func (s *snapshot) telemetrySamples(row contract.Row) []contract.TelemetrySample
 	}
 	var xs []contract.TelemetrySampleDoc
 	for i, line := range bytes.Split(bytes.TrimSuffix(f.raw, []byte("\n")), []byte("\n")) {
-		var x contract.TelemetrySampleDoc
-		if schemas.CheckAs(line, fmt.Sprintf("line %d", i+1), contract.TelemetrySample) != nil || jsonstrict.DecodeInto(line, &x) != nil {
+		x, err := schemas.Decode[contract.TelemetrySampleDoc](line, fmt.Sprintf("line %d", i+1), contract.TelemetrySample)
+		if err != nil {
 			return nil
 		}
-		xs = append(xs, x)
+		xs = append(xs, *x)
 	}
 	return xs
 }

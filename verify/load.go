@@ -40,8 +40,9 @@ type fileFacts struct {
 	// contract is the schema id found in a JSON contract file; violations its problems.
 	contract   string
 	violations []schemas.Violation
-	raw        []byte     // kept for JSON contract files and corpora
-	records    *recordSet // request records
+	checked    schemas.Outcome // the check's outcome (its parsed tree), for decoding once
+	raw        []byte          // kept for JSON contract files and corpora
+	records    *recordSet      // request records
 }
 
 // contractOfKind maps artifact kinds to the contract their files carry.
@@ -213,13 +214,12 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		return nil, err
 	}
 	if len(rf.violations) == 0 {
-		var rc contract.ReceiptDoc
-		if err := jsonstrict.DecodeInto(rf.raw, &rc); err != nil {
+		rc, err := schemas.DecodeChecked[contract.ReceiptDoc](rf.raw, rf.checked)
+		if err != nil {
 			return nil, fmt.Errorf("decode receipt %s: %w", ev.Receipt, err)
 		}
-		s.rc = &rc
-		tree, _ := jsonstrict.Parse(rf.raw)
-		s.rcTree, _ = tree.(map[string]any)
+		s.rc = rc
+		s.rcTree = rf.checked.Tree
 	}
 
 	// The attestations.
@@ -701,6 +701,7 @@ func validate(f *fileFacts, want string) error {
 	}
 	f.contract = out.Contract.SchemaID
 	f.violations = out.Violations
+	f.checked = out
 	if out.Valid() && !acceptsContract(want, out.Contract.Name) {
 		what := "a qualkit." + want
 		if want == anyDriverResult {
