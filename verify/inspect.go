@@ -179,8 +179,8 @@ func (s *snapshot) rowEvidence(cr *contract.CaseResultDoc, row contract.Row, wc 
 	}
 	slices.SortStableFunc(measured, func(a, b *record) int { return cmp.Compare(a.index, b.index) })
 	sm := samplesOf(measured)
-	re.Samples = Samples{TTFTMs: sm.ttft, TTFTSchedMs: sm.ttftSched, TTFBMs: sm.ttfb, E2EMs: sm.e2e, E2ESchedMs: sm.e2eSched,
-		TPOTMs: sm.tpot, DecodeRate: sm.rate, ICLMs: sm.icl, ICLMaxMs: sm.iclMax, ScheduleLagMs: sm.lag}
+	re.Samples = Samples{TTFTMs: sm.TTFTMs, TTFTSchedMs: sm.TTFTSchedMs, TTFBMs: sm.TTFBMs, E2EMs: sm.E2EMs, E2ESchedMs: sm.E2ESchedMs,
+		TPOTMs: sm.TPOTMs, DecodeRate: sm.DecodeRate, ICLMs: sm.ICLMs, ICLMaxMs: sm.ICLMaxMs, ScheduleLagMs: sm.ScheduleLagMs}
 	return re
 }
 

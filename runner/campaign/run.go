@@ -376,11 +376,11 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 		return contract.Result{}, cerr
 	}
 	if interrupted {
-		cr.Metrics = append(caseMetrics(requests, int64(len(cr.Rows))), metrics.Case(cr.Rows)...)
+		cr.Metrics = append(metrics.CaseCounts(cr.Rows), metrics.Case(cr.Rows)...)
 		return finish("failed", fmt.Sprintf("interrupted by %s after %.1f s: %d of %d rows ran (the last one cut short); their request records are kept",
 			interruptSignal(ctx), cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions)))
 	}
-	cr.Metrics = append(caseMetrics(requests, int64(len(cr.Rows))), metrics.Case(cr.Rows)...)
+	cr.Metrics = append(metrics.CaseCounts(cr.Rows), metrics.Case(cr.Rows)...)
 	if cr.Stopped != nil {
 		return finish("failed", fmt.Sprintf("stopped by the case's timeout_seconds %d after %.3f s: %d of %d rows ran (the last may be partial), %d requests recorded; raise timeout_seconds or declare fewer requests", c.TimeoutSeconds, cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions), requests))
 	}
@@ -405,18 +405,6 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 		return finish("failed", strings.Join(problems, "; "))
 	}
 	return finish("passed", "")
-}
-
-// caseMetrics are the case-level counters of a serving case (metrics.Case adds the row summaries).
-func caseMetrics(requests, rows int64) []contract.Metric {
-	m := func(name string, v int64, dir string) contract.Metric {
-		n := v
-		return contract.Metric{Name: name, Value: float64(v), Unit: "count", Aggregation: "count", Direction: dir, Formula: "campaign." + name + ".v1", Samples: &n}
-	}
-	return []contract.Metric{
-		m("request_count", requests, "none"),
-		m("row_count", rows, "none"),
-	}
 }
 
 // endChecks re-checks the source tree and every bound artifact; a change fails every required result.
