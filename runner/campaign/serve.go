@@ -18,13 +18,20 @@ import (
 // it and does not name this class (a CLI maps it to its usage exit code).
 var ErrInput = errors.New("input cannot be used")
 
-type inputError struct{ error }
+// classError is err in class (errors.Is(e, class)) without class in its text.
+type classError struct {
+	class error
+	err   error
+}
 
-func (e inputError) Is(target error) bool { return target == ErrInput }
-func (e inputError) Unwrap() error        { return e.error }
+func (e classError) Error() string        { return e.err.Error() }
+func (e classError) Is(target error) bool { return target == e.class }
+func (e classError) Unwrap() error        { return e.err }
 
 // inputf is an ErrInput error with the text format gives.
-func inputf(format string, a ...any) error { return inputError{fmt.Errorf(format, a...)} }
+func inputf(format string, a ...any) error {
+	return classError{ErrInput, fmt.Errorf(format, a...)}
+}
 
 // ServeConfig is what `qualrun serve` qualifies: one launch recipe on its own, outside a campaign.
 type ServeConfig struct {
@@ -59,7 +66,7 @@ type ServeOutcome struct {
 func PrepareServe(cfg ServeConfig) (*ServePlan, error) {
 	data, err := readInput(cfg.Recipe, "launch recipe", MaxRecipeBytes)
 	if err != nil {
-		return nil, inputError{err}
+		return nil, classError{ErrInput, err}
 	}
 	out, err := schemas.CheckDocument(data)
 	if err != nil {
