@@ -166,12 +166,8 @@ func (r *run) driverCase(ctx context.Context, c contract.Case, rep int, dir stri
 		if !slices.Contains(r.unsup, unsup.Message) {
 			r.unsup = append(r.unsup, unsup.Message)
 		}
-		if c.Isolation != nil && !c.Isolation.Required {
-			res.Status = "skipped"
-			res.Details = clip(unsup.Message + "; isolation.required is false, so the case is skipped (the worker never runs unisolated)")
-			return res, nil
-		}
-		res.Details = clip(unsup.Message + "; the case requires isolation, so it fails (the worker was not run)")
+		status, reason := driver.UnsupportedVerdict(unsup, c.Isolation == nil || c.Isolation.Required, driver.SubjectCase)
+		res.Status, res.Details = status, clip(reason)
 		return res, nil
 	case err != nil:
 		if _, statErr := os.Lstat(r.abs(logRel)); statErr == nil {

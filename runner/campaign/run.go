@@ -191,7 +191,7 @@ func optional(s string) *string {
 	return &s
 }
 
-// launch starts the owned server, waits for readiness and checks listener ownership.
+// launch starts the owned server (lifecycle.Start: launch, readiness, listener ownership).
 func (r *run) launch(ctx context.Context) {
 	p := r.p
 	p.cfg.progress("launch", "launching "+p.recipe.ID, 0, 0)
@@ -202,27 +202,17 @@ func (r *run) launch(ctx context.Context) {
 			digest = a.Digest
 		}
 	}
-	srv, err := lifecycle.Launch(ctx, p.recipe, lifecycle.Options{
+	srv, err := lifecycle.Start(ctx, p.recipe, lifecycle.Options{
 		RecipeDir: p.recipeDir, RecipeDigest: digest, LogPath: r.abs(p.runRel + "/server.log"),
 		Epoch: r.epoch, Logger: p.cfg.Logger, RunID: p.receiptID, Keeper: p.cfg.Keeper, Redactor: p.Redactor(),
-	})
+	}, func(*lifecycle.Server) { r.setPhase("readiness") })
 	r.server = srv
 	if srv == nil {
 		r.srvErr = fmt.Errorf("server launch: %w", err)
 		return
 	}
-	r.setPhase("readiness")
-	if err == nil {
-		err = srv.WaitReady(ctx)
-	}
-	if err == nil {
-		err = srv.CheckListener()
-	}
 	if err != nil {
 		r.srvErr = fmt.Errorf("server startup: %w", err)
-		if ctx.Err() == nil {
-			srv.Fail(err)
-		}
 		return
 	}
 	p.cfg.progress("ready", "server ready", 0, 0)
