@@ -3,7 +3,7 @@ package verify
 import (
 	"fmt"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 )
 
@@ -26,7 +26,7 @@ func inFlightOf(recs []*record) (peak int64, mean float64, ok bool) {
 
 // checkLoad checks one row's load facts. It reports false when the row records no achieved
 // concurrency (evidence before in_flight_peak existed), which the caller notes.
-func checkLoad(c *collector, path string, j int, row schemas.Row, wc *schemas.Case, recs []*record, tol Tolerance) bool {
+func checkLoad(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record, tol Tolerance) bool {
 	checked := true
 	base := jp("rows", j, "fidelity")
 	fid := row.Fidelity
@@ -57,7 +57,7 @@ func checkLoad(c *collector, path string, j int, row schemas.Row, wc *schemas.Ca
 
 // checkCaseTimeout: a serving case's records fit its timeout_seconds (plus timeoutGraceSeconds),
 // and a case that records it stopped is failed and says after how long.
-func checkCaseTimeout(c *collector, path string, cr *schemas.CaseResultDoc, wc *schemas.Case, all []*record) {
+func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record) {
 	if st := cr.Stopped; st != nil && cr.Status == "passed" {
 		c.add(path, "/stopped", ErrVerdictMismatch, "the case stopped (%s after %s s) and is recorded passed", st.Reason, fmtFloat(st.AfterSeconds))
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 )
 
@@ -25,9 +26,9 @@ var deviceFormulas = func() map[string]string {
 
 // checkRowTelemetry recomputes a row's device metrics and flags from its telemetry samples and
 // its request records (window and output tokens) with the catalogue's metric.Device.
-func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row schemas.Row, recs []*record, tol Tolerance) {
+func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contract.Row, recs []*record, tol Tolerance) {
 	dt := row.DeviceTelemetry
-	var recorded []schemas.Metric
+	var recorded []contract.Metric
 	for _, m := range row.Metrics {
 		if _, ok := deviceFormulas[m.Name]; ok {
 			recorded = append(recorded, m)
@@ -49,20 +50,17 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row schema
 		return
 	}
 	ndev := int64(len(s.rc.Environment.Devices))
-	var xs []schemas.TelemetrySampleDoc
+	var xs []contract.TelemetrySampleDoc
 	for i, line := range bytes.Split(bytes.TrimSuffix(f.raw, []byte("\n")), []byte("\n")) {
 		if len(line) == 0 && len(f.raw) == 0 {
 			break
 		}
-		if err := schemas.CheckAs(line, fmt.Sprintf("%s line %d", dt.Samples.Path, i+1), schemas.TelemetrySample); err != nil {
+		px, err := schemas.Decode[contract.TelemetrySampleDoc](line, fmt.Sprintf("%s line %d", dt.Samples.Path, i+1), contract.TelemetrySample)
+		if err != nil {
 			c.add(dt.Samples.Path, jp(i), ErrSchemaViolation, "%v", err)
 			return
 		}
-		var x schemas.TelemetrySampleDoc
-		if err := schemas.DecodeInto(line, &x); err != nil {
-			c.add(dt.Samples.Path, jp(i), ErrSchemaViolation, "%v", err)
-			return
-		}
+		x := *px
 		if x.Device >= ndev || !slices.Contains(dt.Devices, x.Device) {
 			c.add(dt.Samples.Path, jp(i, "device"), ErrRowMismatch, "device %d is not among the row's sampled devices %v (the receipt lists %d devices)", x.Device, dt.Devices, ndev)
 			return
@@ -81,7 +79,7 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row schema
 		c.add(path, base+"/device_telemetry/flags", ErrRowMismatch, "flags %v, the samples say %v", dt.Flags, flags)
 	}
 	for name, v := range want {
-		i := slices.IndexFunc(recorded, func(m schemas.Metric) bool { return m.Name == name })
+		i := slices.IndexFunc(recorded, func(m contract.Metric) bool { return m.Name == name })
 		if i < 0 {
 			c.add(path, base+"/metrics", ErrMetricMismatch, "%s missing: the samples give %s", name, fmtFloat(v))
 			continue
@@ -118,8 +116,8 @@ func recordWindow(recs []*record) (start, end, tokens int64, ok bool) {
 // recomputeDevice evaluates device_energy.v1, device_energy_per_output_token.v1,
 // device_power_mean.v1 and device_throttled_seconds.v1 and the flags over [start, end] with
 // metric.Device: the values by name, and the flags (never nil).
-func recomputeDevice(xs []schemas.TelemetrySampleDoc, start, end, tokens int64) (map[string]float64, []string) {
-	d := metric.Device(schemas.DeviceSamplesOf(xs), start, end, tokens)
+func recomputeDevice(xs []contract.TelemetrySampleDoc, start, end, tokens int64) (map[string]float64, []string) {
+	d := metric.Device(metric.DeviceSamplesOf(xs), start, end, tokens)
 	out := map[string]float64{}
 	for _, v := range d.Values {
 		out[v.Name] = v.Value
@@ -129,7 +127,7 @@ func recomputeDevice(xs []schemas.TelemetrySampleDoc, start, end, tokens int64) 
 
 // telemetrySamples decodes a row's device telemetry samples for display: nil unless the file was
 // read, matches the row's digest and every line is a valid sample.
-func (s *snapshot) telemetrySamples(row schemas.Row) []schemas.TelemetrySampleDoc {
+func (s *snapshot) telemetrySamples(row contract.Row) []contract.TelemetrySampleDoc {
 	dt := row.DeviceTelemetry
 	if dt == nil {
 		return nil
@@ -138,13 +136,13 @@ func (s *snapshot) telemetrySamples(row schemas.Row) []schemas.TelemetrySampleDo
 	if f == nil || !f.present || f.digest != dt.Samples.Digest || len(f.raw) == 0 {
 		return nil
 	}
-	var xs []schemas.TelemetrySampleDoc
+	var xs []contract.TelemetrySampleDoc
 	for i, line := range bytes.Split(bytes.TrimSuffix(f.raw, []byte("\n")), []byte("\n")) {
-		var x schemas.TelemetrySampleDoc
-		if schemas.CheckAs(line, fmt.Sprintf("line %d", i+1), schemas.TelemetrySample) != nil || schemas.DecodeInto(line, &x) != nil {
+		x, err := schemas.Decode[contract.TelemetrySampleDoc](line, fmt.Sprintf("line %d", i+1), contract.TelemetrySample)
+		if err != nil {
 			return nil
 		}
-		xs = append(xs, x)
+		xs = append(xs, *x)
 	}
 	return xs
 }

@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/metric"
 )
 
@@ -33,7 +35,7 @@ type rowSpec struct {
 	concurrency int64
 	loop        string
 	offered     *float64
-	slo         schemas.SLO
+	slo         contract.SLO
 	// sloKnown is false when the workload (and so the SLO) is not available: the SLO metrics are
 	// then not recomputed.
 	sloKnown bool
@@ -44,7 +46,7 @@ type rowFacts struct {
 	requests, successes, failures int64
 	windowSeconds                 float64
 	outputSet                     *string
-	metrics                       []schemas.Metric
+	metrics                       []contract.Metric
 	lagP50, lagP99, lagMax        float64
 	achieved                      float64
 	degraded                      bool
@@ -89,7 +91,7 @@ func recomputeRow(spec rowSpec, records []*record) rowFacts {
 	f := res.Fidelity
 	return rowFacts{
 		requests: res.Requests, successes: res.Successes, failures: res.Failures,
-		windowSeconds: res.WindowSeconds, outputSet: outputSet(measured), metrics: schemas.MetricsOf(res.Values),
+		windowSeconds: res.WindowSeconds, outputSet: outputSet(measured), metrics: metric.MetricsOf(res.Values),
 		lagP50: f.ScheduleLagP50Ms, lagP99: f.ScheduleLagP99Ms, lagMax: f.ScheduleLagMaxMs,
 		achieved: f.AchievedRate, degraded: f.Degraded,
 	}
@@ -110,9 +112,9 @@ var metricsUnsetWithoutSLO = metric.SLOMetrics
 // recomputeCase applies the case formulas to a serving case's rows (as recorded): the request and
 // row counts, the worst row of each latency and SLO metric, the best row of each throughput,
 // the failure total and the degraded rows.
-func recomputeCase(rows []schemas.Row) []schemas.Metric {
-	cr := schemas.CaseRowsOf(rows)
-	return schemas.MetricsOf(append(metric.CaseCounts(cr), metric.CaseSummary(cr)...))
+func recomputeCase(rows []contract.Row) []contract.Metric {
+	cr := metric.CaseRowsOf(rows)
+	return metric.MetricsOf(append(metric.CaseCounts(cr), metric.CaseSummary(cr)...))
 }
 
 // outputSet is the digest of the RFC 8785 JSON array of the measured output digests in index
@@ -133,20 +135,20 @@ func outputSet(rs []*record) *string {
 		b.WriteByte('"')
 	}
 	b.WriteByte(']')
-	d := schemas.DigestOf([]byte(b.String()))
+	d := evidence.DigestOf([]byte(b.String()))
 	return &d
 }
 
 // promptSet is the prompt set hash of prompts in measured order (docs/metrics.md).
-func promptSet(prompts []schemas.Prompt) (string, error) {
+func promptSet(prompts []contract.Prompt) (string, error) {
 	if prompts == nil {
-		prompts = []schemas.Prompt{}
+		prompts = []contract.Prompt{}
 	}
-	b, err := schemas.Canonical(prompts)
+	b, err := jsonstrict.Canonical(prompts)
 	if err != nil {
 		return "", err
 	}
-	return schemas.DigestOf(b), nil
+	return evidence.DigestOf(b), nil
 }
 
 // within reports whether got is within tol of want: |got - want| <= max(abs, |want| x rel).

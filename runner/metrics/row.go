@@ -5,7 +5,9 @@ import (
 	"sort"
 	"unicode/utf8"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	formulas "github.com/qualkit/qualkit/schemas/metric"
 )
 
@@ -27,13 +29,13 @@ type RowSpec struct {
 	// OfferedRate is the declared open-loop rate in requests/s; nil in closed loop.
 	OfferedRate *float64
 	// SLO holds the declared gates (zero: not declared).
-	SLO schemas.SLO
+	SLO contract.SLO
 	// PromptSetSHA256 is PromptSetSHA256 of the row's prompts in measured order.
 	PromptSetSHA256 string
 }
 
 // Request reduces a request record to what the formulas of package metric read.
-func Request(r *schemas.RequestRecordDoc) formulas.Request {
+func Request(r *contract.RequestRecordDoc) formulas.Request {
 	q := formulas.Request{Failed: r.Error != nil, Sched: r.TSchedNs}
 	if r.Error != nil {
 		q.ErrorClass = r.Error.Class
@@ -66,7 +68,7 @@ func Request(r *schemas.RequestRecordDoc) formulas.Request {
 // client fidelity. It is a pure function of its arguments (records in any order; warmup records
 // are ignored), so a verifier can recompute every number from the retained records. Records is
 // left empty (the caller binds the records file).
-func Row(spec RowSpec, records []schemas.RequestRecordDoc) schemas.Row {
+func Row(spec RowSpec, records []contract.RequestRecordDoc) contract.Row {
 	measured := measuredOf(records)
 	reqs := make([]formulas.Request, len(measured))
 	for i, r := range measured {
@@ -75,13 +77,13 @@ func Row(spec RowSpec, records []schemas.RequestRecordDoc) schemas.Row {
 	slo := formulas.SLO{TTFTMs: spec.SLO.TTFTMs, ICLMs: spec.SLO.ICLMs, E2EMs: spec.SLO.E2EMs}
 	res := formulas.Row(formulas.RowSpec{Concurrency: spec.Concurrency, Loop: spec.Loop, OfferedRate: spec.OfferedRate, SLO: &slo}, reqs)
 	f := res.Fidelity
-	row := schemas.Row{
+	row := contract.Row{
 		Concurrency: spec.Concurrency, Repetition: spec.Repetition, Loop: spec.Loop,
 		Requests: res.Requests, Successes: res.Successes, Failures: res.Failures,
 		WindowSeconds: res.WindowSeconds, PromptSetSHA256: spec.PromptSetSHA256,
 		OutputSetSHA256: outputSet(measured),
-		Metrics:         schemas.MetricsOf(res.Values),
-		Fidelity: schemas.Fidelity{
+		Metrics:         formulas.MetricsOf(res.Values),
+		Fidelity: contract.Fidelity{
 			ScheduleLagP50Ms: f.ScheduleLagP50Ms, ScheduleLagP99Ms: f.ScheduleLagP99Ms, ScheduleLagMaxMs: f.ScheduleLagMaxMs,
 			OfferedRate: spec.OfferedRate, AchievedRate: f.AchievedRate, Degraded: f.Degraded, Reasons: f.Reasons,
 		},
@@ -94,8 +96,8 @@ func Row(spec RowSpec, records []schemas.RequestRecordDoc) schemas.Row {
 }
 
 // measuredOf are the measured (not warmup) records in index order.
-func measuredOf(records []schemas.RequestRecordDoc) []*schemas.RequestRecordDoc {
-	var measured []*schemas.RequestRecordDoc
+func measuredOf(records []contract.RequestRecordDoc) []*contract.RequestRecordDoc {
+	var measured []*contract.RequestRecordDoc
 	for i := range records {
 		if !records[i].Warmup {
 			measured = append(measured, &records[i])
@@ -107,7 +109,7 @@ func measuredOf(records []schemas.RequestRecordDoc) []*schemas.RequestRecordDoc 
 
 // outputSet hashes the ordered output digests; nil when a measured request failed or has no
 // output digest.
-func outputSet(measured []*schemas.RequestRecordDoc) *string {
+func outputSet(measured []*contract.RequestRecordDoc) *string {
 	digests := make([]string, 0, len(measured))
 	for _, r := range measured {
 		if r.Error != nil || r.OutputDigest == nil {
@@ -125,16 +127,16 @@ func outputSet(measured []*schemas.RequestRecordDoc) *string {
 // OutputSetSHA256 returns the output set hash of a row's records: the sha256 digest of the
 // RFC 8785 canonical JSON array of the measured requests' output digests in index order
 // (["sha256:…",…]); nil when a measured request failed.
-func OutputSetSHA256(records []schemas.RequestRecordDoc) *string {
+func OutputSetSHA256(records []contract.RequestRecordDoc) *string {
 	return outputSet(measuredOf(records))
 }
 
 // PromptSetSHA256 returns the prompt set hash: the sha256 digest of the RFC 8785 canonical JSON
 // array of the prompts in measured order, each {"id","text"} plus "system" when it has one. It
 // fails only on text that is not UTF-8.
-func PromptSetSHA256(prompts []schemas.Prompt) (string, error) {
+func PromptSetSHA256(prompts []contract.Prompt) (string, error) {
 	if prompts == nil {
-		prompts = []schemas.Prompt{}
+		prompts = []contract.Prompt{}
 	}
 	for i, p := range prompts {
 		if !utf8.ValidString(p.ID) || !utf8.ValidString(p.Text) || !utf8.ValidString(p.System) {
@@ -145,9 +147,9 @@ func PromptSetSHA256(prompts []schemas.Prompt) (string, error) {
 }
 
 func hashCanonical(v any) (string, error) {
-	b, err := schemas.Canonical(v)
+	b, err := jsonstrict.Canonical(v)
 	if err != nil {
 		return "", err
 	}
-	return schemas.DigestOf(b), nil
+	return evidence.DigestOf(b), nil
 }

@@ -1,7 +1,7 @@
 package telemetry
 
 import (
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	formulas "github.com/qualkit/qualkit/schemas/metric"
 )
 
@@ -24,7 +24,7 @@ const (
 
 // Summary is a row's device telemetry, summarised over the row's window [start, end] (ns).
 type Summary struct {
-	Metrics  []schemas.Metric
+	Metrics  []contract.Metric
 	Flags    []string
 	Warnings []string
 }
@@ -35,11 +35,11 @@ type Summary struct {
 // (device_energy.v1, device_energy_per_output_token.v1, device_power_mean.v1,
 // device_throttled_seconds.v1 and the flags; docs/metrics.md). It is a pure function of its
 // arguments; qualverify recomputes it from the samples file.
-func Summarize(samples []schemas.TelemetrySampleDoc, start, end, outputTokens int64) Summary {
-	d := formulas.Device(schemas.DeviceSamplesOf(samples), start, end, outputTokens)
+func Summarize(samples []contract.TelemetrySampleDoc, start, end, outputTokens int64) Summary {
+	d := formulas.Device(formulas.DeviceSamplesOf(samples), start, end, outputTokens)
 	s := Summary{Flags: d.Flags, Warnings: d.Warnings}
 	if len(d.Values) > 0 {
-		s.Metrics = schemas.MetricsOf(d.Values)
+		s.Metrics = formulas.MetricsOf(d.Values)
 	}
 	return s
 }
