@@ -52,10 +52,6 @@ type rowFacts struct {
 	degraded                      bool
 }
 
-// ok reports whether a record counts as a success: no error, and the times and usage the
-// formulas need (a success without them breaks the record contract and is not used).
-func (r *record) ok() bool { return !r.failed && r.hasSend && r.hasEnd && r.hasUsage }
-
 // request is the record as the catalogue's formulas read it.
 func (r *record) request() metric.Request {
 	return metric.Request{Failed: r.failed, ErrorClass: r.errClass, Sched: r.sched, Send: r.send, Hdr: r.hdr, End: r.end, Close: r.cls,
