@@ -162,7 +162,8 @@ func TestCaseHand(t *testing.T) {
 	}
 	if len(got) != 7 {
 		t.Errorf("%d metrics: %v", len(got), got)
-	}	rc := ReceiptCounts(2, 1, 3)
+	}
+	rc := ReceiptCounts(2, 1, 3)
 	if len(rc) != 2 || rc[0] != (Value{Name: "results_passed", Value: 2, Unit: "count", Aggregation: Count, Direction: HigherIsBetter, Formula: ResultsPassed, Samples: 3}) ||
 		rc[1] != (Value{Name: "results_failed", Value: 1, Unit: "count", Aggregation: Count, Direction: LowerIsBetter, Formula: ResultsFailed, Samples: 3}) {
 		t.Errorf("receipt counts %+v", rc)
