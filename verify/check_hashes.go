@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // checkHashes: every referenced evidence file and, where present locally, every bound artifact is
@@ -132,8 +132,8 @@ func sortedCaseResults(s *snapshot) []string {
 }
 
 // artifactsOfKind returns the receipt's artifacts of the given kinds, in order.
-func artifactsOfKind(rc *schemas.ReceiptDoc, kinds ...string) []schemas.Artifact {
-	var out []schemas.Artifact
+func artifactsOfKind(rc *contract.ReceiptDoc, kinds ...string) []contract.Artifact {
+	var out []contract.Artifact
 	for _, a := range rc.Artifacts {
 		for _, k := range kinds {
 			if a.Kind == k {

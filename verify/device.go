@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // RelaxFixtureDevices accepts a device that a test fixture reported (qualrun run
@@ -16,7 +16,7 @@ const RelaxFixtureDevices Relaxation = "allow-fixture-devices-unsafe"
 // deviceFamilyOK says whether a device may claim an API family, from what the probe that found
 // it can establish: cuda only from NVML on an NVIDIA device, rocm only for an AMD GPU bound to
 // amdgpu, vulkan only for a GPU, cpu only for the processor; metal never on Linux.
-func deviceFamilyOK(d schemas.ProbedDevice, family string) bool {
+func deviceFamilyOK(d contract.ProbedDevice, family string) bool {
 	switch family {
 	case "cuda":
 		return d.Kind == "gpu" && d.Probe == "nvml" && d.Vendor == "nvidia"
@@ -32,8 +32,8 @@ func deviceFamilyOK(d schemas.ProbedDevice, family string) bool {
 
 // servingDevices are the receipt's devices that serve its backend by API family (never by name);
 // fixture devices count only under RelaxFixtureDevices.
-func servingDevices(s *snapshot) []schemas.ProbedDevice {
-	var out []schemas.ProbedDevice
+func servingDevices(s *snapshot) []contract.ProbedDevice {
+	var out []contract.ProbedDevice
 	b := s.rc.Qualification.Backend
 	for _, d := range s.rc.Environment.Devices {
 		if slices.Contains(d.APIFamilies, b) && deviceFamilyOK(d, b) && (!d.Fixture || s.relax[RelaxFixtureDevices]) {

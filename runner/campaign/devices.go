@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/qualkit/qualkit/runner/device"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // ErrDevice: the variant requires a device for its backend, the probe found none and the
@@ -37,8 +37,8 @@ func (r *run) skipped() {
 	p := r.p
 	for rep := 0; rep < int(p.workload.Determinism.Repetitions); rep++ {
 		for _, c := range p.variant.Cases {
-			r.results = append(r.results, schemas.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: "skipped",
-				Metrics: []schemas.Metric{}, Details: clip("skipped before launch: " + p.skip)})
+			r.results = append(r.results, contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: "skipped",
+				Metrics: []contract.Metric{}, Details: clip("skipped before launch: " + p.skip)})
 		}
 	}
 	r.notes = append(r.notes, clipString("skipped before launch: "+p.skip, 2048))
@@ -47,7 +47,7 @@ func (r *run) skipped() {
 // recordDevices puts the probe's findings in the receipt's environment. environment.device (for
 // verifiers that predate environment.devices) names the device serving the backend; a fixture
 // never replaces it, so a fixture cannot make any verifier see a device the host did not have.
-func (p *Plan) recordDevices(env *schemas.Environment) {
+func (p *Plan) recordDevices(env *contract.Environment) {
 	env.Devices, env.DeviceProbes = p.devices.Devices, p.devices.Probes
 	if p.cfg.DeviceFixture == "" {
 		env.Device = device.Legacy(p.devices, p.variant.Backend)

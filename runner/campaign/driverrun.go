@@ -12,6 +12,9 @@ import (
 	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/runner/source"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // DriversDir is where a driver run on its own writes its result by default, below the repository.
@@ -50,7 +53,7 @@ type DriverConfig struct {
 // DriverPlan is a driver spec resolved, its source checked and its output paths chosen; nothing
 // has started.
 type DriverPlan struct {
-	spec                       schemas.DriverSpecDoc
+	spec                       contract.DriverSpecDoc
 	job                        driver.Job
 	id                         *source.Identity
 	cfg                        DriverConfig
@@ -73,7 +76,7 @@ type DriverOutcome struct {
 	// Unsupported lists the mechanisms the host lacks.
 	Unsupported []string
 	// Tolerances are the evaluated tolerances of a written result.
-	Tolerances []schemas.ToleranceOutcome
+	Tolerances []contract.ToleranceOutcome
 }
 
 // refused is an ErrDriverRefused error; its text says that nothing was started.
@@ -93,13 +96,11 @@ func PrepareDriver(ctx context.Context, cfg DriverConfig) (*DriverPlan, error) {
 	if err != nil {
 		return nil, classError{ErrInput, err}
 	}
-	if err := schemas.CheckAs(raw, cfg.Spec, schemas.DriverSpec); err != nil {
+	spec, err := schemas.Decode[contract.DriverSpecDoc](raw, cfg.Spec, contract.DriverSpec)
+	if err != nil {
 		return nil, classError{ErrDriverSpec, err}
 	}
-	p := &DriverPlan{cfg: cfg}
-	if err := schemas.DecodeInto(raw, &p.spec); err != nil {
-		return nil, classError{ErrDriverSpec, fmt.Errorf("%s: %w", cfg.Spec, err)}
-	}
+	p := &DriverPlan{cfg: cfg, spec: *spec}
 	vals := map[string]string{}
 	for _, kv := range cfg.Vars {
 		k, v, ok := strings.Cut(kv, "=")
@@ -157,7 +158,7 @@ func PrepareDriver(ctx context.Context, cfg DriverConfig) (*DriverPlan, error) {
 
 // specJob resolves a spec into a job: ${NAME} placeholders from vals (whole values only),
 // relative paths from the repository root.
-func specJob(spec schemas.DriverSpecDoc, root string, vals map[string]string) (driver.Job, error) {
+func specJob(spec contract.DriverSpecDoc, root string, vals map[string]string) (driver.Job, error) {
 	return driver.JobOf(spec, root, func(v string) (string, error) {
 		if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") {
 			if s, ok := vals[v[2:len(v)-1]]; ok {
@@ -175,7 +176,7 @@ func specJob(spec schemas.DriverSpecDoc, root string, vals map[string]string) (d
 // An ErrDriverRefused error means nothing was started; any other error means the evidence could
 // not be written.
 func (p *DriverPlan) Run(ctx context.Context, deny []string) (*DriverOutcome, error) {
-	o := &DriverOutcome{Job: p.job, Reasons: []string{}, Unsupported: []string{}, Tolerances: []schemas.ToleranceOutcome{}}
+	o := &DriverOutcome{Job: p.job, Reasons: []string{}, Unsupported: []string{}, Tolerances: []contract.ToleranceOutcome{}}
 	out, err := driver.Run(ctx, p.job, driver.Options{LogPath: p.logPath, Deny: deny})
 	var unsup *driver.UnsupportedError
 	switch {
@@ -190,7 +191,7 @@ func (p *DriverPlan) Run(ctx context.Context, deny []string) (*DriverOutcome, er
 	}
 	o.Run, o.WorkerLog = out, p.logPath
 	if out.Output != nil {
-		if err := schemas.WriteNew(p.workerOut, out.Output, 0o644); err != nil {
+		if err := evidence.WriteNew(p.workerOut, out.Output, 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -198,25 +199,25 @@ func (p *DriverPlan) Run(ctx context.Context, deny []string) (*DriverOutcome, er
 		o.Interrupted = true
 		return o, nil
 	}
-	result, err := driver.Evaluate(p.job, out, driver.Provenance{CaseID: p.spec.ID, Source: schemas.DriverSourceOf(p.id.Schema()), Tolerances: p.spec.Tolerances,
-		Qualrun: schemas.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}})
+	result, err := driver.Evaluate(p.job, out, driver.Provenance{CaseID: p.spec.ID, Source: contract.DriverSourceOf(p.id.Schema()), Tolerances: p.spec.Tolerances,
+		Qualrun: contract.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}})
 	if err != nil {
-		o.Status = schemas.StatusFailed
+		o.Status = rules.StatusFailed
 		o.Reasons = append(o.Reasons, out.Failures...)
 		if !errors.Is(err, driver.ErrOutput) || len(out.Failures) == 0 {
 			o.Reasons = append(o.Reasons, err.Error())
 		}
 		return o, nil
 	}
-	if err := schemas.WriteNew(p.output, result.Raw, 0o644); err != nil {
+	if err := evidence.WriteNew(p.output, result.Raw, 0o644); err != nil {
 		return nil, err
 	}
 	o.Status, o.Summary, o.Result = result.Status, result.Summary, p.output
 	o.Reasons = append(o.Reasons, result.Reasons...)
-	o.Digest = schemas.DigestOf(result.Raw)
+	o.Digest = evidence.DigestOf(result.Raw)
 	o.Tolerances = result.Header.Tolerances
 	for _, c := range out.Changed {
-		o.Status = schemas.StatusFailed
+		o.Status = rules.StatusFailed
 		o.Reasons = append(o.Reasons, c+" (the result was written, but does not stand)")
 	}
 	return o, nil

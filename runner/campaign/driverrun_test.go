@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/runner/driver"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // driverRepo commits a driver spec (isolation.required as given) and the files it pins in a
@@ -30,7 +30,7 @@ func driverRepo(t *testing.T, required bool) string {
 		"drivers/request.json": `{"schema": "qualkit.driver-request.v1", "id": "sh-request", "input_token_ids": [1, 2, 3], "candidates": [], "paths": []}` + "\n",
 		"drivers/model.txt":    "a model the worker never reads\n",
 	}
-	digest := func(rel string) string { return schemas.DigestOf([]byte(files[rel])) }
+	digest := func(rel string) string { return evidence.DigestOf([]byte(files[rel])) }
 	files["spec.json"] = fmt.Sprintf(`{
   "schema": "qualkit.driver-spec.v1", "id": "sh-driver", "description": "A worker that exits.",
   "contract": "qualkit.next-token-result.v2",
@@ -57,7 +57,7 @@ func TestDriverUnsupportedMechanism(t *testing.T) {
 		{false, "skipped", "; isolation.required is false, so the driver is skipped (the worker never runs unisolated)"},
 	} {
 		spec := driverRepo(t, tc.required)
-		plan, err := PrepareDriver(context.Background(), DriverConfig{Spec: spec, Version: "test", BinaryDigest: schemas.DigestOf(nil)})
+		plan, err := PrepareDriver(context.Background(), DriverConfig{Spec: spec, Version: "test", BinaryDigest: evidence.DigestOf(nil)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/runner/redact"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // ErrInput: an input the caller named cannot be used as given (a path, a flag value, a recipe or
@@ -46,7 +48,7 @@ type ServeConfig struct {
 
 // ServePlan is a loaded, validated launch recipe ready to be served once.
 type ServePlan struct {
-	recipe  *schemas.LaunchRecipeDoc
+	recipe  *contract.LaunchRecipeDoc
 	digest  string
 	dir     string
 	logPath string
@@ -57,7 +59,7 @@ type ServePlan struct {
 // ServeOutcome is a served recipe: its lifecycle record, and whether ctx ended (an interruption)
 // before the server came into service. The server is shut down either way.
 type ServeOutcome struct {
-	Record      *schemas.LifecycleRecordDoc
+	Record      *contract.LifecycleRecordDoc
 	Interrupted bool
 }
 
@@ -72,7 +74,7 @@ func PrepareServe(cfg ServeConfig) (*ServePlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if out.Valid() && out.Contract.Name != schemas.LaunchRecipe {
+	if out.Valid() && out.Contract.Name != contract.LaunchRecipe {
 		return nil, inputf("%s is a %s, not a launch recipe", cfg.Recipe, out.Contract.SchemaID)
 	}
 	if !out.Valid() {
@@ -82,24 +84,24 @@ func PrepareServe(cfg ServeConfig) (*ServePlan, error) {
 		}
 		return nil, inputf("invalid launch recipe:\n%s", strings.Join(lines, "\n"))
 	}
-	var r schemas.LaunchRecipeDoc
-	if err := schemas.DecodeInto(data, &r); err != nil {
+	r, err := schemas.DecodeChecked[contract.LaunchRecipeDoc](data, out)
+	if err != nil {
 		return nil, inputf("%s: %v", cfg.Recipe, err)
 	}
 	// The server's secrets are scrubbed from its log (and, by the caller, from what it prints).
-	secrets := lifecycle.Secrets(&r, nil)
+	secrets := lifecycle.Secrets(r, nil)
 	if err := lifecycle.CheckSecrets(secrets); err != nil {
 		return nil, inputf("launch recipe %s: %v", cfg.Recipe, err)
 	}
 	abs, _ := filepath.Abs(cfg.Recipe)
 	return &ServePlan{
-		recipe: &r, digest: schemas.DigestOf(data), dir: filepath.Dir(abs), keeper: cfg.Keeper, red: redact.New(secrets...),
+		recipe: r, digest: evidence.DigestOf(data), dir: filepath.Dir(abs), keeper: cfg.Keeper, red: redact.New(secrets...),
 		logPath: filepath.Join(cfg.LogDir, fmt.Sprintf("%s-%s.server.log", r.ID, time.Now().UTC().Format("20060102t150405.000000000z"))),
 	}, nil
 }
 
 // Recipe is the validated launch recipe.
-func (p *ServePlan) Recipe() *schemas.LaunchRecipeDoc { return p.recipe }
+func (p *ServePlan) Recipe() *contract.LaunchRecipeDoc { return p.recipe }
 
 // Redactor scrubs the values of the recipe's secrets (set it on everything printed about the run).
 func (p *ServePlan) Redactor() *redact.Redactor { return p.red }

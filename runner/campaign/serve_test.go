@@ -16,6 +16,7 @@ import (
 
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // The serve tests run the real qualsim binary, built once, as an owned server on loopback ports
@@ -82,7 +83,7 @@ func serveRecipe(t *testing.T, port int, args ...string) string {
 }
 
 // checkRecord: a valid lifecycle record, and nothing of the server left on its port.
-func checkRecord(t *testing.T, rec *schemas.LifecycleRecordDoc, port int) {
+func checkRecord(t *testing.T, rec *contract.LifecycleRecordDoc, port int) {
 	t.Helper()
 	if len(rec.Residue.Processes) > 0 || len(rec.Residue.Listeners) > 0 {
 		t.Errorf("residue %+v", rec.Residue)
@@ -96,7 +97,7 @@ func checkRecord(t *testing.T, rec *schemas.LifecycleRecordDoc, port int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := schemas.CheckAs(b, "lifecycle.json", schemas.LifecycleRecord); err != nil {
+	if err := schemas.CheckAs(b, "lifecycle.json", contract.LifecycleRecord); err != nil {
 		t.Fatalf("the record does not validate: %v", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // pciCard builds a DRM card the way sysfs lays it out: the PCI device directory under
@@ -77,7 +77,7 @@ func TestDRMAMDCard(t *testing.T) {
 	if !slices.Equal(d.APIFamilies, []string{"rocm", "vulkan"}) {
 		t.Errorf("api families %v, want rocm and vulkan", d.APIFamilies)
 	}
-	if *d.PCI != (schemas.PCIIdentity{VendorID: "0x1002", DeviceID: "0x744c", Revision: "0xc8"}) {
+	if *d.PCI != (contract.PCIIdentity{VendorID: "0x1002", DeviceID: "0x744c", Revision: "0xc8"}) {
 		t.Errorf("pci %+v", *d.PCI)
 	}
 	if d.MemoryBytes == nil || *d.MemoryBytes != 25753026560 {
@@ -181,7 +181,7 @@ func TestCPU(t *testing.T) {
 
 // TestServingByFamilyNeverByName: a device's name never makes it serve a backend.
 func TestServingByFamilyNeverByName(t *testing.T) {
-	devs := []schemas.ProbedDevice{
+	devs := []contract.ProbedDevice{
 		{Kind: "cpu", Model: "cpu", APIFamilies: []string{"cpu"}},
 		{Kind: "gpu", Vendor: "amd", Model: "NVIDIA H100 (renamed)", APIFamilies: []string{"rocm", "vulkan"}},
 		{Kind: "gpu", Vendor: "nvidia", Model: "NVIDIA H100", APIFamilies: []string{"cuda"}, Fixture: true},

@@ -1,6 +1,6 @@
 package driver
 
-import "github.com/qualkit/qualkit/schemas"
+import "github.com/qualkit/qualkit/schemas/rules"
 
 // Subject is what an unsupported-mechanism verdict is about; only the wording differs.
 type Subject int
@@ -26,7 +26,7 @@ func UnsupportedVerdict(u *UnsupportedError, required bool, s Subject) (status, 
 		return "skipped", u.Message + "; isolation.required is false, so the " + noun + " is skipped (the worker never runs unisolated)"
 	}
 	if s == SubjectDriver {
-		return schemas.StatusFailed, u.Message + "; isolation is required, so the driver fails (the worker was not run)"
+		return rules.StatusFailed, u.Message + "; isolation is required, so the driver fails (the worker was not run)"
 	}
-	return schemas.StatusFailed, u.Message + "; the case requires isolation, so it fails (the worker was not run)"
+	return rules.StatusFailed, u.Message + "; the case requires isolation, so it fails (the worker was not run)"
 }

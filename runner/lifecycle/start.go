@@ -3,7 +3,7 @@ package lifecycle
 import (
 	"context"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Start launches r's server and brings it into service: Launch, then readiness (WaitReady), then
@@ -15,7 +15,7 @@ import (
 // ctx ended first (the caller then records the interruption in its own words). Either way the
 // caller owns the server and must call Shutdown. launched, when not nil, is called once the
 // process group exists, before readiness (a campaign names its phase there).
-func Start(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options, launched func(*Server)) (*Server, error) {
+func Start(ctx context.Context, r *contract.LaunchRecipeDoc, opts Options, launched func(*Server)) (*Server, error) {
 	srv, err := Launch(ctx, r, opts)
 	if srv == nil {
 		return nil, err

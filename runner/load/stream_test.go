@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 const (
@@ -64,7 +64,7 @@ func runStream(raw string, cuts []int, sse, chat, eof bool) *stream {
 	return st
 }
 
-func kinds(evs []schemas.Event) string {
+func kinds(evs []contract.Event) string {
 	var s []string
 	for _, e := range evs {
 		s = append(s, e.Kind)

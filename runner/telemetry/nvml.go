@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // throttleBits names NVML's clock event (throttle) reason bits; GpuIdle (0x1) is not a throttle.
@@ -111,7 +111,7 @@ func (r *nvmlReader) drainXid() {
 	}
 }
 
-func (r *nvmlReader) Read(t int64, out []schemas.TelemetrySampleDoc) []schemas.TelemetrySampleDoc {
+func (r *nvmlReader) Read(t int64, out []contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc {
 	r.drainXid()
 	for i := range r.devs {
 		d := &r.devs[i]

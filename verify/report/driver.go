@@ -5,7 +5,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify"
 )
 
@@ -15,21 +16,21 @@ import (
 // records them (floats unrounded). Exactly one of NextToken, PathAttribution and LayerAttribution
 // is set.
 type (
-	Driver           = schemas.ViewDriver
-	Containment      = schemas.ViewContainment
-	DriverVerdict    = schemas.ViewDriverVerdict
-	Growth           = schemas.ViewGrowth
-	Implementation   = schemas.ViewImplementation
-	DriverRequest    = schemas.ViewDriverRequest
-	DriverModel      = schemas.ViewDriverModel
-	Tolerance        = schemas.ViewTolerance
-	NextToken        = schemas.ViewNextToken
-	TopToken         = schemas.ViewTopToken
-	CandidateToken   = schemas.ViewCandidateToken
-	PathAttribution  = schemas.ViewPathAttribution
-	PathRow          = schemas.ViewPathRow
-	LayerAttribution = schemas.ViewLayerAttribution
-	BoundaryRow      = schemas.ViewBoundaryRow
+	Driver           = contract.ViewDriver
+	Containment      = contract.ViewContainment
+	DriverVerdict    = contract.ViewDriverVerdict
+	Growth           = contract.ViewGrowth
+	Implementation   = contract.ViewImplementation
+	DriverRequest    = contract.ViewDriverRequest
+	DriverModel      = contract.ViewDriverModel
+	Tolerance        = contract.ViewTolerance
+	NextToken        = contract.ViewNextToken
+	TopToken         = contract.ViewTopToken
+	CandidateToken   = contract.ViewCandidateToken
+	PathAttribution  = contract.ViewPathAttribution
+	PathRow          = contract.ViewPathRow
+	LayerAttribution = contract.ViewLayerAttribution
+	BoundaryRow      = contract.ViewBoundaryRow
 )
 
 // isolated says whether the probe saw what a passing result needs: only lo, the outside and the
@@ -40,9 +41,9 @@ func isolated(c Containment) bool {
 
 // contractTitles name the driver contracts for people.
 var contractTitles = map[string]string{
-	"qualkit." + schemas.NextTokenResult:  "next-token result",
-	"qualkit." + schemas.PathAttribution:  "path attribution",
-	"qualkit." + schemas.LayerAttribution: "layer attribution",
+	"qualkit." + contract.NextTokenResult:  "next-token result",
+	"qualkit." + contract.PathAttribution:  "path attribution",
+	"qualkit." + contract.LayerAttribution: "layer attribution",
 }
 
 // driverOf builds a driver case's section from its evidence; artifacts are the receipt's (the
@@ -124,7 +125,7 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 		la := &LayerAttribution{Boundaries: []BoundaryRow{}, LargestGrowth: growth}
 		limits := map[string]float64{}
 		for _, o := range h.Tolerances {
-			if o.Metric == schemas.MetricRelativeRMSE && o.Op == schemas.OpAtMost {
+			if o.Metric == rules.MetricRelativeRMSE && o.Op == rules.OpAtMost {
 				limits[o.Subject] = o.Limit
 			}
 		}
@@ -139,7 +140,7 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 				Growth: delta, Largest: b.Index == g.Index && b.Name == g.Name, Failed: nonNil(failed[b.Name])}
 			if l, ok := limits[b.Name]; ok {
 				row.Limit = &l
-			} else if l, ok := limits[schemas.SubjectAll]; ok {
+			} else if l, ok := limits[rules.SubjectAll]; ok {
 				row.Limit = &l
 			}
 			la.Boundaries = append(la.Boundaries, row)
@@ -153,7 +154,7 @@ func verdictOf(status string, reasons []string) DriverVerdict {
 	return DriverVerdict{Status: status, Reasons: nonNil(reasons)}
 }
 
-func nextTokenOf(o schemas.Oracle) *NextToken {
+func nextTokenOf(o contract.Oracle) *NextToken {
 	nt := &NextToken{Dtype: o.Dtype, Vocab: o.Vocab, ArgmaxTokenID: o.ArgmaxTokenID, TopLogitMargin: o.TopLogitMargin,
 		TopTokens: []TopToken{}, CandidateTokens: []CandidateToken{}, LogitsSHA256: o.LogitsSHA256, LogitsBytes: o.LogitsBytes}
 	for _, t := range o.TopTokens {

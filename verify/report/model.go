@@ -7,36 +7,36 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify"
 )
 
 // Schema is the contract of a View's JSON form (qualkit.report-view.v1, docs/contracts/report-view.v1.md).
-const Schema = "qualkit." + schemas.ReportView
+const Schema = "qualkit." + contract.ReportView
 
 // The parts of a View are the contract's types.
 type (
-	Receipt      = schemas.ViewReceipt
-	Verification = schemas.ViewVerification
-	Check        = schemas.ViewCheck
-	Finding      = schemas.ViewFinding
-	Source       = schemas.ViewSource
-	Workload     = schemas.ViewWorkload
-	Run          = schemas.ViewRun
-	Environment  = schemas.ViewEnvironment
-	Artifact     = schemas.Artifact
-	Case         = schemas.ViewCase
-	Row          = schemas.ViewRow
-	Distribution = schemas.ViewDistribution
-	Throughput   = schemas.ViewThroughput
-	Fidelity     = schemas.ViewFidelity
-	Lifecycle    = schemas.ViewLifecycle
-	Event        = schemas.ViewEvent
-	Comparison   = schemas.ViewComparison
-	Difference   = schemas.ViewDifference
-	RowDelta     = schemas.ViewRowDelta
-	Delta        = schemas.ViewDelta
-	Rule         = schemas.ViewRule
+	Receipt      = contract.ViewReceipt
+	Verification = contract.ViewVerification
+	Check        = contract.ViewCheck
+	Finding      = contract.ViewFinding
+	Source       = contract.ViewSource
+	Workload     = contract.ViewWorkload
+	Run          = contract.ViewRun
+	Environment  = contract.ViewEnvironment
+	Artifact     = contract.Artifact
+	Case         = contract.ViewCase
+	Row          = contract.ViewRow
+	Distribution = contract.ViewDistribution
+	Throughput   = contract.ViewThroughput
+	Fidelity     = contract.ViewFidelity
+	Lifecycle    = contract.ViewLifecycle
+	Event        = contract.ViewEvent
+	Comparison   = contract.ViewComparison
+	Difference   = contract.ViewDifference
+	RowDelta     = contract.ViewRowDelta
+	Delta        = contract.ViewDelta
+	Rule         = contract.ViewRule
 )
 
 // View is everything a report shows: each receipt with its verification and its rows as the
@@ -51,12 +51,12 @@ type (
 //
 // Besides the document, a View holds what only the page draws: each distribution's samples.
 type View struct {
-	schemas.ReportViewDoc
+	contract.ReportViewDoc
 	// samples are each distribution's per-request samples, sorted (the CDF), by where the
 	// distribution is in the view.
 	samples map[distKey][]float64
 	// telemetry are each row's device telemetry samples (distKey metric ""), for the page only.
-	telemetry map[distKey][]schemas.TelemetrySampleDoc
+	telemetry map[distKey][]contract.TelemetrySampleDoc
 }
 
 // distKey is where a distribution is: Receipts[receipt].Cases[kase].Rows[row], its metric.
@@ -83,7 +83,7 @@ func title(r Receipt) string {
 // their recomputed metrics by case and row, and the samples of each row's distributions.
 type receiptState struct {
 	rowsByKey    map[rowKey]*Row
-	metricsByRow map[rowKey][]schemas.Metric
+	metricsByRow map[rowKey][]contract.Metric
 	// samples[case][row][metric] are the sorted per-request samples.
 	samples [][]map[string][]float64
 }
@@ -116,8 +116,8 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 	if len(evidence) > MaxReceipts {
 		return nil, fmt.Errorf("%w: %d receipts, a report shows at most %d", ErrTooManyReceipts, len(evidence), MaxReceipts)
 	}
-	v := &View{ReportViewDoc: schemas.ReportViewDoc{Schema: Schema, Verifier: nonEmpty(version, "dev"), Verified: true, Receipts: []Receipt{},
-		Comparisons: []Comparison{}}, samples: map[distKey][]float64{}, telemetry: map[distKey][]schemas.TelemetrySampleDoc{}}
+	v := &View{ReportViewDoc: contract.ReportViewDoc{Schema: Schema, Verifier: nonEmpty(version, "dev"), Verified: true, Receipts: []Receipt{},
+		Comparisons: []Comparison{}}, samples: map[distKey][]float64{}, telemetry: map[distKey][]contract.TelemetrySampleDoc{}}
 	var states []receiptState
 	for i, ev := range evidence {
 		in, err := verify.Inspect(ctx, ev, policy, opts...)
@@ -220,7 +220,7 @@ func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 			st.rowsByKey[rowKey{c.ID, c.Repetition, c.Rows[j].Name}] = &c.Rows[j]
 		}
 	}
-	st.metricsByRow = map[rowKey][]schemas.Metric{}
+	st.metricsByRow = map[rowKey][]contract.Metric{}
 	for _, ce := range in.Cases {
 		for _, re := range ce.Rows {
 			st.metricsByRow[rowKey{ce.Result.ID, ce.Result.Repetition, rowName(re.Row.Concurrency, re.Row.Repetition)}] = re.Metrics
@@ -239,7 +239,7 @@ func nonNil[T any](s []T) []T {
 
 func rowName(c, r int64) string { return fmt.Sprintf("c%d-r%d", c, r) }
 
-func sloString(s *schemas.SLO) string {
+func sloString(s *contract.SLO) string {
 	if s == nil {
 		return "none declared"
 	}
@@ -259,8 +259,8 @@ func sloString(s *schemas.SLO) string {
 	return strings.Join(parts, ", ")
 }
 
-func metricMap(ms []schemas.Metric) map[string]schemas.Metric {
-	out := make(map[string]schemas.Metric, len(ms))
+func metricMap(ms []contract.Metric) map[string]contract.Metric {
+	out := make(map[string]contract.Metric, len(ms))
 	for _, m := range ms {
 		if !m.Diagnostic {
 			out[m.Name] = m
@@ -363,7 +363,7 @@ func spanOf(in *verify.Inspection) span {
 	return s
 }
 
-func lifecycleOf(rc *schemas.ReceiptDoc, lr *schemas.LifecycleRecordDoc, sp span) *Lifecycle {
+func lifecycleOf(rc *contract.ReceiptDoc, lr *contract.LifecycleRecordDoc, sp span) *Lifecycle {
 	if rc.Lifecycle == nil {
 		return nil
 	}

@@ -15,7 +15,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify"
 )
 
@@ -176,8 +177,8 @@ func recordedRows(t *testing.T, receipt string) map[string]map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rc schemas.ReceiptDoc
-	if err := schemas.DecodeInto(raw, &rc); err != nil {
+	var rc contract.ReceiptDoc
+	if err := jsonstrict.DecodeInto(raw, &rc); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]map[string]float64{}
@@ -189,8 +190,8 @@ func recordedRows(t *testing.T, receipt string) map[string]map[string]float64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var cr schemas.CaseResultDoc
-		if err := schemas.DecodeInto(b, &cr); err != nil {
+		var cr contract.CaseResultDoc
+		if err := jsonstrict.DecodeInto(b, &cr); err != nil {
 			t.Fatal(err)
 		}
 		for _, row := range cr.Rows {

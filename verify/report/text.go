@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // TextWidth is the widest line Text writes for the fixed tables; free text (paths, findings,
@@ -23,7 +25,7 @@ func (v *View) JSON(w io.Writer) error {
 		return fmt.Errorf("encode report: %w", err)
 	}
 	b = append(b, '\n')
-	if err := schemas.CheckAs(b, "the report view", schemas.ReportView); err != nil {
+	if err := schemas.CheckAs(b, "the report view", contract.ReportView); err != nil {
 		return fmt.Errorf("the report does not satisfy its contract (a qualkit bug): %w", err)
 	}
 	_, err = w.Write(b)
@@ -399,7 +401,7 @@ func (p *textPrinter) driver(d *Driver) {
 				fine(r.MeanAbsError), fmt.Sprint(r.Top10Overlap), tol})
 		}
 		p.fitTable(1, rows)
-		if v.Attribution != nil && *v.Attribution != schemas.NotReproduced {
+		if v.Attribution != nil && *v.Attribution != rules.NotReproduced {
 			p.line("  * the path the difference is attributed to")
 		}
 	}

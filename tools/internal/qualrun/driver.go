@@ -12,7 +12,8 @@ import (
 
 	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/runner/driver"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -81,16 +82,16 @@ func denyList(stderr io.Writer) []string {
 
 // driverSummary is the --json summary.
 type driverSummary struct {
-	ID          string                     `json:"id"`
-	Contract    string                     `json:"contract"`
-	Status      string                     `json:"status"`
-	Reasons     []string                   `json:"reasons"`
-	Summary     string                     `json:"summary,omitempty"`
-	Result      string                     `json:"result,omitempty"`
-	Digest      string                     `json:"digest,omitempty"`
-	WorkerLog   string                     `json:"worker_log,omitempty"`
-	Unsupported []string                   `json:"unsupported"`
-	Tolerances  []schemas.ToleranceOutcome `json:"tolerances"`
+	ID          string                      `json:"id"`
+	Contract    string                      `json:"contract"`
+	Status      string                      `json:"status"`
+	Reasons     []string                    `json:"reasons"`
+	Summary     string                      `json:"summary,omitempty"`
+	Result      string                      `json:"result,omitempty"`
+	Digest      string                      `json:"digest,omitempty"`
+	WorkerLog   string                      `json:"worker_log,omitempty"`
+	Unsupported []string                    `json:"unsupported"`
+	Tolerances  []contract.ToleranceOutcome `json:"tolerances"`
 }
 
 func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) error {
@@ -178,9 +179,9 @@ func finishDriver(sum driverSummary, asJSON bool, stdout, stderr io.Writer) erro
 			}
 			obs := "nothing"
 			if o.Observed != nil {
-				obs = schemas.FormatNumber(*o.Observed)
+				obs = rules.FormatNumber(*o.Observed)
 			}
-			fmt.Fprintf(stdout, "tolerance   %s %s %s for %s: observed %s, %s\n", o.Metric, o.Op, schemas.FormatNumber(o.Limit), o.Subject, obs, state)
+			fmt.Fprintf(stdout, "tolerance   %s %s %s for %s: observed %s, %s\n", o.Metric, o.Op, rules.FormatNumber(o.Limit), o.Subject, obs, state)
 		}
 		label := "FAILURE   "
 		if sum.Status != "failed" {

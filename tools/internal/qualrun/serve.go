@@ -9,7 +9,7 @@ import (
 
 	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/runner/lifecycle"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -92,7 +92,7 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 	return nil
 }
 
-func printSummary(w io.Writer, rec *schemas.LifecycleRecordDoc) {
+func printSummary(w io.Writer, rec *contract.LifecycleRecordDoc) {
 	fmt.Fprintf(w, "recipe      %s\n", rec.Recipe.ID)
 	if l := rec.Launch; l != nil {
 		fmt.Fprintf(w, "launched    pid %d (group %d) %s\n", l.PID, l.PGID, l.Executable.Path)
