@@ -79,17 +79,17 @@ const (
 	ContainmentStartGate = "created_after_isolation_and_hashing" // driver #Containment.start_gate
 	// DeterminismCaseOrder is always the declared order.
 	DeterminismCaseOrder = "declared" // workload/v1 #Determinism.case_order
+	// InterpreterKind of interpreter.
+	InterpreterKind = "python" // runtime/v1 #Manifest.interpreter.kind
 	// IsolationNetwork: a private network namespace with only loopback up.
 	IsolationNetwork = "private_loopback" // driver #Isolation.network
-	// ManifestInterpreterKind of interpreter.
-	ManifestInterpreterKind = "python" // runtime/v1 #Manifest.interpreter.kind
 	// ReadinessPath polled with GET; always /v1/models in version 1.
 	ReadinessPath                         = "/v1/models"                 // launch/v1 #Readiness.path
-	ReportVerifierName                    = "qualverify"                 // report/v1 #Report.verifier.name
 	ResultProtocolFormat                  = "qualkit.case-result.v1"     // workload/v1 #ResultProtocol.format
 	ResultProtocolPathEnvironmentVariable = "QUALKIT_CASE_RESULT"        // workload/v1 #ResultProtocol.path_environment_variable
 	SourceTreeHashFormat                  = "qualkit-source-tree-v1"     // receipt/v1 #Source.tree_hash_format
 	SyntheticCorpusGenerator              = "qualkit.synthetic-words.v1" // workload/v1 #SyntheticCorpus.generator
+	VerifierInfoName                      = "qualverify"                 // report/v1 #Report.verifier.name
 )
 
 // Aggregation says how a metric value was aggregated from samples.
@@ -614,20 +614,20 @@ type DistributionMetric string
 const (
 	DistributionMetricTTFTMs        DistributionMetric = "ttft_ms"
 	DistributionMetricTPOTMs        DistributionMetric = "tpot_ms"
-	DistributionMetricE2eMs         DistributionMetric = "e2e_ms"
-	DistributionMetricIclMs         DistributionMetric = "icl_ms"
+	DistributionMetricE2EMs         DistributionMetric = "e2e_ms"
+	DistributionMetricICLMs         DistributionMetric = "icl_ms"
 	DistributionMetricScheduleLagMs DistributionMetric = "schedule_lag_ms"
 )
 
 // DistributionMetricValues lists the values of DistributionMetric in contract order.
 func DistributionMetricValues() []DistributionMetric {
-	return []DistributionMetric{DistributionMetricTTFTMs, DistributionMetricTPOTMs, DistributionMetricE2eMs, DistributionMetricIclMs, DistributionMetricScheduleLagMs}
+	return []DistributionMetric{DistributionMetricTTFTMs, DistributionMetricTPOTMs, DistributionMetricE2EMs, DistributionMetricICLMs, DistributionMetricScheduleLagMs}
 }
 
 // Valid reports whether v is one of the values of DistributionMetric.
 func (v DistributionMetric) Valid() bool {
 	switch v {
-	case DistributionMetricTTFTMs, DistributionMetricTPOTMs, DistributionMetricE2eMs, DistributionMetricIclMs, DistributionMetricScheduleLagMs:
+	case DistributionMetricTTFTMs, DistributionMetricTPOTMs, DistributionMetricE2EMs, DistributionMetricICLMs, DistributionMetricScheduleLagMs:
 		return true
 	}
 	return false
@@ -1561,20 +1561,20 @@ type RowDeviceTelemetryFlags string
 // The values of RowDeviceTelemetryFlags.
 const (
 	RowDeviceTelemetryFlagsThrottled             RowDeviceTelemetryFlags = "throttled"
-	RowDeviceTelemetryFlagsEccUncorrectedChanged RowDeviceTelemetryFlags = "ecc_uncorrected_changed"
+	RowDeviceTelemetryFlagsECCUncorrectedChanged RowDeviceTelemetryFlags = "ecc_uncorrected_changed"
 	RowDeviceTelemetryFlagsXidEvent              RowDeviceTelemetryFlags = "xid_event"
 	RowDeviceTelemetryFlagsTelemetryCallFailed   RowDeviceTelemetryFlags = "telemetry_call_failed"
 )
 
 // RowDeviceTelemetryFlagsValues lists the values of RowDeviceTelemetryFlags in contract order.
 func RowDeviceTelemetryFlagsValues() []RowDeviceTelemetryFlags {
-	return []RowDeviceTelemetryFlags{RowDeviceTelemetryFlagsThrottled, RowDeviceTelemetryFlagsEccUncorrectedChanged, RowDeviceTelemetryFlagsXidEvent, RowDeviceTelemetryFlagsTelemetryCallFailed}
+	return []RowDeviceTelemetryFlags{RowDeviceTelemetryFlagsThrottled, RowDeviceTelemetryFlagsECCUncorrectedChanged, RowDeviceTelemetryFlagsXidEvent, RowDeviceTelemetryFlagsTelemetryCallFailed}
 }
 
 // Valid reports whether v is one of the values of RowDeviceTelemetryFlags.
 func (v RowDeviceTelemetryFlags) Valid() bool {
 	switch v {
-	case RowDeviceTelemetryFlagsThrottled, RowDeviceTelemetryFlagsEccUncorrectedChanged, RowDeviceTelemetryFlagsXidEvent, RowDeviceTelemetryFlagsTelemetryCallFailed:
+	case RowDeviceTelemetryFlagsThrottled, RowDeviceTelemetryFlagsECCUncorrectedChanged, RowDeviceTelemetryFlagsXidEvent, RowDeviceTelemetryFlagsTelemetryCallFailed:
 		return true
 	}
 	return false

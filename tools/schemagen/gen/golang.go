@@ -40,6 +40,7 @@ type Enum struct {
 	Values []string
 	// Where is the CUE path the enum was found at, e.g. "receipt/v1 #Qualification.verdict".
 	Where string
+	pos   string
 }
 
 // Const is a string constant: a CUE field whose only value is one string literal.
@@ -62,6 +63,8 @@ type GoModel struct {
 	Consts    []Const
 	Kinds     []KindAttr
 	Contracts []Schema
+	// enumAt maps the CUE position of every enum's values to its Go name.
+	enumAt map[string]string
 }
 
 type cuePackage struct {
@@ -97,7 +100,7 @@ func BuildGoModel(cueDir string, schemas []Schema) (*GoModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &collector{named: map[string]*Enum{}, inline: map[string]*Enum{}}
+	c := &collector{named: map[string]*Enum{}, namedAt: map[string]string{}, inline: map[string]*Enum{}}
 	for _, p := range pkgs {
 		it, err := p.v.Fields(cue.Definitions(true))
 		if err != nil {
@@ -126,7 +129,7 @@ func BuildGoModel(cueDir string, schemas []Schema) (*GoModel, error) {
 				if n, ok := goAttr(v); ok {
 					goName = n
 				}
-				if err := c.addNamed(Enum{Name: goName, Doc: docOf(v), Values: vals, Where: where}); err != nil {
+				if err := c.addNamed(Enum{Name: goName, Doc: docOf(v), Values: vals, Where: where, pos: v.Pos().String()}); err != nil {
 					return nil, err
 				}
 				continue
@@ -139,12 +142,17 @@ func BuildGoModel(cueDir string, schemas []Schema) (*GoModel, error) {
 	if c.kinds == nil {
 		return nil, errors.New("no #ArtifactKinds table in the CUE module (common.cue declares it)")
 	}
-	m := &GoModel{Kinds: c.kinds, Contracts: schemas}
+	m := &GoModel{Kinds: c.kinds, Contracts: schemas, enumAt: map[string]string{}}
 	for _, e := range c.named {
 		m.Enums = append(m.Enums, *e)
+		m.enumAt[e.pos] = e.Name
 	}
-	for _, e := range c.inline {
+	for k, e := range c.inline {
 		m.Enums = append(m.Enums, *e)
+		m.enumAt[k] = e.Name
+	}
+	for k, n := range c.namedAt {
+		m.enumAt[k] = n
 	}
 	sort.SliceStable(m.Enums, func(i, j int) bool {
 		return m.Enums[i].Name < m.Enums[j].Name || m.Enums[i].Name == m.Enums[j].Name && m.Enums[i].Where < m.Enums[j].Where
@@ -196,13 +204,15 @@ func BuildGoModel(cueDir string, schemas []Schema) (*GoModel, error) {
 }
 
 type collector struct {
-	named  map[string]*Enum // by Go name
-	inline map[string]*Enum // by CUE source position
-	consts []Const
-	kinds  []KindAttr
+	named   map[string]*Enum // by Go name
+	namedAt map[string]string
+	inline  map[string]*Enum // by CUE source position
+	consts  []Const
+	kinds   []KindAttr
 }
 
 func (c *collector) addNamed(e Enum) error {
+	c.namedAt[e.pos] = e.Name
 	if prev, ok := c.named[e.Name]; ok {
 		if !equalStrings(prev.Values, e.Values) {
 			return fmt.Errorf("enum %s: %s and %s declare different values; name one with @go(Name)", e.Name, prev.Where, e.Where)
@@ -284,7 +294,7 @@ func (c *collector) field(v cue.Value, parent, field, where string) error {
 			key = where
 		}
 		if _, seen := c.inline[key]; !seen {
-			c.inline[key] = &Enum{Name: name, Doc: docOf(v), Values: vals, Where: where}
+			c.inline[key] = &Enum{Name: name, Doc: docOf(v), Values: vals, Where: where, pos: key}
 		}
 		return nil
 	}
@@ -339,7 +349,7 @@ func goAttr(v cue.Value) (string, bool) {
 		return "", false
 	}
 	s, err := a.String(0)
-	if err != nil || s == "" {
+	if err != nil || s == "" || strings.Contains(s, "=") {
 		return "", false
 	}
 	return s, true
@@ -407,8 +417,11 @@ func equalStrings(a, b []string) bool {
 var initialisms = map[string]bool{
 	"api": true, "cpu": true, "gpu": true, "id": true, "ids": false, "os": true, "pci": true, "slo": true,
 	"url": true, "uuid": true, "http": true, "json": true, "jsonl": true, "mig": true, "nvml": true, "drm": true,
-	"rss": true, "tcp": true, "ttft": true, "tpot": true, "cuda": true, "rocm": true, "sha256": true, "ab": true,
+	"rss": true, "pid": true, "pgid": true, "ppid": true, "ok": true, "ecc": true, "sm": true, "sha": true, "icl": true, "e2e": true, "eos": true, "tcp": true, "ttft": true, "tpot": true, "cuda": true, "rocm": true, "sha256": true, "ab": true,
 }
+
+// specialWords are written in their Go spelling.
+var specialWords = map[string]string{"ids": "IDs", "pids": "PIDs", "mhz": "MHz", "keyid": "KeyID"}
 
 // symbols names the operator literals an enum may hold.
 var symbols = map[string]string{"<=": "LessOrEqual", ">=": "GreaterOrEqual", "<": "Less", ">": "Greater", "==": "Equal", "!=": "NotEqual"}
@@ -428,6 +441,10 @@ func goName(s string) string {
 	for i, w := range words {
 		if i > 0 && unicode.IsDigit(rune(words[i-1][len(words[i-1])-1])) && unicode.IsDigit(rune(w[0])) {
 			b.WriteByte('_')
+		}
+		if sp, ok := specialWords[strings.ToLower(w)]; ok {
+			b.WriteString(sp)
+			continue
 		}
 		if initialisms[strings.ToLower(w)] {
 			b.WriteString(strings.ToUpper(w))
@@ -609,7 +626,22 @@ func GenerateGo(cueDir string, schemas []Schema) ([]GoFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return RenderGo(m)
+	files, err := RenderGo(m)
+	if err != nil {
+		return nil, err
+	}
+	if os.Getenv("SCHEMAGEN_TYPES") != "" {
+		types, err := BuildGoTypes(cueDir, schemas, m)
+		if err != nil {
+			return nil, err
+		}
+		f, err := RenderGoTypes(types)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 // WriteGo writes the generated files into dir (created if needed) and removes zz_generated_*.go
