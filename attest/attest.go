@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
@@ -55,7 +55,7 @@ func AttestReceipt(ctx context.Context, root, receiptRel string, s Signer) (enve
 	}
 	envelopeRel, bundleRel = OutputPaths(st.Receipt)
 	for _, rel := range []string{envelopeRel, bundleRel} {
-		if err := schemas.CheckNoSymlink(root, rel); err != nil {
+		if err := evidence.CheckNoSymlink(root, rel); err != nil {
 			return "", "", err
 		}
 		if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel))); err == nil {
@@ -242,8 +242,8 @@ func Bundle(envelope []byte, pub crypto.PublicKey) ([]byte, error) {
 // writeNew writes data to root/rel (rel clean, slash-separated, in an existing directory) under
 // the evidence rules of schemas.WriteNew: no symlink component, never replacing a file.
 func writeNew(root, rel string, data []byte, mode os.FileMode) error {
-	if err := schemas.CheckNoSymlink(root, rel); err != nil {
+	if err := evidence.CheckNoSymlink(root, rel); err != nil {
 		return err
 	}
-	return schemas.WriteNew(filepath.Join(root, filepath.FromSlash(rel)), data, mode)
+	return evidence.WriteNew(filepath.Join(root, filepath.FromSlash(rel)), data, mode)
 }

@@ -18,7 +18,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -105,7 +105,7 @@ const (
 // unencrypted PKCS#8 ("PRIVATE KEY") or SEC 1 ("EC PRIVATE KEY"). The key must be ECDSA P-256;
 // Ed25519 is refused with ErrEd25519.
 func LoadSigner(path string, password func() ([]byte, error)) (Signer, error) {
-	data, err := schemas.ReadFileLimited(path, MaxKeyFileBytes)
+	data, err := evidence.ReadFileLimited(path, MaxKeyFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read key %s: %w", path, err)
 	}
@@ -208,7 +208,7 @@ func knownScrypt(n, r, p int) bool {
 func PasswordFromEnv(passwordFile string) func() ([]byte, error) {
 	return func() ([]byte, error) {
 		if passwordFile != "" {
-			b, err := schemas.ReadFileLimited(passwordFile, MaxPasswordFileBytes)
+			b, err := evidence.ReadFileLimited(passwordFile, MaxPasswordFileBytes)
 			if err != nil {
 				return nil, fmt.Errorf("read password file: %w", err)
 			}
@@ -264,10 +264,10 @@ func GenerateKeyPair(prefix string, password []byte) error {
 	if err != nil {
 		return fmt.Errorf("encode public key: %w", err)
 	}
-	if err := schemas.WriteNew(keyPath, keyPEM, 0o600); err != nil {
+	if err := evidence.WriteNew(keyPath, keyPEM, 0o600); err != nil {
 		return err
 	}
-	if err := schemas.WriteNew(pubPath, pubPEM, 0o644); err != nil {
+	if err := evidence.WriteNew(pubPath, pubPEM, 0o644); err != nil {
 		os.Remove(keyPath) // ours, created a moment ago: no half pair is left behind
 		return err
 	}
@@ -277,7 +277,7 @@ func GenerateKeyPair(prefix string, password []byte) error {
 // ReadPublicKey reads a PEM public key file (PKIX "PUBLIC KEY", as prefix.pub and cosign.pub are
 // written) and checks it is ECDSA P-256.
 func ReadPublicKey(path string) (crypto.PublicKey, error) {
-	data, err := schemas.ReadFileLimited(path, MaxKeyFileBytes)
+	data, err := evidence.ReadFileLimited(path, MaxKeyFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read public key %s: %w", path, err)
 	}

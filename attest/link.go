@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/in-toto/in-toto-golang/in_toto"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/secure-systems-lab/go-securesystemslib/cjson"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
@@ -86,7 +86,7 @@ func CampaignLink(root, receiptRel string) (*in_toto.Link, error) {
 		link.Materials[a.Path] = in_toto.HashObj{"sha256": strings.TrimPrefix(a.Digest, "sha256:")}
 	}
 	// The case output streams are products too: the Statement binds them through the case results.
-	data, err := schemas.ReadFileLimited(filepath.Join(root, filepath.FromSlash(st.Receipt)), MaxReceiptBytes)
+	data, err := evidence.ReadFileLimited(filepath.Join(root, filepath.FromSlash(st.Receipt)), MaxReceiptBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read receipt %s: %w", st.Receipt, err)
 	}
@@ -95,7 +95,7 @@ func CampaignLink(root, receiptRel string) (*in_toto.Link, error) {
 		return nil, err
 	}
 	for i, a := range rc.Artifacts {
-		if !runOutputKinds[a.Kind] || subjectKinds[a.Kind] {
+		if !runOutputKinds[string(a.Kind)] || subjectKinds[string(a.Kind)] {
 			continue
 		}
 		h, err := hashSubject(root, a)
@@ -153,7 +153,7 @@ func WriteLink(ctx context.Context, root, receiptRel string, s Signer) (string, 
 		return "", err
 	}
 	dir := path.Dir(linkRel)
-	if err := schemas.CheckNoSymlink(root, dir); err != nil {
+	if err := evidence.CheckNoSymlink(root, dir); err != nil {
 		return "", err
 	}
 	if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir))); err == nil {
@@ -213,22 +213,22 @@ func Layout(o LayoutOptions) (*in_toto.Layout, error) {
 		l.Keys[k.KeyID] = k
 		ids = append(ids, k.KeyID)
 	}
-	receipt, evidence := "{"+ParamReceipt+"}", "{"+ParamEvidence+"}"
+	receipt, evid := "{"+ParamReceipt+"}", "{"+ParamEvidence+"}"
 	l.Steps = []in_toto.Step{{Type: "step", PubKeys: ids, Threshold: 1, ExpectedCommand: []string{},
 		SupplyChainItem: in_toto.SupplyChainItem{Name: StepName,
 			ExpectedMaterials: [][]string{{"ALLOW", "*"}},
-			ExpectedProducts:  [][]string{{"CREATE", receipt}, {"ALLOW", evidence + "/*"}, {"ALLOW", receipt}, {"DISALLOW", "*"}},
+			ExpectedProducts:  [][]string{{"CREATE", receipt}, {"ALLOW", evid + "/*"}, {"ALLOW", receipt}, {"DISALLOW", "*"}},
 		}}}
 	run := append([]string{"qualverify", "verify"}, o.VerifyArgs...)
 	run = append(run, "--key", "{"+ParamPubKey+"}", receipt)
 	l.Inspect = []in_toto.Inspection{{Type: "inspection", Run: run, SupplyChainItem: in_toto.SupplyChainItem{Name: InspectionName,
 		ExpectedMaterials: [][]string{
 			{"MATCH", receipt, "WITH", "PRODUCTS", "FROM", StepName},
-			{"MATCH", evidence + "/*", "WITH", "PRODUCTS", "FROM", StepName},
+			{"MATCH", evid + "/*", "WITH", "PRODUCTS", "FROM", StepName},
 			// the effective run configuration the campaign wrote is a bound input (a material)
-			{"MATCH", evidence + "/*", "WITH", "MATERIALS", "FROM", StepName},
+			{"MATCH", evid + "/*", "WITH", "MATERIALS", "FROM", StepName},
 			{"DISALLOW", receipt},
-			{"DISALLOW", evidence + "/*"},
+			{"DISALLOW", evid + "/*"},
 			{"MATCH", "*", "WITH", "MATERIALS", "FROM", StepName},
 			{"ALLOW", "*"},
 		},

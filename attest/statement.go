@@ -13,6 +13,9 @@ import (
 
 	ita1 "github.com/in-toto/attestation/go/v1"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -36,7 +39,7 @@ var (
 	ErrSubject = errors.New("subject refused")
 	// ErrPath: a path breaks the evidence path rules (absolute, a .. element, a symlink component,
 	// or a file that already exists: evidence is never replaced).
-	ErrPath = schemas.ErrPath
+	ErrPath = evidence.ErrPath
 )
 
 // subjectKinds are the receipt artifact kinds that become subjects, after the receipt itself.
@@ -74,16 +77,16 @@ var runOutputKinds = map[string]bool{
 type Predicate struct {
 	ReceiptID string `json:"receipt_id"`
 	// Source is the receipt's source identity: repository, commit, tree, tree hash, origin/main, clean.
-	Source schemas.Source `json:"source"`
+	Source contract.Source `json:"source"`
 	// Artifacts are the receipt's bound inputs in receipt order (model files, tokenizer, config,
 	// server binary, launch recipe, runtime manifest, workload, corpus, effective run config): every
 	// artifact whose kind is not a per-run output.
-	Artifacts []schemas.Artifact `json:"artifacts"`
+	Artifacts []contract.Artifact `json:"artifacts"`
 	// Workload is the receipt's workload reference: id, path, digest, variant, variables, seed.
-	Workload schemas.WorkloadRef `json:"workload"`
-	HostID   string              `json:"host_id"`
+	Workload contract.WorkloadRef `json:"workload"`
+	HostID   string               `json:"host_id"`
 	// Qualrun identifies the binary that wrote the receipt (version and digest).
-	Qualrun schemas.BinaryInfo `json:"qualrun"`
+	Qualrun contract.BinaryInfo `json:"qualrun"`
 }
 
 // InTotoStatement is the in-toto Statement v1 of one receipt and the exact bytes that get signed.
@@ -109,10 +112,10 @@ func Statement(root, receiptRel string) (*InTotoStatement, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := schemas.CheckNoSymlink(root, rel); err != nil {
+	if err := evidence.CheckNoSymlink(root, rel); err != nil {
 		return nil, err
 	}
-	data, err := schemas.ReadFileLimited(filepath.Join(root, filepath.FromSlash(rel)), MaxReceiptBytes)
+	data, err := evidence.ReadFileLimited(filepath.Join(root, filepath.FromSlash(rel)), MaxReceiptBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read receipt %s: %w", rel, err)
 	}
@@ -122,7 +125,7 @@ func Statement(root, receiptRel string) (*InTotoStatement, error) {
 	}
 	n := 1
 	for _, a := range rc.Artifacts {
-		if subjectKinds[a.Kind] {
+		if subjectKinds[string(a.Kind)] {
 			n++
 		}
 	}
@@ -131,14 +134,14 @@ func Statement(root, receiptRel string) (*InTotoStatement, error) {
 	}
 	sum := sha256.Sum256(data)
 	subjects := []*ita1.ResourceDescriptor{{Name: rel, Digest: map[string]string{"sha256": hex.EncodeToString(sum[:])}}}
-	pred := Predicate{ReceiptID: rc.ReceiptID, Source: rc.Source, Artifacts: []schemas.Artifact{}, Workload: rc.Workload,
+	pred := Predicate{ReceiptID: rc.ReceiptID, Source: rc.Source, Artifacts: []contract.Artifact{}, Workload: rc.Workload,
 		HostID: rc.Environment.HostID, Qualrun: rc.Qualification.Qualrun}
 	seen := map[string]bool{rel: true}
 	for i, a := range rc.Artifacts {
-		if !runOutputKinds[a.Kind] {
+		if !runOutputKinds[string(a.Kind)] {
 			pred.Artifacts = append(pred.Artifacts, a)
 		}
-		if !subjectKinds[a.Kind] {
+		if !subjectKinds[string(a.Kind)] {
 			continue
 		}
 		hexDigest, err := hashSubject(root, a)
@@ -176,7 +179,7 @@ func Statement(root, receiptRel string) (*InTotoStatement, error) {
 }
 
 // parseReceipt checks data as a receipt (strict JSON, schema, semantic rules) and decodes it.
-func parseReceipt(rel string, data []byte) (*schemas.ReceiptDoc, error) {
+func parseReceipt(rel string, data []byte) (*contract.ReceiptDoc, error) {
 	out, err := schemas.CheckDocument(data)
 	if err != nil {
 		return nil, fmt.Errorf("check receipt %s: %w", rel, err)
@@ -188,26 +191,26 @@ func parseReceipt(rel string, data []byte) (*schemas.ReceiptDoc, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %s", ErrReceipt, rel, strings.Join(lines, "; "))
 	}
-	if out.Contract.Name != schemas.Receipt {
+	if out.Contract.Name != contract.Receipt {
 		return nil, fmt.Errorf("%w: %s is a %s document, not a receipt", ErrReceipt, rel, out.Contract.SchemaID)
 	}
-	var rc schemas.ReceiptDoc
-	if err := schemas.DecodeInto(data, &rc); err != nil {
+	var rc contract.ReceiptDoc
+	if err := jsonstrict.DecodeInto(data, &rc); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrReceipt, rel, err)
 	}
 	return &rc, nil
 }
 
 // hashSubject hashes the evidence file a binds and checks it against the receipt's digest.
-func hashSubject(root string, a schemas.Artifact) (string, error) {
+func hashSubject(root string, a contract.Artifact) (string, error) {
 	rel, err := cleanRel(a.Path)
 	if err != nil || rel != a.Path {
 		return "", fmt.Errorf("%w: %s %q must be a clean path relative to the repository root", ErrSubject, a.Kind, a.Path)
 	}
-	if err := schemas.CheckNoSymlink(root, rel); err != nil {
+	if err := evidence.CheckNoSymlink(root, rel); err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrSubject, a.Path, err)
 	}
-	d, _, err := schemas.DigestFile(filepath.Join(root, filepath.FromSlash(rel)))
+	d, _, err := evidence.DigestFile(filepath.Join(root, filepath.FromSlash(rel)))
 	if err != nil {
 		return "", fmt.Errorf("%w: %s %s: %w", ErrSubject, a.Kind, a.Path, err)
 	}

@@ -1,12 +1,17 @@
 package schemas
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // Outcome is the result of checking one document.
@@ -15,6 +20,9 @@ type Outcome struct {
 	Contract Contract
 	// Violations lists every problem found; empty means the document is valid.
 	Violations []Violation
+	// Tree is the parsed document (as jsonstrict.Parse returns it) when it parsed as a JSON object
+	// of a known contract; nil otherwise.
+	Tree map[string]any
 }
 
 // Valid reports whether the document had no violation.
@@ -25,10 +33,10 @@ func (o Outcome) Valid() bool { return len(o.Violations) == 0 }
 // Historical evidence (Kiln version-1 results carrying a machine-specific temperature policy) is
 // refused with one ErrHistorical violation per marker found. The error is non-nil only when the
 // check could not be carried out (e.g. the embedded schemas do not compile).
-func CheckDocument(data []byte, opts ...DecodeOption) (Outcome, error) {
-	doc, err := Parse(data, opts...)
+func CheckDocument(data []byte, opts ...jsonstrict.DecodeOption) (Outcome, error) {
+	doc, err := jsonstrict.Parse(data, opts...)
 	if err != nil {
-		var de *DecodeError
+		var de *jsonstrict.DecodeError
 		if errors.As(err, &de) {
 			return Outcome{Violations: []Violation{{Pointer: de.Pointer, Err: de}}}, nil
 		}
@@ -57,7 +65,7 @@ func CheckDocument(data []byte, opts ...DecodeOption) (Outcome, error) {
 			return Outcome{Violations: []Violation{violationf("/schema", ErrUnknownContract, "%v; known: %s", obj["schema"], strings.Join(schemaIDs(), ", "))}}, nil
 		}
 	}
-	out := Outcome{Contract: c}
+	out := Outcome{Contract: c, Tree: obj}
 	vs, err := ValidateSchema(c.Name, doc)
 	if err != nil {
 		return Outcome{}, err
@@ -98,111 +106,111 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 		return nil
 	}
 	switch name {
-	case Workload:
-		var d WorkloadDoc
+	case contract.Workload:
+		var d contract.WorkloadDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkWorkload(&d), nil
-	case LaunchRecipe:
-		var d LaunchRecipeDoc
+		return semantic(rules.CheckWorkload(&d)), nil
+	case contract.LaunchRecipe:
+		var d contract.LaunchRecipeDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkLaunchRecipe(&d), nil
-	case CaseResult:
-		var d CaseResultDoc
+		return semantic(rules.CheckLaunchRecipe(&d)), nil
+	case contract.CaseResult:
+		var d contract.CaseResultDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkCaseResult(&d), nil
-	case RequestRecord:
-		var d RequestRecordDoc
+		return semantic(rules.CheckCaseResult(&d)), nil
+	case contract.RequestRecord:
+		var d contract.RequestRecordDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkRequestRecord(&d), nil
-	case TelemetrySample:
-		var d TelemetrySampleDoc
+		return semantic(rules.CheckRequestRecord(&d)), nil
+	case contract.TelemetrySample:
+		var d contract.TelemetrySampleDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
 		return nil, nil
-	case LifecycleRecord:
-		var d LifecycleRecordDoc
+	case contract.LifecycleRecord:
+		var d contract.LifecycleRecordDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkLifecycleRecord(&d), nil
-	case Receipt:
-		var d ReceiptDoc
+		return semantic(rules.CheckLifecycleRecord(&d)), nil
+	case contract.Receipt:
+		var d contract.ReceiptDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkReceipt(&d), nil
-	case VerificationReport:
-		var d VerificationReportDoc
+		return semantic(rules.CheckReceipt(&d)), nil
+	case contract.VerificationReport:
+		var d contract.VerificationReportDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkReport(&d), nil
-	case RuntimeManifest:
-		var d RuntimeManifestDoc
+		return semantic(rules.CheckReport(&d)), nil
+	case contract.RuntimeManifest:
+		var d contract.RuntimeManifestDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkRuntimeManifest(&d), nil
-	case DriverSpec:
-		var d DriverSpecDoc
+		return semantic(rules.CheckRuntimeManifest(&d)), nil
+	case contract.DriverSpec:
+		var d contract.DriverSpecDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkDriverSpec(&d), nil
-	case DriverRequest:
-		var d DriverRequestDoc
+		return semantic(rules.CheckDriverSpec(&d)), nil
+	case contract.DriverRequest:
+		var d contract.DriverRequestDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkDriverRequest(&d), nil
-	case DriverWorkerOutput:
-		var d DriverWorkerOutputDoc
+		return semantic(rules.CheckDriverRequest(&d)), nil
+	case contract.DriverWorkerOutput:
+		var d contract.DriverWorkerOutputDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkWorkerOutput(&d), nil
-	case NextTokenResult:
-		var d NextTokenResultDoc
+		return semantic(rules.CheckWorkerOutput(&d)), nil
+	case contract.NextTokenResult:
+		var d contract.NextTokenResultDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkNextTokenResult(doc, &d), nil
-	case PathAttribution:
-		var d PathAttributionDoc
+		return semantic(rules.CheckNextTokenResult(doc, &d)), nil
+	case contract.PathAttribution:
+		var d contract.PathAttributionDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkPathAttribution(doc, &d), nil
-	case LayerAttribution:
-		var d LayerAttributionDoc
+		return semantic(rules.CheckPathAttribution(doc, &d)), nil
+	case contract.LayerAttribution:
+		var d contract.LayerAttributionDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkLayerAttribution(doc, &d), nil
-	case ReportView:
-		var d ReportViewDoc
+		return semantic(rules.CheckLayerAttribution(doc, &d)), nil
+	case contract.ReportView:
+		var d contract.ReportViewDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkReportView(&d), nil
-	case Comparison:
-		var d ComparisonDoc
+		return semantic(rules.CheckReportView(&d)), nil
+	case contract.Comparison:
+		var d contract.ComparisonDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
-		return checkComparison(&d), nil
-	case EffectiveRunConfig:
+		return semantic(rules.CheckComparison(&d)), nil
+	case contract.EffectiveRunConfig:
 		// Every rule of an effective run configuration is in its schema (and the integer check above).
-		var d EffectiveRunConfigDoc
+		var d contract.EffectiveRunConfigDoc
 		if err := decode(&d); err != nil {
 			return nil, err
 		}
@@ -213,24 +221,24 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 
 // docTypes maps each contract to its Go type.
 var docTypes = map[string]reflect.Type{
-	Workload:           reflect.TypeFor[WorkloadDoc](),
-	LaunchRecipe:       reflect.TypeFor[LaunchRecipeDoc](),
-	RuntimeManifest:    reflect.TypeFor[RuntimeManifestDoc](),
-	CaseResult:         reflect.TypeFor[CaseResultDoc](),
-	RequestRecord:      reflect.TypeFor[RequestRecordDoc](),
-	LifecycleRecord:    reflect.TypeFor[LifecycleRecordDoc](),
-	Receipt:            reflect.TypeFor[ReceiptDoc](),
-	VerificationReport: reflect.TypeFor[VerificationReportDoc](),
-	DriverSpec:         reflect.TypeFor[DriverSpecDoc](),
-	DriverRequest:      reflect.TypeFor[DriverRequestDoc](),
-	DriverWorkerOutput: reflect.TypeFor[DriverWorkerOutputDoc](),
-	NextTokenResult:    reflect.TypeFor[NextTokenResultDoc](),
-	PathAttribution:    reflect.TypeFor[PathAttributionDoc](),
-	LayerAttribution:   reflect.TypeFor[LayerAttributionDoc](),
-	ReportView:         reflect.TypeFor[ReportViewDoc](),
-	Comparison:         reflect.TypeFor[ComparisonDoc](),
-	EffectiveRunConfig: reflect.TypeFor[EffectiveRunConfigDoc](),
-	TelemetrySample:    reflect.TypeFor[TelemetrySampleDoc](),
+	contract.Workload:           reflect.TypeFor[contract.WorkloadDoc](),
+	contract.LaunchRecipe:       reflect.TypeFor[contract.LaunchRecipeDoc](),
+	contract.RuntimeManifest:    reflect.TypeFor[contract.RuntimeManifestDoc](),
+	contract.CaseResult:         reflect.TypeFor[contract.CaseResultDoc](),
+	contract.RequestRecord:      reflect.TypeFor[contract.RequestRecordDoc](),
+	contract.LifecycleRecord:    reflect.TypeFor[contract.LifecycleRecordDoc](),
+	contract.Receipt:            reflect.TypeFor[contract.ReceiptDoc](),
+	contract.VerificationReport: reflect.TypeFor[contract.VerificationReportDoc](),
+	contract.DriverSpec:         reflect.TypeFor[contract.DriverSpecDoc](),
+	contract.DriverRequest:      reflect.TypeFor[contract.DriverRequestDoc](),
+	contract.DriverWorkerOutput: reflect.TypeFor[contract.DriverWorkerOutputDoc](),
+	contract.NextTokenResult:    reflect.TypeFor[contract.NextTokenResultDoc](),
+	contract.PathAttribution:    reflect.TypeFor[contract.PathAttributionDoc](),
+	contract.LayerAttribution:   reflect.TypeFor[contract.LayerAttributionDoc](),
+	contract.ReportView:         reflect.TypeFor[contract.ReportViewDoc](),
+	contract.Comparison:         reflect.TypeFor[contract.ComparisonDoc](),
+	contract.EffectiveRunConfig: reflect.TypeFor[contract.EffectiveRunConfigDoc](),
+	contract.TelemetrySample:    reflect.TypeFor[contract.TelemetrySampleDoc](),
 }
 
 // integerLiterals reports every number that lands in an integer field of t but is written with a
@@ -258,7 +266,7 @@ func integerLiterals(v any, t reflect.Type, at string) []Violation {
 		switch t.Kind() {
 		case reflect.Map:
 			for k, e := range x {
-				out = append(out, integerLiterals(e, t.Elem(), at+"/"+escapePointerToken(k))...)
+				out = append(out, integerLiterals(e, t.Elem(), at+"/"+jsonstrict.EscapePointerToken(k))...)
 			}
 		case reflect.Struct:
 			for i := 0; i < t.NumField(); i++ {
@@ -270,23 +278,13 @@ func integerLiterals(v any, t reflect.Type, at string) []Violation {
 					continue
 				}
 				if e, ok := x[name]; ok {
-					out = append(out, integerLiterals(e, f.Type, at+"/"+escapePointerToken(name))...)
+					out = append(out, integerLiterals(e, f.Type, at+"/"+jsonstrict.EscapePointerToken(name))...)
 				}
 			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
 	return out
-}
-
-func checkRuntimeManifest(m *RuntimeManifestDoc) []Violation {
-	r := &rules{}
-	names := make([]string, len(m.Packages))
-	for i, p := range m.Packages {
-		names[i] = p.Name
-	}
-	r.sortedUnique("/packages", names, "package name")
-	return r.out
 }
 
 // Marker is one sign of historical evidence, found at Pointer.
@@ -335,7 +333,7 @@ func HistoricalMarkers(doc any) []Marker {
 				out = append(out, Marker{Pointer: at + "/schema", Name: s})
 			}
 			for k, v := range n {
-				p := at + "/" + escapePointerToken(k)
+				p := at + "/" + jsonstrict.EscapePointerToken(k)
 				if historicalKeys[k] {
 					out = append(out, Marker{Pointer: p, Name: k})
 				}
@@ -355,20 +353,69 @@ func HistoricalMarkers(doc any) []Marker {
 // CheckAs checks raw bytes as a document of one contract (strict JSON, schema and semantic
 // rules) and refuses a valid document of another contract. The error names the document (name,
 // usually its path) on every violation, one per line.
-func CheckAs(raw []byte, name, contract string) error {
+func CheckAs(raw []byte, name, contractID string) error {
 	out, err := CheckDocument(raw)
+	return out.errorAs(err, name, contractID)
+}
+
+// errorAs turns the outcome of checking the document label as the contract contractID into one
+// error: nil when it is a valid document of that contract.
+func (o Outcome) errorAs(err error, label, contractID string) error {
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", label, err)
 	}
-	if !out.Valid() {
-		lines := make([]string, 0, len(out.Violations))
-		for _, v := range out.Violations {
-			lines = append(lines, name+": "+v.Error())
+	if !o.Valid() {
+		lines := make([]string, 0, len(o.Violations))
+		for _, v := range o.Violations {
+			lines = append(lines, label+": "+v.Error())
 		}
 		return errors.New(strings.Join(lines, "\n"))
 	}
-	if out.Contract.Name != contract {
-		return fmt.Errorf("%s is a %s, not a qualkit.%s", name, out.Contract.SchemaID, contract)
+	if o.Contract.Name != contractID {
+		return fmt.Errorf("%s is a %s, not a qualkit.%s", label, o.Contract.SchemaID, contractID)
 	}
 	return nil
+}
+
+// Decode checks raw as a document of the contract contractID, as CheckAs does, and decodes it
+// into T: the bytes are parsed strictly once (the typed value is what jsonstrict.DecodeInto gives,
+// numbers in open maps as json.Number). The error names the document (label) on every violation.
+func Decode[T any](raw []byte, label, contractID string, opts ...jsonstrict.DecodeOption) (*T, error) {
+	out, err := CheckDocument(raw, opts...)
+	if err := out.errorAs(err, label, contractID); err != nil {
+		return nil, err
+	}
+	doc, err := DecodeChecked[T](raw, out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", label, err)
+	}
+	return doc, nil
+}
+
+// DecodeChecked decodes raw, which CheckDocument found valid with outcome out, into T without
+// parsing it strictly again. It refuses an outcome with violations.
+func DecodeChecked[T any](raw []byte, out Outcome) (*T, error) {
+	if !out.Valid() || out.Tree == nil {
+		return nil, fmt.Errorf("decode %s document: it has %d violations", out.Contract.Name, len(out.Violations))
+	}
+	var doc T
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("decode %s document: %w", out.Contract.Name, err)
+	}
+	return &doc, nil
+}
+
+// semantic wraps the problems a contract's semantic rules found as violations carrying ErrSemantic.
+func semantic(ps []rules.Problem) []Violation {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]Violation, len(ps))
+	for i, p := range ps {
+		out[i] = Violation{Pointer: p.Pointer, Err: fmt.Errorf("%w: %w", ErrSemantic, p.Err)}
+	}
+	return out
 }

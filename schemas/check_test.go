@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // TestCheckDocumentRejections: each kind of bad input is rejected with its sentinel and the JSON
@@ -24,14 +26,14 @@ func TestCheckDocumentRejections(t *testing.T) {
 	}{
 		{"duplicate key", recipe(func(s string) string {
 			return strings.Replace(s, `"model_id": "qualsim-tiny",`, `"model_id": "qualsim-tiny", "model_id": "other",`, 1)
-		}), "/model_id", ErrDuplicateKey},
+		}), "/model_id", jsonstrict.ErrDuplicateKey},
 		{"NaN", recipe(func(s string) string {
 			return strings.Replace(s, `"startup_timeout_seconds": 10`, `"startup_timeout_seconds": NaN`, 1)
-		}), "/startup_timeout_seconds", ErrNonFinite},
+		}), "/startup_timeout_seconds", jsonstrict.ErrNonFinite},
 		{"unknown field", recipe(func(s string) string {
 			return strings.Replace(s, `"path": "/v1/models",`, `"path": "/v1/models", "retries": 3,`, 1)
 		}), "/readiness", ErrSchema},
-		{"trailing garbage", recipe(func(s string) string { return s + "}" }), "", ErrTrailingData},
+		{"trailing garbage", recipe(func(s string) string { return s + "}" }), "", jsonstrict.ErrTrailingData},
 		{"missing required field", recipe(func(s string) string {
 			return strings.Replace(s, `"model_id": "qualsim-tiny",`, ``, 1)
 		}), "", ErrSchema},
@@ -39,7 +41,7 @@ func TestCheckDocumentRejections(t *testing.T) {
 			"/recipe/digest", ErrSchema},
 		{"invalid UTF-8", recipe(func(s string) string {
 			return strings.Replace(s, `"The built-in`, "\"The \xff built-in", 1)
-		}), "/description", ErrInvalidUTF8},
+		}), "/description", jsonstrict.ErrInvalidUTF8},
 		{"unknown contract", `{"schema":"qualkit.nothing.v1"}`, "/schema", ErrUnknownContract},
 		{"kiln schema_version document", `{"schema_version":1,"workload_id":"x"}`, "/schema_version", ErrUnknownContract},
 		{"not an object", `[1,2]`, "", ErrUnknownContract},
@@ -93,11 +95,11 @@ func TestKilnV1EvidenceRefused(t *testing.T) {
 			t.Errorf("%s: want marker %s, got %q", ptr, marker, got[ptr])
 		}
 	}
-	doc, err := Parse(data)
+	doc, err := jsonstrict.Parse(data)
 	if err != nil {
 		t.Fatalf("historical evidence must still parse for audit display: %v", err)
 	}
-	if err := VerifyKilnSelfHash(doc, "result_sha256"); err != nil {
+	if err := jsonstrict.VerifyKilnSelfHash(doc, "result_sha256"); err != nil {
 		t.Errorf("self-hash: %v", err)
 	}
 }

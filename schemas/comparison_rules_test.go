@@ -6,13 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // TestComparisonRules breaks one rule of the comparison report per case, on a valid document of
 // its corpus, and expects a semantic violation at the pointer (and no other kind of violation).
 func TestComparisonRules(t *testing.T) {
 	load := func(t *testing.T, name string) map[string]any {
-		data, err := os.ReadFile(filepath.Join("testdata", Comparison, "valid", name))
+		data, err := os.ReadFile(filepath.Join("testdata", contract.Comparison, "valid", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,13 +93,13 @@ func TestComparisonRules(t *testing.T) {
 			}
 		})
 	}
-	files, _ := filepath.Glob(filepath.Join("testdata", Comparison, "valid", "*.json"))
+	files, _ := filepath.Glob(filepath.Join("testdata", contract.Comparison, "valid", "*.json"))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out, err := CheckDocument(data); err != nil || !out.Valid() || out.Contract.Name != Comparison {
+		if out, err := CheckDocument(data); err != nil || !out.Valid() || out.Contract.Name != contract.Comparison {
 			t.Errorf("%s: %v %v", f, err, out.Violations)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -29,48 +31,11 @@ type Contract struct {
 	File string
 }
 
-// The contracts this module knows, by name. Each has an exported schema under json/.
-const (
-	Workload           = "workload.v1"
-	LaunchRecipe       = "launch-recipe.v1"
-	RuntimeManifest    = "runtime-manifest.v1"
-	CaseResult         = "case-result.v1"
-	RequestRecord      = "request-record.v1"
-	LifecycleRecord    = "lifecycle-record.v1"
-	Receipt            = "receipt.v1"
-	VerificationReport = "verification-report.v1"
-	DriverSpec         = "driver-spec.v1"
-	DriverRequest      = "driver-request.v1"
-	DriverWorkerOutput = "driver-worker-output.v1"
-	NextTokenResult    = "next-token-result.v2"
-	PathAttribution    = "path-attribution.v2"
-	LayerAttribution   = "layer-attribution.v2"
-	ReportView         = "report-view.v1"
-	Comparison         = "comparison.v1"
-	EffectiveRunConfig = "effective-run-config.v1"
-	TelemetrySample    = "telemetry-sample.v1"
-)
-
-// DriverResults lists the version-2 evidence results a driver writes, by contract name.
-var DriverResults = []string{NextTokenResult, PathAttribution, LayerAttribution}
-
-// IsDriverResult reports whether name (a contract name such as "next-token-result.v2", or a
-// schema id such as "qualkit.next-token-result.v2") is a driver's evidence result.
-func IsDriverResult(name string) bool {
-	name = strings.TrimPrefix(name, "qualkit.")
-	for _, n := range DriverResults {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
-
 const schemaURLBase = "https://qualkit.dev/schemas/"
 
 // Contracts lists every known contract, sorted by name.
 func Contracts() []Contract {
-	names := []string{CaseResult, Comparison, DriverRequest, DriverSpec, DriverWorkerOutput, EffectiveRunConfig, LaunchRecipe, LayerAttribution, LifecycleRecord, NextTokenResult, PathAttribution, Receipt, ReportView, RequestRecord, RuntimeManifest, TelemetrySample, VerificationReport, Workload}
+	names := []string{contract.CaseResult, contract.Comparison, contract.DriverRequest, contract.DriverSpec, contract.DriverWorkerOutput, contract.EffectiveRunConfig, contract.LaunchRecipe, contract.LayerAttribution, contract.LifecycleRecord, contract.NextTokenResult, contract.PathAttribution, contract.Receipt, contract.ReportView, contract.RequestRecord, contract.RuntimeManifest, contract.TelemetrySample, contract.VerificationReport, contract.Workload}
 	out := make([]Contract, len(names))
 	for i, n := range names {
 		out[i] = contractFor(n)
@@ -122,7 +87,7 @@ type Violation struct {
 }
 
 func (v Violation) Error() string {
-	var de *DecodeError
+	var de *jsonstrict.DecodeError
 	if errors.As(v.Err, &de) && de.Pointer == v.Pointer {
 		return de.Error() // already carries the pointer
 	}
@@ -231,11 +196,7 @@ func pointerOf(tokens []string) string {
 	var b strings.Builder
 	for _, t := range tokens {
 		b.WriteByte('/')
-		b.WriteString(escapePointerToken(t))
+		b.WriteString(jsonstrict.EscapePointerToken(t))
 	}
 	return b.String()
 }
-
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-func escapePointerToken(t string) string { return pointerEscaper.Replace(t) }

@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"encoding/json"
+	"github.com/qualkit/qualkit/schemas/rules"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,7 @@ func TestShellEvalCorpus(t *testing.T) {
 		t.Fatalf("corpus too small: %d refused, %d accepted", len(refused), len(accepted))
 	}
 	for _, tc := range refused {
-		e := ShellEval(tc.Argv)
+		e := rules.ShellEval(tc.Argv)
 		switch {
 		case e == nil:
 			t.Errorf("%q: accepted, want refused at element %d", tc.Argv, tc.Element)
@@ -38,7 +39,7 @@ func TestShellEvalCorpus(t *testing.T) {
 		}
 	}
 	for _, argv := range accepted {
-		if e := ShellEval(argv); e != nil {
+		if e := rules.ShellEval(argv); e != nil {
 			t.Errorf("%q: refused at element %d (%s), want accepted", argv, e.Element, e)
 		}
 	}
@@ -76,7 +77,7 @@ func TestShellEvalDepthBounded(t *testing.T) {
 		argv = append(argv, "env")
 	}
 	argv = append(argv, "bin/server")
-	if e := ShellEval(argv); e == nil {
+	if e := rules.ShellEval(argv); e == nil {
 		t.Error("1000 nested env wrappers: accepted, want refused (the rule looks through a bounded number)")
 	}
 }

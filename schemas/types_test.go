@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // TestTypesMatchSchemas walks each Go type against its contract's exported JSON Schema: every
@@ -14,24 +16,24 @@ import (
 // if/then/else branches.
 func TestTypesMatchSchemas(t *testing.T) {
 	types := map[string]any{
-		Workload:           WorkloadDoc{},
-		LaunchRecipe:       LaunchRecipeDoc{},
-		RuntimeManifest:    RuntimeManifestDoc{},
-		CaseResult:         CaseResultDoc{},
-		RequestRecord:      RequestRecordDoc{},
-		LifecycleRecord:    LifecycleRecordDoc{},
-		Receipt:            ReceiptDoc{},
-		VerificationReport: VerificationReportDoc{},
-		DriverSpec:         DriverSpecDoc{},
-		DriverRequest:      DriverRequestDoc{},
-		DriverWorkerOutput: DriverWorkerOutputDoc{},
-		NextTokenResult:    NextTokenResultDoc{},
-		PathAttribution:    PathAttributionDoc{},
-		LayerAttribution:   LayerAttributionDoc{},
-		ReportView:         ReportViewDoc{},
-		Comparison:         ComparisonDoc{},
-		EffectiveRunConfig: EffectiveRunConfigDoc{},
-		TelemetrySample:    TelemetrySampleDoc{},
+		contract.Workload:           contract.WorkloadDoc{},
+		contract.LaunchRecipe:       contract.LaunchRecipeDoc{},
+		contract.RuntimeManifest:    contract.RuntimeManifestDoc{},
+		contract.CaseResult:         contract.CaseResultDoc{},
+		contract.RequestRecord:      contract.RequestRecordDoc{},
+		contract.LifecycleRecord:    contract.LifecycleRecordDoc{},
+		contract.Receipt:            contract.ReceiptDoc{},
+		contract.VerificationReport: contract.VerificationReportDoc{},
+		contract.DriverSpec:         contract.DriverSpecDoc{},
+		contract.DriverRequest:      contract.DriverRequestDoc{},
+		contract.DriverWorkerOutput: contract.DriverWorkerOutputDoc{},
+		contract.NextTokenResult:    contract.NextTokenResultDoc{},
+		contract.PathAttribution:    contract.PathAttributionDoc{},
+		contract.LayerAttribution:   contract.LayerAttributionDoc{},
+		contract.ReportView:         contract.ReportViewDoc{},
+		contract.Comparison:         contract.ComparisonDoc{},
+		contract.EffectiveRunConfig: contract.EffectiveRunConfigDoc{},
+		contract.TelemetrySample:    contract.TelemetrySampleDoc{},
 	}
 	for _, c := range Contracts() {
 		typ, ok := types[c.Name]

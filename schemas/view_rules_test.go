@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 func loadView(t *testing.T, name string) map[string]any {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", ReportView, "valid", name))
+	data, err := os.ReadFile(filepath.Join("testdata", contract.ReportView, "valid", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func TestReportViewRules(t *testing.T) {
 
 // TestReportViewCorpusIsValid: every valid document of the corpus obeys the semantic rules too.
 func TestReportViewCorpusIsValid(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("testdata", ReportView, "valid", "*.json"))
+	files, _ := filepath.Glob(filepath.Join("testdata", contract.ReportView, "valid", "*.json"))
 	if len(files) < 4 {
 		t.Fatalf("%d valid documents", len(files))
 	}
@@ -113,7 +115,7 @@ func TestReportViewCorpusIsValid(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, err := CheckDocument(data)
-		if err != nil || !out.Valid() || out.Contract.Name != ReportView {
+		if err != nil || !out.Valid() || out.Contract.Name != contract.ReportView {
 			t.Errorf("%s: %v %v", f, err, out.Violations)
 		}
 	}

@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // TestRepositoryWorkloadReferences: the committed workloads hold together across files, as
@@ -23,8 +27,8 @@ func TestRepositoryWorkloadReferences(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var w WorkloadDoc
-		if err := DecodeInto(data, &w); err != nil || w.Schema != "qualkit.workload.v1" {
+		var w contract.WorkloadDoc
+		if err := jsonstrict.DecodeInto(data, &w); err != nil || w.Schema != "qualkit.workload.v1" {
 			continue // not a workload; TestRepositoryExamplesValid checks every file
 		}
 		for _, v := range w.Variants {
@@ -70,21 +74,21 @@ func TestRepositoryWorkloadReferences(t *testing.T) {
 	}
 }
 
-func checkCorpusFile(t *testing.T, root, workload string, c *Corpus) {
+func checkCorpusFile(t *testing.T, root, workload string, c *contract.Corpus) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, c.Path))
 	if err != nil {
 		t.Errorf("%s: corpus file: %v", workload, err)
 		return
 	}
-	if got := DigestOf(data); got != c.Digest {
+	if got := evidence.DigestOf(data); got != c.Digest {
 		t.Errorf("%s: corpus file %s has digest %s, the workload binds %s", workload, c.Path, got, c.Digest)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	ids := map[string]bool{}
 	for n := 1; sc.Scan(); n++ {
-		var p Prompt
-		if err := DecodeInto(sc.Bytes(), &p); err != nil || p.ID == "" || p.Text == "" || ids[p.ID] {
+		var p contract.Prompt
+		if err := jsonstrict.DecodeInto(sc.Bytes(), &p); err != nil || p.ID == "" || p.Text == "" || ids[p.ID] {
 			t.Errorf("%s line %d: want a strict {\"id\", \"text\", \"system\"?} object with a new id: %v", c.Path, n, err)
 		}
 		ids[p.ID] = true

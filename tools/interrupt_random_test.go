@@ -15,6 +15,8 @@ import (
 
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"golang.org/x/sys/unix"
 )
 
@@ -165,7 +167,7 @@ func (tr trial) run(t *testing.T) {
 	if err != nil {
 		t.Fatalf("evidence was written (%s) but no receipt binds it: %v\nqualrun (exit %d):\n%s", runs[0], err, code, out.String())
 	}
-	var rc schemas.ReceiptDoc
+	var rc contract.ReceiptDoc
 	if err := json.Unmarshal(b, &rc); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +203,7 @@ func (tr trial) run(t *testing.T) {
 	}
 	for _, f := range globAll(t, runs[0], "**") {
 		rel, _ := filepath.Rel(repo, f)
-		d, _, err := schemas.DigestFile(f)
+		d, _, err := evidence.DigestFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}

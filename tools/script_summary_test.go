@@ -5,7 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/tools/internal/numfmt"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -20,7 +21,7 @@ func cmdRowValue(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 5 {
 		ts.Fatalf("usage: rowvalue RECEIPT RESULT ROW NAME VAR")
 	}
-	var rc schemas.ReceiptDoc
+	var rc contract.ReceiptDoc
 	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &rc); err != nil {
 		ts.Fatalf("%s: %v", args[0], err)
 	}
@@ -28,7 +29,7 @@ func cmdRowValue(ts *testscript.TestScript, neg bool, args []string) {
 	if ri < 0 || ri >= len(rc.Results) || rc.Results[ri].CaseResult == nil {
 		ts.Fatalf("%s: no result %s with a case result", args[0], args[1])
 	}
-	var cr schemas.CaseResultDoc
+	var cr contract.CaseResultDoc
 	if err := json.Unmarshal([]byte(ts.ReadFile(filepath.FromSlash(rc.Results[ri].CaseResult.Path))), &cr); err != nil {
 		ts.Fatalf("case result: %v", err)
 	}
@@ -80,5 +81,5 @@ func cmdDigest(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: digest FILE VAR")
 	}
-	ts.Setenv(args[1], schemas.DigestOf([]byte(ts.ReadFile(args[0]))))
+	ts.Setenv(args[1], evidence.DigestOf([]byte(ts.ReadFile(args[0]))))
 }

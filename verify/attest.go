@@ -8,7 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
@@ -94,19 +95,19 @@ func malformedf(format string, args ...any) error {
 // readAttestation parses an envelope or bundle, verifies its signatures with keys and decodes
 // its statement. Problems are recorded in the attestation, never returned.
 func readAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *attestation {
-	a := &attestation{kind: kind, path: path, digest: schemas.DigestOf(data)}
+	a := &attestation{kind: kind, path: path, digest: evidence.DigestOf(data)}
 	var env *envelopeJSON
 	switch kind {
 	case "envelope":
 		var e envelopeJSON
-		if err := schemas.DecodeInto(data, &e, schemas.WithMaxBytes(MaxAttestationBytes)); err != nil {
+		if err := jsonstrict.DecodeInto(data, &e, jsonstrict.WithMaxBytes(MaxAttestationBytes)); err != nil {
 			a.malformed = malformedf("DSSE envelope: %v", err)
 			return a
 		}
 		env = &e
 	case "bundle":
 		var b bundleJSON
-		if err := schemas.DecodeInto(data, &b, schemas.WithMaxBytes(MaxAttestationBytes)); err != nil {
+		if err := jsonstrict.DecodeInto(data, &b, jsonstrict.WithMaxBytes(MaxAttestationBytes)); err != nil {
 			a.malformed = malformedf("Sigstore bundle (only public-key bundles with a DSSE envelope are accepted): %v", err)
 			return a
 		}
@@ -219,7 +220,7 @@ func b64(s string) ([]byte, error) {
 
 // parseStatement decodes an in-toto Statement v1 of the qualification predicate strictly.
 func parseStatement(payload []byte) (*statement, error) {
-	doc, err := schemas.Parse(payload)
+	doc, err := jsonstrict.Parse(payload)
 	if err != nil {
 		return nil, malformedf("statement: %v", err)
 	}

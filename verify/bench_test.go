@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -51,15 +52,15 @@ func writeBigEvidence(tb testing.TB, root string) {
 	run := runDirOf(tb, root, receipt)
 	caseDir := filepath.Join(root, run, "cases/000-chat-stream-r000")
 	// The corpus: a JSONL file bound by digest.
-	prompts := make([]schemas.Prompt, promptsBig)
+	prompts := make([]contract.Prompt, promptsBig)
 	var corpus []byte
 	for i := range prompts {
-		prompts[i] = schemas.Prompt{ID: fmt.Sprintf("p-%05d", i), Text: fmt.Sprintf("Prompt number %d: say something short about the number %d.", i, i*7)}
+		prompts[i] = contract.Prompt{ID: fmt.Sprintf("p-%05d", i), Text: fmt.Sprintf("Prompt number %d: say something short about the number %d.", i, i*7)}
 		b, _ := json.Marshal(prompts[i])
 		corpus = append(append(corpus, b...), '\n')
 	}
 	mustWriteTB(tb, filepath.Join(root, "workloads/corpus-10k.jsonl"), corpus)
-	corpusDigest := schemas.DigestOf(corpus)
+	corpusDigest := evidence.DigestOf(corpus)
 	concurrency := []any{}
 	for i := range rowsBig {
 		concurrency = append(concurrency, json.Number(itoa(int64(1)<<i)))
@@ -72,7 +73,7 @@ func writeBigEvidence(tb testing.TB, root string) {
 	wcase["warmup_requests"] = json.Number("0")
 	wcase["timeout_seconds"] = json.Number("3600") // the rows' records span 30 minutes
 	writeTree(tb, wp, w)
-	var slo schemas.SLO
+	var slo contract.SLO
 	sloRaw, _ := json.Marshal(wcase["slo"])
 	json.Unmarshal(sloRaw, &slo)
 	pset, err := promptSet(prompts)
@@ -82,7 +83,7 @@ func writeBigEvidence(tb testing.TB, root string) {
 	// The rows.
 	os.RemoveAll(filepath.Join(caseDir, "rows"))
 	os.MkdirAll(filepath.Join(caseDir, "rows"), 0o755)
-	var rows []schemas.Row
+	var rows []contract.Row
 	var arts []any
 	for ri := range rowsBig {
 		c := int64(1) << ri
@@ -110,9 +111,9 @@ func writeBigEvidence(tb testing.TB, root string) {
 		}
 		rf := recomputeRow(rowSpec{concurrency: c, loop: "closed", slo: slo, sloKnown: true}, ptrs)
 		d, n := fileDigest(tb, filepath.Join(root, rel))
-		rows = append(rows, schemas.Row{Concurrency: c, Repetition: 0, Loop: "closed", Requests: rf.requests, Successes: rf.successes, Failures: rf.failures,
-			WindowSeconds: rf.windowSeconds, PromptSetSHA256: pset, OutputSetSHA256: rf.outputSet, Records: schemas.FileRef{Path: rel, Digest: d},
-			Metrics: rf.metrics, Fidelity: schemas.Fidelity{ScheduleLagP50Ms: rf.lagP50, ScheduleLagP99Ms: rf.lagP99, ScheduleLagMaxMs: rf.lagMax,
+		rows = append(rows, contract.Row{Concurrency: c, Repetition: 0, Loop: "closed", Requests: rf.requests, Successes: rf.successes, Failures: rf.failures,
+			WindowSeconds: rf.windowSeconds, PromptSetSHA256: pset, OutputSetSHA256: rf.outputSet, Records: contract.FileRef{Path: rel, Digest: d},
+			Metrics: rf.metrics, Fidelity: contract.Fidelity{ScheduleLagP50Ms: rf.lagP50, ScheduleLagP99Ms: rf.lagP99, ScheduleLagMaxMs: rf.lagMax,
 				AchievedRate: rf.achieved, Degraded: rf.degraded, Reasons: []string{}}})
 		arts = append(arts, map[string]any{"kind": "request_records", "path": rel, "digest": d, "bytes": json.Number(itoa(n))})
 	}
@@ -150,29 +151,29 @@ func writeBigEvidence(tb testing.TB, root string) {
 
 // syntheticRecord is a successful streamed request of a closed-loop row: 32 content events 5 ms
 // apart after a 20 ms first token, sends spread as a closed loop of c slots would spread them.
-func syntheticRecord(c, i int64, promptID string) schemas.RequestRecordDoc {
+func syntheticRecord(c, i int64, promptID string) contract.RequestRecordDoc {
 	const ms = int64(1_000_000)
 	wave := i / c
 	sched := 1_000*ms + wave*180*ms + (i%c)*20_000
 	send := sched + 15_000 + (i%7)*1_000
 	hdr := send + ms
-	events := []schemas.Event{{TNs: hdr, Kind: "other", Bytes: 246}}
+	events := []contract.Event{{TNs: hdr, Kind: "other", Bytes: 246}}
 	t := send + 20*ms + (i%5)*100_000
 	for k := range int64(eventsPerRecord) {
-		events = append(events, schemas.Event{TNs: t + k*5*ms + (k%3)*10_000, Kind: "content", Bytes: 233})
+		events = append(events, contract.Event{TNs: t + k*5*ms + (k%3)*10_000, Kind: "content", Bytes: 233})
 	}
 	end := events[len(events)-1].TNs
-	events = append(events, schemas.Event{TNs: end + 50_000, Kind: "usage", Bytes: 180}, schemas.Event{TNs: end + 60_000, Kind: "done", Bytes: 14})
+	events = append(events, contract.Event{TNs: end + 50_000, Kind: "usage", Bytes: 180}, contract.Event{TNs: end + 60_000, Kind: "done", Bytes: 14})
 	closeT := end + 100_000
 	status := int64(200)
 	seed := 1234 + i
 	finish := "length"
-	out := schemas.DigestOf([]byte(fmt.Sprintf("output %d %d", c, i)))
-	return schemas.RequestRecordDoc{Schema: "qualkit.request-record.v1", CaseID: "chat-stream", Row: schemas.RowKey{Concurrency: c, Repetition: 0},
-		Index: i, PromptID: promptID, Seed: &seed, BodyDigest: schemas.DigestOf([]byte(fmt.Sprintf("body %d", i))),
+	out := evidence.DigestOf([]byte(fmt.Sprintf("output %d %d", c, i)))
+	return contract.RequestRecordDoc{Schema: "qualkit.request-record.v1", CaseID: "chat-stream", Row: contract.RowKey{Concurrency: c, Repetition: 0},
+		Index: i, PromptID: promptID, Seed: &seed, BodyDigest: evidence.DigestOf([]byte(fmt.Sprintf("body %d", i))),
 		TSchedNs: sched, TSendNs: &send, THdrNs: &hdr, Events: events, TEndNs: &end, TCloseNs: &closeT, StatusCode: &status,
-		Usage: &schemas.Usage{PromptTokens: 14, CompletionTokens: eventsPerRecord, TotalTokens: 14 + eventsPerRecord}, FinishReason: &finish,
-		OutputDigest: &out, Assertions: []schemas.AssertionOutcome{{Kind: "finish_reason", Passed: true}, {Kind: "completion_tokens_equal_max_tokens", Passed: true}}}
+		Usage: &contract.Usage{PromptTokens: 14, CompletionTokens: eventsPerRecord, TotalTokens: 14 + eventsPerRecord}, FinishReason: &finish,
+		OutputDigest: &out, Assertions: []contract.AssertionOutcome{{Kind: "finish_reason", Passed: true}, {Kind: "completion_tokens_equal_max_tokens", Passed: true}}}
 }
 
 func copyInto(tb testing.TB, src, dst string) {
@@ -246,7 +247,7 @@ func BenchmarkVerify100kRecords(b *testing.B) {
 		t0 := time.Now()
 		bytesRead = 0
 		for _, f := range files {
-			_, n, err := schemas.DigestFile(f)
+			_, n, err := evidence.DigestFile(f)
 			if err != nil {
 				b.Fatal(err)
 			}

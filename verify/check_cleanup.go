@@ -3,7 +3,7 @@ package verify
 import (
 	"slices"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // checkCleanup: the owned server's lifecycle. Ready before the deadline, the port free before
@@ -35,7 +35,7 @@ func checkCleanup(s *snapshot) CheckResult {
 		return c.result()
 	}
 	cleanupRecord(c, path, l, lifecycleContext{
-		receiptVerdict: rc.Lifecycle.Verdict,
+		receiptVerdict: string(rc.Lifecycle.Verdict),
 		recipes:        s.recipesByDigest(),
 		recipeDigests:  digestsOfKind(rc, "launch_recipe"),
 		logs:           artifactsOfKind(rc, "server_log"),
@@ -47,13 +47,13 @@ func checkCleanup(s *snapshot) CheckResult {
 // lifecycleContext is what a lifecycle record is checked against.
 type lifecycleContext struct {
 	receiptVerdict string
-	recipes        map[string]*schemas.LaunchRecipeDoc // by digest, those present locally
+	recipes        map[string]*contract.LaunchRecipeDoc // by digest, those present locally
 	recipeDigests  []string
-	logs           []schemas.Artifact
+	logs           []contract.Artifact
 	binaries       []string
 }
 
-func digestsOfKind(rc *schemas.ReceiptDoc, kind string) []string {
+func digestsOfKind(rc *contract.ReceiptDoc, kind string) []string {
 	var out []string
 	for _, a := range artifactsOfKind(rc, kind) {
 		out = append(out, a.Digest)
@@ -61,8 +61,8 @@ func digestsOfKind(rc *schemas.ReceiptDoc, kind string) []string {
 	return out
 }
 
-func (s *snapshot) recipesByDigest() map[string]*schemas.LaunchRecipeDoc {
-	out := map[string]*schemas.LaunchRecipeDoc{}
+func (s *snapshot) recipesByDigest() map[string]*contract.LaunchRecipeDoc {
+	out := map[string]*contract.LaunchRecipeDoc{}
 	for p, r := range s.recipes {
 		if f := s.files[p]; f != nil && f.present {
 			out[f.digest] = r
@@ -72,7 +72,7 @@ func (s *snapshot) recipesByDigest() map[string]*schemas.LaunchRecipeDoc {
 }
 
 // cleanupRecord checks one lifecycle record (a pure function: the table test drives it).
-func cleanupRecord(c *collector, path string, l *schemas.LifecycleRecordDoc, ctx lifecycleContext) {
+func cleanupRecord(c *collector, path string, l *contract.LifecycleRecordDoc, ctx lifecycleContext) {
 	if !l.Port.FreeBeforeLaunch {
 		c.add(path, "/port/free_before_launch", ErrPortTaken, "port %d had a listener before launch", l.Port.Port)
 	}
@@ -120,7 +120,7 @@ func cleanupRecord(c *collector, path string, l *schemas.LifecycleRecordDoc, ctx
 	if l.Verdict != "passed" || len(l.Failures) > 0 {
 		c.add(path, "/verdict", ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
 	}
-	if ctx.receiptVerdict != "" && ctx.receiptVerdict != l.Verdict {
+	if ctx.receiptVerdict != "" && ctx.receiptVerdict != string(l.Verdict) {
 		c.add(path, "/verdict", ErrLifecycleMismatch, "the record says %s, the receipt says %s", l.Verdict, ctx.receiptVerdict)
 	}
 	if len(ctx.recipeDigests) > 0 && !slices.Contains(ctx.recipeDigests, l.Recipe.Digest) {

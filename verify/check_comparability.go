@@ -7,97 +7,38 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // identity is what makes two metrics of one name comparable.
 type identity struct{ unit, aggregation, direction, formula string }
 
-func identityOf(m schemas.Metric) identity {
-	return identity{m.Unit, m.Aggregation, m.Direction, m.Formula}
+func identityOf(m contract.Metric) identity {
+	return identity{m.Unit, string(m.Aggregation), string(m.Direction), m.Formula}
 }
 
 func (i identity) String() string {
 	return fmt.Sprintf("formula %s, unit %s, aggregation %s, %s", i.formula, i.unit, i.aggregation, i.direction)
 }
 
-// distFamilies are the per-request distributions of a row: name -> unit, direction, formula.
-var distFamilies = map[string]identity{
-	"ttft_ms":         {"ms", "", lowerBetter, "ttft.v1"},
-	"ttft_sched_ms":   {"ms", "", lowerBetter, "ttft_sched.v1"},
-	"ttfb_ms":         {"ms", "", lowerBetter, "ttfb.v1"},
-	"e2e_ms":          {"ms", "", lowerBetter, "e2e.v1"},
-	"e2e_sched_ms":    {"ms", "", lowerBetter, "e2e_sched.v1"},
-	"tpot_ms":         {"ms", "", lowerBetter, "tpot.v1"},
-	"decode_rate":     {"tokens/s", "", higherBetter, "decode_rate.v1"},
-	"icl_ms":          {"ms", "", lowerBetter, "icl.v1"},
-	"icl_max_ms":      {"ms", "", lowerBetter, "icl_max.v1"},
-	"schedule_lag_ms": {"ms", "", lowerBetter, "schedule_lag.v1"},
+// identityFrom is a catalogue identity.
+func identityFrom(id metric.Identity) identity {
+	return identity{string(id.Unit), string(id.Aggregation), string(id.Direction), id.Formula}
 }
 
-var distAggregations = []string{"p50", "p90", "p95", "p99", "p99.9", "min", "max", "mean"}
-
-// rowMetrics are the other row metrics by name.
-var rowMetrics = map[string]identity{
-	"chunking_factor.mean":     {"tokens/event", "mean", noDirection, "chunking_factor.v1"},
-	"request_failures":         {"requests", "count", lowerBetter, "request_failures.v1"},
-	"output_tokens.sum":        {"tokens", "sum", noDirection, "output_tokens.v1"},
-	"prompt_tokens.sum":        {"tokens", "sum", noDirection, "prompt_tokens.v1"},
-	"window_s":                 {"s", "exact", noDirection, "request_window.v1"},
-	"request_throughput":       {"requests/s", "rate", higherBetter, "request_throughput.v1"},
-	"output_throughput_window": {"tokens/s", "rate", higherBetter, "output_throughput_window.v1"},
-	"total_throughput_window":  {"tokens/s", "rate", higherBetter, "total_throughput_window.v1"},
-	"slo_goodput":              {"requests/s", "rate", higherBetter, "slo_goodput.v1"},
-	"slo_goodput_tokens":       {"tokens/s", "rate", higherBetter, "slo_goodput_tokens.v1"},
-	"slo_good_fraction":        {"fraction", "mean", higherBetter, "slo_good_fraction.v1"},
-	"dispatch_spread_ms":       {"ms", "exact", lowerBetter, "dispatch_spread.v1"},
-	"achieved_rate":            {"requests/s", "rate", noDirection, "achieved_rate.v1"},
-}
-
-// rowDefinition returns the identity docs/metrics.md defines for a row metric name.
+// rowDefinition returns the identity the catalogue (schemas/metric, docs/metrics.md) defines for
+// a row metric name.
 func rowDefinition(name string) (identity, bool) {
-	if id, ok := rowMetrics[name]; ok {
-		return id, true
-	}
-	if class, ok := strings.CutPrefix(name, "request_failures."); ok && class != "" {
-		return identity{"requests", "count", lowerBetter, "request_failures_by_class.v1"}, true
-	}
-	for _, agg := range distAggregations {
-		if fam, ok := strings.CutSuffix(name, "."+agg); ok {
-			if id, ok := distFamilies[fam]; ok {
-				id.aggregation = agg
-				return id, true
-			}
-		}
-	}
-	return identity{}, false
+	id, ok := metric.RowIdentity(name)
+	return identityFrom(id), ok
 }
 
-// caseDefinition returns the identity defined for a serving case metric name.
+// caseDefinition returns the identity the catalogue defines for a serving case metric name.
 func caseDefinition(name string) (identity, bool) {
-	switch name {
-	case "request_count", "row_count":
-		return identity{"count", "count", noDirection, "campaign." + name + ".v1"}, true
-	case "request_failures.sum":
-		return identity{"requests", "sum", lowerBetter, "request_failures.v1"}, true
-	case "degraded_rows":
-		return identity{"rows", "count", lowerBetter, "degraded_rows.v1"}, true
-	}
-	for _, h := range caseHeadline {
-		suffix := ".worst_row"
-		if h.best {
-			suffix = ".best_row"
-		}
-		if name == h.name+suffix {
-			id, _ := rowDefinition(h.name)
-			id.aggregation = "max"
-			if !h.best && id.direction == higherBetter {
-				id.aggregation = "min"
-			}
-			return id, true
-		}
-	}
-	return identity{}, false
+	id, ok := metric.CaseIdentity(name)
+	return identityFrom(id), ok
 }
 
 // checkComparability: the evidence is labelled so that only like-for-like rows can ever be
@@ -182,8 +123,8 @@ func checkComparability(s *snapshot) CheckResult {
 	// The comparison policy's rules expect the identity the evidence carries.
 	if cp := w.ComparisonPolicy; cp != nil {
 		for k, rule := range cp.MetricRules {
-			want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
-			for _, occ := range s.metricOccurrences(rule.Scope, rule.ResultID, rule.Metric) {
+			want := identity{rule.Unit, string(rule.Aggregation), string(rule.Direction), rule.Formula}
+			for _, occ := range s.metricOccurrences(string(rule.Scope), rule.ResultID, rule.Metric) {
 				if got := identityOf(occ.m); got != want {
 					c.add(occ.file, occ.ptr, ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, jp("comparison_policy", "metric_rules", k), wpath, want, rateWarning(got, want))
 				}
@@ -216,7 +157,7 @@ func equalInt(a, b *int64) bool { return (a == nil && b == nil) || (a != nil && 
 
 type occurrence struct {
 	file, ptr string
-	m         schemas.Metric
+	m         contract.Metric
 }
 
 // metricOccurrences finds a metric at a rule's scope: each row of result id's case results
@@ -251,7 +192,7 @@ func (s *snapshot) metricOccurrences(scope, resultID, metric string) []occurrenc
 
 // comparableRows: a serving case's rows are exactly the declared concurrency x repetition grid,
 // and each row's prompt set is the corpus's, in the corpus's order.
-func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *schemas.CaseResultDoc, wc *schemas.Case) {
+func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.CaseResultDoc, wc *contract.Case) {
 	type key struct{ c, r int64 }
 	have := map[key]bool{}
 	for j, row := range cr.Rows {
@@ -264,7 +205,7 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *schemas.Cas
 		if wc.Rate != nil {
 			wantLoop = "open"
 		}
-		if row.Loop != wantLoop {
+		if string(row.Loop) != wantLoop {
 			c.add(p, jp("rows", j, "loop"), ErrUnlikeRows, "loop %s, the case declares %s", row.Loop, wantLoop)
 		}
 	}
@@ -314,7 +255,7 @@ func clipList(s []string) string {
 
 // corpusPrompts resolves an inline or file corpus; synthetic corpora are generated by the runner
 // and not re-generated here.
-func (s *snapshot) corpusPrompts(wc *schemas.Case) ([]schemas.Prompt, string) {
+func (s *snapshot) corpusPrompts(wc *contract.Case) ([]contract.Prompt, string) {
 	cp := wc.Corpus
 	if cp == nil {
 		return nil, "no corpus"
@@ -330,12 +271,12 @@ func (s *snapshot) corpusPrompts(wc *schemas.Case) ([]schemas.Prompt, string) {
 		if f.digest != cp.Digest {
 			return nil, "corpus file " + cp.Path + " does not match the workload's digest: prompt set not recomputed"
 		}
-		var out []schemas.Prompt
+		var out []contract.Prompt
 		sc := bufio.NewScanner(bytes.NewReader(f.raw))
 		sc.Buffer(nil, MaxDocumentBytes)
 		for sc.Scan() {
-			var p schemas.Prompt
-			if err := schemas.DecodeInto(sc.Bytes(), &p); err != nil {
+			var p contract.Prompt
+			if err := jsonstrict.DecodeInto(sc.Bytes(), &p); err != nil {
 				return nil, fmt.Sprintf("corpus file %s line %d: %v", cp.Path, len(out)+1, err)
 			}
 			out = append(out, p)

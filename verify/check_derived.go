@@ -5,7 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // Runner-written fields that verify recomputes instead of trusting: the receipt id (from its
@@ -22,13 +23,13 @@ func (s *snapshot) checkIdentity(c *collector) {
 	start, err := time.Parse(time.RFC3339Nano, rc.Qualification.StartedAt)
 	if err != nil {
 		c.add(file, "/qualification/started_at", ErrIdentityMismatch, "started_at %q is not an RFC 3339 time: the receipt id cannot be recomputed", rc.Qualification.StartedAt)
-	} else if want := schemas.ReceiptIDFor(start, rc.Qualification.Backend, rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant); want != rc.ReceiptID {
+	} else if want := contract.ReceiptIDFor(start, string(rc.Qualification.Backend), rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant); want != rc.ReceiptID {
 		c.add(file, "/receipt_id", ErrIdentityMismatch, "receipt id %q, but the receipt's start, backend, host id %q, workload %q and variant %q name it %q",
 			rc.ReceiptID, rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant, want)
 	}
 	dir := s.runDir()
 	for i, a := range rc.Artifacts {
-		if isEvidenceKind(a.Kind) && !strings.HasPrefix(a.Path, dir) {
+		if isEvidenceKind(string(a.Kind)) && !strings.HasPrefix(a.Path, dir) {
 			c.add(file, jp("artifacts", i, "path"), ErrIdentityMismatch, "%s %s is not below the run directory %s that the receipt id names", a.Kind, a.Path, dir)
 		}
 	}
@@ -36,7 +37,7 @@ func (s *snapshot) checkIdentity(c *collector) {
 
 // checkLaunch (comparability check): the launch recipes the receipt binds are exactly the ones
 // the variant's serving cases launch.
-func (s *snapshot) checkLaunch(c *collector, v *schemas.Variant) {
+func (s *snapshot) checkLaunch(c *collector, v *contract.Variant) {
 	file := s.receipt.path
 	want := map[string]string{} // path -> a case that launches it
 	for _, cs := range v.Cases {
@@ -92,10 +93,10 @@ func (s *snapshot) derive() derived {
 		}
 	}
 	if rc.Lifecycle != nil && rc.Lifecycle.Verdict != "passed" {
-		d.failed = append(d.failed, "the lifecycle record's verdict is "+rc.Lifecycle.Verdict)
+		d.failed = append(d.failed, "the lifecycle record's verdict is "+string(rc.Lifecycle.Verdict))
 	}
 	if s.lifecycle != nil && s.lifecycle.Verdict != "passed" {
-		d.failed = append(d.failed, "the lifecycle record says "+s.lifecycle.Verdict)
+		d.failed = append(d.failed, "the lifecycle record says "+string(s.lifecycle.Verdict))
 	}
 	if len(d.failed) > 0 {
 		d.verdict = "failed"
@@ -211,7 +212,7 @@ func (s *snapshot) measuresSaturation(id string) bool {
 	if f == nil || f.raw == nil {
 		return false
 	}
-	tree, err := schemas.Parse(f.raw)
+	tree, err := jsonstrict.Parse(f.raw)
 	if err != nil {
 		return false
 	}

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // driverResult is a version-2 evidence result (next-token result, path attribution, layer
@@ -12,7 +14,7 @@ import (
 type driverResult struct {
 	// name is the contract name, e.g. "path-attribution.v2".
 	name   string
-	header schemas.DriverResultHeader
+	header contract.DriverResultHeader
 	// body is the contract's section (schemas.NextTokenBody, PathBody or LayerBody).
 	body any
 	// status and the contract-specific verdict members as recorded.
@@ -27,22 +29,22 @@ func decodeDriverResult(schemaID string, raw []byte) (*driverResult, error) {
 	name := strings.TrimPrefix(schemaID, "qualkit.")
 	dr := &driverResult{name: name}
 	switch name {
-	case schemas.NextTokenResult:
-		var d schemas.NextTokenResultDoc
-		if err := schemas.DecodeInto(raw, &d); err != nil {
+	case contract.NextTokenResult:
+		var d contract.NextTokenResultDoc
+		if err := jsonstrict.DecodeInto(raw, &d); err != nil {
 			return nil, err
 		}
 		dr.header, dr.body, dr.status = d.DriverResultHeader, d.NextTokenBody, d.Verdict.Status
 		dr.argmaxCandidate, dr.complete = d.Verdict.ArgmaxCandidate, d.Verdict.CandidateAttributionComplete
-	case schemas.PathAttribution:
-		var d schemas.PathAttributionDoc
-		if err := schemas.DecodeInto(raw, &d); err != nil {
+	case contract.PathAttribution:
+		var d contract.PathAttributionDoc
+		if err := jsonstrict.DecodeInto(raw, &d); err != nil {
 			return nil, err
 		}
 		dr.header, dr.body, dr.status, dr.attribution = d.DriverResultHeader, d.PathBody, d.Verdict.Status, d.Verdict.Attribution
-	case schemas.LayerAttribution:
-		var d schemas.LayerAttributionDoc
-		if err := schemas.DecodeInto(raw, &d); err != nil {
+	case contract.LayerAttribution:
+		var d contract.LayerAttributionDoc
+		if err := jsonstrict.DecodeInto(raw, &d); err != nil {
 			return nil, err
 		}
 		dr.header, dr.body, dr.status = d.DriverResultHeader, d.LayerBody, d.Verdict.Status
@@ -56,7 +58,7 @@ func decodeDriverResult(schemaID string, raw []byte) (*driverResult, error) {
 // workload's case (kind, contract), the declared tolerances (equal to the workload's), every
 // tolerance outcome and the verdict recomputed from the result's numbers, and every failed
 // tolerance reported with its numbers.
-func (s *snapshot) checkDriver(c *collector, i int, r schemas.Result, path string, dr *driverResult) {
+func (s *snapshot) checkDriver(c *collector, i int, r contract.Result, path string, dr *driverResult) {
 	file := s.receipt.path
 	base := jp("results", i)
 	h := dr.header
@@ -64,7 +66,7 @@ func (s *snapshot) checkDriver(c *collector, i int, r schemas.Result, path strin
 	if h.CaseID != r.ID {
 		c.add(file, base+"/id", ErrResultMismatch, "result %q binds the driver result of %q", r.ID, h.CaseID)
 	}
-	if r.Status != dr.status {
+	if string(r.Status) != dr.status {
 		c.add(file, base+"/status", ErrResultMismatch, "result %q is %s, its driver result says %s", r.ID, r.Status, dr.status)
 	}
 	if len(r.Metrics) > 0 {
@@ -73,20 +75,20 @@ func (s *snapshot) checkDriver(c *collector, i int, r schemas.Result, path strin
 
 	// The rules the outcomes must come from: the workload's, when it is available.
 	wc := s.workloadCase(r.ID)
-	var rules []schemas.DriverTolerance
+	var ruleSet []contract.DriverTolerance
 	switch {
 	case wc == nil:
 		c.note("%s: the workload is not available: its tolerance outcomes were recomputed against the rules the result records", caseName)
 		for _, o := range h.Tolerances {
-			rules = append(rules, schemas.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
+			ruleSet = append(ruleSet, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
 		}
-	case wc.Kind != "driver" || wc.Contract != "qualkit."+dr.name:
+	case wc.Kind != "driver" || string(wc.Contract) != "qualkit."+dr.name:
 		c.add(file, base+"/case_result", ErrResultMismatch, "%s: the result is a qualkit.%s, the workload declares a %s case%s", caseName, dr.name, wc.Kind, contractSuffix(wc))
 		return
 	default:
-		rules = wc.Tolerances
+		ruleSet = wc.Tolerances
 	}
-	want, err := schemas.EvaluateTolerances(dr.name, rules, dr.body)
+	want, err := rules.EvaluateTolerances(dr.name, ruleSet, dr.body)
 	if err != nil {
 		c.add(path, "/tolerances", ErrToleranceDeclared, "%s: the declared tolerances cannot be evaluated: %v", caseName, err)
 		return
@@ -96,9 +98,9 @@ func (s *snapshot) checkDriver(c *collector, i int, r schemas.Result, path strin
 		c.add(path, "/tolerances", ErrToleranceDeclared, "%s: the result evaluated %s; the workload declares %s, which give %s",
 			caseName, describeRules(got), describeDeclared(wc.Tolerances), describeRules(want))
 		// Still recompute what the result recorded, outcome by outcome.
-		var own []schemas.DriverTolerance
+		var own []contract.DriverTolerance
 		for _, o := range got {
-			own = append(own, schemas.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
+			own = append(own, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
 		}
 		recomputed, err := evaluateEach(dr.name, own, dr.body)
 		if err != nil {
@@ -115,44 +117,44 @@ func (s *snapshot) checkDriver(c *collector, i int, r schemas.Result, path strin
 			if k < len(got) && sameRule(got[k], o) {
 				ptr = jp("tolerances", k)
 			}
-			c.add(path, ptr, ErrToleranceFailed, "%s: %s", caseName, schemas.ToleranceFailure(o))
+			c.add(path, ptr, ErrToleranceFailed, "%s: %s", caseName, rules.ToleranceFailure(o))
 		}
 	}
 
 	// The verdict, recomputed from the containment and the recomputed outcomes.
-	status, why := schemas.DriverStatus(h.Containment, want)
+	status, why := rules.DriverStatus(h.Containment, want)
 	if dr.status != status {
 		c.add(path, "/verdict/status", ErrDriverVerdict, "%s: status %s, recomputed %s (%s)", caseName, dr.status, status, strings.Join(orNothing(why), "; "))
 	}
 	switch b := dr.body.(type) {
-	case schemas.NextTokenBody:
-		if a := schemas.ArgmaxCandidate(b.Oracle); a != dr.argmaxCandidate {
+	case contract.NextTokenBody:
+		if a := rules.ArgmaxCandidate(b.Oracle); a != dr.argmaxCandidate {
 			c.add(path, "/verdict/argmax_candidate", ErrDriverVerdict, "%s: argmax_candidate %s, recomputed %s (argmax token %d)", caseName, dr.argmaxCandidate, a, firstToken(b.Oracle))
 		}
-		if dr.complete != (dr.argmaxCandidate != schemas.ArgmaxNeither) {
+		if dr.complete != (dr.argmaxCandidate != rules.ArgmaxNeither) {
 			c.add(path, "/verdict/candidate_attribution_complete", ErrDriverVerdict, "%s: candidate_attribution_complete %v with argmax_candidate %s", caseName, dr.complete, dr.argmaxCandidate)
 		}
-	case schemas.PathBody:
-		if a := schemas.PathAttributionOf(b, want); a != dr.attribution {
+	case contract.PathBody:
+		if a := rules.PathAttributionOf(b, want); a != dr.attribution {
 			c.add(path, "/verdict/attribution", ErrDriverVerdict, "%s: attribution %s, recomputed %s", caseName, dr.attribution, a)
 		}
-	case schemas.LayerBody:
-		if g := schemas.LargestGrowth(b.Boundaries); g != b.LargestRelativeErrorGrowth {
+	case contract.LayerBody:
+		if g := rules.LargestGrowth(b.Boundaries); g != b.LargestRelativeErrorGrowth {
 			c.add(path, "/largest_relative_error_growth", ErrDriverVerdict, "%s: largest growth at %s (delta %s), recomputed %s (delta %s)", caseName,
-				b.LargestRelativeErrorGrowth.Name, schemas.FormatNumber(b.LargestRelativeErrorGrowth.RelativeRootMeanSquareErrorDelta),
-				g.Name, schemas.FormatNumber(g.RelativeRootMeanSquareErrorDelta))
+				b.LargestRelativeErrorGrowth.Name, rules.FormatNumber(b.LargestRelativeErrorGrowth.RelativeRootMeanSquareErrorDelta),
+				g.Name, rules.FormatNumber(g.RelativeRootMeanSquareErrorDelta))
 		}
 	}
 }
 
-func contractSuffix(wc *schemas.Case) string {
+func contractSuffix(wc *contract.Case) string {
 	if wc.Contract == "" {
 		return ""
 	}
-	return " producing " + wc.Contract
+	return string(" producing " + wc.Contract)
 }
 
-func firstToken(o schemas.Oracle) int64 {
+func firstToken(o contract.Oracle) int64 {
 	if len(o.TopTokens) == 0 {
 		return -1
 	}
@@ -167,13 +169,13 @@ func orNothing(s []string) []string {
 }
 
 // evaluateEach evaluates rules that name one subject each (as a result's outcomes do).
-func evaluateEach(contract string, rules []schemas.DriverTolerance, body any) ([]schemas.ToleranceOutcome, error) {
-	out := make([]schemas.ToleranceOutcome, 0, len(rules))
-	for _, r := range rules {
-		if r.Subject == schemas.SubjectAll && contract != schemas.NextTokenResult {
+func evaluateEach(contractID string, ruleSet []contract.DriverTolerance, body any) ([]contract.ToleranceOutcome, error) {
+	out := make([]contract.ToleranceOutcome, 0, len(ruleSet))
+	for _, r := range ruleSet {
+		if r.Subject == rules.SubjectAll && contractID != contract.NextTokenResult {
 			return nil, fmt.Errorf("an outcome for subject all: outcomes name the path or boundary they observed")
 		}
-		o, err := schemas.EvaluateTolerances(contract, []schemas.DriverTolerance{r}, body)
+		o, err := rules.EvaluateTolerances(contractID, []contract.DriverTolerance{r}, body)
 		if err != nil {
 			return nil, err
 		}
@@ -182,11 +184,11 @@ func evaluateEach(contract string, rules []schemas.DriverTolerance, body any) ([
 	return out, nil
 }
 
-func sameRule(a, b schemas.ToleranceOutcome) bool {
+func sameRule(a, b contract.ToleranceOutcome) bool {
 	return a.Metric == b.Metric && a.Op == b.Op && a.Limit == b.Limit && a.Subject == b.Subject
 }
 
-func sameRules(a, b []schemas.ToleranceOutcome) bool {
+func sameRules(a, b []contract.ToleranceOutcome) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -198,24 +200,24 @@ func sameRules(a, b []schemas.ToleranceOutcome) bool {
 	return true
 }
 
-func describeRules(os []schemas.ToleranceOutcome) string {
+func describeRules(os []contract.ToleranceOutcome) string {
 	if len(os) == 0 {
 		return "no tolerance"
 	}
 	parts := make([]string, len(os))
 	for i, o := range os {
-		parts[i] = fmt.Sprintf("%s %s %s for %s", o.Metric, o.Op, schemas.FormatNumber(o.Limit), o.Subject)
+		parts[i] = fmt.Sprintf("%s %s %s for %s", o.Metric, o.Op, rules.FormatNumber(o.Limit), o.Subject)
 	}
 	return "[" + strings.Join(parts, "; ") + "]"
 }
 
-func describeDeclared(ts []schemas.DriverTolerance) string {
+func describeDeclared(ts []contract.DriverTolerance) string {
 	if len(ts) == 0 {
 		return "no tolerance"
 	}
 	parts := make([]string, len(ts))
 	for i, t := range ts {
-		parts[i] = fmt.Sprintf("%s %s %s for %s", t.Metric, t.Op, schemas.FormatNumber(t.Limit), t.Subject)
+		parts[i] = fmt.Sprintf("%s %s %s for %s", t.Metric, t.Op, rules.FormatNumber(t.Limit), t.Subject)
 	}
 	return "[" + strings.Join(parts, "; ") + "]"
 }
@@ -224,12 +226,12 @@ func describeObservation(v *float64) string {
 	if v == nil {
 		return "nothing"
 	}
-	return schemas.FormatNumber(*v)
+	return rules.FormatNumber(*v)
 }
 
 // compareOutcomes reports every recorded outcome whose observation or verdict differs from its
 // recomputation (the two lists describe the same rules, in order).
-func compareOutcomes(c *collector, path, caseName string, got, want []schemas.ToleranceOutcome) {
+func compareOutcomes(c *collector, path, caseName string, got, want []contract.ToleranceOutcome) {
 	for k := range min(len(got), len(want)) {
 		g, w := got[k], want[k]
 		sameObs := (g.Observed == nil) == (w.Observed == nil) && (g.Observed == nil || *g.Observed == *w.Observed)
@@ -237,7 +239,7 @@ func compareOutcomes(c *collector, path, caseName string, got, want []schemas.To
 			continue
 		}
 		c.add(path, jp("tolerances", k), ErrToleranceOutcome, "%s: tolerance %s %s %s for %s records observed %s passed %v; the result's numbers give observed %s passed %v",
-			caseName, g.Metric, g.Op, schemas.FormatNumber(g.Limit), g.Subject, describeObservation(g.Observed), g.Passed, describeObservation(w.Observed), w.Passed)
+			caseName, g.Metric, g.Op, rules.FormatNumber(g.Limit), g.Subject, describeObservation(g.Observed), g.Passed, describeObservation(w.Observed), w.Passed)
 	}
 }
 

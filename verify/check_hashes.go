@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // checkHashes: every referenced evidence file and, where present locally, every bound artifact is
@@ -21,10 +21,10 @@ func checkHashes(s *snapshot) CheckResult {
 		}
 		f := s.files[a.Path]
 		switch {
-		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
+		case readInput(string(a.Kind)) && (!f.local || (!f.present && f.readErr == nil)):
 			if !s.relax[RelaxMissingInputs] {
 				c.add(file, jp("artifacts", i, "path"), ErrMissingInput, "%s %s is bound by the receipt and not present in the repository: without it %s; restore it (the commit %s has it), or pass --%s to verify without it",
-					a.Kind, a.Path, notCheckedWithout(a.Kind), rc.Source.Commit, RelaxMissingInputs)
+					a.Kind, a.Path, notCheckedWithout(string(a.Kind)), rc.Source.Commit, RelaxMissingInputs)
 			}
 			continue
 		case !f.local:
@@ -132,11 +132,11 @@ func sortedCaseResults(s *snapshot) []string {
 }
 
 // artifactsOfKind returns the receipt's artifacts of the given kinds, in order.
-func artifactsOfKind(rc *schemas.ReceiptDoc, kinds ...string) []schemas.Artifact {
-	var out []schemas.Artifact
+func artifactsOfKind(rc *contract.ReceiptDoc, kinds ...string) []contract.Artifact {
+	var out []contract.Artifact
 	for _, a := range rc.Artifacts {
 		for _, k := range kinds {
-			if a.Kind == k {
+			if string(a.Kind) == k {
 				out = append(out, a)
 				break
 			}

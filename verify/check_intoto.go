@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // In-toto link names (the attest module writes them; in-toto-golang is not linked here: the link
@@ -80,7 +80,7 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 	wantProducts := map[string]string{s.receipt.path: s.receipt.digest}
 	wantMaterials := map[string]string{}
 	for _, a := range s.rc.Artifacts {
-		if slices.Contains(predicateExcludedKinds, a.Kind) {
+		if slices.Contains(predicateExcludedKinds, string(a.Kind)) {
 			wantProducts[a.Path] = a.Digest
 		} else {
 			wantMaterials[a.Path] = a.Digest
@@ -104,7 +104,7 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 			Materials map[string]map[string]string `json:"materials"`
 			Products  map[string]map[string]string `json:"products"`
 		}
-		if err := schemas.DecodeInto(l.raw, &mb); err != nil || len(mb.Signed) == 0 {
+		if err := jsonstrict.DecodeInto(l.raw, &mb); err != nil || len(mb.Signed) == 0 {
 			c.add(l.path, "", ErrLinkMismatch, "not in-toto link metadata ({\"signed\", \"signatures\"}): %v", err)
 			continue
 		}
@@ -113,7 +113,7 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 			continue
 		}
 		if len(s.policy.Keys) > 0 {
-			canonical, err := schemas.CanonicalJSON(mb.Signed)
+			canonical, err := jsonstrict.CanonicalJSON(mb.Signed)
 			ok := false
 			for _, sig := range mb.Signatures {
 				raw, herr := hex.DecodeString(sig.Sig)

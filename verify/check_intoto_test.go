@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // linkFor writes the in-toto link a campaign would write for s's receipt (products: the receipt
@@ -22,7 +22,7 @@ func linkFor(t *testing.T, s *snapshot, key *ecdsa.PrivateKey, edit func(product
 	materials := map[string]map[string]string{}
 	for _, a := range s.rc.Artifacts {
 		h := map[string]string{"sha256": strings.TrimPrefix(a.Digest, "sha256:")}
-		if slices.Contains(predicateExcludedKinds, a.Kind) {
+		if slices.Contains(predicateExcludedKinds, string(a.Kind)) {
 			products[a.Path] = h
 		} else {
 			materials[a.Path] = h
@@ -36,7 +36,7 @@ func linkFor(t *testing.T, s *snapshot, key *ecdsa.PrivateKey, edit func(product
 	if err != nil {
 		t.Fatal(err)
 	}
-	canonical, err := schemas.CanonicalJSON(signed)
+	canonical, err := jsonstrict.CanonicalJSON(signed)
 	if err != nil {
 		t.Fatal(err)
 	}

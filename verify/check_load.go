@@ -1,11 +1,10 @@
 package verify
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // The newly recorded load facts of a serving case, checked against its records and its
@@ -18,63 +17,16 @@ import (
 // the requests in flight when the timeout fired are cancelled, not awaited.
 const timeoutGraceSeconds = 1.0
 
-// inFlightOf is the achieved concurrency of a row's measured requests (docs/metrics.md): a sent
-// request is in flight from t_send to t_close (lacking t_close, to t_end; lacking both, never); a
-// request closing at the instant another is sent is not concurrent with it; the mean is the
-// time average over [min t_send, max t_end]. ok is false when no request was in flight or the
-// window is empty.
+// inFlightOf is the achieved concurrency of a row's measured requests (metric.InFlight,
+// docs/metrics.md); ok is false when no request was in flight or the window is empty.
 func inFlightOf(recs []*record) (peak int64, mean float64, ok bool) {
-	type edge struct{ t, d int64 }
-	var edges []edge
-	lo, hi, hasLo, hasHi := int64(0), int64(0), false, false
-	for _, r := range recs {
-		if r.warmup {
-			continue
-		}
-		if r.hasSend && (!hasLo || r.send < lo) {
-			lo, hasLo = r.send, true
-		}
-		if r.hasEnd && (!hasHi || r.end > hi) {
-			hi, hasHi = r.end, true
-		}
-		if !r.hasSend {
-			continue
-		}
-		end, has := r.cls, r.hasClose
-		if !has {
-			end, has = r.end, r.hasEnd
-		}
-		if has && end > r.send {
-			edges = append(edges, edge{r.send, 1}, edge{end, -1})
-		}
-	}
-	if len(edges) == 0 || !hasLo || !hasHi || hi <= lo {
-		return 0, 0, false
-	}
-	// Ends before starts at equal times.
-	slices.SortFunc(edges, func(a, b edge) int {
-		if a.t != b.t {
-			return cmp.Compare(a.t, b.t)
-		}
-		return cmp.Compare(a.d, b.d)
-	})
-	var n int64
-	var area float64
-	prev := edges[0].t
-	for _, e := range edges {
-		if a, b := max(prev, lo), min(e.t, hi); b > a {
-			area += float64(n) * float64(b-a)
-		}
-		prev = e.t
-		n += e.d
-		peak = max(peak, n)
-	}
-	return peak, area / float64(hi-lo), true
+	reqs, _ := measuredRequests(recs)
+	return metric.InFlight(reqs)
 }
 
 // checkLoad checks one row's load facts. It reports false when the row records no achieved
 // concurrency (evidence before in_flight_peak existed), which the caller notes.
-func checkLoad(c *collector, path string, j int, row schemas.Row, wc *schemas.Case, recs []*record, tol Tolerance) bool {
+func checkLoad(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record, tol Tolerance) bool {
 	checked := true
 	base := jp("rows", j, "fidelity")
 	fid := row.Fidelity
@@ -105,7 +57,7 @@ func checkLoad(c *collector, path string, j int, row schemas.Row, wc *schemas.Ca
 
 // checkCaseTimeout: a serving case's records fit its timeout_seconds (plus timeoutGraceSeconds),
 // and a case that records it stopped is failed and says after how long.
-func checkCaseTimeout(c *collector, path string, cr *schemas.CaseResultDoc, wc *schemas.Case, all []*record) {
+func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record) {
 	if st := cr.Stopped; st != nil && cr.Status == "passed" {
 		c.add(path, "/stopped", ErrVerdictMismatch, "the case stopped (%s after %s s) and is recorded passed", st.Reason, fmtFloat(st.AfterSeconds))
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // req is a measured request sent at send and closed at cls (milliseconds).
@@ -22,15 +22,15 @@ func ptr[T any](v T) *T { return &v }
 func TestCheckLoad(t *testing.T) {
 	sequential := []*record{req(0, 0, 10), req(10, 10, 20), req(20, 20, 30)} // one at a time
 	overlapping := []*record{req(0, 0, 20), req(0, 0, 10), req(10, 10, 20)}  // two at a time
-	row := func(loop string, c, n int64, peak *int64, mean *float64) schemas.Row {
-		return schemas.Row{Loop: loop, Concurrency: c, Requests: n, Fidelity: schemas.Fidelity{InFlightPeak: peak, InFlightMean: mean}}
+	row := func(loop string, c, n int64, peak *int64, mean *float64) contract.Row {
+		return contract.Row{Loop: contract.RowLoop(loop), Concurrency: c, Requests: n, Fidelity: contract.Fidelity{InFlightPeak: peak, InFlightMean: mean}}
 	}
-	serving := &schemas.Case{Kind: "serving", Rate: &schemas.Rate{Mode: "poisson", RequestsPerSecond: 20}}
+	serving := &contract.Case{Kind: "serving", Rate: &contract.Rate{Mode: "poisson", RequestsPerSecond: 20}}
 	tol := Tolerance{1e-9, 1e-9}
 	cases := []struct {
 		name string
-		row  schemas.Row
-		wc   *schemas.Case
+		row  contract.Row
+		wc   *contract.Case
 		recs []*record
 		want *Reason
 		also string
@@ -40,8 +40,8 @@ func TestCheckLoad(t *testing.T) {
 		{"peak edited", row("closed", 2, 3, ptr[int64](2), ptr(1.0)), nil, sequential, ErrRowMismatch, "in_flight_peak 2, the records say 1"},
 		{"mean edited", row("closed", 2, 3, ptr[int64](2), ptr(1.5)), nil, overlapping, ErrRowMismatch, "in_flight_mean 1.5, the records say 2"},
 		{"fewer requests than the concurrency", row("closed", 4, 3, ptr[int64](2), ptr(2.0)), nil, overlapping, nil, ""},
-		{"open loop at another rate", schemas.Row{Loop: "open", Concurrency: 2, Requests: 3, Fidelity: schemas.Fidelity{InFlightPeak: ptr[int64](2), InFlightMean: ptr(2.0), OfferedRate: ptr(10.0)}}, serving, overlapping, ErrLoadNotReached, "offered rate 10, the workload's case declares 20"},
-		{"open loop at its rate", schemas.Row{Loop: "open", Concurrency: 2, Requests: 3, Fidelity: schemas.Fidelity{InFlightPeak: ptr[int64](2), InFlightMean: ptr(2.0), OfferedRate: ptr(20.0)}}, serving, overlapping, nil, ""},
+		{"open loop at another rate", contract.Row{Loop: "open", Concurrency: 2, Requests: 3, Fidelity: contract.Fidelity{InFlightPeak: ptr[int64](2), InFlightMean: ptr(2.0), OfferedRate: ptr(10.0)}}, serving, overlapping, ErrLoadNotReached, "offered rate 10, the workload's case declares 20"},
+		{"open loop at its rate", contract.Row{Loop: "open", Concurrency: 2, Requests: 3, Fidelity: contract.Fidelity{InFlightPeak: ptr[int64](2), InFlightMean: ptr(2.0), OfferedRate: ptr(20.0)}}, serving, overlapping, nil, ""},
 		{"evidence before the fields", row("closed", 2, 3, nil, nil), nil, sequential, nil, ""},
 	}
 	for _, tc := range cases {
@@ -71,20 +71,20 @@ func TestCheckLoad(t *testing.T) {
 // TestCheckCaseTimeout: a serving case's records fit its timeout_seconds (with a grace for the
 // requests cancelled at the timeout); a stopped case is never passed.
 func TestCheckCaseTimeout(t *testing.T) {
-	wc := &schemas.Case{Kind: "serving", TimeoutSeconds: 5}
+	wc := &contract.Case{Kind: "serving", TimeoutSeconds: 5}
 	within := []*record{req(0, 0, 3000), req(3000, 3000, 5900)}
 	beyond := []*record{req(0, 0, 3000), req(3000, 3000, 7000)}
 	cases := []struct {
 		name string
-		cr   schemas.CaseResultDoc
+		cr   contract.CaseResultDoc
 		recs []*record
 		want *Reason
 	}{
-		{"within", schemas.CaseResultDoc{Status: "passed"}, within, nil},
-		{"beyond", schemas.CaseResultDoc{Status: "passed"}, beyond, ErrTimeoutExceeded},
-		{"stopped and passed", schemas.CaseResultDoc{Status: "passed", Stopped: &schemas.Stopped{Reason: "timeout", AfterSeconds: 5.01}}, within, ErrVerdictMismatch},
-		{"stopped by its timeout early", schemas.CaseResultDoc{Status: "failed", Stopped: &schemas.Stopped{Reason: "timeout", AfterSeconds: 2}}, within, ErrTimeoutExceeded},
-		{"stopped, failed", schemas.CaseResultDoc{Status: "failed", Stopped: &schemas.Stopped{Reason: "timeout", AfterSeconds: 5.01}}, within, nil},
+		{"within", contract.CaseResultDoc{Status: "passed"}, within, nil},
+		{"beyond", contract.CaseResultDoc{Status: "passed"}, beyond, ErrTimeoutExceeded},
+		{"stopped and passed", contract.CaseResultDoc{Status: "passed", Stopped: &contract.Stopped{Reason: "timeout", AfterSeconds: 5.01}}, within, ErrVerdictMismatch},
+		{"stopped by its timeout early", contract.CaseResultDoc{Status: "failed", Stopped: &contract.Stopped{Reason: "timeout", AfterSeconds: 2}}, within, ErrTimeoutExceeded},
+		{"stopped, failed", contract.CaseResultDoc{Status: "failed", Stopped: &contract.Stopped{Reason: "timeout", AfterSeconds: 5.01}}, within, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

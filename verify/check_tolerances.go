@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // checkTolerances: correctness and numerical tolerances. A passed verdict; every result's summary
@@ -73,19 +73,19 @@ func checkTolerances(s *snapshot) CheckResult {
 		}
 	}
 	s.checkDerived(c)
-	checkMetricList(c, file, "/metrics", rc.Metrics, []schemas.Metric{
+	checkMetricList(c, file, "/metrics", rc.Metrics, []contract.Metric{
 		countMetric("results_passed", passed, higherBetter, "campaign.results_passed.v1", int64(len(rc.Results))),
 		countMetric("results_failed", failed, lowerBetter, "campaign.results_failed.v1", int64(len(rc.Results))),
 	}, tol, nil)
 	return c.result()
 }
 
-func countMetric(name string, v int, dir, formula string, samples int64) schemas.Metric {
-	return schemas.Metric{Name: name, Value: float64(v), Unit: "count", Aggregation: "count", Direction: dir, Formula: formula, Samples: &samples}
+func countMetric(name string, v int, dir, formula string, samples int64) contract.Metric {
+	return contract.Metric{Name: name, Value: float64(v), Unit: "count", Aggregation: "count", Direction: contract.Direction(dir), Formula: formula, Samples: &samples}
 }
 
 // variant returns the receipt's variant in the workload, when both are available.
-func (s *snapshot) variant() *schemas.Variant {
+func (s *snapshot) variant() *contract.Variant {
 	if s.workload == nil || s.rc == nil {
 		return nil
 	}
@@ -98,7 +98,7 @@ func (s *snapshot) variant() *schemas.Variant {
 }
 
 // workloadCase returns the variant's case of that id.
-func (s *snapshot) workloadCase(id string) *schemas.Case {
+func (s *snapshot) workloadCase(id string) *contract.Case {
 	v := s.variant()
 	if v == nil {
 		return nil
@@ -112,7 +112,7 @@ func (s *snapshot) workloadCase(id string) *schemas.Case {
 }
 
 // rowRecords returns the records of a row (those whose case and row match) and reports the others.
-func rowRecords(c *collector, cr *schemas.CaseResultDoc, row schemas.Row, set *recordSet) []*record {
+func rowRecords(c *collector, cr *contract.CaseResultDoc, row contract.Row, set *recordSet) []*record {
 	var out []*record
 	for i := range set.records {
 		r := &set.records[i]
@@ -128,8 +128,8 @@ func rowRecords(c *collector, cr *schemas.CaseResultDoc, row schemas.Row, set *r
 }
 
 // rowSpecOf is the specification of a recorded row.
-func rowSpecOf(row schemas.Row, wc *schemas.Case) rowSpec {
-	spec := rowSpec{concurrency: row.Concurrency, loop: row.Loop, offered: row.Fidelity.OfferedRate}
+func rowSpecOf(row contract.Row, wc *contract.Case) rowSpec {
+	spec := rowSpec{concurrency: row.Concurrency, loop: string(row.Loop), offered: row.Fidelity.OfferedRate}
 	if wc != nil {
 		spec.sloKnown = true
 		if wc.SLO != nil {
@@ -139,7 +139,7 @@ func rowSpecOf(row schemas.Row, wc *schemas.Case) rowSpec {
 	return spec
 }
 
-func (s *snapshot) checkServing(c *collector, path string, cr *schemas.CaseResultDoc, wc *schemas.Case, tol Tolerance) {
+func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, tol Tolerance) {
 	var all []*record // every row's records, for the case's timeout
 	unchecked := 0    // rows without in_flight_peak
 	defer func() {
@@ -223,8 +223,8 @@ func equalPtr(a, b *string) bool {
 // sample counts equal, nothing missing and nothing undefined (diagnostic metrics and those skip
 // names are left alone). Identity (unit, aggregation, direction, formula) is the comparability
 // check's business.
-func checkMetricList(c *collector, file, base string, recorded, recomputed []schemas.Metric, tol Tolerance, skip func(string) bool) {
-	want := map[string]schemas.Metric{}
+func checkMetricList(c *collector, file, base string, recorded, recomputed []contract.Metric, tol Tolerance, skip func(string) bool) {
+	want := map[string]contract.Metric{}
 	for _, m := range recomputed {
 		want[m.Name] = m
 	}
@@ -271,8 +271,8 @@ func samplesString(p *int64) string {
 var runnerMetrics = []string{"case_pass", "exit_code", "output_assertion_failures"}
 
 // checkCommand checks a command case's result against its declaration.
-func checkCommand(c *collector, path string, cr *schemas.CaseResultDoc, wc *schemas.Case) {
-	byName := map[string]schemas.Metric{}
+func checkCommand(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case) {
+	byName := map[string]contract.Metric{}
 	idx := map[string]int{}
 	var names []string
 	for k, m := range cr.Metrics {
@@ -283,7 +283,7 @@ func checkCommand(c *collector, path string, cr *schemas.CaseResultDoc, wc *sche
 	sort.Strings(names)
 	producer := "runner"
 	if wc != nil && wc.ResultProtocol != nil {
-		producer = wc.ResultProtocol.Producer
+		producer = string(wc.ResultProtocol.Producer)
 	}
 	if producer == "command" {
 		declared := slices.Clone(wc.ResultProtocol.DeclaredMetrics)
@@ -337,7 +337,7 @@ func checkCommand(c *collector, path string, cr *schemas.CaseResultDoc, wc *sche
 // (usage_exceeds_max_tokens), or no completion token beside streamed content (inconsistent_usage)
 // — failure classes the runner assigns (docs/metrics.md), recomputed here from the record and the
 // workload, so a re-signed record relabelled as a success is a finding (request_failed).
-func checkUsagePlausible(c *collector, path string, wc *schemas.Case, recs []*record) {
+func checkUsagePlausible(c *collector, path string, wc *contract.Case, recs []*record) {
 	if wc == nil {
 		return
 	}

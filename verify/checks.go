@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // checks is the ordered table of publication checks: each is a pure function of what loading read.
@@ -102,8 +103,8 @@ func jp(parts ...any) string {
 
 // canonicalEqual reports whether two values have the same RFC 8785 canonical form.
 func canonicalEqual(a, b any) bool {
-	ca, err1 := schemas.Canonical(a)
-	cb, err2 := schemas.Canonical(b)
+	ca, err1 := jsonstrict.Canonical(a)
+	cb, err2 := jsonstrict.Canonical(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
 }
 
@@ -111,7 +112,7 @@ func canonicalEqual(a, b any) bool {
 
 // violationReason maps a contract violation to its Reason.
 func violationReason(v schemas.Violation) *Reason {
-	var de *schemas.DecodeError
+	var de *jsonstrict.DecodeError
 	switch {
 	case errors.Is(v.Err, ErrWrongContract):
 		return ErrWrongContract
@@ -121,7 +122,7 @@ func violationReason(v schemas.Violation) *Reason {
 		return ErrHistoricalEvidence
 	case errors.Is(v.Err, schemas.ErrUnknownContract):
 		return ErrUnknownContract
-	case errors.Is(v.Err, schemas.ErrSelfHashMismatch), errors.Is(v.Err, schemas.ErrSelfHashMissing):
+	case errors.Is(v.Err, jsonstrict.ErrSelfHashMismatch), errors.Is(v.Err, jsonstrict.ErrSelfHashMissing):
 		return ErrSelfHash
 	case errors.Is(v.Err, schemas.ErrSemantic):
 		return ErrSemanticViolation

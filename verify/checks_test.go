@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // Table tests of each check: every check is a pure function of a snapshot, so each case loads the
@@ -54,17 +57,17 @@ func cloneSnapshot(t *testing.T, src *snapshot) *snapshot {
 	s.policy.Keys = slices.Clone(src.policy.Keys)
 	s.relax = map[Relaxation]bool{}
 	dec := func(raw []byte, v any) {
-		if err := schemas.DecodeInto(raw, v); err != nil {
+		if err := jsonstrict.DecodeInto(raw, v); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rf := *src.receipt
 	s.receipt = &rf
-	s.rc = new(schemas.ReceiptDoc)
+	s.rc = new(contract.ReceiptDoc)
 	dec(rf.raw, s.rc)
 	s.files = map[string]*fileFacts{}
-	s.caseResults = map[string]*schemas.CaseResultDoc{}
-	s.recipes = map[string]*schemas.LaunchRecipeDoc{}
+	s.caseResults = map[string]*contract.CaseResultDoc{}
+	s.recipes = map[string]*contract.LaunchRecipeDoc{}
 	for p, f := range src.files {
 		c := *f
 		if f.records != nil {
@@ -74,12 +77,12 @@ func cloneSnapshot(t *testing.T, src *snapshot) *snapshot {
 		s.files[p] = &c
 	}
 	for p := range src.caseResults {
-		cr := new(schemas.CaseResultDoc)
+		cr := new(contract.CaseResultDoc)
 		dec(src.files[p].raw, cr)
 		s.caseResults[p] = cr
 	}
 	for p := range src.recipes {
-		r := new(schemas.LaunchRecipeDoc)
+		r := new(contract.LaunchRecipeDoc)
 		dec(src.files[p].raw, r)
 		s.recipes[p] = r
 	}
@@ -91,9 +94,9 @@ func cloneSnapshot(t *testing.T, src *snapshot) *snapshot {
 		}
 		s.driverResults[p] = dr
 	}
-	s.lifecycle = new(schemas.LifecycleRecordDoc)
+	s.lifecycle = new(contract.LifecycleRecordDoc)
 	dec(src.files[src.rc.Lifecycle.Path].raw, s.lifecycle)
-	s.workload = new(schemas.WorkloadDoc)
+	s.workload = new(contract.WorkloadDoc)
 	dec(src.files[src.rc.Workload.Path].raw, s.workload)
 	s.attestations = nil
 	for _, a := range src.attestations {
@@ -153,7 +156,7 @@ func TestCheckSchemas(t *testing.T) {
 	runCheckTable(t, checkSchemas, []checkCase{
 		{"valid evidence", func(s *snapshot) {}, nil, ""},
 		{"receipt not strict JSON", func(s *snapshot) {
-			s.receipt.violations = []schemas.Violation{{Pointer: "/a", Err: &schemas.DecodeError{Pointer: "/a", Err: schemas.ErrDuplicateKey}}}
+			s.receipt.violations = []schemas.Violation{{Pointer: "/a", Err: &jsonstrict.DecodeError{Pointer: "/a", Err: jsonstrict.ErrDuplicateKey}}}
 		}, ErrInvalidJSON, ""},
 		{"case result breaks its schema", func(s *snapshot) {
 			f := s.files[anyPath(s, "case_result")]
@@ -185,7 +188,7 @@ func TestCheckSchemas(t *testing.T) {
 // anyPath returns the path of the first artifact of a kind.
 func anyPath(s *snapshot, kind string) string {
 	for _, a := range s.rc.Artifacts {
-		if a.Kind == kind {
+		if string(a.Kind) == kind {
 			return a.Path
 		}
 	}
@@ -221,7 +224,7 @@ func TestCheckSource(t *testing.T) {
 func TestCheckHashes(t *testing.T) {
 	runCheckTable(t, checkHashes, []checkCase{
 		{"every file matches", func(s *snapshot) {}, nil, StatusPassed},
-		{"records changed", func(s *snapshot) { s.files[anyPath(s, "request_records")].digest = schemas.DigestOf([]byte("x")) }, ErrDigestMismatch, ""},
+		{"records changed", func(s *snapshot) { s.files[anyPath(s, "request_records")].digest = evidence.DigestOf([]byte("x")) }, ErrDigestMismatch, ""},
 		{"log grew", func(s *snapshot) { s.files[anyPath(s, "server_log")].size++ }, ErrSizeMismatch, ""},
 		{"lifecycle record missing", func(s *snapshot) {
 			f := s.files[anyPath(s, "lifecycle_record")]
@@ -247,12 +250,12 @@ func TestCheckHashes(t *testing.T) {
 			}
 		}, ErrUnreadableFile, ""},
 		{"result binds another case result", func(s *snapshot) {
-			s.rc.Results[0].CaseResult.Digest = schemas.DigestOf([]byte("other"))
+			s.rc.Results[0].CaseResult.Digest = evidence.DigestOf([]byte("other"))
 		}, ErrReferenceMismatch, ""},
 		{"lifecycle reference not listed", func(s *snapshot) { s.rc.Lifecycle.Path = "elsewhere/lifecycle.json" }, ErrReferenceMismatch, ""},
-		{"workload digest differs from its artifact", func(s *snapshot) { s.rc.Workload.Digest = schemas.DigestOf([]byte("w")) }, ErrReferenceMismatch, ""},
+		{"workload digest differs from its artifact", func(s *snapshot) { s.rc.Workload.Digest = evidence.DigestOf([]byte("w")) }, ErrReferenceMismatch, ""},
 		{"subject binds other bytes", func(s *snapshot) {
-			s.attestations[0].stmt.subjects[2].digest = schemas.DigestOf([]byte("y"))
+			s.attestations[0].stmt.subjects[2].digest = evidence.DigestOf([]byte("y"))
 		}, ErrSubjectMismatch, ""},
 	})
 }
@@ -294,50 +297,50 @@ func TestCheckSignature(t *testing.T) {
 }
 
 func TestCleanupRecord(t *testing.T) {
-	ok := func() *schemas.LifecycleRecordDoc {
+	ok := func() *contract.LifecycleRecordDoc {
 		s := frozenSnapshot(t)
 		return s.lifecycle
 	}
 	code := func(v int64) *int64 { return &v }
 	cases := []struct {
 		name   string
-		change func(l *schemas.LifecycleRecordDoc, ctx *lifecycleContext)
+		change func(l *contract.LifecycleRecordDoc, ctx *lifecycleContext)
 		want   *Reason
 	}{
-		{"clean lifecycle", func(*schemas.LifecycleRecordDoc, *lifecycleContext) {}, nil},
-		{"never ready", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Readiness.Ready = false }, ErrNotReady},
-		{"ready after the deadline", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) {
+		{"clean lifecycle", func(*contract.LifecycleRecordDoc, *lifecycleContext) {}, nil},
+		{"never ready", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Readiness.Ready = false }, ErrNotReady},
+		{"ready after the deadline", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) {
 			l.Readiness.ElapsedMs = l.Readiness.DeadlineMs + 1
 		}, ErrReadyLate},
-		{"ready without a time", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Readiness.TReadyNs = nil }, ErrLifecycleIncomplete},
-		{"port taken before launch", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Port.FreeBeforeLaunch = false }, ErrPortTaken},
-		{"listener not owned", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Listener.Owned = false }, ErrListenerNotOwned},
-		{"owned listener without inode", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Listener.Inodes = nil }, ErrListenerNotOwned},
-		{"forced shutdown", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Shutdown.Forced = true }, ErrForcedShutdown},
-		{"exit not acceptable", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Shutdown.Acceptable = false }, ErrExitNotAcceptable},
-		{"exit code not in the recipe", func(l *schemas.LifecycleRecordDoc, ctx *lifecycleContext) {
+		{"ready without a time", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Readiness.TReadyNs = nil }, ErrLifecycleIncomplete},
+		{"port taken before launch", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Port.FreeBeforeLaunch = false }, ErrPortTaken},
+		{"listener not owned", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Listener.Owned = false }, ErrListenerNotOwned},
+		{"owned listener without inode", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Listener.Inodes = nil }, ErrListenerNotOwned},
+		{"forced shutdown", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Shutdown.Forced = true }, ErrForcedShutdown},
+		{"exit not acceptable", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Shutdown.Acceptable = false }, ErrExitNotAcceptable},
+		{"exit code not in the recipe", func(l *contract.LifecycleRecordDoc, ctx *lifecycleContext) {
 			l.Shutdown.ExitCode = code(143)
-			ctx.recipes = map[string]*schemas.LaunchRecipeDoc{l.Recipe.Digest: {AcceptableExitCodes: []int64{0}}}
+			ctx.recipes = map[string]*contract.LaunchRecipeDoc{l.Recipe.Digest: {AcceptableExitCodes: []int64{0}}}
 		}, ErrExitNotAcceptable},
-		{"residue process", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) {
-			l.Residue.Processes = []schemas.ResidueProcess{{PID: 9, Comm: "sleep", Escaped: true}}
+		{"residue process", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) {
+			l.Residue.Processes = []contract.ResidueProcess{{PID: 9, Comm: "sleep", Escaped: true}}
 		}, ErrResidue},
-		{"residue listener", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) {
-			l.Residue.Listeners = []schemas.ResidueListener{{Port: 18091, Inode: 7}}
+		{"residue listener", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) {
+			l.Residue.Listeners = []contract.ResidueListener{{Port: 18091, Inode: 7}}
 		}, ErrResidue},
-		{"failed verdict", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) {
+		{"failed verdict", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) {
 			l.Verdict, l.Failures = "failed", []string{"interrupted"}
 		}, ErrLifecycleFailed},
-		{"no launch identity", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Launch = nil }, ErrLifecycleIncomplete},
-		{"no shutdown", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Shutdown = nil }, ErrLifecycleIncomplete},
-		{"receipt says otherwise", func(_ *schemas.LifecycleRecordDoc, ctx *lifecycleContext) { ctx.receiptVerdict = "failed" }, ErrLifecycleMismatch},
-		{"another recipe", func(_ *schemas.LifecycleRecordDoc, ctx *lifecycleContext) {
-			ctx.recipeDigests = []string{schemas.DigestOf(nil)}
+		{"no launch identity", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Launch = nil }, ErrLifecycleIncomplete},
+		{"no shutdown", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Shutdown = nil }, ErrLifecycleIncomplete},
+		{"receipt says otherwise", func(_ *contract.LifecycleRecordDoc, ctx *lifecycleContext) { ctx.receiptVerdict = "failed" }, ErrLifecycleMismatch},
+		{"another recipe", func(_ *contract.LifecycleRecordDoc, ctx *lifecycleContext) {
+			ctx.recipeDigests = []string{evidence.DigestOf(nil)}
 		}, ErrLifecycleMismatch},
-		{"another server binary", func(_ *schemas.LifecycleRecordDoc, ctx *lifecycleContext) {
-			ctx.binaries = []string{schemas.DigestOf(nil)}
+		{"another server binary", func(_ *contract.LifecycleRecordDoc, ctx *lifecycleContext) {
+			ctx.binaries = []string{evidence.DigestOf(nil)}
 		}, ErrLifecycleMismatch},
-		{"another log", func(l *schemas.LifecycleRecordDoc, _ *lifecycleContext) { l.Launch.Log.Bytes++ }, ErrLifecycleMismatch},
+		{"another log", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Launch.Log.Bytes++ }, ErrLifecycleMismatch},
 	}
 	s := frozenSnapshot(t)
 	base := lifecycleContext{receiptVerdict: "passed", recipes: s.recipesByDigest(), recipeDigests: digestsOfKind(s.rc, "launch_recipe"),
@@ -388,7 +391,7 @@ func TestCheckTolerances(t *testing.T) {
 		{"failed verdict", func(s *snapshot) { s.rc.Qualification.Verdict = "failed" }, ErrVerdictFailed, ""},
 		{"interrupted verdict", func(s *snapshot) {
 			s.rc.Qualification.Verdict = "interrupted"
-			s.rc.Qualification.Interruption = &schemas.Interruption{Signal: "SIGHUP", Phase: "readiness"}
+			s.rc.Qualification.Interruption = &contract.Interruption{Signal: "SIGHUP", Phase: "readiness"}
 		}, ErrInterrupted, ""},
 		{"result summary differs", func(s *snapshot) { s.rc.Results[0].Metrics = s.rc.Results[0].Metrics[1:] }, ErrResultMismatch, ""},
 		{"passed result, failed case result", func(s *snapshot) { s.caseResults[s.rc.Results[0].CaseResult.Path].Status = "failed" }, ErrResultMismatch, ""},
@@ -401,7 +404,7 @@ func TestCheckTolerances(t *testing.T) {
 		}, ErrMetricMismatch, ""},
 		{"tolerance for an unknown metric", func(s *snapshot) {
 			cr := s.caseResults[s.rc.Results[1].CaseResult.Path]
-			cr.Tolerances = []schemas.Tolerance{{Metric: "kv_hit_rate", AbsoluteTolerance: 0.1}}
+			cr.Tolerances = []contract.Tolerance{{Metric: "kv_hit_rate", AbsoluteTolerance: 0.1}}
 		}, ErrUnknownTolerance, ""},
 		{"case_pass contradicts the status", func(s *snapshot) {
 			cr := s.caseResults[s.rc.Results[1].CaseResult.Path]
@@ -414,23 +417,23 @@ func TestCheckTolerances(t *testing.T) {
 
 func TestCheckMetricList(t *testing.T) {
 	n := func(v int64) *int64 { return &v }
-	m := func(name string, v float64, samples int64) schemas.Metric {
-		return schemas.Metric{Name: name, Value: v, Unit: "ms", Aggregation: "p50", Direction: lowerBetter, Formula: "ttft.v1", Samples: n(samples)}
+	m := func(name string, v float64, samples int64) contract.Metric {
+		return contract.Metric{Name: name, Value: v, Unit: "ms", Aggregation: "p50", Direction: contract.Direction(lowerBetter), Formula: "ttft.v1", Samples: n(samples)}
 	}
-	want := []schemas.Metric{m("a", 10, 5), m("b", 2, 5)}
+	want := []contract.Metric{m("a", 10, 5), m("b", 2, 5)}
 	tol := Tolerance{1e-9, 1e-9}
 	cases := []struct {
 		name     string
-		recorded []schemas.Metric
+		recorded []contract.Metric
 		findings int
 	}{
-		{"equal", []schemas.Metric{m("a", 10, 5), m("b", 2, 5)}, 0},
-		{"within tolerance", []schemas.Metric{m("a", 10+5e-9, 5), m("b", 2, 5)}, 0},
-		{"beyond tolerance", []schemas.Metric{m("a", 10.001, 5), m("b", 2, 5)}, 1},
-		{"other sample count", []schemas.Metric{m("a", 10, 4), m("b", 2, 5)}, 1},
-		{"missing", []schemas.Metric{m("a", 10, 5)}, 1},
-		{"undefined", []schemas.Metric{m("a", 10, 5), m("b", 2, 5), m("c", 1, 1)}, 1},
-		{"diagnostic left alone", []schemas.Metric{m("a", 10, 5), m("b", 2, 5), {Name: "server.x.delta", Value: 3, Diagnostic: true}}, 0},
+		{"equal", []contract.Metric{m("a", 10, 5), m("b", 2, 5)}, 0},
+		{"within tolerance", []contract.Metric{m("a", 10+5e-9, 5), m("b", 2, 5)}, 0},
+		{"beyond tolerance", []contract.Metric{m("a", 10.001, 5), m("b", 2, 5)}, 1},
+		{"other sample count", []contract.Metric{m("a", 10, 4), m("b", 2, 5)}, 1},
+		{"missing", []contract.Metric{m("a", 10, 5)}, 1},
+		{"undefined", []contract.Metric{m("a", 10, 5), m("b", 2, 5), m("c", 1, 1)}, 1},
+		{"diagnostic left alone", []contract.Metric{m("a", 10, 5), m("b", 2, 5), {Name: "server.x.delta", Value: 3, Diagnostic: true}}, 0},
 	}
 	for _, tc := range cases {
 		c := &collector{check: CheckTolerances}
@@ -448,34 +451,34 @@ func TestCheckMetricList(t *testing.T) {
 
 func TestCheckCommand(t *testing.T) {
 	one := int64(1)
-	metric := func(name string, v float64) schemas.Metric {
-		return schemas.Metric{Name: name, Value: v, Unit: "x", Aggregation: "exact", Direction: noDirection, Formula: "runner." + name + ".v1", Samples: &one}
+	metric := func(name string, v float64) contract.Metric {
+		return contract.Metric{Name: name, Value: v, Unit: "x", Aggregation: "exact", Direction: contract.Direction(noDirection), Formula: "runner." + name + ".v1", Samples: &one}
 	}
-	runnerCase := &schemas.Case{Kind: "command", ID: "c", ExpectedExitCodes: []int64{0, 3},
-		ResultProtocol: &schemas.ResultProtocol{Producer: "runner", DeclaredMetrics: []string{"case_pass", "exit_code"}}}
-	commandCase := &schemas.Case{Kind: "command", ID: "c",
-		ResultProtocol: &schemas.ResultProtocol{Producer: "command", DeclaredMetrics: []string{"hit_rate", "latency"}}}
+	runnerCase := &contract.Case{Kind: "command", ID: "c", ExpectedExitCodes: []int64{0, 3},
+		ResultProtocol: &contract.ResultProtocol{Producer: "runner", DeclaredMetrics: []string{"case_pass", "exit_code"}}}
+	commandCase := &contract.Case{Kind: "command", ID: "c",
+		ResultProtocol: &contract.ResultProtocol{Producer: "command", DeclaredMetrics: []string{"hit_rate", "latency"}}}
 	cases := []struct {
 		name    string
 		status  string
-		metrics []schemas.Metric
-		wc      *schemas.Case
+		metrics []contract.Metric
+		wc      *contract.Case
 		want    bool
 	}{
-		{"runner, passed", "passed", []schemas.Metric{metric("case_pass", 1), metric("exit_code", 3), metric("output_assertion_failures", 0)}, runnerCase, false},
-		{"runner, failed", "failed", []schemas.Metric{metric("case_pass", 0), metric("exit_code", 1), metric("output_assertion_failures", 2)}, runnerCase, false},
-		{"case_pass 1 on failure", "failed", []schemas.Metric{metric("case_pass", 1), metric("exit_code", 1), metric("output_assertion_failures", 0)}, runnerCase, true},
-		{"unexpected exit code", "passed", []schemas.Metric{metric("case_pass", 1), metric("exit_code", 2), metric("output_assertion_failures", 0)}, runnerCase, true},
-		{"assertion failures in a pass", "passed", []schemas.Metric{metric("case_pass", 1), metric("exit_code", 0), metric("output_assertion_failures", 1)}, runnerCase, true},
-		{"declared runner metric missing", "passed", []schemas.Metric{metric("case_pass", 1), metric("output_assertion_failures", 0)}, runnerCase, true},
-		{"a non-runner metric", "passed", []schemas.Metric{metric("case_pass", 1), metric("exit_code", 0), metric("latency", 1)}, runnerCase, true},
-		{"command, as declared", "passed", []schemas.Metric{metric("latency", 1), metric("hit_rate", 0.5)}, commandCase, false},
-		{"command, undeclared metric", "passed", []schemas.Metric{metric("latency", 1), metric("hit_rate", 0.5), metric("extra", 1)}, commandCase, true},
-		{"command, missing metric", "passed", []schemas.Metric{metric("latency", 1)}, commandCase, true},
+		{"runner, passed", "passed", []contract.Metric{metric("case_pass", 1), metric("exit_code", 3), metric("output_assertion_failures", 0)}, runnerCase, false},
+		{"runner, failed", "failed", []contract.Metric{metric("case_pass", 0), metric("exit_code", 1), metric("output_assertion_failures", 2)}, runnerCase, false},
+		{"case_pass 1 on failure", "failed", []contract.Metric{metric("case_pass", 1), metric("exit_code", 1), metric("output_assertion_failures", 0)}, runnerCase, true},
+		{"unexpected exit code", "passed", []contract.Metric{metric("case_pass", 1), metric("exit_code", 2), metric("output_assertion_failures", 0)}, runnerCase, true},
+		{"assertion failures in a pass", "passed", []contract.Metric{metric("case_pass", 1), metric("exit_code", 0), metric("output_assertion_failures", 1)}, runnerCase, true},
+		{"declared runner metric missing", "passed", []contract.Metric{metric("case_pass", 1), metric("output_assertion_failures", 0)}, runnerCase, true},
+		{"a non-runner metric", "passed", []contract.Metric{metric("case_pass", 1), metric("exit_code", 0), metric("latency", 1)}, runnerCase, true},
+		{"command, as declared", "passed", []contract.Metric{metric("latency", 1), metric("hit_rate", 0.5)}, commandCase, false},
+		{"command, undeclared metric", "passed", []contract.Metric{metric("latency", 1), metric("hit_rate", 0.5), metric("extra", 1)}, commandCase, true},
+		{"command, missing metric", "passed", []contract.Metric{metric("latency", 1)}, commandCase, true},
 	}
 	for _, tc := range cases {
 		c := &collector{check: CheckTolerances}
-		checkCommand(c, "f", &schemas.CaseResultDoc{CaseID: "c", Status: tc.status, Metrics: tc.metrics}, tc.wc)
+		checkCommand(c, "f", &contract.CaseResultDoc{CaseID: "c", Status: contract.Status(tc.status), Metrics: tc.metrics}, tc.wc)
 		if (len(c.out) > 0) != tc.want {
 			t.Errorf("%s: findings %v, want some: %v", tc.name, c.out, tc.want)
 		}
@@ -488,7 +491,7 @@ func TestCheckCommand(t *testing.T) {
 }
 
 func TestCheckComparability(t *testing.T) {
-	rowMetric := func(s *snapshot, name string) *schemas.Metric {
+	rowMetric := func(s *snapshot, name string) *contract.Metric {
 		for _, cr := range s.caseResults {
 			for j := range cr.Rows {
 				for k := range cr.Rows[j].Metrics {
@@ -508,10 +511,10 @@ func TestCheckComparability(t *testing.T) {
 		{"undeclared variant", func(s *snapshot) { s.rc.Workload.Variant = "cpu-z" }, ErrWorkloadMismatch, ""},
 		{"a case missing", func(s *snapshot) { s.rc.Results = s.rc.Results[:1] }, ErrWorkloadMismatch, ""},
 		{"effective config differs", func(s *snapshot) {
-			s.caseResults[s.rc.Results[0].CaseResult.Path].EffectiveConfig = schemas.Config{"server": map[string]any{"token_interval_ms": 9}}
+			s.caseResults[s.rc.Results[0].CaseResult.Path].EffectiveConfig = contract.Config{"server": map[string]any{"token_interval_ms": 9}}
 		}, ErrConfigMismatch, ""},
 		{"prompt set differs from the corpus", func(s *snapshot) {
-			s.caseResults[s.rc.Results[0].CaseResult.Path].Rows[1].PromptSetSHA256 = schemas.DigestOf([]byte("p"))
+			s.caseResults[s.rc.Results[0].CaseResult.Path].Rows[1].PromptSetSHA256 = evidence.DigestOf([]byte("p"))
 		}, ErrCorpusMismatch, ""},
 		{"corpus prompt replaced in the workload", func(s *snapshot) {
 			s.workload.Variants[0].Cases[0].Corpus.Prompts[0].Text = "another prompt"
@@ -570,7 +573,7 @@ func TestCheckScope(t *testing.T) {
 	s := frozenSnapshot(t)
 	s.rc.Environment.HostID = "gpu-07"
 	s.rc.Qualification.Backend = "cuda"
-	s.rc.Environment.Device = schemas.Device{Name: "NVIDIA H200", Architecture: "sm_90", Driver: "cuda 13.0"}
+	s.rc.Environment.Device = contract.Device{Name: "NVIDIA H200", Architecture: "sm_90", Driver: "cuda 13.0"}
 	want := "host gpu-07, backend cuda, device NVIDIA H200 (sm_90, driver cuda 13.0): the result describes this host, backend and device only"
 	if got := scopeStatement(s); got != want {
 		t.Errorf("scope %q, want %q", got, want)

@@ -10,7 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // Mode is a comparison mode of a workload's comparison policy (Kiln's modes, and qualkit's
@@ -174,14 +175,14 @@ const (
 // kept within the contract's bounds (a longer one is cut, marking the cut; a pointer is cut at a
 // token); a list longer than its bound keeps its first entries and a warning says how many were
 // left out.
-func (c *Comparison) Report() schemas.ComparisonDoc {
-	doc := schemas.ComparisonDoc{Schema: "qualkit." + schemas.Comparison, OK: c.OK, Compatible: c.Compatible,
+func (c *Comparison) Report() contract.ComparisonDoc {
+	doc := contract.ComparisonDoc{Schema: "qualkit." + contract.Comparison, OK: c.OK, Compatible: c.Compatible,
 		Baseline: c.Baseline.report(), Candidate: c.Candidate.report(),
-		RejectedDifferences: []schemas.ComparisonDifference{}, AllowedDifferences: []schemas.ComparisonDifference{},
-		EvidenceErrors: []schemas.ComparisonEvidenceError{}, Evaluations: []schemas.ComparisonEvaluation{}}
+		RejectedDifferences: []contract.ComparisonDifference{}, AllowedDifferences: []contract.ComparisonDifference{},
+		EvidenceErrors: []contract.ComparisonEvidenceError{}, Evaluations: []contract.ComparisonEvaluation{}}
 	switch c.Mode {
 	case SameEnvironmentPerformance, DeclaredABVariants, CrossBackendCorrectness:
-		m := string(c.Mode)
+		m := contract.ComparisonMode(c.Mode)
 		doc.Mode = &m
 	}
 	warnings := slices.Clone(c.Warnings)
@@ -190,14 +191,14 @@ func (c *Comparison) Report() schemas.ComparisonDoc {
 			warnings = append(warnings, fmt.Sprintf("%d more %s are not listed", n, what))
 		}
 	}
-	differences := func(ds []Difference, what string) []schemas.ComparisonDifference {
-		out := []schemas.ComparisonDifference{}
+	differences := func(ds []Difference, what string) []contract.ComparisonDifference {
+		out := []contract.ComparisonDifference{}
 		for i, d := range ds {
 			if i == maxComparisonEntries {
 				more(len(ds)-i, what)
 				break
 			}
-			out = append(out, schemas.ComparisonDifference{Path: clipRunes(nonEmpty(d.Path, "-"), maxComparisonText), Code: nonEmpty(d.Code(), "difference"),
+			out = append(out, contract.ComparisonDifference{Path: clipRunes(nonEmpty(d.Path, "-"), maxComparisonText), Code: nonEmpty(d.Code(), "difference"),
 				Message: clipRunes(nonEmpty(d.Err.Error(), "-"), maxComparisonText), Baseline: boundedValue(d.Baseline), Candidate: boundedValue(d.Candidate)})
 		}
 		return out
@@ -209,7 +210,7 @@ func (c *Comparison) Report() schemas.ComparisonDoc {
 			more(len(c.EvidenceErrors)-i, "evidence errors")
 			break
 		}
-		doc.EvidenceErrors = append(doc.EvidenceErrors, schemas.ComparisonEvidenceError{Side: e.Side, Check: string(e.Check),
+		doc.EvidenceErrors = append(doc.EvidenceErrors, contract.ComparisonEvidenceError{Side: contract.EvidenceErrorSide(e.Side), Check: contract.CheckName(string(e.Check)),
 			File: clipRunes(nonEmpty(e.File, "-"), maxComparisonPath), Pointer: pointerWithin(e.Pointer, maxComparisonText),
 			Code: nonEmpty(e.Code(), "finding"), Message: clipRunes(nonEmpty(e.Err.Error(), "-"), maxComparisonText)})
 	}
@@ -218,10 +219,10 @@ func (c *Comparison) Report() schemas.ComparisonDoc {
 			more(len(c.Evaluations)-i, "rule evaluations")
 			break
 		}
-		doc.Evaluations = append(doc.Evaluations, schemas.ComparisonEvaluation{Scope: e.Scope, Metric: e.Metric, MetricClass: e.MetricClass,
-			Unit: optional(e.Unit), Aggregation: optional(e.Aggregation), Direction: optional(e.Direction), Formula: optional(e.Formula),
-			Operator: e.Operator, AbsoluteTolerance: e.AbsoluteTolerance, RelativeTolerance: e.RelativeTolerance, Required: e.Required,
-			Status: e.Status, Code: optional(e.Code), Reason: clipRunes(nonEmpty(e.Reason, "-"), maxComparisonText),
+		doc.Evaluations = append(doc.Evaluations, contract.ComparisonEvaluation{Scope: e.Scope, Metric: e.Metric, MetricClass: contract.EvaluationMetricClass(e.MetricClass),
+			Unit: optional(e.Unit), Aggregation: optional(contract.Aggregation(e.Aggregation)), Direction: optional(contract.Direction(e.Direction)), Formula: optional(e.Formula),
+			Operator: contract.EvaluationOperator(e.Operator), AbsoluteTolerance: e.AbsoluteTolerance, RelativeTolerance: e.RelativeTolerance, Required: e.Required,
+			Status: contract.EvaluationStatus(e.Status), Code: optional(e.Code), Reason: clipRunes(nonEmpty(e.Reason, "-"), maxComparisonText),
 			Baseline: e.Baseline, Candidate: e.Candidate, Tolerance: e.Tolerance, Violation: e.Violation,
 			AbsoluteChange: e.AbsoluteChange, RelativeChangePercent: e.RelativeChangePercent})
 	}
@@ -236,14 +237,14 @@ func (c *Comparison) Report() schemas.ComparisonDoc {
 	return doc
 }
 
-func (s Side) report() schemas.ComparisonSide {
-	return schemas.ComparisonSide{Receipt: clipRunes(nonEmpty(s.Receipt, "-"), maxComparisonPath), ReceiptID: optional(s.ReceiptID),
-		Digest: optional(s.Digest), Variant: optional(s.Variant), Backend: optional(s.Backend), HostID: optional(s.HostID),
-		Verdict: optional(s.Verdict), Verification: string(s.Verification)}
+func (s Side) report() contract.ComparisonSide {
+	return contract.ComparisonSide{Receipt: clipRunes(nonEmpty(s.Receipt, "-"), maxComparisonPath), ReceiptID: optional(s.ReceiptID),
+		Digest: optional(s.Digest), Variant: optional(s.Variant), Backend: optional(contract.Backend(s.Backend)), HostID: optional(s.HostID),
+		Verdict: optional(contract.SideVerdict(s.Verdict)), Verification: contract.SideVerification(string(s.Verification))}
 }
 
 // optional is nil for "" (none), else a pointer to s.
-func optional(s string) *string {
+func optional[S ~string](s S) *S {
 	if s == "" {
 		return nil
 	}
@@ -297,8 +298,8 @@ func sideOf(s *snapshot, r *Result) Side {
 		side.Digest = s.receipt.digest
 	}
 	if rc := s.rc; rc != nil {
-		side.ReceiptID, side.Variant, side.Backend = rc.ReceiptID, rc.Workload.Variant, rc.Qualification.Backend
-		side.HostID, side.Verdict = rc.Environment.HostID, rc.Qualification.Verdict
+		side.ReceiptID, side.Variant, side.Backend = rc.ReceiptID, rc.Workload.Variant, string(rc.Qualification.Backend)
+		side.HostID, side.Verdict = rc.Environment.HostID, string(rc.Qualification.Verdict)
 	}
 	return side
 }
@@ -325,7 +326,7 @@ func (c *Comparison) finish() *Comparison {
 type comparer struct {
 	cmp    *Comparison
 	b, c   *snapshot
-	w      *schemas.WorkloadDoc
+	w      *contract.WorkloadDoc
 	policy Policy
 }
 
@@ -383,7 +384,7 @@ func (x *comparer) compatibility() {
 		x.environment(envDiff, nil)
 		x.devices(nil)
 	case DeclaredABVariants:
-		var pair *schemas.VariantPair
+		var pair *contract.VariantPair
 		for i := range cp.VariantPairs {
 			if cp.VariantPairs[i].BaselineVariantID == b.Workload.Variant && cp.VariantPairs[i].CandidateVariantID == c.Workload.Variant {
 				pair = &cp.VariantPairs[i]
@@ -397,7 +398,7 @@ func (x *comparer) compatibility() {
 		x.devices(nil)
 		x.configs(pair.AllowedEffectiveConfigDifferences)
 	case CrossBackendCorrectness:
-		var pair *schemas.BackendPair
+		var pair *contract.BackendPair
 		for i, bp := range cp.BackendPairs {
 			ab := bp.BackendA == b.Qualification.Backend && bp.VariantAID == b.Workload.Variant && bp.BackendB == c.Qualification.Backend && bp.VariantBID == c.Workload.Variant
 			ba := bp.BackendB == b.Qualification.Backend && bp.VariantBID == b.Workload.Variant && bp.BackendA == c.Qualification.Backend && bp.VariantAID == c.Workload.Variant
@@ -472,7 +473,7 @@ func (x *comparer) configs(allowed []string) {
 	}
 }
 
-func variantOf(w *schemas.WorkloadDoc, id string) *schemas.Variant {
+func variantOf(w *contract.WorkloadDoc, id string) *contract.Variant {
 	for i := range w.Variants {
 		if w.Variants[i].ID == id {
 			return &w.Variants[i]
@@ -489,10 +490,10 @@ func (x *comparer) artifacts(mode Mode) {
 	group := func(s *snapshot) map[string][]string {
 		out := map[string][]string{}
 		for _, a := range s.rc.Artifacts {
-			if isEvidenceKind(a.Kind) || strings.HasPrefix(a.Path, s.runDir()) {
+			if isEvidenceKind(string(a.Kind)) || strings.HasPrefix(a.Path, s.runDir()) {
 				continue
 			}
-			out[a.Kind] = append(out[a.Kind], a.Path+"@"+a.Digest)
+			out[string(a.Kind)] = append(out[string(a.Kind)], a.Path+"@"+a.Digest)
 		}
 		for k := range out {
 			sort.Strings(out[k])
@@ -523,8 +524,8 @@ func (x *comparer) artifacts(mode Mode) {
 type matched struct {
 	key          string // results/<id>/r<rep>
 	id           string
-	rb, rc       schemas.Result
-	crb, crc     *schemas.CaseResultDoc
+	rb, rc       contract.Result
+	crb, crc     *contract.CaseResultDoc
 	pathB, pathC string
 }
 
@@ -618,7 +619,7 @@ func equalFloatPtr(a, b *float64) bool {
 
 // identities rejects every metric name that carries different formula ids (or units,
 // aggregations, directions) on the two sides: mixed formula ids are never compared.
-func identities(cmp *Comparison, scope string, b, c []schemas.Metric) {
+func identities(cmp *Comparison, scope string, b, c []contract.Metric) {
 	ib := map[string]identity{}
 	for _, m := range b {
 		if !m.Diagnostic {
@@ -635,18 +636,18 @@ func identities(cmp *Comparison, scope string, b, c []schemas.Metric) {
 	}
 }
 
-func rowsByKey(cr *schemas.CaseResultDoc) map[rowKey]schemas.Row {
-	out := map[rowKey]schemas.Row{}
+func rowsByKey(cr *contract.CaseResultDoc) map[rowKey]contract.Row {
+	out := map[rowKey]contract.Row{}
 	for _, r := range cr.Rows {
 		out[rowKey{r.Concurrency, r.Repetition}] = r
 	}
 	return out
 }
 
-func sortedRowKeys(a, b map[rowKey]schemas.Row) []rowKey {
+func sortedRowKeys(a, b map[rowKey]contract.Row) []rowKey {
 	var out []rowKey
 	seen := map[rowKey]bool{}
-	for _, m := range []map[rowKey]schemas.Row{a, b} {
+	for _, m := range []map[rowKey]contract.Row{a, b} {
 		for k := range m {
 			if !seen[k] {
 				seen[k] = true
@@ -710,7 +711,7 @@ func (x *comparer) rules() {
 }
 
 // degradedRow names the side(s) on which a matched row is degraded; "" when neither is.
-func degradedRow(m matched, k rowKey, b, c schemas.Row) string {
+func degradedRow(m matched, k rowKey, b, c contract.Row) string {
 	var sides []string
 	if b.Fidelity.Degraded {
 		sides = append(sides, "the baseline's")
@@ -727,7 +728,7 @@ func degradedRow(m matched, k rowKey, b, c schemas.Row) string {
 // degradedIn names the degraded rows of a matched result, on either side; "" when there are none.
 func degradedIn(m matched) string {
 	var rows []string
-	for side, cr := range map[string]*schemas.CaseResultDoc{"baseline": m.crb, "candidate": m.crc} {
+	for side, cr := range map[string]*contract.CaseResultDoc{"baseline": m.crb, "candidate": m.crc} {
 		if cr == nil {
 			continue
 		}
@@ -745,7 +746,7 @@ func degradedIn(m matched) string {
 }
 
 // refuseDegraded records a performance rule that is not evaluated because of a degraded row.
-func (x *comparer) refuseDegraded(rule schemas.MetricRule, scope, what string) {
+func (x *comparer) refuseDegraded(rule contract.MetricRule, scope, what string) {
 	e := x.evaluation(rule, scope)
 	e.Status, e.Code = "failed", ErrDegradedRow.Code()
 	e.Reason = fmt.Sprintf("%v: %s: a degraded row measured the client's schedule, not the server, and the case does not declare measures_saturation: true", ErrDegradedRow, what)
@@ -753,7 +754,7 @@ func (x *comparer) refuseDegraded(rule schemas.MetricRule, scope, what string) {
 }
 
 // outputs is the implicit correctness rule of a cross-backend comparison: equal output sets.
-func (x *comparer) outputs(scope string, b, c schemas.Row) {
+func (x *comparer) outputs(scope string, b, c contract.Row) {
 	e := Evaluation{Scope: scope + "/output_set_sha256", Metric: "output_set_sha256", MetricClass: "correctness", Operator: "equal", Required: true}
 	switch {
 	case b.OutputSetSHA256 == nil || c.OutputSetSHA256 == nil:
@@ -767,9 +768,9 @@ func (x *comparer) outputs(scope string, b, c schemas.Row) {
 }
 
 // evaluation is a rule's evaluation at scope before it is decided: its tolerances after the policy.
-func (x *comparer) evaluation(rule schemas.MetricRule, scope string) Evaluation {
-	e := Evaluation{Scope: scope, Metric: rule.Metric, MetricClass: rule.MetricClass, Unit: rule.Unit, Aggregation: rule.Aggregation,
-		Direction: rule.Direction, Formula: rule.Formula, Operator: rule.Operator, Required: rule.Required,
+func (x *comparer) evaluation(rule contract.MetricRule, scope string) Evaluation {
+	e := Evaluation{Scope: scope, Metric: rule.Metric, MetricClass: string(rule.MetricClass), Unit: rule.Unit, Aggregation: string(rule.Aggregation),
+		Direction: string(rule.Direction), Formula: rule.Formula, Operator: string(rule.Operator), Required: rule.Required,
 		AbsoluteTolerance: rule.AbsoluteTolerance, RelativeTolerance: rule.RelativeTolerance}
 	if pt, ok := x.policy.metricTolerance(rule.Metric); ok {
 		e.AbsoluteTolerance = math.Min(e.AbsoluteTolerance, pt.AbsoluteTolerance)
@@ -778,15 +779,15 @@ func (x *comparer) evaluation(rule schemas.MetricRule, scope string) Evaluation 
 	return e
 }
 
-func (x *comparer) evaluate(rule schemas.MetricRule, scope string, b, c []schemas.Metric) {
+func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contract.Metric) {
 	e := x.evaluation(rule, scope)
-	find := func(ms []schemas.Metric) (schemas.Metric, bool) {
+	find := func(ms []contract.Metric) (contract.Metric, bool) {
 		for _, m := range ms {
 			if m.Name == rule.Metric && !m.Diagnostic {
 				return m, true
 			}
 		}
-		return schemas.Metric{}, false
+		return contract.Metric{}, false
 	}
 	mb, okb := find(b)
 	mc, okc := find(c)
@@ -798,7 +799,7 @@ func (x *comparer) evaluate(rule schemas.MetricRule, scope string, b, c []schema
 		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 		return
 	}
-	want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
+	want := identity{rule.Unit, string(rule.Aggregation), string(rule.Direction), rule.Formula}
 	if identityOf(mb) != want || identityOf(mc) != want {
 		e.Status, e.Code = "failed", ErrFormulaMismatch.Code()
 		e.Reason = fmt.Sprintf("%v: the rule compares %s; the receipts carry %s and %s%s", ErrFormulaMismatch, want, identityOf(mb), identityOf(mc), rateWarning(want, identityOf(mc)))
@@ -807,7 +808,7 @@ func (x *comparer) evaluate(rule schemas.MetricRule, scope string, b, c []schema
 	}
 	bv, cv := mb.Value, mc.Value
 	e.Baseline, e.Candidate = &bv, &cv
-	pass, violation, tolerance := ruleHolds(rule.Operator, bv, cv, e.AbsoluteTolerance, e.RelativeTolerance)
+	pass, violation, tolerance := ruleHolds(string(rule.Operator), bv, cv, e.AbsoluteTolerance, e.RelativeTolerance)
 	e.Violation, e.Tolerance = &violation, &tolerance
 	change := cv - bv
 	e.AbsoluteChange = &change
@@ -926,7 +927,7 @@ func roundTrip(v any, out *map[string]any) error {
 	if err != nil {
 		return err
 	}
-	doc, err := schemas.Parse(b)
+	doc, err := jsonstrict.Parse(b)
 	if err != nil {
 		return err
 	}

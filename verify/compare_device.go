@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // deviceEnvironmentKeys are compared by (*comparer).devices, not by the generic environment diff.
@@ -25,7 +25,7 @@ func withoutDevices(env map[string]any) map[string]any {
 
 // deviceIdentity is what a comparison holds equal of a device: everything but its
 // provenance-only identifiers and the probe's wording.
-func deviceIdentity(d schemas.ProbedDevice) map[string]any {
+func deviceIdentity(d contract.ProbedDevice) map[string]any {
 	drv := "none"
 	if d.Driver.Version != nil {
 		drv = *d.Driver.Version

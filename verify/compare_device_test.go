@@ -4,28 +4,28 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 func TestCompareDevices(t *testing.T) {
-	pair := func(edit func(b, c *schemas.ProbedDevice)) (*comparer, *snapshot, *snapshot) {
+	pair := func(edit func(b, c *contract.ProbedDevice)) (*comparer, *snapshot, *snapshot) {
 		b, c := frozenSnapshot(t), frozenSnapshot(t)
-		b.rc.Environment.Devices = []schemas.ProbedDevice{cpuDevice(), h100(false)}
-		c.rc.Environment.Devices = []schemas.ProbedDevice{cpuDevice(), h100(false)}
+		b.rc.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
+		c.rc.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
 		if edit != nil {
 			edit(&b.rc.Environment.Devices[1], &c.rc.Environment.Devices[1])
 		}
 		return &comparer{cmp: &Comparison{}, b: b, c: c}, b, c
 	}
-	x, _, _ := pair(func(b, c *schemas.ProbedDevice) {
+	x, _, _ := pair(func(b, c *contract.ProbedDevice) {
 		// Provenance only: another unit of the same model is the same device for a comparison.
-		c.ProvenanceOnly = &schemas.DeviceIdentifiers{UUID: "GPU-ffffffff-0000-0000-0000-000000000009", Serial: "9", PCIBusID: "00000000:3b:00.0"}
+		c.ProvenanceOnly = &contract.DeviceIdentifiers{UUID: "GPU-ffffffff-0000-0000-0000-000000000009", Serial: "9", PCIBusID: "00000000:3b:00.0"}
 	})
 	x.devices(nil)
 	if len(x.cmp.Rejected) != 0 {
 		t.Errorf("provenance ids compared: %+v", x.cmp.Rejected)
 	}
-	x, _, _ = pair(func(b, c *schemas.ProbedDevice) {
+	x, _, _ = pair(func(b, c *contract.ProbedDevice) {
 		v := "560.35.03"
 		c.Driver.Version = &v
 		c.Model = "NVIDIA H100 PCIe"
@@ -42,7 +42,7 @@ func TestCompareDevices(t *testing.T) {
 		t.Errorf("rejected %v", paths)
 	}
 	// A backend pair that lists devices allows the difference (and says so).
-	x, _, _ = pair(func(b, c *schemas.ProbedDevice) { c.Model = "NVIDIA H100 PCIe" })
+	x, _, _ = pair(func(b, c *contract.ProbedDevice) { c.Model = "NVIDIA H100 PCIe" })
 	x.devices([]string{"devices"})
 	if len(x.cmp.Rejected) != 0 || len(x.cmp.Allowed) != 1 || !errors.Is(x.cmp.Allowed[0].Err, ErrDeviceMismatch) {
 		t.Errorf("rejected %v, allowed %v", x.cmp.Rejected, x.cmp.Allowed)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite schemas/testdata/comparison.v1/valid from the comparisons these tests make")
@@ -23,8 +24,8 @@ func reportJSON(t *testing.T, c *Comparison) []byte {
 	}
 	b = append(b, '\n')
 	out, err := schemas.CheckDocument(b)
-	if err != nil || !out.Valid() || out.Contract.Name != schemas.Comparison {
-		t.Fatalf("not a valid %s: %v %v\n%s", schemas.Comparison, err, out.Violations, b)
+	if err != nil || !out.Valid() || out.Contract.Name != contract.Comparison {
+		t.Fatalf("not a valid %s: %v %v\n%s", contract.Comparison, err, out.Violations, b)
 	}
 	return b
 }
@@ -54,7 +55,7 @@ func TestComparisonReportCorpus(t *testing.T) {
 		"evidence-errors-changed-records.json": compareAt(t, tampered, recA1, recA2, frozenPolicy(t)),
 	} {
 		got := reportJSON(t, c)
-		path := filepath.Join("..", "schemas", "testdata", schemas.Comparison, "valid", name)
+		path := filepath.Join("..", "schemas", "testdata", contract.Comparison, "valid", name)
 		if *updateCorpus {
 			if err := os.WriteFile(path, got, 0o644); err != nil {
 				t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // MaxTelemetryBytes bounds one row's device telemetry file.
@@ -22,9 +23,9 @@ var deviceFormulas = map[string]string{
 
 // checkRowTelemetry recomputes a row's device metrics and flags from its telemetry samples and
 // its request records (window and output tokens), independently of the runner's code.
-func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row schemas.Row, recs []*record, tol Tolerance) {
+func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contract.Row, recs []*record, tol Tolerance) {
 	dt := row.DeviceTelemetry
-	var recorded []schemas.Metric
+	var recorded []contract.Metric
 	for _, m := range row.Metrics {
 		if _, ok := deviceFormulas[m.Name]; ok {
 			recorded = append(recorded, m)
@@ -46,20 +47,17 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row schema
 		return
 	}
 	ndev := int64(len(s.rc.Environment.Devices))
-	var xs []schemas.TelemetrySampleDoc
+	var xs []contract.TelemetrySampleDoc
 	for i, line := range bytes.Split(bytes.TrimSuffix(f.raw, []byte("\n")), []byte("\n")) {
 		if len(line) == 0 && len(f.raw) == 0 {
 			break
 		}
-		if err := schemas.CheckAs(line, fmt.Sprintf("%s line %d", dt.Samples.Path, i+1), schemas.TelemetrySample); err != nil {
+		px, err := schemas.Decode[contract.TelemetrySampleDoc](line, fmt.Sprintf("%s line %d", dt.Samples.Path, i+1), contract.TelemetrySample)
+		if err != nil {
 			c.add(dt.Samples.Path, jp(i), ErrSchemaViolation, "%v", err)
 			return
 		}
-		var x schemas.TelemetrySampleDoc
-		if err := schemas.DecodeInto(line, &x); err != nil {
-			c.add(dt.Samples.Path, jp(i), ErrSchemaViolation, "%v", err)
-			return
-		}
+		x := *px
 		if x.Device >= ndev || !slices.Contains(dt.Devices, x.Device) {
 			c.add(dt.Samples.Path, jp(i, "device"), ErrRowMismatch, "device %d is not among the row's sampled devices %v (the receipt lists %d devices)", x.Device, dt.Devices, ndev)
 			return
@@ -78,7 +76,7 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row schema
 		c.add(path, base+"/device_telemetry/flags", ErrRowMismatch, "flags %v, the samples say %v", dt.Flags, flags)
 	}
 	for name, v := range want {
-		i := slices.IndexFunc(recorded, func(m schemas.Metric) bool { return m.Name == name })
+		i := slices.IndexFunc(recorded, func(m contract.Metric) bool { return m.Name == name })
 		if i < 0 {
 			c.add(path, base+"/metrics", ErrMetricMismatch, "%s missing: the samples give %s", name, fmtFloat(v))
 			continue
@@ -98,11 +96,12 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row schema
 	}
 }
 
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
+func nonNilStrings[S ~string](s []S) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = string(v)
 	}
-	return s
+	return out
 }
 
 // recordWindow is the row's measured window (min t_send, max t_end over measured requests) and
@@ -128,9 +127,9 @@ func recordWindow(recs []*record) (start, end, tokens int64, ok bool) {
 
 // recomputeDevice evaluates device_energy.v1, device_energy_per_output_token.v1,
 // device_power_mean.v1 and device_throttled_seconds.v1 and the flags over [start, end].
-func recomputeDevice(xs []schemas.TelemetrySampleDoc, start, end, tokens int64) (map[string]float64, []string) {
+func recomputeDevice(xs []contract.TelemetrySampleDoc, start, end, tokens int64) (map[string]float64, []string) {
 	out := map[string]float64{}
-	byDev := map[int64][]schemas.TelemetrySampleDoc{}
+	byDev := map[int64][]contract.TelemetrySampleDoc{}
 	for _, x := range xs {
 		byDev[x.Device] = append(byDev[x.Device], x)
 	}
@@ -186,7 +185,7 @@ func recomputeDevice(xs []schemas.TelemetrySampleDoc, start, end, tokens int64) 
 
 // energyOver is one device's energy over [start, end]: its counter interpolated at both ends, or
 // its power integrated (trapezoids, interpolated at both ends) when a sample has no counter.
-func energyOver(d []schemas.TelemetrySampleDoc, start, end int64) (float64, bool) {
+func energyOver(d []contract.TelemetrySampleDoc, start, end int64) (float64, bool) {
 	if len(d) < 2 || d[0].TNs > start || d[len(d)-1].TNs < end {
 		return 0, false
 	}
@@ -198,7 +197,7 @@ func energyOver(d []schemas.TelemetrySampleDoc, start, end int64) (float64, bool
 	if !useCounter && !usePower {
 		return 0, false
 	}
-	v := func(x schemas.TelemetrySampleDoc) float64 {
+	v := func(x contract.TelemetrySampleDoc) float64 {
 		if useCounter {
 			return *x.EnergyJ
 		}
@@ -236,7 +235,7 @@ func energyOver(d []schemas.TelemetrySampleDoc, start, end int64) (float64, bool
 
 // telemetrySamples decodes a row's device telemetry samples for display: nil unless the file was
 // read, matches the row's digest and every line is a valid sample.
-func (s *snapshot) telemetrySamples(row schemas.Row) []schemas.TelemetrySampleDoc {
+func (s *snapshot) telemetrySamples(row contract.Row) []contract.TelemetrySampleDoc {
 	dt := row.DeviceTelemetry
 	if dt == nil {
 		return nil
@@ -245,13 +244,13 @@ func (s *snapshot) telemetrySamples(row schemas.Row) []schemas.TelemetrySampleDo
 	if f == nil || !f.present || f.digest != dt.Samples.Digest || len(f.raw) == 0 {
 		return nil
 	}
-	var xs []schemas.TelemetrySampleDoc
+	var xs []contract.TelemetrySampleDoc
 	for i, line := range bytes.Split(bytes.TrimSuffix(f.raw, []byte("\n")), []byte("\n")) {
-		var x schemas.TelemetrySampleDoc
-		if schemas.CheckAs(line, fmt.Sprintf("line %d", i+1), schemas.TelemetrySample) != nil || schemas.DecodeInto(line, &x) != nil {
+		x, err := schemas.Decode[contract.TelemetrySampleDoc](line, fmt.Sprintf("line %d", i+1), contract.TelemetrySample)
+		if err != nil {
 			return nil
 		}
-		xs = append(xs, x)
+		xs = append(xs, *x)
 	}
 	return xs
 }

@@ -8,18 +8,19 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // telemetryRow gives the frozen receipt's first serving row device telemetry: device 1 (an H100)
 // sampled 1 ms before the row's window, in its middle and 1 ms after, its energy counter
 // advancing at 400 W; and the device metrics those samples give. edit changes the samples first.
-func telemetryRow(t *testing.T, edit func([]schemas.TelemetrySampleDoc) []schemas.TelemetrySampleDoc) (*snapshot, *schemas.Row, []*record, float64) {
+func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc) (*snapshot, *contract.Row, []*record, float64) {
 	t.Helper()
 	s := frozenSnapshot(t)
-	s.rc.Environment.Devices = []schemas.ProbedDevice{cpuDevice(), h100(false)}
-	var row *schemas.Row
-	var cr *schemas.CaseResultDoc
+	s.rc.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
+	var row *contract.Row
+	var cr *contract.CaseResultDoc
 	for _, p := range slices.Sorted(mapKeys(s.caseResults)) {
 		if c := s.caseResults[p]; len(c.Rows) > 0 && row == nil {
 			cr, row = c, &c.Rows[0]
@@ -33,11 +34,11 @@ func telemetryRow(t *testing.T, edit func([]schemas.TelemetrySampleDoc) []schema
 	if !ok || tokens == 0 {
 		t.Fatalf("window %d..%d, %d tokens", start, end, tokens)
 	}
-	at := func(tns int64) schemas.TelemetrySampleDoc {
+	at := func(tns int64) contract.TelemetrySampleDoc {
 		e, p := 400*float64(tns)/1e9, 400.0
-		return schemas.TelemetrySampleDoc{Schema: "qualkit.telemetry-sample.v1", TNs: tns, Device: 1, Source: "nvml", PowerW: &p, EnergyJ: &e, ThrottleReasons: []string{}, Errors: []string{}}
+		return contract.TelemetrySampleDoc{Schema: "qualkit.telemetry-sample.v1", TNs: tns, Device: 1, Source: "nvml", PowerW: &p, EnergyJ: &e, ThrottleReasons: []contract.ThrottleReason{}, Errors: []string{}}
 	}
-	xs := []schemas.TelemetrySampleDoc{at(start - 1e6), at((start + end) / 2), at(end + 1e6)}
+	xs := []contract.TelemetrySampleDoc{at(start - 1e6), at((start + end) / 2), at(end + 1e6)}
 	if edit != nil {
 		xs = edit(xs)
 	}
@@ -47,12 +48,12 @@ func telemetryRow(t *testing.T, edit func([]schemas.TelemetrySampleDoc) []schema
 		raw.Write(append(b, '\n'))
 	}
 	const path = ".qualification/runs/x/rows/c0001-r000.telemetry.jsonl"
-	s.files[path] = &fileFacts{path: path, kind: "device_telemetry", local: true, present: true, raw: raw.Bytes(), digest: schemas.DigestOf(raw.Bytes())}
-	row.DeviceTelemetry = &schemas.RowDeviceTelemetry{Samples: schemas.FileRef{Path: path, Digest: schemas.DigestOf(raw.Bytes())}, IntervalMs: 100, Devices: []int64{1}, Flags: []string{}, Warnings: []string{}}
+	s.files[path] = &fileFacts{path: path, kind: "device_telemetry", local: true, present: true, raw: raw.Bytes(), digest: evidence.DigestOf(raw.Bytes())}
+	row.DeviceTelemetry = &contract.RowDeviceTelemetry{Samples: contract.FileRef{Path: path, Digest: evidence.DigestOf(raw.Bytes())}, IntervalMs: 100, Devices: []int64{1}, Flags: []contract.RowDeviceTelemetryFlags{}, Warnings: []string{}}
 	energy := 400 * float64(end-start) / 1e9
-	m := func(name string, v float64, unit, agg, formula string) schemas.Metric {
+	m := func(name string, v float64, unit, agg, formula string) contract.Metric {
 		n := int64(len(xs))
-		return schemas.Metric{Name: name, Value: v, Unit: unit, Aggregation: agg, Direction: "lower_is_better", Formula: formula, Samples: &n, Diagnostic: true}
+		return contract.Metric{Name: name, Value: v, Unit: unit, Aggregation: contract.Aggregation(agg), Direction: "lower_is_better", Formula: formula, Samples: &n, Diagnostic: true}
 	}
 	row.Metrics = append(row.Metrics,
 		m("device_energy_j", energy, "J", "sum", "device_energy.v1"),
@@ -62,7 +63,7 @@ func telemetryRow(t *testing.T, edit func([]schemas.TelemetrySampleDoc) []schema
 	return s, row, recs, energy
 }
 
-func rowTelemetryFindings(s *snapshot, row *schemas.Row, recs []*record) []Finding {
+func rowTelemetryFindings(s *snapshot, row *contract.Row, recs []*record) []Finding {
 	c := &collector{check: CheckTolerances}
 	s.checkRowTelemetry(c, "case-result.json", "/rows/0", *row, recs, s.policy.Recompute)
 	return c.out
@@ -78,17 +79,21 @@ func TestRowTelemetryRecomputed(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(*snapshot, *schemas.Row)
+		edit func(*snapshot, *contract.Row)
 		want *Reason
 	}{
-		{"mean power overstated", func(s *snapshot, r *schemas.Row) { r.Metrics[len(r.Metrics)-2].Value = 440 }, ErrMetricMismatch},
-		{"energy missing", func(s *snapshot, r *schemas.Row) {
+		{"mean power overstated", func(s *snapshot, r *contract.Row) { r.Metrics[len(r.Metrics)-2].Value = 440 }, ErrMetricMismatch},
+		{"energy missing", func(s *snapshot, r *contract.Row) {
 			r.Metrics = slices.Delete(r.Metrics, len(r.Metrics)-4, len(r.Metrics)-3)
 		}, ErrMetricMismatch},
-		{"a flag the samples do not show", func(s *snapshot, r *schemas.Row) { r.DeviceTelemetry.Flags = []string{"throttled"} }, ErrRowMismatch},
-		{"device metrics without samples", func(s *snapshot, r *schemas.Row) { r.DeviceTelemetry = nil }, ErrRowMismatch},
-		{"samples digest", func(s *snapshot, r *schemas.Row) { r.DeviceTelemetry.Samples.Digest = schemas.DigestOf([]byte("x")) }, ErrDigestMismatch},
-		{"not diagnostic", func(s *snapshot, r *schemas.Row) { r.Metrics[len(r.Metrics)-1].Diagnostic = false }, ErrFormulaMismatch},
+		{"a flag the samples do not show", func(s *snapshot, r *contract.Row) {
+			r.DeviceTelemetry.Flags = []contract.RowDeviceTelemetryFlags{contract.RowDeviceTelemetryFlagsThrottled}
+		}, ErrRowMismatch},
+		{"device metrics without samples", func(s *snapshot, r *contract.Row) { r.DeviceTelemetry = nil }, ErrRowMismatch},
+		{"samples digest", func(s *snapshot, r *contract.Row) {
+			r.DeviceTelemetry.Samples.Digest = evidence.DigestOf([]byte("x"))
+		}, ErrDigestMismatch},
+		{"not diagnostic", func(s *snapshot, r *contract.Row) { r.Metrics[len(r.Metrics)-1].Diagnostic = false }, ErrFormulaMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, row, recs, _ := telemetryRow(t, nil)
@@ -103,15 +108,15 @@ func TestRowTelemetryRecomputed(t *testing.T) {
 	// device the row did not sample, a line that breaks the contract.
 	for _, tc := range []struct {
 		name string
-		edit func([]schemas.TelemetrySampleDoc) []schemas.TelemetrySampleDoc
+		edit func([]contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc
 		want *Reason
 	}{
-		{"throttled samples", func(xs []schemas.TelemetrySampleDoc) []schemas.TelemetrySampleDoc {
-			xs[1].ThrottleReasons = []string{"hw_slowdown"}
+		{"throttled samples", func(xs []contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc {
+			xs[1].ThrottleReasons = []contract.ThrottleReason{contract.ThrottleReasonHwSlowdown}
 			return xs
 		}, ErrRowMismatch},
-		{"a device not sampled", func(xs []schemas.TelemetrySampleDoc) []schemas.TelemetrySampleDoc { xs[1].Device = 5; return xs }, ErrRowMismatch},
-		{"an invalid line", func(xs []schemas.TelemetrySampleDoc) []schemas.TelemetrySampleDoc { xs[1].Source = "dcgm"; return xs }, ErrSchemaViolation},
+		{"a device not sampled", func(xs []contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc { xs[1].Device = 5; return xs }, ErrRowMismatch},
+		{"an invalid line", func(xs []contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc { xs[1].Source = "dcgm"; return xs }, ErrSchemaViolation},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, row, recs, _ := telemetryRow(t, tc.edit)
@@ -126,10 +131,10 @@ func TestRowTelemetryRecomputed(t *testing.T) {
 // TestRecomputeDevicePowerOnly: without an energy counter the power is integrated; the values
 // are the ones the runner's tests expect of the same samples (runner/telemetry).
 func TestRecomputeDevicePowerOnly(t *testing.T) {
-	p := func(tms int64, w float64) schemas.TelemetrySampleDoc {
-		return schemas.TelemetrySampleDoc{TNs: tms * 1e6, Device: 1, PowerW: &w, ThrottleReasons: []string{}}
+	p := func(tms int64, w float64) contract.TelemetrySampleDoc {
+		return contract.TelemetrySampleDoc{TNs: tms * 1e6, Device: 1, PowerW: &w, ThrottleReasons: []contract.ThrottleReason{}}
 	}
-	got, flags := recomputeDevice([]schemas.TelemetrySampleDoc{p(0, 100), p(1000, 200), p(2000, 300)}, 0, 2000e6, 0)
+	got, flags := recomputeDevice([]contract.TelemetrySampleDoc{p(0, 100), p(1000, 200), p(2000, 300)}, 0, 2000e6, 0)
 	if math.Abs(got["device_energy_j"]-400) > 1e-9 || math.Abs(got["device_power_mean_w"]-200) > 1e-9 || len(flags) != 0 {
 		t.Errorf("%v %v", got, flags)
 	}

@@ -4,29 +4,29 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // h100 is one NVIDIA device as the NVML probe records it.
-func h100(fixture bool) schemas.ProbedDevice {
+func h100(fixture bool) contract.ProbedDevice {
 	v := "550.54.15"
 	mem := int64(85520809984)
-	return schemas.ProbedDevice{Kind: "gpu", Vendor: "nvidia", Model: "NVIDIA H100 80GB HBM3", APIFamilies: []string{"cuda"},
-		PCI: &schemas.PCIIdentity{VendorID: "0x10de", DeviceID: "0x2330"}, Driver: schemas.DeviceDriver{Name: "nvidia", Version: &v},
+	return contract.ProbedDevice{Kind: "gpu", Vendor: "nvidia", Model: "NVIDIA H100 80GB HBM3", APIFamilies: []contract.Backend{contract.BackendCUDA},
+		PCI: &contract.PCIIdentity{VendorID: "0x10de", DeviceID: "0x2330"}, Driver: contract.DeviceDriver{Name: "nvidia", Version: &v},
 		MemoryBytes: &mem, ComputeCapability: "9.0", MIGMode: "disabled",
-		ProvenanceOnly: &schemas.DeviceIdentifiers{UUID: "GPU-00000000-0000-0000-0000-000000000001"}, Probe: "nvml", Fixture: fixture}
+		ProvenanceOnly: &contract.DeviceIdentifiers{UUID: "GPU-00000000-0000-0000-0000-000000000001"}, Probe: "nvml", Fixture: fixture}
 }
 
-func cpuDevice() schemas.ProbedDevice {
-	return schemas.ProbedDevice{Kind: "cpu", Vendor: "authenticamd", Model: "AMD EPYC", APIFamilies: []string{"cpu"}, Driver: schemas.DeviceDriver{Name: "none"}, Probe: "procfs"}
+func cpuDevice() contract.ProbedDevice {
+	return contract.ProbedDevice{Kind: "cpu", Vendor: "authenticamd", Model: "AMD EPYC", APIFamilies: []contract.Backend{contract.BackendCPU}, Driver: contract.DeviceDriver{Name: "none"}, Probe: "procfs"}
 }
 
 // onCUDA turns the frozen cpu receipt into a cuda one on a host with devs.
-func onCUDA(s *snapshot, devs ...schemas.ProbedDevice) {
+func onCUDA(s *snapshot, devs ...contract.ProbedDevice) {
 	s.rc.Qualification.Backend = "cuda"
 	s.workload.Variants[0].Backend = "cuda"
-	s.rc.Environment.Devices = append([]schemas.ProbedDevice{cpuDevice()}, devs...)
-	s.rc.Environment.DeviceProbes = []schemas.DeviceProbe{{Probe: "nvml", Status: "unsupported", Detail: "no NVML on this host (libnvidia-ml.so.1 could not be loaded)"}}
+	s.rc.Environment.Devices = append([]contract.ProbedDevice{cpuDevice()}, devs...)
+	s.rc.Environment.DeviceProbes = []contract.DeviceProbe{{Probe: "nvml", Status: "unsupported", Detail: "no NVML on this host (libnvidia-ml.so.1 could not be loaded)"}}
 }
 
 func TestCheckScopeDevices(t *testing.T) {
@@ -36,7 +36,7 @@ func TestCheckScopeDevices(t *testing.T) {
 		// environment.device naming a driver does not help a receipt whose probes found nothing.
 		{"cuda with a driver in environment.device but no device", func(s *snapshot) {
 			onCUDA(s)
-			s.rc.Environment.Device = schemas.Device{Name: "NVIDIA H100", Architecture: "sm_90", Driver: "nvidia 550"}
+			s.rc.Environment.Device = contract.Device{Name: "NVIDIA H100", Architecture: "sm_90", Driver: "nvidia 550"}
 		}, ErrScopeDevice, ""},
 		{"cuda with a fixture device", func(s *snapshot) { onCUDA(s, h100(true)) }, ErrScopeDevice, ""},
 		{"cuda with a fixture device under the relaxation", func(s *snapshot) {
@@ -47,7 +47,7 @@ func TestCheckScopeDevices(t *testing.T) {
 		{"cuda claimed by a DRM-probed card", func(s *snapshot) {
 			d := h100(false)
 			d.Probe = "drm_sysfs"
-			d.APIFamilies = []string{"cuda", "vulkan"}
+			d.APIFamilies = []contract.Backend{contract.BackendCUDA, contract.BackendVulkan}
 			onCUDA(s, d)
 		}, ErrScopeDevice, ""},
 		{"rocm on an NVIDIA device", func(s *snapshot) {
@@ -55,7 +55,7 @@ func TestCheckScopeDevices(t *testing.T) {
 			s.rc.Qualification.Backend, s.workload.Variants[0].Backend = "rocm", "rocm"
 		}, ErrScopeDevice, ""},
 		{"cpu with a GPU on the host", func(s *snapshot) {
-			s.rc.Environment.Devices = []schemas.ProbedDevice{cpuDevice(), h100(false)}
+			s.rc.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
 		}, nil, StatusPassed},
 	})
 }

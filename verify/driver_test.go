@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // Driver evidence for the tests: the frozen a-1 campaign, with a driver case added to its
@@ -22,7 +24,7 @@ const (
 )
 
 // declaredPathRules are the tolerances the workload declares for the driver case.
-var declaredPathRules = []schemas.DriverTolerance{
+var declaredPathRules = []contract.DriverTolerance{
 	{Metric: "max_abs_error", Op: "<=", Limit: 1e-06, Subject: "all"},
 	{Metric: "cosine_similarity", Op: ">=", Limit: 0.9999, Subject: "all"},
 	{Metric: "top10_overlap", Op: ">=", Limit: 9, Subject: "f32_blocked"},
@@ -30,11 +32,11 @@ var declaredPathRules = []schemas.DriverTolerance{
 
 type driverSetup struct {
 	// workloadRules are declared in the workload (default declaredPathRules).
-	workloadRules []schemas.DriverTolerance
+	workloadRules []contract.DriverTolerance
 	// resultRules are the rules the result was evaluated with (default workloadRules).
-	resultRules []schemas.DriverTolerance
+	resultRules []contract.DriverTolerance
 	// edit changes the result after evaluation, before the verdict and the seal.
-	edit func(d *schemas.PathAttributionDoc)
+	edit func(d *contract.PathAttributionDoc)
 	// keepVerdict keeps the verdict the edit left (otherwise it is recomputed).
 	keepVerdict bool
 	// afterSeal changes the sealed result (breaking its self-hash).
@@ -75,8 +77,8 @@ func driverEvidence(t *testing.T, ds driverSetup) (string, string, testKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d schemas.PathAttributionDoc
-	if err := schemas.DecodeInto(raw, &d); err != nil {
+	var d contract.PathAttributionDoc
+	if err := jsonstrict.DecodeInto(raw, &d); err != nil {
 		t.Fatal(err)
 	}
 	d.CaseID = driverCaseID
@@ -87,7 +89,7 @@ func driverEvidence(t *testing.T, ds driverSetup) (string, string, testKey) {
 		d.Source.OriginMain = nil
 	}
 	d.Implementation.Qualrun.Digest = qualrunDigest
-	d.Tolerances, err = schemas.EvaluateTolerances(schemas.PathAttribution, ds.resultRules, d.PathBody)
+	d.Tolerances, err = rules.EvaluateTolerances(contract.PathAttribution, ds.resultRules, d.PathBody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +97,10 @@ func driverEvidence(t *testing.T, ds driverSetup) (string, string, testKey) {
 		ds.edit(&d)
 	}
 	if !ds.keepVerdict {
-		d.Verdict = schemas.PathVerdictOf(d.Containment, d.Tolerances, d.PathBody)
+		d.Verdict = rules.PathVerdictOf(d.Containment, d.Tolerances, d.PathBody)
 	}
 	d.ResultSHA256 = ""
-	if d.ResultSHA256, err = schemas.SelfHash(d, schemas.ResultSelfHashField); err != nil {
+	if d.ResultSHA256, err = jsonstrict.SelfHash(d, rules.ResultSelfHashField); err != nil {
 		t.Fatal(err)
 	}
 	b, err := json.MarshalIndent(d, "", "  ")
@@ -120,9 +122,9 @@ func driverEvidence(t *testing.T, ds driverSetup) (string, string, testKey) {
 	// The workload's driver case.
 	wp := filepath.Join(root, "workloads/frozen.json")
 	w := readTree(t, wp)
-	var rules []any
+	var ruleSet []any
 	for _, r := range ds.workloadRules {
-		rules = append(rules, map[string]any{"metric": r.Metric, "op": r.Op, "limit": r.Limit, "subject": r.Subject})
+		ruleSet = append(ruleSet, map[string]any{"metric": r.Metric, "op": r.Op, "limit": r.Limit, "subject": r.Subject})
 	}
 	dc := map[string]any{
 		"kind": "driver", "id": driverCaseID, "description": "Float32 paths against the float64 reference path.", "required": true,
@@ -133,7 +135,7 @@ func driverEvidence(t *testing.T, ds driverSetup) (string, string, testKey) {
 		"model":           map[string]any{"path": d.Model.Path, "digest": d.Model.Digest},
 		"environment":     map[string]any{"OMP_NUM_THREADS": "1"},
 		"isolation":       map[string]any{"network": "private_loopback", "required": true},
-		"timeout_seconds": d.Containment.TimeoutSeconds, "tolerances": rules,
+		"timeout_seconds": d.Containment.TimeoutSeconds, "tolerances": ruleSet,
 	}
 	if ds.editCase != nil {
 		ds.editCase(dc)
@@ -197,7 +199,7 @@ func TestDriverEvidenceVerifies(t *testing.T) {
 // TestDriverEvidenceRejected: each change to driver evidence is rejected by the check that owns
 // it, for its reason, with the numbers in the message.
 func TestDriverEvidenceRejected(t *testing.T) {
-	strict := []schemas.DriverTolerance{{Metric: "max_abs_error", Op: "<=", Limit: 1e-09, Subject: "all"}}
+	strict := []contract.DriverTolerance{{Metric: "max_abs_error", Op: "<=", Limit: 1e-09, Subject: "all"}}
 	cases := []struct {
 		name   string
 		setup  driverSetup
@@ -215,27 +217,27 @@ func TestDriverEvidenceRejected(t *testing.T) {
 			CheckTolerances, ErrToleranceDeclared, []string{"max_abs_error <= 1e-06 for f32_blocked", "max_abs_error <= 1e-09 for all"}},
 		{"looser tolerances also fail with the numbers", driverSetup{workloadRules: strict, resultRules: declaredPathRules},
 			CheckTolerances, ErrToleranceFailed, []string{"tolerance max_abs_error <= 1e-09 failed for f32_reversed: observed 2.4e-07"}},
-		{"outcome forged to pass", driverSetup{workloadRules: strict, keepVerdict: true, edit: func(d *schemas.PathAttributionDoc) {
+		{"outcome forged to pass", driverSetup{workloadRules: strict, keepVerdict: true, edit: func(d *contract.PathAttributionDoc) {
 			for i := range d.Tolerances {
 				d.Tolerances[i].Passed = true
 			}
-			d.Verdict = schemas.PathVerdict{Status: "passed", Reasons: []string{}, Attribution: "not_reproduced"}
+			d.Verdict = contract.PathVerdict{Status: "passed", Reasons: []string{}, Attribution: "not_reproduced"}
 		}}, CheckTolerances, ErrToleranceOutcome, []string{"records observed 3.1e-07 passed true; the result's numbers give observed 3.1e-07 passed false"}},
-		{"forged outcome: the verdict is recomputed", driverSetup{workloadRules: strict, keepVerdict: true, edit: func(d *schemas.PathAttributionDoc) {
+		{"forged outcome: the verdict is recomputed", driverSetup{workloadRules: strict, keepVerdict: true, edit: func(d *contract.PathAttributionDoc) {
 			for i := range d.Tolerances {
 				d.Tolerances[i].Passed = true
 			}
-			d.Verdict = schemas.PathVerdict{Status: "passed", Reasons: []string{}, Attribution: "not_reproduced"}
+			d.Verdict = contract.PathVerdict{Status: "passed", Reasons: []string{}, Attribution: "not_reproduced"}
 		}}, CheckTolerances, ErrDriverVerdict, []string{"status passed, recomputed failed"}},
-		{"forged outcome: the schemas check sees the inconsistency", driverSetup{workloadRules: strict, keepVerdict: true, edit: func(d *schemas.PathAttributionDoc) {
+		{"forged outcome: the schemas check sees the inconsistency", driverSetup{workloadRules: strict, keepVerdict: true, edit: func(d *contract.PathAttributionDoc) {
 			d.Tolerances[0].Passed = true
 		}}, CheckSchemas, ErrSemanticViolation, []string{"/tolerances/0/passed"}},
-		{"observation rewritten", driverSetup{edit: func(d *schemas.PathAttributionDoc) {
+		{"observation rewritten", driverSetup{edit: func(d *contract.PathAttributionDoc) {
 			v := 1e-08
 			d.Tolerances[1].Observed = &v
 		}}, CheckTolerances, ErrToleranceOutcome, []string{"records observed 1e-08 passed true; the result's numbers give observed 2.4e-07 passed true"}},
-		{"attribution wrong", driverSetup{keepVerdict: true, edit: func(d *schemas.PathAttributionDoc) {
-			d.Verdict = schemas.PathVerdictOf(d.Containment, d.Tolerances, d.PathBody)
+		{"attribution wrong", driverSetup{keepVerdict: true, edit: func(d *contract.PathAttributionDoc) {
+			d.Verdict = rules.PathVerdictOf(d.Containment, d.Tolerances, d.PathBody)
 			d.Verdict.Attribution = "f32_reversed"
 		}}, CheckTolerances, ErrDriverVerdict, []string{"attribution f32_reversed, recomputed not_reproduced"}},
 		{"failed campaign: the tolerance failure is shown with its numbers", driverSetup{workloadRules: strict, editReceipt: failedReceipt},
@@ -257,7 +259,7 @@ func TestDriverEvidenceRejected(t *testing.T) {
 		{"model is not the one the workload pins", driverSetup{editCase: func(c map[string]any) {
 			c["model"].(map[string]any)["digest"] = "sha256:" + strings.Repeat("e", 64)
 		}}, CheckHashes, ErrReferenceMismatch, []string{"model drivers/reference/tiny-model.json"}},
-		{"result ran from another commit", driverSetup{edit: func(d *schemas.PathAttributionDoc) {
+		{"result ran from another commit", driverSetup{edit: func(d *contract.PathAttributionDoc) {
 			d.Source.Commit = strings.Repeat("a", 40)
 		}}, CheckHashes, ErrReferenceMismatch, []string{"ran from commit aaaa"}},
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // TestFrozenEvidenceVerifies: evidence frozen from a real campaign (qualrun run --key, see
@@ -38,7 +40,7 @@ func TestFrozenEvidenceVerifies(t *testing.T) {
 				t.Fatalf("%d checks, want %d", len(res.Checks), len(CheckOrder))
 			}
 			for i, c := range res.Checks {
-				if c.Check != CheckOrder[i] || string(c.Check) != schemas.CheckOrder[i] {
+				if c.Check != CheckOrder[i] || string(c.Check) != rules.CheckOrder[i] {
 					t.Errorf("check %d is %s, want %s", i, c.Check, CheckOrder[i])
 				}
 			}
@@ -61,7 +63,7 @@ func TestFrozenEvidenceVerifies(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, err := schemas.CheckDocument(b)
-			if err != nil || !out.Valid() || out.Contract.Name != schemas.VerificationReport {
+			if err != nil || !out.Valid() || out.Contract.Name != contract.VerificationReport {
 				t.Fatalf("report does not validate: %v %v", err, out.Violations)
 			}
 		})

@@ -17,7 +17,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // A minimal reader of a git object database (loose objects and version-2 pack indexes with
@@ -70,7 +71,7 @@ func (g *gitObjects) close() {
 }
 
 func openPack(idxPath string) (*gitPack, error) {
-	b, err := schemas.ReadFileLimited(idxPath, maxPackIndexBytes)
+	b, err := evidence.ReadFileLimited(idxPath, maxPackIndexBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func openPack(idxPath string) (*gitPack, error) {
 		}
 		p.offsets[i] = int64(binary.BigEndian.Uint64(b[j:]))
 	}
-	f, _, err := schemas.OpenRegular(p.path, -1)
+	f, _, err := evidence.OpenRegular(p.path, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +137,7 @@ func (g *gitObjects) read(hexID string) (string, []byte, error) {
 
 func (g *gitObjects) readRaw(id []byte, depth int) (string, []byte, error) {
 	hexID := hex.EncodeToString(id)
-	f, _, err := schemas.OpenRegular(filepath.Join(g.dir, hexID[:2], hexID[2:]), -1)
+	f, _, err := evidence.OpenRegular(filepath.Join(g.dir, hexID[:2], hexID[2:]), -1)
 	if err == nil {
 		defer f.Close()
 		return readLoose(f)
@@ -388,7 +389,7 @@ func parseGitTree(data []byte) ([]gitTreeEntry, error) {
 
 // sourceTreeHash computes the qualkit-source-tree-v1 hash of a tree (schemas.SourceTreeHash).
 func (g *gitObjects) sourceTreeHash(ctx context.Context, tree string) (string, error) {
-	var entries []schemas.SourceTreeEntry
+	var entries []jsonstrict.SourceTreeEntry
 	blobs := map[string]string{} // blob id -> content id
 	var walk func(id, prefix string, depth int) error
 	walk = func(id, prefix string, depth int) error {
@@ -422,7 +423,7 @@ func (g *gitObjects) sourceTreeHash(ctx context.Context, tree string) (string, e
 				}
 				continue
 			case 0o160000:
-				entries = append(entries, schemas.SourceTreeEntry{Path: p, Mode: uint32(mode), ContentID: "commit:" + child})
+				entries = append(entries, jsonstrict.SourceTreeEntry{Path: p, Mode: uint32(mode), ContentID: "commit:" + child})
 				continue
 			}
 			cid, ok := blobs[child]
@@ -438,7 +439,7 @@ func (g *gitObjects) sourceTreeHash(ctx context.Context, tree string) (string, e
 				cid = "sha256:" + hex.EncodeToString(sum[:])
 				blobs[child] = cid
 			}
-			entries = append(entries, schemas.SourceTreeEntry{Path: p, Mode: uint32(mode), ContentID: cid})
+			entries = append(entries, jsonstrict.SourceTreeEntry{Path: p, Mode: uint32(mode), ContentID: cid})
 			if len(entries) > maxTreeEntries {
 				return fmt.Errorf("more than %d entries", maxTreeEntries)
 			}
@@ -448,5 +449,5 @@ func (g *gitObjects) sourceTreeHash(ctx context.Context, tree string) (string, e
 	if err := walk(tree, "", 0); err != nil {
 		return "", err
 	}
-	return schemas.SourceTreeHash(entries), nil
+	return jsonstrict.SourceTreeHash(entries), nil
 }

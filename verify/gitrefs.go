@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,7 +35,7 @@ func readCheckout(root string) (*checkout, error) {
 	common := gitDir
 	if !st.IsDir() {
 		// A worktree or submodule: .git is a file "gitdir: PATH".
-		b, err := schemas.ReadFileLimited(gitDir, MaxGitRefBytes)
+		b, err := evidence.ReadFileLimited(gitDir, MaxGitRefBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +47,7 @@ func readCheckout(root string) (*checkout, error) {
 			rest = filepath.Join(root, rest)
 		}
 		gitDir, common = rest, rest
-		if c, err := schemas.ReadFileLimited(filepath.Join(gitDir, "commondir"), MaxGitRefBytes); err == nil {
+		if c, err := evidence.ReadFileLimited(filepath.Join(gitDir, "commondir"), MaxGitRefBytes); err == nil {
 			cd := strings.TrimSpace(string(c))
 			if !filepath.IsAbs(cd) {
 				cd = filepath.Join(gitDir, cd)
@@ -75,7 +75,7 @@ func resolveRef(gitDir, common, name string, depth int) (string, error) {
 	if name == "HEAD" {
 		dir = gitDir
 	}
-	if b, err := schemas.ReadFileLimited(filepath.Join(dir, filepath.FromSlash(name)), MaxGitRefBytes); err == nil {
+	if b, err := evidence.ReadFileLimited(filepath.Join(dir, filepath.FromSlash(name)), MaxGitRefBytes); err == nil {
 		v := strings.TrimSpace(string(b))
 		if target, ok := strings.CutPrefix(v, "ref: "); ok {
 			return resolveRef(gitDir, common, target, depth+1)
@@ -85,7 +85,7 @@ func resolveRef(gitDir, common, name string, depth int) (string, error) {
 		}
 		return "", fmt.Errorf("ref %s: %q is not an object name", name, v)
 	}
-	b, err := schemas.ReadFileLimited(filepath.Join(common, "packed-refs"), MaxGitRefBytes)
+	b, err := evidence.ReadFileLimited(filepath.Join(common, "packed-refs"), MaxGitRefBytes)
 	if err != nil {
 		return "", fmt.Errorf("ref %s not found", name)
 	}

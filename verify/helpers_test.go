@@ -19,7 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
@@ -112,7 +113,7 @@ func fileDigest(t testing.TB, path string) (string, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return schemas.DigestOf(b), int64(len(b))
+	return evidence.DigestOf(b), int64(len(b))
 }
 
 // reseal makes a receipt consistent with the files as they now are (records digests in case
@@ -283,7 +284,7 @@ func runDirOf(t testing.TB, root, receipt string) string {
 func renameRun(t testing.TB, root, receipt string) {
 	t.Helper()
 	rp := filepath.Join(root, receipt)
-	var rc schemas.ReceiptDoc
+	var rc contract.ReceiptDoc
 	b, err := os.ReadFile(rp)
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +296,7 @@ func renameRun(t testing.TB, root, receipt string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := schemas.ReceiptIDFor(start, rc.Qualification.Backend, rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant)
+	id := contract.ReceiptIDFor(start, string(rc.Qualification.Backend), rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant)
 	if id == rc.ReceiptID {
 		return
 	}

@@ -5,7 +5,8 @@ import (
 	"context"
 	"slices"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // Inspection is a verification result together with the evidence it was computed from, for
@@ -17,11 +18,11 @@ type Inspection struct {
 	Result   *Result
 	Evidence Evidence
 	// Receipt is nil when the receipt does not validate against its contract.
-	Receipt *schemas.ReceiptDoc
+	Receipt *contract.ReceiptDoc
 	// Workload is the workload the receipt binds, when it is present with the bound digest.
-	Workload *schemas.WorkloadDoc
+	Workload *contract.WorkloadDoc
 	// Lifecycle is the lifecycle record, when it was readable and valid.
-	Lifecycle *schemas.LifecycleRecordDoc
+	Lifecycle *contract.LifecycleRecordDoc
 	// Cases has one entry per result of the receipt, in the receipt's order.
 	Cases []CaseEvidence
 }
@@ -30,12 +31,12 @@ type Inspection struct {
 // its evidence result.
 type CaseEvidence struct {
 	// Result is the receipt's entry.
-	Result schemas.Result
+	Result contract.Result
 	// CaseResult is the bound case result; nil when there is none or it was unreadable.
-	CaseResult *schemas.CaseResultDoc
+	CaseResult *contract.CaseResultDoc
 	// SLO is the case's declared SLO; nil when it declares none or the workload is unavailable
 	// (SLOKnown false: the SLO metrics are then not recomputed).
-	SLO      *schemas.SLO
+	SLO      *contract.SLO
 	SLOKnown bool
 	Rows     []RowEvidence
 	// Kind is the workload's kind of the case ("serving", "command", "driver"); "" when the
@@ -53,17 +54,17 @@ type DriverEvidence struct {
 	Contract string
 	// Path is the result's path relative to the evidence root; Digest its bytes' digest.
 	Path, Digest     string
-	NextToken        *schemas.NextTokenResultDoc
-	PathAttribution  *schemas.PathAttributionDoc
-	LayerAttribution *schemas.LayerAttributionDoc
+	NextToken        *contract.NextTokenResultDoc
+	PathAttribution  *contract.PathAttributionDoc
+	LayerAttribution *contract.LayerAttributionDoc
 	// Recomputed are the result's tolerance outcomes recomputed from its numbers, one for each
 	// outcome it records, in its order (the rules as the result records them; the tolerances
 	// check compares them with the workload's). Nil when they could not be evaluated.
-	Recomputed []schemas.ToleranceOutcome
+	Recomputed []contract.ToleranceOutcome
 }
 
 // Header returns the members every driver result has.
-func (d *DriverEvidence) Header() schemas.DriverResultHeader {
+func (d *DriverEvidence) Header() contract.DriverResultHeader {
 	switch {
 	case d.NextToken != nil:
 		return d.NextToken.DriverResultHeader
@@ -72,14 +73,14 @@ func (d *DriverEvidence) Header() schemas.DriverResultHeader {
 	case d.LayerAttribution != nil:
 		return d.LayerAttribution.DriverResultHeader
 	}
-	return schemas.DriverResultHeader{}
+	return contract.DriverResultHeader{}
 }
 
 // RowEvidence is one serving row: as its case result records it, and as its request records
 // recompute it.
 type RowEvidence struct {
 	// Row is the row as the case result records it.
-	Row schemas.Row
+	Row contract.Row
 	// Readable is false when the row's records file could not be read; nothing below is then set.
 	Readable bool
 	// Records counts the row's valid records (warmups included); InvalidRecords the invalid lines
@@ -88,12 +89,12 @@ type RowEvidence struct {
 	// Requests, Successes and Failures count the measured requests, recomputed.
 	Requests, Successes, Failures int64
 	// Metrics are the row metrics recomputed from the records.
-	Metrics []schemas.Metric
+	Metrics []contract.Metric
 	// Fidelity is the client fidelity recomputed from the records (Reasons copied from the row).
-	Fidelity schemas.Fidelity
+	Fidelity contract.Fidelity
 	// Telemetry are the row's device telemetry samples, when it has them and they are readable
 	// and match their digest (nil otherwise).
-	Telemetry []schemas.TelemetrySampleDoc
+	Telemetry []contract.TelemetrySampleDoc
 	// Samples are the measured requests' per-request samples.
 	Samples Samples
 	// FirstSendNs is the earliest t_send and LastResponseNs the latest t_close (t_end where a
@@ -129,7 +130,7 @@ func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Opti
 		}
 		wc := s.workloadCase(r.ID)
 		if wc != nil {
-			ce.SLO, ce.SLOKnown, ce.Kind = wc.SLO, true, wc.Kind
+			ce.SLO, ce.SLOKnown, ce.Kind = wc.SLO, true, string(wc.Kind)
 		}
 		if r.CaseResult != nil {
 			ce.Driver = s.driverEvidence(r.CaseResult.Path)
@@ -144,7 +145,7 @@ func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Opti
 	return in, nil
 }
 
-func (s *snapshot) rowEvidence(cr *schemas.CaseResultDoc, row schemas.Row, wc *schemas.Case) RowEvidence {
+func (s *snapshot) rowEvidence(cr *contract.CaseResultDoc, row contract.Row, wc *contract.Case) RowEvidence {
 	re := RowEvidence{Row: row}
 	f := s.files[row.Records.Path]
 	if f == nil || f.records == nil {
@@ -155,7 +156,7 @@ func (s *snapshot) rowEvidence(cr *schemas.CaseResultDoc, row schemas.Row, wc *s
 	re.Readable, re.Records, re.InvalidRecords = true, len(recs), f.records.invalidLines
 	re.Telemetry = s.telemetrySamples(row)
 	re.Requests, re.Successes, re.Failures, re.Metrics = rf.requests, rf.successes, rf.failures, rf.metrics
-	re.Fidelity = schemas.Fidelity{ScheduleLagP50Ms: rf.lagP50, ScheduleLagP99Ms: rf.lagP99, ScheduleLagMaxMs: rf.lagMax,
+	re.Fidelity = contract.Fidelity{ScheduleLagP50Ms: rf.lagP50, ScheduleLagP99Ms: rf.lagP99, ScheduleLagMaxMs: rf.lagMax,
 		OfferedRate: row.Fidelity.OfferedRate, AchievedRate: rf.achieved, Degraded: rf.degraded, Reasons: slices.Clone(row.Fidelity.Reasons)}
 	var measured []*record
 	for _, r := range recs {
@@ -178,8 +179,8 @@ func (s *snapshot) rowEvidence(cr *schemas.CaseResultDoc, row schemas.Row, wc *s
 	}
 	slices.SortStableFunc(measured, func(a, b *record) int { return cmp.Compare(a.index, b.index) })
 	sm := samplesOf(measured)
-	re.Samples = Samples{TTFTMs: sm.ttft, TTFTSchedMs: sm.ttftSched, TTFBMs: sm.ttfb, E2EMs: sm.e2e, E2ESchedMs: sm.e2eSched,
-		TPOTMs: sm.tpot, DecodeRate: sm.rate, ICLMs: sm.icl, ICLMaxMs: sm.iclMax, ScheduleLagMs: sm.lag}
+	re.Samples = Samples{TTFTMs: sm.TTFTMs, TTFTSchedMs: sm.TTFTSchedMs, TTFBMs: sm.TTFBMs, E2EMs: sm.E2EMs, E2ESchedMs: sm.E2ESchedMs,
+		TPOTMs: sm.TPOTMs, DecodeRate: sm.DecodeRate, ICLMs: sm.ICLMs, ICLMaxMs: sm.ICLMaxMs, ScheduleLagMs: sm.ScheduleLagMs}
 	return re
 }
 
@@ -193,24 +194,24 @@ func (s *snapshot) driverEvidence(path string) *DriverEvidence {
 	de := &DriverEvidence{Contract: "qualkit." + dr.name, Path: path, Digest: f.digest}
 	var err error
 	switch dr.name {
-	case schemas.NextTokenResult:
-		de.NextToken = new(schemas.NextTokenResultDoc)
-		err = schemas.DecodeInto(f.raw, de.NextToken)
-	case schemas.PathAttribution:
-		de.PathAttribution = new(schemas.PathAttributionDoc)
-		err = schemas.DecodeInto(f.raw, de.PathAttribution)
-	case schemas.LayerAttribution:
-		de.LayerAttribution = new(schemas.LayerAttributionDoc)
-		err = schemas.DecodeInto(f.raw, de.LayerAttribution)
+	case contract.NextTokenResult:
+		de.NextToken = new(contract.NextTokenResultDoc)
+		err = jsonstrict.DecodeInto(f.raw, de.NextToken)
+	case contract.PathAttribution:
+		de.PathAttribution = new(contract.PathAttributionDoc)
+		err = jsonstrict.DecodeInto(f.raw, de.PathAttribution)
+	case contract.LayerAttribution:
+		de.LayerAttribution = new(contract.LayerAttributionDoc)
+		err = jsonstrict.DecodeInto(f.raw, de.LayerAttribution)
 	default:
 		return nil
 	}
 	if err != nil {
 		return nil
 	}
-	rules := make([]schemas.DriverTolerance, 0, len(dr.header.Tolerances))
+	rules := make([]contract.DriverTolerance, 0, len(dr.header.Tolerances))
 	for _, o := range dr.header.Tolerances {
-		rules = append(rules, schemas.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
+		rules = append(rules, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
 	}
 	if rec, err := evaluateEach(dr.name, rules, dr.body); err == nil && len(rec) == len(rules) {
 		de.Recomputed = rec

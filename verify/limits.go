@@ -1,13 +1,16 @@
 package verify
 
-import "github.com/qualkit/qualkit/schemas"
+import (
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
+)
 
 // Limits on untrusted evidence, in one place. Evidence beyond them is a finding (or, for the
 // receipt itself, an error), never a crash or an unbounded read.
 const (
 	// MaxDocumentBytes caps one JSON evidence file (receipt, case result, lifecycle record,
 	// workload, launch recipe, runtime manifest, corpus) and one line of a JSON Lines file.
-	MaxDocumentBytes = schemas.MaxDocumentBytes
+	MaxDocumentBytes = jsonstrict.MaxDocumentBytes
 	// MaxAttestationBytes caps a DSSE envelope or Sigstore bundle file.
 	MaxAttestationBytes = 64 << 20
 	// MaxPolicyBytes caps a policy file.
@@ -16,7 +19,7 @@ const (
 	MaxKeyBytes = 64 << 10
 	// MaxRecordsPerFile caps the request records of one JSON Lines file (the contract's bound on a
 	// serving case's requests).
-	MaxRecordsPerFile = schemas.MaxServingRequests
+	MaxRecordsPerFile = rules.MaxServingRequests
 	// MaxRecordsFileBytes caps one request records file (MaxRecordsPerFile records of about 4 KiB):
 	// a larger file is refused by fstat before a byte is read.
 	MaxRecordsFileBytes = 4 << 30

@@ -16,6 +16,9 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // fileFacts is what reading one file learned. Checks are pure functions of these facts.
@@ -37,29 +40,30 @@ type fileFacts struct {
 	// contract is the schema id found in a JSON contract file; violations its problems.
 	contract   string
 	violations []schemas.Violation
-	raw        []byte     // kept for JSON contract files and corpora
-	records    *recordSet // request records
+	checked    schemas.Outcome // the check's outcome (its parsed tree), for decoding once
+	raw        []byte          // kept for JSON contract files and corpora
+	records    *recordSet      // request records
 }
 
 // contractOfKind maps artifact kinds to the contract their files carry.
 func contractOfKind(kind string) string {
 	switch kind {
 	case "case_result":
-		return schemas.CaseResult
+		return contract.CaseResult
 	case "lifecycle_record":
-		return schemas.LifecycleRecord
+		return contract.LifecycleRecord
 	case "workload":
-		return schemas.Workload
+		return contract.Workload
 	case "launch_recipe":
-		return schemas.LaunchRecipe
+		return contract.LaunchRecipe
 	case "runtime_manifest":
-		return schemas.RuntimeManifest
+		return contract.RuntimeManifest
 	case "request_records":
-		return schemas.RequestRecord
+		return contract.RequestRecord
 	case "driver_request":
-		return schemas.DriverRequest
+		return contract.DriverRequest
 	case "driver_worker_output":
-		return schemas.DriverWorkerOutput
+		return contract.DriverWorkerOutput
 	case "driver_result":
 		return anyDriverResult
 	}
@@ -77,9 +81,9 @@ func acceptsContract(want, got string) bool {
 	case "", got:
 		return true
 	case anyDriverResult:
-		return schemas.IsDriverResult(got)
-	case schemas.CaseResult:
-		return schemas.IsDriverResult(got)
+		return contract.IsDriverResult(got)
+	case contract.CaseResult:
+		return contract.IsDriverResult(got)
 	}
 	return false
 }
@@ -104,16 +108,16 @@ type snapshot struct {
 	skipSign bool
 
 	receipt *fileFacts
-	rc      *schemas.ReceiptDoc
+	rc      *contract.ReceiptDoc
 	rcTree  map[string]any
 
 	files       map[string]*fileFacts
-	caseResults map[string]*schemas.CaseResultDoc
+	caseResults map[string]*contract.CaseResultDoc
 	// driverResults are the version-2 evidence results bound as case results, by path.
 	driverResults map[string]*driverResult
-	lifecycle     *schemas.LifecycleRecordDoc
-	workload      *schemas.WorkloadDoc
-	recipes       map[string]*schemas.LaunchRecipeDoc // by path
+	lifecycle     *contract.LifecycleRecordDoc
+	workload      *contract.WorkloadDoc
+	recipes       map[string]*contract.LaunchRecipeDoc // by path
 
 	// runEntries are the files below the run directory, every one of which the receipt must bind.
 	runEntries []runEntry
@@ -141,8 +145,8 @@ func (s *snapshot) receiptID() string {
 func (s *snapshot) runDir() string { return ".qualification/runs/" + s.receiptID() + "/" }
 
 // mustExist reports whether an artifact is evidence that has to be present.
-func (s *snapshot) mustExist(a schemas.Artifact) bool {
-	return isEvidenceKind(a.Kind) || (s.rc != nil && strings.HasPrefix(a.Path, s.runDir()))
+func (s *snapshot) mustExist(a contract.Artifact) bool {
+	return isEvidenceKind(string(a.Kind)) || (s.rc != nil && strings.HasPrefix(a.Path, s.runDir()))
 }
 
 func (s *snapshot) subjects() []Subject {
@@ -185,7 +189,7 @@ func (s *snapshot) subjects() []Subject {
 // each. It returns an error only when the receipt itself cannot be read.
 func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapshot, error) {
 	s := &snapshot{ev: ev, policy: policy, relax: cfg.relax, skipSign: cfg.skipSign,
-		files: map[string]*fileFacts{}, caseResults: map[string]*schemas.CaseResultDoc{}, recipes: map[string]*schemas.LaunchRecipeDoc{},
+		files: map[string]*fileFacts{}, caseResults: map[string]*contract.CaseResultDoc{}, recipes: map[string]*contract.LaunchRecipeDoc{},
 		driverResults: map[string]*driverResult{}}
 	root, err := openRoot(ev.Root)
 	if err != nil {
@@ -206,17 +210,16 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	if rf.readErr != nil {
 		return s, nil
 	}
-	if err := validate(rf, schemas.Receipt); err != nil {
+	if err := validate(rf, contract.Receipt); err != nil {
 		return nil, err
 	}
 	if len(rf.violations) == 0 {
-		var rc schemas.ReceiptDoc
-		if err := schemas.DecodeInto(rf.raw, &rc); err != nil {
+		rc, err := schemas.DecodeChecked[contract.ReceiptDoc](rf.raw, rf.checked)
+		if err != nil {
 			return nil, fmt.Errorf("decode receipt %s: %w", ev.Receipt, err)
 		}
-		s.rc = &rc
-		tree, _ := schemas.Parse(rf.raw)
-		s.rcTree, _ = tree.(map[string]any)
+		s.rc = rc
+		s.rcTree = rf.checked.Tree
 	}
 
 	// The attestations.
@@ -271,7 +274,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		}
 	}
 	for _, a := range rc.Artifacts {
-		need(a.Path, a.Kind)
+		need(a.Path, string(a.Kind))
 	}
 	for _, r := range rc.Results {
 		if r.CaseResult != nil {
@@ -308,11 +311,11 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	for _, a := range rc.Artifacts {
 		f := s.files[a.Path]
 		switch {
-		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
+		case readInput(string(a.Kind)) && (!f.local || (!f.present && f.readErr == nil)):
 			// An input the checks read: a finding of the hashes check (missing_input) unless
 			// allow-missing-inputs-unsafe is on; then what was not checked is said.
 			if s.relax[RelaxMissingInputs] {
-				s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally (%s): %s", a.Kind, a.Path, RelaxMissingInputs, notCheckedWithout(a.Kind)))
+				s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally (%s): %s", a.Kind, a.Path, RelaxMissingInputs, notCheckedWithout(string(a.Kind))))
 			}
 		case !f.local:
 			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is outside the repository: not re-hashed", a.Kind, a.Path))
@@ -328,8 +331,8 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		case f.digest != rc.Workload.Digest:
 			s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not the file the receipt binds: not used", p))
 		default:
-			var w schemas.WorkloadDoc
-			if err := schemas.DecodeInto(f.raw, &w); err == nil {
+			var w contract.WorkloadDoc
+			if err := jsonstrict.DecodeInto(f.raw, &w); err == nil {
 				s.workload = &w
 			}
 		}
@@ -500,7 +503,7 @@ func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, k
 	}
 	for _, p := range paths {
 		f := s.files[p]
-		if f.present && schemas.IsDriverResult(f.contract) && acceptsContract(contractOfKind(f.kind), strings.TrimPrefix(f.contract, "qualkit.")) && onlySemantic(f.violations) {
+		if f.present && contract.IsDriverResult(f.contract) && acceptsContract(contractOfKind(f.kind), strings.TrimPrefix(f.contract, "qualkit.")) && onlySemantic(f.violations) {
 			// Decoded even when a semantic rule fails (a self-hash, an outcome): the tolerances
 			// check recomputes every number against the workload and says what differs.
 			if dr, err := decodeDriverResult(f.contract, f.raw); err == nil {
@@ -513,18 +516,18 @@ func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, k
 		}
 		switch f.kind {
 		case "case_result":
-			var cr schemas.CaseResultDoc
-			if err := schemas.DecodeInto(f.raw, &cr); err == nil {
+			var cr contract.CaseResultDoc
+			if err := jsonstrict.DecodeInto(f.raw, &cr); err == nil {
 				s.caseResults[p] = &cr
 			}
 		case "lifecycle_record":
-			var lr schemas.LifecycleRecordDoc
-			if err := schemas.DecodeInto(f.raw, &lr); err == nil && s.lifecycle == nil {
+			var lr contract.LifecycleRecordDoc
+			if err := jsonstrict.DecodeInto(f.raw, &lr); err == nil && s.lifecycle == nil {
 				s.lifecycle = &lr
 			}
 		case "launch_recipe":
-			var lr schemas.LaunchRecipeDoc
-			if err := schemas.DecodeInto(f.raw, &lr); err == nil {
+			var lr contract.LaunchRecipeDoc
+			if err := jsonstrict.DecodeInto(f.raw, &lr); err == nil {
 				s.recipes[p] = &lr
 			}
 		}
@@ -561,7 +564,7 @@ func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 			return err
 		}
 		if f.present && !unversionedObject(f.raw) {
-			return validate(f, schemas.EffectiveRunConfig)
+			return validate(f, contract.EffectiveRunConfig)
 		}
 		return nil
 	case f.kind == "device_telemetry":
@@ -626,14 +629,14 @@ func openRoot(dir string) (*os.File, error) {
 // size the receipt records (f.wantBytes), each checked with fstat before a byte is read (schemas.OpenBeneath). On
 // failure it records why in f (nothing when the file does not exist) and returns false.
 func openEvidence(root *os.File, f *fileFacts, limit int64, exactSize bool) (*os.File, bool) {
-	fh, size, err := schemas.OpenBeneath(root, f.path, limit)
+	fh, size, err := evidence.OpenBeneath(root, f.path, limit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, false
-	case errors.Is(err, schemas.ErrSymlink):
+	case errors.Is(err, evidence.ErrSymlink):
 		f.readErr = fmt.Errorf("%w: %s: a symbolic link in the path (evidence is read through real directories and regular files only)", ErrUnreadableFile, f.path)
 		return nil, false
-	case errors.Is(err, schemas.ErrOutside):
+	case errors.Is(err, evidence.ErrOutside):
 		f.readErr = fmt.Errorf("%w: %q is not a clean repository-relative path", ErrUnreadableFile, f.path)
 		return nil, false
 	case err != nil:
@@ -665,7 +668,7 @@ func readWhole(root *os.File, f *fileFacts, limit int64) error {
 		f.readErr = fmt.Errorf("%w: %s is larger than %d bytes", ErrUnreadableFile, f.path, limit)
 		return nil
 	}
-	f.present, f.raw, f.size, f.digest = true, raw, int64(len(raw)), schemas.DigestOf(raw)
+	f.present, f.raw, f.size, f.digest = true, raw, int64(len(raw)), evidence.DigestOf(raw)
 	return nil
 }
 
@@ -677,7 +680,7 @@ func isRunConfig(f *fileFacts) bool {
 
 // unversionedObject reports whether raw is a well-formed JSON object without a "schema" member.
 func unversionedObject(raw []byte) bool {
-	doc, err := schemas.Parse(raw)
+	doc, err := jsonstrict.Parse(raw)
 	if err != nil {
 		return false
 	}
@@ -698,10 +701,11 @@ func validate(f *fileFacts, want string) error {
 	}
 	f.contract = out.Contract.SchemaID
 	f.violations = out.Violations
+	f.checked = out
 	if out.Valid() && !acceptsContract(want, out.Contract.Name) {
 		what := "a qualkit." + want
 		if want == anyDriverResult {
-			what = "a driver result (" + strings.Join(schemas.DriverResults, ", ") + ")"
+			what = "a driver result (" + strings.Join(contract.DriverResults, ", ") + ")"
 		}
 		f.violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s where %s is bound", ErrWrongContract, out.Contract.SchemaID, what)}}
 	}

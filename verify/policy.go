@@ -13,7 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -95,7 +96,7 @@ var (
 // that does not list a relaxation forbids it.
 func ParsePolicy(data []byte, dir string) (Policy, error) {
 	var pf policyFile
-	if err := schemas.DecodeInto(data, &pf, schemas.WithMaxBytes(MaxPolicyBytes)); err != nil {
+	if err := jsonstrict.DecodeInto(data, &pf, jsonstrict.WithMaxBytes(MaxPolicyBytes)); err != nil {
 		return Policy{}, fmt.Errorf("%w: %v", ErrPolicy, err)
 	}
 	p := DefaultPolicy()
@@ -149,7 +150,7 @@ func validTolerance(a, r float64) bool {
 
 // LoadPolicy reads a policy file; its public key paths are relative to its directory.
 func LoadPolicy(path string) (Policy, error) {
-	data, err := schemas.ReadFileLimited(path, MaxPolicyBytes)
+	data, err := evidence.ReadFileLimited(path, MaxPolicyBytes)
 	if err != nil {
 		return Policy{}, fmt.Errorf("read policy %s: %w", path, err)
 	}
@@ -176,7 +177,7 @@ func ParsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
 
 // LoadPublicKey reads a PEM public key file (see ParsePublicKey).
 func LoadPublicKey(path string) (crypto.PublicKey, error) {
-	data, err := schemas.ReadFileLimited(path, MaxKeyBytes)
+	data, err := evidence.ReadFileLimited(path, MaxKeyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read public key %s: %w", path, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // record is one request record reduced to what the checks read; times are nanoseconds from the
@@ -97,7 +99,7 @@ func readRecords(ctx context.Context, r io.Reader) (digest string, size int64, s
 			return "", 0, nil, err
 		}
 		set.invalidLines++
-		set.addInvalid(schemas.Violation{Pointer: fmt.Sprintf("/%d", set.lines), Err: fmt.Errorf("%w: line longer than %d bytes", schemas.ErrTooLarge, MaxDocumentBytes)})
+		set.addInvalid(schemas.Violation{Pointer: fmt.Sprintf("/%d", set.lines), Err: fmt.Errorf("%w: line longer than %d bytes", jsonstrict.ErrTooLarge, MaxDocumentBytes)})
 	}
 	// Hash what the scanner did not read (after a too-long line or too many lines).
 	if _, err := io.Copy(io.Discard, cr); err != nil {
@@ -128,7 +130,7 @@ func slowRecord(line []byte, i int, set *recordSet) (record, bool, error) {
 		return record{}, false, fmt.Errorf("check line %d: %w", i+1, err)
 	}
 	prefix := fmt.Sprintf("/%d", i)
-	if out.Valid() && out.Contract.Name != schemas.RequestRecord {
+	if out.Valid() && out.Contract.Name != contract.RequestRecord {
 		out.Violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s, want qualkit.request-record.v1", ErrWrongContract, out.Contract.SchemaID)}}
 	}
 	if !out.Valid() {
@@ -138,15 +140,15 @@ func slowRecord(line []byte, i int, set *recordSet) (record, bool, error) {
 		}
 		return record{}, false, nil
 	}
-	var doc schemas.RequestRecordDoc
-	if err := schemas.DecodeInto(line, &doc); err != nil {
+	var doc contract.RequestRecordDoc
+	if err := jsonstrict.DecodeInto(line, &doc); err != nil {
 		return record{}, false, fmt.Errorf("decode line %d: %w", i+1, err)
 	}
 	return recordOf(&doc), true, nil
 }
 
 // recordOf reduces a decoded request record.
-func recordOf(d *schemas.RequestRecordDoc) record {
+func recordOf(d *contract.RequestRecordDoc) record {
 	r := record{caseID: d.CaseID, concurrency: d.Row.Concurrency, repetition: d.Row.Repetition, index: d.Index,
 		warmup: d.Warmup, promptID: d.PromptID, sched: d.TSchedNs, failed: d.Error != nil}
 	if d.TSendNs != nil {
@@ -170,7 +172,7 @@ func recordOf(d *schemas.RequestRecordDoc) record {
 		r.hasUsage, r.n, r.p = true, d.Usage.CompletionTokens, d.Usage.PromptTokens
 	}
 	if d.Error != nil {
-		r.errClass = d.Error.Class
+		r.errClass = string(d.Error.Class)
 	}
 	for _, a := range d.Assertions {
 		if !a.Passed {

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // realRecordLines returns the request record lines of the frozen campaign.
@@ -42,11 +45,11 @@ func checkAgreement(t testing.TB, line []byte) (accepted bool) {
 	if err != nil {
 		t.Fatalf("CheckDocument: %v", err)
 	}
-	if !out.Valid() || out.Contract.Name != schemas.RequestRecord {
+	if !out.Valid() || out.Contract.Name != contract.RequestRecord {
 		t.Fatalf("the fast path accepted a line CheckDocument rejects (%v):\n%s", out.Violations, line)
 	}
-	var doc schemas.RequestRecordDoc
-	if err := schemas.DecodeInto(line, &doc); err != nil {
+	var doc contract.RequestRecordDoc
+	if err := jsonstrict.DecodeInto(line, &doc); err != nil {
 		t.Fatalf("DecodeInto: %v", err)
 	}
 	want := recordOf(&doc)
@@ -138,7 +141,7 @@ func TestReadRecords(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if d != schemas.DigestOf([]byte(tc.data)) || n != int64(len(tc.data)) {
+		if d != evidence.DigestOf([]byte(tc.data)) || n != int64(len(tc.data)) {
 			t.Errorf("%s: digest %s size %d, want the file's", tc.name, d, n)
 		}
 		if len(set.records) != tc.records || set.invalidLines != tc.invalidLines {
@@ -153,13 +156,13 @@ func TestReadRecords(t *testing.T) {
 }
 
 func TestOutputSetMatchesCanonical(t *testing.T) {
-	rs := []*record{{output: schemas.DigestOf([]byte("a"))}, {output: schemas.DigestOf([]byte("b"))}}
-	b, err := schemas.Canonical([]string{rs[0].output, rs[1].output})
+	rs := []*record{{output: evidence.DigestOf([]byte("a"))}, {output: evidence.DigestOf([]byte("b"))}}
+	b, err := jsonstrict.Canonical([]string{rs[0].output, rs[1].output})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := outputSet(rs); got == nil || *got != schemas.DigestOf(b) {
-		t.Fatalf("output set %v, canonical %s", got, schemas.DigestOf(b))
+	if got := outputSet(rs); got == nil || *got != evidence.DigestOf(b) {
+		t.Fatalf("output set %v, canonical %s", got, evidence.DigestOf(b))
 	}
 	if outputSet([]*record{{failed: true}}) != nil {
 		t.Fatal("a failed request has an output set")

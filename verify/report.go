@@ -4,27 +4,27 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Report fills the verification report contract (qualkit.verification-report.v1) from a result.
 // version is the verifier's version; now is the report's creation time.
-func (r *Result) Report(version string, now time.Time) schemas.VerificationReportDoc {
-	doc := schemas.VerificationReportDoc{
+func (r *Result) Report(version string, now time.Time) contract.VerificationReportDoc {
+	doc := contract.VerificationReportDoc{
 		Schema:    "qualkit.verification-report.v1",
 		CreatedAt: now.UTC().Format(time.RFC3339Nano),
-		Verifier:  schemas.VerifierInfo{Name: "qualverify", Version: nonEmpty(version, "dev")},
-		Subjects:  []schemas.Subject{},
-		Checks:    []schemas.Check{},
+		Verifier:  contract.VerifierInfo{Name: "qualverify", Version: nonEmpty(version, "dev")},
+		Subjects:  []contract.Subject{},
+		Checks:    []contract.Check{},
 		Weakened:  []string{},
-		Verdict:   string(r.Verdict),
+		Verdict:   contract.ReportVerdict(string(r.Verdict)),
 	}
 	subjects := r.Subjects
 	if len(subjects) > maxReportSubjects {
 		subjects = subjects[:maxReportSubjects]
 	}
 	for _, s := range subjects {
-		sub := schemas.Subject{Path: s.Path}
+		sub := contract.Subject{Path: s.Path}
 		if s.Digest != "" {
 			d := s.Digest
 			sub.Digest = &d
@@ -39,7 +39,7 @@ func (r *Result) Report(version string, now time.Time) schemas.VerificationRepor
 		if i >= maxReportSignatures {
 			break
 		}
-		out := schemas.SignatureReport{File: clipRunes(sg.File, 4096), Index: int64(sg.Index), KeyID: clipRunes(sg.KeyID, 1024), Verified: sg.Verified}
+		out := contract.SignatureReport{File: clipRunes(sg.File, 4096), Index: int64(sg.Index), KeyID: clipRunes(sg.KeyID, 1024), Verified: sg.Verified}
 		if sg.Key != "" {
 			k := sg.Key
 			out.Key = &k
@@ -51,9 +51,9 @@ func (r *Result) Report(version string, now time.Time) schemas.VerificationRepor
 		doc.Signatures = append(doc.Signatures, out)
 	}
 	for _, c := range r.Checks {
-		ch := schemas.Check{Name: string(c.Check), Status: string(c.Status), Findings: []schemas.Finding{}}
+		ch := contract.Check{Name: contract.CheckName(string(c.Check)), Status: contract.CheckStatus(string(c.Status)), Findings: []contract.Finding{}}
 		for _, f := range c.Findings {
-			ch.Findings = append(ch.Findings, schemas.Finding{Check: string(f.Check), File: clipRunes(nonEmpty(f.File, "-"), 4096),
+			ch.Findings = append(ch.Findings, contract.Finding{Check: contract.CheckName(string(f.Check)), File: clipRunes(nonEmpty(f.File, "-"), 4096),
 				Pointer: f.Pointer, Code: nonEmpty(f.Code(), "finding"), Message: clipRunes(nonEmpty(f.Err.Error(), "-"), 2048)})
 		}
 		doc.Checks = append(doc.Checks, ch)

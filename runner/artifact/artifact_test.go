@@ -13,7 +13,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"go.uber.org/goleak"
 )
 
@@ -171,13 +172,13 @@ func TestHashMatchesSHA256(t *testing.T) {
 	dir := t.TempDir()
 	sizes := []int{0, 1, bufSize - 1, bufSize, bufSize + 1, 3*bufSize + 17, 8*bufSize + 5}
 	var files []File
-	var want []schemas.Artifact
+	var want []contract.Artifact
 	for i, n := range sizes {
 		data := pattern(n, byte(i))
 		name := filepath.Join(dir, "f"+string(rune('a'+i)))
 		write(t, name, data)
 		files = append(files, File{Kind: "model_file", Path: "f" + string(rune('a'+i)), Abs: name})
-		want = append(want, schemas.Artifact{Kind: "model_file", Path: "f" + string(rune('a'+i)), Digest: sum(data), Bytes: int64(n)})
+		want = append(want, contract.Artifact{Kind: "model_file", Path: "f" + string(rune('a'+i)), Digest: sum(data), Bytes: int64(n)})
 	}
 	for _, workers := range []int{0, 1, 3, 64} {
 		got, err := Hash(context.Background(), files, WithWorkers(workers))
@@ -192,7 +193,7 @@ func TestHashMatchesSHA256(t *testing.T) {
 		t.Errorf("no files: %v, %v", got, err)
 	}
 	// schemas.DigestFile (go-digest) agrees.
-	d, n, err := schemas.DigestFile(files[5].Abs)
+	d, n, err := evidence.DigestFile(files[5].Abs)
 	if err != nil || d != want[5].Digest || n != want[5].Bytes {
 		t.Errorf("schemas.DigestFile = %s %d %v, want %s", d, n, err, want[5].Digest)
 	}

@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	"github.com/opencontainers/go-digest"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,7 +77,7 @@ type result struct {
 
 // Hash hashes every file, in parallel across files, and returns their artifacts in input order.
 // The first failure (by input order) is returned, naming the file; the others are abandoned.
-func Hash(ctx context.Context, files []File, opts ...Option) ([]schemas.Artifact, error) {
+func Hash(ctx context.Context, files []File, opts ...Option) ([]contract.Artifact, error) {
 	for _, f := range files {
 		if f.Path == "" || f.Abs == "" {
 			return nil, fmt.Errorf("hash %q: artifact needs a receipt path and a file path (%q)", f.Path, f.Abs)
@@ -87,12 +87,12 @@ func Hash(ctx context.Context, files []File, opts ...Option) ([]schemas.Artifact
 	if err != nil {
 		return nil, err
 	}
-	out := make([]schemas.Artifact, len(files))
+	out := make([]contract.Artifact, len(files))
 	for i, f := range files {
 		if res[i].err != nil {
 			return nil, res[i].err
 		}
-		out[i] = schemas.Artifact{Kind: f.Kind, Path: f.Path, Digest: res[i].digest, Bytes: res[i].bytes}
+		out[i] = contract.Artifact{Kind: contract.ArtifactKind(f.Kind), Path: f.Path, Digest: res[i].digest, Bytes: res[i].bytes}
 	}
 	return out, nil
 }
@@ -230,7 +230,7 @@ func sequential(ctx context.Context, r io.Reader, w io.Writer) (int64, error) {
 // Change is one artifact that no longer matches what was recorded.
 type Change struct {
 	// Artifact is the artifact as recorded.
-	Artifact schemas.Artifact
+	Artifact contract.Artifact
 	// Now is the digest now, or "" if the file is gone or unreadable.
 	Now string
 	// Err names the artifact and says what changed; it wraps ErrChanged, ErrGone (and
@@ -242,12 +242,12 @@ type Change struct {
 // input order, every artifact whose digest or size changed, that vanished or that can no longer
 // be read. The error is non-nil only when the check itself could not be carried out (mismatched
 // lists, cancelled context).
-func Recheck(ctx context.Context, files []File, was []schemas.Artifact, opts ...Option) ([]Change, error) {
+func Recheck(ctx context.Context, files []File, was []contract.Artifact, opts ...Option) ([]Change, error) {
 	if len(files) != len(was) {
 		return nil, fmt.Errorf("recheck artifacts: %d files but %d recorded artifacts", len(files), len(was))
 	}
 	for i := range files {
-		if files[i].Path != was[i].Path || files[i].Kind != was[i].Kind {
+		if files[i].Path != was[i].Path || files[i].Kind != string(was[i].Kind) {
 			return nil, fmt.Errorf("recheck artifacts: file %d is %s %s but the record is %s %s", i, files[i].Kind, files[i].Path, was[i].Kind, was[i].Path)
 		}
 	}

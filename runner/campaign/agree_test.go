@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // TestServerAgreement: each value the workload states about the server is compared with every
 // place the launch recipe decides it (base_url, model_id, --listen/--host/--port in either form);
 // numbers compare as decimal integers.
 func TestServerAgreement(t *testing.T) {
-	recipe := &schemas.LaunchRecipeDoc{BaseURL: "http://127.0.0.1:8000/", ModelID: "m",
+	recipe := &contract.LaunchRecipeDoc{BaseURL: "http://127.0.0.1:8000/", ModelID: "m",
 		Command: []string{"server", "--host", "127.0.0.1", "--port=8000", "--model", "m"}}
 	for _, tc := range []struct {
 		server string
@@ -34,7 +34,7 @@ func TestServerAgreement(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := &Plan{recipe: recipe, recipeRel: "r.json", workloadRel: "w.json",
-			variant: &schemas.Variant{ID: "v", EffectiveConfig: schemas.Config{"server": server}}}
+			variant: &contract.Variant{ID: "v", EffectiveConfig: contract.Config{"server": server}}}
 		err := p.checkServerAgreement()
 		if len(tc.want) == 0 {
 			if err != nil {

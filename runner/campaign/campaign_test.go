@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 func TestReceiptIDFor(t *testing.T) {
@@ -35,8 +35,8 @@ func TestReceiptIDFor(t *testing.T) {
 	}
 }
 
-func variables(t *testing.T) []schemas.Variable {
-	var vs []schemas.Variable
+func variables(t *testing.T) []contract.Variable {
+	var vs []contract.Variable
 	err := json.Unmarshal([]byte(`[
 	 {"name":"count","description":"d","type":"integer","required":false,"default":3,"constraints":{"allowed_values":[],"minimum":1,"maximum":10,"pattern":null}},
 	 {"name":"label","description":"d","type":"string","required":true,"default":null,"constraints":{"allowed_values":[],"minimum":null,"maximum":null,"pattern":"[a-z]+"}},

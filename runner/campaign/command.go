@@ -15,6 +15,9 @@ import (
 	"github.com/qualkit/qualkit/runner/artifact"
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // ResultEnv is the environment variable that tells a command case where to write its case result.
@@ -22,7 +25,7 @@ const ResultEnv = "QUALKIT_CASE_RESULT"
 
 // caseEnv builds a command case's closed environment: a minimal base, the declared values with
 // placeholders substituted, and the result path.
-func (p *Plan) caseEnv(c schemas.Case, resultPath string) ([]string, error) {
+func (p *Plan) caseEnv(c contract.Case, resultPath string) ([]string, error) {
 	env := map[string]string{"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
 		if v, ok := os.LookupEnv(k); ok {
@@ -45,7 +48,7 @@ func (p *Plan) caseEnv(c schemas.Case, resultPath string) ([]string, error) {
 	return out, nil
 }
 
-func (r *run) command(ctx context.Context, c schemas.Case, rep int, dir string) (schemas.Result, error) {
+func (r *run) command(ctx context.Context, c contract.Case, rep int, dir string) (contract.Result, error) {
 	p := r.p
 	argv := make([]string, len(c.Command))
 	for i, a := range c.Command {
@@ -57,7 +60,7 @@ func (r *run) command(ctx context.Context, c schemas.Case, rep int, dir string) 
 	}
 	resultRel := dir + "/result.json"
 	if err := os.MkdirAll(r.abs(dir), 0o755); err != nil {
-		return schemas.Result{}, err
+		return contract.Result{}, err
 	}
 	env, err := p.caseEnv(c, r.abs(resultRel))
 	if err != nil {
@@ -110,7 +113,7 @@ func (r *run) command(ctx context.Context, c schemas.Case, rep int, dir string) 
 		status = "failed"
 	}
 	rp := c.ResultProtocol
-	var cr *schemas.CaseResultDoc
+	var cr *contract.CaseResultDoc
 	if rp != nil && rp.Producer == "command" {
 		got, why := r.readCommandResult(c, resultRel)
 		if why != "" {
@@ -120,7 +123,7 @@ func (r *run) command(ctx context.Context, c schemas.Case, rep int, dir string) 
 			cr = got
 			if cr.Status != "passed" {
 				status = "failed"
-				problems = append(problems, "the command reported status "+cr.Status)
+				problems = append(problems, "the command reported status "+string(cr.Status))
 			}
 		}
 	}
@@ -131,31 +134,31 @@ func (r *run) command(ctx context.Context, c schemas.Case, rep int, dir string) 
 			pass = 1
 		}
 		one := int64(1)
-		cr = &schemas.CaseResultDoc{Schema: "qualkit.case-result.v1", CaseID: c.ID, Status: status, DurationSeconds: res.Duration.Seconds(),
-			EffectiveConfig: p.variant.EffectiveConfig, Tolerances: []schemas.Tolerance{}, Rows: []schemas.Row{},
-			Metrics: []schemas.Metric{
+		cr = &contract.CaseResultDoc{Schema: "qualkit.case-result.v1", CaseID: c.ID, Status: contract.Status(status), DurationSeconds: res.Duration.Seconds(),
+			EffectiveConfig: p.variant.EffectiveConfig, Tolerances: []contract.Tolerance{}, Rows: []contract.Row{},
+			Metrics: []contract.Metric{
 				{Name: "case_pass", Value: pass, Unit: "bool", Aggregation: "exact", Direction: "higher_is_better", Formula: "runner.case_pass.v1", Samples: &one},
 				{Name: "exit_code", Value: float64(res.ExitCode), Unit: "code", Aggregation: "exact", Direction: "none", Formula: "runner.exit_code.v1", Samples: &one},
 				{Name: "output_assertion_failures", Value: float64(len(assertFailures)), Unit: "count", Aggregation: "count", Direction: "lower_is_better", Formula: "runner.output_assertion_failures.v1", Samples: &one},
 			}}
 		if cr.EffectiveConfig == nil {
-			cr.EffectiveConfig = schemas.Config{}
+			cr.EffectiveConfig = contract.Config{}
 		}
 		if details != "" {
 			cr.Details = clip(details)
 		}
 		ref, err := r.writeCaseResult(dir, cr)
 		if err != nil {
-			return schemas.Result{}, err
+			return contract.Result{}, err
 		}
-		return schemas.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: status, DurationSeconds: res.Duration.Seconds(),
+		return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: contract.Status(status), DurationSeconds: res.Duration.Seconds(),
 			Metrics: cr.Metrics, CaseResult: ref, Details: cr.Details}, nil
 	}
 	// A command-produced, valid result: bind the file the command wrote.
 	raw, _ := os.ReadFile(r.abs(resultRel))
 	r.evidence = append(r.evidence, artifact.File{Kind: "case_result", Path: resultRel, Abs: r.abs(resultRel)})
-	out := schemas.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: status, DurationSeconds: res.Duration.Seconds(),
-		Metrics: cr.Metrics, CaseResult: &schemas.FileRef{Path: resultRel, Digest: schemas.DigestOf(raw)}}
+	out := contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: contract.Status(status), DurationSeconds: res.Duration.Seconds(),
+		Metrics: cr.Metrics, CaseResult: &contract.FileRef{Path: resultRel, Digest: evidence.DigestOf(raw)}}
 	if details != "" {
 		out.Details = clip(details)
 	} else {
@@ -165,7 +168,7 @@ func (r *run) command(ctx context.Context, c schemas.Case, rep int, dir string) 
 }
 
 // assertOutput checks the stream assertions of a command case and returns one line per failure.
-func (r *run) assertOutput(c schemas.Case, outRel, errRel string) []string {
+func (r *run) assertOutput(c contract.Case, outRel, errRel string) []string {
 	stdout, _ := os.ReadFile(r.abs(outRel))
 	stderr, _ := os.ReadFile(r.abs(errRel))
 	var fails []string
@@ -197,7 +200,7 @@ func (r *run) assertOutput(c schemas.Case, outRel, errRel string) []string {
 
 // readCommandResult reads, bounds and validates the case result a command wrote, and checks it
 // is for this case and carries exactly the declared metrics. It returns a reason on failure.
-func (r *run) readCommandResult(c schemas.Case, rel string) (*schemas.CaseResultDoc, string) {
+func (r *run) readCommandResult(c contract.Case, rel string) (*contract.CaseResultDoc, string) {
 	f, err := os.Open(r.abs(rel))
 	if err != nil {
 		return nil, fmt.Sprintf("result protocol: the command wrote no case result at $%s (%v)", ResultEnv, err)
@@ -210,11 +213,11 @@ func (r *run) readCommandResult(c schemas.Case, rel string) (*schemas.CaseResult
 	if len(raw) > MaxCaseResultBytes {
 		return nil, fmt.Sprintf("result protocol: case result larger than %d bytes", MaxCaseResultBytes)
 	}
-	if err := schemas.CheckAs(raw, rel, schemas.CaseResult); err != nil {
+	if err := schemas.CheckAs(raw, rel, contract.CaseResult); err != nil {
 		return nil, "result protocol: invalid case result: " + err.Error()
 	}
-	var cr schemas.CaseResultDoc
-	if err := schemas.DecodeInto(raw, &cr); err != nil {
+	var cr contract.CaseResultDoc
+	if err := jsonstrict.DecodeInto(raw, &cr); err != nil {
 		return nil, "result protocol: " + err.Error()
 	}
 	if cr.CaseID != c.ID {

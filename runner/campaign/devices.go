@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/qualkit/qualkit/runner/device"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // ErrDevice: the variant requires a device for its backend, the probe found none and the
@@ -19,11 +19,11 @@ var ErrDevice = errors.New("device refused")
 func (p *Plan) probeDevices() error {
 	p.devices = device.Probe(device.Options{Fixture: p.cfg.DeviceFixture})
 	v := p.variant
-	if v.DeviceRequirement != "required" || len(device.Serving(p.devices.Devices, v.Backend, true)) > 0 {
+	if v.DeviceRequirement != "required" || len(device.Serving(p.devices.Devices, string(v.Backend), true)) > 0 {
 		return nil
 	}
 	why := fmt.Sprintf("variant %s targets backend %s (device_requirement: required), which needs %s; the probe found none: %s",
-		v.ID, v.Backend, device.Needs(v.Backend), p.devices.Summary())
+		v.ID, v.Backend, device.Needs(string(v.Backend)), p.devices.Summary())
 	if v.SkipPolicy == "allow" {
 		p.skip = why
 		return nil
@@ -37,8 +37,8 @@ func (r *run) skipped() {
 	p := r.p
 	for rep := 0; rep < int(p.workload.Determinism.Repetitions); rep++ {
 		for _, c := range p.variant.Cases {
-			r.results = append(r.results, schemas.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: "skipped",
-				Metrics: []schemas.Metric{}, Details: clip("skipped before launch: " + p.skip)})
+			r.results = append(r.results, contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: "skipped",
+				Metrics: []contract.Metric{}, Details: clip("skipped before launch: " + p.skip)})
 		}
 	}
 	r.notes = append(r.notes, clipString("skipped before launch: "+p.skip, 2048))
@@ -47,10 +47,10 @@ func (r *run) skipped() {
 // recordDevices puts the probe's findings in the receipt's environment. environment.device (for
 // verifiers that predate environment.devices) names the device serving the backend; a fixture
 // never replaces it, so a fixture cannot make any verifier see a device the host did not have.
-func (p *Plan) recordDevices(env *schemas.Environment) {
+func (p *Plan) recordDevices(env *contract.Environment) {
 	env.Devices, env.DeviceProbes = p.devices.Devices, p.devices.Probes
 	if p.cfg.DeviceFixture == "" {
-		env.Device = device.Legacy(p.devices, p.variant.Backend)
+		env.Device = device.Legacy(p.devices, string(p.variant.Backend))
 	}
 }
 

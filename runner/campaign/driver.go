@@ -12,13 +12,15 @@ import (
 	"github.com/qualkit/qualkit/runner/artifact"
 	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/runner/source"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // resolveDriver resolves a driver case in preflight: placeholders substituted, the script,
 // request (and a repository model) tracked by git, every file bound as an artifact, and the pins
 // compared. A mismatch refuses the campaign: nothing is launched, no start gate is ever created.
-func (p *Plan) resolveDriver(ctx context.Context, i int, c schemas.Case) error {
+func (p *Plan) resolveDriver(ctx context.Context, i int, c contract.Case) error {
 	where := fmt.Sprintf("case %s (variants/%s/cases/%d)", c.ID, p.variant.ID, i)
 	if c.Worker == nil || c.Request == nil || c.Model == nil || c.Isolation == nil {
 		return fmt.Errorf("%w: %s: a driver case needs worker, request, model and isolation", ErrWorkload, where)
@@ -30,7 +32,7 @@ func (p *Plan) resolveDriver(ctx context.Context, i int, c schemas.Case) error {
 		}
 		return s, nil
 	}
-	job, err := driver.JobOf(schemas.DriverSpecOf(c), p.root, sub)
+	job, err := driver.JobOf(contract.DriverSpecOf(c), p.root, sub)
 	if err != nil {
 		return err
 	}
@@ -110,9 +112,9 @@ type pinnedFile struct {
 
 // checkDriverPins compares every pinned digest of the driver cases with what preflight hashed.
 func (p *Plan) checkDriverPins() error {
-	digest := map[string]schemas.Artifact{}
+	digest := map[string]contract.Artifact{}
 	for _, a := range p.artifacts {
-		digest[a.Kind+"\x00"+a.Path] = a
+		digest[string(a.Kind)+"\x00"+a.Path] = a
 	}
 	for _, pin := range p.driverPins {
 		for _, f := range pin.files {
@@ -142,19 +144,19 @@ func (p *Plan) checkDriverPins() error {
 }
 
 // driverSource is the source identity a driver result records (the receipt's).
-func (p *Plan) driverSource() schemas.DriverSource {
-	return schemas.DriverSourceOf(p.source.Schema())
+func (p *Plan) driverSource() contract.DriverSource {
+	return contract.DriverSourceOf(p.source.Schema())
 }
 
 // driverCase runs one driver case: the worker under driver.Run, its output evaluated into the
 // version-2 result (written never-replacing into the case directory), the worker log and output
 // bound as evidence, and the receipt result summarising the result's verdict.
-func (r *run) driverCase(ctx context.Context, c schemas.Case, rep int, dir string) (schemas.Result, error) {
+func (r *run) driverCase(ctx context.Context, c contract.Case, rep int, dir string) (contract.Result, error) {
 	p := r.p
 	job := p.drivers[c.ID]
-	res := schemas.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: "failed", Metrics: []schemas.Metric{}}
+	res := contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: "failed", Metrics: []contract.Metric{}}
 	if err := os.MkdirAll(r.abs(dir), 0o755); err != nil {
-		return schemas.Result{}, err
+		return contract.Result{}, err
 	}
 	logRel := dir + "/worker.log"
 	out, err := driver.Run(ctx, job, driver.Options{LogPath: r.abs(logRel), Deny: p.cfg.DriverDeny, Logger: p.cfg.Logger})
@@ -164,12 +166,8 @@ func (r *run) driverCase(ctx context.Context, c schemas.Case, rep int, dir strin
 		if !slices.Contains(r.unsup, unsup.Message) {
 			r.unsup = append(r.unsup, unsup.Message)
 		}
-		if c.Isolation != nil && !c.Isolation.Required {
-			res.Status = "skipped"
-			res.Details = clip(unsup.Message + "; isolation.required is false, so the case is skipped (the worker never runs unisolated)")
-			return res, nil
-		}
-		res.Details = clip(unsup.Message + "; the case requires isolation, so it fails (the worker was not run)")
+		status, reason := driver.UnsupportedVerdict(unsup, c.Isolation == nil || c.Isolation.Required, driver.SubjectCase)
+		res.Status, res.Details = contract.Status(status), clip(reason)
 		return res, nil
 	case err != nil:
 		if _, statErr := os.Lstat(r.abs(logRel)); statErr == nil {
@@ -188,12 +186,12 @@ func (r *run) driverCase(ctx context.Context, c schemas.Case, rep int, dir strin
 	if out.Output != nil {
 		rel := dir + "/worker-output.json"
 		if err := writeNew(p.root, rel, out.Output); err != nil {
-			return schemas.Result{}, err
+			return contract.Result{}, err
 		}
 		r.evidence = append(r.evidence, artifact.File{Kind: "driver_worker_output", Path: rel, Abs: r.abs(rel)})
 	}
 	result, err := driver.Evaluate(job, out, driver.Provenance{CaseID: c.ID, Source: p.driverSource(),
-		Qualrun: schemas.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}, Tolerances: c.Tolerances})
+		Qualrun: contract.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}, Tolerances: c.Tolerances})
 	if err != nil {
 		why := slices.Clone(out.Failures)
 		if !errors.Is(err, driver.ErrOutput) || len(why) == 0 {
@@ -204,12 +202,12 @@ func (r *run) driverCase(ctx context.Context, c schemas.Case, rep int, dir strin
 	}
 	rel := dir + "/result.json"
 	if err := writeNew(p.root, rel, result.Raw); err != nil {
-		return schemas.Result{}, err
+		return contract.Result{}, err
 	}
 	r.evidence = append(r.evidence, artifact.File{Kind: "driver_result", Path: rel, Abs: r.abs(rel)})
-	res.Status = result.Status
-	res.CaseResult = &schemas.FileRef{Path: rel, Digest: schemas.DigestOf(result.Raw)}
-	if result.Status == schemas.StatusPassed {
+	res.Status = contract.Status(result.Status)
+	res.CaseResult = &contract.FileRef{Path: rel, Digest: evidence.DigestOf(result.Raw)}
+	if result.Status == rules.StatusPassed {
 		res.Details = clip(result.Summary)
 	} else {
 		res.Details = clip(strings.Join(result.Reasons, "; "))

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/qualkit/qualkit/runner/load"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // Limits on the documents qualrun run reads, in one place. Every input is opened without blocking
@@ -25,7 +25,7 @@ const (
 
 // readInput reads one bounded input document; what names it for the message ("workload").
 func readInput(path, what string, limit int64) ([]byte, error) {
-	b, err := schemas.ReadFileLimited(path, limit)
+	b, err := evidence.ReadFileLimited(path, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w; give a regular file of at most %d bytes", what, err, limit)
 	}
@@ -35,7 +35,7 @@ func readInput(path, what string, limit int64) ([]byte, error) {
 // checkInput refuses an input that is not a regular file within limit (limit < 0: any size),
 // without reading it.
 func checkInput(path, what string, limit int64) error {
-	f, _, err := schemas.OpenRegular(path, limit)
+	f, _, err := evidence.OpenRegular(path, limit)
 	if err != nil {
 		if limit >= 0 {
 			return fmt.Errorf("%s: %w; give a regular file of at most %d bytes", what, err, limit)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Interruption is the cause (context.Cause) a caller gives the campaign's context when a signal
@@ -54,7 +54,7 @@ func (r *run) interrupted(ctx context.Context) {
 		phase = r.phase
 	}
 	r.mu.Unlock()
-	r.interruption = &schemas.Interruption{Signal: interruptSignal(ctx), Phase: phase}
+	r.interruption = &contract.Interruption{Signal: interruptSignal(ctx), Phase: phase}
 	type key struct {
 		id  string
 		rep int64

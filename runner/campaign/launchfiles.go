@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/runner/artifact"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // launchFiles are the files inside the repository that the launch recipe's argv or environment
@@ -16,7 +16,7 @@ import (
 // An element names a file when it, or what follows the first "=" in it (--config=FILE,
 // NAME=FILE), resolves (relative to the server's working directory) to a regular file inside
 // the repository. Values of redacted variables are never looked at.
-func (p *Plan) launchFiles(r *schemas.LaunchRecipeDoc, workDir string) []artifact.File {
+func (p *Plan) launchFiles(r *contract.LaunchRecipeDoc, workDir string) []artifact.File {
 	var cands []string
 	add := func(v string) {
 		cands = append(cands, v)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/qualkit/qualkit/runner/artifact"
 	"github.com/qualkit/qualkit/runner/redact"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // leakChunk is how much of an evidence file secretLeaks reads at a time.
@@ -65,7 +65,7 @@ func (p *Plan) runFiles() []artifact.File {
 // overlap by the longest value's length - 1 bytes. Anything but a regular file is refused
 // without blocking.
 func fileSecrets(path string, red *redact.Redactor) ([]string, error) {
-	f, _, err := schemas.OpenRegular(path, -1)
+	f, _, err := evidence.OpenRegular(path, -1)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil

@@ -20,6 +20,8 @@ import (
 	"github.com/qualkit/qualkit/runner/redact"
 	"github.com/qualkit/qualkit/runner/source"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // Preflight errors. Each means nothing was launched and nothing was written.
@@ -102,21 +104,21 @@ type Plan struct {
 	root        string // repository root
 	workloadRel string
 	workloadRaw []byte
-	workload    *schemas.WorkloadDoc
-	variant     *schemas.Variant
+	workload    *contract.WorkloadDoc
+	variant     *contract.Variant
 	vars        map[string]any
 	placeholder map[string]string
 	source      *source.Identity
 	publishable bool
 	reasons     []string
-	recipe      *schemas.LaunchRecipeDoc
+	recipe      *contract.LaunchRecipeDoc
 	recipeRel   string
 	recipeDir   string
 	prompts     map[string][]load.Prompt // by case id
 	drivers     map[string]driver.Job    // by case id
 	driverPins  []driverPin
 	files       []artifact.File
-	artifacts   []schemas.Artifact
+	artifacts   []contract.Artifact
 	receiptID   string
 	outputRel   string
 	runRel      string
@@ -161,7 +163,7 @@ func (c *Config) progress(phase, msg string, done, total int) {
 
 // ReceiptIDFor names a receipt (schemas.ReceiptIDFor, which qualverify recomputes).
 func ReceiptIDFor(start time.Time, backend, hostID, workloadID, variant string) string {
-	return schemas.ReceiptIDFor(start, backend, hostID, workloadID, variant)
+	return contract.ReceiptIDFor(start, backend, hostID, workloadID, variant)
 }
 
 // relTo returns path relative to root, refusing anything outside it.
@@ -210,11 +212,11 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 	if p.workloadRaw, err = readInput(filepath.Join(root, p.workloadRel), "workload", MaxWorkloadBytes); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrWorkload, err)
 	}
-	if err := schemas.CheckAs(p.workloadRaw, p.workloadRel, schemas.Workload); err != nil {
+	if err := schemas.CheckAs(p.workloadRaw, p.workloadRel, contract.Workload); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWorkload, err)
 	}
-	var w schemas.WorkloadDoc
-	if err := schemas.DecodeInto(p.workloadRaw, &w); err != nil {
+	var w contract.WorkloadDoc
+	if err := jsonstrict.DecodeInto(p.workloadRaw, &w); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrWorkload, p.workloadRel, err)
 	}
 	p.workload = &w
@@ -256,7 +258,7 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 	}
 
 	// Output path rules and the run directory.
-	p.receiptID = ReceiptIDFor(p.started, p.variant.Backend, cfg.HostID, w.ID, p.variant.ID)
+	p.receiptID = ReceiptIDFor(p.started, string(p.variant.Backend), cfg.HostID, w.ID, p.variant.ID)
 	if err := p.checkOutput(); err != nil {
 		return nil, err
 	}
@@ -410,14 +412,14 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrWorkload, err)
 	}
-	if err := schemas.CheckAs(raw, rel, schemas.LaunchRecipe); err != nil {
+	if err := schemas.CheckAs(raw, rel, contract.LaunchRecipe); err != nil {
 		return fmt.Errorf("%w: %v", ErrWorkload, err)
 	}
 	if err := source.CheckTracked(ctx, p.root, rel); err != nil {
 		return fmt.Errorf("%w: %v; commit the launch recipe", ErrWorkload, err)
 	}
-	var r schemas.LaunchRecipeDoc
-	if err := schemas.DecodeInto(raw, &r); err != nil {
+	var r contract.LaunchRecipeDoc
+	if err := jsonstrict.DecodeInto(raw, &r); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrWorkload, rel, err)
 	}
 	if p.cfg.ModelID != "" {
@@ -476,7 +478,7 @@ func (p *Plan) bindArtifacts(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrArtifact, err)
 		}
-		if err := schemas.CheckAs(raw, p.cfg.RuntimeManifest, schemas.RuntimeManifest); err != nil {
+		if err := schemas.CheckAs(raw, p.cfg.RuntimeManifest, contract.RuntimeManifest); err != nil {
 			return fmt.Errorf("%w: %v", ErrArtifact, err)
 		}
 		files = append(files, artifact.File{Kind: "runtime_manifest", Path: p.displayPath(p.cfg.RuntimeManifest), Abs: p.cfg.RuntimeManifest})

@@ -15,15 +15,18 @@ import (
 	"github.com/qualkit/qualkit/runner/artifact"
 	"github.com/qualkit/qualkit/runner/source"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"golang.org/x/sys/unix"
 )
 
 var sourceInspect = source.Inspect
 
 // environment describes the host as provenance: it never selects anything.
-func environment(hostID, version string) schemas.Environment {
-	env := schemas.Environment{HostID: hostID, Runtime: map[string]string{"qualrun": version, "go": runtime.Version()}}
-	env.OS = schemas.OSInfo{Name: "linux", Version: "unknown", Kernel: "unknown", Architecture: runtime.GOARCH}
+func environment(hostID, version string) contract.Environment {
+	env := contract.Environment{HostID: hostID, Runtime: map[string]string{"qualrun": version, "go": runtime.Version()}}
+	env.OS = contract.OSInfo{Name: "linux", Version: "unknown", Kernel: "unknown", Architecture: runtime.GOARCH}
 	if f, err := os.Open("/etc/os-release"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
@@ -42,7 +45,7 @@ func environment(hostID, version string) schemas.Environment {
 	if unix.Uname(&u) == nil {
 		env.OS.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	env.Device = schemas.Device{Name: cpuModel(), Architecture: runtime.GOARCH, Driver: "none"}
+	env.Device = contract.Device{Name: cpuModel(), Architecture: runtime.GOARCH, Driver: "none"}
 	if mem := memTotal(); mem > 0 {
 		env.Device.MemoryBytes = &mem
 	}
@@ -80,7 +83,7 @@ func memTotal() int64 {
 	return 0
 }
 
-func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
+func (r *run) receipt(ctx context.Context) (*contract.ReceiptDoc, error) {
 	p := r.p
 	evid, err := artifact.Hash(ctx, r.evidence)
 	if err != nil {
@@ -99,11 +102,11 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 			verdict = "failed"
 		}
 	}
-	var life *schemas.LifecycleRef
+	var life *contract.LifecycleRef
 	if r.life != nil {
 		for _, a := range evid {
 			if a.Kind == "lifecycle_record" {
-				life = &schemas.LifecycleRef{Path: a.Path, Digest: a.Digest, Verdict: r.life.Verdict}
+				life = &contract.LifecycleRef{Path: a.Path, Digest: a.Digest, Verdict: contract.LifecycleRefVerdict(r.life.Verdict)}
 			}
 		}
 		if r.life.Verdict == "failed" {
@@ -115,7 +118,7 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 	} else if r.srvErr != nil {
 		r.notes = append(r.notes, clipString(r.srvErr.Error(), 2048))
 	}
-	var interruption *schemas.Interruption
+	var interruption *contract.Interruption
 	if r.interruption != nil {
 		verdict, interruption = "interrupted", r.interruption
 	}
@@ -137,20 +140,20 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 		reasons = []string{}
 	}
 	one := int64(len(r.results))
-	rc := &schemas.ReceiptDoc{
+	rc := &contract.ReceiptDoc{
 		Schema:      "qualkit.receipt.v1",
 		ReceiptID:   p.receiptID,
 		Source:      p.source.Schema(),
-		Artifacts:   append(append([]schemas.Artifact{}, p.artifacts...), evid...),
+		Artifacts:   append(append([]contract.Artifact{}, p.artifacts...), evid...),
 		Environment: environment(p.cfg.HostID, p.cfg.Version),
-		Workload: schemas.WorkloadRef{ID: p.workload.ID, Path: p.workloadRel, Digest: schemas.DigestOf(p.workloadRaw),
+		Workload: contract.WorkloadRef{ID: p.workload.ID, Path: p.workloadRel, Digest: evidence.DigestOf(p.workloadRaw),
 			Variant: p.variant.ID, Variables: p.vars, Seed: p.workload.Determinism.Seed},
-		Qualification: schemas.Qualification{Kind: p.workload.Kind, Backend: p.variant.Backend, Verdict: verdict, Interruption: interruption,
+		Qualification: contract.Qualification{Kind: p.workload.Kind, Backend: p.variant.Backend, Verdict: contract.QualificationVerdict(verdict), Interruption: interruption,
 			StartedAt: p.started.UTC().Format(time.RFC3339Nano), FinishedAt: finished.UTC().Format(time.RFC3339Nano),
 			DurationSeconds: finished.Sub(p.started).Seconds(), Command: p.cfg.Command,
-			Qualrun: schemas.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}},
+			Qualrun: contract.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}},
 		Results: r.results,
-		Metrics: []schemas.Metric{
+		Metrics: []contract.Metric{
 			{Name: "results_passed", Value: float64(passed), Unit: "count", Aggregation: "count", Direction: "higher_is_better", Formula: "campaign.results_passed.v1", Samples: &one},
 			{Name: "results_failed", Value: float64(failed), Unit: "count", Aggregation: "count", Direction: "lower_is_better", Formula: "campaign.results_failed.v1", Samples: &one},
 		},
@@ -173,13 +176,13 @@ func (r *run) receipt(ctx context.Context) (*schemas.ReceiptDoc, error) {
 	if scrubbed := r.scrub(b); !bytes.Equal(scrubbed, b) {
 		// A secret value reached the receipt (given on qualrun's command line, say): the file and
 		// the document returned are the scrubbed ones.
-		var clean schemas.ReceiptDoc
-		if err := schemas.DecodeInto(scrubbed, &clean); err != nil {
+		var clean contract.ReceiptDoc
+		if err := jsonstrict.DecodeInto(scrubbed, &clean); err != nil {
 			return nil, fmt.Errorf("the receipt does not decode once secrets are scrubbed (a secret value collides with its structure); it was not written; evidence is in %s: %w", p.runRel, err)
 		}
 		b, rc = scrubbed, &clean
 	}
-	if err := schemas.CheckAs(b, p.outputRel, schemas.Receipt); err != nil {
+	if err := schemas.CheckAs(b, p.outputRel, contract.Receipt); err != nil {
 		return nil, fmt.Errorf("the receipt does not validate (a qualkit bug; evidence is in %s): %w", p.runRel, err)
 	}
 	if err := writeNew(p.root, p.outputRel, b); err != nil {

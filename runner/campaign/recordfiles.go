@@ -10,7 +10,8 @@ import (
 	"syscall"
 
 	"github.com/qualkit/qualkit/runner/artifact"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // rowFiles streams one serving case's request records to its rows/c<C>-r<R>.jsonl files as the
@@ -22,7 +23,7 @@ type rowFiles struct {
 	dir string
 
 	mu    sync.Mutex
-	files map[schemas.RowKey]*rowFile
+	files map[contract.RowKey]*rowFile
 	err   error // the first write error; every later record is dropped
 }
 
@@ -33,15 +34,15 @@ type rowFile struct {
 }
 
 func newRowFiles(r *run, dir string) *rowFiles {
-	return &rowFiles{r: r, dir: dir, files: map[schemas.RowKey]*rowFile{}}
+	return &rowFiles{r: r, dir: dir, files: map[contract.RowKey]*rowFile{}}
 }
 
-func (w *rowFiles) rel(k schemas.RowKey) string {
+func (w *rowFiles) rel(k contract.RowKey) string {
 	return fmt.Sprintf("%s/rows/c%04d-r%03d.jsonl", w.dir, k.Concurrency, k.Repetition)
 }
 
 // open creates the row's file exclusively (no symlink component) and binds it as evidence.
-func (w *rowFiles) open(k schemas.RowKey) (*rowFile, error) {
+func (w *rowFiles) open(k contract.RowKey) (*rowFile, error) {
 	if rf, ok := w.files[k]; ok {
 		return rf, nil
 	}
@@ -68,7 +69,7 @@ func (w *rowFiles) open(k schemas.RowKey) (*rowFile, error) {
 }
 
 // add writes one record as one line with a single write (load calls it concurrently).
-func (w *rowFiles) add(rec *schemas.RequestRecordDoc) {
+func (w *rowFiles) add(rec *contract.RequestRecordDoc) {
 	b, err := json.Marshal(rec)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -93,15 +94,15 @@ func (w *rowFiles) add(rec *schemas.RequestRecordDoc) {
 
 // finish syncs and closes the row's file (creating it empty for a row without records) and
 // returns its reference.
-func (w *rowFiles) finish(k schemas.RowKey) (schemas.FileRef, error) {
+func (w *rowFiles) finish(k contract.RowKey) (contract.FileRef, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
-		return schemas.FileRef{}, w.err
+		return contract.FileRef{}, w.err
 	}
 	rf, err := w.open(k)
 	if err != nil {
-		return schemas.FileRef{}, err
+		return contract.FileRef{}, err
 	}
 	if !rf.closed {
 		rf.closed = true
@@ -110,21 +111,21 @@ func (w *rowFiles) finish(k schemas.RowKey) (schemas.FileRef, error) {
 			err = cerr
 		}
 		if err != nil {
-			return schemas.FileRef{}, fmt.Errorf("request records %s: %w", rf.rel, err)
+			return contract.FileRef{}, fmt.Errorf("request records %s: %w", rf.rel, err)
 		}
 	}
-	d, _, err := schemas.DigestFile(filepath.Join(w.r.p.root, rf.rel))
+	d, _, err := evidence.DigestFile(filepath.Join(w.r.p.root, rf.rel))
 	if err != nil {
-		return schemas.FileRef{}, fmt.Errorf("request records %s: %w", rf.rel, err)
+		return contract.FileRef{}, fmt.Errorf("request records %s: %w", rf.rel, err)
 	}
-	return schemas.FileRef{Path: rf.rel, Digest: d}, nil
+	return contract.FileRef{Path: rf.rel, Digest: d}, nil
 }
 
 // closeAll syncs and closes every file still open (rows the load did not return) and reports
 // the first write error.
 func (w *rowFiles) closeAll() error {
 	w.mu.Lock()
-	keys := make([]schemas.RowKey, 0, len(w.files))
+	keys := make([]contract.RowKey, 0, len(w.files))
 	for k, rf := range w.files {
 		if !rf.closed {
 			keys = append(keys, k)

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"golang.org/x/sys/unix"
 )
 
@@ -95,7 +95,7 @@ func holder(f *os.File) string {
 	buf := make([]byte, maxReservationBytes)
 	n, _ := f.ReadAt(buf, 0)
 	var r reservation
-	if err := schemas.DecodeInto(buf[:n], &r); err != nil || r.RunDir == "" {
+	if err := jsonstrict.DecodeInto(buf[:n], &r); err != nil || r.RunDir == "" {
 		return ""
 	}
 	return fmt.Sprintf(" (run directory %s, qualrun pid %d, started %s)", r.RunDir, r.PID, r.StartedAt)

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // degradedRows describes the degraded open-loop rows of a serving case ("" when none): such a
 // row is not a measurement of its declared load, the offered rate (docs/metrics.md, client
 // fidelity). A closed-loop row's declared load is its concurrency (in_flight_peak shows it
 // reached); its client-lag degraded flag is reported in degraded_rows without failing the case.
-func degradedRows(rows []schemas.Row) string {
+func degradedRows(rows []contract.Row) string {
 	return describeDegraded(rows, "open", "open-loop")
 }
 
@@ -20,17 +20,17 @@ func degradedRows(rows []schemas.Row) string {
 // fails its case nor makes the receipt unpublishable (its declared load, the concurrency, is
 // checked by in_flight_peak, and its latencies are measured from t_send), but the receipt's notes
 // name it, and qualverify compare refuses performance rules on it (degraded_row).
-func laggingRows(rows []schemas.Row) string {
+func laggingRows(rows []contract.Row) string {
 	return describeDegraded(rows, "closed", "closed-loop")
 }
 
 // describeDegraded names (up to four of) the degraded rows of one loop kind and counts them
 // against the rows of that kind.
-func describeDegraded(rows []schemas.Row, loop, label string) string {
+func describeDegraded(rows []contract.Row, loop, label string) string {
 	var parts []string
 	n, all := 0, 0
 	for _, row := range rows {
-		if row.Loop != loop {
+		if string(row.Loop) != loop {
 			continue
 		}
 		all++
@@ -64,7 +64,7 @@ func (r *run) laggingNotes() []string {
 	return out
 }
 
-func measuresSaturation(c schemas.Case) bool {
+func measuresSaturation(c contract.Case) bool {
 	return c.MeasuresSaturation != nil && *c.MeasuresSaturation
 }
 

@@ -4,22 +4,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // A degraded closed-loop row neither fails its case nor makes the receipt unpublishable (a note
 // names it); a degraded open-loop row fails its case; neither is reported for rows that kept
 // their fidelity.
 func TestDegradedRowsSplitByLoop(t *testing.T) {
-	row := func(loop string, c int64, degraded bool) schemas.Row {
-		r := schemas.Row{Concurrency: c, Loop: loop}
+	row := func(loop string, c int64, degraded bool) contract.Row {
+		r := contract.Row{Concurrency: c, Loop: contract.RowLoop(loop)}
 		r.Fidelity.Degraded = degraded
 		if degraded {
 			r.Fidelity.Reasons = []string{"p99 schedule lag 1.070 ms exceeds 1.000 ms"}
 		}
 		return r
 	}
-	rows := []schemas.Row{row("closed", 1, false), row("closed", 4, true), row("open", 8, false)}
+	rows := []contract.Row{row("closed", 1, false), row("closed", 4, true), row("open", 8, false)}
 	if got := degradedRows(rows); got != "" {
 		t.Errorf("degradedRows = %q, want none (only a closed-loop row is degraded)", got)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/qualkit/qualkit/runner/load"
 	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // ErrInterrupted: the campaign was stopped by its context (a signal); the server was shut down
@@ -35,7 +37,7 @@ const (
 
 // Outcome is a finished campaign.
 type Outcome struct {
-	Receipt *schemas.ReceiptDoc
+	Receipt *contract.ReceiptDoc
 	// ReceiptPath and RunDir are relative to the repository root.
 	ReceiptPath, RunDir string
 }
@@ -45,18 +47,18 @@ type run struct {
 	p        *Plan
 	epoch    time.Time
 	evidence []artifact.File
-	results  []schemas.Result
+	results  []contract.Result
 	notes    []string
 	unsup    []string
 	server   *lifecycle.Server
 	srvErr   error
-	life     *schemas.LifecycleRecordDoc
+	life     *contract.LifecycleRecordDoc
 	// phase is what the run is doing, for an interruption's record (mu guards it and atPhase).
 	mu      sync.Mutex
 	phase   string
 	atPhase string
 	// interruption is set when a signal interrupted the campaign.
-	interruption *schemas.Interruption
+	interruption *contract.Interruption
 	// saturated names the serving case executions that passed with degraded rows because they
 	// declare measures_saturation: the receipt is then not publishable as a rate claim.
 	saturated []string
@@ -154,26 +156,26 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 
 // effectiveConfig is the campaign's effective run configuration (qualkit.effective-run-config.v1),
 // checked against its contract: one that does not validate is a qualkit bug, never written.
-func (p *Plan) effectiveConfig() (*schemas.EffectiveRunConfigDoc, error) {
-	doc := &schemas.EffectiveRunConfigDoc{
-		Schema:          "qualkit." + schemas.EffectiveRunConfig,
-		Workload:        schemas.EffectiveRunWorkload{ID: p.workload.ID, Path: p.workloadRel, Variant: p.variant.ID},
+func (p *Plan) effectiveConfig() (*contract.EffectiveRunConfigDoc, error) {
+	doc := &contract.EffectiveRunConfigDoc{
+		Schema:          "qualkit." + contract.EffectiveRunConfig,
+		Workload:        contract.EffectiveRunWorkload{ID: p.workload.ID, Path: p.workloadRel, Variant: p.variant.ID},
 		Variables:       p.vars,
 		Seed:            p.workload.Determinism.Seed,
 		EffectiveConfig: p.variant.EffectiveConfig,
 		ModelDir:        optional(p.cfg.ModelDir),
 		ModelID:         optional(p.cfg.ModelID),
-		Qualrun:         schemas.EffectiveRunQualrun{Command: p.cfg.Command, Version: p.cfg.Version},
+		Qualrun:         contract.EffectiveRunQualrun{Command: p.cfg.Command, Version: p.cfg.Version},
 	}
 	if doc.Variables == nil {
 		doc.Variables = map[string]any{}
 	}
 	if doc.EffectiveConfig == nil {
-		doc.EffectiveConfig = schemas.Config{}
+		doc.EffectiveConfig = contract.Config{}
 	}
 	b, err := json.Marshal(doc)
 	if err == nil {
-		err = schemas.CheckAs(b, p.runRel+"/effective-run-config.json", schemas.EffectiveRunConfig)
+		err = schemas.CheckAs(b, p.runRel+"/effective-run-config.json", contract.EffectiveRunConfig)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the effective run configuration does not validate (a qualkit bug; nothing was run): %w", err)
@@ -189,7 +191,7 @@ func optional(s string) *string {
 	return &s
 }
 
-// launch starts the owned server, waits for readiness and checks listener ownership.
+// launch starts the owned server (lifecycle.Start: launch, readiness, listener ownership).
 func (r *run) launch(ctx context.Context) {
 	p := r.p
 	p.cfg.progress("launch", "launching "+p.recipe.ID, 0, 0)
@@ -200,27 +202,17 @@ func (r *run) launch(ctx context.Context) {
 			digest = a.Digest
 		}
 	}
-	srv, err := lifecycle.Launch(ctx, p.recipe, lifecycle.Options{
+	srv, err := lifecycle.Start(ctx, p.recipe, lifecycle.Options{
 		RecipeDir: p.recipeDir, RecipeDigest: digest, LogPath: r.abs(p.runRel + "/server.log"),
 		Epoch: r.epoch, Logger: p.cfg.Logger, RunID: p.receiptID, Keeper: p.cfg.Keeper, Redactor: p.Redactor(),
-	})
+	}, func(*lifecycle.Server) { r.setPhase("readiness") })
 	r.server = srv
 	if srv == nil {
 		r.srvErr = fmt.Errorf("server launch: %w", err)
 		return
 	}
-	r.setPhase("readiness")
-	if err == nil {
-		err = srv.WaitReady(ctx)
-	}
-	if err == nil {
-		err = srv.CheckListener()
-	}
 	if err != nil {
 		r.srvErr = fmt.Errorf("server startup: %w", err)
-		if ctx.Err() == nil {
-			srv.Fail(err)
-		}
 		return
 	}
 	p.cfg.progress("ready", "server ready", 0, 0)
@@ -243,7 +235,7 @@ func (r *run) cases(ctx context.Context) bool {
 			dir := fmt.Sprintf("%s/cases/%03d-%s-r%03d", p.runRel, i, c.ID, rep)
 			r.setPhase(fmt.Sprintf("case %s repetition %d", c.ID, rep))
 			p.cfg.progress("case", fmt.Sprintf("%s (repetition %d of %d)", c.ID, rep+1, reps), i, len(p.variant.Cases))
-			var res schemas.Result
+			var res contract.Result
 			var err error
 			switch c.Kind {
 			case "serving":
@@ -265,8 +257,8 @@ func (r *run) cases(ctx context.Context) bool {
 	return false
 }
 
-func failedResult(c schemas.Case, rep int, details string) schemas.Result {
-	return schemas.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: "failed", Metrics: []schemas.Metric{}, Details: clip(details)}
+func failedResult(c contract.Case, rep int, details string) contract.Result {
+	return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: "failed", Metrics: []contract.Metric{}, Details: clip(details)}
 }
 
 // clip bounds details to the contract's 2048 characters.
@@ -278,42 +270,42 @@ func clip(s string) *string {
 }
 
 // writeCaseResult validates and writes a case result, returning its reference.
-func (r *run) writeCaseResult(dir string, cr *schemas.CaseResultDoc) (*schemas.FileRef, error) {
+func (r *run) writeCaseResult(dir string, cr *contract.CaseResultDoc) (*contract.FileRef, error) {
 	rel := dir + "/case-result.json"
 	b, err := json.MarshalIndent(cr, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	b = r.scrub(append(b, '\n'))
-	if err := schemas.CheckAs(b, rel, schemas.CaseResult); err != nil {
+	if err := schemas.CheckAs(b, rel, contract.CaseResult); err != nil {
 		return nil, fmt.Errorf("runner case result does not validate: %w", err)
 	}
 	if err := writeNew(r.p.root, rel, b); err != nil {
 		return nil, err
 	}
 	r.evidence = append(r.evidence, artifact.File{Kind: "case_result", Path: rel, Abs: r.abs(rel)})
-	return &schemas.FileRef{Path: rel, Digest: schemas.DigestOf(b)}, nil
+	return &contract.FileRef{Path: rel, Digest: evidence.DigestOf(b)}, nil
 }
 
-func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) (schemas.Result, error) {
+func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string) (contract.Result, error) {
 	p := r.p
 	start := time.Now()
-	cr := &schemas.CaseResultDoc{Schema: "qualkit.case-result.v1", CaseID: c.ID, EffectiveConfig: p.variant.EffectiveConfig,
-		Metrics: []schemas.Metric{}, Tolerances: []schemas.Tolerance{}, Rows: []schemas.Row{}}
+	cr := &contract.CaseResultDoc{Schema: "qualkit.case-result.v1", CaseID: c.ID, EffectiveConfig: p.variant.EffectiveConfig,
+		Metrics: []contract.Metric{}, Tolerances: []contract.Tolerance{}, Rows: []contract.Row{}}
 	if cr.EffectiveConfig == nil {
-		cr.EffectiveConfig = schemas.Config{}
+		cr.EffectiveConfig = contract.Config{}
 	}
-	finish := func(status, details string) (schemas.Result, error) {
-		cr.Status = status
+	finish := func(status, details string) (contract.Result, error) {
+		cr.Status = contract.Status(status)
 		cr.DurationSeconds = time.Since(start).Seconds()
 		if details != "" {
 			cr.Details = clip(details)
 		}
 		ref, err := r.writeCaseResult(dir, cr)
 		if err != nil {
-			return schemas.Result{}, err
+			return contract.Result{}, err
 		}
-		return schemas.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: status,
+		return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: contract.Status(status),
 			DurationSeconds: cr.DurationSeconds, Metrics: cr.Metrics, CaseResult: ref, Details: cr.Details}, nil
 	}
 	if r.srvErr != nil {
@@ -341,7 +333,7 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 	interrupted := ctx.Err() != nil
 	if err != nil && !timedOut && !interrupted {
 		if cerr := rows.closeAll(); cerr != nil {
-			return schemas.Result{}, cerr
+			return contract.Result{}, cerr
 		}
 		return finish("failed", "load: "+err.Error())
 	}
@@ -350,20 +342,20 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 	}
 	switch {
 	case interrupted:
-		cr.Stopped = &schemas.Stopped{Reason: "interrupted", AfterSeconds: time.Since(start).Seconds()}
+		cr.Stopped = &contract.Stopped{Reason: "interrupted", AfterSeconds: time.Since(start).Seconds()}
 	case timedOut:
-		cr.Stopped = &schemas.Stopped{Reason: "timeout", AfterSeconds: time.Since(start).Seconds()}
+		cr.Stopped = &contract.Stopped{Reason: "timeout", AfterSeconds: time.Since(start).Seconds()}
 	}
 	failures := int64(0)
 	var requests int64
 	for _, row := range res.Rows {
-		ref, ferr := rows.finish(schemas.RowKey{Concurrency: row.Row.Concurrency, Repetition: row.Row.Repetition})
+		ref, ferr := rows.finish(contract.RowKey{Concurrency: row.Row.Concurrency, Repetition: row.Row.Repetition})
 		if ferr != nil {
-			return schemas.Result{}, ferr
+			return contract.Result{}, ferr
 		}
 		row.Row.Records = ref
 		if err := r.telemetryRow(tel, ref.Path, &row.Row, row.Records); err != nil {
-			return schemas.Result{}, err
+			return contract.Result{}, err
 		}
 		cr.Rows = append(cr.Rows, row.Row)
 		failures += row.Row.Failures
@@ -371,14 +363,14 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 		p.cfg.progress("row", fmt.Sprintf("%s c=%d r=%d: %d/%d ok", c.ID, row.Row.Concurrency, row.Row.Repetition, row.Row.Successes, row.Row.Requests), len(cr.Rows), len(c.Concurrency)*int(c.Repetitions))
 	}
 	if cerr := rows.closeAll(); cerr != nil {
-		return schemas.Result{}, cerr
+		return contract.Result{}, cerr
 	}
 	if interrupted {
-		cr.Metrics = append(caseMetrics(requests, int64(len(cr.Rows))), metrics.Case(cr.Rows)...)
+		cr.Metrics = append(metrics.CaseCounts(cr.Rows), metrics.Case(cr.Rows)...)
 		return finish("failed", fmt.Sprintf("interrupted by %s after %.1f s: %d of %d rows ran (the last one cut short); their request records are kept",
 			interruptSignal(ctx), cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions)))
 	}
-	cr.Metrics = append(caseMetrics(requests, int64(len(cr.Rows))), metrics.Case(cr.Rows)...)
+	cr.Metrics = append(metrics.CaseCounts(cr.Rows), metrics.Case(cr.Rows)...)
 	if cr.Stopped != nil {
 		return finish("failed", fmt.Sprintf("stopped by the case's timeout_seconds %d after %.3f s: %d of %d rows ran (the last may be partial), %d requests recorded; raise timeout_seconds or declare fewer requests", c.TimeoutSeconds, cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions), requests))
 	}
@@ -403,18 +395,6 @@ func (r *run) serving(ctx context.Context, c schemas.Case, rep int, dir string) 
 		return finish("failed", strings.Join(problems, "; "))
 	}
 	return finish("passed", "")
-}
-
-// caseMetrics are the case-level counters of a serving case (metrics.Case adds the row summaries).
-func caseMetrics(requests, rows int64) []schemas.Metric {
-	m := func(name string, v int64, dir string) schemas.Metric {
-		n := v
-		return schemas.Metric{Name: name, Value: float64(v), Unit: "count", Aggregation: "count", Direction: dir, Formula: "campaign." + name + ".v1", Samples: &n}
-	}
-	return []schemas.Metric{
-		m("request_count", requests, "none"),
-		m("row_count", rows, "none"),
-	}
 }
 
 // endChecks re-checks the source tree and every bound artifact; a change fails every required result.

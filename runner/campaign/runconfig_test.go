@@ -18,6 +18,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite the effective-run-config.v1 corpus documents these tests write")
@@ -136,7 +139,7 @@ func TestEffectiveRunConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := schemas.CheckAs(raw, rel, schemas.EffectiveRunConfig); err != nil {
+			if err := schemas.CheckAs(raw, rel, contract.EffectiveRunConfig); err != nil {
 				t.Fatal(err)
 			}
 			var got map[string]any
@@ -163,7 +166,7 @@ func TestEffectiveRunConfig(t *testing.T) {
 			if modelDir != "" {
 				doc = bytes.ReplaceAll(raw, []byte(modelDir), []byte("/srv/models/tiny"))
 			}
-			corpus := filepath.Join("..", "..", "schemas", "testdata", schemas.EffectiveRunConfig, "valid", tc.corpus)
+			corpus := filepath.Join("..", "..", "schemas", "testdata", contract.EffectiveRunConfig, "valid", tc.corpus)
 			if *updateCorpus {
 				if err := os.WriteFile(corpus, doc, 0o644); err != nil {
 					t.Fatal(err)
@@ -173,8 +176,8 @@ func TestEffectiveRunConfig(t *testing.T) {
 			}
 			// The values are the receipt's.
 			rw := out.Receipt.Workload
-			var doc2 schemas.EffectiveRunConfigDoc
-			if err := schemas.DecodeInto(raw, &doc2); err != nil {
+			var doc2 contract.EffectiveRunConfigDoc
+			if err := jsonstrict.DecodeInto(raw, &doc2); err != nil {
 				t.Fatal(err)
 			}
 			if doc2.Workload.ID != rw.ID || doc2.Workload.Path != rw.Path || doc2.Workload.Variant != rw.Variant || *doc2.Seed != *rw.Seed ||
@@ -189,7 +192,7 @@ func TestEffectiveRunConfig(t *testing.T) {
 			bound := false
 			for _, a := range out.Receipt.Artifacts {
 				if a.Path == rel {
-					bound = a.Kind == "config_file" && a.Digest == schemas.DigestOf(raw) && a.Bytes == int64(len(raw))
+					bound = a.Kind == "config_file" && a.Digest == evidence.DigestOf(raw) && a.Bytes == int64(len(raw))
 				}
 			}
 			if !bound {

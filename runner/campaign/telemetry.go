@@ -10,7 +10,8 @@ import (
 
 	"github.com/qualkit/qualkit/runner/artifact"
 	"github.com/qualkit/qualkit/runner/telemetry"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // caseTelemetry is a serving case's running device sampler.
@@ -18,14 +19,14 @@ type caseTelemetry struct {
 	sampler  *telemetry.Sampler
 	devices  []int64
 	interval int64
-	samples  []schemas.TelemetrySampleDoc
+	samples  []contract.TelemetrySampleDoc
 	warnings []string
 }
 
 // startTelemetry starts the device sampler of a serving case that declares one, over every
 // device serving the variant's backend that can be sampled. It returns nil when the case
 // declares none or nothing can be sampled (a note says why).
-func (r *run) startTelemetry(c schemas.Case) *caseTelemetry {
+func (r *run) startTelemetry(c contract.Case) *caseTelemetry {
 	if c.DeviceTelemetry == nil {
 		return nil
 	}
@@ -66,12 +67,12 @@ func (ct *caseTelemetry) stop() {
 
 // row writes a row's device telemetry (the samples bracketing its window) beside its request
 // records and adds the row's diagnostic device metrics and flags.
-func (r *run) telemetryRow(ct *caseTelemetry, recordsRel string, row *schemas.Row, recs []schemas.RequestRecordDoc) error {
+func (r *run) telemetryRow(ct *caseTelemetry, recordsRel string, row *contract.Row, recs []contract.RequestRecordDoc) error {
 	if ct == nil || ct.samples == nil {
 		return nil
 	}
 	start, end, tokens, ok := telemetry.RowWindow(recs)
-	var xs []schemas.TelemetrySampleDoc
+	var xs []contract.TelemetrySampleDoc
 	warnings := slices.Clone(ct.warnings)
 	if ok {
 		xs = telemetry.Window(ct.samples, start, end)
@@ -105,7 +106,7 @@ func (r *run) telemetryRow(ct *caseTelemetry, recordsRel string, row *schemas.Ro
 	if len(warnings) > 64 {
 		warnings = warnings[:64]
 	}
-	row.DeviceTelemetry = &schemas.RowDeviceTelemetry{Samples: schemas.FileRef{Path: rel, Digest: schemas.DigestOf(buf.Bytes())},
-		IntervalMs: ct.interval, Devices: ct.devices, Flags: flags, Warnings: nonNil(warnings)}
+	row.DeviceTelemetry = &contract.RowDeviceTelemetry{Samples: contract.FileRef{Path: rel, Digest: evidence.DigestOf(buf.Bytes())},
+		IntervalMs: ct.interval, Devices: ct.devices, Flags: contract.Enums[contract.RowDeviceTelemetryFlags](flags), Warnings: nonNil(warnings)}
 	return nil
 }

@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // ErrVariable reports a --var that is unknown, malformed, of the wrong type or outside its constraints.
@@ -17,8 +18,8 @@ var ErrVariable = errors.New("bad variable")
 // ResolveVariables parses NAME=VALUE assignments against the workload's typed variables, applies
 // defaults, and checks constraints and required variables. The result maps every declared
 // variable that has a value to a string, int64, float64 or bool.
-func ResolveVariables(decl []schemas.Variable, assignments []string) (map[string]any, error) {
-	byName := map[string]schemas.Variable{}
+func ResolveVariables(decl []contract.Variable, assignments []string) (map[string]any, error) {
+	byName := map[string]contract.Variable{}
 	var names []string
 	for _, v := range decl {
 		byName[v.Name] = v
@@ -40,11 +41,11 @@ func ResolveVariables(decl []schemas.Variable, assignments []string) (map[string
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("%w: --var %s given twice", ErrVariable, name)
 		}
-		val, err := parseTyped(v.Type, raw)
+		val, err := parseTyped(string(v.Type), raw)
 		if err != nil {
 			return nil, fmt.Errorf("%w: --var %s=%q: %v", ErrVariable, name, raw, err)
 		}
-		if msg := schemas.ValueViolation(v, val, nil); msg != "" {
+		if msg := rules.ValueViolation(v, val, nil); msg != "" {
 			return nil, fmt.Errorf("%w: --var %s: %s", ErrVariable, name, msg)
 		}
 		out[name] = val
@@ -57,7 +58,7 @@ func ResolveVariables(decl []schemas.Variable, assignments []string) (map[string
 			return nil, fmt.Errorf("%w: required variable %s (%s) is not set; add --var %s=VALUE", ErrVariable, v.Name, v.Description, v.Name)
 		}
 		if v.Default != nil {
-			val, err := parseTyped(v.Type, fmt.Sprint(v.Default))
+			val, err := parseTyped(string(v.Type), fmt.Sprint(v.Default))
 			if err != nil {
 				return nil, fmt.Errorf("%w: default of %s: %v", ErrVariable, v.Name, err)
 			}

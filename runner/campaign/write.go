@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // ErrPath reports an output path that breaks the path rules (the same sentinel as schemas.ErrPath).
-var ErrPath = schemas.ErrPath
+var ErrPath = evidence.ErrPath
 
 // checkUnder verifies that rel is a clean relative path below root with no ".." element and no
 // symlink among its existing components.
@@ -23,7 +23,7 @@ func checkUnder(root, rel string) error {
 			return fmt.Errorf("%w: %q contains a .. element", ErrPath, rel)
 		}
 	}
-	return schemas.CheckNoSymlink(root, rel)
+	return evidence.CheckNoSymlink(root, rel)
 }
 
 // writeNew writes data to root/rel (mode 0644), creating its directory, under the evidence rules
@@ -39,5 +39,5 @@ func writeNew(root, rel string, data []byte) error {
 	if err := checkUnder(root, rel); err != nil { // directories may have been created meanwhile
 		return err
 	}
-	return schemas.WriteNew(path, data, 0o644)
+	return evidence.WriteNew(path, data, 0o644)
 }

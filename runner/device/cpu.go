@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 var vendorID = regexp.MustCompile(`[^a-z0-9_-]+`)
@@ -14,10 +14,10 @@ var vendorID = regexp.MustCompile(`[^a-z0-9_-]+`)
 // ProbeCPU identifies the processor from proc/cpuinfo and proc/meminfo (proc is the procfs mount,
 // normally /proc): its model name, vendor, logical processor count and memory. It always returns
 // a CPU entry; what it could not read is "cpu" or null, never guessed.
-func ProbeCPU(proc string) (schemas.ProbedDevice, schemas.DeviceProbe) {
-	d := schemas.ProbedDevice{Kind: "cpu", Vendor: "unknown", Model: "cpu", APIFamilies: []string{"cpu"},
-		Driver: schemas.DeviceDriver{Name: "none"}, Probe: ProbeProcfs}
-	p := schemas.DeviceProbe{Probe: ProbeProcfs}
+func ProbeCPU(proc string) (contract.ProbedDevice, contract.DeviceProbe) {
+	d := contract.ProbedDevice{Kind: "cpu", Vendor: "unknown", Model: "cpu", APIFamilies: []contract.Backend{contract.BackendCPU},
+		Driver: contract.DeviceDriver{Name: "none"}, Probe: ProbeProcfs}
+	p := contract.DeviceProbe{Probe: ProbeProcfs}
 	info := readAttr(filepath.Join(proc, "cpuinfo"))
 	var n int64
 	for _, line := range strings.Split(info, "\n") {

@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // Probe names, as recorded in schemas.DeviceProbe.Probe and schemas.ProbedDevice.Probe.
@@ -46,13 +47,13 @@ type Options struct {
 
 // NVMLProber identifies NVIDIA devices. Implemented over go-nvml's Interface (see NewNVMLProber).
 type NVMLProber interface {
-	Probe() ([]schemas.ProbedDevice, schemas.DeviceProbe)
+	Probe() ([]contract.ProbedDevice, contract.DeviceProbe)
 }
 
 // Result is what the probes found.
 type Result struct {
-	Devices []schemas.ProbedDevice
-	Probes  []schemas.DeviceProbe
+	Devices []contract.ProbedDevice
+	Probes  []contract.DeviceProbe
 }
 
 // Probe runs every probe. It never fails: a probe that cannot run is reported as such.
@@ -78,7 +79,7 @@ func Probe(opt Options) Result {
 	res.Devices = append(res.Devices, mergeDRM(gpus, drm)...)
 	cpu, p := ProbeCPU(filepath.Join(root, "proc"))
 	res.Probes = append(res.Probes, p)
-	res.Devices = append([]schemas.ProbedDevice{cpu}, res.Devices...)
+	res.Devices = append([]contract.ProbedDevice{cpu}, res.Devices...)
 	if len(res.Devices) > MaxDevices {
 		res.Probes = append(res.Probes[:0:0], res.Probes...)
 		res.Probes[1].Detail = clipRunes(fmt.Sprintf("%d devices beyond the first %d not recorded; %s", len(res.Devices)-MaxDevices, MaxDevices, res.Probes[1].Detail), 512)
@@ -97,7 +98,7 @@ func Probe(opt Options) Result {
 
 // mergeDRM folds a DRM card that NVML also identified (same PCI bus id) into the NVML entry: the
 // card adds the vulkan family; NVML's identity wins.
-func mergeDRM(nvml, drm []schemas.ProbedDevice) []schemas.ProbedDevice {
+func mergeDRM(nvml, drm []contract.ProbedDevice) []contract.ProbedDevice {
 	out := slices.Clone(nvml)
 	for _, d := range drm {
 		merged := false
@@ -120,7 +121,7 @@ func mergeDRM(nvml, drm []schemas.ProbedDevice) []schemas.ProbedDevice {
 
 // busID normalises a PCI bus id to domain:bus:device.function with a 4-digit domain, lower case
 // (NVML writes an 8-digit domain, sysfs a 4-digit one).
-func busID(d schemas.ProbedDevice) string {
+func busID(d contract.ProbedDevice) string {
 	if d.ProvenanceOnly == nil || d.ProvenanceOnly.PCIBusID == "" {
 		return ""
 	}
@@ -137,17 +138,17 @@ var familyOf = map[string]string{"cpu": "cpu", "cuda": "cuda", "rocm": "rocm", "
 
 // Serving returns the devices that serve backend (by API family), fixture devices included when
 // withFixtures is true; the CPU entry serves cpu.
-func Serving(devs []schemas.ProbedDevice, backend string, withFixtures bool) []schemas.ProbedDevice {
+func Serving(devs []contract.ProbedDevice, backend string, withFixtures bool) []contract.ProbedDevice {
 	fam, ok := familyOf[backend]
 	if !ok {
 		return nil
 	}
-	var out []schemas.ProbedDevice
+	var out []contract.ProbedDevice
 	for _, d := range devs {
 		if d.Fixture && !withFixtures {
 			continue
 		}
-		if slices.Contains(d.APIFamilies, fam) {
+		if slices.Contains(d.APIFamilies, contract.Backend(fam)) {
 			out = append(out, d)
 		}
 	}
@@ -179,7 +180,7 @@ func (r Result) Summary() string {
 }
 
 // Label names a device in one phrase: model, driver and version, and what identified it.
-func Label(d schemas.ProbedDevice) string {
+func Label(d contract.ProbedDevice) string {
 	drv := d.Driver.Name
 	if d.Driver.Version != nil {
 		drv += " " + *d.Driver.Version
@@ -189,9 +190,9 @@ func Label(d schemas.ProbedDevice) string {
 		s += ", compute capability " + d.ComputeCapability
 	}
 	if d.MIGMode != "" {
-		s += ", MIG " + d.MIGMode
+		s += ", MIG " + string(d.MIGMode)
 	}
-	s += ", identified by " + d.Probe
+	s += ", identified by " + string(d.Probe)
 	if d.Fixture {
 		s += " from a test fixture"
 	}
@@ -201,8 +202,8 @@ func Label(d schemas.ProbedDevice) string {
 // Legacy is the device for the receipt's environment.device (kept for older verifiers): the first
 // non-fixture device that serves backend, else the processor with driver "none". A fixture device
 // never becomes environment.device, so a verifier that knows nothing of devices still refuses it.
-func Legacy(r Result, backend string) schemas.Device {
-	cpu := schemas.Device{Name: "cpu", Architecture: runtime.GOARCH, Driver: "none"}
+func Legacy(r Result, backend string) contract.Device {
+	cpu := contract.Device{Name: "cpu", Architecture: runtime.GOARCH, Driver: "none"}
 	for _, d := range r.Devices {
 		if d.Kind == "cpu" {
 			cpu.Name, cpu.MemoryBytes = d.Model, d.MemoryBytes
@@ -224,14 +225,14 @@ func Legacy(r Result, backend string) schemas.Device {
 		if d.Driver.Version != nil {
 			drv += " " + *d.Driver.Version
 		}
-		return schemas.Device{Name: d.Model, Architecture: arch, MemoryBytes: d.MemoryBytes, Driver: drv}
+		return contract.Device{Name: d.Model, Architecture: arch, MemoryBytes: d.MemoryBytes, Driver: drv}
 	}
 	return cpu
 }
 
 // readAttr reads a small sysfs or procfs file, trimmed; "" when absent or unreadable.
 func readAttr(path string) string {
-	b, err := schemas.ReadFileLimited(path, attrLimit)
+	b, err := evidence.ReadFileLimited(path, attrLimit)
 	if err != nil {
 		return ""
 	}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 var (
@@ -28,8 +28,8 @@ var pciVendors = map[string]string{"0x10de": "nvidia", "0x1002": "amd", "0x8086"
 // cardN that is a PCI display controller. Connectors (card0-DP-1) and render nodes are the same
 // devices and are skipped; a card that is not a PCI display device (simpledrm, vkms) is skipped
 // and named in the detail.
-func ProbeDRMClass(sys string) ([]schemas.ProbedDevice, schemas.DeviceProbe) {
-	p := schemas.DeviceProbe{Probe: ProbeDRM}
+func ProbeDRMClass(sys string) ([]contract.ProbedDevice, contract.DeviceProbe) {
+	p := contract.DeviceProbe{Probe: ProbeDRM}
 	dir := filepath.Join(sys, "class", "drm")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -52,7 +52,7 @@ func ProbeDRMClass(sys string) ([]schemas.ProbedDevice, schemas.DeviceProbe) {
 		}
 	}
 	sort.Slice(cards, func(i, j int) bool { return cards[i].n < cards[j].n })
-	var devs []schemas.ProbedDevice
+	var devs []contract.ProbedDevice
 	var skipped, found []string
 	for _, c := range cards {
 		d, why := drmCard(sys, filepath.Join(dir, c.name, "device"))
@@ -79,13 +79,13 @@ func ProbeDRMClass(sys string) ([]schemas.ProbedDevice, schemas.DeviceProbe) {
 }
 
 // drmCard reads one card's PCI device directory; why says why it is not a GPU entry.
-func drmCard(sys, dev string) (schemas.ProbedDevice, string) {
+func drmCard(sys, dev string) (contract.ProbedDevice, string) {
 	vendor, device := readAttr(filepath.Join(dev, "vendor")), readAttr(filepath.Join(dev, "device"))
 	if !pciHex4.MatchString(vendor) || !pciHex4.MatchString(device) {
-		return schemas.ProbedDevice{}, "not a PCI device"
+		return contract.ProbedDevice{}, "not a PCI device"
 	}
 	if class := readAttr(filepath.Join(dev, "class")); class != "" && !strings.HasPrefix(class, "0x03") {
-		return schemas.ProbedDevice{}, "PCI class " + class + " is not a display controller"
+		return contract.ProbedDevice{}, "PCI class " + class + " is not a display controller"
 	}
 	uevent := map[string]string{}
 	for _, line := range strings.Split(readAttr(filepath.Join(dev, "uevent")), "\n") {
@@ -100,10 +100,10 @@ func drmCard(sys, dev string) (schemas.ProbedDevice, string) {
 		}
 	}
 	if !safeName.MatchString(drv) {
-		return schemas.ProbedDevice{}, "no kernel driver bound"
+		return contract.ProbedDevice{}, "no kernel driver bound"
 	}
-	d := schemas.ProbedDevice{Kind: "gpu", Probe: ProbeDRM, APIFamilies: []string{"vulkan"},
-		PCI: &schemas.PCIIdentity{VendorID: vendor, DeviceID: device}, Driver: schemas.DeviceDriver{Name: drv}}
+	d := contract.ProbedDevice{Kind: "gpu", Probe: ProbeDRM, APIFamilies: []contract.Backend{contract.BackendVulkan},
+		PCI: &contract.PCIIdentity{VendorID: vendor, DeviceID: device}, Driver: contract.DeviceDriver{Name: drv}}
 	if rev := readAttr(filepath.Join(dev, "revision")); pciHex2.MatchString(rev) {
 		d.PCI.Revision = rev
 	}
@@ -112,7 +112,7 @@ func drmCard(sys, dev string) (schemas.ProbedDevice, string) {
 		d.Vendor = name
 	}
 	if d.Vendor == "amd" && drv == "amdgpu" {
-		d.APIFamilies = []string{"rocm", "vulkan"}
+		d.APIFamilies = []contract.Backend{contract.BackendROCM, contract.BackendVulkan}
 	}
 	if v := readAttr(filepath.Join(sys, "module", drv, "version")); v != "" {
 		d.Driver.Version = ptr(clipRunes(v, 128))
@@ -131,7 +131,7 @@ func drmCard(sys, dev string) (schemas.ProbedDevice, string) {
 		}
 	}
 	if pciBus.MatchString(slot) {
-		d.ProvenanceOnly = &schemas.DeviceIdentifiers{PCIBusID: strings.ToLower(slot)}
+		d.ProvenanceOnly = &contract.DeviceIdentifiers{PCIBusID: strings.ToLower(slot)}
 	}
 	return d, ""
 }

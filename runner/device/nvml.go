@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // NewNVMLProber identifies NVIDIA devices through lib: nvml.New() loads libnvidia-ml at run time;
@@ -21,8 +21,8 @@ type nvmlProber struct{ lib nvml.Interface }
 // Probe initialises NVML, reads the driver version and each device's identity, and shuts NVML
 // down. A missing library or driver is "unsupported"; a call that fails part way is "failed" and
 // the devices identified before it are kept.
-func (n nvmlProber) Probe() ([]schemas.ProbedDevice, schemas.DeviceProbe) {
-	p := schemas.DeviceProbe{Probe: ProbeNVML}
+func (n nvmlProber) Probe() ([]contract.ProbedDevice, contract.DeviceProbe) {
+	p := contract.DeviceProbe{Probe: ProbeNVML}
 	switch ret := n.lib.Init(); ret {
 	case nvml.SUCCESS:
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
@@ -36,7 +36,7 @@ func (n nvmlProber) Probe() ([]schemas.ProbedDevice, schemas.DeviceProbe) {
 		return nil, p
 	}
 	defer n.lib.Shutdown()
-	fail := func(devs []schemas.ProbedDevice, format string, a ...any) ([]schemas.ProbedDevice, schemas.DeviceProbe) {
+	fail := func(devs []contract.ProbedDevice, format string, a ...any) ([]contract.ProbedDevice, contract.DeviceProbe) {
 		p.Status, p.Detail = StatusFailed, clipRunes(fmt.Sprintf(format, a...), 512)
 		return devs, p
 	}
@@ -49,7 +49,7 @@ func (n nvmlProber) Probe() ([]schemas.ProbedDevice, schemas.DeviceProbe) {
 	if ret != nvml.SUCCESS {
 		return fail(nil, "nvmlDeviceGetCount: %v", ret)
 	}
-	var devs []schemas.ProbedDevice
+	var devs []contract.ProbedDevice
 	var notes []string
 	for i := 0; i < count && i < 64; i++ {
 		h, ret := n.lib.DeviceGetHandleByIndex(i)
@@ -80,13 +80,13 @@ func (n nvmlProber) Probe() ([]schemas.ProbedDevice, schemas.DeviceProbe) {
 
 // nvmlIdentity reads one device. Its name is required; every other attribute is left out when
 // the device does not support it, and an error other than "not supported" is noted.
-func nvmlIdentity(h nvml.Device, driver string) (schemas.ProbedDevice, string, error) {
+func nvmlIdentity(h nvml.Device, driver string) (contract.ProbedDevice, string, error) {
 	name, ret := h.GetName()
 	if ret != nvml.SUCCESS || strings.TrimSpace(name) == "" {
-		return schemas.ProbedDevice{}, "", fmt.Errorf("nvmlDeviceGetName: %v", ret)
+		return contract.ProbedDevice{}, "", fmt.Errorf("nvmlDeviceGetName: %v", ret)
 	}
-	d := schemas.ProbedDevice{Kind: "gpu", Vendor: "nvidia", Model: clipRunes(strings.TrimSpace(name), 256), APIFamilies: []string{"cuda"},
-		Driver: schemas.DeviceDriver{Name: "nvidia", Version: ptr(driver)}, Probe: ProbeNVML}
+	d := contract.ProbedDevice{Kind: "gpu", Vendor: "nvidia", Model: clipRunes(strings.TrimSpace(name), 256), APIFamilies: []contract.Backend{contract.BackendCUDA},
+		Driver: contract.DeviceDriver{Name: "nvidia", Version: ptr(driver)}, Probe: ProbeNVML}
 	var notes []string
 	optional := func(call string, ret nvml.Return) bool {
 		if ret == nvml.SUCCESS {
@@ -97,7 +97,7 @@ func nvmlIdentity(h nvml.Device, driver string) (schemas.ProbedDevice, string, e
 		}
 		return false
 	}
-	ids := &schemas.DeviceIdentifiers{}
+	ids := &contract.DeviceIdentifiers{}
 	if uuid, ret := h.GetUUID(); optional("GetUUID", ret) && uuid != "" {
 		ids.UUID = clipRunes(uuid, 128)
 	}
@@ -105,12 +105,12 @@ func nvmlIdentity(h nvml.Device, driver string) (schemas.ProbedDevice, string, e
 		ids.Serial = clipRunes(serial, 128)
 	}
 	if pci, ret := h.GetPciInfo(); optional("GetPciInfo", ret) {
-		d.PCI = &schemas.PCIIdentity{VendorID: fmt.Sprintf("0x%04x", pci.PciDeviceId&0xffff), DeviceID: fmt.Sprintf("0x%04x", pci.PciDeviceId>>16)}
+		d.PCI = &contract.PCIIdentity{VendorID: fmt.Sprintf("0x%04x", pci.PciDeviceId&0xffff), DeviceID: fmt.Sprintf("0x%04x", pci.PciDeviceId>>16)}
 		if bus := cString(pci.BusId[:]); pciBus.MatchString(bus) {
 			ids.PCIBusID = strings.ToLower(bus)
 		}
 	}
-	if *ids != (schemas.DeviceIdentifiers{}) {
+	if *ids != (contract.DeviceIdentifiers{}) {
 		d.ProvenanceOnly = ids
 	}
 	if mem, ret := h.GetMemoryInfo(); optional("GetMemoryInfo", ret) && mem.Total > 0 && mem.Total < 1<<62 {

@@ -14,7 +14,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // NVMLFixture is a fixture's nvml.json: what a fake NVML library answers. It drives go-nvml's mock
@@ -70,20 +71,20 @@ type fixtureProber struct{ path string }
 
 func fixtureNVML(path string) NVMLProber { return fixtureProber{path} }
 
-func (f fixtureProber) Probe() ([]schemas.ProbedDevice, schemas.DeviceProbe) {
+func (f fixtureProber) Probe() ([]contract.ProbedDevice, contract.DeviceProbe) {
 	lib, err := LoadNVMLFixture(f.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, schemas.DeviceProbe{Probe: ProbeNVML, Status: StatusUnsupported, Detail: "no NVML in the fixture (" + f.path + " is absent)"}
+		return nil, contract.DeviceProbe{Probe: ProbeNVML, Status: StatusUnsupported, Detail: "no NVML in the fixture (" + f.path + " is absent)"}
 	}
 	if err != nil {
-		return nil, schemas.DeviceProbe{Probe: ProbeNVML, Status: StatusFailed, Detail: clipRunes(err.Error(), 512)}
+		return nil, contract.DeviceProbe{Probe: ProbeNVML, Status: StatusFailed, Detail: clipRunes(err.Error(), 512)}
 	}
 	return NewNVMLProber(lib).Probe()
 }
 
 // LoadNVMLFixture reads an nvml.json and returns a mock NVML library answering from it.
 func LoadNVMLFixture(path string) (nvml.Interface, error) {
-	raw, err := schemas.ReadFileLimited(path, 1<<20)
+	raw, err := evidence.ReadFileLimited(path, 1<<20)
 	if err != nil {
 		return nil, err
 	}

@@ -2,13 +2,15 @@
 
 package device
 
-import "github.com/qualkit/qualkit/schemas"
+import (
+	"github.com/qualkit/qualkit/schemas/contract"
+)
 
 // unsupportedNVML reports why this build cannot use NVML.
 type unsupportedNVML struct{}
 
-func (unsupportedNVML) Probe() ([]schemas.ProbedDevice, schemas.DeviceProbe) {
-	return nil, schemas.DeviceProbe{Probe: ProbeNVML, Status: StatusUnsupported,
+func (unsupportedNVML) Probe() ([]contract.ProbedDevice, contract.DeviceProbe) {
+	return nil, contract.DeviceProbe{Probe: ProbeNVML, Status: StatusUnsupported,
 		Detail: "no NVML: this qualrun was built without cgo (CGO_ENABLED=0), so libnvidia-ml cannot be loaded"}
 }
 

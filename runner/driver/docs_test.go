@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 func readDocs(t *testing.T) string {
@@ -30,11 +32,11 @@ func TestDocsSpec(t *testing.T) {
 		t.Fatal("docs/drivers.md has no JSON example")
 	}
 	raw := []byte(m[1])
-	if err := validDocument(raw, "docs/drivers.md example", schemas.DriverSpec); err != nil {
+	if err := validDocument(raw, "docs/drivers.md example", contract.DriverSpec); err != nil {
 		t.Fatal(err)
 	}
-	var spec schemas.DriverSpecDoc
-	if err := schemas.DecodeInto(raw, &spec); err != nil {
+	var spec contract.DriverSpecDoc
+	if err := jsonstrict.DecodeInto(raw, &spec); err != nil {
 		t.Fatal(err)
 	}
 	root := repoRoot(t)
@@ -48,7 +50,7 @@ func TestDocsSpec(t *testing.T) {
 	}
 	requireIsolation(t)
 	in := func(p, d string) Input { return Input{Path: p, Abs: filepath.Join(root, p), Digest: d} }
-	job := Job{ID: spec.ID, Contract: spec.Contract, Executable: python3(t), Args: spec.Worker.Args,
+	job := Job{ID: spec.ID, Contract: string(spec.Contract), Executable: python3(t), Args: spec.Worker.Args,
 		Script: in(spec.Worker.Script, spec.Worker.ScriptDigest), Request: in(spec.Request.Path, spec.Request.Digest),
 		Model: in(spec.Model.Path, spec.Model.Digest), Timeout: time.Duration(spec.TimeoutSeconds) * time.Second}
 	o := testOptions(t)
@@ -75,7 +77,7 @@ func TestDocsEnvironmentTable(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, schemas.DriverBaseEnvironment) {
-		t.Fatalf("docs/drivers.md lists %v\nthe runner sets %v", names, schemas.DriverBaseEnvironment)
+	if !slices.Equal(names, rules.DriverBaseEnvironment) {
+		t.Fatalf("docs/drivers.md lists %v\nthe runner sets %v", names, rules.DriverBaseEnvironment)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // TestMain hands a re-executed guard to GuardMain before the tests run: Run starts the guard by
@@ -62,7 +62,7 @@ func fileDigest(t *testing.T, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return schemas.DigestOf(b)
+	return evidence.DigestOf(b)
 }
 
 // referenceJob is a job for the reference worker in mode with the committed request and model.

@@ -4,14 +4,14 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // JobOf builds the Job a driver spec declares (a workload's driver case gives its spec through
 // schemas.DriverSpecOf). sub resolves a ${name} placeholder (a whole value) in the executable, the
 // arguments, the environment and the model path; root is the repository the relative paths are in.
-func JobOf(spec schemas.DriverSpecDoc, root string, sub func(string) (string, error)) (Job, error) {
-	job := Job{ID: spec.ID, Contract: spec.Contract, Timeout: time.Duration(spec.TimeoutSeconds) * time.Second, Environment: map[string]string{}}
+func JobOf(spec contract.DriverSpecDoc, root string, sub func(string) (string, error)) (Job, error) {
+	job := Job{ID: spec.ID, Contract: string(spec.Contract), Timeout: time.Duration(spec.TimeoutSeconds) * time.Second, Environment: map[string]string{}}
 	var err error
 	if job.Executable, err = sub(spec.Worker.Executable); err != nil {
 		return job, err

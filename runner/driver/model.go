@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/qualkit/qualkit/runner/artifact"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // ModelFileEntry is one file of a model directory listing.
@@ -48,11 +49,11 @@ func ModelDigest(ctx context.Context, path string) (string, error) {
 
 // ListingDigest is the digest of a model directory listing (see ModelDigest).
 func ListingDigest(listing []ModelFileEntry) (string, error) {
-	b, err := schemas.Canonical(listing)
+	b, err := jsonstrict.Canonical(listing)
 	if err != nil {
 		return "", err
 	}
-	return schemas.DigestOf(b), nil
+	return evidence.DigestOf(b), nil
 }
 
 // ModelListing hashes every file of a model directory (see ModelDigest).

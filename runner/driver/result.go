@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // ErrOutput: the worker's output cannot become a result (missing, not its contract, or not about
@@ -21,11 +24,11 @@ type Provenance struct {
 	// CaseID is the driver case's (or spec's) id.
 	CaseID string
 	// Source is the identity of the source tree the driver ran from.
-	Source schemas.DriverSource
+	Source contract.DriverSource
 	// Qualrun identifies the runner binary (also the guard's).
-	Qualrun schemas.BinaryInfo
+	Qualrun contract.BinaryInfo
 	// Tolerances are the declared tolerances, evaluated against the worker's numbers.
-	Tolerances []schemas.DriverTolerance
+	Tolerances []contract.DriverTolerance
 	// CreatedAt stamps the result (defaults to now).
 	CreatedAt time.Time
 }
@@ -39,7 +42,7 @@ type Result struct {
 	// Raw is the document as written: indented JSON with a final newline, self-hashed, valid.
 	Raw []byte
 	// Header is the members every result has (its Tolerances are the evaluated outcomes).
-	Header schemas.DriverResultHeader
+	Header contract.DriverResultHeader
 	// Status and Reasons are the recomputed verdict's.
 	Status  string
 	Reasons []string
@@ -52,17 +55,17 @@ type Result struct {
 func ModelID(path string) string { return filepath.Base(filepath.Clean(path)) }
 
 // Containment turns what a run observed into the result's containment section.
-func Containment(job Job, out *Outcome) schemas.Containment {
-	c := schemas.Containment{
-		Network: schemas.NetworkPrivateLoopback, Mechanism: Mechanism, StartGate: schemas.StartGateAfterIsolation,
-		Probe:            schemas.Probe{Interfaces: []string{}},
+func Containment(job Job, out *Outcome) contract.Containment {
+	c := contract.Containment{
+		Network: rules.NetworkPrivateLoopback, Mechanism: Mechanism, StartGate: rules.StartGateAfterIsolation,
+		Probe:            contract.Probe{Interfaces: []string{}},
 		HashBoundExec:    out.HashBoundExec,
 		EnvironmentNames: append([]string{}, out.EnvironmentNames...),
 		TimeoutSeconds:   int64(job.Timeout / time.Second), ElapsedSeconds: out.Elapsed.Seconds(),
 		TimedOut: out.TimedOut, Forced: out.Forced, Residue: []string{},
 	}
 	if p := out.Probe; p != nil {
-		c.Probe = schemas.Probe{Interfaces: append([]string{}, p.Interfaces...), OutsideUnreachable: p.OutsideUnreachable,
+		c.Probe = contract.Probe{Interfaces: append([]string{}, p.Interfaces...), OutsideUnreachable: p.OutsideUnreachable,
 			LoopbackBind: p.LoopbackBind, HostLoopbackUnreachable: p.HostLoopbackUnreachable}
 	}
 	if out.ExitCode != nil && *out.ExitCode >= 0 && *out.ExitCode <= 255 {
@@ -103,22 +106,22 @@ func Evaluate(job Job, out *Outcome, prov Provenance) (*Result, error) {
 	if out.RequestDoc == nil {
 		return nil, fmt.Errorf("%w: no request", ErrOutput)
 	}
-	if err := validDocument(out.Output, "worker output", schemas.DriverWorkerOutput); err != nil {
+	if err := validDocument(out.Output, "worker output", contract.DriverWorkerOutput); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrOutput, err)
 	}
-	var wo schemas.DriverWorkerOutputDoc
-	if err := schemas.DecodeInto(out.Output, &wo); err != nil {
+	var wo contract.DriverWorkerOutputDoc
+	if err := jsonstrict.DecodeInto(out.Output, &wo); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrOutput, err)
 	}
 	req := out.RequestDoc
-	contract := strings.TrimPrefix(job.Contract, "qualkit.")
+	contractID := strings.TrimPrefix(job.Contract, "qualkit.")
 	switch {
-	case strings.TrimPrefix(wo.Contract, "qualkit.") != contract:
+	case strings.TrimPrefix(wo.Contract, "qualkit.") != contractID:
 		return nil, fmt.Errorf("%w: the worker wrote a %s, the case asks for %s", ErrOutput, wo.Contract, job.Contract)
 	case wo.RequestID != req.ID:
 		return nil, fmt.Errorf("%w: the worker answered request %q, it was given %q", ErrOutput, wo.RequestID, req.ID)
-	case wo.InputTokenIDsSHA256 != schemas.TokenIDsDigest(req.InputTokenIDs):
-		return nil, fmt.Errorf("%w: input_token_ids_sha256 %s is not the request's %s", ErrOutput, wo.InputTokenIDsSHA256, schemas.TokenIDsDigest(req.InputTokenIDs))
+	case wo.InputTokenIDsSHA256 != rules.TokenIDsDigest(req.InputTokenIDs):
+		return nil, fmt.Errorf("%w: input_token_ids_sha256 %s is not the request's %s", ErrOutput, wo.InputTokenIDsSHA256, rules.TokenIDsDigest(req.InputTokenIDs))
 	}
 	created := prov.CreatedAt
 	if created.IsZero() {
@@ -126,25 +129,25 @@ func Evaluate(job Job, out *Outcome, prov Provenance) (*Result, error) {
 	}
 	tolerances := prov.Tolerances
 	if tolerances == nil {
-		tolerances = []schemas.DriverTolerance{}
+		tolerances = []contract.DriverTolerance{}
 	}
-	h := schemas.DriverResultHeader{
-		Schema: "qualkit." + contract, CreatedAt: created.UTC().Format(time.RFC3339Nano), DurationSeconds: out.Elapsed.Seconds(),
+	h := contract.DriverResultHeader{
+		Schema: "qualkit." + contractID, CreatedAt: created.UTC().Format(time.RFC3339Nano), DurationSeconds: out.Elapsed.Seconds(),
 		CaseID: prov.CaseID, Source: prov.Source,
-		Implementation: schemas.DriverImplementation{
-			Executable: schemas.FileRef{Path: out.Executable.Path, Digest: out.Executable.Digest},
-			Script:     schemas.FileRef{Path: out.Script.Path, Digest: out.Script.Digest},
+		Implementation: contract.DriverImplementation{
+			Executable: contract.FileRef{Path: out.Executable.Path, Digest: out.Executable.Digest},
+			Script:     contract.FileRef{Path: out.Script.Path, Digest: out.Script.Digest},
 			Qualrun:    prov.Qualrun,
 		},
-		Request: schemas.DriverRequestRef{Path: job.Request.Path, Digest: job.Request.Digest, ID: req.ID,
-			InputTokenCount: int64(len(req.InputTokenIDs)), InputTokenIDsSHA256: schemas.TokenIDsDigest(req.InputTokenIDs)},
-		Model:       schemas.DriverModel{ID: ModelID(job.Model.Abs), Path: job.Model.Path, Digest: job.Model.Digest},
+		Request: contract.DriverRequestRef{Path: job.Request.Path, Digest: job.Request.Digest, ID: req.ID,
+			InputTokenCount: int64(len(req.InputTokenIDs)), InputTokenIDsSHA256: rules.TokenIDsDigest(req.InputTokenIDs)},
+		Model:       contract.DriverModel{ID: ModelID(job.Model.Abs), Path: job.Model.Path, Digest: job.Model.Digest},
 		Containment: Containment(job, out),
 	}
-	res := &Result{Contract: contract}
+	res := &Result{Contract: contractID}
 	var doc any
-	switch contract {
-	case schemas.NextTokenResult:
+	switch contractID {
+	case contract.NextTokenResult:
 		b, ok := wo.Body.NextToken()
 		if !ok {
 			return nil, fmt.Errorf("%w: no oracle in the body", ErrOutput)
@@ -152,16 +155,16 @@ func Evaluate(job Job, out *Outcome, prov Provenance) (*Result, error) {
 		if err := sameCandidates(req.Candidates, b.Oracle.CandidateTokens); err != nil {
 			return nil, err
 		}
-		outcomes, err := schemas.EvaluateTolerances(contract, tolerances, b)
+		outcomes, err := rules.EvaluateTolerances(contractID, tolerances, b)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrOutput, err)
 		}
 		h.Tolerances = outcomes
-		d := &schemas.NextTokenResultDoc{DriverResultHeader: h, NextTokenBody: b, Verdict: schemas.NextTokenVerdictOf(h.Containment, outcomes, b.Oracle)}
+		d := &contract.NextTokenResultDoc{DriverResultHeader: h, NextTokenBody: b, Verdict: rules.NextTokenVerdictOf(h.Containment, outcomes, b.Oracle)}
 		res.Status, res.Reasons = d.Verdict.Status, d.Verdict.Reasons
-		res.Summary = fmt.Sprintf("argmax token %d (margin %s), argmax candidate %s", b.Oracle.ArgmaxTokenID, schemas.FormatNumber(b.Oracle.TopLogitMargin), d.Verdict.ArgmaxCandidate)
+		res.Summary = fmt.Sprintf("argmax token %d (margin %s), argmax candidate %s", b.Oracle.ArgmaxTokenID, rules.FormatNumber(b.Oracle.TopLogitMargin), d.Verdict.ArgmaxCandidate)
 		doc = d
-	case schemas.PathAttribution:
+	case contract.PathAttribution:
 		b, ok := wo.Body.PathBody()
 		if !ok {
 			return nil, fmt.Errorf("%w: no reference path, reference argmax or paths in the body", ErrOutput)
@@ -173,46 +176,46 @@ func Evaluate(job Job, out *Outcome, prov Provenance) (*Result, error) {
 		if !slices.Equal(ids, req.Paths) {
 			return nil, fmt.Errorf("%w: the worker compared paths %v, the request asks for %v in that order", ErrOutput, ids, req.Paths)
 		}
-		outcomes, err := schemas.EvaluateTolerances(contract, tolerances, b)
+		outcomes, err := rules.EvaluateTolerances(contractID, tolerances, b)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrOutput, err)
 		}
 		h.Tolerances = outcomes
-		d := &schemas.PathAttributionDoc{DriverResultHeader: h, PathBody: b, Verdict: schemas.PathVerdictOf(h.Containment, outcomes, b)}
+		d := &contract.PathAttributionDoc{DriverResultHeader: h, PathBody: b, Verdict: rules.PathVerdictOf(h.Containment, outcomes, b)}
 		res.Status, res.Reasons = d.Verdict.Status, d.Verdict.Reasons
 		res.Summary = fmt.Sprintf("reference argmax %d, attribution %s", b.ReferenceArgmax, d.Verdict.Attribution)
 		doc = d
-	case schemas.LayerAttribution:
+	case contract.LayerAttribution:
 		b, ok := wo.Body.LayerBody()
 		if !ok {
 			return nil, fmt.Errorf("%w: no boundaries or largest growth in the body", ErrOutput)
 		}
-		outcomes, err := schemas.EvaluateTolerances(contract, tolerances, b)
+		outcomes, err := rules.EvaluateTolerances(contractID, tolerances, b)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrOutput, err)
 		}
 		h.Tolerances = outcomes
-		b.LargestRelativeErrorGrowth = schemas.LargestGrowth(b.Boundaries) // equal to the worker's (checked above)
-		d := &schemas.LayerAttributionDoc{DriverResultHeader: h, LayerBody: b, Verdict: schemas.LayerVerdictOf(h.Containment, outcomes)}
+		b.LargestRelativeErrorGrowth = rules.LargestGrowth(b.Boundaries) // equal to the worker's (checked above)
+		d := &contract.LayerAttributionDoc{DriverResultHeader: h, LayerBody: b, Verdict: rules.LayerVerdictOf(h.Containment, outcomes)}
 		res.Status, res.Reasons = d.Verdict.Status, d.Verdict.Reasons
 		g := b.LargestRelativeErrorGrowth
-		res.Summary = fmt.Sprintf("largest relative error growth at %s (index %d, +%s)", g.Name, g.Index, schemas.FormatNumber(g.RelativeRootMeanSquareErrorDelta))
+		res.Summary = fmt.Sprintf("largest relative error growth at %s (index %d, +%s)", g.Name, g.Index, rules.FormatNumber(g.RelativeRootMeanSquareErrorDelta))
 		doc = d
 	default:
 		return nil, fmt.Errorf("%w: %s is not a driver result contract", ErrOutput, job.Contract)
 	}
-	sum, err := schemas.SelfHash(doc, schemas.ResultSelfHashField)
+	sum, err := jsonstrict.SelfHash(doc, rules.ResultSelfHashField)
 	if err != nil {
 		return nil, err
 	}
 	switch d := doc.(type) {
-	case *schemas.NextTokenResultDoc:
+	case *contract.NextTokenResultDoc:
 		d.ResultSHA256 = sum
 		res.Header = d.DriverResultHeader
-	case *schemas.PathAttributionDoc:
+	case *contract.PathAttributionDoc:
 		d.ResultSHA256 = sum
 		res.Header = d.DriverResultHeader
-	case *schemas.LayerAttributionDoc:
+	case *contract.LayerAttributionDoc:
 		d.ResultSHA256 = sum
 		res.Header = d.DriverResultHeader
 	}
@@ -221,7 +224,7 @@ func Evaluate(job Job, out *Outcome, prov Provenance) (*Result, error) {
 		return nil, err
 	}
 	raw = append(raw, '\n')
-	if err := validDocument(raw, "driver result", contract); err != nil {
+	if err := validDocument(raw, "driver result", contractID); err != nil {
 		return nil, fmt.Errorf("the driver result does not validate (a qualkit bug): %w", err)
 	}
 	res.Doc, res.Raw = doc, raw
@@ -229,7 +232,7 @@ func Evaluate(job Job, out *Outcome, prov Provenance) (*Result, error) {
 }
 
 // sameCandidates checks that the oracle answers exactly the request's candidates, in order.
-func sameCandidates(want []schemas.DriverCandidate, got []schemas.CandidateToken) error {
+func sameCandidates(want []contract.DriverCandidate, got []contract.CandidateToken) error {
 	ok := len(want) == len(got)
 	for i := 0; ok && i < len(want); i++ {
 		ok = want[i].Label == got[i].Label && want[i].TokenID == got[i].TokenID
@@ -241,7 +244,7 @@ func sameCandidates(want []schemas.DriverCandidate, got []schemas.CandidateToken
 }
 
 // validDocument checks raw bytes against a contract: strict JSON, schema and semantic rules.
-func validDocument(raw []byte, name, contract string) error {
+func validDocument(raw []byte, name, contractID string) error {
 	out, err := schemas.CheckDocument(raw)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -257,8 +260,8 @@ func validDocument(raw []byte, name, contract string) error {
 		}
 		return fmt.Errorf("%s: %s", name, strings.Join(lines, "; "))
 	}
-	if out.Contract.Name != contract {
-		return fmt.Errorf("%s is a %s, not a %s", name, out.Contract.SchemaID, contract)
+	if out.Contract.Name != contractID {
+		return fmt.Errorf("%s is a %s, not a %s", name, out.Contract.SchemaID, contractID)
 	}
 	return nil
 }

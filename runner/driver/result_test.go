@@ -11,28 +11,32 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
-func provenance(tols ...schemas.DriverTolerance) Provenance {
+func provenance(tols ...contract.DriverTolerance) Provenance {
 	return Provenance{
 		CaseID: "reference-case",
-		Source: schemas.DriverSource{Repository: "qualkit", Commit: strings.Repeat("a", 40), Tree: strings.Repeat("b", 40),
-			TreeHash: schemas.DigestOf([]byte("tree")), Clean: true},
-		Qualrun:    schemas.BinaryInfo{Version: "test", Digest: schemas.DigestOf([]byte("qualrun"))},
+		Source: contract.DriverSource{Repository: "qualkit", Commit: strings.Repeat("a", 40), Tree: strings.Repeat("b", 40),
+			TreeHash: evidence.DigestOf([]byte("tree")), Clean: true},
+		Qualrun:    contract.BinaryInfo{Version: "test", Digest: evidence.DigestOf([]byte("qualrun"))},
 		Tolerances: tols,
 		CreatedAt:  time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
 	}
 }
 
-func tol(metric, op string, limit float64, subject string) schemas.DriverTolerance {
-	return schemas.DriverTolerance{Metric: metric, Op: op, Limit: limit, Subject: subject}
+func tol(metric, op string, limit float64, subject string) contract.DriverTolerance {
+	return contract.DriverTolerance{Metric: contract.DriverMetric(metric), Op: contract.Op(op), Limit: limit, Subject: subject}
 }
 
 // runReference runs the reference worker isolated and evaluates its output.
-func runReference(t *testing.T, contract string, prov Provenance, args ...string) *Result {
+func runReference(t *testing.T, contractID string, prov Provenance, args ...string) *Result {
 	t.Helper()
 	requireIsolation(t)
-	job := referenceJob(t, contract, args...)
+	job := referenceJob(t, contractID, args...)
 	o := testOptions(t)
 	out, err := Run(bg, job, o)
 	if err != nil {
@@ -55,17 +59,17 @@ func TestReferenceResultsPass(t *testing.T) {
 	for _, c := range []struct {
 		contract string
 		args     []string
-		tols     []schemas.DriverTolerance
+		tols     []contract.DriverTolerance
 		summary  string
 	}{
 		{"qualkit.next-token-result.v2", []string{"--mode", "next-token"},
-			[]schemas.DriverTolerance{tol("top_logit_margin", ">=", 0.1, "all")}, "argmax token 205 (margin 0.43279277263172755), argmax candidate engine-a"},
+			[]contract.DriverTolerance{tol("top_logit_margin", ">=", 0.1, "all")}, "argmax token 205 (margin 0.43279277263172755), argmax candidate engine-a"},
 		{"qualkit.path-attribution.v2", []string{"--mode", "path-attribution"},
-			[]schemas.DriverTolerance{tol("argmax_equal", ">=", 1, "all"), tol("cosine_similarity", ">=", 0.9999, "all"), tol("top10_overlap", ">=", 9, "all"),
+			[]contract.DriverTolerance{tol("argmax_equal", ">=", 1, "all"), tol("cosine_similarity", ">=", 0.9999, "all"), tol("top10_overlap", ">=", 9, "all"),
 				tol("max_abs_error", "<=", 1e-5, "f32_blocked"), tol("max_abs_error", "<=", 0.05, "bf16_weights")},
 			"reference argmax 205, attribution not_reproduced"},
 		{"qualkit.layer-attribution.v2", []string{"--mode", "layer-attribution", "--candidate", "bf16_weights"},
-			[]schemas.DriverTolerance{tol("cosine_similarity", ">=", 0.999, "all"), tol("relative_root_mean_square_error", "<=", 0.05, "all")},
+			[]contract.DriverTolerance{tol("cosine_similarity", ">=", 0.999, "all"), tol("relative_root_mean_square_error", "<=", 0.05, "all")},
 			"largest relative error growth at"},
 	} {
 		t.Run(c.contract, func(t *testing.T) {
@@ -73,7 +77,7 @@ func TestReferenceResultsPass(t *testing.T) {
 			if res.Status != "passed" || len(res.Reasons) > 0 || !strings.HasPrefix(res.Summary, c.summary) {
 				t.Fatalf("status %s reasons %v summary %q", res.Status, res.Reasons, res.Summary)
 			}
-			if err := schemas.VerifySelfHashJSON(res.Raw, "result_sha256"); err != nil {
+			if err := jsonstrict.VerifySelfHashJSON(res.Raw, "result_sha256"); err != nil {
 				t.Fatal(err)
 			}
 			h := res.Header
@@ -94,7 +98,7 @@ func TestReferenceResultsPass(t *testing.T) {
 // names the path and shows the observed number, and the attribution points at that path.
 func TestToleranceViolationFailsWithNumbers(t *testing.T) {
 	res := runReference(t, "qualkit.path-attribution.v2", provenance(tol("max_abs_error", "<=", 1e-9, "f32_blocked")), "--mode", "path-attribution")
-	d := res.Doc.(*schemas.PathAttributionDoc)
+	d := res.Doc.(*contract.PathAttributionDoc)
 	if res.Status != "failed" || d.Verdict.Attribution != "f32_blocked" || len(res.Reasons) != 1 {
 		t.Fatalf("status %s attribution %s reasons %v", res.Status, d.Verdict.Attribution, res.Reasons)
 	}
@@ -114,7 +118,7 @@ func TestTamperedResultIsRefused(t *testing.T) {
 	if bytes.Equal(bad, res.Raw) {
 		t.Fatal("nothing replaced")
 	}
-	if err := schemas.VerifySelfHashJSON(bad, "result_sha256"); err == nil {
+	if err := jsonstrict.VerifySelfHashJSON(bad, "result_sha256"); err == nil {
 		t.Fatal("tampered result verified")
 	}
 	out, err := schemas.CheckDocument(bad)
@@ -155,8 +159,8 @@ func TestWorkerOutputMustAnswerTheRequest(t *testing.T) {
 
 func TestClosedEnvironmentIsTheContractsBase(t *testing.T) {
 	_, names, err := ClosedEnvironment(&workspace{}, Job{})
-	if err != nil || !slices.Equal(names, schemas.DriverBaseEnvironment) {
-		t.Fatalf("%v\n%v\n%v", err, names, schemas.DriverBaseEnvironment)
+	if err != nil || !slices.Equal(names, rules.DriverBaseEnvironment) {
+		t.Fatalf("%v\n%v\n%v", err, names, rules.DriverBaseEnvironment)
 	}
 }
 
@@ -165,9 +169,9 @@ func TestClosedEnvironmentIsTheContractsBase(t *testing.T) {
 // platform computes them alike).
 func TestReferenceWorkerIsDeterministic(t *testing.T) {
 	for _, mode := range []string{"next-token", "path-attribution", "layer-attribution"} {
-		contract := map[string]string{"next-token": "qualkit.next-token-result.v2", "path-attribution": "qualkit.path-attribution.v2",
+		contractID := map[string]string{"next-token": "qualkit.next-token-result.v2", "path-attribution": "qualkit.path-attribution.v2",
 			"layer-attribution": "qualkit.layer-attribution.v2"}[mode]
-		job := referenceJob(t, contract)
+		job := referenceJob(t, contractID)
 		var outs [][]byte
 		for range 2 {
 			dir := t.TempDir()
@@ -177,7 +181,7 @@ func TestReferenceWorkerIsDeterministic(t *testing.T) {
 			}
 			cmd := exec.Command(job.Executable, job.Script.Abs, "--mode", mode)
 			cmd.Env = []string{"QUALKIT_START_GATE=" + gate, "QUALKIT_DRIVER_REQUEST=" + job.Request.Abs, "QUALKIT_DRIVER_MODEL=" + job.Model.Abs,
-				"QUALKIT_DRIVER_OUTPUT=" + dir + "/out.json", "QUALKIT_DRIVER_CONTRACT=" + contract}
+				"QUALKIT_DRIVER_OUTPUT=" + dir + "/out.json", "QUALKIT_DRIVER_CONTRACT=" + contractID}
 			if b, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%s: %v\n%s", mode, err, b)
 			}

@@ -19,7 +19,10 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/runner/lifecycle"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
 	"golang.org/x/sys/unix"
 )
 
@@ -146,7 +149,7 @@ type Outcome struct {
 	// Request is the request file's raw bytes (hashed, at most MaxRequestBytes), RequestDoc the
 	// request it holds (valid against qualkit.driver-request.v1).
 	Request    []byte
-	RequestDoc *schemas.DriverRequestDoc
+	RequestDoc *contract.DriverRequestDoc
 	// Probe is what the guard observed before the gate opened (nil if it never reported).
 	Probe *Probe
 	// GateCreated is true once the start gate exists; HashBoundExec once the worker was exec'd
@@ -219,24 +222,24 @@ func Run(ctx context.Context, job Job, opts Options) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: script: %v", ErrRefused, err)
 	}
-	out.Script = Bound{Path: job.Script.Path, Digest: schemas.DigestOf(script)}
+	out.Script = Bound{Path: job.Script.Path, Digest: evidence.DigestOf(script)}
 	if out.Script.Digest != job.Script.Digest {
 		return nil, fmt.Errorf("%w: script %s has digest %s, but %s is pinned (tampered or not updated); nothing was started and no start gate was created", ErrRefused, job.Script.Path, out.Script.Digest, job.Script.Digest)
 	}
 	if out.Request, err = readBounded(job.Request.Abs, MaxRequestBytes); err != nil {
 		return nil, fmt.Errorf("%w: request: %v", ErrRefused, err)
 	}
-	if d := schemas.DigestOf(out.Request); d != job.Request.Digest {
+	if d := evidence.DigestOf(out.Request); d != job.Request.Digest {
 		return nil, fmt.Errorf("%w: request %s has digest %s, but %s is pinned; nothing was started and no start gate was created", ErrRefused, job.Request.Path, d, job.Request.Digest)
 	}
-	if err := validDocument(out.Request, "request "+job.Request.Path, schemas.DriverRequest); err != nil {
+	if err := validDocument(out.Request, "request "+job.Request.Path, contract.DriverRequest); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
-	out.RequestDoc = &schemas.DriverRequestDoc{}
-	if err := schemas.DecodeInto(out.Request, out.RequestDoc); err != nil {
+	out.RequestDoc = &contract.DriverRequestDoc{}
+	if err := jsonstrict.DecodeInto(out.Request, out.RequestDoc); err != nil {
 		return nil, fmt.Errorf("%w: request %s: %v", ErrRefused, job.Request.Path, err)
 	}
-	if !schemas.IsDriverResult(job.Contract) {
+	if !contract.IsDriverResult(job.Contract) {
 		return nil, fmt.Errorf("%w: %q is not a driver result contract", ErrRefused, job.Contract)
 	}
 	if d, err := ModelDigest(ctx, job.Model.Abs); err != nil {
@@ -408,7 +411,7 @@ func ClosedEnvironment(ws *workspace, job Job) ([]string, []string, error) {
 		if _, owned := vals[k]; owned || strings.HasPrefix(k, "QUALKIT_") {
 			return nil, nil, fmt.Errorf("environment %s is set by the runner and cannot be declared", k)
 		}
-		if why := schemas.DriverEnvironmentRefusal(k); why != "" {
+		if why := rules.DriverEnvironmentRefusal(k); why != "" {
 			return nil, nil, fmt.Errorf("environment: %s", why)
 		}
 		if strings.ContainsRune(k, '=') || strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
@@ -625,7 +628,7 @@ func (r *running) supervise(ctx context.Context) {
 	if d, err := ModelDigest(context.Background(), r.job.Model.Abs); err != nil || d != r.job.Model.Digest {
 		out.Changed = append(out.Changed, fmt.Sprintf("model %s changed or disappeared during the run", r.job.Model.Path))
 	}
-	if b, err := readBounded(r.job.Request.Abs, MaxRequestBytes); err != nil || schemas.DigestOf(b) != r.job.Request.Digest {
+	if b, err := readBounded(r.job.Request.Abs, MaxRequestBytes); err != nil || evidence.DigestOf(b) != r.job.Request.Digest {
 		out.Changed = append(out.Changed, fmt.Sprintf("request %s changed or disappeared during the run", r.job.Request.Path))
 	}
 }

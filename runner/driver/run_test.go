@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 func TestReferenceWorkerRunsIsolatedBehindTheGate(t *testing.T) {
@@ -289,10 +289,10 @@ func TestTamperedInputsAreRefusedBeforeTheGate(t *testing.T) {
 		tamper func(j *Job)
 		want   string
 	}{
-		{"script", func(j *Job) { j.Script.Digest = schemas.DigestOf([]byte("the reviewed script")) }, "script drivers/reference/worker.py has digest"},
-		{"executable", func(j *Job) { j.ExecutableDigest = schemas.DigestOf([]byte("another python")) }, "is pinned"},
-		{"request", func(j *Job) { j.Request.Digest = schemas.DigestOf(nil) }, "request drivers/reference/request.json has digest"},
-		{"model", func(j *Job) { j.Model.Digest = schemas.DigestOf(nil) }, "model drivers/reference/tiny-model.json has digest"},
+		{"script", func(j *Job) { j.Script.Digest = evidence.DigestOf([]byte("the reviewed script")) }, "script drivers/reference/worker.py has digest"},
+		{"executable", func(j *Job) { j.ExecutableDigest = evidence.DigestOf([]byte("another python")) }, "is pinned"},
+		{"request", func(j *Job) { j.Request.Digest = evidence.DigestOf(nil) }, "request drivers/reference/request.json has digest"},
+		{"model", func(j *Job) { j.Model.Digest = evidence.DigestOf(nil) }, "model drivers/reference/tiny-model.json has digest"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			job := referenceJob(t, "qualkit.next-token-result.v2", "--mode", "next-token")

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Command is one case command: an argv run in its own process group with a closed environment,
@@ -46,7 +46,7 @@ type CommandResult struct {
 	// StdoutTruncated and StderrTruncated report output beyond CaptureLimit.
 	StdoutTruncated, StderrTruncated bool
 	// Residue lists descendants still running after the leader exited (they were killed).
-	Residue  []schemas.ResidueProcess
+	Residue  []contract.ResidueProcess
 	Duration time.Duration
 	// Unsupported lists tracking the host could not provide (cgroup).
 	Unsupported []string

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"golang.org/x/sys/unix"
 )
 
@@ -129,7 +129,7 @@ func (g *Group) Terminate(grace time.Duration) (forced bool) {
 // Residue waits (after the leader has exited) up to EscapeSettle for the rest of the tree to
 // exit, records what is still alive (Escaped: outside the leader's process group), kills it,
 // reaps reparented orphans and removes the cgroup. Call it once, after Exited is closed.
-func (g *Group) Residue() []schemas.ResidueProcess {
+func (g *Group) Residue() []contract.ResidueProcess {
 	<-g.t.exited
 	left := g.t.waitGone(time.Now().Add(EscapeSettle), func(procInfo) bool { return true })
 	pids := make([]int, 0, len(left))
@@ -137,9 +137,9 @@ func (g *Group) Residue() []schemas.ResidueProcess {
 		pids = append(pids, pid)
 	}
 	sort.Ints(pids)
-	res := []schemas.ResidueProcess{}
+	res := []contract.ResidueProcess{}
 	for _, pid := range pids {
-		res = append(res, schemas.ResidueProcess{PID: int64(pid), Comm: left[pid].Comm, Escaped: left[pid].PGID != g.t.id.PGID})
+		res = append(res, contract.ResidueProcess{PID: int64(pid), Comm: left[pid].Comm, Escaped: left[pid].PGID != g.t.id.PGID})
 	}
 	if len(left) > 0 {
 		g.t.killAll()

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,7 +54,7 @@ const (
 // KeeperDeadline is how long after qualrun's death a keeper may take to leave nothing of the
 // server: the recipe's shutdown deadline (SIGTERM, as in a normal shutdown), then SIGKILL and a
 // bounded wait for the kernel.
-func KeeperDeadline(r *schemas.LaunchRecipeDoc) time.Duration {
+func KeeperDeadline(r *contract.LaunchRecipeDoc) time.Duration {
 	return time.Duration(r.ShutdownTimeoutSeconds*float64(time.Second)) + keeperKillWait + time.Second
 }
 
@@ -378,7 +379,7 @@ func (k *keeper) done() {
 }
 
 // markEnv adds the run markers to the server's environment and its record entries (sorted).
-func markEnv(env []string, entries []schemas.EnvEntry, runID, owner string) ([]string, []schemas.EnvEntry) {
+func markEnv(env []string, entries []contract.EnvEntry, runID, owner string) ([]string, []contract.EnvEntry) {
 	set := map[string]string{MarkerRunID: runID, MarkerOwner: owner}
 	outEnv := make([]string, 0, len(env)+2)
 	for _, kv := range env {
@@ -387,7 +388,7 @@ func markEnv(env []string, entries []schemas.EnvEntry, runID, owner string) ([]s
 			outEnv = append(outEnv, kv)
 		}
 	}
-	outEntries := make([]schemas.EnvEntry, 0, len(entries)+2)
+	outEntries := make([]contract.EnvEntry, 0, len(entries)+2)
 	for _, e := range entries {
 		if _, ours := set[e.Name]; !ours {
 			outEntries = append(outEntries, e)
@@ -396,13 +397,13 @@ func markEnv(env []string, entries []schemas.EnvEntry, runID, owner string) ([]s
 	for _, k := range []string{MarkerOwner, MarkerRunID} {
 		v := set[k]
 		outEnv = append(outEnv, k+"="+v)
-		outEntries = append(outEntries, schemas.EnvEntry{Name: k, Value: &v, Digest: schemas.DigestOf([]byte(v))})
+		outEntries = append(outEntries, contract.EnvEntry{Name: k, Value: &v, Digest: evidence.DigestOf([]byte(v))})
 	}
 	sortEntries(outEntries)
 	return outEnv, outEntries
 }
 
-func sortEntries(e []schemas.EnvEntry) {
+func sortEntries(e []contract.EnvEntry) {
 	for i := 1; i < len(e); i++ {
 		for j := i; j > 0 && e[j].Name < e[j-1].Name; j-- {
 			e[j], e[j-1] = e[j-1], e[j]

@@ -20,7 +20,8 @@ import (
 
 	"github.com/prometheus/procfs"
 	"github.com/qualkit/qualkit/runner/redact"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,7 +82,7 @@ type Options struct {
 // Exited, which any goroutine may watch.
 type Server struct {
 	tree
-	recipe  *schemas.LaunchRecipeDoc
+	recipe  *contract.LaunchRecipeDoc
 	opts    Options
 	host    string
 	port    int
@@ -91,7 +92,7 @@ type Server struct {
 	log     *os.File
 	scrub   *logScrubber // nil when the output goes straight to the log
 
-	record      schemas.LifecycleRecordDoc
+	record      contract.LifecycleRecordDoc
 	unsupported []string
 	shutdown    sync.Once
 	keeper      *keeper
@@ -149,7 +150,7 @@ func createLog(path string) (*os.File, error) {
 }
 
 // environment builds the closed environment of the server and its record entries.
-func environment(r *schemas.LaunchRecipeDoc, lookup func(string) (string, bool)) ([]string, []schemas.EnvEntry) {
+func environment(r *contract.LaunchRecipeDoc, lookup func(string) (string, bool)) ([]string, []contract.EnvEntry) {
 	vals := map[string]string{}
 	for k, v := range r.Environment {
 		vals[k] = v
@@ -165,11 +166,11 @@ func environment(r *schemas.LaunchRecipeDoc, lookup func(string) (string, bool))
 	}
 	sort.Strings(names)
 	env := make([]string, 0, len(names))
-	entries := make([]schemas.EnvEntry, 0, len(names))
+	entries := make([]contract.EnvEntry, 0, len(names))
 	for _, k := range names {
 		v := vals[k]
 		env = append(env, k+"="+v)
-		e := schemas.EnvEntry{Name: k, Digest: schemas.DigestOf([]byte(v))}
+		e := contract.EnvEntry{Name: k, Digest: evidence.DigestOf([]byte(v))}
 		if r.RedactsEnv(k) {
 			e.Redacted = true
 		} else {
@@ -211,7 +212,7 @@ func resolveProgram(argv0, workDir string, env []string) (string, error) {
 
 // Program resolves the file a recipe's argv[0] names (as Launch will run it) and its working
 // directory, without starting anything, so the caller can bind the binary before launch.
-func Program(r *schemas.LaunchRecipeDoc, recipeDir string, lookupEnv func(string) (string, bool)) (prog, workDir string, err error) {
+func Program(r *contract.LaunchRecipeDoc, recipeDir string, lookupEnv func(string) (string, bool)) (prog, workDir string, err error) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
@@ -234,7 +235,7 @@ func Program(r *schemas.LaunchRecipeDoc, recipeDir string, lookupEnv func(string
 // identity. Failures before a process exists return an error and a nil *Server (nothing was
 // launched; ErrPortTaken is among them). After that, Launch returns the *Server even with an
 // error, and the caller must call Shutdown.
-func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Server, error) {
+func Launch(ctx context.Context, r *contract.LaunchRecipeDoc, opts Options) (*Server, error) {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
@@ -256,13 +257,13 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 		opts.Redactor = redact.New(Secrets(r, opts.LookupEnv)...)
 	}
 	s := &Server{tree: tree{fs: fs, exited: make(chan struct{}), self: os.Getpid()}, recipe: r, opts: opts, host: host, port: port}
-	s.record = schemas.LifecycleRecordDoc{
+	s.record = contract.LifecycleRecordDoc{
 		Schema:      "qualkit.lifecycle-record.v1",
-		Recipe:      schemas.RecipeRef{ID: r.ID, Digest: opts.RecipeDigest},
-		Port:        schemas.PortCheck{Host: host, Port: int64(port)},
+		Recipe:      contract.RecipeRef{ID: r.ID, Digest: opts.RecipeDigest},
+		Port:        contract.PortCheck{Host: host, Port: int64(port)},
 		Unsupported: []string{},
 		Failures:    []string{},
-		Residue:     schemas.Residue{Processes: []schemas.ResidueProcess{}, Listeners: []schemas.ResidueListener{}},
+		Residue:     contract.Residue{Processes: []contract.ResidueProcess{}, Listeners: []contract.ResidueListener{}},
 	}
 	taken, err := listeners(fs, port)
 	if err != nil {
@@ -284,7 +285,7 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 	}
 	owner, ownerPID, ownerTicks := ownerMarker(fs)
 	env, entries = markEnv(env, entries, opts.RunID, owner)
-	progDigest, _, err := schemas.DigestFile(prog)
+	progDigest, _, err := evidence.DigestFile(prog)
 	if err != nil {
 		return nil, fmt.Errorf("%w: program %s: %v", ErrRecipe, prog, err)
 	}
@@ -402,11 +403,11 @@ func Launch(ctx context.Context, r *schemas.LaunchRecipeDoc, opts Options) (*Ser
 		close(s.exited)
 	}()
 
-	launch := &schemas.Launch{
+	launch := &contract.Launch{
 		StartedAt:        startedAt.UTC().Format(time.RFC3339Nano),
 		TStartNs:         s.offset(startedAt),
-		ArgvDigest:       schemas.DigestOf([]byte(strings.Join(r.Command, "\x00"))),
-		Executable:       schemas.Executable{Path: prog, Digest: progDigest},
+		ArgvDigest:       evidence.DigestOf([]byte(strings.Join(r.Command, "\x00"))),
+		Executable:       contract.Executable{Path: prog, Digest: progDigest},
 		WorkingDirectory: workDir,
 		Environment:      entries,
 		PID:              int64(cmd.Process.Pid),
@@ -456,7 +457,7 @@ func (s *Server) bind() error {
 	}
 	s.record.Launch.StartTimeTicks = int64(st.StartTicks)
 	s.record.Launch.BootID = boot
-	s.record.Launch.CmdlineDigest = schemas.DigestOf(cmdline)
+	s.record.Launch.CmdlineDigest = evidence.DigestOf(cmdline)
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,7 +21,7 @@ import (
 const ownerEnv = "LIFECYCLE_TEST_OWNER"
 
 func testOwner(mode string) int {
-	var r schemas.LaunchRecipeDoc
+	var r contract.LaunchRecipeDoc
 	if err := json.Unmarshal([]byte(os.Getenv("OWNER_RECIPE")), &r); err != nil {
 		fmt.Println("recipe:", err)
 		return 2
@@ -42,7 +42,7 @@ func testOwner(mode string) int {
 }
 
 // startOwner starts an owner and returns it once its server is ready, with the server's pid.
-func startOwner(t *testing.T, mode, runID string, r *schemas.LaunchRecipeDoc) (*exec.Cmd, int) {
+func startOwner(t *testing.T, mode, runID string, r *contract.LaunchRecipeDoc) (*exec.Cmd, int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), ownerEnv+"="+mode, "OWNER_RECIPE="+string(mustJSON(t, r)),
@@ -103,7 +103,7 @@ func TestKeeperStopsServerWhenOwnerIsKilled(t *testing.T) {
 		t.Run("cgroup-"+accounting, func(t *testing.T) {
 			port := freePort(t)
 			r := recipe(t, "setsid-child", port)
-			r.Isolation.CgroupAccounting = accounting
+			r.Isolation.CgroupAccounting = contract.IsolationCgroupAccounting(accounting)
 			if accounting == "off" {
 				r.Isolation.PIDLimit = nil
 			}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // The test binary doubles as a tiny server, so every test runs real processes on real sockets.
@@ -138,25 +140,25 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-func recipe(t *testing.T, mode string, port int) *schemas.LaunchRecipeDoc {
+func recipe(t *testing.T, mode string, port int) *contract.LaunchRecipeDoc {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	limit := int64(64)
-	return &schemas.LaunchRecipeDoc{
+	return &contract.LaunchRecipeDoc{
 		Schema: "qualkit.launch-recipe.v1", ID: "lifecycle-test-" + mode,
 		Command: []string{self}, WorkingDirectory: t.TempDir(),
 		Environment:            map[string]string{serverEnv: mode, "PORT": strconv.Itoa(port), "API_TOKEN_FILE_HINT": "x"},
 		EnvironmentPassthrough: []string{"HF_TOKEN"},
 		BaseURL:                fmt.Sprintf("http://127.0.0.1:%d", port), ModelID: "tiny",
-		Readiness:             schemas.Readiness{Path: "/v1/models", PollIntervalMs: 20, ProbeTimeoutMs: 500},
+		Readiness:             contract.Readiness{Path: "/v1/models", PollIntervalMs: 20, ProbeTimeoutMs: 500},
 		StartupTimeoutSeconds: 5, ShutdownTimeoutSeconds: 2, AcceptableExitCodes: []int64{0},
-		Isolation: schemas.Isolation{PIDLimit: &limit, CgroupAccounting: "preferred"},
+		Isolation: contract.Isolation{PIDLimit: &limit, CgroupAccounting: "preferred"},
 	}
 }
 
-func launch(t *testing.T, r *schemas.LaunchRecipeDoc) *Server {
+func launch(t *testing.T, r *contract.LaunchRecipeDoc) *Server {
 	t.Helper()
 	s, err := Launch(context.Background(), r, Options{
 		LogPath:      filepath.Join(t.TempDir(), "server.log"),
@@ -175,7 +177,7 @@ func launch(t *testing.T, r *schemas.LaunchRecipeDoc) *Server {
 }
 
 // assertNothingLeft checks /proc: no process of the server and no listener on its port.
-func assertNothingLeft(t *testing.T, s *Server, rec *schemas.LifecycleRecordDoc) {
+func assertNothingLeft(t *testing.T, s *Server, rec *contract.LifecycleRecordDoc) {
 	t.Helper()
 	all, err := scanProcs(s.fs)
 	if err != nil {
@@ -193,14 +195,14 @@ func assertNothingLeft(t *testing.T, s *Server, rec *schemas.LifecycleRecordDoc)
 		t.Errorf("port %d still has listeners %v", s.port, in)
 	}
 	// Every record is a valid lifecycle record.
-	doc, err := schemas.Parse(mustJSON(t, rec))
+	doc, err := jsonstrict.Parse(mustJSON(t, rec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vs, err := schemas.ValidateSchema(schemas.LifecycleRecord, doc); err != nil || len(vs) > 0 {
+	if vs, err := schemas.ValidateSchema(contract.LifecycleRecord, doc); err != nil || len(vs) > 0 {
 		t.Fatalf("record does not validate: %v %v", err, vs)
 	}
-	if vs, err := schemas.CheckSemantics(schemas.LifecycleRecord, doc); err != nil || len(vs) > 0 {
+	if vs, err := schemas.CheckSemantics(contract.LifecycleRecord, doc); err != nil || len(vs) > 0 {
 		t.Fatalf("record breaks a semantic rule: %v %v", err, vs)
 	}
 }
@@ -350,7 +352,7 @@ func TestSetsidGrandchildIsResidue(t *testing.T) {
 
 func testSetsidGrandchild(t *testing.T, accounting string) {
 	r := recipe(t, "setsid-child", freePort(t))
-	r.Isolation.CgroupAccounting = accounting
+	r.Isolation.CgroupAccounting = contract.IsolationCgroupAccounting(accounting)
 	r.Isolation.PIDLimit = nil
 	s := launch(t, r)
 	if accounting == "off" && s.cg != nil {

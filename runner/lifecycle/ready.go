@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Readiness errors.
@@ -36,7 +36,7 @@ var (
 // or "" for a recipe without auth. An unset or empty variable, or a value that cannot go in an
 // HTTP header (anything but visible ASCII), is an error wrapping ErrToken that names the variable
 // and never quotes its value.
-func BearerToken(r *schemas.LaunchRecipeDoc, lookup func(string) (string, bool)) (string, error) {
+func BearerToken(r *contract.LaunchRecipeDoc, lookup func(string) (string, bool)) (string, error) {
 	name := r.TokenEnv()
 	if name == "" {
 		return "", nil
@@ -188,7 +188,7 @@ func (s *Server) WaitReady(ctx context.Context) error {
 	start := time.Now()
 	launched := s.opts.Epoch.Add(time.Duration(s.record.Launch.TStartNs))
 	deadline := launched.Add(time.Duration(r.StartupTimeoutSeconds * float64(time.Second)))
-	rec := &schemas.ReadinessEvidence{Path: r.Readiness.Path, ModelID: r.ModelID, DeadlineMs: r.StartupTimeoutSeconds * 1000}
+	rec := &contract.ReadinessEvidence{Path: r.Readiness.Path, ModelID: r.ModelID, DeadlineMs: r.StartupTimeoutSeconds * 1000}
 	s.record.Readiness = rec
 	transport := &http.Transport{DisableKeepAlives: true, Proxy: nil}
 	defer transport.CloseIdleConnections()
@@ -271,7 +271,7 @@ func (s *Server) WaitReady(ctx context.Context) error {
 // listening inode on the port must be held open by a process of the server (so a readiness answer
 // from an unrelated process, or a listener that escaped, fails before any traffic).
 func (s *Server) CheckListener() error {
-	l := &schemas.Listener{Inodes: []int64{}, OwnerPIDs: []int64{}}
+	l := &contract.Listener{Inodes: []int64{}, OwnerPIDs: []int64{}}
 	s.record.Listener = l
 	inodes, err := listeners(s.fs, s.port)
 	if err != nil {

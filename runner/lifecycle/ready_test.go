@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // authModes are test-server modes that need an API key, as vllm serve --api-key does: the key the
@@ -61,16 +62,16 @@ const (
 
 // authRecipe is a recipe for an authAuth mode: qualrun's token comes from QK_BEARER (a name that
 // does not look secret); the server's key from QK_SERVER_KEY, passed through.
-func authRecipe(t *testing.T, mode string, withAuth bool) *schemas.LaunchRecipeDoc {
+func authRecipe(t *testing.T, mode string, withAuth bool) *contract.LaunchRecipeDoc {
 	r := recipe(t, mode, freePort(t))
 	r.EnvironmentPassthrough = []string{"QK_BEARER", "QK_SERVER_KEY"}
 	if withAuth {
-		r.Auth = &schemas.Auth{Scheme: "bearer", TokenEnv: "QK_BEARER"}
+		r.Auth = &contract.Auth{Scheme: "bearer", TokenEnv: "QK_BEARER"}
 	}
 	return r
 }
 
-func launchEnv(t *testing.T, r *schemas.LaunchRecipeDoc, env map[string]string) (*Server, error) {
+func launchEnv(t *testing.T, r *contract.LaunchRecipeDoc, env map[string]string) (*Server, error) {
 	t.Helper()
 	return Launch(context.Background(), r, Options{
 		LogPath:      filepath.Join(t.TempDir(), "server.log"),
@@ -105,7 +106,7 @@ func TestBearerTokenSent(t *testing.T) {
 	for _, e := range rec.Launch.Environment {
 		if e.Name == "QK_BEARER" || e.Name == "QK_SERVER_KEY" {
 			seen++
-			if !e.Redacted || e.Value != nil || e.Digest != schemas.DigestOf([]byte(testToken)) {
+			if !e.Redacted || e.Value != nil || e.Digest != evidence.DigestOf([]byte(testToken)) {
 				t.Errorf("token variable recorded as %+v", e)
 			}
 		}
@@ -229,11 +230,11 @@ func TestMissingTokenRefusesLaunch(t *testing.T) {
 }
 
 func TestBearerToken(t *testing.T) {
-	r := &schemas.LaunchRecipeDoc{}
+	r := &contract.LaunchRecipeDoc{}
 	if tok, err := BearerToken(r, nil); tok != "" || err != nil {
 		t.Fatalf("no auth: %q %v", tok, err)
 	}
-	r.Auth = &schemas.Auth{Scheme: "bearer", TokenEnv: "QK_LIFECYCLE_TEST_TOKEN"}
+	r.Auth = &contract.Auth{Scheme: "bearer", TokenEnv: "QK_LIFECYCLE_TEST_TOKEN"}
 	t.Setenv("QK_LIFECYCLE_TEST_TOKEN", testToken)
 	if tok, err := BearerToken(r, nil); tok != testToken || err != nil {
 		t.Fatalf("from the process environment: %q %v", tok, err)

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/runner/redact"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // LogDrain bounds how long the end of the server's output may take to reach the log once the
@@ -22,7 +23,7 @@ const LogDrain = 2 * time.Second
 // (secret-looking names, the bearer token variable, declared secret_environment names), and the
 // bearer token itself (qualrun sends it even when the server does not get it). lookup reads
 // qualrun's environment (nil: os.LookupEnv). Unset variables have no value to scrub.
-func Secrets(r *schemas.LaunchRecipeDoc, lookup func(string) (string, bool)) []redact.Secret {
+func Secrets(r *contract.LaunchRecipeDoc, lookup func(string) (string, bool)) []redact.Secret {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
@@ -69,10 +70,10 @@ func resolvedShellEval(prog string, argv []string) error {
 	if err != nil {
 		return nil // resolution errors are reported where the program is opened
 	}
-	if schemas.ShellEval(argv) != nil {
+	if rules.ShellEval(argv) != nil {
 		return nil // the contract already refuses it
 	}
-	if e := schemas.ShellEval(append([]string{real}, argv[1:]...)); e != nil {
+	if e := rules.ShellEval(append([]string{real}, argv[1:]...)); e != nil {
 		return fmt.Errorf("%w: command[0] %q resolves to %s; at element %d %q, %s; give the program and its arguments as an argv vector", ErrShellEval, argv[0], real, e.Element, argv[e.Element], e)
 	}
 	return nil

@@ -6,18 +6,18 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/runner/redact"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // TestSecrets: the values scrubbed for a recipe are those of every redacted variable (a
 // secret-looking name, a declared secret_environment name, the token variable) and the bearer
 // token itself, never a plain variable; the lifecycle record redacts exactly the same names.
 func TestSecrets(t *testing.T) {
-	r := &schemas.LaunchRecipeDoc{
+	r := &contract.LaunchRecipeDoc{
 		Environment:            map[string]string{"MODE": "plain-value"},
 		EnvironmentPassthrough: []string{"HF_TOKEN", "MIRROR_ACCESS", "PATH", "UNSET_KEY"},
 		SecretEnvironment:      []string{"MIRROR_ACCESS"},
-		Auth:                   &schemas.Auth{Scheme: "bearer", TokenEnv: "QK_BEARER"},
+		Auth:                   &contract.Auth{Scheme: "bearer", TokenEnv: "QK_BEARER"},
 	}
 	env := map[string]string{"HF_TOKEN": "hf_value-123456", "MIRROR_ACCESS": "mirror-credential", "PATH": "/usr/bin", "QK_BEARER": "bearer-value-789"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }

@@ -8,7 +8,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"golang.org/x/sys/unix"
 )
 
@@ -85,14 +86,14 @@ func (s *tree) reapOrphans() {
 // Escaped descendants get EscapeSettle to exit; whatever remains, and any listener left on the
 // port, is recorded as residue and killed. Shutdown is idempotent and always completes: a
 // cancelled ctx only skips the graceful wait. It returns the complete lifecycle record.
-func (s *Server) Shutdown(ctx context.Context) *schemas.LifecycleRecordDoc {
+func (s *Server) Shutdown(ctx context.Context) *contract.LifecycleRecordDoc {
 	s.shutdown.Do(func() { s.stop(ctx) })
 	return &s.record
 }
 
 func (s *Server) stop(ctx context.Context) {
 	r := s.recipe
-	sd := &schemas.Shutdown{Signal: "SIGTERM"}
+	sd := &contract.Shutdown{Signal: "SIGTERM"}
 	s.record.Shutdown = sd
 	exitedBefore := false
 	select {
@@ -171,14 +172,14 @@ func (s *Server) collectResidue() {
 	sort.Ints(pids)
 	for _, pid := range pids {
 		p := left[pid]
-		res.Processes = append(res.Processes, schemas.ResidueProcess{PID: int64(pid), Comm: p.Comm, Escaped: p.PGID != s.id.PGID})
+		res.Processes = append(res.Processes, contract.ResidueProcess{PID: int64(pid), Comm: p.Comm, Escaped: p.PGID != s.id.PGID})
 	}
 	inodes, err := listeners(s.fs, s.port)
 	if err != nil {
 		s.fail("residue: " + err.Error())
 	}
 	for _, in := range inodes {
-		res.Listeners = append(res.Listeners, schemas.ResidueListener{Port: int64(s.port), Inode: int64(in)})
+		res.Listeners = append(res.Listeners, contract.ResidueListener{Port: int64(s.port), Inode: int64(in)})
 	}
 	if len(res.Processes) > 0 {
 		s.fail(fmt.Sprintf("residue: %d process(es) of the server still running after shutdown", len(res.Processes)))
@@ -197,14 +198,14 @@ func (s *Server) collectResidue() {
 }
 
 // snapshot lists the live processes of the owned tree, sorted by pid (nil when none or unreadable).
-func (s *Server) snapshot() []schemas.GroupProcess {
+func (s *Server) snapshot() []contract.GroupProcess {
 	live, err := s.liveOwned()
 	if err != nil || len(live) == 0 {
 		return nil
 	}
-	out := make([]schemas.GroupProcess, 0, len(live))
+	out := make([]contract.GroupProcess, 0, len(live))
 	for pid, p := range live {
-		out = append(out, schemas.GroupProcess{PID: int64(pid), PPID: int64(p.PPID), Comm: p.Comm, Escaped: p.PGID != s.id.PGID})
+		out = append(out, contract.GroupProcess{PID: int64(pid), PPID: int64(p.PPID), Comm: p.Comm, Escaped: p.PGID != s.id.PGID})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out
@@ -225,8 +226,8 @@ func (s *Server) finish() {
 		}
 		s.log.Close()
 	}
-	if d, n, err := schemas.DigestFile(s.opts.LogPath); err == nil {
-		s.record.Launch.Log = schemas.Log{Path: s.opts.LogPath, Digest: d, Bytes: n}
+	if d, n, err := evidence.DigestFile(s.opts.LogPath); err == nil {
+		s.record.Launch.Log = contract.Log{Path: s.opts.LogPath, Digest: d, Bytes: n}
 	} else {
 		s.fail("server log: " + err.Error())
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // assertion is a compiled response assertion of a serving case.
@@ -20,7 +20,7 @@ type assertion struct {
 	forbid   bool           // regex: match forbidden
 }
 
-func compileAssertions(as []schemas.OutputAssertion) ([]assertion, error) {
+func compileAssertions(as []contract.OutputAssertion) ([]assertion, error) {
 	out := make([]assertion, 0, len(as))
 	for i, a := range as {
 		c := assertion{kind: a.Kind}
@@ -54,8 +54,8 @@ func compileAssertions(as []schemas.OutputAssertion) ([]assertion, error) {
 }
 
 // check evaluates every assertion that applies to a successful response of promptID.
-func check(as []assertion, promptID string, r *Response, maxTokens int64) []schemas.AssertionOutcome {
-	out := []schemas.AssertionOutcome{}
+func check(as []assertion, promptID string, r *Response, maxTokens int64) []contract.AssertionOutcome {
+	out := []contract.AssertionOutcome{}
 	for _, a := range as {
 		var detail string
 		pass := true
@@ -93,7 +93,7 @@ func check(as []assertion, promptID string, r *Response, maxTokens int64) []sche
 				detail = fmt.Sprintf("completion_tokens %d, max_tokens %d", got, maxTokens)
 			}
 		}
-		o := schemas.AssertionOutcome{Kind: a.kind, Passed: pass}
+		o := contract.AssertionOutcome{Kind: contract.AssertionOutcomeKind(a.kind), Passed: pass}
 		if !pass {
 			d := clipRunes(detail, MaxDetailRunes)
 			o.Detail = &d
@@ -125,15 +125,15 @@ func textDiff(got, want []byte) string {
 }
 
 // failedAssertions summarizes the failed outcomes ("" when all passed).
-func failedAssertions(os []schemas.AssertionOutcome) string {
+func failedAssertions(os []contract.AssertionOutcome) string {
 	var parts []string
 	for _, o := range os {
 		if !o.Passed {
-			d := o.Kind
+			d := string(o.Kind)
 			if o.Detail != nil {
 				d += ": " + *o.Detail
 			}
-			parts = append(parts, d)
+			parts = append(parts, string(d))
 		}
 	}
 	if len(parts) == 0 {

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 type wireMessage struct {
@@ -41,7 +41,7 @@ func Endpoint(api string) string {
 
 // requestSeed is the seed sent with request index: (sampling.seed + index) mod 2^53, or nil when
 // the case declares no sampling seed.
-func requestSeed(s *schemas.Sampling, index int64) *int64 {
+func requestSeed(s *contract.Sampling, index int64) *int64 {
 	if s == nil || s.Seed == nil {
 		return nil
 	}
@@ -55,7 +55,7 @@ func requestSeed(s *schemas.Sampling, index int64) *int64 {
 // "messages". "stream_options":{"include_usage":true} goes with "stream":true; "ignore_eos" (a
 // vLLM extension) only when true. The encoding is encoding/json's with HTML escaping off, so the
 // bytes are a function of the arguments alone.
-func Body(c *schemas.Case, model string, p Prompt, seed *int64) ([]byte, error) {
+func Body(c *contract.Case, model string, p Prompt, seed *int64) ([]byte, error) {
 	w := wireBody{Model: model, MaxTokens: c.MaxTokens, Seed: seed, Stream: c.Stream}
 	if c.API == "completions" {
 		text := p.Text

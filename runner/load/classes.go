@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Error classes of a failed request (the request record contract's enum). A failed request never
@@ -51,12 +51,12 @@ const (
 )
 
 // reqError builds a record error, clipping the message to the contract's limit.
-func reqError(class, format string, args ...any) *schemas.RequestError {
+func reqError(class, format string, args ...any) *contract.RequestError {
 	msg := fmt.Sprintf(format, args...)
 	if msg == "" {
 		msg = class
 	}
-	return &schemas.RequestError{Class: class, Message: clipRunes(msg, MaxMessageRunes)}
+	return &contract.RequestError{Class: contract.ErrorClass(class), Message: clipRunes(msg, MaxMessageRunes)}
 }
 
 // clip shortens s to at most n bytes (on a rune boundary), marking the cut with "...".

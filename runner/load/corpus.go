@@ -9,7 +9,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // Prompt is one resolved corpus prompt.
@@ -32,7 +34,7 @@ var portableID = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{2,127}$`)
 //   - synthetic: SyntheticWords(seed, count, min, max).
 //
 // Errors wrap ErrCorpus and name the file, line or field.
-func Resolve(corpus schemas.Corpus, repoRoot string) ([]Prompt, error) {
+func Resolve(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
 	var out []Prompt
 	switch corpus.Source {
 	case "inline":
@@ -98,17 +100,17 @@ type filePrompt struct {
 	System *string `json:"system"`
 }
 
-func readCorpusFile(corpus schemas.Corpus, repoRoot string) ([]Prompt, error) {
+func readCorpusFile(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
 	rel := corpus.Path
 	if rel == "" || strings.Contains(rel, `\`) || !filepath.IsLocal(filepath.FromSlash(rel)) {
 		return nil, fmt.Errorf("%w: path %q: want a repository-relative path that stays inside the repository", ErrCorpus, rel)
 	}
 	path := filepath.Join(repoRoot, filepath.FromSlash(rel))
-	data, err := schemas.ReadFileLimited(path, MaxCorpusBytes)
+	data, err := evidence.ReadFileLimited(path, MaxCorpusBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read %s: %w", ErrCorpus, rel, err)
 	}
-	if got := schemas.DigestOf(data); got != corpus.Digest {
+	if got := evidence.DigestOf(data); got != corpus.Digest {
 		return nil, fmt.Errorf("%w: %s has digest %s, the workload declares %s", ErrCorpus, rel, got, corpus.Digest)
 	}
 	lines := bytes.Split(data, []byte{'\n'})
@@ -124,7 +126,7 @@ func readCorpusFile(corpus schemas.Corpus, repoRoot string) ([]Prompt, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			return nil, fmt.Errorf("%w: %s line %d: blank line", ErrCorpus, rel, i+1)
 		}
-		if err := schemas.DecodeInto(line, &fp); err != nil {
+		if err := jsonstrict.DecodeInto(line, &fp); err != nil {
 			return nil, fmt.Errorf("%w: %s line %d: %v", ErrCorpus, rel, i+1, err)
 		}
 		if fp.ID == nil || fp.Text == nil {

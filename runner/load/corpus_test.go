@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // TestSplitMix64 pins the generator to the reference outputs for seed 0.
@@ -59,7 +60,7 @@ func TestWarmupPrompts(t *testing.T) {
 	}
 }
 
-func writeCorpus(t *testing.T, content string) (string, schemas.Corpus) {
+func writeCorpus(t *testing.T, content string) (string, contract.Corpus) {
 	t.Helper()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "corpora"), 0o755); err != nil {
@@ -68,16 +69,16 @@ func writeCorpus(t *testing.T, content string) (string, schemas.Corpus) {
 	if err := os.WriteFile(filepath.Join(root, "corpora", "p.jsonl"), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return root, schemas.Corpus{Source: "file", Path: "corpora/p.jsonl", Digest: schemas.DigestOf([]byte(content))}
+	return root, contract.Corpus{Source: "file", Path: "corpora/p.jsonl", Digest: evidence.DigestOf([]byte(content))}
 }
 
 func TestResolve(t *testing.T) {
 	seed := int64(42)
-	ps, err := Resolve(schemas.Corpus{Source: "synthetic", Generator: SyntheticGenerator, Seed: &seed, Count: 3, PromptWords: &schemas.WordsRange{Min: 2, Max: 5}}, "")
+	ps, err := Resolve(contract.Corpus{Source: "synthetic", Generator: SyntheticGenerator, Seed: &seed, Count: 3, PromptWords: &contract.WordsRange{Min: 2, Max: 5}}, "")
 	if err != nil || len(ps) != 3 || ps[0].Text != "act door half" {
 		t.Fatalf("synthetic: %v %q", err, ps)
 	}
-	ps, err = Resolve(schemas.Corpus{Source: "inline", Prompts: []schemas.Prompt{{ID: "abc", Text: "hi", System: "s"}}}, "")
+	ps, err = Resolve(contract.Corpus{Source: "inline", Prompts: []contract.Prompt{{ID: "abc", Text: "hi", System: "s"}}}, "")
 	if err != nil || !reflect.DeepEqual(ps, []Prompt{{ID: "abc", Text: "hi", System: "s"}}) {
 		t.Fatalf("inline: %v %q", err, ps)
 	}
@@ -115,7 +116,7 @@ func TestResolveRejects(t *testing.T) {
 	}
 	root, c := writeCorpus(t, `{"id":"one","text":"x"}`)
 	c.Digest = "sha256:" + strings.Repeat("0", 64)
-	if _, err := Resolve(c, root); err == nil || !strings.Contains(err.Error(), "the workload declares sha256:000") || !strings.Contains(err.Error(), schemas.DigestOf([]byte(`{"id":"one","text":"x"}`))) {
+	if _, err := Resolve(c, root); err == nil || !strings.Contains(err.Error(), "the workload declares sha256:000") || !strings.Contains(err.Error(), evidence.DigestOf([]byte(`{"id":"one","text":"x"}`))) {
 		t.Errorf("digest mismatch: %v", err)
 	}
 	c.Path = "../outside.jsonl"
@@ -123,10 +124,10 @@ func TestResolveRejects(t *testing.T) {
 		t.Errorf("path outside: %v", err)
 	}
 	seed := int64(1)
-	for _, sc := range []schemas.Corpus{
-		{Source: "synthetic", Generator: "other.v1", Seed: &seed, Count: 1, PromptWords: &schemas.WordsRange{Min: 1, Max: 1}},
-		{Source: "synthetic", Generator: SyntheticGenerator, Count: 1, PromptWords: &schemas.WordsRange{Min: 1, Max: 1}},
-		{Source: "synthetic", Generator: SyntheticGenerator, Seed: &seed, Count: 1, PromptWords: &schemas.WordsRange{Min: 3, Max: 2}},
+	for _, sc := range []contract.Corpus{
+		{Source: "synthetic", Generator: "other.v1", Seed: &seed, Count: 1, PromptWords: &contract.WordsRange{Min: 1, Max: 1}},
+		{Source: "synthetic", Generator: SyntheticGenerator, Count: 1, PromptWords: &contract.WordsRange{Min: 1, Max: 1}},
+		{Source: "synthetic", Generator: SyntheticGenerator, Seed: &seed, Count: 1, PromptWords: &contract.WordsRange{Min: 3, Max: 2}},
 		{Source: "inline"},
 		{Source: "other"},
 	} {

@@ -12,14 +12,15 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/runner/metrics"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // Plan is one serving case, resolved.
 type Plan struct {
 	CaseID string
 	// Case is the serving case (Kind "serving").
-	Case schemas.Case
+	Case contract.Case
 	// BaseURL is the server's loopback base URL, e.g. http://127.0.0.1:18080.
 	BaseURL string
 	ModelID string
@@ -70,9 +71,9 @@ type Result struct{ Rows []RowResult }
 // RowResult is one row.
 type RowResult struct {
 	// Row is filled except Records (the caller binds the records file it writes).
-	Row schemas.Row
+	Row contract.Row
 	// Records are the row's request records, warmups (warmup: true) first, in index order.
-	Records []schemas.RequestRecordDoc
+	Records []contract.RequestRecordDoc
 	// Telemetry is nil unless Plan.ScrapeMetrics.
 	Telemetry *Telemetry
 }
@@ -140,9 +141,9 @@ func Run(ctx context.Context, plan Plan, opts ...Option) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := make([]schemas.Prompt, len(plan.Prompts))
+	sp := make([]contract.Prompt, len(plan.Prompts))
 	for i, p := range plan.Prompts {
-		sp[i] = schemas.Prompt{ID: p.ID, Text: p.Text, System: p.System}
+		sp[i] = contract.Prompt{ID: p.ID, Text: p.Text, System: p.System}
 	}
 	promptSet, err := metrics.PromptSetSHA256(sp)
 	if err != nil {
@@ -266,7 +267,7 @@ func (r *runner) requests(c, rep int64) ([]request, error) {
 		if err != nil {
 			return fmt.Errorf("%w: body of request %d: %v", ErrPlan, idx, err)
 		}
-		out = append(out, request{index: idx, warmup: warmup, prompt: p, corpusIndex: ci, cycle: cy, seed: seed, body: body, digest: schemas.DigestOf(body)})
+		out = append(out, request{index: idx, warmup: warmup, prompt: p, corpusIndex: ci, cycle: cy, seed: seed, body: body, digest: evidence.DigestOf(body)})
 		return nil
 	}
 	for _, p := range warm {
@@ -290,7 +291,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		return RowResult{}, err
 	}
 	nWarm := int(r.plan.Case.WarmupRequests)
-	recs := make([]*schemas.RequestRecordDoc, len(reqs))
+	recs := make([]*contract.RequestRecordDoc, len(reqs))
 	r.done.Store(0)
 	r.failed.Store(0)
 	r.progress(ProgressRowStart, c, rep)
@@ -315,7 +316,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep)
 		}
 	}
-	var rowMetrics []schemas.Metric
+	var rowMetrics []contract.Metric
 	if tel != nil && ctx.Err() == nil {
 		tel.TAfterNs = int64(time.Since(r.plan.Epoch))
 		after := r.scrape(ctx, tel, "after")
@@ -345,16 +346,16 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	return out, nil
 }
 
-func (r *runner) slo() schemas.SLO {
+func (r *runner) slo() contract.SLO {
 	if r.plan.Case.SLO == nil {
-		return schemas.SLO{}
+		return contract.SLO{}
 	}
 	return *r.plan.Case.SLO
 }
 
 // closedLoop runs reqs with n workers released together; a worker's t_sched is the moment it
 // takes its next request.
-func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*schemas.RequestRecordDoc, n int, c, rep int64) {
+func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, n int, c, rep int64) {
 	var next atomic.Int64
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})
@@ -382,7 +383,7 @@ func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*schemas
 // arrivals returns the scheduled offsets of n open-loop arrivals: constant i/rate, or Poisson
 // with the first arrival at 0 and exponential gaps -ln(u)/rate, u drawn in (0, 1] from a
 // SplitMix64 stream seeded with seed ^ (concurrency << 32) ^ repetition ^ 0x5157_4B41_5252_4956.
-func arrivals(rate *schemas.Rate, n int, seed int64, c, rep int64) []time.Duration {
+func arrivals(rate *contract.Rate, n int, seed int64, c, rep int64) []time.Duration {
 	out := make([]time.Duration, n)
 	rng := splitMix64{state: uint64(seed) ^ uint64(c)<<32 ^ uint64(rep) ^ 0x51574B4152524956}
 	t := 0.0
@@ -402,7 +403,7 @@ func arrivals(rate *schemas.Rate, n int, seed int64, c, rep int64) []time.Durati
 // openLoop dispatches reqs at their scheduled times, at most c in flight. The dispatcher runs on
 // a goroutine of its own, locked to a thread that sleeps until each deadline (see pacer) and then
 // writes the request itself; another goroutine waits for each response.
-func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*schemas.RequestRecordDoc, c, rep int64) {
+func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, c, rep int64) {
 	offsets := arrivals(r.plan.Case.Rate, len(reqs), r.plan.Seed, c, rep)
 	slots := make(chan struct{}, c)
 	var wg sync.WaitGroup
@@ -439,29 +440,29 @@ func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*schemas.R
 func (r *runner) request(q *request) Request {
 	cs := &r.plan.Case
 	return Request{
-		Path: Endpoint(cs.API), Body: q.body, Stream: cs.Stream, Epoch: r.plan.Epoch,
+		Path: Endpoint(string(cs.API)), Body: q.body, Stream: cs.Stream, Epoch: r.plan.Epoch,
 		Timeout: time.Duration(cs.RequestTimeoutSeconds * float64(time.Second)), ExpectEvents: int(cs.MaxTokens) + 8,
 	}
 }
 
 // do sends one request and builds its record; sched is its t_sched.
-func (r *runner) do(ctx context.Context, q *request, sched time.Time, c, rep int64) *schemas.RequestRecordDoc {
+func (r *runner) do(ctx context.Context, q *request, sched time.Time, c, rep int64) *contract.RequestRecordDoc {
 	return r.record(q, r.client.Do(ctx, r.request(q)), sched, c, rep)
 }
 
 // record turns a response into the request's record, checking the output assertions of a
 // measured success.
-func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int64) *schemas.RequestRecordDoc {
+func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int64) *contract.RequestRecordDoc {
 	cs := &r.plan.Case
-	rec := &schemas.RequestRecordDoc{
-		Schema: "qualkit.request-record.v1", CaseID: r.plan.CaseID, Row: schemas.RowKey{Concurrency: c, Repetition: rep},
+	rec := &contract.RequestRecordDoc{
+		Schema: "qualkit.request-record.v1", CaseID: r.plan.CaseID, Row: contract.RowKey{Concurrency: c, Repetition: rep},
 		Index: q.index, Warmup: q.warmup, PromptID: q.prompt.ID, Seed: q.seed, BodyDigest: q.digest,
 		TSchedNs: int64(sched.Sub(r.plan.Epoch)), TSendNs: resp.TSendNs, THdrNs: resp.THdrNs, Events: resp.Events,
 		TEndNs: resp.TEndNs, TCloseNs: resp.TCloseNs, Usage: resp.Usage, FinishReason: resp.FinishReason,
-		OutputDigest: resp.OutputDigest(), Assertions: []schemas.AssertionOutcome{}, Error: resp.Err,
+		OutputDigest: resp.OutputDigest(), Assertions: []contract.AssertionOutcome{}, Error: resp.Err,
 	}
 	if rec.Events == nil {
-		rec.Events = []schemas.Event{}
+		rec.Events = []contract.Event{}
 	}
 	if !q.warmup {
 		rec.CorpusIndex, rec.Cycle = &q.corpusIndex, &q.cycle

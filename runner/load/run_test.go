@@ -15,16 +15,18 @@ import (
 
 	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
-func servingCase(conc []int64, reps, warmups, maxTokens int64) schemas.Case {
+func servingCase(conc []int64, reps, warmups, maxTokens int64) contract.Case {
 	seed := int64(1234)
-	return schemas.Case{
+	return contract.Case{
 		Kind: "serving", ID: "chat-stream", API: "chat", Stream: true, Concurrency: conc, Repetitions: reps,
 		WarmupRequests: warmups, MaxTokens: maxTokens, RequestTimeoutSeconds: 30,
-		Sampling: &schemas.Sampling{Temperature: 0, Seed: &seed, IgnoreEOS: true},
-		SLO:      &schemas.SLO{TTFTMs: 500, ICLMs: 100, E2EMs: 5000},
-		OutputAssertions: []schemas.OutputAssertion{
+		Sampling: &contract.Sampling{Temperature: 0, Seed: &seed, IgnoreEOS: true},
+		SLO:      &contract.SLO{TTFTMs: 500, ICLMs: 100, E2EMs: 5000},
+		OutputAssertions: []contract.OutputAssertion{
 			{Kind: "finish_reason", Equals: "length"},
 			{Kind: "completion_tokens_equal_max_tokens"},
 		},
@@ -43,7 +45,7 @@ func inlinePrompts() []Prompt {
 }
 
 // checkRecordDoc validates a record against its contract and semantic rules.
-func checkRecordDoc(t *testing.T, r schemas.RequestRecordDoc) {
+func checkRecordDoc(t *testing.T, r contract.RequestRecordDoc) {
 	t.Helper()
 	data, err := json.Marshal(r)
 	if err != nil {
@@ -58,13 +60,13 @@ func checkRecordDoc(t *testing.T, r schemas.RequestRecordDoc) {
 	}
 }
 
-func rowSpec(p Plan, row schemas.Row) metrics.RowSpec {
-	sp := make([]schemas.Prompt, len(p.Prompts))
+func rowSpec(p Plan, row contract.Row) metrics.RowSpec {
+	sp := make([]contract.Prompt, len(p.Prompts))
 	for i, x := range p.Prompts {
-		sp[i] = schemas.Prompt{ID: x.ID, Text: x.Text, System: x.System}
+		sp[i] = contract.Prompt{ID: x.ID, Text: x.Text, System: x.System}
 	}
 	h, _ := metrics.PromptSetSHA256(sp)
-	spec := metrics.RowSpec{Concurrency: row.Concurrency, Repetition: row.Repetition, Loop: row.Loop, PromptSetSHA256: h}
+	spec := metrics.RowSpec{Concurrency: row.Concurrency, Repetition: row.Repetition, Loop: string(row.Loop), PromptSetSHA256: h}
 	if p.Case.SLO != nil {
 		spec.SLO = *p.Case.SLO
 	}
@@ -114,7 +116,7 @@ func TestRunClosedLoop(t *testing.T) {
 			}
 			p := plan.Prompts[i-2]
 			body, _ := Body(&plan.Case, plan.ModelID, p, r.Seed)
-			if r.PromptID != p.ID || r.BodyDigest != schemas.DigestOf(body) {
+			if r.PromptID != p.ID || r.BodyDigest != evidence.DigestOf(body) {
 				t.Fatalf("record %d: prompt %s digest %s", i, r.PromptID, r.BodyDigest)
 			}
 			if len(r.Assertions) != 2 || !r.Assertions[0].Passed || !r.Assertions[1].Passed {
@@ -125,7 +127,7 @@ func TestRunClosedLoop(t *testing.T) {
 			}
 		}
 		// Every number of the row is a pure function of its records (telemetry aside).
-		var own []schemas.Metric
+		var own []contract.Metric
 		for _, m := range row.Metrics {
 			if !m.Diagnostic {
 				own = append(own, m)
@@ -164,7 +166,7 @@ func TestRunClosedLoop(t *testing.T) {
 	}
 }
 
-func hasName(ms []schemas.Metric, name string) bool {
+func hasName(ms []contract.Metric, name string) bool {
 	for _, m := range ms {
 		if m.Name == name {
 			return true
@@ -173,7 +175,7 @@ func hasName(ms []schemas.Metric, name string) bool {
 	return false
 }
 
-func value(ms []schemas.Metric, name string) float64 {
+func value(ms []contract.Metric, name string) float64 {
 	for _, m := range ms {
 		if m.Name == name {
 			return m.Value
@@ -189,7 +191,7 @@ func TestRunOpenLoop(t *testing.T) {
 	for _, mode := range []string{"constant", "poisson"} {
 		t.Run(mode, func(t *testing.T) {
 			c := servingCase([]int64{4}, 1, 0, 4)
-			c.Rate = &schemas.Rate{Mode: mode, RequestsPerSecond: 200}
+			c.Rate = &contract.Rate{Mode: contract.RateMode(mode), RequestsPerSecond: 200}
 			plan := Plan{CaseID: "open", Case: c, BaseURL: url, ModelID: "qualsim-tiny", Prompts: SyntheticWords(5, 40, 2, 6), Seed: 9, Epoch: time.Now()}
 			res, err := Run(context.Background(), plan)
 			if err != nil {
@@ -254,8 +256,8 @@ func TestRunAssertions(t *testing.T) {
 	// forbids a pattern only one prompt's output can match.
 	wrong := "nope"
 	c.OutputAssertions = append(c.OutputAssertions,
-		schemas.OutputAssertion{Kind: "exact_text", PromptID: "count-to-ten", Text: &wrong},
-		schemas.OutputAssertion{Kind: "regex", Match: "required", Pattern: `^(\d{5} ){3}$`},
+		contract.OutputAssertion{Kind: "exact_text", PromptID: "count-to-ten", Text: &wrong},
+		contract.OutputAssertion{Kind: "regex", Match: "required", Pattern: `^(\d{5} ){3}$`},
 	)
 	plan := Plan{CaseID: "asserts", Case: c, BaseURL: url, ModelID: "qualsim-tiny", Prompts: inlinePrompts(), Seed: 1, Epoch: time.Now()}
 	res, err := Run(context.Background(), plan)
@@ -322,9 +324,9 @@ func TestRunPlanErrors(t *testing.T) {
 		func(p *Plan) { p.Epoch = time.Now().Add(-time.Second).Round(0) },
 		func(p *Plan) { p.BaseURL = "http://192.0.2.1:80" },
 		func(p *Plan) { p.TokenEnv = "QUALKIT_TEST_TOKEN_THAT_IS_UNSET" },
-		func(p *Plan) { p.Case.Rate = &schemas.Rate{Mode: "burst", RequestsPerSecond: 1} },
+		func(p *Plan) { p.Case.Rate = &contract.Rate{Mode: "burst", RequestsPerSecond: 1} },
 		func(p *Plan) {
-			p.Case.OutputAssertions = []schemas.OutputAssertion{{Kind: "regex", Match: "required", Pattern: "("}}
+			p.Case.OutputAssertions = []contract.OutputAssertion{{Kind: "regex", Match: "required", Pattern: "("}}
 		},
 	}
 	for i, m := range mut {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // TestRecordSinkSeesEveryRecordAsItEnds: the sink receives each record once, before its row
@@ -17,8 +17,8 @@ func TestRecordSinkSeesEveryRecordAsItEnds(t *testing.T) {
 	plan := Plan{CaseID: "sink", Case: servingCase([]int64{1, 3}, 2, 1, 4), BaseURL: q.url, ModelID: "qualsim-tiny",
 		Prompts: inlinePrompts(), Seed: 1, Epoch: time.Now()}
 	var mu sync.Mutex
-	seen := map[schemas.RowKey][]int64{}
-	res, err := Run(context.Background(), plan, WithRecordSink(func(r *schemas.RequestRecordDoc) {
+	seen := map[contract.RowKey][]int64{}
+	res, err := Run(context.Background(), plan, WithRecordSink(func(r *contract.RequestRecordDoc) {
 		mu.Lock()
 		seen[r.Row] = append(seen[r.Row], r.Index)
 		mu.Unlock()
@@ -30,7 +30,7 @@ func TestRecordSinkSeesEveryRecordAsItEnds(t *testing.T) {
 		t.Fatalf("%d rows, the sink saw %d", len(res.Rows), len(seen))
 	}
 	for _, row := range res.Rows {
-		got := seen[schemas.RowKey{Concurrency: row.Row.Concurrency, Repetition: row.Row.Repetition}]
+		got := seen[contract.RowKey{Concurrency: row.Row.Concurrency, Repetition: row.Row.Repetition}]
 		sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
 		if len(got) != len(row.Records) {
 			t.Fatalf("row c=%d r=%d: sink saw %d records, Run returned %d", row.Row.Concurrency, row.Row.Repetition, len(got), len(row.Records))

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Response is one completion request as the client saw it. Every *Ns field is nanoseconds since
@@ -30,10 +30,10 @@ type Response struct {
 	// TCloseNs: the end of the HTTP response (or the moment the client cut it).
 	TCloseNs *int64
 	// Events are the SSE events in arrival order, each stamped by the read that completed it.
-	Events []schemas.Event
+	Events []contract.Event
 	// Usage is the stream's single usage record; nil unless the stream had exactly one, with
 	// total = prompt + completion.
-	Usage *schemas.Usage
+	Usage *contract.Usage
 	// FinishReason is the last finish_reason sent (nil when none).
 	FinishReason *string
 	// Text is the completion text: chat content deltas concatenated, or choices[0].text.
@@ -41,7 +41,7 @@ type Response struct {
 	// Complete says the whole response arrived (the text is the whole completion).
 	Complete bool
 	// Err classifies a failed request; nil on success.
-	Err *schemas.RequestError
+	Err *contract.RequestError
 	// reused says the request went out on a connection that had served a request before.
 	reused bool
 	// received counts response bytes read.
@@ -142,7 +142,7 @@ func newStream(epoch time.Time, chat, isSSE bool, maxLine, expectEvents int, tok
 	if isSSE {
 		s.parser = newSSEParser(maxLine, true)
 		s.handler = s.onEvent
-		s.resp.Events = make([]schemas.Event, 0, min(max(expectEvents, 8), 1<<16))
+		s.resp.Events = make([]contract.Event, 0, min(max(expectEvents, 8), 1<<16))
 		s.resp.Text = make([]byte, 0, min(max(expectEvents, 8)*8, 1<<20))
 	}
 	return s
@@ -481,7 +481,7 @@ func (s *stream) onEvent(typ, data []byte) error {
 		s.fail(ClassMalformedEvent, "more than %d events", MaxEvents)
 		return errHandled
 	}
-	ev := schemas.Event{TNs: s.nowNs, Kind: "other", Bytes: int64(len(data))}
+	ev := contract.Event{TNs: s.nowNs, Kind: "other", Bytes: int64(len(data))}
 	if string(data) == "[DONE]" {
 		ev.Kind = "done"
 		s.sawDone, s.doneNs = true, s.nowNs
@@ -628,7 +628,7 @@ func (s *stream) settle() {
 	case u.compl == 0 && (s.nContent > 0 || len(s.resp.Text) > 0):
 		s.fail(ClassInconsistentUsage, "usage completion_tokens is 0 but the response carried content (%d content events, %d bytes of text): generated content is at least one token", s.nContent, len(s.resp.Text))
 	default:
-		s.resp.Usage = &schemas.Usage{PromptTokens: u.prompt, CompletionTokens: u.compl, TotalTokens: u.total}
+		s.resp.Usage = &contract.Usage{PromptTokens: u.prompt, CompletionTokens: u.compl, TotalTokens: u.total}
 	}
 	if s.hasFinish {
 		switch s.finishRaw {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 const (
@@ -64,10 +64,10 @@ func runStream(raw string, cuts []int, sse, chat, eof bool) *stream {
 	return st
 }
 
-func kinds(evs []schemas.Event) string {
+func kinds(evs []contract.Event) string {
 	var s []string
 	for _, e := range evs {
-		s = append(s, e.Kind)
+		s = append(s, string(e.Kind))
 	}
 	return strings.Join(s, ",")
 }
@@ -152,7 +152,7 @@ func TestStreamResponses(t *testing.T) {
 				}
 				gotClass := ""
 				if r.Err != nil {
-					gotClass = r.Err.Class
+					gotClass = string(r.Err.Class)
 				}
 				if gotClass != tt.class {
 					t.Fatalf("cuts %d: class %q (%v), want %q", len(cuts), gotClass, r.Err, tt.class)

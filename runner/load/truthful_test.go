@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/runner/sim"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // TestRunImpossibleResponses: a response no conforming server can send fails the request with a
@@ -52,7 +52,7 @@ func TestRunImpossibleResponses(t *testing.T) {
 				}
 				for _, r := range row.Records {
 					checkRecordDoc(t, r)
-					if r.Error == nil || r.Error.Class != tt.class || !strings.Contains(r.Error.Message, tt.msg) {
+					if r.Error == nil || string(r.Error.Class) != tt.class || !strings.Contains(r.Error.Message, tt.msg) {
 						t.Fatalf("record %d (warmup %v): error %+v, want %s containing %q", r.Index, r.Warmup, r.Error, tt.class, tt.msg)
 					}
 				}
@@ -145,7 +145,7 @@ func TestRunRequestsBelowConcurrency(t *testing.T) {
 func TestRunOpenLoopOverCapacity(t *testing.T) {
 	q := startQualsim(t, false, "--ttft", "20ms", "--token-interval", "5ms", "--slots", "2")
 	c := servingCase([]int64{2}, 1, 0, 8)
-	c.Rate = &schemas.Rate{Mode: "constant", RequestsPerSecond: 2000}
+	c.Rate = &contract.Rate{Mode: "constant", RequestsPerSecond: 2000}
 	n := int64(16)
 	c.Requests = &n
 	plan := Plan{CaseID: "over", Case: c, BaseURL: q.url, ModelID: "qualsim-tiny", Prompts: inlinePrompts(), Seed: 3, Epoch: time.Now()}

@@ -3,20 +3,20 @@ package metrics
 import (
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 func TestCase(t *testing.T) {
-	m := func(name string, v float64, dir string) schemas.Metric {
-		return schemas.Metric{Name: name, Value: v, Unit: "u", Aggregation: "p99", Direction: dir, Formula: "f.v1"}
+	m := func(name string, v float64, dir string) contract.Metric {
+		return contract.Metric{Name: name, Value: v, Unit: "u", Aggregation: "p99", Direction: contract.Direction(dir), Formula: "f.v1"}
 	}
-	rows := []schemas.Row{
-		{Failures: 1, Metrics: []schemas.Metric{m("ttft_ms.p99", 10, "lower_is_better"), m("request_throughput", 5, "higher_is_better"), m("slo_good_fraction", 0.9, "higher_is_better"),
+	rows := []contract.Row{
+		{Failures: 1, Metrics: []contract.Metric{m("ttft_ms.p99", 10, "lower_is_better"), m("request_throughput", 5, "higher_is_better"), m("slo_good_fraction", 0.9, "higher_is_better"),
 			{Name: "ttft_ms.p50", Value: 999, Direction: "lower_is_better", Diagnostic: true}}},
-		{Failures: 2, Fidelity: schemas.Fidelity{Degraded: true}, Metrics: []schemas.Metric{m("ttft_ms.p99", 30, "lower_is_better"), m("request_throughput", 7, "higher_is_better"), m("slo_good_fraction", 0.5, "higher_is_better")}},
-		{Metrics: []schemas.Metric{m("ttft_ms.p99", 20, "lower_is_better")}},
+		{Failures: 2, Fidelity: contract.Fidelity{Degraded: true}, Metrics: []contract.Metric{m("ttft_ms.p99", 30, "lower_is_better"), m("request_throughput", 7, "higher_is_better"), m("slo_good_fraction", 0.5, "higher_is_better")}},
+		{Metrics: []contract.Metric{m("ttft_ms.p99", 20, "lower_is_better")}},
 	}
-	got := map[string]schemas.Metric{}
+	got := map[string]contract.Metric{}
 	for _, x := range Case(rows) {
 		got[x.Name] = x
 	}
@@ -33,7 +33,7 @@ func TestCase(t *testing.T) {
 		{"degraded_rows", 1, "count", 3},
 	} {
 		x, ok := got[w.name]
-		if !ok || x.Value != w.v || x.Aggregation != w.agg || *x.Samples != w.samples {
+		if !ok || x.Value != w.v || string(x.Aggregation) != w.agg || *x.Samples != w.samples {
 			t.Errorf("%s = %+v, want %v %s %d", w.name, x, w.v, w.agg, w.samples)
 		}
 	}

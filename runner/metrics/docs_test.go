@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // TestDocumented: every formula id and metric name the package emits is defined in
@@ -19,9 +19,9 @@ func TestDocumented(t *testing.T) {
 	}
 	page := string(doc)
 	rate := 10.0
-	var emitted []schemas.Metric
-	rows := []schemas.Row{
-		Row(RowSpec{Concurrency: 2, Loop: "closed", SLO: schemas.SLO{TTFTMs: 9.5}}, handRecords()),
+	var emitted []contract.Metric
+	rows := []contract.Row{
+		Row(RowSpec{Concurrency: 2, Loop: "closed", SLO: contract.SLO{TTFTMs: 9.5}}, handRecords()),
 		Row(RowSpec{Concurrency: 1, Loop: "open", OfferedRate: &rate}, handRecords()),
 	}
 	for _, r := range rows {

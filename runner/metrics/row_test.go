@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 func msNs(v float64) int64 { return int64(math.Round(v * 1e6)) }
@@ -21,8 +22,8 @@ type ev struct {
 }
 
 // rec builds a record; times in ms, nil-able ones negative when absent.
-func rec(index int64, warmup bool, sched, send, hdr, end, cls float64, evs []ev, n, p int64, errClass string) schemas.RequestRecordDoc {
-	r := schemas.RequestRecordDoc{Schema: "qualkit.request-record.v1", Index: index, Warmup: warmup, TSchedNs: msNs(sched), Events: []schemas.Event{}, Assertions: []schemas.AssertionOutcome{}}
+func rec(index int64, warmup bool, sched, send, hdr, end, cls float64, evs []ev, n, p int64, errClass string) contract.RequestRecordDoc {
+	r := contract.RequestRecordDoc{Schema: "qualkit.request-record.v1", Index: index, Warmup: warmup, TSchedNs: msNs(sched), Events: []contract.Event{}, Assertions: []contract.AssertionOutcome{}}
 	opt := func(v float64) *int64 {
 		if v < 0 {
 			return nil
@@ -31,12 +32,12 @@ func rec(index int64, warmup bool, sched, send, hdr, end, cls float64, evs []ev,
 	}
 	r.TSendNs, r.THdrNs, r.TEndNs, r.TCloseNs = opt(send), opt(hdr), opt(end), opt(cls)
 	for _, e := range evs {
-		r.Events = append(r.Events, schemas.Event{TNs: msNs(e.at), Kind: e.kind, Bytes: 100})
+		r.Events = append(r.Events, contract.Event{TNs: msNs(e.at), Kind: contract.EventKind(e.kind), Bytes: 100})
 	}
 	if errClass != "" {
-		r.Error = &schemas.RequestError{Class: errClass, Message: "x"}
+		r.Error = &contract.RequestError{Class: contract.ErrorClass(errClass), Message: "x"}
 	} else {
-		r.Usage = &schemas.Usage{PromptTokens: p, CompletionTokens: n, TotalTokens: p + n}
+		r.Usage = &contract.Usage{PromptTokens: p, CompletionTokens: n, TotalTokens: p + n}
 		d := "sha256:" + strings.Repeat(string(rune('a'+index)), 64)
 		r.OutputDigest = &d
 	}
@@ -50,8 +51,8 @@ func rec(index int64, warmup bool, sched, send, hdr, end, cls float64, evs []ev,
 //	R1 index 2: sched 0, send 2, hdr 3, content at 12; N=1 (TPOT undefined) P=3
 //	R2 index 3: sched 20, send 20.5, HTTP 500 (a failure: no latency, but counted)
 //	R3 index 4: sched 21, send 21.2, hdr 22, content at 30, 31, 35; N=3 P=2
-func handRecords() []schemas.RequestRecordDoc {
-	return []schemas.RequestRecordDoc{
+func handRecords() []contract.RequestRecordDoc {
+	return []contract.RequestRecordDoc{
 		rec(3, false, 20, 20.5, -1, -1, 21, nil, 0, 0, "http_status"),
 		rec(0, true, 0, 0.1, 0.2, 0.5, 0.6, []ev{{0.5, "content"}}, 1, 1, ""),
 		rec(1, false, 0, 1, 2, 20, 21, []ev{{2, "other"}, {10, "content"}, {14, "content"}, {20, "content"}, {20, "other"}, {20, "usage"}, {20, "done"}}, 4, 5, ""),
@@ -60,7 +61,7 @@ func handRecords() []schemas.RequestRecordDoc {
 	}
 }
 
-func metric(t *testing.T, row schemas.Row, name string) schemas.Metric {
+func metric(t *testing.T, row contract.Row, name string) contract.Metric {
 	t.Helper()
 	for _, m := range row.Metrics {
 		if m.Name == name {
@@ -68,10 +69,10 @@ func metric(t *testing.T, row schemas.Row, name string) schemas.Metric {
 		}
 	}
 	t.Fatalf("no metric %s", name)
-	return schemas.Metric{}
+	return contract.Metric{}
 }
 
-func hasMetric(row schemas.Row, name string) bool {
+func hasMetric(row contract.Row, name string) bool {
 	for _, m := range row.Metrics {
 		if m.Name == name {
 			return true
@@ -83,7 +84,7 @@ func hasMetric(row schemas.Row, name string) bool {
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
 func TestRowHandComputed(t *testing.T) {
-	row := Row(RowSpec{Concurrency: 2, Repetition: 1, Loop: "closed", SLO: schemas.SLO{TTFTMs: 9.5}, PromptSetSHA256: "sha256:p"}, handRecords())
+	row := Row(RowSpec{Concurrency: 2, Repetition: 1, Loop: "closed", SLO: contract.SLO{TTFTMs: 9.5}, PromptSetSHA256: "sha256:p"}, handRecords())
 	if row.Requests != 4 || row.Successes != 3 || row.Failures != 1 || row.Concurrency != 2 || row.Repetition != 1 || row.Loop != "closed" {
 		t.Fatalf("counts %+v", row)
 	}
@@ -151,7 +152,7 @@ func TestRowHandComputed(t *testing.T) {
 	}
 	for _, w := range want {
 		m := metric(t, row, w.name)
-		if !near(m.Value, w.v) || m.Unit != w.unit || m.Aggregation != w.agg || m.Formula != w.formula || m.Samples == nil || *m.Samples != w.samples {
+		if !near(m.Value, w.v) || m.Unit != w.unit || string(m.Aggregation) != w.agg || m.Formula != w.formula || m.Samples == nil || *m.Samples != w.samples {
 			t.Errorf("%s = %v %s %s %s samples %v; want %v %s %s %s samples %d", w.name, m.Value, m.Unit, m.Aggregation, m.Formula, *m.Samples, w.v, w.unit, w.agg, w.formula, w.samples)
 		}
 	}
@@ -180,14 +181,14 @@ func TestRowHandComputed(t *testing.T) {
 
 func TestRowSLOGates(t *testing.T) {
 	tests := []struct {
-		slo  schemas.SLO
+		slo  contract.SLO
 		good float64
 	}{
-		{schemas.SLO{}, 3},                      // no gate: every success
-		{schemas.SLO{ICLMs: 5}, 2},              // R0's 6 ms gap fails; R1 (one event) passes vacuously
-		{schemas.SLO{E2EMs: 13}, 1},             // E2E_sched 20, 12, 14
-		{schemas.SLO{TTFTMs: 12, ICLMs: 5}, 2},  // TTFT_sched 10, 12, 9 all pass; ICL drops R0
-		{schemas.SLO{TTFTMs: 8, E2EMs: 100}, 0}, // nobody under 8 ms
+		{contract.SLO{}, 3},                      // no gate: every success
+		{contract.SLO{ICLMs: 5}, 2},              // R0's 6 ms gap fails; R1 (one event) passes vacuously
+		{contract.SLO{E2EMs: 13}, 1},             // E2E_sched 20, 12, 14
+		{contract.SLO{TTFTMs: 12, ICLMs: 5}, 2},  // TTFT_sched 10, 12, 9 all pass; ICL drops R0
+		{contract.SLO{TTFTMs: 8, E2EMs: 100}, 0}, // nobody under 8 ms
 	}
 	for _, tt := range tests {
 		row := Row(RowSpec{Concurrency: 2, Loop: "closed", SLO: tt.slo}, handRecords())
@@ -203,7 +204,7 @@ func TestRowSLOGates(t *testing.T) {
 // TestRowSingleToken: a row of one-token responses has no TPOT, decode rate or ICL, and the
 // other metrics are still there.
 func TestRowSingleToken(t *testing.T) {
-	recs := []schemas.RequestRecordDoc{
+	recs := []contract.RequestRecordDoc{
 		rec(0, false, 0, 0.5, 1, 5, 6, []ev{{5, "content"}, {5, "usage"}, {5, "done"}}, 1, 2, ""),
 	}
 	row := Row(RowSpec{Concurrency: 1, Loop: "closed"}, recs)
@@ -232,7 +233,7 @@ func TestRowSingleToken(t *testing.T) {
 // TestRowAllFailed: no success means no latency metric, no window and no output set hash; the
 // failures are still counted.
 func TestRowAllFailed(t *testing.T) {
-	recs := []schemas.RequestRecordDoc{
+	recs := []contract.RequestRecordDoc{
 		rec(0, false, 0, 0.1, -1, -1, 1, nil, 0, 0, "connection"),
 		rec(1, false, 0, -1, -1, -1, -1, nil, 0, 0, "connection"),
 	}
@@ -256,7 +257,7 @@ func TestRowAllFailed(t *testing.T) {
 // TestRowOpenLoopCap: in open loop, an arrival that found every slot busy waited for the server;
 // its lag is reported but does not make the client degraded.
 func TestRowOpenLoopCap(t *testing.T) {
-	recs := []schemas.RequestRecordDoc{
+	recs := []contract.RequestRecordDoc{
 		rec(0, false, 0, 0.1, 0.2, 9, 10, []ev{{5, "content"}, {9, "content"}}, 2, 1, ""),
 		rec(1, false, 5, 10.05, 10.1, 19, 20, []ev{{15, "content"}, {19, "content"}}, 2, 1, ""), // waited for slot 1
 		rec(2, false, 30, 30.1, 30.2, 39, 40, []ev{{35, "content"}, {39, "content"}}, 2, 1, ""),
@@ -278,7 +279,7 @@ func TestRowOpenLoopCap(t *testing.T) {
 }
 
 func TestOutputAndPromptSetHashes(t *testing.T) {
-	recs := []schemas.RequestRecordDoc{
+	recs := []contract.RequestRecordDoc{
 		rec(1, false, 0, 1, 2, 3, 4, []ev{{3, "content"}}, 1, 1, ""),
 		rec(0, false, 0, 1, 2, 3, 4, []ev{{3, "content"}}, 1, 1, ""),
 		rec(0, true, 0, 1, 2, 3, 4, []ev{{3, "content"}}, 1, 1, ""),
@@ -289,22 +290,22 @@ func TestOutputAndPromptSetHashes(t *testing.T) {
 	if got := OutputSetSHA256(recs); got == nil || *got != want {
 		t.Fatalf("output set %v, want %s", got, want)
 	}
-	got, err := PromptSetSHA256([]schemas.Prompt{{ID: "p-1", Text: "x"}, {ID: "p-2", Text: "y", System: "s"}})
+	got, err := PromptSetSHA256([]contract.Prompt{{ID: "p-1", Text: "x"}, {ID: "p-2", Text: "y", System: "s"}})
 	sum = sha256.Sum256([]byte(`[{"id":"p-1","text":"x"},{"id":"p-2","system":"s","text":"y"}]`))
 	if err != nil || got != "sha256:"+hex.EncodeToString(sum[:]) {
 		t.Fatalf("prompt set %s %v", got, err)
 	}
-	if _, err := PromptSetSHA256([]schemas.Prompt{{ID: "p", Text: "\xff"}}); err == nil {
+	if _, err := PromptSetSHA256([]contract.Prompt{{ID: "p", Text: "\xff"}}); err == nil {
 		t.Fatal("invalid UTF-8 hashed")
 	}
 }
 
 func TestRowValidatesAsCaseResult(t *testing.T) {
-	row := Row(RowSpec{Concurrency: 2, Repetition: 0, Loop: "closed", SLO: schemas.SLO{TTFTMs: 9.5},
+	row := Row(RowSpec{Concurrency: 2, Repetition: 0, Loop: "closed", SLO: contract.SLO{TTFTMs: 9.5},
 		PromptSetSHA256: "sha256:" + strings.Repeat("0", 64)}, handRecords())
-	row.Records = schemas.FileRef{Path: "rows/c0002-r000.jsonl", Digest: "sha256:" + strings.Repeat("1", 64)}
-	doc := schemas.CaseResultDoc{Schema: "qualkit.case-result.v1", CaseID: "chat-stream", Status: "failed", EffectiveConfig: schemas.Config{},
-		Metrics: Case([]schemas.Row{row}), Tolerances: []schemas.Tolerance{}, Rows: []schemas.Row{row}}
+	row.Records = contract.FileRef{Path: "rows/c0002-r000.jsonl", Digest: "sha256:" + strings.Repeat("1", 64)}
+	doc := contract.CaseResultDoc{Schema: "qualkit.case-result.v1", CaseID: "chat-stream", Status: "failed", EffectiveConfig: contract.Config{},
+		Metrics: Case([]contract.Row{row}), Tolerances: []contract.Tolerance{}, Rows: []contract.Row{row}}
 	data, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // SeriesDelta is the change of one counter series (or a histogram's or summary's _count or
@@ -34,7 +34,7 @@ var metricName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // evidence for diagnosis, never for a verdict. A series that only the second page has counts
 // from zero; a series that decreased (a counter reset) or vanished is left out with a warning.
 // It is a pure function of the two pages.
-func TelemetryDeltas(before, after []byte) ([]schemas.Metric, []SeriesDelta, []string, error) {
+func TelemetryDeltas(before, after []byte) ([]contract.Metric, []SeriesDelta, []string, error) {
 	b, err := parseFamilies(before)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("parse the scrape before the row: %w", err)
@@ -78,7 +78,7 @@ func TelemetryDeltas(before, after []byte) ([]schemas.Metric, []SeriesDelta, []s
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var ms []schemas.Metric
+	var ms []contract.Metric
 	for _, n := range names {
 		name := "server." + n + ".delta"
 		if !metricName.MatchString(n) || len(name) > 128 {
@@ -93,7 +93,7 @@ func TelemetryDeltas(before, after []byte) ([]schemas.Metric, []SeriesDelta, []s
 			unit = "bytes"
 		}
 		s := int64(counts[n])
-		ms = append(ms, schemas.Metric{Name: name, Value: sums[n], Unit: unit, Aggregation: "sum", Direction: "none",
+		ms = append(ms, contract.Metric{Name: name, Value: sums[n], Unit: unit, Aggregation: "sum", Direction: "none",
 			Formula: "telemetry_delta.v1", Samples: &s, Diagnostic: true})
 	}
 	return ms, series, warnings, nil

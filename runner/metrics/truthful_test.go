@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // TestRowInFlight: the achieved concurrency of the hand-computed row. Intervals [t_send,
@@ -25,8 +25,8 @@ func TestRowInFlight(t *testing.T) {
 // overCapacity is an open-loop row offered 2,000/s (an arrival every 0.5 ms) against a server
 // that holds one request for 40 ms: every arrival after the first finds the single slot busy and
 // waits, so the client sends at 25/s and the p99 schedule lag is about 1.5 s.
-func overCapacity(n int) []schemas.RequestRecordDoc {
-	out := make([]schemas.RequestRecordDoc, 0, n)
+func overCapacity(n int) []contract.RequestRecordDoc {
+	out := make([]contract.RequestRecordDoc, 0, n)
 	free := 0.0
 	for i := range n {
 		sched := float64(i) * 0.5
@@ -66,7 +66,7 @@ func TestRowOpenLoopOverCapacityDegraded(t *testing.T) {
 // keeps up: no lag, achieved = scheduled, not degraded.
 func TestRowOpenLoopOnScheduleNotDegraded(t *testing.T) {
 	offered := 20.0
-	var recs []schemas.RequestRecordDoc
+	var recs []contract.RequestRecordDoc
 	for i := range 40 {
 		s := float64(i) * 50
 		recs = append(recs, rec(int64(i), false, s, s+0.05, s+1, s+40, s+40, []ev{{s + 5, "content"}, {s + 40, "content"}}, 2, 3, ""))

@@ -20,6 +20,8 @@ import (
 
 	"github.com/qualkit/qualkit/runner/artifact"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // Limits on what the interpreter and the installed metadata may make Capture read.
@@ -72,7 +74,7 @@ type probe struct {
 // (*.dist-info/METADATA, and *.egg-info PKG-INFO for distutils-era installs), keeping the first
 // of each normalised name in sys.path order; and hashes launchImpl, when given, into
 // launch_implementation. The returned manifest has passed schemas.CheckDocument.
-func Capture(ctx context.Context, python, id, launchImpl string) (*schemas.RuntimeManifestDoc, error) {
+func Capture(ctx context.Context, python, id, launchImpl string) (*contract.RuntimeManifestDoc, error) {
 	if !portableID.MatchString(id) {
 		return nil, fmt.Errorf("%w %q: want ^[a-z0-9][a-z0-9._-]{2,127}$", ErrInvalidID, id)
 	}
@@ -107,11 +109,11 @@ func Capture(ctx context.Context, python, id, launchImpl string) (*schemas.Runti
 	if err != nil {
 		return nil, err
 	}
-	doc := &schemas.RuntimeManifestDoc{
+	doc := &contract.RuntimeManifestDoc{
 		Schema:    Schema,
 		ID:        id,
 		CreatedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
-		Interpreter: schemas.Interpreter{
+		Interpreter: contract.Interpreter{
 			Kind:    "python",
 			Path:    python,
 			Version: p.Version,
@@ -120,7 +122,7 @@ func Capture(ctx context.Context, python, id, launchImpl string) (*schemas.Runti
 		Packages: pkgs,
 	}
 	if launchImpl != "" {
-		doc.LaunchImplementation = &schemas.Implementation{Path: launchImpl, Digest: hashed[1].Digest}
+		doc.LaunchImplementation = &contract.Implementation{Path: launchImpl, Digest: hashed[1].Digest}
 	}
 	if err := Check(doc); err != nil {
 		return nil, err
@@ -129,7 +131,7 @@ func Capture(ctx context.Context, python, id, launchImpl string) (*schemas.Runti
 }
 
 // Check validates a manifest against its contract (schemas.CheckDocument on its JSON form).
-func Check(doc *schemas.RuntimeManifestDoc) error {
+func Check(doc *contract.RuntimeManifestDoc) error {
 	data, err := json.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("encode runtime manifest: %w", err)
@@ -290,8 +292,8 @@ func NormalizeName(name string) string {
 // A *.dist-info directory contributes Name and Version from METADATA and, when present, the
 // digest of its RECORD file; a *.egg-info directory or file contributes Name and Version from
 // PKG-INFO and no digest. Entries whose names start with "." or "~" (pip's leftovers) are skipped.
-func Distributions(dirs []string) ([]schemas.Package, error) {
-	byName := map[string]schemas.Package{}
+func Distributions(dirs []string) ([]contract.Package, error) {
+	byName := map[string]contract.Package{}
 	for _, dir := range dirs {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
@@ -325,9 +327,9 @@ func Distributions(dirs []string) ([]schemas.Package, error) {
 			if utf8.RuneCountInString(key) > 256 || utf8.RuneCountInString(version) > 128 {
 				return nil, fmt.Errorf("read %s: name or version too long", meta)
 			}
-			pkg := schemas.Package{Name: key, Version: version}
+			pkg := contract.Package{Name: key, Version: version}
 			if record != "" {
-				d, _, err := schemas.DigestFile(record)
+				d, _, err := evidence.DigestFile(record)
 				switch {
 				case err == nil:
 					pkg.Digest = d
@@ -341,7 +343,7 @@ func Distributions(dirs []string) ([]schemas.Package, error) {
 			byName[key] = pkg
 		}
 	}
-	out := make([]schemas.Package, 0, len(byName))
+	out := make([]contract.Package, 0, len(byName))
 	for _, p := range byName {
 		out = append(out, p)
 	}
@@ -352,7 +354,7 @@ func Distributions(dirs []string) ([]schemas.Package, error) {
 // readMetadata reads Name and Version from the header block of a core-metadata file (RFC 822
 // style: "Key: value" lines up to the first empty line).
 func readMetadata(path string) (name, version string, err error) {
-	f, _, err := schemas.OpenRegular(path, -1)
+	f, _, err := evidence.OpenRegular(path, -1)
 	if err != nil {
 		return "", "", fmt.Errorf("read distribution metadata %s: %w", path, err)
 	}

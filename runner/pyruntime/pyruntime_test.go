@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"go.uber.org/goleak"
 )
 
@@ -37,14 +39,14 @@ func ask(t *testing.T, python, code string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func checkValid(t *testing.T, doc *schemas.RuntimeManifestDoc) {
+func checkValid(t *testing.T, doc *contract.RuntimeManifestDoc) {
 	t.Helper()
 	data, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, err := schemas.CheckDocument(data)
-	if err != nil || !out.Valid() || out.Contract.Name != schemas.RuntimeManifest {
+	if err != nil || !out.Valid() || out.Contract.Name != contract.RuntimeManifest {
 		t.Fatalf("CheckDocument: %v %+v", err, out)
 	}
 	names := make([]string, len(doc.Packages))
@@ -74,7 +76,7 @@ func TestCaptureMachinePython(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, _, err := schemas.DigestFile(exe); err != nil || d != doc.Interpreter.Digest {
+	if d, _, err := evidence.DigestFile(exe); err != nil || d != doc.Interpreter.Digest {
 		t.Errorf("interpreter digest %s, sha256 of %s is %s (%v)", doc.Interpreter.Digest, exe, d, err)
 	}
 	if doc.Interpreter.Path != py || doc.Interpreter.Kind != "python" || doc.Schema != Schema || doc.ID != "machine-python3" {
@@ -125,8 +127,8 @@ func TestCaptureVenv(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkValid(t, doc)
-	record, _, _ := schemas.DigestFile(filepath.Join(site, "Foo_Bar-1.0.dist-info", "RECORD"))
-	want := []schemas.Package{
+	record, _, _ := evidence.DigestFile(filepath.Join(site, "Foo_Bar-1.0.dist-info", "RECORD"))
+	want := []contract.Package{
 		{Name: "foo-bar", Version: "1.0", Digest: record},
 		{Name: "old-pkg", Version: "0.1"},
 		{Name: "zeta", Version: "2.0rc1"},
@@ -134,7 +136,7 @@ func TestCaptureVenv(t *testing.T) {
 	if !slices.Equal(doc.Packages, want) {
 		t.Errorf("packages\n got %+v\nwant %+v", doc.Packages, want)
 	}
-	ld, _, _ := schemas.DigestFile(launch)
+	ld, _, _ := evidence.DigestFile(launch)
 	if doc.LaunchImplementation == nil || doc.LaunchImplementation.Path != launch || doc.LaunchImplementation.Digest != ld {
 		t.Errorf("launch_implementation %+v, want %s %s", doc.LaunchImplementation, launch, ld)
 	}

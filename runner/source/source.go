@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Sentinel errors; every error that carries one names the operation and the path.
@@ -56,13 +56,13 @@ type Identity struct {
 }
 
 // Schema returns the receipt's source block.
-func (id *Identity) Schema() schemas.Source {
+func (id *Identity) Schema() contract.Source {
 	var om *string
 	if id.OriginMain != nil {
 		s := *id.OriginMain
 		om = &s
 	}
-	return schemas.Source{
+	return contract.Source{
 		Repository:     id.Repository,
 		Commit:         id.Commit,
 		Tree:           id.Tree,

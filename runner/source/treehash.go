@@ -15,7 +15,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // maxTreeDepth bounds directory nesting in a tree walk (git itself refuses deeper paths long before).
@@ -46,15 +46,15 @@ func treeHash(ctx context.Context, r *git.Repository, root string, tree plumbing
 	if err != nil {
 		return "", err
 	}
-	out := make([]schemas.SourceTreeEntry, len(entries))
+	out := make([]jsonstrict.SourceTreeEntry, len(entries))
 	for i, e := range entries {
 		id := "commit:" + e.hash.String()
 		if e.mode != filemode.Submodule {
 			id = "sha256:" + ids[e.hash]
 		}
-		out[i] = schemas.SourceTreeEntry{Path: e.path, Mode: uint32(e.mode), ContentID: id}
+		out[i] = jsonstrict.SourceTreeEntry{Path: e.path, Mode: uint32(e.mode), ContentID: id}
 	}
-	return schemas.SourceTreeHash(out), nil
+	return jsonstrict.SourceTreeHash(out), nil
 }
 
 // walkTree appends every non-directory entry below tree. Unlike go-git's TreeWalker, a missing

@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // hwmonReader reads the sysfs hwmon counters of DRM cards (AMD and other vendors):
@@ -51,7 +52,7 @@ func NewHwmonReader(sys string, slots map[int64]string) Reader {
 
 func (r *hwmonReader) Close() {}
 
-func (r *hwmonReader) Read(t int64, out []schemas.TelemetrySampleDoc) []schemas.TelemetrySampleDoc {
+func (r *hwmonReader) Read(t int64, out []contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc {
 	for _, d := range r.devs {
 		x := newSample(t, d.index, "hwmon")
 		if d.unreachable != "" {
@@ -60,7 +61,7 @@ func (r *hwmonReader) Read(t int64, out []schemas.TelemetrySampleDoc) []schemas.
 			continue
 		}
 		num := func(dir, name string) (float64, bool) {
-			b, err := schemas.ReadFileLimited(filepath.Join(dir, name), 4096)
+			b, err := evidence.ReadFileLimited(filepath.Join(dir, name), 4096)
 			if err != nil {
 				if !errors.Is(err, fs.ErrNotExist) && len(x.Errors) < 16 {
 					x.Errors = append(x.Errors, name+": "+firstLine(err.Error()))

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // throttleBits names NVML's clock event (throttle) reason bits; GpuIdle (0x1) is not a throttle.
@@ -111,7 +111,7 @@ func (r *nvmlReader) drainXid() {
 	}
 }
 
-func (r *nvmlReader) Read(t int64, out []schemas.TelemetrySampleDoc) []schemas.TelemetrySampleDoc {
+func (r *nvmlReader) Read(t int64, out []contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc {
 	r.drainXid()
 	for i := range r.devs {
 		d := &r.devs[i]
@@ -148,7 +148,7 @@ func (r *nvmlReader) Read(t int64, out []schemas.TelemetrySampleDoc) []schemas.T
 			x.TemperatureC = ptr(float64(c))
 		}
 		if bits, ret := h.GetCurrentClocksEventReasons(); ok("GetCurrentClocksEventReasons", ret) {
-			x.ThrottleReasons = ThrottleNames(bits)
+			x.ThrottleReasons = contract.Enums[contract.ThrottleReason](ThrottleNames(bits))
 		}
 		if n, ret := h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); ok("GetTotalEccErrors", ret) && n < 1<<62 {
 			x.ECCUncorrected = ptr(int64(n))

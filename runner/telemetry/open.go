@@ -8,14 +8,14 @@ import (
 	"sort"
 
 	"github.com/qualkit/qualkit/runner/device"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Open builds the readers for the devices (receipt indexes) of devs that can be sampled: NVML
 // devices through the library (or the fixture's nvml.json), DRM cards through sysfs hwmon (below
 // the fixture's sys/ when fixture is set). It returns the readers, the sampled indexes and why
 // the others cannot be sampled.
-func Open(devs []schemas.ProbedDevice, which []int64, fixture string) ([]Reader, []int64, []string) {
+func Open(devs []contract.ProbedDevice, which []int64, fixture string) ([]Reader, []int64, []string) {
 	nv, hw := map[int64]string{}, map[int64]string{}
 	var why []string
 	for _, i := range which {

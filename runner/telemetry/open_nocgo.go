@@ -7,12 +7,12 @@ import (
 	"sort"
 
 	"github.com/qualkit/qualkit/runner/device"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Open builds the readers for the devices of devs that can be sampled. Without cgo NVML cannot be
 // loaded: only DRM cards (sysfs hwmon) are sampled.
-func Open(devs []schemas.ProbedDevice, which []int64, fixture string) ([]Reader, []int64, []string) {
+func Open(devs []contract.ProbedDevice, which []int64, fixture string) ([]Reader, []int64, []string) {
 	hw := map[int64]string{}
 	var why []string
 	for _, i := range which {

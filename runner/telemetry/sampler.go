@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Schema is the telemetry sample contract's schema field.
@@ -22,7 +22,7 @@ const Schema = "qualkit.telemetry-sample.v1"
 // Reader takes one reading of each of its devices.
 type Reader interface {
 	// Read appends one sample per device, each stamped t (ns from the campaign epoch).
-	Read(t int64, out []schemas.TelemetrySampleDoc) []schemas.TelemetrySampleDoc
+	Read(t int64, out []contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc
 	// Close releases what the reader holds (NVML's reference, an event set).
 	Close()
 }
@@ -36,7 +36,7 @@ type Sampler struct {
 	epoch    time.Time
 	readers  []Reader
 	mu       sync.Mutex
-	samples  []schemas.TelemetrySampleDoc
+	samples  []contract.TelemetrySampleDoc
 	dropped  int
 	stop     chan struct{}
 	done     chan struct{}
@@ -56,7 +56,7 @@ func (s *Sampler) loop() {
 	defer close(s.done)
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
-	var buf []schemas.TelemetrySampleDoc
+	var buf []contract.TelemetrySampleDoc
 	for {
 		buf = buf[:0]
 		now := time.Since(s.epoch).Nanoseconds()
@@ -80,11 +80,11 @@ func (s *Sampler) loop() {
 
 // Stop takes one last reading, stops the sampler, closes its readers and returns every sample
 // (ordered by time, then device) and how many readings were dropped at MaxSamples.
-func (s *Sampler) Stop() ([]schemas.TelemetrySampleDoc, int) {
+func (s *Sampler) Stop() ([]contract.TelemetrySampleDoc, int) {
 	close(s.stop)
 	<-s.done
 	now := time.Since(s.epoch).Nanoseconds()
-	var last []schemas.TelemetrySampleDoc
+	var last []contract.TelemetrySampleDoc
 	for _, r := range s.readers {
 		last = r.Read(now, last)
 		r.Close()
@@ -103,9 +103,9 @@ func (s *Sampler) Stop() ([]schemas.TelemetrySampleDoc, int) {
 
 // Window returns, per device, the samples within [start, end] plus the last one before start
 // and the first one after end: what a row's summary needs to interpolate its bounds.
-func Window(samples []schemas.TelemetrySampleDoc, start, end int64) []schemas.TelemetrySampleDoc {
+func Window(samples []contract.TelemetrySampleDoc, start, end int64) []contract.TelemetrySampleDoc {
 	byDev, devs := byDevice(samples)
-	var out []schemas.TelemetrySampleDoc
+	var out []contract.TelemetrySampleDoc
 	for _, d := range devs {
 		xs := byDev[d]
 		lo, hi := 0, len(xs)-1
@@ -128,16 +128,16 @@ func Window(samples []schemas.TelemetrySampleDoc, start, end int64) []schemas.Te
 	return out
 }
 
-func newSample(t, device int64, source string) schemas.TelemetrySampleDoc {
-	return schemas.TelemetrySampleDoc{Schema: Schema, TNs: t, Device: device, Source: source, ThrottleReasons: []string{}, Errors: []string{}}
+func newSample(t, device int64, source string) contract.TelemetrySampleDoc {
+	return contract.TelemetrySampleDoc{Schema: Schema, TNs: t, Device: device, Source: contract.SampleSource(source), ThrottleReasons: []contract.ThrottleReason{}, Errors: []string{}}
 }
 
 func ptr[T any](v T) *T { return &v }
 
 // byDevice groups samples by device, keeping each device's samples in order; devs lists the
 // devices in the order of their first sample.
-func byDevice(samples []schemas.TelemetrySampleDoc) (byDev map[int64][]schemas.TelemetrySampleDoc, devs []int64) {
-	byDev = map[int64][]schemas.TelemetrySampleDoc{}
+func byDevice(samples []contract.TelemetrySampleDoc) (byDev map[int64][]contract.TelemetrySampleDoc, devs []int64) {
+	byDev = map[int64][]contract.TelemetrySampleDoc{}
 	for _, x := range samples {
 		if _, ok := byDev[x.Device]; !ok {
 			devs = append(devs, x.Device)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Formula ids of the row's device metrics (docs/metrics.md). Each is diagnostic: evidence for
@@ -26,7 +26,7 @@ const (
 
 // Summary is a row's device telemetry, summarised over the row's window [start, end] (ns).
 type Summary struct {
-	Metrics  []schemas.Metric
+	Metrics  []contract.Metric
 	Flags    []string
 	Warnings []string
 }
@@ -49,7 +49,7 @@ type Summary struct {
 // between the window's first and last sample of a device), xid_event (a critical Xid event
 // within the window), telemetry_call_failed (a reading in the window names a failed call).
 // It is a pure function of its arguments; qualverify recomputes it independently.
-func Summarize(samples []schemas.TelemetrySampleDoc, start, end, outputTokens int64) Summary {
+func Summarize(samples []contract.TelemetrySampleDoc, start, end, outputTokens int64) Summary {
 	var s Summary
 	if end <= start {
 		s.Warnings = append(s.Warnings, "the row has no measured window: no device metrics")
@@ -111,8 +111,8 @@ func Summarize(samples []schemas.TelemetrySampleDoc, start, end, outputTokens in
 	}
 	dur := float64(end-start) / 1e9
 	samplesN := int64(len(samples))
-	m := func(name string, v float64, unit, agg, formula string) schemas.Metric {
-		return schemas.Metric{Name: name, Value: v, Unit: unit, Aggregation: agg, Direction: "lower_is_better", Formula: formula, Samples: ptr(samplesN), Diagnostic: true}
+	m := func(name string, v float64, unit, agg, formula string) contract.Metric {
+		return contract.Metric{Name: name, Value: v, Unit: unit, Aggregation: contract.Aggregation(agg), Direction: "lower_is_better", Formula: formula, Samples: ptr(samplesN), Diagnostic: true}
 	}
 	if n > 0 {
 		s.Metrics = append(s.Metrics, m("device_energy_j", energy, "J", "sum", FormulaEnergy))
@@ -126,7 +126,7 @@ func Summarize(samples []schemas.TelemetrySampleDoc, start, end, outputTokens in
 }
 
 // deviceEnergy is one device's energy over [start, end] in J.
-func deviceEnergy(xs []schemas.TelemetrySampleDoc, start, end int64) (float64, bool) {
+func deviceEnergy(xs []contract.TelemetrySampleDoc, start, end int64) (float64, bool) {
 	if len(xs) < 2 || xs[0].TNs > start || xs[len(xs)-1].TNs < end {
 		return 0, false
 	}
@@ -136,7 +136,7 @@ func deviceEnergy(xs []schemas.TelemetrySampleDoc, start, end int64) (float64, b
 		counter = counter && x.EnergyJ != nil
 		power = power && x.PowerW != nil
 	}
-	val := func(x schemas.TelemetrySampleDoc) float64 {
+	val := func(x contract.TelemetrySampleDoc) float64 {
 		if counter {
 			return *x.EnergyJ
 		}

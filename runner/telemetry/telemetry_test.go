@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"go.uber.org/goleak"
 )
 
@@ -23,7 +24,7 @@ type counterReader struct {
 	closed atomic.Bool
 }
 
-func (c *counterReader) Read(t int64, out []schemas.TelemetrySampleDoc) []schemas.TelemetrySampleDoc {
+func (c *counterReader) Read(t int64, out []contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc {
 	n := c.reads.Add(1)
 	x := newSample(t, 1, "nvml")
 	x.EnergyJ = ptr(float64(n))
@@ -57,11 +58,11 @@ func TestSamplerReadsAtItsIntervalUntilStop(t *testing.T) {
 	}
 }
 
-func sample(tms int64, energy, power *float64, throttle ...string) schemas.TelemetrySampleDoc {
+func sample(tms int64, energy, power *float64, throttle ...string) contract.TelemetrySampleDoc {
 	x := newSample(tms*1e6, 1, "nvml")
 	x.EnergyJ, x.PowerW = energy, power
 	if throttle != nil {
-		x.ThrottleReasons = throttle
+		x.ThrottleReasons = contract.Enums[contract.ThrottleReason](throttle)
 	}
 	return x
 }
@@ -87,7 +88,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9*math.Max(1, math.Abs(
 func TestSummarizeEnergyCounter(t *testing.T) {
 	// 300 W for 2 s: the counter goes from 1000 J to 1600 J; the window [0.5 s, 1.5 s] sits between
 	// samples, so both bounds are interpolated: 300 J.
-	xs := []schemas.TelemetrySampleDoc{sample(0, f(1000), f(300)), sample(1000, f(1300), f(300), "sw_power_cap"), sample(2000, f(1600), f(300))}
+	xs := []contract.TelemetrySampleDoc{sample(0, f(1000), f(300)), sample(1000, f(1300), f(300), "sw_power_cap"), sample(2000, f(1600), f(300))}
 	s := Summarize(xs, 500e6, 1500e6, 600)
 	if e := metric(t, s, "device_energy_j"); !near(e, 300) {
 		t.Errorf("energy %g, want 300", e)
@@ -110,7 +111,7 @@ func TestSummarizeEnergyCounter(t *testing.T) {
 func TestSummarizePowerOnly(t *testing.T) {
 	// No counter (hwmon without energy1_input): power 100 W ramping to 300 W over 2 s, window
 	// [0, 2 s]: the trapezoid is 400 J.
-	xs := []schemas.TelemetrySampleDoc{sample(0, nil, f(100)), sample(1000, nil, f(200)), sample(2000, nil, f(300))}
+	xs := []contract.TelemetrySampleDoc{sample(0, nil, f(100)), sample(1000, nil, f(200)), sample(2000, nil, f(300))}
 	s := Summarize(xs, 0, 2000e6, 0)
 	if e := metric(t, s, "device_energy_j"); !near(e, 400) {
 		t.Errorf("energy %g, want 400", e)
@@ -137,14 +138,14 @@ func TestSummarizeFlagsCounters(t *testing.T) {
 	a.ECCUncorrected, b.ECCUncorrected = ptr(int64(3)), ptr(int64(4))
 	b.XidEvents = ptr(int64(1))
 	b.Errors = []string{"GetPowerUsage: ERROR_GPU_IS_LOST"}
-	s := Summarize([]schemas.TelemetrySampleDoc{a, b}, 0, 1000e6, 1)
+	s := Summarize([]contract.TelemetrySampleDoc{a, b}, 0, 1000e6, 1)
 	if !slices.Equal(s.Flags, []string{FlagECCChanged, FlagXid, FlagCallFailed}) {
 		t.Errorf("flags %v", s.Flags)
 	}
 }
 
 func TestWindowBrackets(t *testing.T) {
-	var xs []schemas.TelemetrySampleDoc
+	var xs []contract.TelemetrySampleDoc
 	for i := int64(0); i < 10; i++ {
 		xs = append(xs, sample(i*100, f(float64(i)), nil))
 	}
@@ -187,7 +188,7 @@ func TestHwmonReader(t *testing.T) {
 	}
 	// A sample validates against its contract.
 	b, _ := json.Marshal(x)
-	if err := schemas.CheckAs(b, "sample", schemas.TelemetrySample); err != nil {
+	if err := schemas.CheckAs(b, "sample", contract.TelemetrySample); err != nil {
 		t.Error(err)
 	}
 }

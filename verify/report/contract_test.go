@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify"
 )
 
@@ -26,7 +27,7 @@ func TestViewIsTheContract(t *testing.T) {
 	for i := 0; i < v.NumField(); i++ {
 		if f := v.Field(i); f.IsExported() {
 			exported = append(exported, f.Name)
-			if !f.Anonymous || f.Type != reflect.TypeFor[schemas.ReportViewDoc]() || f.Tag != "" {
+			if !f.Anonymous || f.Type != reflect.TypeFor[contract.ReportViewDoc]() || f.Tag != "" {
 				t.Errorf("View member %s (%s, tag %q) is not the embedded schemas.ReportViewDoc", f.Name, f.Type, f.Tag)
 			}
 		}
@@ -44,8 +45,8 @@ func viewJSON(t *testing.T, v *View) []byte {
 		t.Fatal(err)
 	}
 	out, err := schemas.CheckDocument(b.Bytes())
-	if err != nil || !out.Valid() || out.Contract.Name != schemas.ReportView {
-		t.Fatalf("the view's JSON is not a valid %s: %v %v", schemas.ReportView, err, out.Violations)
+	if err != nil || !out.Valid() || out.Contract.Name != contract.ReportView {
+		t.Fatalf("the view's JSON is not a valid %s: %v %v", contract.ReportView, err, out.Violations)
 	}
 	return b.Bytes()
 }
@@ -55,9 +56,9 @@ func viewJSON(t *testing.T, v *View) []byte {
 // corpus documents) and requires each JSON to be a valid report view equal to its document in
 // the contract's corpus, which -update-corpus rewrites.
 func TestReportViewCorpus(t *testing.T) {
-	nt, _ := corpusDriver(t, schemas.NextTokenResult, "reference-next-token.json", nil)
-	pa, _ := corpusDriver(t, schemas.PathAttribution, "reference-path.json", nil)
-	la, _ := corpusDriver(t, schemas.LayerAttribution, "reference-layers.json", nil)
+	nt, _ := corpusDriver(t, contract.NextTokenResult, "reference-next-token.json", nil)
+	pa, _ := corpusDriver(t, contract.PathAttribution, "reference-path.json", nil)
+	la, _ := corpusDriver(t, contract.LayerAttribution, "reference-layers.json", nil)
 	tampered, tamperedRoot := tamperedView(t)
 	views := map[string]*View{
 		"frozen-one-receipt.json":    frozenView(t, frozenReceipts[0]),
@@ -69,7 +70,7 @@ func TestReportViewCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(corpus, schemas.ReportView, "valid")
+	dir := filepath.Join(corpus, contract.ReportView, "valid")
 	for name, v := range views {
 		// The notes name the evidence root (not a git checkout): the corpus says /srv/evidence.
 		got := viewJSON(t, v)

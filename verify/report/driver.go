@@ -5,7 +5,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify"
 )
 
@@ -15,21 +16,21 @@ import (
 // records them (floats unrounded). Exactly one of NextToken, PathAttribution and LayerAttribution
 // is set.
 type (
-	Driver           = schemas.ViewDriver
-	Containment      = schemas.ViewContainment
-	DriverVerdict    = schemas.ViewDriverVerdict
-	Growth           = schemas.ViewGrowth
-	Implementation   = schemas.ViewImplementation
-	DriverRequest    = schemas.ViewDriverRequest
-	DriverModel      = schemas.ViewDriverModel
-	Tolerance        = schemas.ViewTolerance
-	NextToken        = schemas.ViewNextToken
-	TopToken         = schemas.ViewTopToken
-	CandidateToken   = schemas.ViewCandidateToken
-	PathAttribution  = schemas.ViewPathAttribution
-	PathRow          = schemas.ViewPathRow
-	LayerAttribution = schemas.ViewLayerAttribution
-	BoundaryRow      = schemas.ViewBoundaryRow
+	Driver           = contract.ViewDriver
+	Containment      = contract.ViewContainment
+	DriverVerdict    = contract.ViewDriverVerdict
+	Growth           = contract.ViewGrowth
+	Implementation   = contract.ViewImplementation
+	DriverRequest    = contract.ViewDriverRequest
+	DriverModel      = contract.ViewDriverModel
+	Tolerance        = contract.ViewTolerance
+	NextToken        = contract.ViewNextToken
+	TopToken         = contract.ViewTopToken
+	CandidateToken   = contract.ViewCandidateToken
+	PathAttribution  = contract.ViewPathAttribution
+	PathRow          = contract.ViewPathRow
+	LayerAttribution = contract.ViewLayerAttribution
+	BoundaryRow      = contract.ViewBoundaryRow
 )
 
 // isolated says whether the probe saw what a passing result needs: only lo, the outside and the
@@ -40,16 +41,16 @@ func isolated(c Containment) bool {
 
 // contractTitles name the driver contracts for people.
 var contractTitles = map[string]string{
-	"qualkit." + schemas.NextTokenResult:  "next-token result",
-	"qualkit." + schemas.PathAttribution:  "path attribution",
-	"qualkit." + schemas.LayerAttribution: "layer attribution",
+	"qualkit." + contract.NextTokenResult:  "next-token result",
+	"qualkit." + contract.PathAttribution:  "path attribution",
+	"qualkit." + contract.LayerAttribution: "layer attribution",
 }
 
 // driverOf builds a driver case's section from its evidence; artifacts are the receipt's (the
 // worker output and log are found beside the result).
 func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 	h := de.Header()
-	d := &Driver{Contract: de.Contract, Title: contractTitles[de.Contract], Result: de.Path, ResultDigest: de.Digest,
+	d := &Driver{Contract: contract.ResultContract(de.Contract), Title: contract.DriverTitle(contractTitles[de.Contract]), Result: de.Path, ResultDigest: de.Digest,
 		ResultSHA256: h.ResultSHA256, CreatedAt: h.CreatedAt, DurationSeconds: h.DurationSeconds,
 		Tolerances: []Tolerance{}, Mismatches: []string{}}
 	dir := path.Dir(de.Path)
@@ -77,7 +78,7 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 	d.Model = DriverModel{ID: h.Model.ID, Path: h.Model.Path, Digest: h.Model.Digest}
 	failed := map[string][]string{} // subject -> metrics failed
 	for _, o := range h.Tolerances {
-		d.Tolerances = append(d.Tolerances, Tolerance{Metric: o.Metric, Subject: o.Subject, Op: o.Op, Limit: o.Limit, Observed: o.Observed, Passed: o.Passed})
+		d.Tolerances = append(d.Tolerances, Tolerance{Metric: contract.DriverMetric(o.Metric), Subject: o.Subject, Op: contract.Op(o.Op), Limit: o.Limit, Observed: o.Observed, Passed: o.Passed})
 		if !o.Passed {
 			failed[o.Subject] = append(failed[o.Subject], o.Metric)
 		}
@@ -112,7 +113,7 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 		for _, p := range doc.Paths {
 			pa.Paths = append(pa.Paths, PathRow{ID: p.ID, Argmax: p.Argmax, ArgmaxEqual: p.ArgmaxEqual, CosineSimilarity: p.CosineSimilarity,
 				MaxAbsError: p.MaxAbsError, MeanAbsError: p.MeanAbsError, Top10Overlap: p.Top10Overlap, LogitsSHA256: p.LogitsSHA256,
-				ReferenceLogitsSHA256: p.ReferenceLogitsSHA256, Failed: nonNil(failed[p.ID]), Attributed: p.ID == attr})
+				ReferenceLogitsSHA256: p.ReferenceLogitsSHA256, Failed: nonNil(contract.Enums[contract.DriverMetric](failed[p.ID])), Attributed: p.ID == attr})
 		}
 		d.PathAttribution = pa
 	case de.LayerAttribution != nil:
@@ -124,7 +125,7 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 		la := &LayerAttribution{Boundaries: []BoundaryRow{}, LargestGrowth: growth}
 		limits := map[string]float64{}
 		for _, o := range h.Tolerances {
-			if o.Metric == schemas.MetricRelativeRMSE && o.Op == schemas.OpAtMost {
+			if o.Metric == rules.MetricRelativeRMSE && o.Op == rules.OpAtMost {
 				limits[o.Subject] = o.Limit
 			}
 		}
@@ -136,10 +137,10 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 			row := BoundaryRow{Index: b.Index, Name: b.Name, CosineSimilarity: b.CosineSimilarity, MaxAbsError: b.MaxAbsError,
 				MeanAbsError: b.MeanAbsError, RootMeanSquareError: b.RootMeanSquareError, ReferenceRootMeanSquare: b.ReferenceRootMeanSquare,
 				RelativeRootMeanSquareError: b.RelativeRootMeanSquareError, ReferenceSHA256: b.ReferenceSHA256, CandidateSHA256: b.CandidateSHA256,
-				Growth: delta, Largest: b.Index == g.Index && b.Name == g.Name, Failed: nonNil(failed[b.Name])}
+				Growth: delta, Largest: b.Index == g.Index && b.Name == g.Name, Failed: nonNil(contract.Enums[contract.DriverMetric](failed[b.Name]))}
 			if l, ok := limits[b.Name]; ok {
 				row.Limit = &l
-			} else if l, ok := limits[schemas.SubjectAll]; ok {
+			} else if l, ok := limits[rules.SubjectAll]; ok {
 				row.Limit = &l
 			}
 			la.Boundaries = append(la.Boundaries, row)
@@ -150,11 +151,11 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 }
 
 func verdictOf(status string, reasons []string) DriverVerdict {
-	return DriverVerdict{Status: status, Reasons: nonNil(reasons)}
+	return DriverVerdict{Status: contract.DriverStatus(status), Reasons: nonNil(reasons)}
 }
 
-func nextTokenOf(o schemas.Oracle) *NextToken {
-	nt := &NextToken{Dtype: o.Dtype, Vocab: o.Vocab, ArgmaxTokenID: o.ArgmaxTokenID, TopLogitMargin: o.TopLogitMargin,
+func nextTokenOf(o contract.Oracle) *NextToken {
+	nt := &NextToken{Dtype: contract.NextTokenDtype(o.Dtype), Vocab: o.Vocab, ArgmaxTokenID: o.ArgmaxTokenID, TopLogitMargin: o.TopLogitMargin,
 		TopTokens: []TopToken{}, CandidateTokens: []CandidateToken{}, LogitsSHA256: o.LogitsSHA256, LogitsBytes: o.LogitsBytes}
 	for _, t := range o.TopTokens {
 		// Every logit larger than a top token's is itself a top token: its rank is exact.

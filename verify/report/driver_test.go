@@ -11,7 +11,10 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify"
 )
 
@@ -25,9 +28,9 @@ const corpus = "../../schemas/testdata"
 // corpusDriver decodes a corpus document into the evidence verify.Inspect returns for it, with
 // the tolerance outcomes recomputed from its numbers (as Inspect does), after edit changes the
 // decoded document (nil for none).
-func corpusDriver(t *testing.T, contract, name string, edit func(any)) (*verify.DriverEvidence, map[string]any) {
+func corpusDriver(t *testing.T, contractID, name string, edit func(any)) (*verify.DriverEvidence, map[string]any) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(corpus, contract, "valid", name))
+	raw, err := os.ReadFile(filepath.Join(corpus, contractID, "valid", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,37 +38,37 @@ func corpusDriver(t *testing.T, contract, name string, edit func(any)) (*verify.
 	if err := json.Unmarshal(raw, &tree); err != nil {
 		t.Fatal(err)
 	}
-	de := &verify.DriverEvidence{Contract: "qualkit." + contract, Path: ".qualification/runs/r/cases/000-x-r000/result.json", Digest: schemas.DigestOf(raw)}
+	de := &verify.DriverEvidence{Contract: "qualkit." + contractID, Path: ".qualification/runs/r/cases/000-x-r000/result.json", Digest: evidence.DigestOf(raw)}
 	var body any
 	var doc any
-	switch contract {
-	case schemas.NextTokenResult:
-		de.NextToken = new(schemas.NextTokenResultDoc)
+	switch contractID {
+	case contract.NextTokenResult:
+		de.NextToken = new(contract.NextTokenResultDoc)
 		doc = de.NextToken
-	case schemas.PathAttribution:
-		de.PathAttribution = new(schemas.PathAttributionDoc)
+	case contract.PathAttribution:
+		de.PathAttribution = new(contract.PathAttributionDoc)
 		doc = de.PathAttribution
-	case schemas.LayerAttribution:
-		de.LayerAttribution = new(schemas.LayerAttributionDoc)
+	case contract.LayerAttribution:
+		de.LayerAttribution = new(contract.LayerAttributionDoc)
 		doc = de.LayerAttribution
 	}
-	if err := schemas.DecodeInto(raw, doc); err != nil {
+	if err := jsonstrict.DecodeInto(raw, doc); err != nil {
 		t.Fatal(err)
 	}
 	if edit != nil {
 		edit(doc)
 	}
 	switch d := doc.(type) {
-	case *schemas.NextTokenResultDoc:
+	case *contract.NextTokenResultDoc:
 		body = d.NextTokenBody
-	case *schemas.PathAttributionDoc:
+	case *contract.PathAttributionDoc:
 		body = d.PathBody
-	case *schemas.LayerAttributionDoc:
+	case *contract.LayerAttributionDoc:
 		body = d.LayerBody
 	}
 	for _, o := range de.Header().Tolerances {
-		rule := schemas.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject}
-		rec, err := schemas.EvaluateTolerances(contract, []schemas.DriverTolerance{rule}, body)
+		rule := contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject}
+		rec, err := rules.EvaluateTolerances(contractID, []contract.DriverTolerance{rule}, body)
 		if err != nil || len(rec) != 1 {
 			t.Fatalf("recompute %+v: %v %v", rule, rec, err)
 		}
@@ -76,7 +79,7 @@ func corpusDriver(t *testing.T, contract, name string, edit func(any)) (*verify.
 
 // driverView is a verified view of one receipt whose cases are the given driver cases.
 func driverView(cases ...Case) *View {
-	return &View{ReportViewDoc: schemas.ReportViewDoc{Schema: Schema, Verifier: "test", Verified: true, Comparisons: []Comparison{}, Receipts: []Receipt{{
+	return &View{ReportViewDoc: contract.ReportViewDoc{Schema: Schema, Verifier: "test", Verified: true, Comparisons: []Comparison{}, Receipts: []Receipt{{
 		Path: ".qualification/receipts/d.json", ReceiptID: "drivers", Verification: Verification{Verdict: "verified", Summary: "verified",
 			Weakened: []string{}, Checks: []Check{}, Findings: []Finding{}, Warnings: []string{}},
 		Artifacts: []Artifact{}, Cases: cases, Notes: []string{}, Unsupported: []string{}}}}}
@@ -89,7 +92,7 @@ func driverCase(id string, de *verify.DriverEvidence) Case {
 		{Kind: "driver_log", Path: ".qualification/runs/r/cases/001-y-r000/worker.log"},
 	}
 	d := driverOf(de, artifacts)
-	return Case{ID: id, Status: d.Verdict.Status, Required: true, Kind: "driver", Rows: []Row{}, Driver: d}
+	return Case{ID: id, Status: contract.CaseStatus(d.Verdict.Status), Required: true, Kind: "driver", Rows: []Row{}, Driver: d}
 }
 
 // jsonOf renders the view's JSON and returns its driver sections, decoded generically.
@@ -155,9 +158,9 @@ func list(t *testing.T, m map[string]any, path ...string) []any {
 // result unchanged (top tokens, candidates, paths, boundaries, tolerance outcomes), the verdict's
 // members, the containment and the bindings.
 func TestDriverJSONNumbersAreTheResults(t *testing.T) {
-	nt, ntDoc := corpusDriver(t, schemas.NextTokenResult, "reference-next-token.json", nil)
-	pa, paDoc := corpusDriver(t, schemas.PathAttribution, "reference-path.json", nil)
-	la, laDoc := corpusDriver(t, schemas.LayerAttribution, "reference-layers.json", nil)
+	nt, ntDoc := corpusDriver(t, contract.NextTokenResult, "reference-next-token.json", nil)
+	pa, paDoc := corpusDriver(t, contract.PathAttribution, "reference-path.json", nil)
+	la, laDoc := corpusDriver(t, contract.LayerAttribution, "reference-layers.json", nil)
 	v := driverView(driverCase("next", nt), driverCase("paths", pa), driverCase("layers", la))
 	ds := jsonDrivers(t, v)
 	checked := 0
@@ -261,9 +264,9 @@ func TestDriverJSONNumbersAreTheResults(t *testing.T) {
 // row per outcome; a layer attribution has its chart, with the largest growth marked; the page
 // still references nothing outside itself.
 func TestDriverHTML(t *testing.T) {
-	nt, _ := corpusDriver(t, schemas.NextTokenResult, "timed-out.json", nil)
-	pa, _ := corpusDriver(t, schemas.PathAttribution, "tolerance-failed.json", nil)
-	la, _ := corpusDriver(t, schemas.LayerAttribution, "reference-layers.json", nil)
+	nt, _ := corpusDriver(t, contract.NextTokenResult, "timed-out.json", nil)
+	pa, _ := corpusDriver(t, contract.PathAttribution, "tolerance-failed.json", nil)
+	la, _ := corpusDriver(t, contract.LayerAttribution, "reference-layers.json", nil)
 	missing := Case{ID: "never-ran", Status: "failed", Kind: "driver", Rows: []Row{}, Details: "network isolation: unsupported; the case requires isolation, so it fails (the worker was not run)"}
 	v := driverView(driverCase("next", nt), driverCase("paths", pa), driverCase("layers", la), missing)
 	page, _, _ := render(t, v)
@@ -322,12 +325,12 @@ func TestDriverHTML(t *testing.T) {
 // numbers (a table that would not fit becomes one wrapped line per row), and carries the verdict,
 // the tolerance outcomes and the numbers.
 func TestDriverText(t *testing.T) {
-	nt, _ := corpusDriver(t, schemas.NextTokenResult, "reference-next-token.json", nil)
-	pa, _ := corpusDriver(t, schemas.PathAttribution, "tolerance-failed.json", nil)
-	la, _ := corpusDriver(t, schemas.LayerAttribution, "reference-layers.json", nil)
+	nt, _ := corpusDriver(t, contract.NextTokenResult, "reference-next-token.json", nil)
+	pa, _ := corpusDriver(t, contract.PathAttribution, "tolerance-failed.json", nil)
+	la, _ := corpusDriver(t, contract.LayerAttribution, "reference-layers.json", nil)
 	long := strings.Repeat("very-long-boundary-name-", 3)
-	wide, _ := corpusDriver(t, schemas.LayerAttribution, "reference-layers.json", func(d any) {
-		doc := d.(*schemas.LayerAttributionDoc)
+	wide, _ := corpusDriver(t, contract.LayerAttribution, "reference-layers.json", func(d any) {
+		doc := d.(*contract.LayerAttributionDoc)
 		doc.Boundaries[1].Name = long
 		doc.Boundaries[1].MaxAbsError = 1.2345678901234567e-123
 		doc.Boundaries[1].CosineSimilarity = 0.99999999999999989
@@ -367,8 +370,8 @@ func TestDriverText(t *testing.T) {
 // TestDriverMismatchShown: a recorded tolerance outcome that its result's numbers do not give is
 // listed under the section (in every form), as verify's tolerances check reports it.
 func TestDriverMismatchShown(t *testing.T) {
-	pa, _ := corpusDriver(t, schemas.PathAttribution, "reference-path.json", func(d any) {
-		doc := d.(*schemas.PathAttributionDoc)
+	pa, _ := corpusDriver(t, contract.PathAttribution, "reference-path.json", func(d any) {
+		doc := d.(*contract.PathAttributionDoc)
 		doc.Paths[1].MaxAbsError *= 2 // the recorded outcome still says the old number
 	})
 	v := driverView(driverCase("paths", pa))

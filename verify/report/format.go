@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // num formats a number for people: about four significant digits, never an exponent for the
@@ -34,7 +34,7 @@ func num(v float64) string {
 // exact formats a number of an evidence result as the shortest decimal that reads back as the
 // same float64 (schemas.FormatNumber): driver numbers are shown unrounded, so a cosine similarity
 // of 0.99999999 never reads as 1.
-func exact(v float64) string { return schemas.FormatNumber(v) }
+func exact(v float64) string { return rules.FormatNumber(v) }
 
 func exactPtr(p *float64) string {
 	if p == nil {
@@ -113,7 +113,7 @@ func yesNo(b bool) string {
 // dist returns a row's distribution of a metric.
 func dist(r *Row, metric string) *Distribution {
 	for i := range r.Distributions {
-		if r.Distributions[i].Metric == metric {
+		if string(r.Distributions[i].Metric) == metric {
 			return &r.Distributions[i]
 		}
 	}

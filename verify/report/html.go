@@ -100,7 +100,7 @@ type pageData struct {
 
 // CDF draws the CDF of Receipts[receipt].Cases[kase].Rows[row]'s distribution d.
 func (p pageData) CDF(receipt, kase, row int, d *Distribution) template.HTML {
-	return template.HTML(cdfSVG(d.Label, d.Unit, p.samplesOf(receipt, kase, row, d.Metric), d.P50, d.P99))
+	return template.HTML(cdfSVG(string(d.Label), d.Unit, p.samplesOf(receipt, kase, row, string(d.Metric)), d.P50, d.P99))
 }
 
 func throughputSVG(c Case) string {

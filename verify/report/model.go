@@ -7,36 +7,36 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify"
 )
 
 // Schema is the contract of a View's JSON form (qualkit.report-view.v1, docs/contracts/report-view.v1.md).
-const Schema = "qualkit." + schemas.ReportView
+const Schema = "qualkit." + contract.ReportView
 
 // The parts of a View are the contract's types.
 type (
-	Receipt      = schemas.ViewReceipt
-	Verification = schemas.ViewVerification
-	Check        = schemas.ViewCheck
-	Finding      = schemas.ViewFinding
-	Source       = schemas.ViewSource
-	Workload     = schemas.ViewWorkload
-	Run          = schemas.ViewRun
-	Environment  = schemas.ViewEnvironment
-	Artifact     = schemas.Artifact
-	Case         = schemas.ViewCase
-	Row          = schemas.ViewRow
-	Distribution = schemas.ViewDistribution
-	Throughput   = schemas.ViewThroughput
-	Fidelity     = schemas.ViewFidelity
-	Lifecycle    = schemas.ViewLifecycle
-	Event        = schemas.ViewEvent
-	Comparison   = schemas.ViewComparison
-	Difference   = schemas.ViewDifference
-	RowDelta     = schemas.ViewRowDelta
-	Delta        = schemas.ViewDelta
-	Rule         = schemas.ViewRule
+	Receipt      = contract.ViewReceipt
+	Verification = contract.ViewVerification
+	Check        = contract.ViewCheck
+	Finding      = contract.ViewFinding
+	Source       = contract.ViewSource
+	Workload     = contract.ViewWorkload
+	Run          = contract.ViewRun
+	Environment  = contract.ViewEnvironment
+	Artifact     = contract.Artifact
+	Case         = contract.ViewCase
+	Row          = contract.ViewRow
+	Distribution = contract.ViewDistribution
+	Throughput   = contract.ViewThroughput
+	Fidelity     = contract.ViewFidelity
+	Lifecycle    = contract.ViewLifecycle
+	Event        = contract.ViewEvent
+	Comparison   = contract.ViewComparison
+	Difference   = contract.ViewDifference
+	RowDelta     = contract.ViewRowDelta
+	Delta        = contract.ViewDelta
+	Rule         = contract.ViewRule
 )
 
 // View is everything a report shows: each receipt with its verification and its rows as the
@@ -51,12 +51,12 @@ type (
 //
 // Besides the document, a View holds what only the page draws: each distribution's samples.
 type View struct {
-	schemas.ReportViewDoc
+	contract.ReportViewDoc
 	// samples are each distribution's per-request samples, sorted (the CDF), by where the
 	// distribution is in the view.
 	samples map[distKey][]float64
 	// telemetry are each row's device telemetry samples (distKey metric ""), for the page only.
-	telemetry map[distKey][]schemas.TelemetrySampleDoc
+	telemetry map[distKey][]contract.TelemetrySampleDoc
 }
 
 // distKey is where a distribution is: Receipts[receipt].Cases[kase].Rows[row], its metric.
@@ -83,7 +83,7 @@ func title(r Receipt) string {
 // their recomputed metrics by case and row, and the samples of each row's distributions.
 type receiptState struct {
 	rowsByKey    map[rowKey]*Row
-	metricsByRow map[rowKey][]schemas.Metric
+	metricsByRow map[rowKey][]contract.Metric
 	// samples[case][row][metric] are the sorted per-request samples.
 	samples [][]map[string][]float64
 }
@@ -116,8 +116,8 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 	if len(evidence) > MaxReceipts {
 		return nil, fmt.Errorf("%w: %d receipts, a report shows at most %d", ErrTooManyReceipts, len(evidence), MaxReceipts)
 	}
-	v := &View{ReportViewDoc: schemas.ReportViewDoc{Schema: Schema, Verifier: nonEmpty(version, "dev"), Verified: true, Receipts: []Receipt{},
-		Comparisons: []Comparison{}}, samples: map[distKey][]float64{}, telemetry: map[distKey][]schemas.TelemetrySampleDoc{}}
+	v := &View{ReportViewDoc: contract.ReportViewDoc{Schema: Schema, Verifier: nonEmpty(version, "dev"), Verified: true, Receipts: []Receipt{},
+		Comparisons: []Comparison{}}, samples: map[distKey][]float64{}, telemetry: map[distKey][]contract.TelemetrySampleDoc{}}
 	var states []receiptState
 	for i, ev := range evidence {
 		in, err := verify.Inspect(ctx, ev, policy, opts...)
@@ -125,7 +125,7 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 			return nil, fmt.Errorf("verify %s: %w", ev.Receipt, err)
 		}
 		r, st := receiptOf(in)
-		if r.Verification.Verdict != string(verify.Verified) {
+		if string(r.Verification.Verdict) != string(verify.Verified) {
 			v.Verified = false
 		}
 		v.Receipts = append(v.Receipts, r)
@@ -161,13 +161,13 @@ func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 	if len(res.Subjects) > 0 && res.Subjects[0].Path == in.Evidence.Receipt {
 		r.Digest = res.Subjects[0].Digest
 	}
-	vf := Verification{Verdict: string(res.Verdict), Summary: res.Summary(), Signer: res.Signer, Weakened: nonNil(res.Weakened),
+	vf := Verification{Verdict: contract.VerificationVerdict(string(res.Verdict)), Summary: res.Summary(), Signer: res.Signer, Weakened: nonNil(res.Weakened),
 		Checks: []Check{}, Findings: []Finding{}, Warnings: messages(res.Warnings)}
 	for _, c := range res.Checks {
-		vf.Checks = append(vf.Checks, Check{Check: string(c.Check), Status: string(c.Status), Note: clip(c.Note, maxProse)})
+		vf.Checks = append(vf.Checks, Check{Check: contract.CheckName(string(c.Check)), Status: contract.CheckStatus(string(c.Status)), Note: clip(c.Note, maxProse)})
 	}
 	for _, f := range res.Findings {
-		vf.Findings = append(vf.Findings, Finding{Check: string(f.Check), File: clip(nonEmpty(f.File, "-"), maxPath),
+		vf.Findings = append(vf.Findings, Finding{Check: contract.CheckName(string(f.Check)), File: clip(nonEmpty(f.File, "-"), maxPath),
 			Pointer: pointerWithin(f.Pointer, maxPointer), Code: nonEmpty(f.Code(), "finding"), Message: message(f.Err.Error())})
 	}
 	r.Verification = vf
@@ -184,7 +184,7 @@ func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 	w := rc.Workload
 	r.Workload = &Workload{ID: w.ID, Path: w.Path, Digest: w.Digest, Variant: w.Variant, Seed: w.Seed}
 	q := rc.Qualification
-	r.Run = &Run{Kind: q.Kind, Backend: q.Backend, Verdict: q.Verdict, StartedAt: q.StartedAt, FinishedAt: q.FinishedAt,
+	r.Run = &Run{Kind: q.Kind, Backend: q.Backend, Verdict: contract.RunVerdict(q.Verdict), StartedAt: q.StartedAt, FinishedAt: q.FinishedAt,
 		DurationSeconds: q.DurationSeconds, QualrunVersion: q.Qualrun.Version, QualrunDigest: q.Qualrun.Digest}
 	e := rc.Environment
 	r.Environment = &Environment{HostID: e.HostID, OS: nonEmpty(strings.TrimSpace(e.OS.Name+" "+e.OS.Version), "-"), Kernel: e.OS.Kernel,
@@ -192,7 +192,7 @@ func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 	r.Artifacts = append(r.Artifacts, rc.Artifacts...)
 	span := spanOf(in)
 	for _, ce := range in.Cases {
-		c := Case{ID: ce.Result.ID, Repetition: ce.Result.Repetition, Required: ce.Result.Required, Status: ce.Result.Status, Kind: ce.Kind, Rows: []Row{}}
+		c := Case{ID: ce.Result.ID, Repetition: ce.Result.Repetition, Required: ce.Result.Required, Status: contract.CaseStatus(ce.Result.Status), Kind: contract.ViewCaseKind(ce.Kind), Rows: []Row{}}
 		if ce.Result.Details != nil {
 			c.Details = *ce.Result.Details
 		}
@@ -220,7 +220,7 @@ func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 			st.rowsByKey[rowKey{c.ID, c.Repetition, c.Rows[j].Name}] = &c.Rows[j]
 		}
 	}
-	st.metricsByRow = map[rowKey][]schemas.Metric{}
+	st.metricsByRow = map[rowKey][]contract.Metric{}
 	for _, ce := range in.Cases {
 		for _, re := range ce.Rows {
 			st.metricsByRow[rowKey{ce.Result.ID, ce.Result.Repetition, rowName(re.Row.Concurrency, re.Row.Repetition)}] = re.Metrics
@@ -239,7 +239,7 @@ func nonNil[T any](s []T) []T {
 
 func rowName(c, r int64) string { return fmt.Sprintf("c%d-r%d", c, r) }
 
-func sloString(s *schemas.SLO) string {
+func sloString(s *contract.SLO) string {
 	if s == nil {
 		return "none declared"
 	}
@@ -259,8 +259,8 @@ func sloString(s *schemas.SLO) string {
 	return strings.Join(parts, ", ")
 }
 
-func metricMap(ms []schemas.Metric) map[string]schemas.Metric {
-	out := make(map[string]schemas.Metric, len(ms))
+func metricMap(ms []contract.Metric) map[string]contract.Metric {
+	out := make(map[string]contract.Metric, len(ms))
 	for _, m := range ms {
 		if !m.Diagnostic {
 			out[m.Name] = m
@@ -297,7 +297,7 @@ func rowOf(re verify.RowEvidence) (Row, map[string][]float64) {
 			continue
 		}
 		v0 := func(name string) float64 { return got[d.metric+name].Value }
-		dist := Distribution{Metric: d.metric, Label: d.label, Formula: p50.Formula, Unit: p50.Unit,
+		dist := Distribution{Metric: contract.DistributionMetric(d.metric), Label: contract.DistributionLabel(d.label), Formula: p50.Formula, Unit: p50.Unit,
 			Min: v0(".min"), Max: v0(".max"), Mean: v0(".mean"), P50: p50.Value, P90: v0(".p90"), P95: v0(".p95"), P99: v0(".p99"),
 			P999: val(d.metric + ".p99.9")}
 		sorted[d.metric] = slices.Sorted(slices.Values(samples[d.metric]))
@@ -363,17 +363,17 @@ func spanOf(in *verify.Inspection) span {
 	return s
 }
 
-func lifecycleOf(rc *schemas.ReceiptDoc, lr *schemas.LifecycleRecordDoc, sp span) *Lifecycle {
+func lifecycleOf(rc *contract.ReceiptDoc, lr *contract.LifecycleRecordDoc, sp span) *Lifecycle {
 	if rc.Lifecycle == nil {
 		return nil
 	}
-	l := &Lifecycle{Path: rc.Lifecycle.Path, Digest: rc.Lifecycle.Digest, Verdict: rc.Lifecycle.Verdict, Events: []Event{},
+	l := &Lifecycle{Path: rc.Lifecycle.Path, Digest: rc.Lifecycle.Digest, Verdict: contract.LifecycleVerdict(rc.Lifecycle.Verdict), Events: []Event{},
 		OwnerPIDs: []int64{}, ResidueProcesses: []string{}, ResidueListeners: []string{}, Unsupported: []string{}, Failures: []string{},
 		Ownership: "unknown", Residue: "unknown"}
 	if lr == nil {
 		return l
 	}
-	l.Verdict = lr.Verdict
+	l.Verdict = contract.LifecycleVerdict(lr.Verdict)
 	l.Port, l.PortFreeBeforeLaunch = lr.Port.Port, lr.Port.FreeBeforeLaunch
 	l.Unsupported, l.Failures = nonNil(lr.Unsupported), nonNil(lr.Failures)
 	var t0 int64
@@ -382,7 +382,7 @@ func lifecycleOf(rc *schemas.ReceiptDoc, lr *schemas.LifecycleRecordDoc, sp span
 		if !hasT0 {
 			t0, hasT0 = t, true
 		}
-		l.Events = append(l.Events, Event{Name: name, TNs: t, OffsetMs: float64(t-t0) / 1e6})
+		l.Events = append(l.Events, Event{Name: contract.EventName(name), TNs: t, OffsetMs: float64(t-t0) / 1e6})
 	}
 	if lr.Launch != nil {
 		add("launch", lr.Launch.TStartNs)
@@ -406,7 +406,7 @@ func lifecycleOf(rc *schemas.ReceiptDoc, lr *schemas.LifecycleRecordDoc, sp span
 		}
 	}
 	if sd := lr.Shutdown; sd != nil {
-		l.Signal, l.Forced, l.ExitCode, l.ExitAcceptable = sd.Signal, sd.Forced, sd.ExitCode, sd.Acceptable
+		l.Signal, l.Forced, l.ExitCode, l.ExitAcceptable = contract.LifecycleSignal(sd.Signal), sd.Forced, sd.ExitCode, sd.Acceptable
 		if sd.ExitSignal != nil {
 			l.ExitSignal = *sd.ExitSignal
 		}
@@ -462,8 +462,8 @@ func compare(ctx context.Context, base, cand verify.Evidence, rb *Receipt, sb, s
 	}
 	rules := map[string]verify.Evaluation{}
 	for _, e := range cmp.Evaluations {
-		out.Rules = append(out.Rules, Rule{Scope: e.Scope, Operator: e.Operator, Baseline: e.Baseline, Candidate: e.Candidate,
-			Tolerance: e.Tolerance, Status: e.Status, Reason: clip(e.Reason, maxProse)})
+		out.Rules = append(out.Rules, Rule{Scope: e.Scope, Operator: contract.RuleOperator(e.Operator), Baseline: e.Baseline, Candidate: e.Candidate,
+			Tolerance: e.Tolerance, Status: contract.RuleStatus(e.Status), Reason: clip(e.Reason, maxProse)})
 		rules[e.Scope] = e
 	}
 	if global || len(cmp.EvidenceErrors) > 0 {
@@ -505,7 +505,7 @@ func compare(ctx context.Context, base, cand verify.Evidence, rb *Receipt, sb, s
 					d.ChangePercent = &pct
 				}
 				if e, ok := rules[scope+"/metrics/"+n]; ok {
-					d.Rule = e.Status
+					d.Rule = contract.DeltaRule(e.Status)
 				}
 				rd.Metrics = append(rd.Metrics, d)
 			}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // maxTelemetryPoints bounds the points of one telemetry line: longer series are thinned evenly.
@@ -23,13 +23,13 @@ func (p pageData) Telemetry(receipt, kase, row int) template.HTML {
 	if len(xs) == 0 {
 		return ""
 	}
-	power := telemetrySVG("Device power", "W", xs, func(x schemas.TelemetrySampleDoc) (float64, bool) {
+	power := telemetrySVG("Device power", "W", xs, func(x contract.TelemetrySampleDoc) (float64, bool) {
 		if x.PowerW == nil {
 			return 0, false
 		}
 		return *x.PowerW, true
 	})
-	clock := telemetrySVG("SM clock", "MHz", xs, func(x schemas.TelemetrySampleDoc) (float64, bool) {
+	clock := telemetrySVG("SM clock", "MHz", xs, func(x contract.TelemetrySampleDoc) (float64, bool) {
 		if x.SMClockMHz == nil {
 			return 0, false
 		}
@@ -40,7 +40,7 @@ func (p pageData) Telemetry(receipt, kase, row int) template.HTML {
 
 // telemetrySVG draws one reading of every sampled device against time (s from the row's first
 // sample); samples with a throttle reason are marked below the curve.
-func telemetrySVG(title, unit string, xs []schemas.TelemetrySampleDoc, val func(schemas.TelemetrySampleDoc) (float64, bool)) string {
+func telemetrySVG(title, unit string, xs []contract.TelemetrySampleDoc, val func(contract.TelemetrySampleDoc) (float64, bool)) string {
 	const w, h = 440.0, 220.0
 	const left, right, top, bottom = 58.0, 16.0, 40.0, 40.0
 	pw, ph := w-left-right, h-top-bottom
@@ -95,7 +95,7 @@ func telemetrySVG(title, unit string, xs []schemas.TelemetrySampleDoc, val func(
 		s.line(lx, 28, lx+14, 28, color, 2, "")
 		s.text(lx+18, 32, "start", colInk, "", name)
 		lx += 18 + textWidth(name) + 14
-		var pts []schemas.TelemetrySampleDoc
+		var pts []contract.TelemetrySampleDoc
 		for _, x := range xs {
 			if _, ok := val(x); ok && x.Device == dev {
 				pts = append(pts, x)
@@ -117,7 +117,7 @@ func telemetrySVG(title, unit string, xs []schemas.TelemetrySampleDoc, val func(
 		s.f(`<path d="%s" fill="none" stroke="%s" stroke-width="1.6"><title>%s</title></path>`, d.String(), color, esc(fmt.Sprintf("%s: %d readings", name, len(pts))))
 		for _, p := range pts {
 			if len(p.ThrottleReasons) > 0 {
-				s.f(`<rect x="%s" y="%s" width="2" height="4" fill="%s"><title>%s</title></rect>`, fx(x(p.TNs)-1), fx(top+ph-5), colP99, esc("throttled: "+strings.Join(p.ThrottleReasons, ", ")))
+				s.f(`<rect x="%s" y="%s" width="2" height="4" fill="%s"><title>%s</title></rect>`, fx(x(p.TNs)-1), fx(top+ph-5), colP99, esc("throttled: "+strings.Join(contract.Strings(p.ThrottleReasons), ", ")))
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // TextWidth is the widest line Text writes for the fixed tables; free text (paths, findings,
@@ -23,7 +25,7 @@ func (v *View) JSON(w io.Writer) error {
 		return fmt.Errorf("encode report: %w", err)
 	}
 	b = append(b, '\n')
-	if err := schemas.CheckAs(b, "the report view", schemas.ReportView); err != nil {
+	if err := schemas.CheckAs(b, "the report view", contract.ReportView); err != nil {
 		return fmt.Errorf("the report does not satisfy its contract (a qualkit bug): %w", err)
 	}
 	_, err = w.Write(b)
@@ -272,7 +274,7 @@ func (p *textPrinter) comparison(c *Comparison, unverified bool) {
 			if rule == "" {
 				rule = "-"
 			}
-			rows = append(rows, []string{m.Metric, m.Unit, num(m.Baseline), num(m.Candidate), signed(m.Change), pct(m.ChangePercent), rule})
+			rows = append(rows, []string{m.Metric, m.Unit, num(m.Baseline), num(m.Candidate), signed(m.Change), pct(m.ChangePercent), string(rule)})
 		}
 		p.table(2, rows)
 	}
@@ -318,11 +320,11 @@ func (p *textPrinter) fitTable(left int, rows [][]string) {
 
 func (p *textPrinter) driver(d *Driver) {
 	v := d.Verdict
-	verdict := v.Status
+	verdict := string(v.Status)
 	if l := verdictLine(d); l != "" {
 		verdict += "; " + l
 	}
-	p.wrap("verdict", verdict)
+	p.wrap("verdict", string(verdict))
 	for _, r := range v.Reasons {
 		p.wrap("reason", r)
 	}
@@ -361,7 +363,7 @@ func (p *textPrinter) driver(d *Driver) {
 			if t.Observed != nil {
 				obs = fine(*t.Observed)
 			}
-			rows = append(rows, []string{t.Metric, t.Subject, t.Op, fine(t.Limit), obs, yesNo(t.Passed)})
+			rows = append(rows, []string{string(t.Metric), t.Subject, string(t.Op), fine(t.Limit), obs, yesNo(t.Passed)})
 		}
 		p.fitTable(3, rows)
 	}
@@ -399,7 +401,7 @@ func (p *textPrinter) driver(d *Driver) {
 				fine(r.MeanAbsError), fmt.Sprint(r.Top10Overlap), tol})
 		}
 		p.fitTable(1, rows)
-		if v.Attribution != nil && *v.Attribution != schemas.NotReproduced {
+		if v.Attribution != nil && *v.Attribution != rules.NotReproduced {
 			p.line("  * the path the difference is attributed to")
 		}
 	}

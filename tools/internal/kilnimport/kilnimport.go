@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // MaxDocumentBytes bounds a Kiln document (Kiln's own loaders cap launch documents at 64 KiB).
@@ -70,7 +71,7 @@ type Result struct {
 // reason, for a document that is not a Kiln workload or launch document, carries a field qualkit
 // does not carry, or does not convert into a valid qualkit document.
 func Convert(raw []byte, name string, opts Options) (*Result, error) {
-	parsed, err := schemas.Parse(raw)
+	parsed, err := jsonstrict.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not strict JSON: %v", ErrRefused, name, err)
 	}

@@ -3,7 +3,7 @@ package kilnimport
 import (
 	"fmt"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Kiln's owned-server launch document (serving-benchmark-server-launch-v1.schema.json): closed,
@@ -36,12 +36,12 @@ func convertLaunch(raw []byte, opts Options) (*Result, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("a Kiln launch document has no base_url or model_id (they live in the server's TOML config); give %v", missing)
 	}
-	out := schemas.LaunchRecipeDoc{
-		Schema: "qualkit." + schemas.LaunchRecipe, ID: k.ID, Command: k.Command, WorkingDirectory: k.WorkingDirectory,
+	out := contract.LaunchRecipeDoc{
+		Schema: "qualkit." + contract.LaunchRecipe, ID: k.ID, Command: k.Command, WorkingDirectory: k.WorkingDirectory,
 		Environment: map[string]string{}, EnvironmentPassthrough: []string{}, BaseURL: opts.BaseURL, ModelID: opts.ModelID,
-		Readiness:             schemas.Readiness{Path: "/v1/models", PollIntervalMs: k.ReadinessPollIntervalMs, ProbeTimeoutMs: DefaultProbeTimeoutMs},
+		Readiness:             contract.Readiness{Path: "/v1/models", PollIntervalMs: k.ReadinessPollIntervalMs, ProbeTimeoutMs: DefaultProbeTimeoutMs},
 		StartupTimeoutSeconds: k.StartupTimeoutSeconds, ShutdownTimeoutSeconds: k.ShutdownTimeoutSeconds,
-		AcceptableExitCodes: k.AcceptableExitCodes, Isolation: schemas.Isolation{CgroupAccounting: DefaultCgroupAccounting},
+		AcceptableExitCodes: k.AcceptableExitCodes, Isolation: contract.Isolation{CgroupAccounting: DefaultCgroupAccounting},
 	}
 	m := []Mapping{
 		{"/schema", "/schema", `"` + LaunchSchema + `" becomes "qualkit.launch-recipe.v1"`},
@@ -66,5 +66,5 @@ func convertLaunch(raw []byte, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Kind: KindLaunch, Contract: schemas.LaunchRecipe, Doc: doc, Mappings: m}, nil
+	return &Result{Kind: KindLaunch, Contract: contract.LaunchRecipe, Doc: doc, Mappings: m}, nil
 }

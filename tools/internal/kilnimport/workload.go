@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Kiln's workload v1 (qualification/schema/workload-v1.schema.json): closed objects.
@@ -13,40 +13,40 @@ type kilnWorkload struct {
 	WorkloadID       string                `json:"workload_id"`
 	Kind             string                `json:"kind"`
 	Description      string                `json:"description"`
-	Determinism      schemas.Determinism   `json:"determinism"`
-	Variables        []schemas.Variable    `json:"variables"`
+	Determinism      contract.Determinism  `json:"determinism"`
+	Variables        []contract.Variable   `json:"variables"`
 	Variants         []kilnVariant         `json:"variants"`
 	ComparisonPolicy *kilnComparisonPolicy `json:"comparison_policy"`
 }
 
 type kilnVariant struct {
-	ID                string         `json:"id"`
-	Description       string         `json:"description"`
-	Backend           string         `json:"backend"`
-	DeviceRequirement string         `json:"device_requirement"`
-	SkipPolicy        string         `json:"skip_policy"`
-	EffectiveConfig   schemas.Config `json:"effective_config"`
-	Cases             []kilnCase     `json:"cases"`
+	ID                string          `json:"id"`
+	Description       string          `json:"description"`
+	Backend           string          `json:"backend"`
+	DeviceRequirement string          `json:"device_requirement"`
+	SkipPolicy        string          `json:"skip_policy"`
+	EffectiveConfig   contract.Config `json:"effective_config"`
+	Cases             []kilnCase      `json:"cases"`
 }
 
 type kilnCase struct {
-	ID                string                    `json:"id"`
-	Description       string                    `json:"description"`
-	Required          bool                      `json:"required"`
-	Command           []string                  `json:"command"`
-	WorkingDirectory  string                    `json:"working_directory"`
-	Environment       map[string]string         `json:"environment"`
-	TimeoutSeconds    int64                     `json:"timeout_seconds"`
-	ExpectedExitCodes []int64                   `json:"expected_exit_codes"`
-	OutputAssertions  []schemas.OutputAssertion `json:"output_assertions"`
-	ResultProtocol    schemas.ResultProtocol    `json:"result_protocol"`
+	ID                string                     `json:"id"`
+	Description       string                     `json:"description"`
+	Required          bool                       `json:"required"`
+	Command           []string                   `json:"command"`
+	WorkingDirectory  string                     `json:"working_directory"`
+	Environment       map[string]string          `json:"environment"`
+	TimeoutSeconds    int64                      `json:"timeout_seconds"`
+	ExpectedExitCodes []int64                    `json:"expected_exit_codes"`
+	OutputAssertions  []contract.OutputAssertion `json:"output_assertions"`
+	ResultProtocol    contract.ResultProtocol    `json:"result_protocol"`
 }
 
 type kilnComparisonPolicy struct {
-	Mode         string                `json:"mode"`
-	VariantPairs []schemas.VariantPair `json:"variant_pairs"`
-	BackendPairs []schemas.BackendPair `json:"backend_pairs"`
-	MetricRules  []kilnMetricRule      `json:"metric_rules"`
+	Mode         string                 `json:"mode"`
+	VariantPairs []contract.VariantPair `json:"variant_pairs"`
+	BackendPairs []contract.BackendPair `json:"backend_pairs"`
+	MetricRules  []kilnMetricRule       `json:"metric_rules"`
 }
 
 type kilnMetricRule struct {
@@ -74,38 +74,38 @@ const (
 // workloadDoc is qualkit.workload.v1 with command cases written whole (schemas.Case omits an
 // empty environment, which a command case requires).
 type workloadDoc struct {
-	Schema           string                    `json:"schema"`
-	ID               string                    `json:"id"`
-	Kind             string                    `json:"kind"`
-	Description      string                    `json:"description"`
-	Determinism      schemas.Determinism       `json:"determinism"`
-	Variables        []schemas.Variable        `json:"variables"`
-	Variants         []variantDoc              `json:"variants"`
-	ComparisonPolicy *schemas.ComparisonPolicy `json:"comparison_policy"`
+	Schema           string                     `json:"schema"`
+	ID               string                     `json:"id"`
+	Kind             string                     `json:"kind"`
+	Description      string                     `json:"description"`
+	Determinism      contract.Determinism       `json:"determinism"`
+	Variables        []contract.Variable        `json:"variables"`
+	Variants         []variantDoc               `json:"variants"`
+	ComparisonPolicy *contract.ComparisonPolicy `json:"comparison_policy"`
 }
 
 type variantDoc struct {
-	ID                string         `json:"id"`
-	Description       string         `json:"description"`
-	Backend           string         `json:"backend"`
-	DeviceRequirement string         `json:"device_requirement"`
-	SkipPolicy        string         `json:"skip_policy"`
-	EffectiveConfig   schemas.Config `json:"effective_config"`
-	Cases             []commandCase  `json:"cases"`
+	ID                string          `json:"id"`
+	Description       string          `json:"description"`
+	Backend           string          `json:"backend"`
+	DeviceRequirement string          `json:"device_requirement"`
+	SkipPolicy        string          `json:"skip_policy"`
+	EffectiveConfig   contract.Config `json:"effective_config"`
+	Cases             []commandCase   `json:"cases"`
 }
 
 type commandCase struct {
-	Kind              string                    `json:"kind"`
-	ID                string                    `json:"id"`
-	Description       string                    `json:"description"`
-	Required          bool                      `json:"required"`
-	Command           []string                  `json:"command"`
-	WorkingDirectory  string                    `json:"working_directory"`
-	Environment       map[string]string         `json:"environment"`
-	TimeoutSeconds    int64                     `json:"timeout_seconds"`
-	ExpectedExitCodes []int64                   `json:"expected_exit_codes"`
-	OutputAssertions  []schemas.OutputAssertion `json:"output_assertions"`
-	ResultProtocol    schemas.ResultProtocol    `json:"result_protocol"`
+	Kind              string                     `json:"kind"`
+	ID                string                     `json:"id"`
+	Description       string                     `json:"description"`
+	Required          bool                       `json:"required"`
+	Command           []string                   `json:"command"`
+	WorkingDirectory  string                     `json:"working_directory"`
+	Environment       map[string]string          `json:"environment"`
+	TimeoutSeconds    int64                      `json:"timeout_seconds"`
+	ExpectedExitCodes []int64                    `json:"expected_exit_codes"`
+	OutputAssertions  []contract.OutputAssertion `json:"output_assertions"`
+	ResultProtocol    contract.ResultProtocol    `json:"result_protocol"`
 }
 
 func convertWorkload(raw []byte) (*Result, error) {
@@ -118,7 +118,7 @@ func convertWorkload(raw []byte) (*Result, error) {
 	}
 	var m []Mapping
 	add := func(from, to, note string) { m = append(m, Mapping{From: from, To: to, Note: note}) }
-	out := workloadDoc{Schema: "qualkit." + schemas.Workload, ID: k.WorkloadID, Kind: k.Kind, Description: k.Description,
+	out := workloadDoc{Schema: "qualkit." + contract.Workload, ID: k.WorkloadID, Kind: k.Kind, Description: k.Description,
 		Determinism: k.Determinism, Variables: k.Variables}
 	add("/schema_version", "/schema", `1 becomes "qualkit.workload.v1"`)
 	add("/workload_id", "/id", "same value")
@@ -127,14 +127,14 @@ func convertWorkload(raw []byte) (*Result, error) {
 	add("/determinism", "/determinism", "same members and values (network_access forbidden: command cases get no network)")
 	add("/variables", "/variables", "same typed variables and constraints")
 	if out.Variables == nil {
-		out.Variables = []schemas.Variable{}
+		out.Variables = []contract.Variable{}
 	}
 	for i, v := range k.Variants {
 		vp := fmt.Sprintf("/variants/%d", i)
 		ov := variantDoc{ID: v.ID, Description: v.Description, Backend: v.Backend, DeviceRequirement: v.DeviceRequirement,
 			SkipPolicy: v.SkipPolicy, EffectiveConfig: v.EffectiveConfig}
 		if ov.EffectiveConfig == nil {
-			ov.EffectiveConfig = schemas.Config{}
+			ov.EffectiveConfig = contract.Config{}
 		}
 		add(vp, vp, "id, description, backend, device_requirement, skip_policy and effective_config kept as they are")
 		for j, c := range v.Cases {
@@ -153,7 +153,7 @@ func convertWorkload(raw []byte) (*Result, error) {
 			}
 			asserts := c.OutputAssertions
 			if asserts == nil {
-				asserts = []schemas.OutputAssertion{}
+				asserts = []contract.OutputAssertion{}
 			}
 			ov.Cases = append(ov.Cases, commandCase{Kind: "command", ID: c.ID, Description: c.Description, Required: c.Required,
 				Command: c.Command, WorkingDirectory: c.WorkingDirectory, Environment: env, TimeoutSeconds: c.TimeoutSeconds,
@@ -166,12 +166,12 @@ func convertWorkload(raw []byte) (*Result, error) {
 		out.Variants = append(out.Variants, ov)
 	}
 	if cp := k.ComparisonPolicy; cp != nil {
-		pol := &schemas.ComparisonPolicy{Mode: cp.Mode, VariantPairs: cp.VariantPairs, BackendPairs: cp.BackendPairs, MetricRules: []schemas.MetricRule{}}
+		pol := &contract.ComparisonPolicy{Mode: contract.ComparisonPolicyMode(cp.Mode), VariantPairs: cp.VariantPairs, BackendPairs: cp.BackendPairs, MetricRules: []contract.MetricRule{}}
 		if pol.VariantPairs == nil {
-			pol.VariantPairs = []schemas.VariantPair{}
+			pol.VariantPairs = []contract.VariantPair{}
 		}
 		if pol.BackendPairs == nil {
-			pol.BackendPairs = []schemas.BackendPair{}
+			pol.BackendPairs = []contract.BackendPair{}
 		}
 		add("/comparison_policy", "/comparison_policy", "mode, variant_pairs and backend_pairs kept")
 		for i, r := range cp.MetricRules {
@@ -181,9 +181,9 @@ func convertWorkload(raw []byte) (*Result, error) {
 				dir = "lower_is_better"
 			}
 			formula := "kiln." + r.Metric + ".v1"
-			pol.MetricRules = append(pol.MetricRules, schemas.MetricRule{Scope: r.Scope, ResultID: r.ResultID, Metric: r.Metric,
-				MetricClass: r.MetricClass, Unit: r.Unit, Aggregation: r.Aggregation, Direction: dir, Formula: formula,
-				Operator: r.Operator, AbsoluteTolerance: r.AbsoluteTolerance, RelativeTolerance: r.RelativeTolerance, Required: r.Required})
+			pol.MetricRules = append(pol.MetricRules, contract.MetricRule{Scope: contract.MetricRuleScope(r.Scope), ResultID: r.ResultID, Metric: r.Metric,
+				MetricClass: contract.MetricRuleMetricClass(r.MetricClass), Unit: r.Unit, Aggregation: contract.Aggregation(r.Aggregation), Direction: contract.Direction(dir), Formula: formula,
+				Operator: contract.MetricRuleOperator(r.Operator), AbsoluteTolerance: r.AbsoluteTolerance, RelativeTolerance: r.RelativeTolerance, Required: r.Required})
 			add(rp+"/lower_is_better", rp+"/direction", fmt.Sprintf("%v becomes %q", r.LowerIsBetter, dir))
 			add(rp, rp+"/formula", fmt.Sprintf("Kiln rules name no formula: %q, which the command's case result must give the metric", formula))
 		}
@@ -195,5 +195,5 @@ func convertWorkload(raw []byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Kind: KindWorkload, Contract: schemas.Workload, Doc: doc, Mappings: m}, nil
+	return &Result{Kind: KindWorkload, Contract: contract.Workload, Doc: doc, Mappings: m}, nil
 }

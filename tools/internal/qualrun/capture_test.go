@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 )
 
@@ -45,7 +46,7 @@ func TestCaptureRuntimeWritesValidManifest(t *testing.T) {
 	if err != nil || !res.Valid() {
 		t.Fatalf("written manifest does not validate: %v %+v", err, res)
 	}
-	var doc schemas.RuntimeManifestDoc
+	var doc contract.RuntimeManifestDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}

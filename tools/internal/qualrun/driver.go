@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/runner/driver"
-	"github.com/qualkit/qualkit/runner/source"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -23,7 +23,7 @@ import (
 const DenyEnv = "QUALKIT_TEST_DENY_MECHANISMS"
 
 // DriversDir is where `qualrun driver` writes its result by default, below the repository.
-const DriversDir = ".qualification/drivers"
+const DriversDir = campaign.DriversDir
 
 func driverCommand() *cli.Command {
 	return &cli.Command{
@@ -82,161 +82,57 @@ func denyList(stderr io.Writer) []string {
 
 // driverSummary is the --json summary.
 type driverSummary struct {
-	ID          string                     `json:"id"`
-	Contract    string                     `json:"contract"`
-	Status      string                     `json:"status"`
-	Reasons     []string                   `json:"reasons"`
-	Summary     string                     `json:"summary,omitempty"`
-	Result      string                     `json:"result,omitempty"`
-	Digest      string                     `json:"digest,omitempty"`
-	WorkerLog   string                     `json:"worker_log,omitempty"`
-	Unsupported []string                   `json:"unsupported"`
-	Tolerances  []schemas.ToleranceOutcome `json:"tolerances"`
+	ID          string                      `json:"id"`
+	Contract    string                      `json:"contract"`
+	Status      string                      `json:"status"`
+	Reasons     []string                    `json:"reasons"`
+	Summary     string                      `json:"summary,omitempty"`
+	Result      string                      `json:"result,omitempty"`
+	Digest      string                      `json:"digest,omitempty"`
+	WorkerLog   string                      `json:"worker_log,omitempty"`
+	Unsupported []string                    `json:"unsupported"`
+	Tolerances  []contract.ToleranceOutcome `json:"tolerances"`
 }
 
 func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) error {
-	raw, err := schemas.ReadFileLimited(f.spec, driver.MaxRequestBytes)
+	plan, err := campaign.PrepareDriver(ctx, campaign.DriverConfig{Spec: f.spec, Output: f.output, SourceDir: f.source, Vars: f.vars,
+		AllowDirtyUnsafe: f.allowDirty, Version: Version, BinaryDigest: selfDigest(),
+		Warn: func(msg string) { fmt.Fprintf(stderr, "qualrun: %s\n", msg) }})
 	if err != nil {
-		return fmt.Errorf("%w: read driver spec: %v; give a regular file of at most %d bytes", exitcode.ErrUsage, err, driver.MaxRequestBytes)
+		return driverError(err, stderr)
 	}
-	if err := schemas.CheckAs(raw, f.spec, schemas.DriverSpec); err != nil {
-		fmt.Fprintf(stderr, "qualrun: %v\n", err)
-		return fmt.Errorf("%w: invalid driver spec", exitcode.ErrRejected)
-	}
-	var spec schemas.DriverSpecDoc
-	if err := schemas.DecodeInto(raw, &spec); err != nil {
-		return fmt.Errorf("%w: %s: %v", exitcode.ErrRejected, f.spec, err)
-	}
-	vals := map[string]string{}
-	for _, kv := range f.vars {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("%w: --var %q: want NAME=VALUE", exitcode.ErrUsage, kv)
-		}
-		vals[k] = v
-	}
-	start := f.source
-	if start == "" {
-		start = filepath.Dir(f.spec)
-	}
-	root, err := source.Root(start)
-	if err != nil {
-		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
-	}
-	refuse := func(format string, a ...any) error {
-		msg := fmt.Sprintf(format, a...)
-		if !strings.Contains(msg, "no start gate was created") {
-			msg += "\nnothing was started and no start gate was created"
-		}
-		fmt.Fprintf(stderr, "qualrun: driver: %s\n", msg)
-		return fmt.Errorf("%w: driver refused", exitcode.ErrRejected)
-	}
-	job, err := driverJob(spec, root, vals)
-	if err != nil {
-		return refuse("%v", err)
-	}
-	id, err := source.Inspect(ctx, root)
-	if err != nil {
-		return refuse("source identity: %v", err)
-	}
-	if !id.Clean {
-		if !f.allowDirty {
-			return refuse("the worktree is not clean (%s); commit first, or pass --allow-dirty-unsafe (the result then records clean: false)", strings.Join(id.Dirty[:min(len(id.Dirty), 8)], ", "))
-		}
-		fmt.Fprintln(stderr, "qualrun: WARNING --allow-dirty-unsafe: the worktree is not clean; the result records clean: false")
-	}
-	for _, rel := range []string{spec.Worker.Script, spec.Request.Path} {
-		if !filepath.IsAbs(rel) {
-			if err := source.CheckTracked(ctx, root, rel); err != nil && id.Clean {
-				return refuse("%v; commit it first", err)
-			}
-		}
-	}
-
-	output := f.output
-	if output == "" {
-		stamp := strings.ToLower(time.Now().UTC().Format("20060102T150405.000000Z"))
-		output = filepath.Join(root, DriversDir, spec.ID+"-"+strings.Replace(stamp, ".", "", 1)+".json")
-	}
-	if !strings.HasSuffix(output, ".json") {
-		return fmt.Errorf("%w: --output %s must end in .json", exitcode.ErrUsage, output)
-	}
-	base := strings.TrimSuffix(output, ".json")
-	logPath, workerOut := base+".worker.log", base+".worker-output.json"
-	for _, p := range []string{output, logPath, workerOut} {
-		if _, err := os.Lstat(p); err == nil {
-			return fmt.Errorf("%w: %s already exists; results are never replaced", exitcode.ErrUsage, p)
-		}
-	}
-
 	ctx, stop := interruptContext(ctx)
 	defer stop()
-	sum := driverSummary{ID: spec.ID, Contract: spec.Contract, Reasons: []string{}, Unsupported: []string{}, Tolerances: []schemas.ToleranceOutcome{}}
-	out, err := driver.Run(ctx, job, driver.Options{LogPath: logPath, Deny: denyList(stderr)})
-	var unsup *driver.UnsupportedError
-	switch {
-	case errors.As(err, &unsup):
-		sum.Unsupported = append(sum.Unsupported, unsup.Message)
-		if spec.Isolation.Required {
-			sum.Status = "failed"
-			sum.Reasons = append(sum.Reasons, unsup.Message+"; isolation is required, so the driver fails (the worker was not run)")
-		} else {
-			sum.Status = "skipped"
-			sum.Reasons = append(sum.Reasons, unsup.Message+"; isolation.required is false, so the driver is skipped (the worker never runs unisolated)")
-		}
-		return finishDriver(sum, f.asJSON, stdout, stderr)
-	case errors.Is(err, driver.ErrRefused):
-		return refuse("%v", err)
-	case err != nil:
-		return err
+	out, err := plan.Run(ctx, denyList(stderr))
+	if err != nil {
+		return driverError(err, stderr)
 	}
-	sum.WorkerLog = logPath
-	if out.Output != nil {
-		if err := schemas.WriteNew(workerOut, out.Output, 0o644); err != nil {
-			return err
-		}
+	sum := driverSummary{ID: out.Job.ID, Contract: out.Job.Contract, Status: out.Status, Reasons: out.Reasons, Summary: out.Summary,
+		Result: out.Result, Digest: out.Digest, WorkerLog: out.WorkerLog, Unsupported: out.Unsupported, Tolerances: out.Tolerances}
+	if out.Run == nil { // an unsupported mechanism: the worker never started
+		return finishDriver(sum, f.asJSON, stdout, stderr)
 	}
 	if out.Interrupted {
 		fmt.Fprintln(stderr, "qualrun: interrupted; the worker was terminated; no result was written")
 		return exitcode.ErrInterrupted
 	}
-	printContainment(stdout, job, out, f.asJSON)
-	result, err := driver.Evaluate(job, out, driver.Provenance{CaseID: spec.ID, Source: schemas.DriverSourceOf(id.Schema()), Tolerances: spec.Tolerances,
-		Qualrun: schemas.BinaryInfo{Version: Version, Digest: selfDigest()}})
-	if err != nil {
-		sum.Status = "failed"
-		sum.Reasons = append(sum.Reasons, out.Failures...)
-		if !errors.Is(err, driver.ErrOutput) || len(out.Failures) == 0 {
-			sum.Reasons = append(sum.Reasons, err.Error())
-		}
-		return finishDriver(sum, f.asJSON, stdout, stderr)
-	}
-	if err := schemas.WriteNew(output, result.Raw, 0o644); err != nil {
-		return err
-	}
-	sum.Status, sum.Summary, sum.Result = result.Status, result.Summary, output
-	sum.Reasons = append(sum.Reasons, result.Reasons...)
-	sum.Digest = schemas.DigestOf(result.Raw)
-	sum.Tolerances = result.Header.Tolerances
-	for _, c := range out.Changed {
-		sum.Status = "failed"
-		sum.Reasons = append(sum.Reasons, c+" (the result was written, but does not stand)")
-	}
+	printContainment(stdout, out.Job, out.Run, f.asJSON)
 	return finishDriver(sum, f.asJSON, stdout, stderr)
 }
 
-// driverJob resolves a spec into a job: ${NAME} placeholders from --var (whole values only),
-// relative paths from the repository root.
-func driverJob(spec schemas.DriverSpecDoc, root string, vals map[string]string) (driver.Job, error) {
-	return driver.JobOf(spec, root, func(v string) (string, error) {
-		if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") {
-			if s, ok := vals[v[2:len(v)-1]]; ok {
-				return s, nil
-			}
-			return "", fmt.Errorf("placeholder %s has no value: pass --var %s=VALUE", v, v[2:len(v)-1])
-		}
-		return v, nil
-	})
+// driverError maps a driver run's error to what qualrun prints and its exit code.
+func driverError(err error, stderr io.Writer) error {
+	switch {
+	case errors.Is(err, campaign.ErrInput):
+		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	case errors.Is(err, campaign.ErrDriverSpec):
+		fmt.Fprintf(stderr, "qualrun: %v\n", err)
+		return fmt.Errorf("%w: invalid driver spec", exitcode.ErrRejected)
+	case errors.Is(err, campaign.ErrDriverRefused):
+		fmt.Fprintf(stderr, "qualrun: driver: %v\n", err)
+		return fmt.Errorf("%w: driver refused", exitcode.ErrRejected)
+	}
+	return err
 }
 
 // printContainment shows how the worker was contained (text mode only).
@@ -283,9 +179,9 @@ func finishDriver(sum driverSummary, asJSON bool, stdout, stderr io.Writer) erro
 			}
 			obs := "nothing"
 			if o.Observed != nil {
-				obs = schemas.FormatNumber(*o.Observed)
+				obs = rules.FormatNumber(*o.Observed)
 			}
-			fmt.Fprintf(stdout, "tolerance   %s %s %s for %s: observed %s, %s\n", o.Metric, o.Op, schemas.FormatNumber(o.Limit), o.Subject, obs, state)
+			fmt.Fprintf(stdout, "tolerance   %s %s %s for %s: observed %s, %s\n", o.Metric, o.Op, rules.FormatNumber(o.Limit), o.Subject, obs, state)
 		}
 		label := "FAILURE   "
 		if sum.Status != "failed" {

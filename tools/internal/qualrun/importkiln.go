@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/tools/internal/kilnimport"
 	"github.com/urfave/cli/v2"
@@ -45,7 +45,7 @@ func importCommand() *cli.Command {
 }
 
 func importKiln(in, out string, opts kilnimport.Options, stdout, stderr io.Writer) error {
-	raw, err := schemas.ReadFileLimited(in, kilnimport.MaxDocumentBytes)
+	raw, err := evidence.ReadFileLimited(in, kilnimport.MaxDocumentBytes)
 	if err != nil {
 		return fmt.Errorf("%w: read %s: %v", exitcode.ErrUsage, in, err)
 	}
@@ -63,10 +63,10 @@ func importKiln(in, out string, opts kilnimport.Options, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	if err := schemas.WriteNew(out, res.Doc, 0o644); err != nil {
+	if err := evidence.WriteNew(out, res.Doc, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "kiln %s %s (%s)\n", res.Kind, in, schemas.DigestOf(raw))
+	fmt.Fprintf(stdout, "kiln %s %s (%s)\n", res.Kind, in, evidence.DigestOf(raw))
 	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "KILN\tQUALKIT\tNOTE")
 	for _, m := range res.Mappings {
@@ -80,7 +80,7 @@ func importKiln(in, out string, opts kilnimport.Options, stdout, stderr io.Write
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", from, to, m.Note)
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "wrote %s (valid qualkit.%s, %s)\n", out, res.Contract, schemas.DigestOf(res.Doc))
+	fmt.Fprintf(stdout, "wrote %s (valid qualkit.%s, %s)\n", out, res.Contract, evidence.DigestOf(res.Doc))
 	if res.Kind == kilnimport.KindWorkload {
 		fmt.Fprintf(stdout, "next: commit it (git add %s && git commit), then qualrun run %s --variant ID --host-id HOST --output qualification/receipts/...\n", out, out)
 	} else {

@@ -19,6 +19,8 @@ import (
 	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/runner/source"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -38,7 +40,7 @@ const (
 )
 
 // initPrompts are the inline corpus qualrun init writes: short, varied, deterministic.
-var initPrompts = []schemas.Prompt{
+var initPrompts = []contract.Prompt{
 	{ID: "p-greeting", Text: "Say hello in one short sentence."},
 	{ID: "p-count", Text: "Count from one to ten, separated by commas."},
 	{ID: "p-explain", Text: "Explain in two sentences what a benchmark is."},
@@ -168,7 +170,7 @@ func runInit(cfg initConfig, stdout io.Writer) error {
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%w: %s: %v", exitcode.ErrUsage, rel, err)
 		}
-		if err := schemas.CheckNoSymlink(root, path.Dir(rel)); err != nil {
+		if err := evidence.CheckNoSymlink(root, path.Dir(rel)); err != nil {
 			return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 		}
 	}
@@ -190,14 +192,14 @@ func runInit(cfg initConfig, stdout io.Writer) error {
 		mentions = mentions || strings.Contains(v, initPortToken)
 		env[k] = strings.ReplaceAll(v, initPortToken, ps)
 	}
-	recipe := schemas.LaunchRecipeDoc{
-		Schema: "qualkit." + schemas.LaunchRecipe, ID: cfg.name + "-server",
+	recipe := contract.LaunchRecipeDoc{
+		Schema: "qualkit." + contract.LaunchRecipe, ID: cfg.name + "-server",
 		Description: "The server of campaign " + cfg.name + " (written by qualrun init).",
 		Command:     cmd, WorkingDirectory: "../..", Environment: env, EnvironmentPassthrough: []string{"HOME", "PATH"},
 		BaseURL: "http://127.0.0.1:" + ps, ModelID: cfg.modelID,
-		Readiness:             schemas.Readiness{Path: "/v1/models", PollIntervalMs: initPollIntervalMs, ProbeTimeoutMs: initProbeTimeoutMs},
+		Readiness:             contract.Readiness{Path: "/v1/models", PollIntervalMs: initPollIntervalMs, ProbeTimeoutMs: initProbeTimeoutMs},
 		StartupTimeoutSeconds: initStartupTimeoutSeconds, ShutdownTimeoutSeconds: initShutdownTimeoutSeconds,
-		AcceptableExitCodes: []int64{0}, Isolation: schemas.Isolation{CgroupAccounting: "preferred"},
+		AcceptableExitCodes: []int64{0}, Isolation: contract.Isolation{CgroupAccounting: "preferred"},
 	}
 	maxC := slices.Max(cfg.concurrency)
 	requests := max(2*maxC, int64(len(initPrompts)))
@@ -206,26 +208,26 @@ func runInit(cfg initConfig, stdout io.Writer) error {
 	if cfg.backend != "cpu" {
 		device, skip = "required", "fail"
 	}
-	w := schemas.WorkloadDoc{
-		Schema: "qualkit." + schemas.Workload, ID: cfg.name, Kind: "serving",
+	w := contract.WorkloadDoc{
+		Schema: "qualkit." + contract.Workload, ID: cfg.name, Kind: "serving",
 		Description: "Serving campaign " + cfg.name + " against model " + cfg.modelID + " (written by qualrun init; edit and commit).",
-		Determinism: schemas.Determinism{Seed: &seed, SeedDelivery: "not_applicable", Repetitions: 1, CaseOrder: "declared", MaxParallelCases: 1, NetworkAccess: "loopback"},
-		Variables:   []schemas.Variable{},
-		Variants: []schemas.Variant{{
-			ID: initVariant, Description: "The server as launched by " + recipeRel + ".", Backend: cfg.backend,
-			DeviceRequirement: device, SkipPolicy: skip, EffectiveConfig: schemas.Config{},
-			Cases: []schemas.Case{{
+		Determinism: contract.Determinism{Seed: &seed, SeedDelivery: "not_applicable", Repetitions: 1, CaseOrder: "declared", MaxParallelCases: 1, NetworkAccess: "loopback"},
+		Variables:   []contract.Variable{},
+		Variants: []contract.Variant{{
+			ID: initVariant, Description: "The server as launched by " + recipeRel + ".", Backend: contract.Backend(cfg.backend),
+			DeviceRequirement: contract.VariantDeviceRequirement(device), SkipPolicy: contract.VariantSkipPolicy(skip), EffectiveConfig: contract.Config{},
+			Cases: []contract.Case{{
 				Kind: "serving", ID: "chat", Description: "Streaming chat at each concurrency; the corpus cycles to fill every row.",
 				Required: true, Launch: recipeRel, API: "chat", Stream: true,
-				Corpus:      &schemas.Corpus{Source: "inline", Prompts: initPrompts},
+				Corpus:      &contract.Corpus{Source: "inline", Prompts: initPrompts},
 				Concurrency: cfg.concurrency, Repetitions: 1, Requests: &requests, WarmupRequests: 1, MaxTokens: initMaxTokens,
-				Sampling:              &schemas.Sampling{Temperature: 0, Seed: &seed},
+				Sampling:              &contract.Sampling{Temperature: 0, Seed: &seed},
 				RequestTimeoutSeconds: initRequestTimeoutSeconds, TimeoutSeconds: initCaseTimeoutSeconds,
-				SLO: &schemas.SLO{}, OutputAssertions: []schemas.OutputAssertion{},
+				SLO: &contract.SLO{}, OutputAssertions: []contract.OutputAssertion{},
 			}},
 		}},
-		ComparisonPolicy: &schemas.ComparisonPolicy{Mode: "same_environment_performance", VariantPairs: []schemas.VariantPair{},
-			BackendPairs: []schemas.BackendPair{}, MetricRules: []schemas.MetricRule{}},
+		ComparisonPolicy: &contract.ComparisonPolicy{Mode: "same_environment_performance", VariantPairs: []contract.VariantPair{},
+			BackendPairs: []contract.BackendPair{}, MetricRules: []contract.MetricRule{}},
 	}
 	recipeDoc, err := indentJSON(recipe)
 	if err != nil {
@@ -235,10 +237,10 @@ func runInit(cfg initConfig, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := schemas.CheckAs(recipeDoc, recipeRel, schemas.LaunchRecipe); err != nil {
+	if err := schemas.CheckAs(recipeDoc, recipeRel, contract.LaunchRecipe); err != nil {
 		return fmt.Errorf("%w: the launch recipe init would write is not valid:\n%v", exitcode.ErrUsage, err)
 	}
-	if err := schemas.CheckAs(workloadDoc, workloadRel, schemas.Workload); err != nil {
+	if err := schemas.CheckAs(workloadDoc, workloadRel, contract.Workload); err != nil {
 		return fmt.Errorf("%w: the workload init would write is not valid:\n%v", exitcode.ErrUsage, err)
 	}
 	for _, f := range []struct {
@@ -249,7 +251,7 @@ func runInit(cfg initConfig, stdout io.Writer) error {
 		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 			return err
 		}
-		if err := schemas.WriteNew(abs, f.b, 0o644); err != nil {
+		if err := evidence.WriteNew(abs, f.b, 0o644); err != nil {
 			return err
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/attest"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -92,7 +92,7 @@ func writeLayout(path string, data []byte, expires string, stdout io.Writer) err
 	if _, err := os.Lstat(path); err == nil {
 		return fmt.Errorf("%w: --output %s already exists; layouts are never replaced", exitcode.ErrUsage, path)
 	}
-	if err := schemas.WriteNew(path, data, 0o644); err != nil {
+	if err := evidence.WriteNew(path, data, 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "layout %s (step %s, inspection %s, expires %s)\n", path, attest.StepName, attest.InspectionName, expires)

@@ -12,7 +12,8 @@ import (
 
 	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/runner/campaign"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -91,11 +92,11 @@ func runCommand() *cli.Command {
 func selfDigest() string {
 	exe, err := os.Executable()
 	if err == nil {
-		if d, _, err := schemas.DigestFile(exe); err == nil {
+		if d, _, err := evidence.DigestFile(exe); err == nil {
 			return d
 		}
 	}
-	return schemas.DigestOf(nil)
+	return evidence.DigestOf(nil)
 }
 
 func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer, asJSON bool, progressInterval time.Duration, stdout, stderr io.Writer) error {
@@ -126,7 +127,7 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 			return exitcode.ErrInterrupted
 		}
 		fmt.Fprintf(stderr, "qualrun: preflight: %v\nnothing was launched and nothing was written\n", err)
-		if errors.Is(err, schemas.ErrNotRegular) || errors.Is(err, schemas.ErrFileTooLarge) {
+		if errors.Is(err, evidence.ErrNotRegular) || errors.Is(err, evidence.ErrFileTooLarge) {
 			return fmt.Errorf("%w: preflight: an input is not a readable regular file within its limit", exitcode.ErrUsage)
 		}
 		return fmt.Errorf("%w: preflight", exitcode.ErrRejected)
@@ -180,21 +181,21 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 }
 
 type runSummary struct {
-	ReceiptID   string           `json:"receipt_id"`
-	Receipt     string           `json:"receipt"`
-	RunDir      string           `json:"run_dir"`
-	Verdict     string           `json:"verdict"`
-	Publishable bool             `json:"publishable"`
-	Results     []schemas.Result `json:"results"`
-	Notes       []string         `json:"notes"`
-	Attestation string           `json:"attestation,omitempty"`
-	Bundle      string           `json:"bundle,omitempty"`
-	Link        string           `json:"intoto_link,omitempty"`
+	ReceiptID   string            `json:"receipt_id"`
+	Receipt     string            `json:"receipt"`
+	RunDir      string            `json:"run_dir"`
+	Verdict     string            `json:"verdict"`
+	Publishable bool              `json:"publishable"`
+	Results     []contract.Result `json:"results"`
+	Notes       []string          `json:"notes"`
+	Attestation string            `json:"attestation,omitempty"`
+	Bundle      string            `json:"bundle,omitempty"`
+	Link        string            `json:"intoto_link,omitempty"`
 }
 
 func summary(o *campaign.Outcome) runSummary {
 	rc := o.Receipt
-	return runSummary{ReceiptID: rc.ReceiptID, Receipt: o.ReceiptPath, RunDir: o.RunDir, Verdict: rc.Qualification.Verdict,
+	return runSummary{ReceiptID: rc.ReceiptID, Receipt: o.ReceiptPath, RunDir: o.RunDir, Verdict: string(rc.Qualification.Verdict),
 		Publishable: rc.Publishable, Results: rc.Results, Notes: rc.Notes}
 }
 

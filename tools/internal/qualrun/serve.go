@@ -6,14 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/runner/lifecycle"
-	"github.com/qualkit/qualkit/runner/redact"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -55,74 +51,31 @@ func serveCommand() *cli.Command {
 	}
 }
 
-// loadRecipe reads and fully validates a launch recipe.
-func loadRecipe(path string) (*schemas.LaunchRecipeDoc, string, error) {
-	data, err := schemas.ReadFileLimited(path, campaign.MaxRecipeBytes)
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: read launch recipe: %v; give a regular file of at most %d bytes", exitcode.ErrUsage, err, campaign.MaxRecipeBytes)
-	}
-	out, err := schemas.CheckDocument(data)
-	if err != nil {
-		return nil, "", err
-	}
-	if out.Valid() && out.Contract.Name != schemas.LaunchRecipe {
-		return nil, "", fmt.Errorf("%w: %s is a %s, not a launch recipe", exitcode.ErrUsage, path, out.Contract.SchemaID)
-	}
-	if !out.Valid() {
-		var lines []string
-		for _, v := range out.Violations {
-			lines = append(lines, path+": "+v.Error())
-		}
-		return nil, "", fmt.Errorf("%w: invalid launch recipe:\n%s", exitcode.ErrUsage, strings.Join(lines, "\n"))
-	}
-	var r schemas.LaunchRecipeDoc
-	if err := schemas.DecodeInto(data, &r); err != nil {
-		return nil, "", fmt.Errorf("%w: %s: %v", exitcode.ErrUsage, path, err)
-	}
-	return &r, schemas.DigestOf(data), nil
-}
-
 func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, stderr io.Writer) error {
-	r, digest, err := loadRecipe(recipePath)
+	plan, err := campaign.PrepareServe(campaign.ServeConfig{Recipe: recipePath, LogDir: logDir, Keeper: true})
+	if errors.Is(err, campaign.ErrInput) {
+		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	}
 	if err != nil {
 		return err
 	}
-	// The server's secrets are scrubbed from its log and from everything printed here.
-	secrets := lifecycle.Secrets(r, nil)
-	if err := lifecycle.CheckSecrets(secrets); err != nil {
-		return fmt.Errorf("%w: launch recipe %s: %v", exitcode.ErrUsage, recipePath, err)
-	}
-	red := redact.New(secrets...)
+	// The server's secrets are scrubbed from everything printed here.
 	so, se := newScrubWriter(stdout), newScrubWriter(stderr)
-	so.set(red)
-	se.set(red)
+	so.set(plan.Redactor())
+	se.set(plan.Redactor())
 	stdout, stderr = so, se
-	logPath := filepath.Join(logDir, fmt.Sprintf("%s-%s.server.log", r.ID, time.Now().UTC().Format("20060102t150405.000000000z")))
 	ctx, stop := interruptContext(ctx)
 	defer stop()
 	warnLeftovers(stderr)
-	abs, _ := filepath.Abs(recipePath)
-	srv, err := lifecycle.Launch(ctx, r, lifecycle.Options{RecipeDir: filepath.Dir(abs), RecipeDigest: digest, LogPath: logPath, Keeper: true, Redactor: red})
-	if srv == nil {
+	out, err := plan.Serve(ctx)
+	if err != nil {
 		if errors.Is(err, lifecycle.ErrPortTaken) || errors.Is(err, lifecycle.ErrIsolation) {
 			fmt.Fprintf(stderr, "qualrun: %v; nothing was launched\n", err)
 			return fmt.Errorf("%w: %v", exitcode.ErrRejected, err)
 		}
 		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 	}
-	if err == nil {
-		err = srv.WaitReady(ctx)
-	}
-	if err == nil {
-		err = srv.CheckListener()
-	}
-	interrupted := ctx.Err() != nil
-	if err != nil && !interrupted {
-		srv.Fail(err)
-	} else if interrupted {
-		srv.Fail(fmt.Errorf("interrupted: qualrun received %s", interruptName(ctx)))
-	}
-	rec := srv.Shutdown(context.WithoutCancel(ctx))
+	rec := out.Record
 	if asJSON {
 		b, _ := json.MarshalIndent(rec, "", "  ")
 		fmt.Fprintln(stdout, string(b))
@@ -130,7 +83,7 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 		printSummary(stdout, rec)
 	}
 	switch {
-	case interrupted:
+	case out.Interrupted:
 		fmt.Fprintln(stderr, "qualrun: interrupted; the server was shut down")
 		return exitcode.ErrInterrupted
 	case rec.Verdict != "passed":
@@ -139,7 +92,7 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 	return nil
 }
 
-func printSummary(w io.Writer, rec *schemas.LifecycleRecordDoc) {
+func printSummary(w io.Writer, rec *contract.LifecycleRecordDoc) {
 	fmt.Fprintf(w, "recipe      %s\n", rec.Recipe.ID)
 	if l := rec.Launch; l != nil {
 		fmt.Fprintf(w, "launched    pid %d (group %d) %s\n", l.PID, l.PGID, l.Executable.Path)

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/tools/internal/numfmt"
 )
 
@@ -20,7 +22,7 @@ const summaryWidth = 100
 // The numbers are read back from the case-result files the run wrote and the receipt binds (one
 // source: what is printed is what the evidence says); a file that cannot be read is named
 // instead. Command cases have no rows and print nothing.
-func printServingSummary(w io.Writer, root string, rc *schemas.ReceiptDoc) {
+func printServingSummary(w io.Writer, root string, rc *contract.ReceiptDoc) {
 	first := true
 	for _, res := range rc.Results {
 		if res.CaseResult == nil {
@@ -47,12 +49,12 @@ func printServingSummary(w io.Writer, root string, rc *schemas.ReceiptDoc) {
 }
 
 // readCaseResult reads a case result the run wrote, bounded like any evidence read.
-func readCaseResult(root, rel string) (*schemas.CaseResultDoc, error) {
-	b, err := schemas.ReadFileLimited(filepath.Join(root, filepath.FromSlash(rel)), schemas.MaxDocumentBytes)
+func readCaseResult(root, rel string) (*contract.CaseResultDoc, error) {
+	b, err := evidence.ReadFileLimited(filepath.Join(root, filepath.FromSlash(rel)), jsonstrict.MaxDocumentBytes)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read its case result %s: %w", rel, err)
 	}
-	var cr schemas.CaseResultDoc
+	var cr contract.CaseResultDoc
 	if err := json.Unmarshal(b, &cr); err != nil {
 		return nil, fmt.Errorf("case result %s is not a case result: %w", rel, err)
 	}
@@ -61,7 +63,7 @@ func readCaseResult(root, rel string) (*schemas.CaseResultDoc, error) {
 
 // rowSummary is the lines of one serving row. A metric the row does not have (no successful
 // request, a single token) shows as "-", never as zero.
-func rowSummary(caseID string, rep int64, row schemas.Row) []string {
+func rowSummary(caseID string, rep int64, row contract.Row) []string {
 	m := map[string]float64{}
 	for _, x := range row.Metrics {
 		m[x.Name] = x.Value

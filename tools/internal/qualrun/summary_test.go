@@ -4,16 +4,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // An open-loop, degraded row without successes: offered and achieved rates, each reason on a line
 // of its own, "-" (never 0) for the metrics it does not have, every line within 100 columns.
 func TestRowSummaryOpenLoopDegraded(t *testing.T) {
 	offered := 50.0
-	row := schemas.Row{Concurrency: 8, Repetition: 1, Loop: "open", Requests: 10, Successes: 0, Failures: 10,
-		Metrics: []schemas.Metric{{Name: "request_throughput", Value: 0}, {Name: "window_s", Value: 0.2}},
-		Fidelity: schemas.Fidelity{OfferedRate: &offered, AchievedRate: 12.3456, Degraded: true,
+	row := contract.Row{Concurrency: 8, Repetition: 1, Loop: "open", Requests: 10, Successes: 0, Failures: 10,
+		Metrics: []contract.Metric{{Name: "request_throughput", Value: 0}, {Name: "window_s", Value: 0.2}},
+		Fidelity: contract.Fidelity{OfferedRate: &offered, AchievedRate: 12.3456, Degraded: true,
 			Reasons: []string{"p99 schedule lag 12.000 ms exceeds 5.000 ms: the client, not the server, delayed requests"}}}
 	got := rowSummary("chat", 0, row)
 	want := []string{

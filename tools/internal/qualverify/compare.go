@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/verify"
 	"github.com/urfave/cli/v2"
@@ -62,7 +63,7 @@ func comparisonJSON(cmp *verify.Comparison) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode comparison: %w", err)
 	}
-	if err := schemas.CheckAs(b, "the comparison report", schemas.Comparison); err != nil {
+	if err := schemas.CheckAs(b, "the comparison report", contract.Comparison); err != nil {
 		return nil, fmt.Errorf("the comparison report does not validate (a qualverify bug): %w", err)
 	}
 	return b, nil

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 )
 
@@ -34,7 +34,7 @@ func TestCompareJSONIsAComparisonReport(t *testing.T) {
 			if got := Main([]string{"qualverify", "compare", f + c.base, f + c.cand, "--key", key, "--json"}, &stdout, &stderr); got != c.exit {
 				t.Fatalf("exit %d, want %d\n%s%s", got, c.exit, stdout.String(), stderr.String())
 			}
-			requireContract(t, stdout.Bytes(), schemas.Comparison)
+			requireContract(t, stdout.Bytes(), contract.Comparison)
 			var doc map[string]any
 			if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
 				t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/verify"
@@ -62,15 +64,15 @@ type jsonViolation struct {
 func runSchema(files []string, asJSON bool, w io.Writer) error {
 	invalid := 0
 	for _, f := range files {
-		limit := int64(schemas.MaxDocumentBytes)
+		limit := int64(jsonstrict.MaxDocumentBytes)
 		if strings.HasSuffix(f, ".jsonl") {
 			limit = verify.MaxRecordsFileBytes
 		}
 		// Refused before a byte is read: a FIFO, a device, a directory, a file over the limit (an
 		// 8 GiB sparse file costs one fstat). Such a file is invalid input (exit 1), not a usage error.
-		data, err := schemas.ReadFileLimited(f, limit)
+		data, err := evidence.ReadFileLimited(f, limit)
 		switch {
-		case errors.Is(err, schemas.ErrNotRegular) || errors.Is(err, schemas.ErrFileTooLarge):
+		case errors.Is(err, evidence.ErrNotRegular) || errors.Is(err, evidence.ErrFileTooLarge):
 			invalid++
 			if asJSON {
 				b, _ := json.Marshal(fileOutcome{File: f, Valid: false, Violations: []jsonViolation{{Pointer: "", Message: err.Error()}}})

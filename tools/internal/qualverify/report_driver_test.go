@@ -13,7 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/qualkit/qualkit/runner/driver"
-	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 )
 
@@ -93,8 +94,8 @@ func driverResults(t *testing.T, repo, receipt string) map[string]map[string]any
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rc schemas.ReceiptDoc
-	if err := schemas.DecodeInto(raw, &rc); err != nil {
+	var rc contract.ReceiptDoc
+	if err := jsonstrict.DecodeInto(raw, &rc); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]map[string]any{}
@@ -132,7 +133,7 @@ func TestReportDriverReference(t *testing.T) {
 	out := t.TempDir()
 
 	js, _ := run(t, repo, bin, exitcode.OK, "qualverify", "report", receipt, "--key", pub, "--format", "json")
-	requireContract(t, []byte(js), schemas.ReportView)
+	requireContract(t, []byte(js), contract.ReportView)
 	var view struct {
 		Verified bool `json:"verified"`
 		Receipts []struct {
@@ -325,8 +326,8 @@ func TestReportDriverReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rc schemas.ReceiptDoc
-		if err := schemas.DecodeInto(raw, &rc); err != nil {
+		var rc contract.ReceiptDoc
+		if err := jsonstrict.DecodeInto(raw, &rc); err != nil {
 			t.Fatal(err)
 		}
 		path := ""
@@ -350,7 +351,7 @@ func TestReportDriverReference(t *testing.T) {
 			t.Errorf("stdout %q stderr %q", stdout, stderr)
 		}
 		stamped, _ := run(t, repo, bin, exitcode.Rejected, "qualverify", "report", receipt, "--key", pub, "--format", "json", "--unverified-unsafe")
-		requireContract(t, []byte(stamped), schemas.ReportView)
+		requireContract(t, []byte(stamped), contract.ReportView)
 		var v struct {
 			Unverified bool `json:"unverified"`
 			Receipts   []struct {

@@ -23,6 +23,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/verify/report"
 )
@@ -145,13 +147,13 @@ func TestReportDemo(t *testing.T) {
 
 	t.Run("json percentiles are the receipt's", func(t *testing.T) {
 		js, _ := run(t, repo, bin, exitcode.OK, "qualverify", "report", receipts[0], "--key", pub, "--format", "json", unpublished)
-		requireContract(t, []byte(js), schemas.ReportView)
+		requireContract(t, []byte(js), contract.ReportView)
 		checkPercentiles(t, repo, receipts[0], []byte(js))
 	})
 
 	t.Run("json of a comparison is a report view", func(t *testing.T) {
 		js, _ := run(t, repo, bin, exitcode.OK, "qualverify", "report", receipts[0], receipts[1], "--key", pub, "--format", "json", unpublished)
-		requireContract(t, []byte(js), schemas.ReportView)
+		requireContract(t, []byte(js), contract.ReportView)
 		var v struct {
 			Comparisons []struct {
 				Rows []any `json:"rows"`
@@ -289,8 +291,8 @@ func checkPercentiles(t *testing.T, repo, receipt string, js []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rc schemas.ReceiptDoc
-	if err := schemas.DecodeInto(raw, &rc); err != nil {
+	var rc contract.ReceiptDoc
+	if err := jsonstrict.DecodeInto(raw, &rc); err != nil {
 		t.Fatal(err)
 	}
 	if !view.Verified || len(view.Receipts) != 1 || len(view.Receipts[0].Cases) != len(rc.Results) {
@@ -302,8 +304,8 @@ func checkPercentiles(t *testing.T, repo, receipt string, js []byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var cr schemas.CaseResultDoc
-		if err := schemas.DecodeInto(b, &cr); err != nil {
+		var cr contract.CaseResultDoc
+		if err := jsonstrict.DecodeInto(b, &cr); err != nil {
 			t.Fatal(err)
 		}
 		vc := view.Receipts[0].Cases[ci]
@@ -448,11 +450,11 @@ func TestReportExitCodes(t *testing.T) {
 
 // requireContract fails unless doc is a valid document of the named contract: what qualverify
 // schema accepts.
-func requireContract(t *testing.T, doc []byte, contract string) {
+func requireContract(t *testing.T, doc []byte, contractID string) {
 	t.Helper()
 	out, err := schemas.CheckDocument(doc)
-	if err != nil || !out.Valid() || out.Contract.Name != contract {
-		t.Fatalf("not a valid %s (%s): %v %v", contract, out.Contract.SchemaID, err, out.Violations)
+	if err != nil || !out.Valid() || out.Contract.Name != contractID {
+		t.Fatalf("not a valid %s (%s): %v %v", contractID, out.Contract.SchemaID, err, out.Violations)
 	}
 }
 

@@ -630,7 +630,7 @@ func GenerateGo(cueDir string, schemas []Schema) ([]GoFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if os.Getenv("SCHEMAGEN_TYPES") != "" {
+	{
 		types, err := BuildGoTypes(cueDir, schemas, m)
 		if err != nil {
 			return nil, err

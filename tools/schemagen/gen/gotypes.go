@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"go/format"
 	"maps"
 	"os"
 	"path/filepath"
@@ -36,6 +37,7 @@ type typeBuilder struct {
 	order     []string
 	byPos     map[string]string // struct Go name by CUE position of the definition
 	prefixes  map[string]string // @go(prefix=...) by package directory
+	cueDir    string            // absolute
 	err       []string
 }
 
@@ -46,7 +48,11 @@ func (b *typeBuilder) fail(format string, args ...any) {
 // BuildGoTypes derives the Go struct types of every exported contract, starting from each
 // contract's definition (Go name: the contract name's Go name + "Doc", or its @go(Name)).
 func BuildGoTypes(cueDir string, schemas []Schema, m *GoModel) ([]GoType, error) {
-	b := &typeBuilder{enumByPos: map[string]string{}, types: map[string]*GoType{}, byPos: map[string]string{}, prefixes: map[string]string{}}
+	abs, err := filepath.Abs(cueDir)
+	if err != nil {
+		return nil, err
+	}
+	b := &typeBuilder{enumByPos: map[string]string{}, types: map[string]*GoType{}, byPos: map[string]string{}, prefixes: map[string]string{}, cueDir: abs}
 	for k, n := range m.enumAt {
 		b.enumByPos[k] = n
 	}
@@ -67,7 +73,7 @@ func BuildGoTypes(cueDir string, schemas []Schema, m *GoModel) ([]GoType, error)
 		}
 		b.declare(s.Value, name, s.Package+" "+s.Definition)
 	}
-	if len(b.err) > 0 && os.Getenv("SCHEMAGEN_TYPES") != "lax" {
+	if len(b.err) > 0 {
 		return nil, fmt.Errorf("go types: %s", strings.Join(b.err, "; "))
 	}
 	out := make([]GoType, 0, len(b.order))
@@ -86,7 +92,7 @@ func (b *typeBuilder) declare(v cue.Value, name, where string) string {
 		}
 		if prev.Fields != nil {
 			// the same name for another definition: one type when the two are field for field equal
-			probe := &typeBuilder{enumByPos: b.enumByPos, types: map[string]*GoType{}, byPos: maps.Clone(b.byPos), prefixes: b.prefixes}
+			probe := &typeBuilder{enumByPos: b.enumByPos, types: map[string]*GoType{}, byPos: maps.Clone(b.byPos), prefixes: b.prefixes, cueDir: b.cueDir}
 			probe.declare(v, name, where)
 			if t := probe.types[name]; t != nil && len(probe.err) == 0 && sameFields(t.Fields, prev.Fields) {
 				maps.Copy(b.byPos, probe.byPos)
@@ -184,6 +190,15 @@ func (b *typeBuilder) declare(v cue.Value, name, where string) string {
 		t.Map = "map[string]" + b.goType(pat, name+"Value", where+".[string]", false)
 	}
 	return name
+}
+
+// cueWhere names a definition by its package directory, as the enums do: "receipt/v1 #Source".
+func (b *typeBuilder) cueWhere(file, def string) string {
+	rel, err := filepath.Rel(b.cueDir, filepath.Dir(file))
+	if err != nil {
+		rel = filepath.Base(filepath.Dir(file))
+	}
+	return filepath.ToSlash(rel) + " " + def
 }
 
 func (b *typeBuilder) isEnum(name string) bool {
@@ -432,7 +447,7 @@ func (b *typeBuilder) refType(root, def cue.Value, path cue.Path, v cue.Value, o
 				return "map[string]" + elem
 			}
 			if _, ok := b.types[name]; !ok {
-				t := &GoType{Name: name, Doc: docOf(def), Where: def.Pos().String(), Map: "map[string]" + elem}
+				t := &GoType{Name: name, Doc: docOf(def), Where: b.cueWhere(def.Pos().Filename(), last), Map: "map[string]" + elem}
 				b.types[name] = t
 				b.order = append(b.order, name)
 			}
@@ -445,7 +460,7 @@ func (b *typeBuilder) refType(root, def cue.Value, path cue.Path, v cue.Value, o
 		if prev, ok := b.byPos[def.Pos().String()]; ok {
 			name = prev
 		} else {
-			name = b.declare(def, name, def.Pos().String())
+			name = b.declare(def, name, b.cueWhere(def.Pos().Filename(), last))
 			b.byPos[def.Pos().String()] = name
 		}
 		if optional {
@@ -465,6 +480,8 @@ func RenderGoTypes(types []GoType) (GoFile, error) {
 		doc := docFor(t.Doc, lastPart(t.Where), t.Name)
 		if doc == "" {
 			doc = t.Name + " is " + t.Where + "."
+		} else {
+			doc += "\n\nCUE: " + t.Where + "."
 		}
 		comment(&b, doc, "")
 		if t.Map != "" {
@@ -482,5 +499,9 @@ func RenderGoTypes(types []GoType) (GoFile, error) {
 		}
 		b.WriteString("}\n")
 	}
-	return GoFile{Name: "zz_generated_types.go", Source: b.Bytes()}, nil
+	src, err := format.Source(b.Bytes())
+	if err != nil {
+		return GoFile{}, fmt.Errorf("gofmt zz_generated_types.go: %w", err)
+	}
+	return GoFile{Name: "zz_generated_types.go", Source: src}, nil
 }

@@ -1,0 +1,33 @@
+package metric
+
+import "github.com/qualkit/qualkit/schemas/contract"
+
+// The bridge between the metric catalogue (package schemas/metric, which knows no contract type)
+// and the receipt's metrics: the runner turns the catalogue's values into metrics with MetricsOf,
+// and both it and the verifier hand a case's recorded rows to the case formulas with CaseRowsOf.
+
+// MetricsOf turns computed values into metrics (an empty list, never nil).
+func MetricsOf(vs []Value) []contract.Metric {
+	out := make([]contract.Metric, len(vs))
+	for i, v := range vs {
+		n := int64(v.Samples)
+		out[i] = contract.Metric{Name: v.Name, Value: v.Value, Unit: string(v.Unit), Aggregation: contract.Aggregation(v.Aggregation),
+			Direction: contract.Direction(v.Direction), Formula: v.Formula, Samples: &n, Diagnostic: v.Diagnostic}
+	}
+	return out
+}
+
+// CaseRowsOf reduces a case's rows, as recorded, to what the case formulas read (a row metric's
+// samples do not enter them).
+func CaseRowsOf(rows []contract.Row) []CaseRow {
+	out := make([]CaseRow, len(rows))
+	for i, r := range rows {
+		vs := make([]Value, len(r.Metrics))
+		for k, m := range r.Metrics {
+			vs[k] = Value{Name: m.Name, Value: m.Value, Unit: Unit(m.Unit), Aggregation: Aggregation(m.Aggregation),
+				Direction: Direction(m.Direction), Formula: m.Formula, Diagnostic: m.Diagnostic}
+		}
+		out[i] = CaseRow{Requests: r.Requests, Failures: r.Failures, Degraded: r.Fidelity.Degraded, Metrics: vs}
+	}
+	return out
+}

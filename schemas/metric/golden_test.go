@@ -1,0 +1,171 @@
+package metric
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"testing"
+)
+
+// goldenRequest is a request of testdata/golden.json: nil times are absent, usage is
+// [completion, prompt] or null, error is the class or null.
+type goldenRequest struct {
+	Sched   int64   `json:"sched"`
+	Send    *int64  `json:"send"`
+	Hdr     *int64  `json:"hdr"`
+	End     *int64  `json:"end"`
+	Close   *int64  `json:"close"`
+	Content []int64 `json:"content"`
+	Usage   []int64 `json:"usage"`
+	Error   *string `json:"error"`
+}
+
+type goldenMetric struct {
+	Name        string  `json:"name"`
+	Value       float64 `json:"value"`
+	Unit        string  `json:"unit"`
+	Aggregation string  `json:"aggregation"`
+	Direction   string  `json:"direction"`
+	Formula     string  `json:"formula"`
+	Samples     int     `json:"samples"`
+}
+
+type golden struct {
+	Percentiles []struct {
+		Samples []float64          `json:"samples"`
+		Want    map[string]float64 `json:"want"`
+	} `json:"percentiles"`
+	Rows []struct {
+		Name string `json:"name"`
+		Spec struct {
+			Loop        string             `json:"loop"`
+			Concurrency int64              `json:"concurrency"`
+			SLO         map[string]float64 `json:"slo"`
+		} `json:"spec"`
+		Requests []goldenRequest `json:"requests"`
+		Want     struct {
+			WindowSeconds float64        `json:"window_seconds"`
+			Requests      int64          `json:"requests"`
+			Successes     int64          `json:"successes"`
+			Metrics       []goldenMetric `json:"metrics"`
+			Fidelity      struct {
+				LagP50       float64  `json:"schedule_lag_p50_ms"`
+				LagP99       float64  `json:"schedule_lag_p99_ms"`
+				LagMax       float64  `json:"schedule_lag_max_ms"`
+				AchievedRate float64  `json:"achieved_rate"`
+				Degraded     bool     `json:"degraded"`
+				InFlightPeak *int64   `json:"in_flight_peak"`
+				InFlightMean *float64 `json:"in_flight_mean"`
+			} `json:"fidelity"`
+		} `json:"want"`
+	} `json:"rows"`
+}
+
+func (g goldenRequest) request() Request {
+	r := Request{Sched: g.Sched, Content: g.Content}
+	if g.Error != nil {
+		r.Failed, r.ErrorClass = true, *g.Error
+	}
+	for _, t := range []struct {
+		from *int64
+		to   *int64
+		has  *bool
+	}{{g.Send, &r.Send, &r.HasSend}, {g.Hdr, &r.Hdr, &r.HasHdr}, {g.End, &r.End, &r.HasEnd}, {g.Close, &r.Close, &r.HasClose}} {
+		if t.from != nil {
+			*t.to, *t.has = *t.from, true
+		}
+	}
+	if g.Usage != nil {
+		r.HasUsage, r.Completion, r.Prompt = true, g.Usage[0], g.Usage[1]
+	}
+	return r
+}
+
+// close enough for two implementations of one definition (Python's fsum-based mean and its
+// quantile arithmetic round differently in the last bits).
+func closeTo(got, want float64) bool {
+	return math.Abs(got-want) <= max(1e-12, 1e-9*math.Abs(want))
+}
+
+// TestGolden compares the catalogue with testdata/golden.json, which testdata/reference.py
+// computed independently (Python's statistics module, written from docs/metrics.md): every
+// percentile, every row metric with its identity and samples, the window and the fidelity. It
+// also checks that the golden rows exercise every row formula the catalogue computes.
+func TestGolden(t *testing.T) {
+	raw, err := os.ReadFile("testdata/golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g golden
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Percentiles) == 0 || len(g.Rows) == 0 {
+		t.Fatal("golden.json has no cases")
+	}
+	for _, p := range g.Percentiles {
+		s := Summarize(p.Samples)
+		for agg, want := range p.Want {
+			got, ok := s.Of(Aggregation(agg))
+			if !ok || !closeTo(got, want) {
+				t.Errorf("%d samples: %s = %v (%v), Python says %v", len(p.Samples), agg, got, ok, want)
+			}
+		}
+		if _, ok := p.Want["p99.9"]; ok != s.HasP999 {
+			t.Errorf("%d samples: HasP999 %v", len(p.Samples), s.HasP999)
+		}
+	}
+	covered := map[string]bool{}
+	for _, row := range g.Rows {
+		reqs := make([]Request, len(row.Requests))
+		for i, r := range row.Requests {
+			reqs[i] = r.request()
+		}
+		slo := SLO{TTFTMs: row.Spec.SLO["ttft_ms"], ICLMs: row.Spec.SLO["icl_ms"], E2EMs: row.Spec.SLO["e2e_ms"]}
+		res := Row(RowSpec{Concurrency: row.Spec.Concurrency, Loop: row.Spec.Loop, SLO: &slo}, reqs)
+		w := row.Want
+		if res.Requests != w.Requests || res.Successes != w.Successes || !closeTo(res.WindowSeconds, w.WindowSeconds) {
+			t.Errorf("%s: requests %d successes %d window %v, Python says %d %d %v", row.Name, res.Requests, res.Successes, res.WindowSeconds, w.Requests, w.Successes, w.WindowSeconds)
+		}
+		if len(res.Values) != len(w.Metrics) {
+			t.Errorf("%s: %d metrics, Python says %d", row.Name, len(res.Values), len(w.Metrics))
+		}
+		got := map[string]Value{}
+		for _, v := range res.Values {
+			got[v.Name] = v
+		}
+		for _, m := range w.Metrics {
+			v, ok := got[m.Name]
+			wantID := Identity{Unit(m.Unit), Aggregation(m.Aggregation), Direction(m.Direction), m.Formula}
+			switch {
+			case !ok:
+				t.Errorf("%s: %s missing", row.Name, m.Name)
+			case v.Identity() != wantID || v.Samples != m.Samples:
+				t.Errorf("%s: %s is %+v, Python says %+v", row.Name, m.Name, v, m)
+			case !closeTo(v.Value, m.Value):
+				t.Errorf("%s: %s = %v, Python says %v", row.Name, m.Name, v.Value, m.Value)
+			default:
+				covered[m.Formula] = true
+			}
+		}
+		f, wf := res.Fidelity, w.Fidelity
+		if !closeTo(f.ScheduleLagP50Ms, wf.LagP50) || !closeTo(f.ScheduleLagP99Ms, wf.LagP99) || !closeTo(f.ScheduleLagMaxMs, wf.LagMax) ||
+			!closeTo(f.AchievedRate, wf.AchievedRate) || f.Degraded != wf.Degraded {
+			t.Errorf("%s: fidelity %+v, Python says %+v", row.Name, f, wf)
+		}
+		if f.HasInFlight != (wf.InFlightPeak != nil) || (f.HasInFlight && (f.InFlightPeak != *wf.InFlightPeak || !closeTo(f.InFlightMean, *wf.InFlightMean))) {
+			t.Errorf("%s: in flight %d %v (%v), Python says %v %v", row.Name, f.InFlightPeak, f.InFlightMean, f.HasInFlight, wf.InFlightPeak, wf.InFlightMean)
+		}
+		if f.Degraded {
+			covered["degraded"] = true
+		}
+	}
+	for _, f := range Catalogue {
+		if f.Scope == RowScope && !f.Diagnostic && !covered[f.ID] {
+			t.Errorf("golden.json never exercises %s", f.ID)
+		}
+	}
+	if !covered["degraded"] {
+		t.Error("golden.json has no degraded row")
+	}
+}

@@ -1,0 +1,521 @@
+package metric
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// DegradedLagP99Ms is the client-fidelity bound: a row whose schedule lag (t_send - t_sched,
+// over the requests the client itself delayed) has a p99 above it is marked degraded, because
+// the client, not the server, decided when requests went out.
+const DegradedLagP99Ms = 1.0
+
+// Open-loop schedule bounds: an open-loop row is degraded (not a measurement of its offered load)
+// when its measured requests went out behind their schedule, whoever delayed them. It is
+// degraded when the p99 schedule lag over every sent measured request (arrivals that found all
+// concurrency slots busy included) exceeds DegradedOpenLagP99Ms, or when the achieved send rate
+// is below DegradedRateFraction of the scheduled rate ((n - 1) / (max t_sched - min t_sched) over
+// the same n requests: the rate the row's own schedule asked for, so Poisson variance does not
+// count).
+const (
+	DegradedOpenLagP99Ms = 10.0
+	DegradedRateFraction = 0.9
+)
+
+// Loops.
+const (
+	ClosedLoop = "closed"
+	OpenLoop   = "open"
+)
+
+// Request is one measured request record reduced to what the formulas read. Times are
+// nanoseconds on the campaign's monotonic clock; a Has flag is false when the record lacks the
+// time.
+type Request struct {
+	// Failed is true when the record has an error; ErrorClass is its class.
+	Failed     bool
+	ErrorClass string
+	Sched      int64
+	Send       int64
+	Hdr        int64
+	End        int64
+	Close      int64
+	HasSend    bool
+	HasHdr     bool
+	HasEnd     bool
+	HasClose   bool
+	// Content is the arrival of each content event, in order.
+	Content []int64
+	// HasUsage is true when the record has a usage record; Completion and Prompt are its
+	// completion and prompt tokens (N and P).
+	HasUsage   bool
+	Completion int64
+	Prompt     int64
+}
+
+// OK reports whether the request counts as a success: no error, and the times and usage the
+// formulas need (a success without them breaks the record contract; it is counted, but no
+// number is derived from it).
+func (r *Request) OK() bool { return !r.Failed && r.HasSend && r.HasEnd && r.HasUsage }
+
+// SLO holds a serving case's declared gates (zero: not declared).
+type SLO struct{ TTFTMs, ICLMs, E2EMs float64 }
+
+// RowSpec is what a row's numbers depend on besides its requests.
+type RowSpec struct {
+	Concurrency int64
+	// Loop is ClosedLoop (concurrency slots) or OpenLoop (a declared rate; concurrency caps the
+	// requests in flight).
+	Loop string
+	// OfferedRate is the declared open-loop rate in requests/s; nil in closed loop. It enters
+	// only the reasons.
+	OfferedRate *float64
+	// SLO is the case's SLO; nil when it is not known (the SLO metrics are then not computed).
+	SLO *SLO
+}
+
+// Value is one computed metric.
+type Value struct {
+	Name        string
+	Value       float64
+	Unit        Unit
+	Aggregation Aggregation
+	Direction   Direction
+	Formula     string
+	Samples     int
+	Diagnostic  bool
+}
+
+// Identity is the value's identity.
+func (v Value) Identity() Identity {
+	return Identity{Unit: v.Unit, Aggregation: v.Aggregation, Direction: v.Direction, Formula: v.Formula}
+}
+
+// Fidelity measures the client (docs/metrics.md, "Client fidelity").
+type Fidelity struct {
+	ScheduleLagP50Ms, ScheduleLagP99Ms, ScheduleLagMaxMs float64
+	AchievedRate                                         float64
+	Degraded                                             bool
+	Reasons                                              []string
+	// InFlightPeak and InFlightMean are the achieved concurrency; HasInFlight is false when no
+	// request was in flight or the window is empty.
+	InFlightPeak int64
+	InFlightMean float64
+	HasInFlight  bool
+}
+
+// RowResult is a row's numbers.
+type RowResult struct {
+	Requests, Successes, Failures int64
+	// WindowSeconds is W (request_window.v1), 0 when undefined.
+	WindowSeconds float64
+	Values        []Value
+	Fidelity      Fidelity
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// Row computes a serving row from its measured requests, in index order (the caller drops
+// warmups and sorts): the counts, the request window, every metric of docs/metrics.md and the
+// client fidelity. It is a pure function of its arguments.
+//
+// Latency distributions (TTFT, TTFB, E2E, TPOT, decode rate, ICL) are over the successful
+// requests only; failures count in the request total, in the SLO good fraction's denominator and
+// in request_failures. A metric with no sample is not emitted (for example TPOT when every
+// response had one token).
+func Row(spec RowSpec, measured []Request) RowResult {
+	out := RowResult{Requests: int64(len(measured))}
+	for i := range measured {
+		if measured[i].OK() {
+			out.Successes++
+		}
+	}
+	out.Failures = out.Requests - out.Successes
+	b := &builder{}
+	w, hasWindow := Window(measured)
+	out.WindowSeconds = float64(w) / 1e9
+
+	sm := SamplesOf(measured)
+	b.dist(TTFT, sm.TTFTMs)
+	b.dist(TTFTSched, sm.TTFTSchedMs)
+	b.dist(TTFB, sm.TTFBMs)
+	b.dist(E2E, sm.E2EMs)
+	b.dist(E2ESched, sm.E2ESchedMs)
+	b.dist(TPOT, sm.TPOTMs)
+	b.dist(DecodeRate, sm.DecodeRate)
+	b.dist(ICL, sm.ICLMs)
+	b.dist(ICLMax, sm.ICLMaxMs)
+	if len(sm.ChunkingFactor) > 0 {
+		b.add(ChunkingFactor, "", Summarize(sm.ChunkingFactor).Mean, len(sm.ChunkingFactor))
+	}
+
+	n := len(measured)
+	b.add(RequestFailures, "", float64(out.Failures), n)
+	for _, cc := range failureClasses(measured) {
+		b.add(RequestFailuresByClass, cc.class, float64(cc.n), n)
+	}
+	b.add(OutputTokens, "", float64(sm.OutputTokens), int(out.Successes))
+	b.add(PromptTokens, "", float64(sm.PromptTokens), int(out.Successes))
+	if hasWindow {
+		ws := float64(w) / 1e9
+		b.add(RequestWindow, "", ws, n)
+		b.add(RequestThroughput, "", float64(out.Successes)/ws, int(out.Successes))
+		b.add(OutputThroughputWindow, "", float64(sm.OutputTokens)/ws, int(out.Successes))
+		b.add(TotalThroughputWindow, "", float64(sm.OutputTokens+sm.PromptTokens)/ws, int(out.Successes))
+		if spec.SLO != nil {
+			good, goodTokens := Goodput(measured, *spec.SLO)
+			b.add(SLOGoodput, "", float64(good)/ws, n)
+			b.add(SLOGoodputTokens, "", float64(goodTokens)/ws, n)
+		}
+	}
+	if n > 0 && spec.SLO != nil {
+		good, _ := Goodput(measured, *spec.SLO)
+		b.add(SLOGoodFraction, "", float64(good)/float64(n), n)
+	}
+
+	b.dist(ScheduleLag, sm.ScheduleLagMs)
+	if spec.Loop == ClosedLoop {
+		if spread, k, ok := DispatchSpreadNs(measured, spec.Concurrency); ok {
+			b.add(DispatchSpread, "", ms(spread), k)
+		}
+	}
+	achieved, nSent := Achieved(measured)
+	if nSent >= 2 {
+		b.add(AchievedRate, "", achieved, nSent)
+	}
+	out.Fidelity = fidelity(spec, measured, sm.ScheduleLagMs, achieved)
+	if peak, mean, ok := InFlight(measured); ok {
+		out.Fidelity.InFlightPeak, out.Fidelity.InFlightMean, out.Fidelity.HasInFlight = peak, mean, true
+	}
+	out.Values = b.vs
+	return out
+}
+
+// Samples are the per-request samples of a row's distributions (docs/metrics.md), in the order
+// of the measured requests: latencies over the successes (ICL pooled over their gaps), schedule
+// lag over every request sent; and the token sums over the successes.
+type Samples struct {
+	TTFTMs, TTFTSchedMs, TTFBMs, E2EMs, E2ESchedMs []float64
+	TPOTMs, DecodeRate, ICLMs, ICLMaxMs            []float64
+	ChunkingFactor, ScheduleLagMs                  []float64
+	OutputTokens, PromptTokens                     int64
+}
+
+// SamplesOf applies the per-request formulas to a row's measured requests.
+func SamplesOf(measured []Request) Samples {
+	var sm Samples
+	for i := range measured {
+		r := &measured[i]
+		if r.HasSend {
+			sm.ScheduleLagMs = append(sm.ScheduleLagMs, ms(r.Send-r.Sched))
+		}
+		if !r.OK() {
+			continue
+		}
+		sm.OutputTokens += r.Completion
+		sm.PromptTokens += r.Prompt
+		sm.E2EMs = append(sm.E2EMs, ms(r.End-r.Send))
+		sm.E2ESchedMs = append(sm.E2ESchedMs, ms(r.End-r.Sched))
+		if r.HasHdr {
+			sm.TTFBMs = append(sm.TTFBMs, ms(r.Hdr-r.Send))
+		}
+		if len(r.Content) == 0 {
+			continue
+		}
+		cf := r.Content[0]
+		sm.TTFTMs = append(sm.TTFTMs, ms(cf-r.Send))
+		sm.TTFTSchedMs = append(sm.TTFTSchedMs, ms(cf-r.Sched))
+		if r.Completion >= 2 {
+			d := r.End - cf
+			sm.TPOTMs = append(sm.TPOTMs, ms(d)/float64(r.Completion-1))
+			if d > 0 {
+				sm.DecodeRate = append(sm.DecodeRate, float64(r.Completion-1)/(float64(d)/1e9))
+			}
+		}
+		if len(r.Content) >= 2 {
+			m := int64(0)
+			for k := 1; k < len(r.Content); k++ {
+				g := r.Content[k] - r.Content[k-1]
+				sm.ICLMs = append(sm.ICLMs, ms(g))
+				m = max(m, g)
+			}
+			sm.ICLMaxMs = append(sm.ICLMaxMs, ms(m))
+		}
+		sm.ChunkingFactor = append(sm.ChunkingFactor, float64(r.Completion)/float64(len(r.Content)))
+	}
+	return sm
+}
+
+type builder struct{ vs []Value }
+
+// add emits the scalar of formula id (for a per-class formula, of class) with n samples.
+func (b *builder) add(id, class string, v float64, n int) {
+	f := mustLookup(id)
+	b.vs = append(b.vs, Value{Name: f.Name + class, Value: v, Unit: f.Unit, Aggregation: f.Aggregation, Direction: f.Direction, Formula: f.ID, Samples: n})
+}
+
+// dist emits the summary of a distribution: p50, p90, p95, p99, p99.9 (with at least
+// MinSamplesP999 samples), min, max and mean; nothing for an empty sample.
+func (b *builder) dist(id string, xs []float64) {
+	if len(xs) == 0 {
+		return
+	}
+	f := mustLookup(id)
+	s := Summarize(xs)
+	for _, a := range DistributionAggregations {
+		if v, ok := s.Of(a); ok {
+			b.vs = append(b.vs, Value{Name: f.Name + "." + string(a), Value: v, Unit: f.Unit, Aggregation: a, Direction: f.Direction, Formula: f.ID, Samples: s.Count})
+		}
+	}
+}
+
+// Window is W = max t_end - min t_send over the measured requests in nanoseconds (a request
+// without t_end does not extend it); ok is false when no request has both ends or W is not
+// positive.
+func Window(measured []Request) (int64, bool) {
+	lo, hi, ok := WindowBounds(measured)
+	return hi - lo, ok
+}
+
+// WindowBounds are min t_send and max t_end of the measured requests (see Window).
+func WindowBounds(measured []Request) (lo, hi int64, ok bool) {
+	hasLo, hasHi := false, false
+	for i := range measured {
+		r := &measured[i]
+		if r.HasSend && (!hasLo || r.Send < lo) {
+			lo, hasLo = r.Send, true
+		}
+		if r.HasEnd && (!hasHi || r.End > hi) {
+			hi, hasHi = r.End, true
+		}
+	}
+	if !hasLo || !hasHi || hi <= lo {
+		return 0, 0, false
+	}
+	return lo, hi, true
+}
+
+// Goodput counts the successful requests that pass every declared gate, and their tokens. TTFT
+// and E2E gates use the scheduled variants (TTFT_sched, E2E_sched: queueing in the client
+// counts, coordinated omission is not hidden); the ICL gate bounds each request's largest
+// inter-event gap and is vacuous with fewer than two content events; a TTFT gate fails a request
+// without a content event. With no gate declared every success passes.
+func Goodput(measured []Request, slo SLO) (int, int64) {
+	good, tokens := 0, int64(0)
+	for i := range measured {
+		r := &measured[i]
+		if !r.OK() {
+			continue
+		}
+		if slo.TTFTMs > 0 && (len(r.Content) == 0 || ms(r.Content[0]-r.Sched) > slo.TTFTMs) {
+			continue
+		}
+		if slo.E2EMs > 0 && ms(r.End-r.Sched) > slo.E2EMs {
+			continue
+		}
+		if slo.ICLMs > 0 {
+			pass := true
+			for k := 1; k < len(r.Content); k++ {
+				if ms(r.Content[k]-r.Content[k-1]) > slo.ICLMs {
+					pass = false
+					break
+				}
+			}
+			if !pass {
+				continue
+			}
+		}
+		good++
+		tokens += r.Completion
+	}
+	return good, tokens
+}
+
+// DispatchSpreadNs is max t_send - min t_send over the first min(concurrency, requests) measured
+// requests (the ones a closed-loop row releases together through its barrier) and how many of
+// them were sent; ok is false when none was.
+func DispatchSpreadNs(measured []Request, concurrency int64) (spread int64, n int, ok bool) {
+	k := min(int(concurrency), len(measured))
+	var lo, hi int64
+	for i := range measured[:k] {
+		r := &measured[i]
+		if !r.HasSend {
+			continue
+		}
+		if n == 0 || r.Send < lo {
+			lo = r.Send
+		}
+		if n == 0 || r.Send > hi {
+			hi = r.Send
+		}
+		n++
+	}
+	return hi - lo, n, n >= 1
+}
+
+// Achieved is achieved_rate.v1: (n - 1) / (max t_send - min t_send) over the n measured requests
+// sent (the send rate the client sustained; exact for evenly spaced sends), with n; the rate is
+// 0 with fewer than two sends or no spread.
+func Achieved(measured []Request) (float64, int) {
+	return sentRate(measured, func(r *Request) int64 { return r.Send })
+}
+
+// Scheduled is the scheduled rate (n - 1) / (max t_sched - min t_sched) over the n measured
+// requests sent (the same requests Achieved counts), with n; 0 with fewer than two or no spread.
+func Scheduled(measured []Request) (float64, int) {
+	return sentRate(measured, func(r *Request) int64 { return r.Sched })
+}
+
+func sentRate(measured []Request, at func(*Request) int64) (float64, int) {
+	var lo, hi int64
+	n := 0
+	for i := range measured {
+		r := &measured[i]
+		if !r.HasSend {
+			continue
+		}
+		t := at(r)
+		if n == 0 || t < lo {
+			lo = t
+		}
+		if n == 0 || t > hi {
+			hi = t
+		}
+		n++
+	}
+	if n < 2 || hi <= lo {
+		return 0, n
+	}
+	return float64(n-1) / (float64(hi-lo) / 1e9), n
+}
+
+// fidelity measures the client. In closed loop every lag is the client's own. In open loop an
+// arrival that found all concurrency slots busy (at least Concurrency other requests sent and not
+// yet closed at its t_sched) waited for the server, not the client: its lag is reported but does
+// not mark the row degraded.
+func fidelity(spec RowSpec, measured []Request, lags []float64, achieved float64) Fidelity {
+	s := Summarize(lags)
+	f := Fidelity{
+		ScheduleLagP50Ms: max(0, s.P50), ScheduleLagP99Ms: max(0, s.P99), ScheduleLagMaxMs: max(0, s.Max),
+		AchievedRate: achieved, Reasons: []string{},
+	}
+	own := lags
+	capped := 0
+	if spec.Loop == OpenLoop {
+		own = nil
+		for j := range measured {
+			v := &measured[j]
+			if !v.HasSend {
+				continue
+			}
+			busy := int64(0)
+			for i := range measured {
+				u := &measured[i]
+				if i != j && u.HasSend && u.Send <= v.Sched && (!u.HasClose || u.Close > v.Sched) {
+					busy++
+				}
+			}
+			if busy >= spec.Concurrency {
+				capped++
+				continue
+			}
+			own = append(own, ms(v.Send-v.Sched))
+		}
+	}
+	if len(own) > 0 {
+		if p99 := Summarize(own).P99; p99 > DegradedLagP99Ms {
+			f.Degraded = true
+			what := "schedule lag"
+			if spec.Loop == OpenLoop {
+				what = "schedule lag of arrivals that found a free slot"
+			}
+			f.Reasons = append(f.Reasons, fmt.Sprintf("p99 %s %.3f ms exceeds %.3f ms: the client, not the server, delayed requests", what, p99, DegradedLagP99Ms))
+		}
+	}
+	if f.Degraded && capped > 0 {
+		f.Reasons = append(f.Reasons, fmt.Sprintf("%d arrivals found all %d slots busy (server-bound, excluded from the lag bound)", capped, spec.Concurrency))
+	}
+	if spec.Loop == OpenLoop {
+		if len(lags) > 0 && s.P99 > DegradedOpenLagP99Ms {
+			f.Degraded = true
+			f.Reasons = append(f.Reasons, fmt.Sprintf("p99 schedule lag %.3f ms over every sent arrival exceeds %.3f ms: requests went out behind their schedule (%d of %d found all %d slots busy)", s.P99, DegradedOpenLagP99Ms, capped, len(lags), spec.Concurrency))
+		}
+		if sched, n := Scheduled(measured); n >= 2 && sched > 0 && achieved < DegradedRateFraction*sched {
+			f.Degraded = true
+			offered := ""
+			if spec.OfferedRate != nil {
+				offered = fmt.Sprintf(", offered %g/s", *spec.OfferedRate)
+			}
+			f.Reasons = append(f.Reasons, fmt.Sprintf("achieved rate %.3f/s is below %g of the scheduled rate %.3f/s%s: the row did not sustain its offered load", achieved, DegradedRateFraction, sched, offered))
+		}
+	}
+	return f
+}
+
+type classCount struct {
+	class string
+	n     int
+}
+
+// failureClasses counts the failed requests per error class, by class name.
+func failureClasses(measured []Request) []classCount {
+	counts := map[string]int{}
+	for i := range measured {
+		if measured[i].Failed {
+			counts[measured[i].ErrorClass]++
+		}
+	}
+	out := make([]classCount, 0, len(counts))
+	for c, n := range counts {
+		out = append(out, classCount{c, n})
+	}
+	slices.SortFunc(out, func(a, b classCount) int { return cmp.Compare(a.class, b.class) })
+	return out
+}
+
+// InFlight measures the achieved concurrency of a row's measured requests: the most in flight at
+// once (peak) and the time average of that count over the request window [min t_send, max t_end]
+// (mean). A request that was sent is in flight from t_send to t_close (lacking t_close, to t_end;
+// lacking both, it is never counted); a request closing at the instant another is sent is not
+// concurrent with it. ok is false when no request was in flight or the window is empty.
+func InFlight(measured []Request) (peak int64, mean float64, ok bool) {
+	lo, hi, ok := WindowBounds(measured)
+	if !ok {
+		return 0, 0, false
+	}
+	type edge struct{ t, delta int64 }
+	var edges []edge
+	for i := range measured {
+		r := &measured[i]
+		if !r.HasSend {
+			continue
+		}
+		end, has := r.Close, r.HasClose
+		if !has {
+			end, has = r.End, r.HasEnd
+		}
+		if !has || end <= r.Send {
+			continue
+		}
+		edges = append(edges, edge{r.Send, 1}, edge{end, -1})
+	}
+	if len(edges) == 0 {
+		return 0, 0, false
+	}
+	// Ends before starts at equal times.
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.delta, b.delta)) })
+	var n int64
+	var area float64
+	prev := edges[0].t
+	for _, e := range edges {
+		// Integrate the count over [prev, e.t] clipped to the window.
+		if a, b := max(prev, lo), min(e.t, hi); b > a {
+			area += float64(n) * float64(b-a)
+		}
+		prev = e.t
+		n += e.delta
+		peak = max(peak, n)
+	}
+	return peak, area / float64(hi-lo), true
+}
