@@ -17,11 +17,11 @@ build: ## build qualrun, qualverify, qualsim and qualgguf into bin/
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./tools/cmd/...
 
-generate: ## export the CUE contracts under cue/ to JSON Schema under schemas/json/
-	$(GO) run ./tools/schemagen -cue cue -out schemas/json
+generate: ## export the CUE contracts under cue/ to JSON Schema under schemas/json/ and generate their Go (enums, contract names, kind table) into schemas/contract/
+	$(GO) run ./tools/schemagen -cue cue -out schemas/json -go schemas/contract
 
-check-generate: ## fail if schemas/json differs from what cue/ exports
-	$(GO) run ./tools/schemagen -cue cue -out schemas/json -check
+check-generate: ## fail if schemas/json or the generated Go in schemas/contract differs from what cue/ exports
+	$(GO) run ./tools/schemagen -cue cue -out schemas/json -go schemas/contract -check
 
 test: ## vet, format check, schema drift check, all Go tests, the ajv cross-check
 	$(GO) vet $(PKGS)

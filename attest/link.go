@@ -81,7 +81,7 @@ func CampaignLink(root, receiptRel string) (*in_toto.Link, error) {
 		return nil, err
 	}
 	for i, a := range rc.Artifacts {
-		if !runOutputKinds[a.Kind] || subjectKinds[a.Kind] {
+		if !runOutputKinds[string(a.Kind)] || subjectKinds[string(a.Kind)] {
 			continue
 		}
 		h, err := hashSubject(root, a)

@@ -116,7 +116,7 @@ func Statement(root, receiptRel string) (*InTotoStatement, error) {
 	}
 	n := 1
 	for _, a := range rc.Artifacts {
-		if subjectKinds[a.Kind] {
+		if subjectKinds[string(a.Kind)] {
 			n++
 		}
 	}
@@ -129,10 +129,10 @@ func Statement(root, receiptRel string) (*InTotoStatement, error) {
 		HostID: rc.Environment.HostID, Qualrun: rc.Qualification.Qualrun}
 	seen := map[string]bool{rel: true}
 	for i, a := range rc.Artifacts {
-		if !runOutputKinds[a.Kind] {
+		if !runOutputKinds[string(a.Kind)] {
 			pred.Artifacts = append(pred.Artifacts, a)
 		}
-		if !subjectKinds[a.Kind] {
+		if !subjectKinds[string(a.Kind)] {
 			continue
 		}
 		hexDigest, err := hashSubject(root, a)

@@ -35,7 +35,7 @@ func checkCleanup(s *snapshot) CheckResult {
 		return c.result()
 	}
 	cleanupRecord(c, path, l, lifecycleContext{
-		receiptVerdict: rc.Lifecycle.Verdict,
+		receiptVerdict: string(rc.Lifecycle.Verdict),
 		recipes:        s.recipesByDigest(),
 		recipeDigests:  digestsOfKind(rc, "launch_recipe"),
 		logs:           artifactsOfKind(rc, "server_log"),
@@ -120,7 +120,7 @@ func cleanupRecord(c *collector, path string, l *contract.LifecycleRecordDoc, ct
 	if l.Verdict != "passed" || len(l.Failures) > 0 {
 		c.add(path, "/verdict", ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
 	}
-	if ctx.receiptVerdict != "" && ctx.receiptVerdict != l.Verdict {
+	if ctx.receiptVerdict != "" && ctx.receiptVerdict != string(l.Verdict) {
 		c.add(path, "/verdict", ErrLifecycleMismatch, "the record says %s, the receipt says %s", l.Verdict, ctx.receiptVerdict)
 	}
 	if len(ctx.recipeDigests) > 0 && !slices.Contains(ctx.recipeDigests, l.Recipe.Digest) {

@@ -16,7 +16,7 @@ import (
 type identity struct{ unit, aggregation, direction, formula string }
 
 func identityOf(m contract.Metric) identity {
-	return identity{m.Unit, m.Aggregation, m.Direction, m.Formula}
+	return identity{m.Unit, string(m.Aggregation), string(m.Direction), m.Formula}
 }
 
 func (i identity) String() string {
@@ -123,8 +123,8 @@ func checkComparability(s *snapshot) CheckResult {
 	// The comparison policy's rules expect the identity the evidence carries.
 	if cp := w.ComparisonPolicy; cp != nil {
 		for k, rule := range cp.MetricRules {
-			want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
-			for _, occ := range s.metricOccurrences(rule.Scope, rule.ResultID, rule.Metric) {
+			want := identity{rule.Unit, string(rule.Aggregation), string(rule.Direction), rule.Formula}
+			for _, occ := range s.metricOccurrences(string(rule.Scope), rule.ResultID, rule.Metric) {
 				if got := identityOf(occ.m); got != want {
 					c.add(occ.file, occ.ptr, ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, jp("comparison_policy", "metric_rules", k), wpath, want, rateWarning(got, want))
 				}
@@ -205,7 +205,7 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 		if wc.Rate != nil {
 			wantLoop = "open"
 		}
-		if row.Loop != wantLoop {
+		if string(row.Loop) != wantLoop {
 			c.add(p, jp("rows", j, "loop"), ErrUnlikeRows, "loop %s, the case declares %s", row.Loop, wantLoop)
 		}
 	}

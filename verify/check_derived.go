@@ -23,13 +23,13 @@ func (s *snapshot) checkIdentity(c *collector) {
 	start, err := time.Parse(time.RFC3339Nano, rc.Qualification.StartedAt)
 	if err != nil {
 		c.add(file, "/qualification/started_at", ErrIdentityMismatch, "started_at %q is not an RFC 3339 time: the receipt id cannot be recomputed", rc.Qualification.StartedAt)
-	} else if want := contract.ReceiptIDFor(start, rc.Qualification.Backend, rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant); want != rc.ReceiptID {
+	} else if want := contract.ReceiptIDFor(start, string(rc.Qualification.Backend), rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant); want != rc.ReceiptID {
 		c.add(file, "/receipt_id", ErrIdentityMismatch, "receipt id %q, but the receipt's start, backend, host id %q, workload %q and variant %q name it %q",
 			rc.ReceiptID, rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant, want)
 	}
 	dir := s.runDir()
 	for i, a := range rc.Artifacts {
-		if isEvidenceKind(a.Kind) && !strings.HasPrefix(a.Path, dir) {
+		if isEvidenceKind(string(a.Kind)) && !strings.HasPrefix(a.Path, dir) {
 			c.add(file, jp("artifacts", i, "path"), ErrIdentityMismatch, "%s %s is not below the run directory %s that the receipt id names", a.Kind, a.Path, dir)
 		}
 	}
@@ -93,10 +93,10 @@ func (s *snapshot) derive() derived {
 		}
 	}
 	if rc.Lifecycle != nil && rc.Lifecycle.Verdict != "passed" {
-		d.failed = append(d.failed, "the lifecycle record's verdict is "+rc.Lifecycle.Verdict)
+		d.failed = append(d.failed, "the lifecycle record's verdict is "+string(rc.Lifecycle.Verdict))
 	}
 	if s.lifecycle != nil && s.lifecycle.Verdict != "passed" {
-		d.failed = append(d.failed, "the lifecycle record says "+s.lifecycle.Verdict)
+		d.failed = append(d.failed, "the lifecycle record says "+string(s.lifecycle.Verdict))
 	}
 	if len(d.failed) > 0 {
 		d.verdict = "failed"

@@ -66,7 +66,7 @@ func (s *snapshot) checkDriver(c *collector, i int, r contract.Result, path stri
 	if h.CaseID != r.ID {
 		c.add(file, base+"/id", ErrResultMismatch, "result %q binds the driver result of %q", r.ID, h.CaseID)
 	}
-	if r.Status != dr.status {
+	if string(r.Status) != dr.status {
 		c.add(file, base+"/status", ErrResultMismatch, "result %q is %s, its driver result says %s", r.ID, r.Status, dr.status)
 	}
 	if len(r.Metrics) > 0 {
@@ -80,9 +80,9 @@ func (s *snapshot) checkDriver(c *collector, i int, r contract.Result, path stri
 	case wc == nil:
 		c.note("%s: the workload is not available: its tolerance outcomes were recomputed against the rules the result records", caseName)
 		for _, o := range h.Tolerances {
-			ruleSet = append(ruleSet, contract.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
+			ruleSet = append(ruleSet, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
 		}
-	case wc.Kind != "driver" || wc.Contract != "qualkit."+dr.name:
+	case wc.Kind != "driver" || string(wc.Contract) != "qualkit."+dr.name:
 		c.add(file, base+"/case_result", ErrResultMismatch, "%s: the result is a qualkit.%s, the workload declares a %s case%s", caseName, dr.name, wc.Kind, contractSuffix(wc))
 		return
 	default:
@@ -100,7 +100,7 @@ func (s *snapshot) checkDriver(c *collector, i int, r contract.Result, path stri
 		// Still recompute what the result recorded, outcome by outcome.
 		var own []contract.DriverTolerance
 		for _, o := range got {
-			own = append(own, contract.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
+			own = append(own, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
 		}
 		recomputed, err := evaluateEach(dr.name, own, dr.body)
 		if err != nil {
@@ -151,7 +151,7 @@ func contractSuffix(wc *contract.Case) string {
 	if wc.Contract == "" {
 		return ""
 	}
-	return " producing " + wc.Contract
+	return string(" producing " + wc.Contract)
 }
 
 func firstToken(o contract.Oracle) int64 {

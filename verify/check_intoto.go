@@ -77,7 +77,7 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 	wantProducts := map[string]string{s.receipt.path: s.receipt.digest}
 	wantMaterials := map[string]string{}
 	for _, a := range s.rc.Artifacts {
-		if slices.Contains(predicateExcludedKinds, a.Kind) {
+		if slices.Contains(predicateExcludedKinds, string(a.Kind)) {
 			wantProducts[a.Path] = a.Digest
 		} else {
 			wantMaterials[a.Path] = a.Digest

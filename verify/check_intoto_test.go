@@ -23,7 +23,7 @@ func linkFor(t *testing.T, s *snapshot, key *ecdsa.PrivateKey, edit func(product
 	materials := map[string]map[string]string{}
 	for _, a := range s.rc.Artifacts {
 		h := map[string]string{"sha256": strings.TrimPrefix(a.Digest, "sha256:")}
-		if slices.Contains(predicateExcludedKinds, a.Kind) {
+		if slices.Contains(predicateExcludedKinds, string(a.Kind)) {
 			products[a.Path] = h
 		} else {
 			materials[a.Path] = h

@@ -23,7 +23,7 @@ func TestCheckLoad(t *testing.T) {
 	sequential := []*record{req(0, 0, 10), req(10, 10, 20), req(20, 20, 30)} // one at a time
 	overlapping := []*record{req(0, 0, 20), req(0, 0, 10), req(10, 10, 20)}  // two at a time
 	row := func(loop string, c, n int64, peak *int64, mean *float64) contract.Row {
-		return contract.Row{Loop: loop, Concurrency: c, Requests: n, Fidelity: contract.Fidelity{InFlightPeak: peak, InFlightMean: mean}}
+		return contract.Row{Loop: contract.RowLoop(loop), Concurrency: c, Requests: n, Fidelity: contract.Fidelity{InFlightPeak: peak, InFlightMean: mean}}
 	}
 	serving := &contract.Case{Kind: "serving", Rate: &contract.Rate{Mode: "poisson", RequestsPerSecond: 20}}
 	tol := Tolerance{1e-9, 1e-9}

@@ -123,7 +123,7 @@ func rowRecords(c *collector, cr *contract.CaseResultDoc, row contract.Row, set 
 
 // rowSpecOf is the specification of a recorded row.
 func rowSpecOf(row contract.Row, wc *contract.Case) rowSpec {
-	spec := rowSpec{concurrency: row.Concurrency, loop: row.Loop, offered: row.Fidelity.OfferedRate}
+	spec := rowSpec{concurrency: row.Concurrency, loop: string(row.Loop), offered: row.Fidelity.OfferedRate}
 	if wc != nil {
 		spec.sloKnown = true
 		if wc.SLO != nil {
@@ -277,7 +277,7 @@ func checkCommand(c *collector, path string, cr *contract.CaseResultDoc, wc *con
 	sort.Strings(names)
 	producer := "runner"
 	if wc != nil && wc.ResultProtocol != nil {
-		producer = wc.ResultProtocol.Producer
+		producer = string(wc.ResultProtocol.Producer)
 	}
 	if producer == "command" {
 		declared := slices.Clone(wc.ResultProtocol.DeclaredMetrics)

@@ -188,7 +188,7 @@ func TestCheckSchemas(t *testing.T) {
 // anyPath returns the path of the first artifact of a kind.
 func anyPath(s *snapshot, kind string) string {
 	for _, a := range s.rc.Artifacts {
-		if a.Kind == kind {
+		if string(a.Kind) == kind {
 			return a.Path
 		}
 	}
@@ -418,7 +418,7 @@ func TestCheckTolerances(t *testing.T) {
 func TestCheckMetricList(t *testing.T) {
 	n := func(v int64) *int64 { return &v }
 	m := func(name string, v float64, samples int64) contract.Metric {
-		return contract.Metric{Name: name, Value: v, Unit: "ms", Aggregation: "p50", Direction: lowerBetter, Formula: "ttft.v1", Samples: n(samples)}
+		return contract.Metric{Name: name, Value: v, Unit: "ms", Aggregation: "p50", Direction: contract.Direction(lowerBetter), Formula: "ttft.v1", Samples: n(samples)}
 	}
 	want := []contract.Metric{m("a", 10, 5), m("b", 2, 5)}
 	tol := Tolerance{1e-9, 1e-9}
@@ -452,7 +452,7 @@ func TestCheckMetricList(t *testing.T) {
 func TestCheckCommand(t *testing.T) {
 	one := int64(1)
 	metric := func(name string, v float64) contract.Metric {
-		return contract.Metric{Name: name, Value: v, Unit: "x", Aggregation: "exact", Direction: noDirection, Formula: "runner." + name + ".v1", Samples: &one}
+		return contract.Metric{Name: name, Value: v, Unit: "x", Aggregation: "exact", Direction: contract.Direction(noDirection), Formula: "runner." + name + ".v1", Samples: &one}
 	}
 	runnerCase := &contract.Case{Kind: "command", ID: "c", ExpectedExitCodes: []int64{0, 3},
 		ResultProtocol: &contract.ResultProtocol{Producer: "runner", DeclaredMetrics: []string{"case_pass", "exit_code"}}}
@@ -478,7 +478,7 @@ func TestCheckCommand(t *testing.T) {
 	}
 	for _, tc := range cases {
 		c := &collector{check: CheckTolerances}
-		checkCommand(c, "f", &contract.CaseResultDoc{CaseID: "c", Status: tc.status, Metrics: tc.metrics}, tc.wc)
+		checkCommand(c, "f", &contract.CaseResultDoc{CaseID: "c", Status: contract.Status(tc.status), Metrics: tc.metrics}, tc.wc)
 		if (len(c.out) > 0) != tc.want {
 			t.Errorf("%s: findings %v, want some: %v", tc.name, c.out, tc.want)
 		}

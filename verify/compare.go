@@ -182,7 +182,7 @@ func (c *Comparison) Report() contract.ComparisonDoc {
 		EvidenceErrors: []contract.ComparisonEvidenceError{}, Evaluations: []contract.ComparisonEvaluation{}}
 	switch c.Mode {
 	case SameEnvironmentPerformance, DeclaredABVariants, CrossBackendCorrectness:
-		m := string(c.Mode)
+		m := contract.ComparisonMode(c.Mode)
 		doc.Mode = &m
 	}
 	warnings := slices.Clone(c.Warnings)
@@ -210,7 +210,7 @@ func (c *Comparison) Report() contract.ComparisonDoc {
 			more(len(c.EvidenceErrors)-i, "evidence errors")
 			break
 		}
-		doc.EvidenceErrors = append(doc.EvidenceErrors, contract.ComparisonEvidenceError{Side: e.Side, Check: string(e.Check),
+		doc.EvidenceErrors = append(doc.EvidenceErrors, contract.ComparisonEvidenceError{Side: contract.EvidenceErrorSide(e.Side), Check: contract.CheckName(string(e.Check)),
 			File: clipRunes(nonEmpty(e.File, "-"), maxComparisonPath), Pointer: pointerWithin(e.Pointer, maxComparisonText),
 			Code: nonEmpty(e.Code(), "finding"), Message: clipRunes(nonEmpty(e.Err.Error(), "-"), maxComparisonText)})
 	}
@@ -219,10 +219,10 @@ func (c *Comparison) Report() contract.ComparisonDoc {
 			more(len(c.Evaluations)-i, "rule evaluations")
 			break
 		}
-		doc.Evaluations = append(doc.Evaluations, contract.ComparisonEvaluation{Scope: e.Scope, Metric: e.Metric, MetricClass: e.MetricClass,
-			Unit: optional(e.Unit), Aggregation: optional(e.Aggregation), Direction: optional(e.Direction), Formula: optional(e.Formula),
-			Operator: e.Operator, AbsoluteTolerance: e.AbsoluteTolerance, RelativeTolerance: e.RelativeTolerance, Required: e.Required,
-			Status: e.Status, Code: optional(e.Code), Reason: clipRunes(nonEmpty(e.Reason, "-"), maxComparisonText),
+		doc.Evaluations = append(doc.Evaluations, contract.ComparisonEvaluation{Scope: e.Scope, Metric: e.Metric, MetricClass: contract.EvaluationMetricClass(e.MetricClass),
+			Unit: optional(e.Unit), Aggregation: optional(contract.Aggregation(e.Aggregation)), Direction: optional(contract.Direction(e.Direction)), Formula: optional(e.Formula),
+			Operator: contract.EvaluationOperator(e.Operator), AbsoluteTolerance: e.AbsoluteTolerance, RelativeTolerance: e.RelativeTolerance, Required: e.Required,
+			Status: contract.EvaluationStatus(e.Status), Code: optional(e.Code), Reason: clipRunes(nonEmpty(e.Reason, "-"), maxComparisonText),
 			Baseline: e.Baseline, Candidate: e.Candidate, Tolerance: e.Tolerance, Violation: e.Violation,
 			AbsoluteChange: e.AbsoluteChange, RelativeChangePercent: e.RelativeChangePercent})
 	}
@@ -239,12 +239,12 @@ func (c *Comparison) Report() contract.ComparisonDoc {
 
 func (s Side) report() contract.ComparisonSide {
 	return contract.ComparisonSide{Receipt: clipRunes(nonEmpty(s.Receipt, "-"), maxComparisonPath), ReceiptID: optional(s.ReceiptID),
-		Digest: optional(s.Digest), Variant: optional(s.Variant), Backend: optional(s.Backend), HostID: optional(s.HostID),
-		Verdict: optional(s.Verdict), Verification: string(s.Verification)}
+		Digest: optional(s.Digest), Variant: optional(s.Variant), Backend: optional(contract.Backend(s.Backend)), HostID: optional(s.HostID),
+		Verdict: optional(contract.SideVerdict(s.Verdict)), Verification: contract.SideVerification(string(s.Verification))}
 }
 
 // optional is nil for "" (none), else a pointer to s.
-func optional(s string) *string {
+func optional[S ~string](s S) *S {
 	if s == "" {
 		return nil
 	}
@@ -298,8 +298,8 @@ func sideOf(s *snapshot, r *Result) Side {
 		side.Digest = s.receipt.digest
 	}
 	if rc := s.rc; rc != nil {
-		side.ReceiptID, side.Variant, side.Backend = rc.ReceiptID, rc.Workload.Variant, rc.Qualification.Backend
-		side.HostID, side.Verdict = rc.Environment.HostID, rc.Qualification.Verdict
+		side.ReceiptID, side.Variant, side.Backend = rc.ReceiptID, rc.Workload.Variant, string(rc.Qualification.Backend)
+		side.HostID, side.Verdict = rc.Environment.HostID, string(rc.Qualification.Verdict)
 	}
 	return side
 }
@@ -490,10 +490,10 @@ func (x *comparer) artifacts(mode Mode) {
 	group := func(s *snapshot) map[string][]string {
 		out := map[string][]string{}
 		for _, a := range s.rc.Artifacts {
-			if isEvidenceKind(a.Kind) || strings.HasPrefix(a.Path, s.runDir()) {
+			if isEvidenceKind(string(a.Kind)) || strings.HasPrefix(a.Path, s.runDir()) {
 				continue
 			}
-			out[a.Kind] = append(out[a.Kind], a.Path+"@"+a.Digest)
+			out[string(a.Kind)] = append(out[string(a.Kind)], a.Path+"@"+a.Digest)
 		}
 		for k := range out {
 			sort.Strings(out[k])
@@ -769,8 +769,8 @@ func (x *comparer) outputs(scope string, b, c contract.Row) {
 
 // evaluation is a rule's evaluation at scope before it is decided: its tolerances after the policy.
 func (x *comparer) evaluation(rule contract.MetricRule, scope string) Evaluation {
-	e := Evaluation{Scope: scope, Metric: rule.Metric, MetricClass: rule.MetricClass, Unit: rule.Unit, Aggregation: rule.Aggregation,
-		Direction: rule.Direction, Formula: rule.Formula, Operator: rule.Operator, Required: rule.Required,
+	e := Evaluation{Scope: scope, Metric: rule.Metric, MetricClass: string(rule.MetricClass), Unit: rule.Unit, Aggregation: string(rule.Aggregation),
+		Direction: string(rule.Direction), Formula: rule.Formula, Operator: string(rule.Operator), Required: rule.Required,
 		AbsoluteTolerance: rule.AbsoluteTolerance, RelativeTolerance: rule.RelativeTolerance}
 	if pt, ok := x.policy.metricTolerance(rule.Metric); ok {
 		e.AbsoluteTolerance = math.Min(e.AbsoluteTolerance, pt.AbsoluteTolerance)
@@ -799,7 +799,7 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 		return
 	}
-	want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
+	want := identity{rule.Unit, string(rule.Aggregation), string(rule.Direction), rule.Formula}
 	if identityOf(mb) != want || identityOf(mc) != want {
 		e.Status, e.Code = "failed", ErrFormulaMismatch.Code()
 		e.Reason = fmt.Sprintf("%v: the rule compares %s; the receipts carry %s and %s%s", ErrFormulaMismatch, want, identityOf(mb), identityOf(mc), rateWarning(want, identityOf(mc)))
@@ -808,7 +808,7 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 	}
 	bv, cv := mb.Value, mc.Value
 	e.Baseline, e.Candidate = &bv, &cv
-	pass, violation, tolerance := ruleHolds(rule.Operator, bv, cv, e.AbsoluteTolerance, e.RelativeTolerance)
+	pass, violation, tolerance := ruleHolds(string(rule.Operator), bv, cv, e.AbsoluteTolerance, e.RelativeTolerance)
 	e.Violation, e.Tolerance = &violation, &tolerance
 	change := cv - bv
 	e.AbsoluteChange = &change

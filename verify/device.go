@@ -36,7 +36,7 @@ func servingDevices(s *snapshot) []contract.ProbedDevice {
 	var out []contract.ProbedDevice
 	b := s.rc.Qualification.Backend
 	for _, d := range s.rc.Environment.Devices {
-		if slices.Contains(d.APIFamilies, b) && deviceFamilyOK(d, b) && (!d.Fixture || s.relax[RelaxFixtureDevices]) {
+		if slices.Contains(d.APIFamilies, b) && deviceFamilyOK(d, string(b)) && (!d.Fixture || s.relax[RelaxFixtureDevices]) {
 			out = append(out, d)
 		}
 	}
@@ -52,9 +52,9 @@ func checkDeviceScope(s *snapshot, c *collector) {
 	b := rc.Qualification.Backend
 	for i, d := range rc.Environment.Devices {
 		for _, f := range d.APIFamilies {
-			if !deviceFamilyOK(d, f) {
+			if !deviceFamilyOK(d, string(f)) {
 				c.add(file, fmt.Sprintf("/environment/devices/%d/api_families", i), ErrScopeDevice,
-					"%s (%s %s, probe %s) cannot serve API family %s: that takes %s", d.Model, d.Vendor, d.Kind, d.Probe, f, familyNeeds(f))
+					"%s (%s %s, probe %s) cannot serve API family %s: that takes %s", d.Model, d.Vendor, d.Kind, d.Probe, f, familyNeeds(string(f)))
 			}
 		}
 	}
@@ -82,7 +82,7 @@ func checkDeviceScope(s *snapshot, c *collector) {
 	for _, p := range rc.Environment.DeviceProbes {
 		found = append(found, fmt.Sprintf("%s %s (%s)", p.Probe, p.Status, p.Detail))
 	}
-	c.add(file, "/environment/devices", ErrScopeDevice, "backend %s needs %s; the receipt's probes found none: %s", b, familyNeeds(b), strings.Join(found, "; "))
+	c.add(file, "/environment/devices", ErrScopeDevice, "backend %s needs %s; the receipt's probes found none: %s", b, familyNeeds(string(b)), strings.Join(found, "; "))
 }
 
 func familyNeeds(f string) string {
@@ -109,7 +109,7 @@ func scopeDevice(s *snapshot) string {
 	}
 	devs := servingDevices(s)
 	if len(devs) == 0 {
-		return "none identified for backend " + s.rc.Qualification.Backend
+		return string("none identified for backend " + s.rc.Qualification.Backend)
 	}
 	var names []string
 	for _, d := range devs {

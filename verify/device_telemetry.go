@@ -99,11 +99,12 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contra
 	}
 }
 
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
+func nonNilStrings[S ~string](s []S) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = string(v)
 	}
-	return s
+	return out
 }
 
 // recordWindow is the row's measured window (min t_send, max t_end over measured requests) and

@@ -36,7 +36,7 @@ func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contr
 	}
 	at := func(tns int64) contract.TelemetrySampleDoc {
 		e, p := 400*float64(tns)/1e9, 400.0
-		return contract.TelemetrySampleDoc{Schema: "qualkit.telemetry-sample.v1", TNs: tns, Device: 1, Source: "nvml", PowerW: &p, EnergyJ: &e, ThrottleReasons: []string{}, Errors: []string{}}
+		return contract.TelemetrySampleDoc{Schema: "qualkit.telemetry-sample.v1", TNs: tns, Device: 1, Source: "nvml", PowerW: &p, EnergyJ: &e, ThrottleReasons: []contract.ThrottleReason{}, Errors: []string{}}
 	}
 	xs := []contract.TelemetrySampleDoc{at(start - 1e6), at((start + end) / 2), at(end + 1e6)}
 	if edit != nil {
@@ -49,11 +49,11 @@ func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contr
 	}
 	const path = ".qualification/runs/x/rows/c0001-r000.telemetry.jsonl"
 	s.files[path] = &fileFacts{path: path, kind: "device_telemetry", local: true, present: true, raw: raw.Bytes(), digest: evidence.DigestOf(raw.Bytes())}
-	row.DeviceTelemetry = &contract.RowDeviceTelemetry{Samples: contract.FileRef{Path: path, Digest: evidence.DigestOf(raw.Bytes())}, IntervalMs: 100, Devices: []int64{1}, Flags: []string{}, Warnings: []string{}}
+	row.DeviceTelemetry = &contract.RowDeviceTelemetry{Samples: contract.FileRef{Path: path, Digest: evidence.DigestOf(raw.Bytes())}, IntervalMs: 100, Devices: []int64{1}, Flags: []contract.RowDeviceTelemetryFlags{}, Warnings: []string{}}
 	energy := 400 * float64(end-start) / 1e9
 	m := func(name string, v float64, unit, agg, formula string) contract.Metric {
 		n := int64(len(xs))
-		return contract.Metric{Name: name, Value: v, Unit: unit, Aggregation: agg, Direction: "lower_is_better", Formula: formula, Samples: &n, Diagnostic: true}
+		return contract.Metric{Name: name, Value: v, Unit: unit, Aggregation: contract.Aggregation(agg), Direction: "lower_is_better", Formula: formula, Samples: &n, Diagnostic: true}
 	}
 	row.Metrics = append(row.Metrics,
 		m("device_energy_j", energy, "J", "sum", "device_energy.v1"),
@@ -86,7 +86,9 @@ func TestRowTelemetryRecomputed(t *testing.T) {
 		{"energy missing", func(s *snapshot, r *contract.Row) {
 			r.Metrics = slices.Delete(r.Metrics, len(r.Metrics)-4, len(r.Metrics)-3)
 		}, ErrMetricMismatch},
-		{"a flag the samples do not show", func(s *snapshot, r *contract.Row) { r.DeviceTelemetry.Flags = []string{"throttled"} }, ErrRowMismatch},
+		{"a flag the samples do not show", func(s *snapshot, r *contract.Row) {
+			r.DeviceTelemetry.Flags = []contract.RowDeviceTelemetryFlags{contract.RowDeviceTelemetryFlagsThrottled}
+		}, ErrRowMismatch},
 		{"device metrics without samples", func(s *snapshot, r *contract.Row) { r.DeviceTelemetry = nil }, ErrRowMismatch},
 		{"samples digest", func(s *snapshot, r *contract.Row) {
 			r.DeviceTelemetry.Samples.Digest = evidence.DigestOf([]byte("x"))
@@ -110,7 +112,7 @@ func TestRowTelemetryRecomputed(t *testing.T) {
 		want *Reason
 	}{
 		{"throttled samples", func(xs []contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc {
-			xs[1].ThrottleReasons = []string{"hw_slowdown"}
+			xs[1].ThrottleReasons = []contract.ThrottleReason{contract.ThrottleReasonHwSlowdown}
 			return xs
 		}, ErrRowMismatch},
 		{"a device not sampled", func(xs []contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc { xs[1].Device = 5; return xs }, ErrRowMismatch},
@@ -130,7 +132,7 @@ func TestRowTelemetryRecomputed(t *testing.T) {
 // are the ones the runner's tests expect of the same samples (runner/telemetry).
 func TestRecomputeDevicePowerOnly(t *testing.T) {
 	p := func(tms int64, w float64) contract.TelemetrySampleDoc {
-		return contract.TelemetrySampleDoc{TNs: tms * 1e6, Device: 1, PowerW: &w, ThrottleReasons: []string{}}
+		return contract.TelemetrySampleDoc{TNs: tms * 1e6, Device: 1, PowerW: &w, ThrottleReasons: []contract.ThrottleReason{}}
 	}
 	got, flags := recomputeDevice([]contract.TelemetrySampleDoc{p(0, 100), p(1000, 200), p(2000, 300)}, 0, 2000e6, 0)
 	if math.Abs(got["device_energy_j"]-400) > 1e-9 || math.Abs(got["device_power_mean_w"]-200) > 1e-9 || len(flags) != 0 {

@@ -11,14 +11,14 @@ import (
 func h100(fixture bool) contract.ProbedDevice {
 	v := "550.54.15"
 	mem := int64(85520809984)
-	return contract.ProbedDevice{Kind: "gpu", Vendor: "nvidia", Model: "NVIDIA H100 80GB HBM3", APIFamilies: []string{"cuda"},
+	return contract.ProbedDevice{Kind: "gpu", Vendor: "nvidia", Model: "NVIDIA H100 80GB HBM3", APIFamilies: []contract.Backend{contract.BackendCUDA},
 		PCI: &contract.PCIIdentity{VendorID: "0x10de", DeviceID: "0x2330"}, Driver: contract.DeviceDriver{Name: "nvidia", Version: &v},
 		MemoryBytes: &mem, ComputeCapability: "9.0", MIGMode: "disabled",
 		ProvenanceOnly: &contract.DeviceIdentifiers{UUID: "GPU-00000000-0000-0000-0000-000000000001"}, Probe: "nvml", Fixture: fixture}
 }
 
 func cpuDevice() contract.ProbedDevice {
-	return contract.ProbedDevice{Kind: "cpu", Vendor: "authenticamd", Model: "AMD EPYC", APIFamilies: []string{"cpu"}, Driver: contract.DeviceDriver{Name: "none"}, Probe: "procfs"}
+	return contract.ProbedDevice{Kind: "cpu", Vendor: "authenticamd", Model: "AMD EPYC", APIFamilies: []contract.Backend{contract.BackendCPU}, Driver: contract.DeviceDriver{Name: "none"}, Probe: "procfs"}
 }
 
 // onCUDA turns the frozen cpu receipt into a cuda one on a host with devs.
@@ -47,7 +47,7 @@ func TestCheckScopeDevices(t *testing.T) {
 		{"cuda claimed by a DRM-probed card", func(s *snapshot) {
 			d := h100(false)
 			d.Probe = "drm_sysfs"
-			d.APIFamilies = []string{"cuda", "vulkan"}
+			d.APIFamilies = []contract.Backend{contract.BackendCUDA, contract.BackendVulkan}
 			onCUDA(s, d)
 		}, ErrScopeDevice, ""},
 		{"rocm on an NVIDIA device", func(s *snapshot) {

@@ -297,7 +297,7 @@ func renameRun(t testing.TB, root, receipt string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := contract.ReceiptIDFor(start, rc.Qualification.Backend, rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant)
+	id := contract.ReceiptIDFor(start, string(rc.Qualification.Backend), rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant)
 	if id == rc.ReceiptID {
 		return
 	}

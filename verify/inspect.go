@@ -130,7 +130,7 @@ func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Opti
 		}
 		wc := s.workloadCase(r.ID)
 		if wc != nil {
-			ce.SLO, ce.SLOKnown, ce.Kind = wc.SLO, true, wc.Kind
+			ce.SLO, ce.SLOKnown, ce.Kind = wc.SLO, true, string(wc.Kind)
 		}
 		if r.CaseResult != nil {
 			ce.Driver = s.driverEvidence(r.CaseResult.Path)
@@ -211,7 +211,7 @@ func (s *snapshot) driverEvidence(path string) *DriverEvidence {
 	}
 	rules := make([]contract.DriverTolerance, 0, len(dr.header.Tolerances))
 	for _, o := range dr.header.Tolerances {
-		rules = append(rules, contract.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
+		rules = append(rules, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
 	}
 	if rec, err := evaluateEach(dr.name, rules, dr.body); err == nil && len(rec) == len(rules) {
 		de.Recomputed = rec

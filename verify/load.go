@@ -146,7 +146,7 @@ func (s *snapshot) runDir() string { return ".qualification/runs/" + s.receiptID
 
 // mustExist reports whether an artifact is evidence that has to be present.
 func (s *snapshot) mustExist(a contract.Artifact) bool {
-	return isEvidenceKind(a.Kind) || (s.rc != nil && strings.HasPrefix(a.Path, s.runDir()))
+	return isEvidenceKind(string(a.Kind)) || (s.rc != nil && strings.HasPrefix(a.Path, s.runDir()))
 }
 
 func (s *snapshot) subjects() []Subject {
@@ -274,7 +274,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		}
 	}
 	for _, a := range rc.Artifacts {
-		need(a.Path, a.Kind)
+		need(a.Path, string(a.Kind))
 	}
 	for _, r := range rc.Results {
 		if r.CaseResult != nil {
@@ -311,11 +311,11 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	for _, a := range rc.Artifacts {
 		f := s.files[a.Path]
 		switch {
-		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
+		case readInput(string(a.Kind)) && (!f.local || (!f.present && f.readErr == nil)):
 			// An input the checks read: a finding of the hashes check (missing_input) unless
 			// allow-missing-inputs-unsafe is on; then what was not checked is said.
 			if s.relax[RelaxMissingInputs] {
-				s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally (%s): %s", a.Kind, a.Path, RelaxMissingInputs, notCheckedWithout(a.Kind)))
+				s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally (%s): %s", a.Kind, a.Path, RelaxMissingInputs, notCheckedWithout(string(a.Kind))))
 			}
 		case !f.local:
 			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is outside the repository: not re-hashed", a.Kind, a.Path))

@@ -172,7 +172,7 @@ func recordOf(d *contract.RequestRecordDoc) record {
 		r.hasUsage, r.n, r.p = true, d.Usage.CompletionTokens, d.Usage.PromptTokens
 	}
 	if d.Error != nil {
-		r.errClass = d.Error.Class
+		r.errClass = string(d.Error.Class)
 	}
 	for _, a := range d.Assertions {
 		if !a.Passed {

@@ -17,7 +17,7 @@ func (r *Result) Report(version string, now time.Time) contract.VerificationRepo
 		Subjects:  []contract.Subject{},
 		Checks:    []contract.Check{},
 		Weakened:  []string{},
-		Verdict:   string(r.Verdict),
+		Verdict:   contract.ReportVerdict(string(r.Verdict)),
 	}
 	subjects := r.Subjects
 	if len(subjects) > maxReportSubjects {
@@ -51,9 +51,9 @@ func (r *Result) Report(version string, now time.Time) contract.VerificationRepo
 		doc.Signatures = append(doc.Signatures, out)
 	}
 	for _, c := range r.Checks {
-		ch := contract.Check{Name: string(c.Check), Status: string(c.Status), Findings: []contract.Finding{}}
+		ch := contract.Check{Name: contract.CheckName(string(c.Check)), Status: contract.CheckStatus(string(c.Status)), Findings: []contract.Finding{}}
 		for _, f := range c.Findings {
-			ch.Findings = append(ch.Findings, contract.Finding{Check: string(f.Check), File: clipRunes(nonEmpty(f.File, "-"), 4096),
+			ch.Findings = append(ch.Findings, contract.Finding{Check: contract.CheckName(string(f.Check)), File: clipRunes(nonEmpty(f.File, "-"), 4096),
 				Pointer: f.Pointer, Code: nonEmpty(f.Code(), "finding"), Message: clipRunes(nonEmpty(f.Err.Error(), "-"), 2048)})
 		}
 		doc.Checks = append(doc.Checks, ch)

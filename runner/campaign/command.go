@@ -123,7 +123,7 @@ func (r *run) command(ctx context.Context, c contract.Case, rep int, dir string)
 			cr = got
 			if cr.Status != "passed" {
 				status = "failed"
-				problems = append(problems, "the command reported status "+cr.Status)
+				problems = append(problems, "the command reported status "+string(cr.Status))
 			}
 		}
 	}
@@ -134,7 +134,7 @@ func (r *run) command(ctx context.Context, c contract.Case, rep int, dir string)
 			pass = 1
 		}
 		one := int64(1)
-		cr = &contract.CaseResultDoc{Schema: "qualkit.case-result.v1", CaseID: c.ID, Status: status, DurationSeconds: res.Duration.Seconds(),
+		cr = &contract.CaseResultDoc{Schema: "qualkit.case-result.v1", CaseID: c.ID, Status: contract.Status(status), DurationSeconds: res.Duration.Seconds(),
 			EffectiveConfig: p.variant.EffectiveConfig, Tolerances: []contract.Tolerance{}, Rows: []contract.Row{},
 			Metrics: []contract.Metric{
 				{Name: "case_pass", Value: pass, Unit: "bool", Aggregation: "exact", Direction: "higher_is_better", Formula: "runner.case_pass.v1", Samples: &one},
@@ -151,13 +151,13 @@ func (r *run) command(ctx context.Context, c contract.Case, rep int, dir string)
 		if err != nil {
 			return contract.Result{}, err
 		}
-		return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: status, DurationSeconds: res.Duration.Seconds(),
+		return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: contract.Status(status), DurationSeconds: res.Duration.Seconds(),
 			Metrics: cr.Metrics, CaseResult: ref, Details: cr.Details}, nil
 	}
 	// A command-produced, valid result: bind the file the command wrote.
 	raw, _ := os.ReadFile(r.abs(resultRel))
 	r.evidence = append(r.evidence, artifact.File{Kind: "case_result", Path: resultRel, Abs: r.abs(resultRel)})
-	out := contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: status, DurationSeconds: res.Duration.Seconds(),
+	out := contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: contract.Status(status), DurationSeconds: res.Duration.Seconds(),
 		Metrics: cr.Metrics, CaseResult: &contract.FileRef{Path: resultRel, Digest: evidence.DigestOf(raw)}}
 	if details != "" {
 		out.Details = clip(details)

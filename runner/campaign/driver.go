@@ -114,7 +114,7 @@ type pinnedFile struct {
 func (p *Plan) checkDriverPins() error {
 	digest := map[string]contract.Artifact{}
 	for _, a := range p.artifacts {
-		digest[a.Kind+"\x00"+a.Path] = a
+		digest[string(a.Kind)+"\x00"+a.Path] = a
 	}
 	for _, pin := range p.driverPins {
 		for _, f := range pin.files {
@@ -167,7 +167,7 @@ func (r *run) driverCase(ctx context.Context, c contract.Case, rep int, dir stri
 			r.unsup = append(r.unsup, unsup.Message)
 		}
 		status, reason := driver.UnsupportedVerdict(unsup, c.Isolation == nil || c.Isolation.Required, driver.SubjectCase)
-		res.Status, res.Details = status, clip(reason)
+		res.Status, res.Details = contract.Status(status), clip(reason)
 		return res, nil
 	case err != nil:
 		if _, statErr := os.Lstat(r.abs(logRel)); statErr == nil {
@@ -205,7 +205,7 @@ func (r *run) driverCase(ctx context.Context, c contract.Case, rep int, dir stri
 		return contract.Result{}, err
 	}
 	r.evidence = append(r.evidence, artifact.File{Kind: "driver_result", Path: rel, Abs: r.abs(rel)})
-	res.Status = result.Status
+	res.Status = contract.Status(result.Status)
 	res.CaseResult = &contract.FileRef{Path: rel, Digest: evidence.DigestOf(result.Raw)}
 	if result.Status == rules.StatusPassed {
 		res.Details = clip(result.Summary)

@@ -258,7 +258,7 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 	}
 
 	// Output path rules and the run directory.
-	p.receiptID = ReceiptIDFor(p.started, p.variant.Backend, cfg.HostID, w.ID, p.variant.ID)
+	p.receiptID = ReceiptIDFor(p.started, string(p.variant.Backend), cfg.HostID, w.ID, p.variant.ID)
 	if err := p.checkOutput(); err != nil {
 		return nil, err
 	}

@@ -107,7 +107,7 @@ func (r *run) receipt(ctx context.Context) (*contract.ReceiptDoc, error) {
 	if r.life != nil {
 		for _, a := range evid {
 			if a.Kind == "lifecycle_record" {
-				life = &contract.LifecycleRef{Path: a.Path, Digest: a.Digest, Verdict: r.life.Verdict}
+				life = &contract.LifecycleRef{Path: a.Path, Digest: a.Digest, Verdict: contract.LifecycleRefVerdict(r.life.Verdict)}
 			}
 		}
 		if r.life.Verdict == "failed" {
@@ -148,7 +148,7 @@ func (r *run) receipt(ctx context.Context) (*contract.ReceiptDoc, error) {
 		Environment: environment(p.cfg.HostID, p.cfg.Version),
 		Workload: contract.WorkloadRef{ID: p.workload.ID, Path: p.workloadRel, Digest: evidence.DigestOf(p.workloadRaw),
 			Variant: p.variant.ID, Variables: p.vars, Seed: p.workload.Determinism.Seed},
-		Qualification: contract.Qualification{Kind: p.workload.Kind, Backend: p.variant.Backend, Verdict: verdict, Interruption: interruption,
+		Qualification: contract.Qualification{Kind: p.workload.Kind, Backend: p.variant.Backend, Verdict: contract.QualificationVerdict(verdict), Interruption: interruption,
 			StartedAt: p.started.UTC().Format(time.RFC3339Nano), FinishedAt: finished.UTC().Format(time.RFC3339Nano),
 			DurationSeconds: finished.Sub(p.started).Seconds(), Command: p.cfg.Command,
 			Qualrun: contract.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}},

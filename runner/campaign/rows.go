@@ -30,7 +30,7 @@ func describeDegraded(rows []contract.Row, loop, label string) string {
 	var parts []string
 	n, all := 0, 0
 	for _, row := range rows {
-		if row.Loop != loop {
+		if string(row.Loop) != loop {
 			continue
 		}
 		all++

@@ -12,7 +12,7 @@ import (
 // their fidelity.
 func TestDegradedRowsSplitByLoop(t *testing.T) {
 	row := func(loop string, c int64, degraded bool) contract.Row {
-		r := contract.Row{Concurrency: c, Loop: loop}
+		r := contract.Row{Concurrency: c, Loop: contract.RowLoop(loop)}
 		r.Fidelity.Degraded = degraded
 		if degraded {
 			r.Fidelity.Reasons = []string{"p99 schedule lag 1.070 ms exceeds 1.000 ms"}

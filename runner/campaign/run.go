@@ -296,7 +296,7 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 		cr.EffectiveConfig = contract.Config{}
 	}
 	finish := func(status, details string) (contract.Result, error) {
-		cr.Status = status
+		cr.Status = contract.Status(status)
 		cr.DurationSeconds = time.Since(start).Seconds()
 		if details != "" {
 			cr.Details = clip(details)
@@ -305,7 +305,7 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 		if err != nil {
 			return contract.Result{}, err
 		}
-		return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: status,
+		return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: contract.Status(status),
 			DurationSeconds: cr.DurationSeconds, Metrics: cr.Metrics, CaseResult: ref, Details: cr.Details}, nil
 	}
 	if r.srvErr != nil {

@@ -41,7 +41,7 @@ func ResolveVariables(decl []contract.Variable, assignments []string) (map[strin
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("%w: --var %s given twice", ErrVariable, name)
 		}
-		val, err := parseTyped(v.Type, raw)
+		val, err := parseTyped(string(v.Type), raw)
 		if err != nil {
 			return nil, fmt.Errorf("%w: --var %s=%q: %v", ErrVariable, name, raw, err)
 		}
@@ -58,7 +58,7 @@ func ResolveVariables(decl []contract.Variable, assignments []string) (map[strin
 			return nil, fmt.Errorf("%w: required variable %s (%s) is not set; add --var %s=VALUE", ErrVariable, v.Name, v.Description, v.Name)
 		}
 		if v.Default != nil {
-			val, err := parseTyped(v.Type, fmt.Sprint(v.Default))
+			val, err := parseTyped(string(v.Type), fmt.Sprint(v.Default))
 			if err != nil {
 				return nil, fmt.Errorf("%w: default of %s: %v", ErrVariable, v.Name, err)
 			}

@@ -15,7 +15,7 @@ var vendorID = regexp.MustCompile(`[^a-z0-9_-]+`)
 // normally /proc): its model name, vendor, logical processor count and memory. It always returns
 // a CPU entry; what it could not read is "cpu" or null, never guessed.
 func ProbeCPU(proc string) (contract.ProbedDevice, contract.DeviceProbe) {
-	d := contract.ProbedDevice{Kind: "cpu", Vendor: "unknown", Model: "cpu", APIFamilies: []string{"cpu"},
+	d := contract.ProbedDevice{Kind: "cpu", Vendor: "unknown", Model: "cpu", APIFamilies: []contract.Backend{contract.BackendCPU},
 		Driver: contract.DeviceDriver{Name: "none"}, Probe: ProbeProcfs}
 	p := contract.DeviceProbe{Probe: ProbeProcfs}
 	info := readAttr(filepath.Join(proc, "cpuinfo"))

@@ -148,7 +148,7 @@ func Serving(devs []contract.ProbedDevice, backend string, withFixtures bool) []
 		if d.Fixture && !withFixtures {
 			continue
 		}
-		if slices.Contains(d.APIFamilies, fam) {
+		if slices.Contains(d.APIFamilies, contract.Backend(fam)) {
 			out = append(out, d)
 		}
 	}
@@ -190,9 +190,9 @@ func Label(d contract.ProbedDevice) string {
 		s += ", compute capability " + d.ComputeCapability
 	}
 	if d.MIGMode != "" {
-		s += ", MIG " + d.MIGMode
+		s += ", MIG " + string(d.MIGMode)
 	}
-	s += ", identified by " + d.Probe
+	s += ", identified by " + string(d.Probe)
 	if d.Fixture {
 		s += " from a test fixture"
 	}

@@ -102,7 +102,7 @@ func drmCard(sys, dev string) (contract.ProbedDevice, string) {
 	if !safeName.MatchString(drv) {
 		return contract.ProbedDevice{}, "no kernel driver bound"
 	}
-	d := contract.ProbedDevice{Kind: "gpu", Probe: ProbeDRM, APIFamilies: []string{"vulkan"},
+	d := contract.ProbedDevice{Kind: "gpu", Probe: ProbeDRM, APIFamilies: []contract.Backend{contract.BackendVulkan},
 		PCI: &contract.PCIIdentity{VendorID: vendor, DeviceID: device}, Driver: contract.DeviceDriver{Name: drv}}
 	if rev := readAttr(filepath.Join(dev, "revision")); pciHex2.MatchString(rev) {
 		d.PCI.Revision = rev
@@ -112,7 +112,7 @@ func drmCard(sys, dev string) (contract.ProbedDevice, string) {
 		d.Vendor = name
 	}
 	if d.Vendor == "amd" && drv == "amdgpu" {
-		d.APIFamilies = []string{"rocm", "vulkan"}
+		d.APIFamilies = []contract.Backend{contract.BackendROCM, contract.BackendVulkan}
 	}
 	if v := readAttr(filepath.Join(sys, "module", drv, "version")); v != "" {
 		d.Driver.Version = ptr(clipRunes(v, 128))

@@ -85,7 +85,7 @@ func nvmlIdentity(h nvml.Device, driver string) (contract.ProbedDevice, string, 
 	if ret != nvml.SUCCESS || strings.TrimSpace(name) == "" {
 		return contract.ProbedDevice{}, "", fmt.Errorf("nvmlDeviceGetName: %v", ret)
 	}
-	d := contract.ProbedDevice{Kind: "gpu", Vendor: "nvidia", Model: clipRunes(strings.TrimSpace(name), 256), APIFamilies: []string{"cuda"},
+	d := contract.ProbedDevice{Kind: "gpu", Vendor: "nvidia", Model: clipRunes(strings.TrimSpace(name), 256), APIFamilies: []contract.Backend{contract.BackendCUDA},
 		Driver: contract.DeviceDriver{Name: "nvidia", Version: ptr(driver)}, Probe: ProbeNVML}
 	var notes []string
 	optional := func(call string, ret nvml.Return) bool {

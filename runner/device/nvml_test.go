@@ -13,6 +13,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // dgx is go-nvml's mock DGX H100 (8 x H100 SXM5 80GB, driver 550.54.15). The mock has no serial
@@ -42,7 +44,7 @@ func TestNVMLIdentity(t *testing.T) {
 		if d.Driver.Name != "nvidia" || d.Driver.Version == nil || *d.Driver.Version != "550.54.15" {
 			t.Errorf("device %d driver %+v", i, d.Driver)
 		}
-		if d.ComputeCapability != "9.0" || d.MIGMode != "disabled" || !slices.Equal(d.APIFamilies, []string{"cuda"}) {
+		if d.ComputeCapability != "9.0" || d.MIGMode != "disabled" || !slices.Equal(d.APIFamilies, []contract.Backend{contract.BackendCUDA}) {
 			t.Errorf("device %d: compute capability %q, MIG %q, families %v", i, d.ComputeCapability, d.MIGMode, d.APIFamilies)
 		}
 		if d.PCI == nil || d.PCI.VendorID != "0x10de" || d.PCI.DeviceID != "0x2330" {
@@ -73,7 +75,7 @@ func TestNVMLMIG(t *testing.T) {
 	devs, _ := NewNVMLProber(s).Probe()
 	var modes []string
 	for _, d := range devs {
-		modes = append(modes, d.MIGMode)
+		modes = append(modes, string(d.MIGMode))
 	}
 	want := []string{"disabled", "disabled", "disabled", "enabled", "disabled", "", "disabled", "disabled"}
 	if !slices.Equal(modes, want) {
@@ -159,7 +161,7 @@ func TestNVMLMergesItsDRMCard(t *testing.T) {
 	if len(all) != 9 {
 		t.Fatalf("%d devices, want 8 NVIDIA and 1 AMD", len(all))
 	}
-	if !slices.Equal(all[0].APIFamilies, []string{"cuda", "vulkan"}) || !slices.Equal(all[1].APIFamilies, []string{"cuda"}) || all[8].Vendor != "amd" {
+	if !slices.Equal(all[0].APIFamilies, []contract.Backend{contract.BackendCUDA, contract.BackendVulkan}) || !slices.Equal(all[1].APIFamilies, []contract.Backend{contract.BackendCUDA}) || all[8].Vendor != "amd" {
 		t.Errorf("families %v %v, last %s", all[0].APIFamilies, all[1].APIFamilies, all[8].Vendor)
 	}
 }

@@ -74,7 +74,7 @@ func TestDRMAMDCard(t *testing.T) {
 	if d.Kind != "gpu" || d.Vendor != "amd" || d.Model != "Radeon RX 7900 XTX" || d.Driver.Name != "amdgpu" || d.Driver.Version != nil {
 		t.Errorf("identity %+v", d)
 	}
-	if !slices.Equal(d.APIFamilies, []string{"rocm", "vulkan"}) {
+	if !slices.Equal(d.APIFamilies, []contract.Backend{contract.BackendROCM, contract.BackendVulkan}) {
 		t.Errorf("api families %v, want rocm and vulkan", d.APIFamilies)
 	}
 	if *d.PCI != (contract.PCIIdentity{VendorID: "0x1002", DeviceID: "0x744c", Revision: "0xc8"}) {
@@ -115,7 +115,7 @@ func TestDRMTwoCards(t *testing.T) {
 	if nv.Vendor != "nvidia" || nv.Model != "PCI device 0x10de:0x2330" || nv.Driver.Version == nil || *nv.Driver.Version != "550.54.15" {
 		t.Errorf("nvidia card %+v", nv)
 	}
-	if !slices.Equal(nv.APIFamilies, []string{"vulkan"}) {
+	if !slices.Equal(nv.APIFamilies, []contract.Backend{contract.BackendVulkan}) {
 		t.Errorf("nvidia card through DRM serves %v, want vulkan only", nv.APIFamilies)
 	}
 	if len(Serving(devs, "cuda", false)) != 0 || len(Serving(devs, "rocm", false)) != 1 || len(Serving(devs, "vulkan", false)) != 3 {
@@ -134,7 +134,7 @@ func TestDRMIntelIGPU(t *testing.T) {
 		t.Fatalf("probe %+v", p)
 	}
 	d := devs[0]
-	if d.Vendor != "intel" || d.Driver.Name != "i915" || d.MemoryBytes != nil || d.Driver.Version != nil || !slices.Equal(d.APIFamilies, []string{"vulkan"}) {
+	if d.Vendor != "intel" || d.Driver.Name != "i915" || d.MemoryBytes != nil || d.Driver.Version != nil || !slices.Equal(contract.Strings(d.APIFamilies), []string{"vulkan"}) {
 		t.Errorf("intel iGPU %+v", d)
 	}
 }
@@ -182,9 +182,9 @@ func TestCPU(t *testing.T) {
 // TestServingByFamilyNeverByName: a device's name never makes it serve a backend.
 func TestServingByFamilyNeverByName(t *testing.T) {
 	devs := []contract.ProbedDevice{
-		{Kind: "cpu", Model: "cpu", APIFamilies: []string{"cpu"}},
-		{Kind: "gpu", Vendor: "amd", Model: "NVIDIA H100 (renamed)", APIFamilies: []string{"rocm", "vulkan"}},
-		{Kind: "gpu", Vendor: "nvidia", Model: "NVIDIA H100", APIFamilies: []string{"cuda"}, Fixture: true},
+		{Kind: "cpu", Model: "cpu", APIFamilies: []contract.Backend{contract.BackendCPU}},
+		{Kind: "gpu", Vendor: "amd", Model: "NVIDIA H100 (renamed)", APIFamilies: []contract.Backend{contract.BackendROCM, contract.BackendVulkan}},
+		{Kind: "gpu", Vendor: "nvidia", Model: "NVIDIA H100", APIFamilies: []contract.Backend{contract.BackendCUDA}, Fixture: true},
 	}
 	for _, c := range []struct {
 		backend  string

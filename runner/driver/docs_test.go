@@ -50,7 +50,7 @@ func TestDocsSpec(t *testing.T) {
 	}
 	requireIsolation(t)
 	in := func(p, d string) Input { return Input{Path: p, Abs: filepath.Join(root, p), Digest: d} }
-	job := Job{ID: spec.ID, Contract: spec.Contract, Executable: python3(t), Args: spec.Worker.Args,
+	job := Job{ID: spec.ID, Contract: string(spec.Contract), Executable: python3(t), Args: spec.Worker.Args,
 		Script: in(spec.Worker.Script, spec.Worker.ScriptDigest), Request: in(spec.Request.Path, spec.Request.Digest),
 		Model: in(spec.Model.Path, spec.Model.Digest), Timeout: time.Duration(spec.TimeoutSeconds) * time.Second}
 	o := testOptions(t)

@@ -11,7 +11,7 @@ import (
 // schemas.DriverSpecOf). sub resolves a ${name} placeholder (a whole value) in the executable, the
 // arguments, the environment and the model path; root is the repository the relative paths are in.
 func JobOf(spec contract.DriverSpecDoc, root string, sub func(string) (string, error)) (Job, error) {
-	job := Job{ID: spec.ID, Contract: spec.Contract, Timeout: time.Duration(spec.TimeoutSeconds) * time.Second, Environment: map[string]string{}}
+	job := Job{ID: spec.ID, Contract: string(spec.Contract), Timeout: time.Duration(spec.TimeoutSeconds) * time.Second, Environment: map[string]string{}}
 	var err error
 	if job.Executable, err = sub(spec.Worker.Executable); err != nil {
 		return job, err

@@ -29,7 +29,7 @@ func provenance(tols ...contract.DriverTolerance) Provenance {
 }
 
 func tol(metric, op string, limit float64, subject string) contract.DriverTolerance {
-	return contract.DriverTolerance{Metric: metric, Op: op, Limit: limit, Subject: subject}
+	return contract.DriverTolerance{Metric: contract.DriverMetric(metric), Op: contract.Op(op), Limit: limit, Subject: subject}
 }
 
 // runReference runs the reference worker isolated and evaluates its output.

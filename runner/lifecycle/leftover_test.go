@@ -103,7 +103,7 @@ func TestKeeperStopsServerWhenOwnerIsKilled(t *testing.T) {
 		t.Run("cgroup-"+accounting, func(t *testing.T) {
 			port := freePort(t)
 			r := recipe(t, "setsid-child", port)
-			r.Isolation.CgroupAccounting = accounting
+			r.Isolation.CgroupAccounting = contract.IsolationCgroupAccounting(accounting)
 			if accounting == "off" {
 				r.Isolation.PIDLimit = nil
 			}

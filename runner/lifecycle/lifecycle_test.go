@@ -352,7 +352,7 @@ func TestSetsidGrandchildIsResidue(t *testing.T) {
 
 func testSetsidGrandchild(t *testing.T, accounting string) {
 	r := recipe(t, "setsid-child", freePort(t))
-	r.Isolation.CgroupAccounting = accounting
+	r.Isolation.CgroupAccounting = contract.IsolationCgroupAccounting(accounting)
 	r.Isolation.PIDLimit = nil
 	s := launch(t, r)
 	if accounting == "off" && s.cg != nil {

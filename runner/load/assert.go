@@ -93,7 +93,7 @@ func check(as []assertion, promptID string, r *Response, maxTokens int64) []cont
 				detail = fmt.Sprintf("completion_tokens %d, max_tokens %d", got, maxTokens)
 			}
 		}
-		o := contract.AssertionOutcome{Kind: a.kind, Passed: pass}
+		o := contract.AssertionOutcome{Kind: contract.AssertionOutcomeKind(a.kind), Passed: pass}
 		if !pass {
 			d := clipRunes(detail, MaxDetailRunes)
 			o.Detail = &d
@@ -129,11 +129,11 @@ func failedAssertions(os []contract.AssertionOutcome) string {
 	var parts []string
 	for _, o := range os {
 		if !o.Passed {
-			d := o.Kind
+			d := string(o.Kind)
 			if o.Detail != nil {
 				d += ": " + *o.Detail
 			}
-			parts = append(parts, d)
+			parts = append(parts, string(d))
 		}
 	}
 	if len(parts) == 0 {

@@ -48,7 +48,7 @@ func TestRunTokenEnvQualsim(t *testing.T) {
 				t.Fatalf("TokenEnv %q: %d of %d failed, want all", env, rr.Row.Failures, rr.Row.Requests)
 			}
 			for _, r := range rr.Records {
-				if r.Error == nil || r.Error.Class != string(ClassHTTPStatus) || !strings.Contains(r.Error.Message, "401") {
+				if r.Error == nil || string(r.Error.Class) != string(ClassHTTPStatus) || !strings.Contains(r.Error.Message, "401") {
 					t.Fatalf("TokenEnv %q: record %d error %+v", env, r.Index, r.Error)
 				}
 			}

@@ -56,7 +56,7 @@ func reqError(class, format string, args ...any) *contract.RequestError {
 	if msg == "" {
 		msg = class
 	}
-	return &contract.RequestError{Class: class, Message: clipRunes(msg, MaxMessageRunes)}
+	return &contract.RequestError{Class: contract.ErrorClass(class), Message: clipRunes(msg, MaxMessageRunes)}
 }
 
 // clip shortens s to at most n bytes (on a rune boundary), marking the cut with "...".

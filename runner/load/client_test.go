@@ -66,7 +66,7 @@ func TestClientFaults(t *testing.T) {
 			if r.Err == nil {
 				t.Fatalf("no error; usage %+v", r.Usage)
 			}
-			if r.Err.Class != tt.class || !strings.Contains(r.Err.Message, tt.msg) {
+			if string(r.Err.Class) != tt.class || !strings.Contains(r.Err.Message, tt.msg) {
 				t.Fatalf("error %s: %s; want %s containing %q", r.Err.Class, r.Err.Message, tt.class, tt.msg)
 			}
 			if u := r.Usage; u != nil && u.TotalTokens != u.PromptTokens+u.CompletionTokens {

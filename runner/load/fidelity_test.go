@@ -87,7 +87,7 @@ func TestFidelityAgainstGroundTruth(t *testing.T) {
 			}
 			want := map[string]string{"role": "other", "finish": "other", "content": "content", "usage": "usage", "done": "done"}[g.Kind]
 			// qualsim counts the whole "data: ...\n\n" line; the record counts the event data.
-			if e.Kind != want || int(e.Bytes)+len("data: \n\n") != g.Bytes {
+			if string(e.Kind) != want || int(e.Bytes)+len("data: \n\n") != g.Bytes {
 				t.Fatalf("%s event %d: %s of %d bytes, sent %s of %d bytes", r.ID, k+1, e.Kind, e.Bytes, g.Kind, g.Bytes)
 			}
 			d := float64(base+e.TNs-g.TMonoNs) / 1e3

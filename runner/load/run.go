@@ -440,7 +440,7 @@ func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.
 func (r *runner) request(q *request) Request {
 	cs := &r.plan.Case
 	return Request{
-		Path: Endpoint(cs.API), Body: q.body, Stream: cs.Stream, Epoch: r.plan.Epoch,
+		Path: Endpoint(string(cs.API)), Body: q.body, Stream: cs.Stream, Epoch: r.plan.Epoch,
 		Timeout: time.Duration(cs.RequestTimeoutSeconds * float64(time.Second)), ExpectEvents: int(cs.MaxTokens) + 8,
 	}
 }

@@ -66,7 +66,7 @@ func rowSpec(p Plan, row contract.Row) metrics.RowSpec {
 		sp[i] = contract.Prompt{ID: x.ID, Text: x.Text, System: x.System}
 	}
 	h, _ := metrics.PromptSetSHA256(sp)
-	spec := metrics.RowSpec{Concurrency: row.Concurrency, Repetition: row.Repetition, Loop: row.Loop, PromptSetSHA256: h}
+	spec := metrics.RowSpec{Concurrency: row.Concurrency, Repetition: row.Repetition, Loop: string(row.Loop), PromptSetSHA256: h}
 	if p.Case.SLO != nil {
 		spec.SLO = *p.Case.SLO
 	}
@@ -191,7 +191,7 @@ func TestRunOpenLoop(t *testing.T) {
 	for _, mode := range []string{"constant", "poisson"} {
 		t.Run(mode, func(t *testing.T) {
 			c := servingCase([]int64{4}, 1, 0, 4)
-			c.Rate = &contract.Rate{Mode: mode, RequestsPerSecond: 200}
+			c.Rate = &contract.Rate{Mode: contract.RateMode(mode), RequestsPerSecond: 200}
 			plan := Plan{CaseID: "open", Case: c, BaseURL: url, ModelID: "qualsim-tiny", Prompts: SyntheticWords(5, 40, 2, 6), Seed: 9, Epoch: time.Now()}
 			res, err := Run(context.Background(), plan)
 			if err != nil {

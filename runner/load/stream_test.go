@@ -67,7 +67,7 @@ func runStream(raw string, cuts []int, sse, chat, eof bool) *stream {
 func kinds(evs []contract.Event) string {
 	var s []string
 	for _, e := range evs {
-		s = append(s, e.Kind)
+		s = append(s, string(e.Kind))
 	}
 	return strings.Join(s, ",")
 }
@@ -152,7 +152,7 @@ func TestStreamResponses(t *testing.T) {
 				}
 				gotClass := ""
 				if r.Err != nil {
-					gotClass = r.Err.Class
+					gotClass = string(r.Err.Class)
 				}
 				if gotClass != tt.class {
 					t.Fatalf("cuts %d: class %q (%v), want %q", len(cuts), gotClass, r.Err, tt.class)

@@ -52,7 +52,7 @@ func TestRunImpossibleResponses(t *testing.T) {
 				}
 				for _, r := range row.Records {
 					checkRecordDoc(t, r)
-					if r.Error == nil || r.Error.Class != tt.class || !strings.Contains(r.Error.Message, tt.msg) {
+					if r.Error == nil || string(r.Error.Class) != tt.class || !strings.Contains(r.Error.Message, tt.msg) {
 						t.Fatalf("record %d (warmup %v): error %+v, want %s containing %q", r.Index, r.Warmup, r.Error, tt.class, tt.msg)
 					}
 				}

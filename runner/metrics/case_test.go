@@ -8,7 +8,7 @@ import (
 
 func TestCase(t *testing.T) {
 	m := func(name string, v float64, dir string) contract.Metric {
-		return contract.Metric{Name: name, Value: v, Unit: "u", Aggregation: "p99", Direction: dir, Formula: "f.v1"}
+		return contract.Metric{Name: name, Value: v, Unit: "u", Aggregation: "p99", Direction: contract.Direction(dir), Formula: "f.v1"}
 	}
 	rows := []contract.Row{
 		{Failures: 1, Metrics: []contract.Metric{m("ttft_ms.p99", 10, "lower_is_better"), m("request_throughput", 5, "higher_is_better"), m("slo_good_fraction", 0.9, "higher_is_better"),
@@ -33,7 +33,7 @@ func TestCase(t *testing.T) {
 		{"degraded_rows", 1, "count", 3},
 	} {
 		x, ok := got[w.name]
-		if !ok || x.Value != w.v || x.Aggregation != w.agg || *x.Samples != w.samples {
+		if !ok || x.Value != w.v || string(x.Aggregation) != w.agg || *x.Samples != w.samples {
 			t.Errorf("%s = %+v, want %v %s %d", w.name, x, w.v, w.agg, w.samples)
 		}
 	}

@@ -35,7 +35,7 @@ type RowSpec struct {
 func Request(r *contract.RequestRecordDoc) formulas.Request {
 	q := formulas.Request{Failed: r.Error != nil, Sched: r.TSchedNs}
 	if r.Error != nil {
-		q.ErrorClass = r.Error.Class
+		q.ErrorClass = string(r.Error.Class)
 	}
 	if r.TSendNs != nil {
 		q.Send, q.HasSend = *r.TSendNs, true
@@ -75,7 +75,7 @@ func Row(spec RowSpec, records []contract.RequestRecordDoc) contract.Row {
 	res := formulas.Row(formulas.RowSpec{Concurrency: spec.Concurrency, Loop: spec.Loop, OfferedRate: spec.OfferedRate, SLO: &slo}, reqs)
 	f := res.Fidelity
 	row := contract.Row{
-		Concurrency: spec.Concurrency, Repetition: spec.Repetition, Loop: spec.Loop,
+		Concurrency: spec.Concurrency, Repetition: spec.Repetition, Loop: contract.RowLoop(spec.Loop),
 		Requests: res.Requests, Successes: res.Successes, Failures: res.Failures,
 		WindowSeconds: res.WindowSeconds, PromptSetSHA256: spec.PromptSetSHA256,
 		OutputSetSHA256: outputSet(measured),

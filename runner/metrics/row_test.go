@@ -32,10 +32,10 @@ func rec(index int64, warmup bool, sched, send, hdr, end, cls float64, evs []ev,
 	}
 	r.TSendNs, r.THdrNs, r.TEndNs, r.TCloseNs = opt(send), opt(hdr), opt(end), opt(cls)
 	for _, e := range evs {
-		r.Events = append(r.Events, contract.Event{TNs: msNs(e.at), Kind: e.kind, Bytes: 100})
+		r.Events = append(r.Events, contract.Event{TNs: msNs(e.at), Kind: contract.EventKind(e.kind), Bytes: 100})
 	}
 	if errClass != "" {
-		r.Error = &contract.RequestError{Class: errClass, Message: "x"}
+		r.Error = &contract.RequestError{Class: contract.ErrorClass(errClass), Message: "x"}
 	} else {
 		r.Usage = &contract.Usage{PromptTokens: p, CompletionTokens: n, TotalTokens: p + n}
 		d := "sha256:" + strings.Repeat(string(rune('a'+index)), 64)
@@ -152,7 +152,7 @@ func TestRowHandComputed(t *testing.T) {
 	}
 	for _, w := range want {
 		m := metric(t, row, w.name)
-		if !near(m.Value, w.v) || m.Unit != w.unit || m.Aggregation != w.agg || m.Formula != w.formula || m.Samples == nil || *m.Samples != w.samples {
+		if !near(m.Value, w.v) || m.Unit != w.unit || string(m.Aggregation) != w.agg || m.Formula != w.formula || m.Samples == nil || *m.Samples != w.samples {
 			t.Errorf("%s = %v %s %s %s samples %v; want %v %s %s %s samples %d", w.name, m.Value, m.Unit, m.Aggregation, m.Formula, *m.Samples, w.v, w.unit, w.agg, w.formula, w.samples)
 		}
 	}

@@ -94,7 +94,7 @@ func TelemetryDeltas(before, after []byte) ([]contract.Metric, []SeriesDelta, []
 			unit = "bytes"
 		}
 		s := int64(counts[n])
-		ms = append(ms, contract.Metric{Name: name, Value: sums[n], Unit: unit, Aggregation: string(telemetryDelta.Aggregation), Direction: string(telemetryDelta.Direction),
+		ms = append(ms, contract.Metric{Name: name, Value: sums[n], Unit: unit, Aggregation: contract.Aggregation(telemetryDelta.Aggregation), Direction: contract.Direction(telemetryDelta.Direction),
 			Formula: telemetryDelta.ID, Samples: &s, Diagnostic: telemetryDelta.Diagnostic})
 	}
 	return ms, series, warnings, nil

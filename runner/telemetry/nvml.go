@@ -148,7 +148,7 @@ func (r *nvmlReader) Read(t int64, out []contract.TelemetrySampleDoc) []contract
 			x.TemperatureC = ptr(float64(c))
 		}
 		if bits, ret := h.GetCurrentClocksEventReasons(); ok("GetCurrentClocksEventReasons", ret) {
-			x.ThrottleReasons = ThrottleNames(bits)
+			x.ThrottleReasons = contract.Enums[contract.ThrottleReason](ThrottleNames(bits))
 		}
 		if n, ret := h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); ok("GetTotalEccErrors", ret) && n < 1<<62 {
 			x.ECCUncorrected = ptr(int64(n))

@@ -13,6 +13,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // busyDGX is go-nvml's mock DGX H100 with telemetry: every device draws 400 W, its energy counter
@@ -106,7 +108,7 @@ func TestNVMLReader(t *testing.T) {
 	if len(a.ThrottleReasons) != 0 || a.ECCUncorrected != nil || len(a.Errors) != 0 || *a.XidEvents != 0 {
 		t.Errorf("device 1: throttle %v, ecc %v, errors %v, xid %v", a.ThrottleReasons, a.ECCUncorrected, a.Errors, *a.XidEvents)
 	}
-	if c := xs[1]; !slices.Equal(c.ThrottleReasons, []string{"sw_power_cap"}) || *c.XidEvents != 1 {
+	if c := xs[1]; !slices.Equal(c.ThrottleReasons, []contract.ThrottleReason{contract.ThrottleReasonSwPowerCap}) || *c.XidEvents != 1 {
 		t.Errorf("device 2: throttle %v, xid %d", c.ThrottleReasons, *c.XidEvents)
 	}
 	if len(b.ShutdownCalls()) != 1 {

@@ -129,7 +129,7 @@ func Window(samples []contract.TelemetrySampleDoc, start, end int64) []contract.
 }
 
 func newSample(t, device int64, source string) contract.TelemetrySampleDoc {
-	return contract.TelemetrySampleDoc{Schema: Schema, TNs: t, Device: device, Source: source, ThrottleReasons: []string{}, Errors: []string{}}
+	return contract.TelemetrySampleDoc{Schema: Schema, TNs: t, Device: device, Source: contract.SampleSource(source), ThrottleReasons: []contract.ThrottleReason{}, Errors: []string{}}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -62,7 +62,7 @@ func sample(tms int64, energy, power *float64, throttle ...string) contract.Tele
 	x := newSample(tms*1e6, 1, "nvml")
 	x.EnergyJ, x.PowerW = energy, power
 	if throttle != nil {
-		x.ThrottleReasons = throttle
+		x.ThrottleReasons = contract.Enums[contract.ThrottleReason](throttle)
 	}
 	return x
 }

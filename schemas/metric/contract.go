@@ -12,8 +12,8 @@ func MetricsOf(vs []Value) []contract.Metric {
 	out := make([]contract.Metric, len(vs))
 	for i, v := range vs {
 		n := int64(v.Samples)
-		out[i] = contract.Metric{Name: v.Name, Value: v.Value, Unit: string(v.Unit), Aggregation: string(v.Aggregation),
-			Direction: string(v.Direction), Formula: v.Formula, Samples: &n, Diagnostic: v.Diagnostic}
+		out[i] = contract.Metric{Name: v.Name, Value: v.Value, Unit: string(v.Unit), Aggregation: contract.Aggregation(v.Aggregation),
+			Direction: contract.Direction(v.Direction), Formula: v.Formula, Samples: &n, Diagnostic: v.Diagnostic}
 	}
 	return out
 }

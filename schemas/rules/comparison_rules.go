@@ -26,9 +26,9 @@ func CheckComparison(c *contract.ComparisonDoc) []Problem {
 	return r.out
 }
 
-func strOr(p *string, alt string) string {
+func strOr[S ~string](p *S, alt string) string {
 	if p == nil {
 		return alt
 	}
-	return *p
+	return string(*p)
 }

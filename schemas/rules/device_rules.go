@@ -10,10 +10,10 @@ func (r *rules) devices(env contract.Environment) {
 	seen := map[string]int{}
 	fixtures, total := 0, 0
 	for i, p := range env.DeviceProbes {
-		if j, dup := seen[p.Probe]; dup {
+		if j, dup := seen[string(p.Probe)]; dup {
 			r.add(ptr("environment", "device_probes", i, "probe"), "probe %s repeats device_probes/%d", p.Probe, j)
 		}
-		seen[p.Probe] = i
+		seen[string(p.Probe)] = i
 		total++
 		if p.Fixture {
 			fixtures++

@@ -108,7 +108,7 @@ func ToleranceRuleProblem(contractID string, t contract.DriverTolerance) string 
 	switch {
 	case ms == nil:
 		return fmt.Sprintf("%s is not a driver result contract", contractID)
-	case !slices.Contains(ms, t.Metric):
+	case !slices.Contains(ms, string(t.Metric)):
 		return fmt.Sprintf("metric %s is not observed by %s (its metrics: %s)", t.Metric, contractName(contractID), strings.Join(ms, ", "))
 	case t.Op != OpAtMost && t.Op != OpAtLeast:
 		return fmt.Sprintf("op %q is neither <= nor >=", t.Op)
@@ -237,10 +237,10 @@ func EvaluateTolerances(contractID string, rules []contract.DriverTolerance, bod
 			return nil, fmt.Errorf("evaluate tolerance %d: %s", i, p)
 		}
 		add := func(subject string, v *float64) {
-			out = append(out, contract.ToleranceOutcome{Metric: r.Metric, Op: r.Op, Limit: r.Limit, Subject: subject, Observed: v, Passed: ToleranceHolds(v, r.Op, r.Limit)})
+			out = append(out, contract.ToleranceOutcome{Metric: string(r.Metric), Op: string(r.Op), Limit: r.Limit, Subject: subject, Observed: v, Passed: ToleranceHolds(v, string(r.Op), r.Limit)})
 		}
 		found := false
-		for _, o := range obs[r.Metric] {
+		for _, o := range obs[string(r.Metric)] {
 			if r.Subject == SubjectAll || r.Subject == o.subject {
 				v := o.value
 				add(o.subject, &v)

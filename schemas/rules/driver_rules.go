@@ -51,10 +51,10 @@ func (r *rules) driverFields(base string, d contract.DriverSpecDoc, use func(ptr
 	seen := map[key]int{}
 	for i, t := range d.Tolerances {
 		p := fmt.Sprintf("%s/tolerances/%d", base, i)
-		if why := ToleranceRuleProblem(d.Contract, t); why != "" {
+		if why := ToleranceRuleProblem(string(d.Contract), t); why != "" {
 			r.add(p, "%s", why)
 		}
-		k := key{t.Metric, t.Op, t.Subject}
+		k := key{string(t.Metric), string(t.Op), t.Subject}
 		if j, dup := seen[k]; dup {
 			r.add(p, "tolerance %s %s for %s repeats %s/tolerances/%d", t.Metric, t.Op, t.Subject, base, j)
 		}
@@ -334,7 +334,7 @@ func (r *rules) driverHeader(contractID string, tree any, h contract.DriverResul
 	}
 	for i, o := range h.Tolerances {
 		p := ptr("tolerances", i)
-		rule := contract.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject}
+		rule := contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject}
 		if why := ToleranceRuleProblem(contractID, rule); why != "" {
 			r.add(p, "%s", why)
 			continue

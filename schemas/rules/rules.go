@@ -159,7 +159,7 @@ func (r *rules) variable(base string, v contract.Variable) {
 	if v.Required && v.Default != nil {
 		r.add(base+"/default", "a required variable has default null")
 	}
-	if v.Default != nil && !valueHasType(v.Default, v.Type) {
+	if v.Default != nil && !valueHasType(v.Default, string(v.Type)) {
 		r.add(base+"/default", "default %v is not of type %s", v.Default, v.Type)
 	}
 	numeric := v.Type == "integer" || v.Type == "number"
@@ -180,7 +180,7 @@ func (r *rules) variable(base string, v contract.Variable) {
 		}
 	}
 	for i, a := range c.AllowedValues {
-		if !valueHasType(a, v.Type) {
+		if !valueHasType(a, string(v.Type)) {
 			r.add(fmt.Sprintf("%s/constraints/allowed_values/%d", base, i), "allowed value %v is not of type %s", a, v.Type)
 		}
 	}
@@ -308,7 +308,7 @@ func (r *rules) variant(base string, w *contract.WorkloadDoc, v contract.Variant
 	if servingCases > 0 {
 		want = "loopback"
 	}
-	if w.Determinism.NetworkAccess != want {
+	if string(w.Determinism.NetworkAccess) != want {
 		r.add("/determinism/network_access", "variant %q needs network_access %q (serving cases use loopback only; command cases get no network)", v.ID, want)
 	}
 	return used
@@ -349,7 +349,7 @@ func (r *rules) commandCase(cb string, w *contract.WorkloadDoc, c contract.Case,
 		}
 		use(p, c.Environment[k], "environment")
 	}
-	if d := w.Determinism.SeedDelivery; (d == "argv" || d == "environment") && !seedIn[d] {
+	if d := w.Determinism.SeedDelivery; (d == "argv" || d == "environment") && !seedIn[string(d)] {
 		r.add(cb, "seed_delivery %s needs the ${seed} placeholder in the case's %s", d, d)
 	}
 	if !sort.SliceIsSorted(c.ExpectedExitCodes, func(i, j int) bool { return c.ExpectedExitCodes[i] < c.ExpectedExitCodes[j] }) {
@@ -648,7 +648,7 @@ func CheckReceipt(rc *contract.ReceiptDoc) []Problem {
 	type artifactKey struct{ kind, path string }
 	arts := map[artifactKey]bool{}
 	for i, a := range rc.Artifacts {
-		k := artifactKey{a.Kind, a.Path}
+		k := artifactKey{string(a.Kind), a.Path}
 		if arts[k] {
 			r.add(ptr("artifacts", i), "artifact %s %s repeats", a.Kind, a.Path)
 		}
@@ -699,7 +699,7 @@ func CheckReport(rep *contract.VerificationReportDoc) []Problem {
 	for i, c := range rep.Checks {
 		at := -1
 		for j, n := range CheckOrder {
-			if n == c.Name {
+			if n == string(c.Name) {
 				at = j
 			}
 		}

@@ -56,7 +56,7 @@ func (r *rules) viewDriver(base string, d *contract.ViewDriver) {
 		"qualkit." + contract.NextTokenResult:  "next_token",
 		"qualkit." + contract.PathAttribution:  "path_attribution",
 		"qualkit." + contract.LayerAttribution: "layer_attribution",
-	}[d.Contract]
+	}[string(d.Contract)]
 	v := d.Verdict
 	has := func(at string, set, wanted bool) {
 		switch {

@@ -1,5 +1,7 @@
 // Command schemagen exports every CUE contract under cue/ to JSON Schema draft 2020-12
-// under schemas/json/, or with -check reports any drift between the two.
+// under schemas/json/ and, with -go, generates the Go of the contracts (typed enums, contract
+// name constants, the artifact-kind table) into package contract; with -check it writes nothing
+// and reports any drift of either output.
 package main
 
 import (
@@ -15,18 +17,34 @@ func main() { os.Exit(run()) }
 func run() int {
 	cueDir := flag.String("cue", "cue", "directory of the CUE module holding the contracts")
 	outDir := flag.String("out", "schemas/json", "directory the JSON Schemas are written to")
-	check := flag.Bool("check", false, "do not write; exit 1 if any exported schema differs from the CUE source")
+	goDir := flag.String("go", "", "directory of package contract the generated Go is written to (empty: no Go)")
+	check := flag.Bool("check", false, "do not write; exit 1 if any exported schema or generated Go file differs from the CUE source")
 	flag.Parse()
 	schemas, err := gen.Generate(*cueDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "schemagen:", err)
 		return 1
 	}
+	var goFiles []gen.GoFile
+	if *goDir != "" {
+		if goFiles, err = gen.GenerateGo(*cueDir, schemas); err != nil {
+			fmt.Fprintln(os.Stderr, "schemagen:", err)
+			return 1
+		}
+	}
 	if *check {
 		stale, err := gen.Stale(schemas, *outDir)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "schemagen:", err)
 			return 1
+		}
+		if *goDir != "" {
+			staleGo, err := gen.StaleGo(goFiles, *goDir)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "schemagen:", err)
+				return 1
+			}
+			stale = append(stale, staleGo...)
 		}
 		for _, s := range stale {
 			fmt.Fprintf(os.Stderr, "schemagen: %s is stale; run: make generate\n", s)
@@ -42,6 +60,15 @@ func run() int {
 	}
 	for _, s := range schemas {
 		fmt.Printf("%s -> %s\n", s.Definition, s.File)
+	}
+	if *goDir != "" {
+		if err := gen.WriteGo(goFiles, *goDir); err != nil {
+			fmt.Fprintln(os.Stderr, "schemagen:", err)
+			return 1
+		}
+		for _, f := range goFiles {
+			fmt.Printf("go -> %s/%s\n", *goDir, f.Name)
+		}
 	}
 	return 0
 }

@@ -72,9 +72,9 @@ func (v *View) CSV(w io.Writer) error {
 		for _, c := range rc.Cases {
 			for j := range c.Rows {
 				r := &c.Rows[j]
-				head := []string{rc.ReceiptID, rc.Path, verification, strconv.FormatBool(rc.Publishable),
+				head := []string{rc.ReceiptID, rc.Path, string(verification), strconv.FormatBool(rc.Publishable),
 					c.ID, strconv.FormatInt(c.Repetition, 10), r.Name, strconv.FormatInt(r.Concurrency, 10),
-					strconv.FormatInt(r.Repetition, 10), r.Loop}
+					strconv.FormatInt(r.Repetition, 10), string(r.Loop)}
 				if !r.Readable {
 					line := append(append([]string{}, head...), "", "", "", "", "records_unreadable", "", "")
 					if err := cw.Write(pad(line)); err != nil {
@@ -85,7 +85,7 @@ func (v *View) CSV(w io.Writer) error {
 				head = append(head, strconv.FormatInt(r.Requests, 10), strconv.FormatInt(r.Successes, 10),
 					strconv.FormatInt(r.Failures, 10), exact(r.WindowSeconds))
 				for _, d := range r.Distributions {
-					line := append(append([]string{}, head...), d.Metric, d.Unit, d.Formula, strconv.FormatInt(d.Count, 10),
+					line := append(append([]string{}, head...), string(d.Metric), d.Unit, d.Formula, strconv.FormatInt(d.Count, 10),
 						exact(d.Min), exact(d.Mean), exact(d.P50), exact(d.P90), exact(d.P95), exact(d.P99), optExact(d.P999), "")
 					if err := cw.Write(line); err != nil {
 						return err

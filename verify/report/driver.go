@@ -50,7 +50,7 @@ var contractTitles = map[string]string{
 // worker output and log are found beside the result).
 func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 	h := de.Header()
-	d := &Driver{Contract: de.Contract, Title: contractTitles[de.Contract], Result: de.Path, ResultDigest: de.Digest,
+	d := &Driver{Contract: contract.ResultContract(de.Contract), Title: contract.DriverTitle(contractTitles[de.Contract]), Result: de.Path, ResultDigest: de.Digest,
 		ResultSHA256: h.ResultSHA256, CreatedAt: h.CreatedAt, DurationSeconds: h.DurationSeconds,
 		Tolerances: []Tolerance{}, Mismatches: []string{}}
 	dir := path.Dir(de.Path)
@@ -78,7 +78,7 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 	d.Model = DriverModel{ID: h.Model.ID, Path: h.Model.Path, Digest: h.Model.Digest}
 	failed := map[string][]string{} // subject -> metrics failed
 	for _, o := range h.Tolerances {
-		d.Tolerances = append(d.Tolerances, Tolerance{Metric: o.Metric, Subject: o.Subject, Op: o.Op, Limit: o.Limit, Observed: o.Observed, Passed: o.Passed})
+		d.Tolerances = append(d.Tolerances, Tolerance{Metric: contract.DriverMetric(o.Metric), Subject: o.Subject, Op: contract.Op(o.Op), Limit: o.Limit, Observed: o.Observed, Passed: o.Passed})
 		if !o.Passed {
 			failed[o.Subject] = append(failed[o.Subject], o.Metric)
 		}
@@ -113,7 +113,7 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 		for _, p := range doc.Paths {
 			pa.Paths = append(pa.Paths, PathRow{ID: p.ID, Argmax: p.Argmax, ArgmaxEqual: p.ArgmaxEqual, CosineSimilarity: p.CosineSimilarity,
 				MaxAbsError: p.MaxAbsError, MeanAbsError: p.MeanAbsError, Top10Overlap: p.Top10Overlap, LogitsSHA256: p.LogitsSHA256,
-				ReferenceLogitsSHA256: p.ReferenceLogitsSHA256, Failed: nonNil(failed[p.ID]), Attributed: p.ID == attr})
+				ReferenceLogitsSHA256: p.ReferenceLogitsSHA256, Failed: nonNil(contract.Enums[contract.DriverMetric](failed[p.ID])), Attributed: p.ID == attr})
 		}
 		d.PathAttribution = pa
 	case de.LayerAttribution != nil:
@@ -137,7 +137,7 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 			row := BoundaryRow{Index: b.Index, Name: b.Name, CosineSimilarity: b.CosineSimilarity, MaxAbsError: b.MaxAbsError,
 				MeanAbsError: b.MeanAbsError, RootMeanSquareError: b.RootMeanSquareError, ReferenceRootMeanSquare: b.ReferenceRootMeanSquare,
 				RelativeRootMeanSquareError: b.RelativeRootMeanSquareError, ReferenceSHA256: b.ReferenceSHA256, CandidateSHA256: b.CandidateSHA256,
-				Growth: delta, Largest: b.Index == g.Index && b.Name == g.Name, Failed: nonNil(failed[b.Name])}
+				Growth: delta, Largest: b.Index == g.Index && b.Name == g.Name, Failed: nonNil(contract.Enums[contract.DriverMetric](failed[b.Name]))}
 			if l, ok := limits[b.Name]; ok {
 				row.Limit = &l
 			} else if l, ok := limits[rules.SubjectAll]; ok {
@@ -151,11 +151,11 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 }
 
 func verdictOf(status string, reasons []string) DriverVerdict {
-	return DriverVerdict{Status: status, Reasons: nonNil(reasons)}
+	return DriverVerdict{Status: contract.DriverStatus(status), Reasons: nonNil(reasons)}
 }
 
 func nextTokenOf(o contract.Oracle) *NextToken {
-	nt := &NextToken{Dtype: o.Dtype, Vocab: o.Vocab, ArgmaxTokenID: o.ArgmaxTokenID, TopLogitMargin: o.TopLogitMargin,
+	nt := &NextToken{Dtype: contract.NextTokenDtype(o.Dtype), Vocab: o.Vocab, ArgmaxTokenID: o.ArgmaxTokenID, TopLogitMargin: o.TopLogitMargin,
 		TopTokens: []TopToken{}, CandidateTokens: []CandidateToken{}, LogitsSHA256: o.LogitsSHA256, LogitsBytes: o.LogitsBytes}
 	for _, t := range o.TopTokens {
 		// Every logit larger than a top token's is itself a top token: its rank is exact.

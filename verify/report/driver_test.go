@@ -67,7 +67,7 @@ func corpusDriver(t *testing.T, contractID, name string, edit func(any)) (*verif
 		body = d.LayerBody
 	}
 	for _, o := range de.Header().Tolerances {
-		rule := contract.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject}
+		rule := contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject}
 		rec, err := rules.EvaluateTolerances(contractID, []contract.DriverTolerance{rule}, body)
 		if err != nil || len(rec) != 1 {
 			t.Fatalf("recompute %+v: %v %v", rule, rec, err)
@@ -92,7 +92,7 @@ func driverCase(id string, de *verify.DriverEvidence) Case {
 		{Kind: "driver_log", Path: ".qualification/runs/r/cases/001-y-r000/worker.log"},
 	}
 	d := driverOf(de, artifacts)
-	return Case{ID: id, Status: d.Verdict.Status, Required: true, Kind: "driver", Rows: []Row{}, Driver: d}
+	return Case{ID: id, Status: contract.CaseStatus(d.Verdict.Status), Required: true, Kind: "driver", Rows: []Row{}, Driver: d}
 }
 
 // jsonOf renders the view's JSON and returns its driver sections, decoded generically.

@@ -113,7 +113,7 @@ func yesNo(b bool) string {
 // dist returns a row's distribution of a metric.
 func dist(r *Row, metric string) *Distribution {
 	for i := range r.Distributions {
-		if r.Distributions[i].Metric == metric {
+		if string(r.Distributions[i].Metric) == metric {
 			return &r.Distributions[i]
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"reflect"
 	"strings"
 )
 
@@ -46,10 +47,10 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 		return template.HTML(timelineSVG(l.Events))
 	},
 	"rowP":   func(r Row, metric string, q int) string { return rowP(&r, metric, q) },
-	"join":   strings.Join,
+	"join":   joinAny,
 	"plus1":  func(i int) int { return i + 1 },
-	"ruleOf": ruleClass,
-	"status": statusClass,
+	"ruleOf": func(v any) string { return ruleClass(fmt.Sprint(v)) }, // statuses are enum types
+	"status": func(v any) string { return statusClass(fmt.Sprint(v)) },
 	// allPublishable: a verified view of a receipt that is not publishable (run with
 	// --allow-unpublished-unsafe, verified with --allow-unpublished-unsafe) is never "all verified".
 	"allPublishable": func(rs []Receipt) bool {
@@ -100,7 +101,7 @@ type pageData struct {
 
 // CDF draws the CDF of Receipts[receipt].Cases[kase].Rows[row]'s distribution d.
 func (p pageData) CDF(receipt, kase, row int, d *Distribution) template.HTML {
-	return template.HTML(cdfSVG(d.Label, d.Unit, p.samplesOf(receipt, kase, row, d.Metric), d.P50, d.P99))
+	return template.HTML(cdfSVG(string(d.Label), d.Unit, p.samplesOf(receipt, kase, row, string(d.Metric)), d.P50, d.P99))
 }
 
 func throughputSVG(c Case) string {
@@ -160,4 +161,17 @@ func agree(d Distribution) string {
 		return "equal to the receipt's"
 	}
 	return fmt.Sprintf("receipt says p50 %s, p99 %s", num(*d.ReceiptP50), num(*d.ReceiptP99))
+}
+
+// joinAny joins the elements of a slice of strings or of string enums (contract types) with sep.
+func joinAny(v any, sep string) string {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice {
+		return fmt.Sprint(v)
+	}
+	parts := make([]string, rv.Len())
+	for i := range parts {
+		parts[i] = fmt.Sprint(rv.Index(i).Interface())
+	}
+	return strings.Join(parts, sep)
 }

@@ -125,7 +125,7 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 			return nil, fmt.Errorf("verify %s: %w", ev.Receipt, err)
 		}
 		r, st := receiptOf(in)
-		if r.Verification.Verdict != string(verify.Verified) {
+		if string(r.Verification.Verdict) != string(verify.Verified) {
 			v.Verified = false
 		}
 		v.Receipts = append(v.Receipts, r)
@@ -161,13 +161,13 @@ func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 	if len(res.Subjects) > 0 && res.Subjects[0].Path == in.Evidence.Receipt {
 		r.Digest = res.Subjects[0].Digest
 	}
-	vf := Verification{Verdict: string(res.Verdict), Summary: res.Summary(), Signer: res.Signer, Weakened: nonNil(res.Weakened),
+	vf := Verification{Verdict: contract.VerificationVerdict(string(res.Verdict)), Summary: res.Summary(), Signer: res.Signer, Weakened: nonNil(res.Weakened),
 		Checks: []Check{}, Findings: []Finding{}, Warnings: messages(res.Warnings)}
 	for _, c := range res.Checks {
-		vf.Checks = append(vf.Checks, Check{Check: string(c.Check), Status: string(c.Status), Note: clip(c.Note, maxProse)})
+		vf.Checks = append(vf.Checks, Check{Check: contract.CheckName(string(c.Check)), Status: contract.CheckStatus(string(c.Status)), Note: clip(c.Note, maxProse)})
 	}
 	for _, f := range res.Findings {
-		vf.Findings = append(vf.Findings, Finding{Check: string(f.Check), File: clip(nonEmpty(f.File, "-"), maxPath),
+		vf.Findings = append(vf.Findings, Finding{Check: contract.CheckName(string(f.Check)), File: clip(nonEmpty(f.File, "-"), maxPath),
 			Pointer: pointerWithin(f.Pointer, maxPointer), Code: nonEmpty(f.Code(), "finding"), Message: message(f.Err.Error())})
 	}
 	r.Verification = vf
@@ -184,7 +184,7 @@ func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 	w := rc.Workload
 	r.Workload = &Workload{ID: w.ID, Path: w.Path, Digest: w.Digest, Variant: w.Variant, Seed: w.Seed}
 	q := rc.Qualification
-	r.Run = &Run{Kind: q.Kind, Backend: q.Backend, Verdict: q.Verdict, StartedAt: q.StartedAt, FinishedAt: q.FinishedAt,
+	r.Run = &Run{Kind: q.Kind, Backend: q.Backend, Verdict: contract.RunVerdict(q.Verdict), StartedAt: q.StartedAt, FinishedAt: q.FinishedAt,
 		DurationSeconds: q.DurationSeconds, QualrunVersion: q.Qualrun.Version, QualrunDigest: q.Qualrun.Digest}
 	e := rc.Environment
 	r.Environment = &Environment{HostID: e.HostID, OS: nonEmpty(strings.TrimSpace(e.OS.Name+" "+e.OS.Version), "-"), Kernel: e.OS.Kernel,
@@ -192,7 +192,7 @@ func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 	r.Artifacts = append(r.Artifacts, rc.Artifacts...)
 	span := spanOf(in)
 	for _, ce := range in.Cases {
-		c := Case{ID: ce.Result.ID, Repetition: ce.Result.Repetition, Required: ce.Result.Required, Status: ce.Result.Status, Kind: ce.Kind, Rows: []Row{}}
+		c := Case{ID: ce.Result.ID, Repetition: ce.Result.Repetition, Required: ce.Result.Required, Status: contract.CaseStatus(ce.Result.Status), Kind: contract.ViewCaseKind(ce.Kind), Rows: []Row{}}
 		if ce.Result.Details != nil {
 			c.Details = *ce.Result.Details
 		}
@@ -297,7 +297,7 @@ func rowOf(re verify.RowEvidence) (Row, map[string][]float64) {
 			continue
 		}
 		v0 := func(name string) float64 { return got[d.metric+name].Value }
-		dist := Distribution{Metric: d.metric, Label: d.label, Formula: p50.Formula, Unit: p50.Unit,
+		dist := Distribution{Metric: contract.DistributionMetric(d.metric), Label: contract.DistributionLabel(d.label), Formula: p50.Formula, Unit: p50.Unit,
 			Min: v0(".min"), Max: v0(".max"), Mean: v0(".mean"), P50: p50.Value, P90: v0(".p90"), P95: v0(".p95"), P99: v0(".p99"),
 			P999: val(d.metric + ".p99.9")}
 		sorted[d.metric] = slices.Sorted(slices.Values(samples[d.metric]))
@@ -367,13 +367,13 @@ func lifecycleOf(rc *contract.ReceiptDoc, lr *contract.LifecycleRecordDoc, sp sp
 	if rc.Lifecycle == nil {
 		return nil
 	}
-	l := &Lifecycle{Path: rc.Lifecycle.Path, Digest: rc.Lifecycle.Digest, Verdict: rc.Lifecycle.Verdict, Events: []Event{},
+	l := &Lifecycle{Path: rc.Lifecycle.Path, Digest: rc.Lifecycle.Digest, Verdict: contract.LifecycleVerdict(rc.Lifecycle.Verdict), Events: []Event{},
 		OwnerPIDs: []int64{}, ResidueProcesses: []string{}, ResidueListeners: []string{}, Unsupported: []string{}, Failures: []string{},
 		Ownership: "unknown", Residue: "unknown"}
 	if lr == nil {
 		return l
 	}
-	l.Verdict = lr.Verdict
+	l.Verdict = contract.LifecycleVerdict(lr.Verdict)
 	l.Port, l.PortFreeBeforeLaunch = lr.Port.Port, lr.Port.FreeBeforeLaunch
 	l.Unsupported, l.Failures = nonNil(lr.Unsupported), nonNil(lr.Failures)
 	var t0 int64
@@ -382,7 +382,7 @@ func lifecycleOf(rc *contract.ReceiptDoc, lr *contract.LifecycleRecordDoc, sp sp
 		if !hasT0 {
 			t0, hasT0 = t, true
 		}
-		l.Events = append(l.Events, Event{Name: name, TNs: t, OffsetMs: float64(t-t0) / 1e6})
+		l.Events = append(l.Events, Event{Name: contract.EventName(name), TNs: t, OffsetMs: float64(t-t0) / 1e6})
 	}
 	if lr.Launch != nil {
 		add("launch", lr.Launch.TStartNs)
@@ -406,7 +406,7 @@ func lifecycleOf(rc *contract.ReceiptDoc, lr *contract.LifecycleRecordDoc, sp sp
 		}
 	}
 	if sd := lr.Shutdown; sd != nil {
-		l.Signal, l.Forced, l.ExitCode, l.ExitAcceptable = sd.Signal, sd.Forced, sd.ExitCode, sd.Acceptable
+		l.Signal, l.Forced, l.ExitCode, l.ExitAcceptable = contract.LifecycleSignal(sd.Signal), sd.Forced, sd.ExitCode, sd.Acceptable
 		if sd.ExitSignal != nil {
 			l.ExitSignal = *sd.ExitSignal
 		}
@@ -462,8 +462,8 @@ func compare(ctx context.Context, base, cand verify.Evidence, rb *Receipt, sb, s
 	}
 	rules := map[string]verify.Evaluation{}
 	for _, e := range cmp.Evaluations {
-		out.Rules = append(out.Rules, Rule{Scope: e.Scope, Operator: e.Operator, Baseline: e.Baseline, Candidate: e.Candidate,
-			Tolerance: e.Tolerance, Status: e.Status, Reason: clip(e.Reason, maxProse)})
+		out.Rules = append(out.Rules, Rule{Scope: e.Scope, Operator: contract.RuleOperator(e.Operator), Baseline: e.Baseline, Candidate: e.Candidate,
+			Tolerance: e.Tolerance, Status: contract.RuleStatus(e.Status), Reason: clip(e.Reason, maxProse)})
 		rules[e.Scope] = e
 	}
 	if global || len(cmp.EvidenceErrors) > 0 {
@@ -505,7 +505,7 @@ func compare(ctx context.Context, base, cand verify.Evidence, rb *Receipt, sb, s
 					d.ChangePercent = &pct
 				}
 				if e, ok := rules[scope+"/metrics/"+n]; ok {
-					d.Rule = e.Status
+					d.Rule = contract.DeltaRule(e.Status)
 				}
 				rd.Metrics = append(rd.Metrics, d)
 			}

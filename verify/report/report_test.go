@@ -98,15 +98,15 @@ func TestFrozenReportNumbersAreTheReceipts(t *testing.T) {
 					t.Fatalf("%s %s: %d distributions", r.Path, row.Name, len(row.Distributions))
 				}
 				for _, d := range row.Distributions {
-					samples := v.samplesOf(i, k, j, d.Metric)
+					samples := v.samplesOf(i, k, j, string(d.Metric))
 					for _, q := range []struct {
 						suffix string
 						got    float64
 						p      float64
 					}{{".p50", d.P50, 0.5}, {".p99", d.P99, 0.99}} {
-						w, ok := want[d.Metric+q.suffix]
+						w, ok := want[string(d.Metric)+q.suffix]
 						if !ok {
-							t.Fatalf("%s: the receipt has no %s", row.Name, d.Metric+q.suffix)
+							t.Fatalf("%s: the receipt has no %s", row.Name, string(d.Metric)+q.suffix)
 						}
 						if q.got != w {
 							t.Errorf("%s %s %s%s: page %v, receipt %v", r.Path, c.ID, row.Name, d.Metric, q.got, w)
@@ -127,7 +127,7 @@ func TestFrozenReportNumbersAreTheReceipts(t *testing.T) {
 		}
 		names := []string{}
 		for _, e := range r.Lifecycle.Events {
-			names = append(names, e.Name)
+			names = append(names, string(e.Name))
 		}
 		if strings.Join(names, ",") != "launch,ready,first request,last response,SIGTERM,exit" {
 			t.Errorf("lifecycle events %v", names)

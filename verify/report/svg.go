@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // The charts are inline SVG written here, with presentation attributes only (no style
@@ -359,7 +361,7 @@ func timelineSVG(events []Event) string {
 	s.open("timeline", "lifecycle timeline from launch to exit", w, h)
 	at := func(name string) (float64, bool) {
 		for _, e := range events {
-			if e.Name == name {
+			if string(e.Name) == name {
 				return e.OffsetMs, true
 			}
 		}
@@ -516,7 +518,7 @@ func layerSVG(la *LayerAttribution) string {
 			tip += ", limit " + exact(*b.Limit)
 		}
 		if len(b.Failed) > 0 {
-			tip += ", failed " + strings.Join(b.Failed, ", ")
+			tip += ", failed " + strings.Join(contract.Strings(b.Failed), ", ")
 		}
 		s.f(`<circle cx="%s" cy="%s" r="%s" fill="%s"><title>%s</title></circle>`, fx(x(i)), fx(y(b.RelativeRootMeanSquareError)), fx(r), color, esc(tip))
 	}

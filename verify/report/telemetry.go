@@ -117,7 +117,7 @@ func telemetrySVG(title, unit string, xs []contract.TelemetrySampleDoc, val func
 		s.f(`<path d="%s" fill="none" stroke="%s" stroke-width="1.6"><title>%s</title></path>`, d.String(), color, esc(fmt.Sprintf("%s: %d readings", name, len(pts))))
 		for _, p := range pts {
 			if len(p.ThrottleReasons) > 0 {
-				s.f(`<rect x="%s" y="%s" width="2" height="4" fill="%s"><title>%s</title></rect>`, fx(x(p.TNs)-1), fx(top+ph-5), colP99, esc("throttled: "+strings.Join(p.ThrottleReasons, ", ")))
+				s.f(`<rect x="%s" y="%s" width="2" height="4" fill="%s"><title>%s</title></rect>`, fx(x(p.TNs)-1), fx(top+ph-5), colP99, esc("throttled: "+strings.Join(contract.Strings(p.ThrottleReasons), ", ")))
 			}
 		}
 	}

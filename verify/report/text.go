@@ -274,7 +274,7 @@ func (p *textPrinter) comparison(c *Comparison, unverified bool) {
 			if rule == "" {
 				rule = "-"
 			}
-			rows = append(rows, []string{m.Metric, m.Unit, num(m.Baseline), num(m.Candidate), signed(m.Change), pct(m.ChangePercent), rule})
+			rows = append(rows, []string{m.Metric, m.Unit, num(m.Baseline), num(m.Candidate), signed(m.Change), pct(m.ChangePercent), string(rule)})
 		}
 		p.table(2, rows)
 	}
@@ -320,11 +320,11 @@ func (p *textPrinter) fitTable(left int, rows [][]string) {
 
 func (p *textPrinter) driver(d *Driver) {
 	v := d.Verdict
-	verdict := v.Status
+	verdict := string(v.Status)
 	if l := verdictLine(d); l != "" {
 		verdict += "; " + l
 	}
-	p.wrap("verdict", verdict)
+	p.wrap("verdict", string(verdict))
 	for _, r := range v.Reasons {
 		p.wrap("reason", r)
 	}
@@ -363,7 +363,7 @@ func (p *textPrinter) driver(d *Driver) {
 			if t.Observed != nil {
 				obs = fine(*t.Observed)
 			}
-			rows = append(rows, []string{t.Metric, t.Subject, t.Op, fine(t.Limit), obs, yesNo(t.Passed)})
+			rows = append(rows, []string{string(t.Metric), t.Subject, string(t.Op), fine(t.Limit), obs, yesNo(t.Passed)})
 		}
 		p.fitTable(3, rows)
 	}

@@ -166,7 +166,7 @@ func convertWorkload(raw []byte) (*Result, error) {
 		out.Variants = append(out.Variants, ov)
 	}
 	if cp := k.ComparisonPolicy; cp != nil {
-		pol := &contract.ComparisonPolicy{Mode: cp.Mode, VariantPairs: cp.VariantPairs, BackendPairs: cp.BackendPairs, MetricRules: []contract.MetricRule{}}
+		pol := &contract.ComparisonPolicy{Mode: contract.ComparisonPolicyMode(cp.Mode), VariantPairs: cp.VariantPairs, BackendPairs: cp.BackendPairs, MetricRules: []contract.MetricRule{}}
 		if pol.VariantPairs == nil {
 			pol.VariantPairs = []contract.VariantPair{}
 		}
@@ -181,9 +181,9 @@ func convertWorkload(raw []byte) (*Result, error) {
 				dir = "lower_is_better"
 			}
 			formula := "kiln." + r.Metric + ".v1"
-			pol.MetricRules = append(pol.MetricRules, contract.MetricRule{Scope: r.Scope, ResultID: r.ResultID, Metric: r.Metric,
-				MetricClass: r.MetricClass, Unit: r.Unit, Aggregation: r.Aggregation, Direction: dir, Formula: formula,
-				Operator: r.Operator, AbsoluteTolerance: r.AbsoluteTolerance, RelativeTolerance: r.RelativeTolerance, Required: r.Required})
+			pol.MetricRules = append(pol.MetricRules, contract.MetricRule{Scope: contract.MetricRuleScope(r.Scope), ResultID: r.ResultID, Metric: r.Metric,
+				MetricClass: contract.MetricRuleMetricClass(r.MetricClass), Unit: r.Unit, Aggregation: contract.Aggregation(r.Aggregation), Direction: contract.Direction(dir), Formula: formula,
+				Operator: contract.MetricRuleOperator(r.Operator), AbsoluteTolerance: r.AbsoluteTolerance, RelativeTolerance: r.RelativeTolerance, Required: r.Required})
 			add(rp+"/lower_is_better", rp+"/direction", fmt.Sprintf("%v becomes %q", r.LowerIsBetter, dir))
 			add(rp, rp+"/formula", fmt.Sprintf("Kiln rules name no formula: %q, which the command's case result must give the metric", formula))
 		}

@@ -214,8 +214,8 @@ func runInit(cfg initConfig, stdout io.Writer) error {
 		Determinism: contract.Determinism{Seed: &seed, SeedDelivery: "not_applicable", Repetitions: 1, CaseOrder: "declared", MaxParallelCases: 1, NetworkAccess: "loopback"},
 		Variables:   []contract.Variable{},
 		Variants: []contract.Variant{{
-			ID: initVariant, Description: "The server as launched by " + recipeRel + ".", Backend: cfg.backend,
-			DeviceRequirement: device, SkipPolicy: skip, EffectiveConfig: contract.Config{},
+			ID: initVariant, Description: "The server as launched by " + recipeRel + ".", Backend: contract.Backend(cfg.backend),
+			DeviceRequirement: contract.VariantDeviceRequirement(device), SkipPolicy: contract.VariantSkipPolicy(skip), EffectiveConfig: contract.Config{},
 			Cases: []contract.Case{{
 				Kind: "serving", ID: "chat", Description: "Streaming chat at each concurrency; the corpus cycles to fill every row.",
 				Required: true, Launch: recipeRel, API: "chat", Stream: true,

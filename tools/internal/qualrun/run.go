@@ -195,7 +195,7 @@ type runSummary struct {
 
 func summary(o *campaign.Outcome) runSummary {
 	rc := o.Receipt
-	return runSummary{ReceiptID: rc.ReceiptID, Receipt: o.ReceiptPath, RunDir: o.RunDir, Verdict: rc.Qualification.Verdict,
+	return runSummary{ReceiptID: rc.ReceiptID, Receipt: o.ReceiptPath, RunDir: o.RunDir, Verdict: string(rc.Qualification.Verdict),
 		Publishable: rc.Publishable, Results: rc.Results, Notes: rc.Notes}
 }
 

@@ -99,7 +99,7 @@ func runReport(ctx context.Context, evs []verify.Evidence, policy verify.Policy,
 	}
 	rejected := 0
 	for _, r := range v.Receipts {
-		if r.Verification.Verdict == string(verify.Verified) {
+		if string(r.Verification.Verdict) == string(verify.Verified) {
 			continue
 		}
 		rejected++

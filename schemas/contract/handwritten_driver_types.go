@@ -1,71 +1,10 @@
 package contract
 
-// Go types of the evidence-driver contracts: the driver spec (and the driver case of a workload,
-// which has the same fields), the driver request, the worker output, and the three version-2
-// evidence results. The conventions are those of types.go; the results embed DriverResultHeader
-// and their contract's body, so the runner and qualverify share one shape for each section.
-
-// DriverWorker is the hash-bound program of a driver: [executable, script, args...].
-type DriverWorker struct {
-	// Executable is an absolute path or a whole ${name} placeholder.
-	Executable string `json:"executable"`
-	// ExecutableDigest pins the executable's bytes; nil records them without pinning.
-	ExecutableDigest *string `json:"executable_digest"`
-	// Script is repository-relative.
-	Script string `json:"script"`
-	// ScriptDigest pins the script's bytes; a mismatch is refused before the start gate opens.
-	ScriptDigest string `json:"script_digest"`
-	// Args is the argv tail.
-	Args []string `json:"args"`
-}
-
-// DriverIsolation is the isolation a driver asks for.
-type DriverIsolation struct {
-	// Network is always "private_loopback".
-	Network string `json:"network"`
-	// Required false lets an unsupported mechanism be reported and the case skipped.
-	Required bool `json:"required"`
-}
-
-// DriverTolerance is one declared numerical tolerance: Metric Op Limit for Subject.
-type DriverTolerance struct {
-	Metric string  `json:"metric"`
-	Op     string  `json:"op"`
-	Limit  float64 `json:"limit"`
-	// Subject is "all" or one path id or boundary name.
-	Subject string `json:"subject"`
-}
-
-// DriverSpecDoc is a driver spec (qualkit.driver-spec.v1): a workload's driver case standing
-// alone, run by `qualrun driver --spec FILE`.
-type DriverSpecDoc struct {
-	Schema         string            `json:"schema"`
-	ID             string            `json:"id"`
-	Description    string            `json:"description"`
-	Contract       string            `json:"contract"`
-	Worker         DriverWorker      `json:"worker"`
-	Request        FileRef           `json:"request"`
-	Model          FileRef           `json:"model"`
-	Environment    map[string]string `json:"environment"`
-	Isolation      DriverIsolation   `json:"isolation"`
-	TimeoutSeconds int64             `json:"timeout_seconds"`
-	Tolerances     []DriverTolerance `json:"tolerances"`
-}
-
-// DriverRequestDoc is a driver request (qualkit.driver-request.v1): what the worker evaluates.
-type DriverRequestDoc struct {
-	Schema        string            `json:"schema"`
-	ID            string            `json:"id"`
-	InputTokenIDs []int64           `json:"input_token_ids"`
-	Candidates    []DriverCandidate `json:"candidates"`
-	Paths         []string          `json:"paths"`
-}
-
-// DriverCandidate is a token an engine chose.
-type DriverCandidate struct {
-	Label   string `json:"label"`
-	TokenID int64  `json:"token_id"`
-}
+// Hand-written Go types of the driver worker output and the three version-2 evidence results
+// (their CUE definitions carry @go(handwritten); tools/schemagen generates the rest, including
+// the driver spec and the driver request): the results embed DriverResultHeader and their
+// contract's body, and DriverBody is the union of the three bodies with accessors, shapes the
+// generator does not derive. The conventions are those of zz_generated_types.go.
 
 // DriverWorkerOutputDoc is a worker's output (qualkit.driver-worker-output.v1).
 type DriverWorkerOutputDoc struct {
