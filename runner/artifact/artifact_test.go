@@ -47,32 +47,35 @@ func pattern(n int, seed byte) []byte {
 }
 
 func TestModelKind(t *testing.T) {
-	for _, tc := range []struct{ name, want string }{
-		{"model.safetensors", KindModelWeight},
-		{"model-00001-of-00002.safetensors", KindModelWeight},
-		{"pytorch_model.bin", KindModelWeight},
-		{"llama-3-8b.Q4_K_M.gguf", KindModelWeight},
-		{"consolidated.00.pth", KindModelWeight},
-		{"adapter.pt", KindModelWeight},
-		{"MODEL.SAFETENSORS", KindModelWeight},
-		{"config.json", KindModelConfig},
-		{"generation_config.json", KindModelConfig},
-		{"tokenizer.json", KindTokenizer},
-		{"tokenizer.model", KindTokenizer},
-		{"tokenizer_config.json", KindTokenizer},
-		{"vocab.json", KindTokenizer},
-		{"vocab.txt", KindTokenizer},
-		{"merges.txt", KindTokenizer},
-		{"special_tokens_map.json", KindTokenizer},
-		{"chat_template.jinja", KindChatTemplate},
-		{"chat_template.json", KindChatTemplate},
-		{"tool_use.jinja", KindChatTemplate},
-		{"model.safetensors.index.json", KindModelFile},
-		{"pytorch_model.bin.index.json", KindModelFile},
-		{"README.md", KindModelFile},
-		{"LICENSE", KindModelFile},
-		{"preprocessor_config.json", KindModelFile},
-		{"my_config.json", KindModelFile},
+	for _, tc := range []struct {
+		name string
+		want contract.ArtifactKind
+	}{
+		{"model.safetensors", contract.ArtifactKindModelWeight},
+		{"model-00001-of-00002.safetensors", contract.ArtifactKindModelWeight},
+		{"pytorch_model.bin", contract.ArtifactKindModelWeight},
+		{"llama-3-8b.Q4_K_M.gguf", contract.ArtifactKindModelWeight},
+		{"consolidated.00.pth", contract.ArtifactKindModelWeight},
+		{"adapter.pt", contract.ArtifactKindModelWeight},
+		{"MODEL.SAFETENSORS", contract.ArtifactKindModelWeight},
+		{"config.json", contract.ArtifactKindModelConfig},
+		{"generation_config.json", contract.ArtifactKindModelConfig},
+		{"tokenizer.json", contract.ArtifactKindTokenizer},
+		{"tokenizer.model", contract.ArtifactKindTokenizer},
+		{"tokenizer_config.json", contract.ArtifactKindTokenizer},
+		{"vocab.json", contract.ArtifactKindTokenizer},
+		{"vocab.txt", contract.ArtifactKindTokenizer},
+		{"merges.txt", contract.ArtifactKindTokenizer},
+		{"special_tokens_map.json", contract.ArtifactKindTokenizer},
+		{"chat_template.jinja", contract.ArtifactKindChatTemplate},
+		{"chat_template.json", contract.ArtifactKindChatTemplate},
+		{"tool_use.jinja", contract.ArtifactKindChatTemplate},
+		{"model.safetensors.index.json", contract.ArtifactKindModelFile},
+		{"pytorch_model.bin.index.json", contract.ArtifactKindModelFile},
+		{"README.md", contract.ArtifactKindModelFile},
+		{"LICENSE", contract.ArtifactKindModelFile},
+		{"preprocessor_config.json", contract.ArtifactKindModelFile},
+		{"my_config.json", contract.ArtifactKindModelFile},
 	} {
 		if got := ModelKind(tc.name); got != tc.want {
 			t.Errorf("ModelKind(%q) = %s, want %s", tc.name, got, tc.want)
@@ -96,7 +99,7 @@ func TestModelFiles(t *testing.T) {
 	}
 	var got []string
 	for _, f := range files {
-		got = append(got, f.Kind+" "+f.Path)
+		got = append(got, string(f.Kind)+" "+f.Path)
 		if want := filepath.Join(dir, filepath.FromSlash(f.Path)); f.Abs != want {
 			t.Errorf("%s: Abs %s, want %s", f.Path, f.Abs, want)
 		}

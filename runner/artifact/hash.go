@@ -32,8 +32,8 @@ var (
 
 // File is one file to bind.
 type File struct {
-	// Kind is a schemas #Artifact kind (model_weight, launch_recipe, ...).
-	Kind string
+	// Kind is the file's artifact kind (contract #ArtifactKinds: model_weight, launch_recipe, ...).
+	Kind contract.ArtifactKind
 	// Path names the file in the receipt: repository-relative, model-directory-relative for model
 	// files, or absolute for a file outside the repository.
 	Path string
@@ -92,7 +92,7 @@ func Hash(ctx context.Context, files []File, opts ...Option) ([]contract.Artifac
 		if res[i].err != nil {
 			return nil, res[i].err
 		}
-		out[i] = contract.Artifact{Kind: contract.ArtifactKind(f.Kind), Path: f.Path, Digest: res[i].digest, Bytes: res[i].bytes}
+		out[i] = contract.Artifact{Kind: f.Kind, Path: f.Path, Digest: res[i].digest, Bytes: res[i].bytes}
 	}
 	return out, nil
 }
@@ -247,7 +247,7 @@ func Recheck(ctx context.Context, files []File, was []contract.Artifact, opts ..
 		return nil, fmt.Errorf("recheck artifacts: %d files but %d recorded artifacts", len(files), len(was))
 	}
 	for i := range files {
-		if files[i].Path != was[i].Path || files[i].Kind != string(was[i].Kind) {
+		if files[i].Path != was[i].Path || files[i].Kind != was[i].Kind {
 			return nil, fmt.Errorf("recheck artifacts: file %d is %s %s but the record is %s %s", i, files[i].Kind, files[i].Path, was[i].Kind, was[i].Path)
 		}
 	}

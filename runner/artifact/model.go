@@ -8,19 +8,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // maxModelFiles bounds the files of one model directory (the receipt holds at most 100000 artifacts).
 const maxModelFiles = 100000
-
-// Artifact kinds of model files.
-const (
-	KindModelWeight  = "model_weight"
-	KindModelConfig  = "model_config"
-	KindTokenizer    = "tokenizer"
-	KindChatTemplate = "chat_template"
-	KindModelFile    = "model_file"
-)
 
 // ModelKind returns the artifact kind of a model file from its base name:
 //
@@ -32,20 +25,20 @@ const (
 //	model_file     anything else (e.g. model.safetensors.index.json, README.md)
 //
 // Names are matched exactly; extensions are matched without regard to case.
-func ModelKind(name string) string {
+func ModelKind(name string) contract.ArtifactKind {
 	ext := strings.ToLower(path.Ext(name))
 	switch {
 	case name == "config.json" || name == "generation_config.json":
-		return KindModelConfig
+		return contract.ArtifactKindModelConfig
 	case name == "tokenizer.json" || name == "tokenizer.model" || name == "tokenizer_config.json" ||
 		name == "merges.txt" || name == "special_tokens_map.json" || strings.HasPrefix(name, "vocab."):
-		return KindTokenizer
+		return contract.ArtifactKindTokenizer
 	case strings.HasPrefix(name, "chat_template.") || ext == ".jinja":
-		return KindChatTemplate
+		return contract.ArtifactKindChatTemplate
 	case ext == ".safetensors" || ext == ".bin" || ext == ".gguf" || ext == ".pt" || ext == ".pth":
-		return KindModelWeight
+		return contract.ArtifactKindModelWeight
 	}
-	return KindModelFile
+	return contract.ArtifactKindModelFile
 }
 
 // ModelFiles lists the files of a model directory with their kinds (ModelKind), sorted by path.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Preflight checks that what the workload says about a run is what will run.
@@ -136,12 +138,12 @@ func factString(v any) (string, bool) {
 // needs at least c of them to ever have c in flight.
 func (p *Plan) checkRowRequests() error {
 	for i, c := range p.variant.Cases {
-		if c.Kind != "serving" || len(c.Concurrency) == 0 {
+		if c.Kind != contract.CaseKindServing || len(c.Concurrency) == 0 {
 			continue
 		}
 		maxC := slices.Max(c.Concurrency)
 		n, what := int64(len(p.prompts[c.ID])), "its corpus has"
-		field := "corpus"
+		field := "corpus" // not a contract value: the workload field the error names
 		if c.Requests != nil {
 			n, what, field = *c.Requests, "requests is", "requests"
 		}

@@ -77,8 +77,8 @@ func (r *run) command(ctx context.Context, c contract.Case, rep int, dir string)
 		return failedResult(c, rep, "start: "+err.Error()), nil
 	}
 	r.evidence = append(r.evidence,
-		artifact.File{Kind: "case_stdout", Path: outRel, Abs: r.abs(outRel)},
-		artifact.File{Kind: "case_stderr", Path: errRel, Abs: r.abs(errRel)})
+		artifact.File{Kind: contract.ArtifactKindCaseStdout, Path: outRel, Abs: r.abs(outRel)},
+		artifact.File{Kind: contract.ArtifactKindCaseStderr, Path: errRel, Abs: r.abs(errRel)})
 	for _, u := range res.Unsupported {
 		if !slices.Contains(r.unsup, u) {
 			r.unsup = append(r.unsup, u)
@@ -108,21 +108,21 @@ func (r *run) command(ctx context.Context, c contract.Case, rep int, dir string)
 	assertFailures := r.assertOutput(c, outRel, errRel)
 	problems = append(problems, assertFailures...)
 
-	status := "passed"
+	status := contract.StatusPassed
 	if len(problems) > 0 {
-		status = "failed"
+		status = contract.StatusFailed
 	}
 	rp := c.ResultProtocol
 	var cr *contract.CaseResultDoc
-	if rp != nil && rp.Producer == "command" {
+	if rp != nil && rp.Producer == contract.ResultProtocolProducerCommand {
 		got, why := r.readCommandResult(c, resultRel)
 		if why != "" {
 			problems = append(problems, why)
-			status = "failed"
+			status = contract.StatusFailed
 		} else {
 			cr = got
-			if cr.Status != "passed" {
-				status = "failed"
+			if cr.Status != contract.StatusPassed {
+				status = contract.StatusFailed
 				problems = append(problems, "the command reported status "+string(cr.Status))
 			}
 		}
@@ -130,15 +130,15 @@ func (r *run) command(ctx context.Context, c contract.Case, rep int, dir string)
 	details := strings.Join(problems, "; ")
 	if cr == nil {
 		pass := 0.0
-		if status == "passed" {
+		if status == contract.StatusPassed {
 			pass = 1
 		}
 		one := int64(1)
-		cr = &contract.CaseResultDoc{Schema: "qualkit.case-result.v1", CaseID: c.ID, Status: contract.Status(status), DurationSeconds: res.Duration.Seconds(),
+		cr = &contract.CaseResultDoc{Schema: contract.CaseResultSchema, CaseID: c.ID, Status: status, DurationSeconds: res.Duration.Seconds(),
 			EffectiveConfig: p.variant.EffectiveConfig, Tolerances: []contract.Tolerance{}, Rows: []contract.Row{},
 			Metrics: []contract.Metric{
 				{Name: "case_pass", Value: pass, Unit: "bool", Aggregation: "exact", Direction: "higher_is_better", Formula: "runner.case_pass.v1", Samples: &one},
-				{Name: "exit_code", Value: float64(res.ExitCode), Unit: "code", Aggregation: "exact", Direction: "none", Formula: "runner.exit_code.v1", Samples: &one},
+				{Name: "exit_code", Value: float64(res.ExitCode), Unit: "code", Aggregation: "exact", Direction: contract.DirectionNone, Formula: "runner.exit_code.v1", Samples: &one},
 				{Name: "output_assertion_failures", Value: float64(len(assertFailures)), Unit: "count", Aggregation: "count", Direction: "lower_is_better", Formula: "runner.output_assertion_failures.v1", Samples: &one},
 			}}
 		if cr.EffectiveConfig == nil {
@@ -151,13 +151,13 @@ func (r *run) command(ctx context.Context, c contract.Case, rep int, dir string)
 		if err != nil {
 			return contract.Result{}, err
 		}
-		return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: contract.Status(status), DurationSeconds: res.Duration.Seconds(),
+		return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: status, DurationSeconds: res.Duration.Seconds(),
 			Metrics: cr.Metrics, CaseResult: ref, Details: cr.Details}, nil
 	}
 	// A command-produced, valid result: bind the file the command wrote.
 	raw, _ := os.ReadFile(r.abs(resultRel))
-	r.evidence = append(r.evidence, artifact.File{Kind: "case_result", Path: resultRel, Abs: r.abs(resultRel)})
-	out := contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: contract.Status(status), DurationSeconds: res.Duration.Seconds(),
+	r.evidence = append(r.evidence, artifact.File{Kind: contract.ArtifactKindCaseResult, Path: resultRel, Abs: r.abs(resultRel)})
+	out := contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: status, DurationSeconds: res.Duration.Seconds(),
 		Metrics: cr.Metrics, CaseResult: &contract.FileRef{Path: resultRel, Digest: evidence.DigestOf(raw)}}
 	if details != "" {
 		out.Details = clip(details)

@@ -37,7 +37,7 @@ func (r *run) skipped() {
 	p := r.p
 	for rep := 0; rep < int(p.workload.Determinism.Repetitions); rep++ {
 		for _, c := range p.variant.Cases {
-			r.results = append(r.results, contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: "skipped",
+			r.results = append(r.results, contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: contract.StatusSkipped,
 				Metrics: []contract.Metric{}, Details: clip("skipped before launch: " + p.skip)})
 		}
 	}

@@ -67,9 +67,9 @@ func (p *Plan) resolveDriver(ctx context.Context, i int, c contract.Case) error 
 			p.files = append(p.files, f)
 		}
 	}
-	add(artifact.File{Kind: "driver_executable", Path: p.displayPath(exe), Abs: exe}, job.ExecutableDigest)
-	add(artifact.File{Kind: "driver_script", Path: job.Script.Path, Abs: job.Script.Abs}, job.Script.Digest)
-	add(artifact.File{Kind: "driver_request", Path: job.Request.Path, Abs: job.Request.Abs}, job.Request.Digest)
+	add(artifact.File{Kind: contract.ArtifactKindDriverExecutable, Path: p.displayPath(exe), Abs: exe}, job.ExecutableDigest)
+	add(artifact.File{Kind: contract.ArtifactKindDriverScript, Path: job.Script.Path, Abs: job.Script.Abs}, job.Script.Digest)
+	add(artifact.File{Kind: contract.ArtifactKindDriverRequest, Path: job.Request.Path, Abs: job.Request.Abs}, job.Request.Digest)
 	st, err := os.Stat(job.Model.Abs)
 	if err != nil {
 		return fmt.Errorf("%w: %s: model: %v", ErrArtifact, where, err)
@@ -81,14 +81,14 @@ func (p *Plan) resolveDriver(ctx context.Context, i int, c contract.Case) error 
 		}
 		for _, f := range model {
 			pin.modelFiles = append(pin.modelFiles, f.Path)
-			add(artifact.File{Kind: "driver_model", Path: p.displayPath(f.Abs), Abs: f.Abs}, "")
+			add(artifact.File{Kind: contract.ArtifactKindDriverModel, Path: p.displayPath(f.Abs), Abs: f.Abs}, "")
 		}
 		pin.modelBound = make([]string, len(model))
 		for k, f := range model {
 			pin.modelBound[k] = p.displayPath(f.Abs)
 		}
 	} else {
-		add(artifact.File{Kind: "driver_model", Path: job.Model.Path, Abs: job.Model.Abs}, job.Model.Digest)
+		add(artifact.File{Kind: contract.ArtifactKindDriverModel, Path: job.Model.Path, Abs: job.Model.Abs}, job.Model.Digest)
 	}
 	p.driverPins = append(p.driverPins, pin)
 	p.drivers[c.ID] = job
@@ -118,9 +118,9 @@ func (p *Plan) checkDriverPins() error {
 	}
 	for _, pin := range p.driverPins {
 		for _, f := range pin.files {
-			if got := digest[f.f.Kind+"\x00"+f.f.Path].Digest; got != f.want {
+			if got := digest[string(f.f.Kind)+"\x00"+f.f.Path].Digest; got != f.want {
 				return fmt.Errorf("%w: %s: %s %s has digest %s, but the case pins %s (tampered, or the pin was not updated); nothing was started and no start gate was created",
-					ErrArtifact, pin.where, strings.TrimPrefix(f.f.Kind, "driver_"), f.f.Path, got, f.want)
+					ErrArtifact, pin.where, strings.TrimPrefix(string(f.f.Kind), "driver_"), f.f.Path, got, f.want)
 			}
 		}
 		if pin.modelFiles == nil {
@@ -128,7 +128,7 @@ func (p *Plan) checkDriverPins() error {
 		}
 		listing := make([]driver.ModelFileEntry, len(pin.modelFiles))
 		for k := range pin.modelFiles {
-			a := digest["driver_model\x00"+pin.modelBound[k]]
+			a := digest[string(contract.ArtifactKindDriverModel)+"\x00"+pin.modelBound[k]]
 			listing[k] = driver.ModelFileEntry{Path: pin.modelFiles[k], Digest: a.Digest, Bytes: a.Bytes}
 		}
 		got, err := driver.ListingDigest(listing)
@@ -154,7 +154,7 @@ func (p *Plan) driverSource() contract.DriverSource {
 func (r *run) driverCase(ctx context.Context, c contract.Case, rep int, dir string) (contract.Result, error) {
 	p := r.p
 	job := p.drivers[c.ID]
-	res := contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: "failed", Metrics: []contract.Metric{}}
+	res := contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: contract.StatusFailed, Metrics: []contract.Metric{}}
 	if err := os.MkdirAll(r.abs(dir), 0o755); err != nil {
 		return contract.Result{}, err
 	}
@@ -171,7 +171,7 @@ func (r *run) driverCase(ctx context.Context, c contract.Case, rep int, dir stri
 		return res, nil
 	case err != nil:
 		if _, statErr := os.Lstat(r.abs(logRel)); statErr == nil {
-			r.evidence = append(r.evidence, artifact.File{Kind: "driver_log", Path: logRel, Abs: r.abs(logRel)})
+			r.evidence = append(r.evidence, artifact.File{Kind: contract.ArtifactKindDriverLog, Path: logRel, Abs: r.abs(logRel)})
 		}
 		res.Details = clip("driver: " + err.Error())
 		return res, nil
@@ -182,13 +182,13 @@ func (r *run) driverCase(ctx context.Context, c contract.Case, rep int, dir stri
 		}
 	}
 	res.DurationSeconds = out.Elapsed.Seconds()
-	r.evidence = append(r.evidence, artifact.File{Kind: "driver_log", Path: logRel, Abs: r.abs(logRel)})
+	r.evidence = append(r.evidence, artifact.File{Kind: contract.ArtifactKindDriverLog, Path: logRel, Abs: r.abs(logRel)})
 	if out.Output != nil {
 		rel := dir + "/worker-output.json"
 		if err := writeNew(p.root, rel, out.Output); err != nil {
 			return contract.Result{}, err
 		}
-		r.evidence = append(r.evidence, artifact.File{Kind: "driver_worker_output", Path: rel, Abs: r.abs(rel)})
+		r.evidence = append(r.evidence, artifact.File{Kind: contract.ArtifactKindDriverWorkerOutput, Path: rel, Abs: r.abs(rel)})
 	}
 	result, err := driver.Evaluate(job, out, driver.Provenance{CaseID: c.ID, Source: p.driverSource(),
 		Qualrun: contract.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}, Tolerances: c.Tolerances})
@@ -204,7 +204,7 @@ func (r *run) driverCase(ctx context.Context, c contract.Case, rep int, dir stri
 	if err := writeNew(p.root, rel, result.Raw); err != nil {
 		return contract.Result{}, err
 	}
-	r.evidence = append(r.evidence, artifact.File{Kind: "driver_result", Path: rel, Abs: r.abs(rel)})
+	r.evidence = append(r.evidence, artifact.File{Kind: contract.ArtifactKindDriverResult, Path: rel, Abs: r.abs(rel)})
 	res.Status = contract.Status(result.Status)
 	res.CaseResult = &contract.FileRef{Path: rel, Digest: evidence.DigestOf(result.Raw)}
 	if result.Status == rules.StatusPassed {

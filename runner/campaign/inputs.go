@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/qualkit/qualkit/runner/load"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
@@ -50,7 +51,7 @@ func checkInput(path, what string, limit int64) error {
 // runtime manifest and extra config files.
 func (p *Plan) checkInputs() error {
 	for i, c := range p.variant.Cases {
-		if c.Kind != "serving" {
+		if c.Kind != contract.CaseKindServing {
 			continue
 		}
 		if c.Launch != "" {

@@ -68,7 +68,7 @@ func (r *run) interrupted(ctx context.Context) {
 		for _, c := range p.variant.Cases {
 			if !ran[key{c.ID, rep}] {
 				res := failedResult(c, int(rep), fmt.Sprintf("not run: the campaign was interrupted by %s during %s", r.interruption.Signal, phase))
-				res.Status = "skipped"
+				res.Status = contract.StatusSkipped
 				r.results = append(r.results, res)
 			}
 		}

@@ -63,7 +63,7 @@ func (p *Plan) launchFiles(r *contract.LaunchRecipeDoc, workDir string) []artifa
 			continue
 		}
 		have[rel] = true
-		out = append(out, artifact.File{Kind: "config_file", Path: rel, Abs: real})
+		out = append(out, artifact.File{Kind: contract.ArtifactKindConfigFile, Path: rel, Abs: real})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out

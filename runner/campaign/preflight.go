@@ -209,7 +209,7 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 	if p.workloadRel, err = relTo(root, cfg.Workload); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWorkload, err)
 	}
-	if p.workloadRaw, err = readInput(filepath.Join(root, p.workloadRel), "workload", MaxWorkloadBytes); err != nil {
+	if p.workloadRaw, err = readInput(filepath.Join(root, p.workloadRel), "workload", MaxWorkloadBytes); err != nil { // not a contract value: a word of the error message
 		return nil, fmt.Errorf("%w: %w", ErrWorkload, err)
 	}
 	if err := schemas.CheckAs(p.workloadRaw, p.workloadRel, contract.Workload); err != nil {
@@ -371,7 +371,7 @@ func (p *Plan) checkOutput() error {
 func (p *Plan) resolveCases(ctx context.Context) error {
 	for i, c := range p.variant.Cases {
 		switch c.Kind {
-		case "serving":
+		case contract.CaseKindServing:
 			if p.recipe == nil {
 				if err := p.loadRecipe(ctx, c.Launch); err != nil {
 					return err
@@ -385,13 +385,13 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 			}
 			p.prompts[c.ID] = prompts
 			if c.Corpus.Source == "file" {
-				p.files = append(p.files, artifact.File{Kind: "corpus", Path: c.Corpus.Path, Abs: filepath.Join(p.root, c.Corpus.Path)})
+				p.files = append(p.files, artifact.File{Kind: contract.ArtifactKindCorpus, Path: c.Corpus.Path, Abs: filepath.Join(p.root, c.Corpus.Path)})
 			}
-		case "driver":
+		case contract.CaseKindDriver:
 			if err := p.resolveDriver(ctx, i, c); err != nil {
 				return err
 			}
-		case "command":
+		case contract.CaseKindCommand:
 			for _, a := range c.Command {
 				if _, err := substitute(a, p.placeholder); err != nil {
 					return fmt.Errorf("case %s (variants/%s/cases/%d): %w", c.ID, p.variant.ID, i, err)
@@ -437,7 +437,7 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	p.redactor = redact.New(secrets...)
 	p.recipe, p.recipeRel = &r, rel
 	p.recipeDir = filepath.Dir(filepath.Join(p.root, rel))
-	p.files = append(p.files, artifact.File{Kind: "launch_recipe", Path: rel, Abs: filepath.Join(p.root, rel)})
+	p.files = append(p.files, artifact.File{Kind: contract.ArtifactKindLaunchRecipe, Path: rel, Abs: filepath.Join(p.root, rel)})
 	prog, workDir, err := lifecycle.Program(&r, p.recipeDir, nil)
 	if errors.Is(err, lifecycle.ErrShellEval) {
 		return fmt.Errorf("%w: launch recipe %s: %v", ErrWorkload, rel, err)
@@ -450,7 +450,7 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 		prog = real
 	}
 
-	p.files = append(p.files, artifact.File{Kind: "server_binary", Path: p.displayPath(prog), Abs: prog})
+	p.files = append(p.files, artifact.File{Kind: contract.ArtifactKindServerBinary, Path: p.displayPath(prog), Abs: prog})
 	p.files = append(p.files, p.launchFiles(&r, workDir)...)
 	return nil
 }
@@ -465,7 +465,7 @@ func (p *Plan) displayPath(path string) string {
 }
 
 func (p *Plan) bindArtifacts(ctx context.Context) error {
-	files := append([]artifact.File{{Kind: "workload", Path: p.workloadRel, Abs: filepath.Join(p.root, p.workloadRel)}}, p.files...)
+	files := append([]artifact.File{{Kind: contract.ArtifactKindWorkload, Path: p.workloadRel, Abs: filepath.Join(p.root, p.workloadRel)}}, p.files...)
 	if p.cfg.ModelDir != "" {
 		model, err := artifact.ModelFiles(p.cfg.ModelDir)
 		if err != nil {
@@ -481,10 +481,10 @@ func (p *Plan) bindArtifacts(ctx context.Context) error {
 		if err := schemas.CheckAs(raw, p.cfg.RuntimeManifest, contract.RuntimeManifest); err != nil {
 			return fmt.Errorf("%w: %v", ErrArtifact, err)
 		}
-		files = append(files, artifact.File{Kind: "runtime_manifest", Path: p.displayPath(p.cfg.RuntimeManifest), Abs: p.cfg.RuntimeManifest})
+		files = append(files, artifact.File{Kind: contract.ArtifactKindRuntimeManifest, Path: p.displayPath(p.cfg.RuntimeManifest), Abs: p.cfg.RuntimeManifest})
 	}
 	for _, f := range p.cfg.ConfigFiles {
-		files = append(files, artifact.File{Kind: "config_file", Path: p.displayPath(f), Abs: f})
+		files = append(files, artifact.File{Kind: contract.ArtifactKindConfigFile, Path: p.displayPath(f), Abs: f})
 	}
 	arts, err := artifact.Hash(ctx, files)
 	if err != nil {

@@ -46,7 +46,7 @@ func environment(hostID, version string) contract.Environment {
 	if unix.Uname(&u) == nil {
 		env.OS.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	env.Device = contract.Device{Name: cpuModel(), Architecture: runtime.GOARCH, Driver: "none"}
+	env.Device = contract.Device{Name: cpuModel(), Architecture: runtime.GOARCH, Driver: "none"} // not a contract value: #Environment.device.driver is a free-form name
 	if mem := memTotal(); mem > 0 {
 		env.Device.MemoryBytes = &mem
 	}
@@ -64,7 +64,7 @@ func cpuModel() string {
 			}
 		}
 	}
-	return "cpu"
+	return "cpu" // not a contract value: the device name when /proc/cpuinfo gives none
 }
 
 func memTotal() int64 {
@@ -91,27 +91,27 @@ func (r *run) receipt(ctx context.Context) (*contract.ReceiptDoc, error) {
 		return nil, fmt.Errorf("hash evidence: %w", err)
 	}
 	finished := time.Now()
-	verdict := "passed"
+	verdict := contract.QualificationVerdictPassed
 	var passed, failed int64
 	for _, res := range r.results {
-		if res.Status == "passed" {
+		if res.Status == contract.StatusPassed {
 			passed++
 		} else {
 			failed++
 		}
-		if res.Required && res.Status != "passed" {
-			verdict = "failed"
+		if res.Required && res.Status != contract.StatusPassed {
+			verdict = contract.QualificationVerdictFailed
 		}
 	}
 	var life *contract.LifecycleRef
 	if r.life != nil {
 		for _, a := range evid {
-			if a.Kind == "lifecycle_record" {
+			if a.Kind == contract.ArtifactKindLifecycleRecord {
 				life = &contract.LifecycleRef{Path: a.Path, Digest: a.Digest, Verdict: contract.LifecycleRefVerdict(r.life.Verdict)}
 			}
 		}
-		if r.life.Verdict == "failed" {
-			verdict = "failed"
+		if r.life.Verdict == contract.RecordVerdictFailed {
+			verdict = contract.QualificationVerdictFailed
 			for _, f := range r.life.Failures {
 				r.notes = append(r.notes, clipString("lifecycle: "+f, 2048))
 			}
@@ -121,7 +121,7 @@ func (r *run) receipt(ctx context.Context) (*contract.ReceiptDoc, error) {
 	}
 	var interruption *contract.Interruption
 	if r.interruption != nil {
-		verdict, interruption = "interrupted", r.interruption
+		verdict, interruption = contract.QualificationVerdictInterrupted, r.interruption
 	}
 	reasons := append([]string{}, p.reasons...)
 	if p.skip != "" {
@@ -129,26 +129,26 @@ func (r *run) receipt(ctx context.Context) (*contract.ReceiptDoc, error) {
 	}
 	if interruption != nil {
 		reasons = append(reasons, fmt.Sprintf("the campaign was interrupted by %s during %s", interruption.Signal, interruption.Phase))
-	} else if verdict != "passed" {
+	} else if verdict != contract.QualificationVerdictPassed {
 		reasons = append(reasons, "the verdict is failed")
 	}
 	sat := r.saturationReasons()
 	reasons = append(reasons, sat...)
 	r.notes = append(r.notes, sat...)
 	r.notes = append(r.notes, r.laggingNotes()...)
-	publishable := p.publishable && verdict == "passed" && len(sat) == 0 && p.skip == ""
+	publishable := p.publishable && verdict == contract.QualificationVerdictPassed && len(sat) == 0 && p.skip == ""
 	if publishable {
 		reasons = []string{}
 	}
 	rc := &contract.ReceiptDoc{
-		Schema:      "qualkit.receipt.v1",
+		Schema:      contract.ReceiptSchema,
 		ReceiptID:   p.receiptID,
 		Source:      p.source.Schema(),
 		Artifacts:   append(append([]contract.Artifact{}, p.artifacts...), evid...),
 		Environment: environment(p.cfg.HostID, p.cfg.Version),
 		Workload: contract.WorkloadRef{ID: p.workload.ID, Path: p.workloadRel, Digest: evidence.DigestOf(p.workloadRaw),
 			Variant: p.variant.ID, Variables: p.vars, Seed: p.workload.Determinism.Seed},
-		Qualification: contract.Qualification{Kind: p.workload.Kind, Backend: p.variant.Backend, Verdict: contract.QualificationVerdict(verdict), Interruption: interruption,
+		Qualification: contract.Qualification{Kind: p.workload.Kind, Backend: p.variant.Backend, Verdict: verdict, Interruption: interruption,
 			StartedAt: p.started.UTC().Format(time.RFC3339Nano), FinishedAt: finished.UTC().Format(time.RFC3339Nano),
 			DurationSeconds: finished.Sub(p.started).Seconds(), Command: p.cfg.Command,
 			Qualrun: contract.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}},

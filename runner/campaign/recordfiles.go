@@ -64,7 +64,7 @@ func (w *rowFiles) open(k contract.RowKey) (*rowFile, error) {
 	}
 	rf := &rowFile{rel: rel, f: f}
 	w.files[k] = rf
-	w.r.evidence = append(w.r.evidence, artifact.File{Kind: "request_records", Path: rel, Abs: path})
+	w.r.evidence = append(w.r.evidence, artifact.File{Kind: contract.ArtifactKindRequestRecords, Path: rel, Abs: path})
 	return rf, nil
 }
 

@@ -74,7 +74,7 @@ func (r *run) abs(rel string) string { return filepath.Join(r.p.root, rel) }
 func (r *run) scrub(b []byte) []byte { return r.p.Redactor().Bytes(b) }
 
 // writeJSON writes v (indented, newline-terminated) as new evidence and records it as an artifact.
-func (r *run) writeJSON(rel, kind string, v any) error {
+func (r *run) writeJSON(rel string, kind contract.ArtifactKind, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 	if err := os.Mkdir(r.abs(p.runRel), 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory %s: %w", p.runRel, err)
 	}
-	if err := r.writeJSON(p.runRel+"/effective-run-config.json", "config_file", cfg); err != nil {
+	if err := r.writeJSON(p.runRel+"/effective-run-config.json", contract.ArtifactKindConfigFile, cfg); err != nil {
 		return nil, err
 	}
 	stopWatch := r.watchInterrupt(ctx)
@@ -131,10 +131,10 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 		}
 		r.life = r.server.Shutdown(context.WithoutCancel(ctx))
 		r.unsup = append(r.unsup, r.life.Unsupported...)
-		if err := r.writeJSON(p.runRel+"/lifecycle.json", "lifecycle_record", r.life); err != nil {
+		if err := r.writeJSON(p.runRel+"/lifecycle.json", contract.ArtifactKindLifecycleRecord, r.life); err != nil {
 			return nil, err
 		}
-		r.evidence = append(r.evidence, artifact.File{Kind: "server_log", Path: p.runRel + "/server.log", Abs: r.abs(p.runRel + "/server.log")})
+		r.evidence = append(r.evidence, artifact.File{Kind: contract.ArtifactKindServerLog, Path: p.runRel + "/server.log", Abs: r.abs(p.runRel + "/server.log")})
 		r.notes = append(r.notes, scrubbedNotes(p.runRel+"/server.log", r.server.ScrubbedLog())...)
 	}
 	// What remains only writes and checks what happened: a late signal no longer cuts it short.
@@ -198,7 +198,7 @@ func (r *run) launch(ctx context.Context) {
 	r.setPhase("launch")
 	digest := ""
 	for _, a := range p.artifacts {
-		if a.Kind == "launch_recipe" {
+		if a.Kind == contract.ArtifactKindLaunchRecipe {
 			digest = a.Digest
 		}
 	}
@@ -238,9 +238,9 @@ func (r *run) cases(ctx context.Context) bool {
 			var res contract.Result
 			var err error
 			switch c.Kind {
-			case "serving":
+			case contract.CaseKindServing:
 				res, err = r.serving(ctx, c, rep, dir)
-			case "driver":
+			case contract.CaseKindDriver:
 				res, err = r.driverCase(ctx, c, rep, dir)
 			default:
 				res, err = r.command(ctx, c, rep, dir)
@@ -258,7 +258,7 @@ func (r *run) cases(ctx context.Context) bool {
 }
 
 func failedResult(c contract.Case, rep int, details string) contract.Result {
-	return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: "failed", Metrics: []contract.Metric{}, Details: clip(details)}
+	return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: contract.StatusFailed, Metrics: []contract.Metric{}, Details: clip(details)}
 }
 
 // clip bounds details to the contract's 2048 characters.
@@ -283,20 +283,20 @@ func (r *run) writeCaseResult(dir string, cr *contract.CaseResultDoc) (*contract
 	if err := writeNew(r.p.root, rel, b); err != nil {
 		return nil, err
 	}
-	r.evidence = append(r.evidence, artifact.File{Kind: "case_result", Path: rel, Abs: r.abs(rel)})
+	r.evidence = append(r.evidence, artifact.File{Kind: contract.ArtifactKindCaseResult, Path: rel, Abs: r.abs(rel)})
 	return &contract.FileRef{Path: rel, Digest: evidence.DigestOf(b)}, nil
 }
 
 func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string) (contract.Result, error) {
 	p := r.p
 	start := time.Now()
-	cr := &contract.CaseResultDoc{Schema: "qualkit.case-result.v1", CaseID: c.ID, EffectiveConfig: p.variant.EffectiveConfig,
+	cr := &contract.CaseResultDoc{Schema: contract.CaseResultSchema, CaseID: c.ID, EffectiveConfig: p.variant.EffectiveConfig,
 		Metrics: []contract.Metric{}, Tolerances: []contract.Tolerance{}, Rows: []contract.Row{}}
 	if cr.EffectiveConfig == nil {
 		cr.EffectiveConfig = contract.Config{}
 	}
-	finish := func(status, details string) (contract.Result, error) {
-		cr.Status = contract.Status(status)
+	finish := func(status contract.Status, details string) (contract.Result, error) {
+		cr.Status = status
 		cr.DurationSeconds = time.Since(start).Seconds()
 		if details != "" {
 			cr.Details = clip(details)
@@ -305,11 +305,11 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 		if err != nil {
 			return contract.Result{}, err
 		}
-		return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: contract.Status(status),
+		return contract.Result{ID: c.ID, Repetition: int64(rep), Required: c.Required, Status: status,
 			DurationSeconds: cr.DurationSeconds, Metrics: cr.Metrics, CaseResult: ref, Details: cr.Details}, nil
 	}
 	if r.srvErr != nil {
-		return finish("failed", r.srvErr.Error())
+		return finish(contract.StatusFailed, r.srvErr.Error())
 	}
 	seed := int64(0)
 	if p.workload.Determinism.Seed != nil {
@@ -335,14 +335,14 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 		if cerr := rows.closeAll(); cerr != nil {
 			return contract.Result{}, cerr
 		}
-		return finish("failed", "load: "+err.Error())
+		return finish(contract.StatusFailed, "load: "+err.Error())
 	}
 	if res == nil {
 		res = &load.Result{}
 	}
 	switch {
 	case interrupted:
-		cr.Stopped = &contract.Stopped{Reason: "interrupted", AfterSeconds: time.Since(start).Seconds()}
+		cr.Stopped = &contract.Stopped{Reason: contract.StoppedReasonInterrupted, AfterSeconds: time.Since(start).Seconds()}
 	case timedOut:
 		cr.Stopped = &contract.Stopped{Reason: "timeout", AfterSeconds: time.Since(start).Seconds()}
 	}
@@ -367,12 +367,12 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	}
 	if interrupted {
 		cr.Metrics = append(metrics.CaseCounts(cr.Rows), metrics.Case(cr.Rows)...)
-		return finish("failed", fmt.Sprintf("interrupted by %s after %.1f s: %d of %d rows ran (the last one cut short); their request records are kept",
+		return finish(contract.StatusFailed, fmt.Sprintf("interrupted by %s after %.1f s: %d of %d rows ran (the last one cut short); their request records are kept",
 			interruptSignal(ctx), cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions)))
 	}
 	cr.Metrics = append(metrics.CaseCounts(cr.Rows), metrics.Case(cr.Rows)...)
 	if cr.Stopped != nil {
-		return finish("failed", fmt.Sprintf("stopped by the case's timeout_seconds %d after %.3f s: %d of %d rows ran (the last may be partial), %d requests recorded; raise timeout_seconds or declare fewer requests", c.TimeoutSeconds, cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions), requests))
+		return finish(contract.StatusFailed, fmt.Sprintf("stopped by the case's timeout_seconds %d after %.3f s: %d of %d rows ran (the last may be partial), %d requests recorded; raise timeout_seconds or declare fewer requests", c.TimeoutSeconds, cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions), requests))
 	}
 	var problems []string
 	if n := pauses(); n > 0 {
@@ -392,9 +392,9 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 		r.lagging = append(r.lagging, fmt.Sprintf("case %s (repetition %d): %s", c.ID, rep, lagging))
 	}
 	if len(problems) > 0 {
-		return finish("failed", strings.Join(problems, "; "))
+		return finish(contract.StatusFailed, strings.Join(problems, "; "))
 	}
-	return finish("passed", "")
+	return finish(contract.StatusPassed, "")
 }
 
 // endChecks re-checks the source tree and every bound artifact; a change fails every required result.
@@ -432,7 +432,7 @@ func (r *run) endChecks(ctx context.Context) {
 	r.notes = append(r.notes, clipString(msg, 2048))
 	for i := range r.results {
 		if r.results[i].Required {
-			r.results[i].Status = "failed"
+			r.results[i].Status = contract.StatusFailed
 			d := msg
 			if r.results[i].Details != nil {
 				d = *r.results[i].Details + "; " + msg

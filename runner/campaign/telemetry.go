@@ -33,7 +33,7 @@ func (r *run) startTelemetry(c contract.Case) *caseTelemetry {
 	p := r.p
 	var which []int64
 	for i, d := range p.devices.Devices {
-		if d.Kind == "gpu" && slices.Contains(d.APIFamilies, p.variant.Backend) {
+		if d.Kind == contract.ProbedDeviceKindGPU && slices.Contains(d.APIFamilies, p.variant.Backend) {
 			which = append(which, int64(i))
 		}
 	}
@@ -92,7 +92,7 @@ func (r *run) telemetryRow(ct *caseTelemetry, recordsRel string, row *contract.R
 	if err := writeNew(r.p.root, rel, buf.Bytes()); err != nil {
 		return err
 	}
-	r.evidence = append(r.evidence, artifact.File{Kind: "device_telemetry", Path: rel, Abs: r.abs(rel)})
+	r.evidence = append(r.evidence, artifact.File{Kind: contract.ArtifactKindDeviceTelemetry, Path: rel, Abs: r.abs(rel)})
 	flags := []string{}
 	if ok {
 		sum := telemetry.Summarize(xs, start, end, tokens)
