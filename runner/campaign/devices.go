@@ -19,11 +19,11 @@ var ErrDevice = errors.New("device refused")
 func (p *Plan) probeDevices() error {
 	p.devices = device.Probe(device.Options{Fixture: p.cfg.DeviceFixture})
 	v := p.variant
-	if v.DeviceRequirement != "required" || len(device.Serving(p.devices.Devices, string(v.Backend), true)) > 0 {
+	if v.DeviceRequirement != "required" || len(device.Serving(p.devices.Devices, v.Backend, true)) > 0 {
 		return nil
 	}
 	why := fmt.Sprintf("variant %s targets backend %s (device_requirement: required), which needs %s; the probe found none: %s",
-		v.ID, v.Backend, device.Needs(string(v.Backend)), p.devices.Summary())
+		v.ID, v.Backend, device.Needs(v.Backend), p.devices.Summary())
 	if v.SkipPolicy == "allow" {
 		p.skip = why
 		return nil
@@ -50,7 +50,7 @@ func (r *run) skipped() {
 func (p *Plan) recordDevices(env *contract.Environment) {
 	env.Devices, env.DeviceProbes = p.devices.Devices, p.devices.Probes
 	if p.cfg.DeviceFixture == "" {
-		env.Device = device.Legacy(p.devices, string(p.variant.Backend))
+		env.Device = device.Legacy(p.devices, p.variant.Backend)
 	}
 }
 

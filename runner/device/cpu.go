@@ -15,9 +15,9 @@ var vendorID = regexp.MustCompile(`[^a-z0-9_-]+`)
 // normally /proc): its model name, vendor, logical processor count and memory. It always returns
 // a CPU entry; what it could not read is "cpu" or null, never guessed.
 func ProbeCPU(proc string) (contract.ProbedDevice, contract.DeviceProbe) {
-	d := contract.ProbedDevice{Kind: "cpu", Vendor: "unknown", Model: "cpu", APIFamilies: []contract.Backend{contract.BackendCPU},
-		Driver: contract.DeviceDriver{Name: "none"}, Probe: ProbeProcfs}
-	p := contract.DeviceProbe{Probe: ProbeProcfs}
+	d := contract.ProbedDevice{Kind: contract.ProbedDeviceKindCPU, Vendor: "unknown", Model: "cpu", APIFamilies: []contract.Backend{contract.BackendCPU}, // not a contract value: the model name when cpuinfo gives none
+		Driver: contract.DeviceDriver{Name: "none"}, Probe: contract.ProbedDeviceProbeProcfs} // not a contract value: the free-form driver name of the CPU entry
+	p := contract.DeviceProbe{Probe: contract.DeviceProbeProbeProcfs}
 	info := readAttr(filepath.Join(proc, "cpuinfo"))
 	var n int64
 	for _, line := range strings.Split(info, "\n") {
@@ -29,7 +29,7 @@ func ProbeCPU(proc string) (contract.ProbedDevice, contract.DeviceProbe) {
 		switch {
 		case k == "processor":
 			n++
-		case k == "model name" && v != "" && d.Model == "cpu":
+		case k == "model name" && v != "" && d.Model == "cpu": // not a contract value: the model name fallback
 			d.Model = clipRunes(v, 256)
 		case k == "vendor_id" && v != "" && d.Vendor == "unknown":
 			if s := strings.Trim(vendorID.ReplaceAllString(strings.ToLower(v), "-"), "-_"); s != "" {
@@ -50,9 +50,9 @@ func ProbeCPU(proc string) (contract.ProbedDevice, contract.DeviceProbe) {
 		}
 	}
 	if info == "" {
-		p.Status, p.Detail = StatusFailed, "cannot read "+filepath.Join(proc, "cpuinfo")
+		p.Status, p.Detail = contract.DeviceProbeStatusFailed, "cannot read "+filepath.Join(proc, "cpuinfo")
 		return d, p
 	}
-	p.Status, p.Detail = StatusFound, fmt.Sprintf("%s, %d logical CPUs", d.Model, n)
+	p.Status, p.Detail = contract.DeviceProbeStatusFound, fmt.Sprintf("%s, %d logical CPUs", d.Model, n)
 	return d, p
 }

@@ -12,21 +12,6 @@ import (
 	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
-// Probe names, as recorded in schemas.DeviceProbe.Probe and schemas.ProbedDevice.Probe.
-const (
-	ProbeNVML   = "nvml"
-	ProbeDRM    = "drm_sysfs"
-	ProbeProcfs = "procfs"
-)
-
-// Probe outcomes (schemas.DeviceProbe.Status).
-const (
-	StatusFound       = "found"
-	StatusNone        = "none"
-	StatusUnsupported = "unsupported"
-	StatusFailed      = "failed"
-)
-
 // attrLimit bounds every sysfs or procfs file read: attributes are small; /proc/cpuinfo of a very
 // large host is the biggest.
 const attrLimit = 4 << 20
@@ -134,11 +119,12 @@ func busID(d contract.ProbedDevice) string {
 
 // Families lists the API families of each backend; a backend absent here (metal) is never served
 // on Linux.
-var familyOf = map[string]string{"cpu": "cpu", "cuda": "cuda", "rocm": "rocm", "vulkan": "vulkan"}
+var familyOf = map[contract.Backend]contract.Backend{contract.BackendCPU: contract.BackendCPU, contract.BackendCUDA: contract.BackendCUDA,
+	contract.BackendROCM: contract.BackendROCM, contract.BackendVulkan: contract.BackendVulkan}
 
 // Serving returns the devices that serve backend (by API family), fixture devices included when
 // withFixtures is true; the CPU entry serves cpu.
-func Serving(devs []contract.ProbedDevice, backend string, withFixtures bool) []contract.ProbedDevice {
+func Serving(devs []contract.ProbedDevice, backend contract.Backend, withFixtures bool) []contract.ProbedDevice {
 	fam, ok := familyOf[backend]
 	if !ok {
 		return nil
@@ -148,7 +134,7 @@ func Serving(devs []contract.ProbedDevice, backend string, withFixtures bool) []
 		if d.Fixture && !withFixtures {
 			continue
 		}
-		if slices.Contains(d.APIFamilies, contract.Backend(fam)) {
+		if slices.Contains(d.APIFamilies, fam) {
 			out = append(out, d)
 		}
 	}
@@ -156,15 +142,15 @@ func Serving(devs []contract.ProbedDevice, backend string, withFixtures bool) []
 }
 
 // Needs says, for a refusal or skip message, what a backend needs from the probe.
-func Needs(backend string) string {
+func Needs(backend contract.Backend) string {
 	switch backend {
-	case "cuda":
+	case contract.BackendCUDA:
 		return "an NVIDIA device identified by NVML (API family cuda)"
-	case "rocm":
+	case contract.BackendROCM:
 		return "an AMD GPU bound to the amdgpu driver (API family rocm)"
-	case "vulkan":
+	case contract.BackendVulkan:
 		return "a GPU with a DRM device (API family vulkan)"
-	case "metal":
+	case contract.BackendMetal:
 		return "Metal, which no Linux host provides"
 	}
 	return "the processor"
@@ -202,19 +188,19 @@ func Label(d contract.ProbedDevice) string {
 // Legacy is the device for the receipt's environment.device (kept for older verifiers): the first
 // non-fixture device that serves backend, else the processor with driver "none". A fixture device
 // never becomes environment.device, so a verifier that knows nothing of devices still refuses it.
-func Legacy(r Result, backend string) contract.Device {
-	cpu := contract.Device{Name: "cpu", Architecture: runtime.GOARCH, Driver: "none"}
+func Legacy(r Result, backend contract.Backend) contract.Device {
+	cpu := contract.Device{Name: "cpu", Architecture: runtime.GOARCH, Driver: "none"} // not a contract value: free-form device name and driver
 	for _, d := range r.Devices {
-		if d.Kind == "cpu" {
+		if d.Kind == contract.ProbedDeviceKindCPU {
 			cpu.Name, cpu.MemoryBytes = d.Model, d.MemoryBytes
 		}
 	}
-	if backend == "cpu" {
+	if backend == contract.BackendCPU {
 		return cpu
 	}
 	if devs := Serving(r.Devices, backend, false); len(devs) > 0 {
 		d := devs[0]
-		arch := "gpu"
+		arch := "gpu" // not a contract value: the free-form environment.device architecture
 		switch {
 		case d.ComputeCapability != "":
 			arch = "cuda compute capability " + d.ComputeCapability

@@ -29,13 +29,13 @@ var pciVendors = map[string]string{"0x10de": "nvidia", "0x1002": "amd", "0x8086"
 // devices and are skipped; a card that is not a PCI display device (simpledrm, vkms) is skipped
 // and named in the detail.
 func ProbeDRMClass(sys string) ([]contract.ProbedDevice, contract.DeviceProbe) {
-	p := contract.DeviceProbe{Probe: ProbeDRM}
+	p := contract.DeviceProbe{Probe: contract.DeviceProbeProbeDRMSysfs}
 	dir := filepath.Join(sys, "class", "drm")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		p.Status = StatusNone
+		p.Status = contract.DeviceProbeStatusNone
 		if !os.IsNotExist(err) {
-			p.Status = StatusFailed
+			p.Status = contract.DeviceProbeStatusFailed
 		}
 		p.Detail = clipRunes(fmt.Sprintf("no DRM class: %v", err), 512)
 		return nil, p
@@ -65,10 +65,10 @@ func ProbeDRMClass(sys string) ([]contract.ProbedDevice, contract.DeviceProbe) {
 	}
 	switch {
 	case len(devs) > 0:
-		p.Status = StatusFound
+		p.Status = contract.DeviceProbeStatusFound
 		p.Detail = summarize(found, 8)
 	default:
-		p.Status = StatusNone
+		p.Status = contract.DeviceProbeStatusNone
 		p.Detail = "no GPU under " + dir
 	}
 	if len(skipped) > 0 {
@@ -95,14 +95,14 @@ func drmCard(sys, dev string) (contract.ProbedDevice, string) {
 	}
 	drv := uevent["DRIVER"]
 	if drv == "" {
-		if l, err := os.Readlink(filepath.Join(dev, "driver")); err == nil {
+		if l, err := os.Readlink(filepath.Join(dev, "driver")); err == nil { // not a contract value: the sysfs driver link
 			drv = filepath.Base(l)
 		}
 	}
 	if !safeName.MatchString(drv) {
 		return contract.ProbedDevice{}, "no kernel driver bound"
 	}
-	d := contract.ProbedDevice{Kind: "gpu", Probe: ProbeDRM, APIFamilies: []contract.Backend{contract.BackendVulkan},
+	d := contract.ProbedDevice{Kind: contract.ProbedDeviceKindGPU, Probe: contract.ProbedDeviceProbeDRMSysfs, APIFamilies: []contract.Backend{contract.BackendVulkan},
 		PCI: &contract.PCIIdentity{VendorID: vendor, DeviceID: device}, Driver: contract.DeviceDriver{Name: drv}}
 	if rev := readAttr(filepath.Join(dev, "revision")); pciHex2.MatchString(rev) {
 		d.PCI.Revision = rev

@@ -22,22 +22,22 @@ type nvmlProber struct{ lib nvml.Interface }
 // down. A missing library or driver is "unsupported"; a call that fails part way is "failed" and
 // the devices identified before it are kept.
 func (n nvmlProber) Probe() ([]contract.ProbedDevice, contract.DeviceProbe) {
-	p := contract.DeviceProbe{Probe: ProbeNVML}
+	p := contract.DeviceProbe{Probe: contract.DeviceProbeProbeNVML}
 	switch ret := n.lib.Init(); ret {
 	case nvml.SUCCESS:
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
-		p.Status, p.Detail = StatusUnsupported, "no NVML on this host (libnvidia-ml.so.1 could not be loaded)"
+		p.Status, p.Detail = contract.DeviceProbeStatusUnsupported, "no NVML on this host (libnvidia-ml.so.1 could not be loaded)"
 		return nil, p
 	case nvml.ERROR_DRIVER_NOT_LOADED:
-		p.Status, p.Detail = StatusUnsupported, "NVML is installed but the NVIDIA kernel driver is not loaded"
+		p.Status, p.Detail = contract.DeviceProbeStatusUnsupported, "NVML is installed but the NVIDIA kernel driver is not loaded"
 		return nil, p
 	default:
-		p.Status, p.Detail = StatusFailed, "nvmlInit: "+ret.Error()
+		p.Status, p.Detail = contract.DeviceProbeStatusFailed, "nvmlInit: "+ret.Error()
 		return nil, p
 	}
 	defer n.lib.Shutdown()
 	fail := func(devs []contract.ProbedDevice, format string, a ...any) ([]contract.ProbedDevice, contract.DeviceProbe) {
-		p.Status, p.Detail = StatusFailed, clipRunes(fmt.Sprintf(format, a...), 512)
+		p.Status, p.Detail = contract.DeviceProbeStatusFailed, clipRunes(fmt.Sprintf(format, a...), 512)
 		return devs, p
 	}
 	driver, ret := n.lib.SystemGetDriverVersion()
@@ -66,10 +66,10 @@ func (n nvmlProber) Probe() ([]contract.ProbedDevice, contract.DeviceProbe) {
 		devs = append(devs, d)
 	}
 	if len(devs) == 0 {
-		p.Status, p.Detail = StatusNone, "NVML driver "+driver+" reports no device"
+		p.Status, p.Detail = contract.DeviceProbeStatusNone, "NVML driver "+driver+" reports no device"
 		return nil, p
 	}
-	p.Status = StatusFound
+	p.Status = contract.DeviceProbeStatusFound
 	p.Detail = fmt.Sprintf("%d device(s), driver %s", len(devs), driver)
 	if len(notes) > 0 {
 		p.Detail += "; " + strings.Join(notes, "; ")
@@ -85,8 +85,8 @@ func nvmlIdentity(h nvml.Device, driver string) (contract.ProbedDevice, string, 
 	if ret != nvml.SUCCESS || strings.TrimSpace(name) == "" {
 		return contract.ProbedDevice{}, "", fmt.Errorf("nvmlDeviceGetName: %v", ret)
 	}
-	d := contract.ProbedDevice{Kind: "gpu", Vendor: "nvidia", Model: clipRunes(strings.TrimSpace(name), 256), APIFamilies: []contract.Backend{contract.BackendCUDA},
-		Driver: contract.DeviceDriver{Name: "nvidia", Version: ptr(driver)}, Probe: ProbeNVML}
+	d := contract.ProbedDevice{Kind: contract.ProbedDeviceKindGPU, Vendor: "nvidia", Model: clipRunes(strings.TrimSpace(name), 256), APIFamilies: []contract.Backend{contract.BackendCUDA},
+		Driver: contract.DeviceDriver{Name: "nvidia", Version: ptr(driver)}, Probe: contract.ProbedDeviceProbeNVML}
 	var notes []string
 	optional := func(call string, ret nvml.Return) bool {
 		if ret == nvml.SUCCESS {

@@ -74,10 +74,10 @@ func fixtureNVML(path string) NVMLProber { return fixtureProber{path} }
 func (f fixtureProber) Probe() ([]contract.ProbedDevice, contract.DeviceProbe) {
 	lib, err := LoadNVMLFixture(f.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, contract.DeviceProbe{Probe: ProbeNVML, Status: StatusUnsupported, Detail: "no NVML in the fixture (" + f.path + " is absent)"}
+		return nil, contract.DeviceProbe{Probe: contract.DeviceProbeProbeNVML, Status: contract.DeviceProbeStatusUnsupported, Detail: "no NVML in the fixture (" + f.path + " is absent)"}
 	}
 	if err != nil {
-		return nil, contract.DeviceProbe{Probe: ProbeNVML, Status: StatusFailed, Detail: clipRunes(err.Error(), 512)}
+		return nil, contract.DeviceProbe{Probe: contract.DeviceProbeProbeNVML, Status: contract.DeviceProbeStatusFailed, Detail: clipRunes(err.Error(), 512)}
 	}
 	return NewNVMLProber(lib).Probe()
 }

@@ -10,7 +10,7 @@ import (
 type unsupportedNVML struct{}
 
 func (unsupportedNVML) Probe() ([]contract.ProbedDevice, contract.DeviceProbe) {
-	return nil, contract.DeviceProbe{Probe: ProbeNVML, Status: StatusUnsupported,
+	return nil, contract.DeviceProbe{Probe: contract.DeviceProbeProbeNVML, Status: contract.DeviceProbeStatusUnsupported,
 		Detail: "no NVML: this qualrun was built without cgo (CGO_ENABLED=0), so libnvidia-ml cannot be loaded"}
 }
 

@@ -30,7 +30,7 @@ func dgx(t *testing.T) *server.Server {
 
 func TestNVMLIdentity(t *testing.T) {
 	devs, p := NewNVMLProber(dgx(t)).Probe()
-	if p.Status != StatusFound || len(devs) != 8 {
+	if p.Status != contract.DeviceProbeStatusFound || len(devs) != 8 {
 		t.Fatalf("probe %+v: %d devices, want 8", p, len(devs))
 	}
 	if p.Detail != "8 device(s), driver 550.54.15" {
@@ -38,7 +38,7 @@ func TestNVMLIdentity(t *testing.T) {
 	}
 	uuids := map[string]bool{}
 	for i, d := range devs {
-		if d.Kind != "gpu" || d.Vendor != "nvidia" || d.Model != "NVIDIA H100 80GB HBM3" || d.Probe != ProbeNVML || d.Fixture {
+		if d.Kind != "gpu" || d.Vendor != "nvidia" || d.Model != "NVIDIA H100 80GB HBM3" || d.Probe != contract.ProbedDeviceProbeNVML || d.Fixture {
 			t.Errorf("device %d: %+v", i, d)
 		}
 		if d.Driver.Name != "nvidia" || d.Driver.Version == nil || *d.Driver.Version != "550.54.15" {
@@ -86,23 +86,23 @@ func TestNVMLMIG(t *testing.T) {
 func TestNVMLMissingLibrary(t *testing.T) {
 	lib := &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
 	devs, p := NewNVMLProber(lib).Probe()
-	if len(devs) != 0 || p.Status != StatusUnsupported || !strings.HasPrefix(p.Detail, "no NVML on this host") {
+	if len(devs) != 0 || p.Status != contract.DeviceProbeStatusUnsupported || !strings.HasPrefix(p.Detail, "no NVML on this host") {
 		t.Errorf("devices %v, probe %+v", devs, p)
 	}
 	if len(lib.ShutdownCalls()) != 0 {
 		t.Error("Shutdown called after a failed Init")
 	}
 	lib = &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_DRIVER_NOT_LOADED }}
-	if _, p := NewNVMLProber(lib).Probe(); p.Status != StatusUnsupported || !strings.Contains(p.Detail, "kernel driver is not loaded") {
+	if _, p := NewNVMLProber(lib).Probe(); p.Status != contract.DeviceProbeStatusUnsupported || !strings.Contains(p.Detail, "kernel driver is not loaded") {
 		t.Errorf("driver not loaded: %+v", p)
 	}
 	// The real library on this host: where it is absent (CI, this project's hosts) the probe says
 	// so; it never fails or guesses.
 	devs, p = libraryNVML().Probe()
-	if p.Status == StatusFound {
+	if p.Status == contract.DeviceProbeStatusFound {
 		t.Skipf("this host has NVML: %s", p.Detail)
 	}
-	if len(devs) != 0 || p.Status != StatusUnsupported {
+	if len(devs) != 0 || p.Status != contract.DeviceProbeStatusUnsupported {
 		t.Errorf("real library on a host without NVML: devices %v, probe %+v", devs, p)
 	}
 }
@@ -117,7 +117,7 @@ func TestNVMLCallFailsMidProbe(t *testing.T) {
 		return base(i)
 	}
 	devs, p := NewNVMLProber(s).Probe()
-	if p.Status != StatusFailed || len(devs) != 2 {
+	if p.Status != contract.DeviceProbeStatusFailed || len(devs) != 2 {
 		t.Fatalf("probe %+v, %d devices: want failed with the 2 identified before the failure", p, len(devs))
 	}
 	if !strings.Contains(p.Detail, "device 2: nvmlDeviceGetHandleByIndex: ERROR_GPU_IS_LOST") {
@@ -130,7 +130,7 @@ func TestNVMLCallFailsMidProbe(t *testing.T) {
 	s = dgx(t)
 	s.Devices[0].(*server.Device).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_UNKNOWN }
 	devs, p = NewNVMLProber(s).Probe()
-	if p.Status != StatusFound || len(devs) != 8 || devs[0].MemoryBytes != nil || !strings.Contains(p.Detail, "device 0: GetMemoryInfo: ERROR_UNKNOWN") {
+	if p.Status != contract.DeviceProbeStatusFound || len(devs) != 8 || devs[0].MemoryBytes != nil || !strings.Contains(p.Detail, "device 0: GetMemoryInfo: ERROR_UNKNOWN") {
 		t.Errorf("probe %+v, memory %v", p, devs[0].MemoryBytes)
 	}
 }
@@ -195,7 +195,7 @@ func TestFixtureProbe(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "nvml.json")); err != nil {
 		t.Fatal(err)
 	}
-	if r := Probe(Options{Fixture: dir}); r.Probes[0].Status != StatusUnsupported || !strings.Contains(r.Probes[0].Detail, "no NVML in the fixture") {
+	if r := Probe(Options{Fixture: dir}); r.Probes[0].Status != contract.DeviceProbeStatusUnsupported || !strings.Contains(r.Probes[0].Detail, "no NVML in the fixture") {
 		t.Errorf("fixture without nvml.json: %+v", r.Probes[0])
 	}
 }

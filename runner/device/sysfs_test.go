@@ -67,7 +67,7 @@ func TestDRMAMDCard(t *testing.T) {
 	sys := filepath.Join(t.TempDir(), "sys")
 	amdCard(t, sys)
 	devs, p := ProbeDRMClass(sys)
-	if p.Status != StatusFound || len(devs) != 1 {
+	if p.Status != contract.DeviceProbeStatusFound || len(devs) != 1 {
 		t.Fatalf("probe %+v, devices %+v: want one AMD card", p, devs)
 	}
 	d := devs[0]
@@ -101,7 +101,7 @@ func TestDRMTwoCards(t *testing.T) {
 	pciCard(t, sys, "card2", "0000:42:00.0", "nvidia", map[string]string{
 		"vendor": "0x10de", "device": "0x2330", "class": "0x030200"})
 	devs, p := ProbeDRMClass(sys)
-	if p.Status != StatusFound || len(devs) != 3 {
+	if p.Status != contract.DeviceProbeStatusFound || len(devs) != 3 {
 		t.Fatalf("probe %+v: %d devices, want 3", p, len(devs))
 	}
 	var slots []string
@@ -130,7 +130,7 @@ func TestDRMIntelIGPU(t *testing.T) {
 		"vendor": "0x8086", "device": "0x9a49", "revision": "0x01", "class": "0x030000",
 		"uevent": "DRIVER=i915\nPCI_SLOT_NAME=0000:00:02.0"})
 	devs, p := ProbeDRMClass(sys)
-	if p.Status != StatusFound || len(devs) != 1 {
+	if p.Status != contract.DeviceProbeStatusFound || len(devs) != 1 {
 		t.Fatalf("probe %+v", p)
 	}
 	d := devs[0]
@@ -142,7 +142,7 @@ func TestDRMIntelIGPU(t *testing.T) {
 func TestDRMNoCard(t *testing.T) {
 	t.Run("no DRM class", func(t *testing.T) {
 		devs, p := ProbeDRMClass(filepath.Join(t.TempDir(), "sys"))
-		if len(devs) != 0 || p.Status != StatusNone || !strings.Contains(p.Detail, "no DRM class") {
+		if len(devs) != 0 || p.Status != contract.DeviceProbeStatusNone || !strings.Contains(p.Detail, "no DRM class") {
 			t.Errorf("devices %v, probe %+v", devs, p)
 		}
 	})
@@ -151,7 +151,7 @@ func TestDRMNoCard(t *testing.T) {
 		writeFile(t, filepath.Join(sys, "class", "drm", "version"), "drm 1.1.0 20060810\n")
 		writeFile(t, filepath.Join(sys, "class", "drm", "card0", "device", "uevent"), "DRIVER=simple-framebuffer\n")
 		devs, p := ProbeDRMClass(sys)
-		if len(devs) != 0 || p.Status != StatusNone || !strings.Contains(p.Detail, "skipped card0 (not a PCI device)") {
+		if len(devs) != 0 || p.Status != contract.DeviceProbeStatusNone || !strings.Contains(p.Detail, "skipped card0 (not a PCI device)") {
 			t.Errorf("devices %v, probe %+v", devs, p)
 		}
 	})
@@ -170,11 +170,11 @@ func TestCPU(t *testing.T) {
 	writeFile(t, filepath.Join(proc, "cpuinfo"), "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz\n\nprocessor\t: 1\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz\n")
 	writeFile(t, filepath.Join(proc, "meminfo"), "MemTotal:       16384 kB\nMemFree: 1 kB\n")
 	d, p := ProbeCPU(proc)
-	if d.Model != "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz" || d.Vendor != "genuineintel" || *d.Count != 2 || *d.MemoryBytes != 16384*1024 || p.Status != StatusFound {
+	if d.Model != "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz" || d.Vendor != "genuineintel" || *d.Count != 2 || *d.MemoryBytes != 16384*1024 || p.Status != contract.DeviceProbeStatusFound {
 		t.Errorf("cpu %+v, probe %+v", d, p)
 	}
 	d, p = ProbeCPU(t.TempDir())
-	if d.Model != "cpu" || d.Count != nil || d.MemoryBytes != nil || p.Status != StatusFailed {
+	if d.Model != "cpu" || d.Count != nil || d.MemoryBytes != nil || p.Status != contract.DeviceProbeStatusFailed {
 		t.Errorf("unreadable procfs: %+v %+v", d, p)
 	}
 }
@@ -187,7 +187,7 @@ func TestServingByFamilyNeverByName(t *testing.T) {
 		{Kind: "gpu", Vendor: "nvidia", Model: "NVIDIA H100", APIFamilies: []contract.Backend{contract.BackendCUDA}, Fixture: true},
 	}
 	for _, c := range []struct {
-		backend  string
+		backend  contract.Backend
 		fixtures bool
 		want     int
 	}{{"cpu", false, 1}, {"cuda", false, 0}, {"cuda", true, 1}, {"rocm", false, 1}, {"vulkan", false, 1}, {"metal", true, 0}} {

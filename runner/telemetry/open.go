@@ -21,11 +21,11 @@ func Open(devs []contract.ProbedDevice, which []int64, fixture string) ([]Reader
 	for _, i := range which {
 		d := devs[i]
 		switch {
-		case d.Probe == device.ProbeNVML && d.ProvenanceOnly != nil && d.ProvenanceOnly.UUID != "":
+		case d.Probe == contract.ProbedDeviceProbeNVML && d.ProvenanceOnly != nil && d.ProvenanceOnly.UUID != "":
 			nv[i] = d.ProvenanceOnly.UUID
-		case d.Probe == device.ProbeNVML && d.ProvenanceOnly != nil && d.ProvenanceOnly.PCIBusID != "":
+		case d.Probe == contract.ProbedDeviceProbeNVML && d.ProvenanceOnly != nil && d.ProvenanceOnly.PCIBusID != "":
 			nv[i] = d.ProvenanceOnly.PCIBusID
-		case d.Probe == device.ProbeDRM && d.ProvenanceOnly != nil && d.ProvenanceOnly.PCIBusID != "":
+		case d.Probe == contract.ProbedDeviceProbeDRMSysfs && d.ProvenanceOnly != nil && d.ProvenanceOnly.PCIBusID != "":
 			hw[i] = d.ProvenanceOnly.PCIBusID
 		default:
 			why = append(why, fmt.Sprintf("device %d (%s): no identifier to sample it by", i, d.Model))

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/qualkit/qualkit/runner/device"
 	"github.com/qualkit/qualkit/schemas/contract"
 )
 
@@ -17,7 +16,7 @@ func Open(devs []contract.ProbedDevice, which []int64, fixture string) ([]Reader
 	var why []string
 	for _, i := range which {
 		d := devs[i]
-		if d.Probe == device.ProbeDRM && d.ProvenanceOnly != nil && d.ProvenanceOnly.PCIBusID != "" {
+		if d.Probe == contract.ProbedDeviceProbeDRMSysfs && d.ProvenanceOnly != nil && d.ProvenanceOnly.PCIBusID != "" {
 			hw[i] = d.ProvenanceOnly.PCIBusID
 		} else {
 			why = append(why, "device "+d.Model+": not sampled (this qualrun was built without cgo: no NVML)")
