@@ -167,7 +167,7 @@ func (r *run) driverCase(ctx context.Context, c contract.Case, rep int, dir stri
 			r.unsup = append(r.unsup, unsup.Message)
 		}
 		status, reason := driver.UnsupportedVerdict(unsup, c.Isolation == nil || c.Isolation.Required, driver.SubjectCase)
-		res.Status, res.Details = contract.Status(status), clip(reason)
+		res.Status, res.Details = status, clip(reason)
 		return res, nil
 	case err != nil:
 		if _, statErr := os.Lstat(r.abs(logRel)); statErr == nil {

@@ -182,7 +182,7 @@ func (p *DriverPlan) Run(ctx context.Context, deny []string) (*DriverOutcome, er
 	switch {
 	case errors.As(err, &unsup):
 		status, reason := driver.UnsupportedVerdict(unsup, p.spec.Isolation.Required, driver.SubjectDriver)
-		o.Status, o.Reasons, o.Unsupported = status, append(o.Reasons, reason), append(o.Unsupported, unsup.Message)
+		o.Status, o.Reasons, o.Unsupported = string(status), append(o.Reasons, reason), append(o.Unsupported, unsup.Message)
 		return o, nil
 	case errors.Is(err, driver.ErrRefused):
 		return nil, refused("%v", err)

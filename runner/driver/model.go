@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/qualkit/qualkit/runner/artifact"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
@@ -31,7 +32,7 @@ func ModelDigest(ctx context.Context, path string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		arts, err := artifact.Hash(ctx, []artifact.File{{Kind: "driver_model", Path: path, Abs: real}})
+		arts, err := artifact.Hash(ctx, []artifact.File{{Kind: contract.ArtifactKindDriverModel, Path: path, Abs: real}})
 		if err != nil {
 			return "", err
 		}

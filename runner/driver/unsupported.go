@@ -1,6 +1,6 @@
 package driver
 
-import "github.com/qualkit/qualkit/schemas/rules"
+import "github.com/qualkit/qualkit/schemas/contract"
 
 // Subject is what an unsupported-mechanism verdict is about; only the wording differs.
 type Subject int
@@ -17,16 +17,16 @@ const (
 // u; the worker was not run): the worker never runs unisolated, so a driver whose isolation is
 // required fails and one whose isolation is not required is skipped. reason begins with u's
 // message and says which rule applied.
-func UnsupportedVerdict(u *UnsupportedError, required bool, s Subject) (status, reason string) {
+func UnsupportedVerdict(u *UnsupportedError, required bool, s Subject) (status contract.Status, reason string) {
 	noun := "case"
 	if s == SubjectDriver {
-		noun = "driver"
+		noun = "driver" // not a contract value: a word of the reason
 	}
 	if !required {
-		return "skipped", u.Message + "; isolation.required is false, so the " + noun + " is skipped (the worker never runs unisolated)"
+		return contract.StatusSkipped, u.Message + "; isolation.required is false, so the " + noun + " is skipped (the worker never runs unisolated)"
 	}
 	if s == SubjectDriver {
-		return rules.StatusFailed, u.Message + "; isolation is required, so the driver fails (the worker was not run)"
+		return contract.StatusFailed, u.Message + "; isolation is required, so the driver fails (the worker was not run)"
 	}
-	return rules.StatusFailed, u.Message + "; the case requires isolation, so it fails (the worker was not run)"
+	return contract.StatusFailed, u.Message + "; the case requires isolation, so it fails (the worker was not run)"
 }

@@ -1,15 +1,20 @@
 package driver
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+)
 
 // The one unsupported-mechanism policy: required isolation fails, preferred isolation skips, in
 // the words of each subject, always beginning with the mechanism's message.
 func TestUnsupportedVerdict(t *testing.T) {
 	u := &UnsupportedError{Mechanism: MechUserNamespaces, Message: "network isolation: missing"}
 	for _, tc := range []struct {
-		required     bool
-		s            Subject
-		status, want string
+		required bool
+		s        Subject
+		status   contract.Status
+		want     string
 	}{
 		{true, SubjectCase, "failed", "network isolation: missing; the case requires isolation, so it fails (the worker was not run)"},
 		{false, SubjectCase, "skipped", "network isolation: missing; isolation.required is false, so the case is skipped (the worker never runs unisolated)"},

@@ -122,7 +122,7 @@ func KeeperMain(args []string) int {
 			}
 			f := strings.Fields(line)
 			switch {
-			case len(f) == 1 && f[0] == "done":
+			case len(f) == 1 && f[0] == "done": // not a contract value: the keeper pipe's line
 				return 0
 			case len(f) == 3 && f[0] == "server":
 				pid, err1 := strconv.Atoi(f[1])

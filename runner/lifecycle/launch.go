@@ -258,7 +258,7 @@ func Launch(ctx context.Context, r *contract.LaunchRecipeDoc, opts Options) (*Se
 	}
 	s := &Server{tree: tree{fs: fs, exited: make(chan struct{}), self: os.Getpid()}, recipe: r, opts: opts, host: host, port: port}
 	s.record = contract.LifecycleRecordDoc{
-		Schema:      "qualkit.lifecycle-record.v1",
+		Schema:      contract.LifecycleRecordSchema,
 		Recipe:      contract.RecipeRef{ID: r.ID, Digest: opts.RecipeDigest},
 		Port:        contract.PortCheck{Host: host, Port: int64(port)},
 		Unsupported: []string{},

@@ -256,9 +256,9 @@ func (s *Server) finish() {
 	// The server is gone and checked: the keeper has nothing left to guard.
 	s.keeper.done()
 	if len(s.record.Failures) == 0 {
-		s.record.Verdict = "passed"
+		s.record.Verdict = contract.RecordVerdictPassed
 	} else {
-		s.record.Verdict = "failed"
+		s.record.Verdict = contract.RecordVerdictFailed
 	}
 }
 

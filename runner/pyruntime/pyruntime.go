@@ -36,9 +36,6 @@ const (
 	maxPackages = 100000
 )
 
-// Schema is the contract a manifest carries.
-const Schema = "qualkit.runtime-manifest.v1"
-
 // Sentinel errors.
 var (
 	// ErrInvalidID: the manifest id is not a portable id (common.#PortableID).
@@ -110,7 +107,7 @@ func Capture(ctx context.Context, python, id, launchImpl string) (*contract.Runt
 		return nil, err
 	}
 	doc := &contract.RuntimeManifestDoc{
-		Schema:    Schema,
+		Schema:    contract.RuntimeManifestSchema,
 		ID:        id,
 		CreatedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
 		Interpreter: contract.Interpreter{

@@ -79,7 +79,7 @@ func TestCaptureMachinePython(t *testing.T) {
 	if d, _, err := evidence.DigestFile(exe); err != nil || d != doc.Interpreter.Digest {
 		t.Errorf("interpreter digest %s, sha256 of %s is %s (%v)", doc.Interpreter.Digest, exe, d, err)
 	}
-	if doc.Interpreter.Path != py || doc.Interpreter.Kind != "python" || doc.Schema != Schema || doc.ID != "machine-python3" {
+	if doc.Interpreter.Path != py || doc.Interpreter.Kind != "python" || doc.Schema != contract.RuntimeManifestSchema || doc.ID != "machine-python3" {
 		t.Errorf("interpreter %+v, schema %s, id %s", doc.Interpreter, doc.Schema, doc.ID)
 	}
 	if doc.LaunchImplementation != nil {

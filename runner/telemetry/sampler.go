@@ -16,9 +16,6 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 )
 
-// Schema is the telemetry sample contract's schema field.
-const Schema = "qualkit.telemetry-sample.v1"
-
 // Reader takes one reading of each of its devices.
 type Reader interface {
 	// Read appends one sample per device, each stamped t (ns from the campaign epoch).
@@ -129,7 +126,7 @@ func Window(samples []contract.TelemetrySampleDoc, start, end int64) []contract.
 }
 
 func newSample(t, device int64, source string) contract.TelemetrySampleDoc {
-	return contract.TelemetrySampleDoc{Schema: Schema, TNs: t, Device: device, Source: contract.SampleSource(source), ThrottleReasons: []contract.ThrottleReason{}, Errors: []string{}}
+	return contract.TelemetrySampleDoc{Schema: contract.TelemetrySampleSchema, TNs: t, Device: device, Source: contract.SampleSource(source), ThrottleReasons: []contract.ThrottleReason{}, Errors: []string{}}
 }
 
 func ptr[T any](v T) *T { return &v }
