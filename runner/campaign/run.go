@@ -158,7 +158,7 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 // checked against its contract: one that does not validate is a qualkit bug, never written.
 func (p *Plan) effectiveConfig() (*contract.EffectiveRunConfigDoc, error) {
 	doc := &contract.EffectiveRunConfigDoc{
-		Schema:          "qualkit." + contract.EffectiveRunConfig,
+		Schema:          contract.EffectiveRunConfigSchema,
 		Workload:        contract.EffectiveRunWorkload{ID: p.workload.ID, Path: p.workloadRel, Variant: p.variant.ID},
 		Variables:       p.vars,
 		Seed:            p.workload.Determinism.Seed,

@@ -12,7 +12,7 @@ import (
 
 // assertion is a compiled response assertion of a serving case.
 type assertion struct {
-	kind     string
+	kind     contract.AssertionOutcomeKind
 	equals   string         // finish_reason
 	promptID string         // exact_text: "" means every prompt
 	text     []byte         // exact_text
@@ -23,19 +23,19 @@ type assertion struct {
 func compileAssertions(as []contract.OutputAssertion) ([]assertion, error) {
 	out := make([]assertion, 0, len(as))
 	for i, a := range as {
-		c := assertion{kind: a.Kind}
-		switch a.Kind {
-		case "finish_reason":
+		c := assertion{kind: contract.AssertionOutcomeKind(a.Kind)}
+		switch contract.ResponseAssertionKind(a.Kind) {
+		case contract.ResponseAssertionKindFinishReason:
 			if a.Equals != "stop" && a.Equals != "length" {
 				return nil, fmt.Errorf("%w: output assertion %d: finish_reason equals %q", ErrPlan, i, a.Equals)
 			}
 			c.equals = a.Equals
-		case "exact_text":
+		case contract.ResponseAssertionKindExactText:
 			if a.Text == nil {
 				return nil, fmt.Errorf("%w: output assertion %d: exact_text without text", ErrPlan, i)
 			}
 			c.promptID, c.text = a.PromptID, []byte(*a.Text)
-		case "regex":
+		case contract.ResponseAssertionKindRegex:
 			re, err := regexp.Compile(a.Pattern)
 			if err != nil {
 				return nil, fmt.Errorf("%w: output assertion %d: pattern: %v", ErrPlan, i, err)
@@ -44,7 +44,7 @@ func compileAssertions(as []contract.OutputAssertion) ([]assertion, error) {
 				return nil, fmt.Errorf("%w: output assertion %d: match %q", ErrPlan, i, a.Match)
 			}
 			c.re, c.forbid = re, a.Match == "forbidden"
-		case "completion_tokens_equal_max_tokens":
+		case contract.ResponseAssertionKindCompletionTokensEqualMaxTokens:
 		default:
 			return nil, fmt.Errorf("%w: output assertion %d: unknown kind %q", ErrPlan, i, a.Kind)
 		}
@@ -60,22 +60,22 @@ func check(as []assertion, promptID string, r *Response, maxTokens int64) []cont
 		var detail string
 		pass := true
 		switch a.kind {
-		case "finish_reason":
-			got := "none"
+		case contract.AssertionOutcomeKindFinishReason:
+			got := "none" // not a contract value: a word of the detail
 			if r.FinishReason != nil {
 				got = *r.FinishReason
 			}
 			if pass = got == a.equals; !pass {
 				detail = fmt.Sprintf("finish_reason %s, want %s", got, a.equals)
 			}
-		case "exact_text":
+		case contract.AssertionOutcomeKindExactText:
 			if a.promptID != "" && a.promptID != promptID {
 				continue
 			}
 			if pass = bytes.Equal(r.Text, a.text); !pass {
 				detail = textDiff(r.Text, a.text)
 			}
-		case "regex":
+		case contract.AssertionOutcomeKindRegex:
 			found := a.re.Match(r.Text)
 			if pass = found != a.forbid; !pass {
 				if a.forbid {
@@ -84,7 +84,7 @@ func check(as []assertion, promptID string, r *Response, maxTokens int64) []cont
 					detail = fmt.Sprintf("required pattern %s did not match", clip(a.re.String(), 200))
 				}
 			}
-		case "completion_tokens_equal_max_tokens":
+		case contract.AssertionOutcomeKindCompletionTokensEqualMaxTokens:
 			if pass = r.Usage != nil && r.Usage.CompletionTokens == maxTokens; !pass {
 				got := int64(-1)
 				if r.Usage != nil {
@@ -93,7 +93,7 @@ func check(as []assertion, promptID string, r *Response, maxTokens int64) []cont
 				detail = fmt.Sprintf("completion_tokens %d, max_tokens %d", got, maxTokens)
 			}
 		}
-		o := contract.AssertionOutcome{Kind: contract.AssertionOutcomeKind(a.kind), Passed: pass}
+		o := contract.AssertionOutcome{Kind: a.kind, Passed: pass}
 		if !pass {
 			d := clipRunes(detail, MaxDetailRunes)
 			o.Detail = &d

@@ -474,8 +474,8 @@ func parseChunk(data []byte, shape chunkShape, text []byte, wantID bool) (chunk,
 			})
 			c.choices = n
 			return err
-		case "usage":
-			if err := top.once(s, 4, "usage"); err != nil {
+		case "usage": // not a contract value: OpenAI chunk key
+			if err := top.once(s, 4, "usage"); err != nil { // not a contract value: OpenAI chunk key
 				return err
 			}
 			return s.usage(&c.usage)
@@ -564,8 +564,8 @@ func (s *scanner) choice(c *chunk, shape chunkShape, text []byte) ([]byte, error
 				return s.fail("choice index %s (only n=1 is supported)", lit)
 			}
 			return nil
-		case "finish_reason":
-			if err := m.once(s, 2, "finish_reason"); err != nil {
+		case "finish_reason": // not a contract value: OpenAI chunk key
+			if err := m.once(s, 2, "finish_reason"); err != nil { // not a contract value: OpenAI chunk key
 				return err
 			}
 			if null, err := s.isNull(); null || err != nil {
@@ -638,9 +638,9 @@ func (s *scanner) delta(c *chunk, text []byte) ([]byte, error) {
 	var m seen
 	err := s.object(func(k []byte) error {
 		switch string(k) {
-		case "content":
+		case "content": // not a contract value: OpenAI delta key
 			var err error
-			text, err = s.textField(&m, 1, "content", c, text)
+			text, err = s.textField(&m, 1, "content", c, text) // not a contract value: OpenAI delta key
 			return err
 		case "reasoning_content", "reasoning":
 			bit := seen(2)

@@ -17,9 +17,6 @@ import (
 // Prompt is one resolved corpus prompt.
 type Prompt struct{ ID, Text, System string }
 
-// SyntheticGenerator is the only synthetic corpus generator.
-const SyntheticGenerator = "qualkit.synthetic-words.v1"
-
 // ErrCorpus marks a corpus that cannot be resolved.
 var ErrCorpus = errors.New("invalid corpus")
 
@@ -47,8 +44,8 @@ func Resolve(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
 			return nil, err
 		}
 	case "synthetic":
-		if corpus.Generator != SyntheticGenerator {
-			return nil, fmt.Errorf("%w: generator %q: want %s", ErrCorpus, corpus.Generator, SyntheticGenerator)
+		if corpus.Generator != contract.SyntheticCorpusGenerator {
+			return nil, fmt.Errorf("%w: generator %q: want %s", ErrCorpus, corpus.Generator, contract.SyntheticCorpusGenerator)
 		}
 		if corpus.Seed == nil || *corpus.Seed < 0 {
 			return nil, fmt.Errorf("%w: synthetic corpus needs a non-negative seed", ErrCorpus)
@@ -159,7 +156,7 @@ var syntheticWords = [256]string{
 	"ease", "east", "eat", "end", "enough", "even", "ever", "every", "example", "eye",
 	"face", "fact", "fall", "family", "far", "farm", "fast", "father", "feel", "few",
 	"field", "figure", "fill", "final", "find", "fine", "fire", "first", "fish", "five",
-	"fly", "follow", "food", "foot", "force", "form", "found", "four", "free", "friend",
+	"fly", "follow", "food", "foot", "force", "form", "found", "four", "free", "friend", // not a contract value: a word of the synthetic corpus
 	"from", "front", "full", "game", "gave", "general", "get", "girl", "give", "gold",
 	"good", "got", "govern", "great", "green", "ground", "group", "grow", "half", "hand",
 	"happen", "hard", "has", "have", "head", "hear", "heard", "heat", "help", "here",
@@ -172,7 +169,7 @@ var syntheticWords = [256]string{
 	"morning", "most", "mother", "mountain", "move", "much", "music", "must", "name", "near",
 	"need", "never", "new", "next", "night", "north", "note", "nothing", "notice", "noun",
 	"now", "number", "numeral", "object", "ocean", "off", "often", "old", "once", "only",
-	"open", "order", "other", "our", "out", "over",
+	"open", "order", "other", "our", "out", "over", // not a contract value: a word of the synthetic corpus
 }
 
 // splitMix64 is the SplitMix64 generator (Steele, Lea and Flood 2014): state advances by

@@ -74,7 +74,7 @@ func writeCorpus(t *testing.T, content string) (string, contract.Corpus) {
 
 func TestResolve(t *testing.T) {
 	seed := int64(42)
-	ps, err := Resolve(contract.Corpus{Source: "synthetic", Generator: SyntheticGenerator, Seed: &seed, Count: 3, PromptWords: &contract.WordsRange{Min: 2, Max: 5}}, "")
+	ps, err := Resolve(contract.Corpus{Source: "synthetic", Generator: contract.SyntheticCorpusGenerator, Seed: &seed, Count: 3, PromptWords: &contract.WordsRange{Min: 2, Max: 5}}, "")
 	if err != nil || len(ps) != 3 || ps[0].Text != "act door half" {
 		t.Fatalf("synthetic: %v %q", err, ps)
 	}
@@ -126,8 +126,8 @@ func TestResolveRejects(t *testing.T) {
 	seed := int64(1)
 	for _, sc := range []contract.Corpus{
 		{Source: "synthetic", Generator: "other.v1", Seed: &seed, Count: 1, PromptWords: &contract.WordsRange{Min: 1, Max: 1}},
-		{Source: "synthetic", Generator: SyntheticGenerator, Count: 1, PromptWords: &contract.WordsRange{Min: 1, Max: 1}},
-		{Source: "synthetic", Generator: SyntheticGenerator, Seed: &seed, Count: 1, PromptWords: &contract.WordsRange{Min: 3, Max: 2}},
+		{Source: "synthetic", Generator: contract.SyntheticCorpusGenerator, Count: 1, PromptWords: &contract.WordsRange{Min: 1, Max: 1}},
+		{Source: "synthetic", Generator: contract.SyntheticCorpusGenerator, Seed: &seed, Count: 1, PromptWords: &contract.WordsRange{Min: 3, Max: 2}},
 		{Source: "inline"},
 		{Source: "other"},
 	} {

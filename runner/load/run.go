@@ -181,7 +181,7 @@ func Run(ctx context.Context, plan Plan, opts ...Option) (*Result, error) {
 func (p *Plan) check() error {
 	c := &p.Case
 	switch {
-	case c.Kind != "serving":
+	case c.Kind != contract.CaseKindServing:
 		return fmt.Errorf("%w: case %s is %q, not serving", ErrPlan, p.CaseID, c.Kind)
 	case len(c.Concurrency) == 0:
 		return fmt.Errorf("%w: case %s declares no concurrency", ErrPlan, p.CaseID)
@@ -455,7 +455,7 @@ func (r *runner) do(ctx context.Context, q *request, sched time.Time, c, rep int
 func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int64) *contract.RequestRecordDoc {
 	cs := &r.plan.Case
 	rec := &contract.RequestRecordDoc{
-		Schema: "qualkit.request-record.v1", CaseID: r.plan.CaseID, Row: contract.RowKey{Concurrency: c, Repetition: rep},
+		Schema: contract.RequestRecordSchema, CaseID: r.plan.CaseID, Row: contract.RowKey{Concurrency: c, Repetition: rep},
 		Index: q.index, Warmup: q.warmup, PromptID: q.prompt.ID, Seed: q.seed, BodyDigest: q.digest,
 		TSchedNs: int64(sched.Sub(r.plan.Epoch)), TSendNs: resp.TSendNs, THdrNs: resp.THdrNs, Events: resp.Events,
 		TEndNs: resp.TEndNs, TCloseNs: resp.TCloseNs, Usage: resp.Usage, FinishReason: resp.FinishReason,

@@ -481,9 +481,9 @@ func (s *stream) onEvent(typ, data []byte) error {
 		s.fail(ClassMalformedEvent, "more than %d events", MaxEvents)
 		return errHandled
 	}
-	ev := contract.Event{TNs: s.nowNs, Kind: "other", Bytes: int64(len(data))}
+	ev := contract.Event{TNs: s.nowNs, Kind: contract.EventKindOther, Bytes: int64(len(data))}
 	if string(data) == "[DONE]" {
-		ev.Kind = "done"
+		ev.Kind = contract.EventKindDone
 		s.sawDone, s.doneNs = true, s.nowNs
 		s.resp.Events = append(s.resp.Events, ev)
 		return nil
@@ -533,11 +533,11 @@ func (s *stream) onEvent(typ, data []byte) error {
 	}
 	switch {
 	case c.content:
-		ev.Kind = "content"
+		ev.Kind = contract.EventKindContent
 		s.nContent++
 		s.lastCont = s.nowNs
 	case c.usage.present:
-		ev.Kind = "usage"
+		ev.Kind = contract.EventKindUsage
 	}
 	s.resp.Events = append(s.resp.Events, ev)
 	return nil

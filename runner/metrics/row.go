@@ -50,7 +50,7 @@ func Request(r *contract.RequestRecordDoc) formulas.Request {
 		q.Close, q.HasClose = *r.TCloseNs, true
 	}
 	for _, e := range r.Events {
-		if e.Kind == "content" {
+		if e.Kind == contract.EventKindContent {
 			q.Content = append(q.Content, e.TNs)
 		}
 	}

@@ -15,10 +15,10 @@ const (
 	KindHeaders = "headers" // response headers flushed (event 0)
 	KindSlot    = "slot"    // the request got its decode slot (event 0, nothing written)
 	KindRole    = "role"    // the role-only chat prelude
-	KindContent = "content" // an event carrying completion text
+	KindContent = "content" // an event carrying completion text (not a contract value: qualsim ground truth)
 	KindFinish  = "finish"  // the event carrying finish_reason
-	KindUsage   = "usage"   // the usage record
-	KindDone    = "done"    // data: [DONE]
+	KindUsage   = "usage"   // the usage record (not a contract value: qualsim ground truth)
+	KindDone    = "done"    // data: [DONE] (not a contract value: qualsim ground truth)
 	KindBody    = "body"    // a whole non-streamed response (event 1)
 )
 

@@ -144,7 +144,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	s.log.Info("serving", "addr", ln.Addr().String(), "models", s.cfg.Models, "faults", s.cfg.Faults.Specs(), "api_key", s.opts.apiKey != "")
+	s.log.Info("serving", "addr", ln.Addr().String(), "models", s.cfg.Models, "faults", s.cfg.Faults.Specs(), "api_key", s.opts.apiKey != "") // not a contract value: a log message
 
 	startup := time.NewTimer(s.cfg.Timing.StartupDelay)
 	defer startup.Stop()
@@ -330,7 +330,7 @@ func endpointOf(path string) string {
 	if strings.HasPrefix(path, "/v1/models/") {
 		return "/v1/models/{id}"
 	}
-	return "other"
+	return "other" // not a contract value: qualsim's endpoint label
 }
 
 var routes = map[string]string{
@@ -344,10 +344,10 @@ var routes = map[string]string{
 func (s *Server) handleOther(w http.ResponseWriter, r *http.Request) {
 	if allow, ok := routes[r.URL.Path]; ok {
 		w.Header().Set("Allow", allow)
-		s.writeError(w, "other", &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error", message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
+		s.writeError(w, "other", &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error", message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)}) // not a contract value: qualsim's endpoint label
 		return
 	}
-	s.writeError(w, "other", &apiError{status: http.StatusNotFound, typ: "invalid_request_error", message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	s.writeError(w, "other", &apiError{status: http.StatusNotFound, typ: "invalid_request_error", message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}) // not a contract value: qualsim's endpoint label
 }
 
 func (s *Server) writeJSON(w http.ResponseWriter, endpoint string, status int, body []byte) {
