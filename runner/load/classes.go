@@ -8,55 +8,55 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 )
 
-// Error classes of a failed request (the request record contract's enum). A failed request never
+// Error classes of a failed request (the request record contract's enum, contract.ErrorClass). A failed request never
 // yields a guessed number: its record carries one of these and metrics exclude it from latency.
 const (
 	// ClassConnection: the connection could not be made or broke before the response headers, or
 	// the response was not valid HTTP/1.1.
-	ClassConnection = "connection"
+	ClassConnection = contract.ErrorClassConnection
 	// ClassHTTPStatus: the response status was not 2xx.
-	ClassHTTPStatus = "http_status"
+	ClassHTTPStatus = contract.ErrorClassHTTPStatus
 	// ClassTimeout: the request timeout (request_timeout_seconds) ran out.
-	ClassTimeout = "timeout"
+	ClassTimeout = contract.ErrorClassTimeout
 	// ClassTruncatedStream: the response ended before data: [DONE], or in the middle of an event
 	// or chunk.
-	ClassTruncatedStream = "truncated_stream"
+	ClassTruncatedStream = contract.ErrorClassTruncatedStream
 	// ClassOversizeLine: an SSE line or event exceeded the limit.
-	ClassOversizeLine = "oversize_line"
+	ClassOversizeLine = contract.ErrorClassOversizeLine
 	// ClassMalformedEvent: an event was not a valid completion chunk (invalid JSON, an unknown SSE
 	// field or event type, an in-stream error, an event after [DONE], the wrong Content-Type).
-	ClassMalformedEvent = "malformed_event"
+	ClassMalformedEvent = contract.ErrorClassMalformedEvent
 	// ClassMissingUsage: the stream carried no usage record.
-	ClassMissingUsage = "missing_usage"
+	ClassMissingUsage = contract.ErrorClassMissingUsage
 	// ClassDuplicateUsage: the stream carried more than one usage record.
-	ClassDuplicateUsage = "duplicate_usage"
+	ClassDuplicateUsage = contract.ErrorClassDuplicateUsage
 	// ClassInconsistentUsage: usage.total_tokens != prompt_tokens + completion_tokens, a count
 	// was missing, negative or not an integer, completion_tokens is 0 beside generated content,
 	// prompt_tokens exceeds the request body's bytes plus MaxTemplateTokens, or the usage record
 	// came before content.
-	ClassInconsistentUsage = "inconsistent_usage"
+	ClassInconsistentUsage = contract.ErrorClassInconsistentUsage
 	// ClassUsageExceedsMaxTokens: usage.completion_tokens is greater than the request's
 	// max_tokens, which no conforming server can generate (a protocol violation, checked with or
 	// without declared assertions).
-	ClassUsageExceedsMaxTokens = "usage_exceeds_max_tokens"
+	ClassUsageExceedsMaxTokens = contract.ErrorClassUsageExceedsMaxTokens
 	// ClassContentAfterFinish: a content event arrived after the event that carried the
 	// finish_reason (the finish event may itself carry content).
-	ClassContentAfterFinish = "content_after_finish"
+	ClassContentAfterFinish = contract.ErrorClassContentAfterFinish
 	// ClassDuplicateFinishReason: a second event carried a non-null finish_reason.
-	ClassDuplicateFinishReason = "duplicate_finish_reason"
+	ClassDuplicateFinishReason = contract.ErrorClassDuplicateFinishReason
 	// ClassAssertion: a declared output assertion failed.
-	ClassAssertion = "assertion"
+	ClassAssertion = contract.ErrorClassAssertion
 	// ClassCancelled: the run's context was cancelled while the request was in flight.
-	ClassCancelled = "cancelled"
+	ClassCancelled = contract.ErrorClassCancelled
 )
 
 // reqError builds a record error, clipping the message to the contract's limit.
-func reqError(class, format string, args ...any) *contract.RequestError {
+func reqError(class contract.ErrorClass, format string, args ...any) *contract.RequestError {
 	msg := fmt.Sprintf(format, args...)
 	if msg == "" {
-		msg = class
+		msg = string(class)
 	}
-	return &contract.RequestError{Class: contract.ErrorClass(class), Message: clipRunes(msg, MaxMessageRunes)}
+	return &contract.RequestError{Class: class, Message: clipRunes(msg, MaxMessageRunes)}
 }
 
 // clip shortens s to at most n bytes (on a rune boundary), marking the cut with "...".

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // Option configures NewClient and Run.
@@ -307,7 +309,7 @@ func (k *Call) Wait() *Response {
 	}
 }
 
-func ctxClass(ctx context.Context) string {
+func ctxClass(ctx context.Context) contract.ErrorClass {
 	if context.Cause(ctx) == errRequestTimeout {
 		return ClassTimeout
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 func newTestClient(t *testing.T, url string, opts ...Option) *Client {
@@ -34,7 +36,7 @@ func TestClientFaults(t *testing.T) {
 	tests := []struct {
 		fault   []string
 		timeout time.Duration
-		class   string
+		class   contract.ErrorClass
 		msg     string
 	}{
 		{fault: []string{"--fault", "missing-usage"}, class: ClassMissingUsage},
@@ -66,7 +68,7 @@ func TestClientFaults(t *testing.T) {
 			if r.Err == nil {
 				t.Fatalf("no error; usage %+v", r.Usage)
 			}
-			if string(r.Err.Class) != tt.class || !strings.Contains(r.Err.Message, tt.msg) {
+			if r.Err.Class != tt.class || !strings.Contains(r.Err.Message, tt.msg) {
 				t.Fatalf("error %s: %s; want %s containing %q", r.Err.Class, r.Err.Message, tt.class, tt.msg)
 			}
 			if u := r.Usage; u != nil && u.TotalTokens != u.PromptTokens+u.CompletionTokens {

@@ -3,6 +3,8 @@ package load
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // sseParser is an incremental Server-Sent Events parser following the WHATWG HTML "event stream
@@ -41,7 +43,7 @@ type sseHandler func(typ, data []byte) error
 
 // sseError is a parse error with the request-record error class it maps to.
 type sseError struct {
-	class string
+	class contract.ErrorClass
 	msg   string
 }
 

@@ -6,12 +6,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 type sseEv struct{ Type, Data string }
 
 // parseAll feeds in through the parser in pieces cut at the given offsets.
-func parseAll(in []byte, cuts []int, maxLine int, strict bool) ([]sseEv, string) {
+func parseAll(in []byte, cuts []int, maxLine int, strict bool) ([]sseEv, contract.ErrorClass) {
 	p := newSSEParser(maxLine, strict)
 	var evs []sseEv
 	h := func(typ, data []byte) error {
@@ -38,7 +40,7 @@ func parseAll(in []byte, cuts []int, maxLine int, strict bool) ([]sseEv, string)
 
 // refParse is a direct transcription of the WHATWG rules over the whole input, the oracle of
 // the incremental parser.
-func refParse(in []byte, maxLine int, strict bool) ([]sseEv, string) {
+func refParse(in []byte, maxLine int, strict bool) ([]sseEv, contract.ErrorClass) {
 	var evs []sseEv
 	var data strings.Builder
 	nData := 0
@@ -106,7 +108,7 @@ func TestSSEParser(t *testing.T) {
 		in     string
 		strict bool
 		want   []sseEv
-		class  string
+		class  contract.ErrorClass
 	}{
 		{name: "lf", in: "data: a\n\ndata: b\n\n", want: []sseEv{{"", "a"}, {"", "b"}}},
 		{name: "crlf", in: "data: a\r\n\r\ndata: b\r\n\r\n", want: []sseEv{{"", "a"}, {"", "b"}}},

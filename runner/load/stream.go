@@ -153,7 +153,7 @@ func (s *stream) ns(t time.Time) int64 { return int64(t.Sub(s.epoch)) }
 func i64(v int64) *int64 { return &v }
 
 // fail ends the request with an error (the first error wins).
-func (s *stream) fail(class, format string, args ...any) {
+func (s *stream) fail(class contract.ErrorClass, format string, args ...any) {
 	if s.errSet {
 		return
 	}
@@ -190,7 +190,7 @@ func (s *stream) notify() {
 }
 
 // abort ends the request from the client side (cancellation, timeout, a write error).
-func (s *stream) abort(now time.Time, class, format string, args ...any) {
+func (s *stream) abort(now time.Time, class contract.ErrorClass, format string, args ...any) {
 	if s.closed {
 		return
 	}

@@ -80,7 +80,7 @@ func TestStreamResponses(t *testing.T) {
 		sse      bool
 		chat     bool
 		eof      bool
-		class    string // "" = success
+		class    contract.ErrorClass // "" = success
 		kinds    string
 		text     string
 		reusable bool
@@ -150,9 +150,9 @@ func TestStreamResponses(t *testing.T) {
 				if !st.closed {
 					t.Fatalf("cuts %d: stream not finished", len(cuts))
 				}
-				gotClass := ""
+				var gotClass contract.ErrorClass
 				if r.Err != nil {
-					gotClass = string(r.Err.Class)
+					gotClass = r.Err.Class
 				}
 				if gotClass != tt.class {
 					t.Fatalf("cuts %d: class %q (%v), want %q", len(cuts), gotClass, r.Err, tt.class)

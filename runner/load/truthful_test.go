@@ -17,7 +17,7 @@ func TestRunImpossibleResponses(t *testing.T) {
 	tests := []struct {
 		name  string
 		fault func(*sim.Faults)
-		class string
+		class contract.ErrorClass
 		msg   string
 	}{
 		{"usage-exceeds-max-tokens", func(f *sim.Faults) { f.UsageExceedsMaxTokens = true }, ClassUsageExceedsMaxTokens, "completion_tokens 4000000 exceeds the request's max_tokens 4"},
@@ -47,12 +47,12 @@ func TestRunImpossibleResponses(t *testing.T) {
 					t.Fatal(err)
 				}
 				row := res.Rows[0]
-				if row.Row.Successes != 0 || row.Row.Failures != 6 || value(row.Row.Metrics, "request_failures."+tt.class) != 6 {
+				if row.Row.Successes != 0 || row.Row.Failures != 6 || value(row.Row.Metrics, "request_failures."+string(tt.class)) != 6 {
 					t.Fatalf("successes %d failures %d; metrics %+v", row.Row.Successes, row.Row.Failures, row.Row.Metrics)
 				}
 				for _, r := range row.Records {
 					checkRecordDoc(t, r)
-					if r.Error == nil || string(r.Error.Class) != tt.class || !strings.Contains(r.Error.Message, tt.msg) {
+					if r.Error == nil || r.Error.Class != tt.class || !strings.Contains(r.Error.Message, tt.msg) {
 						t.Fatalf("record %d (warmup %v): error %+v, want %s containing %q", r.Index, r.Warmup, r.Error, tt.class, tt.msg)
 					}
 				}
