@@ -12,7 +12,7 @@ import (
 // fidelity). A closed-loop row's declared load is its concurrency (in_flight_peak shows it
 // reached); its client-lag degraded flag is reported in degraded_rows without failing the case.
 func degradedRows(rows []contract.Row) string {
-	return describeDegraded(rows, "open", "open-loop")
+	return describeDegraded(rows, contract.RowLoopOpen, "open-loop")
 }
 
 // laggingRows describes the degraded closed-loop rows of a serving case ("" when none): the
@@ -21,16 +21,16 @@ func degradedRows(rows []contract.Row) string {
 // checked by in_flight_peak, and its latencies are measured from t_send), but the receipt's notes
 // name it, and qualverify compare refuses performance rules on it (degraded_row).
 func laggingRows(rows []contract.Row) string {
-	return describeDegraded(rows, "closed", "closed-loop")
+	return describeDegraded(rows, contract.RowLoopClosed, "closed-loop")
 }
 
 // describeDegraded names (up to four of) the degraded rows of one loop kind and counts them
 // against the rows of that kind.
-func describeDegraded(rows []contract.Row, loop, label string) string {
+func describeDegraded(rows []contract.Row, loop contract.RowLoop, label string) string {
 	var parts []string
 	n, all := 0, 0
 	for _, row := range rows {
-		if string(row.Loop) != loop {
+		if row.Loop != loop {
 			continue
 		}
 		all++

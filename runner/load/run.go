@@ -336,10 +336,10 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			out.Records = append(out.Records, *rec)
 		}
 	}
-	spec := metrics.RowSpec{Concurrency: c, Repetition: rep, Loop: "closed", SLO: r.slo(), PromptSetSHA256: r.promptSet}
+	spec := metrics.RowSpec{Concurrency: c, Repetition: rep, Loop: contract.RowLoopClosed, SLO: r.slo(), PromptSetSHA256: r.promptSet}
 	if rt := r.plan.Case.Rate; rt != nil {
 		rate := rt.RequestsPerSecond
-		spec.Loop, spec.OfferedRate = "open", &rate
+		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, &rate
 	}
 	out.Row = metrics.Row(spec, out.Records)
 	out.Row.Metrics = append(out.Row.Metrics, rowMetrics...)

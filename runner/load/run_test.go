@@ -66,7 +66,7 @@ func rowSpec(p Plan, row contract.Row) metrics.RowSpec {
 		sp[i] = contract.Prompt{ID: x.ID, Text: x.Text, System: x.System}
 	}
 	h, _ := metrics.PromptSetSHA256(sp)
-	spec := metrics.RowSpec{Concurrency: row.Concurrency, Repetition: row.Repetition, Loop: string(row.Loop), PromptSetSHA256: h}
+	spec := metrics.RowSpec{Concurrency: row.Concurrency, Repetition: row.Repetition, Loop: row.Loop, PromptSetSHA256: h}
 	if p.Case.SLO != nil {
 		spec.SLO = *p.Case.SLO
 	}

@@ -22,7 +22,7 @@ type RowSpec struct {
 	Repetition  int64
 	// Loop is "closed" (concurrency slots) or "open" (a declared rate; concurrency caps the
 	// requests in flight).
-	Loop string
+	Loop contract.RowLoop
 	// OfferedRate is the declared open-loop rate in requests/s; nil in closed loop.
 	OfferedRate *float64
 	// SLO holds the declared gates (zero: not declared).
@@ -72,10 +72,10 @@ func Row(spec RowSpec, records []contract.RequestRecordDoc) contract.Row {
 		reqs[i] = Request(r)
 	}
 	slo := formulas.SLO{TTFTMs: spec.SLO.TTFTMs, ICLMs: spec.SLO.ICLMs, E2EMs: spec.SLO.E2EMs}
-	res := formulas.Row(formulas.RowSpec{Concurrency: spec.Concurrency, Loop: spec.Loop, OfferedRate: spec.OfferedRate, SLO: &slo}, reqs)
+	res := formulas.Row(formulas.RowSpec{Concurrency: spec.Concurrency, Loop: string(spec.Loop), OfferedRate: spec.OfferedRate, SLO: &slo}, reqs)
 	f := res.Fidelity
 	row := contract.Row{
-		Concurrency: spec.Concurrency, Repetition: spec.Repetition, Loop: contract.RowLoop(spec.Loop),
+		Concurrency: spec.Concurrency, Repetition: spec.Repetition, Loop: spec.Loop,
 		Requests: res.Requests, Successes: res.Successes, Failures: res.Failures,
 		WindowSeconds: res.WindowSeconds, PromptSetSHA256: spec.PromptSetSHA256,
 		OutputSetSHA256: outputSet(measured),
