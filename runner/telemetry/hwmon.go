@@ -54,7 +54,7 @@ func (r *hwmonReader) Close() {}
 
 func (r *hwmonReader) Read(t int64, out []contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc {
 	for _, d := range r.devs {
-		x := newSample(t, d.index, "hwmon")
+		x := newSample(t, d.index, contract.SampleSourceHwmon)
 		if d.unreachable != "" {
 			x.Errors = append(x.Errors, d.unreachable)
 			out = append(out, x)

@@ -4,6 +4,7 @@ package telemetry
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -13,27 +14,27 @@ import (
 // throttleBits names NVML's clock event (throttle) reason bits; GpuIdle (0x1) is not a throttle.
 var throttleBits = []struct {
 	bit  uint64
-	name string
+	name contract.ThrottleReason
 }{
-	{nvml.ClocksEventReasonApplicationsClocksSetting, "applications_clocks_setting"},
-	{nvml.ClocksEventReasonSwPowerCap, "sw_power_cap"},
-	{nvml.ClocksThrottleReasonHwSlowdown, "hw_slowdown"},
-	{nvml.ClocksEventReasonSyncBoost, "sync_boost"},
-	{nvml.ClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown"},
-	{nvml.ClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
-	{nvml.ClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
-	{nvml.ClocksEventReasonDisplayClockSetting, "display_clock_setting"},
+	{nvml.ClocksEventReasonApplicationsClocksSetting, contract.ThrottleReasonApplicationsClocksSetting},
+	{nvml.ClocksEventReasonSwPowerCap, contract.ThrottleReasonSwPowerCap},
+	{nvml.ClocksThrottleReasonHwSlowdown, contract.ThrottleReasonHwSlowdown},
+	{nvml.ClocksEventReasonSyncBoost, contract.ThrottleReasonSyncBoost},
+	{nvml.ClocksEventReasonSwThermalSlowdown, contract.ThrottleReasonSwThermalSlowdown},
+	{nvml.ClocksThrottleReasonHwThermalSlowdown, contract.ThrottleReasonHwThermalSlowdown},
+	{nvml.ClocksThrottleReasonHwPowerBrakeSlowdown, contract.ThrottleReasonHwPowerBrakeSlowdown},
+	{nvml.ClocksEventReasonDisplayClockSetting, contract.ThrottleReasonDisplayClockSetting},
 }
 
 // ThrottleNames lists the names of the active reason bits, sorted.
-func ThrottleNames(bits uint64) []string {
-	out := []string{}
+func ThrottleNames(bits uint64) []contract.ThrottleReason {
+	out := []contract.ThrottleReason{}
 	for _, b := range throttleBits {
 		if bits&b.bit != 0 {
 			out = append(out, b.name)
 		}
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
@@ -115,7 +116,7 @@ func (r *nvmlReader) Read(t int64, out []contract.TelemetrySampleDoc) []contract
 	r.drainXid()
 	for i := range r.devs {
 		d := &r.devs[i]
-		x := newSample(t, d.index, "nvml")
+		x := newSample(t, d.index, contract.SampleSourceNVML)
 		ok := func(call string, ret nvml.Return) bool {
 			if ret == nvml.SUCCESS {
 				return true
@@ -148,7 +149,7 @@ func (r *nvmlReader) Read(t int64, out []contract.TelemetrySampleDoc) []contract
 			x.TemperatureC = ptr(float64(c))
 		}
 		if bits, ret := h.GetCurrentClocksEventReasons(); ok("GetCurrentClocksEventReasons", ret) {
-			x.ThrottleReasons = contract.Enums[contract.ThrottleReason](ThrottleNames(bits))
+			x.ThrottleReasons = ThrottleNames(bits)
 		}
 		if n, ret := h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); ok("GetTotalEccErrors", ret) && n < 1<<62 {
 			x.ECCUncorrected = ptr(int64(n))

@@ -164,7 +164,7 @@ func TestNVMLReaderUnknownDevice(t *testing.T) {
 
 func TestThrottleNames(t *testing.T) {
 	got := ThrottleNames(nvml.ClocksEventReasonGpuIdle | nvml.ClocksThrottleReasonHwSlowdown | nvml.ClocksEventReasonSwThermalSlowdown)
-	if !slices.Equal(got, []string{"hw_slowdown", "sw_thermal_slowdown"}) {
+	if !slices.Equal(got, []contract.ThrottleReason{"hw_slowdown", "sw_thermal_slowdown"}) {
 		t.Errorf("%v", got)
 	}
 }

@@ -125,8 +125,8 @@ func Window(samples []contract.TelemetrySampleDoc, start, end int64) []contract.
 	return out
 }
 
-func newSample(t, device int64, source string) contract.TelemetrySampleDoc {
-	return contract.TelemetrySampleDoc{Schema: contract.TelemetrySampleSchema, TNs: t, Device: device, Source: contract.SampleSource(source), ThrottleReasons: []contract.ThrottleReason{}, Errors: []string{}}
+func newSample(t, device int64, source contract.SampleSource) contract.TelemetrySampleDoc {
+	return contract.TelemetrySampleDoc{Schema: contract.TelemetrySampleSchema, TNs: t, Device: device, Source: source, ThrottleReasons: []contract.ThrottleReason{}, Errors: []string{}}
 }
 
 func ptr[T any](v T) *T { return &v }
