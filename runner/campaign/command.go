@@ -137,9 +137,9 @@ func (r *run) command(ctx context.Context, c contract.Case, rep int, dir string)
 		cr = &contract.CaseResultDoc{Schema: contract.CaseResultSchema, CaseID: c.ID, Status: status, DurationSeconds: res.Duration.Seconds(),
 			EffectiveConfig: p.variant.EffectiveConfig, Tolerances: []contract.Tolerance{}, Rows: []contract.Row{},
 			Metrics: []contract.Metric{
-				{Name: "case_pass", Value: pass, Unit: "bool", Aggregation: "exact", Direction: "higher_is_better", Formula: "runner.case_pass.v1", Samples: &one},
-				{Name: "exit_code", Value: float64(res.ExitCode), Unit: "code", Aggregation: "exact", Direction: contract.DirectionNone, Formula: "runner.exit_code.v1", Samples: &one},
-				{Name: "output_assertion_failures", Value: float64(len(assertFailures)), Unit: "count", Aggregation: "count", Direction: "lower_is_better", Formula: "runner.output_assertion_failures.v1", Samples: &one},
+				{Name: "case_pass", Value: pass, Unit: "bool", Aggregation: contract.AggregationExact, Direction: contract.DirectionHigherIsBetter, Formula: "runner.case_pass.v1", Samples: &one},
+				{Name: "exit_code", Value: float64(res.ExitCode), Unit: "code", Aggregation: contract.AggregationExact, Direction: contract.DirectionNone, Formula: "runner.exit_code.v1", Samples: &one},
+				{Name: "output_assertion_failures", Value: float64(len(assertFailures)), Unit: "count", Aggregation: contract.AggregationCount, Direction: contract.DirectionLowerIsBetter, Formula: "runner.output_assertion_failures.v1", Samples: &one},
 			}}
 		if cr.EffectiveConfig == nil {
 			cr.EffectiveConfig = contract.Config{}

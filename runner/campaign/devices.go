@@ -19,12 +19,12 @@ var ErrDevice = errors.New("device refused")
 func (p *Plan) probeDevices() error {
 	p.devices = device.Probe(device.Options{Fixture: p.cfg.DeviceFixture})
 	v := p.variant
-	if v.DeviceRequirement != "required" || len(device.Serving(p.devices.Devices, v.Backend, true)) > 0 {
+	if v.DeviceRequirement != contract.VariantDeviceRequirementRequired || len(device.Serving(p.devices.Devices, v.Backend, true)) > 0 {
 		return nil
 	}
 	why := fmt.Sprintf("variant %s targets backend %s (device_requirement: required), which needs %s; the probe found none: %s",
 		v.ID, v.Backend, device.Needs(v.Backend), p.devices.Summary())
-	if v.SkipPolicy == "allow" {
+	if v.SkipPolicy == contract.VariantSkipPolicyAllow {
 		p.skip = why
 		return nil
 	}

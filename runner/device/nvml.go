@@ -120,9 +120,9 @@ func nvmlIdentity(h nvml.Device, driver string) (contract.ProbedDevice, string, 
 		d.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
 	}
 	if cur, _, ret := h.GetMigMode(); optional("GetMigMode", ret) {
-		d.MIGMode = "disabled"
+		d.MIGMode = contract.ProbedDeviceMIGModeDisabled
 		if cur == nvml.DEVICE_MIG_ENABLE {
-			d.MIGMode = "enabled"
+			d.MIGMode = contract.ProbedDeviceMIGModeEnabled
 		}
 	}
 	return d, strings.Join(notes, ", "), nil

@@ -293,14 +293,14 @@ func Launch(ctx context.Context, r *contract.LaunchRecipeDoc, opts Options) (*Se
 	if err := becomeSubreaper(); err != nil {
 		s.unsupported = append(s.unsupported, "child subreaper: "+err.Error())
 	}
-	if r.Isolation.CgroupAccounting != "off" {
+	if r.Isolation.CgroupAccounting != contract.IsolationCgroupAccountingOff {
 		limit := int64(0)
 		if r.Isolation.PIDLimit != nil {
 			limit = *r.Isolation.PIDLimit
 		}
 		cg, notes, err := newCgroup(limit, opts.RunID)
 		switch {
-		case err != nil && r.Isolation.CgroupAccounting == "required":
+		case err != nil && r.Isolation.CgroupAccounting == contract.IsolationCgroupAccountingRequired:
 			return nil, fmt.Errorf("%w: cgroup v2 accounting: %v", ErrIsolation, err)
 		case err != nil:
 			s.unsupported = append(s.unsupported, "cgroup v2 accounting: "+err.Error())

@@ -57,7 +57,7 @@ func requestSeed(s *contract.Sampling, index int64) *int64 {
 // bytes are a function of the arguments alone.
 func Body(c *contract.Case, model string, p Prompt, seed *int64) ([]byte, error) {
 	w := wireBody{Model: model, MaxTokens: c.MaxTokens, Seed: seed, Stream: c.Stream}
-	if c.API == "completions" {
+	if c.API == contract.ServingCaseAPICompletions {
 		text := p.Text
 		if p.System != "" {
 			text = p.System + "\n\n" + p.Text

@@ -34,16 +34,16 @@ var portableID = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{2,127}$`)
 func Resolve(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
 	var out []Prompt
 	switch corpus.Source {
-	case "inline":
+	case contract.CorpusSourceInline:
 		for _, p := range corpus.Prompts {
 			out = append(out, Prompt{ID: p.ID, Text: p.Text, System: p.System})
 		}
-	case "file":
+	case contract.CorpusSourceFile:
 		var err error
 		if out, err = readCorpusFile(corpus, repoRoot); err != nil {
 			return nil, err
 		}
-	case "synthetic":
+	case contract.CorpusSourceSynthetic:
 		if corpus.Generator != contract.SyntheticCorpusGenerator {
 			return nil, fmt.Errorf("%w: generator %q: want %s", ErrCorpus, corpus.Generator, contract.SyntheticCorpusGenerator)
 		}

@@ -193,7 +193,7 @@ func (p *Plan) check() error {
 		return fmt.Errorf("%w: case %s: no prompts", ErrPlan, p.CaseID)
 	case p.ModelID == "":
 		return fmt.Errorf("%w: case %s: no model id", ErrPlan, p.CaseID)
-	case c.API != "chat" && c.API != "completions":
+	case c.API != contract.ServingCaseAPIChat && c.API != contract.ServingCaseAPICompletions:
 		return fmt.Errorf("%w: case %s: api %q", ErrPlan, p.CaseID, c.API)
 	case p.Epoch.IsZero() || time.Since(p.Epoch) < 0:
 		return fmt.Errorf("%w: epoch %v is unset or in the future", ErrPlan, p.Epoch)
@@ -215,7 +215,7 @@ func (p *Plan) check() error {
 		}
 	}
 	if r := c.Rate; r != nil {
-		if (r.Mode != "constant" && r.Mode != "poisson") || !(r.RequestsPerSecond > 0) || math.IsInf(r.RequestsPerSecond, 0) {
+		if (r.Mode != contract.RateModeConstant && r.Mode != contract.RateModePoisson) || !(r.RequestsPerSecond > 0) || math.IsInf(r.RequestsPerSecond, 0) {
 			return fmt.Errorf("%w: case %s: rate %s at %g/s", ErrPlan, p.CaseID, r.Mode, r.RequestsPerSecond)
 		}
 	}
@@ -389,7 +389,7 @@ func arrivals(rate *contract.Rate, n int, seed int64, c, rep int64) []time.Durat
 	t := 0.0
 	for i := range n {
 		if i > 0 {
-			if rate.Mode == "poisson" {
+			if rate.Mode == contract.RateModePoisson {
 				t += -math.Log(rng.unit()) / rate.RequestsPerSecond
 			} else {
 				t = float64(i) / rate.RequestsPerSecond
