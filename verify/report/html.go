@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"reflect"
 	"strings"
 )
 
@@ -45,11 +46,13 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"timeline": func(l *Lifecycle) template.HTML {
 		return template.HTML(timelineSVG(l.Events))
 	},
-	"rowP":   func(r Row, metric string, q int) string { return rowP(&r, metric, q) },
-	"join":   strings.Join,
+	"rowP": func(r Row, metric string, q int) string { return rowP(&r, metric, q) },
+	// join and ruleOf take lists and values of any string type (the contract enums) as well.
+	"join":   func(v any, sep string) string { return strings.Join(stringList(v), sep) },
 	"plus1":  func(i int) int { return i + 1 },
-	"ruleOf": ruleClass,
-	"status": statusClass,
+	"ruleOf": func(s any) string { return ruleClass(fmt.Sprint(s)) },
+	// status takes a verdict or status of any string type (the contract enums).
+	"status": func(s any) string { return statusClass(fmt.Sprint(s)) },
 	// allPublishable: a verified view of a receipt that is not publishable (run with
 	// --allow-unpublished-unsafe, verified with --allow-unpublished-unsafe) is never "all verified".
 	"allPublishable": func(rs []Receipt) bool {
@@ -129,6 +132,22 @@ func rateSVG(c Case) string {
 		ss = append(ss, good)
 	}
 	return concurrencySVG("Request throughput and goodput", "requests/s", ss)
+}
+
+// stringList reads a []string or a list of a string type (a contract enum) as []string.
+func stringList(v any) []string {
+	if s, ok := v.([]string); ok {
+		return s
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice || rv.Type().Elem().Kind() != reflect.String {
+		panic(fmt.Sprintf("join: %T is not a list of strings", v))
+	}
+	out := make([]string, rv.Len())
+	for i := range out {
+		out[i] = rv.Index(i).String()
+	}
+	return out
 }
 
 func ruleClass(status string) string {
