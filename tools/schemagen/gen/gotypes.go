@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -80,7 +79,6 @@ func BuildGoTypes(cueDir string, schemas []Schema, m *GoModel) ([]GoType, error)
 	for _, n := range b.order {
 		out = append(out, *b.types[n])
 	}
-	sort.SliceStable(out, func(i, j int) bool { return false })
 	return out, nil
 }
 
