@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
@@ -24,15 +25,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// BundleMediaType is the Sigstore bundle version written.
-const BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
-
-// File name suffixes of the attestation files, replacing the receipt's ".json".
-const (
-	EnvelopeSuffix = ".intoto.dsse.json"
-	BundleSuffix   = ".sigstore.json"
-)
-
 // ErrSignature: a signature does not verify with the given public key.
 var ErrSignature = errors.New("signature does not verify")
 
@@ -41,7 +33,7 @@ var ErrSignature = errors.New("signature does not verify")
 // .json extension keeps its whole name).
 func OutputPaths(receiptRel string) (envelopeRel, bundleRel string) {
 	base := strings.TrimSuffix(receiptRel, ".json")
-	return base + EnvelopeSuffix, base + BundleSuffix
+	return base + attestfmt.EnvelopeSuffix, base + attestfmt.BundleSuffix
 }
 
 // AttestReceipt builds the Statement of the receipt root/receiptRel, signs it once with s, checks
@@ -80,7 +72,7 @@ func AttestReceipt(ctx context.Context, root, receiptRel string, s Signer) (enve
 	return envelopeRel, bundleRel, nil
 }
 
-// SignEnvelope signs payload as an in-toto DSSE envelope (PayloadType) with sigstore's DSSE
+// SignEnvelope signs payload as an in-toto DSSE envelope (attestfmt.PayloadType) with sigstore's DSSE
 // wrapper, checks the signature with s's public key, and returns the envelope JSON
 // ({"payloadType","payload","signatures":[{"keyid":"","sig"}]}, newline-terminated). The keyid is
 // left empty: it is an unauthenticated hint that cosign ignores and that sigstore's verifiers would
@@ -89,7 +81,7 @@ func SignEnvelope(ctx context.Context, payload []byte, s Signer) ([]byte, error)
 	if err := checkPublicKey(s.PublicKey()); err != nil {
 		return nil, err
 	}
-	env, err := sdsse.WrapSigner(signerAdapter{s}, PayloadType).SignMessage(bytes.NewReader(payload), options.WithContext(ctx))
+	env, err := sdsse.WrapSigner(signerAdapter{s}, attestfmt.PayloadType).SignMessage(bytes.NewReader(payload), options.WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("sign statement: %w", err)
 	}
@@ -123,7 +115,7 @@ func (a signerAdapter) SignMessage(r io.Reader, opts ...signature.SignOption) ([
 }
 
 // VerifyEnvelope checks a plain DSSE envelope against pub (ECDSA P-256, SHA-256): payload type
-// PayloadType, and at least one signature over the pre-authentication encoding that verifies,
+// attestfmt.PayloadType, and at least one signature over the pre-authentication encoding that verifies,
 // whatever its keyid says. It returns the verified payload. This is the signer's own check (and
 // reads cosign's envelopes); evidence verification is the verify module's.
 func VerifyEnvelope(envelope []byte, pub crypto.PublicKey) ([]byte, error) {
@@ -131,8 +123,8 @@ func VerifyEnvelope(envelope []byte, pub crypto.PublicKey) ([]byte, error) {
 	if err := json.Unmarshal(envelope, &env); err != nil {
 		return nil, fmt.Errorf("parse envelope: %w", err)
 	}
-	if env.PayloadType != PayloadType {
-		return nil, fmt.Errorf("envelope payloadType %q, want %q", env.PayloadType, PayloadType)
+	if env.PayloadType != attestfmt.PayloadType {
+		return nil, fmt.Errorf("envelope payloadType %q, want %q", env.PayloadType, attestfmt.PayloadType)
 	}
 	payload, err := env.DecodeB64Payload()
 	if err != nil {
@@ -165,8 +157,8 @@ func VerifyBundle(bundle []byte, pub crypto.PublicKey) ([]byte, error) {
 	if env == nil {
 		return nil, errors.New("bundle has no DSSE envelope")
 	}
-	if env.GetPayloadType() != PayloadType {
-		return nil, fmt.Errorf("bundle payloadType %q, want %q", env.GetPayloadType(), PayloadType)
+	if env.GetPayloadType() != attestfmt.PayloadType {
+		return nil, fmt.Errorf("bundle payloadType %q, want %q", env.GetPayloadType(), attestfmt.PayloadType)
 	}
 	sigs := make([][]byte, 0, len(env.GetSignatures()))
 	for _, s := range env.GetSignatures() {
@@ -186,7 +178,7 @@ func verifyPAE(payload []byte, sigs [][]byte, pub crypto.PublicKey) error {
 	if err != nil {
 		return fmt.Errorf("load verifier: %w", err)
 	}
-	pae := dsse.PAE(PayloadType, payload)
+	pae := dsse.PAE(attestfmt.PayloadType, payload)
 	for _, sig := range sigs {
 		if v.VerifySignature(bytes.NewReader(sig), bytes.NewReader(pae)) == nil {
 			return nil
@@ -221,7 +213,7 @@ func Bundle(envelope []byte, pub crypto.PublicKey) ([]byte, error) {
 		return nil, err
 	}
 	b := &protobundle.Bundle{
-		MediaType: BundleMediaType,
+		MediaType: attestfmt.BundleMediaType,
 		VerificationMaterial: &protobundle.VerificationMaterial{
 			Content: &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{Hint: hint}},
 		},

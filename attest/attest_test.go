@@ -16,6 +16,7 @@ import (
 
 	ita1 "github.com/in-toto/attestation/go/v1"
 	"github.com/qualkit/qualkit/attest"
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -66,7 +67,7 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 	// The plain envelope: sigstore's DSSE verifier.
 	envJSON, _ := os.ReadFile(filepath.Join(c.root, e))
 	var payload []byte
-	if err := sdsse.WrapVerifier(v, sdsse.WithExpectedPayloadType(attest.PayloadType), sdsse.WithDecodedPayload(&payload)).
+	if err := sdsse.WrapVerifier(v, sdsse.WithExpectedPayloadType(attestfmt.PayloadType), sdsse.WithDecodedPayload(&payload)).
 		VerifySignature(bytes.NewReader(envJSON), nil); err != nil {
 		t.Fatalf("sigstore dsse verifier: %v", err)
 	}
@@ -102,7 +103,7 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 	if err := st.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if st.GetType() != ita1.StatementTypeUri || st.GetPredicateType() != attest.PredicateType {
+	if st.GetType() != ita1.StatementTypeUri || st.GetPredicateType() != attestfmt.PredicateType {
 		t.Fatalf("_type %q predicateType %q", st.GetType(), st.GetPredicateType())
 	}
 	for _, sub := range st.GetSubject() {
@@ -125,7 +126,7 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 		t.Error("bundle carries transparency log or timestamp data")
 	}
 	be := bun.GetDsseEnvelope()
-	if !bytes.Equal(be.GetPayload(), payload) || be.GetPayloadType() != attest.PayloadType || len(be.GetSignatures()) != 1 ||
+	if !bytes.Equal(be.GetPayload(), payload) || be.GetPayloadType() != attestfmt.PayloadType || len(be.GetSignatures()) != 1 ||
 		base64.StdEncoding.EncodeToString(be.GetSignatures()[0].GetSig()) != raw.Signatures[0]["sig"] {
 		t.Fatal("bundle envelope differs from the plain envelope")
 	}

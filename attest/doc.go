@@ -7,7 +7,7 @@
 // the public key by hint only (no certificate, no transparency log entry). Both verify with stock
 // cosign and a public key, offline. The Statement's subjects are the receipt and its per-run
 // evidence files (case results, request records, the lifecycle record, the server log); its
-// predicate (PredicateType) binds the source identity, every bound input by digest, the workload,
+// predicate (attestfmt.PredicateType) binds the source identity, every bound input by digest, the workload,
 // variant and variables, the host id and the qualrun binary.
 //
 // With the same key, WriteLink writes the campaign's in-toto link (in-toto-golang's classic

@@ -10,6 +10,7 @@ import (
 
 	ita1 "github.com/in-toto/attestation/go/v1"
 	"github.com/qualkit/qualkit/attest"
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -40,7 +41,7 @@ func TestCosignInterop(t *testing.T) {
 		if err := st.Validate(); err != nil {
 			t.Fatalf("%s: statement: %v", name, err)
 		}
-		if st.GetType() != ita1.StatementTypeUri || st.GetPredicateType() != attest.PredicateType {
+		if st.GetType() != ita1.StatementTypeUri || st.GetPredicateType() != attestfmt.PredicateType {
 			t.Fatalf("%s: _type %q predicateType %q", name, st.GetType(), st.GetPredicateType())
 		}
 		for _, s := range st.GetSubject() {

@@ -13,24 +13,10 @@ import (
 	"time"
 
 	"github.com/in-toto/in-toto-golang/in_toto"
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/secure-systems-lab/go-securesystemslib/cjson"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
-)
-
-// In-toto link and layout names. The verify module checks links against the same values.
-const (
-	// StepName is the in-toto step a campaign is: its link is StepName.KEYID8.link.
-	StepName = "qualkit-campaign"
-	// InspectionName is the layout's inspection that runs qualverify verify.
-	InspectionName = "qualverify"
-	// LinkDirSuffix replaces the receipt's ".json": DIR/NAME.in-toto/ holds the campaign's link,
-	// a directory in-toto verifiers read as is (their link directory).
-	LinkDirSuffix = ".in-toto"
-	// Layout parameters (substituted by in-toto verifiers, `-P NAME=VALUE` on the stock CLI).
-	ParamReceipt  = "RECEIPT"  // the receipt's path relative to the repository root
-	ParamEvidence = "EVIDENCE" // the campaign's run directory (holding every evidence file)
-	ParamPubKey   = "PUBKEY"   // a file holding the functionary's public key, for qualverify --key
 )
 
 // LinkPath returns where AttestReceipt writes the in-toto link of the receipt receiptRel signed
@@ -40,12 +26,12 @@ func LinkPath(receiptRel string, pub crypto.PublicKey) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return LinkDir(receiptRel) + "/" + fmt.Sprintf(in_toto.LinkNameFormat, StepName, k.KeyID), nil
+	return LinkDir(receiptRel) + "/" + fmt.Sprintf(in_toto.LinkNameFormat, attestfmt.StepName, k.KeyID), nil
 }
 
 // LinkDir is the directory beside receiptRel that holds its in-toto link.
 func LinkDir(receiptRel string) string {
-	return strings.TrimSuffix(receiptRel, ".json") + LinkDirSuffix
+	return strings.TrimSuffix(receiptRel, ".json") + attestfmt.LinkDirSuffix
 }
 
 // FunctionaryKey is pub as an in-toto public key: keytype ecdsa, scheme ecdsa-sha2-nistp256,
@@ -76,7 +62,7 @@ func CampaignLink(root, receiptRel string) (*in_toto.Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	link := &in_toto.Link{Type: "link", Name: StepName, Materials: map[string]in_toto.HashObj{},
+	link := &in_toto.Link{Type: "link", Name: attestfmt.StepName, Materials: map[string]in_toto.HashObj{},
 		Products: map[string]in_toto.HashObj{}, ByProducts: map[string]any{}, Command: []string{},
 		Environment: map[string]any{"receipt_id": st.Predicate.ReceiptID, "qualrun_version": st.Predicate.Qualrun.Version}}
 	for _, s := range st.InToto.GetSubject() {
@@ -189,9 +175,9 @@ type LayoutOptions struct {
 	Params map[string]string
 }
 
-// Layout builds the in-toto layout of a qualkit campaign: one step, StepName, signed by one of the
+// Layout builds the in-toto layout of a qualkit campaign: one step, attestfmt.StepName, signed by one of the
 // functionaries, whose products may be anything (the receipt decides what they are), and one
-// inspection, InspectionName, that runs `qualverify verify --key {PUBKEY} {RECEIPT}` in the
+// inspection, attestfmt.InspectionName, that runs `qualverify verify --key {PUBKEY} {RECEIPT}` in the
 // repository and whose materials (every file in the repository at verification time) must MATCH
 // the campaign link: the receipt and every file under the evidence directory must equal the link's
 // products (which qualverify checks are the attestation's subjects; the effective run
@@ -213,31 +199,31 @@ func Layout(o LayoutOptions) (*in_toto.Layout, error) {
 		l.Keys[k.KeyID] = k
 		ids = append(ids, k.KeyID)
 	}
-	receipt, evid := "{"+ParamReceipt+"}", "{"+ParamEvidence+"}"
+	receipt, evid := "{"+attestfmt.ParamReceipt+"}", "{"+attestfmt.ParamEvidence+"}"
 	l.Steps = []in_toto.Step{{Type: "step", PubKeys: ids, Threshold: 1, ExpectedCommand: []string{},
-		SupplyChainItem: in_toto.SupplyChainItem{Name: StepName,
+		SupplyChainItem: in_toto.SupplyChainItem{Name: attestfmt.StepName,
 			ExpectedMaterials: [][]string{{"ALLOW", "*"}},
 			ExpectedProducts:  [][]string{{"CREATE", receipt}, {"ALLOW", evid + "/*"}, {"ALLOW", receipt}, {"DISALLOW", "*"}},
 		}}}
 	run := append([]string{"qualverify", "verify"}, o.VerifyArgs...)
-	run = append(run, "--key", "{"+ParamPubKey+"}", receipt)
-	l.Inspect = []in_toto.Inspection{{Type: "inspection", Run: run, SupplyChainItem: in_toto.SupplyChainItem{Name: InspectionName,
+	run = append(run, "--key", "{"+attestfmt.ParamPubKey+"}", receipt)
+	l.Inspect = []in_toto.Inspection{{Type: "inspection", Run: run, SupplyChainItem: in_toto.SupplyChainItem{Name: attestfmt.InspectionName,
 		ExpectedMaterials: [][]string{
-			{"MATCH", receipt, "WITH", "PRODUCTS", "FROM", StepName},
-			{"MATCH", evid + "/*", "WITH", "PRODUCTS", "FROM", StepName},
+			{"MATCH", receipt, "WITH", "PRODUCTS", "FROM", attestfmt.StepName},
+			{"MATCH", evid + "/*", "WITH", "PRODUCTS", "FROM", attestfmt.StepName},
 			// the effective run configuration the campaign wrote is a bound input (a material)
-			{"MATCH", evid + "/*", "WITH", "MATERIALS", "FROM", StepName},
+			{"MATCH", evid + "/*", "WITH", "MATERIALS", "FROM", attestfmt.StepName},
 			{"DISALLOW", receipt},
 			{"DISALLOW", evid + "/*"},
-			{"MATCH", "*", "WITH", "MATERIALS", "FROM", StepName},
+			{"MATCH", "*", "WITH", "MATERIALS", "FROM", attestfmt.StepName},
 			{"ALLOW", "*"},
 		},
 		ExpectedProducts: [][]string{{"ALLOW", "*"}},
 	}}}
 	if len(o.Params) > 0 {
 		for name := range o.Params {
-			if name != ParamReceipt && name != ParamEvidence && name != ParamPubKey {
-				return nil, fmt.Errorf("unknown layout parameter %q (want %s, %s or %s)", name, ParamReceipt, ParamEvidence, ParamPubKey)
+			if name != attestfmt.ParamReceipt && name != attestfmt.ParamEvidence && name != attestfmt.ParamPubKey {
+				return nil, fmt.Errorf("unknown layout parameter %q (want %s, %s or %s)", name, attestfmt.ParamReceipt, attestfmt.ParamEvidence, attestfmt.ParamPubKey)
 			}
 		}
 		fixed, err := in_toto.SubstituteParameters(*l, o.Params)

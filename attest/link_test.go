@@ -13,6 +13,7 @@ import (
 
 	"github.com/in-toto/in-toto-golang/in_toto"
 	"github.com/qualkit/qualkit/attest"
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 )
 
 // TestWriteLinkVerifiesWithInToto: the campaign link is signed with the attestation key, and
@@ -96,7 +97,7 @@ func TestLayoutInTotoVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	evidence := path.Dir(c.artifactsOfKind("lifecycle_record")[0])
-	params := map[string]string{attest.ParamReceipt: receiptRel, attest.ParamEvidence: evidence, attest.ParamPubKey: prefix + ".pub"}
+	params := map[string]string{attestfmt.ParamReceipt: receiptRel, attestfmt.ParamEvidence: evidence, attestfmt.ParamPubKey: prefix + ".pub"}
 	verify := func() error {
 		md, err := in_toto.LoadMetadata(layoutPath)
 		if err != nil {

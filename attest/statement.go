@@ -13,21 +13,12 @@ import (
 
 	ita1 "github.com/in-toto/attestation/go/v1"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
-)
-
-// Types of the attestation. The verify module checks against the same values.
-const (
-	// PredicateType identifies the qualification predicate (Predicate), version 1.
-	PredicateType = "https://qualkit.dev/attestation/qualification/v1"
-	// PayloadType is the DSSE payload type of an in-toto Statement.
-	PayloadType = "application/vnd.in-toto+json"
-	// StatementType is the in-toto Statement version written (the `_type` field).
-	StatementType = ita1.StatementTypeUri
 )
 
 // Sentinel errors; match them with errors.Is.
@@ -72,7 +63,7 @@ var runOutputKinds = map[string]bool{
 	"device_telemetry": true,
 }
 
-// Predicate is the qualification predicate (PredicateType): what the campaign bound, copied from
+// Predicate is the qualification predicate (attestfmt.PredicateType): what the campaign bound, copied from
 // the receipt. Its JSON keys are fixed by the verify module.
 type Predicate struct {
 	ReceiptID string `json:"receipt_id"`
@@ -95,7 +86,7 @@ type InTotoStatement struct {
 	// Receipt is the receipt's path relative to the repository root, with forward slashes.
 	Receipt string
 	// InToto is the validated Statement: the receipt and its evidence files as subjects, then
-	// PredicateType and the predicate.
+	// attestfmt.PredicateType and the predicate.
 	InToto *ita1.Statement
 	// Predicate is the predicate as Go values (InToto carries the same as a structpb.Struct).
 	Predicate Predicate
@@ -162,7 +153,7 @@ func Statement(root, receiptRel string) (*InTotoStatement, error) {
 	if err := protojson.Unmarshal(predJSON, ps); err != nil {
 		return nil, fmt.Errorf("encode predicate: %w", err)
 	}
-	st := &ita1.Statement{Type: StatementType, Subject: subjects, PredicateType: PredicateType, Predicate: ps}
+	st := &ita1.Statement{Type: attestfmt.StatementType, Subject: subjects, PredicateType: attestfmt.PredicateType, Predicate: ps}
 	if err := st.Validate(); err != nil {
 		return nil, fmt.Errorf("in-toto statement: %w", err)
 	}

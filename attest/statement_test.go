@@ -12,6 +12,7 @@ import (
 
 	ita1 "github.com/in-toto/attestation/go/v1"
 	"github.com/qualkit/qualkit/attest"
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -63,7 +64,7 @@ func TestStatementPayload(t *testing.T) {
 	if err := dec.Decode(&doc); err != nil {
 		t.Fatalf("payload: %v\n%s", err, st.Payload)
 	}
-	if doc.Type != "https://in-toto.io/Statement/v1" || doc.PredicateType != attest.PredicateType {
+	if doc.Type != "https://in-toto.io/Statement/v1" || doc.PredicateType != attestfmt.PredicateType {
 		t.Errorf("_type %q predicateType %q", doc.Type, doc.PredicateType)
 	}
 	var keys []string

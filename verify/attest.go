@@ -8,22 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/sigstore/pkg/signature"
-)
-
-// The attestation format (fixed; written by qualrun attest, package attest).
-const (
-	// PayloadType is the DSSE payload type of an in-toto statement.
-	PayloadType = "application/vnd.in-toto+json"
-	// StatementType is the in-toto Statement v1 type.
-	StatementType = "https://in-toto.io/Statement/v1"
-	// PredicateType is qualkit's qualification predicate.
-	PredicateType = "https://qualkit.dev/attestation/qualification/v1"
-	// BundleMediaType is the Sigstore bundle v0.3 media type.
-	BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 )
 
 // SubjectKinds are the receipt artifact kinds that are statement subjects (after the receipt).
@@ -112,8 +101,8 @@ func readAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *a
 			return a
 		}
 		switch {
-		case b.MediaType != BundleMediaType:
-			a.malformed = malformedf("bundle mediaType %q, want %q", b.MediaType, BundleMediaType)
+		case b.MediaType != attestfmt.BundleMediaType:
+			a.malformed = malformedf("bundle mediaType %q, want %q", b.MediaType, attestfmt.BundleMediaType)
 			return a
 		case b.DsseEnvelope == nil:
 			a.malformed = malformedf("bundle has no dsseEnvelope")
@@ -127,8 +116,8 @@ func readAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *a
 		}
 		env = b.DsseEnvelope
 	}
-	if env.PayloadType != PayloadType {
-		a.malformed = malformedf("payloadType %q, want %q", env.PayloadType, PayloadType)
+	if env.PayloadType != attestfmt.PayloadType {
+		a.malformed = malformedf("payloadType %q, want %q", env.PayloadType, attestfmt.PayloadType)
 		return a
 	}
 	payload, err := b64(env.Payload)
@@ -235,11 +224,11 @@ func parseStatement(payload []byte) (*statement, error) {
 			return nil, malformedf("statement member %q is not part of the format", k)
 		}
 	}
-	if t, _ := obj["_type"].(string); t != StatementType {
-		return nil, malformedf("statement _type %v, want %s", obj["_type"], StatementType)
+	if t, _ := obj["_type"].(string); t != attestfmt.StatementType {
+		return nil, malformedf("statement _type %v, want %s", obj["_type"], attestfmt.StatementType)
 	}
-	if t, _ := obj["predicateType"].(string); t != PredicateType {
-		return nil, malformedf("predicateType %v, want %s", obj["predicateType"], PredicateType)
+	if t, _ := obj["predicateType"].(string); t != attestfmt.PredicateType {
+		return nil, malformedf("predicateType %v, want %s", obj["predicateType"], attestfmt.PredicateType)
 	}
 	subs, ok := obj["subject"].([]any)
 	if !ok || len(subs) == 0 || len(subs) > MaxSubjects {

@@ -10,16 +10,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // In-toto link names (the attest module writes them; in-toto-golang is not linked here: the link
 // is parsed with the standard library and checked with the same verifier as the attestation).
 const (
-	// LinkDirSuffix: the link of DIR/NAME.json lies in DIR/NAME.in-toto/.
-	LinkDirSuffix = ".in-toto"
-	// LinkStep is the in-toto step name of a campaign; its link is LinkStep.KEYID8.link.
-	LinkStep = "qualkit-campaign"
 	// MaxLinkBytes caps an in-toto link file.
 	MaxLinkBytes = MaxAttestationBytes
 )
@@ -39,7 +36,7 @@ type inTotoLink struct {
 // loadInTotoLinks reads the files DIR/NAME.in-toto/qualkit-campaign.*.link of the receipt
 // DIR/NAME.json. A missing directory is no link (links are optional).
 func loadInTotoLinks(rootDir string, root *os.File, receipt string) []*inTotoLink {
-	dir := strings.TrimSuffix(receipt, ".json") + LinkDirSuffix
+	dir := strings.TrimSuffix(receipt, ".json") + attestfmt.LinkDirSuffix
 	fi, err := os.Lstat(filepath.Join(rootDir, filepath.FromSlash(dir)))
 	if err != nil {
 		return nil
@@ -53,7 +50,7 @@ func loadInTotoLinks(rootDir string, root *os.File, receipt string) []*inTotoLin
 	}
 	var out []*inTotoLink
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), LinkStep+".") || !strings.HasSuffix(e.Name(), ".link") {
+		if !strings.HasPrefix(e.Name(), attestfmt.StepName+".") || !strings.HasSuffix(e.Name(), attestfmt.LinkSuffix) {
 			continue
 		}
 		f := &fileFacts{path: dir + "/" + e.Name(), kind: "intoto_link", local: true, wantBytes: -1}
@@ -108,8 +105,8 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 			c.add(l.path, "", ErrLinkMismatch, "not in-toto link metadata ({\"signed\", \"signatures\"}): %v", err)
 			continue
 		}
-		if err := json.Unmarshal(mb.Signed, &link); err != nil || link.Type != "link" || link.Name != LinkStep {
-			c.add(l.path, "/signed", ErrLinkMismatch, "not the link of step %s (_type %q, name %q, %v)", LinkStep, link.Type, link.Name, err)
+		if err := json.Unmarshal(mb.Signed, &link); err != nil || link.Type != "link" || link.Name != attestfmt.StepName {
+			c.add(l.path, "/signed", ErrLinkMismatch, "not the link of step %s (_type %q, name %q, %v)", attestfmt.StepName, link.Type, link.Name, err)
 			continue
 		}
 		if len(s.policy.Keys) > 0 {

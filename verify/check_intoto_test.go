@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
@@ -31,7 +32,7 @@ func linkFor(t *testing.T, s *snapshot, key *ecdsa.PrivateKey, edit func(product
 	if edit != nil {
 		edit(products, materials)
 	}
-	signed, err := json.Marshal(map[string]any{"_type": "link", "name": LinkStep, "materials": materials, "products": products,
+	signed, err := json.Marshal(map[string]any{"_type": "link", "name": attestfmt.StepName, "materials": materials, "products": products,
 		"byproducts": map[string]any{}, "command": []string{}, "environment": map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func linkFor(t *testing.T, s *snapshot, key *ecdsa.PrivateKey, edit func(product
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &inTotoLink{path: strings.TrimSuffix(s.receipt.path, ".json") + LinkDirSuffix + "/" + LinkStep + ".abababab.link", raw: raw}
+	return &inTotoLink{path: strings.TrimSuffix(s.receipt.path, ".json") + attestfmt.LinkDirSuffix + "/" + attestfmt.StepName + ".abababab.link", raw: raw}
 }
 
 // TestCheckSignatureInTotoLink: a link beside the receipt must bind exactly the receipt's evidence

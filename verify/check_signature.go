@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 )
 
 // checkSignature: the DSSE envelope and/or Sigstore bundle verify with a pinned public key (keyid
@@ -19,7 +21,7 @@ func checkSignature(s *snapshot) CheckResult {
 	case len(s.attestations) == 0 && s.relax[RelaxUnsigned]:
 		return c.skipped("no attestation: " + string(RelaxUnsigned))
 	case len(s.attestations) == 0:
-		c.add(s.receipt.path, "", ErrUnsigned, "neither %s nor %s exists beside the receipt", nameBeside(s.receipt.path, EnvelopeSuffix), nameBeside(s.receipt.path, BundleSuffix))
+		c.add(s.receipt.path, "", ErrUnsigned, "neither %s nor %s exists beside the receipt", nameBeside(s.receipt.path, attestfmt.EnvelopeSuffix), nameBeside(s.receipt.path, attestfmt.BundleSuffix))
 		return c.result()
 	case len(s.policy.Keys) == 0:
 		return c.skipped("no pinned public key: the attestation was not verified (" + string(RelaxUnsigned) + ")")

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // checkTolerances: correctness and numerical tolerances. A passed verdict; every result's summary
@@ -73,15 +74,8 @@ func checkTolerances(s *snapshot) CheckResult {
 		}
 	}
 	s.checkDerived(c)
-	checkMetricList(c, file, "/metrics", rc.Metrics, []contract.Metric{
-		countMetric("results_passed", passed, higherBetter, "campaign.results_passed.v1", int64(len(rc.Results))),
-		countMetric("results_failed", failed, lowerBetter, "campaign.results_failed.v1", int64(len(rc.Results))),
-	}, tol, nil)
+	checkMetricList(c, file, "/metrics", rc.Metrics, metric.MetricsOf(metric.ReceiptCounts(int64(passed), int64(failed), len(rc.Results))), tol, nil)
 	return c.result()
-}
-
-func countMetric(name string, v int, dir, formula string, samples int64) contract.Metric {
-	return contract.Metric{Name: name, Value: float64(v), Unit: "count", Aggregation: "count", Direction: contract.Direction(dir), Formula: formula, Samples: &samples}
 }
 
 // variant returns the receipt's variant in the workload, when both are available.

@@ -3,26 +3,29 @@ package verify
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // MaxTelemetryBytes bounds one row's device telemetry file.
 const MaxTelemetryBytes = 256 << 20
 
-// deviceFormulas are the row's device metrics, by name (docs/metrics.md, "Device telemetry").
-var deviceFormulas = map[string]string{
-	"device_energy_j":                  "device_energy.v1",
-	"device_energy_per_output_token_j": "device_energy_per_output_token.v1",
-	"device_power_mean_w":              "device_power_mean.v1",
-	"device_throttled_seconds":         "device_throttled_seconds.v1",
-}
+// deviceFormulas are the row's device metrics, by name (docs/metrics.md, "Device telemetry"):
+// the catalogue's diagnostic device formulas.
+var deviceFormulas = func() map[string]string {
+	out := map[string]string{}
+	for _, id := range []string{metric.DeviceEnergy, metric.DeviceEnergyPerOutputToken, metric.DevicePowerMean, metric.DeviceThrottledSeconds} {
+		f, _ := metric.Lookup(id)
+		out[f.Name] = f.ID
+	}
+	return out
+}()
 
 // checkRowTelemetry recomputes a row's device metrics and flags from its telemetry samples and
-// its request records (window and output tokens), independently of the runner's code.
+// its request records (window and output tokens) with the catalogue's metric.Device.
 func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contract.Row, recs []*record, tol Tolerance) {
 	dt := row.DeviceTelemetry
 	var recorded []contract.Metric
@@ -105,132 +108,22 @@ func nonNilStrings[S ~string](s []S) []string {
 }
 
 // recordWindow is the row's measured window (min t_send, max t_end over measured requests) and
-// the completion tokens of its measured requests with usage.
+// the completion tokens of its measured requests with usage (metric.DeviceWindow).
 func recordWindow(recs []*record) (start, end, tokens int64, ok bool) {
-	first := true
-	for _, r := range recs {
-		if r.warmup {
-			continue
-		}
-		if r.hasUsage {
-			tokens += r.n
-		}
-		if r.hasSend && (first || r.send < start) {
-			start, first = r.send, false
-		}
-		if r.hasEnd && r.end > end {
-			end = r.end
-		}
-	}
-	return start, end, tokens, !first && end > start
+	reqs, _ := measuredRequests(recs)
+	return metric.DeviceWindow(reqs)
 }
 
 // recomputeDevice evaluates device_energy.v1, device_energy_per_output_token.v1,
-// device_power_mean.v1 and device_throttled_seconds.v1 and the flags over [start, end].
+// device_power_mean.v1 and device_throttled_seconds.v1 and the flags over [start, end] with
+// metric.Device: the values by name, and the flags (never nil).
 func recomputeDevice(xs []contract.TelemetrySampleDoc, start, end, tokens int64) (map[string]float64, []string) {
+	d := metric.Device(metric.DeviceSamplesOf(xs), start, end, tokens)
 	out := map[string]float64{}
-	byDev := map[int64][]contract.TelemetrySampleDoc{}
-	for _, x := range xs {
-		byDev[x.Device] = append(byDev[x.Device], x)
+	for _, v := range d.Values {
+		out[v.Name] = v.Value
 	}
-	if len(byDev) == 0 {
-		return out, []string{}
-	}
-	var energy, throttled float64
-	var any bool
-	set := map[string]bool{}
-	for _, d := range byDev {
-		if e, ok := energyOver(d, start, end); ok {
-			energy += e
-			any = true
-		}
-		var th float64
-		var ecc []int64
-		for i, x := range d {
-			if i+1 < len(d) && len(x.ThrottleReasons) > 0 {
-				lo, hi := max(x.TNs, start), min(d[i+1].TNs, end)
-				if hi > lo {
-					th += float64(hi-lo) / 1e9
-				}
-			}
-			if x.TNs < start || x.TNs > end {
-				continue
-			}
-			set["throttled"] = set["throttled"] || len(x.ThrottleReasons) > 0
-			set["xid_event"] = set["xid_event"] || (x.XidEvents != nil && *x.XidEvents > 0)
-			set["telemetry_call_failed"] = set["telemetry_call_failed"] || len(x.Errors) > 0
-			if x.ECCUncorrected != nil {
-				ecc = append(ecc, *x.ECCUncorrected)
-			}
-		}
-		set["ecc_uncorrected_changed"] = set["ecc_uncorrected_changed"] || (len(ecc) > 1 && ecc[0] != ecc[len(ecc)-1])
-		throttled = math.Max(throttled, th)
-	}
-	flags := []string{}
-	for _, f := range []string{"throttled", "ecc_uncorrected_changed", "xid_event", "telemetry_call_failed"} {
-		if set[f] {
-			flags = append(flags, f)
-		}
-	}
-	if any {
-		out["device_energy_j"] = energy
-		out["device_power_mean_w"] = energy / (float64(end-start) / 1e9)
-		if tokens > 0 {
-			out["device_energy_per_output_token_j"] = energy / float64(tokens)
-		}
-	}
-	out["device_throttled_seconds"] = throttled
-	return out, flags
-}
-
-// energyOver is one device's energy over [start, end]: its counter interpolated at both ends, or
-// its power integrated (trapezoids, interpolated at both ends) when a sample has no counter.
-func energyOver(d []contract.TelemetrySampleDoc, start, end int64) (float64, bool) {
-	if len(d) < 2 || d[0].TNs > start || d[len(d)-1].TNs < end {
-		return 0, false
-	}
-	useCounter, usePower := true, true
-	for _, x := range d {
-		useCounter = useCounter && x.EnergyJ != nil
-		usePower = usePower && x.PowerW != nil
-	}
-	if !useCounter && !usePower {
-		return 0, false
-	}
-	v := func(x contract.TelemetrySampleDoc) float64 {
-		if useCounter {
-			return *x.EnergyJ
-		}
-		return *x.PowerW
-	}
-	interp := func(t int64) float64 {
-		for i := 1; i < len(d); i++ {
-			if d[i].TNs >= t {
-				a, b := d[i-1], d[i]
-				if b.TNs == a.TNs {
-					return v(a)
-				}
-				return v(a) + (v(b)-v(a))*float64(t-a.TNs)/float64(b.TNs-a.TNs)
-			}
-		}
-		return v(d[len(d)-1])
-	}
-	if useCounter {
-		e := interp(end) - interp(start)
-		return e, e >= 0
-	}
-	ts, ps := []int64{start}, []float64{interp(start)}
-	for _, x := range d {
-		if x.TNs > start && x.TNs < end {
-			ts, ps = append(ts, x.TNs), append(ps, *x.PowerW)
-		}
-	}
-	ts, ps = append(ts, end), append(ps, interp(end))
-	var e float64
-	for i := 1; i < len(ts); i++ {
-		e += (ps[i-1] + ps[i]) / 2 * float64(ts[i]-ts[i-1]) / 1e9
-	}
-	return e, true
+	return out, nonNilStrings(d.Flags)
 }
 
 // telemetrySamples decodes a row's device telemetry samples for display: nil unless the file was

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 )
 
 // Evidence names one receipt and where its evidence lives. Every path in a receipt (artifacts,
@@ -25,20 +27,13 @@ type Evidence struct {
 	Bundle string
 }
 
-// Attestation file suffixes: for a receipt DIR/NAME.json, DIR/NAME.intoto.dsse.json and
-// DIR/NAME.sigstore.json.
-const (
-	EnvelopeSuffix = ".intoto.dsse.json"
-	BundleSuffix   = ".sigstore.json"
-)
-
 // receiptDirs are the directories receipts live in, relative to the repository root.
 var receiptDirs = []string{"qualification/receipts/", ".qualification/receipts/"}
 
 // IsReceiptName reports whether a file name looks like a receipt (a .json file that is not an
 // attestation).
 func IsReceiptName(name string) bool {
-	return strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, EnvelopeSuffix) && !strings.HasSuffix(name, BundleSuffix)
+	return strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, attestfmt.EnvelopeSuffix) && !strings.HasSuffix(name, attestfmt.BundleSuffix)
 }
 
 // Locate finds the evidence of a receipt from its path: the root is the directory that holds
@@ -88,7 +83,7 @@ func LocateIn(root, receiptPath string) (Evidence, error) {
 	for _, a := range []struct {
 		suffix string
 		dst    *string
-	}{{EnvelopeSuffix, &ev.Envelope}, {BundleSuffix, &ev.Bundle}} {
+	}{{attestfmt.EnvelopeSuffix, &ev.Envelope}, {attestfmt.BundleSuffix, &ev.Bundle}} {
 		if _, err := os.Lstat(base + a.suffix); err == nil {
 			*a.dst = strings.TrimSuffix(ev.Receipt, ".json") + a.suffix
 		} else if !errors.Is(err, os.ErrNotExist) {

@@ -4,11 +4,9 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
-	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/metric"
 )
 
@@ -51,10 +49,6 @@ type rowFacts struct {
 	achieved                      float64
 	degraded                      bool
 }
-
-// ok reports whether a record counts as a success: no error, and the times and usage the
-// formulas need (a success without them breaks the record contract and is not used).
-func (r *record) ok() bool { return !r.failed && r.hasSend && r.hasEnd && r.hasUsage }
 
 // request is the record as the catalogue's formulas read it.
 func (r *record) request() metric.Request {
@@ -117,39 +111,25 @@ func recomputeCase(rows []contract.Row) []contract.Metric {
 	return metric.MetricsOf(append(metric.CaseCounts(cr), metric.CaseSummary(cr)...))
 }
 
-// outputSet is the digest of the RFC 8785 JSON array of the measured output digests in index
-// order; nil when a measured request failed or has no output digest. Digests are
-// "sha256:<hex>", so the canonical array is written directly.
+// outputSet is the output set hash of the measured records (evidence.OutputSetDigest); nil when
+// a measured request failed or has no output digest.
 func outputSet(rs []*record) *string {
-	var b strings.Builder
-	b.WriteByte('[')
+	digests := make([]string, len(rs))
 	for i, r := range rs {
-		if r.failed || r.output == "" {
+		if r.failed {
 			return nil
 		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('"')
-		b.WriteString(r.output)
-		b.WriteByte('"')
+		digests[i] = r.output
 	}
-	b.WriteByte(']')
-	d := evidence.DigestOf([]byte(b.String()))
+	d, ok := evidence.OutputSetDigest(digests)
+	if !ok {
+		return nil
+	}
 	return &d
 }
 
-// promptSet is the prompt set hash of prompts in measured order (docs/metrics.md).
-func promptSet(prompts []contract.Prompt) (string, error) {
-	if prompts == nil {
-		prompts = []contract.Prompt{}
-	}
-	b, err := jsonstrict.Canonical(prompts)
-	if err != nil {
-		return "", err
-	}
-	return evidence.DigestOf(b), nil
-}
+// promptSet is the prompt set hash of prompts in measured order (evidence.PromptSetDigest).
+func promptSet(prompts []contract.Prompt) (string, error) { return evidence.PromptSetDigest(prompts) }
 
 // within reports whether got is within tol of want: |got - want| <= max(abs, |want| x rel).
 func within(got, want float64, tol Tolerance) bool {

@@ -70,10 +70,13 @@ func TestFrozenEvidenceVerifies(t *testing.T) {
 	}
 }
 
-// TestRecomputeMatchesCampaign: the verifier's own implementation of the metric formulas
-// reproduces every row and case number the runner wrote in a real campaign (within 1e-9), and
-// defines exactly the metrics the runner emitted.
-func TestRecomputeMatchesCampaign(t *testing.T) {
+// TestRecomputeMatchesFrozenCampaign: verify's recomputation (the catalogue of schemas/metric
+// over verify's own reading of the records) reproduces every row and case number a real campaign
+// wrote when the evidence was frozen (within 1e-9), and defines exactly the metrics it emitted.
+// The runner and verify share one implementation now, so this is a regression test against
+// frozen outputs, not a cross-check of two copies; the catalogue's independent check is
+// schemas/metric's TestGolden (Python's statistics) and TestDocsExample (docs/metrics.md).
+func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 	ev, err := LocateIn(frozenRoot, filepath.Join(frozenRoot, frozenReceipts[0]))
 	if err != nil {
 		t.Fatal(err)

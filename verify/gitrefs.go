@@ -5,11 +5,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/qualkit/qualkit/schemas/evidence"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // checkout is what the evidence root's git metadata says, read from files (verify runs no git).

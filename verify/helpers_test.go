@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
@@ -196,9 +197,9 @@ func statementFor(t testing.TB, root, receipt string) map[string]any {
 		}
 	}
 	return map[string]any{
-		"_type":         StatementType,
+		"_type":         attestfmt.StatementType,
 		"subject":       subjects,
-		"predicateType": PredicateType,
+		"predicateType": attestfmt.PredicateType,
 		"predicate": map[string]any{
 			"receipt_id": rc["receipt_id"],
 			"source":     rc["source"],
@@ -219,10 +220,10 @@ func sign(t testing.TB, root, receipt string, k testKey, st map[string]any) {
 	}
 	env, bundle := sealPayload(t, payload, k)
 	base := filepath.Join(root, strings.TrimSuffix(receipt, ".json"))
-	if err := os.WriteFile(base+EnvelopeSuffix, env, 0o644); err != nil {
+	if err := os.WriteFile(base+attestfmt.EnvelopeSuffix, env, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(base+BundleSuffix, bundle, 0o644); err != nil {
+	if err := os.WriteFile(base+attestfmt.BundleSuffix, bundle, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -230,17 +231,17 @@ func sign(t testing.TB, root, receipt string, k testKey, st map[string]any) {
 // sealPayload signs payload (ECDSA P-256 over the DSSE PAE) and returns the envelope and bundle.
 func sealPayload(t testing.TB, payload []byte, k testKey) ([]byte, []byte) {
 	t.Helper()
-	sig, err := k.sv.SignMessage(bytes.NewReader(dsse.PAE(PayloadType, payload)))
+	sig, err := k.sv.SignMessage(bytes.NewReader(dsse.PAE(attestfmt.PayloadType, payload)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, _ := json.Marshal(map[string]any{"payloadType": PayloadType, "payload": base64.StdEncoding.EncodeToString(payload),
+	env, _ := json.Marshal(map[string]any{"payloadType": attestfmt.PayloadType, "payload": base64.StdEncoding.EncodeToString(payload),
 		"signatures": []any{map[string]any{"keyid": "", "sig": base64.StdEncoding.EncodeToString(sig)}}})
 	der, _ := x509.MarshalPKIXPublicKey(k.pub)
 	hint := sha256.Sum256(der)
-	bundle, _ := json.Marshal(map[string]any{"mediaType": BundleMediaType,
+	bundle, _ := json.Marshal(map[string]any{"mediaType": attestfmt.BundleMediaType,
 		"verificationMaterial": map[string]any{"publicKey": map[string]any{"hint": base64.StdEncoding.EncodeToString(hint[:])}},
-		"dsseEnvelope": map[string]any{"payloadType": PayloadType, "payload": base64.StdEncoding.EncodeToString(payload),
+		"dsseEnvelope": map[string]any{"payloadType": attestfmt.PayloadType, "payload": base64.StdEncoding.EncodeToString(payload),
 			"signatures": []any{map[string]any{"sig": base64.StdEncoding.EncodeToString(sig)}}}})
 	return append(env, '\n'), append(bundle, '\n')
 }

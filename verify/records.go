@@ -412,6 +412,24 @@ func oneOf(s []byte, options ...string) bool {
 
 const maxSafeInteger = 9007199254740991
 
+// recordLimits are the request-record contract's limits the fast path checks, read from the
+// exported schema (the CUE source is their one place). Byte lengths stand in for the schema's
+// code-point lengths: a string within the byte limit is within the code-point limit, and one
+// beyond it goes to the full check.
+var recordLimits = func() (l struct {
+	concurrencyMin, concurrencyMax, repetitionMax, eventsMax, assertionsMax, statusMin, statusMax int64
+	detailMax, messageMin, messageMax                                                             int64
+}) {
+	b := schemas.MustBoundsOf(contract.RequestRecord)
+	l.concurrencyMin, l.concurrencyMax = b.IntLimit("row.concurrency", "minimum"), b.IntLimit("row.concurrency", "maximum")
+	l.repetitionMax = b.IntLimit("row.repetition", "maximum")
+	l.eventsMax, l.assertionsMax = b.IntLimit("events", "maxItems"), b.IntLimit("assertions", "maxItems")
+	l.statusMin, l.statusMax = b.IntLimit("status_code", "minimum"), b.IntLimit("status_code", "maximum")
+	l.detailMax = b.IntLimit("assertions[].detail", "maxLength")
+	l.messageMin, l.messageMax = b.IntLimit("error.message", "minLength"), b.IntLimit("error.message", "maxLength")
+	return l
+}()
+
 // Member bits of a request record.
 const (
 	fSchema = iota
@@ -460,11 +478,11 @@ func (p *lineParser) record(r *record) bool {
 				case "concurrency":
 					v, ok := p.uint()
 					r.concurrency = v
-					return rs.first(0) && ok && v >= 1 && v <= 4096
+					return rs.first(0) && ok && v >= recordLimits.concurrencyMin && v <= recordLimits.concurrencyMax
 				case "repetition":
 					v, ok := p.uint()
 					r.repetition = v
-					return rs.first(1) && ok && v <= 999
+					return rs.first(1) && ok && v <= recordLimits.repetitionMax
 				}
 				return false
 			})
@@ -514,7 +532,7 @@ func (p *lineParser) record(r *record) bool {
 			r.cls, r.hasClose = v, has
 			return s.first(fTClose) && ok
 		case "events":
-			ok := p.array(1048576, func() bool {
+			ok := p.array(int(recordLimits.eventsMax), func() bool {
 				var es seen
 				var t int64
 				content := false
@@ -546,7 +564,7 @@ func (p *lineParser) record(r *record) bool {
 			return s.first(fEvents) && ok
 		case "status_code":
 			v, has, ok := p.optUint()
-			return s.first(fStatus) && ok && (!has || v >= 100 && v <= 599)
+			return s.first(fStatus) && ok && (!has || v >= recordLimits.statusMin && v <= recordLimits.statusMax)
 		case "usage":
 			if !s.first(fUsage) {
 				return false
@@ -592,7 +610,7 @@ func (p *lineParser) record(r *record) bool {
 			r.output = string(v)
 			return ok && isDigest(v)
 		case "assertions":
-			ok := p.array(64, func() bool {
+			ok := p.array(int(recordLimits.assertionsMax), func() bool {
 				var as seen
 				ok := p.object(func(k []byte) bool {
 					switch string(k) {
@@ -613,7 +631,7 @@ func (p *lineParser) record(r *record) bool {
 							return true
 						}
 						v, ok := p.str()
-						return ok && len(v) <= 512
+						return ok && int64(len(v)) <= recordLimits.detailMax
 					}
 					return false
 				})
@@ -635,7 +653,7 @@ func (p *lineParser) record(r *record) bool {
 					r.errClass = string(v)
 					return es.first(0) && ok && oneOf(v, "connection", "http_status", "timeout", "truncated_stream", "oversize_line", "malformed_event", "missing_usage", "duplicate_usage", "inconsistent_usage", "usage_exceeds_max_tokens", "content_after_finish", "duplicate_finish_reason", "assertion", "cancelled")
 				case "message":
-					return es.first(1) && ok && len(v) >= 1 && len(v) <= 2048
+					return es.first(1) && ok && int64(len(v)) >= recordLimits.messageMin && int64(len(v)) <= recordLimits.messageMax
 				}
 				return false
 			})

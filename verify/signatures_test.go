@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 )
 
@@ -23,7 +24,7 @@ func signMany(t *testing.T, root, receipt string, keys []testKey, extra ...[]byt
 	}
 	var sigs []any
 	for i, k := range keys {
-		sig, err := k.sv.SignMessage(bytes.NewReader(dsse.PAE(PayloadType, payload)))
+		sig, err := k.sv.SignMessage(bytes.NewReader(dsse.PAE(attestfmt.PayloadType, payload)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,13 +33,13 @@ func signMany(t *testing.T, root, receipt string, keys []testKey, extra ...[]byt
 	for _, g := range extra {
 		sigs = append(sigs, map[string]any{"keyid": "garbage", "sig": base64.StdEncoding.EncodeToString(g)})
 	}
-	env, _ := json.Marshal(map[string]any{"payloadType": PayloadType, "payload": base64.StdEncoding.EncodeToString(payload), "signatures": sigs})
-	bundle, _ := json.Marshal(map[string]any{"mediaType": BundleMediaType,
+	env, _ := json.Marshal(map[string]any{"payloadType": attestfmt.PayloadType, "payload": base64.StdEncoding.EncodeToString(payload), "signatures": sigs})
+	bundle, _ := json.Marshal(map[string]any{"mediaType": attestfmt.BundleMediaType,
 		"verificationMaterial": map[string]any{"publicKey": map[string]any{"hint": "any"}},
-		"dsseEnvelope":         map[string]any{"payloadType": PayloadType, "payload": base64.StdEncoding.EncodeToString(payload), "signatures": sigs}})
+		"dsseEnvelope":         map[string]any{"payloadType": attestfmt.PayloadType, "payload": base64.StdEncoding.EncodeToString(payload), "signatures": sigs}})
 	base := filepath.Join(root, strings.TrimSuffix(receipt, ".json"))
-	mustWrite(t, base+EnvelopeSuffix, append(env, '\n'))
-	mustWrite(t, base+BundleSuffix, append(bundle, '\n'))
+	mustWrite(t, base+attestfmt.EnvelopeSuffix, append(env, '\n'))
+	mustWrite(t, base+attestfmt.BundleSuffix, append(bundle, '\n'))
 }
 
 // TestSignaturesListed: one valid signature by a pinned key is enough (DSSE), and an extra garbage

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 )
 
 // The tampering matrix: real campaign evidence (the frozen a-1 run), sealed again with a key made
@@ -219,15 +221,15 @@ func TestTamperingMatrix(t *testing.T) {
 		}, CheckTolerances, ErrRequestFailed, "4000000 completion tokens for max_tokens 4 (usage_exceeds_max_tokens)"},
 		{"unsigned", func(t *testing.T, root, run string, k testKey) Policy {
 			base := filepath.Join(root, strings.TrimSuffix(receipt, ".json"))
-			os.Remove(base + EnvelopeSuffix)
-			os.Remove(base + BundleSuffix)
+			os.Remove(base + attestfmt.EnvelopeSuffix)
+			os.Remove(base + attestfmt.BundleSuffix)
 			return k.policy()
 		}, CheckSignature, ErrUnsigned, ""},
 		{"bundle and envelope differ", func(t *testing.T, root, run string, k testKey) Policy {
 			st := statementFor(t, root, receipt)
 			payload, _ := json.MarshalIndent(st, "", " ") // same statement, other bytes
 			_, bundle := sealPayload(t, payload, k)
-			mustWrite(t, filepath.Join(root, strings.TrimSuffix(receipt, ".json")+BundleSuffix), bundle)
+			mustWrite(t, filepath.Join(root, strings.TrimSuffix(receipt, ".json")+attestfmt.BundleSuffix), bundle)
 			return k.policy()
 		}, CheckSignature, ErrAttestationsDiffer, ""},
 	}
@@ -280,11 +282,11 @@ func mustWrite(t *testing.T, p string, b []byte) {
 
 func editEnvelope(t *testing.T, root, receipt string, edit func(map[string]any)) {
 	t.Helper()
-	p := filepath.Join(root, strings.TrimSuffix(receipt, ".json")+EnvelopeSuffix)
+	p := filepath.Join(root, strings.TrimSuffix(receipt, ".json")+attestfmt.EnvelopeSuffix)
 	env := readTree(t, p)
 	edit(env)
 	writeTree(t, p, env)
-	os.Remove(filepath.Join(root, strings.TrimSuffix(receipt, ".json")+BundleSuffix)) // judge the envelope alone
+	os.Remove(filepath.Join(root, strings.TrimSuffix(receipt, ".json")+attestfmt.BundleSuffix)) // judge the envelope alone
 }
 
 func decodePayload(t *testing.T, s string) map[string]any {
@@ -353,14 +355,14 @@ func TestHintsIgnored(t *testing.T) {
 	k := newTestKey(t)
 	reseal(t, root, receipt, k)
 	base := filepath.Join(root, strings.TrimSuffix(receipt, ".json"))
-	env := readTree(t, base+EnvelopeSuffix)
+	env := readTree(t, base+attestfmt.EnvelopeSuffix)
 	env["signatures"].([]any)[0].(map[string]any)["keyid"] = "SHA256:not-the-key-that-signed"
-	writeTree(t, base+EnvelopeSuffix, env)
-	b := readTree(t, base+BundleSuffix)
+	writeTree(t, base+attestfmt.EnvelopeSuffix, env)
+	b := readTree(t, base+attestfmt.BundleSuffix)
 	vm := b["verificationMaterial"].(map[string]any)
 	vm["publicKey"].(map[string]any)["hint"] = base64.StdEncoding.EncodeToString([]byte("another key"))
 	vm["tlogEntries"] = []any{map[string]any{"logIndex": "1"}}
-	writeTree(t, base+BundleSuffix, b)
+	writeTree(t, base+attestfmt.BundleSuffix, b)
 	res := verifyAt(t, root, receipt, k.policy())
 	if res.Verdict != Verified {
 		t.Fatalf("rejected:%s", findingsOf(res))

@@ -14,7 +14,6 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
-	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/rules"
 )
 
@@ -97,13 +96,11 @@ func PrepareDriver(ctx context.Context, cfg DriverConfig) (*DriverPlan, error) {
 	if err != nil {
 		return nil, classError{ErrInput, err}
 	}
-	if err := schemas.CheckAs(raw, cfg.Spec, contract.DriverSpec); err != nil {
+	spec, err := schemas.Decode[contract.DriverSpecDoc](raw, cfg.Spec, contract.DriverSpec)
+	if err != nil {
 		return nil, classError{ErrDriverSpec, err}
 	}
-	p := &DriverPlan{cfg: cfg}
-	if err := jsonstrict.DecodeInto(raw, &p.spec); err != nil {
-		return nil, classError{ErrDriverSpec, fmt.Errorf("%s: %w", cfg.Spec, err)}
-	}
+	p := &DriverPlan{cfg: cfg, spec: *spec}
 	vals := map[string]string{}
 	for _, kv := range cfg.Vars {
 		k, v, ok := strings.Cut(kv, "=")

@@ -8,11 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/schemas/evidence"
 )
@@ -21,6 +17,9 @@ import (
 // fresh git repository and returns the spec's path.
 func driverRepo(t *testing.T, required bool) string {
 	t.Helper()
+	home := t.TempDir() // no global git configuration (an excludes file) decides what is clean
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -42,30 +41,7 @@ func driverRepo(t *testing.T, required bool) string {
   "timeout_seconds": 60, "tolerances": []
 }
 `, digest("drivers/sh-worker.sh"), digest("drivers/request.json"), digest("drivers/model.txt"), required)
-	repo, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rel, content := range files {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := wt.Add(rel); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sig := &object.Signature{Name: "Test", Email: "test@example.com", When: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
-	if _, err := wt.Commit("driver", &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
-		t.Fatal(err)
-	}
+	commitRepo(t, dir, files)
 	return filepath.Join(dir, "spec.json")
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/metric"
 	"golang.org/x/sys/unix"
 )
 
@@ -139,7 +140,6 @@ func (r *run) receipt(ctx context.Context) (*contract.ReceiptDoc, error) {
 	if publishable {
 		reasons = []string{}
 	}
-	one := int64(len(r.results))
 	rc := &contract.ReceiptDoc{
 		Schema:      "qualkit.receipt.v1",
 		ReceiptID:   p.receiptID,
@@ -152,11 +152,8 @@ func (r *run) receipt(ctx context.Context) (*contract.ReceiptDoc, error) {
 			StartedAt: p.started.UTC().Format(time.RFC3339Nano), FinishedAt: finished.UTC().Format(time.RFC3339Nano),
 			DurationSeconds: finished.Sub(p.started).Seconds(), Command: p.cfg.Command,
 			Qualrun: contract.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}},
-		Results: r.results,
-		Metrics: []contract.Metric{
-			{Name: "results_passed", Value: float64(passed), Unit: "count", Aggregation: "count", Direction: "higher_is_better", Formula: "campaign.results_passed.v1", Samples: &one},
-			{Name: "results_failed", Value: float64(failed), Unit: "count", Aggregation: "count", Direction: "lower_is_better", Formula: "campaign.results_failed.v1", Samples: &one},
-		},
+		Results:              r.results,
+		Metrics:              metric.MetricsOf(metric.ReceiptCounts(passed, failed, len(r.results))),
 		Lifecycle:            life,
 		Unsupported:          nonNil(r.unsup),
 		Notes:                nonNil(r.notes),

@@ -63,11 +63,22 @@ func configRepo(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	commitRepo(t, dir, map[string]string{"workloads/config.json": configWorkload, ".gitignore": ".qualification/\n"})
+	return dir
+}
+
+// commitRepo makes dir a git repository (branch main) whose one commit holds files.
+func commitRepo(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
 	repo, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rel, content := range map[string]string{"workloads/config.json": configWorkload, ".gitignore": ".qualification/\n"} {
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel, content := range files {
 		p := filepath.Join(dir, rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -75,12 +86,6 @@ func configRepo(t *testing.T) string {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rel := range []string{"workloads/config.json", ".gitignore"} {
 		if _, err := wt.Add(rel); err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +94,6 @@ func configRepo(t *testing.T) string {
 	if _, err := wt.Commit("workload", &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
 		t.Fatal(err)
 	}
-	return dir
 }
 
 // TestEffectiveRunConfig runs a real campaign (a git repository, a committed workload, the true

@@ -13,7 +13,6 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
-	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // ErrInput: an input the caller named cannot be used as given (a path, a flag value, a recipe or
@@ -85,18 +84,18 @@ func PrepareServe(cfg ServeConfig) (*ServePlan, error) {
 		}
 		return nil, inputf("invalid launch recipe:\n%s", strings.Join(lines, "\n"))
 	}
-	var r contract.LaunchRecipeDoc
-	if err := jsonstrict.DecodeInto(data, &r); err != nil {
+	r, err := schemas.DecodeChecked[contract.LaunchRecipeDoc](data, out)
+	if err != nil {
 		return nil, inputf("%s: %v", cfg.Recipe, err)
 	}
 	// The server's secrets are scrubbed from its log (and, by the caller, from what it prints).
-	secrets := lifecycle.Secrets(&r, nil)
+	secrets := lifecycle.Secrets(r, nil)
 	if err := lifecycle.CheckSecrets(secrets); err != nil {
 		return nil, inputf("launch recipe %s: %v", cfg.Recipe, err)
 	}
 	abs, _ := filepath.Abs(cfg.Recipe)
 	return &ServePlan{
-		recipe: &r, digest: evidence.DigestOf(data), dir: filepath.Dir(abs), keeper: cfg.Keeper, red: redact.New(secrets...),
+		recipe: r, digest: evidence.DigestOf(data), dir: filepath.Dir(abs), keeper: cfg.Keeper, red: redact.New(secrets...),
 		logPath: filepath.Join(cfg.LogDir, fmt.Sprintf("%s-%s.server.log", r.ID, time.Now().UTC().Format("20060102t150405.000000000z"))),
 	}, nil
 }

@@ -1,8 +1,6 @@
 package driver
 
-import (
-	"github.com/qualkit/qualkit/schemas/rules"
-)
+import "github.com/qualkit/qualkit/schemas/rules"
 
 // Subject is what an unsupported-mechanism verdict is about; only the wording differs.
 type Subject int

@@ -5,6 +5,8 @@
 // and kills residue: processes or listeners left behind, including descendants that escaped the
 // group with setsid or a double fork. Everything it observes becomes a lifecycle record
 // (qualkit.lifecycle-record.v1); the verdict requires all six conditions of docs/lifecycle.md.
+// Start is the one start sequence (Launch, WaitReady, CheckListener) and Shutdown the one end
+// (stop, residue, record): a campaign and `qualrun serve` both use them.
 //
 // Ownership survives the runner's death: with Options.Keeper, the runner re-executes itself as a
 // keeper (KeeperMain) that stops the server if the runner dies, even by SIGKILL; every server

@@ -1,10 +1,10 @@
 // Package metrics computes the numbers of a serving row from its request records, exactly as
 // docs/metrics.md defines them: TTFT, TTFT_sched, TTFB, E2E, E2E_sched, TPOT, decode rate,
 // client-visible inter-event latency, the request window and the throughputs over it, SLO
-// goodput, dispatch spread, schedule lag and the client's fidelity. Every metric carries its
-// formula id, unit, aggregation, direction and sample count. Percentiles interpolate linearly
-// between closest ranks (Hyndman-Fan type 7). Tokens come only from each response's single usage
-// record, never from counting events.
+// goodput, dispatch spread, schedule lag and the client's fidelity. The formulas themselves are
+// the catalogue's (package schemas/metric, which verify recomputes with): this package turns
+// request records into the catalogue's inputs (Request) and its values into the receipt's row
+// and case metrics, and hashes the prompt and output sets.
 //
 // Row and Case are pure functions of their arguments, so a verifier holding the request records
 // recomputes every number a receipt states. TelemetryDeltas turns two /metrics scrapes into

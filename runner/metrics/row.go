@@ -1,13 +1,10 @@
 package metrics
 
 import (
-	"fmt"
 	"sort"
-	"unicode/utf8"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
-	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	formulas "github.com/qualkit/qualkit/schemas/metric"
 )
 
@@ -107,8 +104,8 @@ func measuredOf(records []contract.RequestRecordDoc) []*contract.RequestRecordDo
 	return measured
 }
 
-// outputSet hashes the ordered output digests; nil when a measured request failed or has no
-// output digest.
+// outputSet is the output set hash of the measured records (evidence.OutputSetDigest); nil when
+// a measured request failed or has no output digest.
 func outputSet(measured []*contract.RequestRecordDoc) *string {
 	digests := make([]string, 0, len(measured))
 	for _, r := range measured {
@@ -117,8 +114,8 @@ func outputSet(measured []*contract.RequestRecordDoc) *string {
 		}
 		digests = append(digests, *r.OutputDigest)
 	}
-	h, err := hashCanonical(digests)
-	if err != nil {
+	h, ok := evidence.OutputSetDigest(digests)
+	if !ok {
 		return nil
 	}
 	return &h
@@ -131,25 +128,7 @@ func OutputSetSHA256(records []contract.RequestRecordDoc) *string {
 	return outputSet(measuredOf(records))
 }
 
-// PromptSetSHA256 returns the prompt set hash: the sha256 digest of the RFC 8785 canonical JSON
-// array of the prompts in measured order, each {"id","text"} plus "system" when it has one. It
-// fails only on text that is not UTF-8.
+// PromptSetSHA256 returns the prompt set hash (evidence.PromptSetDigest).
 func PromptSetSHA256(prompts []contract.Prompt) (string, error) {
-	if prompts == nil {
-		prompts = []contract.Prompt{}
-	}
-	for i, p := range prompts {
-		if !utf8.ValidString(p.ID) || !utf8.ValidString(p.Text) || !utf8.ValidString(p.System) {
-			return "", fmt.Errorf("prompt %d is not UTF-8", i)
-		}
-	}
-	return hashCanonical(prompts)
-}
-
-func hashCanonical(v any) (string, error) {
-	b, err := jsonstrict.Canonical(v)
-	if err != nil {
-		return "", err
-	}
-	return evidence.DigestOf(b), nil
+	return evidence.PromptSetDigest(prompts)
 }

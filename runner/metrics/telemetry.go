@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/qualkit/qualkit/schemas/contract"
+	formulas "github.com/qualkit/qualkit/schemas/metric"
 )
 
 // SeriesDelta is the change of one counter series (or a histogram's or summary's _count or
@@ -93,8 +94,8 @@ func TelemetryDeltas(before, after []byte) ([]contract.Metric, []SeriesDelta, []
 			unit = "bytes"
 		}
 		s := int64(counts[n])
-		ms = append(ms, contract.Metric{Name: name, Value: sums[n], Unit: unit, Aggregation: "sum", Direction: "none",
-			Formula: "telemetry_delta.v1", Samples: &s, Diagnostic: true})
+		ms = append(ms, contract.Metric{Name: name, Value: sums[n], Unit: unit, Aggregation: contract.Aggregation(telemetryDelta.Aggregation), Direction: contract.Direction(telemetryDelta.Direction),
+			Formula: telemetryDelta.ID, Samples: &s, Diagnostic: telemetryDelta.Diagnostic})
 	}
 	return ms, series, warnings, nil
 }
@@ -150,3 +151,6 @@ func renderLabels(ls []*dto.LabelPair) string {
 	sb.WriteByte('}')
 	return sb.String()
 }
+
+// telemetryDelta is the catalogue's telemetry_delta.v1 (its unit is each family's own).
+var telemetryDelta, _ = formulas.Lookup(formulas.TelemetryDelta)

@@ -1,28 +1,20 @@
 package telemetry
 
 import (
+	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
+	formulas "github.com/qualkit/qualkit/schemas/metric"
 )
 
 // RowWindow is a row's measured window in ns from the epoch, min t_send to max t_end over its
 // measured (non-warmup) requests, and the sum of their usage.completion_tokens: what Summarize
-// takes. ok is false when no measured request has both times.
+// takes (metric.DeviceWindow). ok is false when no measured request has both times.
 func RowWindow(recs []contract.RequestRecordDoc) (start, end, outputTokens int64, ok bool) {
-	first := true
-	for _, r := range recs {
-		if r.Warmup {
-			continue
-		}
-		if r.Usage != nil {
-			outputTokens += r.Usage.CompletionTokens
-		}
-		if r.TSendNs != nil && (first || *r.TSendNs < start) {
-			start = *r.TSendNs
-			first = false
-		}
-		if r.TEndNs != nil && *r.TEndNs > end {
-			end = *r.TEndNs
+	var measured []formulas.Request
+	for i := range recs {
+		if !recs[i].Warmup {
+			measured = append(measured, metrics.Request(&recs[i]))
 		}
 	}
-	return start, end, outputTokens, !first && end > start
+	return formulas.DeviceWindow(measured)
 }

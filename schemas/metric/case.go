@@ -104,3 +104,12 @@ func CaseSummary(rows []CaseRow) []Value {
 	b.add(DegradedRows, "", float64(degraded), len(rows))
 	return b.vs
 }
+
+// ReceiptCounts are the receipt's metrics: results_passed and results_failed, the results of
+// each status, each with samples = the receipt's results.
+func ReceiptCounts(passed, failed int64, results int) []Value {
+	b := &builder{}
+	b.add(ResultsPassed, "", float64(passed), results)
+	b.add(ResultsFailed, "", float64(failed), results)
+	return b.vs
+}

@@ -43,8 +43,9 @@ type Scope string
 
 // Scopes.
 const (
-	RowScope  Scope = "row"
-	CaseScope Scope = "case"
+	RowScope     Scope = "row"
+	CaseScope    Scope = "case"
+	ReceiptScope Scope = "receipt"
 )
 
 // Identity is what makes two metrics of one name comparable: the same unit, aggregation,
@@ -118,6 +119,8 @@ const (
 	DegradedRows               = "degraded_rows.v1"
 	RequestCount               = "campaign.request_count.v1"
 	RowCount                   = "campaign.row_count.v1"
+	ResultsPassed              = "campaign.results_passed.v1"
+	ResultsFailed              = "campaign.results_failed.v1"
 )
 
 // Catalogue lists every formula of a serving row and case, in the order a row emits them.
@@ -157,6 +160,8 @@ var Catalogue = []Formula{
 	{ID: RequestCount, Scope: CaseScope, Name: "request_count", Unit: "count", Aggregation: Count, Direction: NoDirection},
 	{ID: RowCount, Scope: CaseScope, Name: "row_count", Unit: "count", Aggregation: Count, Direction: NoDirection},
 	{ID: DegradedRows, Scope: CaseScope, Name: "degraded_rows", Unit: "rows", Aggregation: Count, Direction: LowerIsBetter},
+	{ID: ResultsPassed, Scope: ReceiptScope, Name: "results_passed", Unit: "count", Aggregation: Count, Direction: HigherIsBetter},
+	{ID: ResultsFailed, Scope: ReceiptScope, Name: "results_failed", Unit: "count", Aggregation: Count, Direction: LowerIsBetter},
 }
 
 // SLOMetrics are the row metrics that need the serving case's SLO (with no SLO known they are

@@ -4,7 +4,8 @@ import "github.com/qualkit/qualkit/schemas/contract"
 
 // The bridge between the metric catalogue (package schemas/metric, which knows no contract type)
 // and the receipt's metrics: the runner turns the catalogue's values into metrics with MetricsOf,
-// and both it and the verifier hand a case's recorded rows to the case formulas with CaseRowsOf.
+// and both it and the verifier hand a case's recorded rows to the case formulas with CaseRowsOf
+// and device telemetry samples to the device formulas with DeviceSamplesOf.
 
 // MetricsOf turns computed values into metrics (an empty list, never nil).
 func MetricsOf(vs []Value) []contract.Metric {
@@ -28,6 +29,17 @@ func CaseRowsOf(rows []contract.Row) []CaseRow {
 				Direction: Direction(m.Direction), Formula: m.Formula, Diagnostic: m.Diagnostic}
 		}
 		out[i] = CaseRow{Requests: r.Requests, Failures: r.Failures, Degraded: r.Fidelity.Degraded, Metrics: vs}
+	}
+	return out
+}
+
+// DeviceSamplesOf reduces telemetry samples to what the device formulas read.
+func DeviceSamplesOf(xs []contract.TelemetrySampleDoc) []DeviceSample {
+	out := make([]DeviceSample, len(xs))
+	for i, x := range xs {
+		out[i] = DeviceSample{Device: x.Device, TNs: x.TNs, EnergyJ: x.EnergyJ, PowerW: x.PowerW,
+			Throttled: len(x.ThrottleReasons) > 0, XidEvent: x.XidEvents != nil && *x.XidEvents > 0, CallFailed: len(x.Errors) > 0,
+			ECCUncorrected: x.ECCUncorrected}
 	}
 	return out
 }

@@ -2,9 +2,10 @@
 // with its unit, aggregation, direction and computation. The runner computes a row's and a
 // case's numbers with it and the verifier recomputes them with it, so a formula exists once.
 //
-// The package imports only the standard library and knows no contract type: its inputs are plain
-// values (Request, RowSpec, CaseRow) that each caller builds from its own view of the request
-// records, and its outputs are Values the caller turns into the receipt's metrics. Percentiles
+// The formulas take plain values (Request, RowSpec, CaseRow, DeviceSample) that each caller
+// builds from its own view of the evidence, and give Values; contract.go bridges those to the
+// contract types (MetricsOf, CaseRowsOf, DeviceSamplesOf). Besides the standard library the
+// package imports only schemas/contract, which imports nothing else. Percentiles
 // interpolate linearly between closest ranks (Hyndman-Fan type 7, numpy's default). Tokens come
 // only from each response's single usage record, never from counting events.
 //

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -167,5 +168,64 @@ func TestGolden(t *testing.T) {
 	}
 	if !covered["degraded"] {
 		t.Error("golden.json has no degraded row")
+	}
+}
+
+// TestGoldenDevice compares the device formulas with the device cases of testdata/golden.json
+// (testdata/reference.py, written from docs/metrics.md "Device telemetry").
+func TestGoldenDevice(t *testing.T) {
+	raw, err := os.ReadFile("testdata/golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Devices []struct {
+			Samples []struct {
+				Device     int64    `json:"device"`
+				T          int64    `json:"t"`
+				EnergyJ    *float64 `json:"energy_j"`
+				PowerW     *float64 `json:"power_w"`
+				Throttled  bool     `json:"throttled"`
+				Xid        bool     `json:"xid"`
+				CallFailed bool     `json:"call_failed"`
+				ECC        *int64   `json:"ecc"`
+			} `json:"samples"`
+			Start, End, Tokens int64
+			Want               struct {
+				Values map[string]float64 `json:"values"`
+				Flags  []string           `json:"flags"`
+			} `json:"want"`
+		} `json:"devices"`
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Devices) == 0 {
+		t.Fatal("golden.json has no device cases")
+	}
+	energy := 0
+	for k, c := range g.Devices {
+		xs := make([]DeviceSample, len(c.Samples))
+		for i, x := range c.Samples {
+			xs[i] = DeviceSample{Device: x.Device, TNs: x.T, EnergyJ: x.EnergyJ, PowerW: x.PowerW, Throttled: x.Throttled, XidEvent: x.Xid, CallFailed: x.CallFailed, ECCUncorrected: x.ECC}
+		}
+		s := Device(xs, c.Start, c.End, c.Tokens)
+		if len(s.Values) != len(c.Want.Values) {
+			t.Errorf("case %d: %d values, Python says %d (%v)", k, len(s.Values), len(c.Want.Values), c.Want.Values)
+		}
+		for _, v := range s.Values {
+			if w, ok := c.Want.Values[v.Name]; !ok || !closeTo(v.Value, w) {
+				t.Errorf("case %d: %s = %v, Python says %v (%v)", k, v.Name, v.Value, w, ok)
+			}
+			if v.Name == "device_energy_j" {
+				energy++
+			}
+		}
+		if strings.Join(s.Flags, ",") != strings.Join(c.Want.Flags, ",") {
+			t.Errorf("case %d: flags %v, Python says %v", k, s.Flags, c.Want.Flags)
+		}
+	}
+	if energy == 0 || energy == len(g.Devices) {
+		t.Errorf("golden.json's device cases should have energy in some and not in others (%d of %d)", energy, len(g.Devices))
 	}
 }

@@ -252,7 +252,7 @@ type builder struct{ vs []Value }
 // add emits the scalar of formula id (for a per-class formula, of class) with n samples.
 func (b *builder) add(id, class string, v float64, n int) {
 	f := mustLookup(id)
-	b.vs = append(b.vs, Value{Name: f.Name + class, Value: v, Unit: f.Unit, Aggregation: f.Aggregation, Direction: f.Direction, Formula: f.ID, Samples: n})
+	b.vs = append(b.vs, Value{Name: f.Name + class, Value: v, Unit: f.Unit, Aggregation: f.Aggregation, Direction: f.Direction, Formula: f.ID, Samples: n, Diagnostic: f.Diagnostic})
 }
 
 // dist emits the summary of a distribution: p50, p90, p95, p99, p99.9 (with at least

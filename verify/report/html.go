@@ -46,13 +46,11 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"timeline": func(l *Lifecycle) template.HTML {
 		return template.HTML(timelineSVG(l.Events))
 	},
-	"rowP": func(r Row, metric string, q int) string { return rowP(&r, metric, q) },
-	// join and ruleOf take lists and values of any string type (the contract enums) as well.
-	"join":   func(v any, sep string) string { return strings.Join(stringList(v), sep) },
+	"rowP":   func(r Row, metric string, q int) string { return rowP(&r, metric, q) },
+	"join":   joinAny,
 	"plus1":  func(i int) int { return i + 1 },
-	"ruleOf": func(s any) string { return ruleClass(fmt.Sprint(s)) },
-	// status takes a verdict or status of any string type (the contract enums).
-	"status": func(s any) string { return statusClass(fmt.Sprint(s)) },
+	"ruleOf": func(v any) string { return ruleClass(fmt.Sprint(v)) }, // statuses are enum types
+	"status": func(v any) string { return statusClass(fmt.Sprint(v)) },
 	// allPublishable: a verified view of a receipt that is not publishable (run with
 	// --allow-unpublished-unsafe, verified with --allow-unpublished-unsafe) is never "all verified".
 	"allPublishable": func(rs []Receipt) bool {
@@ -134,22 +132,6 @@ func rateSVG(c Case) string {
 	return concurrencySVG("Request throughput and goodput", "requests/s", ss)
 }
 
-// stringList reads a []string or a list of a string type (a contract enum) as []string.
-func stringList(v any) []string {
-	if s, ok := v.([]string); ok {
-		return s
-	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Slice || rv.Type().Elem().Kind() != reflect.String {
-		panic(fmt.Sprintf("join: %T is not a list of strings", v))
-	}
-	out := make([]string, rv.Len())
-	for i := range out {
-		out[i] = rv.Index(i).String()
-	}
-	return out
-}
-
 func ruleClass(status string) string {
 	switch status {
 	case "passed":
@@ -179,4 +161,17 @@ func agree(d Distribution) string {
 		return "equal to the receipt's"
 	}
 	return fmt.Sprintf("receipt says p50 %s, p99 %s", num(*d.ReceiptP50), num(*d.ReceiptP99))
+}
+
+// joinAny joins the elements of a slice of strings or of string enums (contract types) with sep.
+func joinAny(v any, sep string) string {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice {
+		return fmt.Sprint(v)
+	}
+	parts := make([]string, rv.Len())
+	for i := range parts {
+		parts[i] = fmt.Sprint(rv.Index(i).Interface())
+	}
+	return strings.Join(parts, sep)
 }

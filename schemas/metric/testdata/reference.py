@@ -168,6 +168,75 @@ def row(spec, reqs):
     return {"window_seconds": W or 0.0, "requests": n, "successes": len(ok), "metrics": out, "fidelity": fid}
 
 
+def device(samples, start, end, tokens):
+    """The device metrics and flags of docs/metrics.md ("Device telemetry") over [start, end]."""
+    devs = sorted({x["device"] for x in samples})
+    energy, any_energy, throttled, flags = 0.0, False, 0.0, set()
+    for d in devs:
+        xs = [x for x in samples if x["device"] == d]
+
+        def interp(t, key):
+            for a, b in zip(xs, xs[1:]):
+                if a["t"] <= t <= b["t"]:
+                    if a["t"] == b["t"]:
+                        return a[key]
+                    return a[key] + (b[key] - a[key]) * (t - a["t"]) / (b["t"] - a["t"])
+            return xs[-1][key]
+        if len(xs) >= 2 and xs[0]["t"] <= start and xs[-1]["t"] >= end:
+            if all(x["energy_j"] is not None for x in xs):
+                e = interp(end, "energy_j") - interp(start, "energy_j")
+                if e >= 0:
+                    energy, any_energy = energy + e, True
+            elif all(x["power_w"] is not None for x in xs):
+                pts = [(start, interp(start, "power_w"))] + [(x["t"], x["power_w"]) for x in xs if start < x["t"] < end] + [(end, interp(end, "power_w"))]
+                energy += sum((p + q) / 2 * (u - t) / 1e9 for (t, p), (u, q) in zip(pts, pts[1:]))
+                any_energy = True
+        th = sum(max(0, min(b["t"], end) - max(a["t"], start)) / 1e9 for a, b in zip(xs, xs[1:]) if a["throttled"])
+        throttled = max(throttled, th)
+        inside = [x for x in xs if start <= x["t"] <= end]
+        if any(x["throttled"] for x in inside):
+            flags.add("throttled")
+        eccs = [x["ecc"] for x in inside if x["ecc"] is not None]
+        if eccs and eccs[0] != eccs[-1]:
+            flags.add("ecc_uncorrected_changed")
+        if any(x["xid"] for x in inside):
+            flags.add("xid_event")
+        if any(x["call_failed"] for x in inside):
+            flags.add("telemetry_call_failed")
+    values = {}
+    if devs:
+        if any_energy:
+            values["device_energy_j"] = energy
+            if tokens > 0:
+                values["device_energy_per_output_token_j"] = energy / tokens
+            values["device_power_mean_w"] = energy / ((end - start) / 1e9)
+        values["device_throttled_seconds"] = throttled
+    order = ["throttled", "ecc_uncorrected_changed", "xid_event", "telemetry_call_failed"]
+    return {"values": values, "flags": [f for f in order if f in flags]}
+
+
+def device_cases(rng):
+    cases = []
+    for k in range(12):
+        samples = []
+        for d in range(rng.randrange(1, 4)):
+            t, e = rng.randrange(0, 400_000_000), rng.uniform(0, 1000)
+            kind = rng.choice(["counter", "power", "both", "gap"])
+            for _ in range(rng.randrange(1, 10)):
+                e += rng.uniform(0, 80)
+                samples.append({"device": d, "t": t,
+                                "energy_j": round(e, 3) if kind in ("counter", "both") or (kind == "gap" and rng.random() < 0.5) else None,
+                                "power_w": round(rng.uniform(50, 400), 2) if kind != "counter" else None,
+                                "throttled": rng.random() < 0.3, "xid": rng.random() < 0.1, "call_failed": rng.random() < 0.1,
+                                "ecc": rng.choice([None, 0, 0, 1])})
+                t += rng.randrange(50_000_000, 400_000_000)
+        start = rng.randrange(200_000_000, 800_000_000)
+        end = start + rng.randrange(100_000_000, 1_500_000_000)
+        tokens = rng.choice([0, 1, 500])
+        cases.append({"samples": samples, "start": start, "end": end, "tokens": tokens, "want": device(samples, start, end, tokens)})
+    return cases
+
+
 def request(rng, sched, spread_ms, fail_rate):
     send = sched + int(rng.expovariate(1 / (spread_ms * 1e6)))
     hdr = send + rng.randrange(200_000, 3_000_000)
@@ -214,8 +283,9 @@ def main(path):
         slo = {"ttft_ms": rng.choice([0, 5, 20]), "e2e_ms": rng.choice([0, 30]), "icl_ms": rng.choice([0, 2.5])}
         spec = {"loop": loop, "concurrency": conc, "slo": slo}
         rows.append({"name": f"row{i}-{loop}-c{conc}-n{n}", "spec": spec, "requests": reqs, "want": row(spec, reqs)})
+    devices = device_cases(random.Random(20261202))
     doc = {"generator": "schemas/metric/testdata/reference.py (Python statistics, type-7 quantiles)",
-           "python": sys.version.split()[0], "percentiles": percentiles, "rows": rows}
+           "python": sys.version.split()[0], "percentiles": percentiles, "rows": rows, "devices": devices}
     with open(path, "w") as f:
         json.dump(doc, f, separators=(",", ":"))
         f.write("\n")

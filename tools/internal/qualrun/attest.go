@@ -12,6 +12,7 @@ import (
 
 	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/runner/source"
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -23,7 +24,7 @@ func attestCommand() *cli.Command {
 		ArgsUsage: "RECEIPT",
 		Description: "Reads RECEIPT strictly (it must validate), hashes it and every evidence file it binds (case results,\n" +
 			"request records, lifecycle record, server log; each must still match the receipt's digest), builds an\n" +
-			"in-toto Statement v1 (predicate " + attest.PredicateType + ") and signs it\n" +
+			"in-toto Statement v1 (predicate " + attestfmt.PredicateType + ") and signs it\n" +
 			"once with --key. For DIR/NAME.json it writes DIR/NAME.intoto.dsse.json (plain DSSE envelope) and\n" +
 			"DIR/NAME.sigstore.json (Sigstore bundle v0.3, public key only, no transparency log), then, with the same\n" +
 			"key, the campaign's in-toto link DIR/NAME.in-toto/qualkit-campaign.KEYID8.link (see qualrun layout);\n" +

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/attest"
+	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
@@ -18,9 +19,9 @@ func layoutCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "layout",
 		Usage: "write an in-toto layout for qualkit campaigns, signed by the project owner's --key",
-		Description: "The layout names one step, " + attest.StepName + ", whose link qualrun run --key writes\n" +
-			"(DIR/NAME.in-toto/" + attest.StepName + ".KEYID8.link), signed by one of the --functionary public keys,\n" +
-			"and one inspection, " + attest.InspectionName + ", that runs `qualverify verify [--verify-arg...] --key {PUBKEY} {RECEIPT}`\n" +
+		Description: "The layout names one step, " + attestfmt.StepName + ", whose link qualrun run --key writes\n" +
+			"(DIR/NAME.in-toto/" + attestfmt.StepName + ".KEYID8.link), signed by one of the --functionary public keys,\n" +
+			"and one inspection, " + attestfmt.InspectionName + ", that runs `qualverify verify [--verify-arg...] --key {PUBKEY} {RECEIPT}`\n" +
 			"in the repository. Its rules MATCH the receipt and every file under the evidence directory to the\n" +
 			"link's products (which qualverify checks are the attestation's subjects) and DISALLOW any that differ.\n" +
 			"The verifier gives three parameters: RECEIPT (the receipt's path), EVIDENCE (its run directory) and\n" +
@@ -95,6 +96,6 @@ func writeLayout(path string, data []byte, expires string, stdout io.Writer) err
 	if err := evidence.WriteNew(path, data, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "layout %s (step %s, inspection %s, expires %s)\n", path, attest.StepName, attest.InspectionName, expires)
+	fmt.Fprintf(stdout, "layout %s (step %s, inspection %s, expires %s)\n", path, attestfmt.StepName, attestfmt.InspectionName, expires)
 	return nil
 }
