@@ -344,7 +344,7 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	case interrupted:
 		cr.Stopped = &contract.Stopped{Reason: contract.StoppedReasonInterrupted, AfterSeconds: time.Since(start).Seconds()}
 	case timedOut:
-		cr.Stopped = &contract.Stopped{Reason: "timeout", AfterSeconds: time.Since(start).Seconds()}
+		cr.Stopped = &contract.Stopped{Reason: contract.StoppedReasonTimeout, AfterSeconds: time.Since(start).Seconds()}
 	}
 	failures := int64(0)
 	var requests int64

@@ -41,7 +41,7 @@ func ResolveVariables(decl []contract.Variable, assignments []string) (map[strin
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("%w: --var %s given twice", ErrVariable, name)
 		}
-		val, err := parseTyped(string(v.Type), raw)
+		val, err := parseTyped(v.Type, raw)
 		if err != nil {
 			return nil, fmt.Errorf("%w: --var %s=%q: %v", ErrVariable, name, raw, err)
 		}
@@ -58,7 +58,7 @@ func ResolveVariables(decl []contract.Variable, assignments []string) (map[strin
 			return nil, fmt.Errorf("%w: required variable %s (%s) is not set; add --var %s=VALUE", ErrVariable, v.Name, v.Description, v.Name)
 		}
 		if v.Default != nil {
-			val, err := parseTyped(string(v.Type), fmt.Sprint(v.Default))
+			val, err := parseTyped(v.Type, fmt.Sprint(v.Default))
 			if err != nil {
 				return nil, fmt.Errorf("%w: default of %s: %v", ErrVariable, v.Name, err)
 			}
@@ -76,23 +76,23 @@ func listOrNone(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-func parseTyped(typ, raw string) (any, error) {
+func parseTyped(typ contract.VariableType, raw string) (any, error) {
 	switch typ {
-	case "string":
+	case contract.VariableTypeString:
 		return raw, nil
-	case "integer":
+	case contract.VariableTypeInteger:
 		n, err := strconv.ParseInt(raw, 10, 64)
 		if err != nil {
 			return nil, errors.New("not an integer")
 		}
 		return n, nil
-	case "number":
+	case contract.VariableTypeNumber:
 		f, err := strconv.ParseFloat(raw, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, errors.New("not a finite number")
 		}
 		return f, nil
-	case "boolean":
+	case contract.VariableTypeBoolean:
 		switch raw {
 		case "true":
 			return true, nil
