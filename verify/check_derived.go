@@ -29,7 +29,7 @@ func (s *snapshot) checkIdentity(c *collector) {
 	}
 	dir := s.runDir()
 	for i, a := range rc.Artifacts {
-		if isEvidenceKind(string(a.Kind)) && !strings.HasPrefix(a.Path, dir) {
+		if contract.Kinds[a.Kind].Evidence && !strings.HasPrefix(a.Path, dir) {
 			c.add(file, jp("artifacts", i, "path"), ErrIdentityMismatch, "%s %s is not below the run directory %s that the receipt id names", a.Kind, a.Path, dir)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/attestfmt"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // checkSignature: the DSSE envelope and/or Sigstore bundle verify with a pinned public key (keyid
@@ -98,7 +99,7 @@ func (s *snapshot) statementMatches(c *collector, a *attestation) {
 	}
 	want := map[string]string{}
 	var wantOrder []string
-	for _, art := range artifactsOfKind(rc, SubjectKinds...) {
+	for _, art := range artifactsOfKind(rc, contract.SubjectKinds...) {
 		if _, dup := want[art.Path]; !dup {
 			wantOrder = append(wantOrder, art.Path)
 		}
@@ -131,7 +132,7 @@ func (s *snapshot) statementMatches(c *collector, a *attestation) {
 	if list, ok := tree["artifacts"].([]any); ok {
 		for _, x := range list {
 			if m, ok := x.(map[string]any); ok {
-				if k, _ := m["kind"].(string); !slices.Contains(predicateExcludedKinds, k) {
+				if k, _ := m["kind"].(string); !contract.Kinds[contract.ArtifactKind(k)].Evidence {
 					arts = append(arts, m)
 				}
 			}

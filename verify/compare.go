@@ -483,17 +483,19 @@ func variantOf(w *contract.WorkloadDoc, id string) *contract.Variant {
 }
 
 // inputKinds are the bound inputs that decide what ran; per mode some may differ.
-var inputKinds = []string{"model_weight", "model_config", "tokenizer", "chat_template", "model_file", "corpus", "workload", "runtime_manifest", "launch_recipe", "server_binary", "config_file"}
+var inputKinds = []contract.ArtifactKind{contract.ArtifactKindModelWeight, contract.ArtifactKindModelConfig, contract.ArtifactKindTokenizer,
+	contract.ArtifactKindChatTemplate, contract.ArtifactKindModelFile, contract.ArtifactKindCorpus, contract.ArtifactKindWorkload,
+	contract.ArtifactKindRuntimeManifest, contract.ArtifactKindLaunchRecipe, contract.ArtifactKindServerBinary, contract.ArtifactKindConfigFile}
 
 // artifacts compares the bound inputs (per-run evidence excluded) kind by kind.
 func (x *comparer) artifacts(mode Mode) {
-	group := func(s *snapshot) map[string][]string {
-		out := map[string][]string{}
+	group := func(s *snapshot) map[contract.ArtifactKind][]string {
+		out := map[contract.ArtifactKind][]string{}
 		for _, a := range s.rc.Artifacts {
-			if isEvidenceKind(string(a.Kind)) || strings.HasPrefix(a.Path, s.runDir()) {
+			if contract.Kinds[a.Kind].Evidence || strings.HasPrefix(a.Path, s.runDir()) {
 				continue
 			}
-			out[string(a.Kind)] = append(out[string(a.Kind)], a.Path+"@"+a.Digest)
+			out[a.Kind] = append(out[a.Kind], a.Path+"@"+a.Digest)
 		}
 		for k := range out {
 			sort.Strings(out[k])
@@ -508,14 +510,14 @@ func (x *comparer) artifacts(mode Mode) {
 		mayDiffer := false
 		switch mode {
 		case DeclaredABVariants:
-			mayDiffer = k == "launch_recipe" || k == "server_binary" || k == "config_file"
+			mayDiffer = k == contract.ArtifactKindLaunchRecipe || k == contract.ArtifactKindServerBinary || k == contract.ArtifactKindConfigFile
 		case CrossBackendCorrectness:
-			mayDiffer = k == "launch_recipe" || k == "server_binary" || k == "config_file" || k == "runtime_manifest"
+			mayDiffer = k == contract.ArtifactKindLaunchRecipe || k == contract.ArtifactKindServerBinary || k == contract.ArtifactKindConfigFile || k == contract.ArtifactKindRuntimeManifest
 		}
 		if mayDiffer {
-			x.cmp.allow("artifacts."+k, ErrArtifactMismatch, "the variants bind different "+k+" files", gb[k], gc[k])
+			x.cmp.allow("artifacts."+string(k), ErrArtifactMismatch, "the variants bind different "+string(k)+" files", gb[k], gc[k])
 		} else {
-			x.cmp.reject("artifacts."+k, ErrArtifactMismatch, "the bound "+k+" files differ", gb[k], gc[k])
+			x.cmp.reject("artifacts."+string(k), ErrArtifactMismatch, "the bound "+string(k)+" files differ", gb[k], gc[k])
 		}
 	}
 }
