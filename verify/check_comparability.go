@@ -116,7 +116,7 @@ func checkComparability(s *snapshot) CheckResult {
 		if !canonicalEqual(map[string]any(cr.EffectiveConfig), map[string]any(v.EffectiveConfig)) {
 			c.add(p, "/effective_config", ErrConfigMismatch, "the effective configuration differs from variant %s's", v.ID)
 		}
-		if wc.Kind == "serving" {
+		if wc.Kind == contract.CaseKindServing {
 			s.comparableRows(c, i, p, cr, wc)
 		}
 	}

@@ -67,7 +67,7 @@ func checkHashes(s *snapshot) CheckResult {
 	}
 	for i, r := range rc.Results {
 		if r.CaseResult != nil {
-			ref(file, jp("results", i, "case_result"), r.CaseResult.Path, r.CaseResult.Digest, "case result")
+			ref(file, jp("results", i, "case_result"), r.CaseResult.Path, r.CaseResult.Digest, "case result") // not a contract value: the result's member name
 		}
 	}
 	if rc.Lifecycle != nil {

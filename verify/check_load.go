@@ -58,7 +58,7 @@ func checkLoad(c *collector, path string, j int, row contract.Row, wc *contract.
 // checkCaseTimeout: a serving case's records fit its timeout_seconds (plus timeoutGraceSeconds),
 // and a case that records it stopped is failed and says after how long.
 func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record) {
-	if st := cr.Stopped; st != nil && cr.Status == "passed" {
+	if st := cr.Stopped; st != nil && cr.Status == contract.StatusPassed {
 		c.add(path, "/stopped", ErrVerdictMismatch, "the case stopped (%s after %s s) and is recorded passed", st.Reason, fmtFloat(st.AfterSeconds))
 	}
 	if wc == nil || wc.TimeoutSeconds <= 0 || len(all) == 0 {

@@ -126,7 +126,7 @@ func (s *snapshot) statementMatches(c *collector, a *attestation) {
 	}
 	// The predicate repeats the receipt's fields.
 	tree := s.rcTree
-	env, _ := tree["environment"].(map[string]any)
+	env, _ := tree["environment"].(map[string]any) // not a contract value: the receipt's member name
 	qual, _ := tree["qualification"].(map[string]any)
 	var arts []any
 	if list, ok := tree["artifacts"].([]any); ok {
@@ -145,7 +145,7 @@ func (s *snapshot) statementMatches(c *collector, a *attestation) {
 		"receipt_id": tree["receipt_id"],
 		"source":     tree["source"],
 		"artifacts":  arts,
-		"workload":   tree["workload"],
+		"workload":   tree["workload"], // not a contract value: the receipt's member name
 		"host_id":    env["host_id"],
 		"qualrun":    qual["qualrun"],
 	}

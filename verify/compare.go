@@ -83,18 +83,18 @@ func (d Difference) Code() string { return codeOf(d.Err) }
 type Evaluation struct {
 	// Scope is "results/<id>/r<repetition>/metrics/<metric>" or
 	// "results/<id>/r<repetition>/rows/c<concurrency>-r<repetition>/metrics/<metric>".
-	Scope             string  `json:"scope"`
-	Metric            string  `json:"metric"`
-	MetricClass       string  `json:"metric_class"`
-	Unit              string  `json:"unit"`
-	Aggregation       string  `json:"aggregation"`
-	Direction         string  `json:"direction"`
-	Formula           string  `json:"formula"`
-	Operator          string  `json:"operator"`
-	AbsoluteTolerance float64 `json:"absolute_tolerance"`
-	RelativeTolerance float64 `json:"relative_tolerance"`
-	Required          bool    `json:"required"`
-	Status            string  `json:"status"` // passed, failed, skipped
+	Scope             string                         `json:"scope"`
+	Metric            string                         `json:"metric"`
+	MetricClass       contract.EvaluationMetricClass `json:"metric_class"`
+	Unit              string                         `json:"unit"`
+	Aggregation       string                         `json:"aggregation"`
+	Direction         string                         `json:"direction"`
+	Formula           string                         `json:"formula"`
+	Operator          string                         `json:"operator"`
+	AbsoluteTolerance float64                        `json:"absolute_tolerance"`
+	RelativeTolerance float64                        `json:"relative_tolerance"`
+	Required          bool                           `json:"required"`
+	Status            contract.EvaluationStatus      `json:"status"`
 	// Code is the reason code of a failure: rule_failed, output_mismatch, formula_mismatch or
 	// metric_mismatch (a required metric missing); "" otherwise.
 	Code      string   `json:"code"`
@@ -219,10 +219,10 @@ func (c *Comparison) Report() contract.ComparisonDoc {
 			more(len(c.Evaluations)-i, "rule evaluations")
 			break
 		}
-		doc.Evaluations = append(doc.Evaluations, contract.ComparisonEvaluation{Scope: e.Scope, Metric: e.Metric, MetricClass: contract.EvaluationMetricClass(e.MetricClass),
+		doc.Evaluations = append(doc.Evaluations, contract.ComparisonEvaluation{Scope: e.Scope, Metric: e.Metric, MetricClass: e.MetricClass,
 			Unit: optional(e.Unit), Aggregation: optional(contract.Aggregation(e.Aggregation)), Direction: optional(contract.Direction(e.Direction)), Formula: optional(e.Formula),
 			Operator: contract.EvaluationOperator(e.Operator), AbsoluteTolerance: e.AbsoluteTolerance, RelativeTolerance: e.RelativeTolerance, Required: e.Required,
-			Status: contract.EvaluationStatus(e.Status), Code: optional(e.Code), Reason: clipRunes(nonEmpty(e.Reason, "-"), maxComparisonText),
+			Status: e.Status, Code: optional(e.Code), Reason: clipRunes(nonEmpty(e.Reason, "-"), maxComparisonText),
 			Baseline: e.Baseline, Candidate: e.Candidate, Tolerance: e.Tolerance, Violation: e.Violation,
 			AbsoluteChange: e.AbsoluteChange, RelativeChangePercent: e.RelativeChangePercent})
 	}
@@ -316,7 +316,7 @@ func (c *Comparison) finish() *Comparison {
 	c.Compatible = len(c.Rejected) == 0 && c.Mode != ""
 	c.OK = c.Compatible && len(c.EvidenceErrors) == 0
 	for _, e := range c.Evaluations {
-		if e.Status == "failed" {
+		if e.Status == contract.EvaluationStatusFailed {
 			c.OK = false
 		}
 	}
@@ -373,8 +373,8 @@ func (x *comparer) compatibility() {
 		cmp.Warnings = append(cmp.Warnings, "both receipts ran variant "+b.Workload.Variant+": compared as same_environment_performance")
 	}
 	cmp.Mode = mode
-	envB, _ := x.b.rcTree["environment"].(map[string]any)
-	envC, _ := x.c.rcTree["environment"].(map[string]any)
+	envB, _ := x.b.rcTree["environment"].(map[string]any) // not a contract value: the receipt's member name
+	envC, _ := x.c.rcTree["environment"].(map[string]any) // not a contract value: the receipt's member name
 	envDiff := diffLeaves(withoutDevices(envB), withoutDevices(envC), "")
 	switch mode {
 	case SameEnvironmentPerformance:
@@ -674,14 +674,14 @@ func (x *comparer) rules() {
 			if rule.ResultID != m.id {
 				continue
 			}
-			if x.cmp.Mode == CrossBackendCorrectness && rule.MetricClass != "correctness" {
+			if x.cmp.Mode == CrossBackendCorrectness && rule.MetricClass != contract.MetricRuleMetricClassCorrectness {
 				continue
 			}
 			// A performance rule is refused on a degraded row (it measured the client, not the
 			// server), and on a result any of whose rows is degraded, unless the case declares
 			// measures_saturation: true.
-			perf := rule.MetricClass == "performance" && !x.b.measuresSaturation(m.id)
-			if rule.Scope == "result" {
+			perf := rule.MetricClass == contract.MetricRuleMetricClassPerformance && !x.b.measuresSaturation(m.id)
+			if rule.Scope == contract.MetricRuleScopeResult {
 				scope := m.key + "/metrics/" + rule.Metric
 				if d := degradedIn(m); perf && d != "" {
 					x.refuseDegraded(rule, scope, d)
@@ -750,28 +750,28 @@ func degradedIn(m matched) string {
 // refuseDegraded records a performance rule that is not evaluated because of a degraded row.
 func (x *comparer) refuseDegraded(rule contract.MetricRule, scope, what string) {
 	e := x.evaluation(rule, scope)
-	e.Status, e.Code = "failed", ErrDegradedRow.Code()
+	e.Status, e.Code = contract.EvaluationStatusFailed, ErrDegradedRow.Code()
 	e.Reason = fmt.Sprintf("%v: %s: a degraded row measured the client's schedule, not the server, and the case does not declare measures_saturation: true", ErrDegradedRow, what)
 	x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 }
 
 // outputs is the implicit correctness rule of a cross-backend comparison: equal output sets.
 func (x *comparer) outputs(scope string, b, c contract.Row) {
-	e := Evaluation{Scope: scope + "/output_set_sha256", Metric: "output_set_sha256", MetricClass: "correctness", Operator: "equal", Required: true}
+	e := Evaluation{Scope: scope + "/output_set_sha256", Metric: "output_set_sha256", MetricClass: contract.EvaluationMetricClassCorrectness, Operator: string(contract.EvaluationOperatorEqual), Required: true}
 	switch {
 	case b.OutputSetSHA256 == nil || c.OutputSetSHA256 == nil:
-		e.Status, e.Code, e.Reason = "failed", ErrOutputMismatch.Code(), "a row has no output set (a request failed)"
+		e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, ErrOutputMismatch.Code(), "a row has no output set (a request failed)"
 	case *b.OutputSetSHA256 != *c.OutputSetSHA256:
-		e.Status, e.Code, e.Reason = "failed", ErrOutputMismatch.Code(), fmt.Sprintf("%v: %s vs %s", ErrOutputMismatch, *b.OutputSetSHA256, *c.OutputSetSHA256)
+		e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, ErrOutputMismatch.Code(), fmt.Sprintf("%v: %s vs %s", ErrOutputMismatch, *b.OutputSetSHA256, *c.OutputSetSHA256)
 	default:
-		e.Status, e.Reason = "passed", "identical outputs"
+		e.Status, e.Reason = contract.EvaluationStatusPassed, "identical outputs"
 	}
 	x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 }
 
 // evaluation is a rule's evaluation at scope before it is decided: its tolerances after the policy.
 func (x *comparer) evaluation(rule contract.MetricRule, scope string) Evaluation {
-	e := Evaluation{Scope: scope, Metric: rule.Metric, MetricClass: string(rule.MetricClass), Unit: rule.Unit, Aggregation: string(rule.Aggregation),
+	e := Evaluation{Scope: scope, Metric: rule.Metric, MetricClass: contract.EvaluationMetricClass(rule.MetricClass), Unit: rule.Unit, Aggregation: string(rule.Aggregation),
 		Direction: string(rule.Direction), Formula: rule.Formula, Operator: string(rule.Operator), Required: rule.Required,
 		AbsoluteTolerance: rule.AbsoluteTolerance, RelativeTolerance: rule.RelativeTolerance}
 	if pt, ok := x.policy.metricTolerance(rule.Metric); ok {
@@ -794,16 +794,16 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 	mb, okb := find(b)
 	mc, okc := find(c)
 	if !okb || !okc {
-		e.Status, e.Reason = "skipped", "the metric is missing on one side"
+		e.Status, e.Reason = contract.EvaluationStatusSkipped, "the metric is missing on one side"
 		if rule.Required {
-			e.Status, e.Code, e.Reason = "failed", ErrMetricMismatch.Code(), "a required metric is missing on one side"
+			e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, ErrMetricMismatch.Code(), "a required metric is missing on one side"
 		}
 		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 		return
 	}
 	want := identity{rule.Unit, string(rule.Aggregation), string(rule.Direction), rule.Formula}
 	if identityOf(mb) != want || identityOf(mc) != want {
-		e.Status, e.Code = "failed", ErrFormulaMismatch.Code()
+		e.Status, e.Code = contract.EvaluationStatusFailed, ErrFormulaMismatch.Code()
 		e.Reason = fmt.Sprintf("%v: the rule compares %s; the receipts carry %s and %s%s", ErrFormulaMismatch, want, identityOf(mb), identityOf(mc), rateWarning(want, identityOf(mc)))
 		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 		return
@@ -820,9 +820,9 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 	}
 	sv, st := fmtPair(violation, tolerance)
 	if pass {
-		e.Status, e.Reason = "passed", fmt.Sprintf("violation %s <= tolerance %s", sv, st)
+		e.Status, e.Reason = contract.EvaluationStatusPassed, fmt.Sprintf("violation %s <= tolerance %s", sv, st)
 	} else {
-		e.Status, e.Code = "failed", ErrRuleFailed.Code()
+		e.Status, e.Code = contract.EvaluationStatusFailed, ErrRuleFailed.Code()
 		e.Reason = fmt.Sprintf("%v: violation %s > tolerance %s", ErrRuleFailed, sv, st)
 	}
 	x.cmp.Evaluations = append(x.cmp.Evaluations, e)

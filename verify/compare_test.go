@@ -65,7 +65,7 @@ func describe(c *Comparison) string {
 	}
 	for _, e := range c.Evaluations {
 		if e.Status != "passed" {
-			b.WriteString("\n  " + e.Status + " " + e.Scope + ": " + e.Reason)
+			b.WriteString("\n  " + string(e.Status) + " " + e.Scope + ": " + e.Reason)
 		}
 	}
 	return b.String()

@@ -164,7 +164,7 @@ func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 	vf := Verification{Verdict: contract.VerificationVerdict(string(res.Verdict)), Summary: res.Summary(), Signer: res.Signer, Weakened: nonNil(res.Weakened),
 		Checks: []Check{}, Findings: []Finding{}, Warnings: messages(res.Warnings)}
 	for _, c := range res.Checks {
-		vf.Checks = append(vf.Checks, Check{Check: contract.CheckName(string(c.Check)), Status: contract.CheckStatus(string(c.Status)), Note: clip(c.Note, maxProse)})
+		vf.Checks = append(vf.Checks, Check{Check: c.Check, Status: c.Status, Note: clip(c.Note, maxProse)})
 	}
 	for _, f := range res.Findings {
 		vf.Findings = append(vf.Findings, Finding{Check: contract.CheckName(string(f.Check)), File: clip(nonEmpty(f.File, "-"), maxPath),
