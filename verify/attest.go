@@ -16,7 +16,7 @@ import (
 )
 
 // PredicateFields are the members of the qualification predicate, each equal to the receipt's.
-var PredicateFields = []string{"receipt_id", "source", "artifacts", "workload", "host_id", "qualrun"}
+var PredicateFields = []string{"receipt_id", "source", "artifacts", "workload", "host_id", "qualrun"} // not a contract value: the predicate's member names
 
 type envelopeJSON struct {
 	PayloadType string          `json:"payloadType"`

@@ -59,9 +59,9 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 			continue
 		}
 		switch a.Kind {
-		case "driver_worker_output":
+		case contract.ArtifactKindDriverWorkerOutput:
 			d.WorkerOutput = a.Path
-		case "driver_log":
+		case contract.ArtifactKindDriverLog:
 			d.WorkerLog = a.Path
 		}
 	}

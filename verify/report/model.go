@@ -199,7 +199,7 @@ func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 		if ce.Driver != nil {
 			c.Driver = driverOf(ce.Driver, r.Artifacts)
 			if c.Kind == "" {
-				c.Kind = "driver"
+				c.Kind = contract.ViewCaseKindDriver
 			}
 		}
 		if ce.SLOKnown {
@@ -426,9 +426,9 @@ func lifecycleOf(rc *contract.ReceiptDoc, lr *contract.LifecycleRecordDoc, sp sp
 		l.ResidueListeners = append(l.ResidueListeners, fmt.Sprintf("port %d (inode %d)", li.Port, li.Inode))
 	}
 	l.Killed = lr.Residue.Killed
-	l.Residue = "none"
+	l.Residue = contract.LifecycleResidueNone
 	if len(l.ResidueProcesses)+len(l.ResidueListeners) > 0 {
-		l.Residue = "found"
+		l.Residue = contract.LifecycleResidueFound
 	}
 	return l
 }
