@@ -16,14 +16,14 @@ import (
 
 // Mode is a comparison mode of a workload's comparison policy (Kiln's modes, and qualkit's
 // self-contained correctness, which compares nothing).
-type Mode string
+type Mode = contract.ComparisonPolicyMode
 
 // Comparison modes.
 const (
-	SameEnvironmentPerformance Mode = "same_environment_performance"
-	DeclaredABVariants         Mode = "declared_ab_variants"
-	CrossBackendCorrectness    Mode = "cross_backend_correctness"
-	SelfContainedCorrectness   Mode = "self_contained_correctness"
+	SameEnvironmentPerformance = contract.ComparisonPolicyModeSameEnvironmentPerformance
+	DeclaredABVariants         = contract.ComparisonPolicyModeDeclaredABVariants
+	CrossBackendCorrectness    = contract.ComparisonPolicyModeCrossBackendCorrectness
+	SelfContainedCorrectness   = contract.ComparisonPolicyModeSelfContainedCorrectness
 )
 
 // Comparison is the outcome of Compare.
@@ -363,7 +363,7 @@ func (x *comparer) compatibility() {
 		cmp.reject("workload.comparison_policy", ErrModeRefused, "the workload declares no comparison policy", nil, nil)
 		return
 	}
-	mode := Mode(cp.Mode)
+	mode := cp.Mode
 	switch {
 	case mode == SelfContainedCorrectness:
 		cmp.reject("comparison_policy.mode", ErrModeRefused, "self_contained_correctness results are verified alone, never compared", nil, nil)
@@ -810,7 +810,7 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 	}
 	bv, cv := mb.Value, mc.Value
 	e.Baseline, e.Candidate = &bv, &cv
-	pass, violation, tolerance := ruleHolds(string(rule.Operator), bv, cv, e.AbsoluteTolerance, e.RelativeTolerance)
+	pass, violation, tolerance := ruleHolds(rule.Operator, bv, cv, e.AbsoluteTolerance, e.RelativeTolerance)
 	e.Violation, e.Tolerance = &violation, &tolerance
 	change := cv - bv
 	e.AbsoluteChange = &change
@@ -831,18 +831,18 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 // ruleHolds evaluates a metric rule exactly (big floats, no rounding): tolerance =
 // max(absolute, |b| x relative); violation = |c - b| (equal), max(0, c - b) (not_greater),
 // max(0, b - c) (not_less); the rule holds when violation <= tolerance.
-func ruleHolds(op string, b, c, absolute, relative float64) (bool, float64, float64) {
+func ruleHolds(op contract.MetricRuleOperator, b, c, absolute, relative float64) (bool, float64, float64) {
 	const prec = 2200 // enough for the exact difference of any two float64 values
 	bf := new(big.Float).SetPrec(prec).SetFloat64(b)
 	cf := new(big.Float).SetPrec(prec).SetFloat64(c)
 	diff := new(big.Float).SetPrec(prec).Sub(cf, bf)
 	var v *big.Float
 	switch op {
-	case "equal":
+	case contract.MetricRuleOperatorEqual:
 		v = new(big.Float).SetPrec(prec).Abs(diff)
-	case "not_greater":
+	case contract.MetricRuleOperatorNotGreater:
 		v = diff
-	case "not_less":
+	case contract.MetricRuleOperatorNotLess:
 		v = new(big.Float).SetPrec(prec).Neg(diff)
 	default:
 		return false, math.NaN(), math.NaN()
