@@ -193,7 +193,7 @@ func (s *snapshot) degradedRows() []rowRef {
 			continue
 		}
 		for j, row := range cr.Rows {
-			if row.Fidelity.Degraded && row.Loop == "open" {
+			if row.Fidelity.Degraded && row.Loop == contract.RowLoopOpen {
 				out = append(out, rowRef{result: r.ID, repetition: r.Repetition, file: r.CaseResult.Path, index: j, concurrency: row.Concurrency, rowRep: row.Repetition})
 			}
 		}

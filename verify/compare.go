@@ -49,7 +49,7 @@ type Comparison struct {
 
 // EvidenceError is a finding of verifying one side ("baseline" or "candidate").
 type EvidenceError struct {
-	Side string
+	Side contract.EvidenceErrorSide
 	Finding
 }
 
@@ -129,10 +129,10 @@ func Compare(ctx context.Context, baseline, candidate Evidence, policy Policy, o
 	}
 	cmp := &Comparison{Baseline: sideOf(bs, bres), Candidate: sideOf(cs, cres)}
 	for _, f := range bres.Findings {
-		cmp.EvidenceErrors = append(cmp.EvidenceErrors, EvidenceError{"baseline", f})
+		cmp.EvidenceErrors = append(cmp.EvidenceErrors, EvidenceError{contract.EvidenceErrorSideBaseline, f})
 	}
 	for _, f := range cres.Findings {
-		cmp.EvidenceErrors = append(cmp.EvidenceErrors, EvidenceError{"candidate", f})
+		cmp.EvidenceErrors = append(cmp.EvidenceErrors, EvidenceError{contract.EvidenceErrorSideCandidate, f})
 	}
 	if cfg.skipSign {
 		cmp.Warnings = append(cmp.Warnings, "signatures were not checked (no public key)")
@@ -210,7 +210,7 @@ func (c *Comparison) Report() contract.ComparisonDoc {
 			more(len(c.EvidenceErrors)-i, "evidence errors")
 			break
 		}
-		doc.EvidenceErrors = append(doc.EvidenceErrors, contract.ComparisonEvidenceError{Side: contract.EvidenceErrorSide(e.Side), Check: contract.CheckName(string(e.Check)),
+		doc.EvidenceErrors = append(doc.EvidenceErrors, contract.ComparisonEvidenceError{Side: e.Side, Check: contract.CheckName(string(e.Check)),
 			File: clipRunes(nonEmpty(e.File, "-"), maxComparisonPath), Pointer: pointerWithin(e.Pointer, maxComparisonText),
 			Code: nonEmpty(e.Code(), "finding"), Message: clipRunes(nonEmpty(e.Err.Error(), "-"), maxComparisonText)})
 	}
@@ -610,7 +610,7 @@ func (x *comparer) rows(mode Mode) {
 
 func fptr(p *float64) string {
 	if p == nil {
-		return "closed"
+		return string(contract.RowLoopClosed)
 	}
 	return fmtFloat(*p)
 }

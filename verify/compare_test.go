@@ -61,7 +61,7 @@ func describe(c *Comparison) string {
 		b.WriteString("\n  rejected " + d.Path + ": " + d.Err.Error())
 	}
 	for _, e := range c.EvidenceErrors {
-		b.WriteString("\n  evidence " + e.Side + ": " + e.Error())
+		b.WriteString("\n  evidence " + string(e.Side) + ": " + e.Error())
 	}
 	for _, e := range c.Evaluations {
 		if e.Status != "passed" {

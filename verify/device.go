@@ -121,7 +121,7 @@ func scopeDevice(s *snapshot) string {
 		if d.ComputeCapability != "" {
 			n += ", compute capability " + d.ComputeCapability
 		}
-		if d.MIGMode == "enabled" {
+		if d.MIGMode == contract.ProbedDeviceMIGModeEnabled {
 			n += ", MIG enabled"
 		}
 		if d.Fixture {
