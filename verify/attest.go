@@ -15,15 +15,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 )
 
-// SubjectKinds are the receipt artifact kinds that are statement subjects (after the receipt).
-var SubjectKinds = []string{"case_result", "request_records", "lifecycle_record", "server_log", "driver_result", "driver_worker_output", "driver_log", "device_telemetry"}
-
-// predicateExcludedKinds are the artifact kinds the predicate's artifacts leave out: the subjects
-// and the command captures.
-var predicateExcludedKinds = []string{"case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr", "driver_result", "driver_worker_output", "driver_log", "device_telemetry"}
-
 // PredicateFields are the members of the qualification predicate, each equal to the receipt's.
-var PredicateFields = []string{"receipt_id", "source", "artifacts", "workload", "host_id", "qualrun"}
+var PredicateFields = []string{"receipt_id", "source", "artifacts", "workload", "host_id", "qualrun"} // not a contract value: the predicate's member names
 
 type envelopeJSON struct {
 	PayloadType string          `json:"payloadType"`

@@ -20,7 +20,7 @@ func checkCleanup(s *snapshot) CheckResult {
 			serving = serving || len(cr.Rows) > 0
 		}
 		for _, a := range rc.Artifacts {
-			serving = serving || a.Kind == "request_records" || a.Kind == "server_log"
+			serving = serving || a.Kind == contract.ArtifactKindRequestRecords || a.Kind == contract.ArtifactKindServerLog
 		}
 		if serving {
 			c.add(file, "/lifecycle", ErrNoLifecycle, "serving cases ran but the receipt binds no lifecycle record")
@@ -35,25 +35,25 @@ func checkCleanup(s *snapshot) CheckResult {
 		return c.result()
 	}
 	cleanupRecord(c, path, l, lifecycleContext{
-		receiptVerdict: string(rc.Lifecycle.Verdict),
+		receiptVerdict: rc.Lifecycle.Verdict,
 		recipes:        s.recipesByDigest(),
-		recipeDigests:  digestsOfKind(rc, "launch_recipe"),
-		logs:           artifactsOfKind(rc, "server_log"),
-		binaries:       digestsOfKind(rc, "server_binary"),
+		recipeDigests:  digestsOfKind(rc, contract.ArtifactKindLaunchRecipe),
+		logs:           artifactsOfKind(rc, contract.ArtifactKindServerLog),
+		binaries:       digestsOfKind(rc, contract.ArtifactKindServerBinary),
 	})
 	return c.result()
 }
 
 // lifecycleContext is what a lifecycle record is checked against.
 type lifecycleContext struct {
-	receiptVerdict string
+	receiptVerdict contract.LifecycleRefVerdict
 	recipes        map[string]*contract.LaunchRecipeDoc // by digest, those present locally
 	recipeDigests  []string
 	logs           []contract.Artifact
 	binaries       []string
 }
 
-func digestsOfKind(rc *contract.ReceiptDoc, kind string) []string {
+func digestsOfKind(rc *contract.ReceiptDoc, kind contract.ArtifactKind) []string {
 	var out []string
 	for _, a := range artifactsOfKind(rc, kind) {
 		out = append(out, a.Digest)
@@ -117,10 +117,10 @@ func cleanupRecord(c *collector, path string, l *contract.LifecycleRecordDoc, ct
 	for i, p := range l.Residue.Listeners {
 		c.add(path, jp("residue", "listeners", i), ErrResidue, "a listener (inode %d) remained on port %d", p.Inode, p.Port)
 	}
-	if l.Verdict != "passed" || len(l.Failures) > 0 {
+	if l.Verdict != contract.RecordVerdictPassed || len(l.Failures) > 0 {
 		c.add(path, "/verdict", ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
 	}
-	if ctx.receiptVerdict != "" && ctx.receiptVerdict != string(l.Verdict) {
+	if ctx.receiptVerdict != "" && string(ctx.receiptVerdict) != string(l.Verdict) {
 		c.add(path, "/verdict", ErrLifecycleMismatch, "the record says %s, the receipt says %s", l.Verdict, ctx.receiptVerdict)
 	}
 	if len(ctx.recipeDigests) > 0 && !slices.Contains(ctx.recipeDigests, l.Recipe.Digest) {
@@ -142,14 +142,14 @@ func cleanupRecord(c *collector, path string, l *contract.LifecycleRecordDoc, ct
 
 func deref(s *string) string {
 	if s == nil {
-		return "none"
+		return "none" // not a contract value: the text of an absent value
 	}
 	return *s
 }
 
 func derefInt(v *int64) string {
 	if v == nil {
-		return "none"
+		return "none" // not a contract value: the text of an absent value
 	}
 	return itoa(*v)
 }

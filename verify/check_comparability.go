@@ -116,7 +116,7 @@ func checkComparability(s *snapshot) CheckResult {
 		if !canonicalEqual(map[string]any(cr.EffectiveConfig), map[string]any(v.EffectiveConfig)) {
 			c.add(p, "/effective_config", ErrConfigMismatch, "the effective configuration differs from variant %s's", v.ID)
 		}
-		if wc.Kind == "serving" {
+		if wc.Kind == contract.CaseKindServing {
 			s.comparableRows(c, i, p, cr, wc)
 		}
 	}
@@ -124,7 +124,7 @@ func checkComparability(s *snapshot) CheckResult {
 	if cp := w.ComparisonPolicy; cp != nil {
 		for k, rule := range cp.MetricRules {
 			want := identity{rule.Unit, string(rule.Aggregation), string(rule.Direction), rule.Formula}
-			for _, occ := range s.metricOccurrences(string(rule.Scope), rule.ResultID, rule.Metric) {
+			for _, occ := range s.metricOccurrences(rule.Scope, rule.ResultID, rule.Metric) {
 				if got := identityOf(occ.m); got != want {
 					c.add(occ.file, occ.ptr, ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, jp("comparison_policy", "metric_rules", k), wpath, want, rateWarning(got, want))
 				}
@@ -162,13 +162,13 @@ type occurrence struct {
 
 // metricOccurrences finds a metric at a rule's scope: each row of result id's case results
 // (scope row) or each of its results (scope result).
-func (s *snapshot) metricOccurrences(scope, resultID, metric string) []occurrence {
+func (s *snapshot) metricOccurrences(scope contract.MetricRuleScope, resultID, metric string) []occurrence {
 	var out []occurrence
 	for i, r := range s.rc.Results {
 		if r.ID != resultID {
 			continue
 		}
-		if scope == "result" {
+		if scope == contract.MetricRuleScopeResult {
 			for k, m := range r.Metrics {
 				if m.Name == metric {
 					out = append(out, occurrence{s.receipt.path, jp("results", i, "metrics", k), m})
@@ -201,11 +201,11 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 			c.add(p, jp("rows", j), ErrUnlikeRows, "row c%d r%d is not declared (concurrency %v, %d repetitions) or repeats", row.Concurrency, row.Repetition, wc.Concurrency, wc.Repetitions)
 		}
 		have[k] = true
-		wantLoop := "closed"
+		wantLoop := contract.RowLoopClosed
 		if wc.Rate != nil {
-			wantLoop = "open"
+			wantLoop = contract.RowLoopOpen
 		}
-		if string(row.Loop) != wantLoop {
+		if row.Loop != wantLoop {
 			c.add(p, jp("rows", j, "loop"), ErrUnlikeRows, "loop %s, the case declares %s", row.Loop, wantLoop)
 		}
 	}
@@ -261,9 +261,9 @@ func (s *snapshot) corpusPrompts(wc *contract.Case) ([]contract.Prompt, string) 
 		return nil, "no corpus"
 	}
 	switch cp.Source {
-	case "inline":
+	case contract.CorpusSourceInline:
 		return cp.Prompts, ""
-	case "file":
+	case contract.CorpusSourceFile:
 		f := s.files[cp.Path]
 		if f == nil || !f.present || f.raw == nil {
 			return nil, "corpus file " + cp.Path + " is not available: prompt set not recomputed"

@@ -29,7 +29,7 @@ func (s *snapshot) checkIdentity(c *collector) {
 	}
 	dir := s.runDir()
 	for i, a := range rc.Artifacts {
-		if isEvidenceKind(string(a.Kind)) && !strings.HasPrefix(a.Path, dir) {
+		if contract.Kinds[a.Kind].Evidence && !strings.HasPrefix(a.Path, dir) {
 			c.add(file, jp("artifacts", i, "path"), ErrIdentityMismatch, "%s %s is not below the run directory %s that the receipt id names", a.Kind, a.Path, dir)
 		}
 	}
@@ -41,7 +41,7 @@ func (s *snapshot) checkLaunch(c *collector, v *contract.Variant) {
 	file := s.receipt.path
 	want := map[string]string{} // path -> a case that launches it
 	for _, cs := range v.Cases {
-		if cs.Kind == "serving" && cs.Launch != "" {
+		if cs.Kind == contract.CaseKindServing && cs.Launch != "" {
 			if _, ok := want[cs.Launch]; !ok {
 				want[cs.Launch] = cs.ID
 			}
@@ -49,7 +49,7 @@ func (s *snapshot) checkLaunch(c *collector, v *contract.Variant) {
 	}
 	bound := map[string]bool{}
 	for i, a := range s.rc.Artifacts {
-		if a.Kind != "launch_recipe" {
+		if a.Kind != contract.ArtifactKindLaunchRecipe {
 			continue
 		}
 		bound[a.Path] = true
@@ -66,9 +66,9 @@ func (s *snapshot) checkLaunch(c *collector, v *contract.Variant) {
 
 // derived is what the receipt's verdict fields should say, recomputed.
 type derived struct {
-	verdict     string   // "passed" or "failed"
-	failed      []string // required results that did not pass, with why
-	unpublished []string // why the receipt cannot be publishable
+	verdict     contract.QualificationVerdict // passed or failed
+	failed      []string                      // required results that did not pass, with why
+	unpublished []string                      // why the receipt cannot be publishable
 }
 
 // derive recomputes the campaign verdict and publishability. The required flag comes from the
@@ -76,7 +76,7 @@ type derived struct {
 // each result's status from its case result when that was read.
 func (s *snapshot) derive() derived {
 	rc := s.rc
-	d := derived{verdict: "passed"}
+	d := derived{verdict: contract.QualificationVerdictPassed}
 	for _, r := range rc.Results {
 		required := r.Required
 		if wc := s.workloadCase(r.ID); wc != nil {
@@ -88,18 +88,18 @@ func (s *snapshot) derive() derived {
 				status = cr.Status
 			}
 		}
-		if required && status != "passed" {
+		if required && status != contract.StatusPassed {
 			d.failed = append(d.failed, fmt.Sprintf("required case %s (repetition %d) %s", r.ID, r.Repetition, status))
 		}
 	}
-	if rc.Lifecycle != nil && rc.Lifecycle.Verdict != "passed" {
+	if rc.Lifecycle != nil && rc.Lifecycle.Verdict != contract.LifecycleRefVerdictPassed {
 		d.failed = append(d.failed, "the lifecycle record's verdict is "+string(rc.Lifecycle.Verdict))
 	}
-	if s.lifecycle != nil && s.lifecycle.Verdict != "passed" {
+	if s.lifecycle != nil && s.lifecycle.Verdict != contract.RecordVerdictPassed {
 		d.failed = append(d.failed, "the lifecycle record says "+string(s.lifecycle.Verdict))
 	}
 	if len(d.failed) > 0 {
-		d.verdict = "failed"
+		d.verdict = contract.QualificationVerdictFailed
 	}
 	src := rc.Source
 	switch {
@@ -110,10 +110,10 @@ func (s *snapshot) derive() derived {
 	case *src.OriginMain != src.Commit:
 		d.unpublished = append(d.unpublished, "HEAD was not origin/main")
 	}
-	if rc.Qualification.Verdict == "interrupted" {
+	if rc.Qualification.Verdict == contract.QualificationVerdictInterrupted {
 		d.unpublished = append(d.unpublished, "the campaign was interrupted")
 	}
-	if d.verdict != "passed" {
+	if d.verdict != contract.QualificationVerdictPassed {
 		d.unpublished = append(d.unpublished, "the derived verdict is failed: "+strings.Join(d.failed, "; "))
 	}
 	// A degraded row also makes a receipt unpublishable, but receipts written before qualrun said
@@ -135,7 +135,7 @@ func (s *snapshot) checkDerived(c *collector) {
 			c.add(file, jp("results", i, "required"), ErrVerdictMismatch, "result %q is recorded required: %v, the workload's case %s says required: %v", r.ID, r.Required, r.ID, wc.Required)
 		}
 		if r.CaseResult != nil {
-			if cr := s.caseResults[r.CaseResult.Path]; cr != nil && cr.Status != r.Status && r.Status != "passed" {
+			if cr := s.caseResults[r.CaseResult.Path]; cr != nil && cr.Status != r.Status && r.Status != contract.StatusPassed {
 				// (a passed result over a failed case result is a result_mismatch already)
 				c.add(file, jp("results", i, "status"), ErrVerdictMismatch, "result %q is recorded %s, its case result says %s", r.ID, r.Status, cr.Status)
 			}
@@ -143,9 +143,9 @@ func (s *snapshot) checkDerived(c *collector) {
 	}
 	d := s.derive()
 	switch v := rc.Qualification.Verdict; {
-	case v == "passed" && d.verdict != "passed":
+	case v == contract.QualificationVerdictPassed && d.verdict != contract.QualificationVerdictPassed:
 		c.add(file, "/qualification/verdict", ErrVerdictMismatch, "the verdict is passed, but %s", strings.Join(d.failed, "; "))
-	case v == "failed" && d.verdict == "passed":
+	case v == contract.QualificationVerdictFailed && d.verdict == contract.QualificationVerdictPassed:
 		c.add(file, "/qualification/verdict", ErrVerdictMismatch, "the verdict is failed, but every required case passed and the lifecycle passed")
 	}
 	if rc.Publishable && len(d.unpublished) > 0 {
@@ -193,7 +193,7 @@ func (s *snapshot) degradedRows() []rowRef {
 			continue
 		}
 		for j, row := range cr.Rows {
-			if row.Fidelity.Degraded && row.Loop == "open" {
+			if row.Fidelity.Degraded && row.Loop == contract.RowLoopOpen {
 				out = append(out, rowRef{result: r.ID, repetition: r.Repetition, file: r.CaseResult.Path, index: j, concurrency: row.Concurrency, rowRep: row.Repetition})
 			}
 		}

@@ -82,7 +82,7 @@ func (s *snapshot) checkDriver(c *collector, i int, r contract.Result, path stri
 		for _, o := range h.Tolerances {
 			ruleSet = append(ruleSet, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
 		}
-	case wc.Kind != "driver" || string(wc.Contract) != "qualkit."+dr.name:
+	case wc.Kind != contract.CaseKindDriver || string(wc.Contract) != "qualkit."+dr.name:
 		c.add(file, base+"/case_result", ErrResultMismatch, "%s: the result is a qualkit.%s, the workload declares a %s case%s", caseName, dr.name, wc.Kind, contractSuffix(wc))
 		return
 	default:
@@ -272,7 +272,7 @@ func (s *snapshot) checkDriverBindings(c *collector) {
 			c.add(p, "/implementation/qualrun/digest", ErrReferenceMismatch, "case %s was run by qualrun %s, the receipt was written by %s", r.ID, h.Implementation.Qualrun.Digest, rc.Qualification.Qualrun.Digest)
 		}
 		wc := s.workloadCase(r.ID)
-		if wc == nil || wc.Kind != "driver" || wc.Worker == nil || wc.Request == nil || wc.Model == nil {
+		if wc == nil || wc.Kind != contract.CaseKindDriver || wc.Worker == nil || wc.Request == nil || wc.Model == nil {
 			continue
 		}
 		pins := []struct{ ptr, what, got, want string }{

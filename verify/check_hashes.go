@@ -21,10 +21,10 @@ func checkHashes(s *snapshot) CheckResult {
 		}
 		f := s.files[a.Path]
 		switch {
-		case readInput(string(a.Kind)) && (!f.local || (!f.present && f.readErr == nil)):
+		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
 			if !s.relax[RelaxMissingInputs] {
 				c.add(file, jp("artifacts", i, "path"), ErrMissingInput, "%s %s is bound by the receipt and not present in the repository: without it %s; restore it (the commit %s has it), or pass --%s to verify without it",
-					a.Kind, a.Path, notCheckedWithout(string(a.Kind)), rc.Source.Commit, RelaxMissingInputs)
+					a.Kind, a.Path, notCheckedWithout(a.Kind), rc.Source.Commit, RelaxMissingInputs)
 			}
 			continue
 		case !f.local:
@@ -67,7 +67,7 @@ func checkHashes(s *snapshot) CheckResult {
 	}
 	for i, r := range rc.Results {
 		if r.CaseResult != nil {
-			ref(file, jp("results", i, "case_result"), r.CaseResult.Path, r.CaseResult.Digest, "case result")
+			ref(file, jp("results", i, "case_result"), r.CaseResult.Path, r.CaseResult.Digest, "case result") // not a contract value: the result's member name
 		}
 	}
 	if rc.Lifecycle != nil {
@@ -132,11 +132,11 @@ func sortedCaseResults(s *snapshot) []string {
 }
 
 // artifactsOfKind returns the receipt's artifacts of the given kinds, in order.
-func artifactsOfKind(rc *contract.ReceiptDoc, kinds ...string) []contract.Artifact {
+func artifactsOfKind(rc *contract.ReceiptDoc, kinds ...contract.ArtifactKind) []contract.Artifact {
 	var out []contract.Artifact
 	for _, a := range rc.Artifacts {
 		for _, k := range kinds {
-			if string(a.Kind) == k {
+			if a.Kind == k {
 				out = append(out, a)
 				break
 			}

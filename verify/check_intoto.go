@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/attestfmt"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
@@ -77,7 +77,7 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 	wantProducts := map[string]string{s.receipt.path: s.receipt.digest}
 	wantMaterials := map[string]string{}
 	for _, a := range s.rc.Artifacts {
-		if slices.Contains(predicateExcludedKinds, string(a.Kind)) {
+		if contract.Kinds[a.Kind].Evidence {
 			wantProducts[a.Path] = a.Digest
 		} else {
 			wantMaterials[a.Path] = a.Digest

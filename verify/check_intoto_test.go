@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/attestfmt"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
@@ -23,7 +24,7 @@ func linkFor(t *testing.T, s *snapshot, key *ecdsa.PrivateKey, edit func(product
 	materials := map[string]map[string]string{}
 	for _, a := range s.rc.Artifacts {
 		h := map[string]string{"sha256": strings.TrimPrefix(a.Digest, "sha256:")}
-		if slices.Contains(predicateExcludedKinds, string(a.Kind)) {
+		if contract.Kinds[a.Kind].Evidence {
 			products[a.Path] = h
 		} else {
 			materials[a.Path] = h

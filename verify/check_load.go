@@ -43,11 +43,11 @@ func checkLoad(c *collector, path string, j int, row contract.Row, wc *contract.
 		if fid.InFlightMean == nil || !within(*fid.InFlightMean, mean, tol) {
 			c.add(path, base+"/in_flight_mean", ErrRowMismatch, "in_flight_mean %s, the records say %s", fmtFloatPtr(fid.InFlightMean), fmtFloat(mean))
 		}
-		if row.Loop == "closed" && row.Requests >= row.Concurrency && peak < row.Concurrency {
+		if row.Loop == contract.RowLoopClosed && row.Requests >= row.Concurrency && peak < row.Concurrency {
 			c.add(path, base+"/in_flight_peak", ErrLoadNotReached, "closed-loop row c%d-r%d never had %d requests in flight (at most %d): it did not measure its declared concurrency", row.Concurrency, row.Repetition, row.Concurrency, peak)
 		}
 	}
-	if wc != nil && wc.Rate != nil && row.Loop == "open" {
+	if wc != nil && wc.Rate != nil && row.Loop == contract.RowLoopOpen {
 		if fid.OfferedRate == nil || *fid.OfferedRate != wc.Rate.RequestsPerSecond {
 			c.add(path, base+"/offered_rate", ErrLoadNotReached, "open-loop row c%d-r%d records offered rate %s, the workload's case declares %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(fid.OfferedRate), fmtFloat(wc.Rate.RequestsPerSecond))
 		}
@@ -58,7 +58,7 @@ func checkLoad(c *collector, path string, j int, row contract.Row, wc *contract.
 // checkCaseTimeout: a serving case's records fit its timeout_seconds (plus timeoutGraceSeconds),
 // and a case that records it stopped is failed and says after how long.
 func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record) {
-	if st := cr.Stopped; st != nil && cr.Status == "passed" {
+	if st := cr.Stopped; st != nil && cr.Status == contract.StatusPassed {
 		c.add(path, "/stopped", ErrVerdictMismatch, "the case stopped (%s after %s s) and is recorded passed", st.Reason, fmtFloat(st.AfterSeconds))
 	}
 	if wc == nil || wc.TimeoutSeconds <= 0 || len(all) == 0 {
@@ -80,7 +80,7 @@ func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc 
 	if limit := float64(wc.TimeoutSeconds) + timeoutGraceSeconds; span > limit {
 		c.add(path, "", ErrTimeoutExceeded, "the case's records span %s s (first schedule to last close), beyond its timeout_seconds %d (+%g s for cancelled requests)", fmtFloat(span), wc.TimeoutSeconds, timeoutGraceSeconds)
 	}
-	if st := cr.Stopped; st != nil && st.Reason == "timeout" && st.AfterSeconds < float64(wc.TimeoutSeconds) {
+	if st := cr.Stopped; st != nil && st.Reason == contract.StoppedReasonTimeout && st.AfterSeconds < float64(wc.TimeoutSeconds) {
 		c.add(path, "/stopped/after_seconds", ErrTimeoutExceeded, "stopped by its timeout after %s s, before its timeout_seconds %d", fmtFloat(st.AfterSeconds), wc.TimeoutSeconds)
 	}
 }

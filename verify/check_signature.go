@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/attestfmt"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // checkSignature: the DSSE envelope and/or Sigstore bundle verify with a pinned public key (keyid
@@ -98,7 +99,7 @@ func (s *snapshot) statementMatches(c *collector, a *attestation) {
 	}
 	want := map[string]string{}
 	var wantOrder []string
-	for _, art := range artifactsOfKind(rc, SubjectKinds...) {
+	for _, art := range artifactsOfKind(rc, contract.SubjectKinds...) {
 		if _, dup := want[art.Path]; !dup {
 			wantOrder = append(wantOrder, art.Path)
 		}
@@ -125,13 +126,13 @@ func (s *snapshot) statementMatches(c *collector, a *attestation) {
 	}
 	// The predicate repeats the receipt's fields.
 	tree := s.rcTree
-	env, _ := tree["environment"].(map[string]any)
+	env, _ := tree["environment"].(map[string]any) // not a contract value: the receipt's member name
 	qual, _ := tree["qualification"].(map[string]any)
 	var arts []any
 	if list, ok := tree["artifacts"].([]any); ok {
 		for _, x := range list {
 			if m, ok := x.(map[string]any); ok {
-				if k, _ := m["kind"].(string); !slices.Contains(predicateExcludedKinds, k) {
+				if k, _ := m["kind"].(string); !contract.Kinds[contract.ArtifactKind(k)].Evidence {
 					arts = append(arts, m)
 				}
 			}
@@ -144,7 +145,7 @@ func (s *snapshot) statementMatches(c *collector, a *attestation) {
 		"receipt_id": tree["receipt_id"],
 		"source":     tree["source"],
 		"artifacts":  arts,
-		"workload":   tree["workload"],
+		"workload":   tree["workload"], // not a contract value: the receipt's member name
 		"host_id":    env["host_id"],
 		"qualrun":    qual["qualrun"],
 	}

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 var (
@@ -58,7 +60,7 @@ func checkSource(s *snapshot) CheckResult {
 		if !s.rc.Publishable {
 			c.add(file, "/publishable", ErrUnpublished, "the receipt is not publishable: %s", strings.Join(s.rc.UnpublishableReasons, "; "))
 		}
-		if s.rc.Qualification.Verdict == "interrupted" {
+		if s.rc.Qualification.Verdict == contract.QualificationVerdictInterrupted {
 			c.add(file, "/qualification/verdict", ErrUnpublished, "the campaign was interrupted: an interrupted receipt is never publishable")
 		}
 		for _, r := range s.degradedRows() {

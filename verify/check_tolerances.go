@@ -22,14 +22,14 @@ func checkTolerances(s *snapshot) CheckResult {
 	rc := s.rc
 	file := s.receipt.path
 	tol := s.policy.Recompute
-	if in := rc.Qualification.Interruption; rc.Qualification.Verdict == "interrupted" && in != nil {
+	if in := rc.Qualification.Interruption; rc.Qualification.Verdict == contract.QualificationVerdictInterrupted && in != nil {
 		c.add(file, "/qualification/interruption", ErrInterrupted, "qualrun was interrupted by %s during %s: the receipt binds a partial campaign, never a result", in.Signal, in.Phase)
-	} else if rc.Qualification.Verdict != "passed" {
+	} else if rc.Qualification.Verdict != contract.QualificationVerdictPassed {
 		c.add(file, "/qualification/verdict", ErrVerdictFailed, "the campaign's verdict is %s (%d notes)", rc.Qualification.Verdict, len(rc.Notes))
 	}
 	passed, failed := 0, 0
 	for i, r := range rc.Results {
-		if r.Status == "passed" {
+		if r.Status == contract.StatusPassed {
 			passed++
 		} else {
 			failed++
@@ -51,7 +51,7 @@ func checkTolerances(s *snapshot) CheckResult {
 		if cr.CaseID != r.ID {
 			c.add(file, base+"/id", ErrResultMismatch, "result %q binds the case result of %q", r.ID, cr.CaseID)
 		}
-		if r.Status == "passed" && cr.Status != "passed" {
+		if r.Status == contract.StatusPassed && cr.Status != contract.StatusPassed {
 			c.add(file, base+"/status", ErrResultMismatch, "result %q is passed, its case result says %s", r.ID, cr.Status)
 		}
 		if !canonicalEqual(r.Metrics, cr.Metrics) {
@@ -67,7 +67,7 @@ func checkTolerances(s *snapshot) CheckResult {
 			}
 		}
 		wc := s.workloadCase(r.ID)
-		if len(cr.Rows) > 0 || (wc != nil && wc.Kind == "serving") {
+		if len(cr.Rows) > 0 || (wc != nil && wc.Kind == contract.CaseKindServing) {
 			s.checkServing(c, path, cr, wc, tol)
 		} else {
 			checkCommand(c, path, cr, wc)
@@ -155,7 +155,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 		recs := rowRecords(c, cr, row, f.records)
 		rf := recomputeRow(rowSpecOf(row, wc), recs)
 		checkUsagePlausible(c, row.Records.Path, wc, recs)
-		if cr.Status == "passed" {
+		if cr.Status == contract.StatusPassed {
 			for _, r := range recs {
 				if r.warmup {
 					continue
@@ -275,11 +275,11 @@ func checkCommand(c *collector, path string, cr *contract.CaseResultDoc, wc *con
 		names = append(names, m.Name)
 	}
 	sort.Strings(names)
-	producer := "runner"
+	producer := contract.ResultProtocolProducerRunner
 	if wc != nil && wc.ResultProtocol != nil {
-		producer = string(wc.ResultProtocol.Producer)
+		producer = wc.ResultProtocol.Producer
 	}
-	if producer == "command" {
+	if producer == contract.ResultProtocolProducerCommand {
 		declared := slices.Clone(wc.ResultProtocol.DeclaredMetrics)
 		sort.Strings(declared)
 		if !slices.Equal(names, declared) {
@@ -307,13 +307,13 @@ func checkCommand(c *collector, path string, cr *contract.CaseResultDoc, wc *con
 		return
 	}
 	want := 0.0
-	if cr.Status == "passed" {
+	if cr.Status == contract.StatusPassed {
 		want = 1
 	}
 	if pass.Value != want {
 		c.add(path, jp("metrics", idx["case_pass"], "value"), ErrDeclaredMetrics, "case_pass %s with status %s", fmtFloat(pass.Value), cr.Status)
 	}
-	if cr.Status != "passed" {
+	if cr.Status != contract.StatusPassed {
 		return
 	}
 	if m, ok := byName["output_assertion_failures"]; ok && m.Value != 0 {
@@ -341,9 +341,9 @@ func checkUsagePlausible(c *collector, path string, wc *contract.Case, recs []*r
 		}
 		switch {
 		case wc.MaxTokens > 0 && r.n > wc.MaxTokens:
-			c.add(path, jp(r.line, "usage", "completion_tokens"), ErrRequestFailed, "request %d is recorded as a success with %d completion tokens for max_tokens %d (usage_exceeds_max_tokens)", r.index, r.n, wc.MaxTokens)
+			c.add(path, jp(r.line, "usage", "completion_tokens"), ErrRequestFailed, "request %d is recorded as a success with %d completion tokens for max_tokens %d (usage_exceeds_max_tokens)", r.index, r.n, wc.MaxTokens) // not a contract value: the record's member name
 		case r.n == 0 && len(r.content) > 0:
-			c.add(path, jp(r.line, "usage", "completion_tokens"), ErrRequestFailed, "request %d is recorded as a success with 0 completion tokens beside %d content events (inconsistent_usage)", r.index, len(r.content))
+			c.add(path, jp(r.line, "usage", "completion_tokens"), ErrRequestFailed, "request %d is recorded as a success with 0 completion tokens beside %d content events (inconsistent_usage)", r.index, len(r.content)) // not a contract value: the record's member name
 		}
 	}
 }

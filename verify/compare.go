@@ -16,14 +16,14 @@ import (
 
 // Mode is a comparison mode of a workload's comparison policy (Kiln's modes, and qualkit's
 // self-contained correctness, which compares nothing).
-type Mode string
+type Mode = contract.ComparisonPolicyMode
 
 // Comparison modes.
 const (
-	SameEnvironmentPerformance Mode = "same_environment_performance"
-	DeclaredABVariants         Mode = "declared_ab_variants"
-	CrossBackendCorrectness    Mode = "cross_backend_correctness"
-	SelfContainedCorrectness   Mode = "self_contained_correctness"
+	SameEnvironmentPerformance = contract.ComparisonPolicyModeSameEnvironmentPerformance
+	DeclaredABVariants         = contract.ComparisonPolicyModeDeclaredABVariants
+	CrossBackendCorrectness    = contract.ComparisonPolicyModeCrossBackendCorrectness
+	SelfContainedCorrectness   = contract.ComparisonPolicyModeSelfContainedCorrectness
 )
 
 // Comparison is the outcome of Compare.
@@ -49,7 +49,7 @@ type Comparison struct {
 
 // EvidenceError is a finding of verifying one side ("baseline" or "candidate").
 type EvidenceError struct {
-	Side string
+	Side contract.EvidenceErrorSide
 	Finding
 }
 
@@ -83,18 +83,18 @@ func (d Difference) Code() string { return codeOf(d.Err) }
 type Evaluation struct {
 	// Scope is "results/<id>/r<repetition>/metrics/<metric>" or
 	// "results/<id>/r<repetition>/rows/c<concurrency>-r<repetition>/metrics/<metric>".
-	Scope             string  `json:"scope"`
-	Metric            string  `json:"metric"`
-	MetricClass       string  `json:"metric_class"`
-	Unit              string  `json:"unit"`
-	Aggregation       string  `json:"aggregation"`
-	Direction         string  `json:"direction"`
-	Formula           string  `json:"formula"`
-	Operator          string  `json:"operator"`
-	AbsoluteTolerance float64 `json:"absolute_tolerance"`
-	RelativeTolerance float64 `json:"relative_tolerance"`
-	Required          bool    `json:"required"`
-	Status            string  `json:"status"` // passed, failed, skipped
+	Scope             string                         `json:"scope"`
+	Metric            string                         `json:"metric"`
+	MetricClass       contract.EvaluationMetricClass `json:"metric_class"`
+	Unit              string                         `json:"unit"`
+	Aggregation       string                         `json:"aggregation"`
+	Direction         string                         `json:"direction"`
+	Formula           string                         `json:"formula"`
+	Operator          string                         `json:"operator"`
+	AbsoluteTolerance float64                        `json:"absolute_tolerance"`
+	RelativeTolerance float64                        `json:"relative_tolerance"`
+	Required          bool                           `json:"required"`
+	Status            contract.EvaluationStatus      `json:"status"`
 	// Code is the reason code of a failure: rule_failed, output_mismatch, formula_mismatch or
 	// metric_mismatch (a required metric missing); "" otherwise.
 	Code      string   `json:"code"`
@@ -129,10 +129,10 @@ func Compare(ctx context.Context, baseline, candidate Evidence, policy Policy, o
 	}
 	cmp := &Comparison{Baseline: sideOf(bs, bres), Candidate: sideOf(cs, cres)}
 	for _, f := range bres.Findings {
-		cmp.EvidenceErrors = append(cmp.EvidenceErrors, EvidenceError{"baseline", f})
+		cmp.EvidenceErrors = append(cmp.EvidenceErrors, EvidenceError{contract.EvidenceErrorSideBaseline, f})
 	}
 	for _, f := range cres.Findings {
-		cmp.EvidenceErrors = append(cmp.EvidenceErrors, EvidenceError{"candidate", f})
+		cmp.EvidenceErrors = append(cmp.EvidenceErrors, EvidenceError{contract.EvidenceErrorSideCandidate, f})
 	}
 	if cfg.skipSign {
 		cmp.Warnings = append(cmp.Warnings, "signatures were not checked (no public key)")
@@ -210,7 +210,7 @@ func (c *Comparison) Report() contract.ComparisonDoc {
 			more(len(c.EvidenceErrors)-i, "evidence errors")
 			break
 		}
-		doc.EvidenceErrors = append(doc.EvidenceErrors, contract.ComparisonEvidenceError{Side: contract.EvidenceErrorSide(e.Side), Check: contract.CheckName(string(e.Check)),
+		doc.EvidenceErrors = append(doc.EvidenceErrors, contract.ComparisonEvidenceError{Side: e.Side, Check: contract.CheckName(string(e.Check)),
 			File: clipRunes(nonEmpty(e.File, "-"), maxComparisonPath), Pointer: pointerWithin(e.Pointer, maxComparisonText),
 			Code: nonEmpty(e.Code(), "finding"), Message: clipRunes(nonEmpty(e.Err.Error(), "-"), maxComparisonText)})
 	}
@@ -219,10 +219,10 @@ func (c *Comparison) Report() contract.ComparisonDoc {
 			more(len(c.Evaluations)-i, "rule evaluations")
 			break
 		}
-		doc.Evaluations = append(doc.Evaluations, contract.ComparisonEvaluation{Scope: e.Scope, Metric: e.Metric, MetricClass: contract.EvaluationMetricClass(e.MetricClass),
+		doc.Evaluations = append(doc.Evaluations, contract.ComparisonEvaluation{Scope: e.Scope, Metric: e.Metric, MetricClass: e.MetricClass,
 			Unit: optional(e.Unit), Aggregation: optional(contract.Aggregation(e.Aggregation)), Direction: optional(contract.Direction(e.Direction)), Formula: optional(e.Formula),
 			Operator: contract.EvaluationOperator(e.Operator), AbsoluteTolerance: e.AbsoluteTolerance, RelativeTolerance: e.RelativeTolerance, Required: e.Required,
-			Status: contract.EvaluationStatus(e.Status), Code: optional(e.Code), Reason: clipRunes(nonEmpty(e.Reason, "-"), maxComparisonText),
+			Status: e.Status, Code: optional(e.Code), Reason: clipRunes(nonEmpty(e.Reason, "-"), maxComparisonText),
 			Baseline: e.Baseline, Candidate: e.Candidate, Tolerance: e.Tolerance, Violation: e.Violation,
 			AbsoluteChange: e.AbsoluteChange, RelativeChangePercent: e.RelativeChangePercent})
 	}
@@ -316,7 +316,7 @@ func (c *Comparison) finish() *Comparison {
 	c.Compatible = len(c.Rejected) == 0 && c.Mode != ""
 	c.OK = c.Compatible && len(c.EvidenceErrors) == 0
 	for _, e := range c.Evaluations {
-		if e.Status == "failed" {
+		if e.Status == contract.EvaluationStatusFailed {
 			c.OK = false
 		}
 	}
@@ -363,7 +363,7 @@ func (x *comparer) compatibility() {
 		cmp.reject("workload.comparison_policy", ErrModeRefused, "the workload declares no comparison policy", nil, nil)
 		return
 	}
-	mode := Mode(cp.Mode)
+	mode := cp.Mode
 	switch {
 	case mode == SelfContainedCorrectness:
 		cmp.reject("comparison_policy.mode", ErrModeRefused, "self_contained_correctness results are verified alone, never compared", nil, nil)
@@ -373,8 +373,8 @@ func (x *comparer) compatibility() {
 		cmp.Warnings = append(cmp.Warnings, "both receipts ran variant "+b.Workload.Variant+": compared as same_environment_performance")
 	}
 	cmp.Mode = mode
-	envB, _ := x.b.rcTree["environment"].(map[string]any)
-	envC, _ := x.c.rcTree["environment"].(map[string]any)
+	envB, _ := x.b.rcTree["environment"].(map[string]any) // not a contract value: the receipt's member name
+	envC, _ := x.c.rcTree["environment"].(map[string]any) // not a contract value: the receipt's member name
 	envDiff := diffLeaves(withoutDevices(envB), withoutDevices(envC), "")
 	switch mode {
 	case SameEnvironmentPerformance:
@@ -483,17 +483,19 @@ func variantOf(w *contract.WorkloadDoc, id string) *contract.Variant {
 }
 
 // inputKinds are the bound inputs that decide what ran; per mode some may differ.
-var inputKinds = []string{"model_weight", "model_config", "tokenizer", "chat_template", "model_file", "corpus", "workload", "runtime_manifest", "launch_recipe", "server_binary", "config_file"}
+var inputKinds = []contract.ArtifactKind{contract.ArtifactKindModelWeight, contract.ArtifactKindModelConfig, contract.ArtifactKindTokenizer,
+	contract.ArtifactKindChatTemplate, contract.ArtifactKindModelFile, contract.ArtifactKindCorpus, contract.ArtifactKindWorkload,
+	contract.ArtifactKindRuntimeManifest, contract.ArtifactKindLaunchRecipe, contract.ArtifactKindServerBinary, contract.ArtifactKindConfigFile}
 
 // artifacts compares the bound inputs (per-run evidence excluded) kind by kind.
 func (x *comparer) artifacts(mode Mode) {
-	group := func(s *snapshot) map[string][]string {
-		out := map[string][]string{}
+	group := func(s *snapshot) map[contract.ArtifactKind][]string {
+		out := map[contract.ArtifactKind][]string{}
 		for _, a := range s.rc.Artifacts {
-			if isEvidenceKind(string(a.Kind)) || strings.HasPrefix(a.Path, s.runDir()) {
+			if contract.Kinds[a.Kind].Evidence || strings.HasPrefix(a.Path, s.runDir()) {
 				continue
 			}
-			out[string(a.Kind)] = append(out[string(a.Kind)], a.Path+"@"+a.Digest)
+			out[a.Kind] = append(out[a.Kind], a.Path+"@"+a.Digest)
 		}
 		for k := range out {
 			sort.Strings(out[k])
@@ -508,14 +510,14 @@ func (x *comparer) artifacts(mode Mode) {
 		mayDiffer := false
 		switch mode {
 		case DeclaredABVariants:
-			mayDiffer = k == "launch_recipe" || k == "server_binary" || k == "config_file"
+			mayDiffer = k == contract.ArtifactKindLaunchRecipe || k == contract.ArtifactKindServerBinary || k == contract.ArtifactKindConfigFile
 		case CrossBackendCorrectness:
-			mayDiffer = k == "launch_recipe" || k == "server_binary" || k == "config_file" || k == "runtime_manifest"
+			mayDiffer = k == contract.ArtifactKindLaunchRecipe || k == contract.ArtifactKindServerBinary || k == contract.ArtifactKindConfigFile || k == contract.ArtifactKindRuntimeManifest
 		}
 		if mayDiffer {
-			x.cmp.allow("artifacts."+k, ErrArtifactMismatch, "the variants bind different "+k+" files", gb[k], gc[k])
+			x.cmp.allow("artifacts."+string(k), ErrArtifactMismatch, "the variants bind different "+string(k)+" files", gb[k], gc[k])
 		} else {
-			x.cmp.reject("artifacts."+k, ErrArtifactMismatch, "the bound "+k+" files differ", gb[k], gc[k])
+			x.cmp.reject("artifacts."+string(k), ErrArtifactMismatch, "the bound "+string(k)+" files differ", gb[k], gc[k])
 		}
 	}
 }
@@ -608,7 +610,7 @@ func (x *comparer) rows(mode Mode) {
 
 func fptr(p *float64) string {
 	if p == nil {
-		return "closed"
+		return string(contract.RowLoopClosed)
 	}
 	return fmtFloat(*p)
 }
@@ -672,14 +674,14 @@ func (x *comparer) rules() {
 			if rule.ResultID != m.id {
 				continue
 			}
-			if x.cmp.Mode == CrossBackendCorrectness && rule.MetricClass != "correctness" {
+			if x.cmp.Mode == CrossBackendCorrectness && rule.MetricClass != contract.MetricRuleMetricClassCorrectness {
 				continue
 			}
 			// A performance rule is refused on a degraded row (it measured the client, not the
 			// server), and on a result any of whose rows is degraded, unless the case declares
 			// measures_saturation: true.
-			perf := rule.MetricClass == "performance" && !x.b.measuresSaturation(m.id)
-			if rule.Scope == "result" {
+			perf := rule.MetricClass == contract.MetricRuleMetricClassPerformance && !x.b.measuresSaturation(m.id)
+			if rule.Scope == contract.MetricRuleScopeResult {
 				scope := m.key + "/metrics/" + rule.Metric
 				if d := degradedIn(m); perf && d != "" {
 					x.refuseDegraded(rule, scope, d)
@@ -748,28 +750,28 @@ func degradedIn(m matched) string {
 // refuseDegraded records a performance rule that is not evaluated because of a degraded row.
 func (x *comparer) refuseDegraded(rule contract.MetricRule, scope, what string) {
 	e := x.evaluation(rule, scope)
-	e.Status, e.Code = "failed", ErrDegradedRow.Code()
+	e.Status, e.Code = contract.EvaluationStatusFailed, ErrDegradedRow.Code()
 	e.Reason = fmt.Sprintf("%v: %s: a degraded row measured the client's schedule, not the server, and the case does not declare measures_saturation: true", ErrDegradedRow, what)
 	x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 }
 
 // outputs is the implicit correctness rule of a cross-backend comparison: equal output sets.
 func (x *comparer) outputs(scope string, b, c contract.Row) {
-	e := Evaluation{Scope: scope + "/output_set_sha256", Metric: "output_set_sha256", MetricClass: "correctness", Operator: "equal", Required: true}
+	e := Evaluation{Scope: scope + "/output_set_sha256", Metric: "output_set_sha256", MetricClass: contract.EvaluationMetricClassCorrectness, Operator: string(contract.EvaluationOperatorEqual), Required: true}
 	switch {
 	case b.OutputSetSHA256 == nil || c.OutputSetSHA256 == nil:
-		e.Status, e.Code, e.Reason = "failed", ErrOutputMismatch.Code(), "a row has no output set (a request failed)"
+		e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, ErrOutputMismatch.Code(), "a row has no output set (a request failed)"
 	case *b.OutputSetSHA256 != *c.OutputSetSHA256:
-		e.Status, e.Code, e.Reason = "failed", ErrOutputMismatch.Code(), fmt.Sprintf("%v: %s vs %s", ErrOutputMismatch, *b.OutputSetSHA256, *c.OutputSetSHA256)
+		e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, ErrOutputMismatch.Code(), fmt.Sprintf("%v: %s vs %s", ErrOutputMismatch, *b.OutputSetSHA256, *c.OutputSetSHA256)
 	default:
-		e.Status, e.Reason = "passed", "identical outputs"
+		e.Status, e.Reason = contract.EvaluationStatusPassed, "identical outputs"
 	}
 	x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 }
 
 // evaluation is a rule's evaluation at scope before it is decided: its tolerances after the policy.
 func (x *comparer) evaluation(rule contract.MetricRule, scope string) Evaluation {
-	e := Evaluation{Scope: scope, Metric: rule.Metric, MetricClass: string(rule.MetricClass), Unit: rule.Unit, Aggregation: string(rule.Aggregation),
+	e := Evaluation{Scope: scope, Metric: rule.Metric, MetricClass: contract.EvaluationMetricClass(rule.MetricClass), Unit: rule.Unit, Aggregation: string(rule.Aggregation),
 		Direction: string(rule.Direction), Formula: rule.Formula, Operator: string(rule.Operator), Required: rule.Required,
 		AbsoluteTolerance: rule.AbsoluteTolerance, RelativeTolerance: rule.RelativeTolerance}
 	if pt, ok := x.policy.metricTolerance(rule.Metric); ok {
@@ -792,23 +794,23 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 	mb, okb := find(b)
 	mc, okc := find(c)
 	if !okb || !okc {
-		e.Status, e.Reason = "skipped", "the metric is missing on one side"
+		e.Status, e.Reason = contract.EvaluationStatusSkipped, "the metric is missing on one side"
 		if rule.Required {
-			e.Status, e.Code, e.Reason = "failed", ErrMetricMismatch.Code(), "a required metric is missing on one side"
+			e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, ErrMetricMismatch.Code(), "a required metric is missing on one side"
 		}
 		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 		return
 	}
 	want := identity{rule.Unit, string(rule.Aggregation), string(rule.Direction), rule.Formula}
 	if identityOf(mb) != want || identityOf(mc) != want {
-		e.Status, e.Code = "failed", ErrFormulaMismatch.Code()
+		e.Status, e.Code = contract.EvaluationStatusFailed, ErrFormulaMismatch.Code()
 		e.Reason = fmt.Sprintf("%v: the rule compares %s; the receipts carry %s and %s%s", ErrFormulaMismatch, want, identityOf(mb), identityOf(mc), rateWarning(want, identityOf(mc)))
 		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 		return
 	}
 	bv, cv := mb.Value, mc.Value
 	e.Baseline, e.Candidate = &bv, &cv
-	pass, violation, tolerance := ruleHolds(string(rule.Operator), bv, cv, e.AbsoluteTolerance, e.RelativeTolerance)
+	pass, violation, tolerance := ruleHolds(rule.Operator, bv, cv, e.AbsoluteTolerance, e.RelativeTolerance)
 	e.Violation, e.Tolerance = &violation, &tolerance
 	change := cv - bv
 	e.AbsoluteChange = &change
@@ -818,9 +820,9 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 	}
 	sv, st := fmtPair(violation, tolerance)
 	if pass {
-		e.Status, e.Reason = "passed", fmt.Sprintf("violation %s <= tolerance %s", sv, st)
+		e.Status, e.Reason = contract.EvaluationStatusPassed, fmt.Sprintf("violation %s <= tolerance %s", sv, st)
 	} else {
-		e.Status, e.Code = "failed", ErrRuleFailed.Code()
+		e.Status, e.Code = contract.EvaluationStatusFailed, ErrRuleFailed.Code()
 		e.Reason = fmt.Sprintf("%v: violation %s > tolerance %s", ErrRuleFailed, sv, st)
 	}
 	x.cmp.Evaluations = append(x.cmp.Evaluations, e)
@@ -829,18 +831,18 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 // ruleHolds evaluates a metric rule exactly (big floats, no rounding): tolerance =
 // max(absolute, |b| x relative); violation = |c - b| (equal), max(0, c - b) (not_greater),
 // max(0, b - c) (not_less); the rule holds when violation <= tolerance.
-func ruleHolds(op string, b, c, absolute, relative float64) (bool, float64, float64) {
+func ruleHolds(op contract.MetricRuleOperator, b, c, absolute, relative float64) (bool, float64, float64) {
 	const prec = 2200 // enough for the exact difference of any two float64 values
 	bf := new(big.Float).SetPrec(prec).SetFloat64(b)
 	cf := new(big.Float).SetPrec(prec).SetFloat64(c)
 	diff := new(big.Float).SetPrec(prec).Sub(cf, bf)
 	var v *big.Float
 	switch op {
-	case "equal":
+	case contract.MetricRuleOperatorEqual:
 		v = new(big.Float).SetPrec(prec).Abs(diff)
-	case "not_greater":
+	case contract.MetricRuleOperatorNotGreater:
 		v = diff
-	case "not_less":
+	case contract.MetricRuleOperatorNotLess:
 		v = new(big.Float).SetPrec(prec).Neg(diff)
 	default:
 		return false, math.NaN(), math.NaN()

@@ -26,12 +26,13 @@ func withoutDevices(env map[string]any) map[string]any {
 // deviceIdentity is what a comparison holds equal of a device: everything but its
 // provenance-only identifiers and the probe's wording.
 func deviceIdentity(d contract.ProbedDevice) map[string]any {
-	drv := "none"
+	drv := "none" // not a contract value: the text of an absent driver version
 	if d.Driver.Version != nil {
 		drv = *d.Driver.Version
 	}
 	id := map[string]any{"kind": d.Kind, "vendor": d.Vendor, "model": d.Model, "api_families": fmt.Sprint(d.APIFamilies),
-		"driver": d.Driver.Name + " " + drv, "compute_capability": d.ComputeCapability, "mig_mode": d.MIGMode, "probe": d.Probe, "fixture": d.Fixture}
+		"driver":             d.Driver.Name + " " + drv, // not a contract value: the device's member name
+		"compute_capability": d.ComputeCapability, "mig_mode": d.MIGMode, "probe": d.Probe, "fixture": d.Fixture}
 	if d.MemoryBytes != nil {
 		id["memory_bytes"] = *d.MemoryBytes
 	}

@@ -61,11 +61,11 @@ func describe(c *Comparison) string {
 		b.WriteString("\n  rejected " + d.Path + ": " + d.Err.Error())
 	}
 	for _, e := range c.EvidenceErrors {
-		b.WriteString("\n  evidence " + e.Side + ": " + e.Error())
+		b.WriteString("\n  evidence " + string(e.Side) + ": " + e.Error())
 	}
 	for _, e := range c.Evaluations {
 		if e.Status != "passed" {
-			b.WriteString("\n  " + e.Status + " " + e.Scope + ": " + e.Reason)
+			b.WriteString("\n  " + string(e.Status) + " " + e.Scope + ": " + e.Reason)
 		}
 	}
 	return b.String()

@@ -16,16 +16,16 @@ const RelaxFixtureDevices Relaxation = "allow-fixture-devices-unsafe"
 // deviceFamilyOK says whether a device may claim an API family, from what the probe that found
 // it can establish: cuda only from NVML on an NVIDIA device, rocm only for an AMD GPU bound to
 // amdgpu, vulkan only for a GPU, cpu only for the processor; metal never on Linux.
-func deviceFamilyOK(d contract.ProbedDevice, family string) bool {
+func deviceFamilyOK(d contract.ProbedDevice, family contract.Backend) bool {
 	switch family {
-	case "cuda":
-		return d.Kind == "gpu" && d.Probe == "nvml" && d.Vendor == "nvidia"
-	case "rocm":
-		return d.Kind == "gpu" && d.Vendor == "amd" && d.Driver.Name == "amdgpu"
-	case "vulkan":
-		return d.Kind == "gpu"
-	case "cpu":
-		return d.Kind == "cpu"
+	case contract.BackendCUDA:
+		return d.Kind == contract.ProbedDeviceKindGPU && d.Probe == contract.ProbedDeviceProbeNVML && d.Vendor == "nvidia"
+	case contract.BackendROCM:
+		return d.Kind == contract.ProbedDeviceKindGPU && d.Vendor == "amd" && d.Driver.Name == "amdgpu"
+	case contract.BackendVulkan:
+		return d.Kind == contract.ProbedDeviceKindGPU
+	case contract.BackendCPU:
+		return d.Kind == contract.ProbedDeviceKindCPU
 	}
 	return false
 }
@@ -36,7 +36,7 @@ func servingDevices(s *snapshot) []contract.ProbedDevice {
 	var out []contract.ProbedDevice
 	b := s.rc.Qualification.Backend
 	for _, d := range s.rc.Environment.Devices {
-		if slices.Contains(d.APIFamilies, b) && deviceFamilyOK(d, string(b)) && (!d.Fixture || s.relax[RelaxFixtureDevices]) {
+		if slices.Contains(d.APIFamilies, b) && deviceFamilyOK(d, b) && (!d.Fixture || s.relax[RelaxFixtureDevices]) {
 			out = append(out, d)
 		}
 	}
@@ -52,17 +52,17 @@ func checkDeviceScope(s *snapshot, c *collector) {
 	b := rc.Qualification.Backend
 	for i, d := range rc.Environment.Devices {
 		for _, f := range d.APIFamilies {
-			if !deviceFamilyOK(d, string(f)) {
+			if !deviceFamilyOK(d, f) {
 				c.add(file, fmt.Sprintf("/environment/devices/%d/api_families", i), ErrScopeDevice,
-					"%s (%s %s, probe %s) cannot serve API family %s: that takes %s", d.Model, d.Vendor, d.Kind, d.Probe, f, familyNeeds(string(f)))
+					"%s (%s %s, probe %s) cannot serve API family %s: that takes %s", d.Model, d.Vendor, d.Kind, d.Probe, f, familyNeeds(f))
 			}
 		}
 	}
-	if b == "cpu" {
+	if b == contract.BackendCPU {
 		return
 	}
 	if rc.Environment.Devices == nil {
-		if rc.Environment.Device.Driver == "none" {
+		if rc.Environment.Device.Driver == "none" { // not a contract value: environment.device's word for no driver
 			c.add(file, "/environment/device/driver", ErrScopeDevice, "backend %s on device %q without a driver", b, rc.Environment.Device.Name)
 		}
 		return
@@ -82,18 +82,18 @@ func checkDeviceScope(s *snapshot, c *collector) {
 	for _, p := range rc.Environment.DeviceProbes {
 		found = append(found, fmt.Sprintf("%s %s (%s)", p.Probe, p.Status, p.Detail))
 	}
-	c.add(file, "/environment/devices", ErrScopeDevice, "backend %s needs %s; the receipt's probes found none: %s", b, familyNeeds(string(b)), strings.Join(found, "; "))
+	c.add(file, "/environment/devices", ErrScopeDevice, "backend %s needs %s; the receipt's probes found none: %s", b, familyNeeds(b), strings.Join(found, "; "))
 }
 
-func familyNeeds(f string) string {
+func familyNeeds(f contract.Backend) string {
 	switch f {
-	case "cuda":
+	case contract.BackendCUDA:
 		return "an NVIDIA device identified by NVML"
-	case "rocm":
+	case contract.BackendROCM:
 		return "an AMD GPU bound to amdgpu"
-	case "vulkan":
+	case contract.BackendVulkan:
 		return "a GPU"
-	case "cpu":
+	case contract.BackendCPU:
 		return "the processor"
 	}
 	return "a platform Linux does not provide"
@@ -104,7 +104,7 @@ func familyNeeds(f string) string {
 // for the cpu backend and for a receipt without environment.devices (the statement then names
 // environment.device).
 func scopeDevice(s *snapshot) string {
-	if s.rc.Environment.Devices == nil || s.rc.Qualification.Backend == "cpu" {
+	if s.rc.Environment.Devices == nil || s.rc.Qualification.Backend == contract.BackendCPU {
 		return ""
 	}
 	devs := servingDevices(s)
@@ -121,7 +121,7 @@ func scopeDevice(s *snapshot) string {
 		if d.ComputeCapability != "" {
 			n += ", compute capability " + d.ComputeCapability
 		}
-		if d.MIGMode == "enabled" {
+		if d.MIGMode == contract.ProbedDeviceMIGModeEnabled {
 			n += ", MIG enabled"
 		}
 		if d.Fixture {

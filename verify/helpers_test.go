@@ -189,10 +189,10 @@ func statementFor(t testing.TB, root, receipt string) map[string]any {
 	for _, a := range rc["artifacts"].([]any) {
 		m := a.(map[string]any)
 		kind := m["kind"].(string)
-		if slices.Contains(SubjectKinds, kind) {
+		if slices.Contains(contract.SubjectKinds, contract.ArtifactKind(kind)) {
 			subjects = append(subjects, map[string]any{"name": m["path"], "digest": map[string]any{"sha256": strings.TrimPrefix(m["digest"].(string), "sha256:")}})
 		}
-		if !slices.Contains(predicateExcludedKinds, kind) {
+		if !contract.Kinds[contract.ArtifactKind(kind)].Evidence {
 			predArts = append(predArts, m)
 		}
 	}

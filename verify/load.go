@@ -24,8 +24,8 @@ import (
 // fileFacts is what reading one file learned. Checks are pure functions of these facts.
 type fileFacts struct {
 	path  string
-	kind  string // artifact kind (or the role a reference gives it)
-	local bool   // a repository-relative path (absolute paths are outside the evidence)
+	kind  contract.ArtifactKind // artifact kind (or the role a reference gives it); "" for the receipt and its attestations
+	local bool                  // a repository-relative path (absolute paths are outside the evidence)
 	// present: the file exists and was read; readErr: it exists (or its path is unsafe) and could
 	// not be read. Neither: it does not exist.
 	present bool
@@ -45,29 +45,14 @@ type fileFacts struct {
 	records    *recordSet      // request records
 }
 
-// contractOfKind maps artifact kinds to the contract their files carry.
-func contractOfKind(kind string) string {
-	switch kind {
-	case "case_result":
-		return contract.CaseResult
-	case "lifecycle_record":
-		return contract.LifecycleRecord
-	case "workload":
-		return contract.Workload
-	case "launch_recipe":
-		return contract.LaunchRecipe
-	case "runtime_manifest":
-		return contract.RuntimeManifest
-	case "request_records":
-		return contract.RequestRecord
-	case "driver_request":
-		return contract.DriverRequest
-	case "driver_worker_output":
-		return contract.DriverWorkerOutput
-	case "driver_result":
+// contractOfKind is the contract the files of an artifact kind carry (contract.Kinds):
+// anyDriverResult for a driver result, "" for none.
+func contractOfKind(kind contract.ArtifactKind) string {
+	info := contract.Kinds[kind]
+	if info.AnyDriverResult {
 		return anyDriverResult
 	}
-	return ""
+	return info.Contract
 }
 
 // anyDriverResult is the role of a driver result file: any version-2 evidence result.
@@ -84,17 +69,6 @@ func acceptsContract(want, got string) bool {
 		return contract.IsDriverResult(got)
 	case contract.CaseResult:
 		return contract.IsDriverResult(got)
-	}
-	return false
-}
-
-// isEvidenceKind reports whether an artifact kind is evidence the campaign wrote (and so must be
-// present), rather than a bound input (checked where present locally).
-func isEvidenceKind(kind string) bool {
-	switch kind {
-	case "case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr",
-		"driver_result", "driver_worker_output", "driver_log", "device_telemetry":
-		return true
 	}
 	return false
 }
@@ -146,7 +120,7 @@ func (s *snapshot) runDir() string { return ".qualification/runs/" + s.receiptID
 
 // mustExist reports whether an artifact is evidence that has to be present.
 func (s *snapshot) mustExist(a contract.Artifact) bool {
-	return isEvidenceKind(string(a.Kind)) || (s.rc != nil && strings.HasPrefix(a.Path, s.runDir()))
+	return contract.Kinds[a.Kind].Evidence || (s.rc != nil && strings.HasPrefix(a.Path, s.runDir()))
 }
 
 func (s *snapshot) subjects() []Subject {
@@ -199,7 +173,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 
 	// The receipt. One that exists but cannot be read safely (a FIFO, a symlink, larger than
 	// MaxDocumentBytes) is a finding of the schemas check, and every other check is skipped.
-	rf := &fileFacts{path: ev.Receipt, kind: "receipt", local: true, wantBytes: -1}
+	rf := &fileFacts{path: ev.Receipt, local: true, wantBytes: -1}
 	if err := readWhole(root, rf, MaxDocumentBytes); err != nil {
 		return nil, fmt.Errorf("%w: receipt %s: %v", ErrEvidence, ev.Receipt, err)
 	}
@@ -227,7 +201,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		if a.path == "" {
 			continue
 		}
-		f := &fileFacts{path: a.path, kind: a.kind, local: true, wantBytes: -1}
+		f := &fileFacts{path: a.path, local: true, wantBytes: -1}
 		if err := readWhole(root, f, MaxAttestationBytes); err != nil {
 			return nil, err
 		}
@@ -254,15 +228,15 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	rc := s.rc
 
 	// Every artifact, reference and subject, in parallel.
-	want := map[string]string{} // path -> kind
-	sizes := map[string]int64{} // path -> the bytes its first artifact listing records
+	want := map[string]contract.ArtifactKind{} // path -> kind
+	sizes := map[string]int64{}                // path -> the bytes its first artifact listing records
 	for _, a := range rc.Artifacts {
 		if _, ok := sizes[a.Path]; !ok {
 			sizes[a.Path] = a.Bytes
 		}
 	}
 	var order []string
-	need := func(p, kind string) {
+	need := func(p string, kind contract.ArtifactKind) {
 		if p == "" {
 			return
 		}
@@ -274,15 +248,15 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		}
 	}
 	for _, a := range rc.Artifacts {
-		need(a.Path, string(a.Kind))
+		need(a.Path, a.Kind)
 	}
 	for _, r := range rc.Results {
 		if r.CaseResult != nil {
-			need(r.CaseResult.Path, "case_result")
+			need(r.CaseResult.Path, contract.ArtifactKindCaseResult)
 		}
 	}
 	if rc.Lifecycle != nil {
-		need(rc.Lifecycle.Path, "lifecycle_record")
+		need(rc.Lifecycle.Path, contract.ArtifactKindLifecycleRecord)
 	}
 	for _, a := range s.attestations {
 		if a.stmt != nil {
@@ -301,7 +275,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	for _, p := range slices.Sorted(mapKeys(s.caseResults)) {
 		for _, row := range s.caseResults[p].Rows {
 			if _, ok := s.files[row.Records.Path]; !ok {
-				need(row.Records.Path, "request_records")
+				need(row.Records.Path, contract.ArtifactKindRequestRecords)
 			}
 		}
 	}
@@ -311,11 +285,11 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	for _, a := range rc.Artifacts {
 		f := s.files[a.Path]
 		switch {
-		case readInput(string(a.Kind)) && (!f.local || (!f.present && f.readErr == nil)):
+		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
 			// An input the checks read: a finding of the hashes check (missing_input) unless
 			// allow-missing-inputs-unsafe is on; then what was not checked is said.
 			if s.relax[RelaxMissingInputs] {
-				s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally (%s): %s", a.Kind, a.Path, RelaxMissingInputs, notCheckedWithout(string(a.Kind))))
+				s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally (%s): %s", a.Kind, a.Path, RelaxMissingInputs, notCheckedWithout(a.Kind)))
 			}
 		case !f.local:
 			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is outside the repository: not re-hashed", a.Kind, a.Path))
@@ -327,7 +301,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		// The workload decides SLOs, declared metrics and the comparison policy: only the bytes the
 		// receipt binds are used.
 		switch f := s.files[p]; {
-		case f == nil || !f.present || len(f.violations) > 0 || f.contract != "qualkit.workload.v1":
+		case f == nil || !f.present || len(f.violations) > 0 || f.contract != contract.WorkloadSchema:
 		case f.digest != rc.Workload.Digest:
 			s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not the file the receipt binds: not used", p))
 		default:
@@ -338,7 +312,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		}
 	}
 	if s.workload == nil {
-		s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not available: %s", rc.Workload.Path, notCheckedWithout("workload")))
+		s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not available: %s", rc.Workload.Path, notCheckedWithout(contract.ArtifactKindWorkload)))
 	}
 	s.runEntries, s.runWalkErr = listRunDir(ev.Root, s.runDir())
 	s.checkout, s.checkoutErr = readCheckout(ev.Root)
@@ -390,22 +364,22 @@ func (s *snapshot) recomputeTree(ctx context.Context) {
 // readInput reports whether an artifact kind is a bound input whose content the checks read (not
 // only re-hash): without it they cannot be carried out, so its absence is a finding
 // (ErrMissingInput), not a warning, unless RelaxMissingInputs is on.
-func readInput(kind string) bool {
+func readInput(kind contract.ArtifactKind) bool {
 	switch kind {
-	case "workload", "launch_recipe", "corpus":
+	case contract.ArtifactKindWorkload, contract.ArtifactKindLaunchRecipe, contract.ArtifactKindCorpus:
 		return true
 	}
 	return false
 }
 
 // notCheckedWithout says what is not checked without a bound input of kind.
-func notCheckedWithout(kind string) string {
+func notCheckedWithout(kind contract.ArtifactKind) string {
 	switch kind {
-	case "workload":
+	case contract.ArtifactKindWorkload:
 		return "the required cases, the campaign verdict, SLO metrics, declared metrics, the corpus, the row grid, the comparison policy and its metric rules were not checked"
-	case "launch_recipe":
+	case contract.ArtifactKindLaunchRecipe:
 		return "the lifecycle record was not compared with the recipe's readiness, deadlines and acceptable exit codes"
-	case "corpus":
+	case contract.ArtifactKindCorpus:
 		return "the rows' prompt sets were not recomputed from the corpus"
 	}
 	return "not re-hashed"
@@ -463,7 +437,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 // readAll reads paths with at most cfg.workers in parallel.
-func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, kinds map[string]string, sizes map[string]int64, cfg *config) error {
+func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, kinds map[string]contract.ArtifactKind, sizes map[string]int64, cfg *config) error {
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, max(1, cfg.workers))
@@ -515,17 +489,17 @@ func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, k
 			continue
 		}
 		switch f.kind {
-		case "case_result":
+		case contract.ArtifactKindCaseResult:
 			var cr contract.CaseResultDoc
 			if err := jsonstrict.DecodeInto(f.raw, &cr); err == nil {
 				s.caseResults[p] = &cr
 			}
-		case "lifecycle_record":
+		case contract.ArtifactKindLifecycleRecord:
 			var lr contract.LifecycleRecordDoc
 			if err := jsonstrict.DecodeInto(f.raw, &lr); err == nil && s.lifecycle == nil {
 				s.lifecycle = &lr
 			}
-		case "launch_recipe":
+		case contract.ArtifactKindLaunchRecipe:
 			var lr contract.LaunchRecipeDoc
 			if err := jsonstrict.DecodeInto(f.raw, &lr); err == nil {
 				s.recipes[p] = &lr
@@ -540,7 +514,7 @@ func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, k
 // the read could not be carried out (a cancelled context, an internal validation error).
 func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 	switch {
-	case f.kind == "request_records":
+	case f.kind == contract.ArtifactKindRequestRecords:
 		fh, ok := openEvidence(root, f, MaxRecordsFileBytes, true)
 		if !ok {
 			return nil
@@ -554,7 +528,7 @@ func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 			f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
 			return nil
 		}
-		f.present, f.digest, f.size, f.records, f.contract = true, d, n, set, "qualkit.request-record.v1"
+		f.present, f.digest, f.size, f.records, f.contract = true, d, n, set, contract.RequestRecordSchema
 		return nil
 	case isRunConfig(f):
 		// A campaign's effective-run-config.json: checked against its contract when it names one
@@ -567,14 +541,14 @@ func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 			return validate(f, contract.EffectiveRunConfig)
 		}
 		return nil
-	case f.kind == "device_telemetry":
+	case f.kind == contract.ArtifactKindDeviceTelemetry:
 		return readWhole(root, f, MaxTelemetryBytes)
-	case contractOfKind(f.kind) != "" || f.kind == "corpus":
+	case contractOfKind(f.kind) != "" || f.kind == contract.ArtifactKindCorpus:
 
 		if err := readWhole(root, f, MaxDocumentBytes); err != nil {
 			return err
 		}
-		if f.present && f.kind != "corpus" {
+		if f.present && f.kind != contract.ArtifactKindCorpus {
 			return validate(f, contractOfKind(f.kind))
 		}
 		return nil
@@ -675,7 +649,7 @@ func readWhole(root *os.File, f *fileFacts, limit int64) error {
 // isRunConfig reports whether f is a campaign's effective run configuration (a config_file the
 // campaign wrote beside its evidence).
 func isRunConfig(f *fileFacts) bool {
-	return f.kind == "config_file" && path.Base(f.path) == "effective-run-config.json" && strings.HasPrefix(f.path, ".qualification/runs/")
+	return f.kind == contract.ArtifactKindConfigFile && path.Base(f.path) == "effective-run-config.json" && strings.HasPrefix(f.path, ".qualification/runs/")
 }
 
 // unversionedObject reports whether raw is a well-formed JSON object without a "schema" member.

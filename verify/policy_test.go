@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -170,7 +171,7 @@ func TestReadCheckout(t *testing.T) {
 
 func TestRuleHolds(t *testing.T) {
 	cases := []struct {
-		op           string
+		op           contract.MetricRuleOperator
 		b, c, ab, re float64
 		want         bool
 	}{

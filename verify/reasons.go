@@ -126,7 +126,7 @@ var (
 	ErrVerdictFailed = reason("verdict_failed", "verdict failed")
 	// ErrInterrupted: the receipt's verdict is interrupted: a signal stopped qualrun mid-campaign,
 	// and the receipt binds a partial campaign (qualification.interruption says when).
-	ErrInterrupted = reason("interrupted", "campaign interrupted")
+	ErrInterrupted = reason("interrupted", "campaign interrupted") // not a contract value: a reason code
 	// ErrRequestFailed: a measured request of a passed result failed or broke an assertion.
 	ErrRequestFailed = reason("request_failed", "request failed")
 	// ErrResultMismatch: the receipt's summary of a result disagrees with its case result.

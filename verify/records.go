@@ -164,7 +164,7 @@ func recordOf(d *contract.RequestRecordDoc) record {
 		r.cls, r.hasClose = *d.TCloseNs, true
 	}
 	for _, e := range d.Events {
-		if e.Kind == "content" {
+		if e.Kind == contract.EventKindContent {
 			r.content = append(r.content, e.TNs)
 		}
 	}
@@ -466,7 +466,7 @@ func (p *lineParser) record(r *record) bool {
 		switch string(k) {
 		case "schema":
 			v, ok := p.str()
-			return s.first(fSchema) && ok && string(v) == "qualkit.request-record.v1"
+			return s.first(fSchema) && ok && string(v) == contract.RequestRecordSchema
 		case "case_id":
 			v, ok := p.str()
 			r.caseID = string(v)
@@ -544,8 +544,8 @@ func (p *lineParser) record(r *record) bool {
 						return es.first(0) && ok
 					case "kind":
 						v, ok := p.str()
-						content = string(v) == "content"
-						return es.first(1) && ok && oneOf(v, "content", "usage", "done", "other")
+						content = contract.EventKind(v) == contract.EventKindContent
+						return es.first(1) && ok && contract.EventKind(v).Valid()
 					case "bytes":
 						_, ok := p.uint()
 						return es.first(2) && ok
@@ -565,7 +565,7 @@ func (p *lineParser) record(r *record) bool {
 		case "status_code":
 			v, has, ok := p.optUint()
 			return s.first(fStatus) && ok && (!has || v >= recordLimits.statusMin && v <= recordLimits.statusMax)
-		case "usage":
+		case "usage": // not a contract value: the record's member name
 			if !s.first(fUsage) {
 				return false
 			}
@@ -590,7 +590,7 @@ func (p *lineParser) record(r *record) bool {
 			})
 			r.hasUsage = true
 			return ok && us == 7
-		case "finish_reason":
+		case "finish_reason": // not a contract value: the record's member name
 			if !s.first(fFinish) {
 				return false
 			}
@@ -616,8 +616,8 @@ func (p *lineParser) record(r *record) bool {
 					switch string(k) {
 					case "kind":
 						v, ok := p.str()
-						return as.first(0) && ok && oneOf(v, "finish_reason", "exact_text", "regex", "completion_tokens_equal_max_tokens")
-					case "passed":
+						return as.first(0) && ok && contract.AssertionOutcomeKind(v).Valid()
+					case "passed": // not a contract value: the assertion's member name
 						v, ok := p.boolean()
 						if !v {
 							r.assertFail++
@@ -651,7 +651,7 @@ func (p *lineParser) record(r *record) bool {
 				switch string(k) {
 				case "class":
 					r.errClass = string(v)
-					return es.first(0) && ok && oneOf(v, "connection", "http_status", "timeout", "truncated_stream", "oversize_line", "malformed_event", "missing_usage", "duplicate_usage", "inconsistent_usage", "usage_exceeds_max_tokens", "content_after_finish", "duplicate_finish_reason", "assertion", "cancelled")
+					return es.first(0) && ok && contract.ErrorClass(v).Valid()
 				case "message":
 					return es.first(1) && ok && int64(len(v)) >= recordLimits.messageMin && int64(len(v)) <= recordLimits.messageMax
 				}

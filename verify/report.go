@@ -11,13 +11,13 @@ import (
 // version is the verifier's version; now is the report's creation time.
 func (r *Result) Report(version string, now time.Time) contract.VerificationReportDoc {
 	doc := contract.VerificationReportDoc{
-		Schema:    "qualkit.verification-report.v1",
+		Schema:    contract.VerificationReportSchema,
 		CreatedAt: now.UTC().Format(time.RFC3339Nano),
 		Verifier:  contract.VerifierInfo{Name: "qualverify", Version: nonEmpty(version, "dev")},
 		Subjects:  []contract.Subject{},
 		Checks:    []contract.Check{},
 		Weakened:  []string{},
-		Verdict:   contract.ReportVerdict(string(r.Verdict)),
+		Verdict:   r.Verdict,
 	}
 	subjects := r.Subjects
 	if len(subjects) > maxReportSubjects {
@@ -51,7 +51,7 @@ func (r *Result) Report(version string, now time.Time) contract.VerificationRepo
 		doc.Signatures = append(doc.Signatures, out)
 	}
 	for _, c := range r.Checks {
-		ch := contract.Check{Name: contract.CheckName(string(c.Check)), Status: contract.CheckStatus(string(c.Status)), Findings: []contract.Finding{}}
+		ch := contract.Check{Name: c.Check, Status: c.Status, Findings: []contract.Finding{}}
 		for _, f := range c.Findings {
 			ch.Findings = append(ch.Findings, contract.Finding{Check: contract.CheckName(string(f.Check)), File: clipRunes(nonEmpty(f.File, "-"), 4096),
 				Pointer: f.Pointer, Code: nonEmpty(f.Code(), "finding"), Message: clipRunes(nonEmpty(f.Err.Error(), "-"), 2048)})

@@ -8,43 +8,46 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
-// Check names a publication check. The checks run in protocol order (CheckOrder).
-type Check string
+// Check names a publication check (the verification report's check name). The checks run in
+// protocol order (CheckOrder).
+type Check = contract.CheckName
 
 // The publication checks, in protocol order.
 const (
-	CheckSchemas       Check = "schemas"
-	CheckSource        Check = "source"
-	CheckHashes        Check = "hashes"
-	CheckSignature     Check = "signature"
-	CheckCleanup       Check = "cleanup"
-	CheckTolerances    Check = "tolerances"
-	CheckComparability Check = "comparability"
-	CheckScope         Check = "scope"
+	CheckSchemas       = contract.CheckNameSchemas
+	CheckSource        = contract.CheckNameSource
+	CheckHashes        = contract.CheckNameHashes
+	CheckSignature     = contract.CheckNameSignature
+	CheckCleanup       = contract.CheckNameCleanup
+	CheckTolerances    = contract.CheckNameTolerances
+	CheckComparability = contract.CheckNameComparability
+	CheckScope         = contract.CheckNameScope
 )
 
 // CheckOrder lists the checks in protocol order (the order of schemas.CheckOrder).
 var CheckOrder = []Check{CheckSchemas, CheckSource, CheckHashes, CheckSignature, CheckCleanup, CheckTolerances, CheckComparability, CheckScope}
 
-// Status is the outcome of one check.
-type Status string
+// Status is the outcome of one check: the verification report's check status.
+type Status = contract.CheckStatus
 
 // Check statuses.
 const (
-	StatusPassed  Status = "passed"
-	StatusFailed  Status = "failed"
-	StatusSkipped Status = "skipped"
+	StatusPassed  = contract.CheckStatusPassed
+	StatusFailed  = contract.CheckStatusFailed
+	StatusSkipped = contract.CheckStatusSkipped
 )
 
-// Verdict is the outcome of a verification.
-type Verdict string
+// Verdict is the outcome of a verification: the verification report's verdict.
+type Verdict = contract.ReportVerdict
 
 // Verdicts.
 const (
-	Verified Verdict = "verified"
-	Rejected Verdict = "rejected"
+	Verified = contract.ReportVerdictVerified
+	Rejected = contract.ReportVerdictRejected
 )
 
 // Finding is one reason the evidence is rejected: the check that found it, the file (a path
@@ -301,7 +304,7 @@ func capFindings(fs []Finding) []Finding {
 // Summary is a one-line description of a result for people, e.g. "rejected: hashes (2), signature (1)".
 func (r *Result) Summary() string {
 	if r.Verdict == Verified {
-		return "verified"
+		return string(Verified)
 	}
 	var parts []string
 	for _, c := range r.Checks {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // CSVColumns are the columns of View.CSV, in order. They are a stable interface (docs/report.md):
@@ -65,14 +67,14 @@ func (v *View) CSV(w io.Writer) error {
 	}
 	for i := range v.Receipts {
 		rc := &v.Receipts[i]
-		verification := rc.Verification.Verdict
-		if v.Unverified && verification == "verified" {
-			verification = "verified (view UNVERIFIED)"
+		verification := string(rc.Verification.Verdict)
+		if v.Unverified && rc.Verification.Verdict == contract.VerificationVerdictVerified {
+			verification = string(contract.VerificationVerdictVerified) + " (view UNVERIFIED)"
 		}
 		for _, c := range rc.Cases {
 			for j := range c.Rows {
 				r := &c.Rows[j]
-				head := []string{rc.ReceiptID, rc.Path, string(verification), strconv.FormatBool(rc.Publishable),
+				head := []string{rc.ReceiptID, rc.Path, verification, strconv.FormatBool(rc.Publishable),
 					c.ID, strconv.FormatInt(c.Repetition, 10), r.Name, strconv.FormatInt(r.Concurrency, 10),
 					strconv.FormatInt(r.Repetition, 10), string(r.Loop)}
 				if !r.Readable {

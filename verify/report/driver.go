@@ -40,17 +40,17 @@ func isolated(c Containment) bool {
 }
 
 // contractTitles name the driver contracts for people.
-var contractTitles = map[string]string{
-	"qualkit." + contract.NextTokenResult:  "next-token result",
-	"qualkit." + contract.PathAttribution:  "path attribution",
-	"qualkit." + contract.LayerAttribution: "layer attribution",
+var contractTitles = map[string]contract.DriverTitle{
+	contract.NextTokenResultSchema:  contract.DriverTitleNextTokenResult,
+	contract.PathAttributionSchema:  contract.DriverTitlePathAttribution,
+	contract.LayerAttributionSchema: contract.DriverTitleLayerAttribution,
 }
 
 // driverOf builds a driver case's section from its evidence; artifacts are the receipt's (the
 // worker output and log are found beside the result).
 func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 	h := de.Header()
-	d := &Driver{Contract: contract.ResultContract(de.Contract), Title: contract.DriverTitle(contractTitles[de.Contract]), Result: de.Path, ResultDigest: de.Digest,
+	d := &Driver{Contract: contract.ResultContract(de.Contract), Title: contractTitles[de.Contract], Result: de.Path, ResultDigest: de.Digest,
 		ResultSHA256: h.ResultSHA256, CreatedAt: h.CreatedAt, DurationSeconds: h.DurationSeconds,
 		Tolerances: []Tolerance{}, Mismatches: []string{}}
 	dir := path.Dir(de.Path)
@@ -59,9 +59,9 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 			continue
 		}
 		switch a.Kind {
-		case "driver_worker_output":
+		case contract.ArtifactKindDriverWorkerOutput:
 			d.WorkerOutput = a.Path
-		case "driver_log":
+		case contract.ArtifactKindDriverLog:
 			d.WorkerLog = a.Path
 		}
 	}

@@ -38,7 +38,7 @@ func exact(v float64) string { return rules.FormatNumber(v) }
 
 func exactPtr(p *float64) string {
 	if p == nil {
-		return "none"
+		return "none" // not a contract value: the text of an absent value
 	}
 	return exact(*p)
 }

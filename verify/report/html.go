@@ -10,6 +10,8 @@ import (
 	"io"
 	"reflect"
 	"strings"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 //go:embed page.css
@@ -132,21 +134,25 @@ func rateSVG(c Case) string {
 	return concurrencySVG("Request throughput and goodput", "requests/s", ss)
 }
 
+// ruleClass is the CSS class of a rule's status (a RuleStatus or a DeltaRule, spelt alike).
 func ruleClass(status string) string {
 	switch status {
-	case "passed":
+	case string(contract.RuleStatusPassed):
 		return "ok"
-	case "failed":
+	case string(contract.RuleStatusFailed):
 		return "bad"
 	}
 	return "muted"
 }
 
+// statusClass is the CSS class of a word of the view's status vocabularies: a verdict, a check,
+// case, run, driver or lifecycle status (each spells passed and failed alike), a listener
+// ownership or a residue.
 func statusClass(status string) string {
 	switch status {
-	case "passed", "verified", "owned", "none":
+	case string(contract.CaseStatusPassed), string(contract.VerificationVerdictVerified), string(contract.LifecycleOwnershipOwned), string(contract.LifecycleResidueNone):
 		return "ok"
-	case "failed", "rejected", "not owned", "found":
+	case string(contract.CaseStatusFailed), string(contract.VerificationVerdictRejected), string(contract.LifecycleOwnershipNotOwned), string(contract.LifecycleResidueFound):
 		return "bad"
 	}
 	return "muted"

@@ -95,12 +95,15 @@ type rowKey struct {
 }
 
 // distributions are the row distributions a report shows, in order.
-var distributions = []struct{ metric, label string }{
-	{"ttft_ms", "TTFT"},
-	{"tpot_ms", "TPOT"},
-	{"e2e_ms", "E2E"},
-	{"icl_ms", "inter-event (ICL)"},
-	{"schedule_lag_ms", "schedule lag"},
+var distributions = []struct {
+	metric contract.DistributionMetric
+	label  contract.DistributionLabel
+}{
+	{contract.DistributionMetricTTFTMs, contract.DistributionLabelTTFT},
+	{contract.DistributionMetricTPOTMs, contract.DistributionLabelTPOT},
+	{contract.DistributionMetricE2EMs, contract.DistributionLabelE2E},
+	{contract.DistributionMetricICLMs, contract.DistributionLabelInterEventICL},
+	{contract.DistributionMetricScheduleLagMs, contract.DistributionLabelScheduleLag},
 }
 
 // ErrTooManyReceipts: a report shows at most MaxReceipts receipts.
@@ -164,7 +167,7 @@ func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 	vf := Verification{Verdict: contract.VerificationVerdict(string(res.Verdict)), Summary: res.Summary(), Signer: res.Signer, Weakened: nonNil(res.Weakened),
 		Checks: []Check{}, Findings: []Finding{}, Warnings: messages(res.Warnings)}
 	for _, c := range res.Checks {
-		vf.Checks = append(vf.Checks, Check{Check: contract.CheckName(string(c.Check)), Status: contract.CheckStatus(string(c.Status)), Note: clip(c.Note, maxProse)})
+		vf.Checks = append(vf.Checks, Check{Check: c.Check, Status: c.Status, Note: clip(c.Note, maxProse)})
 	}
 	for _, f := range res.Findings {
 		vf.Findings = append(vf.Findings, Finding{Check: contract.CheckName(string(f.Check)), File: clip(nonEmpty(f.File, "-"), maxPath),
@@ -199,7 +202,7 @@ func receiptOf(in *verify.Inspection) (Receipt, receiptState) {
 		if ce.Driver != nil {
 			c.Driver = driverOf(ce.Driver, r.Artifacts)
 			if c.Kind == "" {
-				c.Kind = "driver"
+				c.Kind = contract.ViewCaseKindDriver
 			}
 		}
 		if ce.SLOKnown {
@@ -289,26 +292,27 @@ func rowOf(re verify.RowEvidence) (Row, map[string][]float64) {
 		}
 		return nil
 	}
-	samples := map[string][]float64{"ttft_ms": re.Samples.TTFTMs, "tpot_ms": re.Samples.TPOTMs, "e2e_ms": re.Samples.E2EMs,
-		"icl_ms": re.Samples.ICLMs, "schedule_lag_ms": re.Samples.ScheduleLagMs}
+	samples := map[contract.DistributionMetric][]float64{contract.DistributionMetricTTFTMs: re.Samples.TTFTMs, contract.DistributionMetricTPOTMs: re.Samples.TPOTMs,
+		contract.DistributionMetricE2EMs: re.Samples.E2EMs, contract.DistributionMetricICLMs: re.Samples.ICLMs, contract.DistributionMetricScheduleLagMs: re.Samples.ScheduleLagMs}
 	for _, d := range distributions {
-		p50, ok := got[d.metric+".p50"]
+		metric := string(d.metric)
+		p50, ok := got[metric+".p50"]
 		if !ok {
 			continue
 		}
-		v0 := func(name string) float64 { return got[d.metric+name].Value }
-		dist := Distribution{Metric: contract.DistributionMetric(d.metric), Label: contract.DistributionLabel(d.label), Formula: p50.Formula, Unit: p50.Unit,
+		v0 := func(name string) float64 { return got[metric+name].Value }
+		dist := Distribution{Metric: d.metric, Label: d.label, Formula: p50.Formula, Unit: p50.Unit,
 			Min: v0(".min"), Max: v0(".max"), Mean: v0(".mean"), P50: p50.Value, P90: v0(".p90"), P95: v0(".p95"), P99: v0(".p99"),
-			P999: val(d.metric + ".p99.9")}
-		sorted[d.metric] = slices.Sorted(slices.Values(samples[d.metric]))
+			P999: val(metric + ".p99.9")}
+		sorted[metric] = slices.Sorted(slices.Values(samples[d.metric]))
 		if p50.Samples != nil {
 			dist.Count = *p50.Samples
 		}
-		if m, ok := recorded[d.metric+".p50"]; ok {
+		if m, ok := recorded[metric+".p50"]; ok {
 			v := m.Value
 			dist.ReceiptP50 = &v
 		}
-		if m, ok := recorded[d.metric+".p99"]; ok {
+		if m, ok := recorded[metric+".p99"]; ok {
 			v := m.Value
 			dist.ReceiptP99 = &v
 		}
@@ -369,7 +373,7 @@ func lifecycleOf(rc *contract.ReceiptDoc, lr *contract.LifecycleRecordDoc, sp sp
 	}
 	l := &Lifecycle{Path: rc.Lifecycle.Path, Digest: rc.Lifecycle.Digest, Verdict: contract.LifecycleVerdict(rc.Lifecycle.Verdict), Events: []Event{},
 		OwnerPIDs: []int64{}, ResidueProcesses: []string{}, ResidueListeners: []string{}, Unsupported: []string{}, Failures: []string{},
-		Ownership: "unknown", Residue: "unknown"}
+		Ownership: contract.LifecycleOwnershipUnknown, Residue: contract.LifecycleResidueUnknown}
 	if lr == nil {
 		return l
 	}
@@ -378,31 +382,31 @@ func lifecycleOf(rc *contract.ReceiptDoc, lr *contract.LifecycleRecordDoc, sp sp
 	l.Unsupported, l.Failures = nonNil(lr.Unsupported), nonNil(lr.Failures)
 	var t0 int64
 	hasT0 := false
-	add := func(name string, t int64) {
+	add := func(name contract.EventName, t int64) {
 		if !hasT0 {
 			t0, hasT0 = t, true
 		}
-		l.Events = append(l.Events, Event{Name: contract.EventName(name), TNs: t, OffsetMs: float64(t-t0) / 1e6})
+		l.Events = append(l.Events, Event{Name: name, TNs: t, OffsetMs: float64(t-t0) / 1e6})
 	}
 	if lr.Launch != nil {
-		add("launch", lr.Launch.TStartNs)
+		add(contract.EventNameLaunch, lr.Launch.TStartNs)
 	}
 	if rd := lr.Readiness; rd != nil {
 		l.Ready, l.Probes, l.ReadyElapsedMs, l.ReadyDeadlineMs = rd.Ready, rd.Probes, rd.ElapsedMs, rd.DeadlineMs
 		if rd.TReadyNs != nil {
-			add("ready", *rd.TReadyNs)
+			add(contract.EventNameReady, *rd.TReadyNs)
 		}
 	}
 	if sp.ok {
-		add("first request", sp.first)
-		add("last response", sp.last)
+		add(contract.EventNameFirstRequest, sp.first)
+		add(contract.EventNameLastResponse, sp.last)
 	}
 	if li := lr.Listener; li != nil {
 		owned := li.Owned
 		l.ListenerOwned, l.OwnerPIDs = &owned, nonNil(li.OwnerPIDs)
-		l.Ownership = "not owned"
+		l.Ownership = contract.LifecycleOwnershipNotOwned
 		if owned {
-			l.Ownership = "owned"
+			l.Ownership = contract.LifecycleOwnershipOwned
 		}
 	}
 	if sd := lr.Shutdown; sd != nil {
@@ -412,8 +416,8 @@ func lifecycleOf(rc *contract.ReceiptDoc, lr *contract.LifecycleRecordDoc, sp sp
 		}
 		ms := sd.ElapsedMs
 		l.ShutdownMs = &ms
-		add(sd.Signal, sd.TSentNs)
-		add("exit", sd.TSentNs+int64(sd.ElapsedMs*1e6))
+		add(contract.EventName(sd.Signal), sd.TSentNs)
+		add(contract.EventNameExit, sd.TSentNs+int64(sd.ElapsedMs*1e6))
 	}
 	for _, p := range lr.Residue.Processes {
 		what := fmt.Sprintf("pid %d (%s)", p.PID, p.Comm)
@@ -426,9 +430,9 @@ func lifecycleOf(rc *contract.ReceiptDoc, lr *contract.LifecycleRecordDoc, sp sp
 		l.ResidueListeners = append(l.ResidueListeners, fmt.Sprintf("port %d (inode %d)", li.Port, li.Inode))
 	}
 	l.Killed = lr.Residue.Killed
-	l.Residue = "none"
+	l.Residue = contract.LifecycleResidueNone
 	if len(l.ResidueProcesses)+len(l.ResidueListeners) > 0 {
-		l.Residue = "found"
+		l.Residue = contract.LifecycleResidueFound
 	}
 	return l
 }

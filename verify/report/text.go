@@ -152,13 +152,13 @@ func (p *textPrinter) receipt(r *Receipt, unverified bool) {
 		p.wrap("warning", w)
 	}
 	if s := r.Source; s != nil {
-		origin := "none"
+		origin := "none" // not a contract value: the text of an absent value
 		if s.OriginMain != "" {
 			origin = s.OriginMain[:min(12, len(s.OriginMain))]
 		}
 		p.wrap("source", fmt.Sprintf("commit %s, tree hash %s, origin/main %s, clean %s, publishable %s",
 			short(s.Commit), short(s.TreeHash), origin, yesNo(s.Clean), yesNo(r.Publishable)))
-		p.wrap("workload", fmt.Sprintf("%s variant %s (%s %s)", r.Workload.ID, r.Workload.Variant, r.Workload.Path, short(r.Workload.Digest)))
+		p.wrap("workload", fmt.Sprintf("%s variant %s (%s %s)", r.Workload.ID, r.Workload.Variant, r.Workload.Path, short(r.Workload.Digest))) // not a contract value: a label of the text report
 		p.wrap("campaign", fmt.Sprintf("%s on %s: %s in %s s, %d artifacts bound", r.Run.Kind, r.Run.Backend, r.Run.Verdict, num(r.Run.DurationSeconds), len(r.Artifacts)))
 	}
 	for i := range r.Cases {
@@ -197,7 +197,7 @@ func (p *textPrinter) serving(c *Case) {
 	}
 	if c.Driver != nil {
 		p.driver(c.Driver)
-	} else if c.Kind == "driver" {
+	} else if c.Kind == contract.ViewCaseKindDriver {
 		p.wrap("", "no driver result is bound for this case")
 	}
 	if len(c.Rows) == 0 {
@@ -257,11 +257,11 @@ func (p *textPrinter) comparison(c *Comparison, unverified bool) {
 	}
 	mode := c.Mode
 	if mode == "" {
-		mode = "none"
+		mode = "none" // not a contract value: the text of an absent value
 	}
 	p.wrap("mode", mode+": "+verdict)
 	for _, d := range c.Rejected {
-		p.wrap("rejected", fmt.Sprintf("%s: %s [%s]", d.Path, d.Message, d.Code))
+		p.wrap("rejected", fmt.Sprintf("%s: %s [%s]", d.Path, d.Message, d.Code)) // not a contract value: a label of the text report
 	}
 	for _, d := range c.Allowed {
 		p.wrap("allowed", fmt.Sprintf("%s: %s", d.Path, d.Message))
@@ -280,9 +280,9 @@ func (p *textPrinter) comparison(c *Comparison, unverified bool) {
 	}
 	failed := 0
 	for _, r := range c.Rules {
-		if r.Status == "failed" {
+		if r.Status == contract.RuleStatusFailed {
 			failed++
-			p.wrap("failed", fmt.Sprintf("%s: %s", r.Scope, r.Reason))
+			p.wrap("failed", fmt.Sprintf("%s: %s", r.Scope, r.Reason)) // not a contract value: a label of the text report
 		}
 	}
 	p.wrap("rules", fmt.Sprintf("%d evaluated, %d failed", len(c.Rules), failed))
@@ -340,7 +340,7 @@ func (p *textPrinter) driver(d *Driver) {
 	if c.ExitCode != nil {
 		exit = fmt.Sprintf("exit %d", *c.ExitCode)
 	}
-	residue := "none"
+	residue := "none" // not a contract value: the text of an absent value
 	if len(c.Residue) > 0 {
 		residue = strings.Join(c.Residue, "; ")
 	}
@@ -357,9 +357,9 @@ func (p *textPrinter) driver(d *Driver) {
 		p.line("  no tolerance declared")
 	} else {
 		p.line("  tolerances")
-		rows := [][]string{{"metric", "subject", "op", "limit", "observed", "passed"}}
+		rows := [][]string{{"metric", "subject", "op", "limit", "observed", "passed"}} // not a contract value: the column headings of the text report
 		for _, t := range d.Tolerances {
-			obs := "none"
+			obs := "none" // not a contract value: the text of an absent value
 			if t.Observed != nil {
 				obs = fine(*t.Observed)
 			}
