@@ -9,7 +9,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 )
 
-// shq quotes s for bash: single quotes, an embedded quote as '\”.
+// shq quotes s for bash: in single quotes, each embedded single quote closed, escaped and reopened.
 func shq(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
