@@ -77,12 +77,3 @@ func (p ExitPolicy) validate() error {
 	}
 	return nil
 }
-
-func (p ExitPolicy) retries(code int) bool {
-	for _, c := range p.Retry {
-		if c == code {
-			return true
-		}
-	}
-	return false
-}
