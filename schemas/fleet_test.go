@@ -7,19 +7,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // TestFleetPlanRowRules: the two rules a fleet plan's schema cannot express are reported as
-// semantic violations at the offending row.
+// semantic violations at the offending row (the documents are valid against the schema, so they
+// live under testdata/rules, outside the corpus ajv checks).
 func TestFleetPlanRowRules(t *testing.T) {
 	for _, tc := range []struct {
 		file, pointer, says string
 	}{
-		{"row-index-not-position.json", "/rows/2/index", "row index is 3 but the row is rows[2]"},
-		{"row-repeats.json", "/rows/1", "row repeats /rows/0"},
+		{"fleet-plan-row-index-not-position.json", "/rows/2/index", "row index is 3 but the row is rows[2]"},
+		{"fleet-plan-row-repeats.json", "/rows/1", "row repeats /rows/0"},
 	} {
-		data, err := os.ReadFile(filepath.Join("testdata", contract.FleetPlan, "invalid", tc.file))
+		data, err := os.ReadFile(filepath.Join("testdata", "rules", tc.file))
 		if err != nil {
 			t.Fatal(err)
 		}
