@@ -143,7 +143,7 @@ func indexedJob(plan *Plan, pol ExitPolicy, gi, ng int, sel contract.KubernetesS
 	b.WriteString("# The Job's completion index picks the plan row from the Job's row list.\n")
 	fmt.Fprintf(&b, "JOB_ROWS=(%s)\n", codeList(rows))
 	b.WriteString("ROW=${JOB_ROWS[${JOB_COMPLETION_INDEX:-x}]:-}\nHOST_NAME=${NODE_NAME:-}\n")
-	taskBody(&b, plan, pol)
+	taskBody(&b, plan, pol, rows) // only this Job's rows: the object stays small
 	b.WriteString("# The podFailurePolicy reads this exit code: retryable codes count against backoffLimitPerIndex, the others fail the row.\nexit \"$RC\"\n")
 
 	limits := corev1.ResourceList{}

@@ -75,6 +75,9 @@ func TestKubernetesIndexedJobs(t *testing.T) {
 	if q := jobs[1].Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]; q.String() != "8Gi" {
 		t.Errorf("job 1 memory limit %s", q.String())
 	}
+	if script := jobs[1].Spec.Template.Spec.Containers[0].Command[2]; strings.Contains(script, "\n    0) ") || !strings.Contains(script, "\n    2) ") {
+		t.Errorf("job 1's row table should hold rows 2 and 3 only:\n%s", script)
+	}
 	if jobs[0].Annotations["qualkit.dev/rows"] != "0 1" || jobs[1].Annotations["qualkit.dev/rows"] != "2 3" {
 		t.Errorf("rows %q %q", jobs[0].Annotations["qualkit.dev/rows"], jobs[1].Annotations["qualkit.dev/rows"])
 	}

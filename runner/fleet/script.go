@@ -19,7 +19,8 @@ func shq(s string) string {
 // of the receipt and its evidence. Before it runs, the engine's preamble has set ROW (the row
 // index) and HOST_NAME (the engine's name of the host). The body ends by setting RC, qualrun's exit
 // code (or the script's own usage or internal code); the engine's epilogue decides what RC means.
-func taskBody(b *strings.Builder, plan *Plan, pol ExitPolicy) {
+// rows are the indices the table holds (nil: every row).
+func taskBody(b *strings.Builder, plan *Plan, pol ExitPolicy, rows []int) {
 	d := plan.Doc
 	qualrun := d.Qualrun
 	if qualrun == "" {
@@ -42,7 +43,17 @@ func taskBody(b *strings.Builder, plan *Plan, pol ExitPolicy) {
 row() {
   case "$1" in
 `)
+	var keep map[int]bool
+	if rows != nil {
+		keep = make(map[int]bool, len(rows))
+		for _, i := range rows {
+			keep[i] = true
+		}
+	}
 	for _, r := range d.Rows {
+		if keep != nil && !keep[int(r.Index)] {
+			continue
+		}
 		fmt.Fprintf(b, "    %d) WORKLOAD=%s VARIANT=%s REPETITION=%d VARS=(%s) ;;\n",
 			r.Index, shq(r.Workload), shq(r.Variant), r.Repetition, varArgs(r))
 	}

@@ -74,7 +74,7 @@ func SlurmScript(plan *Plan, pol ExitPolicy, opt SlurmOptions) (*SlurmJob, error
 	b.WriteString("set -uo pipefail\n\n")
 	b.WriteString("ROW=${SLURM_ARRAY_TASK_ID:-}\nHOST_NAME=${SLURMD_NODENAME:-$(hostname -s)}\n")
 	fmt.Fprintf(&b, "RETRY_CODES=(%s)\nMAX_REQUEUE=%d\n", codeList(pol.Retry), opt.MaxRequeue)
-	taskBody(&b, plan, pol)
+	taskBody(&b, plan, pol, nil)
 	b.WriteString(`
 # A retryable code requeues this task (it starts again on some node of its selector); any other
 # code is the row's final answer.

@@ -404,7 +404,8 @@ type FleetSigning struct {
 //
 // CUE: fleetplan/v1 #Receipts.
 type FleetReceipts struct {
-	// Directory receives PLAN-ID/row-INDEX/HOST-ID/ with the receipt and its evidence.
+	// Directory receives PLAN-ID/row-INDEX/HOST-ID/ with the receipt and its evidence, and the
+	// engine's task logs in PLAN-ID/logs/; no whitespace or % (sbatch reads %-patterns in log paths).
 	Directory string `json:"directory"`
 }
 
