@@ -93,6 +93,12 @@ func TestNoContractLiterals(t *testing.T) {
 				if n := d.Name(); n == "testdata" || strings.HasPrefix(n, ".") || n == "node_modules" {
 					return filepath.SkipDir
 				}
+				// The generator writes the constants from cue/: it cannot use them (it must build
+				// while the generated code is stale or broken), and the words it spells are
+				// those of Go names and CUE, not values it emits as evidence.
+				if filepath.ToSlash(p) == "../tools/schemagen" {
+					return filepath.SkipDir
+				}
 				return nil
 			}
 			if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
