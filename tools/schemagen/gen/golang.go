@@ -14,7 +14,6 @@ import (
 	"unicode"
 
 	"cuelang.org/go/cue"
-	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/load"
 )
@@ -363,8 +362,6 @@ func docOf(v cue.Value) string {
 	return strings.Join(parts, "\n")
 }
 
-var _ = ast.NewIdent // the doc comments are ast.CommentGroups
-
 func readKinds(v cue.Value, where string) ([]KindAttr, error) {
 	it, err := v.Fields(cue.Optional(true))
 	if err != nil {
@@ -466,7 +463,6 @@ func comment(b *bytes.Buffer, doc, indent string) {
 	}
 	for _, l := range strings.Split(doc, "\n") {
 		b.WriteString(indent + "// " + l + "\n")
-		_ = l
 	}
 }
 

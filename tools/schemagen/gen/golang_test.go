@@ -79,9 +79,9 @@ func editFile(t *testing.T, path, old, new string) {
 	}
 }
 
-// TestEditedEnumChangesGo edits a copy of cue/: one enum gains a value and the kind table gains a
-// subject kind; the generated Go gains the constants and the table row, and check mode reports the
-// committed files stale.
+// TestEditedEnumChangesGo edits a copy of cue/: one enum gains a value, the kind table gains a
+// subject kind and #Metric a documented field; the generated Go gains the constants, the table
+// row and the struct field, and check mode reports the files generated before the edit stale.
 func TestEditedEnumChangesGo(t *testing.T) {
 	cueDir := t.TempDir()
 	copyTree(t, filepath.Join(root, "cue"), cueDir)
@@ -93,6 +93,7 @@ func TestEditedEnumChangesGo(t *testing.T) {
 	common := filepath.Join(cueDir, "common", "common.cue")
 	editFile(t, common, `"vulkan" | "metal"`, `"vulkan" | "metal" | "webgpu"`)
 	editFile(t, common, "\tdevice_telemetry: _ @kind(subject, evidence)\n", "\tdevice_telemetry: _ @kind(subject, evidence)\n\tprofile_trace: _ @kind(subject, evidence)\n")
+	editFile(t, common, "\tdiagnostic?: bool\n", "\tdiagnostic?: bool\n\t// warmup marks a metric of warmup requests.\n\twarmup?: bool\n")
 	after := generateGo(t, cueDir)
 	enums, kinds := goFile(t, after, "zz_generated_enums.go"), goFile(t, after, "zz_generated_kinds.go")
 	for _, want := range []string{newBackend, `ArtifactKindProfileTrace ArtifactKind = "profile_trace"`} {
@@ -104,6 +105,9 @@ func TestEditedEnumChangesGo(t *testing.T) {
 		!strings.Contains(kinds, "ArtifactKindDeviceTelemetry, ArtifactKindProfileTrace}") {
 		t.Errorf("after the edit the kind table lacks the new subject kind:\n%s", kinds)
 	}
+	if types := goFile(t, after, "zz_generated_types.go"); !strings.Contains(types, "// Warmup marks a metric of warmup requests. Warmup bool `json:\"warmup,omitempty\"`") {
+		t.Errorf("after the edit the Metric type lacks the documented field Warmup")
+	}
 	out := t.TempDir()
 	if err := WriteGo(before, out); err != nil {
 		t.Fatal(err)
@@ -112,8 +116,8 @@ func TestEditedEnumChangesGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stale) != 2 {
-		t.Errorf("stale after the edit = %v, want both generated files", stale)
+	if len(stale) != 3 {
+		t.Errorf("stale after the edit = %v, want the three generated files", stale)
 	}
 }
 

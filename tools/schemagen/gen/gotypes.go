@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -80,7 +79,6 @@ func BuildGoTypes(cueDir string, schemas []Schema, m *GoModel) ([]GoType, error)
 	for _, n := range b.order {
 		out = append(out, *b.types[n])
 	}
-	sort.SliceStable(out, func(i, j int) bool { return false })
 	return out, nil
 }
 
@@ -351,11 +349,7 @@ func (b *typeBuilder) goType(v cue.Value, nested, where string, optional bool) s
 	case cue.StructKind:
 		it, _ := v.Fields(cue.Optional(true))
 		if !it.Next() {
-			pat := v.LookupPath(cue.MakePath(cue.AnyString))
-			if !pat.Exists() {
-				pat, _ = v.Elem()
-			}
-			if pat.Exists() {
+			if pat := v.LookupPath(cue.MakePath(cue.AnyString)); pat.Exists() {
 				return "map[string]" + b.goType(pat, nested+"Value", where+".[string]", false)
 			}
 			return "map[string]any"
@@ -434,11 +428,7 @@ func (b *typeBuilder) refType(root, def cue.Value, path cue.Path, v cue.Value, o
 			// an unnamed map
 			elem := "any"
 			for _, x := range []cue.Value{def, v} {
-				pat := x.LookupPath(cue.MakePath(cue.AnyString))
-				if !pat.Exists() {
-					pat, _ = x.Elem()
-				}
-				if pat.Exists() && elem == "any" {
+				if pat := x.LookupPath(cue.MakePath(cue.AnyString)); pat.Exists() && elem == "any" {
 					elem = b.goType(pat, strings.TrimPrefix(last, "#")+"Value", last+".[string]", false)
 				}
 			}
