@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
 )
 
 // TestFleetPlanRowRules: the two rules a fleet plan's schema cannot express are reported as
