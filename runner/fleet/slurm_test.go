@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -246,6 +247,38 @@ func TestSlurmGroupsAndArraySpec(t *testing.T) {
 	}{{[]int{0}, "0"}, {[]int{0, 1, 2, 3}, "0-3"}, {[]int{0, 2, 3, 5, 7, 8}, "0,2-3,5,7-8"}} {
 		if g := arraySpec(tc.in); g != tc.want {
 			t.Errorf("arraySpec(%v) = %q, want %q", tc.in, g, tc.want)
+		}
+	}
+}
+
+// TestSlurmScriptQuotesPlanValues: a variable value with quotes, command substitution and a
+// newline reaches qualrun as one argument, byte for byte, and runs nothing.
+func TestSlurmScriptQuotesPlanValues(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	git(t, dir, "init", "-q", repo)
+	git(t, repo, "commit", "-q", "--allow-empty", "-m", "pinned")
+	d := corpusPlan(t)
+	d.Repository, d.Commit = repo, git(t, repo, "rev-parse", "HEAD")
+	d.Qualrun = filepath.Join(dir, "qualrun-stub")
+	d.Receipts.Directory = filepath.Join(dir, "receipts")
+	evil := `it's "$(touch ` + dir + `/PWNED)" ` + "`touch " + dir + "/PWNED2`" + `; touch ` + dir + `/PWNED3 'x`
+	d.Rows[2].Variables = map[string]string{"prompt": evil}
+	os.WriteFile(d.Qualrun, []byte(stubQualrun), 0o755)
+	job, err := SlurmScript(mustPlan(t, d), policy, SlurmOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runTask(t, job.Script, dir, "2", "n1")
+	if r.rc != 0 {
+		t.Fatalf("exit %d:\n%s", r.rc, r.stderr)
+	}
+	if !slices.Contains(r.argv, "prompt="+evil) {
+		t.Errorf("the value did not arrive as one argument: %q", r.argv)
+	}
+	for _, f := range []string{"PWNED", "PWNED2", "PWNED3"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("the plan's value ran a command: %s", f)
 		}
 	}
 }
