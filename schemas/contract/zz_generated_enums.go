@@ -230,6 +230,32 @@ func (v Backend) Valid() bool {
 	return false
 }
 
+// CacheRegime is a serving case's declared prefix-cache regime.
+//
+// CUE: workload/v1 #CacheRegime.
+type CacheRegime string
+
+// The values of CacheRegime.
+const (
+	CacheRegimeCold    CacheRegime = "cold"
+	CacheRegimeWarm    CacheRegime = "warm"
+	CacheRegimeNatural CacheRegime = "natural"
+)
+
+// CacheRegimeValues lists the values of CacheRegime in contract order.
+func CacheRegimeValues() []CacheRegime {
+	return []CacheRegime{CacheRegimeCold, CacheRegimeWarm, CacheRegimeNatural}
+}
+
+// Valid reports whether v is one of the values of CacheRegime.
+func (v CacheRegime) Valid() bool {
+	switch v {
+	case CacheRegimeCold, CacheRegimeWarm, CacheRegimeNatural:
+		return true
+	}
+	return false
+}
+
 // CaseKind is the enum at workload/v1 #Case.kind.
 //
 // CUE: workload/v1 #Case.kind.
@@ -1547,6 +1573,59 @@ func ResultProtocolProducerValues() []ResultProtocolProducer {
 func (v ResultProtocolProducer) Valid() bool {
 	switch v {
 	case ResultProtocolProducerRunner, ResultProtocolProducerCommand:
+		return true
+	}
+	return false
+}
+
+// RowCacheDeclared is the case's cache_regime (natural when the case declares none).
+//
+// CUE: caseresult/v1 #RowCache.declared.
+type RowCacheDeclared string
+
+// The values of RowCacheDeclared.
+const (
+	RowCacheDeclaredCold    RowCacheDeclared = "cold"
+	RowCacheDeclaredWarm    RowCacheDeclared = "warm"
+	RowCacheDeclaredNatural RowCacheDeclared = "natural"
+)
+
+// RowCacheDeclaredValues lists the values of RowCacheDeclared in contract order.
+func RowCacheDeclaredValues() []RowCacheDeclared {
+	return []RowCacheDeclared{RowCacheDeclaredCold, RowCacheDeclaredWarm, RowCacheDeclaredNatural}
+}
+
+// Valid reports whether v is one of the values of RowCacheDeclared.
+func (v RowCacheDeclared) Valid() bool {
+	switch v {
+	case RowCacheDeclaredCold, RowCacheDeclaredWarm, RowCacheDeclaredNatural:
+		return true
+	}
+	return false
+}
+
+// RowCacheObserved is what the measured successes' cached_prompt_tokens show: hits (some are
+// positive), no_hits (every success reported 0) or unreported (some success did not report).
+//
+// CUE: caseresult/v1 #RowCache.observed.
+type RowCacheObserved string
+
+// The values of RowCacheObserved.
+const (
+	RowCacheObservedHits       RowCacheObserved = "hits"
+	RowCacheObservedNoHits     RowCacheObserved = "no_hits"
+	RowCacheObservedUnreported RowCacheObserved = "unreported"
+)
+
+// RowCacheObservedValues lists the values of RowCacheObserved in contract order.
+func RowCacheObservedValues() []RowCacheObserved {
+	return []RowCacheObserved{RowCacheObservedHits, RowCacheObservedNoHits, RowCacheObservedUnreported}
+}
+
+// Valid reports whether v is one of the values of RowCacheObserved.
+func (v RowCacheObserved) Valid() bool {
+	switch v {
+	case RowCacheObservedHits, RowCacheObservedNoHits, RowCacheObservedUnreported:
 		return true
 	}
 	return false
