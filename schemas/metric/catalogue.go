@@ -111,6 +111,7 @@ const (
 	SLOGoodFraction            = "slo_good_fraction.v1"
 	DispatchSpread             = "dispatch_spread.v1"
 	AchievedRate               = "achieved_rate.v1"
+	PrefixCacheHitFraction     = "prefix_cache_hit_fraction.v1"
 	TelemetryDelta             = "telemetry_delta.v1"
 	DeviceEnergy               = "device_energy.v1"
 	DeviceEnergyPerOutputToken = "device_energy_per_output_token.v1"
@@ -150,6 +151,7 @@ var Catalogue = []Formula{
 	{ID: ScheduleLag, Scope: RowScope, Name: "schedule_lag_ms", Unit: "ms", Direction: LowerIsBetter, Distribution: true},
 	{ID: DispatchSpread, Scope: RowScope, Name: "dispatch_spread_ms", Unit: "ms", Aggregation: Exact, Direction: LowerIsBetter},
 	{ID: AchievedRate, Scope: RowScope, Name: "achieved_rate", Unit: "requests/s", Aggregation: Rate, Direction: NoDirection},
+	{ID: PrefixCacheHitFraction, Scope: RowScope, Name: "prefix_cache_hit_fraction", Unit: "fraction", Aggregation: Mean, Direction: NoDirection},
 	// A server counter family's delta between two /metrics scrapes: "server.<family>.delta", in
 	// the family's own unit (count, s or bytes).
 	{ID: TelemetryDelta, Scope: RowScope, Name: "server.", PerClass: true, Aggregation: Sum, Direction: NoDirection, Diagnostic: true},
