@@ -102,8 +102,8 @@ type request struct {
 	// priming marks a request of a warm row's priming pass (a warmup).
 	priming bool
 	seed    *int64
-	body               []byte
-	digest             string
+	body    []byte
+	digest  string
 }
 
 // Run executes every row of the case in declared order (for each concurrency value, each

@@ -15,7 +15,6 @@ func okReq(prompt int64, cached *int64) Request {
 	return r
 }
 
-
 // TestCacheRegimes: the observed regime and the contradictions of each declared regime.
 func TestCacheRegimes(t *testing.T) {
 	failed := Request{Failed: true, ErrorClass: "timeout", HasCached: true, Cached: 99}
