@@ -51,7 +51,7 @@ func TestCacheRegimes(t *testing.T) {
 		if rc.Declared != contract.CacheRegimeNatural || rc.Contradiction != nil {
 			t.Errorf("%s: row cache %+v", tc.name, rc)
 		}
-		res := Row(RowSpec{Concurrency: 1, Loop: ClosedLoop}, tc.reqs)
+		res := Row(RowSpec{Concurrency: 1, Loop: contract.RowLoopClosed}, tc.reqs)
 		var got *Value
 		for i := range res.Values {
 			if res.Values[i].Formula == PrefixCacheHitFraction {
