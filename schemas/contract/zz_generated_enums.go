@@ -1711,6 +1711,58 @@ func (v RowLoop) Valid() bool {
 	return false
 }
 
+// RowPrefixCacheDeclared is the enum at reportview/v1 #RowPrefixCache.declared.
+//
+// CUE: reportview/v1 #RowPrefixCache.declared.
+type RowPrefixCacheDeclared string
+
+// The values of RowPrefixCacheDeclared.
+const (
+	RowPrefixCacheDeclaredCold    RowPrefixCacheDeclared = "cold"
+	RowPrefixCacheDeclaredWarm    RowPrefixCacheDeclared = "warm"
+	RowPrefixCacheDeclaredNatural RowPrefixCacheDeclared = "natural"
+)
+
+// RowPrefixCacheDeclaredValues lists the values of RowPrefixCacheDeclared in contract order.
+func RowPrefixCacheDeclaredValues() []RowPrefixCacheDeclared {
+	return []RowPrefixCacheDeclared{RowPrefixCacheDeclaredCold, RowPrefixCacheDeclaredWarm, RowPrefixCacheDeclaredNatural}
+}
+
+// Valid reports whether v is one of the values of RowPrefixCacheDeclared.
+func (v RowPrefixCacheDeclared) Valid() bool {
+	switch v {
+	case RowPrefixCacheDeclaredCold, RowPrefixCacheDeclaredWarm, RowPrefixCacheDeclaredNatural:
+		return true
+	}
+	return false
+}
+
+// RowPrefixCacheObserved is the enum at reportview/v1 #RowPrefixCache.observed.
+//
+// CUE: reportview/v1 #RowPrefixCache.observed.
+type RowPrefixCacheObserved string
+
+// The values of RowPrefixCacheObserved.
+const (
+	RowPrefixCacheObservedHits       RowPrefixCacheObserved = "hits"
+	RowPrefixCacheObservedNoHits     RowPrefixCacheObserved = "no_hits"
+	RowPrefixCacheObservedUnreported RowPrefixCacheObserved = "unreported"
+)
+
+// RowPrefixCacheObservedValues lists the values of RowPrefixCacheObserved in contract order.
+func RowPrefixCacheObservedValues() []RowPrefixCacheObserved {
+	return []RowPrefixCacheObserved{RowPrefixCacheObservedHits, RowPrefixCacheObservedNoHits, RowPrefixCacheObservedUnreported}
+}
+
+// Valid reports whether v is one of the values of RowPrefixCacheObserved.
+func (v RowPrefixCacheObserved) Valid() bool {
+	switch v {
+	case RowPrefixCacheObservedHits, RowPrefixCacheObservedNoHits, RowPrefixCacheObservedUnreported:
+		return true
+	}
+	return false
+}
+
 // RuleOperator is the enum at reportview/v1 #Rule.operator.
 //
 // CUE: reportview/v1 #Rule.operator.

@@ -1011,6 +1011,9 @@ type ViewRow struct {
 	Fidelity       ViewFidelity       `json:"fidelity"`
 	// Mismatches are the row metrics whose receipt value differs from the recomputed one.
 	Mismatches []string `json:"mismatches"`
+	// PrefixCache is the row's prefix-cache regime (docs/caching.md); absent when the row has
+	// no cache object.
+	PrefixCache *ViewRowPrefixCache `json:"prefix_cache,omitempty"`
 }
 
 // ViewDistribution is one latency distribution of a row (Hyndman-Fan type 7 percentiles).
@@ -1061,6 +1064,20 @@ type ViewFidelity struct {
 	Degraded         bool     `json:"degraded"`
 	Reasons          []string `json:"reasons"`
 	DispatchSpreadMs *float64 `json:"dispatch_spread_ms"`
+}
+
+// ViewRowPrefixCache is a row's declared and observed prefix-cache regime and its hit fraction.
+//
+// CUE: reportview/v1 #RowPrefixCache.
+type ViewRowPrefixCache struct {
+	Declared           CacheRegime      `json:"declared"`
+	Observed           RowCacheObserved `json:"observed"`
+	Reporting          int64            `json:"reporting"`
+	CachedPromptTokens int64            `json:"cached_prompt_tokens"`
+	// HitFraction is prefix_cache_hit_fraction recomputed from the records; null when no
+	// success reported cached tokens.
+	HitFraction   *float64 `json:"hit_fraction"`
+	Contradiction *string  `json:"contradiction"`
 }
 
 // ViewDriver is a driver case's evidence result as verify read and re-checked it (numbers unrounded).
