@@ -1,6 +1,9 @@
 package verify
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 )
@@ -30,6 +33,9 @@ func checkRowCache(c *collector, path, base string, row contract.Row, wc *contra
 		c.add(path, base+"/cache", ErrRowMismatch, "the row has a cache object, but its case declares no cache_regime and no measured record reports cached prompt tokens")
 		return
 	}
+	if declared == contract.CacheRegimeWarm {
+		checkPriming(c, row.Records.Path, recs)
+	}
 	rc, got := cf.RowCache(declared), *row.Cache
 	if got.Declared != rc.Declared {
 		c.add(path, base+"/cache/declared", ErrRowMismatch, "declared %s, the workload's case declares %s", got.Declared, rc.Declared)
@@ -43,5 +49,34 @@ func checkRowCache(c *collector, path, base string, row contract.Row, wc *contra
 	}
 	if rc.Contradiction != nil && status == contract.StatusPassed {
 		c.add(path, base+"/cache/contradiction", ErrVerdictMismatch, "a passed result's row contradicts its declared cache regime: %s", *rc.Contradiction)
+	}
+}
+
+// checkPriming checks a warm row's priming pass: a warmup record marked priming for every prompt
+// the row's measured requests asked (the runner primes each once, before them).
+func checkPriming(c *collector, path string, recs []*record) {
+	primed := map[string]bool{}
+	var firstMeasured int64 = -1
+	for _, r := range recs {
+		if !r.warmup && (firstMeasured < 0 || r.index < firstMeasured) {
+			firstMeasured = r.index
+		}
+	}
+	for _, r := range recs {
+		if r.priming {
+			if !r.warmup || (firstMeasured >= 0 && r.index > firstMeasured) {
+				c.add(path, jp(r.line, "priming"), ErrRowMismatch, "request %d is marked priming but is not a warmup sent before the measured requests", r.index)
+			}
+			primed[r.promptID] = true
+		}
+	}
+	var missing []string
+	for _, r := range recs {
+		if !r.warmup && !primed[r.promptID] && !slices.Contains(missing, r.promptID) {
+			missing = append(missing, r.promptID)
+		}
+	}
+	if len(missing) > 0 {
+		c.add(path, "", ErrRowMismatch, "the case declares cache_regime warm, but no priming request asked %s before the measured requests", strings.Join(missing[:min(len(missing), 4)], ", "))
 	}
 }

@@ -43,6 +43,19 @@ func TestRowCacheRecomputed(t *testing.T) {
 			reportCached(t, root, run)
 			addCache(t, root, run, map[string]any{"declared": "natural", "observed": "no_hits", "reporting": json.Number("4"), "cached_prompt_tokens": json.Number("0"), "contradiction": nil})
 		}, "the records say hits"},
+		{"warm without a priming pass", func(t *testing.T, root, run string) {
+			wp := filepath.Join(root, "workloads/frozen.json")
+			w := readTree(t, wp)
+			for _, v := range w["variants"].([]any) {
+				for _, c := range v.(map[string]any)["cases"].([]any) {
+					if cm := c.(map[string]any); cm["id"] == "chat-stream" {
+						cm["cache_regime"] = "warm"
+					}
+				}
+			}
+			writeTree(t, wp, w)
+			addCache(t, root, run, map[string]any{"declared": "warm", "observed": "unreported", "reporting": json.Number("0"), "cached_prompt_tokens": json.Number("0"), "contradiction": nil})
+		}, "declares cache_regime warm, but no priming request asked"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := copyTree(t, frozenRoot)

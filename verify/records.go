@@ -43,6 +43,7 @@ type record struct {
 	// cached is cached_prompt_tokens when hasCached (records before it existed have none).
 	cached    int64
 	hasCached bool
+	priming   bool // a warm row's priming request
 }
 
 // recordSet is what reading one JSON Lines file of request records learned.
@@ -188,6 +189,7 @@ func recordOf(d *contract.RequestRecordDoc) record {
 	if d.CachedPromptTokens != nil {
 		r.cached, r.hasCached = *d.CachedPromptTokens, true
 	}
+	r.priming = d.Priming
 	return r
 }
 
