@@ -81,6 +81,9 @@ type Row struct {
 	Fidelity Fidelity `json:"fidelity"`
 	// DeviceTelemetry binds the row's device telemetry samples, when the case declared a sampler.
 	DeviceTelemetry *RowDeviceTelemetry `json:"device_telemetry,omitempty"`
+	// Cache is the row's prefix-cache regime, declared and observed; absent in evidence written
+	// before it existed (docs/caching.md).
+	Cache *RowCache `json:"cache,omitempty"`
 }
 
 // FileRef points at another evidence file by path and digest.
@@ -125,6 +128,24 @@ type RowDeviceTelemetry struct {
 	// a failed reading within the row's window: for diagnosis, never a verdict.
 	Flags    []RowDeviceTelemetryFlags `json:"flags"`
 	Warnings []string                  `json:"warnings"`
+}
+
+// RowCache is a row's declared prefix-cache regime and what the server reported.
+//
+// CUE: caseresult/v1 #RowCache.
+type RowCache struct {
+	// Declared is the case's cache_regime (natural when the case declares none).
+	Declared CacheRegime `json:"declared"`
+	// Observed is what the measured successes' cached_prompt_tokens show: hits (some are
+	// positive), no_hits (every success reported 0) or unreported (some success did not report).
+	Observed RowCacheObserved `json:"observed"`
+	// Reporting counts the measured successes that reported cached_prompt_tokens.
+	Reporting int64 `json:"reporting"`
+	// CachedPromptTokens sums their cached_prompt_tokens.
+	CachedPromptTokens int64 `json:"cached_prompt_tokens"`
+	// Contradiction says how observed contradicts declared (cold with hits, warm without hits);
+	// null when it does not. A contradiction fails the case.
+	Contradiction *string `json:"contradiction"`
 }
 
 // Stopped says why and when a case stopped before its end.
@@ -1101,6 +1122,9 @@ type ViewRow struct {
 	Fidelity       ViewFidelity       `json:"fidelity"`
 	// Mismatches are the row metrics whose receipt value differs from the recomputed one.
 	Mismatches []string `json:"mismatches"`
+	// PrefixCache is the row's prefix-cache regime (docs/caching.md); absent when the row has
+	// no cache object.
+	PrefixCache *ViewRowPrefixCache `json:"prefix_cache,omitempty"`
 }
 
 // ViewDistribution is one latency distribution of a row (Hyndman-Fan type 7 percentiles).
@@ -1151,6 +1175,20 @@ type ViewFidelity struct {
 	Degraded         bool     `json:"degraded"`
 	Reasons          []string `json:"reasons"`
 	DispatchSpreadMs *float64 `json:"dispatch_spread_ms"`
+}
+
+// ViewRowPrefixCache is a row's declared and observed prefix-cache regime and its hit fraction.
+//
+// CUE: reportview/v1 #RowPrefixCache.
+type ViewRowPrefixCache struct {
+	Declared           CacheRegime      `json:"declared"`
+	Observed           RowCacheObserved `json:"observed"`
+	Reporting          int64            `json:"reporting"`
+	CachedPromptTokens int64            `json:"cached_prompt_tokens"`
+	// HitFraction is prefix_cache_hit_fraction recomputed from the records; null when no
+	// success reported cached tokens.
+	HitFraction   *float64 `json:"hit_fraction"`
+	Contradiction *string  `json:"contradiction"`
 }
 
 // ViewDriver is a driver case's evidence result as verify read and re-checked it (numbers unrounded).
@@ -1500,6 +1538,11 @@ type RequestRecordDoc struct {
 	OutputDigest *string            `json:"output_digest"`
 	Assertions   []AssertionOutcome `json:"assertions"`
 	Error        *RequestError      `json:"error"`
+	// CachedPromptTokens is the server's usage.prompt_tokens_details.cached_tokens: the prompt
+	// tokens its prefix cache served. Absent when the server did not report it.
+	CachedPromptTokens *int64 `json:"cached_prompt_tokens,omitempty"`
+	// Priming marks a warmup request of a warm row's priming pass (docs/caching.md).
+	Priming bool `json:"priming,omitempty"`
 }
 
 // RowKey is request/v1 #Record.row.
@@ -1818,6 +1861,11 @@ type Case struct {
 	MeasuresSaturation *bool `json:"measures_saturation,omitempty"`
 	// DeviceTelemetry turns on the device telemetry sampler for every row (docs/accelerators.md).
 	DeviceTelemetry *DeviceTelemetry `json:"device_telemetry,omitempty"`
+	// CacheRegime declares the prefix-cache regime of every row (docs/caching.md): cold puts a
+	// seeded nonce in front of every prompt so that no prefix can hit; warm sends a priming pass
+	// (each prompt the row asks, once, unmeasured) before the measured requests; natural (the
+	// default when absent) sends the corpus as it is.
+	CacheRegime CacheRegime `json:"cache_regime,omitempty"`
 	// Contract is the evidence result the worker's output becomes.
 	Contract ResultContract `json:"contract,omitempty"`
 	// Worker is the hash-bound program: [executable, script, args...].
