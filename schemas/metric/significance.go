@@ -1,0 +1,303 @@
+package metric
+
+import (
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+)
+
+// The statistics of a significance-aware comparison (docs/metrics.md "Statistics"), modelled on
+// golang.org/x/perf/benchmath (benchstat): a Mann-Whitney U test of the per-request samples of
+// both sides, the Hodges-Lehmann estimate of the shift between them with its distribution-free
+// confidence interval, and a seeded percentile bootstrap interval for a quantile of one sample.
+// No dependency: these are a few dozen lines each, and the reference values they are tested
+// against come from SciPy and R documentation examples and from testdata/significance_reference.py
+// (exact enumeration in plain Python).
+
+// MinSamplesSignificance is the fewest samples on each side for which a statistical comparison
+// rule is evaluated; with fewer it is refused. With 20 per side the two-sided Mann-Whitney test
+// can reach p < 1e-10, so a 0.95 or 0.99 confidence is attainable with room to spare (with 3 per
+// side no p-value below 0.1 exists), and the normal approximation used past the exact range
+// is within about 0.01 of the exact p-value.
+const MinSamplesSignificance = 20
+
+// Test names as a comparison reports them.
+const (
+	MannWhitneyExact      = "mann-whitney-u exact"
+	MannWhitneyNormal     = "mann-whitney-u normal approximation, tie and continuity corrected"
+	mannWhitneyExactBelow = 8 // exact when the smaller sample has fewer samples and there are no ties (SciPy's method="auto")
+)
+
+// MannWhitney is the outcome of a two-sided Mann-Whitney U test of x against y.
+type MannWhitney struct {
+	// U is the statistic of x: the number of pairs (x_i, y_j) with x_i > y_j, ties counting one
+	// half (SciPy's U1).
+	U float64
+	// P is the two-sided p-value: the probability, were both samples drawn from one continuous
+	// distribution, of a U at least as far from n_x n_y / 2 as the one observed.
+	P float64
+	// Exact is true when P comes from the exact null distribution of U, false when it comes from
+	// the normal approximation.
+	Exact bool
+	// Ties is true when a value occurs more than once in the pooled sample.
+	Ties bool
+}
+
+// Test names the method that computed P.
+func (m MannWhitney) Test() string {
+	if m.Exact {
+		return MannWhitneyExact
+	}
+	return MannWhitneyNormal
+}
+
+// MannWhitneyU tests x against y, two-sided, as SciPy's mannwhitneyu(x, y, method="auto",
+// use_continuity=True) does: exact when there are no ties and the smaller sample has fewer than
+// 8 values; otherwise the normal approximation with mean n_x n_y / 2, the tie-corrected variance
+// n_x n_y / 12 ((n+1) - sum(t^3 - t) / (n (n-1))) and a continuity correction of one half. A
+// pooled sample of identical values (zero variance) has P = 1. Both samples must be non-empty;
+// otherwise P is NaN.
+func MannWhitneyU(x, y []float64) MannWhitney {
+	nx, ny := len(x), len(y)
+	if nx == 0 || ny == 0 {
+		return MannWhitney{U: math.NaN(), P: math.NaN()}
+	}
+	ranks, tieTerm := midranks(x, y)
+	rx := 0.0
+	for _, r := range ranks[:nx] {
+		rx += r
+	}
+	u := rx - float64(nx*(nx+1))/2
+	out := MannWhitney{U: u, Ties: tieTerm > 0}
+	n1, n2 := float64(nx), float64(ny)
+	far := math.Max(u, n1*n2-u) // the larger of U_x and U_y: the tail it lies in
+	if !out.Ties && min(nx, ny) < mannWhitneyExactBelow {
+		out.Exact = true
+		out.P = math.Min(1, 2*exactUAtLeast(nx, ny, int(math.Round(far))))
+		return out
+	}
+	n := n1 + n2
+	sigma := math.Sqrt(n1 * n2 / 12 * ((n + 1) - tieTerm/(n*(n-1))))
+	z := (far - n1*n2/2 - 0.5) / sigma
+	if sigma == 0 {
+		z = math.Inf(-1)
+	}
+	out.P = math.Min(1, math.Erfc(z/math.Sqrt2)) // 2 (1 - Phi(z))
+	return out
+}
+
+// midranks ranks the pooled sample x then y (ties get the mean of their ranks, from 1) and
+// returns the ranks in that order with the tie term sum(t^3 - t) over the tie groups.
+func midranks(x, y []float64) ([]float64, float64) {
+	n := len(x) + len(y)
+	idx := make([]int, n)
+	val := func(i int) float64 {
+		if i < len(x) {
+			return x[i]
+		}
+		return y[i-len(x)]
+	}
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		va, vb := val(a), val(b)
+		switch {
+		case va < vb:
+			return -1
+		case va > vb:
+			return 1
+		}
+		return 0
+	})
+	ranks := make([]float64, n)
+	tie := 0.0
+	for i := 0; i < n; {
+		j := i
+		for j+1 < n && val(idx[j+1]) == val(idx[i]) {
+			j++
+		}
+		r := float64(i+j)/2 + 1
+		for k := i; k <= j; k++ {
+			ranks[idx[k]] = r
+		}
+		if t := float64(j - i + 1); t > 1 {
+			tie += t*t*t - t
+		}
+		i = j + 1
+	}
+	return ranks, tie
+}
+
+// uDistribution is the exact null distribution of U for samples of nx and ny values without
+// ties: entry k is P(U = k), k = 0 .. nx ny. It counts the arrangements with the recurrence
+// f(m, n, k) = f(m-1, n, k-n) + f(m, n-1, k) (Mann and Whitney 1947), in float64 (exact for the
+// sizes it is used for: the counts stay far below 2^53).
+func uDistribution(nx, ny int) []float64 {
+	// f[n][k] for the current m, built up from m = 0.
+	f := make([][]float64, ny+1)
+	for n := range f {
+		f[n] = make([]float64, nx*ny+1)
+		f[n][0] = 1 // m = 0: one arrangement, U = 0
+	}
+	for m := 1; m <= nx; m++ {
+		g := make([][]float64, ny+1)
+		for n := 0; n <= ny; n++ {
+			g[n] = make([]float64, nx*ny+1)
+			for k := 0; k <= m*n; k++ {
+				v := 0.0
+				if k-n >= 0 {
+					v += f[n][k-n]
+				}
+				if n > 0 {
+					v += g[n-1][k]
+				}
+				g[n][k] = v
+			}
+		}
+		f = g
+	}
+	total := 0.0
+	for _, c := range f[ny] {
+		total += c
+	}
+	out := make([]float64, nx*ny+1)
+	for k, c := range f[ny] {
+		out[k] = c / total
+	}
+	return out
+}
+
+// exactUAtLeast is P(U >= k) under the exact null distribution.
+func exactUAtLeast(nx, ny, k int) float64 {
+	d := uDistribution(nx, ny)
+	p := 0.0
+	for i := max(k, 0); i < len(d); i++ {
+		p += d[i]
+	}
+	return p
+}
+
+// Shift is the Hodges-Lehmann estimate of the shift from x to y with its confidence interval.
+type Shift struct {
+	// Estimate is the median of the n_x n_y differences y_j - x_i.
+	Estimate float64
+	// Low and High bound the interval: order statistics k and n_x n_y + 1 - k of the sorted
+	// differences.
+	Low, High float64
+	// Confidence is the interval's coverage: exactly 1 - 2 P(U <= k-1) for the exact method, the
+	// normal approximation of it otherwise; below the requested confidence only when even the
+	// widest interval (the smallest and largest difference) cannot reach it.
+	Confidence float64
+	// Exact is true when k comes from the exact null distribution of U.
+	Exact bool
+}
+
+// HodgesLehmann estimates the shift from x to y (positive when y is larger) and its two-sided
+// distribution-free confidence interval at the given confidence (0 < confidence < 1), by
+// inverting the Mann-Whitney test (Lehmann 1975; R's wilcox.test(y, x, conf.int = TRUE) for the
+// exact case, Hollander and Wolfe's order-statistic form of its normal approximation otherwise):
+// k is the largest integer >= 1 with 2 P(U <= k-1) <= 1 - confidence, and the interval is
+// [D_(k), D_(N+1-k)] of the N sorted differences. The method is exact under the same rule as
+// MannWhitneyU; otherwise k = floor(N/2 + 1/2 - z sigma) with z the normal quantile at
+// (1 + confidence) / 2 and sigma the tie-corrected standard deviation of U. The interval
+// assumes the two distributions differ only by a shift. Both samples must be non-empty.
+func HodgesLehmann(x, y []float64, confidence float64) Shift {
+	nx, ny := len(x), len(y)
+	if nx == 0 || ny == 0 {
+		nan := math.NaN()
+		return Shift{nan, nan, nan, nan, false}
+	}
+	d := make([]float64, 0, nx*ny)
+	for _, b := range x {
+		for _, c := range y {
+			d = append(d, c-b)
+		}
+	}
+	slices.Sort(d)
+	n := len(d)
+	out := Shift{Estimate: Percentile(d, 0.5)}
+	alpha := 1 - confidence
+	_, tieTerm := midranks(x, y)
+	k := 1
+	if tieTerm == 0 && min(nx, ny) < mannWhitneyExactBelow {
+		out.Exact = true
+		dist := uDistribution(nx, ny)
+		below := dist[0] // P(U <= k-1)
+		for k+1 <= (n+1)/2 && 2*(below+dist[k]) <= alpha {
+			below += dist[k]
+			k++
+		}
+		out.Confidence = 1 - 2*below
+	} else {
+		n1, n2 := float64(nx), float64(ny)
+		nn := n1 + n2
+		sigma := math.Sqrt(n1 * n2 / 12 * ((nn + 1) - tieTerm/(nn*(nn-1))))
+		z := NormalQuantile(1 - alpha/2)
+		k = min(max(1, int(math.Floor(float64(n)/2+0.5-z*sigma))), (n+1)/2)
+		out.Confidence = 1 - math.Erfc(-((float64(k-1)+0.5-float64(n)/2)/sigma)/math.Sqrt2)
+		if sigma == 0 {
+			out.Confidence = 1
+		}
+	}
+	out.Low, out.High = d[k-1], d[n-k]
+	return out
+}
+
+// NormalQuantile is the p-quantile of the standard normal distribution (0 < p < 1).
+func NormalQuantile(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }
+
+// Interval is a confidence interval for a statistic of a sample.
+type Interval struct {
+	Estimate, Low, High float64
+	Confidence          float64
+	Samples             int
+}
+
+// BootstrapQuantile is the percentile bootstrap interval for the q-quantile (Hyndman-Fan type 7,
+// as Percentile) of xs: it draws resamples resamples of len(xs) values with replacement from a
+// PCG generator seeded with seed (math/rand/v2's PCG(seed, seed); an index is the high word of
+// the 128-bit product of a 64-bit draw and len(xs)), takes the quantile of each, and returns
+// the (1-confidence)/2 and (1+confidence)/2 quantiles of those (Efron and Tibshirani 1993, ch.
+// 13). The same inputs and seed give the same interval on every platform. It assumes the
+// samples are independent draws from one distribution; for a tail quantile of a small sample
+// the interval is too narrow (every resample's p99 of 50 values is one of the two largest), so
+// a caller reports a tail quantile's interval only with at least MinSamplesQuantile(q) samples.
+// NaN for an empty sample.
+func BootstrapQuantile(xs []float64, q, confidence float64, resamples int, seed uint64) Interval {
+	n := len(xs)
+	out := Interval{Confidence: confidence, Samples: n}
+	if n == 0 || resamples < 1 {
+		out.Estimate, out.Low, out.High = math.NaN(), math.NaN(), math.NaN()
+		return out
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	out.Estimate = Percentile(s, q)
+	src := rand.NewPCG(seed, seed)
+	stats := make([]float64, resamples)
+	r := make([]float64, n)
+	for b := range stats {
+		for i := range r {
+			hi, _ := bits.Mul64(src.Uint64(), uint64(n))
+			r[i] = s[hi]
+		}
+		slices.Sort(r)
+		stats[b] = Percentile(r, q)
+	}
+	slices.Sort(stats)
+	out.Low = Percentile(stats, (1-confidence)/2)
+	out.High = Percentile(stats, (1+confidence)/2)
+	return out
+}
+
+// MinSamplesQuantile is the fewest samples for which an interval of the q-quantile is
+// reported: enough that at least 10 samples lie above it (10 / (1 - q): 20 for a median, 100 for
+// a p90, 1000 for a p99), so that resamples do not all share the same few extreme values.
+func MinSamplesQuantile(q float64) int {
+	if q >= 1 {
+		return math.MaxInt
+	}
+	return int(math.Ceil(10/(1-q) - 1e-9))
+}
