@@ -195,6 +195,9 @@ var (
 	ErrRuleFailed = reason("rule_failed", "metric rule failed")
 	// ErrOutputMismatch: a row's outputs differ in a correctness comparison.
 	ErrOutputMismatch = reason("output_mismatch", "outputs differ")
+	// ErrTooFewSamples: a statistical rule refused: a side has fewer per-request samples than
+	// metric.MinSamplesSignificance.
+	ErrTooFewSamples = reason("too_few_samples", "too few samples for a statistical rule")
 )
 
 // Reasons of the scope check.
@@ -222,7 +225,7 @@ func Reasons() []*Reason {
 		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict, ErrVerdictMismatch, ErrDegradedRow, ErrLoadNotReached, ErrTimeoutExceeded,
 		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
 		ErrScopeBackend, ErrScopeDevice,
-		ErrEnvironmentMismatch, ErrDeviceMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrOutputMismatch,
+		ErrEnvironmentMismatch, ErrDeviceMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrOutputMismatch, ErrTooFewSamples,
 		ErrFindingsTruncated,
 	}
 }

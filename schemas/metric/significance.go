@@ -301,3 +301,40 @@ func MinSamplesQuantile(q float64) int {
 	}
 	return int(math.Ceil(10/(1-q) - 1e-9))
 }
+
+// PerRequest returns the per-request samples of a distribution formula (ttft.v1, e2e.v1, ...) from
+// a row's samples: the values a statistical comparison tests. False for a formula that is not a
+// per-request distribution (a throughput or count has one value per row).
+func PerRequest(formula string, s Samples) ([]float64, bool) {
+	switch formula {
+	case TTFT:
+		return s.TTFTMs, true
+	case TTFTSched:
+		return s.TTFTSchedMs, true
+	case TTFB:
+		return s.TTFBMs, true
+	case E2E:
+		return s.E2EMs, true
+	case E2ESched:
+		return s.E2ESchedMs, true
+	case TPOT:
+		return s.TPOTMs, true
+	case DecodeRate:
+		return s.DecodeRate, true
+	case ICL:
+		return s.ICLMs, true
+	case ICLMax:
+		return s.ICLMaxMs, true
+	case ChunkingFactor:
+		return s.ChunkingFactor, true
+	case ScheduleLag:
+		return s.ScheduleLagMs, true
+	}
+	return nil, false
+}
+
+// HasPerRequest reports whether PerRequest knows the formula.
+func HasPerRequest(formula string) bool {
+	_, ok := PerRequest(formula, Samples{})
+	return ok
+}
