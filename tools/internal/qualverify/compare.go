@@ -114,6 +114,16 @@ func printComparison(w io.Writer, cmp *verify.Comparison) {
 		}
 		tw.Flush()
 	}
+	for _, e := range cmp.Evaluations {
+		if g := e.Significance; g != nil {
+			change := "no significant change"
+			if g.Significant {
+				change = "significant"
+			}
+			fmt.Fprintf(w, "test       %s: %s, baseline n %d, candidate n %d (minimum %d), shift %.4g %s [%.4g, %.4g] at confidence %.4g, p %.3g: %s at %.4g (minimum effect %.4g %s)\n",
+				e.Scope, g.Test, g.BaselineSamples, g.CandidateSamples, g.MinimumSamples, g.Shift, e.Unit, g.ShiftLow, g.ShiftHigh, g.ShiftConfidence, g.PValue, change, g.Confidence, g.MinimumEffect, e.Unit)
+		}
+	}
 	for _, wn := range cmp.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
 	}
