@@ -16,10 +16,10 @@ import (
 // (exact enumeration in plain Python).
 
 // MinSamplesSignificance is the fewest samples on each side for which a statistical comparison
-// rule is evaluated; with fewer it is refused. With 20 per side the two-sided Mann-Whitney test
-// can reach p < 1e-10, so a 0.95 or 0.99 confidence is attainable with room to spare (with 3 per
-// side no p-value below 0.1 exists), and the normal approximation used past the exact range
-// is within about 0.01 of the exact p-value.
+// rule is evaluated; with fewer it is refused. With 20 per side the normal approximation of the
+// two-sided Mann-Whitney test reaches p = 7e-8 for fully separated samples, so a 0.95 or 0.99
+// confidence is attainable with room to spare (with 3 per side no p-value below 0.1 exists), and
+// it stays within 0.004 of the exact p-value (SciPy, simulated samples of 20).
 const MinSamplesSignificance = 20
 
 // Test names as a comparison reports them.
