@@ -31,35 +31,19 @@ func (x *comparer) significance(e *Evaluation, rule contract.MetricRule, rows *r
 		fail(ErrTooFewSamples, "the request records of the row are not readable on both sides: the samples cannot be recomputed")
 		return
 	}
-	sig := &contract.ComparisonSignificance{Confidence: confidence, BaselineSamples: int64(len(xb)), CandidateSamples: int64(len(xc)),
-		MinimumSamples: metric.MinSamplesSignificance}
 	if len(xb) < metric.MinSamplesSignificance || len(xc) < metric.MinSamplesSignificance {
 		fail(ErrTooFewSamples, "%d baseline and %d candidate samples of %s; a statistical rule needs at least %d on each side", len(xb), len(xc), rule.Formula, metric.MinSamplesSignificance)
 		return
 	}
-	mw := metric.MannWhitneyU(xb, xc)
-	hl := metric.HodgesLehmann(xb, xc, confidence)
-	sorted := slices.Clone(xb)
-	slices.Sort(sorted)
-	minEffect := math.Max(e.AbsoluteTolerance, math.Abs(metric.Percentile(sorted, 0.5))*e.RelativeTolerance)
-	sig.Test = contract.SignificanceTestMannWhitneyUNormal
-	if mw.Exact {
-		sig.Test = contract.SignificanceTestMannWhitneyUExact
-	}
-	sig.PValue, sig.Shift, sig.ShiftLow, sig.ShiftHigh, sig.ShiftConfidence = mw.P, hl.Estimate, hl.Low, hl.High, hl.Confidence
-	sig.MinimumEffect = minEffect
-	sig.Significant = mw.P < 1-confidence
+	d := decideStatistical(xb, xc, confidence, rule.Direction, e.AbsoluteTolerance, e.RelativeTolerance)
+	mw, hl, sig, minEffect, worse := d.mw, d.hl, d.sig, d.sig.MinimumEffect, d.worse
 	e.Significance = sig
-	worse := hl.Estimate // how much worse the candidate is, in the rule's unit
-	if rule.Direction == contract.DirectionHigherIsBetter {
-		worse = -worse
-	}
 	violation := math.Max(0, worse)
 	e.Tolerance, e.Violation = &minEffect, &violation
 	change := hl.Estimate
 	e.AbsoluteChange = &change
-	if med := metric.Percentile(sorted, 0.5); med != 0 {
-		pct := change / math.Abs(med) * 100
+	if d.median != 0 {
+		pct := change / math.Abs(d.median) * 100
 		e.RelativeChangePercent = &pct
 	}
 	what := fmt.Sprintf("%s: n %d vs %d, shift %s %s [%s, %s] at %s, p %s",
@@ -67,7 +51,7 @@ func (x *comparer) significance(e *Evaluation, rule contract.MetricRule, rows *r
 	switch {
 	case !sig.Significant:
 		e.Status, e.Reason = contract.EvaluationStatusPassed, fmt.Sprintf("no significant change (%s >= %s)", what, fmt4(1-confidence))
-	case worse <= minEffect:
+	case !d.fails:
 		e.Status, e.Reason = contract.EvaluationStatusPassed, fmt.Sprintf("significant change, not worse than the minimum effect %s %s (%s < %s)", fmt4(minEffect), rule.Unit, what, fmt4(1-confidence))
 	default:
 		fail(ErrRuleFailed, "significantly worse by more than the minimum effect %s %s (%s < %s)", fmt4(minEffect), rule.Unit, what, fmt4(1-confidence))
@@ -96,3 +80,37 @@ func fmtSigned(v float64) string {
 
 // fmtP prints a p-value with three significant digits.
 func fmtP(p float64) string { return fmt.Sprintf("%.3g", p) }
+
+// statisticalDecision is the outcome of a statistical rule on two samples.
+type statisticalDecision struct {
+	mw     metric.MannWhitney
+	hl     metric.Shift
+	sig    *contract.ComparisonSignificance
+	median float64 // the baseline's median
+	worse  float64 // how much worse the candidate's shift is, in the rule's unit (negative: better)
+	fails  bool
+}
+
+// decideStatistical tests candidate xc against baseline xb: significant when the two-sided
+// Mann-Whitney p < 1 - confidence; the rule fails when significant, worse in the rule's
+// direction, and worse by more than the minimum effect max(absolute, |median(xb)| x relative).
+func decideStatistical(xb, xc []float64, confidence float64, dir contract.Direction, absolute, relative float64) statisticalDecision {
+	d := statisticalDecision{mw: metric.MannWhitneyU(xb, xc), hl: metric.HodgesLehmann(xb, xc, confidence)}
+	sorted := slices.Clone(xb)
+	slices.Sort(sorted)
+	d.median = metric.Percentile(sorted, 0.5)
+	minEffect := math.Max(absolute, math.Abs(d.median)*relative)
+	test := contract.SignificanceTestMannWhitneyUNormal
+	if d.mw.Exact {
+		test = contract.SignificanceTestMannWhitneyUExact
+	}
+	d.sig = &contract.ComparisonSignificance{Test: test, Confidence: confidence, BaselineSamples: int64(len(xb)), CandidateSamples: int64(len(xc)),
+		MinimumSamples: metric.MinSamplesSignificance, PValue: d.mw.P, Shift: d.hl.Estimate, ShiftLow: d.hl.Low, ShiftHigh: d.hl.High,
+		ShiftConfidence: d.hl.Confidence, MinimumEffect: minEffect, Significant: d.mw.P < 1-confidence}
+	d.worse = d.hl.Estimate
+	if dir == contract.DirectionHigherIsBetter {
+		d.worse = -d.worse
+	}
+	d.fails = d.sig.Significant && d.worse > minEffect
+	return d
+}
