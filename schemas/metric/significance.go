@@ -24,9 +24,13 @@ const MinSamplesSignificance = 20
 
 // Test names as a comparison reports them.
 const (
-	MannWhitneyExact      = "mann-whitney-u exact"
-	MannWhitneyNormal     = "mann-whitney-u normal approximation, tie and continuity corrected"
-	mannWhitneyExactBelow = 8 // exact when the smaller sample has fewer samples and there are no ties (SciPy's method="auto")
+	MannWhitneyExact  = "mann-whitney-u exact"
+	MannWhitneyNormal = "mann-whitney-u normal approximation, tie and continuity corrected"
+	// The exact method is used when there are no ties, the smaller sample has at most
+	// mannWhitneyExactMax values (SciPy's method="auto") and the product of the sizes is at most
+	// mannWhitneyExactPairs (a bound on the distribution's size; SciPy has none).
+	mannWhitneyExactMax   = 8
+	mannWhitneyExactPairs = 1 << 20
 )
 
 // MannWhitney is the outcome of a two-sided Mann-Whitney U test of x against y.
@@ -53,8 +57,8 @@ func (m MannWhitney) Test() string {
 }
 
 // MannWhitneyU tests x against y, two-sided, as SciPy's mannwhitneyu(x, y, method="auto",
-// use_continuity=True) does: exact when there are no ties and the smaller sample has fewer than
-// 8 values; otherwise the normal approximation with mean n_x n_y / 2, the tie-corrected variance
+// use_continuity=True) does: exact when there are no ties and the smaller sample has at most 8
+// values (and n_x n_y <= 2^20); otherwise the normal approximation with mean n_x n_y / 2, the tie-corrected variance
 // n_x n_y / 12 ((n+1) - sum(t^3 - t) / (n (n-1))) and a continuity correction of one half. A
 // pooled sample of identical values (zero variance) has P = 1. Both samples must be non-empty;
 // otherwise P is NaN.
@@ -72,7 +76,7 @@ func MannWhitneyU(x, y []float64) MannWhitney {
 	out := MannWhitney{U: u, Ties: tieTerm > 0}
 	n1, n2 := float64(nx), float64(ny)
 	far := math.Max(u, n1*n2-u) // the larger of U_x and U_y: the tail it lies in
-	if !out.Ties && min(nx, ny) < mannWhitneyExactBelow {
+	if useExact(nx, ny, out.Ties) {
 		out.Exact = true
 		out.P = math.Min(1, 2*exactUAtLeast(nx, ny, int(math.Round(far))))
 		return out
@@ -130,50 +134,47 @@ func midranks(x, y []float64) ([]float64, float64) {
 	return ranks, tie
 }
 
+// useExact says whether the exact null distribution of U is used for samples of nx and ny.
+func useExact(nx, ny int, ties bool) bool {
+	return !ties && min(nx, ny) <= mannWhitneyExactMax && nx*ny <= mannWhitneyExactPairs
+}
+
 // uDistribution is the exact null distribution of U for samples of nx and ny values without
-// ties: entry k is P(U = k), k = 0 .. nx ny. It counts the arrangements with the recurrence
-// f(m, n, k) = f(m-1, n, k-n) + f(m, n-1, k) (Mann and Whitney 1947), in float64 (exact for the
-// sizes it is used for: the counts stay far below 2^53).
+// ties: entry k is P(U = k), k = 0 .. nx ny. The number of arrangements with U = k is the
+// coefficient of q^k in the Gaussian binomial coefficient [nx+ny choose m]_q, m = min(nx, ny),
+// the product over i = 1..m of (1 - q^(n+i)) / (1 - q^i) with n the larger size (Mann and
+// Whitney 1947): O(m^2 n) operations on nx ny + 1 float64 coefficients. The lower half, which the
+// p-values and intervals read (the distribution is symmetric), has no cancellation.
 func uDistribution(nx, ny int) []float64 {
-	// f[n][k] for the current m, built up from m = 0.
-	f := make([][]float64, ny+1)
-	for n := range f {
-		f[n] = make([]float64, nx*ny+1)
-		f[n][0] = 1 // m = 0: one arrangement, U = 0
-	}
-	for m := 1; m <= nx; m++ {
-		g := make([][]float64, ny+1)
-		for n := 0; n <= ny; n++ {
-			g[n] = make([]float64, nx*ny+1)
-			for k := 0; k <= m*n; k++ {
-				v := 0.0
-				if k-n >= 0 {
-					v += f[n][k-n]
-				}
-				if n > 0 {
-					v += g[n-1][k]
-				}
-				g[n][k] = v
-			}
+	m, n := min(nx, ny), max(nx, ny)
+	c := make([]float64, m*n+1)
+	c[0] = 1
+	for i := 1; i <= m; i++ {
+		// multiply by (1 - q^(n+i)), then divide by (1 - q^i); the partial product is
+		// [n+i choose i]_q, of degree i n.
+		for k := i * n; k >= n+i; k-- {
+			c[k] -= c[k-n-i]
 		}
-		f = g
+		for k := i; k <= i*n; k++ {
+			c[k] += c[k-i]
+		}
 	}
 	total := 0.0
-	for _, c := range f[ny] {
-		total += c
+	for _, v := range c {
+		total += v
 	}
-	out := make([]float64, nx*ny+1)
-	for k, c := range f[ny] {
-		out[k] = c / total
+	for k := range c {
+		c[k] /= total
 	}
-	return out
+	return c
 }
 
 // exactUAtLeast is P(U >= k) under the exact null distribution.
 func exactUAtLeast(nx, ny, k int) float64 {
 	d := uDistribution(nx, ny)
 	p := 0.0
-	for i := max(k, 0); i < len(d); i++ {
+	// P(U >= k) = P(U <= nx ny - k) by symmetry: the lower tail, summed from its small end.
+	for i := 0; i <= len(d)-1-k && i < len(d); i++ {
 		p += d[i]
 	}
 	return p
@@ -209,19 +210,20 @@ func HodgesLehmann(x, y []float64, confidence float64) Shift {
 		nan := math.NaN()
 		return Shift{nan, nan, nan, nan, false}
 	}
-	d := make([]float64, 0, nx*ny)
-	for _, b := range x {
-		for _, c := range y {
-			d = append(d, c-b)
-		}
+	d := newDifferences(x, y)
+	n := nx * ny
+	// The median as Percentile computes it over the sorted differences (type 7 at 0.5).
+	h := float64(n-1) * 0.5
+	lo := int(math.Floor(h))
+	med := d.order(lo + 1)
+	if lo+1 < n {
+		med += (h - float64(lo)) * (d.order(lo+2) - med)
 	}
-	slices.Sort(d)
-	n := len(d)
-	out := Shift{Estimate: Percentile(d, 0.5)}
+	out := Shift{Estimate: med}
 	alpha := 1 - confidence
 	_, tieTerm := midranks(x, y)
 	k := 1
-	if tieTerm == 0 && min(nx, ny) < mannWhitneyExactBelow {
+	if useExact(nx, ny, tieTerm > 0) {
 		out.Exact = true
 		dist := uDistribution(nx, ny)
 		below := dist[0] // P(U <= k-1)
@@ -241,8 +243,71 @@ func HodgesLehmann(x, y []float64, confidence float64) Shift {
 			out.Confidence = 1
 		}
 	}
-	out.Low, out.High = d[k-1], d[n-k]
+	out.Low, out.High = d.order(k), d.order(n+1-k)
 	return out
+}
+
+// differences are the n_x n_y differences y_j - x_i, never materialised: order(k) finds the k-th
+// smallest by bisection over the float64 values (at most 64 steps), counting the differences at
+// or below a value in O(n_x + n_y) over the sorted samples (subtraction is monotone under
+// rounding, so the count is exact).
+type differences struct{ x, y []float64 }
+
+func newDifferences(x, y []float64) differences {
+	sx, sy := slices.Clone(x), slices.Clone(y)
+	slices.Sort(sx)
+	slices.Sort(sy)
+	return differences{sx, sy}
+}
+
+// atMost counts the differences y_j - x_i <= t.
+func (d differences) atMost(t float64) int {
+	count, j := 0, 0
+	// For x_i ascending, the y_j with y_j - x_i <= t form a growing prefix of y.
+	for i := range d.x {
+		for j < len(d.y) && d.y[j]-d.x[i] <= t {
+			j++
+		}
+		count += j
+	}
+	return count
+}
+
+// order returns the k-th smallest difference (1 <= k <= n_x n_y).
+func (d differences) order(k int) float64 {
+	lo, hi := d.y[0]-d.x[len(d.x)-1], d.y[len(d.y)-1]-d.x[0] // the smallest and largest
+	if d.atMost(lo) >= k {
+		return lo
+	}
+	// Invariant: atMost(lo) < k <= atMost(hi); bisect on the ordered bit patterns.
+	for {
+		a, b := orderedBits(lo), orderedBits(hi)
+		if b-a <= 1 {
+			return hi
+		}
+		mid := fromOrderedBits(a + (b-a)/2)
+		if d.atMost(mid) >= k {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+}
+
+// orderedBits maps a float64 to a uint64 with the same order (negative values below positive).
+func orderedBits(f float64) uint64 {
+	b := math.Float64bits(f)
+	if b>>63 == 1 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+func fromOrderedBits(u uint64) float64 {
+	if u>>63 == 1 {
+		return math.Float64frombits(u &^ (1 << 63))
+	}
+	return math.Float64frombits(^u)
 }
 
 // NormalQuantile is the p-quantile of the standard normal distribution (0 < p < 1).

@@ -7,7 +7,7 @@ Written from the page's definitions, not from the Go code:
 - Hodges-Lehmann shift and its interval: the median of all differences y_j - x_i, and order
   statistics k and N+1-k of them, where k comes from the exact null distribution of U obtained by
   ENUMERATING every split of the pooled ranks (itertools.combinations, no recurrence) when there
-  are no ties and the smaller sample has fewer than 8 values, and otherwise from the normal
+  are no ties and the smaller sample has at most 8 values (SciPy's rule), and otherwise from the normal
   approximation k = floor(N/2 + 1/2 - z sigma), z = scipy.stats.norm.ppf((1+confidence)/2).
 - Percentile bootstrap of a quantile: the EXACT bootstrap distribution, by enumerating all n^n
   resamples of a tiny sample (no random numbers), inverted at (1-confidence)/2 and
@@ -53,7 +53,7 @@ def hodges_lehmann(x, y, confidence):
     est = float(np.median(d))
     alpha = 1 - confidence
     nx, ny = len(x), len(y)
-    if not has_ties(x, y) and min(nx, ny) < 8:
+    if not has_ties(x, y) and min(nx, ny) <= 8:
         dist = exact_u_distribution(nx, ny)
         k = 1
         for cand in range(1, (n + 1) // 2 + 1):
@@ -116,6 +116,9 @@ def main(path):
         ("identical-samples", list(range(1, 11)), list(range(1, 11))),
         ("same-distribution-rounded-30", a30, b30),
         ("shift-4-of-40", c40, d40),
+        # At SciPy's boundary: 8 values on the smaller side is still exact, 9 and 9 is not.
+        ("exact-8-vs-12", [round(v, 3) for v in c40[:8]], [round(v, 3) for v in d40[:12]]),
+        ("normal-9-vs-9", [round(v, 3) for v in c40[:9]], [round(v, 3) for v in d40[:9]]),
     ]
     mw, hl = [], []
     for name, x, y in pairs:
@@ -123,7 +126,7 @@ def main(path):
         p = float(r.pvalue)
         if math.isnan(p):  # SciPy leaves p undefined when the pooled sample has no variance
             p = 1.0
-        exact = not has_ties(x, y) and min(len(x), len(y)) < 8
+        exact = not has_ties(x, y) and min(len(x), len(y)) <= 8
         mw.append({"name": name, "x": x, "y": y, "u": float(r.statistic), "p": p, "exact": exact})
         if len(x) * len(y) > 1:
             for conf in (0.95, 0.99):
