@@ -36,6 +36,7 @@ func (x *comparer) significance(e *Evaluation, rule contract.MetricRule, rows *r
 		return
 	}
 	d := decideStatistical(xb, xc, confidence, rule.Direction, e.AbsoluteTolerance, e.RelativeTolerance)
+	d.intervals(rule.Aggregation, xb, xc)
 	mw, hl, sig, minEffect, worse := d.mw, d.hl, d.sig, d.sig.MinimumEffect, d.worse
 	e.Significance = sig
 	violation := math.Max(0, worse)
@@ -113,4 +114,24 @@ func decideStatistical(xb, xc []float64, confidence float64, dir contract.Direct
 	}
 	d.fails = d.sig.Significant && d.worse > minEffect
 	return d
+}
+
+// intervals adds each side's seeded bootstrap interval of the aggregation's percentile, when the
+// aggregation is one and the side has enough samples for it (metric.MinSamplesQuantile).
+func (d *statisticalDecision) intervals(a contract.Aggregation, xb, xc []float64) {
+	q, ok := metric.QuantileOf(a)
+	if !ok {
+		return
+	}
+	least := int64(metric.MinSamplesQuantile(q))
+	d.sig.IntervalMinimumSamples = &least
+	interval := func(xs []float64) *contract.ComparisonInterval {
+		if int64(len(xs)) < least {
+			return nil
+		}
+		in := metric.BootstrapQuantile(xs, q, d.sig.Confidence, metric.BootstrapResamples, metric.BootstrapSeed)
+		return &contract.ComparisonInterval{Estimate: in.Estimate, Low: in.Low, High: in.High, Confidence: in.Confidence,
+			Resamples: metric.BootstrapResamples, Seed: metric.BootstrapSeed}
+	}
+	d.sig.BaselineInterval, d.sig.CandidateInterval = interval(xb), interval(xc)
 }

@@ -54,3 +54,28 @@ func TestDecideStatistical(t *testing.T) {
 		t.Errorf("relative minimum effect: %+v fails %v", d.sig, d.fails)
 	}
 }
+
+// TestStatisticalIntervals: a percentile rule gets each side's bootstrap interval when the side
+// has enough samples for that percentile (20 for p50), and none, with the minimum stated, for p99
+// over 40 samples; a mean gets none.
+func TestStatisticalIntervals(t *testing.T) {
+	b, c := ramp(40, 20, 0.25), ramp(40, 24, 0.25)
+	d := decideStatistical(b, c, 0.95, contract.DirectionLowerIsBetter, 0, 0)
+	d.intervals(contract.AggregationP50, b, c)
+	if d.sig.BaselineInterval == nil || d.sig.CandidateInterval == nil || *d.sig.IntervalMinimumSamples != 20 {
+		t.Fatalf("p50 of 40: %+v", d.sig)
+	}
+	if in := d.sig.CandidateInterval; in.Low > in.Estimate || in.High < in.Estimate || in.Estimate != 28.875 || in.Seed != 21 {
+		t.Errorf("candidate interval %+v", in)
+	}
+	d = decideStatistical(b, c, 0.95, contract.DirectionLowerIsBetter, 0, 0)
+	d.intervals(contract.AggregationP99, b, c)
+	if d.sig.BaselineInterval != nil || d.sig.CandidateInterval != nil || *d.sig.IntervalMinimumSamples != 1000 {
+		t.Errorf("p99 of 40: %+v", d.sig)
+	}
+	d = decideStatistical(b, c, 0.95, contract.DirectionLowerIsBetter, 0, 0)
+	d.intervals(contract.AggregationMean, b, c)
+	if d.sig.BaselineInterval != nil || d.sig.IntervalMinimumSamples != nil {
+		t.Errorf("mean: %+v", d.sig)
+	}
+}

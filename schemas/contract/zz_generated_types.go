@@ -270,6 +270,26 @@ type ComparisonSignificance struct {
 	// MinimumEffect is the rule's tolerance: a significant change smaller than it passes.
 	MinimumEffect float64 `json:"minimum_effect"`
 	Significant   bool    `json:"significant"`
+	// BaselineInterval and candidate_interval are seeded percentile-bootstrap intervals, at
+	// confidence, of the rule's aggregation over each side's samples; null when the aggregation is
+	// not a percentile or the side has fewer than interval_minimum_samples samples (docs/metrics.md).
+	BaselineInterval  *ComparisonInterval `json:"baseline_interval"`
+	CandidateInterval *ComparisonInterval `json:"candidate_interval"`
+	// IntervalMinimumSamples is the fewest samples for an interval of the aggregation's
+	// percentile: ceil(10 / (1 - q)), 20 for p50 and 1000 for p99; null for another aggregation.
+	IntervalMinimumSamples *int64 `json:"interval_minimum_samples"`
+}
+
+// ComparisonInterval is a seeded percentile-bootstrap confidence interval of a percentile of one sample.
+//
+// CUE: comparison/v1 #Interval.
+type ComparisonInterval struct {
+	Estimate   float64 `json:"estimate"`
+	Low        float64 `json:"low"`
+	High       float64 `json:"high"`
+	Confidence float64 `json:"confidence"`
+	Resamples  int64   `json:"resamples"`
+	Seed       int64   `json:"seed"`
 }
 
 // DriverRequestDoc fixes the token ids the worker evaluates, the candidate tokens to rank and the

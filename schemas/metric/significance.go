@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // The statistics of a significance-aware comparison (docs/metrics.md "Statistics"), modelled on
@@ -342,14 +344,37 @@ func BootstrapQuantile(xs []float64, q, confidence float64, resamples int, seed 
 	out.Estimate = Percentile(s, q)
 	src := rand.NewPCG(seed, seed)
 	stats := make([]float64, resamples)
-	r := make([]float64, n)
+	counts := make([]int, n) // a resample as the multiplicity of each sorted value: O(n), no sort
+	h := float64(n-1) * q
+	lo := min(max(int(math.Floor(h)), 0), n-1)
 	for b := range stats {
-		for i := range r {
-			hi, _ := bits.Mul64(src.Uint64(), uint64(n))
-			r[i] = s[hi]
+		clear(counts)
+		for range n {
+			i, _ := bits.Mul64(src.Uint64(), uint64(n))
+			counts[i]++
 		}
-		slices.Sort(r)
-		stats[b] = Percentile(r, q)
+		// The resample's sorted values at ranks lo and lo+1 (0-based), then Percentile's formula.
+		var a, c float64
+		seen, found := 0, 0
+		for i, k := range counts {
+			for ; k > 0 && found < 2; k-- {
+				if seen == lo {
+					a, found = s[i], 1
+				}
+				if seen == lo+1 {
+					c, found = s[i], 2
+				}
+				seen++
+			}
+			if found == 2 || (found == 1 && lo >= n-1) {
+				break
+			}
+		}
+		if lo >= n-1 {
+			stats[b] = a
+		} else {
+			stats[b] = a + (h-float64(lo))*(c-a)
+		}
 	}
 	slices.Sort(stats)
 	out.Low = Percentile(stats, (1-confidence)/2)
@@ -403,3 +428,28 @@ func HasPerRequest(formula string) bool {
 	_, ok := PerRequest(formula, Samples{})
 	return ok
 }
+
+// QuantileOf is the probability of a percentile aggregation (p50 is 0.5, p99.9 is 0.999); false
+// for another aggregation.
+func QuantileOf(a contract.Aggregation) (float64, bool) {
+	switch a {
+	case contract.AggregationP50:
+		return 0.5, true
+	case contract.AggregationP90:
+		return 0.9, true
+	case contract.AggregationP95:
+		return 0.95, true
+	case contract.AggregationP99:
+		return 0.99, true
+	case contract.AggregationP99_9:
+		return 0.999, true
+	}
+	return 0, false
+}
+
+// Bootstrap settings of the intervals a comparison reports: fixed, so that the same evidence
+// gives the same interval.
+const (
+	BootstrapResamples = 2000
+	BootstrapSeed      = 21
+)
