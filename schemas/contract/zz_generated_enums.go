@@ -17,6 +17,8 @@ const (
 	DriverWorkerOutputSchema = "qualkit.driver-worker-output.v1"
 	EffectiveRunConfig       = "effective-run-config.v1"
 	EffectiveRunConfigSchema = "qualkit.effective-run-config.v1"
+	FleetPlan                = "fleet-plan.v1"
+	FleetPlanSchema          = "qualkit.fleet-plan.v1"
 	LaunchRecipe             = "launch-recipe.v1"
 	LaunchRecipeSchema       = "qualkit.launch-recipe.v1"
 	LayerAttribution         = "layer-attribution.v2"
@@ -57,6 +59,7 @@ var Contracts = []ContractInfo{
 	{Name: DriverSpec, SchemaID: DriverSpecSchema, URL: "https://qualkit.dev/schemas/driver-spec.v1.schema.json", File: "driver-spec.v1.schema.json"},
 	{Name: DriverWorkerOutput, SchemaID: DriverWorkerOutputSchema, URL: "https://qualkit.dev/schemas/driver-worker-output.v1.schema.json", File: "driver-worker-output.v1.schema.json"},
 	{Name: EffectiveRunConfig, SchemaID: EffectiveRunConfigSchema, URL: "https://qualkit.dev/schemas/effective-run-config.v1.schema.json", File: "effective-run-config.v1.schema.json"},
+	{Name: FleetPlan, SchemaID: FleetPlanSchema, URL: "https://qualkit.dev/schemas/fleet-plan.v1.schema.json", File: "fleet-plan.v1.schema.json"},
 	{Name: LaunchRecipe, SchemaID: LaunchRecipeSchema, URL: "https://qualkit.dev/schemas/launch-recipe.v1.schema.json", File: "launch-recipe.v1.schema.json"},
 	{Name: LayerAttribution, SchemaID: LayerAttributionSchema, URL: "https://qualkit.dev/schemas/layer-attribution.v2.schema.json", File: "layer-attribution.v2.schema.json"},
 	{Name: LifecycleRecord, SchemaID: LifecycleRecordSchema, URL: "https://qualkit.dev/schemas/lifecycle-record.v1.schema.json", File: "lifecycle-record.v1.schema.json"},

@@ -414,6 +414,117 @@ type EffectiveRunQualrun struct {
 	Version string   `json:"version"`
 }
 
+// FleetPlanDoc pins what every job runs and where its receipt goes.
+//
+// CUE: fleetplan/v1 #FleetPlan.
+type FleetPlanDoc struct {
+	// Schema identifies the contract and its major version.
+	Schema string `json:"schema"`
+	// ID names the plan; it names the receipt directory and the engine jobs.
+	ID string `json:"id"`
+	// Description for people.
+	Description string `json:"description"`
+	// Repository is the git repository every job clones: a URL or an absolute path the hosts reach.
+	Repository string `json:"repository"`
+	// Commit is the pinned commit every job checks out into a fresh worktree.
+	Commit string `json:"commit"`
+	// Qualrun is the absolute path of the qualrun binary on the hosts (or in the image); absent: qualrun on PATH.
+	Qualrun string `json:"qualrun,omitempty"`
+	// Signing is the identity each host signs its receipt with.
+	Signing FleetSigning `json:"signing"`
+	// Receipts says where each job publishes its receipt and evidence.
+	Receipts FleetReceipts `json:"receipts"`
+	// Kubernetes holds what only a Kubernetes Job needs; required by qualrun fleet k8s.
+	Kubernetes *FleetKubernetes `json:"kubernetes,omitempty"`
+	// Rows are the jobs; rows[i].index is i (deterministic row indices), and no two rows are equal.
+	Rows []FleetRow `json:"rows"`
+}
+
+// FleetSigning names the key every host signs with: the same path on each host, each host's own key.
+//
+// CUE: fleetplan/v1 #Signing.
+type FleetSigning struct {
+	// KeyFile is the cosign-compatible private key on the host (qualrun run --key).
+	KeyFile string `json:"key_file"`
+	// PasswordFile holds the key's password on the host (qualrun run --password-file); absent: unencrypted key or QUALKIT_PASSWORD.
+	PasswordFile string `json:"password_file,omitempty"`
+}
+
+// FleetReceipts is where receipts go: a directory every host can write (a shared filesystem, a volume).
+//
+// CUE: fleetplan/v1 #Receipts.
+type FleetReceipts struct {
+	// Directory receives PLAN-ID/row-INDEX/HOST-ID/ with the receipt and its evidence, and the
+	// engine's task logs in PLAN-ID/logs/; no whitespace or % (sbatch reads %-patterns in log paths).
+	Directory string `json:"directory"`
+}
+
+// FleetKubernetes is what an Indexed Job needs beyond the rows.
+//
+// CUE: fleetplan/v1 #Kubernetes.
+type FleetKubernetes struct {
+	// Namespace of the Job.
+	Namespace string `json:"namespace"`
+	// Image holds git and qualrun.
+	Image string `json:"image"`
+	// SigningSecret is the Secret mounted read-only at the directory of signing.key_file.
+	SigningSecret string `json:"signing_secret"`
+	// ReceiptsClaim is the PersistentVolumeClaim mounted at receipts.directory.
+	ReceiptsClaim string `json:"receipts_claim"`
+	// BackoffLimitPerIndex is how often one row is retried on a retryable failure.
+	BackoffLimitPerIndex int64 `json:"backoff_limit_per_index"`
+}
+
+// FleetRow is one job of the plan.
+//
+// CUE: fleetplan/v1 #Row.
+type FleetRow struct {
+	// Index is the row's position in rows, from 0: SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX select rows by it.
+	Index int64 `json:"index"`
+	// Workload is the workload file, relative to the repository root.
+	Workload string `json:"workload"`
+	// Variant is the workload variant the row runs (qualrun run --variant).
+	Variant string `json:"variant"`
+	// Variables are the row's --var NAME=VALUE settings.
+	Variables map[string]string `json:"variables,omitempty"`
+	// Repetition numbers repeated runs of the same workload, variant and variables, from 1.
+	Repetition int64 `json:"repetition"`
+	// Host selects the host as each engine expresses it; absent: any host.
+	Host *FleetHostSelector `json:"host,omitempty"`
+}
+
+// FleetHostSelector selects a host in the terms of the engine that places the job.
+//
+// CUE: fleetplan/v1 #HostSelector.
+type FleetHostSelector struct {
+	Slurm      *SlurmSelector      `json:"slurm,omitempty"`
+	Kubernetes *KubernetesSelector `json:"kubernetes,omitempty"`
+}
+
+// SlurmSelector is sbatch's placement options.
+//
+// CUE: fleetplan/v1 #SlurmSelector.
+type SlurmSelector struct {
+	// Partition is sbatch --partition.
+	Partition string `json:"partition,omitempty"`
+	// Constraint is sbatch --constraint (node features).
+	Constraint string `json:"constraint,omitempty"`
+	// Nodelist is sbatch --nodelist.
+	Nodelist string `json:"nodelist,omitempty"`
+	// Gres is sbatch --gres (e.g. gpu:1).
+	Gres string `json:"gres,omitempty"`
+}
+
+// KubernetesSelector is a pod's placement: node labels and resource limits.
+//
+// CUE: fleetplan/v1 #KubernetesSelector.
+type KubernetesSelector struct {
+	// NodeSelector is the pod's nodeSelector.
+	NodeSelector map[string]string `json:"node_selector,omitempty"`
+	// Limits are the container's resource limits (e.g. nvidia.com/gpu: "1"), Kubernetes quantities.
+	Limits map[string]string `json:"limits,omitempty"`
+}
+
 // LaunchRecipeDoc describes one owned server: its argv, environment, address, readiness and shutdown.
 //
 // CUE: launch/v1 #Recipe.
