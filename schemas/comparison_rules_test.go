@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -25,10 +27,25 @@ func TestComparisonRules(t *testing.T) {
 		return doc
 	}
 	const ok, failed, refused, evidence = "declared-ab-variants-ok.json", "same-environment-rule-failed.json", "reversed-pair-refused.json", "evidence-errors-changed-records.json"
+	const significant = "declared-ab-variants-significantly-worse.json"
 	for _, tc := range []struct {
 		name, base, pointer string
 		mutate              func(t *testing.T, d map[string]any)
 	}{
+		{"significance on an exact rule", significant, "/evaluations/0/significance", func(t *testing.T, d map[string]any) {
+			evs := d["evaluations"].([]any)
+			evs[0].(map[string]any)["significance"] = evs[len(evs)-1].(map[string]any)["significance"]
+		}},
+		{"significant against its p-value", significant, "/evaluations/LAST/significance/significant", func(t *testing.T, d map[string]any) {
+			lastSig(d)["p_value"] = 0.5
+		}},
+		{"failed without a significant change", significant, "/evaluations/LAST/status", func(t *testing.T, d map[string]any) {
+			lastSig(d)["p_value"] = 0.5
+			lastSig(d)["significant"] = false
+		}},
+		{"shift interval reversed", significant, "/evaluations/LAST/significance/shift_low", func(t *testing.T, d map[string]any) {
+			lastSig(d)["shift_low"] = 99.0
+		}},
 		{"compatible without a mode", ok, "/compatible", func(t *testing.T, d map[string]any) {
 			set(t, d, "/mode", nil)
 			set(t, d, "/ok", false)
@@ -75,6 +92,7 @@ func TestComparisonRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := load(t, tc.base)
 			tc.mutate(t, doc)
+			pointer := strings.Replace(tc.pointer, "LAST", strconv.Itoa(len(doc["evaluations"].([]any))-1), 1)
 			out, err := CheckDocument(roundTrip(t, doc))
 			if err != nil {
 				t.Fatal(err)
@@ -84,12 +102,12 @@ func TestComparisonRules(t *testing.T) {
 				if !errors.Is(v, ErrSemantic) {
 					t.Errorf("unexpected non-semantic violation %v", v)
 				}
-				if v.Pointer == tc.pointer {
+				if v.Pointer == pointer {
 					found = true
 				}
 			}
 			if !found {
-				t.Errorf("want a semantic violation at %s, got %v", tc.pointer, out.Violations)
+				t.Errorf("want a semantic violation at %s, got %v", pointer, out.Violations)
 			}
 		})
 	}
@@ -103,4 +121,10 @@ func TestComparisonRules(t *testing.T) {
 			t.Errorf("%s: %v %v", f, err, out.Violations)
 		}
 	}
+}
+
+// lastSig is the significance of the last evaluation of a comparison document.
+func lastSig(d map[string]any) map[string]any {
+	evs := d["evaluations"].([]any)
+	return evs[len(evs)-1].(map[string]any)["significance"].(map[string]any)
 }

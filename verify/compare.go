@@ -107,6 +107,8 @@ type Evaluation struct {
 	Violation             *float64 `json:"violation"`
 	AbsoluteChange        *float64 `json:"absolute_change"`
 	RelativeChangePercent *float64 `json:"relative_change_percent"`
+	// Significance is the test of a not_worse_significantly rule; nil for the exact operators.
+	Significance *contract.ComparisonSignificance `json:"significance,omitempty"`
 }
 
 // Compare compares a candidate receipt with a baseline under the comparison policy of their
@@ -224,7 +226,7 @@ func (c *Comparison) Report() contract.ComparisonDoc {
 			Operator: contract.EvaluationOperator(e.Operator), AbsoluteTolerance: e.AbsoluteTolerance, RelativeTolerance: e.RelativeTolerance, Required: e.Required,
 			Status: e.Status, Code: optional(e.Code), Reason: clipRunes(nonEmpty(e.Reason, "-"), maxComparisonText),
 			Baseline: e.Baseline, Candidate: e.Candidate, Tolerance: e.Tolerance, Violation: e.Violation,
-			AbsoluteChange: e.AbsoluteChange, RelativeChangePercent: e.RelativeChangePercent})
+			AbsoluteChange: e.AbsoluteChange, RelativeChangePercent: e.RelativeChangePercent, Significance: e.Significance})
 	}
 	doc.Warnings = []string{}
 	for i, w := range warnings {
@@ -722,7 +724,7 @@ func (x *comparer) rules() {
 					x.refuseDegraded(rule, scope, d)
 					continue
 				}
-				x.evaluate(rule, scope, m.rb.Metrics, m.rc.Metrics)
+				x.evaluate(rule, scope, m.rb.Metrics, m.rc.Metrics, nil)
 				continue
 			}
 			if m.crb == nil || m.crc == nil {
@@ -735,7 +737,7 @@ func (x *comparer) rules() {
 					x.refuseDegraded(rule, scope, d)
 					continue
 				}
-				x.evaluate(rule, scope, rb[k].Metrics, rc[k].Metrics)
+				x.evaluate(rule, scope, rb[k].Metrics, rc[k].Metrics, &rowPair{m, rb[k], rc[k]})
 			}
 		}
 		if x.cmp.Mode == CrossBackendCorrectness && m.crb != nil && m.crc != nil {
@@ -816,7 +818,13 @@ func (x *comparer) evaluation(rule contract.MetricRule, scope string) Evaluation
 	return e
 }
 
-func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contract.Metric) {
+// rowPair is a matched row on both sides: the per-request samples of a statistical rule.
+type rowPair struct {
+	m    matched
+	b, c contract.Row
+}
+
+func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contract.Metric, rows *rowPair) {
 	e := x.evaluation(rule, scope)
 	find := func(ms []contract.Metric) (contract.Metric, bool) {
 		for _, m := range ms {
@@ -845,6 +853,11 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 	}
 	bv, cv := mb.Value, mc.Value
 	e.Baseline, e.Candidate = &bv, &cv
+	if rule.Operator == contract.MetricRuleOperatorNotWorseSignificantly {
+		x.significance(&e, rule, rows)
+		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
+		return
+	}
 	pass, violation, tolerance := ruleHolds(rule.Operator, bv, cv, e.AbsoluteTolerance, e.RelativeTolerance)
 	e.Violation, e.Tolerance = &violation, &tolerance
 	change := cv - bv

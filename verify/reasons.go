@@ -198,6 +198,9 @@ var (
 	ErrCacheRegimeMismatch = reason("cache_regime_mismatch", "prefix-cache regimes differ")
 	// ErrOutputMismatch: a row's outputs differ in a correctness comparison.
 	ErrOutputMismatch = reason("output_mismatch", "outputs differ")
+	// ErrTooFewSamples: a statistical rule refused: a side has fewer per-request samples than
+	// metric.MinSamplesSignificance.
+	ErrTooFewSamples = reason("too_few_samples", "too few samples for a statistical rule")
 )
 
 // Reasons of the scope check.
@@ -225,7 +228,7 @@ func Reasons() []*Reason {
 		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict, ErrVerdictMismatch, ErrDegradedRow, ErrLoadNotReached, ErrTimeoutExceeded,
 		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
 		ErrScopeBackend, ErrScopeDevice,
-		ErrEnvironmentMismatch, ErrDeviceMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrCacheRegimeMismatch, ErrOutputMismatch,
+		ErrEnvironmentMismatch, ErrDeviceMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrCacheRegimeMismatch, ErrOutputMismatch, ErrTooFewSamples,
 		ErrFindingsTruncated,
 	}
 }

@@ -812,20 +812,21 @@ type EvaluationOperator string
 
 // The values of EvaluationOperator.
 const (
-	EvaluationOperatorEqual      EvaluationOperator = "equal"
-	EvaluationOperatorNotGreater EvaluationOperator = "not_greater"
-	EvaluationOperatorNotLess    EvaluationOperator = "not_less"
+	EvaluationOperatorEqual                 EvaluationOperator = "equal"
+	EvaluationOperatorNotGreater            EvaluationOperator = "not_greater"
+	EvaluationOperatorNotLess               EvaluationOperator = "not_less"
+	EvaluationOperatorNotWorseSignificantly EvaluationOperator = "not_worse_significantly"
 )
 
 // EvaluationOperatorValues lists the values of EvaluationOperator in contract order.
 func EvaluationOperatorValues() []EvaluationOperator {
-	return []EvaluationOperator{EvaluationOperatorEqual, EvaluationOperatorNotGreater, EvaluationOperatorNotLess}
+	return []EvaluationOperator{EvaluationOperatorEqual, EvaluationOperatorNotGreater, EvaluationOperatorNotLess, EvaluationOperatorNotWorseSignificantly}
 }
 
 // Valid reports whether v is one of the values of EvaluationOperator.
 func (v EvaluationOperator) Valid() bool {
 	switch v {
-	case EvaluationOperatorEqual, EvaluationOperatorNotGreater, EvaluationOperatorNotLess:
+	case EvaluationOperatorEqual, EvaluationOperatorNotGreater, EvaluationOperatorNotLess, EvaluationOperatorNotWorseSignificantly:
 		return true
 	}
 	return false
@@ -1170,27 +1171,30 @@ func (v MetricRuleMetricClass) Valid() bool {
 	return false
 }
 
-// MetricRuleOperator is the enum at workload/v1 #MetricRule.operator.
+// MetricRuleOperator: equal, not_greater and not_less compare the recorded numbers exactly within the
+// tolerance; not_worse_significantly (performance rules of scope row only) tests the per-request
+// samples of the rule's formula on both sides (docs/verification.md "Statistical rules").
 //
 // CUE: workload/v1 #MetricRule.operator.
 type MetricRuleOperator string
 
 // The values of MetricRuleOperator.
 const (
-	MetricRuleOperatorEqual      MetricRuleOperator = "equal"
-	MetricRuleOperatorNotGreater MetricRuleOperator = "not_greater"
-	MetricRuleOperatorNotLess    MetricRuleOperator = "not_less"
+	MetricRuleOperatorEqual                 MetricRuleOperator = "equal"
+	MetricRuleOperatorNotGreater            MetricRuleOperator = "not_greater"
+	MetricRuleOperatorNotLess               MetricRuleOperator = "not_less"
+	MetricRuleOperatorNotWorseSignificantly MetricRuleOperator = "not_worse_significantly"
 )
 
 // MetricRuleOperatorValues lists the values of MetricRuleOperator in contract order.
 func MetricRuleOperatorValues() []MetricRuleOperator {
-	return []MetricRuleOperator{MetricRuleOperatorEqual, MetricRuleOperatorNotGreater, MetricRuleOperatorNotLess}
+	return []MetricRuleOperator{MetricRuleOperatorEqual, MetricRuleOperatorNotGreater, MetricRuleOperatorNotLess, MetricRuleOperatorNotWorseSignificantly}
 }
 
 // Valid reports whether v is one of the values of MetricRuleOperator.
 func (v MetricRuleOperator) Valid() bool {
 	switch v {
-	case MetricRuleOperatorEqual, MetricRuleOperatorNotGreater, MetricRuleOperatorNotLess:
+	case MetricRuleOperatorEqual, MetricRuleOperatorNotGreater, MetricRuleOperatorNotLess, MetricRuleOperatorNotWorseSignificantly:
 		return true
 	}
 	return false
@@ -1773,20 +1777,21 @@ type RuleOperator string
 
 // The values of RuleOperator.
 const (
-	RuleOperatorEqual      RuleOperator = "equal"
-	RuleOperatorNotGreater RuleOperator = "not_greater"
-	RuleOperatorNotLess    RuleOperator = "not_less"
+	RuleOperatorEqual                 RuleOperator = "equal"
+	RuleOperatorNotGreater            RuleOperator = "not_greater"
+	RuleOperatorNotLess               RuleOperator = "not_less"
+	RuleOperatorNotWorseSignificantly RuleOperator = "not_worse_significantly"
 )
 
 // RuleOperatorValues lists the values of RuleOperator in contract order.
 func RuleOperatorValues() []RuleOperator {
-	return []RuleOperator{RuleOperatorEqual, RuleOperatorNotGreater, RuleOperatorNotLess}
+	return []RuleOperator{RuleOperatorEqual, RuleOperatorNotGreater, RuleOperatorNotLess, RuleOperatorNotWorseSignificantly}
 }
 
 // Valid reports whether v is one of the values of RuleOperator.
 func (v RuleOperator) Valid() bool {
 	switch v {
-	case RuleOperatorEqual, RuleOperatorNotGreater, RuleOperatorNotLess:
+	case RuleOperatorEqual, RuleOperatorNotGreater, RuleOperatorNotLess, RuleOperatorNotWorseSignificantly:
 		return true
 	}
 	return false
@@ -1938,6 +1943,31 @@ func SideVerificationValues() []SideVerification {
 func (v SideVerification) Valid() bool {
 	switch v {
 	case SideVerificationVerified, SideVerificationRejected:
+		return true
+	}
+	return false
+}
+
+// SignificanceTest names the method: the two-sided Mann-Whitney U test, exact or by its normal approximation.
+//
+// CUE: comparison/v1 #Significance.test.
+type SignificanceTest string
+
+// The values of SignificanceTest.
+const (
+	SignificanceTestMannWhitneyUExact  SignificanceTest = "mann_whitney_u_exact"
+	SignificanceTestMannWhitneyUNormal SignificanceTest = "mann_whitney_u_normal"
+)
+
+// SignificanceTestValues lists the values of SignificanceTest in contract order.
+func SignificanceTestValues() []SignificanceTest {
+	return []SignificanceTest{SignificanceTestMannWhitneyUExact, SignificanceTestMannWhitneyUNormal}
+}
+
+// Valid reports whether v is one of the values of SignificanceTest.
+func (v SignificanceTest) Valid() bool {
+	switch v {
+	case SignificanceTestMannWhitneyUExact, SignificanceTestMannWhitneyUNormal:
 		return true
 	}
 	return false

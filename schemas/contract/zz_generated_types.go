@@ -261,6 +261,56 @@ type ComparisonEvaluation struct {
 	AbsoluteChange *float64 `json:"absolute_change"`
 	// RelativeChangePercent is change / |baseline| x 100; null when the baseline is 0.
 	RelativeChangePercent *float64 `json:"relative_change_percent"`
+	// Significance is the statistical test of a not_worse_significantly rule; absent for the exact
+	// operators and when the rule was not evaluated on samples.
+	Significance *ComparisonSignificance `json:"significance,omitempty"`
+}
+
+// ComparisonSignificance is the test of a statistical rule over the per-request samples of both sides
+// (docs/verification.md "Statistical rules"). A change is significant when p_value < 1 - confidence;
+// the rule fails when the change is significant, in the worse direction, and the shift is worse than
+// the minimum effect.
+//
+// CUE: comparison/v1 #Significance.
+type ComparisonSignificance struct {
+	// Test names the method: the two-sided Mann-Whitney U test, exact or by its normal approximation.
+	Test       SignificanceTest `json:"test"`
+	Confidence float64          `json:"confidence"`
+	// BaselineSamples and candidate_samples are the per-request samples tested on each side.
+	BaselineSamples  int64 `json:"baseline_samples"`
+	CandidateSamples int64 `json:"candidate_samples"`
+	// MinimumSamples is the fewest samples on each side the rule accepts.
+	MinimumSamples int64   `json:"minimum_samples"`
+	PValue         float64 `json:"p_value"`
+	// Shift is the Hodges-Lehmann estimate of candidate - baseline (the median of all pairwise
+	// differences); shift_low and shift_high its distribution-free interval at shift_confidence.
+	Shift           float64 `json:"shift"`
+	ShiftLow        float64 `json:"shift_low"`
+	ShiftHigh       float64 `json:"shift_high"`
+	ShiftConfidence float64 `json:"shift_confidence"`
+	// MinimumEffect is the rule's tolerance: a significant change smaller than it passes.
+	MinimumEffect float64 `json:"minimum_effect"`
+	Significant   bool    `json:"significant"`
+	// BaselineInterval and candidate_interval are seeded percentile-bootstrap intervals, at
+	// confidence, of the rule's aggregation over each side's samples; null when the aggregation is
+	// not a percentile or the side has fewer than interval_minimum_samples samples (docs/metrics.md).
+	BaselineInterval  *ComparisonInterval `json:"baseline_interval"`
+	CandidateInterval *ComparisonInterval `json:"candidate_interval"`
+	// IntervalMinimumSamples is the fewest samples for an interval of the aggregation's
+	// percentile: ceil(10 / (1 - q)), 20 for p50 and 1000 for p99; null for another aggregation.
+	IntervalMinimumSamples *int64 `json:"interval_minimum_samples"`
+}
+
+// ComparisonInterval is a seeded percentile-bootstrap confidence interval of a percentile of one sample.
+//
+// CUE: comparison/v1 #Interval.
+type ComparisonInterval struct {
+	Estimate   float64 `json:"estimate"`
+	Low        float64 `json:"low"`
+	High       float64 `json:"high"`
+	Confidence float64 `json:"confidence"`
+	Resamples  int64   `json:"resamples"`
+	Seed       int64   `json:"seed"`
 }
 
 // DriverRequestDoc fixes the token ids the worker evaluates, the candidate tokens to rank and the
@@ -1983,16 +2033,23 @@ type BackendPair struct {
 //
 // CUE: workload/v1 #MetricRule.
 type MetricRule struct {
-	Scope             MetricRuleScope       `json:"scope"`
-	ResultID          string                `json:"result_id"`
-	Metric            string                `json:"metric"`
-	MetricClass       MetricRuleMetricClass `json:"metric_class"`
-	Unit              string                `json:"unit"`
-	Aggregation       Aggregation           `json:"aggregation"`
-	Direction         Direction             `json:"direction"`
-	Formula           string                `json:"formula"`
-	Operator          MetricRuleOperator    `json:"operator"`
-	AbsoluteTolerance float64               `json:"absolute_tolerance"`
-	RelativeTolerance float64               `json:"relative_tolerance"`
-	Required          bool                  `json:"required"`
+	Scope       MetricRuleScope       `json:"scope"`
+	ResultID    string                `json:"result_id"`
+	Metric      string                `json:"metric"`
+	MetricClass MetricRuleMetricClass `json:"metric_class"`
+	Unit        string                `json:"unit"`
+	Aggregation Aggregation           `json:"aggregation"`
+	Direction   Direction             `json:"direction"`
+	Formula     string                `json:"formula"`
+	// Operator: equal, not_greater and not_less compare the recorded numbers exactly within the
+	// tolerance; not_worse_significantly (performance rules of scope row only) tests the per-request
+	// samples of the rule's formula on both sides (docs/verification.md "Statistical rules").
+	Operator          MetricRuleOperator `json:"operator"`
+	AbsoluteTolerance float64            `json:"absolute_tolerance"`
+	RelativeTolerance float64            `json:"relative_tolerance"`
+	Required          bool               `json:"required"`
+	// Confidence is the statistical operator's confidence level (the test's significance level is
+	// 1 - confidence); required with not_worse_significantly, absent otherwise. Its minimum effect
+	// size is the tolerance, max(absolute_tolerance, |baseline median| x relative_tolerance).
+	Confidence *float64 `json:"confidence,omitempty"`
 }

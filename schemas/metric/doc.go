@@ -12,6 +12,9 @@
 // Independence from this code comes from testdata/golden.json, computed by
 // testdata/reference.py with Python's statistics module (regenerate with `go generate`), from
 // hand-computed cases in the tests, and from the examples of docs/metrics.md, which a test runs.
+// The statistics of significance.go are checked against testdata/significance.json, written by
+// testdata/significance_reference.py with SciPy (Debian's python3-scipy) and exact enumeration.
 package metric
 
 //go:generate python3 testdata/reference.py testdata/golden.json
+//go:generate python3 testdata/significance_reference.py testdata/significance.json

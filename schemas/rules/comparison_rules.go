@@ -16,6 +16,7 @@ func CheckComparison(c *contract.ComparisonDoc) []Problem {
 		if e.Status == contract.EvaluationStatusFailed {
 			failed++
 		}
+		significance(r, i, e)
 	}
 	if c.OK && (!c.Compatible || len(c.EvidenceErrors) > 0 || failed > 0) {
 		r.add("/ok", "ok, yet compatible is %v with %d evidence errors and %d failed evaluations", c.Compatible, len(c.EvidenceErrors), failed)
@@ -31,4 +32,25 @@ func strOr[S ~string](p *S, alt string) string {
 		return alt
 	}
 	return string(*p)
+}
+
+// significance: only a statistical evaluation carries a significance; its verdict is its p-value's,
+// and it passes unless the change is significant.
+func significance(r *rules, i int, e contract.ComparisonEvaluation) {
+	g := e.Significance
+	if g == nil {
+		return
+	}
+	if e.Operator != contract.EvaluationOperatorNotWorseSignificantly {
+		r.add(ptr("evaluations", i, "significance"), "a significance belongs to a %s evaluation, not to %s", contract.EvaluationOperatorNotWorseSignificantly, e.Operator)
+	}
+	if g.Significant != (g.PValue < 1-g.Confidence) {
+		r.add(ptr("evaluations", i, "significance", "significant"), "significant is %v with p_value %v at confidence %v: it is p_value < 1 - confidence", g.Significant, g.PValue, g.Confidence)
+	}
+	if !g.Significant && e.Status == contract.EvaluationStatusFailed {
+		r.add(ptr("evaluations", i, "status"), "a statistical rule without a significant change cannot fail")
+	}
+	if g.ShiftLow > g.ShiftHigh {
+		r.add(ptr("evaluations", i, "significance", "shift_low"), "shift_low %v is above shift_high %v", g.ShiftLow, g.ShiftHigh)
+	}
 }

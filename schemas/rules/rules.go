@@ -13,6 +13,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // Semantic limits of version 1 contracts, beyond what the JSON Schemas bound.
@@ -474,6 +475,35 @@ func (r *rules) comparison(w *contract.WorkloadDoc) {
 		if p.Mode == "cross_backend_correctness" && m.MetricClass != contract.MetricRuleMetricClassCorrectness {
 			r.add(ptr("comparison_policy", "metric_rules", i, "metric_class"), "cross-backend comparison allows only correctness metrics")
 		}
+		r.statisticalRule(i, m)
+	}
+}
+
+// statisticalRule: not_worse_significantly tests per-request samples, so it needs a row-scoped
+// performance rule over a per-request distribution formula with a direction, and a confidence;
+// the exact operators take no confidence (correctness rules stay exact).
+func (r *rules) statisticalRule(i int, m contract.MetricRule) {
+	at := func(field string) string { return ptr("comparison_policy", "metric_rules", i, field) }
+	if m.Operator != contract.MetricRuleOperatorNotWorseSignificantly {
+		if m.Confidence != nil {
+			r.add(at("confidence"), "confidence is for the statistical operator %s only; the exact operator %s takes none: remove it", contract.MetricRuleOperatorNotWorseSignificantly, m.Operator)
+		}
+		return
+	}
+	if m.Confidence == nil {
+		r.add(at("confidence"), "%s needs a confidence level (e.g. 0.95)", m.Operator)
+	}
+	if m.MetricClass != contract.MetricRuleMetricClassPerformance {
+		r.add(at("metric_class"), "%s is a performance operator; a correctness rule compares exactly (equal, not_greater, not_less)", m.Operator)
+	}
+	if m.Scope != contract.MetricRuleScopeRow {
+		r.add(at("scope"), "%s tests the per-request samples of a row: use scope row", m.Operator)
+	}
+	if !metric.HasPerRequest(m.Formula) {
+		r.add(at("formula"), "%s needs a per-request distribution formula (ttft.v1, e2e.v1, tpot.v1, ...); %s has no per-request samples", m.Operator, m.Formula)
+	}
+	if m.Direction != contract.DirectionLowerIsBetter && m.Direction != contract.DirectionHigherIsBetter {
+		r.add(at("direction"), "%s needs a direction (lower_is_better or higher_is_better) to know which change is worse", m.Operator)
 	}
 }
 

@@ -114,6 +114,21 @@ func printComparison(w io.Writer, cmp *verify.Comparison) {
 		}
 		tw.Flush()
 	}
+	for _, e := range cmp.Evaluations {
+		if g := e.Significance; g != nil {
+			change := "no significant change"
+			if g.Significant {
+				change = "significant"
+			}
+			fmt.Fprintf(w, "test       %s: %s, baseline n %d, candidate n %d (minimum %d), shift %.4g %s [%.4g, %.4g] at confidence %.4g, p %.3g: %s at %.4g (minimum effect %.4g %s)\n",
+				e.Scope, g.Test, g.BaselineSamples, g.CandidateSamples, g.MinimumSamples, g.Shift, e.Unit, g.ShiftLow, g.ShiftHigh, g.ShiftConfidence, g.PValue, change, g.Confidence, g.MinimumEffect, e.Unit)
+			if g.IntervalMinimumSamples != nil {
+				fmt.Fprintf(w, "interval   %s: %s, %s (seeded percentile bootstrap)\n", e.Scope,
+					sideInterval("baseline", e.Aggregation, g.BaselineSamples, *g.IntervalMinimumSamples, g.BaselineInterval, e.Unit),
+					sideInterval("candidate", e.Aggregation, g.CandidateSamples, *g.IntervalMinimumSamples, g.CandidateInterval, e.Unit))
+			}
+		}
+	}
 	for _, wn := range cmp.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
 	}
@@ -125,6 +140,15 @@ func printComparison(w io.Writer, cmp *verify.Comparison) {
 		verdict = "not ok"
 	}
 	fmt.Fprintf(w, "result     %s\n", verdict)
+}
+
+// sideInterval prints one side's bootstrap interval of a percentile, or says it has too few
+// samples for one.
+func sideInterval(side, aggregation string, n, least int64, in *contract.ComparisonInterval, unit string) string {
+	if in == nil {
+		return fmt.Sprintf("%s %s: too few samples for an interval (%d < %d)", side, aggregation, n, least)
+	}
+	return fmt.Sprintf("%s %s %.4g %s [%.4g, %.4g] at %.4g", side, aggregation, in.Estimate, unit, in.Low, in.High, in.Confidence)
 }
 
 func show(v any) string {
