@@ -13,6 +13,7 @@ import (
 
 	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
@@ -26,7 +27,7 @@ type Plan struct {
 	ModelID string
 	// Prompts is the resolved corpus in declared order (see Resolve).
 	Prompts []Prompt
-	// Seed is the workload's determinism seed; warmup prompts and Poisson arrival gaps derive
+	// Seed is the workload's determinism seed; warmup prompts and Poisson or gamma arrival gaps derive
 	// from it.
 	Seed int64
 	// Epoch is the monotonic origin of every *_ns offset (shared with the lifecycle record); it
@@ -111,7 +112,7 @@ type request struct {
 // once as many keep-alive connections are open; each worker takes the next request in index order
 // as soon as its previous one ends, and that moment is the request's t_sched. An open-loop row
 // (Case.Rate) schedules arrival i at a fixed offset from the row's start, i / rate (constant) or
-// the sum of i seeded exponential gaps (poisson); t_sched is that scheduled time, and the
+// the sum of i seeded exponential (poisson) or gamma (gamma, shape burstiness) gaps; t_sched is that scheduled time, and the
 // concurrency value caps the requests in flight, so an arrival that finds every slot busy waits,
 // and that wait shows as schedule lag and in TTFT_sched and E2E_sched (coordinated omission is
 // not hidden).
@@ -215,8 +216,11 @@ func (p *Plan) check() error {
 		}
 	}
 	if r := c.Rate; r != nil {
-		if (r.Mode != contract.RateModeConstant && r.Mode != contract.RateModePoisson) || !(r.RequestsPerSecond > 0) || math.IsInf(r.RequestsPerSecond, 0) {
+		if !r.Mode.Valid() || !(r.RequestsPerSecond > 0) || math.IsInf(r.RequestsPerSecond, 0) {
 			return fmt.Errorf("%w: case %s: rate %s at %g/s", ErrPlan, p.CaseID, r.Mode, r.RequestsPerSecond)
+		}
+		if gamma := r.Mode == contract.RateModeGamma; gamma != (r.Burstiness != nil) || (gamma && !(*r.Burstiness > 0 && *r.Burstiness <= 1000)) {
+			return fmt.Errorf("%w: case %s: rate mode %s with burstiness %v: burstiness (0 to 1000) goes with mode gamma and only there", ErrPlan, p.CaseID, r.Mode, fmtPtr(r.Burstiness))
 		}
 	}
 	for i, pr := range p.Prompts {
@@ -380,22 +384,13 @@ func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contrac
 	done.Wait()
 }
 
-// arrivals returns the scheduled offsets of n open-loop arrivals: constant i/rate, or Poisson
-// with the first arrival at 0 and exponential gaps -ln(u)/rate, u drawn in (0, 1] from a
-// SplitMix64 stream seeded with seed ^ (concurrency << 32) ^ repetition ^ 0x5157_4B41_5252_4956.
+// arrivals returns the scheduled offsets of n open-loop arrivals: metric.Arrivals (constant,
+// Poisson or gamma, from the workload seed), the schedule the verifier recomputes.
 func arrivals(rate *contract.Rate, n int, seed int64, c, rep int64) []time.Duration {
-	out := make([]time.Duration, n)
-	rng := splitMix64{state: uint64(seed) ^ uint64(c)<<32 ^ uint64(rep) ^ 0x51574B4152524956}
-	t := 0.0
-	for i := range n {
-		if i > 0 {
-			if rate.Mode == contract.RateModePoisson {
-				t += -math.Log(rng.unit()) / rate.RequestsPerSecond
-			} else {
-				t = float64(i) / rate.RequestsPerSecond
-			}
-		}
-		out[i] = time.Duration(t * 1e9)
+	ns := metric.Arrivals(rate, n, seed, c, rep)
+	out := make([]time.Duration, len(ns))
+	for i, v := range ns {
+		out[i] = time.Duration(v)
 	}
 	return out
 }
@@ -494,4 +489,12 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		r.log.sink(rec)
 	}
 	return rec
+}
+
+// fmtPtr formats an optional number ("absent" when nil).
+func fmtPtr(v *float64) string {
+	if v == nil {
+		return "absent"
+	}
+	return fmt.Sprint(*v)
 }

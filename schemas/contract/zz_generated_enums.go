@@ -1271,6 +1271,31 @@ func (v OracleDtype) Valid() bool {
 	return false
 }
 
+// PlainRateMode is the enum at workload/v1 #PlainRate.mode.
+//
+// CUE: workload/v1 #PlainRate.mode.
+type PlainRateMode string
+
+// The values of PlainRateMode.
+const (
+	PlainRateModeConstant PlainRateMode = "constant"
+	PlainRateModePoisson  PlainRateMode = "poisson"
+)
+
+// PlainRateModeValues lists the values of PlainRateMode in contract order.
+func PlainRateModeValues() []PlainRateMode {
+	return []PlainRateMode{PlainRateModeConstant, PlainRateModePoisson}
+}
+
+// Valid reports whether v is one of the values of PlainRateMode.
+func (v PlainRateMode) Valid() bool {
+	switch v {
+	case PlainRateModeConstant, PlainRateModePoisson:
+		return true
+	}
+	return false
+}
+
 // ProbedDeviceKind is the enum at receipt/v1 #ProbedDevice.kind.
 //
 // CUE: receipt/v1 #ProbedDevice.kind.
@@ -1383,17 +1408,18 @@ type RateMode string
 const (
 	RateModeConstant RateMode = "constant"
 	RateModePoisson  RateMode = "poisson"
+	RateModeGamma    RateMode = "gamma"
 )
 
 // RateModeValues lists the values of RateMode in contract order.
 func RateModeValues() []RateMode {
-	return []RateMode{RateModeConstant, RateModePoisson}
+	return []RateMode{RateModeConstant, RateModePoisson, RateModeGamma}
 }
 
 // Valid reports whether v is one of the values of RateMode.
 func (v RateMode) Valid() bool {
 	switch v {
-	case RateModeConstant, RateModePoisson:
+	case RateModeConstant, RateModePoisson, RateModeGamma:
 		return true
 	}
 	return false

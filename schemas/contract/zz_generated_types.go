@@ -1779,10 +1779,17 @@ type SLO struct {
 	E2EMs  float64 `json:"e2e_ms,omitempty"`
 }
 
-// Rate is workload/v1 #Rate.
+// Rate is an open-loop arrival process (docs/metrics.md "Arrival processes"): constant gaps
+// 1/rate, Poisson (exponential gaps of mean 1/rate) or gamma gaps of shape burstiness and mean
+// 1/rate (vLLM's --burstiness: 1 is Poisson, below 1 burstier, above 1 more regular), all drawn
+// from the workload's seed. burstiness is required with mode "gamma" and refused otherwise.
+//
+// CUE: workload/v1 #Rate.
 type Rate struct {
 	Mode              RateMode `json:"mode"`
 	RequestsPerSecond float64  `json:"requests_per_second"`
+	// Burstiness is the gamma shape k (coefficient of variation of the gaps 1/sqrt(k)).
+	Burstiness *float64 `json:"burstiness,omitempty"`
 }
 
 // DeviceTelemetry declares the sampler: readings of every device serving the backend, every
