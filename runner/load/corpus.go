@@ -185,7 +185,6 @@ func (s *splitMix64) next() uint64 {
 	return z ^ (z >> 31)
 }
 
-
 // SyntheticWords is the generator qualkit.synthetic-words.v1. One SplitMix64 stream is seeded
 // with seed; for prompt i = 0, 1, ..., count-1 in turn it draws the word count
 // n = minWords + (next mod (maxWords - minWords + 1)), then n words, each

@@ -13,8 +13,8 @@ import (
 
 	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
-	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // Plan is one serving case, resolved.
