@@ -223,6 +223,17 @@ func (p *Plan) check() error {
 			return fmt.Errorf("%w: case %s: rate mode %s with burstiness %v: burstiness (0 to 1000) goes with mode gamma and only there", ErrPlan, p.CaseID, r.Mode, fmtPtr(r.Burstiness))
 		}
 	}
+	if d := c.Duration; d != nil {
+		switch {
+		case c.Requests == nil:
+			return fmt.Errorf("%w: case %s declares a duration without requests: set requests, the most measured requests a row may send", ErrPlan, p.CaseID)
+		case !(d.Seconds > 0) || d.GraceSeconds < 0 || d.MinRequests < 1 || d.MinRequests > *c.Requests:
+			return fmt.Errorf("%w: case %s: duration %g s, grace %g s, min_requests %d: want a positive duration, a grace of 0 or more and 1 to requests (%d) minimum requests", ErrPlan, p.CaseID, d.Seconds, d.GraceSeconds, d.MinRequests, *c.Requests)
+		}
+	}
+	if st := c.Stop; st != nil && st.ErrorFraction == nil && st.ConsecutiveFailures == nil {
+		return fmt.Errorf("%w: case %s declares stop without a rule: declare error_fraction or consecutive_failures", ErrPlan, p.CaseID)
+	}
 	for i, pr := range p.Prompts {
 		if err := checkPrompt(pr); err != nil {
 			return fmt.Errorf("%w: prompt %d: %v", ErrPlan, i, err)
@@ -300,8 +311,9 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	r.failed.Store(0)
 	r.progress(ProgressRowStart, c, rep)
 	defer r.progress(ProgressRowDone, c, rep)
+	ctl := newRowCtl(ctx, &r.plan.Case)
 	if nWarm > 0 {
-		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep)
+		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep, nil)
 	}
 	var tel *Telemetry
 	var before []byte
@@ -315,9 +327,9 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			before = r.scrape(ctx, tel, "before")
 		}
 		if r.plan.Case.Rate != nil {
-			r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep)
+			r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl)
 		} else {
-			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep)
+			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl)
 		}
 	}
 	var rowMetrics []contract.Metric
@@ -347,6 +359,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	}
 	out.Row = metrics.Row(spec, out.Records)
 	out.Row.Metrics = append(out.Row.Metrics, rowMetrics...)
+	out.Row.Ended = ctl.finish(ctx, out.Records)
 	return out, nil
 }
 
@@ -359,7 +372,10 @@ func (r *runner) slo() contract.SLO {
 
 // closedLoop runs reqs with n workers released together; a worker's t_sched is the moment it
 // takes its next request.
-func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, n int, c, rep int64) {
+func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, n int, c, rep int64, ctl *rowCtl) {
+	if ctl != nil {
+		ctx = ctl.cut
+	}
 	var next atomic.Int64
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})
@@ -375,7 +391,11 @@ func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contrac
 				if i >= int64(len(reqs)) || ctx.Err() != nil {
 					return
 				}
-				recs[i] = r.do(ctx, &reqs[i], time.Now(), c, rep)
+				now := time.Now()
+				if ctl != nil && !ctl.take(now) {
+					return
+				}
+				recs[i] = r.do(ctx, &reqs[i], now, c, rep, ctl)
 			}
 		}()
 	}
@@ -398,8 +418,10 @@ func arrivals(rate *contract.Rate, n int, seed int64, c, rep int64) []time.Durat
 // openLoop dispatches reqs at their scheduled times, at most c in flight. The dispatcher runs on
 // a goroutine of its own, locked to a thread that sleeps until each deadline (see pacer) and then
 // writes the request itself; another goroutine waits for each response.
-func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, c, rep int64) {
+func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, c, rep int64, ctl *rowCtl) {
 	offsets := arrivals(r.plan.Case.Rate, len(reqs), r.plan.Seed, c, rep)
+	send := ctl.send
+	ctx = ctl.cut
 	slots := make(chan struct{}, c)
 	var wg sync.WaitGroup
 	dispatched := make(chan struct{})
@@ -410,19 +432,23 @@ func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.
 		t0 := time.Now()
 		for i := range reqs {
 			at := t0.Add(offsets[i])
-			if p.until(ctx, at) != nil {
+			if p.until(send, at) != nil {
 				return
 			}
 			select {
 			case slots <- struct{}{}:
-			case <-ctx.Done():
+			case <-send.Done():
+				return
+			}
+			if !ctl.take(at) {
+				<-slots
 				return
 			}
 			call := r.client.Start(ctx, r.request(&reqs[i]))
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				recs[i] = r.record(&reqs[i], call.Wait(), at, c, rep)
+				recs[i] = r.record(&reqs[i], call.Wait(), at, c, rep, ctl)
 				<-slots
 			}()
 		}
@@ -441,13 +467,13 @@ func (r *runner) request(q *request) Request {
 }
 
 // do sends one request and builds its record; sched is its t_sched.
-func (r *runner) do(ctx context.Context, q *request, sched time.Time, c, rep int64) *contract.RequestRecordDoc {
-	return r.record(q, r.client.Do(ctx, r.request(q)), sched, c, rep)
+func (r *runner) do(ctx context.Context, q *request, sched time.Time, c, rep int64, ctl *rowCtl) *contract.RequestRecordDoc {
+	return r.record(q, r.client.Do(ctx, r.request(q)), sched, c, rep, ctl)
 }
 
 // record turns a response into the request's record, checking the output assertions of a
 // measured success.
-func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int64) *contract.RequestRecordDoc {
+func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int64, ctl *rowCtl) *contract.RequestRecordDoc {
 	cs := &r.plan.Case
 	rec := &contract.RequestRecordDoc{
 		Schema: contract.RequestRecordSchema, CaseID: r.plan.CaseID, Row: contract.RowKey{Concurrency: c, Repetition: rep},
@@ -477,6 +503,10 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		if msg := failedAssertions(rec.Assertions); msg != "" {
 			rec.Error = reqError(ClassAssertion, "%s", msg)
 		}
+	}
+	if ctl != nil && !q.warmup {
+		ctl.cutClass(rec)
+		ctl.observe(rec.Error != nil)
 	}
 	if !q.warmup && r.plan.Progress != nil {
 		if rec.Error != nil {

@@ -735,17 +735,18 @@ const (
 	ErrorClassDuplicateFinishReason ErrorClass = "duplicate_finish_reason"
 	ErrorClassAssertion             ErrorClass = "assertion"
 	ErrorClassCancelled             ErrorClass = "cancelled"
+	ErrorClassCutAtGrace            ErrorClass = "cut_at_grace"
 )
 
 // ErrorClassValues lists the values of ErrorClass in contract order.
 func ErrorClassValues() []ErrorClass {
-	return []ErrorClass{ErrorClassConnection, ErrorClassHTTPStatus, ErrorClassTimeout, ErrorClassTruncatedStream, ErrorClassOversizeLine, ErrorClassMalformedEvent, ErrorClassMissingUsage, ErrorClassDuplicateUsage, ErrorClassInconsistentUsage, ErrorClassUsageExceedsMaxTokens, ErrorClassContentAfterFinish, ErrorClassDuplicateFinishReason, ErrorClassAssertion, ErrorClassCancelled}
+	return []ErrorClass{ErrorClassConnection, ErrorClassHTTPStatus, ErrorClassTimeout, ErrorClassTruncatedStream, ErrorClassOversizeLine, ErrorClassMalformedEvent, ErrorClassMissingUsage, ErrorClassDuplicateUsage, ErrorClassInconsistentUsage, ErrorClassUsageExceedsMaxTokens, ErrorClassContentAfterFinish, ErrorClassDuplicateFinishReason, ErrorClassAssertion, ErrorClassCancelled, ErrorClassCutAtGrace}
 }
 
 // Valid reports whether v is one of the values of ErrorClass.
 func (v ErrorClass) Valid() bool {
 	switch v {
-	case ErrorClassConnection, ErrorClassHTTPStatus, ErrorClassTimeout, ErrorClassTruncatedStream, ErrorClassOversizeLine, ErrorClassMalformedEvent, ErrorClassMissingUsage, ErrorClassDuplicateUsage, ErrorClassInconsistentUsage, ErrorClassUsageExceedsMaxTokens, ErrorClassContentAfterFinish, ErrorClassDuplicateFinishReason, ErrorClassAssertion, ErrorClassCancelled:
+	case ErrorClassConnection, ErrorClassHTTPStatus, ErrorClassTimeout, ErrorClassTruncatedStream, ErrorClassOversizeLine, ErrorClassMalformedEvent, ErrorClassMissingUsage, ErrorClassDuplicateUsage, ErrorClassInconsistentUsage, ErrorClassUsageExceedsMaxTokens, ErrorClassContentAfterFinish, ErrorClassDuplicateFinishReason, ErrorClassAssertion, ErrorClassCancelled, ErrorClassCutAtGrace:
 		return true
 	}
 	return false
@@ -1601,6 +1602,33 @@ func RowDeviceTelemetryFlagsValues() []RowDeviceTelemetryFlags {
 func (v RowDeviceTelemetryFlags) Valid() bool {
 	switch v {
 	case RowDeviceTelemetryFlagsThrottled, RowDeviceTelemetryFlagsECCUncorrectedChanged, RowDeviceTelemetryFlagsXidEvent, RowDeviceTelemetryFlagsTelemetryCallFailed:
+		return true
+	}
+	return false
+}
+
+// RowEndReason is the enum at caseresult/v1 #RowEnd.reason.
+//
+// CUE: caseresult/v1 #RowEnd.reason.
+type RowEndReason string
+
+// The values of RowEndReason.
+const (
+	RowEndReasonRequests            RowEndReason = "requests"
+	RowEndReasonDuration            RowEndReason = "duration"
+	RowEndReasonErrorFraction       RowEndReason = "error_fraction"
+	RowEndReasonConsecutiveFailures RowEndReason = "consecutive_failures"
+)
+
+// RowEndReasonValues lists the values of RowEndReason in contract order.
+func RowEndReasonValues() []RowEndReason {
+	return []RowEndReason{RowEndReasonRequests, RowEndReasonDuration, RowEndReasonErrorFraction, RowEndReasonConsecutiveFailures}
+}
+
+// Valid reports whether v is one of the values of RowEndReason.
+func (v RowEndReason) Valid() bool {
+	switch v {
+	case RowEndReasonRequests, RowEndReasonDuration, RowEndReasonErrorFraction, RowEndReasonConsecutiveFailures:
 		return true
 	}
 	return false

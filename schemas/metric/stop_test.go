@@ -1,0 +1,37 @@
+package metric
+
+import (
+	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+)
+
+// TestStopReplay: the error fraction fires only past its minimum count and strictly above its
+// fraction; consecutive failures fire on the streak, a success resets it; no rules, no stop.
+func TestStopReplay(t *testing.T) {
+	three := int64(3)
+	frac := &contract.StopRules{ErrorFraction: &contract.ErrorFractionRule{Above: 0.5, MinRequests: 4}}
+	cons := &contract.StopRules{ConsecutiveFailures: &three}
+	F, S := true, false
+	cases := []struct {
+		name     string
+		rules    *contract.StopRules
+		outcomes []bool
+		want     contract.RowEndReason
+		at       int
+	}{
+		{"fraction before its minimum", frac, []bool{F, F, F}, "", 0},
+		{"fraction at its minimum", frac, []bool{F, F, F, S}, contract.RowEndReasonErrorFraction, 4},
+		{"fraction exactly at the bound", frac, []bool{F, S, F, S, S, S}, "", 0},
+		{"fraction later", frac, []bool{S, S, S, S, F, F, F, F, F}, contract.RowEndReasonErrorFraction, 9},
+		{"streak", cons, []bool{F, F, S, F, F, F, S}, contract.RowEndReasonConsecutiveFailures, 6},
+		{"streak broken", cons, []bool{F, F, S, F, F, S, F, F}, "", 0},
+		{"no rules", nil, []bool{F, F, F, F, F}, "", 0},
+	}
+	for _, tc := range cases {
+		got, at := StopReplay(tc.rules, tc.outcomes)
+		if got != tc.want || at != tc.at {
+			t.Errorf("%s: %q after %d, want %q after %d", tc.name, got, at, tc.want, tc.at)
+		}
+	}
+}
