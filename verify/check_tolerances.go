@@ -160,7 +160,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 				if r.warmup {
 					continue
 				}
-				if r.failed {
+				if r.failed && !excusedFailure(row, wc, r) {
 					c.add(row.Records.Path, jp(r.line, "error"), ErrRequestFailed, "request %d failed (%s) in a passed result", r.index, r.errClass)
 				} else if r.assertFail > 0 {
 					c.add(row.Records.Path, jp(r.line, "assertions"), ErrRequestFailed, "request %d failed %d assertions in a passed result", r.index, r.assertFail)
@@ -194,6 +194,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 			c.add(path, base+"/fidelity/degraded", ErrRowMismatch, "degraded %v, the records say %v (p99 schedule lag bound %.3f ms)", fid.Degraded, rf.degraded, degradedLagP99Ms)
 		}
 		checkSchedule(c, path, row, wc, s.seed(), recs)
+		checkRowEnd(c, path, j, row, wc, recs, cr.Status == contract.StatusPassed)
 		if !checkLoad(c, path, j, row, wc, recs, tol) {
 			unchecked++
 		}
