@@ -14,6 +14,7 @@ import (
 
 	"github.com/in-toto/in-toto-golang/in_toto"
 	"github.com/qualkit/qualkit/schemas/attestfmt"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/secure-systems-lab/go-securesystemslib/cjson"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -81,7 +82,8 @@ func CampaignLink(root, receiptRel string) (*in_toto.Link, error) {
 		return nil, err
 	}
 	for i, a := range rc.Artifacts {
-		if !runOutputKinds[string(a.Kind)] || subjectKinds[string(a.Kind)] {
+		// the per-run evidence that is not a subject (contract.Kinds): the case output streams.
+		if !contract.Kinds[a.Kind].Evidence || contract.Kinds[a.Kind].Subject {
 			continue
 		}
 		h, err := hashSubject(root, a)

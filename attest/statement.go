@@ -33,36 +33,6 @@ var (
 	ErrPath = evidence.ErrPath
 )
 
-// subjectKinds are the receipt artifact kinds that become subjects, after the receipt itself.
-var subjectKinds = map[string]bool{
-	"case_result":      true,
-	"request_records":  true,
-	"lifecycle_record": true,
-	"server_log":       true,
-	// an evidence driver's outputs: its self-hashed result, the worker's output and its log.
-	"driver_result":        true,
-	"driver_worker_output": true,
-	"driver_log":           true,
-	// the device telemetry samples of serving rows.
-	"device_telemetry": true,
-}
-
-// runOutputKinds are the per-run evidence kinds left out of the predicate: the subjects, and the
-// captured case output streams (bound through the case results).
-var runOutputKinds = map[string]bool{
-	"case_result":          true,
-	"request_records":      true,
-	"lifecycle_record":     true,
-	"server_log":           true,
-	"case_stdout":          true,
-	"case_stderr":          true,
-	"driver_result":        true,
-	"driver_worker_output": true,
-	"driver_log":           true,
-	// the device telemetry samples of serving rows.
-	"device_telemetry": true,
-}
-
 // Predicate is the qualification predicate (attestfmt.PredicateType): what the campaign bound, copied from
 // the receipt. Its JSON keys are fixed by the verify module.
 type Predicate struct {
@@ -116,7 +86,7 @@ func Statement(root, receiptRel string) (*InTotoStatement, error) {
 	}
 	n := 1
 	for _, a := range rc.Artifacts {
-		if subjectKinds[string(a.Kind)] {
+		if contract.Kinds[a.Kind].Subject {
 			n++
 		}
 	}
@@ -128,11 +98,14 @@ func Statement(root, receiptRel string) (*InTotoStatement, error) {
 	pred := Predicate{ReceiptID: rc.ReceiptID, Source: rc.Source, Artifacts: []contract.Artifact{}, Workload: rc.Workload,
 		HostID: rc.Environment.HostID, Qualrun: rc.Qualification.Qualrun}
 	seen := map[string]bool{rel: true}
+	// The contracts declare each artifact kind's role (contract.Kinds): the subjects follow the
+	// receipt in receipt order; the per-run evidence (the subjects and the captured case output
+	// streams) stays out of the predicate.
 	for i, a := range rc.Artifacts {
-		if !runOutputKinds[string(a.Kind)] {
+		if !contract.Kinds[a.Kind].Evidence {
 			pred.Artifacts = append(pred.Artifacts, a)
 		}
-		if !subjectKinds[string(a.Kind)] {
+		if !contract.Kinds[a.Kind].Subject {
 			continue
 		}
 		hexDigest, err := hashSubject(root, a)

@@ -167,7 +167,7 @@ func syntheticRecord(c, i int64, promptID string) contract.RequestRecordDoc {
 	closeT := end + 100_000
 	status := int64(200)
 	seed := 1234 + i
-	finish := "length"
+	finish := contract.RecordFinishReasonLength
 	out := evidence.DigestOf([]byte(fmt.Sprintf("output %d %d", c, i)))
 	return contract.RequestRecordDoc{Schema: "qualkit.request-record.v1", CaseID: "chat-stream", Row: contract.RowKey{Concurrency: c, Repetition: 0},
 		Index: i, PromptID: promptID, Seed: &seed, BodyDigest: evidence.DigestOf([]byte(fmt.Sprintf("body %d", i))),

@@ -482,10 +482,21 @@ func variantOf(w *contract.WorkloadDoc, id string) *contract.Variant {
 	return nil
 }
 
-// inputKinds are the bound inputs that decide what ran; per mode some may differ.
-var inputKinds = []contract.ArtifactKind{contract.ArtifactKindModelWeight, contract.ArtifactKindModelConfig, contract.ArtifactKindTokenizer,
-	contract.ArtifactKindChatTemplate, contract.ArtifactKindModelFile, contract.ArtifactKindCorpus, contract.ArtifactKindWorkload,
-	contract.ArtifactKindRuntimeManifest, contract.ArtifactKindLaunchRecipe, contract.ArtifactKindServerBinary, contract.ArtifactKindConfigFile}
+// inputKinds are the bound inputs that decide what ran (every kind the contract does not call
+// evidence); per mode some may differ. The first are listed in the order compare has always
+// reported them; every other bound-input kind of the contract follows in contract order (the
+// driver's executable, script, request and model, which compare once left out).
+var inputKinds = func() []contract.ArtifactKind {
+	out := []contract.ArtifactKind{contract.ArtifactKindModelWeight, contract.ArtifactKindModelConfig, contract.ArtifactKindTokenizer,
+		contract.ArtifactKindChatTemplate, contract.ArtifactKindModelFile, contract.ArtifactKindCorpus, contract.ArtifactKindWorkload,
+		contract.ArtifactKindRuntimeManifest, contract.ArtifactKindLaunchRecipe, contract.ArtifactKindServerBinary, contract.ArtifactKindConfigFile}
+	for _, k := range contract.ArtifactKindValues() {
+		if !contract.Kinds[k].Evidence && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}()
 
 // artifacts compares the bound inputs (per-run evidence excluded) kind by kind.
 func (x *comparer) artifacts(mode Mode) {

@@ -20,9 +20,9 @@ import (
 const degradedLagP99Ms = metric.DegradedLagP99Ms
 
 const (
-	lowerBetter  = string(metric.LowerIsBetter)
-	higherBetter = string(metric.HigherIsBetter)
-	noDirection  = string(metric.NoDirection)
+	lowerBetter  = string(contract.DirectionLowerIsBetter)
+	higherBetter = string(contract.DirectionHigherIsBetter)
+	noDirection  = string(contract.DirectionNone)
 )
 
 // percentile is metric.Percentile (Hyndman and Fan's type 7) over sorted, non-empty xs.
@@ -77,7 +77,7 @@ func measuredRequests(records []*record) ([]metric.Request, []*record) {
 // recomputeRow applies the row formulas to a row's records (any order; warmups are ignored).
 func recomputeRow(spec rowSpec, records []*record) rowFacts {
 	reqs, measured := measuredRequests(records)
-	ms := metric.RowSpec{Concurrency: spec.concurrency, Loop: spec.loop, OfferedRate: spec.offered}
+	ms := metric.RowSpec{Concurrency: spec.concurrency, Loop: contract.RowLoop(spec.loop), OfferedRate: spec.offered}
 	if spec.sloKnown {
 		ms.SLO = &metric.SLO{TTFTMs: spec.slo.TTFTMs, ICLMs: spec.slo.ICLMs, E2EMs: spec.slo.E2EMs}
 	}

@@ -401,15 +401,6 @@ func isDigest(s []byte) bool {
 	return true
 }
 
-func oneOf(s []byte, options ...string) bool {
-	for _, o := range options {
-		if string(s) == o {
-			return true
-		}
-	}
-	return false
-}
-
 const maxSafeInteger = 9007199254740991
 
 // recordLimits are the request-record contract's limits the fast path checks, read from the
@@ -598,7 +589,7 @@ func (p *lineParser) record(r *record) bool {
 				return true
 			}
 			v, ok := p.str()
-			return ok && oneOf(v, "stop", "length", "tool_calls", "content_filter")
+			return ok && contract.RecordFinishReason(v).Valid()
 		case "output_digest":
 			if !s.first(fOutput) {
 				return false

@@ -93,7 +93,7 @@ func (r *run) telemetryRow(ct *caseTelemetry, recordsRel string, row *contract.R
 		return err
 	}
 	r.evidence = append(r.evidence, artifact.File{Kind: contract.ArtifactKindDeviceTelemetry, Path: rel, Abs: r.abs(rel)})
-	flags := []string{}
+	flags := []contract.RowDeviceTelemetryFlags{}
 	if ok {
 		sum := telemetry.Summarize(xs, start, end, tokens)
 		row.Metrics = append(row.Metrics, sum.Metrics...)
@@ -107,6 +107,6 @@ func (r *run) telemetryRow(ct *caseTelemetry, recordsRel string, row *contract.R
 		warnings = warnings[:64]
 	}
 	row.DeviceTelemetry = &contract.RowDeviceTelemetry{Samples: contract.FileRef{Path: rel, Digest: evidence.DigestOf(buf.Bytes())},
-		IntervalMs: ct.interval, Devices: ct.devices, Flags: contract.Enums[contract.RowDeviceTelemetryFlags](flags), Warnings: nonNil(warnings)}
+		IntervalMs: ct.interval, Devices: ct.devices, Flags: flags, Warnings: nonNil(warnings)}
 	return nil
 }

@@ -63,7 +63,7 @@ func check(as []assertion, promptID string, r *Response, maxTokens int64) []cont
 		case contract.AssertionOutcomeKindFinishReason:
 			got := "none" // not a contract value: a word of the detail
 			if r.FinishReason != nil {
-				got = *r.FinishReason
+				got = string(*r.FinishReason)
 			}
 			if pass = got == a.equals; !pass {
 				detail = fmt.Sprintf("finish_reason %s, want %s", got, a.equals)

@@ -743,7 +743,7 @@ func (s *scanner) usage(u *usageCounts) error {
 }
 
 // internFinish returns finish reasons without allocating for the common ones.
-func internFinish(v []byte) string {
+func internFinish(v []byte) string { // OpenAI finish reasons as the wire spells them
 	for _, f := range [...]string{"stop", "length", "tool_calls", "content_filter"} {
 		if string(v) == f {
 			return f

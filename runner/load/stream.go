@@ -35,7 +35,7 @@ type Response struct {
 	// total = prompt + completion.
 	Usage *contract.Usage
 	// FinishReason is the last finish_reason sent (nil when none).
-	FinishReason *string
+	FinishReason *contract.RecordFinishReason
 	// Text is the completion text: chat content deltas concatenated, or choices[0].text.
 	Text []byte
 	// Complete says the whole response arrived (the text is the whole completion).
@@ -631,12 +631,10 @@ func (s *stream) settle() {
 		s.resp.Usage = &contract.Usage{PromptTokens: u.prompt, CompletionTokens: u.compl, TotalTokens: u.total}
 	}
 	if s.hasFinish {
-		switch s.finishRaw {
-		case "stop", "length", "tool_calls", "content_filter":
-			f := s.finishRaw
+		if f := contract.RecordFinishReason(s.finishRaw); f.Valid() {
 			s.resp.FinishReason = &f
-		default:
-			s.fail(ClassMalformedEvent, "finish_reason %q is not one of stop, length, tool_calls, content_filter", clip(s.finishRaw, 64))
+		} else {
+			s.fail(ClassMalformedEvent, "finish_reason %q is not one of %s", clip(s.finishRaw, 64), strings.Join(contract.Strings(contract.RecordFinishReasonValues()), ", "))
 		}
 	}
 }

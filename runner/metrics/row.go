@@ -72,7 +72,7 @@ func Row(spec RowSpec, records []contract.RequestRecordDoc) contract.Row {
 		reqs[i] = Request(r)
 	}
 	slo := formulas.SLO{TTFTMs: spec.SLO.TTFTMs, ICLMs: spec.SLO.ICLMs, E2EMs: spec.SLO.E2EMs}
-	res := formulas.Row(formulas.RowSpec{Concurrency: spec.Concurrency, Loop: string(spec.Loop), OfferedRate: spec.OfferedRate, SLO: &slo}, reqs)
+	res := formulas.Row(formulas.RowSpec{Concurrency: spec.Concurrency, Loop: spec.Loop, OfferedRate: spec.OfferedRate, SLO: &slo}, reqs)
 	f := res.Fidelity
 	row := contract.Row{
 		Concurrency: spec.Concurrency, Repetition: spec.Repetition, Loop: spec.Loop,

@@ -146,7 +146,7 @@ func TestNVMLCallFailsMidRun(t *testing.T) {
 		t.Fatalf("%d good readings, %d failed: want both", ok, failed)
 	}
 	sum := Summarize(xs, xs[0].TNs, xs[len(xs)-1].TNs, 1)
-	if !slices.Contains(sum.Flags, FlagCallFailed) {
+	if !slices.Contains(sum.Flags, contract.RowDeviceTelemetryFlagsTelemetryCallFailed) {
 		t.Errorf("flags %v", sum.Flags)
 	}
 }

@@ -14,18 +14,10 @@ const (
 	FormulaThrottled      = formulas.DeviceThrottledSeconds
 )
 
-// Flags a row's device telemetry can raise.
-const (
-	FlagThrottled  = formulas.FlagThrottled
-	FlagECCChanged = formulas.FlagECCChanged
-	FlagXid        = formulas.FlagXid
-	FlagCallFailed = formulas.FlagCallFailed
-)
-
 // Summary is a row's device telemetry, summarised over the row's window [start, end] (ns).
 type Summary struct {
 	Metrics  []contract.Metric
-	Flags    []string
+	Flags    []contract.RowDeviceTelemetryFlags
 	Warnings []string
 }
 

@@ -103,7 +103,7 @@ func TestSummarizeEnergyCounter(t *testing.T) {
 	if th := metric(t, s, "device_throttled_seconds"); !near(th, 0.5) {
 		t.Errorf("throttled %g s, want 0.5", th)
 	}
-	if !slices.Equal(s.Flags, []string{FlagThrottled}) {
+	if !slices.Equal(s.Flags, []contract.RowDeviceTelemetryFlags{contract.RowDeviceTelemetryFlagsThrottled}) {
 		t.Errorf("flags %v", s.Flags)
 	}
 }
@@ -139,7 +139,7 @@ func TestSummarizeFlagsCounters(t *testing.T) {
 	b.XidEvents = ptr(int64(1))
 	b.Errors = []string{"GetPowerUsage: ERROR_GPU_IS_LOST"}
 	s := Summarize([]contract.TelemetrySampleDoc{a, b}, 0, 1000e6, 1)
-	if !slices.Equal(s.Flags, []string{FlagECCChanged, FlagXid, FlagCallFailed}) {
+	if !slices.Equal(s.Flags, []contract.RowDeviceTelemetryFlags{contract.RowDeviceTelemetryFlagsECCUncorrectedChanged, contract.RowDeviceTelemetryFlagsXidEvent, contract.RowDeviceTelemetryFlagsTelemetryCallFailed}) {
 		t.Errorf("flags %v", s.Flags)
 	}
 }

@@ -1426,6 +1426,33 @@ func (v RateMode) Valid() bool {
 	return false
 }
 
+// RecordFinishReason is the enum at request/v1 #Record.finish_reason.
+//
+// CUE: request/v1 #Record.finish_reason.
+type RecordFinishReason string
+
+// The values of RecordFinishReason.
+const (
+	RecordFinishReasonStop          RecordFinishReason = "stop"
+	RecordFinishReasonLength        RecordFinishReason = "length"
+	RecordFinishReasonToolCalls     RecordFinishReason = "tool_calls"
+	RecordFinishReasonContentFilter RecordFinishReason = "content_filter"
+)
+
+// RecordFinishReasonValues lists the values of RecordFinishReason in contract order.
+func RecordFinishReasonValues() []RecordFinishReason {
+	return []RecordFinishReason{RecordFinishReasonStop, RecordFinishReasonLength, RecordFinishReasonToolCalls, RecordFinishReasonContentFilter}
+}
+
+// Valid reports whether v is one of the values of RecordFinishReason.
+func (v RecordFinishReason) Valid() bool {
+	switch v {
+	case RecordFinishReasonStop, RecordFinishReasonLength, RecordFinishReasonToolCalls, RecordFinishReasonContentFilter:
+		return true
+	}
+	return false
+}
+
 // RecordVerdict is the enum at lifecycle/v1 #Record.verdict.
 //
 // CUE: lifecycle/v1 #Record.verdict.

@@ -1395,10 +1395,10 @@ type RequestRecordDoc struct {
 	// TEndNs: last content event.
 	TEndNs *int64 `json:"t_end_ns"`
 	// TCloseNs: stream closed.
-	TCloseNs     *int64  `json:"t_close_ns"`
-	StatusCode   *int64  `json:"status_code"`
-	Usage        *Usage  `json:"usage"`
-	FinishReason *string `json:"finish_reason"`
+	TCloseNs     *int64              `json:"t_close_ns"`
+	StatusCode   *int64              `json:"status_code"`
+	Usage        *Usage              `json:"usage"`
+	FinishReason *RecordFinishReason `json:"finish_reason"`
 	// OutputDigest hashes the completion text's UTF-8 bytes.
 	OutputDigest *string            `json:"output_digest"`
 	Assertions   []AssertionOutcome `json:"assertions"`

@@ -1,5 +1,7 @@
 package metric
 
+import "github.com/qualkit/qualkit/schemas/contract"
+
 // Headline lists the row metrics summarized across a serving case's rows, in emission order: each
 // becomes Name + ".worst_row" (the largest value of a lower-is-better metric, aggregation max; the
 // smallest of a higher-is-better one, aggregation min) or, when Best, Name + ".best_row" (the
@@ -29,11 +31,11 @@ func (h HeadlineMetric) Suffix() string {
 }
 
 // Aggregation is the case metric's aggregation for a row metric of direction d.
-func (h HeadlineMetric) Aggregation(d Direction) Aggregation {
-	if !h.Best && d == HigherIsBetter {
-		return Min
+func (h HeadlineMetric) Aggregation(d contract.Direction) contract.Aggregation {
+	if !h.Best && d == contract.DirectionHigherIsBetter {
+		return contract.AggregationMin
 	}
-	return Max
+	return contract.AggregationMax
 }
 
 // HeadlineMetric is a row metric a case summarizes: its worst row, or its best when Best.
@@ -76,7 +78,7 @@ func CaseSummary(rows []CaseRow) []Value {
 				if m.Name != h.Name || m.Diagnostic {
 					continue
 				}
-				hb := m.Direction == HigherIsBetter
+				hb := m.Direction == contract.DirectionHigherIsBetter
 				if n == 0 ||
 					(h.Best && m.Value > pick.Value) ||
 					(!h.Best && hb && m.Value < pick.Value) ||

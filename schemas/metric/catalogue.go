@@ -1,42 +1,14 @@
 package metric
 
-import "strings"
+import (
+	"strings"
 
-// Unit is a metric's unit ("ms", "tokens/s", ...).
-type Unit string
-
-// Aggregation says how a metric's samples became its value ("p50", "mean", "rate", ...).
-type Aggregation string
-
-// Direction says which way a metric is better.
-type Direction string
-
-// Directions.
-const (
-	LowerIsBetter  Direction = "lower_is_better"
-	HigherIsBetter Direction = "higher_is_better"
-	NoDirection    Direction = "none"
-)
-
-// Aggregations.
-const (
-	P50   Aggregation = "p50"
-	P90   Aggregation = "p90"
-	P95   Aggregation = "p95"
-	P99   Aggregation = "p99"
-	P999  Aggregation = "p99.9"
-	Min   Aggregation = "min"
-	Max   Aggregation = "max"
-	Mean  Aggregation = "mean"
-	Count Aggregation = "count"
-	Sum   Aggregation = "sum"
-	Rate  Aggregation = "rate"
-	Exact Aggregation = "exact"
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // DistributionAggregations are the statistics a distribution is emitted as, in emission order
 // (P999 only with at least MinSamplesP999 samples).
-var DistributionAggregations = []Aggregation{P50, P90, P95, P99, P999, Min, Max, Mean}
+var DistributionAggregations = []contract.Aggregation{contract.AggregationP50, contract.AggregationP90, contract.AggregationP95, contract.AggregationP99, contract.AggregationP99_9, contract.AggregationMin, contract.AggregationMax, contract.AggregationMean}
 
 // Scope says where a formula's metric is reported.
 type Scope string
@@ -51,9 +23,10 @@ const (
 // Identity is what makes two metrics of one name comparable: the same unit, aggregation,
 // direction and formula id.
 type Identity struct {
-	Unit        Unit
-	Aggregation Aggregation
-	Direction   Direction
+	// Unit is the metric's unit ("ms", "tokens/s", ...): free text in the contract.
+	Unit        string
+	Aggregation contract.Aggregation
+	Direction   contract.Direction
 	Formula     string
 }
 
@@ -61,13 +34,13 @@ type Identity struct {
 type Formula struct {
 	ID        string
 	Scope     Scope
-	Unit      Unit
-	Direction Direction
+	Unit      string
+	Direction contract.Direction
 	// Name is the metric name; for a distribution the family, emitted as Name + "." + each of
 	// DistributionAggregations; for a per-class formula the prefix before the class.
 	Name string
 	// Aggregation is the metric's aggregation; empty for a distribution.
-	Aggregation Aggregation
+	Aggregation contract.Aggregation
 	// Distribution: a per-request (or per-gap) distribution summarized by Summarize.
 	Distribution bool
 	// PerClass: one metric Name + class for each error class that occurred.
@@ -76,7 +49,7 @@ type Formula struct {
 	Diagnostic bool
 	// CaseName and CaseAggregation: the case metric the formula also defines, if any.
 	CaseName        string
-	CaseAggregation Aggregation
+	CaseAggregation contract.Aggregation
 }
 
 // Identity is the identity of the formula's metric (for a distribution, Aggregation is empty:
@@ -125,43 +98,43 @@ const (
 
 // Catalogue lists every formula of a serving row and case, in the order a row emits them.
 var Catalogue = []Formula{
-	{ID: TTFT, Scope: RowScope, Name: "ttft_ms", Unit: "ms", Direction: LowerIsBetter, Distribution: true},
-	{ID: TTFTSched, Scope: RowScope, Name: "ttft_sched_ms", Unit: "ms", Direction: LowerIsBetter, Distribution: true},
-	{ID: TTFB, Scope: RowScope, Name: "ttfb_ms", Unit: "ms", Direction: LowerIsBetter, Distribution: true},
-	{ID: E2E, Scope: RowScope, Name: "e2e_ms", Unit: "ms", Direction: LowerIsBetter, Distribution: true},
-	{ID: E2ESched, Scope: RowScope, Name: "e2e_sched_ms", Unit: "ms", Direction: LowerIsBetter, Distribution: true},
-	{ID: TPOT, Scope: RowScope, Name: "tpot_ms", Unit: "ms", Direction: LowerIsBetter, Distribution: true},
-	{ID: DecodeRate, Scope: RowScope, Name: "decode_rate", Unit: "tokens/s", Direction: HigherIsBetter, Distribution: true},
-	{ID: ICL, Scope: RowScope, Name: "icl_ms", Unit: "ms", Direction: LowerIsBetter, Distribution: true},
-	{ID: ICLMax, Scope: RowScope, Name: "icl_max_ms", Unit: "ms", Direction: LowerIsBetter, Distribution: true},
-	{ID: ChunkingFactor, Scope: RowScope, Name: "chunking_factor.mean", Unit: "tokens/event", Aggregation: Mean, Direction: NoDirection},
-	{ID: RequestFailures, Scope: RowScope, Name: "request_failures", Unit: "requests", Aggregation: Count, Direction: LowerIsBetter,
-		CaseName: "request_failures.sum", CaseAggregation: Sum},
-	{ID: RequestFailuresByClass, Scope: RowScope, Name: "request_failures.", PerClass: true, Unit: "requests", Aggregation: Count, Direction: LowerIsBetter},
-	{ID: OutputTokens, Scope: RowScope, Name: "output_tokens.sum", Unit: "tokens", Aggregation: Sum, Direction: NoDirection},
-	{ID: PromptTokens, Scope: RowScope, Name: "prompt_tokens.sum", Unit: "tokens", Aggregation: Sum, Direction: NoDirection},
-	{ID: RequestWindow, Scope: RowScope, Name: "window_s", Unit: "s", Aggregation: Exact, Direction: NoDirection},
-	{ID: RequestThroughput, Scope: RowScope, Name: "request_throughput", Unit: "requests/s", Aggregation: Rate, Direction: HigherIsBetter},
-	{ID: OutputThroughputWindow, Scope: RowScope, Name: "output_throughput_window", Unit: "tokens/s", Aggregation: Rate, Direction: HigherIsBetter},
-	{ID: TotalThroughputWindow, Scope: RowScope, Name: "total_throughput_window", Unit: "tokens/s", Aggregation: Rate, Direction: HigherIsBetter},
-	{ID: SLOGoodput, Scope: RowScope, Name: "slo_goodput", Unit: "requests/s", Aggregation: Rate, Direction: HigherIsBetter},
-	{ID: SLOGoodputTokens, Scope: RowScope, Name: "slo_goodput_tokens", Unit: "tokens/s", Aggregation: Rate, Direction: HigherIsBetter},
-	{ID: SLOGoodFraction, Scope: RowScope, Name: "slo_good_fraction", Unit: "fraction", Aggregation: Mean, Direction: HigherIsBetter},
-	{ID: ScheduleLag, Scope: RowScope, Name: "schedule_lag_ms", Unit: "ms", Direction: LowerIsBetter, Distribution: true},
-	{ID: DispatchSpread, Scope: RowScope, Name: "dispatch_spread_ms", Unit: "ms", Aggregation: Exact, Direction: LowerIsBetter},
-	{ID: AchievedRate, Scope: RowScope, Name: "achieved_rate", Unit: "requests/s", Aggregation: Rate, Direction: NoDirection},
+	{ID: TTFT, Scope: RowScope, Name: "ttft_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	{ID: TTFTSched, Scope: RowScope, Name: "ttft_sched_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	{ID: TTFB, Scope: RowScope, Name: "ttfb_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	{ID: E2E, Scope: RowScope, Name: "e2e_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	{ID: E2ESched, Scope: RowScope, Name: "e2e_sched_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	{ID: TPOT, Scope: RowScope, Name: "tpot_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	{ID: DecodeRate, Scope: RowScope, Name: "decode_rate", Unit: "tokens/s", Direction: contract.DirectionHigherIsBetter, Distribution: true},
+	{ID: ICL, Scope: RowScope, Name: "icl_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	{ID: ICLMax, Scope: RowScope, Name: "icl_max_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	{ID: ChunkingFactor, Scope: RowScope, Name: "chunking_factor.mean", Unit: "tokens/event", Aggregation: contract.AggregationMean, Direction: contract.DirectionNone},
+	{ID: RequestFailures, Scope: RowScope, Name: "request_failures", Unit: "requests", Aggregation: contract.AggregationCount, Direction: contract.DirectionLowerIsBetter,
+		CaseName: "request_failures.sum", CaseAggregation: contract.AggregationSum},
+	{ID: RequestFailuresByClass, Scope: RowScope, Name: "request_failures.", PerClass: true, Unit: "requests", Aggregation: contract.AggregationCount, Direction: contract.DirectionLowerIsBetter},
+	{ID: OutputTokens, Scope: RowScope, Name: "output_tokens.sum", Unit: "tokens", Aggregation: contract.AggregationSum, Direction: contract.DirectionNone},
+	{ID: PromptTokens, Scope: RowScope, Name: "prompt_tokens.sum", Unit: "tokens", Aggregation: contract.AggregationSum, Direction: contract.DirectionNone},
+	{ID: RequestWindow, Scope: RowScope, Name: "window_s", Unit: "s", Aggregation: contract.AggregationExact, Direction: contract.DirectionNone},
+	{ID: RequestThroughput, Scope: RowScope, Name: "request_throughput", Unit: "requests/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionHigherIsBetter},
+	{ID: OutputThroughputWindow, Scope: RowScope, Name: "output_throughput_window", Unit: "tokens/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionHigherIsBetter},
+	{ID: TotalThroughputWindow, Scope: RowScope, Name: "total_throughput_window", Unit: "tokens/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionHigherIsBetter},
+	{ID: SLOGoodput, Scope: RowScope, Name: "slo_goodput", Unit: "requests/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionHigherIsBetter},
+	{ID: SLOGoodputTokens, Scope: RowScope, Name: "slo_goodput_tokens", Unit: "tokens/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionHigherIsBetter},
+	{ID: SLOGoodFraction, Scope: RowScope, Name: "slo_good_fraction", Unit: "fraction", Aggregation: contract.AggregationMean, Direction: contract.DirectionHigherIsBetter},
+	{ID: ScheduleLag, Scope: RowScope, Name: "schedule_lag_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	{ID: DispatchSpread, Scope: RowScope, Name: "dispatch_spread_ms", Unit: "ms", Aggregation: contract.AggregationExact, Direction: contract.DirectionLowerIsBetter},
+	{ID: AchievedRate, Scope: RowScope, Name: "achieved_rate", Unit: "requests/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionNone},
 	// A server counter family's delta between two /metrics scrapes: "server.<family>.delta", in
 	// the family's own unit (count, s or bytes).
-	{ID: TelemetryDelta, Scope: RowScope, Name: "server.", PerClass: true, Aggregation: Sum, Direction: NoDirection, Diagnostic: true},
-	{ID: DeviceEnergy, Scope: RowScope, Name: "device_energy_j", Unit: "J", Aggregation: Sum, Direction: LowerIsBetter, Diagnostic: true},
-	{ID: DeviceEnergyPerOutputToken, Scope: RowScope, Name: "device_energy_per_output_token_j", Unit: "J/token", Aggregation: Exact, Direction: LowerIsBetter, Diagnostic: true},
-	{ID: DevicePowerMean, Scope: RowScope, Name: "device_power_mean_w", Unit: "W", Aggregation: Mean, Direction: LowerIsBetter, Diagnostic: true},
-	{ID: DeviceThrottledSeconds, Scope: RowScope, Name: "device_throttled_seconds", Unit: "s", Aggregation: Max, Direction: LowerIsBetter, Diagnostic: true},
-	{ID: RequestCount, Scope: CaseScope, Name: "request_count", Unit: "count", Aggregation: Count, Direction: NoDirection},
-	{ID: RowCount, Scope: CaseScope, Name: "row_count", Unit: "count", Aggregation: Count, Direction: NoDirection},
-	{ID: DegradedRows, Scope: CaseScope, Name: "degraded_rows", Unit: "rows", Aggregation: Count, Direction: LowerIsBetter},
-	{ID: ResultsPassed, Scope: ReceiptScope, Name: "results_passed", Unit: "count", Aggregation: Count, Direction: HigherIsBetter},
-	{ID: ResultsFailed, Scope: ReceiptScope, Name: "results_failed", Unit: "count", Aggregation: Count, Direction: LowerIsBetter},
+	{ID: TelemetryDelta, Scope: RowScope, Name: "server.", PerClass: true, Aggregation: contract.AggregationSum, Direction: contract.DirectionNone, Diagnostic: true},
+	{ID: DeviceEnergy, Scope: RowScope, Name: "device_energy_j", Unit: "J", Aggregation: contract.AggregationSum, Direction: contract.DirectionLowerIsBetter, Diagnostic: true},
+	{ID: DeviceEnergyPerOutputToken, Scope: RowScope, Name: "device_energy_per_output_token_j", Unit: "J/token", Aggregation: contract.AggregationExact, Direction: contract.DirectionLowerIsBetter, Diagnostic: true},
+	{ID: DevicePowerMean, Scope: RowScope, Name: "device_power_mean_w", Unit: "W", Aggregation: contract.AggregationMean, Direction: contract.DirectionLowerIsBetter, Diagnostic: true},
+	{ID: DeviceThrottledSeconds, Scope: RowScope, Name: "device_throttled_seconds", Unit: "s", Aggregation: contract.AggregationMax, Direction: contract.DirectionLowerIsBetter, Diagnostic: true},
+	{ID: RequestCount, Scope: CaseScope, Name: "request_count", Unit: "count", Aggregation: contract.AggregationCount, Direction: contract.DirectionNone},
+	{ID: RowCount, Scope: CaseScope, Name: "row_count", Unit: "count", Aggregation: contract.AggregationCount, Direction: contract.DirectionNone},
+	{ID: DegradedRows, Scope: CaseScope, Name: "degraded_rows", Unit: "rows", Aggregation: contract.AggregationCount, Direction: contract.DirectionLowerIsBetter},
+	{ID: ResultsPassed, Scope: ReceiptScope, Name: "results_passed", Unit: "count", Aggregation: contract.AggregationCount, Direction: contract.DirectionHigherIsBetter},
+	{ID: ResultsFailed, Scope: ReceiptScope, Name: "results_failed", Unit: "count", Aggregation: contract.AggregationCount, Direction: contract.DirectionLowerIsBetter},
 }
 
 // SLOMetrics are the row metrics that need the serving case's SLO (with no SLO known they are
@@ -196,9 +169,9 @@ func RowIdentity(name string) (Identity, bool) {
 		switch {
 		case f.Distribution:
 			fam, agg, ok := strings.Cut(name, ".")
-			if ok && fam == f.Name && isDistributionAggregation(Aggregation(agg)) {
+			if ok && fam == f.Name && isDistributionAggregation(contract.Aggregation(agg)) {
 				id := f.Identity()
-				id.Aggregation = Aggregation(agg)
+				id.Aggregation = contract.Aggregation(agg)
 				return id, true
 			}
 		case f.PerClass:
@@ -222,7 +195,7 @@ func definedRowName(name string) bool {
 	return false
 }
 
-func isDistributionAggregation(a Aggregation) bool {
+func isDistributionAggregation(a contract.Aggregation) bool {
 	for _, d := range DistributionAggregations {
 		if a == d {
 			return true

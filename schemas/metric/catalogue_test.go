@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/depcheck"
 )
 
@@ -47,7 +48,7 @@ func TestCatalogueWellFormed(t *testing.T) {
 		if f.Distribution == (f.Aggregation != "") {
 			t.Errorf("%s: a distribution has no aggregation of its own, a scalar has one", f.ID)
 		}
-		if f.Direction != LowerIsBetter && f.Direction != HigherIsBetter && f.Direction != NoDirection {
+		if !f.Direction.Valid() {
 			t.Errorf("%s: direction %q", f.ID, f.Direction)
 		}
 		if f.Unit == "" && f.ID != TelemetryDelta {
@@ -65,14 +66,14 @@ func TestCatalogueWellFormed(t *testing.T) {
 // defines.
 func TestIdentities(t *testing.T) {
 	for name, want := range map[string]Identity{
-		"ttft_ms.p99":              {"ms", P99, LowerIsBetter, TTFT},
-		"decode_rate.p99.9":        {"tokens/s", P999, HigherIsBetter, DecodeRate},
-		"icl_max_ms.mean":          {"ms", Mean, LowerIsBetter, ICLMax},
-		"output_throughput_window": {"tokens/s", Rate, HigherIsBetter, OutputThroughputWindow},
-		"request_failures":         {"requests", Count, LowerIsBetter, RequestFailures},
-		"request_failures.timeout": {"requests", Count, LowerIsBetter, RequestFailuresByClass},
-		"chunking_factor.mean":     {"tokens/event", Mean, NoDirection, ChunkingFactor},
-		"window_s":                 {"s", Exact, NoDirection, RequestWindow},
+		"ttft_ms.p99":              {"ms", contract.AggregationP99, contract.DirectionLowerIsBetter, TTFT},
+		"decode_rate.p99.9":        {"tokens/s", contract.AggregationP99_9, contract.DirectionHigherIsBetter, DecodeRate},
+		"icl_max_ms.mean":          {"ms", contract.AggregationMean, contract.DirectionLowerIsBetter, ICLMax},
+		"output_throughput_window": {"tokens/s", contract.AggregationRate, contract.DirectionHigherIsBetter, OutputThroughputWindow},
+		"request_failures":         {"requests", contract.AggregationCount, contract.DirectionLowerIsBetter, RequestFailures},
+		"request_failures.timeout": {"requests", contract.AggregationCount, contract.DirectionLowerIsBetter, RequestFailuresByClass},
+		"chunking_factor.mean":     {"tokens/event", contract.AggregationMean, contract.DirectionNone, ChunkingFactor},
+		"window_s":                 {"s", contract.AggregationExact, contract.DirectionNone, RequestWindow},
 	} {
 		if got, ok := RowIdentity(name); !ok || got != want {
 			t.Errorf("RowIdentity(%s) = %+v %v, want %+v", name, got, ok, want)
@@ -84,13 +85,13 @@ func TestIdentities(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]Identity{
-		"decode_rate.p50.worst_row":         {"tokens/s", Min, HigherIsBetter, DecodeRate},
-		"ttft_ms.p99.worst_row":             {"ms", Max, LowerIsBetter, TTFT},
-		"output_throughput_window.best_row": {"tokens/s", Max, HigherIsBetter, OutputThroughputWindow},
-		"request_count":                     {"count", Count, NoDirection, RequestCount},
-		"row_count":                         {"count", Count, NoDirection, RowCount},
-		"request_failures.sum":              {"requests", Sum, LowerIsBetter, RequestFailures},
-		"degraded_rows":                     {"rows", Count, LowerIsBetter, DegradedRows},
+		"decode_rate.p50.worst_row":         {"tokens/s", contract.AggregationMin, contract.DirectionHigherIsBetter, DecodeRate},
+		"ttft_ms.p99.worst_row":             {"ms", contract.AggregationMax, contract.DirectionLowerIsBetter, TTFT},
+		"output_throughput_window.best_row": {"tokens/s", contract.AggregationMax, contract.DirectionHigherIsBetter, OutputThroughputWindow},
+		"request_count":                     {"count", contract.AggregationCount, contract.DirectionNone, RequestCount},
+		"row_count":                         {"count", contract.AggregationCount, contract.DirectionNone, RowCount},
+		"request_failures.sum":              {"requests", contract.AggregationSum, contract.DirectionLowerIsBetter, RequestFailures},
+		"degraded_rows":                     {"rows", contract.AggregationCount, contract.DirectionLowerIsBetter, DegradedRows},
 	} {
 		if got, ok := CaseIdentity(name); !ok || got != want {
 			t.Errorf("CaseIdentity(%s) = %+v %v, want %+v", name, got, ok, want)
@@ -125,14 +126,14 @@ func TestPercentileHand(t *testing.T) {
 
 // TestCaseHand: the case formulas over three hand-made rows.
 func TestCaseHand(t *testing.T) {
-	v := func(name string, x float64, dir Direction) Value {
-		return Value{Name: name, Value: x, Unit: "u", Aggregation: P99, Direction: dir, Formula: "f.v1"}
+	v := func(name string, x float64, dir contract.Direction) Value {
+		return Value{Name: name, Value: x, Unit: "u", Aggregation: contract.AggregationP99, Direction: dir, Formula: "f.v1"}
 	}
 	rows := []CaseRow{
-		{Requests: 10, Failures: 1, Metrics: []Value{v("ttft_ms.p99", 10, LowerIsBetter), v("request_throughput", 5, HigherIsBetter), v("slo_good_fraction", 0.9, HigherIsBetter),
-			{Name: "ttft_ms.p50", Value: 999, Direction: LowerIsBetter, Diagnostic: true}}},
-		{Requests: 20, Failures: 2, Degraded: true, Metrics: []Value{v("ttft_ms.p99", 30, LowerIsBetter), v("request_throughput", 7, HigherIsBetter), v("slo_good_fraction", 0.5, HigherIsBetter)}},
-		{Requests: 5, Metrics: []Value{v("ttft_ms.p99", 20, LowerIsBetter)}},
+		{Requests: 10, Failures: 1, Metrics: []Value{v("ttft_ms.p99", 10, contract.DirectionLowerIsBetter), v("request_throughput", 5, contract.DirectionHigherIsBetter), v("slo_good_fraction", 0.9, contract.DirectionHigherIsBetter),
+			{Name: "ttft_ms.p50", Value: 999, Direction: contract.DirectionLowerIsBetter, Diagnostic: true}}},
+		{Requests: 20, Failures: 2, Degraded: true, Metrics: []Value{v("ttft_ms.p99", 30, contract.DirectionLowerIsBetter), v("request_throughput", 7, contract.DirectionHigherIsBetter), v("slo_good_fraction", 0.5, contract.DirectionHigherIsBetter)}},
+		{Requests: 5, Metrics: []Value{v("ttft_ms.p99", 20, contract.DirectionLowerIsBetter)}},
 	}
 	got := map[string]Value{}
 	for _, x := range append(CaseCounts(rows), CaseSummary(rows)...) {
@@ -141,16 +142,16 @@ func TestCaseHand(t *testing.T) {
 	for _, w := range []struct {
 		name    string
 		v       float64
-		agg     Aggregation
+		agg     contract.Aggregation
 		samples int
 	}{
-		{"request_count", 35, Count, 35},
-		{"row_count", 3, Count, 3},
-		{"ttft_ms.p99.worst_row", 30, Max, 3},
-		{"request_throughput.best_row", 7, Max, 2},
-		{"slo_good_fraction.worst_row", 0.5, Min, 2},
-		{"request_failures.sum", 3, Sum, 3},
-		{"degraded_rows", 1, Count, 3},
+		{"request_count", 35, contract.AggregationCount, 35},
+		{"row_count", 3, contract.AggregationCount, 3},
+		{"ttft_ms.p99.worst_row", 30, contract.AggregationMax, 3},
+		{"request_throughput.best_row", 7, contract.AggregationMax, 2},
+		{"slo_good_fraction.worst_row", 0.5, contract.AggregationMin, 2},
+		{"request_failures.sum", 3, contract.AggregationSum, 3},
+		{"degraded_rows", 1, contract.AggregationCount, 3},
 	} {
 		x, ok := got[w.name]
 		if !ok || x.Value != w.v || x.Aggregation != w.agg || x.Samples != w.samples {
@@ -164,8 +165,8 @@ func TestCaseHand(t *testing.T) {
 		t.Errorf("%d metrics: %v", len(got), got)
 	}
 	rc := ReceiptCounts(2, 1, 3)
-	if len(rc) != 2 || rc[0] != (Value{Name: "results_passed", Value: 2, Unit: "count", Aggregation: Count, Direction: HigherIsBetter, Formula: ResultsPassed, Samples: 3}) ||
-		rc[1] != (Value{Name: "results_failed", Value: 1, Unit: "count", Aggregation: Count, Direction: LowerIsBetter, Formula: ResultsFailed, Samples: 3}) {
+	if len(rc) != 2 || rc[0] != (Value{Name: "results_passed", Value: 2, Unit: "count", Aggregation: contract.AggregationCount, Direction: contract.DirectionHigherIsBetter, Formula: ResultsPassed, Samples: 3}) ||
+		rc[1] != (Value{Name: "results_failed", Value: 1, Unit: "count", Aggregation: contract.AggregationCount, Direction: contract.DirectionLowerIsBetter, Formula: ResultsFailed, Samples: 3}) {
 		t.Errorf("receipt counts %+v", rc)
 	}
 }
@@ -178,7 +179,7 @@ func TestRowValuesHaveTheirIdentity(t *testing.T) {
 		{Sched: 20e6, Send: 20.5e6, HasSend: true, Close: 21e6, HasClose: true, Failed: true, ErrorClass: "timeout"},
 		{Sched: 21e6, Send: 21.2e6, HasSend: true, Hdr: 22e6, HasHdr: true, End: 35e6, HasEnd: true, Content: []int64{30e6, 31e6, 35e6}, HasUsage: true, Completion: 3, Prompt: 2},
 	}
-	for _, loop := range []string{ClosedLoop, OpenLoop} {
+	for _, loop := range contract.RowLoopValues() {
 		res := Row(RowSpec{Concurrency: 2, Loop: loop, SLO: &SLO{}}, reqs)
 		if len(res.Values) < 40 {
 			t.Fatalf("%s: only %d values", loop, len(res.Values))

@@ -12,8 +12,8 @@ func MetricsOf(vs []Value) []contract.Metric {
 	out := make([]contract.Metric, len(vs))
 	for i, v := range vs {
 		n := int64(v.Samples)
-		out[i] = contract.Metric{Name: v.Name, Value: v.Value, Unit: string(v.Unit), Aggregation: contract.Aggregation(v.Aggregation),
-			Direction: contract.Direction(v.Direction), Formula: v.Formula, Samples: &n, Diagnostic: v.Diagnostic}
+		out[i] = contract.Metric{Name: v.Name, Value: v.Value, Unit: v.Unit, Aggregation: v.Aggregation,
+			Direction: v.Direction, Formula: v.Formula, Samples: &n, Diagnostic: v.Diagnostic}
 	}
 	return out
 }
@@ -25,8 +25,8 @@ func CaseRowsOf(rows []contract.Row) []CaseRow {
 	for i, r := range rows {
 		vs := make([]Value, len(r.Metrics))
 		for k, m := range r.Metrics {
-			vs[k] = Value{Name: m.Name, Value: m.Value, Unit: Unit(m.Unit), Aggregation: Aggregation(m.Aggregation),
-				Direction: Direction(m.Direction), Formula: m.Formula, Diagnostic: m.Diagnostic}
+			vs[k] = Value{Name: m.Name, Value: m.Value, Unit: m.Unit, Aggregation: m.Aggregation,
+				Direction: m.Direction, Formula: m.Formula, Diagnostic: m.Diagnostic}
 		}
 		out[i] = CaseRow{Requests: r.Requests, Failures: r.Failures, Degraded: r.Fidelity.Degraded, Metrics: vs}
 	}

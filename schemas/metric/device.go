@@ -3,19 +3,14 @@ package metric
 import (
 	"fmt"
 	"slices"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
-// Flags a row's device telemetry can raise (docs/metrics.md, "Device telemetry"), in the order
-// a row lists them.
-const (
-	FlagThrottled  = "throttled"
-	FlagECCChanged = "ecc_uncorrected_changed"
-	FlagXid        = "xid_event"
-	FlagCallFailed = "telemetry_call_failed"
-)
-
-// DeviceFlags are the device telemetry flags in the order a row lists them.
-var DeviceFlags = []string{FlagThrottled, FlagECCChanged, FlagXid, FlagCallFailed}
+// DeviceFlags are the device telemetry flags a row can raise (docs/metrics.md, "Device
+// telemetry"), in the order a row lists them.
+var DeviceFlags = []contract.RowDeviceTelemetryFlags{contract.RowDeviceTelemetryFlagsThrottled, contract.RowDeviceTelemetryFlagsECCUncorrectedChanged,
+	contract.RowDeviceTelemetryFlagsXidEvent, contract.RowDeviceTelemetryFlagsTelemetryCallFailed}
 
 // DeviceSample is one device telemetry reading reduced to what the device formulas read.
 type DeviceSample struct {
@@ -36,7 +31,7 @@ type DeviceSample struct {
 // DeviceSummary is a row's device telemetry over its window.
 type DeviceSummary struct {
 	Values   []Value
-	Flags    []string
+	Flags    []contract.RowDeviceTelemetryFlags
 	Warnings []string
 }
 
@@ -76,7 +71,7 @@ func Device(samples []DeviceSample, start, end, outputTokens int64) DeviceSummar
 	slices.Sort(devs)
 	energy, n := 0.0, 0
 	throttled := 0.0
-	flags := map[string]bool{}
+	flags := map[contract.RowDeviceTelemetryFlags]bool{}
 	for _, d := range devs {
 		xs := byDev[d]
 		if e, ok := deviceEnergy(xs, start, end); ok {
@@ -97,9 +92,9 @@ func Device(samples []DeviceSample, start, end, outputTokens int64) DeviceSummar
 			if x.TNs < start || x.TNs > end {
 				continue
 			}
-			flags[FlagThrottled] = flags[FlagThrottled] || x.Throttled
-			flags[FlagXid] = flags[FlagXid] || x.XidEvent
-			flags[FlagCallFailed] = flags[FlagCallFailed] || x.CallFailed
+			flags[contract.RowDeviceTelemetryFlagsThrottled] = flags[contract.RowDeviceTelemetryFlagsThrottled] || x.Throttled
+			flags[contract.RowDeviceTelemetryFlagsXidEvent] = flags[contract.RowDeviceTelemetryFlagsXidEvent] || x.XidEvent
+			flags[contract.RowDeviceTelemetryFlagsTelemetryCallFailed] = flags[contract.RowDeviceTelemetryFlagsTelemetryCallFailed] || x.CallFailed
 			if x.ECCUncorrected != nil {
 				if firstECC == nil {
 					firstECC = x.ECCUncorrected
@@ -108,7 +103,7 @@ func Device(samples []DeviceSample, start, end, outputTokens int64) DeviceSummar
 			}
 		}
 		if firstECC != nil && *firstECC != *lastECC {
-			flags[FlagECCChanged] = true
+			flags[contract.RowDeviceTelemetryFlagsECCUncorrectedChanged] = true
 		}
 	}
 	for _, f := range DeviceFlags {

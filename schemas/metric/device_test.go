@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -36,7 +38,7 @@ func TestDeviceHand(t *testing.T) {
 			t.Errorf("%s carries %+v, the catalogue says %+v", v.Name, v.Identity(), f.Identity())
 		}
 	}
-	if !slices.Equal(s.Flags, []string{FlagThrottled}) {
+	if !slices.Equal(s.Flags, []contract.RowDeviceTelemetryFlags{contract.RowDeviceTelemetryFlagsThrottled}) {
 		t.Errorf("flags %v", s.Flags)
 	}
 	// A window the samples do not bracket leaves the device out (and its energy with it).
@@ -50,7 +52,7 @@ func TestDeviceHand(t *testing.T) {
 		{Device: 0, TNs: 0, ECCUncorrected: i64(0)}, {Device: 0, TNs: 2e9, ECCUncorrected: i64(1)},
 		{Device: 1, TNs: 1e9, XidEvent: true, CallFailed: true},
 	}
-	if s := Device(flagged, 0, 2e9, 0); !slices.Equal(s.Flags, []string{FlagECCChanged, FlagXid, FlagCallFailed}) {
+	if s := Device(flagged, 0, 2e9, 0); !slices.Equal(s.Flags, []contract.RowDeviceTelemetryFlags{contract.RowDeviceTelemetryFlagsECCUncorrectedChanged, contract.RowDeviceTelemetryFlagsXidEvent, contract.RowDeviceTelemetryFlagsTelemetryCallFailed}) {
 		t.Errorf("flags %v", s.Flags)
 	}
 	if s := Device(xs, 1e9, 1e9, 0); len(s.Values) != 0 || len(s.Warnings) != 1 {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // docsExamples returns the bodies of docs/metrics.md's ```text metric-example blocks.
@@ -65,7 +67,7 @@ func runExample(t *testing.T, body string) (checked int) {
 				k, v, _ := strings.Cut(kv, "=")
 				switch k {
 				case "loop":
-					spec.Loop = v
+					spec.Loop = contract.RowLoop(v)
 				case "concurrency":
 					n, err := strconv.ParseInt(v, 10, 64)
 					if err != nil {

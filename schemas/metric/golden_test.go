@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // goldenRequest is a request of testdata/golden.json: nil times are absent, usage is
@@ -107,7 +109,7 @@ func TestGolden(t *testing.T) {
 	for _, p := range g.Percentiles {
 		s := Summarize(p.Samples)
 		for agg, want := range p.Want {
-			got, ok := s.Of(Aggregation(agg))
+			got, ok := s.Of(contract.Aggregation(agg))
 			if !ok || !closeTo(got, want) {
 				t.Errorf("%d samples: %s = %v (%v), Python says %v", len(p.Samples), agg, got, ok, want)
 			}
@@ -123,7 +125,7 @@ func TestGolden(t *testing.T) {
 			reqs[i] = r.request()
 		}
 		slo := SLO{TTFTMs: row.Spec.SLO["ttft_ms"], ICLMs: row.Spec.SLO["icl_ms"], E2EMs: row.Spec.SLO["e2e_ms"]}
-		res := Row(RowSpec{Concurrency: row.Spec.Concurrency, Loop: row.Spec.Loop, SLO: &slo}, reqs)
+		res := Row(RowSpec{Concurrency: row.Spec.Concurrency, Loop: contract.RowLoop(row.Spec.Loop), SLO: &slo}, reqs)
 		w := row.Want
 		if res.Requests != w.Requests || res.Successes != w.Successes || !closeTo(res.WindowSeconds, w.WindowSeconds) {
 			t.Errorf("%s: requests %d successes %d window %v, Python says %d %d %v", row.Name, res.Requests, res.Successes, res.WindowSeconds, w.Requests, w.Successes, w.WindowSeconds)
@@ -137,7 +139,7 @@ func TestGolden(t *testing.T) {
 		}
 		for _, m := range w.Metrics {
 			v, ok := got[m.Name]
-			wantID := Identity{Unit(m.Unit), Aggregation(m.Aggregation), Direction(m.Direction), m.Formula}
+			wantID := Identity{m.Unit, contract.Aggregation(m.Aggregation), contract.Direction(m.Direction), m.Formula}
 			switch {
 			case !ok:
 				t.Errorf("%s: %s missing", row.Name, m.Name)
@@ -221,7 +223,7 @@ func TestGoldenDevice(t *testing.T) {
 				energy++
 			}
 		}
-		if strings.Join(s.Flags, ",") != strings.Join(c.Want.Flags, ",") {
+		if strings.Join(contract.Strings(s.Flags), ",") != strings.Join(c.Want.Flags, ",") {
 			t.Errorf("case %d: flags %v, Python says %v", k, s.Flags, c.Want.Flags)
 		}
 	}

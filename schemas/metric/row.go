@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // DegradedLagP99Ms is the client-fidelity bound: a row whose schedule lag (t_send - t_sched,
@@ -21,12 +23,6 @@ const DegradedLagP99Ms = 1.0
 const (
 	DegradedOpenLagP99Ms = 10.0
 	DegradedRateFraction = 0.9
-)
-
-// Loops.
-const (
-	ClosedLoop = "closed"
-	OpenLoop   = "open"
 )
 
 // Request is one measured request record reduced to what the formulas read. Times are
@@ -65,9 +61,9 @@ type SLO struct{ TTFTMs, ICLMs, E2EMs float64 }
 // RowSpec is what a row's numbers depend on besides its requests.
 type RowSpec struct {
 	Concurrency int64
-	// Loop is ClosedLoop (concurrency slots) or OpenLoop (a declared rate; concurrency caps the
-	// requests in flight).
-	Loop string
+	// Loop is closed (concurrency slots) or open (a declared rate; concurrency caps the requests
+	// in flight).
+	Loop contract.RowLoop
 	// OfferedRate is the declared open-loop rate in requests/s; nil in closed loop. It enters
 	// only the reasons.
 	OfferedRate *float64
@@ -79,9 +75,9 @@ type RowSpec struct {
 type Value struct {
 	Name        string
 	Value       float64
-	Unit        Unit
-	Aggregation Aggregation
-	Direction   Direction
+	Unit        string
+	Aggregation contract.Aggregation
+	Direction   contract.Direction
 	Formula     string
 	Samples     int
 	Diagnostic  bool
@@ -175,7 +171,7 @@ func Row(spec RowSpec, measured []Request) RowResult {
 	}
 
 	b.dist(ScheduleLag, sm.ScheduleLagMs)
-	if spec.Loop == ClosedLoop {
+	if spec.Loop == contract.RowLoopClosed {
 		if spread, k, ok := DispatchSpreadNs(measured, spec.Concurrency); ok {
 			b.add(DispatchSpread, "", ms(spread), k)
 		}
@@ -402,7 +398,7 @@ func fidelity(spec RowSpec, measured []Request, lags []float64, achieved float64
 	}
 	own := lags
 	capped := 0
-	if spec.Loop == OpenLoop {
+	if spec.Loop == contract.RowLoopOpen {
 		own = nil
 		for j := range measured {
 			v := &measured[j]
@@ -427,7 +423,7 @@ func fidelity(spec RowSpec, measured []Request, lags []float64, achieved float64
 		if p99 := Summarize(own).P99; p99 > DegradedLagP99Ms {
 			f.Degraded = true
 			what := "schedule lag"
-			if spec.Loop == OpenLoop {
+			if spec.Loop == contract.RowLoopOpen {
 				what = "schedule lag of arrivals that found a free slot"
 			}
 			f.Reasons = append(f.Reasons, fmt.Sprintf("p99 %s %.3f ms exceeds %.3f ms: the client, not the server, delayed requests", what, p99, DegradedLagP99Ms))
@@ -436,7 +432,7 @@ func fidelity(spec RowSpec, measured []Request, lags []float64, achieved float64
 	if f.Degraded && capped > 0 {
 		f.Reasons = append(f.Reasons, fmt.Sprintf("%d arrivals found all %d slots busy (server-bound, excluded from the lag bound)", capped, spec.Concurrency))
 	}
-	if spec.Loop == OpenLoop {
+	if spec.Loop == contract.RowLoopOpen {
 		if len(lags) > 0 && s.P99 > DegradedOpenLagP99Ms {
 			f.Degraded = true
 			f.Reasons = append(f.Reasons, fmt.Sprintf("p99 schedule lag %.3f ms over every sent arrival exceeds %.3f ms: requests went out behind their schedule (%d of %d found all %d slots busy)", s.P99, DegradedOpenLagP99Ms, capped, len(lags), spec.Concurrency))

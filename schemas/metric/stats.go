@@ -3,6 +3,8 @@ package metric
 import (
 	"math"
 	"slices"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // MinSamplesP999 is the fewest samples for which a distribution's p99.9 is emitted; with fewer,
@@ -60,23 +62,23 @@ func Summarize(xs []float64) Summary {
 
 // Of returns the statistic a of the summary; false for P999 without enough samples or an
 // aggregation that is not a distribution's.
-func (s Summary) Of(a Aggregation) (float64, bool) {
+func (s Summary) Of(a contract.Aggregation) (float64, bool) {
 	switch a {
-	case P50:
+	case contract.AggregationP50:
 		return s.P50, true
-	case P90:
+	case contract.AggregationP90:
 		return s.P90, true
-	case P95:
+	case contract.AggregationP95:
 		return s.P95, true
-	case P99:
+	case contract.AggregationP99:
 		return s.P99, true
-	case P999:
+	case contract.AggregationP99_9:
 		return s.P999, s.HasP999
-	case Min:
+	case contract.AggregationMin:
 		return s.Min, true
-	case Max:
+	case contract.AggregationMax:
 		return s.Max, true
-	case Mean:
+	case contract.AggregationMean:
 		return s.Mean, true
 	}
 	return 0, false

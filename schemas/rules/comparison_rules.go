@@ -10,10 +10,10 @@ func CheckComparison(c *contract.ComparisonDoc) []Problem {
 	}
 	failed := 0
 	for i, e := range c.Evaluations {
-		if (e.Status == "failed") != (e.Code != nil) {
+		if (e.Status == contract.EvaluationStatusFailed) != (e.Code != nil) {
 			r.add(ptr("evaluations", i, "code"), "a %s evaluation has code %s: a failure has a code, nothing else does", e.Status, strOr(e.Code, "null"))
 		}
-		if e.Status == "failed" {
+		if e.Status == contract.EvaluationStatusFailed {
 			failed++
 		}
 	}

@@ -28,7 +28,7 @@ func (r *rules) devices(env contract.Environment) {
 	if fixtures > 0 && fixtures < total {
 		r.add("/environment/devices", "%d of %d devices and probes are marked fixture: a fixture run reads every device from the fixture", fixtures, total)
 	}
-	if fixtures > 0 && env.Device.Driver != "none" {
+	if fixtures > 0 && env.Device.Driver != "none" { // not a contract value: environment.device.driver is free text; "none" is the host processor's
 		r.add("/environment/device/driver", "driver %q in a fixture run: environment.device stays the host's processor (driver none)", env.Device.Driver)
 	}
 }

@@ -31,9 +31,10 @@ const (
 	StartGateAfterIsolation = "created_after_isolation_and_hashing"
 	// ResultSelfHashField is the self-hash member of a driver result.
 	ResultSelfHashField = "result_sha256"
-	// StatusPassed and StatusFailed are a driver result's statuses.
-	StatusPassed = "passed"
-	StatusFailed = "failed"
+	// StatusPassed and StatusFailed are a driver result's statuses (contract.DriverStatus) as the
+	// plain strings of the hand-written driver result types (DriverVerdict.Status).
+	StatusPassed = string(contract.DriverStatusPassed)
+	StatusFailed = string(contract.DriverStatusFailed)
 )
 
 // Tolerance metrics.

@@ -142,10 +142,10 @@ func CheckWorkload(w *contract.WorkloadDoc) []Problem {
 		}
 	}
 
-	if w.Determinism.Seed == nil && w.Kind != "environment" {
+	if w.Determinism.Seed == nil && w.Kind != contract.KindEnvironment {
 		r.add("/determinism/seed", "seed may be null only for kind environment, not %s", w.Kind)
 	}
-	if w.ComparisonPolicy == nil && w.Kind != "environment" && w.Kind != "soak" {
+	if w.ComparisonPolicy == nil && w.Kind != contract.KindEnvironment && w.Kind != contract.KindSoak {
 		r.add("/comparison_policy", "comparison_policy may be null only for kinds environment and soak, not %s", w.Kind)
 	}
 	if w.ComparisonPolicy != nil {
@@ -275,7 +275,7 @@ func lessValue(a, b any) bool {
 
 func (r *rules) variant(base string, w *contract.WorkloadDoc, v contract.Variant, declared map[string]contract.Variable) map[string]bool {
 	used := map[string]bool{}
-	if v.Backend != "cpu" && v.DeviceRequirement != "required" {
+	if v.Backend != contract.BackendCPU && v.DeviceRequirement != contract.VariantDeviceRequirementRequired {
 		r.add(base+"/device_requirement", "backend %s needs device_requirement required", v.Backend)
 	}
 	caseIDs := map[string]int{}
@@ -288,12 +288,12 @@ func (r *rules) variant(base string, w *contract.WorkloadDoc, v contract.Variant
 		caseIDs[c.ID] = i
 		wall += c.TimeoutSeconds
 		switch c.Kind {
-		case "command":
+		case contract.CaseKindCommand:
 			r.commandCase(cb, w, c, declared, used)
-		case "serving":
+		case contract.CaseKindServing:
 			servingCases++
 			r.servingCase(cb, c)
-		case "driver":
+		case contract.CaseKindDriver:
 			r.driverCase(cb, c, declared, used)
 		}
 	}
@@ -316,8 +316,8 @@ func (r *rules) variant(base string, w *contract.WorkloadDoc, v contract.Variant
 
 func (r *rules) commandCase(cb string, w *contract.WorkloadDoc, c contract.Case, declared map[string]contract.Variable, used map[string]bool) {
 	r.argv(cb+"/command", c.Command)
-	seedIn := map[string]bool{}
-	use := func(p string, v string, surface string) {
+	seedIn := map[contract.DeterminismSeedDelivery]bool{}
+	use := func(p string, v string, surface contract.DeterminismSeedDelivery) {
 		names, whole := placeholders(v)
 		if !whole {
 			r.add(p, "a placeholder must be a whole value, e.g. \"${name}\", not %q", v)
@@ -335,7 +335,7 @@ func (r *rules) commandCase(cb string, w *contract.WorkloadDoc, c contract.Case,
 		}
 	}
 	for j, a := range c.Command {
-		use(fmt.Sprintf("%s/command/%d", cb, j), a, "argv")
+		use(fmt.Sprintf("%s/command/%d", cb, j), a, contract.DeterminismSeedDeliveryArgv)
 	}
 	keys := make([]string, 0, len(c.Environment))
 	for k := range c.Environment {
@@ -347,9 +347,9 @@ func (r *rules) commandCase(cb string, w *contract.WorkloadDoc, c contract.Case,
 		if strings.HasPrefix(k, "QUALKIT_") {
 			r.add(p, "%s is owned by the runner and cannot be set by a case", k)
 		}
-		use(p, c.Environment[k], "environment")
+		use(p, c.Environment[k], contract.DeterminismSeedDeliveryEnvironment)
 	}
-	if d := w.Determinism.SeedDelivery; (d == "argv" || d == "environment") && !seedIn[string(d)] {
+	if d := w.Determinism.SeedDelivery; (d == contract.DeterminismSeedDeliveryArgv || d == contract.DeterminismSeedDeliveryEnvironment) && !seedIn[d] {
 		r.add(cb, "seed_delivery %s needs the ${seed} placeholder in the case's %s", d, d)
 	}
 	if !sort.SliceIsSorted(c.ExpectedExitCodes, func(i, j int) bool { return c.ExpectedExitCodes[i] < c.ExpectedExitCodes[j] }) {
@@ -373,7 +373,7 @@ func (r *rules) commandCase(cb string, w *contract.WorkloadDoc, c contract.Case,
 			if rp.Producer == "runner" && !runner[m] {
 				r.add(mp, "a runner-produced case declares only runner metrics %v, not %q", RunnerMetrics, m)
 			}
-			if rp.Producer == "command" && runner[m] {
+			if rp.Producer == contract.ResultProtocolProducerCommand && runner[m] {
 				r.add(mp, "runner metric %q cannot be declared by a command-produced case", m)
 			}
 		}
@@ -420,16 +420,16 @@ func (r *rules) servingCase(cb string, c contract.Case) {
 	}
 	for j, a := range c.OutputAssertions {
 		ap := fmt.Sprintf("%s/output_assertions/%d", cb, j)
-		switch a.Kind {
-		case "exact_text":
+		switch contract.ResponseAssertionKind(a.Kind) {
+		case contract.ResponseAssertionKindExactText:
 			if a.PromptID != "" && !prompts[a.PromptID] {
 				r.add(ap+"/prompt_id", "prompt_id %q names no prompt of an inline corpus", a.PromptID)
 			}
-		case "regex":
+		case contract.ResponseAssertionKindRegex:
 			if _, err := regexp.Compile(a.Pattern); err != nil {
 				r.add(ap+"/pattern", "pattern does not compile: %v", err)
 			}
-		case "completion_tokens_equal_max_tokens":
+		case contract.ResponseAssertionKindCompletionTokensEqualMaxTokens:
 			if c.Sampling == nil || !c.Sampling.IgnoreEOS {
 				r.add(ap, "completion_tokens_equal_max_tokens needs sampling.ignore_eos true")
 			}
@@ -465,7 +465,7 @@ func (r *rules) comparison(w *contract.WorkloadDoc) {
 		if !cases[m.ResultID] {
 			r.add(ptr("comparison_policy", "metric_rules", i, "result_id"), "case %q is not declared by any variant", m.ResultID)
 		}
-		if p.Mode == "cross_backend_correctness" && m.MetricClass != "correctness" {
+		if p.Mode == "cross_backend_correctness" && m.MetricClass != contract.MetricRuleMetricClassCorrectness {
 			r.add(ptr("comparison_policy", "metric_rules", i, "metric_class"), "cross-backend comparison allows only correctness metrics")
 		}
 	}
@@ -542,7 +542,7 @@ func CheckCaseResult(c *contract.CaseResultDoc) []Problem {
 		}
 		r.uniqueMetrics(ptr("rows", i, "metrics"), row.Metrics)
 	}
-	if c.Status == "passed" && failed {
+	if c.Status == contract.StatusPassed && failed {
 		r.add("/status", "status passed with a failed request in a row")
 	}
 	return r.out
@@ -603,10 +603,10 @@ func CheckLifecycleRecord(l *contract.LifecycleRecordDoc) []Problem {
 			}
 		}
 	}
-	if (l.Verdict == "passed") != (len(l.Failures) == 0) {
+	if (l.Verdict == contract.RecordVerdictPassed) != (len(l.Failures) == 0) {
 		r.add("/verdict", "verdict %s does not match %d failures", l.Verdict, len(l.Failures))
 	}
-	if l.Verdict == "passed" {
+	if l.Verdict == contract.RecordVerdictPassed {
 		switch {
 		case l.Launch == nil || l.Readiness == nil || l.Listener == nil || l.Shutdown == nil:
 			r.add("/verdict", "a passed lifecycle record needs launch, readiness, listener and shutdown")
@@ -643,7 +643,7 @@ func CheckReceipt(rc *contract.ReceiptDoc) []Problem {
 			r.add(ptr("results", i), "result %q repetition %d repeats", res.ID, res.Repetition)
 		}
 		seen[k] = true
-		if res.Required && res.Status != "passed" {
+		if res.Required && res.Status != contract.StatusPassed {
 			requiredFailed = true
 		}
 		r.uniqueMetrics(ptr("results", i, "metrics"), res.Metrics)
@@ -671,8 +671,8 @@ func CheckReceipt(rc *contract.ReceiptDoc) []Problem {
 		}
 		arts[k] = true
 	}
-	lifecycleFailed := rc.Lifecycle != nil && rc.Lifecycle.Verdict == "failed"
-	if q.Verdict == "passed" {
+	lifecycleFailed := rc.Lifecycle != nil && rc.Lifecycle.Verdict == contract.LifecycleRefVerdictFailed
+	if q.Verdict == contract.QualificationVerdictPassed {
 		if !rc.Source.Clean {
 			r.add("/qualification/verdict", "a passed receipt needs a clean source tree")
 		}
@@ -682,18 +682,18 @@ func CheckReceipt(rc *contract.ReceiptDoc) []Problem {
 		if lifecycleFailed {
 			r.add("/qualification/verdict", "a passed receipt has a failed lifecycle")
 		}
-	} else if q.Verdict == "interrupted" {
+	} else if q.Verdict == contract.QualificationVerdictInterrupted {
 		if q.Interruption == nil {
 			r.add("/qualification/interruption", "an interrupted receipt names the signal and the phase (interruption)")
 		}
 	} else if !requiredFailed && !lifecycleFailed {
 		r.add("/qualification/verdict", "a failed receipt needs a failed or skipped required result or a failed lifecycle")
 	}
-	if q.Interruption != nil && q.Verdict != "interrupted" {
+	if q.Interruption != nil && q.Verdict != contract.QualificationVerdictInterrupted {
 		r.add("/qualification/interruption", "interruption is only for an interrupted receipt, not a %s one", q.Verdict)
 	}
 	if rc.Publishable {
-		if q.Verdict != "passed" || !rc.Source.Clean || rc.Source.OriginMain == nil || *rc.Source.OriginMain != rc.Source.Commit {
+		if q.Verdict != contract.QualificationVerdictPassed || !rc.Source.Clean || rc.Source.OriginMain == nil || *rc.Source.OriginMain != rc.Source.Commit {
 			r.add("/publishable", "publishable needs a passed verdict, a clean source and origin_main == commit")
 		}
 		if len(rc.UnpublishableReasons) > 0 {
@@ -731,7 +731,7 @@ func CheckReport(rep *contract.VerificationReportDoc) []Problem {
 			}
 		}
 	}
-	if (rep.Verdict == "verified") != (findings == 0) {
+	if (rep.Verdict == contract.ReportVerdictVerified) != (findings == 0) {
 		r.add("/verdict", "verdict %s does not match %d findings", rep.Verdict, findings)
 	}
 	return r.out

@@ -112,19 +112,19 @@ var wrappers = map[string]wrapperSpec{
 	"linux32":   {},
 	"linux64":   {},
 	"exec":      {shortArg: "a"},
-	"command":   {},
+	"command":   {}, // not a contract value: a shell builtin or option name
 	"builtin":   {},
 	"time":      {shortArg: "fo", longArg: []string{"format", "output"}},
 	"xargs":     {shortArg: "adEILnPs", longArg: []string{"arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"}},
-	"flock":     {shortArg: "wE", longArg: []string{"timeout", "wait", "conflict-exit-code"}, operands: 1, evalShort: "c", evalLong: []string{"command"}, evalAfterOperands: true},
+	"flock":     {shortArg: "wE", longArg: []string{"timeout", "wait", "conflict-exit-code"}, operands: 1, evalShort: "c", evalLong: []string{"command"}, evalAfterOperands: true}, // not a contract value: a shell builtin or option name
 	"unbuffer":  {},
 	"sudo":      {shortArg: "CDghprRtTUu", longArg: []string{"close-from", "chdir", "group", "host", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "user"}, assignments: true, shellShort: "si", shellLong: []string{"shell", "login"}},
 	"doas":      {shortArg: "uC", shellShort: "s"},
 	"run0":      {shortArg: "uDg", longArg: []string{"user", "group", "chdir", "setenv", "property", "description", "slice", "nice", "background", "machine", "unit"}},
 	"pkexec":    {longArg: []string{"user"}},
-	"su":        {shortArg: "gGsw", longArg: []string{"group", "supp-group", "shell", "whitelist-environment"}, evalShort: "c", evalLong: []string{"command", "session-command"}, evalAnywhere: true, noCommand: true},
-	"runuser":   {shortArg: "ugGsw", longArg: []string{"user", "group", "supp-group", "shell", "whitelist-environment"}, evalShort: "c", evalLong: []string{"command", "session-command"}, evalAnywhere: true},
-	"script":    {shortArg: "EIOBTm", longArg: []string{"echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"}, evalShort: "c", evalLong: []string{"command"}, noCommand: true},
+	"su":        {shortArg: "gGsw", longArg: []string{"group", "supp-group", "shell", "whitelist-environment"}, evalShort: "c", evalLong: []string{"command", "session-command"}, evalAnywhere: true, noCommand: true}, // not a contract value: a shell builtin or option name
+	"runuser":   {shortArg: "ugGsw", longArg: []string{"user", "group", "supp-group", "shell", "whitelist-environment"}, evalShort: "c", evalLong: []string{"command", "session-command"}, evalAnywhere: true},         // not a contract value: a shell builtin or option name
+	"script":    {shortArg: "EIOBTm", longArg: []string{"echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"}, evalShort: "c", evalLong: []string{"command"}, noCommand: true},        // not a contract value: a shell builtin or option name
 	"watch":     {shortArg: "nq", longArg: []string{"interval"}, alwaysShell: true, directShort: "x", directLong: []string{"exec"}},
 	"sg":        {alwaysShell: true, evalShort: "c", evalAnywhere: true, operands: 1},
 	"parallel":  {shortArg: "jnNPSIEdL", alwaysShell: true},
@@ -433,7 +433,7 @@ func isNumber(s string) bool {
 var shellArgLong = map[string]bool{"rcfile": true, "init-file": true, "emulate": true, "debug-output": true, "profile": true, "features": true, "debug": true, "config": true, "env-config": true, "plugin-config": true}
 
 // shellEvalLong are long options of shells that take a command string.
-var shellEvalLong = []string{"command", "init-command", "commands", "execute", "cmd"}
+var shellEvalLong = []string{"command", "init-command", "commands", "execute", "cmd"} // not a contract value: a shell builtin or option name
 
 // psArg are PowerShell parameters that take an argument (full names; any unambiguous prefix works).
 var psArg = []string{"executionpolicy", "configurationname", "workingdirectory", "outputformat", "inputformat", "windowstyle", "settingsfile", "custompipename", "psconsolefile", "version", "configurationfile", "encodedarguments"}
@@ -463,7 +463,7 @@ func shellEvalFlag(name string, argv []string, i int) int {
 				return -1 // pwsh runs a bare operand as a script file
 			}
 			switch {
-			case strings.HasPrefix("command", opt), strings.HasPrefix("commandwithargs", opt), opt == "cwa",
+			case strings.HasPrefix("command", opt), strings.HasPrefix("commandwithargs", opt), opt == "cwa", // not a contract value: a shell builtin or option name
 				strings.HasPrefix("encodedcommand", opt), opt == "ec":
 				return j
 			case strings.HasPrefix("file", opt):

@@ -8,10 +8,10 @@ func CheckReportView(v *contract.ReportViewDoc) []Problem {
 	allVerified := true
 	for i, rc := range v.Receipts {
 		vf := rc.Verification
-		if vf.Verdict != "verified" {
+		if vf.Verdict != contract.VerificationVerdictVerified {
 			allVerified = false
 		}
-		if (vf.Verdict == "verified") != (len(vf.Findings) == 0) {
+		if (vf.Verdict == contract.VerificationVerdictVerified) != (len(vf.Findings) == 0) {
 			r.add(ptr("receipts", i, "verification", "verdict"), "verdict %s does not match %d findings", vf.Verdict, len(vf.Findings))
 		}
 		for j, c := range rc.Cases {

@@ -9,11 +9,11 @@ import (
 // Sentinel errors the CLIs wrap; Code maps them to exit codes.
 var (
 	// ErrRejected: the input was read and is invalid (a schema violation, a failed check).
-	ErrRejected = errors.New("rejected")
+	ErrRejected = errors.New("rejected") // not a contract value: an error message
 	// ErrUsage: the command line is wrong (unknown flag, missing argument, unreadable path).
 	ErrUsage = errors.New("usage error")
 	// ErrInterrupted: SIGINT, SIGTERM, SIGHUP or SIGQUIT stopped the command.
-	ErrInterrupted = errors.New("interrupted")
+	ErrInterrupted = errors.New("interrupted") // not a contract value: an error message
 )
 
 // Exit codes.

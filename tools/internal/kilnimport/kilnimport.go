@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
@@ -29,7 +30,7 @@ const MaxDocumentBytes = 1 << 20
 
 // Kiln document kinds.
 const (
-	KindWorkload = "workload"
+	KindWorkload = "workload" // not a contract value: the importer's name for a Kiln workload document
 	KindLaunch   = "launch"
 )
 
@@ -39,7 +40,7 @@ const LaunchSchema = "kiln.serving-benchmark-server-launch.v1"
 // Defaults of what a Kiln launch document does not say (docs/qualrun.md, "Importing from Kiln").
 const (
 	DefaultProbeTimeoutMs   = 2000
-	DefaultCgroupAccounting = "preferred"
+	DefaultCgroupAccounting = contract.IsolationCgroupAccountingPreferred
 )
 
 // ErrRefused marks a document that is not converted; the error names every reason.

@@ -37,7 +37,7 @@ func convertLaunch(raw []byte, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("a Kiln launch document has no base_url or model_id (they live in the server's TOML config); give %v", missing)
 	}
 	out := contract.LaunchRecipeDoc{
-		Schema: "qualkit." + contract.LaunchRecipe, ID: k.ID, Command: k.Command, WorkingDirectory: k.WorkingDirectory,
+		Schema: contract.LaunchRecipeSchema, ID: k.ID, Command: k.Command, WorkingDirectory: k.WorkingDirectory,
 		Environment: map[string]string{}, EnvironmentPassthrough: []string{}, BaseURL: opts.BaseURL, ModelID: opts.ModelID,
 		Readiness:             contract.Readiness{Path: "/v1/models", PollIntervalMs: k.ReadinessPollIntervalMs, ProbeTimeoutMs: DefaultProbeTimeoutMs},
 		StartupTimeoutSeconds: k.StartupTimeoutSeconds, ShutdownTimeoutSeconds: k.ShutdownTimeoutSeconds,
@@ -57,7 +57,7 @@ func convertLaunch(raw []byte, opts Options) (*Result, error) {
 		{"", "/base_url", "from --base-url (Kiln's server TOML holds it)"},
 		{"", "/model_id", "from --model-id (Kiln's server TOML holds it)"},
 		{"", "/environment", "empty: Kiln launch documents have no environment, by design, and neither does the import"},
-		{"", "/isolation", `pid_limit null, cgroup_accounting "` + DefaultCgroupAccounting + `" (the defaults)`},
+		{"", "/isolation", `pid_limit null, cgroup_accounting "` + string(DefaultCgroupAccounting) + `" (the defaults)`},
 	}
 	if k.ContentSHA256 != nil {
 		m = append(m, Mapping{"/content_sha256", "", "not carried: qualrun binds the recipe by the digest of its bytes"})

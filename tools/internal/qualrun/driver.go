@@ -27,7 +27,7 @@ const DriversDir = campaign.DriversDir
 
 func driverCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "driver",
+		Name:  "driver", // not a contract value: the CLI verb
 		Usage: "run one evidence driver (qualkit.driver-spec.v1) and write its self-hashed result",
 		Description: "Hashes the worker executable, script, request and model and compares the pins (a mismatch is\n" +
 			"refused before anything starts); starts the worker in a private network namespace with only\n" +
@@ -84,7 +84,7 @@ func denyList(stderr io.Writer) []string {
 type driverSummary struct {
 	ID          string                      `json:"id"`
 	Contract    string                      `json:"contract"`
-	Status      string                      `json:"status"`
+	Status      contract.Status             `json:"status"`
 	Reasons     []string                    `json:"reasons"`
 	Summary     string                      `json:"summary,omitempty"`
 	Result      string                      `json:"result,omitempty"`
@@ -107,7 +107,7 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 	if err != nil {
 		return driverError(err, stderr)
 	}
-	sum := driverSummary{ID: out.Job.ID, Contract: out.Job.Contract, Status: out.Status, Reasons: out.Reasons, Summary: out.Summary,
+	sum := driverSummary{ID: out.Job.ID, Contract: out.Job.Contract, Status: contract.Status(out.Status), Reasons: out.Reasons, Summary: out.Summary,
 		Result: out.Result, Digest: out.Digest, WorkerLog: out.WorkerLog, Unsupported: out.Unsupported, Tolerances: out.Tolerances}
 	if out.Run == nil { // an unsupported mechanism: the worker never started
 		return finishDriver(sum, f.asJSON, stdout, stderr)
@@ -148,7 +148,7 @@ func printContainment(w io.Writer, job driver.Job, out *driver.Outcome, asJSON b
 			driver.Mechanism, p.Interfaces, p.OutsideUnreachable, p.HostLoopbackUnreachable, p.LoopbackBind)
 	}
 	fmt.Fprintf(w, "start gate  created %v (after isolation and hashing), hash-bound exec %v\n", out.GateCreated, out.HashBoundExec)
-	code := "none"
+	code := "none" // not a contract value: the summary's word for no exit code
 	if out.ExitCode != nil {
 		code = fmt.Sprint(*out.ExitCode)
 	} else if out.Signal != "" {
@@ -173,7 +173,7 @@ func finishDriver(sum driverSummary, asJSON bool, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "unsupported %s\n", u)
 		}
 		for _, o := range sum.Tolerances {
-			state := "passed"
+			state := "passed" // not a contract value: the summary's word for a tolerance that held (a bool)
 			if !o.Passed {
 				state = "FAILED"
 			}
@@ -184,7 +184,7 @@ func finishDriver(sum driverSummary, asJSON bool, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "tolerance   %s %s %s for %s: observed %s, %s\n", o.Metric, o.Op, rules.FormatNumber(o.Limit), o.Subject, obs, state)
 		}
 		label := "FAILURE   "
-		if sum.Status != "failed" {
+		if sum.Status != contract.StatusFailed {
 			label = "note      "
 		}
 		for _, r := range sum.Reasons {
@@ -201,7 +201,7 @@ func finishDriver(sum driverSummary, asJSON bool, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "verdict     %s\n", sum.Status)
 	}
-	if sum.Status == "passed" || sum.Status == "skipped" {
+	if sum.Status == contract.StatusPassed || sum.Status == contract.StatusSkipped {
 		return nil
 	}
 	return fmt.Errorf("%w: driver %s", exitcode.ErrRejected, sum.Status)

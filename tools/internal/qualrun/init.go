@@ -65,7 +65,7 @@ func initCommand() *cli.Command {
 			&cli.StringFlag{Name: "model-id", Usage: "model `ID` the server lists on GET /v1/models and requests name"},
 			&cli.IntFlag{Name: "port", Usage: "loopback `PORT` the server listens on (default: a free one)"},
 			&cli.StringSliceFlag{Name: "env", Usage: "server environment `NAME=VALUE` (repeatable; {port} is replaced)"},
-			&cli.StringFlag{Name: "backend", Value: "cpu", Usage: "`BACKEND` of the variant: cpu, cuda, rocm, vulkan or metal"},
+			&cli.StringFlag{Name: "backend", Value: string(contract.BackendCPU), Usage: "`BACKEND` of the variant: cpu, cuda, rocm, vulkan or metal"},
 			&cli.StringFlag{Name: "concurrency", Value: "1,4", Usage: "comma-separated closed-loop `LIST` of row concurrencies"},
 			&cli.StringFlag{Name: "host-id", Usage: "host `ID` the printed run command uses (default: from the host name)"},
 		},
@@ -80,16 +80,17 @@ func initCommand() *cli.Command {
 }
 
 type initConfig struct {
-	name, modelID, backend, hostID string
-	port                           int
-	command                        []string
-	env                            map[string]string
-	concurrency                    []int64
-	dir                            string // where the repository root is looked for
+	name, modelID, hostID string
+	backend               contract.Backend
+	port                  int
+	command               []string
+	env                   map[string]string
+	concurrency           []int64
+	dir                   string // where the repository root is looked for
 }
 
 func initConfigFrom(c *cli.Context) (initConfig, error) {
-	cfg := initConfig{name: c.String("name"), modelID: c.String("model-id"), backend: c.String("backend"), port: c.Int("port"),
+	cfg := initConfig{name: c.String("name"), modelID: c.String("model-id"), backend: contract.Backend(c.String("backend")), port: c.Int("port"),
 		command: c.Args().Slice(), env: map[string]string{}, hostID: c.String("host-id"), dir: "."}
 	switch {
 	case cfg.name == "":
@@ -103,9 +104,7 @@ func initConfigFrom(c *cli.Context) (initConfig, error) {
 	case cfg.port < 0 || cfg.port > 65535:
 		return cfg, fmt.Errorf("%w: --port %d: want 1 to 65535", exitcode.ErrUsage, cfg.port)
 	}
-	switch cfg.backend {
-	case "cpu", "cuda", "rocm", "vulkan", "metal":
-	default:
+	if !cfg.backend.Valid() {
 		return cfg, fmt.Errorf("%w: --backend %q: want cpu, cuda, rocm, vulkan or metal", exitcode.ErrUsage, cfg.backend)
 	}
 	for _, e := range c.StringSlice("env") {
@@ -193,40 +192,41 @@ func runInit(cfg initConfig, stdout io.Writer) error {
 		env[k] = strings.ReplaceAll(v, initPortToken, ps)
 	}
 	recipe := contract.LaunchRecipeDoc{
-		Schema: "qualkit." + contract.LaunchRecipe, ID: cfg.name + "-server",
+		Schema: contract.LaunchRecipeSchema, ID: cfg.name + "-server",
 		Description: "The server of campaign " + cfg.name + " (written by qualrun init).",
 		Command:     cmd, WorkingDirectory: "../..", Environment: env, EnvironmentPassthrough: []string{"HOME", "PATH"},
 		BaseURL: "http://127.0.0.1:" + ps, ModelID: cfg.modelID,
 		Readiness:             contract.Readiness{Path: "/v1/models", PollIntervalMs: initPollIntervalMs, ProbeTimeoutMs: initProbeTimeoutMs},
 		StartupTimeoutSeconds: initStartupTimeoutSeconds, ShutdownTimeoutSeconds: initShutdownTimeoutSeconds,
-		AcceptableExitCodes: []int64{0}, Isolation: contract.Isolation{CgroupAccounting: "preferred"},
+		AcceptableExitCodes: []int64{0}, Isolation: contract.Isolation{CgroupAccounting: contract.IsolationCgroupAccountingPreferred},
 	}
 	maxC := slices.Max(cfg.concurrency)
 	requests := max(2*maxC, int64(len(initPrompts)))
 	seed := int64(1)
-	device, skip := "none", "allow"
-	if cfg.backend != "cpu" {
-		device, skip = "required", "fail"
+	device, skip := contract.VariantDeviceRequirementNone, contract.VariantSkipPolicyAllow
+	if cfg.backend != contract.BackendCPU {
+		device, skip = contract.VariantDeviceRequirementRequired, contract.VariantSkipPolicyFail
 	}
 	w := contract.WorkloadDoc{
-		Schema: "qualkit." + contract.Workload, ID: cfg.name, Kind: "serving",
+		Schema: contract.WorkloadSchema, ID: cfg.name, Kind: contract.KindServing,
 		Description: "Serving campaign " + cfg.name + " against model " + cfg.modelID + " (written by qualrun init; edit and commit).",
-		Determinism: contract.Determinism{Seed: &seed, SeedDelivery: "not_applicable", Repetitions: 1, CaseOrder: "declared", MaxParallelCases: 1, NetworkAccess: "loopback"},
-		Variables:   []contract.Variable{},
+		Determinism: contract.Determinism{Seed: &seed, SeedDelivery: contract.DeterminismSeedDeliveryNotApplicable, Repetitions: 1, CaseOrder: contract.DeterminismCaseOrder, MaxParallelCases: 1,
+			NetworkAccess: contract.DeterminismNetworkAccessLoopback},
+		Variables: []contract.Variable{},
 		Variants: []contract.Variant{{
-			ID: initVariant, Description: "The server as launched by " + recipeRel + ".", Backend: contract.Backend(cfg.backend),
-			DeviceRequirement: contract.VariantDeviceRequirement(device), SkipPolicy: contract.VariantSkipPolicy(skip), EffectiveConfig: contract.Config{},
+			ID: initVariant, Description: "The server as launched by " + recipeRel + ".", Backend: cfg.backend,
+			DeviceRequirement: device, SkipPolicy: skip, EffectiveConfig: contract.Config{},
 			Cases: []contract.Case{{
-				Kind: "serving", ID: "chat", Description: "Streaming chat at each concurrency; the corpus cycles to fill every row.",
-				Required: true, Launch: recipeRel, API: "chat", Stream: true,
-				Corpus:      &contract.Corpus{Source: "inline", Prompts: initPrompts},
+				Kind: contract.CaseKindServing, ID: "chat", Description: "Streaming chat at each concurrency; the corpus cycles to fill every row.",
+				Required: true, Launch: recipeRel, API: contract.ServingCaseAPIChat, Stream: true,
+				Corpus:      &contract.Corpus{Source: contract.CorpusSourceInline, Prompts: initPrompts},
 				Concurrency: cfg.concurrency, Repetitions: 1, Requests: &requests, WarmupRequests: 1, MaxTokens: initMaxTokens,
 				Sampling:              &contract.Sampling{Temperature: 0, Seed: &seed},
 				RequestTimeoutSeconds: initRequestTimeoutSeconds, TimeoutSeconds: initCaseTimeoutSeconds,
 				SLO: &contract.SLO{}, OutputAssertions: []contract.OutputAssertion{},
 			}},
 		}},
-		ComparisonPolicy: &contract.ComparisonPolicy{Mode: "same_environment_performance", VariantPairs: []contract.VariantPair{},
+		ComparisonPolicy: &contract.ComparisonPolicy{Mode: contract.ComparisonPolicyModeSameEnvironmentPerformance, VariantPairs: []contract.VariantPair{},
 			BackendPairs: []contract.BackendPair{}, MetricRules: []contract.MetricRule{}},
 	}
 	recipeDoc, err := indentJSON(recipe)

@@ -174,28 +174,28 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 			in.Signal, in.Phase, out.ReceiptPath, out.RunDir)
 		return exitcode.ErrInterrupted
 	}
-	if out.Receipt.Qualification.Verdict != "passed" {
+	if out.Receipt.Qualification.Verdict != contract.QualificationVerdictPassed {
 		return fmt.Errorf("%w: campaign failed", exitcode.ErrRejected)
 	}
 	return nil
 }
 
 type runSummary struct {
-	ReceiptID   string            `json:"receipt_id"`
-	Receipt     string            `json:"receipt"`
-	RunDir      string            `json:"run_dir"`
-	Verdict     string            `json:"verdict"`
-	Publishable bool              `json:"publishable"`
-	Results     []contract.Result `json:"results"`
-	Notes       []string          `json:"notes"`
-	Attestation string            `json:"attestation,omitempty"`
-	Bundle      string            `json:"bundle,omitempty"`
-	Link        string            `json:"intoto_link,omitempty"`
+	ReceiptID   string                        `json:"receipt_id"`
+	Receipt     string                        `json:"receipt"`
+	RunDir      string                        `json:"run_dir"`
+	Verdict     contract.QualificationVerdict `json:"verdict"`
+	Publishable bool                          `json:"publishable"`
+	Results     []contract.Result             `json:"results"`
+	Notes       []string                      `json:"notes"`
+	Attestation string                        `json:"attestation,omitempty"`
+	Bundle      string                        `json:"bundle,omitempty"`
+	Link        string                        `json:"intoto_link,omitempty"`
 }
 
 func summary(o *campaign.Outcome) runSummary {
 	rc := o.Receipt
-	return runSummary{ReceiptID: rc.ReceiptID, Receipt: o.ReceiptPath, RunDir: o.RunDir, Verdict: string(rc.Qualification.Verdict),
+	return runSummary{ReceiptID: rc.ReceiptID, Receipt: o.ReceiptPath, RunDir: o.RunDir, Verdict: rc.Qualification.Verdict,
 		Publishable: rc.Publishable, Results: rc.Results, Notes: rc.Notes}
 }
 
@@ -216,7 +216,7 @@ func printRunSummary(w io.Writer, o *campaign.Outcome) {
 	tw.Flush()
 	// The table clips details; a failed or skipped case's reason is printed whole, numbers included.
 	for _, r := range rc.Results {
-		if r.Status != "passed" && r.Details != nil && len(*r.Details) > 60 {
+		if r.Status != contract.StatusPassed && r.Details != nil && len(*r.Details) > 60 {
 			fmt.Fprintf(w, "%s %s: %s\n", r.Status, r.ID, *r.Details)
 		}
 	}

@@ -86,7 +86,7 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 	case out.Interrupted:
 		fmt.Fprintln(stderr, "qualrun: interrupted; the server was shut down")
 		return exitcode.ErrInterrupted
-	case rec.Verdict != "passed":
+	case rec.Verdict != contract.RecordVerdictPassed:
 		return fmt.Errorf("%w: lifecycle failed", exitcode.ErrRejected)
 	}
 	return nil
@@ -105,7 +105,7 @@ func printSummary(w io.Writer, rec *contract.LifecycleRecordDoc) {
 		fmt.Fprintf(w, "listener    owned %v, inodes %v, owners %v\n", l.Owned, l.Inodes, l.OwnerPIDs)
 	}
 	if sd := rec.Shutdown; sd != nil {
-		code := "none"
+		code := "none" // not a contract value: the summary's word for no exit code
 		if sd.ExitCode != nil {
 			code = fmt.Sprint(*sd.ExitCode)
 		}

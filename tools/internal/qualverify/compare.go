@@ -94,7 +94,7 @@ func printComparison(w io.Writer, cmp *verify.Comparison) {
 	fmt.Fprintf(w, "candidate  %s (%s, variant %s, backend %s, host %s)\n", cmp.Candidate.Receipt, cmp.Candidate.ReceiptID, cmp.Candidate.Variant, cmp.Candidate.Backend, cmp.Candidate.HostID)
 	mode := string(cmp.Mode)
 	if mode == "" {
-		mode = "none"
+		mode = "none" // not a contract value: the summary's word for no mode
 	}
 	fmt.Fprintf(w, "mode       %s\n", mode)
 	for _, d := range cmp.Rejected {
@@ -129,7 +129,7 @@ func printComparison(w io.Writer, cmp *verify.Comparison) {
 
 func show(v any) string {
 	if v == nil {
-		return "none"
+		return "none" // not a contract value: the summary's word for an absent value
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

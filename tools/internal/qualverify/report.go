@@ -147,7 +147,7 @@ func runReport(ctx context.Context, evs []verify.Evidence, policy verify.Policy,
 
 func verdictWord(v *report.View) string {
 	if v.Verified {
-		return "verified"
+		return "verified" // not a contract value: the summary's stamp of View.Verified (a bool)
 	}
 	return "UNVERIFIED"
 }

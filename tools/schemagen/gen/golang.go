@@ -322,6 +322,15 @@ func stringEnum(v cue.Value) ([]string, bool, error) {
 		if a.IncompleteKind() == cue.NullKind {
 			continue
 		}
+		if aop, _ := a.Expr(); aop == cue.OrOp {
+			// a parenthesised disjunction beside null: ("stop" | "length") | null
+			inner, ok, err := stringEnum(a)
+			if err != nil || !ok {
+				return nil, false, err
+			}
+			vals = append(vals, inner...)
+			continue
+		}
 		s, ok := singleString(a)
 		if !ok {
 			return nil, false, nil
