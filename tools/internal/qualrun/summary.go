@@ -97,6 +97,9 @@ func rowSummary(caseID string, rep int64, row contract.Row) []string {
 			get("request_throughput"), get("output_throughput_window"), get("slo_goodput")),
 		"  " + conc,
 	}
+	if e := row.Ended; e != nil {
+		lines = append(lines, fmt.Sprintf("  ended by %s after %s s, %d cut at the grace deadline", e.Reason, formatNumber(e.AfterSeconds), e.Cut))
+	}
 	for _, r := range row.Fidelity.Reasons {
 		lines = append(lines, wrap("  fidelity: "+r, "    ", summaryWidth)...)
 	}
