@@ -16,6 +16,11 @@ import (
 
 const errClassCut = string(contract.ErrorClassCutAtGrace)
 
+// rowEndSlackSeconds is how far past a row's ended.after_seconds its last measured t_sched may
+// lie: a closed-loop row's start is the first worker's take, which another worker may precede
+// by scheduling noise.
+const rowEndSlackSeconds = 0.01
+
 // stopMeasures reports whether the workload case declares its stop rules as its measurement.
 func stopMeasures(wc *contract.Case) bool {
 	return wc != nil && wc.Stop != nil && wc.Stop.Measurement != nil && *wc.Stop.Measurement
@@ -61,11 +66,23 @@ func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contrac
 	if cut > 0 && e.Reason != contract.RowEndReasonDuration {
 		c.add(path, base+"/reason", ErrRowMismatch, "row c%d-r%d ended by %s but cut %d requests: only a duration row cuts at its grace deadline", row.Concurrency, row.Repetition, e.Reason, cut)
 	}
+	if len(measured) > 0 {
+		first, last := measured[0].sched, measured[0].sched
+		for _, r := range measured {
+			first, last = min(first, r.sched), max(last, r.sched)
+		}
+		if span := float64(last-first) / 1e9; span > e.AfterSeconds+rowEndSlackSeconds {
+			c.add(path, base+"/after_seconds", ErrRowMismatch, "row c%d-r%d says it stopped sending %s s after its first measured request, and its records schedule one %s s after it", row.Concurrency, row.Repetition, fmtFloat(e.AfterSeconds), fmtFloat(span))
+		}
+	}
 	if wc == nil {
 		return
 	}
 	switch e.Reason {
 	case contract.RowEndReasonDuration:
+		if wc.Duration != nil && e.AfterSeconds < wc.Duration.Seconds {
+			c.add(path, base+"/after_seconds", ErrRowMismatch, "row c%d-r%d says its duration ended it after %s s, before its duration %s s", row.Concurrency, row.Repetition, fmtFloat(e.AfterSeconds), fmtFloat(wc.Duration.Seconds))
+		}
 		if wc.Duration == nil {
 			c.add(path, base+"/reason", ErrRowMismatch, "row c%d-r%d ended by its duration, and its workload case declares none", row.Concurrency, row.Repetition)
 		} else if int64(len(measured)) < wc.Duration.MinRequests {

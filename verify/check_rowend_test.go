@@ -41,6 +41,8 @@ func TestCheckRowEnd(t *testing.T) {
 		{"stop its records do not fire", ended(contract.RowEndReasonConsecutiveFailures, 0), stopCase, streak[:4], false, ErrRowMismatch, `fire ""`},
 		{"stop in a passed result", ended(contract.RowEndReasonConsecutiveFailures, 0), stopCase, streak, true, ErrVerdictMismatch, "stop.measurement"},
 		{"stop as the measurement", ended(contract.RowEndReasonConsecutiveFailures, 0), probe, streak, true, nil, ""},
+		{"duration ended before its duration", contract.Row{Concurrency: 2, Ended: &contract.RowEnd{Reason: contract.RowEndReasonDuration, AfterSeconds: 0.5}}, durCase, []*record{ok(1), ok(2), ok(3)}, false, ErrRowMismatch, "before its duration 1 s"},
+		{"sent after it stopped", contract.Row{Concurrency: 2, Ended: &contract.RowEnd{Reason: contract.RowEndReasonDuration, AfterSeconds: 1}}, durCase, []*record{ok(1), ok(2), {sched: 2e9, cls: 3e9, hasClose: true}}, false, ErrRowMismatch, "schedule one 2 s after it"},
 		{"stop without rules", ended(contract.RowEndReasonErrorFraction, 0), durCase, streak, false, ErrRowMismatch, "declares no stop rules"},
 	}
 	for _, tc := range cases {
