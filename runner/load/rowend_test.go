@@ -2,6 +2,8 @@ package load
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,6 +136,41 @@ func TestStopRules(t *testing.T) {
 			case !fault && (e.Reason != contract.RowEndReasonRequests || got != 300 || len(classes) != 0):
 				t.Errorf("%s without the fault: ended %+v after %d records (%v), want all 300 requests", want, e, got, classes)
 			}
+		}
+	}
+}
+
+// TestPlanRefusesBadShapes: preflight refuses a gamma rate without burstiness (and burstiness
+// elsewhere), a duration without requests or with min_requests above them, and an empty stop.
+func TestPlanRefusesBadShapes(t *testing.T) {
+	k, n, big := 0.5, int64(10), int64(11)
+	for _, tc := range []struct {
+		name string
+		edit func(c *contract.Case)
+		want string
+	}{
+		{"gamma without burstiness", func(c *contract.Case) {
+			c.Rate = &contract.Rate{Mode: contract.RateModeGamma, RequestsPerSecond: 10}
+		}, "burstiness (0 to 1000) goes with mode gamma and only there"},
+		{"poisson with burstiness", func(c *contract.Case) {
+			c.Rate = &contract.Rate{Mode: contract.RateModePoisson, RequestsPerSecond: 10, Burstiness: &k}
+		}, "goes with mode gamma and only there"},
+		{"duration without requests", func(c *contract.Case) {
+			c.Requests = nil
+			c.Duration = &contract.RowDuration{Seconds: 1, MinRequests: 1}
+		}, "declares a duration without requests"},
+		{"min_requests above requests", func(c *contract.Case) {
+			c.Duration = &contract.RowDuration{Seconds: 1, MinRequests: big}
+		}, "min_requests 11"},
+		{"empty stop", func(c *contract.Case) { c.Stop = &contract.StopRules{} }, "declares stop without a rule"},
+	} {
+		c := servingCase([]int64{2}, 1, 0, 4)
+		c.Requests = &n
+		tc.edit(&c)
+		plan := Plan{CaseID: "bad", Case: c, BaseURL: "http://127.0.0.1:19749", ModelID: "m", Prompts: SyntheticWords(3, 4, 2, 6), Seed: 1, Epoch: time.Now()}
+		_, err := Run(context.Background(), plan)
+		if !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrPlan saying %q", tc.name, err, tc.want)
 		}
 	}
 }
