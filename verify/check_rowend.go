@@ -99,9 +99,12 @@ func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contrac
 		}
 		byClose := slices.Clone(measured)
 		slices.SortStableFunc(byClose, func(a, b *record) int { return cmpInt(endOf(a), endOf(b)) })
-		outcomes := make([]bool, len(byClose))
+		outcomes := make([]metric.StopOutcome, len(byClose))
 		for i, r := range byClose {
-			outcomes[i] = r.failed
+			outcomes[i] = metric.StopOutcome{Failed: r.failed}
+			if r.hasSend {
+				outcomes[i].LagMs, outcomes[i].HasLag = float64(r.send-r.sched)/1e6, true
+			}
 		}
 		if got, _ := metric.StopReplay(wc.Stop, outcomes); got != e.Reason {
 			c.add(path, base+"/reason", ErrRowMismatch, "row c%d-r%d says its %s rule stopped it; its records replayed in t_close order fire %q", row.Concurrency, row.Repetition, e.Reason, got)

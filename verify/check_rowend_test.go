@@ -16,7 +16,12 @@ func TestCheckRowEnd(t *testing.T) {
 	bad := func(cls int64, class string) *record {
 		return &record{cls: cls, hasClose: true, failed: true, errClass: class}
 	}
+	// late is a success closed at cls ms and sent lag ms after its schedule.
+	late := func(cls, lag int64) *record {
+		return &record{sched: cls * 1e6, send: (cls + lag) * 1e6, hasSend: true, cls: (cls + lag + 1) * 1e6, hasClose: true}
+	}
 	two, yes := int64(2), true
+	satCase := &contract.Case{Kind: contract.CaseKindServing, Stop: &contract.StopRules{Saturation: &contract.SaturationRule{LagMs: 20, Consecutive: 3}}}
 	durCase := &contract.Case{Kind: contract.CaseKindServing, Duration: &contract.RowDuration{Seconds: 1, MinRequests: 3, GraceSeconds: 0.5}}
 	stopCase := &contract.Case{Kind: contract.CaseKindServing, Stop: &contract.StopRules{ConsecutiveFailures: &two}}
 	probe := &contract.Case{Kind: contract.CaseKindServing, Stop: &contract.StopRules{ConsecutiveFailures: &two, Measurement: &yes}}
@@ -43,6 +48,8 @@ func TestCheckRowEnd(t *testing.T) {
 		{"stop as the measurement", ended(contract.RowEndReasonConsecutiveFailures, 0), probe, streak, true, nil, ""},
 		{"duration ended before its duration", contract.Row{Concurrency: 2, Ended: &contract.RowEnd{Reason: contract.RowEndReasonDuration, AfterSeconds: 0.5}}, durCase, []*record{ok(1), ok(2), ok(3)}, false, ErrRowMismatch, "before its duration 1 s"},
 		{"sent after it stopped", contract.Row{Concurrency: 2, Ended: &contract.RowEnd{Reason: contract.RowEndReasonDuration, AfterSeconds: 1}}, durCase, []*record{ok(1), ok(2), {sched: 2e9, cls: 3e9, hasClose: true}}, false, ErrRowMismatch, "schedule one 2 s after it"},
+		{"saturation its records fire", ended(contract.RowEndReasonSaturation, 0), satCase, []*record{late(1, 30), late(2, 30), late(3, 30)}, false, nil, ""},
+		{"saturation its records do not fire", ended(contract.RowEndReasonSaturation, 0), satCase, []*record{late(1, 30), late(2, 1), late(3, 30)}, false, ErrRowMismatch, `fire ""`},
 		{"stop without rules", ended(contract.RowEndReasonErrorFraction, 0), durCase, streak, false, ErrRowMismatch, "declares no stop rules"},
 	}
 	for _, tc := range cases {

@@ -20,18 +20,18 @@ type rowCtl struct {
 	dur   *contract.RowDuration
 	rules *contract.StopRules
 
-	send, cut             context.Context
-	stopSend, cancelCut   context.CancelFunc
-	start, last           time.Time // the first and the last measured t_sched
-	started               atomic.Bool
-	deadlinePassed        atomic.Bool
-	cutting               atomic.Bool
-	sent                  atomic.Int64
-	timers                []*time.Timer
-	mu                    sync.Mutex
-	ended, failed, streak int64
-	reason                contract.RowEndReason
-	after                 time.Duration
+	send, cut           context.Context
+	stopSend, cancelCut context.CancelFunc
+	start, last         time.Time // the first and the last measured t_sched
+	started             atomic.Bool
+	deadlinePassed      atomic.Bool
+	cutting             atomic.Bool
+	sent                atomic.Int64
+	timers              []*time.Timer
+	mu                  sync.Mutex
+	state               metric.StopState
+	reason              contract.RowEndReason
+	after               time.Duration
 }
 
 func newRowCtl(ctx context.Context, c *contract.Case) *rowCtl {
@@ -97,19 +97,17 @@ func (rc *rowCtl) stop(reason contract.RowEndReason) {
 }
 
 // observe counts a measured request that ended and applies the stop rules.
-func (rc *rowCtl) observe(failed bool) {
+func (rc *rowCtl) observe(rec *contract.RequestRecordDoc) {
 	if rc.rules == nil {
 		return
 	}
-	rc.mu.Lock()
-	rc.ended++
-	if failed {
-		rc.failed++
-		rc.streak++
-	} else {
-		rc.streak = 0
+	o := metric.StopOutcome{Failed: rec.Error != nil}
+	if rec.TSendNs != nil {
+		o.LagMs, o.HasLag = float64(*rec.TSendNs-rec.TSchedNs)/1e6, true
 	}
-	reason := metric.StopFired(rc.rules, rc.ended, rc.failed, rc.streak)
+	rc.mu.Lock()
+	rc.state.Observe(rc.rules, o)
+	reason := metric.StopFired(rc.rules, rc.state)
 	rc.mu.Unlock()
 	if reason != "" {
 		rc.stop(reason)

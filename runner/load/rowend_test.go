@@ -174,3 +174,37 @@ func TestPlanRefusesBadShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestStopSaturation: an open-loop row offered 100 requests/s, at most 4 in flight, against a
+// qualsim with one slot and requests of about 80 ms falls behind its schedule, and the
+// saturation rule (5 requests in a row sent more than 20 ms late) stops it; against a fast
+// qualsim at 50 requests/s it holds its schedule and runs all its requests.
+func TestStopSaturation(t *testing.T) {
+	slow := fastSim()
+	slow.Slots = 1
+	slow.Timing.TokenInterval = 20 * time.Millisecond
+	rule := &contract.StopRules{Saturation: &contract.SaturationRule{LagMs: 20, Consecutive: 5}}
+	for _, tc := range []struct {
+		name   string
+		url    string
+		rps    float64
+		stops  bool
+		wantOf contract.RowEndReason
+	}{
+		{"overloaded", startSim(t, slow), 100, true, contract.RowEndReasonSaturation},
+		{"healthy", startSim(t, fastSim()), 50, false, contract.RowEndReasonRequests},
+	} {
+		c := servingCase([]int64{4}, 1, 0, 4)
+		c.OutputAssertions = nil
+		n := int64(60)
+		c.Requests = &n
+		c.Rate = &contract.Rate{Mode: contract.RateModeConstant, RequestsPerSecond: tc.rps}
+		c.Stop = rule
+		row := rowRun(t, tc.url, c)
+		got, _ := measuredClasses(row)
+		e := row.Row.Ended
+		if e == nil || e.Reason != tc.wantOf || (tc.stops && got >= 60) || (!tc.stops && got != 60) {
+			t.Errorf("%s: ended %+v after %d of 60 records, want %s", tc.name, e, got, tc.wantOf)
+		}
+	}
+}

@@ -231,8 +231,8 @@ func (p *Plan) check() error {
 			return fmt.Errorf("%w: case %s: duration %g s, grace %g s, min_requests %d: want a positive duration, a grace of 0 or more and 1 to requests (%d) minimum requests", ErrPlan, p.CaseID, d.Seconds, d.GraceSeconds, d.MinRequests, *c.Requests)
 		}
 	}
-	if st := c.Stop; st != nil && st.ErrorFraction == nil && st.ConsecutiveFailures == nil {
-		return fmt.Errorf("%w: case %s declares stop without a rule: declare error_fraction or consecutive_failures", ErrPlan, p.CaseID)
+	if st := c.Stop; st != nil && st.ErrorFraction == nil && st.ConsecutiveFailures == nil && st.Saturation == nil {
+		return fmt.Errorf("%w: case %s declares stop without a rule: declare error_fraction, consecutive_failures or saturation", ErrPlan, p.CaseID)
 	}
 	for i, pr := range p.Prompts {
 		if err := checkPrompt(pr); err != nil {
@@ -506,7 +506,7 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 	}
 	if ctl != nil && !q.warmup {
 		ctl.cutClass(rec)
-		ctl.observe(rec.Error != nil)
+		ctl.observe(rec)
 	}
 	if !q.warmup && r.plan.Progress != nil {
 		if rec.Error != nil {

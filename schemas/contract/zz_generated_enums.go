@@ -1645,17 +1645,18 @@ const (
 	RowEndReasonDuration            RowEndReason = "duration"
 	RowEndReasonErrorFraction       RowEndReason = "error_fraction"
 	RowEndReasonConsecutiveFailures RowEndReason = "consecutive_failures"
+	RowEndReasonSaturation          RowEndReason = "saturation"
 )
 
 // RowEndReasonValues lists the values of RowEndReason in contract order.
 func RowEndReasonValues() []RowEndReason {
-	return []RowEndReason{RowEndReasonRequests, RowEndReasonDuration, RowEndReasonErrorFraction, RowEndReasonConsecutiveFailures}
+	return []RowEndReason{RowEndReasonRequests, RowEndReasonDuration, RowEndReasonErrorFraction, RowEndReasonConsecutiveFailures, RowEndReasonSaturation}
 }
 
 // Valid reports whether v is one of the values of RowEndReason.
 func (v RowEndReason) Valid() bool {
 	switch v {
-	case RowEndReasonRequests, RowEndReasonDuration, RowEndReasonErrorFraction, RowEndReasonConsecutiveFailures:
+	case RowEndReasonRequests, RowEndReasonDuration, RowEndReasonErrorFraction, RowEndReasonConsecutiveFailures, RowEndReasonSaturation:
 		return true
 	}
 	return false

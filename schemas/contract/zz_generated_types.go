@@ -130,7 +130,8 @@ type RowDeviceTelemetry struct {
 }
 
 // RowEnd: #RowEnd: requests (it sent every planned request), duration (its duration passed with its
-// minimum request count sent), or a stop rule that fired (error_fraction, consecutive_failures).
+// minimum request count sent), or a stop rule that fired (error_fraction, consecutive_failures,
+// saturation).
 //
 // CUE: caseresult/v1 #RowEnd.
 type RowEnd struct {
@@ -1843,6 +1844,10 @@ type StopRules struct {
 	// ConsecutiveFailures fires when that many measured requests in a row (in the order they
 	// ended) failed.
 	ConsecutiveFailures *int64 `json:"consecutive_failures,omitempty"`
+	// Saturation fires when consecutive measured requests in a row (in the order they ended)
+	// were each sent more than lag_ms after their scheduled time (t_send - t_sched): the client
+	// can no longer hold the schedule.
+	Saturation *SaturationRule `json:"saturation,omitempty"`
 	// Measurement declares the stop as the case's measurement: a stopped row then does not fail
 	// its case, nor do the failed requests of a stopped row.
 	Measurement *bool `json:"measurement,omitempty"`
@@ -1855,6 +1860,16 @@ type StopRules struct {
 type ErrorFractionRule struct {
 	Above       float64 `json:"above"`
 	MinRequests int64   `json:"min_requests"`
+}
+
+// SaturationRule fires when consecutive measured requests in a row (in the order they ended)
+// were each sent more than lag_ms after their scheduled time (t_send - t_sched): the client
+// can no longer hold the schedule.
+//
+// CUE: workload/v1 #StopRules.saturation.
+type SaturationRule struct {
+	LagMs       float64 `json:"lag_ms"`
+	Consecutive int64   `json:"consecutive"`
 }
 
 // ComparisonPolicy says which results may be compared, and by which rules.
