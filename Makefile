@@ -48,6 +48,10 @@ demo: ## a real campaign against the built-in reference server (qualsim), then v
 interop: ## attestations against the real cosign CLI, both ways (installs pinned cosign into .tools/; minutes the first time)
 	bash scripts/interop.sh
 
+.PHONY: e2e-slurm
+e2e-slurm: ## a fleet plan through a real two-node Slurm cluster on this machine (root, slurm-wlm, munge; NOT yet run anywhere, not in .ci/run: see docs/fleet.md)
+	bash scripts/fleet-slurm-e2e.sh
+
 .PHONY: e2e-real
 e2e-real: ## a real engine: builds pinned ollama into .tools/ (minutes the first time), two signed campaigns, verify, compare
 	bash scripts/e2e-real.sh

@@ -32,3 +32,20 @@ func TestNVMLStaysInDevicePackages(t *testing.T) {
 		}
 	}
 }
+
+// TestKubernetesTypesStayInFleet: k8s.io/api and apimachinery (the Indexed Job types) are imported
+// only by runner/fleet, which generates Jobs and never talks to a cluster; no client-go.
+func TestKubernetesTypesStayInFleet(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, "k8s.io/client-go") || (strings.HasPrefix(imp, "k8s.io/") && f[0] != "github.com/qualkit/qualkit/runner/fleet") {
+				t.Errorf("%s imports %s: the Kubernetes types belong to runner/fleet, and no cluster client is linked", f[0], imp)
+			}
+		}
+	}
+}

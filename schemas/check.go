@@ -208,6 +208,12 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 			return nil, err
 		}
 		return semantic(rules.CheckComparison(&d)), nil
+	case contract.FleetPlan:
+		var d contract.FleetPlanDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return semantic(rules.CheckFleetPlan(&d)), nil
 	case contract.EffectiveRunConfig:
 		// Every rule of an effective run configuration is in its schema (and the integer check above).
 		var d contract.EffectiveRunConfigDoc
@@ -239,6 +245,7 @@ var docTypes = map[string]reflect.Type{
 	contract.Comparison:         reflect.TypeFor[contract.ComparisonDoc](),
 	contract.EffectiveRunConfig: reflect.TypeFor[contract.EffectiveRunConfigDoc](),
 	contract.TelemetrySample:    reflect.TypeFor[contract.TelemetrySampleDoc](),
+	contract.FleetPlan:          reflect.TypeFor[contract.FleetPlanDoc](),
 }
 
 // integerLiterals reports every number that lands in an integer field of t but is written with a

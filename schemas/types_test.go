@@ -34,6 +34,7 @@ func TestTypesMatchSchemas(t *testing.T) {
 		contract.Comparison:         contract.ComparisonDoc{},
 		contract.EffectiveRunConfig: contract.EffectiveRunConfigDoc{},
 		contract.TelemetrySample:    contract.TelemetrySampleDoc{},
+		contract.FleetPlan:          contract.FleetPlanDoc{},
 	}
 	for _, c := range Contracts() {
 		typ, ok := types[c.Name]

@@ -614,9 +614,33 @@ func (x *comparer) rows(mode Mode) {
 			if b.Requests != c.Requests {
 				x.cmp.reject(dotted(scope+"/requests"), ErrUnlikeRows, "the rows sent different numbers of requests", b.Requests, c.Requests)
 			}
+			cacheRegimes(x.cmp, scope, b, c)
 			identities(x.cmp, scope, b.Metrics, c.Metrics)
 		}
 	}
+}
+
+// cacheRegimes rejects a row pair whose declared prefix-cache regimes differ (a row without a
+// cache object declared natural), or whose observed regimes differ where both sides reported
+// (hits against no_hits): a cold row's TTFT is not comparable with a warm one's.
+func cacheRegimes(cmp *Comparison, scope string, b, c contract.Row) {
+	db, ob := rowRegime(b)
+	dc, oc := rowRegime(c)
+	switch {
+	case db != dc:
+		cmp.reject(dotted(scope+"/cache/declared"), ErrCacheRegimeMismatch, "the rows declare different prefix-cache regimes", string(db), string(dc))
+	case ob != oc && ob != contract.RowCacheObservedUnreported && oc != contract.RowCacheObservedUnreported:
+		cmp.reject(dotted(scope+"/cache/observed"), ErrCacheRegimeMismatch, "the rows' servers reported different prefix-cache regimes", string(ob), string(oc))
+	}
+}
+
+// rowRegime is a row's declared and observed cache regime (natural and unreported without a
+// cache object).
+func rowRegime(r contract.Row) (contract.CacheRegime, contract.RowCacheObserved) {
+	if r.Cache == nil {
+		return contract.CacheRegimeNatural, contract.RowCacheObservedUnreported
+	}
+	return r.Cache.Declared, r.Cache.Observed
 }
 
 func fptr(p *float64) string {

@@ -194,6 +194,9 @@ var (
 	ErrModeRefused = reason("mode_refused", "comparison not allowed by the policy")
 	// ErrRuleFailed: a metric rule's tolerance was exceeded.
 	ErrRuleFailed = reason("rule_failed", "metric rule failed")
+	// ErrCacheRegimeMismatch: compared rows declare different prefix-cache regimes, or their
+	// servers reported different ones (docs/caching.md).
+	ErrCacheRegimeMismatch = reason("cache_regime_mismatch", "prefix-cache regimes differ")
 	// ErrOutputMismatch: a row's outputs differ in a correctness comparison.
 	ErrOutputMismatch = reason("output_mismatch", "outputs differ")
 )
@@ -223,7 +226,7 @@ func Reasons() []*Reason {
 		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict, ErrVerdictMismatch, ErrDegradedRow, ErrLoadNotReached, ErrTimeoutExceeded,
 		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
 		ErrScopeBackend, ErrScopeDevice,
-		ErrEnvironmentMismatch, ErrDeviceMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrOutputMismatch,
+		ErrEnvironmentMismatch, ErrDeviceMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrCacheRegimeMismatch, ErrOutputMismatch,
 		ErrFindingsTruncated,
 	}
 }

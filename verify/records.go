@@ -40,6 +40,10 @@ type record struct {
 	errClass    string
 	assertFail  int    // assertions with passed false
 	output      string // output digest, "" when null
+	// cached is cached_prompt_tokens when hasCached (records before it existed have none).
+	cached    int64
+	hasCached bool
+	priming   bool // a warm row's priming request
 }
 
 // recordSet is what reading one JSON Lines file of request records learned.
@@ -182,6 +186,10 @@ func recordOf(d *contract.RequestRecordDoc) record {
 	if d.OutputDigest != nil {
 		r.output = *d.OutputDigest
 	}
+	if d.CachedPromptTokens != nil {
+		r.cached, r.hasCached = *d.CachedPromptTokens, true
+	}
+	r.priming = d.Priming
 	return r
 }
 

@@ -77,3 +77,23 @@ func (r *run) saturationReasons() []string {
 	}
 	return out
 }
+
+// cacheContradictions describes the rows whose observed prefix-cache regime contradicts the
+// declared one (up to four named; "" when none): such a row fails its case (docs/caching.md).
+func cacheContradictions(rows []contract.Row) string {
+	var parts []string
+	n := 0
+	for _, row := range rows {
+		if row.Cache == nil || row.Cache.Contradiction == nil {
+			continue
+		}
+		n++
+		if len(parts) < 4 {
+			parts = append(parts, fmt.Sprintf("c=%d r=%d: %s", row.Concurrency, row.Repetition, *row.Cache.Contradiction))
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d rows contradict their declared cache regime (%s)", n, len(rows), strings.Join(parts, "; "))
+}

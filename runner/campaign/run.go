@@ -392,6 +392,9 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 			r.saturated = append(r.saturated, fmt.Sprintf("case %s (repetition %d) measures saturation: %s", c.ID, rep, degraded))
 		}
 	}
+	if contra := cacheContradictions(cr.Rows); contra != "" {
+		problems = append(problems, contra)
+	}
 	if lagging := laggingRows(cr.Rows); lagging != "" && !measuresSaturation(c) {
 		r.lagging = append(r.lagging, fmt.Sprintf("case %s (repetition %d): %s", c.ID, rep, lagging))
 	}

@@ -31,6 +31,9 @@ type usageCounts struct {
 	total            int64
 	hasP, hasC, hasT bool
 	bad              string // why a count is unusable ("" when all are non-negative integers)
+	// cached is prompt_tokens_details.cached_tokens, when hasCached (a non-negative integer).
+	cached    int64
+	hasCached bool
 }
 
 // chunk is what one completion object says.
@@ -699,6 +702,11 @@ func (s *scanner) usage(u *usageCounts) error {
 			dst, has, bit = &u.compl, &u.hasC, 2
 		case "total_tokens":
 			dst, has, bit = &u.total, &u.hasT, 4
+		case "prompt_tokens_details": // not a contract value: OpenAI usage key
+			if err := m.once(s, 8, string(k)); err != nil {
+				return err
+			}
+			return s.promptDetails(u)
 		default:
 			return s.skip()
 		}
@@ -737,6 +745,37 @@ func (s *scanner) usage(u *usageCounts) error {
 			}
 		default:
 			*dst, *has = v, true
+		}
+		return nil
+	})
+}
+
+// promptDetails reads usage.prompt_tokens_details (an object or null) for its cached_tokens; a
+// cached_tokens that is not a non-negative integer is left unreported.
+func (s *scanner) promptDetails(u *usageCounts) error {
+	if null, err := s.isNull(); null || err != nil {
+		return err
+	}
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	var m seen
+	return s.object(func(k []byte) error {
+		if string(k) != "cached_tokens" { // not a contract value: OpenAI usage key
+			return s.skip()
+		}
+		if err := m.once(s, 1, string(k)); err != nil {
+			return err
+		}
+		if c := s.peek(); c < '0' || c > '9' {
+			return s.skip()
+		}
+		lit, err := s.number()
+		if err != nil {
+			return err
+		}
+		if v, perr := strconv.ParseInt(string(lit), 10, 64); perr == nil && v >= 0 {
+			u.cached, u.hasCached = v, true
 		}
 		return nil
 	})

@@ -100,9 +100,11 @@ type request struct {
 	prompt Prompt
 	// corpusIndex and cycle place a measured request in the cycled corpus (-1 for a warmup).
 	corpusIndex, cycle int64
-	seed               *int64
-	body               []byte
-	digest             string
+	// priming marks a request of a warm row's priming pass (a warmup).
+	priming bool
+	seed    *int64
+	body    []byte
+	digest  string
 }
 
 // Run executes every row of the case in declared order (for each concurrency value, each
@@ -274,25 +276,43 @@ func (r *runner) requests(c, rep int64) ([]request, error) {
 	cs := &r.plan.Case
 	warm := warmupPrompts(r.plan.Prompts, int(cs.WarmupRequests), r.plan.Seed, c, rep)
 	m := r.plan.measured()
-	out := make([]request, 0, int64(len(warm))+m)
-	add := func(p Prompt, warmup bool, ci, cy int64) error {
+	n := int64(len(r.plan.Prompts))
+	priming := int64(0)
+	if regime(cs) == contract.CacheRegimeWarm {
+		priming = min(n, m)
+	}
+	total := int64(len(warm)) + priming + m
+	var nonce []string
+	if regime(cs) == contract.CacheRegimeCold {
+		nonce = nonces(r.plan.Seed, c, rep, int(total))
+	}
+	out := make([]request, 0, total)
+	add := func(p Prompt, warmup, prime bool, ci, cy int64) error {
 		idx := int64(len(out))
 		seed := requestSeed(cs.Sampling, idx)
-		body, err := Body(cs, r.plan.ModelID, p, seed)
+		sent := p
+		if nonce != nil {
+			sent = withNonce(p, nonce[idx])
+		}
+		body, err := Body(cs, r.plan.ModelID, sent, seed)
 		if err != nil {
 			return fmt.Errorf("%w: body of request %d: %v", ErrPlan, idx, err)
 		}
-		out = append(out, request{index: idx, warmup: warmup, prompt: p, corpusIndex: ci, cycle: cy, seed: seed, body: body, digest: evidence.DigestOf(body)})
+		out = append(out, request{index: idx, warmup: warmup, priming: prime, prompt: p, corpusIndex: ci, cycle: cy, seed: seed, body: body, digest: evidence.DigestOf(body)})
 		return nil
 	}
 	for _, p := range warm {
-		if err := add(p, true, -1, -1); err != nil {
+		if err := add(p, true, false, -1, -1); err != nil {
 			return nil, err
 		}
 	}
-	n := int64(len(r.plan.Prompts))
+	for k := range priming {
+		if err := add(r.plan.Prompts[k], true, true, -1, -1); err != nil {
+			return nil, err
+		}
+	}
 	for k := range m {
-		if err := add(r.plan.Prompts[k%n], false, k%n, k/n); err != nil {
+		if err := add(r.plan.Prompts[k%n], false, false, k%n, k/n); err != nil {
 			return nil, err
 		}
 	}
@@ -306,6 +326,12 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		return RowResult{}, err
 	}
 	nWarm := int(r.plan.Case.WarmupRequests)
+	nPrime := 0
+	for _, q := range reqs {
+		if q.priming {
+			nPrime++
+		}
+	}
 	recs := make([]*contract.RequestRecordDoc, len(reqs))
 	r.done.Store(0)
 	r.failed.Store(0)
@@ -315,6 +341,10 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	if nWarm > 0 {
 		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep, nil)
 	}
+	if nPrime > 0 && ctx.Err() == nil {
+		r.closedLoop(ctx, reqs[nWarm:nWarm+nPrime], recs[nWarm:nWarm+nPrime], int(min(c, int64(nPrime))), c, rep, nil)
+	}
+	nWarm += nPrime
 	var tel *Telemetry
 	var before []byte
 	if ctx.Err() == nil {
@@ -352,7 +382,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			out.Records = append(out.Records, *rec)
 		}
 	}
-	spec := metrics.RowSpec{Concurrency: c, Repetition: rep, Loop: contract.RowLoopClosed, SLO: r.slo(), PromptSetSHA256: r.promptSet}
+	spec := metrics.RowSpec{Concurrency: c, Repetition: rep, Loop: contract.RowLoopClosed, SLO: r.slo(), PromptSetSHA256: r.promptSet, CacheRegime: r.plan.Case.CacheRegime}
 	if rt := r.plan.Case.Rate; rt != nil {
 		rate := rt.RequestsPerSecond
 		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, &rate
@@ -487,6 +517,10 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 	}
 	if !q.warmup {
 		rec.CorpusIndex, rec.Cycle = &q.corpusIndex, &q.cycle
+	}
+	rec.Priming = q.priming
+	if resp.Usage != nil {
+		rec.CachedPromptTokens = resp.CachedPromptTokens
 	}
 	if resp.Status != 0 {
 		s := int64(resp.Status)

@@ -34,6 +34,9 @@ type Response struct {
 	// Usage is the stream's single usage record; nil unless the stream had exactly one, with
 	// total = prompt + completion.
 	Usage *contract.Usage
+	// CachedPromptTokens is the usage record's prompt_tokens_details.cached_tokens (nil when
+	// Usage is nil or the server did not report it).
+	CachedPromptTokens *int64
 	// FinishReason is the last finish_reason sent (nil when none).
 	FinishReason *contract.RecordFinishReason
 	// Text is the completion text: chat content deltas concatenated, or choices[0].text.
@@ -629,6 +632,10 @@ func (s *stream) settle() {
 		s.fail(ClassInconsistentUsage, "usage completion_tokens is 0 but the response carried content (%d content events, %d bytes of text): generated content is at least one token", s.nContent, len(s.resp.Text))
 	default:
 		s.resp.Usage = &contract.Usage{PromptTokens: u.prompt, CompletionTokens: u.compl, TotalTokens: u.total}
+		if u.hasCached && u.cached <= u.prompt {
+			c := u.cached
+			s.resp.CachedPromptTokens = &c
+		}
 	}
 	if s.hasFinish {
 		if f := contract.RecordFinishReason(s.finishRaw); f.Valid() {

@@ -20,9 +20,15 @@ func TestDocumented(t *testing.T) {
 	page := string(doc)
 	rate := 10.0
 	var emitted []contract.Metric
+	cached := handRecords()
+	for i := range cached {
+		n := int64(i)
+		cached[i].CachedPromptTokens = &n
+	}
 	rows := []contract.Row{
 		Row(RowSpec{Concurrency: 2, Loop: "closed", SLO: contract.SLO{TTFTMs: 9.5}}, handRecords()),
 		Row(RowSpec{Concurrency: 1, Loop: "open", OfferedRate: &rate}, handRecords()),
+		Row(RowSpec{Concurrency: 2, Loop: "closed", CacheRegime: contract.CacheRegimeWarm}, cached),
 	}
 	for _, r := range rows {
 		emitted = append(emitted, r.Metrics...)

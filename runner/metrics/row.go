@@ -29,6 +29,8 @@ type RowSpec struct {
 	SLO contract.SLO
 	// PromptSetSHA256 is PromptSetSHA256 of the row's prompts in measured order.
 	PromptSetSHA256 string
+	// CacheRegime is the case's declared cache regime ("" when it declares none).
+	CacheRegime contract.CacheRegime
 }
 
 // Request reduces a request record to what the formulas of package metric read.
@@ -56,6 +58,9 @@ func Request(r *contract.RequestRecordDoc) formulas.Request {
 	}
 	if r.Usage != nil {
 		q.HasUsage, q.Completion, q.Prompt = true, r.Usage.CompletionTokens, r.Usage.PromptTokens
+	}
+	if r.CachedPromptTokens != nil {
+		q.HasCached, q.Cached = true, *r.CachedPromptTokens
 	}
 	return q
 }
@@ -88,6 +93,12 @@ func Row(spec RowSpec, records []contract.RequestRecordDoc) contract.Row {
 	if f.HasInFlight {
 		peak, mean := f.InFlightPeak, f.InFlightMean
 		row.Fidelity.InFlightPeak, row.Fidelity.InFlightMean = &peak, &mean
+	}
+	// The cache object: when the case declares a regime, or a measured request reported cached
+	// prompt tokens (so that evidence without either stays as it was).
+	if cf := formulas.CacheOf(reqs); spec.CacheRegime != "" || cf.Reporting > 0 {
+		rc := cf.RowCache(spec.CacheRegime)
+		row.Cache = &rc
 	}
 	return row
 }

@@ -31,7 +31,7 @@ var metricName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // TelemetryDeltas parses two Prometheus text-format pages (the server's /metrics before and after
 // a row) and returns the counter deltas: one SeriesDelta per series (counters, and the _count and
 // _sum of histograms and summaries), and one diagnostic metric per family,
-// "server.<name>.delta", summing its series' deltas (formula telemetry_delta.v1). Such metrics are
+// "server.<name>.delta" (a ':' in the name written '_'), summing its series' deltas (formula telemetry_delta.v1). Such metrics are
 // evidence for diagnosis, never for a verdict. A series that only the second page has counts
 // from zero; a series that decreased (a counter reset) or vanished is left out with a warning.
 // It is a pure function of the two pages.
@@ -80,9 +80,19 @@ func TelemetryDeltas(before, after []byte) ([]contract.Metric, []SeriesDelta, []
 	}
 	slices.Sort(names)
 	var ms []contract.Metric
+	used := map[string]string{} // metric name -> the family it came from
 	for _, n := range names {
-		name := "server." + n + ".delta"
-		if !metricName.MatchString(n) || len(name) > 128 {
+		// A ':' (vLLM's and SGLang's namespace separator, "vllm:prefix_cache_hits") is not
+		// allowed in a metric name: it becomes '_'. Two families that then collide keep only
+		// their series deltas.
+		plain := strings.ReplaceAll(n, ":", "_")
+		name := "server." + plain + ".delta"
+		if prev, ok := used[name]; ok {
+			warnings = append(warnings, fmt.Sprintf("%s: its metric name %s is %s's too: only its series deltas are kept", n, name, prev))
+			continue
+		}
+		used[name] = n
+		if !metricName.MatchString(plain) || len(name) > 128 {
 			warnings = append(warnings, fmt.Sprintf("%s: name not usable as a metric name: only its series deltas are kept", n))
 			continue
 		}

@@ -88,3 +88,33 @@ func TestTelemetryDeltas(t *testing.T) {
 		t.Error("a malformed page parsed")
 	}
 }
+
+// TestTelemetryDeltasVLLMNames: vLLM's namespaced families ("vllm:prefix_cache_hits") become
+// metrics with '_' for ':' (docs/caching.md); a family that then collides with another keeps
+// only its series.
+func TestTelemetryDeltasVLLMNames(t *testing.T) {
+	before := "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{model_name=\"m\"} 100\n" +
+		"# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{model_name=\"m\"} 40\n" +
+		"# TYPE vllm_prefix_cache_hits_total counter\nvllm_prefix_cache_hits_total 1\n"
+	after := "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{model_name=\"m\"} 160\n" +
+		"# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{model_name=\"m\"} 88\n" +
+		"# TYPE vllm_prefix_cache_hits_total counter\nvllm_prefix_cache_hits_total 2\n"
+	ms, series, warns, err := TelemetryDeltas([]byte(before), []byte(after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, m := range ms {
+		got[m.Name] = m.Value
+	}
+	if got["server.vllm_prefix_cache_queries_total.delta"] != 60 || len(got) != 2 {
+		t.Errorf("metrics %v", got)
+	}
+	// "vllm:prefix_cache_hits_total" sorts before "vllm_prefix_cache_hits_total": it keeps the name.
+	if got["server.vllm_prefix_cache_hits_total.delta"] != 48 {
+		t.Errorf("hits delta %v, want 48", got["server.vllm_prefix_cache_hits_total.delta"])
+	}
+	if len(series) != 3 || len(warns) != 1 || !strings.Contains(warns[0], "vllm_prefix_cache_hits_total: its metric name") {
+		t.Errorf("series %d, warnings %q", len(series), warns)
+	}
+}

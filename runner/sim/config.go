@@ -62,6 +62,8 @@ type Config struct {
 	// ShutdownGrace bounds how long in-flight requests may run after shutdown begins; those
 	// still running are then cut (the connection closes without the rest of the stream).
 	ShutdownGrace time.Duration
+	// PrefixCache declares the prefix cache (off by default).
+	PrefixCache PrefixCache
 	// Faults are the misbehaviours turned on.
 	Faults Faults
 }
@@ -79,6 +81,7 @@ func DefaultConfig() Config {
 		DefaultMaxTokens: 16,
 		RolePrelude:      true,
 		ShutdownGrace:    5 * time.Second,
+		PrefixCache:      DefaultPrefixCache,
 	}
 }
 
@@ -122,6 +125,14 @@ func (c Config) Validate() error {
 	if c.EOSAfter < 0 || c.EOSAfter > MaxCompletionTokens {
 		return fmt.Errorf("%w: eos after %d: want 0 to %d", ErrConfig, c.EOSAfter, MaxCompletionTokens)
 	}
+	if pc := c.PrefixCache; pc.Enabled {
+		if pc.BlockTokens < 1 || pc.BlockTokens > MaxPrefixBlockTokens {
+			return fmt.Errorf("%w: prefix cache block tokens %d: want 1 to %d", ErrConfig, pc.BlockTokens, MaxPrefixBlockTokens)
+		}
+		if pc.CapacityBlocks < 1 || pc.CapacityBlocks > MaxPrefixCapacityBlocks {
+			return fmt.Errorf("%w: prefix cache capacity %d blocks: want 1 to %d", ErrConfig, pc.CapacityBlocks, MaxPrefixCapacityBlocks)
+		}
+	}
 	return c.Faults.validate()
 }
 
@@ -140,7 +151,12 @@ type fileConfig struct {
 	EOSAfter         *int     `json:"eos_after"`
 	RolePrelude      *bool    `json:"role_prelude"`
 	ShutdownGrace    *string  `json:"shutdown_grace"`
-	Faults           []string `json:"faults"`
+	PrefixCache      *struct {
+		Enabled        *bool `json:"enabled"`
+		BlockTokens    *int  `json:"block_tokens"`
+		CapacityBlocks *int  `json:"capacity_blocks"`
+	} `json:"prefix_cache"`
+	Faults []string `json:"faults"`
 }
 
 // LoadConfig reads a JSON configuration (at most MaxConfigBytes; unknown fields, trailing data
@@ -194,6 +210,13 @@ func LoadConfig(r io.Reader, base Config) (Config, error) {
 	setInt(&c.EOSAfter, fc.EOSAfter)
 	if fc.RolePrelude != nil {
 		c.RolePrelude = *fc.RolePrelude
+	}
+	if pc := fc.PrefixCache; pc != nil {
+		if pc.Enabled != nil {
+			c.PrefixCache.Enabled = *pc.Enabled
+		}
+		setInt(&c.PrefixCache.BlockTokens, pc.BlockTokens)
+		setInt(&c.PrefixCache.CapacityBlocks, pc.CapacityBlocks)
 	}
 	for _, spec := range fc.Faults {
 		if err := c.Faults.Set(spec); err != nil {

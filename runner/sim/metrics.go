@@ -51,6 +51,8 @@ type metrics struct {
 	queueWaits       atomic.Uint64
 	errors           [numReasons]atomic.Uint64
 	gtDropped        atomic.Uint64
+	prefixQueries    atomic.Uint64
+	prefixHits       atomic.Uint64
 }
 
 func (m *metrics) request(endpoint string, code int) {
@@ -70,7 +72,7 @@ func (m *metrics) queued(d time.Duration) {
 }
 
 // appendText renders the Prometheus text exposition format (version 0.0.4).
-func (m *metrics) appendText(b []byte, slots int, ready bool) []byte {
+func (m *metrics) appendText(b []byte, slots int, ready, prefixCache bool) []byte {
 	family := func(name, typ, help string) {
 		b = append(b, "# HELP "...)
 		b = append(b, name...)
@@ -123,6 +125,12 @@ func (m *metrics) appendText(b []byte, slots int, ready bool) []byte {
 
 	family("qualsim_prompt_tokens_total", "counter", "Prompt tokens of completion requests that got a slot (vLLM: prompt_tokens_total).")
 	sample("qualsim_prompt_tokens_total", "", m.promptTokens.Load())
+	if prefixCache {
+		family("qualsim_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache (vLLM: prefix_cache_queries).")
+		sample("qualsim_prefix_cache_queries_total", "", m.prefixQueries.Load())
+		family("qualsim_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache (vLLM: prefix_cache_hits).")
+		sample("qualsim_prefix_cache_hits_total", "", m.prefixHits.Load())
+	}
 	family("qualsim_generation_tokens_total", "counter", "Completion tokens of finished responses, as their usage reports (vLLM: generation_tokens_total).")
 	sample("qualsim_generation_tokens_total", "", m.generationTokens.Load())
 	family("qualsim_sse_events_total", "counter", "SSE events flushed to clients.")

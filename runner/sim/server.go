@@ -69,6 +69,7 @@ type Server struct {
 	created int64
 	slots   chan struct{}
 	m       metrics
+	cache   *prefixCache
 
 	seq     atomic.Uint64
 	ready   atomic.Bool
@@ -107,6 +108,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		created: time.Now().Unix(),
 		slots:   make(chan struct{}, cfg.Slots),
 		crashed: make(chan struct{}),
+		cache:   newPrefixCache(cfg.PrefixCache),
 	}
 	s.cfg.Models = append([]string(nil), cfg.Models...)
 	for _, m := range cfg.Models {
@@ -433,7 +435,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	// Count this scrape before rendering, so that it sees itself.
 	s.m.request("/metrics", http.StatusOK)
-	b := s.m.appendText(nil, s.cfg.Slots, s.ready.Load())
+	b := s.m.appendText(nil, s.cfg.Slots, s.ready.Load(), s.cache != nil)
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(len(b)))

@@ -18,6 +18,19 @@ type job struct {
 	endpoint string
 	created  int64
 	prompt   int // prompt tokens
+	cached   int // prompt tokens the prefix cache had, known once the request holds a slot
+}
+
+// hold runs once the request holds a decode slot: it counts the prompt tokens and asks the
+// prefix cache.
+func (j *job) hold() {
+	s := j.s
+	s.m.promptTokens.Add(uint64(j.prompt))
+	if s.cache != nil {
+		j.cached = s.cache.lookupInsert(s.cfg.Seed, j.q.prompt)
+		s.m.prefixQueries.Add(uint64(j.prompt))
+		s.m.prefixHits.Add(uint64(j.cached))
+	}
 }
 
 func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
@@ -187,9 +200,9 @@ func (j *job) respond(ctx context.Context, w http.ResponseWriter) error {
 	}
 	defer s.release()
 	t0 := time.Now()
-	s.m.promptTokens.Add(uint64(j.prompt))
+	j.hold()
 	s.gt.record(gtRecord{id: j.id, t: t0, kind: KindSlot})
-	sc := newSchedule(s.cfg.Timing, s.cfg.Seed, j.gen.hash, j.prompt)
+	sc := newSchedule(s.cfg.Timing, s.cfg.Seed, j.gen.hash, j.prompt-j.cached)
 	var due time.Duration
 	for range j.gen.Tokens {
 		due = sc.token()
@@ -267,6 +280,11 @@ func (j *job) appendUsage(b []byte, n int) []byte {
 	b = appendInt(b, n)
 	b = append(b, `,"total_tokens":`...)
 	b = appendInt(b, total)
+	if j.s.cache != nil {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = appendInt(b, j.cached)
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 
@@ -307,7 +325,7 @@ func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
 	e := &sse{j: j, w: w, rc: rc, ctx: ctx, t0: time.Now(), buf: make([]byte, 0, 512)}
 	e.head = j.appendHead([]byte("data: "), true)
 	defer e.clk.stop()
-	s.m.promptTokens.Add(uint64(j.prompt))
+	j.hold()
 	s.gt.record(gtRecord{id: j.id, t: e.t0, kind: KindSlot})
 
 	q := j.q
@@ -331,7 +349,7 @@ func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
 			return err
 		}
 	}
-	sc := newSchedule(s.cfg.Timing, s.cfg.Seed, j.gen.hash, j.prompt)
+	sc := newSchedule(s.cfg.Timing, s.cfg.Seed, j.gen.hash, j.prompt-j.cached)
 	per, sent := s.cfg.Timing.TokensPerEvent, 0
 	var due time.Duration
 	for k := range j.gen.Tokens {

@@ -17,6 +17,8 @@ const (
 	DriverWorkerOutputSchema = "qualkit.driver-worker-output.v1"
 	EffectiveRunConfig       = "effective-run-config.v1"
 	EffectiveRunConfigSchema = "qualkit.effective-run-config.v1"
+	FleetPlan                = "fleet-plan.v1"
+	FleetPlanSchema          = "qualkit.fleet-plan.v1"
 	LaunchRecipe             = "launch-recipe.v1"
 	LaunchRecipeSchema       = "qualkit.launch-recipe.v1"
 	LayerAttribution         = "layer-attribution.v2"
@@ -57,6 +59,7 @@ var Contracts = []ContractInfo{
 	{Name: DriverSpec, SchemaID: DriverSpecSchema, URL: "https://qualkit.dev/schemas/driver-spec.v1.schema.json", File: "driver-spec.v1.schema.json"},
 	{Name: DriverWorkerOutput, SchemaID: DriverWorkerOutputSchema, URL: "https://qualkit.dev/schemas/driver-worker-output.v1.schema.json", File: "driver-worker-output.v1.schema.json"},
 	{Name: EffectiveRunConfig, SchemaID: EffectiveRunConfigSchema, URL: "https://qualkit.dev/schemas/effective-run-config.v1.schema.json", File: "effective-run-config.v1.schema.json"},
+	{Name: FleetPlan, SchemaID: FleetPlanSchema, URL: "https://qualkit.dev/schemas/fleet-plan.v1.schema.json", File: "fleet-plan.v1.schema.json"},
 	{Name: LaunchRecipe, SchemaID: LaunchRecipeSchema, URL: "https://qualkit.dev/schemas/launch-recipe.v1.schema.json", File: "launch-recipe.v1.schema.json"},
 	{Name: LayerAttribution, SchemaID: LayerAttributionSchema, URL: "https://qualkit.dev/schemas/layer-attribution.v2.schema.json", File: "layer-attribution.v2.schema.json"},
 	{Name: LifecycleRecord, SchemaID: LifecycleRecordSchema, URL: "https://qualkit.dev/schemas/lifecycle-record.v1.schema.json", File: "lifecycle-record.v1.schema.json"},
@@ -225,6 +228,32 @@ func BackendValues() []Backend {
 func (v Backend) Valid() bool {
 	switch v {
 	case BackendCPU, BackendCUDA, BackendROCM, BackendVulkan, BackendMetal:
+		return true
+	}
+	return false
+}
+
+// CacheRegime is a serving case's declared prefix-cache regime.
+//
+// CUE: workload/v1 #CacheRegime.
+type CacheRegime string
+
+// The values of CacheRegime.
+const (
+	CacheRegimeCold    CacheRegime = "cold"
+	CacheRegimeWarm    CacheRegime = "warm"
+	CacheRegimeNatural CacheRegime = "natural"
+)
+
+// CacheRegimeValues lists the values of CacheRegime in contract order.
+func CacheRegimeValues() []CacheRegime {
+	return []CacheRegime{CacheRegimeCold, CacheRegimeWarm, CacheRegimeNatural}
+}
+
+// Valid reports whether v is one of the values of CacheRegime.
+func (v CacheRegime) Valid() bool {
+	switch v {
+	case CacheRegimeCold, CacheRegimeWarm, CacheRegimeNatural:
 		return true
 	}
 	return false
@@ -1606,6 +1635,59 @@ func (v ResultProtocolProducer) Valid() bool {
 	return false
 }
 
+// RowCacheDeclared is the case's cache_regime (natural when the case declares none).
+//
+// CUE: caseresult/v1 #RowCache.declared.
+type RowCacheDeclared string
+
+// The values of RowCacheDeclared.
+const (
+	RowCacheDeclaredCold    RowCacheDeclared = "cold"
+	RowCacheDeclaredWarm    RowCacheDeclared = "warm"
+	RowCacheDeclaredNatural RowCacheDeclared = "natural"
+)
+
+// RowCacheDeclaredValues lists the values of RowCacheDeclared in contract order.
+func RowCacheDeclaredValues() []RowCacheDeclared {
+	return []RowCacheDeclared{RowCacheDeclaredCold, RowCacheDeclaredWarm, RowCacheDeclaredNatural}
+}
+
+// Valid reports whether v is one of the values of RowCacheDeclared.
+func (v RowCacheDeclared) Valid() bool {
+	switch v {
+	case RowCacheDeclaredCold, RowCacheDeclaredWarm, RowCacheDeclaredNatural:
+		return true
+	}
+	return false
+}
+
+// RowCacheObserved is what the measured successes' cached_prompt_tokens show: hits (some are
+// positive), no_hits (every success reported 0) or unreported (some success did not report).
+//
+// CUE: caseresult/v1 #RowCache.observed.
+type RowCacheObserved string
+
+// The values of RowCacheObserved.
+const (
+	RowCacheObservedHits       RowCacheObserved = "hits"
+	RowCacheObservedNoHits     RowCacheObserved = "no_hits"
+	RowCacheObservedUnreported RowCacheObserved = "unreported"
+)
+
+// RowCacheObservedValues lists the values of RowCacheObserved in contract order.
+func RowCacheObservedValues() []RowCacheObserved {
+	return []RowCacheObserved{RowCacheObservedHits, RowCacheObservedNoHits, RowCacheObservedUnreported}
+}
+
+// Valid reports whether v is one of the values of RowCacheObserved.
+func (v RowCacheObserved) Valid() bool {
+	switch v {
+	case RowCacheObservedHits, RowCacheObservedNoHits, RowCacheObservedUnreported:
+		return true
+	}
+	return false
+}
+
 // RowDeviceTelemetryFlags mark a throttle reason, an uncorrected ECC count that changed, a critical Xid event or
 // a failed reading within the row's window: for diagnosis, never a verdict.
 //
@@ -1682,6 +1764,58 @@ func RowLoopValues() []RowLoop {
 func (v RowLoop) Valid() bool {
 	switch v {
 	case RowLoopClosed, RowLoopOpen:
+		return true
+	}
+	return false
+}
+
+// RowPrefixCacheDeclared is the enum at reportview/v1 #RowPrefixCache.declared.
+//
+// CUE: reportview/v1 #RowPrefixCache.declared.
+type RowPrefixCacheDeclared string
+
+// The values of RowPrefixCacheDeclared.
+const (
+	RowPrefixCacheDeclaredCold    RowPrefixCacheDeclared = "cold"
+	RowPrefixCacheDeclaredWarm    RowPrefixCacheDeclared = "warm"
+	RowPrefixCacheDeclaredNatural RowPrefixCacheDeclared = "natural"
+)
+
+// RowPrefixCacheDeclaredValues lists the values of RowPrefixCacheDeclared in contract order.
+func RowPrefixCacheDeclaredValues() []RowPrefixCacheDeclared {
+	return []RowPrefixCacheDeclared{RowPrefixCacheDeclaredCold, RowPrefixCacheDeclaredWarm, RowPrefixCacheDeclaredNatural}
+}
+
+// Valid reports whether v is one of the values of RowPrefixCacheDeclared.
+func (v RowPrefixCacheDeclared) Valid() bool {
+	switch v {
+	case RowPrefixCacheDeclaredCold, RowPrefixCacheDeclaredWarm, RowPrefixCacheDeclaredNatural:
+		return true
+	}
+	return false
+}
+
+// RowPrefixCacheObserved is the enum at reportview/v1 #RowPrefixCache.observed.
+//
+// CUE: reportview/v1 #RowPrefixCache.observed.
+type RowPrefixCacheObserved string
+
+// The values of RowPrefixCacheObserved.
+const (
+	RowPrefixCacheObservedHits       RowPrefixCacheObserved = "hits"
+	RowPrefixCacheObservedNoHits     RowPrefixCacheObserved = "no_hits"
+	RowPrefixCacheObservedUnreported RowPrefixCacheObserved = "unreported"
+)
+
+// RowPrefixCacheObservedValues lists the values of RowPrefixCacheObserved in contract order.
+func RowPrefixCacheObservedValues() []RowPrefixCacheObserved {
+	return []RowPrefixCacheObserved{RowPrefixCacheObservedHits, RowPrefixCacheObservedNoHits, RowPrefixCacheObservedUnreported}
+}
+
+// Valid reports whether v is one of the values of RowPrefixCacheObserved.
+func (v RowPrefixCacheObserved) Valid() bool {
+	switch v {
+	case RowPrefixCacheObservedHits, RowPrefixCacheObservedNoHits, RowPrefixCacheObservedUnreported:
 		return true
 	}
 	return false

@@ -83,6 +83,9 @@ type Row struct {
 	DeviceTelemetry *RowDeviceTelemetry `json:"device_telemetry,omitempty"`
 	// Ended says how a row of a case with a duration or stop rules ended (absent otherwise).
 	Ended *RowEnd `json:"ended,omitempty"`
+	// Cache is the row's prefix-cache regime, declared and observed; absent in evidence written
+	// before it existed (docs/caching.md).
+	Cache *RowCache `json:"cache,omitempty"`
 }
 
 // FileRef points at another evidence file by path and digest.
@@ -140,6 +143,24 @@ type RowEnd struct {
 	AfterSeconds float64 `json:"after_seconds"`
 	// Cut counts the measured requests cut at the grace deadline (error class cut_at_grace).
 	Cut int64 `json:"cut"`
+}
+
+// RowCache is a row's declared prefix-cache regime and what the server reported.
+//
+// CUE: caseresult/v1 #RowCache.
+type RowCache struct {
+	// Declared is the case's cache_regime (natural when the case declares none).
+	Declared CacheRegime `json:"declared"`
+	// Observed is what the measured successes' cached_prompt_tokens show: hits (some are
+	// positive), no_hits (every success reported 0) or unreported (some success did not report).
+	Observed RowCacheObserved `json:"observed"`
+	// Reporting counts the measured successes that reported cached_prompt_tokens.
+	Reporting int64 `json:"reporting"`
+	// CachedPromptTokens sums their cached_prompt_tokens.
+	CachedPromptTokens int64 `json:"cached_prompt_tokens"`
+	// Contradiction says how observed contradicts declared (cold with hits, warm without hits);
+	// null when it does not. A contradiction fails the case.
+	Contradiction *string `json:"contradiction"`
 }
 
 // Stopped says why and when a case stopped before its end.
@@ -377,6 +398,117 @@ type EffectiveRunQualrun struct {
 	// Command is qualrun's own argv.
 	Command []string `json:"command"`
 	Version string   `json:"version"`
+}
+
+// FleetPlanDoc pins what every job runs and where its receipt goes.
+//
+// CUE: fleetplan/v1 #FleetPlan.
+type FleetPlanDoc struct {
+	// Schema identifies the contract and its major version.
+	Schema string `json:"schema"`
+	// ID names the plan; it names the receipt directory and the engine jobs.
+	ID string `json:"id"`
+	// Description for people.
+	Description string `json:"description"`
+	// Repository is the git repository every job clones: a URL or an absolute path the hosts reach.
+	Repository string `json:"repository"`
+	// Commit is the pinned commit every job checks out into a fresh worktree.
+	Commit string `json:"commit"`
+	// Qualrun is the absolute path of the qualrun binary on the hosts (or in the image); absent: qualrun on PATH.
+	Qualrun string `json:"qualrun,omitempty"`
+	// Signing is the identity each host signs its receipt with.
+	Signing FleetSigning `json:"signing"`
+	// Receipts says where each job publishes its receipt and evidence.
+	Receipts FleetReceipts `json:"receipts"`
+	// Kubernetes holds what only a Kubernetes Job needs; required by qualrun fleet k8s.
+	Kubernetes *FleetKubernetes `json:"kubernetes,omitempty"`
+	// Rows are the jobs; rows[i].index is i (deterministic row indices), and no two rows are equal.
+	Rows []FleetRow `json:"rows"`
+}
+
+// FleetSigning names the key every host signs with: the same path on each host, each host's own key.
+//
+// CUE: fleetplan/v1 #Signing.
+type FleetSigning struct {
+	// KeyFile is the cosign-compatible private key on the host (qualrun run --key).
+	KeyFile string `json:"key_file"`
+	// PasswordFile holds the key's password on the host (qualrun run --password-file); absent: unencrypted key or QUALKIT_PASSWORD.
+	PasswordFile string `json:"password_file,omitempty"`
+}
+
+// FleetReceipts is where receipts go: a directory every host can write (a shared filesystem, a volume).
+//
+// CUE: fleetplan/v1 #Receipts.
+type FleetReceipts struct {
+	// Directory receives PLAN-ID/row-INDEX/HOST-ID/ with the receipt and its evidence, and the
+	// engine's task logs in PLAN-ID/logs/; no whitespace or % (sbatch reads %-patterns in log paths).
+	Directory string `json:"directory"`
+}
+
+// FleetKubernetes is what an Indexed Job needs beyond the rows.
+//
+// CUE: fleetplan/v1 #Kubernetes.
+type FleetKubernetes struct {
+	// Namespace of the Job.
+	Namespace string `json:"namespace"`
+	// Image holds git and qualrun.
+	Image string `json:"image"`
+	// SigningSecret is the Secret mounted read-only at the directory of signing.key_file.
+	SigningSecret string `json:"signing_secret"`
+	// ReceiptsClaim is the PersistentVolumeClaim mounted at receipts.directory.
+	ReceiptsClaim string `json:"receipts_claim"`
+	// BackoffLimitPerIndex is how often one row is retried on a retryable failure.
+	BackoffLimitPerIndex int64 `json:"backoff_limit_per_index"`
+}
+
+// FleetRow is one job of the plan.
+//
+// CUE: fleetplan/v1 #Row.
+type FleetRow struct {
+	// Index is the row's position in rows, from 0: SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX select rows by it.
+	Index int64 `json:"index"`
+	// Workload is the workload file, relative to the repository root.
+	Workload string `json:"workload"`
+	// Variant is the workload variant the row runs (qualrun run --variant).
+	Variant string `json:"variant"`
+	// Variables are the row's --var NAME=VALUE settings.
+	Variables map[string]string `json:"variables,omitempty"`
+	// Repetition numbers repeated runs of the same workload, variant and variables, from 1.
+	Repetition int64 `json:"repetition"`
+	// Host selects the host as each engine expresses it; absent: any host.
+	Host *FleetHostSelector `json:"host,omitempty"`
+}
+
+// FleetHostSelector selects a host in the terms of the engine that places the job.
+//
+// CUE: fleetplan/v1 #HostSelector.
+type FleetHostSelector struct {
+	Slurm      *SlurmSelector      `json:"slurm,omitempty"`
+	Kubernetes *KubernetesSelector `json:"kubernetes,omitempty"`
+}
+
+// SlurmSelector is sbatch's placement options.
+//
+// CUE: fleetplan/v1 #SlurmSelector.
+type SlurmSelector struct {
+	// Partition is sbatch --partition.
+	Partition string `json:"partition,omitempty"`
+	// Constraint is sbatch --constraint (node features).
+	Constraint string `json:"constraint,omitempty"`
+	// Nodelist is sbatch --nodelist.
+	Nodelist string `json:"nodelist,omitempty"`
+	// Gres is sbatch --gres (e.g. gpu:1).
+	Gres string `json:"gres,omitempty"`
+}
+
+// KubernetesSelector is a pod's placement: node labels and resource limits.
+//
+// CUE: fleetplan/v1 #KubernetesSelector.
+type KubernetesSelector struct {
+	// NodeSelector is the pod's nodeSelector.
+	NodeSelector map[string]string `json:"node_selector,omitempty"`
+	// Limits are the container's resource limits (e.g. nvidia.com/gpu: "1"), Kubernetes quantities.
+	Limits map[string]string `json:"limits,omitempty"`
 }
 
 // LaunchRecipeDoc describes one owned server: its argv, environment, address, readiness and shutdown.
@@ -1005,6 +1137,9 @@ type ViewRow struct {
 	Fidelity       ViewFidelity       `json:"fidelity"`
 	// Mismatches are the row metrics whose receipt value differs from the recomputed one.
 	Mismatches []string `json:"mismatches"`
+	// PrefixCache is the row's prefix-cache regime (docs/caching.md); absent when the row has
+	// no cache object.
+	PrefixCache *ViewRowPrefixCache `json:"prefix_cache,omitempty"`
 }
 
 // ViewDistribution is one latency distribution of a row (Hyndman-Fan type 7 percentiles).
@@ -1055,6 +1190,20 @@ type ViewFidelity struct {
 	Degraded         bool     `json:"degraded"`
 	Reasons          []string `json:"reasons"`
 	DispatchSpreadMs *float64 `json:"dispatch_spread_ms"`
+}
+
+// ViewRowPrefixCache is a row's declared and observed prefix-cache regime and its hit fraction.
+//
+// CUE: reportview/v1 #RowPrefixCache.
+type ViewRowPrefixCache struct {
+	Declared           CacheRegime      `json:"declared"`
+	Observed           RowCacheObserved `json:"observed"`
+	Reporting          int64            `json:"reporting"`
+	CachedPromptTokens int64            `json:"cached_prompt_tokens"`
+	// HitFraction is prefix_cache_hit_fraction recomputed from the records; null when no
+	// success reported cached tokens.
+	HitFraction   *float64 `json:"hit_fraction"`
+	Contradiction *string  `json:"contradiction"`
 }
 
 // ViewDriver is a driver case's evidence result as verify read and re-checked it (numbers unrounded).
@@ -1404,6 +1553,11 @@ type RequestRecordDoc struct {
 	OutputDigest *string            `json:"output_digest"`
 	Assertions   []AssertionOutcome `json:"assertions"`
 	Error        *RequestError      `json:"error"`
+	// CachedPromptTokens is the server's usage.prompt_tokens_details.cached_tokens: the prompt
+	// tokens its prefix cache served. Absent when the server did not report it.
+	CachedPromptTokens *int64 `json:"cached_prompt_tokens,omitempty"`
+	// Priming marks a warmup request of a warm row's priming pass (docs/caching.md).
+	Priming bool `json:"priming,omitempty"`
 }
 
 // RowKey is request/v1 #Record.row.
@@ -1722,6 +1876,11 @@ type Case struct {
 	MeasuresSaturation *bool `json:"measures_saturation,omitempty"`
 	// DeviceTelemetry turns on the device telemetry sampler for every row (docs/accelerators.md).
 	DeviceTelemetry *DeviceTelemetry `json:"device_telemetry,omitempty"`
+	// CacheRegime declares the prefix-cache regime of every row (docs/caching.md): cold puts a
+	// seeded nonce in front of every prompt so that no prefix can hit; warm sends a priming pass
+	// (each prompt the row asks, once, unmeasured) before the measured requests; natural (the
+	// default when absent) sends the corpus as it is.
+	CacheRegime CacheRegime `json:"cache_regime,omitempty"`
 	// Duration makes each row run for a time (docs/metrics.md "Row size"); requests is then the
 	// row's cap and is required.
 	Duration *RowDuration `json:"duration,omitempty"`

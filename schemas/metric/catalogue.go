@@ -84,6 +84,7 @@ const (
 	SLOGoodFraction            = "slo_good_fraction.v1"
 	DispatchSpread             = "dispatch_spread.v1"
 	AchievedRate               = "achieved_rate.v1"
+	PrefixCacheHitFraction     = "prefix_cache_hit_fraction.v1"
 	TelemetryDelta             = "telemetry_delta.v1"
 	DeviceEnergy               = "device_energy.v1"
 	DeviceEnergyPerOutputToken = "device_energy_per_output_token.v1"
@@ -123,6 +124,7 @@ var Catalogue = []Formula{
 	{ID: ScheduleLag, Scope: RowScope, Name: "schedule_lag_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
 	{ID: DispatchSpread, Scope: RowScope, Name: "dispatch_spread_ms", Unit: "ms", Aggregation: contract.AggregationExact, Direction: contract.DirectionLowerIsBetter},
 	{ID: AchievedRate, Scope: RowScope, Name: "achieved_rate", Unit: "requests/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionNone},
+	{ID: PrefixCacheHitFraction, Scope: RowScope, Name: "prefix_cache_hit_fraction", Unit: "fraction", Aggregation: contract.AggregationMean, Direction: contract.DirectionNone},
 	// A server counter family's delta between two /metrics scrapes: "server.<family>.delta", in
 	// the family's own unit (count, s or bytes).
 	{ID: TelemetryDelta, Scope: RowScope, Name: "server.", PerClass: true, Aggregation: contract.AggregationSum, Direction: contract.DirectionNone, Diagnostic: true},

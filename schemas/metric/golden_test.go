@@ -21,6 +21,7 @@ type goldenRequest struct {
 	Content []int64 `json:"content"`
 	Usage   []int64 `json:"usage"`
 	Error   *string `json:"error"`
+	Cached  *int64  `json:"cached"`
 }
 
 type goldenMetric struct {
@@ -77,6 +78,9 @@ func (g goldenRequest) request() Request {
 		if t.from != nil {
 			*t.to, *t.has = *t.from, true
 		}
+	}
+	if g.Cached != nil {
+		r.HasCached, r.Cached = true, *g.Cached
 	}
 	if g.Usage != nil {
 		r.HasUsage, r.Completion, r.Prompt = true, g.Usage[0], g.Usage[1]

@@ -48,6 +48,9 @@ type Request struct {
 	HasUsage   bool
 	Completion int64
 	Prompt     int64
+	// HasCached is true when the record has cached_prompt_tokens; Cached is its value.
+	HasCached bool
+	Cached    int64
 }
 
 // OK reports whether the request counts as a success: no error, and the times and usage the
@@ -179,6 +182,9 @@ func Row(spec RowSpec, measured []Request) RowResult {
 	achieved, nSent := Achieved(measured)
 	if nSent >= 2 {
 		b.add(AchievedRate, "", achieved, nSent)
+	}
+	if c := CacheOf(measured); c.Reporting > 0 && c.ReportedPrompt > 0 {
+		b.add(PrefixCacheHitFraction, "", float64(c.CachedTokens)/float64(c.ReportedPrompt), int(c.Reporting))
 	}
 	out.Fidelity = fidelity(spec, measured, sm.ScheduleLagMs, achieved)
 	if peak, mean, ok := InFlight(measured); ok {

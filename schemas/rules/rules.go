@@ -408,12 +408,18 @@ func (r *rules) servingCase(cb string, c contract.Case) {
 		}
 	}
 	rows := int64(len(c.Concurrency))
+	// A warm row's priming pass asks each prompt its measured requests ask once more (at most
+	// one per measured request).
+	primed := int64(1)
+	if c.CacheRegime == contract.CacheRegimeWarm {
+		primed = 2
+	}
 	if c.Requests != nil {
-		if total := rows * c.Repetitions * (*c.Requests + c.WarmupRequests); total > MaxServingRequests {
-			r.add(cb+"/requests", "rows × repetitions × (requests + warmup) = %d requests exceeds %d", total, MaxServingRequests)
+		if total := rows * c.Repetitions * (primed*(*c.Requests) + c.WarmupRequests); total > MaxServingRequests {
+			r.add(cb+"/requests", "rows × repetitions × (requests + priming + warmup) = %d requests exceeds %d", total, MaxServingRequests)
 		}
-	} else if total := rows * c.Repetitions * (corpusSize + c.WarmupRequests); total > MaxServingRequests {
-		r.add(cb, "rows × repetitions × (corpus + warmup) = %d requests exceeds %d", total, MaxServingRequests)
+	} else if total := rows * c.Repetitions * (primed*corpusSize + c.WarmupRequests); total > MaxServingRequests {
+		r.add(cb, "rows × repetitions × (corpus + priming + warmup) = %d requests exceeds %d", total, MaxServingRequests)
 	}
 	if c.SLO != nil && (c.SLO.TTFTMs > 0 || c.SLO.ICLMs > 0) && !c.Stream {
 		r.add(cb+"/stream", "TTFT and inter-event SLO gates need stream true")

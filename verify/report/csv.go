@@ -31,6 +31,10 @@ func csvScalars(r *Row) []struct {
 	if f.Degraded {
 		degraded = 1
 	}
+	var hit *float64
+	if r.PrefixCache != nil {
+		hit = r.PrefixCache.HitFraction
+	}
 	return []struct {
 		name, unit, formula string
 		v                   *float64
@@ -46,6 +50,7 @@ func csvScalars(r *Row) []struct {
 		{"achieved_rate", "requests/s", "achieved_rate.v1", &achieved},
 		{"dispatch_spread_ms", "ms", "dispatch_spread.v1", f.DispatchSpreadMs},
 		{"degraded", "flag", "client_fidelity", &degraded},
+		{"prefix_cache_hit_fraction", "fraction", "prefix_cache_hit_fraction.v1", hit},
 	}
 }
 

@@ -325,6 +325,12 @@ func rowOf(re verify.RowEvidence) (Row, map[string][]float64) {
 	out.Throughput = Throughput{RequestsPerSecond: val("request_throughput"), OutputTokensPerSecond: val("output_throughput_window"),
 		TotalTokensPerSecond: val("total_throughput_window"), GoodputPerSecond: val("slo_goodput"), GoodputTokens: val("slo_goodput_tokens"),
 		GoodFraction: val("slo_good_fraction"), OutputTokens: val("output_tokens.sum")}
+	if c := row.Cache; c != nil {
+		// The row's cache object, which verification recomputed from the records; the hit
+		// fraction is the recomputed metric.
+		out.PrefixCache = &contract.ViewRowPrefixCache{Declared: c.Declared, Observed: c.Observed, Reporting: c.Reporting,
+			CachedPromptTokens: c.CachedPromptTokens, HitFraction: val("prefix_cache_hit_fraction"), Contradiction: c.Contradiction}
+	}
 	f := re.Fidelity
 	out.Fidelity = Fidelity{ScheduleLagP50Ms: f.ScheduleLagP50Ms, ScheduleLagP99Ms: f.ScheduleLagP99Ms, ScheduleLagMaxMs: f.ScheduleLagMaxMs,
 		OfferedRate: f.OfferedRate, AchievedRate: f.AchievedRate, Degraded: f.Degraded, Reasons: nonNil(f.Reasons), DispatchSpreadMs: val("dispatch_spread_ms")}

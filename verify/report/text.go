@@ -227,6 +227,21 @@ func (p *textPrinter) serving(c *Case) {
 	p.table(1, lat)
 	p.line("  rates over the request window W; client fidelity (schedule lag)")
 	p.table(1, rate)
+	cache := [][]string{{"row", "declared", "observed", "cached tokens", "reporting", "hit fraction"}}
+	for i := range c.Rows {
+		if pc := c.Rows[i].PrefixCache; pc != nil {
+			cache = append(cache, []string{c.Rows[i].Name, string(pc.Declared), string(pc.Observed), fmt.Sprint(pc.CachedPromptTokens), fmt.Sprint(pc.Reporting), numPtr(pc.HitFraction)})
+		}
+	}
+	if len(cache) > 1 {
+		p.line("  prefix cache (docs/caching.md): declared regime, what the server reported")
+		p.table(1, cache)
+		for i := range c.Rows {
+			if pc := c.Rows[i].PrefixCache; pc != nil && pc.Contradiction != nil {
+				p.wrap(c.Rows[i].Name, *pc.Contradiction)
+			}
+		}
+	}
 }
 
 func pq(r *Row, metric string) string {

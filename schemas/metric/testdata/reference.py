@@ -128,6 +128,11 @@ def row(spec, reqs):
     achieved = rate_of([r["send"] for r in sent])
     if len(sent) >= 2:
         out.append(m("achieved_rate", achieved, "requests/s", "rate", NONE, "achieved_rate.v1", len(sent)))
+    # Prefix cache: over the successes that reported cached prompt tokens.
+    rep = [r for r in ok if r.get("cached") is not None]
+    if rep and sum(r["usage"][1] for r in rep) > 0:
+        out.append(m("prefix_cache_hit_fraction", sum(r["cached"] for r in rep) / sum(r["usage"][1] for r in rep),
+                     "fraction", "mean", NONE, "prefix_cache_hit_fraction.v1", len(rep)))
     # Client fidelity.
     own = lags
     if spec["loop"] == "open":
@@ -272,6 +277,7 @@ def main(path):
             want["p99.9"] = pct(xs, 0.999)
         percentiles.append({"samples": xs, "want": want})
     rows = []
+    cache_rng = random.Random(20261203)  # its own stream: the other rows' numbers do not move
     for i, (loop, conc, n, gap_ms, spread_ms, fail) in enumerate([
             ("closed", 1, 1, 0, 0.05, 0), ("closed", 2, 7, 0, 0.3, 0.3), ("closed", 4, 60, 1, 2, 0.1),
             ("closed", 8, 1200, 0.2, 0.4, 0.02), ("open", 4, 80, 5, 0.2, 0.05), ("open", 2, 120, 1, 30, 0),
@@ -280,6 +286,11 @@ def main(path):
         for k in range(n):
             sched += int(gap_ms * 1e6 * (k > 0))
             reqs.append(request(rng, sched, spread_ms, fail))
+        if i in (1, 2, 4):
+            # Some requests report cached prompt tokens (0 up to their prompt tokens).
+            for r in reqs:
+                if cache_rng.random() < 0.7:
+                    r["cached"] = cache_rng.randrange(0, r["usage"][1] + 1) if r["usage"] else cache_rng.randrange(0, 50)
         slo = {"ttft_ms": rng.choice([0, 5, 20]), "e2e_ms": rng.choice([0, 30]), "icl_ms": rng.choice([0, 2.5])}
         spec = {"loop": loop, "concurrency": conc, "slo": slo}
         rows.append({"name": f"row{i}-{loop}-c{conc}-n{n}", "spec": spec, "requests": reqs, "want": row(spec, reqs)})

@@ -59,7 +59,27 @@ func Permute(app *cli.App, args []string) []string {
 			cmd = c
 		}
 	}
-	if cmd == nil || cmd.SkipFlagParsing {
+	if cmd == nil {
+		return args
+	}
+	// A command with subcommands ("qualrun fleet slurm PLAN --output F"): permute the subcommand's
+	// arguments with its own flags.
+	prefix := []string{args[0], args[1]}
+	rest := args[2:]
+	for len(rest) > 0 && len(cmd.Subcommands) > 0 {
+		var sub *cli.Command
+		for _, c := range cmd.Subcommands {
+			if c.HasName(rest[0]) {
+				sub = c
+			}
+		}
+		if sub == nil {
+			break
+		}
+		prefix = append(prefix, rest[0])
+		cmd, rest = sub, rest[1:]
+	}
+	if cmd.SkipFlagParsing {
 		return args
 	}
 	takesValue := map[string]bool{}
@@ -70,7 +90,6 @@ func Permute(app *cli.App, args []string) []string {
 		}
 	}
 	var flags, pos []string
-	rest := args[2:]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a == "--" {
@@ -88,7 +107,7 @@ func Permute(app *cli.App, args []string) []string {
 		}
 		pos = append(pos, a)
 	}
-	out := append([]string{args[0], args[1]}, flags...)
+	out := append(prefix, flags...)
 	if len(pos) > 0 {
 		out = append(out, "--")
 		out = append(out, pos...)

@@ -45,3 +45,26 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSubcommandFlagsAfterArguments: "tool grp sub A --key K" parses the subcommand's flags.
+func TestSubcommandFlagsAfterArguments(t *testing.T) {
+	var got []string
+	var out, errOut bytes.Buffer
+	a := New("tool", "a tool", "dev", &out, &errOut, &cli.Command{
+		Name: "grp",
+		Subcommands: []*cli.Command{{
+			Name:  "sub",
+			Flags: []cli.Flag{&cli.StringFlag{Name: "key"}, &cli.BoolFlag{Name: "json"}},
+			Action: func(c *cli.Context) error {
+				got = append([]string{c.String("key"), map[bool]string{true: "json", false: "text"}[c.Bool("json")]}, c.Args().Slice()...)
+				return nil
+			},
+		}},
+	})
+	if code := Main(a, []string{"tool", "grp", "sub", "A", "--key", "K", "--json", "B"}); code != exitcode.OK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if want := []string{"K", "json", "A", "B"}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}

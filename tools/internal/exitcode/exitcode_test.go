@@ -47,3 +47,38 @@ func TestTableMatchesDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryMatchesFleetDocs keeps the retry table of docs/fleet.md equal to Table's Retry column.
+func TestRetryMatchesFleetDocs(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/fleet.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	in := false
+	for _, line := range strings.Split(string(doc), "\n") {
+		switch {
+		case strings.HasPrefix(line, "| exit code | retried |"):
+			in = true
+		case in && strings.HasPrefix(line, "|---"):
+		case in && strings.HasPrefix(line, "| "):
+			rows = append(rows, line)
+		case in:
+			in = false
+		}
+	}
+	var want []string
+	for _, row := range Table {
+		if row.Code == OK {
+			continue
+		}
+		r := "no: the row fails"
+		if row.Retry {
+			r = "yes: requeued (Slurm), counted against backoffLimitPerIndex (Kubernetes)"
+		}
+		want = append(want, fmt.Sprintf("| %d | %s |", row.Code, r))
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("docs/fleet.md retry table:\n%s\nwant\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -100,6 +100,13 @@ func rowSummary(caseID string, rep int64, row contract.Row) []string {
 	if e := row.Ended; e != nil {
 		lines = append(lines, fmt.Sprintf("  ended by %s after %s s, %d cut at the grace deadline", e.Reason, formatNumber(e.AfterSeconds), e.Cut))
 	}
+	if c := row.Cache; c != nil {
+		lines = append(lines, fmt.Sprintf("  prefix cache %s, observed %s: %d cached tokens (%d reporting), hit fraction %s",
+			c.Declared, c.Observed, c.CachedPromptTokens, c.Reporting, get("prefix_cache_hit_fraction")))
+		if c.Contradiction != nil {
+			lines = append(lines, wrap("  prefix cache: "+*c.Contradiction, "    ", summaryWidth)...)
+		}
+	}
 	for _, r := range row.Fidelity.Reasons {
 		lines = append(lines, wrap("  fidelity: "+r, "    ", summaryWidth)...)
 	}

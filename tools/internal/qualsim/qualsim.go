@@ -92,6 +92,8 @@ func serveFlags() []cli.Flag {
 		&cli.IntFlag{Name: "default-max-tokens", Value: d.DefaultMaxTokens, Usage: "max_tokens (`N`) of a request that gives none"},
 		&cli.IntFlag{Name: "eos-after", Value: d.EOSAfter, Usage: "the model ends a completion after `N` tokens (finish \"stop\") unless the request sets ignore_eos; 0: never"},
 		&cli.BoolFlag{Name: "role-prelude", Value: d.RolePrelude, Usage: "start chat streams with a role-only event before the first token (--role-prelude=false to omit)"},
+		&cli.BoolFlag{Name: "prefix-cache", Value: d.PrefixCache.Enabled, Usage: "turn on the prefix cache: a hit saves --prefill-per-token per cached prompt token, usage reports prompt_tokens_details.cached_tokens (docs/caching.md)"},
+		&cli.IntFlag{Name: "prefix-cache-block", Value: d.PrefixCache.BlockTokens, Usage: "prefix cache block size in `TOKENS` (hits are whole blocks)"},
 		&cli.DurationFlag{Name: "shutdown-grace", Value: d.ShutdownGrace, Usage: "on SIGTERM, let in-flight requests run for `DURATION`, then cut them"},
 		&cli.StringFlag{Name: "ground-truth", Usage: "write one JSON line per SSE event sent (CLOCK_MONOTONIC ns) to `FILE`"},
 		&cli.StringFlag{Name: "addr-file", Usage: "write the bound HOST:PORT to `FILE` once listening (written atomically)"},
@@ -134,10 +136,14 @@ func config(c *cli.Context) (sim.Config, error) {
 	for name, dst := range map[string]*int{
 		"tokens-per-event": &cfg.Timing.TokensPerEvent, "slots": &cfg.Slots,
 		"default-max-tokens": &cfg.DefaultMaxTokens, "eos-after": &cfg.EOSAfter,
+		"prefix-cache-block": &cfg.PrefixCache.BlockTokens,
 	} {
 		if c.IsSet(name) {
 			*dst = c.Int(name)
 		}
+	}
+	if c.IsSet("prefix-cache") {
+		cfg.PrefixCache.Enabled = c.Bool("prefix-cache")
 	}
 	if c.IsSet("role-prelude") {
 		cfg.RolePrelude = c.Bool("role-prelude")
