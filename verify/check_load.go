@@ -55,6 +55,56 @@ func checkLoad(c *collector, path string, j int, row contract.Row, wc *contract.
 	return checked
 }
 
+// scheduleToleranceNs is how far a recorded open-loop t_sched may lie from the schedule
+// recomputed from the seed: the offsets are float sums truncated to whole nanoseconds, and a
+// platform's math.Log may differ from the runner's in the last bit.
+const scheduleToleranceNs = 1000
+
+// checkSchedule recomputes an open-loop row's schedule (metric.Arrivals, from the workload's
+// seed, the row's concurrency and repetition) and checks every measured record's t_sched against
+// it: measured request k (index minus the row's unmeasured requests) is scheduled offset k after
+// the row's first arrival, whose moment is taken from the first measured record. Records the
+// runner never sent (a cancelled row) are absent and not asked for.
+func checkSchedule(c *collector, path string, row contract.Row, wc *contract.Case, seed int64, recs []*record) {
+	if wc == nil || wc.Rate == nil || row.Loop != contract.RowLoopOpen {
+		return
+	}
+	// The unmeasured requests (warmups and a warm row's priming pass) come first and all ran
+	// before any measured one was sent, so measured request k has index offset + k.
+	offset := int64(0)
+	for _, r := range recs {
+		if r.warmup {
+			offset++
+		}
+	}
+	var measured []*record
+	maxK := int64(-1)
+	for _, r := range recs {
+		if k := r.index - offset; !r.warmup && k >= 0 {
+			measured = append(measured, r)
+			maxK = max(maxK, k)
+		}
+	}
+	if len(measured) == 0 || maxK >= 1<<24 {
+		return
+	}
+	offs := metric.Arrivals(wc.Rate, int(maxK)+1, seed, row.Concurrency, row.Repetition)
+	first := measured[0]
+	for _, r := range measured {
+		if r.index < first.index {
+			first = r
+		}
+	}
+	t0 := first.sched - offs[first.index-offset]
+	for _, r := range measured {
+		want := t0 + offs[r.index-offset]
+		if d := r.sched - want; d < -scheduleToleranceNs || d > scheduleToleranceNs {
+			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), ErrLoadNotReached, "open-loop row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared arrival process", row.Concurrency, row.Repetition, r.index, r.sched, wc.Rate.Mode, seed, want, d)
+			return
+		}
+	}
+}
+
 // checkCaseTimeout: a serving case's records fit its timeout_seconds (plus timeoutGraceSeconds),
 // and a case that records it stopped is failed and says after how long.
 func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // req is a measured request sent at send and closed at cls (milliseconds).
@@ -97,5 +98,67 @@ func TestCheckCaseTimeout(t *testing.T) {
 				t.Fatalf("findings %v, want %s", c.out, tc.want.Code())
 			}
 		})
+	}
+}
+
+// TestCheckSchedule: an open-loop row's t_sched times are recomputed from the workload seed
+// (metric.Arrivals) for constant, Poisson and gamma rows: the runner's schedule passes, from any
+// epoch; a record moved by 5 µs, a row run under another seed, and a gamma row recorded as
+// Poisson are each a load_not_reached finding naming the request; a closed-loop row is not asked.
+func TestCheckSchedule(t *testing.T) {
+	const seed, warm = 20261202, 2
+	k := 0.5
+	rates := map[string]*contract.Rate{
+		"constant": {Mode: contract.RateModeConstant, RequestsPerSecond: 500},
+		"poisson":  {Mode: contract.RateModePoisson, RequestsPerSecond: 500},
+		"gamma":    {Mode: contract.RateModeGamma, RequestsPerSecond: 500, Burstiness: &k},
+	}
+	row := contract.Row{Loop: contract.RowLoopOpen, Concurrency: 4, Repetition: 1, Records: contract.FileRef{Path: "r.jsonl"}}
+	// records builds warmups then measured records scheduled by offs from epoch, one per line.
+	records := func(offs []int64, epoch int64) []*record {
+		var out []*record
+		for i := range warm {
+			out = append(out, &record{index: int64(i), warmup: true, line: i})
+		}
+		for i, o := range offs {
+			out = append(out, &record{index: int64(warm + i), sched: epoch + o, line: warm + i})
+		}
+		return out
+	}
+	run := func(wc *contract.Case, recs []*record, r contract.Row) []error {
+		c := &collector{check: CheckTolerances}
+		checkSchedule(c, "cr.json", r, wc, seed, recs)
+		var out []error
+		for _, f := range c.result().Findings {
+			out = append(out, f)
+		}
+		return out
+	}
+	for name, rate := range rates {
+		wc := &contract.Case{Kind: contract.CaseKindServing, WarmupRequests: warm, Rate: rate}
+		offs := metric.Arrivals(rate, 64, seed, row.Concurrency, row.Repetition)
+		if f := run(wc, records(offs, 123_456_789), row); len(f) != 0 {
+			t.Errorf("%s: the runner's own schedule: %v", name, f)
+		}
+		moved := records(offs, 5e9)
+		moved[warm+30].sched += 5000
+		if f := run(wc, moved, row); len(f) != 1 || !errors.Is(f[0], ErrLoadNotReached) || !strings.Contains(f[0].Error(), "request 32") {
+			t.Errorf("%s: a record moved by 5 µs: %v", name, f)
+		}
+		if name != "constant" {
+			other := metric.Arrivals(rate, 64, seed+1, row.Concurrency, row.Repetition)
+			if f := run(wc, records(other, 0), row); len(f) != 1 || !errors.Is(f[0], ErrLoadNotReached) {
+				t.Errorf("%s: a schedule of another seed: %v", name, f)
+			}
+		}
+		closed := row
+		closed.Loop = contract.RowLoopClosed
+		if f := run(wc, records(offs[:5], 0), closed); len(f) != 0 {
+			t.Errorf("%s: closed loop checked: %v", name, f)
+		}
+	}
+	wc := &contract.Case{Kind: contract.CaseKindServing, WarmupRequests: warm, Rate: rates["poisson"]}
+	if f := run(wc, records(metric.Arrivals(rates["gamma"], 64, seed, 4, 1), 0), row); len(f) != 1 {
+		t.Errorf("a gamma schedule under a Poisson case: %v", f)
 	}
 }

@@ -160,7 +160,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 				if r.warmup {
 					continue
 				}
-				if r.failed {
+				if r.failed && !excusedFailure(row, wc, r) {
 					c.add(row.Records.Path, jp(r.line, "error"), ErrRequestFailed, "request %d failed (%s) in a passed result", r.index, r.errClass)
 				} else if r.assertFail > 0 {
 					c.add(row.Records.Path, jp(r.line, "assertions"), ErrRequestFailed, "request %d failed %d assertions in a passed result", r.index, r.assertFail)
@@ -193,6 +193,8 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 		if fid.Degraded != rf.degraded {
 			c.add(path, base+"/fidelity/degraded", ErrRowMismatch, "degraded %v, the records say %v (p99 schedule lag bound %.3f ms)", fid.Degraded, rf.degraded, degradedLagP99Ms)
 		}
+		checkSchedule(c, path, row, wc, s.seed(), recs)
+		checkRowEnd(c, path, j, row, wc, recs, cr.Status == contract.StatusPassed)
 		if !checkLoad(c, path, j, row, wc, recs, tol) {
 			unchecked++
 		}
@@ -347,4 +349,12 @@ func checkUsagePlausible(c *collector, path string, wc *contract.Case, recs []*r
 			c.add(path, jp(r.line, "usage", "completion_tokens"), ErrRequestFailed, "request %d is recorded as a success with 0 completion tokens beside %d content events (inconsistent_usage)", r.index, len(r.content)) // not a contract value: the record's member name
 		}
 	}
+}
+
+// seed is the workload's determinism seed (0 when it declares none, as the runner takes it).
+func (s *snapshot) seed() int64 {
+	if s.workload != nil && s.workload.Determinism.Seed != nil {
+		return *s.workload.Determinism.Seed
+	}
+	return 0
 }

@@ -160,7 +160,8 @@ var (
 	// measures_saturation.
 	ErrDegradedRow = reason("degraded_row", "degraded row")
 	// ErrLoadNotReached: a row did not measure its declared load: a closed-loop row never had its
-	// concurrency in flight, or an open-loop row records another offered rate than its case's.
+	// concurrency in flight, or an open-loop row records another offered rate than its case's,
+	// or t_sched times off the arrival schedule its workload seed gives.
 	ErrLoadNotReached = reason("load_not_reached", "declared load not reached")
 	// ErrTimeoutExceeded: a serving case's records span more than its timeout_seconds, or it
 	// says it stopped by its timeout before the timeout.

@@ -19,6 +19,7 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // ErrInterrupted: the campaign was stopped by its context (a signal); the server was shut down
@@ -358,7 +359,7 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 			return contract.Result{}, err
 		}
 		cr.Rows = append(cr.Rows, row.Row)
-		failures += row.Row.Failures
+		failures += countedFailures(c, row.Row)
 		requests += row.Row.Requests
 		p.cfg.progress("row", fmt.Sprintf("%s c=%d r=%d: %d/%d ok", c.ID, row.Row.Concurrency, row.Row.Repetition, row.Row.Successes, row.Row.Requests), len(cr.Rows), len(c.Concurrency)*int(c.Repetitions))
 	}
@@ -380,6 +381,9 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	}
 	if failures > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %d requests failed (see the request records)", failures, requests))
+	}
+	if stopped := stoppedRows(cr.Rows); stopped != "" && !stopMeasures(c) {
+		problems = append(problems, stopped+"; declare stop.measurement: true if the stop is what the case measures (a capacity probe)")
 	}
 	if degraded := degradedRows(cr.Rows); degraded != "" {
 		if !measuresSaturation(c) {
@@ -474,4 +478,35 @@ func inspectAgain(ctx context.Context, p *Plan) (string, error) {
 		return "the worktree changed during the run: " + summarize(dirty, 8), nil
 	}
 	return "", nil
+}
+
+// stopMeasures reports whether the case declares its stop rules as its measurement.
+func stopMeasures(c contract.Case) bool {
+	return c.Stop != nil && c.Stop.Measurement != nil && *c.Stop.Measurement
+}
+
+// countedFailures are the row's failed requests that fail its case: not those cut at a duration
+// row's grace deadline (the row ended as declared), nor those of a row a stop rule ended when
+// the case declares the stop as its measurement.
+func countedFailures(c contract.Case, row contract.Row) int64 {
+	e := row.Ended
+	switch {
+	case e == nil:
+		return row.Failures
+	case metric.StopsRow(e.Reason) && stopMeasures(c):
+		return 0
+	default:
+		return row.Failures - e.Cut
+	}
+}
+
+// stoppedRows names the rows a stop rule ended ("" when none).
+func stoppedRows(rows []contract.Row) string {
+	var out []string
+	for _, r := range rows {
+		if r.Ended != nil && metric.StopsRow(r.Ended.Reason) {
+			out = append(out, fmt.Sprintf("row c%d-r%d stopped by its %s rule after %.3f s (%d of its %d requests failed)", r.Concurrency, r.Repetition, r.Ended.Reason, r.Ended.AfterSeconds, r.Failures, r.Requests))
+		}
+	}
+	return strings.Join(out, "; ")
 }

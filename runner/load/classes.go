@@ -48,6 +48,9 @@ const (
 	ClassAssertion = contract.ErrorClassAssertion
 	// ClassCancelled: the run's context was cancelled while the request was in flight.
 	ClassCancelled = contract.ErrorClassCancelled
+	// ClassCutAtGrace: the request was still in flight at its row's grace deadline (a row with a
+	// duration) and was cut.
+	ClassCutAtGrace = contract.ErrorClassCutAtGrace
 )
 
 // reqError builds a record error, clipping the message to the contract's limit.

@@ -173,7 +173,8 @@ var syntheticWords = [256]string{
 }
 
 // splitMix64 is the SplitMix64 generator (Steele, Lea and Flood 2014): state advances by
-// 0x9E3779B97F4A7C15 and each output is the mixed state.
+// 0x9E3779B97F4A7C15 and each output is the mixed state (metric.SplitMix64 is the same
+// generator, drawing the arrival schedule).
 type splitMix64 struct{ state uint64 }
 
 func (s *splitMix64) next() uint64 {
@@ -182,11 +183,6 @@ func (s *splitMix64) next() uint64 {
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
 	return z ^ (z >> 31)
-}
-
-// unit returns a float in (0, 1]: ((next >> 11) + 1) / 2^53.
-func (s *splitMix64) unit() float64 {
-	return float64(s.next()>>11+1) / (1 << 53)
 }
 
 // SyntheticWords is the generator qualkit.synthetic-words.v1. One SplitMix64 stream is seeded

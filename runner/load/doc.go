@@ -1,6 +1,8 @@
 // Package load is qualkit's load generator: it resolves a serving case's corpus, sends its
 // requests to an OpenAI-compatible server on loopback in closed-loop rows (concurrency slots
-// released together) or open-loop rows (a constant or seeded Poisson schedule), and turns every
+// released together) or open-loop rows (a constant, seeded Poisson or seeded gamma schedule,
+// metric.Arrivals), sized by a request count or a duration (with a grace deadline that cuts the
+// requests still in flight) and ended early by declared stop rules (rowend.go), and turns every
 // request into a request record (qualkit.request-record.v1) and every row into a row summary
 // computed by package metrics.
 //

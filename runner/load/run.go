@@ -14,6 +14,7 @@ import (
 	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // Plan is one serving case, resolved.
@@ -26,7 +27,7 @@ type Plan struct {
 	ModelID string
 	// Prompts is the resolved corpus in declared order (see Resolve).
 	Prompts []Prompt
-	// Seed is the workload's determinism seed; warmup prompts and Poisson arrival gaps derive
+	// Seed is the workload's determinism seed; warmup prompts and Poisson or gamma arrival gaps derive
 	// from it.
 	Seed int64
 	// Epoch is the monotonic origin of every *_ns offset (shared with the lifecycle record); it
@@ -113,7 +114,7 @@ type request struct {
 // once as many keep-alive connections are open; each worker takes the next request in index order
 // as soon as its previous one ends, and that moment is the request's t_sched. An open-loop row
 // (Case.Rate) schedules arrival i at a fixed offset from the row's start, i / rate (constant) or
-// the sum of i seeded exponential gaps (poisson); t_sched is that scheduled time, and the
+// the sum of i seeded exponential (poisson) or gamma (gamma, shape burstiness) gaps; t_sched is that scheduled time, and the
 // concurrency value caps the requests in flight, so an arrival that finds every slot busy waits,
 // and that wait shows as schedule lag and in TTFT_sched and E2E_sched (coordinated omission is
 // not hidden).
@@ -217,9 +218,23 @@ func (p *Plan) check() error {
 		}
 	}
 	if r := c.Rate; r != nil {
-		if (r.Mode != contract.RateModeConstant && r.Mode != contract.RateModePoisson) || !(r.RequestsPerSecond > 0) || math.IsInf(r.RequestsPerSecond, 0) {
+		if !r.Mode.Valid() || !(r.RequestsPerSecond > 0) || math.IsInf(r.RequestsPerSecond, 0) {
 			return fmt.Errorf("%w: case %s: rate %s at %g/s", ErrPlan, p.CaseID, r.Mode, r.RequestsPerSecond)
 		}
+		if gamma := r.Mode == contract.RateModeGamma; gamma != (r.Burstiness != nil) || (gamma && !(*r.Burstiness > 0 && *r.Burstiness <= 1000)) {
+			return fmt.Errorf("%w: case %s: rate mode %s with burstiness %v: burstiness (0 to 1000) goes with mode gamma and only there", ErrPlan, p.CaseID, r.Mode, fmtPtr(r.Burstiness))
+		}
+	}
+	if d := c.Duration; d != nil {
+		switch {
+		case c.Requests == nil:
+			return fmt.Errorf("%w: case %s declares a duration without requests: set requests, the most measured requests a row may send", ErrPlan, p.CaseID)
+		case !(d.Seconds > 0) || d.GraceSeconds < 0 || d.MinRequests < 1 || d.MinRequests > *c.Requests:
+			return fmt.Errorf("%w: case %s: duration %g s, grace %g s, min_requests %d: want a positive duration, a grace of 0 or more and 1 to requests (%d) minimum requests", ErrPlan, p.CaseID, d.Seconds, d.GraceSeconds, d.MinRequests, *c.Requests)
+		}
+	}
+	if st := c.Stop; st != nil && st.ErrorFraction == nil && st.ConsecutiveFailures == nil && st.Saturation == nil {
+		return fmt.Errorf("%w: case %s declares stop without a rule: declare error_fraction, consecutive_failures or saturation", ErrPlan, p.CaseID)
 	}
 	for i, pr := range p.Prompts {
 		if err := checkPrompt(pr); err != nil {
@@ -322,11 +337,12 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	r.failed.Store(0)
 	r.progress(ProgressRowStart, c, rep)
 	defer r.progress(ProgressRowDone, c, rep)
+	ctl := newRowCtl(ctx, &r.plan.Case)
 	if nWarm > 0 {
-		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep)
+		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep, nil)
 	}
 	if nPrime > 0 && ctx.Err() == nil {
-		r.closedLoop(ctx, reqs[nWarm:nWarm+nPrime], recs[nWarm:nWarm+nPrime], int(min(c, int64(nPrime))), c, rep)
+		r.closedLoop(ctx, reqs[nWarm:nWarm+nPrime], recs[nWarm:nWarm+nPrime], int(min(c, int64(nPrime))), c, rep, nil)
 	}
 	nWarm += nPrime
 	var tel *Telemetry
@@ -341,9 +357,9 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			before = r.scrape(ctx, tel, "before")
 		}
 		if r.plan.Case.Rate != nil {
-			r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep)
+			r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl)
 		} else {
-			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep)
+			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl)
 		}
 	}
 	var rowMetrics []contract.Metric
@@ -373,6 +389,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	}
 	out.Row = metrics.Row(spec, out.Records)
 	out.Row.Metrics = append(out.Row.Metrics, rowMetrics...)
+	out.Row.Ended = ctl.finish(ctx, out.Records)
 	return out, nil
 }
 
@@ -385,7 +402,10 @@ func (r *runner) slo() contract.SLO {
 
 // closedLoop runs reqs with n workers released together; a worker's t_sched is the moment it
 // takes its next request.
-func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, n int, c, rep int64) {
+func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, n int, c, rep int64, ctl *rowCtl) {
+	if ctl != nil {
+		ctx = ctl.cut
+	}
 	var next atomic.Int64
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})
@@ -401,7 +421,11 @@ func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contrac
 				if i >= int64(len(reqs)) || ctx.Err() != nil {
 					return
 				}
-				recs[i] = r.do(ctx, &reqs[i], time.Now(), c, rep)
+				now := time.Now()
+				if ctl != nil && !ctl.take(now) {
+					return
+				}
+				recs[i] = r.do(ctx, &reqs[i], now, c, rep, ctl)
 			}
 		}()
 	}
@@ -410,22 +434,13 @@ func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contrac
 	done.Wait()
 }
 
-// arrivals returns the scheduled offsets of n open-loop arrivals: constant i/rate, or Poisson
-// with the first arrival at 0 and exponential gaps -ln(u)/rate, u drawn in (0, 1] from a
-// SplitMix64 stream seeded with seed ^ (concurrency << 32) ^ repetition ^ 0x5157_4B41_5252_4956.
+// arrivals returns the scheduled offsets of n open-loop arrivals: metric.Arrivals (constant,
+// Poisson or gamma, from the workload seed), the schedule the verifier recomputes.
 func arrivals(rate *contract.Rate, n int, seed int64, c, rep int64) []time.Duration {
-	out := make([]time.Duration, n)
-	rng := splitMix64{state: uint64(seed) ^ uint64(c)<<32 ^ uint64(rep) ^ 0x51574B4152524956}
-	t := 0.0
-	for i := range n {
-		if i > 0 {
-			if rate.Mode == contract.RateModePoisson {
-				t += -math.Log(rng.unit()) / rate.RequestsPerSecond
-			} else {
-				t = float64(i) / rate.RequestsPerSecond
-			}
-		}
-		out[i] = time.Duration(t * 1e9)
+	ns := metric.Arrivals(rate, n, seed, c, rep)
+	out := make([]time.Duration, len(ns))
+	for i, v := range ns {
+		out[i] = time.Duration(v)
 	}
 	return out
 }
@@ -433,8 +448,10 @@ func arrivals(rate *contract.Rate, n int, seed int64, c, rep int64) []time.Durat
 // openLoop dispatches reqs at their scheduled times, at most c in flight. The dispatcher runs on
 // a goroutine of its own, locked to a thread that sleeps until each deadline (see pacer) and then
 // writes the request itself; another goroutine waits for each response.
-func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, c, rep int64) {
+func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, c, rep int64, ctl *rowCtl) {
 	offsets := arrivals(r.plan.Case.Rate, len(reqs), r.plan.Seed, c, rep)
+	send := ctl.send
+	ctx = ctl.cut
 	slots := make(chan struct{}, c)
 	var wg sync.WaitGroup
 	dispatched := make(chan struct{})
@@ -445,19 +462,23 @@ func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.
 		t0 := time.Now()
 		for i := range reqs {
 			at := t0.Add(offsets[i])
-			if p.until(ctx, at) != nil {
+			if p.until(send, at) != nil {
 				return
 			}
 			select {
 			case slots <- struct{}{}:
-			case <-ctx.Done():
+			case <-send.Done():
+				return
+			}
+			if !ctl.take(at) {
+				<-slots
 				return
 			}
 			call := r.client.Start(ctx, r.request(&reqs[i]))
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				recs[i] = r.record(&reqs[i], call.Wait(), at, c, rep)
+				recs[i] = r.record(&reqs[i], call.Wait(), at, c, rep, ctl)
 				<-slots
 			}()
 		}
@@ -476,13 +497,13 @@ func (r *runner) request(q *request) Request {
 }
 
 // do sends one request and builds its record; sched is its t_sched.
-func (r *runner) do(ctx context.Context, q *request, sched time.Time, c, rep int64) *contract.RequestRecordDoc {
-	return r.record(q, r.client.Do(ctx, r.request(q)), sched, c, rep)
+func (r *runner) do(ctx context.Context, q *request, sched time.Time, c, rep int64, ctl *rowCtl) *contract.RequestRecordDoc {
+	return r.record(q, r.client.Do(ctx, r.request(q)), sched, c, rep, ctl)
 }
 
 // record turns a response into the request's record, checking the output assertions of a
 // measured success.
-func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int64) *contract.RequestRecordDoc {
+func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int64, ctl *rowCtl) *contract.RequestRecordDoc {
 	cs := &r.plan.Case
 	rec := &contract.RequestRecordDoc{
 		Schema: contract.RequestRecordSchema, CaseID: r.plan.CaseID, Row: contract.RowKey{Concurrency: c, Repetition: rep},
@@ -517,6 +538,10 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 			rec.Error = reqError(ClassAssertion, "%s", msg)
 		}
 	}
+	if ctl != nil && !q.warmup {
+		ctl.cutClass(rec)
+		ctl.observe(rec)
+	}
 	if !q.warmup && r.plan.Progress != nil {
 		if rec.Error != nil {
 			r.failed.Add(1)
@@ -528,4 +553,12 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		r.log.sink(rec)
 	}
 	return rec
+}
+
+// fmtPtr formats an optional number ("absent" when nil).
+func fmtPtr(v *float64) string {
+	if v == nil {
+		return "absent"
+	}
+	return fmt.Sprint(*v)
 }

@@ -188,10 +188,14 @@ func value(ms []contract.Metric, name string) float64 {
 // tracks the offered one.
 func TestRunOpenLoop(t *testing.T) {
 	url := startSim(t, fastSim())
-	for _, mode := range []string{"constant", "poisson"} {
+	for _, mode := range []string{"constant", "poisson", "gamma"} {
 		t.Run(mode, func(t *testing.T) {
 			c := servingCase([]int64{4}, 1, 0, 4)
 			c.Rate = &contract.Rate{Mode: contract.RateMode(mode), RequestsPerSecond: 200}
+			if mode == "gamma" {
+				k := 0.5
+				c.Rate.Burstiness = &k
+			}
 			plan := Plan{CaseID: "open", Case: c, BaseURL: url, ModelID: "qualsim-tiny", Prompts: SyntheticWords(5, 40, 2, 6), Seed: 9, Epoch: time.Now()}
 			res, err := Run(context.Background(), plan)
 			if err != nil {

@@ -764,17 +764,18 @@ const (
 	ErrorClassDuplicateFinishReason ErrorClass = "duplicate_finish_reason"
 	ErrorClassAssertion             ErrorClass = "assertion"
 	ErrorClassCancelled             ErrorClass = "cancelled"
+	ErrorClassCutAtGrace            ErrorClass = "cut_at_grace"
 )
 
 // ErrorClassValues lists the values of ErrorClass in contract order.
 func ErrorClassValues() []ErrorClass {
-	return []ErrorClass{ErrorClassConnection, ErrorClassHTTPStatus, ErrorClassTimeout, ErrorClassTruncatedStream, ErrorClassOversizeLine, ErrorClassMalformedEvent, ErrorClassMissingUsage, ErrorClassDuplicateUsage, ErrorClassInconsistentUsage, ErrorClassUsageExceedsMaxTokens, ErrorClassContentAfterFinish, ErrorClassDuplicateFinishReason, ErrorClassAssertion, ErrorClassCancelled}
+	return []ErrorClass{ErrorClassConnection, ErrorClassHTTPStatus, ErrorClassTimeout, ErrorClassTruncatedStream, ErrorClassOversizeLine, ErrorClassMalformedEvent, ErrorClassMissingUsage, ErrorClassDuplicateUsage, ErrorClassInconsistentUsage, ErrorClassUsageExceedsMaxTokens, ErrorClassContentAfterFinish, ErrorClassDuplicateFinishReason, ErrorClassAssertion, ErrorClassCancelled, ErrorClassCutAtGrace}
 }
 
 // Valid reports whether v is one of the values of ErrorClass.
 func (v ErrorClass) Valid() bool {
 	switch v {
-	case ErrorClassConnection, ErrorClassHTTPStatus, ErrorClassTimeout, ErrorClassTruncatedStream, ErrorClassOversizeLine, ErrorClassMalformedEvent, ErrorClassMissingUsage, ErrorClassDuplicateUsage, ErrorClassInconsistentUsage, ErrorClassUsageExceedsMaxTokens, ErrorClassContentAfterFinish, ErrorClassDuplicateFinishReason, ErrorClassAssertion, ErrorClassCancelled:
+	case ErrorClassConnection, ErrorClassHTTPStatus, ErrorClassTimeout, ErrorClassTruncatedStream, ErrorClassOversizeLine, ErrorClassMalformedEvent, ErrorClassMissingUsage, ErrorClassDuplicateUsage, ErrorClassInconsistentUsage, ErrorClassUsageExceedsMaxTokens, ErrorClassContentAfterFinish, ErrorClassDuplicateFinishReason, ErrorClassAssertion, ErrorClassCancelled, ErrorClassCutAtGrace:
 		return true
 	}
 	return false
@@ -1304,6 +1305,31 @@ func (v OracleDtype) Valid() bool {
 	return false
 }
 
+// PlainRateMode is the enum at workload/v1 #PlainRate.mode.
+//
+// CUE: workload/v1 #PlainRate.mode.
+type PlainRateMode string
+
+// The values of PlainRateMode.
+const (
+	PlainRateModeConstant PlainRateMode = "constant"
+	PlainRateModePoisson  PlainRateMode = "poisson"
+)
+
+// PlainRateModeValues lists the values of PlainRateMode in contract order.
+func PlainRateModeValues() []PlainRateMode {
+	return []PlainRateMode{PlainRateModeConstant, PlainRateModePoisson}
+}
+
+// Valid reports whether v is one of the values of PlainRateMode.
+func (v PlainRateMode) Valid() bool {
+	switch v {
+	case PlainRateModeConstant, PlainRateModePoisson:
+		return true
+	}
+	return false
+}
+
 // ProbedDeviceKind is the enum at receipt/v1 #ProbedDevice.kind.
 //
 // CUE: receipt/v1 #ProbedDevice.kind.
@@ -1416,17 +1442,18 @@ type RateMode string
 const (
 	RateModeConstant RateMode = "constant"
 	RateModePoisson  RateMode = "poisson"
+	RateModeGamma    RateMode = "gamma"
 )
 
 // RateModeValues lists the values of RateMode in contract order.
 func RateModeValues() []RateMode {
-	return []RateMode{RateModeConstant, RateModePoisson}
+	return []RateMode{RateModeConstant, RateModePoisson, RateModeGamma}
 }
 
 // Valid reports whether v is one of the values of RateMode.
 func (v RateMode) Valid() bool {
 	switch v {
-	case RateModeConstant, RateModePoisson:
+	case RateModeConstant, RateModePoisson, RateModeGamma:
 		return true
 	}
 	return false
@@ -1688,6 +1715,34 @@ func RowDeviceTelemetryFlagsValues() []RowDeviceTelemetryFlags {
 func (v RowDeviceTelemetryFlags) Valid() bool {
 	switch v {
 	case RowDeviceTelemetryFlagsThrottled, RowDeviceTelemetryFlagsECCUncorrectedChanged, RowDeviceTelemetryFlagsXidEvent, RowDeviceTelemetryFlagsTelemetryCallFailed:
+		return true
+	}
+	return false
+}
+
+// RowEndReason is the enum at caseresult/v1 #RowEnd.reason.
+//
+// CUE: caseresult/v1 #RowEnd.reason.
+type RowEndReason string
+
+// The values of RowEndReason.
+const (
+	RowEndReasonRequests            RowEndReason = "requests"
+	RowEndReasonDuration            RowEndReason = "duration"
+	RowEndReasonErrorFraction       RowEndReason = "error_fraction"
+	RowEndReasonConsecutiveFailures RowEndReason = "consecutive_failures"
+	RowEndReasonSaturation          RowEndReason = "saturation"
+)
+
+// RowEndReasonValues lists the values of RowEndReason in contract order.
+func RowEndReasonValues() []RowEndReason {
+	return []RowEndReason{RowEndReasonRequests, RowEndReasonDuration, RowEndReasonErrorFraction, RowEndReasonConsecutiveFailures, RowEndReasonSaturation}
+}
+
+// Valid reports whether v is one of the values of RowEndReason.
+func (v RowEndReason) Valid() bool {
+	switch v {
+	case RowEndReasonRequests, RowEndReasonDuration, RowEndReasonErrorFraction, RowEndReasonConsecutiveFailures, RowEndReasonSaturation:
 		return true
 	}
 	return false

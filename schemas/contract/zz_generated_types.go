@@ -81,6 +81,8 @@ type Row struct {
 	Fidelity Fidelity `json:"fidelity"`
 	// DeviceTelemetry binds the row's device telemetry samples, when the case declared a sampler.
 	DeviceTelemetry *RowDeviceTelemetry `json:"device_telemetry,omitempty"`
+	// Ended says how a row of a case with a duration or stop rules ended (absent otherwise).
+	Ended *RowEnd `json:"ended,omitempty"`
 	// Cache is the row's prefix-cache regime, declared and observed; absent in evidence written
 	// before it existed (docs/caching.md).
 	Cache *RowCache `json:"cache,omitempty"`
@@ -128,6 +130,19 @@ type RowDeviceTelemetry struct {
 	// a failed reading within the row's window: for diagnosis, never a verdict.
 	Flags    []RowDeviceTelemetryFlags `json:"flags"`
 	Warnings []string                  `json:"warnings"`
+}
+
+// RowEnd: #RowEnd: requests (it sent every planned request), duration (its duration passed with its
+// minimum request count sent), or a stop rule that fired (error_fraction, consecutive_failures,
+// saturation).
+//
+// CUE: caseresult/v1 #RowEnd.
+type RowEnd struct {
+	Reason RowEndReason `json:"reason"`
+	// AfterSeconds is from the row's first measured t_sched to the moment it stopped sending.
+	AfterSeconds float64 `json:"after_seconds"`
+	// Cut counts the measured requests cut at the grace deadline (error class cut_at_grace).
+	Cut int64 `json:"cut"`
 }
 
 // RowCache is a row's declared prefix-cache regime and what the server reported.
@@ -1916,6 +1931,11 @@ type Case struct {
 	// (each prompt the row asks, once, unmeasured) before the measured requests; natural (the
 	// default when absent) sends the corpus as it is.
 	CacheRegime CacheRegime `json:"cache_regime,omitempty"`
+	// Duration makes each row run for a time (docs/metrics.md "Row size"); requests is then the
+	// row's cap and is required.
+	Duration *RowDuration `json:"duration,omitempty"`
+	// Stop declares rules that end a row early (docs/metrics.md "Stop rules").
+	Stop *StopRules `json:"stop,omitempty"`
 	// Contract is the evidence result the worker's output becomes.
 	Contract ResultContract `json:"contract,omitempty"`
 	// Worker is the hash-bound program: [executable, script, args...].
@@ -1988,10 +2008,17 @@ type SLO struct {
 	E2EMs  float64 `json:"e2e_ms,omitempty"`
 }
 
-// Rate is workload/v1 #Rate.
+// Rate is an open-loop arrival process (docs/metrics.md "Arrival processes"): constant gaps
+// 1/rate, Poisson (exponential gaps of mean 1/rate) or gamma gaps of shape burstiness and mean
+// 1/rate (vLLM's --burstiness: 1 is Poisson, below 1 burstier, above 1 more regular), all drawn
+// from the workload's seed. burstiness is required with mode "gamma" and refused otherwise.
+//
+// CUE: workload/v1 #Rate.
 type Rate struct {
 	Mode              RateMode `json:"mode"`
 	RequestsPerSecond float64  `json:"requests_per_second"`
+	// Burstiness is the gamma shape k (coefficient of variation of the gaps 1/sqrt(k)).
+	Burstiness *float64 `json:"burstiness,omitempty"`
 }
 
 // DeviceTelemetry declares the sampler: readings of every device serving the backend, every
@@ -2000,6 +2027,58 @@ type Rate struct {
 // CUE: workload/v1 #DeviceTelemetry.
 type DeviceTelemetry struct {
 	IntervalMs int64 `json:"interval_ms"`
+}
+
+// RowDuration: #RowDuration: a row sends measured requests until seconds have passed since its first measured
+// request was scheduled and at least min_requests were sent (or its requests run out); requests
+// still in flight grace_seconds after sending stopped are cut and recorded with error class
+// cut_at_grace.
+//
+// CUE: workload/v1 #RowDuration.
+type RowDuration struct {
+	Seconds      float64 `json:"seconds"`
+	MinRequests  int64   `json:"min_requests"`
+	GraceSeconds float64 `json:"grace_seconds"`
+}
+
+// StopRules end a row early: it stops sending when a rule fires (requests in flight finish) and
+// is recorded with ended.reason the rule. A stopped row fails its case unless measurement is true
+// (the stop is what the case measures: a capacity probe).
+//
+// CUE: workload/v1 #StopRules.
+type StopRules struct {
+	// ErrorFraction fires once at least min_requests measured requests ended and more than
+	// above of them failed.
+	ErrorFraction *ErrorFractionRule `json:"error_fraction,omitempty"`
+	// ConsecutiveFailures fires when that many measured requests in a row (in the order they
+	// ended) failed.
+	ConsecutiveFailures *int64 `json:"consecutive_failures,omitempty"`
+	// Saturation fires when consecutive measured requests in a row (in the order they ended)
+	// were each sent more than lag_ms after their scheduled time (t_send - t_sched): the client
+	// can no longer hold the schedule.
+	Saturation *SaturationRule `json:"saturation,omitempty"`
+	// Measurement declares the stop as the case's measurement: a stopped row then does not fail
+	// its case, nor do the failed requests of a stopped row.
+	Measurement *bool `json:"measurement,omitempty"`
+}
+
+// ErrorFractionRule fires once at least min_requests measured requests ended and more than
+// above of them failed.
+//
+// CUE: workload/v1 #StopRules.error_fraction.
+type ErrorFractionRule struct {
+	Above       float64 `json:"above"`
+	MinRequests int64   `json:"min_requests"`
+}
+
+// SaturationRule fires when consecutive measured requests in a row (in the order they ended)
+// were each sent more than lag_ms after their scheduled time (t_send - t_sched): the client
+// can no longer hold the schedule.
+//
+// CUE: workload/v1 #StopRules.saturation.
+type SaturationRule struct {
+	LagMs       float64 `json:"lag_ms"`
+	Consecutive int64   `json:"consecutive"`
 }
 
 // ComparisonPolicy says which results may be compared, and by which rules.

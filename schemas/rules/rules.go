@@ -572,13 +572,30 @@ func CheckCaseResult(c *contract.CaseResultDoc) []Problem {
 		if row.Successes+row.Failures != row.Requests {
 			r.add(ptr("rows", i), "successes %d + failures %d != requests %d", row.Successes, row.Failures, row.Requests)
 		}
-		failed = failed || row.Failures > 0
+		failed = failed || row.Failures > excusedFailures(row)
+		if e := row.Ended; e != nil && e.Cut > row.Failures {
+			r.add(ptr("rows", i, "ended", "cut"), "cut %d exceeds the row's failures %d: a cut request is a failed one", e.Cut, row.Failures)
+		}
 		r.uniqueMetrics(ptr("rows", i, "metrics"), row.Metrics)
 	}
 	if c.Status == contract.StatusPassed && failed {
 		r.add("/status", "status passed with a failed request in a row")
 	}
 	return r.out
+}
+
+// excusedFailures are a row's failed requests a passed case may hold: those cut at a duration
+// row's grace deadline, and every failure of a row a stop rule ended (whether the case declares
+// the stop as its measurement is the workload's, which qualverify checks).
+func excusedFailures(row contract.Row) int64 {
+	switch e := row.Ended; {
+	case e == nil:
+		return 0
+	case e.Reason == contract.RowEndReasonErrorFraction || e.Reason == contract.RowEndReasonConsecutiveFailures:
+		return row.Failures
+	default:
+		return e.Cut
+	}
 }
 
 func (r *rules) uniqueMetrics(base string, ms []contract.Metric) {

@@ -97,6 +97,9 @@ func rowSummary(caseID string, rep int64, row contract.Row) []string {
 			get("request_throughput"), get("output_throughput_window"), get("slo_goodput")),
 		"  " + conc,
 	}
+	if e := row.Ended; e != nil {
+		lines = append(lines, fmt.Sprintf("  ended by %s after %s s, %d cut at the grace deadline", e.Reason, formatNumber(e.AfterSeconds), e.Cut))
+	}
 	if c := row.Cache; c != nil {
 		lines = append(lines, fmt.Sprintf("  prefix cache %s, observed %s: %d cached tokens (%d reporting), hit fraction %s",
 			c.Declared, c.Observed, c.CachedPromptTokens, c.Reporting, get("prefix_cache_hit_fraction")))

@@ -34,3 +34,19 @@ func TestRowSummaryOpenLoopDegraded(t *testing.T) {
 		}
 	}
 }
+
+// A row of a case with a duration or stop rules says how it ended, under its load line.
+func TestRowSummaryEnded(t *testing.T) {
+	row := contract.Row{Concurrency: 2, Loop: "closed", Requests: 2, Failures: 2,
+		Ended: &contract.RowEnd{Reason: contract.RowEndReasonDuration, AfterSeconds: 0.3009, Cut: 2}}
+	got := rowSummary("chat", 0, row)
+	if want := "  ended by duration after 0.3009 s, 2 cut at the grace deadline"; got[len(got)-1] != want {
+		t.Errorf("last line %q, want %q", got[len(got)-1], want)
+	}
+	row.Ended = nil
+	for _, l := range rowSummary("chat", 0, row) {
+		if strings.Contains(l, "ended by") {
+			t.Errorf("a row without ended prints %q", l)
+		}
+	}
+}

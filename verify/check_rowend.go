@@ -1,0 +1,127 @@
+package verify
+
+import (
+	"slices"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
+)
+
+// How a row of a case with a duration or stop rules ended (case-result rows[].ended), checked
+// against its records and its workload case: the cut count is the records' cut_at_grace count,
+// and only a duration row cuts; a duration row sent at least its minimum requests; a row that
+// ran its requests sent all of them; a row a stop rule ended shows that rule firing when its
+// measured records are replayed in t_close order (metric.StopReplay), the rule is the
+// workload's, and a passed case has a stopped row only when it declares stop.measurement.
+
+const errClassCut = string(contract.ErrorClassCutAtGrace)
+
+// rowEndSlackSeconds is how far past a row's ended.after_seconds its last measured t_sched may
+// lie: a closed-loop row's start is the first worker's take, which another worker may precede
+// by scheduling noise.
+const rowEndSlackSeconds = 0.01
+
+// stopMeasures reports whether the workload case declares its stop rules as its measurement.
+func stopMeasures(wc *contract.Case) bool {
+	return wc != nil && wc.Stop != nil && wc.Stop.Measurement != nil && *wc.Stop.Measurement
+}
+
+// excusedFailure: a failed measured request that does not fail its case: cut at a duration
+// row's grace deadline, or in a row a stop rule ended when the case declares the stop as its
+// measurement.
+func excusedFailure(row contract.Row, wc *contract.Case, r *record) bool {
+	e := row.Ended
+	if e == nil {
+		return false
+	}
+	if e.Reason == contract.RowEndReasonDuration && r.errClass == errClassCut {
+		return true
+	}
+	return metric.StopsRow(e.Reason) && stopMeasures(wc)
+}
+
+func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record, passed bool) {
+	base := jp("rows", j, "ended")
+	var measured []*record
+	cut := int64(0)
+	for _, r := range recs {
+		if r.warmup {
+			continue
+		}
+		measured = append(measured, r)
+		if r.failed && r.errClass == errClassCut {
+			cut++
+		}
+	}
+	e := row.Ended
+	if e == nil {
+		if cut > 0 {
+			c.add(path, jp("rows", j), ErrRowMismatch, "row c%d-r%d records %d requests cut_at_grace but no ended: only a row that ended by its duration cuts", row.Concurrency, row.Repetition, cut)
+		}
+		return
+	}
+	if e.Cut != cut {
+		c.add(path, base+"/cut", ErrRowMismatch, "cut %d, the records hold %d cut_at_grace requests", e.Cut, cut)
+	}
+	if cut > 0 && e.Reason != contract.RowEndReasonDuration {
+		c.add(path, base+"/reason", ErrRowMismatch, "row c%d-r%d ended by %s but cut %d requests: only a duration row cuts at its grace deadline", row.Concurrency, row.Repetition, e.Reason, cut)
+	}
+	if len(measured) > 0 {
+		first, last := measured[0].sched, measured[0].sched
+		for _, r := range measured {
+			first, last = min(first, r.sched), max(last, r.sched)
+		}
+		if span := float64(last-first) / 1e9; span > e.AfterSeconds+rowEndSlackSeconds {
+			c.add(path, base+"/after_seconds", ErrRowMismatch, "row c%d-r%d says it stopped sending %s s after its first measured request, and its records schedule one %s s after it", row.Concurrency, row.Repetition, fmtFloat(e.AfterSeconds), fmtFloat(span))
+		}
+	}
+	if wc == nil {
+		return
+	}
+	switch e.Reason {
+	case contract.RowEndReasonDuration:
+		if wc.Duration != nil && e.AfterSeconds < wc.Duration.Seconds {
+			c.add(path, base+"/after_seconds", ErrRowMismatch, "row c%d-r%d says its duration ended it after %s s, before its duration %s s", row.Concurrency, row.Repetition, fmtFloat(e.AfterSeconds), fmtFloat(wc.Duration.Seconds))
+		}
+		if wc.Duration == nil {
+			c.add(path, base+"/reason", ErrRowMismatch, "row c%d-r%d ended by its duration, and its workload case declares none", row.Concurrency, row.Repetition)
+		} else if int64(len(measured)) < wc.Duration.MinRequests {
+			c.add(path, base+"/reason", ErrLoadNotReached, "row c%d-r%d ended by its duration after %d measured requests, below its min_requests %d", row.Concurrency, row.Repetition, len(measured), wc.Duration.MinRequests)
+		}
+	case contract.RowEndReasonRequests:
+		if wc.Requests != nil && int64(len(measured)) != *wc.Requests {
+			c.add(path, base+"/reason", ErrRowMismatch, "row c%d-r%d says it ran its requests, and its records hold %d of the %d declared", row.Concurrency, row.Repetition, len(measured), *wc.Requests)
+		}
+	default:
+		if wc.Stop == nil {
+			c.add(path, base+"/reason", ErrRowMismatch, "row c%d-r%d stopped by %s, and its workload case declares no stop rules", row.Concurrency, row.Repetition, e.Reason)
+			return
+		}
+		byClose := slices.Clone(measured)
+		slices.SortStableFunc(byClose, func(a, b *record) int { return cmpInt(endOf(a), endOf(b)) })
+		outcomes := make([]metric.StopOutcome, len(byClose))
+		for i, r := range byClose {
+			outcomes[i] = metric.StopOutcome{Failed: r.failed}
+			if r.hasSend {
+				outcomes[i].LagMs, outcomes[i].HasLag = float64(r.send-r.sched)/1e6, true
+			}
+		}
+		if got, _ := metric.StopReplay(wc.Stop, outcomes); got != e.Reason {
+			c.add(path, base+"/reason", ErrRowMismatch, "row c%d-r%d says its %s rule stopped it; its records replayed in t_close order fire %q", row.Concurrency, row.Repetition, e.Reason, got)
+		}
+		if passed && !stopMeasures(wc) {
+			c.add(path, base, ErrVerdictMismatch, "row c%d-r%d was stopped by its %s rule in a passed result, and the case does not declare stop.measurement", row.Concurrency, row.Repetition, e.Reason)
+		}
+	}
+}
+
+// endOf is when a request ended: t_close, else t_end, else its schedule.
+func endOf(r *record) int64 {
+	switch {
+	case r.hasClose:
+		return r.cls
+	case r.hasEnd:
+		return r.end
+	}
+	return r.sched
+}
