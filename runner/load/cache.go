@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // The cache regimes of a serving case (docs/caching.md).
@@ -23,10 +24,10 @@ import (
 
 // nonces returns the cold nonces of a row's n requests.
 func nonces(seed int64, c, rep int64, n int) []string {
-	rng := splitMix64{state: uint64(seed) ^ uint64(c)<<32 ^ uint64(rep) ^ 0x51574B4E4F4E4345}
+	rng := metric.SplitMix64{State: uint64(seed) ^ uint64(c)<<32 ^ uint64(rep) ^ 0x51574B4E4F4E4345}
 	out := make([]string, n)
 	for i := range out {
-		out[i] = fmt.Sprintf("qk-nonce-%016x", rng.next())
+		out[i] = fmt.Sprintf("qk-nonce-%016x", rng.Next())
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // Prompt is one resolved corpus prompt.
@@ -172,19 +173,6 @@ var syntheticWords = [256]string{
 	"open", "order", "other", "our", "out", "over", // not a contract value: a word of the synthetic corpus
 }
 
-// splitMix64 is the SplitMix64 generator (Steele, Lea and Flood 2014): state advances by
-// 0x9E3779B97F4A7C15 and each output is the mixed state (metric.SplitMix64 is the same
-// generator, drawing the arrival schedule).
-type splitMix64 struct{ state uint64 }
-
-func (s *splitMix64) next() uint64 {
-	s.state += 0x9E3779B97F4A7C15
-	z := s.state
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-	return z ^ (z >> 31)
-}
-
 // SyntheticWords is the generator qualkit.synthetic-words.v1. One SplitMix64 stream is seeded
 // with seed; for prompt i = 0, 1, ..., count-1 in turn it draws the word count
 // n = minWords + (next mod (maxWords - minWords + 1)), then n words, each
@@ -192,22 +180,22 @@ func (s *splitMix64) next() uint64 {
 // six or more zero-padded digits; it has no system message. The modulo bias is part of the
 // definition.
 func SyntheticWords(seed uint64, count, minWords, maxWords int) []Prompt {
-	rng := splitMix64{state: seed}
+	rng := metric.SplitMix64{State: seed}
 	out := make([]Prompt, count)
 	var sb strings.Builder
 	for i := range count {
-		out[i] = Prompt{ID: fmt.Sprintf("synthetic-%06d", i), Text: wordText(&rng, &sb, minWords+int(rng.next()%uint64(maxWords-minWords+1)))}
+		out[i] = Prompt{ID: fmt.Sprintf("synthetic-%06d", i), Text: wordText(&rng, &sb, minWords+int(rng.Next()%uint64(maxWords-minWords+1)))}
 	}
 	return out
 }
 
-func wordText(rng *splitMix64, sb *strings.Builder, n int) string {
+func wordText(rng *metric.SplitMix64, sb *strings.Builder, n int) string {
 	sb.Reset()
 	for j := range n {
 		if j > 0 {
 			sb.WriteByte(' ')
 		}
-		sb.WriteString(syntheticWords[rng.next()%256])
+		sb.WriteString(syntheticWords[rng.Next()%256])
 	}
 	return sb.String()
 }
@@ -219,7 +207,7 @@ func wordText(rng *splitMix64, sb *strings.Builder, n int) string {
 // corpus's shapes and shared system prompt without priming a prefix cache with the measured
 // prompts. Their ids are "warmup-" and w as four or more zero-padded digits.
 func warmupPrompts(corpus []Prompt, n int, seed int64, concurrency, repetition int64) []Prompt {
-	rng := splitMix64{state: uint64(seed) ^ uint64(concurrency)<<32 ^ uint64(repetition) ^ 0x51574B5741524D55}
+	rng := metric.SplitMix64{State: uint64(seed) ^ uint64(concurrency)<<32 ^ uint64(repetition) ^ 0x51574B5741524D55}
 	out := make([]Prompt, n)
 	var sb strings.Builder
 	for w := range n {

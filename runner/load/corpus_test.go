@@ -10,13 +10,14 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // TestSplitMix64 pins the generator to the reference outputs for seed 0.
 func TestSplitMix64(t *testing.T) {
-	r := splitMix64{}
+	r := metric.SplitMix64{}
 	for _, want := range []uint64{0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f} {
-		if got := r.next(); got != want {
+		if got := r.Next(); got != want {
 			t.Fatalf("got %#x, want %#x", got, want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/tools/internal/gguf"
 )
 
@@ -117,22 +118,14 @@ func vocabulary() []piece {
 	return v
 }
 
-// splitmix64 is the weights' random stream.
-type splitmix64 struct{ s uint64 }
-
-func (r *splitmix64) next() uint64 {
-	r.s += 0x9e3779b97f4a7c15
-	z := r.s
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
 // uniform returns a value in [-a, a). The explicit conversions round every step, which stops the
 // compiler from fusing a multiply and an add into one FMA on architectures that have it, so the
 // bytes are the same on every architecture.
+// splitmix64 is the weights' random stream (the SplitMix64 generator of schemas/metric).
+type splitmix64 struct{ metric.SplitMix64 }
+
 func (r *splitmix64) uniform(a float64) float32 {
-	u := float64(r.next()>>11) / (1 << 53)
+	u := float64(r.Next()>>11) / (1 << 53)
 	return float32(float64(float64(2*u)-1) * a)
 }
 
@@ -172,7 +165,7 @@ func TinyLlama(c Config) (*gguf.File, error) {
 	fixed := 1 + c.SignatureDims // residual dimensions [0, fixed) are never written by a layer
 	headDim := dim / c.Heads
 	kvDim := headDim * c.KVHeads
-	r := &splitmix64{s: c.Seed}
+	r := &splitmix64{metric.SplitMix64{State: c.Seed}}
 
 	// matrix is rows x cols (ggml dims [cols, rows]) with unit-variance outputs for unit-variance inputs.
 	matrix := func(rows, cols int) []float32 {
