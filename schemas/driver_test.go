@@ -238,7 +238,7 @@ func TestToleranceHolds(t *testing.T) {
 func TestDriverStatus(t *testing.T) {
 	zero := int64(0)
 	good := contract.Containment{Probe: contract.Probe{Interfaces: []string{"lo"}, OutsideUnreachable: true, LoopbackBind: true, HostLoopbackUnreachable: true}, HashBoundExec: true, ExitCode: &zero, Residue: []string{}, TimeoutSeconds: 5}
-	if s, r := rules.DriverStatus(good, []contract.ToleranceOutcome{{Passed: true}}); s != rules.StatusPassed || len(r) != 0 {
+	if s, r := rules.DriverStatus(good, []contract.ToleranceOutcome{{Passed: true}}); s != contract.DriverStatusPassed || len(r) != 0 {
 		t.Fatalf("good containment: %s %v", s, r)
 	}
 	three := int64(3)
@@ -260,12 +260,12 @@ func TestDriverStatus(t *testing.T) {
 		c.Probe.Interfaces = []string{"lo"}
 		tc.mutate(&c)
 		s, r := rules.DriverStatus(c, nil)
-		if s != rules.StatusFailed || len(r) != 1 || !strings.Contains(r[0], tc.want) {
+		if s != contract.DriverStatusFailed || len(r) != 1 || !strings.Contains(r[0], tc.want) {
 			t.Errorf("%s: %s %q, want failed with %q", name, s, r, tc.want)
 		}
 	}
 	s, r := rules.DriverStatus(good, []contract.ToleranceOutcome{{Metric: rules.MetricMaxAbsError, Op: rules.OpAtMost, Limit: 1e-9, Subject: "f32_blocked", Observed: f64(3.1e-7)}})
-	if s != rules.StatusFailed || len(r) != 1 || r[0] != "tolerance max_abs_error <= 1e-09 failed for f32_blocked: observed 3.1e-07" {
+	if s != contract.DriverStatusFailed || len(r) != 1 || r[0] != "tolerance max_abs_error <= 1e-09 failed for f32_blocked: observed 3.1e-07" {
 		t.Errorf("tolerance: %s %q", s, r)
 	}
 }

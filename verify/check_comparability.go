@@ -13,10 +13,15 @@ import (
 )
 
 // identity is what makes two metrics of one name comparable.
-type identity struct{ unit, aggregation, direction, formula string }
+type identity struct {
+	unit        string
+	aggregation contract.Aggregation
+	direction   contract.Direction
+	formula     string
+}
 
 func identityOf(m contract.Metric) identity {
-	return identity{m.Unit, string(m.Aggregation), string(m.Direction), m.Formula}
+	return identity{m.Unit, m.Aggregation, m.Direction, m.Formula}
 }
 
 func (i identity) String() string {
@@ -25,7 +30,7 @@ func (i identity) String() string {
 
 // identityFrom is a catalogue identity.
 func identityFrom(id metric.Identity) identity {
-	return identity{string(id.Unit), string(id.Aggregation), string(id.Direction), id.Formula}
+	return identity{string(id.Unit), id.Aggregation, id.Direction, id.Formula}
 }
 
 // rowDefinition returns the identity the catalogue (schemas/metric, docs/metrics.md) defines for
@@ -123,7 +128,7 @@ func checkComparability(s *snapshot) CheckResult {
 	// The comparison policy's rules expect the identity the evidence carries.
 	if cp := w.ComparisonPolicy; cp != nil {
 		for k, rule := range cp.MetricRules {
-			want := identity{rule.Unit, string(rule.Aggregation), string(rule.Direction), rule.Formula}
+			want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
 			for _, occ := range s.metricOccurrences(rule.Scope, rule.ResultID, rule.Metric) {
 				if got := identityOf(occ.m); got != want {
 					c.add(occ.file, occ.ptr, ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, jp("comparison_policy", "metric_rules", k), wpath, want, rateWarning(got, want))

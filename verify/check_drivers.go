@@ -18,7 +18,7 @@ type driverResult struct {
 	// body is the contract's section (schemas.NextTokenBody, PathBody or LayerBody).
 	body any
 	// status and the contract-specific verdict members as recorded.
-	status          string
+	status          contract.DriverStatus
 	argmaxCandidate string
 	complete        bool
 	attribution     string
@@ -66,7 +66,7 @@ func (s *snapshot) checkDriver(c *collector, i int, r contract.Result, path stri
 	if h.CaseID != r.ID {
 		c.add(file, base+"/id", ErrResultMismatch, "result %q binds the driver result of %q", r.ID, h.CaseID)
 	}
-	if string(r.Status) != dr.status {
+	if string(r.Status) != string(dr.status) {
 		c.add(file, base+"/status", ErrResultMismatch, "result %q is %s, its driver result says %s", r.ID, r.Status, dr.status)
 	}
 	if len(r.Metrics) > 0 {

@@ -418,7 +418,7 @@ func TestCheckTolerances(t *testing.T) {
 func TestCheckMetricList(t *testing.T) {
 	n := func(v int64) *int64 { return &v }
 	m := func(name string, v float64, samples int64) contract.Metric {
-		return contract.Metric{Name: name, Value: v, Unit: "ms", Aggregation: "p50", Direction: contract.Direction(lowerBetter), Formula: "ttft.v1", Samples: n(samples)}
+		return contract.Metric{Name: name, Value: v, Unit: "ms", Aggregation: "p50", Direction: contract.DirectionLowerIsBetter, Formula: "ttft.v1", Samples: n(samples)}
 	}
 	want := []contract.Metric{m("a", 10, 5), m("b", 2, 5)}
 	tol := Tolerance{1e-9, 1e-9}
@@ -452,7 +452,7 @@ func TestCheckMetricList(t *testing.T) {
 func TestCheckCommand(t *testing.T) {
 	one := int64(1)
 	metric := func(name string, v float64) contract.Metric {
-		return contract.Metric{Name: name, Value: v, Unit: "x", Aggregation: "exact", Direction: contract.Direction(noDirection), Formula: "runner." + name + ".v1", Samples: &one}
+		return contract.Metric{Name: name, Value: v, Unit: "x", Aggregation: "exact", Direction: contract.DirectionNone, Formula: "runner." + name + ".v1", Samples: &one}
 	}
 	runnerCase := &contract.Case{Kind: "command", ID: "c", ExpectedExitCodes: []int64{0, 3},
 		ResultProtocol: &contract.ResultProtocol{Producer: "runner", DeclaredMetrics: []string{"case_pass", "exit_code"}}}
@@ -536,10 +536,10 @@ func TestMetricDefinitions(t *testing.T) {
 		want identity
 		ok   bool
 	}{
-		{"ttft_ms.p99", identity{"ms", "p99", lowerBetter, "ttft.v1"}, true},
-		{"decode_rate.p99.9", identity{"tokens/s", "p99.9", higherBetter, "decode_rate.v1"}, true},
-		{"output_throughput_window", identity{"tokens/s", "rate", higherBetter, "output_throughput_window.v1"}, true},
-		{"request_failures.timeout", identity{"requests", "count", lowerBetter, "request_failures_by_class.v1"}, true},
+		{"ttft_ms.p99", identity{"ms", "p99", contract.DirectionLowerIsBetter, "ttft.v1"}, true},
+		{"decode_rate.p99.9", identity{"tokens/s", "p99.9", contract.DirectionHigherIsBetter, "decode_rate.v1"}, true},
+		{"output_throughput_window", identity{"tokens/s", "rate", contract.DirectionHigherIsBetter, "output_throughput_window.v1"}, true},
+		{"request_failures.timeout", identity{"requests", "count", contract.DirectionLowerIsBetter, "request_failures_by_class.v1"}, true},
 		{"ttft_ms.p42", identity{}, false},
 		{"server.requests.delta", identity{}, false},
 	}
@@ -550,10 +550,10 @@ func TestMetricDefinitions(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]identity{
-		"decode_rate.p50.worst_row":         {"tokens/s", "min", higherBetter, "decode_rate.v1"},
-		"ttft_ms.p99.worst_row":             {"ms", "max", lowerBetter, "ttft.v1"},
-		"output_throughput_window.best_row": {"tokens/s", "max", higherBetter, "output_throughput_window.v1"},
-		"request_count":                     {"count", "count", noDirection, "campaign.request_count.v1"},
+		"decode_rate.p50.worst_row":         {"tokens/s", "min", contract.DirectionHigherIsBetter, "decode_rate.v1"},
+		"ttft_ms.p99.worst_row":             {"ms", "max", contract.DirectionLowerIsBetter, "ttft.v1"},
+		"output_throughput_window.best_row": {"tokens/s", "max", contract.DirectionHigherIsBetter, "output_throughput_window.v1"},
+		"request_count":                     {"count", "count", contract.DirectionNone, "campaign.request_count.v1"},
 	} {
 		if got, ok := caseDefinition(name); !ok || got != want {
 			t.Errorf("caseDefinition(%s) = %v %v, want %v", name, got, ok, want)

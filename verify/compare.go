@@ -844,7 +844,7 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 		return
 	}
-	want := identity{rule.Unit, string(rule.Aggregation), string(rule.Direction), rule.Formula}
+	want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
 	if identityOf(mb) != want || identityOf(mc) != want {
 		e.Status, e.Code = contract.EvaluationStatusFailed, ErrFormulaMismatch.Code()
 		e.Reason = fmt.Sprintf("%v: the rule compares %s; the receipts carry %s and %s%s", ErrFormulaMismatch, want, identityOf(mb), identityOf(mc), rateWarning(want, identityOf(mc)))

@@ -145,7 +145,7 @@ func driverEvidence(t *testing.T, ds driverSetup) (string, string, testKey) {
 	writeTree(t, wp, w)
 
 	// The receipt: the result, its artifact, the result counts.
-	res := map[string]any{"id": driverCaseID, "repetition": 0, "required": true, "status": d.Verdict.Status,
+	res := map[string]any{"id": driverCaseID, "repetition": 0, "required": true, "status": string(d.Verdict.Status),
 		"duration_seconds": d.DurationSeconds, "metrics": []any{}, "case_result": map[string]any{"path": rel, "digest": "sha256:" + strings.Repeat("0", 64)}, "details": nil}
 	if ds.editResult != nil {
 		ds.editResult(res)

@@ -19,12 +19,6 @@ import (
 // degradedLagP99Ms is the client-fidelity bound of the metric definitions (metric.DegradedLagP99Ms).
 const degradedLagP99Ms = metric.DegradedLagP99Ms
 
-const (
-	lowerBetter  = string(contract.DirectionLowerIsBetter)
-	higherBetter = string(contract.DirectionHigherIsBetter)
-	noDirection  = string(contract.DirectionNone)
-)
-
 // percentile is metric.Percentile (Hyndman and Fan's type 7) over sorted, non-empty xs.
 func percentile(sorted []float64, q float64) float64 { return metric.Percentile(sorted, q) }
 

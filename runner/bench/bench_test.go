@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/runner/load"
-	"github.com/qualkit/qualkit/runner/metrics"
+	"github.com/qualkit/qualkit/schemas/metric"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 )
@@ -252,7 +252,7 @@ type dist struct {
 func (d dist) p99Range() (float64, float64) {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range d.runs {
-		p := metrics.Summarize(r).P99
+		p := metric.Summarize(r).P99
 		lo, hi = min(lo, p), max(hi, p)
 	}
 	return lo, hi
@@ -269,17 +269,17 @@ func runsFor(c int) int {
 
 // summary is the median run's: the median over runs of each statistic (the host is shared, so a
 // burst of someone else's load during one run moves that run's tail, not the table).
-func (d dist) summary() metrics.Summary {
+func (d dist) summary() metric.Summary {
 	var p50, p90, p99, mx []float64
-	out := metrics.Summary{}
+	out := metric.Summary{}
 	for _, r := range d.runs {
-		s := metrics.Summarize(r)
+		s := metric.Summarize(r)
 		p50, p90, p99, mx = append(p50, s.P50), append(p90, s.P90), append(p99, s.P99), append(mx, s.Max)
 		out.Count += s.Count
 	}
 	med := func(xs []float64) float64 {
 		slices.Sort(xs)
-		return metrics.Percentile(xs, 0.5)
+		return metric.Percentile(xs, 0.5)
 	}
 	out.P50, out.P90, out.P99, out.Max = med(p50), med(p90), med(p99), med(mx)
 	return out
@@ -354,7 +354,7 @@ func TestClientFidelity(t *testing.T) {
 					}
 				}
 				d.runs = append(d.runs, run)
-				rs := metrics.Summarize(run)
+				rs := metric.Summarize(run)
 				t.Logf("c=%d %s rep %d: p50 %.1f µs p99 %.1f µs max %.1f µs", c, r, rep, rs.P50, rs.P99, rs.Max)
 			}
 		}
@@ -400,7 +400,7 @@ func TestClientFidelity(t *testing.T) {
 	for _, r := range readers {
 		x := rates[r]
 		slices.Sort(perRun[r])
-		x.perSec = metrics.Percentile(perRun[r], 0.5)
+		x.perSec = metric.Percentile(perRun[r], 0.5)
 		rates[r] = x
 		t.Logf("%s: %.0f events/s (runs %v), %v CPU", r, x.perSec, perRun[r], x.cpu)
 	}

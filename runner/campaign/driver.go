@@ -14,7 +14,6 @@ import (
 	"github.com/qualkit/qualkit/runner/source"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
-	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // resolveDriver resolves a driver case in preflight: placeholders substituted, the script,
@@ -207,7 +206,7 @@ func (r *run) driverCase(ctx context.Context, c contract.Case, rep int, dir stri
 	r.evidence = append(r.evidence, artifact.File{Kind: contract.ArtifactKindDriverResult, Path: rel, Abs: r.abs(rel)})
 	res.Status = contract.Status(result.Status)
 	res.CaseResult = &contract.FileRef{Path: rel, Digest: evidence.DigestOf(result.Raw)}
-	if result.Status == rules.StatusPassed {
+	if result.Status == contract.DriverStatusPassed {
 		res.Details = clip(result.Summary)
 	} else {
 		res.Details = clip(strings.Join(result.Reasons, "; "))

@@ -14,7 +14,6 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
-	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // DriversDir is where a driver run on its own writes its result by default, below the repository.
@@ -68,7 +67,7 @@ type DriverOutcome struct {
 	// Interrupted: ctx ended first; the worker was terminated and no result was written.
 	Interrupted bool
 	// Status is passed, failed or skipped; Reasons say why (a failed status) or note (the others).
-	Status  string
+	Status  contract.Status
 	Reasons []string
 	// Summary is what a written result shows; Result its path and Digest its digest ("" when no
 	// result was written). WorkerLog is the worker log's path.
@@ -182,7 +181,7 @@ func (p *DriverPlan) Run(ctx context.Context, deny []string) (*DriverOutcome, er
 	switch {
 	case errors.As(err, &unsup):
 		status, reason := driver.UnsupportedVerdict(unsup, p.spec.Isolation.Required, driver.SubjectDriver)
-		o.Status, o.Reasons, o.Unsupported = string(status), append(o.Reasons, reason), append(o.Unsupported, unsup.Message)
+		o.Status, o.Reasons, o.Unsupported = status, append(o.Reasons, reason), append(o.Unsupported, unsup.Message)
 		return o, nil
 	case errors.Is(err, driver.ErrRefused):
 		return nil, refused("%v", err)
@@ -202,7 +201,7 @@ func (p *DriverPlan) Run(ctx context.Context, deny []string) (*DriverOutcome, er
 	result, err := driver.Evaluate(p.job, out, driver.Provenance{CaseID: p.spec.ID, Source: contract.DriverSourceOf(p.id.Schema()), Tolerances: p.spec.Tolerances,
 		Qualrun: contract.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}})
 	if err != nil {
-		o.Status = rules.StatusFailed
+		o.Status = contract.StatusFailed
 		o.Reasons = append(o.Reasons, out.Failures...)
 		if !errors.Is(err, driver.ErrOutput) || len(out.Failures) == 0 {
 			o.Reasons = append(o.Reasons, err.Error())
@@ -212,12 +211,12 @@ func (p *DriverPlan) Run(ctx context.Context, deny []string) (*DriverOutcome, er
 	if err := evidence.WriteNew(p.output, result.Raw, 0o644); err != nil {
 		return nil, err
 	}
-	o.Status, o.Summary, o.Result = result.Status, result.Summary, p.output
+	o.Status, o.Summary, o.Result = contract.Status(result.Status), result.Summary, p.output
 	o.Reasons = append(o.Reasons, result.Reasons...)
 	o.Digest = evidence.DigestOf(result.Raw)
 	o.Tolerances = result.Header.Tolerances
 	for _, c := range out.Changed {
-		o.Status = rules.StatusFailed
+		o.Status = contract.StatusFailed
 		o.Reasons = append(o.Reasons, c+" (the result was written, but does not stand)")
 	}
 	return o, nil

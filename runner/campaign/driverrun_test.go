@@ -65,7 +65,7 @@ func TestDriverUnsupportedMechanism(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out.Run != nil || out.Status != tc.status || len(out.Unsupported) != 1 || len(out.Reasons) != 1 ||
+		if out.Run != nil || string(out.Status) != tc.status || len(out.Unsupported) != 1 || len(out.Reasons) != 1 ||
 			out.Reasons[0] != out.Unsupported[0]+tc.rule || out.Result != "" || out.WorkerLog != "" {
 			t.Errorf("required %v: outcome %+v", tc.required, out)
 		}

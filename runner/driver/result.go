@@ -44,7 +44,7 @@ type Result struct {
 	// Header is the members every result has (its Tolerances are the evaluated outcomes).
 	Header contract.DriverResultHeader
 	// Status and Reasons are the recomputed verdict's.
-	Status  string
+	Status  contract.DriverStatus
 	Reasons []string
 	// Summary says what the result shows, in one line (the argmax candidate, the attribution or
 	// the largest error growth).

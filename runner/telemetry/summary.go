@@ -5,15 +5,6 @@ import (
 	formulas "github.com/qualkit/qualkit/schemas/metric"
 )
 
-// Formula ids of the row's device metrics (docs/metrics.md, package schemas/metric). Each is
-// diagnostic: evidence for diagnosis, never for a verdict.
-const (
-	FormulaEnergy         = formulas.DeviceEnergy
-	FormulaEnergyPerToken = formulas.DeviceEnergyPerOutputToken
-	FormulaPowerMean      = formulas.DevicePowerMean
-	FormulaThrottled      = formulas.DeviceThrottledSeconds
-)
-
 // Summary is a row's device telemetry, summarised over the row's window [start, end] (ns).
 type Summary struct {
 	Metrics  []contract.Metric

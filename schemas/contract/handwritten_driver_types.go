@@ -225,14 +225,14 @@ type ToleranceOutcome struct {
 // DriverVerdict is the verdict every driver result has; Reasons is empty exactly when Status is
 // "passed".
 type DriverVerdict struct {
-	Status  string   `json:"status"`
-	Reasons []string `json:"reasons"`
+	Status  DriverStatus `json:"status"`
+	Reasons []string     `json:"reasons"`
 }
 
 // NextTokenVerdict is a next-token result's verdict.
 type NextTokenVerdict struct {
-	Status  string   `json:"status"`
-	Reasons []string `json:"reasons"`
+	Status  DriverStatus `json:"status"`
+	Reasons []string     `json:"reasons"`
 	// ArgmaxCandidate is the single candidate whose token is the argmax, else "neither".
 	ArgmaxCandidate              string `json:"argmax_candidate"`
 	CandidateAttributionComplete bool   `json:"candidate_attribution_complete"`
@@ -240,8 +240,8 @@ type NextTokenVerdict struct {
 
 // PathVerdict is a path attribution's verdict.
 type PathVerdict struct {
-	Status  string   `json:"status"`
-	Reasons []string `json:"reasons"`
+	Status  DriverStatus `json:"status"`
+	Reasons []string     `json:"reasons"`
 	// Attribution is the first path failing argmax_equal or a tolerance, else "not_reproduced".
 	Attribution string `json:"attribution"`
 }

@@ -31,10 +31,6 @@ const (
 	StartGateAfterIsolation = "created_after_isolation_and_hashing"
 	// ResultSelfHashField is the self-hash member of a driver result.
 	ResultSelfHashField = "result_sha256"
-	// StatusPassed and StatusFailed are a driver result's statuses (contract.DriverStatus) as the
-	// plain strings of the hand-written driver result types (DriverVerdict.Status).
-	StatusPassed = string(contract.DriverStatusPassed)
-	StatusFailed = string(contract.DriverStatusFailed)
 )
 
 // Tolerance metrics.
@@ -287,7 +283,7 @@ func ToleranceFailure(o contract.ToleranceOutcome) string {
 // says why it failed: passed exactly when the isolation probe saw only loopback (outside and host
 // loopback unreachable, loopback bind working), execution was hash-bound, the worker exited 0
 // without timing out, nothing was left behind, and every tolerance held.
-func DriverStatus(c contract.Containment, outcomes []contract.ToleranceOutcome) (string, []string) {
+func DriverStatus(c contract.Containment, outcomes []contract.ToleranceOutcome) (contract.DriverStatus, []string) {
 	reasons := []string{}
 	p := c.Probe
 	if !slices.Equal(p.Interfaces, []string{"lo"}) {
@@ -331,9 +327,9 @@ func DriverStatus(c contract.Containment, outcomes []contract.ToleranceOutcome) 
 		reasons = append(reasons[:63], fmt.Sprintf("%d more reasons", len(reasons)-63))
 	}
 	if len(reasons) == 0 {
-		return StatusPassed, reasons
+		return contract.DriverStatusPassed, reasons
 	}
-	return StatusFailed, reasons
+	return contract.DriverStatusFailed, reasons
 }
 
 // TopLogitMargin is top[0].Logit - top[1].Logit, or 0 with fewer than two tokens.

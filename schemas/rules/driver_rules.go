@@ -368,12 +368,12 @@ func describeObserved(v *float64) string {
 }
 
 // verdictStatus checks a result's status and reasons against DriverStatus.
-func (r *rules) verdictStatus(h contract.DriverResultHeader, status string, reasons []string) {
+func (r *rules) verdictStatus(h contract.DriverResultHeader, status contract.DriverStatus, reasons []string) {
 	want, why := DriverStatus(h.Containment, h.Tolerances)
 	if status != want {
 		r.addWrapped("/verdict/status", ErrDerived, "status %s, the containment and tolerance outcomes give %s (%s)", status, want, strings.Join(orNone(why), "; "))
 	}
-	if (status == StatusPassed) != (len(reasons) == 0) {
+	if (status == contract.DriverStatusPassed) != (len(reasons) == 0) {
 		r.add("/verdict/reasons", "reasons are empty exactly when the status is passed (%d reasons, status %s)", len(reasons), status)
 	}
 }

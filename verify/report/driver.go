@@ -150,8 +150,8 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 	return d
 }
 
-func verdictOf(status string, reasons []string) DriverVerdict {
-	return DriverVerdict{Status: contract.DriverStatus(status), Reasons: nonNil(reasons)}
+func verdictOf(status contract.DriverStatus, reasons []string) DriverVerdict {
+	return DriverVerdict{Status: status, Reasons: nonNil(reasons)}
 }
 
 func nextTokenOf(o contract.Oracle) *NextToken {

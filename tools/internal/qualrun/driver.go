@@ -107,7 +107,7 @@ func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) err
 	if err != nil {
 		return driverError(err, stderr)
 	}
-	sum := driverSummary{ID: out.Job.ID, Contract: out.Job.Contract, Status: contract.Status(out.Status), Reasons: out.Reasons, Summary: out.Summary,
+	sum := driverSummary{ID: out.Job.ID, Contract: out.Job.Contract, Status: out.Status, Reasons: out.Reasons, Summary: out.Summary,
 		Result: out.Result, Digest: out.Digest, WorkerLog: out.WorkerLog, Unsupported: out.Unsupported, Tolerances: out.Tolerances}
 	if out.Run == nil { // an unsupported mechanism: the worker never started
 		return finishDriver(sum, f.asJSON, stdout, stderr)

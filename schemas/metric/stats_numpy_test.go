@@ -1,11 +1,11 @@
-package metrics
+package metric
 
 import (
 	"math"
 	"testing"
 )
 
-// TestPercentileType7 checks linear interpolation between closest ranks against values numpy
+// TestPercentileType7 (moved from runner/metrics, which only wrapped these) checks linear interpolation between closest ranks against values numpy
 // gives (numpy.percentile, method "linear", its default).
 func TestPercentileType7(t *testing.T) {
 	x := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
