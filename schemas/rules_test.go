@@ -194,6 +194,15 @@ func TestSemanticRules(t *testing.T) {
 		{"receipt created before finished", "receipt.json", "/created_at", func(t *testing.T, d map[string]any) {
 			set(t, d, "/created_at", d["qualification"].(map[string]any)["started_at"])
 		}},
+		{"receipt duration disagrees with its span", "receipt.json", "/qualification/duration_seconds", func(t *testing.T, d map[string]any) {
+			set(t, d, "/qualification/duration_seconds", json.Number("1.25"))
+		}},
+		{"receipt declares a wall-clock step within the tolerance", "receipt.json", "/qualification/wall_clock_step_seconds", func(t *testing.T, d map[string]any) {
+			set(t, d, "/qualification/wall_clock_step_seconds", json.Number("0.5"))
+		}},
+		{"receipt declares a wall-clock step that does not explain its span", "receipt.json", "/qualification/duration_seconds", func(t *testing.T, d map[string]any) {
+			set(t, d, "/qualification/wall_clock_step_seconds", json.Number("-3.5"))
+		}},
 		{"receipt passed with dirty source", "receipt.json", "/qualification/verdict", func(t *testing.T, d map[string]any) {
 			set(t, d, "/source/clean", false)
 			set(t, d, "/publishable", false)
@@ -256,6 +265,32 @@ func TestSemanticRules(t *testing.T) {
 				t.Errorf("want a semantic violation at %s, got %v", tc.pointer, out.Violations)
 			}
 		})
+	}
+}
+
+// TestWallClockStepExplainsSpan: a receipt whose wall-clock span differs from its monotonic
+// duration is valid when it declares the step that explains the difference, forwards (the CI host's
+// clock jumped 2.2 s mid-run) or backwards (finished_at before started_at).
+func TestWallClockStepExplainsSpan(t *testing.T) {
+	for _, tc := range []struct{ finished, created, step string }{
+		{"2026-11-30T14:15:07.798112Z", "2026-11-30T14:15:07.811020Z", "2.2"},
+		{"2026-11-30T14:14:55.598112Z", "2026-11-30T14:14:55.611020Z", "-10.000622"},
+	} {
+		doc := load(t, "receipt.json")
+		set(t, doc, "/qualification/finished_at", tc.finished)
+		set(t, doc, "/created_at", tc.created)
+		set(t, doc, "/qualification/wall_clock_step_seconds", json.Number(tc.step))
+		out, err := CheckDocument(roundTrip(t, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.Valid() {
+			t.Errorf("step %s: %v", tc.step, out.Violations)
+		}
+		delete(doc["qualification"].(map[string]any), "wall_clock_step_seconds")
+		if out, _ := CheckDocument(roundTrip(t, doc)); out.Valid() {
+			t.Errorf("step %s: valid without the declared step", tc.step)
+		}
 	}
 }
 

@@ -122,7 +122,10 @@ type Plan struct {
 	receiptID   string
 	outputRel   string
 	runRel      string
-	started     time.Time
+	started     time.Time // the wall clock (cfg.Now) at the start
+	// startedMono is the monotonic start: the receipt's duration is measured from it, so a step
+	// of the wall clock during the campaign does not change the duration (receipt.go).
+	startedMono time.Time
 	// redactor scrubs the values of the recipe's secrets from everything the run writes.
 	redactor *redact.Redactor
 	// reservation holds the lock on the --output path (reserve.go) until Release.
@@ -190,7 +193,7 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Plan{cfg: cfg, started: cfg.Now(), prompts: map[string][]load.Prompt{}, drivers: map[string]driver.Job{}}
+	p := &Plan{cfg: cfg, started: cfg.Now(), startedMono: time.Now(), prompts: map[string][]load.Prompt{}, drivers: map[string]driver.Job{}}
 	if err := CheckHostID(cfg.HostID); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/rules"
 	"golang.org/x/sys/unix"
 )
 
@@ -90,7 +92,12 @@ func (r *run) receipt(ctx context.Context) (*contract.ReceiptDoc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hash evidence: %w", err)
 	}
-	finished := time.Now()
+	finished := p.cfg.Now()
+	duration := time.Since(p.startedMono)
+	step := clockStep(p.started, finished, duration)
+	if step != 0 {
+		r.notes = append(r.notes, fmt.Sprintf("the host's wall clock was stepped by %+.3f s during the campaign (NTP or an operator): started_at and finished_at are wall-clock readings %.3f s apart, duration_seconds and every timing in the evidence are monotonic", step, finished.Round(0).Sub(p.started.Round(0)).Seconds()))
+	}
 	verdict := contract.QualificationVerdictPassed
 	var passed, failed int64
 	for _, res := range r.results {
@@ -150,7 +157,7 @@ func (r *run) receipt(ctx context.Context) (*contract.ReceiptDoc, error) {
 			Variant: p.variant.ID, Variables: p.vars, Seed: p.workload.Determinism.Seed},
 		Qualification: contract.Qualification{Kind: p.workload.Kind, Backend: p.variant.Backend, Verdict: verdict, Interruption: interruption,
 			StartedAt: p.started.UTC().Format(time.RFC3339Nano), FinishedAt: finished.UTC().Format(time.RFC3339Nano),
-			DurationSeconds: finished.Sub(p.started).Seconds(), Command: p.cfg.Command,
+			DurationSeconds: duration.Seconds(), WallClockStepSeconds: step, Command: p.cfg.Command,
 			Qualrun: contract.BinaryInfo{Version: p.cfg.Version, Digest: p.cfg.BinaryDigest}},
 		Results:              r.results,
 		Metrics:              metric.MetricsOf(metric.ReceiptCounts(passed, failed, len(r.results))),
@@ -193,4 +200,14 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// clockStep is how far the wall clock was stepped between start and finish beyond the monotonic
+// duration, in seconds, when that is more than the receipt rule's tolerance; 0 otherwise.
+func clockStep(start, finish time.Time, duration time.Duration) float64 {
+	step := finish.Round(0).Sub(start.Round(0)).Seconds() - duration.Seconds()
+	if math.Abs(step) <= rules.MaxDurationSkewSeconds {
+		return 0
+	}
+	return step
 }

@@ -969,10 +969,17 @@ type Qualification struct {
 	Verdict QualificationVerdict `json:"verdict"`
 	// Interruption names the signal and the phase it arrived in; present exactly when the
 	// verdict is "interrupted".
-	Interruption    *Interruption `json:"interruption,omitempty"`
-	StartedAt       string        `json:"started_at"`
-	FinishedAt      string        `json:"finished_at"`
-	DurationSeconds float64       `json:"duration_seconds"`
+	Interruption *Interruption `json:"interruption,omitempty"`
+	// StartedAt and finished_at are the host's wall clock; duration_seconds is measured on its
+	// monotonic clock, which a step of the wall clock (NTP, an operator) does not move.
+	StartedAt       string  `json:"started_at"`
+	FinishedAt      string  `json:"finished_at"`
+	DurationSeconds float64 `json:"duration_seconds"`
+	// WallClockStepSeconds is present when the wall clock was stepped during the campaign by
+	// more than the tolerance of the duration check (rules.MaxDurationSkewSeconds): it is
+	// (finished_at − started_at) − duration_seconds as qualrun measured it. Every timing in the
+	// evidence is monotonic and unaffected.
+	WallClockStepSeconds float64 `json:"wall_clock_step_seconds,omitempty"`
 	// Command is qualrun's own argv.
 	Command []string `json:"command"`
 	// Qualrun identifies the binary that wrote the receipt.

@@ -689,10 +689,20 @@ func CheckReceipt(rc *contract.ReceiptDoc) []Problem {
 	start, err1 := time.Parse(time.RFC3339Nano, q.StartedAt)
 	end, err2 := time.Parse(time.RFC3339Nano, q.FinishedAt)
 	if err1 == nil && err2 == nil {
-		if end.Before(start) {
+		// A declared wall-clock step explains a difference between the wall-clock span and the
+		// monotonic duration (a backwards step can put finished_at before started_at); a step
+		// within the tolerance is not one to declare.
+		step := q.WallClockStepSeconds
+		d := end.Sub(start).Seconds()
+		switch {
+		case step != 0 && math.Abs(step) <= MaxDurationSkewSeconds:
+			r.add("/qualification/wall_clock_step_seconds", "a wall-clock step of %.3f s is declared, but steps within %.0f s are not declared", step, MaxDurationSkewSeconds)
+		case step == 0 && end.Before(start):
 			r.add("/qualification/finished_at", "finished_at is before started_at")
-		} else if d := end.Sub(start).Seconds(); math.Abs(d-q.DurationSeconds) > MaxDurationSkewSeconds {
+		case math.Abs(d-step-q.DurationSeconds) > MaxDurationSkewSeconds && step == 0:
 			r.add("/qualification/duration_seconds", "duration %.3f s differs from finished − started = %.3f s by more than %.0f s", q.DurationSeconds, d, MaxDurationSkewSeconds)
+		case math.Abs(d-step-q.DurationSeconds) > MaxDurationSkewSeconds:
+			r.add("/qualification/duration_seconds", "duration %.3f s differs from finished − started − the declared wall-clock step = %.3f − %.3f s by more than %.0f s", q.DurationSeconds, d, step, MaxDurationSkewSeconds)
 		}
 	}
 	if created, err := time.Parse(time.RFC3339Nano, rc.CreatedAt); err == nil && err2 == nil && created.Before(end) {
