@@ -49,7 +49,7 @@ interop: ## attestations against the real cosign CLI, both ways (installs pinned
 	bash scripts/interop.sh
 
 .PHONY: e2e-slurm
-e2e-slurm: ## a fleet plan through a real two-node Slurm cluster on this machine (root, slurm-wlm, munge; NOT yet run anywhere, not in .ci/run: see docs/fleet.md)
+e2e-slurm: ## a fleet plan through a real two-node Slurm cluster on this machine (root, slurm-wlm, munge; .ci/run installs them and runs it)
 	bash scripts/fleet-slurm-e2e.sh
 
 .PHONY: e2e-real

@@ -15,8 +15,8 @@
 #
 # Needs root (the Slurm daemons), slurm-wlm, slurmctld, slurmd, munge and git. Prints its timings.
 #
-# STATUS: written for .ci/run; it has NOT been run: the machine it was written on has no Slurm
-# (docs/fleet.md). The cluster script is ../shared/tools/slurm/cluster.sh, tested there.
+# Run by .ci/run after make test (docs/fleet.md has its timings). The cluster script is a copy of
+# ../shared/tools/slurm/cluster.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -28,6 +28,8 @@ t0=$(date +%s.%N)
 stamp() { printf '[e2e-slurm %6.1fs] %s\n' "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')" "$*"; }
 
 work=$(mktemp -d /tmp/qualkit-e2e-slurm.XXXXXX)
+# munged refuses a socket below a directory others cannot search; mktemp -d makes it 0700.
+chmod 755 "$work"
 export SLURM_CI_ROOT=$work/slurm SLURM_CI_NODES=2
 cleanup() {
 	rc=$?
