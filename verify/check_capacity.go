@@ -98,7 +98,7 @@ func checkCapacity(c *collector, path string, cr *contract.CaseResultDoc, wc *co
 			c.add(path, jp("capacity", "probes", j, "good_fraction"), ErrCapacityMismatch, "probe c%d good fraction %s, its records say %s", p.Concurrency, fmtFloat(p.GoodFraction), fmtFloat(w.GoodFraction))
 		}
 		if p.Passed != w.Passed {
-			c.add(path, jp("capacity", "probes", j, "passed"), ErrCapacityMismatch, "probe c%d passed %v, its good fraction %s against %s decides %v", p.Concurrency, p.Passed, fmtFloat(w.GoodFraction), fmtFloat(spec.MinGoodFraction), w.Passed)
+			c.add(path, jp("capacity", "probes", j), ErrCapacityMismatch, "probe c%d says passed %v, its good fraction %s against %s decides %v", p.Concurrency, p.Passed, fmtFloat(w.GoodFraction), fmtFloat(spec.MinGoodFraction), w.Passed)
 		}
 	}
 	for _, x := range []struct {
