@@ -183,9 +183,9 @@ func capacitySVG(c *contract.Capacity) string {
 	}
 	s.f(`<path d="%s" fill="none" stroke="%s" stroke-width="1.6"/>`, d.String(), colCurve)
 	for _, p := range probes {
-		fill, verdict := colGreen, "passed"
+		fill, verdict := colGreen, "pass"
 		if !p.Passed {
-			fill, verdict = "#fff", "failed"
+			fill, verdict = "#fff", "fail"
 		}
 		s.f(`<circle cx="%s" cy="%s" r="3.6" fill="%s" stroke="%s" stroke-width="1.4"><title>%s</title></circle>`, fx(x(float64(p.Concurrency))), fx(y(p.GoodFraction)), fill, colGreen,
 			esc(fmt.Sprintf("concurrency %d: good fraction %s, %s", p.Concurrency, num(p.GoodFraction), verdict)))
@@ -358,7 +358,7 @@ func (p *textPrinter) acrossText(as []Across) {
 
 func ptrString(p *int64) string {
 	if p == nil {
-		return "none"
+		return "none" // not a contract value: the text of an absent value
 	}
 	return strconv.FormatInt(*p, 10)
 }
