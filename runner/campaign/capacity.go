@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/qualkit/qualkit/runner/load"
 	"github.com/qualkit/qualkit/runner/metrics"
@@ -35,7 +36,10 @@ func capacitySearch(ctx context.Context, plan load.Plan, opts ...load.Option) (*
 			return res, nil, err
 		}
 		if len(one.Rows) != 1 {
-			return res, nil, ctx.Err()
+			if err := ctx.Err(); err != nil {
+				return res, nil, err
+			}
+			return res, nil, fmt.Errorf("capacity probe at concurrency %d ran %d rows, want 1", st.Next, len(one.Rows))
 		}
 		probes = append(probes, metric.CapacityProbe{Concurrency: st.Next, GoodFraction: metric.GoodFractionOf(one.Rows[0].Row.Metrics)})
 	}
