@@ -68,3 +68,30 @@ func TestFigureCharts(t *testing.T) {
 		t.Errorf("interval text lacks %q:\n%s", want, sb.String())
 	}
 }
+
+// TestAcrossSixReceipts: with six receipts of a row the median of each metric gets its
+// distribution-free interval [x_(1), x_(6)] (coverage 1 - 2/64 = 0.96875); a metric only five
+// receipts have gets none.
+func TestAcrossSixReceipts(t *testing.T) {
+	v := &View{}
+	var states []receiptState
+	k := rowKey{"chat", 0, "c1-r0"}
+	for i := range 6 {
+		v.Receipts = append(v.Receipts, Receipt{Cases: []Case{{ID: "chat", Rows: []Row{{Name: "c1-r0"}}}}})
+		ms := []contract.Metric{{Name: "ttft_ms.p50", Value: float64(20 + (i*5)%6)}}
+		if i < 5 {
+			ms = append(ms, contract.Metric{Name: "request_throughput", Value: float64(10 + i)})
+		}
+		states = append(states, receiptState{metricsByRow: map[rowKey][]contract.Metric{k: ms}})
+	}
+	as := acrossOf(v, states)
+	if len(as) != 2 {
+		t.Fatalf("%d intervals: %+v", len(as), as)
+	}
+	if a := as[0]; a.Metric != "ttft_ms.p50" || !a.OK || a.Interval.Low != 20 || a.Interval.High != 25 || a.Interval.Estimate != 22.5 {
+		t.Errorf("ttft: %+v", a)
+	}
+	if a := as[1]; a.Metric != "request_throughput" || a.OK || a.Interval.Estimate != 12 {
+		t.Errorf("throughput: %+v", a)
+	}
+}
