@@ -238,3 +238,46 @@ func TestIntervals(t *testing.T) {
 		t.Errorf("not reproducible: %+v vs %+v", again[0], b50)
 	}
 }
+
+// TestCapacitySearchFindsThreshold: against every step function (good up to T, bad above) the
+// search with resolution 1 names exactly T (or max when T >= max), never probes a value twice,
+// and needs at most 2 log2(max) + 2 probes.
+func TestCapacitySearchFindsThreshold(t *testing.T) {
+	for _, start := range []int64{1, 3, 7} {
+		for _, growth := range []int64{2, 3, 16} {
+			spec := contract.CapacitySearch{Over: contract.CapacitySearchOver, MinGoodFraction: 0.9, Max: 256, Growth: growth, Resolution: 1, MaxSteps: 32}
+			for T := int64(0); T <= 300; T++ {
+				good := func(c int64) float64 {
+					if c <= T {
+						return 1
+					}
+					return 0
+				}
+				probes := search(spec, start, good)
+				c, err := Capacity(spec, start, probes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := min(T, spec.Max)
+				if got := int64(0); c.Capacity != nil {
+					got = *c.Capacity
+					if got != want {
+						t.Fatalf("start %d growth %d T %d: capacity %d (probes %v)", start, growth, T, got, probes)
+					}
+				} else if want != 0 {
+					t.Fatalf("start %d growth %d T %d: no capacity (probes %v)", start, growth, T, probes)
+				}
+				if len(probes) > 18 {
+					t.Errorf("start %d growth %d T %d: %d probes", start, growth, T, len(probes))
+				}
+				seen := map[int64]bool{}
+				for _, p := range probes {
+					if seen[p.Concurrency] {
+						t.Fatalf("T %d: probe %d repeats (%v)", T, p.Concurrency, probes)
+					}
+					seen[p.Concurrency] = true
+				}
+			}
+		}
+	}
+}
