@@ -200,9 +200,11 @@ func (s *snapshot) metricOccurrences(scope contract.MetricRuleScope, resultID, m
 func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.CaseResultDoc, wc *contract.Case) {
 	type key struct{ c, r int64 }
 	have := map[key]bool{}
+	// A capacity search's rows are its probes (checkCapacity replays them), not the grid.
+	search := wc.CapacitySearch != nil
 	for j, row := range cr.Rows {
 		k := key{row.Concurrency, row.Repetition}
-		if have[k] || !slices.Contains(wc.Concurrency, row.Concurrency) || row.Repetition >= wc.Repetitions {
+		if !search && (have[k] || !slices.Contains(wc.Concurrency, row.Concurrency) || row.Repetition >= wc.Repetitions) {
 			c.add(p, jp("rows", j), ErrUnlikeRows, "row c%d r%d is not declared (concurrency %v, %d repetitions) or repeats", row.Concurrency, row.Repetition, wc.Concurrency, wc.Repetitions)
 		}
 		have[k] = true
@@ -214,7 +216,7 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 			c.add(p, jp("rows", j, "loop"), ErrUnlikeRows, "loop %s, the case declares %s", row.Loop, wantLoop)
 		}
 	}
-	if len(have) != len(wc.Concurrency)*int(wc.Repetitions) {
+	if !search && len(have) != len(wc.Concurrency)*int(wc.Repetitions) {
 		c.add(p, "/rows", ErrUnlikeRows, "%d rows, the case declares %d × %d", len(cr.Rows), len(wc.Concurrency), wc.Repetitions)
 	}
 	prompts, note := s.corpusPrompts(wc)

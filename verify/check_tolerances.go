@@ -142,6 +142,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 			c.note("%d of %d rows of %s record no in_flight_peak (evidence before it existed): their achieved concurrency was not checked", unchecked, len(cr.Rows), path)
 		}
 	}()
+	fig := newFigures(len(cr.Rows))
 	for j, row := range cr.Rows {
 		base := jp("rows", j)
 		f := s.files[row.Records.Path]
@@ -154,6 +155,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 		}
 		recs := rowRecords(c, cr, row, f.records)
 		rf := recomputeRow(rowSpecOf(row, wc), recs)
+		fig.add(j, rf.metrics, recs)
 		checkUsagePlausible(c, row.Records.Path, wc, recs)
 		if cr.Status == contract.StatusPassed {
 			for _, r := range recs {
@@ -210,6 +212,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 	if len(cr.Rows) > 0 {
 		checkMetricList(c, path, "/metrics", cr.Metrics, recomputeCase(cr.Rows), tol, nil)
 	}
+	s.checkFigures(c, path, cr, wc, fig, tol)
 }
 
 func equalPtr(a, b *string) bool {

@@ -133,6 +133,14 @@ var (
 	ErrResultMismatch = reason("result_mismatch", "result summary disagrees")
 	// ErrRowMismatch: a row's counts, window or output set disagree with its request records.
 	ErrRowMismatch = reason("row_mismatch", "row disagrees with its records")
+	// ErrCapacityMismatch: a capacity search's rows are not the probes the search would run, or a
+	// recorded decision or outcome differs from its replay from the rows.
+	ErrCapacityMismatch = reason("capacity_mismatch", "capacity search differs from its replay")
+	// ErrParetoMismatch: a case's Pareto front differs from its recomputation from the rows.
+	ErrParetoMismatch = reason("pareto_mismatch", "Pareto front differs from its recomputation")
+	// ErrIntervalMismatch: a case's confidence intervals differ from their recomputation from the
+	// records.
+	ErrIntervalMismatch = reason("interval_mismatch", "confidence interval differs from its recomputation")
 	// ErrMetricMismatch: a recorded metric differs from its recomputation beyond the tolerance,
 	// or is missing, or should not be there.
 	ErrMetricMismatch = reason("metric_mismatch", "metric differs from its recomputation")
@@ -225,7 +233,7 @@ func Reasons() []*Reason {
 		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer, ErrSignaturePolicy,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
 		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,
-		ErrVerdictFailed, ErrInterrupted, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
+		ErrVerdictFailed, ErrInterrupted, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrCapacityMismatch, ErrParetoMismatch, ErrIntervalMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
 		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict, ErrVerdictMismatch, ErrDegradedRow, ErrLoadNotReached, ErrTimeoutExceeded,
 		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
 		ErrScopeBackend, ErrScopeDevice,

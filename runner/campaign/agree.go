@@ -142,6 +142,9 @@ func (p *Plan) checkRowRequests() error {
 			continue
 		}
 		maxC := slices.Max(c.Concurrency)
+		if c.CapacitySearch != nil { // a capacity search probes up to its max
+			maxC = max(maxC, c.CapacitySearch.Max)
+		}
 		n, what := int64(len(p.prompts[c.ID])), "its corpus has"
 		field := "corpus" // not a contract value: the workload field the error names
 		if c.Requests != nil {

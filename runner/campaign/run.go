@@ -325,10 +325,18 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	defer stopPauses()
 	rows := newRowFiles(r, dir)
 	tel := r.startTelemetry(c)
-	res, err := load.Run(cctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
+	plan := load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
 		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(),
-		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))},
-		load.WithRecordSink(rows.add))
+		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))}
+	var res *load.Result
+	var capacity *contract.Capacity
+	var err error
+	if c.CapacitySearch != nil {
+		plan.Progress = p.cfg.servingProgress(c.ID, int(c.CapacitySearch.MaxSteps))
+		res, capacity, err = capacitySearch(cctx, plan, load.WithRecordSink(rows.add))
+	} else {
+		res, err = load.Run(cctx, plan, load.WithRecordSink(rows.add))
+	}
 	tel.stop()
 	timedOut := ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	interrupted := ctx.Err() != nil
@@ -398,6 +406,7 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	if lagging := laggingRows(cr.Rows); lagging != "" && !measuresSaturation(c) {
 		r.lagging = append(r.lagging, fmt.Sprintf("case %s (repetition %d): %s", c.ID, rep, lagging))
 	}
+	caseFigures(cr, c, res.Rows, capacity)
 	if len(problems) > 0 {
 		return finish(contract.StatusFailed, strings.Join(problems, "; "))
 	}

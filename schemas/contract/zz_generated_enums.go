@@ -77,13 +77,17 @@ var Contracts = []ContractInfo{
 // The single-valued strings of the contracts.
 const (
 	// AuthScheme is the HTTP authentication scheme; only bearer tokens in version 1.
-	AuthScheme           = "bearer"                              // launch/v1 #Auth.scheme
+	AuthScheme   = "bearer"      // launch/v1 #Auth.scheme
+	CapacityOver = "concurrency" // caseresult/v1 #Capacity.over
+	// CapacitySearchOver is the searched quantity.
+	CapacitySearchOver   = "concurrency"                         // workload/v1 #CapacitySearch.over
 	ContainmentNetwork   = "private_loopback"                    // driver #Containment.network
 	ContainmentStartGate = "created_after_isolation_and_hashing" // driver #Containment.start_gate
 	// DeterminismCaseOrder is always the declared order.
 	DeterminismCaseOrder = "declared" // workload/v1 #Determinism.case_order
 	// InterpreterKind of interpreter.
-	InterpreterKind = "python" // runtime/v1 #Manifest.interpreter.kind
+	InterpreterKind = "python"                  // runtime/v1 #Manifest.interpreter.kind
+	IntervalMethod  = "bootstrap_percentile.v1" // caseresult/v1 #Interval.method
 	// IsolationNetwork: a private network namespace with only loopback up.
 	IsolationNetwork = "private_loopback" // driver #Isolation.network
 	// ReadinessPath polled with GET; always /v1/models in version 1.
@@ -254,6 +258,33 @@ func CacheRegimeValues() []CacheRegime {
 func (v CacheRegime) Valid() bool {
 	switch v {
 	case CacheRegimeCold, CacheRegimeWarm, CacheRegimeNatural:
+		return true
+	}
+	return false
+}
+
+// CapacityEnded: resolution (first_failing - last_passing <= resolution, or the first probe of 1
+// failed), max_passed (the probe at max passed), max_steps (max_steps probes ran first).
+//
+// CUE: caseresult/v1 #Capacity.ended.
+type CapacityEnded string
+
+// The values of CapacityEnded.
+const (
+	CapacityEndedResolution CapacityEnded = "resolution"
+	CapacityEndedMaxPassed  CapacityEnded = "max_passed"
+	CapacityEndedMaxSteps   CapacityEnded = "max_steps"
+)
+
+// CapacityEndedValues lists the values of CapacityEnded in contract order.
+func CapacityEndedValues() []CapacityEnded {
+	return []CapacityEnded{CapacityEndedResolution, CapacityEndedMaxPassed, CapacityEndedMaxSteps}
+}
+
+// Valid reports whether v is one of the values of CapacityEnded.
+func (v CapacityEnded) Valid() bool {
+	switch v {
+	case CapacityEndedResolution, CapacityEndedMaxPassed, CapacityEndedMaxSteps:
 		return true
 	}
 	return false
@@ -1300,6 +1331,58 @@ func OracleDtypeValues() []OracleDtype {
 func (v OracleDtype) Valid() bool {
 	switch v {
 	case OracleDtypeFloat64, OracleDtypeFloat32, OracleDtypeBfloat16, OracleDtypeFloat16:
+		return true
+	}
+	return false
+}
+
+// ParetoSpecThroughput is the enum at workload/v1 #ParetoSpec.throughput.
+//
+// CUE: workload/v1 #ParetoSpec.throughput.
+type ParetoSpecThroughput string
+
+// The values of ParetoSpecThroughput.
+const (
+	ParetoSpecThroughputRequestThroughput      ParetoSpecThroughput = "request_throughput"
+	ParetoSpecThroughputOutputThroughputWindow ParetoSpecThroughput = "output_throughput_window"
+	ParetoSpecThroughputSLOGoodput             ParetoSpecThroughput = "slo_goodput"
+)
+
+// ParetoSpecThroughputValues lists the values of ParetoSpecThroughput in contract order.
+func ParetoSpecThroughputValues() []ParetoSpecThroughput {
+	return []ParetoSpecThroughput{ParetoSpecThroughputRequestThroughput, ParetoSpecThroughputOutputThroughputWindow, ParetoSpecThroughputSLOGoodput}
+}
+
+// Valid reports whether v is one of the values of ParetoSpecThroughput.
+func (v ParetoSpecThroughput) Valid() bool {
+	switch v {
+	case ParetoSpecThroughputRequestThroughput, ParetoSpecThroughputOutputThroughputWindow, ParetoSpecThroughputSLOGoodput:
+		return true
+	}
+	return false
+}
+
+// ParetoThroughput is the enum at caseresult/v1 #Pareto.throughput.
+//
+// CUE: caseresult/v1 #Pareto.throughput.
+type ParetoThroughput string
+
+// The values of ParetoThroughput.
+const (
+	ParetoThroughputRequestThroughput      ParetoThroughput = "request_throughput"
+	ParetoThroughputOutputThroughputWindow ParetoThroughput = "output_throughput_window"
+	ParetoThroughputSLOGoodput             ParetoThroughput = "slo_goodput"
+)
+
+// ParetoThroughputValues lists the values of ParetoThroughput in contract order.
+func ParetoThroughputValues() []ParetoThroughput {
+	return []ParetoThroughput{ParetoThroughputRequestThroughput, ParetoThroughputOutputThroughputWindow, ParetoThroughputSLOGoodput}
+}
+
+// Valid reports whether v is one of the values of ParetoThroughput.
+func (v ParetoThroughput) Valid() bool {
+	switch v {
+	case ParetoThroughputRequestThroughput, ParetoThroughputOutputThroughputWindow, ParetoThroughputSLOGoodput:
 		return true
 	}
 	return false

@@ -20,6 +20,14 @@ type CaseResultDoc struct {
 	// Stopped says the case did not run to its end: stopped by its timeout_seconds or by an
 	// interruption of qualrun. Absent means it ran every row.
 	Stopped *Stopped `json:"stopped,omitempty"`
+	// Capacity is a capacity search's outcome (docs/metrics.md "Capacity search"); absent for
+	// other cases and when the search did not end.
+	Capacity *Capacity `json:"capacity,omitempty"`
+	// Pareto is the Pareto front of the rows, when the case declares one.
+	Pareto *Pareto `json:"pareto,omitempty"`
+	// Intervals are the confidence intervals of the headline distributions across the
+	// repetitions of each concurrency (docs/metrics.md "Confidence intervals").
+	Intervals []Interval `json:"intervals,omitempty"`
 }
 
 // Config is an effective configuration tree: lower-case keys, scalar leaves, no arrays.
@@ -171,6 +179,72 @@ type Stopped struct {
 	Reason StoppedReason `json:"reason"`
 	// AfterSeconds is the case's monotonic run time when it was stopped.
 	AfterSeconds float64 `json:"after_seconds"`
+}
+
+// Capacity is a capacity search's outcome: every decision is a function of the probes' rows.
+//
+// CUE: caseresult/v1 #Capacity.
+type Capacity struct {
+	Over            string  `json:"over"`
+	MinGoodFraction float64 `json:"min_good_fraction"`
+	// Probes are the rows the search ran, in order (each the row of that concurrency, repetition 0).
+	Probes []CapacityProbe `json:"probes"`
+	// Capacity is the highest passing probe (equal to last_passing); null when none passed.
+	Capacity *int64 `json:"capacity"`
+	// LastPassing is the highest passing probe; null when none passed.
+	LastPassing *int64 `json:"last_passing"`
+	// FirstFailing is the lowest failing probe; null when none failed.
+	FirstFailing *int64 `json:"first_failing"`
+	// Ended: resolution (first_failing - last_passing <= resolution, or the first probe of 1
+	// failed), max_passed (the probe at max passed), max_steps (max_steps probes ran first).
+	Ended CapacityEnded `json:"ended"`
+}
+
+// CapacityProbe is one probe: its concurrency, its row's slo_good_fraction and the decision.
+//
+// CUE: caseresult/v1 #CapacityProbe.
+type CapacityProbe struct {
+	Concurrency  int64   `json:"concurrency"`
+	GoodFraction float64 `json:"good_fraction"`
+	Passed       bool    `json:"passed"`
+}
+
+// Pareto is the front of the rows not dominated in (throughput higher, latency lower).
+//
+// CUE: caseresult/v1 #Pareto.
+type Pareto struct {
+	Throughput ParetoThroughput `json:"throughput"`
+	Latency    string           `json:"latency"`
+	// Front is sorted by throughput ascending.
+	Front []ParetoPoint `json:"front"`
+}
+
+// ParetoPoint is caseresult/v1 #ParetoPoint.
+type ParetoPoint struct {
+	Concurrency int64   `json:"concurrency"`
+	Repetition  int64   `json:"repetition"`
+	Throughput  float64 `json:"throughput"`
+	Latency     float64 `json:"latency"`
+}
+
+// Interval is a confidence interval of one headline percentile of one concurrency, over the
+// per-request samples of its repetitions pooled (seeded percentile bootstrap).
+//
+// CUE: caseresult/v1 #Interval.
+type Interval struct {
+	Concurrency int64 `json:"concurrency"`
+	// Metric is the row metric name, e.g. "ttft_ms.p99".
+	Metric      string  `json:"metric"`
+	Method      string  `json:"method"`
+	Repetitions int64   `json:"repetitions"`
+	Samples     int64   `json:"samples"`
+	Confidence  float64 `json:"confidence"`
+	Estimate    float64 `json:"estimate"`
+	// Low and high are null when samples are below min_samples (too_few_samples).
+	Low           *float64 `json:"low"`
+	High          *float64 `json:"high"`
+	MinSamples    int64    `json:"min_samples"`
+	TooFewSamples bool     `json:"too_few_samples"`
 }
 
 // ComparisonDoc says whether two receipts are like for like under their workload's comparison
@@ -1943,6 +2017,12 @@ type Case struct {
 	Duration *RowDuration `json:"duration,omitempty"`
 	// Stop declares rules that end a row early (docs/metrics.md "Stop rules").
 	Stop *StopRules `json:"stop,omitempty"`
+	// CapacitySearch makes the case a capacity search (docs/metrics.md "Capacity search"): its
+	// rows are the probes the search chose, concurrency then holds the first probe alone and
+	// repetitions is 1; the SLO must declare a gate.
+	CapacitySearch *CapacitySearch `json:"capacity_search,omitempty"`
+	// Pareto declares the Pareto front of the case's rows (docs/metrics.md "Pareto front").
+	Pareto *ParetoSpec `json:"pareto,omitempty"`
 	// Contract is the evidence result the worker's output becomes.
 	Contract ResultContract `json:"contract,omitempty"`
 	// Worker is the hash-bound program: [executable, script, args...].
@@ -2086,6 +2166,37 @@ type ErrorFractionRule struct {
 type SaturationRule struct {
 	LagMs       float64 `json:"lag_ms"`
 	Consecutive int64   `json:"consecutive"`
+}
+
+// CapacitySearch searches the closed-loop concurrency for the highest value at which a row's
+// slo_good_fraction stays at or above min_good_fraction: the probe grows by the factor growth
+// (capped at max) while every probe passes, then bisects between the last passing and the first
+// failing probe until they are at most resolution apart or max_steps probes ran.
+//
+// CUE: workload/v1 #CapacitySearch.
+type CapacitySearch struct {
+	// Over is the searched quantity.
+	Over string `json:"over"`
+	// MinGoodFraction: a probe passes when its slo_good_fraction is at least this.
+	MinGoodFraction float64 `json:"min_good_fraction"`
+	// Max is the highest concurrency the search probes.
+	Max int64 `json:"max"`
+	// Growth multiplies the probe while every probe passes.
+	Growth int64 `json:"growth"`
+	// Resolution ends the bisection once first failing - last passing <= resolution.
+	Resolution int64 `json:"resolution"`
+	// MaxSteps bounds the number of probes (rows).
+	MaxSteps int64 `json:"max_steps"`
+}
+
+// ParetoSpec names the two metrics of a Pareto front: a throughput (higher is better) against a
+// latency percentile of a row distribution (lower is better), both row metric names.
+//
+// CUE: workload/v1 #ParetoSpec.
+type ParetoSpec struct {
+	Throughput ParetoSpecThroughput `json:"throughput"`
+	// Latency is a percentile row metric such as "ttft_ms.p99".
+	Latency string `json:"latency"`
 }
 
 // ComparisonPolicy says which results may be compared, and by which rules.

@@ -385,6 +385,7 @@ func (r *rules) commandCase(cb string, w *contract.WorkloadDoc, c contract.Case,
 }
 
 func (r *rules) servingCase(cb string, c contract.Case) {
+	r.capacityCase(cb, c)
 	prompts := map[string]bool{}
 	corpusSize := int64(0)
 	if c.Corpus != nil {
@@ -409,6 +410,9 @@ func (r *rules) servingCase(cb string, c contract.Case) {
 		}
 	}
 	rows := int64(len(c.Concurrency))
+	if c.CapacitySearch != nil { // a search runs up to max_steps rows
+		rows = c.CapacitySearch.MaxSteps
+	}
 	// A warm row's priming pass asks each prompt its measured requests ask once more (at most
 	// one per measured request).
 	primed := int64(1)

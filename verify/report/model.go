@@ -57,6 +57,10 @@ type View struct {
 	samples map[distKey][]float64
 	// telemetry are each row's device telemetry samples (distKey metric ""), for the page only.
 	telemetry map[distKey][]contract.TelemetrySampleDoc
+	// figures are each case's capacity, Pareto front and intervals ([receipt, case]), and
+	// across the intervals across receipts (figures.go), for the page and the text only.
+	figures map[[2]int]*caseFigures
+	across  []Across
 }
 
 // distKey is where a distribution is: Receipts[receipt].Cases[kase].Rows[row], its metric.
@@ -120,7 +124,8 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 		return nil, fmt.Errorf("%w: %d receipts, a report shows at most %d", ErrTooManyReceipts, len(evidence), MaxReceipts)
 	}
 	v := &View{ReportViewDoc: contract.ReportViewDoc{Schema: Schema, Verifier: nonEmpty(version, "dev"), Verified: true, Receipts: []Receipt{},
-		Comparisons: []Comparison{}}, samples: map[distKey][]float64{}, telemetry: map[distKey][]contract.TelemetrySampleDoc{}}
+		Comparisons: []Comparison{}}, samples: map[distKey][]float64{}, telemetry: map[distKey][]contract.TelemetrySampleDoc{},
+		figures: map[[2]int]*caseFigures{}}
 	var states []receiptState
 	for i, ev := range evidence {
 		in, err := verify.Inspect(ctx, ev, policy, opts...)
@@ -135,6 +140,9 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 		states = append(states, st)
 		if in.Receipt != nil {
 			for k, ce := range in.Cases {
+				if f := figuresOf(ce); f != nil {
+					v.figures[[2]int{i, k}] = f
+				}
 				for j, re := range ce.Rows {
 					if len(re.Telemetry) > 0 {
 						v.telemetry[distKey{i, k, j, ""}] = re.Telemetry
@@ -150,6 +158,7 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 			}
 		}
 	}
+	v.across = acrossOf(v, states)
 	for i := 1; i < len(evidence); i++ {
 		v.Comparisons = append(v.Comparisons, compare(ctx, evidence[0], evidence[i], &v.Receipts[0], &states[0], &states[i], policy, opts))
 	}

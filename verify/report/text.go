@@ -35,7 +35,7 @@ func (v *View) JSON(w io.Writer) error {
 // Text writes the view as aligned tables for a terminal, no line wider than TextWidth columns.
 func (v *View) Text(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	p := &textPrinter{w: bw}
+	p := &textPrinter{w: bw, fig: v.figures}
 	if v.Unverified {
 		p.line("*** UNVERIFIED: this report shows evidence that did not verify (--unverified-unsafe) ***")
 	}
@@ -43,8 +43,10 @@ func (v *View) Text(w io.Writer) error {
 		if i > 0 || v.Unverified {
 			p.line("")
 		}
+		p.ri = i
 		p.receipt(&v.Receipts[i], v.Unverified)
 	}
+	p.acrossText(v.across)
 	for i := range v.Comparisons {
 		p.line("")
 		p.comparison(&v.Comparisons[i], v.Unverified)
@@ -58,6 +60,9 @@ func (v *View) Text(w io.Writer) error {
 type textPrinter struct {
 	w   *bufio.Writer
 	err error
+	// fig and ri are the view's case figures and the receipt being printed (figures.go).
+	fig map[[2]int]*caseFigures
+	ri  int
 }
 
 func (p *textPrinter) line(s string) {
@@ -163,6 +168,7 @@ func (p *textPrinter) receipt(r *Receipt, unverified bool) {
 	}
 	for i := range r.Cases {
 		p.serving(&r.Cases[i])
+		p.figures(p.fig[[2]int{p.ri, i}])
 	}
 	if l := r.Lifecycle; l != nil {
 		var ev []string

@@ -1,0 +1,200 @@
+package verify
+
+import (
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
+)
+
+// figures are what a serving case's derived figures (capacity, Pareto front, intervals) are
+// recomputed from: each row's metrics as verify recomputed them from its records and its
+// per-request samples (ok false for a row whose records were unreadable).
+type figures struct {
+	metrics [][]contract.Metric
+	samples []metric.Samples
+	ok      []bool
+}
+
+func newFigures(n int) *figures {
+	return &figures{metrics: make([][]contract.Metric, n), samples: make([]metric.Samples, n), ok: make([]bool, n)}
+}
+
+func (f *figures) add(j int, ms []contract.Metric, recs []*record) {
+	reqs, _ := measuredRequests(recs)
+	f.metrics[j], f.samples[j], f.ok[j] = ms, metric.SamplesOf(reqs), true
+}
+
+// checkFigures recomputes a serving case's capacity outcome, Pareto front and confidence
+// intervals from its rows (docs/verification.md "Capacity, Pareto front and intervals").
+func (s *snapshot) checkFigures(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, fig *figures, tol Tolerance) {
+	if wc == nil {
+		if cr.Capacity != nil || cr.Pareto != nil || len(cr.Intervals) > 0 {
+			c.note("case %s: no workload case: its capacity, Pareto front and intervals were not recomputed", cr.CaseID)
+		}
+		return
+	}
+	for j, ok := range fig.ok {
+		if !ok {
+			c.note("case %s: row %d unreadable: its capacity, Pareto front and intervals were not recomputed", cr.CaseID, j)
+			return
+		}
+	}
+	// Recomputed rows: the recorded rows with the metrics the records give.
+	rows := make([]contract.Row, len(cr.Rows))
+	for j, row := range cr.Rows {
+		rows[j] = row
+		rows[j].Metrics = fig.metrics[j]
+	}
+	checkCapacity(c, path, cr, wc, rows, tol)
+	checkPareto(c, path, cr, wc, rows, tol)
+	checkIntervals(c, path, cr, wc, fig, tol)
+}
+
+// checkCapacity replays a capacity search (metric.Capacity) from the rows' recomputed
+// slo_good_fraction: the rows are the probes in order, each probe the one the search would run
+// next, each decision and the outcome (capacity, last passing, first failing, ended) what the
+// replay gives.
+func checkCapacity(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, rows []contract.Row, tol Tolerance) {
+	got := cr.Capacity
+	if wc.CapacitySearch == nil {
+		if got != nil {
+			c.add(path, "/capacity", ErrCapacityMismatch, "a capacity outcome for case %s, which declares no capacity_search", cr.CaseID)
+		}
+		return
+	}
+	if got == nil {
+		if cr.Status == contract.StatusPassed {
+			c.add(path, "/capacity", ErrCapacityMismatch, "case %s is a capacity search and passed without a capacity outcome", cr.CaseID)
+		}
+		return
+	}
+	spec := *wc.CapacitySearch
+	if got.MinGoodFraction != spec.MinGoodFraction {
+		c.add(path, "/capacity/min_good_fraction", ErrCapacityMismatch, "min_good_fraction %s, the workload declares %s", fmtFloat(got.MinGoodFraction), fmtFloat(spec.MinGoodFraction))
+	}
+	if len(got.Probes) != len(rows) {
+		c.add(path, "/capacity/probes", ErrCapacityMismatch, "%d probes for %d rows: every probe is a row", len(got.Probes), len(rows))
+		return
+	}
+	probes := make([]metric.CapacityProbe, len(rows))
+	for j, row := range rows {
+		if row.Repetition != 0 || row.Concurrency != got.Probes[j].Concurrency {
+			c.add(path, jp("rows", j), ErrCapacityMismatch, "row c%d r%d is not probe %d (concurrency %d, repetition 0)", row.Concurrency, row.Repetition, j, got.Probes[j].Concurrency)
+			return
+		}
+		probes[j] = metric.CapacityProbe{Concurrency: row.Concurrency, GoodFraction: metric.GoodFractionOf(row.Metrics)}
+	}
+	if len(wc.Concurrency) != 1 {
+		c.add(path, "/capacity", ErrCapacityMismatch, "the workload case declares %d first probes", len(wc.Concurrency))
+		return
+	}
+	want, err := metric.Capacity(spec, wc.Concurrency[0], probes)
+	if err != nil {
+		c.add(path, "/capacity/probes", ErrCapacityMismatch, "the rows are not the search's probes: %v", err)
+		return
+	}
+	for j, p := range got.Probes {
+		w := want.Probes[j]
+		if !within(p.GoodFraction, w.GoodFraction, tol) {
+			c.add(path, jp("capacity", "probes", j, "good_fraction"), ErrCapacityMismatch, "probe c%d good fraction %s, its records say %s", p.Concurrency, fmtFloat(p.GoodFraction), fmtFloat(w.GoodFraction))
+		}
+		if p.Passed != w.Passed {
+			c.add(path, jp("capacity", "probes", j), ErrCapacityMismatch, "probe c%d says passed %v, its good fraction %s against %s decides %v", p.Concurrency, p.Passed, fmtFloat(w.GoodFraction), fmtFloat(spec.MinGoodFraction), w.Passed)
+		}
+	}
+	for _, x := range []struct {
+		field     string
+		got, want *int64
+	}{{"capacity", got.Capacity, want.Capacity}, {"last_passing", got.LastPassing, want.LastPassing}, {"first_failing", got.FirstFailing, want.FirstFailing}} {
+		if !equalInt(x.got, x.want) {
+			c.add(path, jp("capacity", x.field), ErrCapacityMismatch, "%s %s, the replayed search gives %s", x.field, fmtIntPtr(x.got), fmtIntPtr(x.want))
+		}
+	}
+	if got.Ended != want.Ended {
+		c.add(path, "/capacity/ended", ErrCapacityMismatch, "ended %s, the replayed search ends %s", got.Ended, want.Ended)
+	}
+}
+
+// checkPareto recomputes the Pareto front (metric.ParetoFront) from the recomputed row metrics.
+func checkPareto(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, rows []contract.Row, tol Tolerance) {
+	got := cr.Pareto
+	switch {
+	case wc.Pareto == nil && got == nil:
+		return
+	case wc.Pareto == nil:
+		c.add(path, "/pareto", ErrParetoMismatch, "a Pareto front for case %s, which declares none", cr.CaseID)
+		return
+	case got == nil:
+		c.add(path, "/pareto", ErrParetoMismatch, "case %s declares a Pareto front, its result has none", cr.CaseID)
+		return
+	}
+	want := metric.ParetoFront(*wc.Pareto, rows)
+	if string(got.Throughput) != string(want.Throughput) || got.Latency != want.Latency {
+		c.add(path, "/pareto", ErrParetoMismatch, "front of %s against %s, the workload declares %s against %s", got.Throughput, got.Latency, want.Throughput, want.Latency)
+		return
+	}
+	if len(got.Front) != len(want.Front) {
+		c.add(path, "/pareto/front", ErrParetoMismatch, "%d points on the front, the recomputed rows give %d (%s)", len(got.Front), len(want.Front), frontString(want.Front))
+		return
+	}
+	for k, p := range got.Front {
+		w := want.Front[k]
+		if p.Concurrency != w.Concurrency || p.Repetition != w.Repetition || !within(p.Throughput, w.Throughput, tol) || !within(p.Latency, w.Latency, tol) {
+			c.add(path, jp("pareto", "front", k), ErrParetoMismatch, "point c%d r%d (%s, %s), recomputed c%d r%d (%s, %s)", p.Concurrency, p.Repetition, fmtFloat(p.Throughput), fmtFloat(p.Latency), w.Concurrency, w.Repetition, fmtFloat(w.Throughput), fmtFloat(w.Latency))
+		}
+	}
+}
+
+func frontString(ps []contract.ParetoPoint) string {
+	s := ""
+	for i, p := range ps {
+		if i > 0 {
+			s += ", "
+		}
+		s += "c" + itoa(p.Concurrency) + " r" + itoa(p.Repetition)
+	}
+	return s
+}
+
+// checkIntervals recomputes the confidence intervals across repetitions (metric.Intervals) from
+// the records of each concurrency's rows. A case result without intervals is evidence written
+// before they existed: noted, not a finding.
+func checkIntervals(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, fig *figures, tol Tolerance) {
+	var groups []metric.IntervalGroup
+	if wc.Repetitions >= 2 && wc.CapacitySearch == nil {
+		at := map[int64]int{}
+		for j, row := range cr.Rows {
+			k, ok := at[row.Concurrency]
+			if !ok {
+				k = len(groups)
+				at[row.Concurrency] = k
+				groups = append(groups, metric.IntervalGroup{Concurrency: row.Concurrency})
+			}
+			groups[k].Repetitions = append(groups[k].Repetitions, fig.samples[j])
+		}
+	}
+	want := metric.Intervals(groups)
+	got := cr.Intervals
+	if got == nil && len(want) > 0 {
+		c.note("case %s states no confidence intervals (evidence written before they existed)", cr.CaseID)
+		return
+	}
+	if len(got) != len(want) {
+		c.add(path, "/intervals", ErrIntervalMismatch, "%d intervals, the records give %d", len(got), len(want))
+		return
+	}
+	for k, g := range got {
+		w := want[k]
+		same := g.Concurrency == w.Concurrency && g.Metric == w.Metric && g.Method == w.Method && g.Repetitions == w.Repetitions &&
+			g.Samples == w.Samples && g.Confidence == w.Confidence && g.MinSamples == w.MinSamples && g.TooFewSamples == w.TooFewSamples &&
+			within(g.Estimate, w.Estimate, tol) && withinPtr(g.Low, w.Low, tol) && withinPtr(g.High, w.High, tol)
+		if !same {
+			c.add(path, jp("intervals", k), ErrIntervalMismatch, "c%d %s: %s [%s, %s] over %d samples (too few: %v), the records give %s [%s, %s] over %d (too few: %v)",
+				g.Concurrency, g.Metric, fmtFloat(g.Estimate), fmtFloatPtr(g.Low), fmtFloatPtr(g.High), g.Samples, g.TooFewSamples,
+				fmtFloat(w.Estimate), fmtFloatPtr(w.Low), fmtFloatPtr(w.High), w.Samples, w.TooFewSamples)
+		}
+	}
+}
+
+func withinPtr(a, b *float64, tol Tolerance) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && within(*a, *b, tol))
+}
