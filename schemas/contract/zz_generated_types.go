@@ -428,8 +428,8 @@ type DriverWorkerOutputDoc struct {
 }
 
 // NextTokenBody returns the Body of a document whose Contract is
-// ResultContractQualkitNextTokenResultV2 as a NextTokenBody: false for another Contract or when a
-// member the alternative requires is absent.
+// ResultContractQualkitNextTokenResultV2, as a NextTokenBody value; false for another Contract or
+// when a member the alternative requires is absent.
 func (d DriverWorkerOutputDoc) NextTokenBody() (NextTokenBody, bool) {
 	var out NextTokenBody
 	if d.Contract != ResultContractQualkitNextTokenResultV2 {
@@ -443,8 +443,9 @@ func (d DriverWorkerOutputDoc) NextTokenBody() (NextTokenBody, bool) {
 	return out, true
 }
 
-// PathBody returns the Body of a document whose Contract is ResultContractQualkitPathAttributionV2
-// as a PathBody: false for another Contract or when a member the alternative requires is absent.
+// PathBody returns the Body of a document whose Contract is
+// ResultContractQualkitPathAttributionV2, as a PathBody value; false for another Contract or when
+// a member the alternative requires is absent.
 func (d DriverWorkerOutputDoc) PathBody() (PathBody, bool) {
 	var out PathBody
 	if d.Contract != ResultContractQualkitPathAttributionV2 {
@@ -461,8 +462,8 @@ func (d DriverWorkerOutputDoc) PathBody() (PathBody, bool) {
 }
 
 // LayerBody returns the Body of a document whose Contract is
-// ResultContractQualkitLayerAttributionV2 as a LayerBody: false for another Contract or when a
-// member the alternative requires is absent.
+// ResultContractQualkitLayerAttributionV2, as a LayerBody value; false for another Contract or
+// when a member the alternative requires is absent.
 func (d DriverWorkerOutputDoc) LayerBody() (LayerBody, bool) {
 	var out LayerBody
 	if d.Contract != ResultContractQualkitLayerAttributionV2 {

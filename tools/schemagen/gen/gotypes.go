@@ -50,7 +50,7 @@ type Accessor struct {
 
 type accessorMember struct {
 	name, from string // Go field name, expression kind: "copy", "deref", "deref-optional"
-	check          string // "" or the absence test, e.g. "== nil"
+	check      string // "" or the absence test, e.g. "== nil"
 }
 
 type typeBuilder struct {
@@ -117,7 +117,7 @@ func (b *typeBuilder) declare(v cue.Value, name, where string) string {
 	var embeds []embedding
 	var lits []cue.Value
 	if v.IncompleteKind() == cue.StructKind {
-		embeds, lits = b.embeddings(v, where)
+		embeds, lits = b.embeddings(v)
 		if len(embeds) == 1 && !hasFields(lits) {
 			return embeds[0].name // {driver.NextTokenBody}: the embedded type itself
 		}
@@ -342,9 +342,6 @@ func (b *typeBuilder) shape(v cue.Value) (string, bool) {
 	case isUnion(v):
 		return "union " + v.Pos().String(), true
 	case v.IncompleteKind() == cue.StructKind && hasFields([]cue.Value{v}):
-		if embeds, lits := b.embeddings(v, ""); len(embeds) == 1 && !hasFields(lits) {
-			return "ref " + embeds[0].pos.String(), true
-		}
 		return "lit " + v.Pos().String(), true
 	}
 	return "", false
@@ -480,9 +477,6 @@ func (b *typeBuilder) leafStructs(v cue.Value) []structPart {
 		}
 		return out
 	}
-	if embeds, lits := b.embeddings(v, ""); len(embeds) == 1 && !hasFields(lits) {
-		return b.leafStructs(embeds[0].def)
-	}
 	return []structPart{{v: v, alt: 0}}
 }
 
@@ -496,7 +490,7 @@ type embedding struct {
 
 // embeddings lists the sections v embeds and its own struct literals; none unless v is a
 // conjunction of struct references and struct literals.
-func (b *typeBuilder) embeddings(v cue.Value, where string) ([]embedding, []cue.Value) {
+func (b *typeBuilder) embeddings(v cue.Value) ([]embedding, []cue.Value) {
 	if op, _ := v.Expr(); op != cue.AndOp {
 		return nil, nil
 	}
@@ -515,13 +509,10 @@ func (b *typeBuilder) embeddings(v cue.Value, where string) ([]embedding, []cue.
 		if def.IncompleteKind() != cue.StructKind || isUnion(def) || !hasFields([]cue.Value{def}) {
 			return nil, nil
 		}
-		e := embedding{def: def, pos: a.Pos(), fields: map[string]bool{}}
+		e := embedding{name: b.refType(root, def, path, a, false), def: def, pos: a.Pos(), fields: map[string]bool{}}
 		it, _ := def.Fields(cue.Optional(true))
 		for it.Next() {
 			e.fields[it.Selector().Unquoted()] = true
-		}
-		if where != "" {
-			e.name = b.refType(root, def, path, a, false)
 		}
 		embeds = append(embeds, e)
 	}
@@ -1045,7 +1036,7 @@ func RenderGoTypes(types []GoType) (GoFile, error) {
 
 func renderAccessor(b *bytes.Buffer, t GoType, a Accessor) {
 	b.WriteString("\n")
-	comment(b, wrap(fmt.Sprintf("%s returns the %s of a document whose %s is %s as a %s: false for another %s or when a member the alternative requires is absent.", a.Method, a.Field, a.Discriminator, a.Value, a.Type, a.Discriminator)), "")
+	comment(b, wrap(fmt.Sprintf("%s returns the %s of a document whose %s is %s, as a %s value; false for another %s or when a member the alternative requires is absent.", a.Method, a.Field, a.Discriminator, a.Value, a.Type, a.Discriminator)), "")
 	fmt.Fprintf(b, "func (d %s) %s() (%s, bool) {\n\tvar out %s\n", t.Name, a.Method, a.Type, a.Type)
 	if a.pointer {
 		fmt.Fprintf(b, "\tif d.%s != %s || d.%s == nil {\n\t\treturn out, false\n\t}\n\tm := *d.%s\n", a.Discriminator, a.Value, a.Field, a.Field)
