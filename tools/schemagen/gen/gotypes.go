@@ -235,10 +235,10 @@ func (b *typeBuilder) unionFields(t *GoType, parts []structPart, alternatives in
 	count := map[string]int{}
 	zeroValid := map[string]bool{}
 	for _, f := range order {
-		os := occs[f]
-		first := os[0]
+		decls := occs[f]
+		first := decls[0]
 		gf := GoField{Name: goName(f), JSON: f, OmitEmpty: first.optional}
-		for _, o := range os {
+		for _, o := range decls {
 			if gf.Doc == "" {
 				gf.Doc = docOf(o.v)
 			}
@@ -255,21 +255,21 @@ func (b *typeBuilder) unionFields(t *GoType, parts []structPart, alternatives in
 		if v, ok := goFieldAttr(first.v, "omitempty"); ok {
 			gf.OmitEmpty, gf.omitSet = v == "true", true
 		}
-		for _, o := range os[1:] {
+		for _, o := range decls[1:] {
 			if o.optional {
 				gf.OmitEmpty = true
 			}
 		}
 		ty, typed := goFieldAttr(first.v, "type")
 		switch {
-		case len(os) > 1 && b.shapesDiffer(os):
-			gf.Type = b.mergedField(t, f, gf.Name, os, parts, discriminator)
+		case len(decls) > 1 && b.shapesDiffer(decls):
+			gf.Type = b.mergedField(t, f, gf.Name, decls, parts, discriminator)
 		case typed:
 			gf.Type = ty // @go(type=...): a different Go type
 		default:
 			gf.Type = b.goType(first.v, t.Name+goName(f), t.Where+"."+f, first.optional)
 			if merged && b.isEnum(gf.Type) {
-				for _, o := range os[1:] {
+				for _, o := range decls[1:] {
 					if _, structish := b.shape(o.v); structish {
 						continue
 					}
@@ -320,9 +320,9 @@ func zeroAdmitted(v cue.Value) bool {
 	return v.Unify(v.Context().Encode(zero)).Validate(cue.Concrete(true)) == nil
 }
 
-// shape identifies the struct type a field value stands for: the definition a reference names,
-// the embedded section of a single-embedding literal, an anonymous struct's position, with "[]"
-// per list level. structish is false for scalars and open maps.
+// shape identifies the struct type a field value stands for: the definition or section a
+// reference names ({driver.PathBody} evaluates to the reference), an anonymous struct's position,
+// with "[]" per list level. structish is false for scalars and open maps.
 func (b *typeBuilder) shape(v cue.Value) (string, bool) {
 	if root, path := refOf(v); len(path.Selectors()) > 0 {
 		def := root.LookupPath(path)
@@ -348,12 +348,12 @@ func (b *typeBuilder) shape(v cue.Value) (string, bool) {
 }
 
 // shapesDiffer reports a field whose declarations in a union's parts are different struct types.
-func (b *typeBuilder) shapesDiffer(os []occurrence) bool {
-	first, ok := b.shape(os[0].v)
+func (b *typeBuilder) shapesDiffer(decls []occurrence) bool {
+	first, ok := b.shape(decls[0].v)
 	if !ok {
 		return false
 	}
-	for _, o := range os[1:] {
+	for _, o := range decls[1:] {
 		if s, ok := b.shape(o.v); ok && s != first {
 			return true
 		}
@@ -367,10 +367,10 @@ func (b *typeBuilder) shapesDiffer(os []occurrence) bool {
 // named by the alternatives' @go(type="T") or @go(type="[]T") (all the same), else
 // <Union><Field>. With a discriminator, each alternative whose type is a named struct gets an
 // accessor on the union.
-func (b *typeBuilder) mergedField(u *GoType, f, fieldName string, os []occurrence, parts []structPart, discriminator string) string {
+func (b *typeBuilder) mergedField(u *GoType, f, fieldName string, decls []occurrence, parts []structPart, discriminator string) string {
 	where := u.Where + "." + f
 	list := false
-	for i, o := range os {
+	for i, o := range decls {
 		isList := o.v.IncompleteKind() == cue.ListKind
 		if i == 0 {
 			list = isList
@@ -381,7 +381,7 @@ func (b *typeBuilder) mergedField(u *GoType, f, fieldName string, os []occurrenc
 	}
 	name := u.Name + goName(f)
 	attr := ""
-	for i, o := range os {
+	for i, o := range decls {
 		ty, ok := goFieldAttr(o.v, "type")
 		if i > 0 && ty != attr {
 			b.fail("%s: the alternatives name different Go types (@go(type=%q) and %q)", where, attr, ty)
@@ -408,7 +408,7 @@ func (b *typeBuilder) mergedField(u *GoType, f, fieldName string, os []occurrenc
 	var leaves []structPart
 	var names []string
 	alternatives := 0
-	for _, o := range os {
+	for _, o := range decls {
 		v := o.v
 		if list {
 			v = v.LookupPath(cue.MakePath(cue.AnyIndex))
@@ -431,7 +431,7 @@ func (b *typeBuilder) mergedField(u *GoType, f, fieldName string, os []occurrenc
 		return ty
 	}
 	seen := map[string]bool{}
-	for _, o := range os {
+	for _, o := range decls {
 		alt := parts[o.part].v
 		value, ok := singleString(fieldOf(alt, discriminator))
 		if !ok {
@@ -457,9 +457,8 @@ func cueName(v cue.Value) string {
 	return "a struct"
 }
 
-// leafStructs expands a merged type's alternative into its structs: a reference to its definition,
-// a single-embedding literal to the embedded section, a union to its shared part and (each
-// expanded) alternatives.
+// leafStructs expands a merged type's alternative into its structs: a reference to its definition
+// or section, a union to its shared part and (each expanded) alternatives.
 func (b *typeBuilder) leafStructs(v cue.Value) []structPart {
 	if root, path := refOf(v); len(path.Selectors()) > 0 {
 		return b.leafStructs(root.LookupPath(path))
