@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/token"
 )
 
@@ -317,8 +318,12 @@ func zeroAdmitted(v cue.Value) bool {
 	default:
 		return false
 	}
-	return v.Unify(v.Context().Encode(zero)).Validate(cue.Concrete(true)) == nil
+	return v.Unify(zeroContext.Encode(zero)).Validate(cue.Concrete(true)) == nil
 }
+
+// zeroContext builds the zero values zeroAdmitted unifies with (values of different contexts
+// combine).
+var zeroContext = cuecontext.New()
 
 // shape identifies the struct type a field value stands for: the definition or section a
 // reference names ({driver.PathBody} evaluates to the reference), an anonymous struct's position,
