@@ -100,6 +100,10 @@ func BuildGoTypes(cueDir string, schemas []Schema, m *GoModel) ([]GoType, error)
 		if n, ok := goAttr(s.Value); ok {
 			name = n
 		}
+		if name == "handwritten" {
+			b.fail("%s %s: @go(handwritten) is gone: every contract's Go is generated (docs/contracts/README.md)", s.Package, s.Definition)
+			continue
+		}
 		b.declare(s.Value, name, s.Package+" "+s.Definition)
 	}
 	b.resolveAccessors()
