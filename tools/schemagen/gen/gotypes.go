@@ -443,8 +443,9 @@ func (b *typeBuilder) mergedField(u *GoType, f, fieldName string, decls []occurr
 	for _, o := range decls {
 		alt := parts[o.part].v
 		value, ok := singleString(fieldOf(alt, discriminator))
-		if !ok {
-			continue
+		root, path := refOf(o.v)
+		if !ok || len(path.Selectors()) == 0 || isUnion(root.LookupPath(path)) {
+			continue // an anonymous or a union alternative type: no accessor
 		}
 		tn := b.goType(o.v, u.Name+goName(f), where, false)
 		if _, named := b.types[tn]; !named || seen[tn] {
