@@ -80,7 +80,7 @@ func (s *snapshot) checkDriver(c *collector, i int, r contract.Result, path stri
 	case wc == nil:
 		c.note("%s: the workload is not available: its tolerance outcomes were recomputed against the rules the result records", caseName)
 		for _, o := range h.Tolerances {
-			ruleSet = append(ruleSet, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
+			ruleSet = append(ruleSet, contract.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
 		}
 	case wc.Kind != contract.CaseKindDriver || string(wc.Contract) != "qualkit."+dr.name:
 		c.add(file, base+"/case_result", ErrResultMismatch, "%s: the result is a qualkit.%s, the workload declares a %s case%s", caseName, dr.name, wc.Kind, contractSuffix(wc))
@@ -100,7 +100,7 @@ func (s *snapshot) checkDriver(c *collector, i int, r contract.Result, path stri
 		// Still recompute what the result recorded, outcome by outcome.
 		var own []contract.DriverTolerance
 		for _, o := range got {
-			own = append(own, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
+			own = append(own, contract.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
 		}
 		recomputed, err := evaluateEach(dr.name, own, dr.body)
 		if err != nil {

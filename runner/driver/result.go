@@ -116,7 +116,7 @@ func Evaluate(job Job, out *Outcome, prov Provenance) (*Result, error) {
 	req := out.RequestDoc
 	contractID := strings.TrimPrefix(job.Contract, "qualkit.")
 	switch {
-	case strings.TrimPrefix(wo.Contract, "qualkit.") != contractID:
+	case strings.TrimPrefix(string(wo.Contract), "qualkit.") != contractID:
 		return nil, fmt.Errorf("%w: the worker wrote a %s, the case asks for %s", ErrOutput, wo.Contract, job.Contract)
 	case wo.RequestID != req.ID:
 		return nil, fmt.Errorf("%w: the worker answered request %q, it was given %q", ErrOutput, wo.RequestID, req.ID)
@@ -132,7 +132,7 @@ func Evaluate(job Job, out *Outcome, prov Provenance) (*Result, error) {
 		tolerances = []contract.DriverTolerance{}
 	}
 	h := contract.DriverResultHeader{
-		Schema: "qualkit." + contractID, CreatedAt: created.UTC().Format(time.RFC3339Nano), DurationSeconds: out.Elapsed.Seconds(),
+		CreatedAt: created.UTC().Format(time.RFC3339Nano), DurationSeconds: out.Elapsed.Seconds(),
 		CaseID: prov.CaseID, Source: prov.Source,
 		Implementation: contract.DriverImplementation{
 			Executable: contract.FileRef{Path: out.Executable.Path, Digest: out.Executable.Digest},
@@ -148,7 +148,7 @@ func Evaluate(job Job, out *Outcome, prov Provenance) (*Result, error) {
 	var doc any
 	switch contractID {
 	case contract.NextTokenResult:
-		b, ok := wo.Body.NextToken()
+		b, ok := wo.NextTokenBody()
 		if !ok {
 			return nil, fmt.Errorf("%w: no oracle in the body", ErrOutput)
 		}
@@ -160,12 +160,12 @@ func Evaluate(job Job, out *Outcome, prov Provenance) (*Result, error) {
 			return nil, fmt.Errorf("%w: %v", ErrOutput, err)
 		}
 		h.Tolerances = outcomes
-		d := &contract.NextTokenResultDoc{DriverResultHeader: h, NextTokenBody: b, Verdict: rules.NextTokenVerdictOf(h.Containment, outcomes, b.Oracle)}
+		d := &contract.NextTokenResultDoc{Schema: contract.NextTokenResultSchema, DriverResultHeader: h, NextTokenBody: b, Verdict: rules.NextTokenVerdictOf(h.Containment, outcomes, b.Oracle)}
 		res.Status, res.Reasons = d.Verdict.Status, d.Verdict.Reasons
 		res.Summary = fmt.Sprintf("argmax token %d (margin %s), argmax candidate %s", b.Oracle.ArgmaxTokenID, rules.FormatNumber(b.Oracle.TopLogitMargin), d.Verdict.ArgmaxCandidate)
 		doc = d
 	case contract.PathAttribution:
-		b, ok := wo.Body.PathBody()
+		b, ok := wo.PathBody()
 		if !ok {
 			return nil, fmt.Errorf("%w: no reference path, reference argmax or paths in the body", ErrOutput)
 		}
@@ -181,12 +181,12 @@ func Evaluate(job Job, out *Outcome, prov Provenance) (*Result, error) {
 			return nil, fmt.Errorf("%w: %v", ErrOutput, err)
 		}
 		h.Tolerances = outcomes
-		d := &contract.PathAttributionDoc{DriverResultHeader: h, PathBody: b, Verdict: rules.PathVerdictOf(h.Containment, outcomes, b)}
+		d := &contract.PathAttributionDoc{Schema: contract.PathAttributionSchema, DriverResultHeader: h, PathBody: b, Verdict: rules.PathVerdictOf(h.Containment, outcomes, b)}
 		res.Status, res.Reasons = d.Verdict.Status, d.Verdict.Reasons
 		res.Summary = fmt.Sprintf("reference argmax %d, attribution %s", b.ReferenceArgmax, d.Verdict.Attribution)
 		doc = d
 	case contract.LayerAttribution:
-		b, ok := wo.Body.LayerBody()
+		b, ok := wo.LayerBody()
 		if !ok {
 			return nil, fmt.Errorf("%w: no boundaries or largest growth in the body", ErrOutput)
 		}
@@ -196,7 +196,7 @@ func Evaluate(job Job, out *Outcome, prov Provenance) (*Result, error) {
 		}
 		h.Tolerances = outcomes
 		b.LargestRelativeErrorGrowth = rules.LargestGrowth(b.Boundaries) // equal to the worker's (checked above)
-		d := &contract.LayerAttributionDoc{DriverResultHeader: h, LayerBody: b, Verdict: rules.LayerVerdictOf(h.Containment, outcomes)}
+		d := &contract.LayerAttributionDoc{Schema: contract.LayerAttributionSchema, DriverResultHeader: h, LayerBody: b, Verdict: rules.LayerVerdictOf(h.Containment, outcomes)}
 		res.Status, res.Reasons = d.Verdict.Status, d.Verdict.Reasons
 		g := b.LargestRelativeErrorGrowth
 		res.Summary = fmt.Sprintf("largest relative error growth at %s (index %d, +%s)", g.Name, g.Index, rules.FormatNumber(g.RelativeRootMeanSquareErrorDelta))

@@ -29,7 +29,7 @@ func compileAssertions(as []contract.OutputAssertion) ([]assertion, error) {
 			if a.Equals != "stop" && a.Equals != "length" {
 				return nil, fmt.Errorf("%w: output assertion %d: finish_reason equals %q", ErrPlan, i, a.Equals)
 			}
-			c.equals = a.Equals
+			c.equals = string(a.Equals)
 		case contract.ResponseAssertionKindExactText:
 			if a.Text == nil {
 				return nil, fmt.Errorf("%w: output assertion %d: exact_text without text", ErrPlan, i)

@@ -100,6 +100,7 @@ type Row struct {
 //
 // CUE: common #FileRef.
 type FileRef struct {
+	// Path is repository-relative, absolute, or a whole ${name} placeholder.
 	Path   string `json:"path"`
 	Digest string `json:"digest"`
 }
@@ -483,6 +484,198 @@ type DriverTolerance struct {
 	Subject string `json:"subject"`
 }
 
+// DriverWorkerOutputDoc is the worker's numbers for one request; its contract chooses the body's shape.
+// The runner recomputes every derived field from the numbers and writes the self-hashed
+// version-2 result.
+//
+// CUE: workeroutput/v1 #WorkerOutput.
+type DriverWorkerOutputDoc struct {
+	// Contract is the result the body belongs to.
+	Contract ResultContract `json:"contract"`
+	// Schema identifies the contract and its major version.
+	Schema string `json:"schema"`
+	// RequestID is the id of the request evaluated.
+	RequestID string `json:"request_id"`
+	// InputTokenIDsSHA256 is the canonical (RFC 8785) sha256 of the request's input_token_ids.
+	InputTokenIDsSHA256 string     `json:"input_token_ids_sha256"`
+	Body                DriverBody `json:"body"`
+}
+
+// NextTokenBody returns the Body of a document whose Contract is
+// ResultContractQualkitNextTokenResultV2, as a NextTokenBody value; false for another Contract or
+// when a member the alternative requires is absent.
+func (d DriverWorkerOutputDoc) NextTokenBody() (NextTokenBody, bool) {
+	var out NextTokenBody
+	if d.Contract != ResultContractQualkitNextTokenResultV2 {
+		return out, false
+	}
+	m := d.Body
+	if m.Oracle == nil {
+		return out, false
+	}
+	out.Oracle = *m.Oracle
+	return out, true
+}
+
+// PathBody returns the Body of a document whose Contract is
+// ResultContractQualkitPathAttributionV2, as a PathBody value; false for another Contract or when
+// a member the alternative requires is absent.
+func (d DriverWorkerOutputDoc) PathBody() (PathBody, bool) {
+	var out PathBody
+	if d.Contract != ResultContractQualkitPathAttributionV2 {
+		return out, false
+	}
+	m := d.Body
+	if m.ReferencePath == "" || m.ReferenceArgmax == nil || m.Paths == nil {
+		return out, false
+	}
+	out.ReferencePath = m.ReferencePath
+	out.ReferenceArgmax = *m.ReferenceArgmax
+	out.Paths = m.Paths
+	return out, true
+}
+
+// LayerBody returns the Body of a document whose Contract is
+// ResultContractQualkitLayerAttributionV2, as a LayerBody value; false for another Contract or
+// when a member the alternative requires is absent.
+func (d DriverWorkerOutputDoc) LayerBody() (LayerBody, bool) {
+	var out LayerBody
+	if d.Contract != ResultContractQualkitLayerAttributionV2 {
+		return out, false
+	}
+	m := d.Body
+	if m.Boundaries == nil || m.LargestRelativeErrorGrowth == nil {
+		return out, false
+	}
+	out.Boundaries = m.Boundaries
+	out.LargestRelativeErrorGrowth = *m.LargestRelativeErrorGrowth
+	return out, true
+}
+
+// DriverBody holds the body of any alternative of #WorkerOutput (NextTokenBody, PathBody,
+// LayerBody), merged: only the members of the document's alternative are set.
+//
+// CUE: workeroutput/v1 #WorkerOutput.body.
+type DriverBody struct {
+	Oracle                     *Oracle          `json:"oracle,omitempty"`
+	ReferencePath              string           `json:"reference_path,omitempty"`
+	ReferenceArgmax            *int64           `json:"reference_argmax,omitempty"`
+	Paths                      []PathComparison `json:"paths,omitempty"`
+	Boundaries                 []Boundary       `json:"boundaries,omitempty"`
+	LargestRelativeErrorGrowth *Growth          `json:"largest_relative_error_growth,omitempty"`
+}
+
+// Oracle is the body of a next-token result: the reference implementation's next-token logits.
+//
+// CUE: driver #Oracle.
+type Oracle struct {
+	// Dtype of the computation.
+	Dtype OracleDtype `json:"dtype"`
+	Vocab int64       `json:"vocab"`
+	// TopTokens are the min(10, vocab) highest logits: non-increasing, ties by ascending token id.
+	TopTokens []TopToken `json:"top_tokens"`
+	// ArgmaxTokenID is top_tokens[0].token_id.
+	ArgmaxTokenID int64 `json:"argmax_token_id"`
+	// TopLogitMargin is top_tokens[0].logit - top_tokens[1].logit (0 when vocab is 1).
+	TopLogitMargin float64 `json:"top_logit_margin"`
+	// CandidateTokens are the request's candidates with their logits and one-based ranks.
+	CandidateTokens []CandidateToken `json:"candidate_tokens"`
+	// LogitsSHA256 is the digest of the full logits vector as the worker stored it.
+	LogitsSHA256 string `json:"logits_sha256"`
+	LogitsBytes  int64  `json:"logits_bytes"`
+}
+
+// TopToken is one of the highest logits.
+//
+// CUE: driver #TopToken.
+type TopToken struct {
+	TokenID int64   `json:"token_id"`
+	Logit   float64 `json:"logit"`
+}
+
+// CandidateToken is a candidate's token with its logit and one-based rank (1 + the number of larger logits).
+//
+// CUE: driver #CandidateToken.
+type CandidateToken struct {
+	Label   string  `json:"label"`
+	TokenID int64   `json:"token_id"`
+	Logit   float64 `json:"logit"`
+	Rank    int64   `json:"rank"`
+}
+
+// PathComparison is one compared path's numbers against the reference path.
+//
+// CUE: driver #Path.
+type PathComparison struct {
+	ID                    string  `json:"id"`
+	Argmax                int64   `json:"argmax"`
+	ArgmaxEqual           bool    `json:"argmax_equal"`
+	CosineSimilarity      float64 `json:"cosine_similarity"`
+	MaxAbsError           float64 `json:"max_abs_error"`
+	MeanAbsError          float64 `json:"mean_abs_error"`
+	Top10Overlap          int64   `json:"top10_overlap"`
+	LogitsSHA256          string  `json:"logits_sha256"`
+	ReferenceLogitsSHA256 string  `json:"reference_logits_sha256"`
+}
+
+// Boundary is one layer boundary's numbers against the reference.
+//
+// CUE: driver #Boundary.
+type Boundary struct {
+	Index                       int64   `json:"index"`
+	Name                        string  `json:"name"`
+	CosineSimilarity            float64 `json:"cosine_similarity"`
+	MaxAbsError                 float64 `json:"max_abs_error"`
+	MeanAbsError                float64 `json:"mean_abs_error"`
+	RootMeanSquareError         float64 `json:"root_mean_square_error"`
+	ReferenceRootMeanSquare     float64 `json:"reference_root_mean_square"`
+	RelativeRootMeanSquareError float64 `json:"relative_root_mean_square_error"`
+	ReferenceSHA256             string  `json:"reference_sha256"`
+	CandidateSHA256             string  `json:"candidate_sha256"`
+}
+
+// Growth is the boundary where the relative error grows most.
+//
+// CUE: driver #Growth.
+type Growth struct {
+	Index int64  `json:"index"`
+	Name  string `json:"name"`
+	// RelativeRootMeanSquareErrorDelta is rel[index] - rel[index-1] (rel[0] for index 0).
+	RelativeRootMeanSquareErrorDelta float64 `json:"relative_root_mean_square_error_delta"`
+}
+
+// NextTokenBody is the contract-specific section of a next-token result, and the body of a
+// worker's output for one.
+//
+// CUE: driver NextTokenBody.
+type NextTokenBody struct {
+	Oracle Oracle `json:"oracle"`
+}
+
+// PathBody is the contract-specific section of a path attribution, and the body of a worker's
+// output for one.
+//
+// CUE: driver PathBody.
+type PathBody struct {
+	// ReferencePath is the path every other path is compared against.
+	ReferencePath string `json:"reference_path"`
+	// ReferenceArgmax is the reference path's argmax token id.
+	ReferenceArgmax int64 `json:"reference_argmax"`
+	// Paths are the compared paths, in request order.
+	Paths []PathComparison `json:"paths"`
+}
+
+// LayerBody is the contract-specific section of a layer attribution, and the body of a worker's
+// output for one.
+//
+// CUE: driver LayerBody.
+type LayerBody struct {
+	// Boundaries in order, index equal to position.
+	Boundaries []Boundary `json:"boundaries"`
+	// LargestRelativeErrorGrowth is recomputed: the largest rel[i] - rel[i-1] (rel[0] for index 0).
+	LargestRelativeErrorGrowth Growth `json:"largest_relative_error_growth"`
+}
+
 // EffectiveRunConfigDoc is the resolved workload, variant, variables, seed and effective
 // configuration of one campaign, with the model overrides and qualrun's own command line.
 //
@@ -700,6 +893,140 @@ type Auth struct {
 	TokenEnv string `json:"token_env"`
 }
 
+// DriverResultHeader holds the members every version-2 evidence result has, after its schema (each result
+// names its own schema constant). Embedded by the three result contracts.
+//
+// CUE: driver Header.
+type DriverResultHeader struct {
+	// ResultSHA256 is the sha256 of the RFC 8785 canonical form of this document without this field.
+	ResultSHA256    string               `json:"result_sha256"`
+	CreatedAt       string               `json:"created_at"`
+	DurationSeconds float64              `json:"duration_seconds"`
+	CaseID          string               `json:"case_id"`
+	Source          DriverSource         `json:"source"`
+	Implementation  DriverImplementation `json:"implementation"`
+	Request         DriverRequestRef     `json:"request"`
+	Model           DriverModel          `json:"model"`
+	Containment     Containment          `json:"containment"`
+	// Tolerances are the declared tolerances evaluated against this result, in declaration order.
+	Tolerances []ToleranceOutcome `json:"tolerances"`
+}
+
+// DriverSource is the identity of the source tree the driver ran from.
+//
+// CUE: driver #Source.
+type DriverSource struct {
+	Repository string  `json:"repository"`
+	Commit     string  `json:"commit"`
+	OriginMain *string `json:"origin_main"`
+	Tree       string  `json:"tree"`
+	TreeHash   string  `json:"tree_hash"`
+	Clean      bool    `json:"clean"`
+}
+
+// DriverImplementation binds the code that produced the result.
+//
+// CUE: driver #Implementation.
+type DriverImplementation struct {
+	Executable FileRef    `json:"executable"`
+	Script     FileRef    `json:"script"`
+	Qualrun    BinaryInfo `json:"qualrun"`
+}
+
+// BinaryInfo identifies the binary that wrote the receipt.
+//
+// CUE: driver #Implementation.qualrun.
+type BinaryInfo struct {
+	Version string `json:"version"`
+	Digest  string `json:"digest"`
+}
+
+// DriverRequestRef identifies the driver request the worker evaluated.
+//
+// CUE: driver #Request.
+type DriverRequestRef struct {
+	Path                string `json:"path"`
+	Digest              string `json:"digest"`
+	ID                  string `json:"id"`
+	InputTokenCount     int64  `json:"input_token_count"`
+	InputTokenIDsSHA256 string `json:"input_token_ids_sha256"`
+}
+
+// DriverModel identifies the model the worker loaded.
+//
+// CUE: driver #Model.
+type DriverModel struct {
+	ID     string `json:"id"`
+	Path   string `json:"path"`
+	Digest string `json:"digest"`
+}
+
+// Containment records how the worker was contained and how it ended.
+//
+// CUE: driver #Containment.
+type Containment struct {
+	Network string `json:"network"`
+	// Mechanism names the isolation implementation, e.g. linux-userns-netns-v1.
+	Mechanism string `json:"mechanism"`
+	// Probe is what a probe inside the namespace observed before the gate opened.
+	Probe         Probe  `json:"probe"`
+	StartGate     string `json:"start_gate"`
+	HashBoundExec bool   `json:"hash_bound_exec"`
+	// EnvironmentNames are the names of the variables the worker received, sorted (never values).
+	EnvironmentNames []string `json:"environment_names"`
+	TimeoutSeconds   int64    `json:"timeout_seconds"`
+	ElapsedSeconds   float64  `json:"elapsed_seconds"`
+	// ExitCode is null when the worker ended by a signal.
+	ExitCode *int64 `json:"exit_code"`
+	TimedOut bool   `json:"timed_out"`
+	Forced   bool   `json:"forced"`
+	// Residue describes any process left after the worker ended; empty for a pass.
+	Residue []string `json:"residue"`
+}
+
+// Probe is what a probe inside the namespace observed before the gate opened.
+//
+// CUE: driver #Containment.probe.
+type Probe struct {
+	Interfaces              []string `json:"interfaces"`
+	OutsideUnreachable      bool     `json:"outside_unreachable"`
+	LoopbackBind            bool     `json:"loopback_bind"`
+	HostLoopbackUnreachable bool     `json:"host_loopback_unreachable"`
+}
+
+// ToleranceOutcome is one evaluated tolerance: a declared rule applied to one subject.
+//
+// CUE: driver #ToleranceOutcome.
+type ToleranceOutcome struct {
+	Metric DriverMetric `json:"metric"`
+	Op     Op           `json:"op"`
+	Limit  float64      `json:"limit"`
+	// Subject is the path id or boundary name observed ("all" for next-token results).
+	Subject string `json:"subject"`
+	// Observed is the result's number for that metric and subject; null when there is none (a failure).
+	Observed *float64 `json:"observed"`
+	// Passed is (observed op limit).
+	Passed bool `json:"passed"`
+}
+
+// LayerAttributionDoc is one driver case's layer attribution: every boundary's errors against the
+// reference and the boundary where the relative error grows most.
+//
+// CUE: layerattribution/v2 #LayerAttribution.
+type LayerAttributionDoc struct {
+	// Schema identifies the contract and its major version.
+	Schema string `json:"schema"`
+	DriverResultHeader
+	LayerBody
+	Verdict DriverVerdict `json:"verdict"`
+}
+
+// DriverVerdict is layerattribution/v2 #LayerAttribution.verdict.
+type DriverVerdict struct {
+	Status  DriverStatus `json:"status"`
+	Reasons []string     `json:"reasons"`
+}
+
 // LifecycleRecordDoc is the complete evidence of one owned server process group's life.
 //
 // CUE: lifecycle/v1 #Record.
@@ -863,6 +1190,53 @@ type ResidueProcess struct {
 type ResidueListener struct {
 	Port  int64 `json:"port"`
 	Inode int64 `json:"inode"`
+}
+
+// NextTokenResultDoc is one driver case's next-token evidence: source, implementation, request and
+// model identity, containment, the oracle's top and candidate tokens, tolerance outcomes and verdict.
+//
+// CUE: nexttoken/v2 #NextTokenResult.
+type NextTokenResultDoc struct {
+	// Schema identifies the contract and its major version.
+	Schema string `json:"schema"`
+	DriverResultHeader
+	NextTokenBody
+	Verdict NextTokenVerdict `json:"verdict"`
+}
+
+// NextTokenVerdict of a next-token result.
+//
+// CUE: nexttoken/v2 #Verdict.
+type NextTokenVerdict struct {
+	Status  DriverStatus `json:"status"`
+	Reasons []string     `json:"reasons"`
+	// ArgmaxCandidate is the single candidate whose token is the argmax, else neither.
+	ArgmaxCandidate string `json:"argmax_candidate"`
+	// CandidateAttributionComplete is argmax_candidate != neither.
+	CandidateAttributionComplete bool `json:"candidate_attribution_complete"`
+}
+
+// PathAttributionDoc is one driver case's path attribution: every compared path's argmax, cosine
+// similarity, absolute errors and top-10 overlap against the reference path, and the first path
+// that fails.
+//
+// CUE: pathattribution/v2 #PathAttribution.
+type PathAttributionDoc struct {
+	// Schema identifies the contract and its major version.
+	Schema string `json:"schema"`
+	DriverResultHeader
+	PathBody
+	Verdict PathVerdict `json:"verdict"`
+}
+
+// PathVerdict of a path attribution.
+//
+// CUE: pathattribution/v2 #Verdict.
+type PathVerdict struct {
+	Status  DriverStatus `json:"status"`
+	Reasons []string     `json:"reasons"`
+	// Attribution is the first path, in order, failing argmax_equal or a tolerance; else not_reproduced.
+	Attribution string `json:"attribution"`
 }
 
 // ReceiptDoc binds one campaign (one workload, one variant, one host) to its source, artifacts,
@@ -1067,14 +1441,6 @@ type Qualification struct {
 type Interruption struct {
 	Signal string `json:"signal"`
 	Phase  string `json:"phase"`
-}
-
-// BinaryInfo identifies the binary that wrote the receipt.
-//
-// CUE: receipt/v1 #Qualification.qualrun.
-type BinaryInfo struct {
-	Version string `json:"version"`
-	Digest  string `json:"digest"`
 }
 
 // Result summarises one case execution and binds its case result file.
@@ -2034,6 +2400,21 @@ type Case struct {
 	Isolation *DriverIsolation `json:"isolation,omitempty"`
 	// Tolerances are checked by the runner and again by qualverify.
 	Tolerances []DriverTolerance `json:"tolerances,omitempty"`
+}
+
+// OutputAssertion holds the output_assertions of any alternative of #Case (#StreamAssertion,
+// #ResponseAssertion), merged: only the members of the document's alternative are set.
+//
+// CUE: workload/v1 #Case.output_assertions.
+type OutputAssertion struct {
+	Stream  StreamAssertionStream       `json:"stream,omitempty"`
+	Match   string                      `json:"match,omitempty"`
+	Pattern string                      `json:"pattern,omitempty"`
+	Kind    ResponseAssertionKind       `json:"kind,omitempty"`
+	Equals  FinishReasonAssertionEquals `json:"equals,omitempty"`
+	// PromptID limits the assertion to one prompt of an inline corpus.
+	PromptID string  `json:"prompt_id,omitempty"`
+	Text     *string `json:"text,omitempty"`
 }
 
 // ResultProtocol says who produces the case result and which metrics it declares.

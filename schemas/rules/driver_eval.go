@@ -234,7 +234,7 @@ func EvaluateTolerances(contractID string, rules []contract.DriverTolerance, bod
 			return nil, fmt.Errorf("evaluate tolerance %d: %s", i, p)
 		}
 		add := func(subject string, v *float64) {
-			out = append(out, contract.ToleranceOutcome{Metric: string(r.Metric), Op: string(r.Op), Limit: r.Limit, Subject: subject, Observed: v, Passed: ToleranceHolds(v, string(r.Op), r.Limit)})
+			out = append(out, contract.ToleranceOutcome{Metric: r.Metric, Op: r.Op, Limit: r.Limit, Subject: subject, Observed: v, Passed: ToleranceHolds(v, string(r.Op), r.Limit)})
 		}
 		found := false
 		for _, o := range obs[string(r.Metric)] {

@@ -141,17 +141,17 @@ func (r *rules) pathIDs(base string, ids []string) {
 
 func CheckWorkerOutput(d *contract.DriverWorkerOutputDoc) []Problem {
 	r := &rules{}
-	switch contractName(d.Contract) {
+	switch contractName(string(d.Contract)) {
 	case contract.NextTokenResult:
-		if b, ok := d.Body.NextToken(); ok {
+		if b, ok := d.NextTokenBody(); ok {
 			r.oracle("/body/oracle", b.Oracle)
 		}
 	case contract.PathAttribution:
-		if b, ok := d.Body.PathBody(); ok {
+		if b, ok := d.PathBody(); ok {
 			r.pathBody("/body", b)
 		}
 	case contract.LayerAttribution:
-		if b, ok := d.Body.LayerBody(); ok {
+		if b, ok := d.LayerBody(); ok {
 			r.layerBody("/body", b)
 		}
 	}
@@ -334,7 +334,7 @@ func (r *rules) driverHeader(contractID string, tree any, h contract.DriverResul
 	}
 	for i, o := range h.Tolerances {
 		p := ptr("tolerances", i)
-		rule := contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject}
+		rule := contract.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject}
 		if why := ToleranceRuleProblem(contractID, rule); why != "" {
 			r.add(p, "%s", why)
 			continue
@@ -343,7 +343,7 @@ func (r *rules) driverHeader(contractID string, tree any, h contract.DriverResul
 			r.add(p+"/subject", "an outcome names the path or boundary it observed; all is expanded when the tolerance is evaluated")
 			continue
 		}
-		want := observed(obs, o.Metric, o.Subject)
+		want := observed(obs, string(o.Metric), o.Subject)
 		switch {
 		case want == nil && o.Observed != nil:
 			r.addWrapped(p+"/observed", ErrToleranceOutcome, "%s observed %s for %s, which the result does not have", o.Metric, FormatNumber(*o.Observed), o.Subject)
@@ -354,7 +354,7 @@ func (r *rules) driverHeader(contractID string, tree any, h contract.DriverResul
 			}
 			r.addWrapped(p+"/observed", ErrToleranceOutcome, "%s observed %s for %s, the result says %s", o.Metric, got, o.Subject, FormatNumber(*want))
 		}
-		if holds := ToleranceHolds(want, o.Op, o.Limit); o.Passed != holds {
+		if holds := ToleranceHolds(want, string(o.Op), o.Limit); o.Passed != holds {
 			r.addWrapped(p+"/passed", ErrToleranceOutcome, "passed %v, but %s %s %s %s is %v", o.Passed, o.Metric, describeObserved(want), o.Op, FormatNumber(o.Limit), holds)
 		}
 	}

@@ -431,7 +431,7 @@ func (r *rules) servingCase(cb string, c contract.Case) {
 	}
 	for j, a := range c.OutputAssertions {
 		ap := fmt.Sprintf("%s/output_assertions/%d", cb, j)
-		switch contract.ResponseAssertionKind(a.Kind) {
+		switch a.Kind {
 		case contract.ResponseAssertionKindExactText:
 			if a.PromptID != "" && !prompts[a.PromptID] {
 				r.add(ap+"/prompt_id", "prompt_id %q names no prompt of an inline corpus", a.PromptID)

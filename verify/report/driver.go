@@ -78,9 +78,9 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 	d.Model = DriverModel{ID: h.Model.ID, Path: h.Model.Path, Digest: h.Model.Digest}
 	failed := map[string][]string{} // subject -> metrics failed
 	for _, o := range h.Tolerances {
-		d.Tolerances = append(d.Tolerances, Tolerance{Metric: contract.DriverMetric(o.Metric), Subject: o.Subject, Op: contract.Op(o.Op), Limit: o.Limit, Observed: o.Observed, Passed: o.Passed})
+		d.Tolerances = append(d.Tolerances, Tolerance{Metric: o.Metric, Subject: o.Subject, Op: o.Op, Limit: o.Limit, Observed: o.Observed, Passed: o.Passed})
 		if !o.Passed {
-			failed[o.Subject] = append(failed[o.Subject], o.Metric)
+			failed[o.Subject] = append(failed[o.Subject], string(o.Metric))
 		}
 	}
 	if de.Recomputed == nil && len(h.Tolerances) > 0 {

@@ -15,4 +15,13 @@
 // Schema: the export inlines named definitions into $defs under generated names, drops the
 // attributes and the doc comments of fields, and loses which enum a field's values came from,
 // all of which the Go names and types need.
+//
+// An embedded section (a regular CUE field such as driver.Header, embedded in a definition) is an
+// embedded Go struct at the embedding's source position. A union field whose alternatives have
+// different struct types gets one merged struct (pointers where a member's zero value is valid)
+// and, with a discriminator, one accessor per named alternative type on the union, testing the
+// discriminator and the presence of the alternative's required members. A merged struct, not an
+// interface with an UnmarshalJSON dispatch: strict decoding (DisallowUnknownFields) and the
+// reflective walks over the types (the integer-literal check, TestTypesMatchSchemas) keep working
+// on plain structs, and callers call one accessor.
 package gen

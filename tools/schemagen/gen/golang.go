@@ -493,7 +493,7 @@ func docFor(doc, cueName, goName string) string {
 }
 
 func lastPart(where string) string {
-	i := strings.LastIndexAny(where, ".#")
+	i := strings.LastIndexAny(where, " .#")
 	return where[i+1:]
 }
 

@@ -8,9 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/token"
 )
 
 // GoType is one generated Go struct (or named map) type of a contract.
@@ -21,23 +26,50 @@ type GoType struct {
 	Fields []GoField
 	// Map, when not "", makes the type a named map (e.g. "map[string]any").
 	Map string
+	// Accessors are the methods returning one alternative of a union's merged field.
+	Accessors []Accessor
 }
 
 // GoField is one field of a generated struct.
 type GoField struct {
 	Name, Type, JSON, Doc string
 	OmitEmpty             bool
-	omitSet               bool // @go(omitempty=...) decides
+	// Embedded: the field is an embedded struct (Name == Type, no tag); its members are promoted.
+	Embedded bool
+	omitSet  bool // @go(omitempty=...) decides
+}
+
+// Accessor is a generated method of a union type U: func (d U) Method() (Type, bool) returns the
+// members of the merged field Field as the alternative's type when the discriminator
+// Discriminator holds Value and every required member of the alternative is present.
+type Accessor struct {
+	Method, Type, Field, Discriminator, Value string
+	// members and the merged field type are resolved once every type is declared.
+	members []accessorMember
+	pointer bool // the merged field is a pointer (it is absent from some alternatives)
+}
+
+type accessorMember struct {
+	name, from string // Go field name, expression kind: "copy", "deref", "deref-optional"
+	check      string // "" or the absence test, e.g. "== nil"
 }
 
 type typeBuilder struct {
-	enumByPos map[string]string // enum Go name by the CUE position of its values
-	types     map[string]*GoType
-	order     []string
-	byPos     map[string]string // struct Go name by CUE position of the definition
-	prefixes  map[string]string // @go(prefix=...) by package directory
-	cueDir    string            // absolute
-	err       []string
+	enumByPos  map[string]string   // enum Go name by the CUE position of its values
+	enumValues map[string][]string // enum values by Go name
+	types      map[string]*GoType
+	order      []string
+	byPos      map[string]string // struct Go name by CUE position of the definition
+	prefixes   map[string]string // @go(prefix=...) by package directory
+	cueDir     string            // absolute
+	pending    []pendingAccessor
+	err        []string
+}
+
+type pendingAccessor struct {
+	union string
+	acc   Accessor
+	field string // the merged field's Go name in the union
 }
 
 func (b *typeBuilder) fail(format string, args ...any) {
@@ -51,7 +83,7 @@ func BuildGoTypes(cueDir string, schemas []Schema, m *GoModel) ([]GoType, error)
 	if err != nil {
 		return nil, err
 	}
-	b := &typeBuilder{enumByPos: map[string]string{}, types: map[string]*GoType{}, byPos: map[string]string{}, prefixes: map[string]string{}, cueDir: abs}
+	b := &typeBuilder{enumByPos: map[string]string{}, enumValues: map[string][]string{}, types: map[string]*GoType{}, byPos: map[string]string{}, prefixes: map[string]string{}, cueDir: abs}
 	for k, n := range m.enumAt {
 		b.enumByPos[k] = n
 	}
@@ -61,6 +93,7 @@ func BuildGoTypes(cueDir string, schemas []Schema, m *GoModel) ([]GoType, error)
 	}
 	for _, e := range m.Enums {
 		b.types[e.Name] = &GoType{Where: "an enum " + e.Where}
+		b.enumValues[e.Name] = e.Values
 	}
 	for _, s := range schemas {
 		name := goContractName(s.Name) + "Doc"
@@ -68,10 +101,12 @@ func BuildGoTypes(cueDir string, schemas []Schema, m *GoModel) ([]GoType, error)
 			name = n
 		}
 		if name == "handwritten" {
-			continue // @go(handwritten): the contract's Go types are written by hand in schemas/contract
+			b.fail("%s %s: @go(handwritten) is gone: every contract's Go is generated (docs/contracts/README.md)", s.Package, s.Definition)
+			continue
 		}
 		b.declare(s.Value, name, s.Package+" "+s.Definition)
 	}
+	b.resolveAccessors()
 	if len(b.err) > 0 {
 		return nil, fmt.Errorf("go types: %s", strings.Join(b.err, "; "))
 	}
@@ -84,15 +119,31 @@ func BuildGoTypes(cueDir string, schemas []Schema, m *GoModel) ([]GoType, error)
 
 // declare makes the struct type name for the value v (a definition or an anonymous struct).
 func (b *typeBuilder) declare(v cue.Value, name, where string) string {
+	var embeds []embedding
+	var lits []cue.Value
+	if v.IncompleteKind() == cue.StructKind {
+		embeds, lits = b.embeddings(v)
+		if len(embeds) == 1 && !hasFields(lits) {
+			return embeds[0].name // {driver.NextTokenBody}: the embedded type itself
+		}
+	}
 	if prev, ok := b.types[name]; ok {
 		if prev.Where == where {
 			return name
 		}
 		if prev.Fields != nil {
 			// the same name for another definition: one type when the two are field for field equal
-			probe := &typeBuilder{enumByPos: b.enumByPos, types: map[string]*GoType{}, byPos: maps.Clone(b.byPos), prefixes: b.prefixes, cueDir: b.cueDir}
+			probe := &typeBuilder{enumByPos: b.enumByPos, enumValues: b.enumValues, types: map[string]*GoType{}, byPos: maps.Clone(b.byPos), prefixes: b.prefixes, cueDir: b.cueDir}
 			probe.declare(v, name, where)
 			if t := probe.types[name]; t != nil && len(probe.err) == 0 && sameFields(t.Fields, prev.Fields) {
+				if prev.Doc == "" {
+					prev.Doc = t.Doc // BinaryInfo: the first declaration has no doc comment
+				}
+				for i := range prev.Fields {
+					if prev.Fields[i].Doc == "" {
+						prev.Fields[i].Doc = t.Fields[i].Doc
+					}
+				}
 				maps.Copy(b.byPos, probe.byPos)
 				for n, t := range probe.types {
 					if _, have := b.types[n]; !have {
@@ -100,6 +151,7 @@ func (b *typeBuilder) declare(v cue.Value, name, where string) string {
 						b.order = append(b.order, n)
 					}
 				}
+				b.pending = append(b.pending, probe.pending...)
 				return name
 			}
 		}
@@ -114,47 +166,422 @@ func (b *typeBuilder) declare(v cue.Value, name, where string) string {
 	t := &GoType{Name: name, Doc: docOf(v), Where: where}
 	b.types[name] = t
 	b.order = append(b.order, name)
-	seen := map[string]int{}
-	var structs []cue.Value
+	if len(embeds) > 0 {
+		b.embeddedFields(t, embeds, lits)
+		return name
+	}
+	var parts []structPart
+	discriminator := ""
 	alternatives := 0
-	isAlt := map[int]bool{}
 	if v.IncompleteKind() == cue.StructKind {
-		structs = []cue.Value{v}
+		parts = []structPart{{v: v, alt: -1}}
 	} else if op, args := v.Expr(); op == cue.AndOp {
 		// A discriminated union {kind!: ..., ...} & matchIf({kind!: "a"}, #A, matchIf(..., #B, #C)):
 		// one struct holding every alternative's fields, those not in all alternatives omitempty.
 		for _, a := range args {
 			if a.IncompleteKind() == cue.StructKind {
-				structs = append(structs, a)
-			} else {
-				alts := matchIfAlternatives(a)
-				alternatives = len(alts)
-				for range alts {
-					isAlt[len(structs)] = true
-					structs = append(structs, alts[len(isAlt)-1])
+				parts = append(parts, structPart{v: a, alt: -1})
+				continue
+			}
+			if d := matchIfDiscriminator(a); d != "" {
+				discriminator = d
+			}
+			for _, alt := range matchIfAlternatives(a) {
+				parts = append(parts, structPart{v: alt, alt: alternatives})
+				alternatives++
+			}
+		}
+	}
+	b.unionFields(t, parts, alternatives, discriminator, false)
+	if pat := v.LookupPath(cue.MakePath(cue.AnyString)); pat.Exists() && len(t.Fields) == 0 {
+		t.Map = "map[string]" + b.goType(pat, name+"Value", where+".[string]", false)
+	}
+	return name
+}
+
+// structPart is one of the structs a type is built from: a plain struct, a union's shared part
+// (alt -1) or one of its alternatives (alt >= 0).
+type structPart struct {
+	v   cue.Value
+	alt int
+}
+
+// occurrence is one declaration of a field in one struct part.
+type occurrence struct {
+	v        cue.Value
+	optional bool
+	part     int
+}
+
+// unionFields adds to t the fields of the parts, in order of first appearance. With alternatives,
+// a field not in every alternative is omitempty (a struct of some alternatives only, a pointer). A
+// field whose alternatives give it different struct types (a body, a list of assertions) gets a
+// merged type (mergedField), and accessors when the union has a discriminator. merged marks a
+// merged type itself: there a field of some alternatives only whose zero value is a valid value
+// (0, "", false) is a pointer, so that omitempty never drops a value a document holds and the
+// accessors can tell absence, and one field typed by two different enums is a plain string.
+func (b *typeBuilder) unionFields(t *GoType, parts []structPart, alternatives int, discriminator string, merged bool) {
+	var order []string
+	occs := map[string][]occurrence{}
+	for pi, p := range parts {
+		it, err := p.v.Fields(cue.Optional(true))
+		if err != nil {
+			b.fail("%s: %v", t.Where, err)
+			return
+		}
+		for it.Next() {
+			f := it.Selector().Unquoted()
+			if _, ok := occs[f]; !ok {
+				order = append(order, f)
+			}
+			occs[f] = append(occs[f], occurrence{v: it.Value(), optional: it.IsOptional(), part: pi})
+		}
+	}
+	count := map[string]int{}
+	zeroValid := map[string]bool{}
+	for _, f := range order {
+		decls := occs[f]
+		first := decls[0]
+		gf := GoField{Name: goName(f), JSON: f, OmitEmpty: first.optional}
+		for _, o := range decls {
+			if gf.Doc == "" {
+				gf.Doc = docOf(o.v)
+			}
+			if parts[o.part].alt >= 0 {
+				count[f]++
+			}
+			if merged && zeroAdmitted(o.v) {
+				zeroValid[f] = true
+			}
+		}
+		if n, ok := goFieldAttr(first.v, "field"); ok {
+			gf.Name = n
+		}
+		if v, ok := goFieldAttr(first.v, "omitempty"); ok {
+			gf.OmitEmpty, gf.omitSet = v == "true", true
+		}
+		for _, o := range decls[1:] {
+			if o.optional {
+				gf.OmitEmpty = true
+			}
+		}
+		ty, typed := goFieldAttr(first.v, "type")
+		switch {
+		case len(decls) > 1 && b.shapesDiffer(decls):
+			gf.Type = b.mergedField(t, f, gf.Name, decls, parts, discriminator)
+		case typed:
+			gf.Type = ty // @go(type=...): a different Go type
+		default:
+			gf.Type = b.goType(first.v, t.Name+goName(f), t.Where+"."+f, first.optional)
+			if merged && b.isEnum(gf.Type) {
+				for _, o := range decls[1:] {
+					if _, structish := b.shape(o.v); structish {
+						continue
+					}
+					if other := b.goType(o.v, t.Name+goName(f), t.Where+"."+f, o.optional); other != gf.Type && b.isEnum(other) {
+						gf.Type = "string" // "required" | "forbidden" of two alternatives: two enums
+					}
+				}
+			}
+		}
+		t.Fields = append(t.Fields, gf)
+	}
+	if alternatives > 0 {
+		for i := range t.Fields {
+			if count[t.Fields[i].JSON] < alternatives && !t.Fields[i].omitSet {
+				t.Fields[i].OmitEmpty = true
+				if ty, ok := b.types[t.Fields[i].Type]; ok && ty.Map == "" && len(ty.Fields) > 0 {
+					t.Fields[i].Type = "*" + t.Fields[i].Type // a struct of some alternatives only
+				} else if merged && zeroValid[t.Fields[i].JSON] && isScalar(t.Fields[i].Type, b) {
+					t.Fields[i].Type = "*" + t.Fields[i].Type
 				}
 			}
 		}
 	}
-	count := map[string]int{}
-	for si, s := range structs {
-		it, err := s.Fields(cue.Optional(true))
+}
+
+// isScalar reports a string, number, bool or enum Go type.
+func isScalar(ty string, b *typeBuilder) bool {
+	switch ty {
+	case "string", "int64", "float64", "bool":
+		return true
+	}
+	return b.isEnum(ty)
+}
+
+// zeroAdmitted reports whether the Go zero value of the field's kind ("", 0, false) satisfies v.
+func zeroAdmitted(v cue.Value) bool {
+	var zero any
+	switch v.IncompleteKind() {
+	case cue.StringKind:
+		zero = ""
+	case cue.IntKind, cue.NumberKind, cue.FloatKind:
+		zero = 0
+	case cue.BoolKind:
+		zero = false
+	default:
+		return false
+	}
+	return v.Unify(zeroContext.Encode(zero)).Validate(cue.Concrete(true)) == nil
+}
+
+// zeroContext builds the zero values zeroAdmitted unifies with (values of different contexts
+// combine).
+var zeroContext = cuecontext.New()
+
+// shape identifies the struct type a field value stands for: the definition or section a
+// reference names ({driver.PathBody} evaluates to the reference), an anonymous struct's position,
+// with "[]" per list level. structish is false for scalars and open maps.
+func (b *typeBuilder) shape(v cue.Value) (string, bool) {
+	if root, path := refOf(v); len(path.Selectors()) > 0 {
+		def := root.LookupPath(path)
+		if def.IncompleteKind() == cue.ListKind {
+			s, ok := b.shape(def.LookupPath(cue.MakePath(cue.AnyIndex)))
+			return "[]" + s, ok
+		}
+		if isUnion(def) || hasFields([]cue.Value{def}) {
+			return "ref " + def.Pos().String(), true
+		}
+		return "", false
+	}
+	switch {
+	case v.IncompleteKind() == cue.ListKind:
+		s, ok := b.shape(v.LookupPath(cue.MakePath(cue.AnyIndex)))
+		return "[]" + s, ok
+	case isUnion(v):
+		return "union " + v.Pos().String(), true
+	case v.IncompleteKind() == cue.StructKind && hasFields([]cue.Value{v}):
+		return "lit " + v.Pos().String(), true
+	}
+	return "", false
+}
+
+// shapesDiffer reports a field whose declarations in a union's parts are different struct types.
+func (b *typeBuilder) shapesDiffer(decls []occurrence) bool {
+	first, ok := b.shape(decls[0].v)
+	if !ok {
+		return false
+	}
+	for _, o := range decls[1:] {
+		if s, ok := b.shape(o.v); ok && s != first {
+			return true
+		}
+	}
+	return false
+}
+
+// mergedField declares the merged type of a union's field f whose alternatives give it different
+// struct types (or lists of them): one struct holding the members of every alternative type (a
+// union among them contributes each of its alternatives), as the union itself does. The type is
+// named by the alternatives' @go(type="T") or @go(type="[]T") (all the same), else
+// <Union><Field>. With a discriminator, each alternative whose type is a named struct gets an
+// accessor on the union.
+func (b *typeBuilder) mergedField(u *GoType, f, fieldName string, decls []occurrence, parts []structPart, discriminator string) string {
+	where := u.Where + "." + f
+	list := false
+	for i, o := range decls {
+		isList := o.v.IncompleteKind() == cue.ListKind
+		if i == 0 {
+			list = isList
+		} else if isList != list {
+			b.fail("%s: a list in some alternatives and not in others", where)
+			return "any"
+		}
+	}
+	name := u.Name + goName(f)
+	attr := ""
+	for i, o := range decls {
+		ty, ok := goFieldAttr(o.v, "type")
+		if i > 0 && ty != attr {
+			b.fail("%s: the alternatives name different Go types (@go(type=%q) and %q)", where, attr, ty)
+			return "any"
+		}
+		if ok {
+			attr = ty
+		}
+	}
+	if attr != "" {
+		name = strings.TrimLeft(attr, "[]*")
+	}
+	ty := name
+	if list {
+		ty = "[]" + name
+	}
+	if attr != "" && attr != ty {
+		b.fail("%s: @go(type=%q) for a merged type %s", where, attr, ty)
+	}
+	if prev, ok := b.types[name]; ok {
+		b.fail("Go type %s declared at %s and %s (merged); name one with @go(type=...)", name, prev.Where, where)
+		return ty
+	}
+	var leaves []structPart
+	var names []string
+	alternatives := 0
+	for _, o := range decls {
+		v := o.v
+		if list {
+			v = v.LookupPath(cue.MakePath(cue.AnyIndex))
+		}
+		names = append(names, cueName(v))
+		for _, p := range b.leafStructs(v) {
+			if p.alt >= 0 {
+				p.alt = alternatives
+				alternatives++
+			}
+			leaves = append(leaves, p)
+		}
+	}
+	t := &GoType{Name: name, Where: where,
+		Doc: wrap(fmt.Sprintf("%s holds the %s of any alternative of %s (%s), merged: only the members of the document's alternative are set.", name, f, u.Where[strings.LastIndexByte(u.Where, ' ')+1:], strings.Join(names, ", ")))}
+	b.types[name] = t
+	b.order = append(b.order, name)
+	b.unionFields(t, leaves, alternatives, "", true)
+	if discriminator == "" || list {
+		return ty
+	}
+	seen := map[string]bool{}
+	for _, o := range decls {
+		alt := parts[o.part].v
+		value, ok := singleString(fieldOf(alt, discriminator))
+		root, path := refOf(o.v)
+		if !ok || len(path.Selectors()) == 0 || isUnion(root.LookupPath(path)) {
+			continue // an anonymous or a union alternative type: no accessor
+		}
+		tn := b.goType(o.v, u.Name+goName(f), where, false)
+		if _, named := b.types[tn]; !named || seen[tn] {
+			continue
+		}
+		seen[tn] = true
+		b.pending = append(b.pending, pendingAccessor{union: u.Name, field: fieldName, acc: Accessor{Method: tn, Type: tn, Field: fieldName, Discriminator: goName(discriminator), Value: value}})
+	}
+	return ty
+}
+
+// cueName is the CUE name of the definition or section v refers to ("#StreamAssertion",
+// "NextTokenBody"), else "a struct".
+func cueName(v cue.Value) string {
+	if _, path := refOf(v); len(path.Selectors()) > 0 {
+		sels := path.Selectors()
+		return sels[len(sels)-1].String()
+	}
+	return "a struct"
+}
+
+// leafStructs expands a merged type's alternative into its structs: a reference to its definition
+// or section, a union to its shared part and (each expanded) alternatives.
+func (b *typeBuilder) leafStructs(v cue.Value) []structPart {
+	if root, path := refOf(v); len(path.Selectors()) > 0 {
+		return b.leafStructs(root.LookupPath(path))
+	}
+	if op, args := v.Expr(); op == cue.AndOp && isUnion(v) {
+		var out []structPart
+		for _, a := range args {
+			if a.IncompleteKind() == cue.StructKind {
+				out = append(out, structPart{v: a, alt: -1})
+				continue
+			}
+			for _, alt := range matchIfAlternatives(a) {
+				out = append(out, b.leafStructs(alt)...)
+			}
+		}
+		return out
+	}
+	return []structPart{{v: v, alt: 0}}
+}
+
+// embedding is a section a struct embeds: a reference to a struct with fields (not a union).
+type embedding struct {
+	name   string // Go type
+	def    cue.Value
+	pos    token.Pos
+	fields map[string]bool
+}
+
+// embeddings lists the sections v embeds and its own struct literals; none unless v is a
+// conjunction of struct references and struct literals.
+func (b *typeBuilder) embeddings(v cue.Value) ([]embedding, []cue.Value) {
+	if op, _ := v.Expr(); op != cue.AndOp {
+		return nil, nil
+	}
+	var embeds []embedding
+	var lits []cue.Value
+	for _, a := range flattenAnd(v) {
+		root, path := refOf(a)
+		if len(path.Selectors()) == 0 {
+			if a.IncompleteKind() != cue.StructKind {
+				return nil, nil
+			}
+			lits = append(lits, a)
+			continue
+		}
+		def := root.LookupPath(path)
+		if def.IncompleteKind() != cue.StructKind || isUnion(def) || !hasFields([]cue.Value{def}) {
+			return nil, nil
+		}
+		e := embedding{name: b.refType(root, def, path, a, false), def: def, pos: a.Pos(), fields: map[string]bool{}}
+		it, _ := def.Fields(cue.Optional(true))
+		for it.Next() {
+			e.fields[it.Selector().Unquoted()] = true
+		}
+		embeds = append(embeds, e)
+	}
+	if len(embeds) == 0 {
+		return nil, nil
+	}
+	return embeds, lits
+}
+
+// fieldOf is the value of v's field f, required, optional or regular.
+func fieldOf(v cue.Value, f string) cue.Value {
+	it, err := v.Fields(cue.Optional(true))
+	for err == nil && it.Next() {
+		if it.Selector().Unquoted() == f {
+			return it.Value()
+		}
+	}
+	return cue.Value{}
+}
+
+func hasFields(vs []cue.Value) bool {
+	for _, v := range vs {
+		if it, err := v.Fields(cue.Optional(true)); err == nil && it.Next() {
+			return true
+		}
+	}
+	return false
+}
+
+// embeddedFields adds to t its embedded sections (as embedded Go structs) and its own fields, in
+// source order (the order of the JSON encoding). A member of a section may be re-declared only as
+// _ with a doc comment; the comment documents the section's field when it has none.
+func (b *typeBuilder) embeddedFields(t *GoType, embeds []embedding, lits []cue.Value) {
+	type item struct {
+		pos token.Pos
+		f   GoField
+	}
+	var items []item
+	for _, e := range embeds {
+		items = append(items, item{e.pos, GoField{Name: e.name, Type: e.name, Embedded: true}})
+	}
+	for _, l := range lits {
+		it, err := l.Fields(cue.Optional(true))
 		if err != nil {
-			b.fail("%s: %v", where, err)
-			return name
+			b.fail("%s: %v", t.Where, err)
+			return
 		}
 		for it.Next() {
-			f := it.Selector().Unquoted()
-			fv := it.Value()
-			if isAlt[si] {
-				count[f]++
-			}
-			if i, dup := seen[f]; dup {
-				if t.Fields[i].Doc == "" {
-					t.Fields[i].Doc = docOf(fv)
+			f, fv := it.Selector().Unquoted(), it.Value()
+			if e := embeddedIn(embeds, f); e != nil {
+				if fv.IncompleteKind() != cue.TopKind {
+					b.fail("%s.%s: a member of the embedded %s may be re-declared only as _ (to document it)", t.Where, f, e.name)
+					continue
 				}
-				if it.IsOptional() {
-					t.Fields[i].OmitEmpty = true
+				if et := b.types[e.name]; et != nil {
+					for i := range et.Fields {
+						if et.Fields[i].JSON == f && et.Fields[i].Doc == "" {
+							et.Fields[i].Doc = docOf(fv)
+						}
+					}
 				}
 				continue
 			}
@@ -166,28 +593,111 @@ func (b *typeBuilder) declare(v cue.Value, name, where string) string {
 				gf.OmitEmpty, gf.omitSet = v == "true", true
 			}
 			if ty, ok := goFieldAttr(fv, "type"); ok {
-				gf.Type = ty // @go(type=...): a hand-written or a different Go type
+				gf.Type = ty
 			} else {
-				gf.Type = b.goType(fv, name+goName(f), where+"."+f, it.IsOptional())
+				gf.Type = b.goType(fv, t.Name+goName(f), t.Where+"."+f, it.IsOptional())
 			}
-			seen[f] = len(t.Fields)
-			t.Fields = append(t.Fields, gf)
+			items = append(items, item{fv.Pos(), gf})
 		}
 	}
-	if alternatives > 0 {
-		for i := range t.Fields {
-			if count[t.Fields[i].JSON] < alternatives && !t.Fields[i].omitSet {
-				t.Fields[i].OmitEmpty = true
-				if ty, ok := b.types[t.Fields[i].Type]; ok && ty.Map == "" && len(ty.Fields) > 0 {
-					t.Fields[i].Type = "*" + t.Fields[i].Type // a struct of some alternatives only
+	sort.SliceStable(items, func(i, j int) bool {
+		a, c := items[i].pos, items[j].pos
+		if a.Line() != c.Line() {
+			return a.Line() < c.Line()
+		}
+		return a.Column() < c.Column()
+	})
+	for _, it := range items {
+		t.Fields = append(t.Fields, it.f)
+	}
+}
+
+func embeddedIn(embeds []embedding, f string) *embedding {
+	for i := range embeds {
+		if embeds[i].fields[f] {
+			return &embeds[i]
+		}
+	}
+	return nil
+}
+
+// resolveAccessors fills in the accessors' members once every type is declared.
+func (b *typeBuilder) resolveAccessors() {
+	for _, p := range b.pending {
+		u := b.types[p.union]
+		var field *GoField
+		disc := ""
+		for i := range u.Fields {
+			if u.Fields[i].Name == p.field {
+				field = &u.Fields[i]
+			}
+			if u.Fields[i].Name == p.acc.Discriminator {
+				disc = u.Fields[i].Type
+			}
+			if u.Fields[i].Name == p.acc.Method {
+				b.fail("%s: accessor %s collides with a field", u.Where, p.acc.Method)
+			}
+		}
+		if field == nil || disc == "" {
+			b.fail("%s: accessor %s: no field %s or discriminator %s", u.Where, p.acc.Method, p.field, p.acc.Discriminator)
+			continue
+		}
+		acc := p.acc
+		acc.pointer = strings.HasPrefix(field.Type, "*")
+		if b.isEnum(disc) {
+			if !slices.Contains(b.enumValues[disc], acc.Value) {
+				b.fail("%s: discriminator value %q is no value of %s", u.Where, acc.Value, disc)
+				continue
+			}
+			acc.Value = disc + goName(acc.Value)
+		} else {
+			acc.Value = strconv.Quote(acc.Value)
+		}
+		merged, alt := b.types[strings.TrimPrefix(field.Type, "*")], b.types[acc.Type]
+		for _, af := range alt.Fields {
+			var mf *GoField
+			for i := range merged.Fields {
+				if merged.Fields[i].JSON == af.JSON {
+					mf = &merged.Fields[i]
 				}
 			}
+			if af.Embedded || mf == nil {
+				b.fail("%s: accessor %s: member %s is not in %s", u.Where, acc.Method, af.Name, merged.Name)
+				continue
+			}
+			m := accessorMember{name: af.Name}
+			switch {
+			case mf.Type == "*"+af.Type && af.OmitEmpty:
+				m.from = "deref-optional"
+			case mf.Type == "*"+af.Type:
+				m.from, m.check = "deref", "== nil"
+			case mf.Type == af.Type:
+				m.from = "copy"
+				if !af.OmitEmpty && !strings.HasPrefix(af.Type, "*") {
+					m.check = b.absence(af.Type)
+				}
+			default:
+				b.fail("%s: accessor %s: member %s is %s in %s and %s in %s", u.Where, acc.Method, af.Name, mf.Type, merged.Name, af.Type, alt.Name)
+				continue
+			}
+			acc.members = append(acc.members, m)
 		}
+		u.Accessors = append(u.Accessors, acc)
 	}
-	if pat := v.LookupPath(cue.MakePath(cue.AnyString)); pat.Exists() && len(t.Fields) == 0 {
-		t.Map = "map[string]" + b.goType(pat, name+"Value", where+".[string]", false)
+}
+
+// absence is the test telling a required member of type ty absent from a merged struct, "" when
+// its zero value is a valid value (the merged type then holds a pointer, see unionFields).
+func (b *typeBuilder) absence(ty string) string {
+	switch {
+	case strings.HasPrefix(ty, "[]"), strings.HasPrefix(ty, "map["), ty == "any":
+		return "== nil"
+	case ty == "string", b.isEnum(ty):
+		return `== ""`
+	case ty == "int64", ty == "float64":
+		return "== 0"
 	}
-	return name
+	return ""
 }
 
 // cueWhere names a definition by its package directory, as the enums do: "receipt/v1 #Source".
@@ -246,6 +756,19 @@ func sameFields(a, b []GoField) bool {
 	return true
 }
 
+// matchIfDiscriminator names the field the conditions of matchIf({kind!: "a"}, #A, ...) test.
+func matchIfDiscriminator(v cue.Value) string {
+	op, args := v.Expr()
+	if op != cue.CallOp || len(args) != 4 {
+		return ""
+	}
+	it, err := args[1].Fields(cue.Optional(true))
+	if err != nil || !it.Next() {
+		return ""
+	}
+	return it.Selector().Unquoted()
+}
+
 // matchIfAlternatives lists the structs of matchIf({..}, #A, matchIf({..}, #B, #C)).
 func matchIfAlternatives(v cue.Value) []cue.Value {
 	op, args := v.Expr()
@@ -281,8 +804,22 @@ func goFieldAttr(v cue.Value, key string) (string, bool) {
 	return s, true
 }
 
-func (b *typeBuilder) goType(v cue.Value, nested, where string, optional bool) string {
+// refOf resolves a reference: to a definition (ReferencePath), or pkg.Name selecting a regular
+// field of an imported package (driver.NextTokenBody, for which ReferencePath reports nothing).
+func refOf(v cue.Value) (cue.Value, cue.Path) {
 	if root, path := v.ReferencePath(); len(path.Selectors()) > 0 {
+		return root, path
+	}
+	if op, args := v.Expr(); op == cue.SelectorOp && len(args) == 2 && args[0].IncompleteKind() == cue.StructKind {
+		if name, err := args[1].String(); err == nil && !strings.HasPrefix(name, "#") && !strings.HasPrefix(name, "_") {
+			return args[0], cue.MakePath(cue.Str(name))
+		}
+	}
+	return cue.Value{}, cue.Path{}
+}
+
+func (b *typeBuilder) goType(v cue.Value, nested, where string, optional bool) string {
+	if root, path := refOf(v); len(path.Selectors()) > 0 {
 		def := root.LookupPath(path)
 		return b.refType(root, def, path, v, optional)
 	}
@@ -468,6 +1005,9 @@ func RenderGoTypes(types []GoType) (GoFile, error) {
 	for _, t := range types {
 		b.WriteString("\n")
 		doc := docFor(t.Doc, lastPart(t.Where), t.Name)
+		if strings.HasPrefix(t.Doc, t.Name+" ") {
+			doc = t.Doc // written for Go (a merged type)
+		}
 		if doc == "" {
 			doc = t.Name + " is " + t.Where + "."
 		} else {
@@ -480,6 +1020,10 @@ func RenderGoTypes(types []GoType) (GoFile, error) {
 		}
 		fmt.Fprintf(&b, "type %s struct {\n", t.Name)
 		for _, f := range t.Fields {
+			if f.Embedded {
+				fmt.Fprintf(&b, "\t%s\n", f.Name)
+				continue
+			}
 			comment(&b, docFor(f.Doc, f.JSON, f.Name), "\t")
 			tag := f.JSON
 			if f.OmitEmpty {
@@ -488,10 +1032,61 @@ func RenderGoTypes(types []GoType) (GoFile, error) {
 			fmt.Fprintf(&b, "\t%s %s `json:%q`\n", f.Name, f.Type, tag)
 		}
 		b.WriteString("}\n")
+		for _, a := range t.Accessors {
+			renderAccessor(&b, t, a)
+		}
 	}
 	src, err := format.Source(b.Bytes())
 	if err != nil {
 		return GoFile{}, fmt.Errorf("gofmt zz_generated_types.go: %w", err)
 	}
 	return GoFile{Name: "zz_generated_types.go", Source: src}, nil
+}
+
+func renderAccessor(b *bytes.Buffer, t GoType, a Accessor) {
+	b.WriteString("\n")
+	comment(b, wrap(fmt.Sprintf("%s returns the %s of a document whose %s is %s, as a %s value; false for another %s or when a member the alternative requires is absent.", a.Method, a.Field, a.Discriminator, a.Value, a.Type, a.Discriminator)), "")
+	fmt.Fprintf(b, "func (d %s) %s() (%s, bool) {\n\tvar out %s\n", t.Name, a.Method, a.Type, a.Type)
+	if a.pointer {
+		fmt.Fprintf(b, "\tif d.%s != %s || d.%s == nil {\n\t\treturn out, false\n\t}\n\tm := *d.%s\n", a.Discriminator, a.Value, a.Field, a.Field)
+	} else {
+		fmt.Fprintf(b, "\tif d.%s != %s {\n\t\treturn out, false\n\t}\n\tm := d.%s\n", a.Discriminator, a.Value, a.Field)
+	}
+	var absent []string
+	for _, m := range a.members {
+		if m.check != "" {
+			absent = append(absent, "m."+m.name+" "+m.check)
+		}
+	}
+	if len(absent) > 0 {
+		fmt.Fprintf(b, "\tif %s {\n\t\treturn out, false\n\t}\n", strings.Join(absent, " || "))
+	}
+	for _, m := range a.members {
+		switch m.from {
+		case "copy":
+			fmt.Fprintf(b, "\tout.%s = m.%s\n", m.name, m.name)
+		case "deref":
+			fmt.Fprintf(b, "\tout.%s = *m.%s\n", m.name, m.name)
+		case "deref-optional":
+			fmt.Fprintf(b, "\tif m.%s != nil {\n\t\tout.%s = *m.%s\n\t}\n", m.name, m.name, m.name)
+		}
+	}
+	b.WriteString("\treturn out, true\n}\n")
+}
+
+// wrap breaks a generated doc comment into lines of at most 96 characters.
+func wrap(s string) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > 96 {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
 }
