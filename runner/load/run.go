@@ -198,6 +198,8 @@ func (p *Plan) check() error {
 		return fmt.Errorf("%w: case %s: no model id", ErrPlan, p.CaseID)
 	case c.API != contract.ServingCaseAPIChat && c.API != contract.ServingCaseAPICompletions:
 		return fmt.Errorf("%w: case %s: api %q", ErrPlan, p.CaseID, c.API)
+	case c.PromptOrder != "" && !c.PromptOrder.Valid():
+		return fmt.Errorf("%w: case %s: prompt_order %q", ErrPlan, p.CaseID, c.PromptOrder)
 	case p.Epoch.IsZero() || time.Since(p.Epoch) < 0:
 		return fmt.Errorf("%w: epoch %v is unset or in the future", ErrPlan, p.Epoch)
 	case p.Epoch == p.Epoch.Round(0):
@@ -270,8 +272,8 @@ func (r *runner) progress(kind string, c, rep int64) {
 }
 
 // requests plans a row: warmups first (indexes 0..W-1), then the measured requests
-// (W..W+M-1, M = Plan.measured()): measured request k asks corpus prompt k mod N, so the corpus
-// cycles in declared order.
+// (W..W+M-1, M = Plan.measured()): measured request k asks corpus prompt metric.CorpusOrder's k-th
+// (k mod N in the declared order, or cycle k div N's seeded permutation), so the corpus cycles.
 func (r *runner) requests(c, rep int64) ([]request, error) {
 	cs := &r.plan.Case
 	warm := warmupPrompts(r.plan.Prompts, int(cs.WarmupRequests), r.plan.Seed, c, rep)
@@ -306,13 +308,15 @@ func (r *runner) requests(c, rep int64) ([]request, error) {
 			return nil, err
 		}
 	}
-	for k := range priming {
-		if err := add(r.plan.Prompts[k], true, true, -1, -1); err != nil {
+	order := metric.CorpusOrder(cs.PromptOrder, r.plan.Seed, n, m)
+	// The priming pass asks each prompt the measured requests ask, once, in their order.
+	for _, ci := range order[:priming] {
+		if err := add(r.plan.Prompts[ci], true, true, -1, -1); err != nil {
 			return nil, err
 		}
 	}
-	for k := range m {
-		if err := add(r.plan.Prompts[k%n], false, false, k%n, k/n); err != nil {
+	for k, ci := range order {
+		if err := add(r.plan.Prompts[ci], false, false, ci, int64(k)/n); err != nil {
 			return nil, err
 		}
 	}

@@ -1953,6 +1953,34 @@ func (v ServingCaseAPI) Valid() bool {
 	return false
 }
 
+// ServingCasePromptOrder is the order in which measured requests draw the corpus (docs/metrics.md "Row
+// size"): sequential (the default when absent: request k asks prompt k mod N, the declared
+// order) or seeded (each cycle of N requests asks a permutation of the corpus drawn from the
+// workload's seed and the cycle number, the same in every row).
+//
+// CUE: workload/v1 #ServingCase.prompt_order.
+type ServingCasePromptOrder string
+
+// The values of ServingCasePromptOrder.
+const (
+	ServingCasePromptOrderSequential ServingCasePromptOrder = "sequential"
+	ServingCasePromptOrderSeeded     ServingCasePromptOrder = "seeded"
+)
+
+// ServingCasePromptOrderValues lists the values of ServingCasePromptOrder in contract order.
+func ServingCasePromptOrderValues() []ServingCasePromptOrder {
+	return []ServingCasePromptOrder{ServingCasePromptOrderSequential, ServingCasePromptOrderSeeded}
+}
+
+// Valid reports whether v is one of the values of ServingCasePromptOrder.
+func (v ServingCasePromptOrder) Valid() bool {
+	switch v {
+	case ServingCasePromptOrderSequential, ServingCasePromptOrderSeeded:
+		return true
+	}
+	return false
+}
+
 // SideVerdict is the receipt's own verdict.
 //
 // CUE: comparison/v1 #Side.verdict.

@@ -1911,6 +1911,11 @@ type Case struct {
 	// counted) asks corpus prompt k mod N of the N declared, so the corpus cycles in declared order.
 	// Absent means N. A row with fewer requests than its concurrency is refused in preflight.
 	Requests *int64 `json:"requests,omitempty"`
+	// PromptOrder is the order in which measured requests draw the corpus (docs/metrics.md "Row
+	// size"): sequential (the default when absent: request k asks prompt k mod N, the declared
+	// order) or seeded (each cycle of N requests asks a permutation of the corpus drawn from the
+	// workload's seed and the cycle number, the same in every row).
+	PromptOrder ServingCasePromptOrder `json:"prompt_order,omitempty"`
 	// WarmupRequests run before each row and are excluded from metrics.
 	WarmupRequests int64     `json:"warmup_requests,omitempty"`
 	MaxTokens      int64     `json:"max_tokens,omitempty"`
