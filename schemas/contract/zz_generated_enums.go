@@ -90,6 +90,7 @@ const (
 	ReadinessPath                         = "/v1/models"                 // launch/v1 #Readiness.path
 	ResultProtocolFormat                  = "qualkit.case-result.v1"     // workload/v1 #ResultProtocol.format
 	ResultProtocolPathEnvironmentVariable = "QUALKIT_CASE_RESULT"        // workload/v1 #ResultProtocol.path_environment_variable
+	RowSeriesFormula                      = "per_second_series.v1"       // caseresult/v1 #RowSeries.formula
 	SourceTreeHashFormat                  = "qualkit-source-tree-v1"     // receipt/v1 #Source.tree_hash_format
 	SyntheticCorpusGenerator              = "qualkit.synthetic-words.v1" // workload/v1 #SyntheticCorpus.generator
 	VerifierInfoName                      = "qualverify"                 // report/v1 #Report.verifier.name
@@ -1825,6 +1826,31 @@ func (v RowPrefixCacheObserved) Valid() bool {
 	return false
 }
 
+// RowStageKind is the enum at caseresult/v1 #RowStage.kind.
+//
+// CUE: caseresult/v1 #RowStage.kind.
+type RowStageKind string
+
+// The values of RowStageKind.
+const (
+	RowStageKindHold RowStageKind = "hold"
+	RowStageKindRamp RowStageKind = "ramp"
+)
+
+// RowStageKindValues lists the values of RowStageKind in contract order.
+func RowStageKindValues() []RowStageKind {
+	return []RowStageKind{RowStageKindHold, RowStageKindRamp}
+}
+
+// Valid reports whether v is one of the values of RowStageKind.
+func (v RowStageKind) Valid() bool {
+	switch v {
+	case RowStageKindHold, RowStageKindRamp:
+		return true
+	}
+	return false
+}
+
 // RuleOperator is the enum at reportview/v1 #Rule.operator.
 //
 // CUE: reportview/v1 #Rule.operator.
@@ -1923,6 +1949,31 @@ func SampleSourceValues() []SampleSource {
 func (v SampleSource) Valid() bool {
 	switch v {
 	case SampleSourceNVML, SampleSourceHwmon:
+		return true
+	}
+	return false
+}
+
+// ScheduleArrival is the enum at workload/v1 #Schedule.arrival.
+//
+// CUE: workload/v1 #Schedule.arrival.
+type ScheduleArrival string
+
+// The values of ScheduleArrival.
+const (
+	ScheduleArrivalConstant ScheduleArrival = "constant"
+	ScheduleArrivalPoisson  ScheduleArrival = "poisson"
+)
+
+// ScheduleArrivalValues lists the values of ScheduleArrival in contract order.
+func ScheduleArrivalValues() []ScheduleArrival {
+	return []ScheduleArrival{ScheduleArrivalConstant, ScheduleArrivalPoisson}
+}
+
+// Valid reports whether v is one of the values of ScheduleArrival.
+func (v ScheduleArrival) Valid() bool {
+	switch v {
+	case ScheduleArrivalConstant, ScheduleArrivalPoisson:
 		return true
 	}
 	return false
@@ -2051,6 +2102,31 @@ func SignificanceTestValues() []SignificanceTest {
 func (v SignificanceTest) Valid() bool {
 	switch v {
 	case SignificanceTestMannWhitneyUExact, SignificanceTestMannWhitneyUNormal:
+		return true
+	}
+	return false
+}
+
+// StageKind is the enum at workload/v1 #Stage.kind.
+//
+// CUE: workload/v1 #Stage.kind.
+type StageKind string
+
+// The values of StageKind.
+const (
+	StageKindHold StageKind = "hold"
+	StageKindRamp StageKind = "ramp"
+)
+
+// StageKindValues lists the values of StageKind in contract order.
+func StageKindValues() []StageKind {
+	return []StageKind{StageKindHold, StageKindRamp}
+}
+
+// Valid reports whether v is one of the values of StageKind.
+func (v StageKind) Valid() bool {
+	switch v {
+	case StageKindHold, StageKindRamp:
 		return true
 	}
 	return false

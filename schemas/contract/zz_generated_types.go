@@ -86,6 +86,11 @@ type Row struct {
 	// Cache is the row's prefix-cache regime, declared and observed; absent in evidence written
 	// before it existed (docs/caching.md).
 	Cache *RowCache `json:"cache,omitempty"`
+	// Stages are the row's stages, in order, when its case declares a schedule (docs/metrics.md
+	// "Stages and ramps").
+	Stages []RowStage `json:"stages,omitempty"`
+	// Series is the row's per-second time series, when its case declares a schedule.
+	Series *RowSeries `json:"series,omitempty"`
 }
 
 // FileRef points at another evidence file by path and digest.
@@ -161,6 +166,59 @@ type RowCache struct {
 	// Contradiction says how observed contradicts declared (cold with hits, warm without hits);
 	// null when it does not. A contradiction fails the case.
 	Contradiction *string `json:"contradiction"`
+}
+
+// RowStage is one stage of a scheduled row: its place in the schedule and the measured requests
+// scheduled in it. Times are seconds from the row's first scheduled arrival.
+//
+// CUE: caseresult/v1 #RowStage.
+type RowStage struct {
+	Kind         RowStageKind `json:"kind"`
+	StartSeconds float64      `json:"start_seconds"`
+	Seconds      float64      `json:"seconds"`
+	// OfferedRate is the stage's mean declared rate (its arrivals' integral over its seconds).
+	OfferedRate float64 `json:"offered_rate"`
+	// Scheduled counts the arrivals the schedule put in the stage (t_sched in it).
+	Scheduled int64 `json:"scheduled"`
+	// Requests: requests, successes and failures count the recorded measured requests scheduled in it.
+	Requests  int64 `json:"requests"`
+	Successes int64 `json:"successes"`
+	Failures  int64 `json:"failures"`
+	// AchievedRate is the measured requests sent (t_send) within the stage's interval over its
+	// seconds.
+	AchievedRate float64 `json:"achieved_rate"`
+	// Metrics are the row formulas over the stage's measured requests.
+	Metrics []Metric `json:"metrics"`
+}
+
+// RowSeries is a row's per-second time series: bin k covers [k, k+1) s from the row's first
+// scheduled arrival, up to the last bin with a scheduled arrival or an event.
+//
+// CUE: caseresult/v1 #RowSeries.
+type RowSeries struct {
+	Formula string      `json:"formula"`
+	Bins    []SeriesBin `json:"bins"`
+}
+
+// SeriesBin is one second of a row.
+//
+// CUE: caseresult/v1 #SeriesBin.
+type SeriesBin struct {
+	Second int64 `json:"second"`
+	// Scheduled counts the measured arrivals scheduled in the bin (t_sched), sent those sent in
+	// it (t_send: the achieved rate), completed the successes that ended in it (t_end), failed the
+	// failures that ended in it (t_close, else t_end, else t_sched).
+	Scheduled int64 `json:"scheduled"`
+	Sent      int64 `json:"sent"`
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"`
+	// InFlightMean is the time-averaged count of measured requests in flight over the bin.
+	InFlightMean float64 `json:"in_flight_mean"`
+	// E2EP50Ms and e2e_p99_ms summarise E2E (t_end - t_send) of the successes completed in the
+	// bin; ttft_p50_ms their TTFT; null when none completed or (TTFT) none had a content event.
+	E2EP50Ms  *float64 `json:"e2e_p50_ms"`
+	E2EP99Ms  *float64 `json:"e2e_p99_ms"`
+	TTFTP50Ms *float64 `json:"ttft_p50_ms"`
 }
 
 // Stopped says why and when a case stopped before its end.
@@ -1941,6 +1999,11 @@ type Case struct {
 	Duration *RowDuration `json:"duration,omitempty"`
 	// Stop declares rules that end a row early (docs/metrics.md "Stop rules").
 	Stop *StopRules `json:"stop,omitempty"`
+	// Schedule turns every row into an open-loop schedule of stages run back to back
+	// (docs/metrics.md "Stages and ramps"); the concurrency value caps the requests in flight. It
+	// replaces rate, and the row's measured requests are the schedule's arrivals (requests, when
+	// set, caps them); a case with a schedule declares neither rate nor duration.
+	Schedule *Schedule `json:"schedule,omitempty"`
 	// Contract is the evidence result the worker's output becomes.
 	Contract ResultContract `json:"contract,omitempty"`
 	// Worker is the hash-bound program: [executable, script, args...].
@@ -2084,6 +2147,28 @@ type ErrorFractionRule struct {
 type SaturationRule struct {
 	LagMs       float64 `json:"lag_ms"`
 	Consecutive int64   `json:"consecutive"`
+}
+
+// Schedule is a row's load as stages: each holds a rate for a time or ramps linearly from one
+// rate to another. Arrivals follow the stages' cumulative rate Λ(t): arrival i is at Λ⁻¹(x_i),
+// with x_i = i (constant) or the sum of i seeded unit-mean exponential gaps (poisson, a
+// non-homogeneous Poisson process by time rescaling), all drawn from the workload's seed.
+//
+// CUE: workload/v1 #Schedule.
+type Schedule struct {
+	Arrival ScheduleArrival `json:"arrival"`
+	Stages  []Stage         `json:"stages"`
+}
+
+// Stage holds a rate for seconds, or ramps linearly from rate_from to rate_to over seconds.
+//
+// CUE: workload/v1 #Stage.
+type Stage struct {
+	Kind              StageKind `json:"kind"`
+	RequestsPerSecond float64   `json:"requests_per_second,omitempty"`
+	Seconds           float64   `json:"seconds"`
+	RateFrom          *float64  `json:"rate_from,omitempty"`
+	RateTo            *float64  `json:"rate_to,omitempty"`
 }
 
 // ComparisonPolicy says which results may be compared, and by which rules.
