@@ -211,7 +211,10 @@ func (p *Plan) check() error {
 	case c.Requests != nil && *c.Requests < 1:
 		return fmt.Errorf("%w: case %s: requests %d", ErrPlan, p.CaseID, *c.Requests)
 	}
-	if n, maxC := p.measured(), slices.Max(c.Concurrency); n < maxC {
+	if err := p.checkSchedule(); err != nil {
+		return err
+	}
+	if n, maxC := p.measured(), slices.Max(c.Concurrency); n < maxC && c.Schedule == nil {
 		return fmt.Errorf("%w: case %s: %d requests per row cannot reach concurrency %d; set requests to at least %d", ErrPlan, p.CaseID, n, maxC, maxC)
 	}
 	for _, n := range c.Concurrency {
@@ -248,6 +251,9 @@ func (p *Plan) check() error {
 
 // measured is the number of measured requests of each row: Case.Requests, or the corpus size.
 func (p *Plan) measured() int64 {
+	if p.Case.Schedule != nil {
+		return p.scheduledCap()
+	}
 	if p.Case.Requests != nil {
 		return *p.Case.Requests
 	}
@@ -278,6 +284,13 @@ func (r *runner) requests(c, rep int64) ([]request, error) {
 	cs := &r.plan.Case
 	warm := warmupPrompts(r.plan.Prompts, int(cs.WarmupRequests), r.plan.Seed, c, rep)
 	m := r.plan.measured()
+	if cs.Schedule != nil {
+		offs, _, err := r.plan.schedule(c, rep)
+		if err != nil {
+			return nil, err
+		}
+		m = int64(len(offs))
+	}
 	n := int64(len(r.plan.Prompts))
 	priming := int64(0)
 	if regime(cs) == contract.CacheRegimeWarm {
@@ -351,6 +364,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	nWarm += nPrime
 	var tel *Telemetry
 	var before []byte
+	var sched *rowSchedule
 	if ctx.Err() == nil {
 		if err := r.client.Prewarm(ctx, int(c)); err != nil {
 			r.log.log.Debug("prewarm", "err", err)
@@ -360,8 +374,15 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			tel.TBeforeNs = int64(time.Since(r.plan.Epoch))
 			before = r.scrape(ctx, tel, "before")
 		}
-		if r.plan.Case.Rate != nil {
-			r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl)
+		if sc := r.plan.Case.Schedule; sc != nil {
+			offs, stages, err := r.plan.schedule(c, rep)
+			if err != nil {
+				return RowResult{}, err
+			}
+			sched = &rowSchedule{offsets: offs, stages: stages}
+			sched.origin = r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl, offs)
+		} else if r.plan.Case.Rate != nil {
+			r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl, arrivals(r.plan.Case.Rate, len(reqs)-nWarm, r.plan.Seed, c, rep))
 		} else {
 			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl)
 		}
@@ -391,9 +412,16 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		rate := rt.RequestsPerSecond
 		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, &rate
 	}
+	if sc := r.plan.Case.Schedule; sc != nil {
+		rate := metric.ExpectedArrivals(sc) / metric.Horizon(sc)
+		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, &rate
+	}
 	out.Row = metrics.Row(spec, out.Records)
 	out.Row.Metrics = append(out.Row.Metrics, rowMetrics...)
 	out.Row.Ended = ctl.finish(ctx, out.Records)
+	if sched != nil {
+		sched.report(&out.Row, r.plan.Case.Schedule, spec, out.Records, r.plan.Epoch)
+	}
 	return out, nil
 }
 
@@ -452,8 +480,9 @@ func arrivals(rate *contract.Rate, n int, seed int64, c, rep int64) []time.Durat
 // openLoop dispatches reqs at their scheduled times, at most c in flight. The dispatcher runs on
 // a goroutine of its own, locked to a thread that sleeps until each deadline (see pacer) and then
 // writes the request itself; another goroutine waits for each response.
-func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, c, rep int64, ctl *rowCtl) {
-	offsets := arrivals(r.plan.Case.Rate, len(reqs), r.plan.Seed, c, rep)
+//
+// offsets are the arrivals' scheduled offsets from the schedule's start, which openLoop returns.
+func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, c, rep int64, ctl *rowCtl, offsets []time.Duration) (origin time.Time) {
 	send := ctl.send
 	ctx = ctl.cut
 	slots := make(chan struct{}, c)
@@ -464,6 +493,7 @@ func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.
 		p := startPacer()
 		defer p.stop()
 		t0 := time.Now()
+		origin = t0
 		for i := range reqs {
 			at := t0.Add(offsets[i])
 			if p.until(send, at) != nil {
@@ -489,6 +519,7 @@ func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.
 	}()
 	<-dispatched
 	wg.Wait()
+	return origin
 }
 
 // request is the client request of a planned one.

@@ -1,0 +1,125 @@
+package load
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/qualkit/qualkit/runner/metrics"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
+)
+
+// A case's schedule (stages and ramps, docs/metrics.md "Stages and ramps") makes every row an
+// open-loop row whose arrivals metric.ScheduleArrivals places; the row reports its stages
+// (metric.RowStages) and its per-second series (metric.Series), which qualverify recomputes.
+
+// checkSchedule refuses a schedule Run cannot execute: one beside a rate or a duration, a stage
+// without its rates, or one needing more than metric.MaxScheduleArrivals arrivals.
+func (p *Plan) checkSchedule() error {
+	c := &p.Case
+	sc := c.Schedule
+	if sc == nil {
+		return nil
+	}
+	switch {
+	case c.Rate != nil:
+		return fmt.Errorf("%w: case %s declares both rate and schedule: a schedule's stages declare the rates", ErrPlan, p.CaseID)
+	case c.Duration != nil:
+		return fmt.Errorf("%w: case %s declares both duration and schedule: a schedule's stages declare its length", ErrPlan, p.CaseID)
+	case !sc.Arrival.Valid() || len(sc.Stages) == 0:
+		return fmt.Errorf("%w: case %s: schedule arrival %q with %d stages", ErrPlan, p.CaseID, sc.Arrival, len(sc.Stages))
+	}
+	for i, st := range sc.Stages {
+		bad := !(st.Seconds > 0) || math.IsInf(st.Seconds, 0)
+		switch st.Kind {
+		case contract.StageKindHold:
+			bad = bad || !(st.RequestsPerSecond > 0) || math.IsInf(st.RequestsPerSecond, 0) || st.RateFrom != nil || st.RateTo != nil
+		case contract.StageKindRamp:
+			bad = bad || st.RateFrom == nil || st.RateTo == nil || !(*st.RateFrom >= 0) || !(*st.RateTo >= 0) || math.IsInf(*st.RateFrom, 0) || math.IsInf(*st.RateTo, 0) || st.RequestsPerSecond != 0
+		default:
+			bad = true
+		}
+		if bad {
+			return fmt.Errorf("%w: case %s: schedule stage %d (%s) is not a hold of a positive rate or a ramp between two rates of 0 or more, over a positive time", ErrPlan, p.CaseID, i, st.Kind)
+		}
+	}
+	if metric.ExpectedArrivals(sc) < 1 {
+		return fmt.Errorf("%w: case %s: the schedule's stages expect no arrival", ErrPlan, p.CaseID)
+	}
+	for _, cc := range c.Concurrency {
+		for rep := range c.Repetitions {
+			if _, _, err := p.schedule(cc, rep); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// scheduledCap is a scheduled row's expected measured requests (the exact count of a constant
+// schedule), capped by Case.Requests; Progress reports it as the row's total.
+func (p *Plan) scheduledCap() int64 {
+	n := int64(math.Ceil(metric.ExpectedArrivals(p.Case.Schedule)))
+	if p.Case.Requests != nil {
+		n = min(n, *p.Case.Requests)
+	}
+	return n
+}
+
+// schedule is the row's arrivals (capped by Case.Requests) and the stage of each.
+func (p *Plan) schedule(c, rep int64) ([]time.Duration, []int, error) {
+	limit := metric.MaxScheduleArrivals
+	if p.Case.Requests != nil {
+		limit = int(min(*p.Case.Requests, int64(limit)))
+	}
+	ns, stages, err := metric.ScheduleArrivals(p.Case.Schedule, p.Seed, c, rep, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: case %s: %v", ErrPlan, p.CaseID, err)
+	}
+	out := make([]time.Duration, len(ns))
+	for i, v := range ns {
+		out[i] = time.Duration(v)
+	}
+	return out, stages, nil
+}
+
+// rowSchedule is a scheduled row as it ran: its arrivals, their stages and the schedule's start.
+type rowSchedule struct {
+	offsets []time.Duration
+	stages  []int
+	origin  time.Time
+}
+
+// report adds the row's stages and per-second series (nothing when the row never started).
+func (rs *rowSchedule) report(row *contract.Row, sc *contract.Schedule, spec metrics.RowSpec, records []contract.RequestRecordDoc, epoch time.Time) {
+	if rs.origin.IsZero() {
+		return
+	}
+	unmeasured := int64(0)
+	var measured []*contract.RequestRecordDoc
+	for i := range records {
+		if records[i].Warmup {
+			unmeasured++
+		} else {
+			measured = append(measured, &records[i])
+		}
+	}
+	sort.SliceStable(measured, func(a, b int) bool { return measured[a].Index < measured[b].Index })
+	reqs := make([]metric.Request, len(measured))
+	stageOf := make([]int, len(measured))
+	for i, r := range measured {
+		reqs[i] = metrics.Request(r)
+		stageOf[i] = -1
+		if k := r.Index - unmeasured; k >= 0 && k < int64(len(rs.stages)) {
+			stageOf[i] = rs.stages[k]
+		}
+	}
+	origin := int64(rs.origin.Sub(epoch))
+	ms := metric.RowSpec{Concurrency: spec.Concurrency, Loop: spec.Loop, OfferedRate: spec.OfferedRate, SLO: &metric.SLO{TTFTMs: spec.SLO.TTFTMs, ICLMs: spec.SLO.ICLMs, E2EMs: spec.SLO.E2EMs}}
+	row.Stages = metric.RowStages(sc, ms, rs.stages, reqs, stageOf, origin)
+	if series, ok := metric.Series(reqs, origin, int64(metric.Horizon(sc)*1e9)); ok {
+		row.Series = &series
+	}
+}
