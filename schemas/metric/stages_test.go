@@ -7,7 +7,6 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 )
 
-
 func ramp(from, to, sec float64) contract.Stage {
 	return contract.Stage{Kind: contract.StageKindRamp, RateFrom: f64(from), RateTo: f64(to), Seconds: sec}
 }
