@@ -1,0 +1,145 @@
+package verify
+
+import (
+	"sort"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
+)
+
+// A row of a case that declares a schedule (stages and ramps, docs/metrics.md "Stages and
+// ramps"), checked against its records and its workload case: every measured t_sched is the
+// schedule recomputed from the seed (metric.ScheduleArrivals), the offered rate is the
+// schedule's mean, and the row's stages (metric.RowStages) and per-second series (metric.Series)
+// are recomputed from the records. A row of a case without a schedule records neither.
+
+func checkStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record, tol Tolerance) {
+	base := jp("rows", j)
+	if wc == nil {
+		return
+	}
+	sc := wc.Schedule
+	if sc == nil {
+		if len(row.Stages) > 0 || row.Series != nil {
+			c.add(path, base+"/stages", ErrRowMismatch, "row c%d-r%d records stages or a series, and its workload case declares no schedule", row.Concurrency, row.Repetition)
+		}
+		return
+	}
+	if row.Loop != contract.RowLoopOpen {
+		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a scheduled case is %s loop: a schedule is open loop", row.Concurrency, row.Repetition, row.Loop)
+		return
+	}
+	limit := metric.MaxScheduleArrivals
+	if wc.Requests != nil {
+		limit = int(min(*wc.Requests, int64(limit)))
+	}
+	offs, stageOfArrival, err := metric.ScheduleArrivals(sc, seed, row.Concurrency, row.Repetition, limit)
+	if err != nil {
+		c.add(path, base, ErrLoadNotReached, "row c%d-r%d: the workload's schedule cannot be recomputed: %v", row.Concurrency, row.Repetition, err)
+		return
+	}
+	offered := metric.ExpectedArrivals(sc) / metric.Horizon(sc)
+	if o := row.Fidelity.OfferedRate; o == nil || !within(*o, offered, tol) {
+		c.add(path, base+"/fidelity/offered_rate", ErrLoadNotReached, "scheduled row c%d-r%d records offered rate %s, the schedule's mean is %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(o), fmtFloat(offered))
+	}
+	unmeasured := int64(0)
+	var measured []*record
+	for _, r := range recs {
+		if r.warmup {
+			unmeasured++
+		} else {
+			measured = append(measured, r)
+		}
+	}
+	sort.SliceStable(measured, func(a, b int) bool { return measured[a].index < measured[b].index })
+	if len(measured) == 0 {
+		if len(row.Stages) > 0 || row.Series != nil {
+			c.add(path, base+"/stages", ErrRowMismatch, "row c%d-r%d records stages or a series, and no measured request", row.Concurrency, row.Repetition)
+		}
+		return
+	}
+	if int64(len(measured)) > int64(len(offs)) {
+		c.add(row.Records.Path, "", ErrLoadNotReached, "scheduled row c%d-r%d records %d measured requests, its schedule has %d arrivals", row.Concurrency, row.Repetition, len(measured), len(offs))
+		return
+	}
+	first := measured[0]
+	k0 := first.index - unmeasured
+	if k0 < 0 || k0 >= int64(len(offs)) {
+		c.add(row.Records.Path, jp(first.line, "index"), ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, first.index)
+		return
+	}
+	origin := first.sched - offs[k0]
+	reqs := make([]metric.Request, len(measured))
+	stageOf := make([]int, len(measured))
+	for i, r := range measured {
+		k := r.index - unmeasured
+		if k < 0 || k >= int64(len(offs)) {
+			c.add(row.Records.Path, jp(r.line, "index"), ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, r.index)
+			return
+		}
+		if d := r.sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
+			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), ErrLoadNotReached, "scheduled row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run its declared stages", row.Concurrency, row.Repetition, r.index, r.sched, sc.Arrival, seed, origin+offs[k], d)
+			return
+		}
+		reqs[i], stageOf[i] = r.request(), stageOfArrival[k]
+	}
+	spec := metric.RowSpec{Concurrency: row.Concurrency, Loop: row.Loop, OfferedRate: row.Fidelity.OfferedRate, SLO: &metric.SLO{}}
+	if wc.SLO != nil {
+		spec.SLO = &metric.SLO{TTFTMs: wc.SLO.TTFTMs, ICLMs: wc.SLO.ICLMs, E2EMs: wc.SLO.E2EMs}
+	}
+	checkRowStages(c, path, base+"/stages", row, metric.RowStages(sc, spec, stageOfArrival, reqs, stageOf, origin), tol)
+	series, ok := metric.Series(reqs, origin, int64(metric.Horizon(sc)*1e9))
+	switch {
+	case row.Series == nil && ok:
+		c.add(path, base+"/series", ErrRowMismatch, "scheduled row c%d-r%d records no per-second series", row.Concurrency, row.Repetition)
+	case row.Series != nil && !ok:
+		c.add(path, base+"/series", ErrRowMismatch, "scheduled row c%d-r%d records a series, and its records span more than %d seconds", row.Concurrency, row.Repetition, metric.MaxSeriesBins)
+	case row.Series != nil:
+		checkSeries(c, path, base+"/series", *row.Series, series, tol)
+	}
+}
+
+// checkRowStages compares a row's recorded stages with their recomputation.
+func checkRowStages(c *collector, path, base string, row contract.Row, want []contract.RowStage, tol Tolerance) {
+	if len(row.Stages) != len(want) {
+		c.add(path, base, ErrRowMismatch, "row c%d-r%d records %d stages, its schedule has %d", row.Concurrency, row.Repetition, len(row.Stages), len(want))
+		return
+	}
+	for k, got := range row.Stages {
+		w := want[k]
+		at := jp(k)
+		if got.Kind != w.Kind || got.Scheduled != w.Scheduled || got.Requests != w.Requests || got.Successes != w.Successes || got.Failures != w.Failures {
+			c.add(path, base+at, ErrRowMismatch, "stage %d: %s with %d scheduled, %d requests (%d ok, %d failed); the schedule and records say %s with %d, %d (%d, %d)", k, got.Kind, got.Scheduled, got.Requests, got.Successes, got.Failures, w.Kind, w.Scheduled, w.Requests, w.Successes, w.Failures)
+			continue
+		}
+		for _, x := range []struct {
+			field     string
+			got, want float64
+		}{{"start_seconds", got.StartSeconds, w.StartSeconds}, {"seconds", got.Seconds, w.Seconds}, {"offered_rate", got.OfferedRate, w.OfferedRate}, {"achieved_rate", got.AchievedRate, w.AchievedRate}} {
+			if !within(x.got, x.want, tol) {
+				c.add(path, base+at+"/"+x.field, ErrRowMismatch, "stage %d: %s %s, recomputed %s", k, x.field, fmtFloat(x.got), fmtFloat(x.want))
+			}
+		}
+		checkMetricList(c, path, base+at+"/metrics", got.Metrics, w.Metrics, tol, nil)
+	}
+}
+
+// checkSeries compares a recorded per-second series with its recomputation (the first bin that
+// differs is reported).
+func checkSeries(c *collector, path, base string, got, want contract.RowSeries, tol Tolerance) {
+	if len(got.Bins) != len(want.Bins) {
+		c.add(path, base+"/bins", ErrRowMismatch, "the series has %d bins, the records span %d seconds", len(got.Bins), len(want.Bins))
+		return
+	}
+	optEq := func(a, b *float64) bool {
+		return (a == nil && b == nil) || (a != nil && b != nil && within(*a, *b, tol))
+	}
+	for k, g := range got.Bins {
+		w := want.Bins[k]
+		if g.Second != w.Second || g.Scheduled != w.Scheduled || g.Sent != w.Sent || g.Completed != w.Completed || g.Failed != w.Failed ||
+			!within(g.InFlightMean, w.InFlightMean, tol) || !optEq(g.E2EP50Ms, w.E2EP50Ms) || !optEq(g.E2EP99Ms, w.E2EP99Ms) || !optEq(g.TTFTP50Ms, w.TTFTP50Ms) {
+			c.add(path, base+jp("bins", k), ErrRowMismatch, "second %d: scheduled %d sent %d completed %d failed %d in flight %s; the records say %d %d %d %d %s", g.Second, g.Scheduled, g.Sent, g.Completed, g.Failed, fmtFloat(g.InFlightMean), w.Scheduled, w.Sent, w.Completed, w.Failed, fmtFloat(w.InFlightMean))
+			return
+		}
+	}
+}

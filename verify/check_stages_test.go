@@ -1,0 +1,89 @@
+package verify
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
+)
+
+// TestCheckStages: a scheduled row whose records follow the schedule recomputed from the seed,
+// and whose stages and series are those of its records, passes; a moved t_sched, an edited
+// stage count or achieved rate, an edited series bin, a missing series, a wrong offered rate and
+// stages in a case without a schedule are each found.
+func TestCheckStages(t *testing.T) {
+	const seed = 3
+	from, to := 20.0, 60.0
+	sc := &contract.Schedule{Arrival: contract.ScheduleArrivalPoisson, Stages: []contract.Stage{
+		{Kind: contract.StageKindHold, RequestsPerSecond: 20, Seconds: 1},
+		{Kind: contract.StageKindRamp, RateFrom: &from, RateTo: &to, Seconds: 2},
+	}}
+	wc := &contract.Case{Kind: contract.CaseKindServing, Schedule: sc, SLO: &contract.SLO{}}
+	offs, stages, err := metric.ScheduleArrivals(sc, seed, 4, 0, metric.MaxScheduleArrivals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const origin = int64(5e9)
+	build := func() ([]*record, contract.Row) {
+		recs := []*record{{index: 0, warmup: true, sched: 1e9, send: 1e9, hasSend: true}}
+		reqs := make([]metric.Request, len(offs))
+		stageOf := make([]int, len(offs))
+		for k, o := range offs {
+			s := origin + o
+			r := &record{line: k + 1, index: int64(k + 1), sched: s, send: s + 50e3, hasSend: true, end: s + 30e6, hasEnd: true, cls: s + 31e6, hasClose: true,
+				content: []int64{s + 10e6, s + 30e6}, hasUsage: true, n: 2, p: 5}
+			if k%7 == 3 {
+				r.end, r.hasEnd, r.content, r.hasUsage, r.failed, r.errClass = 0, false, nil, false, true, "http_status"
+			}
+			recs = append(recs, r)
+			reqs[k], stageOf[k] = r.request(), stages[k]
+		}
+		offered := metric.ExpectedArrivals(sc) / metric.Horizon(sc)
+		row := contract.Row{Concurrency: 4, Loop: contract.RowLoopOpen, Fidelity: contract.Fidelity{OfferedRate: &offered}}
+		spec := metric.RowSpec{Concurrency: 4, Loop: contract.RowLoopOpen, OfferedRate: &offered, SLO: &metric.SLO{}}
+		row.Stages = metric.RowStages(sc, spec, stages, reqs, stageOf, origin)
+		series, _ := metric.Series(reqs, origin, 3e9)
+		row.Series = &series
+		return recs, row
+	}
+	cases := []struct {
+		name   string
+		wc     *contract.Case
+		tamper func([]*record, *contract.Row)
+		want   string
+	}{
+		{"honest", wc, func([]*record, *contract.Row) {}, ""},
+		{"moved t_sched", wc, func(r []*record, _ *contract.Row) { r[5].sched += 2e6 }, "did not run its declared stages"},
+		{"stage count", wc, func(_ []*record, row *contract.Row) { row.Stages[1].Scheduled++ }, "stage 1:"},
+		{"stage achieved", wc, func(_ []*record, row *contract.Row) { row.Stages[0].AchievedRate *= 1.1 }, "achieved_rate"},
+		{"stage metric", wc, func(_ []*record, row *contract.Row) { row.Stages[0].Metrics[0].Value *= 1.1 }, "recomputed"},
+		{"series bin", wc, func(_ []*record, row *contract.Row) { row.Series.Bins[2].Sent-- }, "second 2:"},
+		{"series in flight", wc, func(_ []*record, row *contract.Row) { row.Series.Bins[1].InFlightMean *= 1.2 }, "second 1:"},
+		{"series missing", wc, func(_ []*record, row *contract.Row) { row.Series = nil }, "no per-second series"},
+		{"offered rate", wc, func(_ []*record, row *contract.Row) { v := 99.0; row.Fidelity.OfferedRate = &v }, "the schedule's mean"},
+		{"no schedule declared", &contract.Case{Kind: contract.CaseKindServing}, func([]*record, *contract.Row) {}, "declares no schedule"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, row := build()
+			tc.tamper(recs, &row)
+			c := &collector{check: CheckTolerances}
+			checkStages(c, "cr.json", 0, row, tc.wc, seed, recs, Tolerance{Absolute: 1e-9, Relative: 1e-9})
+			res := c.result()
+			if tc.want == "" {
+				if len(res.Findings) != 0 {
+					t.Fatalf("findings %v", res.Findings)
+				}
+				return
+			}
+			for _, f := range res.Findings {
+				if (errors.Is(f, ErrRowMismatch) || errors.Is(f, ErrLoadNotReached) || errors.Is(f, ErrMetricMismatch)) && strings.Contains(f.Error(), tc.want) {
+					return
+				}
+			}
+			t.Fatalf("no finding mentioning %q: %v", tc.want, res.Findings)
+		})
+	}
+}
