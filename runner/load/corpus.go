@@ -161,7 +161,7 @@ var syntheticWords = [256]string{
 	"from", "front", "full", "game", "gave", "general", "get", "girl", "give", "gold",
 	"good", "got", "govern", "great", "green", "ground", "group", "grow", "half", "hand",
 	"happen", "hard", "has", "have", "head", "hear", "heard", "heat", "help", "here",
-	"high", "hold", "home", "horse", "hot", "hour", "house", "how", "hundred", "idea",
+	"high", "hold", "home", "horse", "hot", "hour", "house", "how", "hundred", "idea", // not a contract value: a word of the synthetic corpus
 	"inch", "interest", "island", "just", "keep", "kind", "king", "knew", "know", "land",
 	"large", "last", "late", "laugh", "lay", "lead", "learn", "leave", "left", "less",
 	"letter", "life", "light", "like", "line", "list", "listen", "little", "live", "long",
