@@ -214,6 +214,9 @@ func (p *Plan) check() error {
 	if err := p.checkSchedule(); err != nil {
 		return err
 	}
+	if err := p.checkTrace(); err != nil {
+		return err
+	}
 	if n, maxC := p.measured(), slices.Max(c.Concurrency); n < maxC && c.Schedule == nil {
 		return fmt.Errorf("%w: case %s: %d requests per row cannot reach concurrency %d; set requests to at least %d", ErrPlan, p.CaseID, n, maxC, maxC)
 	}
@@ -374,7 +377,14 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			tel.TBeforeNs = int64(time.Since(r.plan.Epoch))
 			before = r.scrape(ctx, tel, "before")
 		}
-		if sc := r.plan.Case.Schedule; sc != nil {
+		if r.plan.trace() {
+			offs := make([]time.Duration, len(reqs)-nWarm)
+			for k, q := range reqs[nWarm:] {
+				offs[k] = time.Duration(q.prompt.AtNs)
+			}
+			sched = &rowSchedule{offsets: offs}
+			sched.origin = r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl, offs)
+		} else if sc := r.plan.Case.Schedule; sc != nil {
 			offs, stages, err := r.plan.schedule(c, rep)
 			if err != nil {
 				return RowResult{}, err
@@ -416,10 +426,15 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		rate := metric.ExpectedArrivals(sc) / metric.Horizon(sc)
 		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, &rate
 	}
+	if r.plan.trace() {
+		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, r.plan.traceRate()
+	}
 	out.Row = metrics.Row(spec, out.Records)
 	out.Row.Metrics = append(out.Row.Metrics, rowMetrics...)
 	out.Row.Ended = ctl.finish(ctx, out.Records)
-	if sched != nil {
+	if sched != nil && r.plan.trace() {
+		sched.reportTrace(&out.Row, r.plan.Case.Corpus, r.plan.Prompts, out.Records, r.plan.Epoch)
+	} else if sched != nil {
 		sched.report(&out.Row, r.plan.Case.Schedule, spec, out.Records, r.plan.Epoch)
 	}
 	return out, nil
@@ -527,7 +542,7 @@ func (r *runner) request(q *request) Request {
 	cs := &r.plan.Case
 	return Request{
 		Path: Endpoint(string(cs.API)), Body: q.body, Stream: cs.Stream, Epoch: r.plan.Epoch,
-		Timeout: time.Duration(cs.RequestTimeoutSeconds * float64(time.Second)), ExpectEvents: int(cs.MaxTokens) + 8,
+		Timeout: time.Duration(cs.RequestTimeoutSeconds * float64(time.Second)), ExpectEvents: int(q.maxTokens(cs)) + 8,
 	}
 }
 
@@ -561,14 +576,14 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		s := int64(resp.Status)
 		rec.StatusCode = &s
 	}
-	if u := resp.Usage; rec.Error == nil && u != nil && u.CompletionTokens > cs.MaxTokens {
-		rec.Error = reqError(ClassUsageExceedsMaxTokens, "usage completion_tokens %d exceeds the request's max_tokens %d: the server reported more tokens than it may generate", u.CompletionTokens, cs.MaxTokens)
+	if u := resp.Usage; rec.Error == nil && u != nil && u.CompletionTokens > q.maxTokens(cs) {
+		rec.Error = reqError(ClassUsageExceedsMaxTokens, "usage completion_tokens %d exceeds the request's max_tokens %d: the server reported more tokens than it may generate", u.CompletionTokens, q.maxTokens(cs))
 	}
 	if u := resp.Usage; rec.Error == nil && u != nil && u.PromptTokens > int64(len(q.body))+MaxTemplateTokens {
 		rec.Error = reqError(ClassInconsistentUsage, "usage prompt_tokens %d exceeds the request body's %d bytes plus %d template tokens: every prompt token but the chat template's stands for at least one byte of the body", u.PromptTokens, len(q.body), MaxTemplateTokens)
 	}
 	if !q.warmup && rec.Error == nil {
-		rec.Assertions = check(r.asserts, q.prompt.ID, resp, cs.MaxTokens)
+		rec.Assertions = check(r.asserts, q.prompt.ID, resp, q.maxTokens(cs))
 		if msg := failedAssertions(rec.Assertions); msg != "" {
 			rec.Error = reqError(ClassAssertion, "%s", msg)
 		}
@@ -588,6 +603,15 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		r.log.sink(rec)
 	}
 	return rec
+}
+
+// maxTokens is the request's max_tokens: its prompt's (a trace entry's output_length), else the
+// case's.
+func (q *request) maxTokens(cs *contract.Case) int64 {
+	if q.prompt.MaxTokens > 0 {
+		return q.prompt.MaxTokens
+	}
+	return cs.MaxTokens
 }
 
 // fmtPtr formats an optional number ("absent" when nil).

@@ -123,3 +123,81 @@ func (rs *rowSchedule) report(row *contract.Row, sc *contract.Schedule, spec met
 		row.Series = &series
 	}
 }
+
+// trace reports whether the case replays a trace (a trace corpus).
+func (p *Plan) trace() bool {
+	return p.Case.Corpus != nil && p.Case.Corpus.Source == contract.CorpusSourceTrace
+}
+
+// traceRate is a trace row's mean offered rate, (n − 1) over the scaled span of the n replayed
+// entries; nil when they span no time.
+func (p *Plan) traceRate() *float64 {
+	n := p.measured()
+	if n < 2 {
+		return nil
+	}
+	span := float64(p.Prompts[n-1].AtNs-p.Prompts[0].AtNs) / 1e9
+	if span <= 0 {
+		return nil
+	}
+	v := float64(n-1) / span
+	return &v
+}
+
+// checkTrace refuses a trace replay Run cannot execute: one beside a rate, a schedule or a
+// duration, with seeded prompt order, more requests than entries, or an entry whose
+// output_length exceeds the case's max_tokens.
+func (p *Plan) checkTrace() error {
+	if !p.trace() {
+		return nil
+	}
+	c := &p.Case
+	switch {
+	case c.Rate != nil || c.Schedule != nil || c.Duration != nil:
+		return fmt.Errorf("%w: case %s replays a trace and declares rate, schedule or duration: the trace's timestamps are the schedule", ErrPlan, p.CaseID)
+	case c.PromptOrder == contract.ServingCasePromptOrderSeeded:
+		return fmt.Errorf("%w: case %s replays a trace in seeded prompt order: a trace replays in its order", ErrPlan, p.CaseID)
+	case c.Requests != nil && *c.Requests > int64(len(p.Prompts)):
+		return fmt.Errorf("%w: case %s: requests %d exceeds the trace's %d entries", ErrPlan, p.CaseID, *c.Requests, len(p.Prompts))
+	}
+	for i, pr := range p.Prompts {
+		if pr.MaxTokens > c.MaxTokens {
+			return fmt.Errorf("%w: case %s: trace entry %d has output_length %d, above the case's max_tokens %d", ErrPlan, p.CaseID, i, pr.MaxTokens, c.MaxTokens)
+		}
+	}
+	return nil
+}
+
+// reportTrace adds a trace row's replay block and per-second series.
+func (rs *rowSchedule) reportTrace(row *contract.Row, corpus *contract.Corpus, prompts []Prompt, records []contract.RequestRecordDoc, epoch time.Time) {
+	if rs.origin.IsZero() {
+		return
+	}
+	var measured []*contract.RequestRecordDoc
+	for i := range records {
+		if !records[i].Warmup {
+			measured = append(measured, &records[i])
+		}
+	}
+	sort.SliceStable(measured, func(a, b int) bool { return measured[a].Index < measured[b].Index })
+	reqs := make([]metric.Request, len(measured))
+	for i, r := range measured {
+		reqs[i] = metrics.Request(r)
+	}
+	scale, wpt := 1.0, 0.0
+	if corpus.TimeScale != nil {
+		scale = *corpus.TimeScale
+	}
+	if corpus.WordsPerToken != nil {
+		wpt = *corpus.WordsPerToken
+	}
+	rp := metric.ReplayOf(reqs, corpus.Digest, scale, wpt)
+	row.Replay = &rp
+	horizon := int64(0)
+	if len(rs.offsets) > 0 {
+		horizon = int64(rs.offsets[len(rs.offsets)-1]) + 1
+	}
+	if series, ok := metric.Series(reqs, int64(rs.origin.Sub(epoch)), horizon); ok {
+		row.Series = &series
+	}
+}

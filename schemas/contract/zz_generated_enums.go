@@ -87,13 +87,17 @@ const (
 	// IsolationNetwork: a private network namespace with only loopback up.
 	IsolationNetwork = "private_loopback" // driver #Isolation.network
 	// ReadinessPath polled with GET; always /v1/models in version 1.
-	ReadinessPath                         = "/v1/models"                 // launch/v1 #Readiness.path
-	ResultProtocolFormat                  = "qualkit.case-result.v1"     // workload/v1 #ResultProtocol.format
-	ResultProtocolPathEnvironmentVariable = "QUALKIT_CASE_RESULT"        // workload/v1 #ResultProtocol.path_environment_variable
-	RowSeriesFormula                      = "per_second_series.v1"       // caseresult/v1 #RowSeries.formula
-	SourceTreeHashFormat                  = "qualkit-source-tree-v1"     // receipt/v1 #Source.tree_hash_format
-	SyntheticCorpusGenerator              = "qualkit.synthetic-words.v1" // workload/v1 #SyntheticCorpus.generator
-	VerifierInfoName                      = "qualverify"                 // report/v1 #Report.verifier.name
+	ReadinessPath                         = "/v1/models"             // launch/v1 #Readiness.path
+	ResultProtocolFormat                  = "qualkit.case-result.v1" // workload/v1 #ResultProtocol.format
+	ResultProtocolPathEnvironmentVariable = "QUALKIT_CASE_RESULT"    // workload/v1 #ResultProtocol.path_environment_variable
+	// RowReplayLengthUnit: words_per_token (a declared approximation; no tokenizer artifact bound).
+	RowReplayLengthUnit      = "words_per_token"            // caseresult/v1 #RowReplay.length_unit
+	RowSeriesFormula         = "per_second_series.v1"       // caseresult/v1 #RowSeries.formula
+	SourceTreeHashFormat     = "qualkit-source-tree-v1"     // receipt/v1 #Source.tree_hash_format
+	SyntheticCorpusGenerator = "qualkit.synthetic-words.v1" // workload/v1 #SyntheticCorpus.generator
+	// TraceCorpusLengthUnit says what input_length counts: words_per_token (no tokenizer artifact bound).
+	TraceCorpusLengthUnit = "words_per_token" // workload/v1 #TraceCorpus.length_unit
+	VerifierInfoName      = "qualverify"      // report/v1 #Report.verifier.name
 )
 
 // Aggregation says how a metric value was aggregated from samples.
@@ -432,17 +436,18 @@ const (
 	CorpusSourceInline    CorpusSource = "inline"
 	CorpusSourceFile      CorpusSource = "file"
 	CorpusSourceSynthetic CorpusSource = "synthetic"
+	CorpusSourceTrace     CorpusSource = "trace"
 )
 
 // CorpusSourceValues lists the values of CorpusSource in contract order.
 func CorpusSourceValues() []CorpusSource {
-	return []CorpusSource{CorpusSourceInline, CorpusSourceFile, CorpusSourceSynthetic}
+	return []CorpusSource{CorpusSourceInline, CorpusSourceFile, CorpusSourceSynthetic, CorpusSourceTrace}
 }
 
 // Valid reports whether v is one of the values of CorpusSource.
 func (v CorpusSource) Valid() bool {
 	switch v {
-	case CorpusSourceInline, CorpusSourceFile, CorpusSourceSynthetic:
+	case CorpusSourceInline, CorpusSourceFile, CorpusSourceSynthetic, CorpusSourceTrace:
 		return true
 	}
 	return false

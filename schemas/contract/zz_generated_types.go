@@ -89,8 +89,11 @@ type Row struct {
 	// Stages are the row's stages, in order, when its case declares a schedule (docs/metrics.md
 	// "Stages and ramps").
 	Stages []RowStage `json:"stages,omitempty"`
-	// Series is the row's per-second time series, when its case declares a schedule.
+	// Series is the row's per-second time series, when its case declares a schedule or replays a
+	// trace.
 	Series *RowSeries `json:"series,omitempty"`
+	// Replay says how a row of a trace corpus replayed its trace (docs/metrics.md "Trace replay").
+	Replay *RowReplay `json:"replay,omitempty"`
 }
 
 // FileRef points at another evidence file by path and digest.
@@ -219,6 +222,25 @@ type SeriesBin struct {
 	E2EP50Ms  *float64 `json:"e2e_p50_ms"`
 	E2EP99Ms  *float64 `json:"e2e_p99_ms"`
 	TTFTP50Ms *float64 `json:"ttft_p50_ms"`
+}
+
+// RowReplay is a trace row's replay: the trace bound, the time scale, the unit its lengths were
+// synthesised in, and how closely the sends followed the trace's timestamps.
+//
+// CUE: caseresult/v1 #RowReplay.
+type RowReplay struct {
+	TraceDigest string  `json:"trace_digest"`
+	TimeScale   float64 `json:"time_scale"`
+	// LengthUnit: words_per_token (a declared approximation; no tokenizer artifact bound).
+	LengthUnit    string  `json:"length_unit"`
+	WordsPerToken float64 `json:"words_per_token"`
+	// Entries counts the trace's requests the row replayed (sent or not).
+	Entries int64 `json:"entries"`
+	// SendErrorP50Ms: send_error_p50_ms, send_error_p99_ms and send_error_max_ms summarise |t_send − t_trace| over
+	// the sent measured requests, t_trace the row's start plus the request's scaled trace offset.
+	SendErrorP50Ms float64 `json:"send_error_p50_ms"`
+	SendErrorP99Ms float64 `json:"send_error_p99_ms"`
+	SendErrorMaxMs float64 `json:"send_error_max_ms"`
 }
 
 // Stopped says why and when a case stopped before its end.
@@ -2028,7 +2050,8 @@ type ResultProtocol struct {
 	DeclaredMetrics []string `json:"declared_metrics"`
 }
 
-// Corpus is inline prompts, a committed JSONL file bound by digest, or a seeded synthetic generator.
+// Corpus is inline prompts, a committed JSONL file bound by digest, a seeded synthetic generator,
+// or a timestamped trace replayed at its timestamps.
 //
 // CUE: workload/v1 #Corpus.
 type Corpus struct {
@@ -2042,6 +2065,15 @@ type Corpus struct {
 	Seed        *int64      `json:"seed,omitempty"`
 	Count       int64       `json:"count,omitempty"`
 	PromptWords *WordsRange `json:"prompt_words,omitempty"`
+	// TimeScale multiplies every inter-arrival time (0.5 replays twice as fast); absent means 1.
+	TimeScale *float64 `json:"time_scale,omitempty"`
+	// LengthUnit says what input_length counts: words_per_token (no tokenizer artifact bound).
+	LengthUnit string `json:"length_unit,omitempty"`
+	// WordsPerToken is the declared approximation: words per token of a synthesised prompt.
+	WordsPerToken *float64 `json:"words_per_token,omitempty"`
+	// BlockTokens is the token length of one hash_ids block (Mooncake: 512): requests sharing a
+	// hash id share that block's synthesised words, so a trace's prefix reuse reaches the server.
+	BlockTokens *int64 `json:"block_tokens,omitempty"`
 }
 
 // Prompt is workload/v1 #Prompt.
