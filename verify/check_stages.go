@@ -18,6 +18,13 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 	if wc == nil {
 		return
 	}
+	if cp := wc.Corpus; cp != nil && cp.Source == contract.CorpusSourceTrace {
+		checkReplay(c, path, j, row, cp, recs, tol)
+		return
+	}
+	if row.Replay != nil {
+		c.add(path, base+"/replay", ErrRowMismatch, "row c%d-r%d records a trace replay, and its workload case replays no trace", row.Concurrency, row.Repetition)
+	}
 	sc := wc.Schedule
 	if sc == nil {
 		if len(row.Stages) > 0 || row.Series != nil {
@@ -141,5 +148,57 @@ func checkSeries(c *collector, path, base string, got, want contract.RowSeries, 
 			c.add(path, base+jp("bins", k), ErrRowMismatch, "second %d: scheduled %d sent %d completed %d failed %d in flight %s; the records say %d %d %d %d %s", g.Second, g.Scheduled, g.Sent, g.Completed, g.Failed, fmtFloat(g.InFlightMean), w.Scheduled, w.Sent, w.Completed, w.Failed, fmtFloat(w.InFlightMean))
 			return
 		}
+	}
+}
+
+// checkReplay checks a trace row: open loop, no stages, its replay block names the workload's
+// trace (digest, time scale, words per token) and its entries and send errors are the records'
+// (metric.ReplayOf), and its per-second series is the records' from the row's start (the first
+// trace entry's t_sched). The trace file itself is not re-read here: each t_sched is not checked
+// against the trace's timestamps.
+func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, recs []*record, tol Tolerance) {
+	base := jp("rows", j)
+	if row.Loop != contract.RowLoopOpen {
+		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a trace replay is %s loop: a replay is open loop", row.Concurrency, row.Repetition, row.Loop)
+	}
+	if len(row.Stages) > 0 {
+		c.add(path, base+"/stages", ErrRowMismatch, "row c%d-r%d of a trace replay records stages", row.Concurrency, row.Repetition)
+	}
+	reqs, measured := measuredRequests(recs)
+	rp := row.Replay
+	if rp == nil {
+		if len(measured) > 0 {
+			c.add(path, base+"/replay", ErrRowMismatch, "row c%d-r%d replays a trace and records no replay", row.Concurrency, row.Repetition)
+		}
+		return
+	}
+	scale, wpt := 1.0, 0.0
+	if cp.TimeScale != nil {
+		scale = *cp.TimeScale
+	}
+	if cp.WordsPerToken != nil {
+		wpt = *cp.WordsPerToken
+	}
+	want := metric.ReplayOf(reqs, cp.Digest, scale, wpt)
+	if rp.TraceDigest != want.TraceDigest || rp.TimeScale != want.TimeScale || rp.WordsPerToken != want.WordsPerToken || rp.LengthUnit != want.LengthUnit || rp.Entries != want.Entries {
+		c.add(path, base+"/replay", ErrRowMismatch, "replay of %s at time scale %s, %s words per token, %d entries; the workload and records say %s, %s, %s, %d", rp.TraceDigest, fmtFloat(rp.TimeScale), fmtFloat(rp.WordsPerToken), rp.Entries, want.TraceDigest, fmtFloat(want.TimeScale), fmtFloat(want.WordsPerToken), want.Entries)
+	}
+	for _, x := range []struct {
+		field     string
+		got, want float64
+	}{{"send_error_p50_ms", rp.SendErrorP50Ms, want.SendErrorP50Ms}, {"send_error_p99_ms", rp.SendErrorP99Ms, want.SendErrorP99Ms}, {"send_error_max_ms", rp.SendErrorMaxMs, want.SendErrorMaxMs}} {
+		if !within(x.got, x.want, tol) {
+			c.add(path, base+"/replay/"+x.field, ErrRowMismatch, "%s %s, the records say %s", x.field, fmtFloat(x.got), fmtFloat(x.want))
+		}
+	}
+	if len(measured) == 0 || row.Series == nil {
+		return
+	}
+	unmeasured := int64(len(recs) - len(measured))
+	if measured[0].index != unmeasured {
+		return // the first entry was never recorded: the row's start is unknown
+	}
+	if series, ok := metric.Series(reqs, measured[0].sched, 0); ok {
+		checkSeries(c, path, base+"/series", *row.Series, series, tol)
 	}
 }

@@ -217,7 +217,7 @@ func (p *Plan) check() error {
 	if err := p.checkTrace(); err != nil {
 		return err
 	}
-	if n, maxC := p.measured(), slices.Max(c.Concurrency); n < maxC && c.Schedule == nil {
+	if n, maxC := p.measured(), slices.Max(c.Concurrency); n < maxC && c.Schedule == nil && !p.trace() {
 		return fmt.Errorf("%w: case %s: %d requests per row cannot reach concurrency %d; set requests to at least %d", ErrPlan, p.CaseID, n, maxC, maxC)
 	}
 	for _, n := range c.Concurrency {
