@@ -57,6 +57,10 @@ type View struct {
 	samples map[distKey][]float64
 	// telemetry are each row's device telemetry samples (distKey metric ""), for the page only.
 	telemetry map[distKey][]contract.TelemetrySampleDoc
+	// load are each row's load shape as recorded (ended, stages, series, replay; distKey metric
+	// "") and each case's stop (kase's row -1), for the page only (load.go).
+	load    map[distKey]contract.Row
+	stopped map[distKey]*contract.Stopped
 }
 
 // distKey is where a distribution is: Receipts[receipt].Cases[kase].Rows[row], its metric.
@@ -120,7 +124,8 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 		return nil, fmt.Errorf("%w: %d receipts, a report shows at most %d", ErrTooManyReceipts, len(evidence), MaxReceipts)
 	}
 	v := &View{ReportViewDoc: contract.ReportViewDoc{Schema: Schema, Verifier: nonEmpty(version, "dev"), Verified: true, Receipts: []Receipt{},
-		Comparisons: []Comparison{}}, samples: map[distKey][]float64{}, telemetry: map[distKey][]contract.TelemetrySampleDoc{}}
+		Comparisons: []Comparison{}}, samples: map[distKey][]float64{}, telemetry: map[distKey][]contract.TelemetrySampleDoc{},
+		load: map[distKey]contract.Row{}, stopped: map[distKey]*contract.Stopped{}}
 	var states []receiptState
 	for i, ev := range evidence {
 		in, err := verify.Inspect(ctx, ev, policy, opts...)
@@ -135,6 +140,7 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 		states = append(states, st)
 		if in.Receipt != nil {
 			for k, ce := range in.Cases {
+				v.keepLoad(i, k, ce)
 				for j, re := range ce.Rows {
 					if len(re.Telemetry) > 0 {
 						v.telemetry[distKey{i, k, j, ""}] = re.Telemetry
