@@ -1,10 +1,12 @@
 package verify
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/trace"
 )
 
 // A row of a case that declares a schedule (stages and ramps, docs/metrics.md "Stages and
@@ -13,13 +15,37 @@ import (
 // schedule's mean, and the row's stages (metric.RowStages) and per-second series (metric.Series)
 // are recomputed from the records. A row of a case without a schedule records neither.
 
+func (s *snapshot) checkStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record, tol Tolerance) {
+	if wc != nil && wc.Corpus != nil && wc.Corpus.Source == contract.CorpusSourceTrace {
+		entries, note := s.traceOf(wc.Corpus)
+		if entries == nil && j == 0 {
+			c.note("case %s: %s", wc.ID, note)
+		}
+		checkReplay(c, path, j, row, wc.Corpus, entries, recs, tol)
+		return
+	}
+	checkStages(c, path, j, row, wc, seed, recs, tol)
+}
+
+// traceOf reads a trace corpus from its bound artifact (nil and why when it is not available).
+func (s *snapshot) traceOf(cp *contract.Corpus) ([]trace.Entry, string) {
+	f := s.files[cp.Path]
+	if f == nil || !f.present || f.raw == nil {
+		return nil, "trace " + cp.Path + " is not available: its requests' t_sched were not checked against its timestamps"
+	}
+	if f.digest != cp.Digest {
+		return nil, "trace " + cp.Path + " does not match the workload's digest: its timestamps were not used"
+	}
+	es, err := trace.Read(f.raw)
+	if err != nil {
+		return nil, fmt.Sprintf("trace %s: %v", cp.Path, err)
+	}
+	return es, ""
+}
+
 func checkStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record, tol Tolerance) {
 	base := jp("rows", j)
 	if wc == nil {
-		return
-	}
-	if cp := wc.Corpus; cp != nil && cp.Source == contract.CorpusSourceTrace {
-		checkReplay(c, path, j, row, cp, recs, tol)
 		return
 	}
 	if row.Replay != nil {
@@ -154,9 +180,10 @@ func checkSeries(c *collector, path, base string, got, want contract.RowSeries, 
 // checkReplay checks a trace row: open loop, no stages, its replay block names the workload's
 // trace (digest, time scale, words per token) and its entries and send errors are the records'
 // (metric.ReplayOf), and its per-second series is the records' from the row's start (the first
-// trace entry's t_sched). The trace file itself is not re-read here: each t_sched is not checked
-// against the trace's timestamps.
-func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, recs []*record, tol Tolerance) {
+// trace entry's t_sched). With the trace (entries, from its bound artifact), every measured
+// t_sched is the row's start plus its entry's scaled offset (trace.Offsets), and no success has
+// more completion tokens than its entry's output_length.
+func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, entries []trace.Entry, recs []*record, tol Tolerance) {
 	base := jp("rows", j)
 	if row.Loop != contract.RowLoopOpen {
 		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a trace replay is %s loop: a replay is open loop", row.Concurrency, row.Repetition, row.Loop)
@@ -191,14 +218,44 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 			c.add(path, base+"/replay/"+x.field, ErrRowMismatch, "%s %s, the records say %s", x.field, fmtFloat(x.got), fmtFloat(x.want))
 		}
 	}
+	unmeasured := int64(len(recs) - len(measured))
+	if len(measured) > 0 && entries != nil {
+		checkTraceSchedule(c, row, entries, trace.Offsets(entries, scale), measured, unmeasured)
+	}
 	if len(measured) == 0 || row.Series == nil {
 		return
 	}
-	unmeasured := int64(len(recs) - len(measured))
 	if measured[0].index != unmeasured {
 		return // the first entry was never recorded: the row's start is unknown
 	}
 	if series, ok := metric.Series(reqs, measured[0].sched, 0); ok {
 		checkSeries(c, path, base+"/series", *row.Series, series, tol)
+	}
+}
+
+// checkTraceSchedule: measured request k (index minus the unmeasured) is trace entry k, scheduled
+// at the row's start (the first measured record's t_sched minus its offset) plus offs[k], and a
+// success has at most the entry's output_length completion tokens.
+func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record, unmeasured int64) {
+	k0 := measured[0].index - unmeasured
+	if k0 < 0 || k0 >= int64(len(offs)) {
+		c.add(row.Records.Path, jp(measured[0].line, "index"), ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].index, len(entries))
+		return
+	}
+	origin := measured[0].sched - offs[k0]
+	for _, r := range measured {
+		k := r.index - unmeasured
+		if k < 0 || k >= int64(len(offs)) {
+			c.add(row.Records.Path, jp(r.line, "index"), ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, r.index, len(entries))
+			return
+		}
+		if d := r.sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
+			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.index, r.sched, origin+offs[k], d)
+			return
+		}
+		if !r.failed && r.hasUsage && r.n > entries[k].OutputLength {
+			c.add(row.Records.Path, jp(r.line, "usage", "completion_tokens"), ErrRowMismatch, "trace row c%d-r%d: request %d has %d completion tokens, its trace entry's output_length is %d", row.Concurrency, row.Repetition, r.index, r.n, entries[k].OutputLength)
+			return
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/trace"
 )
 
 // TestCheckStages: a scheduled row whose records follow the schedule recomputed from the seed,
@@ -80,6 +81,49 @@ func TestCheckStages(t *testing.T) {
 			}
 			for _, f := range res.Findings {
 				if (errors.Is(f, ErrRowMismatch) || errors.Is(f, ErrLoadNotReached) || errors.Is(f, ErrMetricMismatch)) && strings.Contains(f.Error(), tc.want) {
+					return
+				}
+			}
+			t.Fatalf("no finding mentioning %q: %v", tc.want, res.Findings)
+		})
+	}
+}
+
+// TestCheckTraceSchedule: a trace row whose records are scheduled at the trace's scaled offsets
+// passes; a moved t_sched, a request beyond the trace and a success with more completion tokens
+// than its entry's output_length are found.
+func TestCheckTraceSchedule(t *testing.T) {
+	entries := []trace.Entry{{TimestampMs: 10, InputLength: 5, OutputLength: 3}, {TimestampMs: 30, InputLength: 5, OutputLength: 2}, {TimestampMs: 31, InputLength: 5, OutputLength: 4}}
+	offs := trace.Offsets(entries, 0.5)
+	build := func() []*record {
+		var out []*record
+		for k, o := range offs {
+			out = append(out, &record{line: k + 1, index: int64(k + 1), sched: 7e9 + o, hasUsage: true, n: entries[k].OutputLength})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		tamper func([]*record) []*record
+		want   string
+	}{
+		{"honest", func(r []*record) []*record { return r }, ""},
+		{"moved", func(r []*record) []*record { r[2].sched += 1e6; return r }, "did not replay its trace's timestamps"},
+		{"beyond", func(r []*record) []*record { return append(r, &record{line: 9, index: 4, sched: 8e9}) }, "not an entry of its trace"},
+		{"tokens", func(r []*record) []*record { r[1].n = 3; return r }, "output_length is 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &collector{check: CheckTolerances}
+			checkTraceSchedule(c, contract.Row{Concurrency: 4}, entries, offs, tc.tamper(build()), 1)
+			res := c.result()
+			if tc.want == "" {
+				if len(res.Findings) != 0 {
+					t.Fatalf("findings %v", res.Findings)
+				}
+				return
+			}
+			for _, f := range res.Findings {
+				if strings.Contains(f.Error(), tc.want) {
 					return
 				}
 			}

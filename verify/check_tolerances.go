@@ -195,7 +195,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 		}
 		checkSchedule(c, path, row, wc, s.seed(), recs)
 		checkCorpusOrder(c, row, wc, s.seed(), recs)
-		checkStages(c, path, j, row, wc, s.seed(), recs, tol)
+		s.checkStages(c, path, j, row, wc, s.seed(), recs, tol)
 		checkRowEnd(c, path, j, row, wc, recs, cr.Status == contract.StatusPassed)
 		if !checkLoad(c, path, j, row, wc, recs, tol) {
 			unchecked++

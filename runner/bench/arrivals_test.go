@@ -253,7 +253,6 @@ func ptrFloat(p *float64) string {
 	return fmt.Sprintf("%.1f", *p)
 }
 
-
 // loadavg is /proc/loadavg's three load averages ("unknown" when unreadable).
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")

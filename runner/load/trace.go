@@ -1,11 +1,9 @@
 package load
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -17,129 +15,31 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
-	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/trace"
 )
 
-// Timestamped trace replay (docs/metrics.md "Trace replay"). A trace is JSONL, one request per
-// line in timestamp order: {"timestamp": ms, "input_length": n, "output_length": n,
-// "hash_ids"?: [...]} (the Mooncake trace's shape). ReadTrace reads it strictly and bounded;
-// ImportMooncake and ImportAzure turn the two public shapes into it and WriteTrace writes it.
+// Timestamped trace replay (docs/metrics.md "Trace replay"). A trace is package schemas/trace's
+// JSONL; ImportMooncake and ImportAzure turn the two public shapes into it, and TracePrompts
+// synthesises its prompts.
 
-// Trace limits (untrusted input).
+// The trace format is package schemas/trace's, which the verifier reads too.
 const (
-	// MaxTraceBytes bounds a trace file (JSONL, Mooncake JSONL or Azure CSV).
-	MaxTraceBytes = 256 << 20
-	// MaxTraceEntries bounds the requests of one trace.
-	MaxTraceEntries = 1_000_000
-	// MaxTraceLineBytes bounds one line of a trace.
-	MaxTraceLineBytes = 1 << 20
-	// MaxTraceHashIDs bounds the prefix blocks of one request.
-	MaxTraceHashIDs = 16384
-	// MaxTraceLength bounds one request's input or output length (tokens).
-	MaxTraceLength = 1 << 20
-	// MaxTraceTimestampMs bounds a timestamp (about 31 years in ms: far beyond any trace, far
-	// from overflow once scaled to nanoseconds).
-	MaxTraceTimestampMs = 1 << 40
+	MaxTraceBytes   = trace.MaxBytes
+	MaxTraceEntries = trace.MaxEntries
 )
 
 // ErrTrace marks a trace that cannot be read or imported.
-var ErrTrace = errors.New("invalid trace")
+var ErrTrace = trace.ErrTrace
 
 // TraceEntry is one request of a trace.
-type TraceEntry struct {
-	TimestampMs  int64   `json:"timestamp"`
-	InputLength  int64   `json:"input_length"`
-	OutputLength int64   `json:"output_length"`
-	HashIDs      []int64 `json:"hash_ids,omitempty"`
-}
+type TraceEntry = trace.Entry
 
-type traceLine struct {
-	Timestamp    *int64  `json:"timestamp"`
-	InputLength  *int64  `json:"input_length"`
-	OutputLength *int64  `json:"output_length"`
-	HashIDs      []int64 `json:"hash_ids"`
-}
+// ReadTrace reads a qualkit trace (trace.Read).
+func ReadTrace(data []byte) ([]TraceEntry, error) { return trace.Read(data) }
 
-// ReadTrace reads a qualkit trace: strict JSON per line (no unknown or duplicate keys; no blank
-// line except after the last), timestamps 0 to MaxTraceTimestampMs and non-decreasing, lengths 1
-// to MaxTraceLength, at most MaxTraceHashIDs non-negative hash ids, 1 to MaxTraceEntries lines.
-func ReadTrace(data []byte) ([]TraceEntry, error) {
-	if len(data) > MaxTraceBytes {
-		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrTrace, len(data), MaxTraceBytes)
-	}
-	lines := bytes.Split(data, []byte{'\n'})
-	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
-	}
-	if len(lines) == 0 {
-		return nil, fmt.Errorf("%w: no entries", ErrTrace)
-	}
-	if len(lines) > MaxTraceEntries {
-		return nil, fmt.Errorf("%w: more than %d entries", ErrTrace, MaxTraceEntries)
-	}
-	out := make([]TraceEntry, 0, len(lines))
-	for i, line := range lines {
-		if len(line) > MaxTraceLineBytes {
-			return nil, fmt.Errorf("%w: line %d is longer than %d bytes", ErrTrace, i+1, MaxTraceLineBytes)
-		}
-		var tl traceLine
-		if err := jsonstrict.DecodeInto(line, &tl); err != nil {
-			return nil, fmt.Errorf("%w: line %d: %v", ErrTrace, i+1, err)
-		}
-		if tl.Timestamp == nil || tl.InputLength == nil || tl.OutputLength == nil {
-			return nil, fmt.Errorf("%w: line %d: want {\"timestamp\": ms, \"input_length\": n, \"output_length\": n}", ErrTrace, i+1)
-		}
-		e := TraceEntry{TimestampMs: *tl.Timestamp, InputLength: *tl.InputLength, OutputLength: *tl.OutputLength, HashIDs: tl.HashIDs}
-		if err := checkEntry(e); err != nil {
-			return nil, fmt.Errorf("%w: line %d: %v", ErrTrace, i+1, err)
-		}
-		if i > 0 && e.TimestampMs < out[i-1].TimestampMs {
-			return nil, fmt.Errorf("%w: line %d: timestamp %d before the previous line's %d: a trace is in timestamp order", ErrTrace, i+1, e.TimestampMs, out[i-1].TimestampMs)
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}
-
-func checkEntry(e TraceEntry) error {
-	switch {
-	case e.TimestampMs < 0 || e.TimestampMs > MaxTraceTimestampMs:
-		return fmt.Errorf("timestamp %d: want 0 to %d ms", e.TimestampMs, int64(MaxTraceTimestampMs))
-	case e.InputLength < 1 || e.InputLength > MaxTraceLength:
-		return fmt.Errorf("input_length %d: want 1 to %d", e.InputLength, MaxTraceLength)
-	case e.OutputLength < 1 || e.OutputLength > MaxTraceLength:
-		return fmt.Errorf("output_length %d: want 1 to %d", e.OutputLength, MaxTraceLength)
-	case len(e.HashIDs) > MaxTraceHashIDs:
-		return fmt.Errorf("%d hash_ids, more than %d", len(e.HashIDs), MaxTraceHashIDs)
-	}
-	for _, h := range e.HashIDs {
-		if h < 0 {
-			return fmt.Errorf("hash id %d is negative", h)
-		}
-	}
-	return nil
-}
-
-// WriteTrace writes entries as a qualkit trace (one compact JSON object per line).
-func WriteTrace(w io.Writer, entries []TraceEntry) error {
-	bw := bufio.NewWriter(w)
-	for _, e := range entries {
-		fmt.Fprintf(bw, `{"timestamp":%d,"input_length":%d,"output_length":%d`, e.TimestampMs, e.InputLength, e.OutputLength)
-		if len(e.HashIDs) > 0 {
-			bw.WriteString(`,"hash_ids":[`)
-			for i, h := range e.HashIDs {
-				if i > 0 {
-					bw.WriteByte(',')
-				}
-				bw.WriteString(strconv.FormatInt(h, 10))
-			}
-			bw.WriteByte(']')
-		}
-		bw.WriteString("}\n")
-	}
-	return bw.Flush()
-}
+// WriteTrace writes a qualkit trace (trace.Write).
+func WriteTrace(w io.Writer, entries []TraceEntry) error { return trace.Write(w, entries) }
 
 // readBounded reads at most MaxTraceBytes from r.
 func readBounded(r io.Reader) ([]byte, error) {
@@ -171,18 +71,8 @@ func ImportMooncake(r io.Reader) ([]TraceEntry, error) {
 		if len(out) >= MaxTraceEntries {
 			return nil, fmt.Errorf("%w: more than %d entries", ErrTrace, MaxTraceEntries)
 		}
-		if len(line) > MaxTraceLineBytes {
-			return nil, fmt.Errorf("%w: line %d is longer than %d bytes", ErrTrace, i+1, MaxTraceLineBytes)
-		}
-		var tl traceLine
-		if err := jsonstrict.DecodeInto(line, &tl); err != nil {
-			return nil, fmt.Errorf("%w: mooncake line %d: %v", ErrTrace, i+1, err)
-		}
-		if tl.Timestamp == nil || tl.InputLength == nil || tl.OutputLength == nil {
-			return nil, fmt.Errorf("%w: mooncake line %d: want timestamp, input_length and output_length", ErrTrace, i+1)
-		}
-		e := TraceEntry{TimestampMs: *tl.Timestamp, InputLength: *tl.InputLength, OutputLength: *tl.OutputLength, HashIDs: tl.HashIDs}
-		if err := checkEntry(e); err != nil {
+		e, err := trace.DecodeLine(line)
+		if err != nil {
 			return nil, fmt.Errorf("%w: mooncake line %d: %v", ErrTrace, i+1, err)
 		}
 		out = append(out, e)
@@ -247,11 +137,11 @@ func ImportAzure(r io.Reader) ([]TraceEntry, error) {
 	out := make([]TraceEntry, len(rows))
 	for i, r := range rows {
 		d := r.t.Sub(rows[0].t)
-		if d < 0 || d >= time.Duration(math.MaxInt64) || d.Milliseconds() > MaxTraceTimestampMs {
-			return nil, fmt.Errorf("%w: azure line %d: %v after the first row: want at most %d ms", ErrTrace, r.line, d, int64(MaxTraceTimestampMs))
+		if d < 0 || d.Milliseconds() > trace.MaxTimestampMs {
+			return nil, fmt.Errorf("%w: azure line %d: %v after the first row: want at most %d ms", ErrTrace, r.line, d, int64(trace.MaxTimestampMs))
 		}
 		r.e.TimestampMs = (d + time.Millisecond/2).Milliseconds()
-		if err := checkEntry(r.e); err != nil {
+		if err := trace.Check(r.e); err != nil {
 			return nil, fmt.Errorf("%w: azure line %d: %v", ErrTrace, r.line, err)
 		}
 		out[i] = r.e
@@ -281,13 +171,13 @@ const traceSalt = 0x51574B5452414345
 // to the total) is drawn from SplitMix64 seeded with hash_ids[j] ⊕ 0x51574B5452414345, so
 // requests sharing a hash id prefix share that prefix of words; the words past the last block
 // (or of a request without hash_ids) are drawn from SplitMix64 seeded with the entry's index ⊕
-// the salt ⊕ 1<<62. A prompt's MaxTokens is output_length; its AtNs is (timestamp −
-// timestamp₀) × timeScale ms in ns.
+// the salt ⊕ 1<<62. A prompt's MaxTokens is output_length; its AtNs is trace.Offsets'.
 func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64, timeScale float64) ([]Prompt, error) {
 	if !(wordsPerToken > 0) || blockTokens < 1 || !(timeScale > 0) || math.IsInf(timeScale, 0) || math.IsInf(wordsPerToken, 0) {
 		return nil, fmt.Errorf("%w: words_per_token %g, block_tokens %d, time_scale %g", ErrTrace, wordsPerToken, blockTokens, timeScale)
 	}
 	blockWords := max(1, int(math.Round(float64(blockTokens)*wordsPerToken)))
+	offs := trace.Offsets(entries, timeScale)
 	out := make([]Prompt, len(entries))
 	var sb strings.Builder
 	for i, e := range entries {
@@ -317,8 +207,7 @@ func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64
 		for n < total {
 			word(&rng)
 		}
-		at := float64(e.TimestampMs-entries[0].TimestampMs) * timeScale * 1e6
-		out[i] = Prompt{ID: fmt.Sprintf("trace-%06d", i), Text: sb.String(), MaxTokens: e.OutputLength, AtNs: int64(at)}
+		out[i] = Prompt{ID: fmt.Sprintf("trace-%06d", i), Text: sb.String(), MaxTokens: e.OutputLength, AtNs: offs[i]}
 	}
 	return out, nil
 }
