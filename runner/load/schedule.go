@@ -31,6 +31,9 @@ func (p *Plan) checkSchedule() error {
 	case !sc.Arrival.Valid() || len(sc.Stages) == 0:
 		return fmt.Errorf("%w: case %s: schedule arrival %q with %d stages", ErrPlan, p.CaseID, sc.Arrival, len(sc.Stages))
 	}
+	if gamma := sc.Arrival == contract.ScheduleArrivalGamma; gamma != (sc.Burstiness != nil) || (gamma && !(*sc.Burstiness > 0 && *sc.Burstiness <= 1000)) {
+		return fmt.Errorf("%w: case %s: schedule arrival %s with burstiness %v: burstiness (0 to 1000) goes with arrival gamma and only there", ErrPlan, p.CaseID, sc.Arrival, fmtPtr(sc.Burstiness))
+	}
 	for i, st := range sc.Stages {
 		bad := !(st.Seconds > 0) || math.IsInf(st.Seconds, 0)
 		switch st.Kind {

@@ -1336,6 +1336,31 @@ func (v PlainRateMode) Valid() bool {
 	return false
 }
 
+// PlainScheduleArrival is the enum at workload/v1 #PlainSchedule.arrival.
+//
+// CUE: workload/v1 #PlainSchedule.arrival.
+type PlainScheduleArrival string
+
+// The values of PlainScheduleArrival.
+const (
+	PlainScheduleArrivalConstant PlainScheduleArrival = "constant"
+	PlainScheduleArrivalPoisson  PlainScheduleArrival = "poisson"
+)
+
+// PlainScheduleArrivalValues lists the values of PlainScheduleArrival in contract order.
+func PlainScheduleArrivalValues() []PlainScheduleArrival {
+	return []PlainScheduleArrival{PlainScheduleArrivalConstant, PlainScheduleArrivalPoisson}
+}
+
+// Valid reports whether v is one of the values of PlainScheduleArrival.
+func (v PlainScheduleArrival) Valid() bool {
+	switch v {
+	case PlainScheduleArrivalConstant, PlainScheduleArrivalPoisson:
+		return true
+	}
+	return false
+}
+
 // ProbedDeviceKind is the enum at receipt/v1 #ProbedDevice.kind.
 //
 // CUE: receipt/v1 #ProbedDevice.kind.
@@ -1968,17 +1993,18 @@ type ScheduleArrival string
 const (
 	ScheduleArrivalConstant ScheduleArrival = "constant"
 	ScheduleArrivalPoisson  ScheduleArrival = "poisson"
+	ScheduleArrivalGamma    ScheduleArrival = "gamma"
 )
 
 // ScheduleArrivalValues lists the values of ScheduleArrival in contract order.
 func ScheduleArrivalValues() []ScheduleArrival {
-	return []ScheduleArrival{ScheduleArrivalConstant, ScheduleArrivalPoisson}
+	return []ScheduleArrival{ScheduleArrivalConstant, ScheduleArrivalPoisson, ScheduleArrivalGamma}
 }
 
 // Valid reports whether v is one of the values of ScheduleArrival.
 func (v ScheduleArrival) Valid() bool {
 	switch v {
-	case ScheduleArrivalConstant, ScheduleArrivalPoisson:
+	case ScheduleArrivalConstant, ScheduleArrivalPoisson, ScheduleArrivalGamma:
 		return true
 	}
 	return false

@@ -2183,13 +2183,16 @@ type SaturationRule struct {
 
 // Schedule is a row's load as stages: each holds a rate for a time or ramps linearly from one
 // rate to another. Arrivals follow the stages' cumulative rate Λ(t): arrival i is at Λ⁻¹(x_i),
-// with x_i = i (constant) or the sum of i seeded unit-mean exponential gaps (poisson, a
-// non-homogeneous Poisson process by time rescaling), all drawn from the workload's seed.
+// with x_i = i (constant) or the sum of i seeded unit-mean gaps, exponential (poisson, a
+// non-homogeneous Poisson process by time rescaling) or gamma of shape burstiness (gamma), all
+// drawn from the workload's seed. burstiness is required with arrival gamma and refused otherwise.
 //
 // CUE: workload/v1 #Schedule.
 type Schedule struct {
 	Arrival ScheduleArrival `json:"arrival"`
-	Stages  []Stage         `json:"stages"`
+	// Burstiness is the gamma shape k of the unit-mean gaps (coefficient of variation 1/sqrt(k)).
+	Burstiness *float64 `json:"burstiness,omitempty"`
+	Stages     []Stage  `json:"stages"`
 }
 
 // Stage holds a rate for seconds, or ramps linearly from rate_from to rate_to over seconds.

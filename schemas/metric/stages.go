@@ -81,9 +81,9 @@ func ExpectedArrivals(s *contract.Schedule) float64 {
 // [Cum, Cum + Integral) holds x_i (a stage of zero rate holds none), τ = y / r in a hold of rate
 // r and τ = 2y / (a + √(a² + 2(b − a)y/d)) in a ramp from a to b over d (y = x_i − Cum; the
 // root of the ramp's quadratic, stable for a = 0 and a = b). x_i = i (constant) or the sum of i
-// unit-mean exponential gaps −ln u from one SplitMix64 stream seeded with
-// seed ⊕ (c ≪ 32) ⊕ rep ⊕ 0x51574B5354414745 (poisson: a non-homogeneous Poisson process by time
-// rescaling). The arrivals end at the first x_i ≥ Λ(horizon). Each offset is the float time in
+// unit-mean gaps from one SplitMix64 stream seeded with seed ⊕ (c ≪ 32) ⊕ rep ⊕
+// 0x51574B5354414745: exponential −ln u (poisson: a non-homogeneous Poisson process by time
+// rescaling) or GammaGap(k = burstiness, rate 1) (gamma). The arrivals end at the first x_i ≥ Λ(horizon). Each offset is the float time in
 // seconds times 10⁹, truncated to whole nanoseconds. An error when more than limit arrivals would
 // be needed and limit is MaxScheduleArrivals (a plan to refuse); with a smaller limit the
 // schedule is cut there (a row's requests cap).
@@ -94,12 +94,19 @@ func ScheduleArrivals(s *contract.Schedule, seed, c, rep int64, limit int) (offs
 	sp := Spans(s)
 	total := sp[len(sp)-1].Cum + sp[len(sp)-1].Integral
 	rng := SplitMix64{State: uint64(seed) ^ uint64(c)<<32 ^ uint64(rep) ^ scheduleSalt}
+	k := 1.0
+	if s.Burstiness != nil {
+		k = *s.Burstiness
+	}
 	x, j := 0.0, 0
 	for i := 0; ; i++ {
 		if i > 0 {
-			if s.Arrival == contract.ScheduleArrivalPoisson {
+			switch s.Arrival {
+			case contract.ScheduleArrivalPoisson:
 				x += -math.Log(rng.Unit())
-			} else {
+			case contract.ScheduleArrivalGamma:
+				x += GammaGap(&rng, k, 1)
+			default:
 				x = float64(i)
 			}
 		}

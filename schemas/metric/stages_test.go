@@ -122,3 +122,27 @@ func TestSeries(t *testing.T) {
 		t.Fatalf("latency %+v", b)
 	}
 }
+
+// TestScheduleArrivalsGamma: a gamma schedule (burstiness 0.5) over a 100/s hold for 1,000 s has
+// gaps of mean 1/100 s within 2.5 % and coefficient of variation 1/√0.5 = 1.41 within 3 % (the
+// bounds of TestGammaMoments, about 100,000 gaps).
+func TestScheduleArrivalsGamma(t *testing.T) {
+	k := 0.5
+	s := &contract.Schedule{Arrival: contract.ScheduleArrivalGamma, Burstiness: &k, Stages: []contract.Stage{hold(100, 1000)}}
+	offs, _, err := ScheduleArrivals(s, 9, 2, 0, MaxScheduleArrivals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum, sq float64
+	n := len(offs) - 1
+	for i := 1; i < len(offs); i++ {
+		g := float64(offs[i]-offs[i-1]) / 1e9
+		sum += g
+		sq += g * g
+	}
+	mean := sum / float64(n)
+	cv := math.Sqrt(sq/float64(n)-mean*mean) / mean
+	if math.Abs(mean-0.01) > 0.025*0.01 || math.Abs(cv-math.Sqrt2) > 0.03*math.Sqrt2 {
+		t.Fatalf("%d gaps: mean %.6f s, cv %.4f; want 0.01 and 1.414", n, mean, cv)
+	}
+}
