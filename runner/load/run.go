@@ -271,12 +271,14 @@ type runner struct {
 	log       options
 	// done and failed count the current row's measured requests that ended (for Plan.Progress).
 	done, failed atomic.Int64
+	// total is the current row's measured requests (a Poisson schedule's vary by row).
+	total atomic.Int64
 }
 
 // progress tells Plan.Progress, if set.
 func (r *runner) progress(kind string, c, rep int64) {
 	if r.plan.Progress != nil {
-		r.plan.Progress(Progress{Kind: kind, Concurrency: c, Repetition: rep, Done: r.done.Load(), Failed: r.failed.Load(), Total: r.plan.measured()})
+		r.plan.Progress(Progress{Kind: kind, Concurrency: c, Repetition: rep, Done: r.done.Load(), Failed: r.failed.Load(), Total: r.total.Load()})
 	}
 }
 
@@ -353,6 +355,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		}
 	}
 	recs := make([]*contract.RequestRecordDoc, len(reqs))
+	r.total.Store(int64(len(reqs) - nWarm - nPrime))
 	r.done.Store(0)
 	r.failed.Store(0)
 	r.progress(ProgressRowStart, c, rep)
