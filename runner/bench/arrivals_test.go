@@ -3,11 +3,15 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +78,34 @@ func runBaseline(url string, offsets []time.Duration, maxTokens, inflight int) a
 		out.lags = append(out.lags, float64(send[i]-sched[i])/1e6)
 	}
 	return out
+}
+
+// runPython runs the asyncio open-loop baseline (testdata/openloop_reader.py) over offsets.
+func runPython(t *testing.T, baseURL string, offsets []time.Duration, maxTokens, inflight int) arrivalRun {
+	t.Helper()
+	u, _ := url.Parse(baseURL)
+	var in strings.Builder
+	for _, o := range offsets {
+		fmt.Fprintln(&in, int64(o))
+	}
+	cmd := exec.Command("python3", filepath.Join("testdata", "openloop_reader.py"), u.Hostname(), u.Port(), strconv.Itoa(maxTokens), strconv.Itoa(inflight))
+	cmd.Stdin, cmd.Stderr = strings.NewReader(in.String()), os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("openloop_reader.py: %v", err)
+	}
+	var r struct {
+		Sched, Send []int64
+		Failed      int64
+	}
+	if err := json.Unmarshal(out, &r); err != nil || len(r.Sched) != len(offsets) || len(r.Send) != len(offsets) {
+		t.Fatalf("openloop_reader.py output %.200q: %v", out, err)
+	}
+	a := arrivalRun{failed: r.Failed, achieved: ratio(r.Sched, r.Send)}
+	for i := range r.Sched {
+		a.lags = append(a.lags, float64(r.Send[i]-r.Sched[i])/1e6)
+	}
+	return a
 }
 
 // median is the run with the median p99 lag.
@@ -159,13 +191,15 @@ func TestArrivalFidelity(t *testing.T) {
 	ts, wpt, block := 1/scale, 0.75, int64(512)
 	tc.Corpus = &contract.Corpus{Source: contract.CorpusSourceTrace, TimeScale: &ts, LengthUnit: contract.TraceCorpusLengthUnit, WordsPerToken: &wpt, BlockTokens: &block, Digest: "sha256:" + strings.Repeat("0", 64)}
 
-	var gq, gb, tq, tb []arrivalRun
+	var gq, gb, gp, tq, tb, tp []arrivalRun
 	for range runs {
 		gq = append(gq, runQualkit(t, q.url, gc, benchPrompts))
 		gb = append(gb, runBaseline(q.url, offs, 4, 256))
+		gp = append(gp, runPython(t, q.url, offs, 4, 256))
 		tq = append(tq, runQualkit(t, q.url, tc, trace))
 		tb = append(tb, runBaseline(q.url, toffs, 4, 256))
-		t.Logf("gamma p99 qualkit %.3f ms baseline %.3f ms; trace p99 qualkit %.3f ms baseline %.3f ms", gq[len(gq)-1].stats().P99, gb[len(gb)-1].stats().P99, tq[len(tq)-1].stats().P99, tb[len(tb)-1].stats().P99)
+		tp = append(tp, runPython(t, q.url, toffs, 4, 256))
+		t.Logf("gamma p99 qualkit %.3f ms go %.3f ms python %.3f ms; trace p99 qualkit %.3f ms go %.3f ms python %.3f ms", gq[len(gq)-1].stats().P99, gb[len(gb)-1].stats().P99, gp[len(gp)-1].stats().P99, tq[len(tq)-1].stats().P99, tb[len(tb)-1].stats().P99, tp[len(tp)-1].stats().P99)
 	}
 
 	// 10,000 requests/s open loop (constant), 20,000 requests, at most 4,096 in flight.
@@ -182,7 +216,7 @@ func TestArrivalFidelity(t *testing.T) {
 	sq.stop()
 	t.Logf("4096 streams: peak %v, failures %d", streams.row.Fidelity.InFlightPeak, streams.failed)
 
-	doc := renderArrivals(gq, gb, tq, tb, high, streams, scale, time.Since(began), loadBefore, loadavg())
+	doc := renderArrivals(gq, gb, gp, tq, tb, tp, high, streams, scale, time.Since(began), loadBefore, loadavg())
 	if err := writeMarked(*arrivalsReport, arrivalsBegin, arrivalsEnd, doc); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +228,7 @@ const (
 	arrivalsEnd   = "<!-- END arrival-fidelity -->"
 )
 
-func renderArrivals(gq, gb, tq, tb []arrivalRun, high, streams arrivalRun, scale float64, took time.Duration, loadBefore, loadAfter string) string {
+func renderArrivals(gq, gb, gp, tq, tb, tp []arrivalRun, high, streams arrivalRun, scale float64, took time.Duration, loadBefore, loadAfter string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("%s\n## Arrival fidelity\n\n", arrivalsBegin)
@@ -208,8 +242,11 @@ func renderArrivals(gq, gb, tq, tb []arrivalRun, high, streams arrivalRun, scale
 	w("written), the baseline's just before `http.Client.Do`. **achieved / scheduled** is the span of\n")
 	w("the scheduled times over the span of the send times (1 = the schedule's rate was held).\n")
 	w("**go-minimal open loop** (`GoMinimalOpenLoop`) is the go-minimal reader's client with one\n")
-	w("dispatcher goroutine pacing by `time.Sleep` (Go timers) and a goroutine per request. The Python\n")
-	w("reader has no open-loop variant here.\n\n")
+	w("dispatcher goroutine pacing by `time.Sleep` (Go timers) and a goroutine per request.\n")
+	w("**python asyncio open loop** (`testdata/openloop_reader.py`) is the shape of vLLM's `bench serve`\n")
+	w("client in the standard library: an asyncio dispatcher sleeping with `asyncio.sleep` until each\n")
+	w("arrival, a task per request over pooled keep-alive connections, send stamped with\n")
+	w("`time.monotonic_ns()` just before the write.\n\n")
 	w("| row | client | requests | lag p50 (ms) | lag p99 (ms) | lag max (ms) | achieved / scheduled | failed |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
 	line := func(name, client string, a arrivalRun) {
 		s := a.stats()
@@ -217,8 +254,10 @@ func renderArrivals(gq, gb, tq, tb []arrivalRun, high, streams arrivalRun, scale
 	}
 	line("gamma, burstiness 0.5, 1,000/s", "qualkit", median(gq))
 	line("gamma, burstiness 0.5, 1,000/s", "go-minimal open loop", median(gb))
+	line("gamma, burstiness 0.5, 1,000/s", "python asyncio open loop", median(gp))
 	line(fmt.Sprintf("Mooncake sample gaps tiled, time_scale %.4f", 1/scale), "qualkit", median(tq))
 	line(fmt.Sprintf("Mooncake sample gaps tiled, time_scale %.4f", 1/scale), "go-minimal open loop", median(tb))
+	line(fmt.Sprintf("Mooncake sample gaps tiled, time_scale %.4f", 1/scale), "python asyncio open loop", median(tp))
 	hs := high.stats()
 	f := high.row.Fidelity
 	w("\n**10,000 requests/s open loop** (constant, 20,000 requests of one token, at most 4,096 in\n")
