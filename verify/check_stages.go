@@ -254,7 +254,7 @@ func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, o
 			return
 		}
 		if !r.failed && r.hasUsage && r.n > entries[k].OutputLength {
-			c.add(row.Records.Path, jp(r.line, "usage", "completion_tokens"), ErrRowMismatch, "trace row c%d-r%d: request %d has %d completion tokens, its trace entry's output_length is %d", row.Concurrency, row.Repetition, r.index, r.n, entries[k].OutputLength)
+			c.add(row.Records.Path, jp(r.line, "usage", "completion_tokens"), ErrRowMismatch, "trace row c%d-r%d: request %d has %d completion tokens, its trace entry's output_length is %d", row.Concurrency, row.Repetition, r.index, r.n, entries[k].OutputLength) // not a contract value: the record's member name
 			return
 		}
 	}
