@@ -207,7 +207,7 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 		}
 		have[k] = true
 		wantLoop := contract.RowLoopClosed
-		if wc.Rate != nil || wc.Schedule != nil || (wc.Corpus != nil && wc.Corpus.Source == contract.CorpusSourceTrace) {
+		if wc.Rate != nil || (wc.Schedule != nil && !metric.Closed(wc.Schedule)) || (wc.Corpus != nil && wc.Corpus.Source == contract.CorpusSourceTrace) {
 			wantLoop = contract.RowLoopOpen
 		}
 		if row.Loop != wantLoop {

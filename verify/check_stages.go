@@ -58,6 +58,10 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 		}
 		return
 	}
+	if metric.Closed(sc) {
+		checkClosedStages(c, path, j, row, wc, recs, tol)
+		return
+	}
 	if row.Loop != contract.RowLoopOpen {
 		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a scheduled case is %s loop: a schedule is open loop", row.Concurrency, row.Repetition, row.Loop)
 		return
@@ -132,6 +136,57 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 	}
 }
 
+// checkClosedStages checks a row of a closed schedule: closed loop, no offered rate, at most its
+// requests, no request taken after the schedule's horizon, and its stages (each request in the
+// stage holding its t_sched, from the row's first measured t_sched) and series recomputed.
+func checkClosedStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record, tol Tolerance) {
+	base := jp("rows", j)
+	sc := wc.Schedule
+	if row.Loop != contract.RowLoopClosed || row.Fidelity.OfferedRate != nil {
+		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a closed schedule is %s loop with offered rate %s: a closed schedule runs workers, not a rate", row.Concurrency, row.Repetition, row.Loop, fmtFloatPtr(row.Fidelity.OfferedRate))
+		return
+	}
+	reqs, measured := measuredRequests(recs)
+	if len(measured) == 0 {
+		return
+	}
+	if wc.Requests != nil && int64(len(measured)) > *wc.Requests {
+		c.add(row.Records.Path, "", ErrLoadNotReached, "closed scheduled row c%d-r%d records %d measured requests, above its requests %d", row.Concurrency, row.Repetition, len(measured), *wc.Requests)
+	}
+	origin := measured[0].sched
+	for _, r := range measured {
+		origin = min(origin, r.sched)
+	}
+	spans := metric.Spans(sc)
+	stageOf := make([]int, len(measured))
+	for i, r := range measured {
+		stageOf[i] = metric.StageAt(spans, origin, r.sched)
+		if stageOf[i] < 0 {
+			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), ErrLoadNotReached, "closed scheduled row c%d-r%d: request %d was taken %s s after the row's start, past its schedule's %s s", row.Concurrency, row.Repetition, r.index, fmtFloat(float64(r.sched-origin)/1e9), fmtFloat(metric.Horizon(sc)))
+			return
+		}
+	}
+	spec := metric.RowSpec{Concurrency: row.Concurrency, Loop: row.Loop, SLO: &metric.SLO{}}
+	if wc.SLO != nil {
+		spec.SLO = &metric.SLO{TTFTMs: wc.SLO.TTFTMs, ICLMs: wc.SLO.ICLMs, E2EMs: wc.SLO.E2EMs}
+	}
+	checkRowStages(c, path, base+"/stages", row, metric.RowStages(sc, spec, stageOf, reqs, stageOf, origin), tol)
+	series, ok := metric.Series(reqs, origin, int64(metric.Horizon(sc)*1e9))
+	switch {
+	case row.Series == nil && ok:
+		c.add(path, base+"/series", ErrRowMismatch, "scheduled row c%d-r%d records no per-second series", row.Concurrency, row.Repetition)
+	case row.Series != nil && ok:
+		checkSeries(c, path, base+"/series", *row.Series, series, tol)
+	}
+}
+
+func deref0(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
 // checkRowStages compares a row's recorded stages with their recomputation.
 func checkRowStages(c *collector, path, base string, row contract.Row, want []contract.RowStage, tol Tolerance) {
 	if len(row.Stages) != len(want) {
@@ -141,14 +196,15 @@ func checkRowStages(c *collector, path, base string, row contract.Row, want []co
 	for k, got := range row.Stages {
 		w := want[k]
 		at := jp(k)
-		if got.Kind != w.Kind || got.Scheduled != w.Scheduled || got.Requests != w.Requests || got.Successes != w.Successes || got.Failures != w.Failures {
+		if got.Kind != w.Kind || got.Scheduled != w.Scheduled || got.Requests != w.Requests || got.Successes != w.Successes || got.Failures != w.Failures ||
+			fmtIntPtr(got.Concurrency) != fmtIntPtr(w.Concurrency) || (got.OfferedRate == nil) != (w.OfferedRate == nil) {
 			c.add(path, base+at, ErrRowMismatch, "stage %d: %s with %d scheduled, %d requests (%d ok, %d failed); the schedule and records say %s with %d, %d (%d, %d)", k, got.Kind, got.Scheduled, got.Requests, got.Successes, got.Failures, w.Kind, w.Scheduled, w.Requests, w.Successes, w.Failures)
 			continue
 		}
 		for _, x := range []struct {
 			field     string
 			got, want float64
-		}{{"start_seconds", got.StartSeconds, w.StartSeconds}, {"seconds", got.Seconds, w.Seconds}, {"offered_rate", got.OfferedRate, w.OfferedRate}, {"achieved_rate", got.AchievedRate, w.AchievedRate}} {
+		}{{"start_seconds", got.StartSeconds, w.StartSeconds}, {"seconds", got.Seconds, w.Seconds}, {"offered_rate", deref0(got.OfferedRate), deref0(w.OfferedRate)}, {"achieved_rate", got.AchievedRate, w.AchievedRate}} {
 			if !within(x.got, x.want, tol) {
 				c.add(path, base+at+"/"+x.field, ErrRowMismatch, "stage %d: %s %s, recomputed %s", k, x.field, fmtFloat(x.got), fmtFloat(x.want))
 			}

@@ -131,3 +131,62 @@ func TestCheckTraceSchedule(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckClosedStages: a closed schedule's row whose stages and series are its records' passes;
+// an edited stage count, a request taken past the horizon, an open-loop row and a recorded
+// offered rate are found.
+func TestCheckClosedStages(t *testing.T) {
+	sc := &contract.Schedule{Arrival: contract.ScheduleArrivalClosed, Stages: []contract.Stage{
+		{Kind: contract.StageKindConcurrency, Concurrency: 2, Seconds: 1}, {Kind: contract.StageKindConcurrency, Concurrency: 4, Seconds: 1}}}
+	n := int64(100)
+	wc := &contract.Case{Kind: contract.CaseKindServing, Schedule: sc, Requests: &n, SLO: &contract.SLO{}}
+	build := func() ([]*record, contract.Row) {
+		var recs []*record
+		for k := range 30 {
+			s := int64(3e9) + int64(k)*60e6
+			recs = append(recs, &record{line: k, index: int64(k), sched: s, send: s + 1e5, hasSend: true, end: s + 40e6, hasEnd: true, cls: s + 41e6, hasClose: true, content: []int64{s + 5e6, s + 40e6}, hasUsage: true, n: 2, p: 3})
+		}
+		reqs, _ := measuredRequests(recs)
+		spans := metric.Spans(sc)
+		stageOf := make([]int, len(reqs))
+		for i := range reqs {
+			stageOf[i] = metric.StageAt(spans, 3e9, reqs[i].Sched)
+		}
+		row := contract.Row{Concurrency: 4, Loop: contract.RowLoopClosed}
+		row.Stages = metric.RowStages(sc, metric.RowSpec{Concurrency: 4, Loop: contract.RowLoopClosed, SLO: &metric.SLO{}}, stageOf, reqs, stageOf, 3e9)
+		series, _ := metric.Series(reqs, 3e9, 2e9)
+		row.Series = &series
+		return recs, row
+	}
+	for _, tc := range []struct {
+		name   string
+		tamper func([]*record, *contract.Row)
+		want   string
+	}{
+		{"honest", func([]*record, *contract.Row) {}, ""},
+		{"stage count", func(_ []*record, r *contract.Row) { r.Stages[0].Requests-- }, "stage 0:"},
+		{"past the horizon", func(recs []*record, _ *contract.Row) { recs[29].sched = 5.5e9 }, "past its schedule's 2 s"},
+		{"open loop", func(_ []*record, r *contract.Row) { r.Loop = contract.RowLoopOpen }, "runs workers, not a rate"},
+		{"offered rate", func(_ []*record, r *contract.Row) { v := 3.0; r.Fidelity.OfferedRate = &v }, "runs workers, not a rate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, row := build()
+			tc.tamper(recs, &row)
+			c := &collector{check: CheckTolerances}
+			checkStages(c, "cr.json", 0, row, wc, 1, recs, Tolerance{Absolute: 1e-9, Relative: 1e-9})
+			res := c.result()
+			if tc.want == "" {
+				if len(res.Findings) != 0 {
+					t.Fatalf("findings %v", res.Findings)
+				}
+				return
+			}
+			for _, f := range res.Findings {
+				if strings.Contains(f.Error(), tc.want) {
+					return
+				}
+			}
+			t.Fatalf("no finding mentioning %q: %v", tc.want, res.Findings)
+		})
+	}
+}

@@ -289,7 +289,7 @@ func (r *runner) requests(c, rep int64) ([]request, error) {
 	cs := &r.plan.Case
 	warm := warmupPrompts(r.plan.Prompts, int(cs.WarmupRequests), r.plan.Seed, c, rep)
 	m := r.plan.measured()
-	if cs.Schedule != nil {
+	if cs.Schedule != nil && !metric.Closed(cs.Schedule) {
 		offs, _, err := r.plan.schedule(c, rep)
 		if err != nil {
 			return nil, err
@@ -387,7 +387,10 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			}
 			sched = &rowSchedule{offsets: offs}
 			sched.origin = r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl, offs)
-		} else if sc := r.plan.Case.Schedule; sc != nil {
+		} else if sc := r.plan.Case.Schedule; metric.Closed(sc) {
+			sched = &rowSchedule{origin: time.Now()}
+			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl, closedGate(sc))
+		} else if sc != nil {
 			offs, stages, err := r.plan.schedule(c, rep)
 			if err != nil {
 				return RowResult{}, err
@@ -425,7 +428,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		rate := rt.RequestsPerSecond
 		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, &rate
 	}
-	if sc := r.plan.Case.Schedule; sc != nil {
+	if sc := r.plan.Case.Schedule; sc != nil && !metric.Closed(sc) {
 		rate := metric.ExpectedArrivals(sc) / metric.Horizon(sc)
 		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, &rate
 	}
@@ -452,14 +455,17 @@ func (r *runner) slo() contract.SLO {
 
 // closedLoop runs reqs with n workers released together; a worker's t_sched is the moment it
 // takes its next request.
-func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, n int, c, rep int64, ctl *rowCtl) {
+//
+// gate, when set (a closed schedule), is asked before worker w takes each request: it returns the
+// moment the worker may (its t_sched), or false to end the worker.
+func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, n int, c, rep int64, ctl *rowCtl, gates ...func(context.Context, int) (time.Time, bool)) {
 	if ctl != nil {
 		ctx = ctl.cut
 	}
 	var next atomic.Int64
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})
-	for range n {
+	for w := range n {
 		ready.Add(1)
 		done.Add(1)
 		go func() {
@@ -467,11 +473,20 @@ func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contrac
 			ready.Done()
 			<-start
 			for {
+				if len(gates) > 0 && next.Load() >= int64(len(reqs)) {
+					return // no request left to wait for
+				}
+				now := time.Now()
+				for _, gate := range gates {
+					var ok bool
+					if now, ok = gate(ctx, w); !ok {
+						return
+					}
+				}
 				i := next.Add(1) - 1
 				if i >= int64(len(reqs)) || ctx.Err() != nil {
 					return
 				}
-				now := time.Now()
 				if ctl != nil && !ctl.take(now) {
 					return
 				}

@@ -1,9 +1,11 @@
 package load
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/qualkit/qualkit/runner/metrics"
@@ -34,9 +36,12 @@ func (p *Plan) checkSchedule() error {
 	if gamma := sc.Arrival == contract.ScheduleArrivalGamma; gamma != (sc.Burstiness != nil) || (gamma && !(*sc.Burstiness > 0 && *sc.Burstiness <= 1000)) {
 		return fmt.Errorf("%w: case %s: schedule arrival %s with burstiness %v: burstiness (0 to 1000) goes with arrival gamma and only there", ErrPlan, p.CaseID, sc.Arrival, fmtPtr(sc.Burstiness))
 	}
+	closed := metric.Closed(sc)
 	for i, st := range sc.Stages {
-		bad := !(st.Seconds > 0) || math.IsInf(st.Seconds, 0)
+		bad := !(st.Seconds > 0) || math.IsInf(st.Seconds, 0) || closed != (st.Kind == contract.StageKindConcurrency)
 		switch st.Kind {
+		case contract.StageKindConcurrency:
+			bad = bad || st.Concurrency < 1 || st.Concurrency > MaxConcurrency || st.RateFrom != nil || st.RateTo != nil || st.RequestsPerSecond != 0
 		case contract.StageKindHold:
 			bad = bad || !(st.RequestsPerSecond > 0) || math.IsInf(st.RequestsPerSecond, 0) || st.RateFrom != nil || st.RateTo != nil
 		case contract.StageKindRamp:
@@ -45,8 +50,11 @@ func (p *Plan) checkSchedule() error {
 			bad = true
 		}
 		if bad {
-			return fmt.Errorf("%w: case %s: schedule stage %d (%s) is not a hold of a positive rate or a ramp between two rates of 0 or more, over a positive time", ErrPlan, p.CaseID, i, st.Kind)
+			return fmt.Errorf("%w: case %s: schedule stage %d (%s) is not a hold of a positive rate or a ramp between two rates of 0 or more (arrival constant, poisson or gamma), or a concurrency stage of 1 to %d workers (arrival closed, and only there), over a positive time", ErrPlan, p.CaseID, i, st.Kind, MaxConcurrency)
 		}
+	}
+	if closed {
+		return p.checkClosedSchedule()
 	}
 	switch want := metric.ExpectedArrivals(sc); {
 	case want < 1:
@@ -66,9 +74,62 @@ func (p *Plan) checkSchedule() error {
 	return nil
 }
 
+// checkClosedSchedule: a closed schedule caps its row with requests, and every row's
+// concurrency is its largest stage's (the row's workers; a stage runs as many of them as it
+// declares).
+func (p *Plan) checkClosedSchedule() error {
+	c := &p.Case
+	if c.Requests == nil {
+		return fmt.Errorf("%w: case %s declares a closed schedule without requests: set requests, the most measured requests a row may send", ErrPlan, p.CaseID)
+	}
+	top := int64(0)
+	for _, st := range c.Schedule.Stages {
+		top = max(top, st.Concurrency)
+	}
+	for _, cc := range c.Concurrency {
+		if cc != top {
+			return fmt.Errorf("%w: case %s: concurrency %d with a closed schedule whose largest stage runs %d: declare concurrency [%d]", ErrPlan, p.CaseID, cc, top, top)
+		}
+	}
+	return nil
+}
+
+// closedGate paces a closed schedule's workers: worker w takes a request only while the current
+// stage runs more than w workers, and waits for the next stage that does; false once the
+// schedule's horizon passed (or ctx ended). The schedule starts at the first call.
+func closedGate(sc *contract.Schedule) func(ctx context.Context, w int) (time.Time, bool) {
+	spans := metric.Spans(sc)
+	var once sync.Once
+	var origin time.Time
+	return func(ctx context.Context, w int) (time.Time, bool) {
+		once.Do(func() { origin = time.Now() })
+		for {
+			now := time.Now()
+			el := now.Sub(origin).Seconds()
+			workers, next, ok := metric.ActiveWorkers(spans, el)
+			if !ok || ctx.Err() != nil {
+				return now, false
+			}
+			if int64(w) < workers {
+				return now, true
+			}
+			t := time.NewTimer(time.Duration((next - el) * 1e9))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return now, false
+			case <-t.C:
+			}
+		}
+	}
+}
+
 // scheduledCap is a scheduled row's expected measured requests (the exact count of a constant
 // schedule), capped by Case.Requests; Progress reports it as the row's total.
 func (p *Plan) scheduledCap() int64 {
+	if metric.Closed(p.Case.Schedule) {
+		return *p.Case.Requests
+	}
 	n := int64(math.Ceil(metric.ExpectedArrivals(p.Case.Schedule)))
 	if p.Case.Requests != nil {
 		n = min(n, *p.Case.Requests)
@@ -117,14 +178,27 @@ func (rs *rowSchedule) report(row *contract.Row, sc *contract.Schedule, spec met
 	sort.SliceStable(measured, func(a, b int) bool { return measured[a].Index < measured[b].Index })
 	reqs := make([]metric.Request, len(measured))
 	stageOf := make([]int, len(measured))
+	origin := int64(rs.origin.Sub(epoch))
+	closed := metric.Closed(sc)
+	if closed && len(measured) > 0 {
+		origin = measured[0].TSchedNs
+		for _, r := range measured {
+			origin = min(origin, r.TSchedNs)
+		}
+	}
+	spans := metric.Spans(sc)
 	for i, r := range measured {
 		reqs[i] = metrics.Request(r)
 		stageOf[i] = -1
-		if k := r.Index - unmeasured; k >= 0 && k < int64(len(rs.stages)) {
+		if closed {
+			stageOf[i] = metric.StageAt(spans, origin, r.TSchedNs)
+		} else if k := r.Index - unmeasured; k >= 0 && k < int64(len(rs.stages)) {
 			stageOf[i] = rs.stages[k]
 		}
 	}
-	origin := int64(rs.origin.Sub(epoch))
+	if closed {
+		rs.stages = stageOf // a closed stage's scheduled requests are those its workers took
+	}
 	ms := metric.RowSpec{Concurrency: spec.Concurrency, Loop: spec.Loop, OfferedRate: spec.OfferedRate, SLO: &metric.SLO{TTFTMs: spec.SLO.TTFTMs, ICLMs: spec.SLO.ICLMs, E2EMs: spec.SLO.E2EMs}}
 	row.Stages = metric.RowStages(sc, ms, rs.stages, reqs, stageOf, origin)
 	if series, ok := metric.Series(reqs, origin, int64(metric.Horizon(sc)*1e9)); ok {

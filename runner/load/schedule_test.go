@@ -68,17 +68,18 @@ func TestRunRampTracksSchedule(t *testing.T) {
 		t.Fatalf("stages %+v", row.Row.Stages)
 	}
 	for i, st := range row.Row.Stages {
-		if st.AchievedRate < 0.97*st.OfferedRate || st.AchievedRate > 1.03*st.OfferedRate || st.Requests != st.Scheduled || len(st.Metrics) == 0 {
-			t.Errorf("stage %d: offered %.1f achieved %.1f, %d of %d scheduled, %d metrics", i, st.OfferedRate, st.AchievedRate, st.Requests, st.Scheduled, len(st.Metrics))
+		if st.OfferedRate == nil || st.AchievedRate < 0.97**st.OfferedRate || st.AchievedRate > 1.03**st.OfferedRate || st.Requests != st.Scheduled || len(st.Metrics) == 0 {
+			t.Errorf("stage %d: offered %v achieved %.1f, %d of %d scheduled, %d metrics", i, st.OfferedRate, st.AchievedRate, st.Requests, st.Scheduled, len(st.Metrics))
 		}
 	}
-	if row.Row.Stages[1].OfferedRate != 300 || row.Row.Stages[1].Scheduled != 900 {
-		t.Errorf("ramp stage: offered %g, %d scheduled, want 300 and 900", row.Row.Stages[1].OfferedRate, row.Row.Stages[1].Scheduled)
+	if st := row.Row.Stages[1]; st.OfferedRate == nil || *st.OfferedRate != 300 || st.Scheduled != 900 {
+		t.Errorf("ramp stage: offered %v, %d scheduled, want 300 and 900", st.OfferedRate, st.Scheduled)
 	}
 }
 
-// TestPlanRefusesSchedule: a schedule beside a rate or a duration, and a ramp without its rates,
-// are refused before any request.
+// TestPlanRefusesSchedule: a schedule beside a rate or a duration, a ramp without its rates, a
+// closed schedule with a rate stage, without requests or under a wider concurrency, and an open
+// one with a concurrency stage are refused before any request.
 func TestPlanRefusesSchedule(t *testing.T) {
 	base := func() contract.Case {
 		c := servingCase([]int64{2}, 1, 0, 4)
@@ -94,7 +95,26 @@ func TestPlanRefusesSchedule(t *testing.T) {
 	noRates.Schedule.Stages = []contract.Stage{{Kind: contract.StageKindRamp, Seconds: 1}}
 	empty := base()
 	empty.Schedule.Stages = []contract.Stage{{Kind: contract.StageKindRamp, RateFrom: fp(0), RateTo: fp(0), Seconds: 1}}
-	for name, c := range map[string]contract.Case{"rate": withRate, "duration": withDur, "ramp without rates": noRates, "no arrival": empty} {
+	closed := func() contract.Case {
+		c := servingCase([]int64{4}, 1, 0, 4)
+		n := int64(10)
+		c.Requests = &n
+		c.Schedule = &contract.Schedule{Arrival: contract.ScheduleArrivalClosed, Stages: []contract.Stage{{Kind: contract.StageKindConcurrency, Concurrency: 4, Seconds: 1}, {Kind: contract.StageKindConcurrency, Concurrency: 2, Seconds: 1}}}
+		return c
+	}
+	mixed := closed()
+	mixed.Schedule.Stages = append(mixed.Schedule.Stages, contract.Stage{Kind: contract.StageKindHold, RequestsPerSecond: 10, Seconds: 1})
+	uncapped := closed()
+	uncapped.Requests = nil
+	wide := closed()
+	wide.Concurrency = []int64{8}
+	openWithWorkers := base()
+	openWithWorkers.Schedule.Stages = []contract.Stage{{Kind: contract.StageKindConcurrency, Concurrency: 2, Seconds: 1}}
+	if plan := (Plan{CaseID: "ok", Case: closed(), BaseURL: "http://127.0.0.1:1", ModelID: "m", Prompts: inlinePrompts(), Seed: 1, Epoch: time.Now()}); plan.check() != nil {
+		t.Errorf("a closed schedule refused: %v", plan.check())
+	}
+	for name, c := range map[string]contract.Case{"rate": withRate, "duration": withDur, "ramp without rates": noRates, "no arrival": empty,
+		"closed with a rate stage": mixed, "closed without requests": uncapped, "closed concurrency above its stages": wide, "open with a concurrency stage": openWithWorkers} {
 		plan := Plan{CaseID: "bad", Case: c, BaseURL: "http://127.0.0.1:1", ModelID: "m", Prompts: inlinePrompts(), Seed: 1, Epoch: time.Now()}
 		if err := plan.check(); err == nil {
 			t.Errorf("%s: not refused", name)
@@ -104,5 +124,61 @@ func TestPlanRefusesSchedule(t *testing.T) {
 	plan := Plan{CaseID: "ok", Case: ok, BaseURL: "http://127.0.0.1:1", ModelID: "m", Prompts: inlinePrompts(), Seed: 1, Epoch: time.Now()}
 	if err := plan.check(); err != nil {
 		t.Errorf("a plain schedule refused: %v", err)
+	}
+}
+
+// TestRunClosedScheduleStages runs a closed schedule against qualsim (about 25 ms a request):
+// 2 workers for 0.6 s, then 8, then 1. At the middle of each stage the requests in flight
+// (sent, not yet closed) are at most the stage's workers and at least one fewer (a worker
+// between two requests), no request is taken past the 1.8 s horizon, the stages record their
+// workers and no offered rate, and the stage with 8 workers took the most requests.
+func TestRunClosedScheduleStages(t *testing.T) {
+	q := startQualsim(t, false, "--ttft", "5ms", "--token-interval", "1ms", "--slots", "64")
+	c := servingCase([]int64{8}, 1, 0, 20)
+	c.OutputAssertions = nil
+	n := int64(100000)
+	c.Requests = &n
+	c.Schedule = &contract.Schedule{Arrival: contract.ScheduleArrivalClosed, Stages: []contract.Stage{
+		{Kind: contract.StageKindConcurrency, Concurrency: 2, Seconds: 0.6},
+		{Kind: contract.StageKindConcurrency, Concurrency: 8, Seconds: 0.6},
+		{Kind: contract.StageKindConcurrency, Concurrency: 1, Seconds: 0.6},
+	}}
+	plan := Plan{CaseID: "closed-stages", Case: c, BaseURL: q.url, ModelID: "qualsim-tiny", Prompts: inlinePrompts(), Seed: 5, Epoch: time.Now()}
+	res, err := Run(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := res.Rows[0]
+	if row.Row.Loop != contract.RowLoopClosed || row.Row.Failures != 0 || len(row.Row.Stages) != 3 || row.Row.Series == nil {
+		t.Fatalf("loop %s, %d failed, %d stages, series %v", row.Row.Loop, row.Row.Failures, len(row.Row.Stages), row.Row.Series != nil)
+	}
+	origin := row.Records[0].TSchedNs
+	for _, r := range row.Records {
+		origin = min(origin, r.TSchedNs)
+	}
+	for k, st := range row.Row.Stages {
+		w := c.Schedule.Stages[k].Concurrency
+		if st.Concurrency == nil || *st.Concurrency != w || st.OfferedRate != nil || st.Requests != st.Scheduled {
+			t.Fatalf("stage %d: %+v", k, st)
+		}
+		mid := origin + int64((0.6*float64(k)+0.3)*1e9)
+		busy := int64(0)
+		for _, r := range row.Records {
+			if r.TSendNs != nil && *r.TSendNs <= mid && r.TCloseNs != nil && *r.TCloseNs > mid {
+				busy++
+			}
+		}
+		if busy > w || busy < w-1 {
+			t.Errorf("stage %d (%d workers): %d in flight at its middle", k, w, busy)
+		}
+		t.Logf("stage %d: %d workers, %d requests, %d in flight at its middle", k, w, st.Requests, busy)
+	}
+	if s := row.Row.Stages; !(s[1].Requests > s[0].Requests && s[0].Requests > s[2].Requests) {
+		t.Errorf("requests per stage %d, %d, %d: want the 8-worker stage most and the 1-worker stage least", s[0].Requests, s[1].Requests, s[2].Requests)
+	}
+	for _, r := range row.Records {
+		if r.TSchedNs-origin >= 1.8e9 {
+			t.Fatalf("request %d taken %d ns after the start, past the horizon", r.Index, r.TSchedNs-origin)
+		}
 	}
 }

@@ -1345,17 +1345,18 @@ type PlainScheduleArrival string
 const (
 	PlainScheduleArrivalConstant PlainScheduleArrival = "constant"
 	PlainScheduleArrivalPoisson  PlainScheduleArrival = "poisson"
+	PlainScheduleArrivalClosed   PlainScheduleArrival = "closed"
 )
 
 // PlainScheduleArrivalValues lists the values of PlainScheduleArrival in contract order.
 func PlainScheduleArrivalValues() []PlainScheduleArrival {
-	return []PlainScheduleArrival{PlainScheduleArrivalConstant, PlainScheduleArrivalPoisson}
+	return []PlainScheduleArrival{PlainScheduleArrivalConstant, PlainScheduleArrivalPoisson, PlainScheduleArrivalClosed}
 }
 
 // Valid reports whether v is one of the values of PlainScheduleArrival.
 func (v PlainScheduleArrival) Valid() bool {
 	switch v {
-	case PlainScheduleArrivalConstant, PlainScheduleArrivalPoisson:
+	case PlainScheduleArrivalConstant, PlainScheduleArrivalPoisson, PlainScheduleArrivalClosed:
 		return true
 	}
 	return false
@@ -1863,19 +1864,20 @@ type RowStageKind string
 
 // The values of RowStageKind.
 const (
-	RowStageKindHold RowStageKind = "hold"
-	RowStageKindRamp RowStageKind = "ramp"
+	RowStageKindHold        RowStageKind = "hold"
+	RowStageKindRamp        RowStageKind = "ramp"
+	RowStageKindConcurrency RowStageKind = "concurrency"
 )
 
 // RowStageKindValues lists the values of RowStageKind in contract order.
 func RowStageKindValues() []RowStageKind {
-	return []RowStageKind{RowStageKindHold, RowStageKindRamp}
+	return []RowStageKind{RowStageKindHold, RowStageKindRamp, RowStageKindConcurrency}
 }
 
 // Valid reports whether v is one of the values of RowStageKind.
 func (v RowStageKind) Valid() bool {
 	switch v {
-	case RowStageKindHold, RowStageKindRamp:
+	case RowStageKindHold, RowStageKindRamp, RowStageKindConcurrency:
 		return true
 	}
 	return false
@@ -1994,17 +1996,18 @@ const (
 	ScheduleArrivalConstant ScheduleArrival = "constant"
 	ScheduleArrivalPoisson  ScheduleArrival = "poisson"
 	ScheduleArrivalGamma    ScheduleArrival = "gamma"
+	ScheduleArrivalClosed   ScheduleArrival = "closed"
 )
 
 // ScheduleArrivalValues lists the values of ScheduleArrival in contract order.
 func ScheduleArrivalValues() []ScheduleArrival {
-	return []ScheduleArrival{ScheduleArrivalConstant, ScheduleArrivalPoisson, ScheduleArrivalGamma}
+	return []ScheduleArrival{ScheduleArrivalConstant, ScheduleArrivalPoisson, ScheduleArrivalGamma, ScheduleArrivalClosed}
 }
 
 // Valid reports whether v is one of the values of ScheduleArrival.
 func (v ScheduleArrival) Valid() bool {
 	switch v {
-	case ScheduleArrivalConstant, ScheduleArrivalPoisson, ScheduleArrivalGamma:
+	case ScheduleArrivalConstant, ScheduleArrivalPoisson, ScheduleArrivalGamma, ScheduleArrivalClosed:
 		return true
 	}
 	return false
@@ -2145,19 +2148,20 @@ type StageKind string
 
 // The values of StageKind.
 const (
-	StageKindHold StageKind = "hold"
-	StageKindRamp StageKind = "ramp"
+	StageKindHold        StageKind = "hold"
+	StageKindRamp        StageKind = "ramp"
+	StageKindConcurrency StageKind = "concurrency"
 )
 
 // StageKindValues lists the values of StageKind in contract order.
 func StageKindValues() []StageKind {
-	return []StageKind{StageKindHold, StageKindRamp}
+	return []StageKind{StageKindHold, StageKindRamp, StageKindConcurrency}
 }
 
 // Valid reports whether v is one of the values of StageKind.
 func (v StageKind) Valid() bool {
 	switch v {
-	case StageKindHold, StageKindRamp:
+	case StageKindHold, StageKindRamp, StageKindConcurrency:
 		return true
 	}
 	return false

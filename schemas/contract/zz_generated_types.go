@@ -179,9 +179,13 @@ type RowStage struct {
 	Kind         RowStageKind `json:"kind"`
 	StartSeconds float64      `json:"start_seconds"`
 	Seconds      float64      `json:"seconds"`
-	// OfferedRate is the stage's mean declared rate (its arrivals' integral over its seconds).
-	OfferedRate float64 `json:"offered_rate"`
-	// Scheduled counts the arrivals the schedule put in the stage (t_sched in it).
+	// OfferedRate is the stage's mean declared rate (its arrivals' integral over its seconds);
+	// null for a concurrency stage, which declares no rate.
+	OfferedRate *float64 `json:"offered_rate"`
+	// Concurrency is a concurrency stage's declared worker count (absent for a rate stage).
+	Concurrency *int64 `json:"concurrency,omitempty"`
+	// Scheduled counts the arrivals the schedule put in the stage (t_sched in it); in a
+	// concurrency stage, the requests its workers took.
 	Scheduled int64 `json:"scheduled"`
 	// Requests: requests, successes and failures count the recorded measured requests scheduled in it.
 	Requests  int64 `json:"requests"`
@@ -2187,6 +2191,9 @@ type SaturationRule struct {
 // non-homogeneous Poisson process by time rescaling) or gamma of shape burstiness (gamma), all
 // drawn from the workload's seed. burstiness is required with arrival gamma and refused otherwise.
 //
+// arrival closed makes every row closed loop instead: its stages are concurrency stages, each
+// running that many workers for its seconds (docs/metrics.md "Stages and ramps").
+//
 // CUE: workload/v1 #Schedule.
 type Schedule struct {
 	Arrival ScheduleArrival `json:"arrival"`
@@ -2195,7 +2202,8 @@ type Schedule struct {
 	Stages     []Stage  `json:"stages"`
 }
 
-// Stage holds a rate for seconds, or ramps linearly from rate_from to rate_to over seconds.
+// Stage holds a rate for seconds, ramps linearly from rate_from to rate_to over seconds, or (in a
+// closed schedule, and only there) runs concurrency workers for seconds.
 //
 // CUE: workload/v1 #Stage.
 type Stage struct {
@@ -2204,6 +2212,7 @@ type Stage struct {
 	Seconds           float64   `json:"seconds"`
 	RateFrom          *float64  `json:"rate_from,omitempty"`
 	RateTo            *float64  `json:"rate_to,omitempty"`
+	Concurrency       int64     `json:"concurrency,omitempty"`
 }
 
 // ComparisonPolicy says which results may be compared, and by which rules.

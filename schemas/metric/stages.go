@@ -27,8 +27,10 @@ const MaxSeriesBins = 100000
 type StageSpan struct {
 	Kind           contract.StageKind
 	Start, Seconds float64
-	From, To       float64 // the rate at the stage's start and end (equal for a hold)
+	From, To       float64 // the rate at the stage's start and end (equal for a hold; 0 for a concurrency stage)
 	Integral, Cum  float64
+	// Concurrency is a concurrency stage's worker count (0 for a rate stage).
+	Concurrency int64
 }
 
 // Spans places the schedule's stages back to back.
@@ -41,7 +43,10 @@ func Spans(s *contract.Schedule) []StageSpan {
 			a, b = deref0(st.RateFrom), deref0(st.RateTo)
 		}
 		integ := (a + b) / 2 * st.Seconds
-		out[i] = StageSpan{Kind: st.Kind, Start: t, Seconds: st.Seconds, From: a, To: b, Integral: integ, Cum: cum}
+		if st.Kind == contract.StageKindConcurrency {
+			a, b, integ = 0, 0, 0
+		}
+		out[i] = StageSpan{Kind: st.Kind, Start: t, Seconds: st.Seconds, From: a, To: b, Integral: integ, Cum: cum, Concurrency: st.Concurrency}
 		t += st.Seconds
 		cum += integ
 	}
@@ -138,6 +143,38 @@ func ScheduleArrivals(s *contract.Schedule, seed, c, rep int64, limit int) (offs
 	}
 }
 
+// Closed reports whether a schedule is closed loop (concurrency stages).
+func Closed(s *contract.Schedule) bool {
+	return s != nil && s.Arrival == contract.ScheduleArrivalClosed
+}
+
+// ActiveWorkers is a closed schedule's worker count elapsed seconds after its start and the
+// start of the next stage (the horizon in the last); ok is false at or past the horizon.
+func ActiveWorkers(spans []StageSpan, elapsed float64) (workers int64, next float64, ok bool) {
+	for _, st := range spans {
+		if elapsed < st.Start+st.Seconds {
+			return st.Concurrency, st.Start + st.Seconds, true
+		}
+	}
+	return 0, 0, false
+}
+
+// StageAt is the stage holding t (ns on the records' clock) of a schedule starting at origin:
+// the first stage with t − origin before its end; -1 before origin or at or past the horizon. A
+// closed row's request belongs to the stage holding its t_sched (the moment a worker took it),
+// and its origin is the row's first measured t_sched.
+func StageAt(spans []StageSpan, origin, t int64) int {
+	if t < origin {
+		return -1
+	}
+	for k, st := range spans {
+		if t-origin < int64((st.Start+st.Seconds)*1e9) {
+			return k
+		}
+	}
+	return -1
+}
+
 // RowStages computes a scheduled row's stages: for each stage of s, its place and offered rate,
 // the arrivals scheduled in it (stageOfArrival: the stage of each arrival, as ScheduleArrivals
 // returns it), the measured requests scheduled in it (stageOf[i] is measured[i]'s stage, in
@@ -165,7 +202,8 @@ func RowStages(s *contract.Schedule, spec RowSpec, stageOfArrival []int, measure
 	return out
 }
 
-// RowStage is one stage's numbers (see RowStages) without its scheduled count.
+// RowStage is one stage's numbers (see RowStages) without its scheduled count; a concurrency
+// stage has its concurrency and no offered rate.
 func RowStage(spec RowSpec, st StageSpan, in []Request, all []Request, origin int64) contract.RowStage {
 	res := Row(spec, in)
 	lo := origin + int64(st.Start*1e9)
@@ -176,11 +214,19 @@ func RowStage(spec RowSpec, st StageSpan, in []Request, all []Request, origin in
 			sent++
 		}
 	}
-	return contract.RowStage{
-		Kind: contract.RowStageKind(st.Kind), StartSeconds: st.Start, Seconds: st.Seconds, OfferedRate: st.Integral / st.Seconds,
+	out := contract.RowStage{
+		Kind: contract.RowStageKind(st.Kind), StartSeconds: st.Start, Seconds: st.Seconds,
 		Requests: res.Requests, Successes: res.Successes, Failures: res.Failures,
 		AchievedRate: float64(sent) / st.Seconds, Metrics: MetricsOf(res.Values),
 	}
+	if st.Kind == contract.StageKindConcurrency {
+		c := st.Concurrency
+		out.Concurrency = &c
+	} else {
+		offered := st.Integral / st.Seconds
+		out.OfferedRate = &offered
+	}
+	return out
 }
 
 // Series is a row's per-second time series (per_second_series.v1): bin k covers

@@ -55,7 +55,7 @@ func (p pageData) Load(receipt, kase, row int) template.HTML {
 		b.WriteString(`<table class="rows"><thead><tr><th>stage</th><th>kind</th><th class="n">start s</th><th class="n">seconds</th><th class="n">offered/s</th><th class="n">achieved/s</th><th class="n">scheduled</th><th class="n">req</th><th class="n">fail</th></tr></thead><tbody>`)
 		for k, st := range r.Stages {
 			fmt.Fprintf(&b, `<tr><td>%d</td><td>%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%d</td><td class="n">%d</td><td class="n%s">%d</td></tr>`,
-				k, template.HTMLEscapeString(string(st.Kind)), num(st.StartSeconds), num(st.Seconds), num(st.OfferedRate), num(st.AchievedRate), st.Scheduled, st.Requests, failClass(st.Failures), st.Failures)
+				k, template.HTMLEscapeString(stageKind(st)), num(st.StartSeconds), num(st.Seconds), numPtr(st.OfferedRate), num(st.AchievedRate), st.Scheduled, st.Requests, failClass(st.Failures), st.Failures)
 		}
 		b.WriteString(`</tbody></table>`)
 	}
@@ -63,6 +63,14 @@ func (p pageData) Load(receipt, kase, row int) template.HTML {
 		b.WriteString(`<div class="pair">` + seriesRateSVG(s.Bins) + seriesLatencySVG(s.Bins) + `</div>`)
 	}
 	return template.HTML(b.String())
+}
+
+// stageKind names a stage: its kind, and a concurrency stage's workers.
+func stageKind(st contract.RowStage) string {
+	if st.Concurrency != nil {
+		return fmt.Sprintf("%s %d", st.Kind, *st.Concurrency)
+	}
+	return string(st.Kind)
 }
 
 func failClass(n int64) string {
