@@ -137,7 +137,7 @@ func TestCheckTraceSchedule(t *testing.T) {
 // offered rate are found.
 func TestCheckClosedStages(t *testing.T) {
 	sc := &contract.Schedule{Arrival: contract.ScheduleArrivalClosed, Stages: []contract.Stage{
-		{Kind: contract.StageKindConcurrency, Concurrency: 2, Seconds: 1}, {Kind: contract.StageKindConcurrency, Concurrency: 4, Seconds: 1}}}
+		{Kind: contract.StageKindWorkers, Concurrency: 2, Seconds: 1}, {Kind: contract.StageKindWorkers, Concurrency: 4, Seconds: 1}}}
 	n := int64(100)
 	wc := &contract.Case{Kind: contract.CaseKindServing, Schedule: sc, Requests: &n, SLO: &contract.SLO{}}
 	build := func() ([]*record, contract.Row) {

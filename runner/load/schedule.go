@@ -38,9 +38,9 @@ func (p *Plan) checkSchedule() error {
 	}
 	closed := metric.Closed(sc)
 	for i, st := range sc.Stages {
-		bad := !(st.Seconds > 0) || math.IsInf(st.Seconds, 0) || closed != (st.Kind == contract.StageKindConcurrency)
+		bad := !(st.Seconds > 0) || math.IsInf(st.Seconds, 0) || closed != (st.Kind == contract.StageKindWorkers)
 		switch st.Kind {
-		case contract.StageKindConcurrency:
+		case contract.StageKindWorkers:
 			bad = bad || st.Concurrency < 1 || st.Concurrency > MaxConcurrency || st.RateFrom != nil || st.RateTo != nil || st.RequestsPerSecond != 0
 		case contract.StageKindHold:
 			bad = bad || !(st.RequestsPerSecond > 0) || math.IsInf(st.RequestsPerSecond, 0) || st.RateFrom != nil || st.RateTo != nil
@@ -50,7 +50,7 @@ func (p *Plan) checkSchedule() error {
 			bad = true
 		}
 		if bad {
-			return fmt.Errorf("%w: case %s: schedule stage %d (%s) is not a hold of a positive rate or a ramp between two rates of 0 or more (arrival constant, poisson or gamma), or a concurrency stage of 1 to %d workers (arrival closed, and only there), over a positive time", ErrPlan, p.CaseID, i, st.Kind, MaxConcurrency)
+			return fmt.Errorf("%w: case %s: schedule stage %d (%s) is not a hold of a positive rate or a ramp between two rates of 0 or more (arrival constant, poisson or gamma), or a workers stage of 1 to %d workers (arrival closed, and only there), over a positive time", ErrPlan, p.CaseID, i, st.Kind, MaxConcurrency)
 		}
 	}
 	if closed {

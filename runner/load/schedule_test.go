@@ -79,7 +79,7 @@ func TestRunRampTracksSchedule(t *testing.T) {
 
 // TestPlanRefusesSchedule: a schedule beside a rate or a duration, a ramp without its rates, a
 // closed schedule with a rate stage, without requests or under a wider concurrency, and an open
-// one with a concurrency stage are refused before any request.
+// one with a workers stage are refused before any request.
 func TestPlanRefusesSchedule(t *testing.T) {
 	base := func() contract.Case {
 		c := servingCase([]int64{2}, 1, 0, 4)
@@ -99,7 +99,7 @@ func TestPlanRefusesSchedule(t *testing.T) {
 		c := servingCase([]int64{4}, 1, 0, 4)
 		n := int64(10)
 		c.Requests = &n
-		c.Schedule = &contract.Schedule{Arrival: contract.ScheduleArrivalClosed, Stages: []contract.Stage{{Kind: contract.StageKindConcurrency, Concurrency: 4, Seconds: 1}, {Kind: contract.StageKindConcurrency, Concurrency: 2, Seconds: 1}}}
+		c.Schedule = &contract.Schedule{Arrival: contract.ScheduleArrivalClosed, Stages: []contract.Stage{{Kind: contract.StageKindWorkers, Concurrency: 4, Seconds: 1}, {Kind: contract.StageKindWorkers, Concurrency: 2, Seconds: 1}}}
 		return c
 	}
 	mixed := closed()
@@ -109,12 +109,12 @@ func TestPlanRefusesSchedule(t *testing.T) {
 	wide := closed()
 	wide.Concurrency = []int64{8}
 	openWithWorkers := base()
-	openWithWorkers.Schedule.Stages = []contract.Stage{{Kind: contract.StageKindConcurrency, Concurrency: 2, Seconds: 1}}
+	openWithWorkers.Schedule.Stages = []contract.Stage{{Kind: contract.StageKindWorkers, Concurrency: 2, Seconds: 1}}
 	if plan := (Plan{CaseID: "ok", Case: closed(), BaseURL: "http://127.0.0.1:1", ModelID: "m", Prompts: inlinePrompts(), Seed: 1, Epoch: time.Now()}); plan.check() != nil {
 		t.Errorf("a closed schedule refused: %v", plan.check())
 	}
 	for name, c := range map[string]contract.Case{"rate": withRate, "duration": withDur, "ramp without rates": noRates, "no arrival": empty,
-		"closed with a rate stage": mixed, "closed without requests": uncapped, "closed concurrency above its stages": wide, "open with a concurrency stage": openWithWorkers} {
+		"closed with a rate stage": mixed, "closed without requests": uncapped, "closed concurrency above its stages": wide, "open with a workers stage": openWithWorkers} {
 		plan := Plan{CaseID: "bad", Case: c, BaseURL: "http://127.0.0.1:1", ModelID: "m", Prompts: inlinePrompts(), Seed: 1, Epoch: time.Now()}
 		if err := plan.check(); err == nil {
 			t.Errorf("%s: not refused", name)
@@ -139,9 +139,9 @@ func TestRunClosedScheduleStages(t *testing.T) {
 	n := int64(100000)
 	c.Requests = &n
 	c.Schedule = &contract.Schedule{Arrival: contract.ScheduleArrivalClosed, Stages: []contract.Stage{
-		{Kind: contract.StageKindConcurrency, Concurrency: 2, Seconds: 0.6},
-		{Kind: contract.StageKindConcurrency, Concurrency: 8, Seconds: 0.6},
-		{Kind: contract.StageKindConcurrency, Concurrency: 1, Seconds: 0.6},
+		{Kind: contract.StageKindWorkers, Concurrency: 2, Seconds: 0.6},
+		{Kind: contract.StageKindWorkers, Concurrency: 8, Seconds: 0.6},
+		{Kind: contract.StageKindWorkers, Concurrency: 1, Seconds: 0.6},
 	}}
 	plan := Plan{CaseID: "closed-stages", Case: c, BaseURL: q.url, ModelID: "qualsim-tiny", Prompts: inlinePrompts(), Seed: 5, Epoch: time.Now()}
 	res, err := Run(context.Background(), plan)

@@ -1864,20 +1864,20 @@ type RowStageKind string
 
 // The values of RowStageKind.
 const (
-	RowStageKindHold        RowStageKind = "hold"
-	RowStageKindRamp        RowStageKind = "ramp"
-	RowStageKindConcurrency RowStageKind = "concurrency"
+	RowStageKindHold    RowStageKind = "hold"
+	RowStageKindRamp    RowStageKind = "ramp"
+	RowStageKindWorkers RowStageKind = "workers"
 )
 
 // RowStageKindValues lists the values of RowStageKind in contract order.
 func RowStageKindValues() []RowStageKind {
-	return []RowStageKind{RowStageKindHold, RowStageKindRamp, RowStageKindConcurrency}
+	return []RowStageKind{RowStageKindHold, RowStageKindRamp, RowStageKindWorkers}
 }
 
 // Valid reports whether v is one of the values of RowStageKind.
 func (v RowStageKind) Valid() bool {
 	switch v {
-	case RowStageKindHold, RowStageKindRamp, RowStageKindConcurrency:
+	case RowStageKindHold, RowStageKindRamp, RowStageKindWorkers:
 		return true
 	}
 	return false
@@ -2148,20 +2148,20 @@ type StageKind string
 
 // The values of StageKind.
 const (
-	StageKindHold        StageKind = "hold"
-	StageKindRamp        StageKind = "ramp"
-	StageKindConcurrency StageKind = "concurrency"
+	StageKindHold    StageKind = "hold"
+	StageKindRamp    StageKind = "ramp"
+	StageKindWorkers StageKind = "workers"
 )
 
 // StageKindValues lists the values of StageKind in contract order.
 func StageKindValues() []StageKind {
-	return []StageKind{StageKindHold, StageKindRamp, StageKindConcurrency}
+	return []StageKind{StageKindHold, StageKindRamp, StageKindWorkers}
 }
 
 // Valid reports whether v is one of the values of StageKind.
 func (v StageKind) Valid() bool {
 	switch v {
-	case StageKindHold, StageKindRamp, StageKindConcurrency:
+	case StageKindHold, StageKindRamp, StageKindWorkers:
 		return true
 	}
 	return false

@@ -180,12 +180,12 @@ type RowStage struct {
 	StartSeconds float64      `json:"start_seconds"`
 	Seconds      float64      `json:"seconds"`
 	// OfferedRate is the stage's mean declared rate (its arrivals' integral over its seconds);
-	// null for a concurrency stage, which declares no rate.
+	// null for a workers stage, which declares no rate.
 	OfferedRate *float64 `json:"offered_rate"`
-	// Concurrency is a concurrency stage's declared worker count (absent for a rate stage).
+	// Concurrency is a workers stage's declared worker count (absent for a rate stage).
 	Concurrency *int64 `json:"concurrency,omitempty"`
 	// Scheduled counts the arrivals the schedule put in the stage (t_sched in it); in a
-	// concurrency stage, the requests its workers took.
+	// workers stage, the requests its workers took.
 	Scheduled int64 `json:"scheduled"`
 	// Requests: requests, successes and failures count the recorded measured requests scheduled in it.
 	Requests  int64 `json:"requests"`
@@ -2191,8 +2191,8 @@ type SaturationRule struct {
 // non-homogeneous Poisson process by time rescaling) or gamma of shape burstiness (gamma), all
 // drawn from the workload's seed. burstiness is required with arrival gamma and refused otherwise.
 //
-// arrival closed makes every row closed loop instead: its stages are concurrency stages, each
-// running that many workers for its seconds (docs/metrics.md "Stages and ramps").
+// arrival closed makes every row closed loop instead: its stages are workers stages, each
+// running concurrency workers for its seconds (docs/metrics.md "Stages and ramps").
 //
 // CUE: workload/v1 #Schedule.
 type Schedule struct {
@@ -2202,8 +2202,8 @@ type Schedule struct {
 	Stages     []Stage  `json:"stages"`
 }
 
-// Stage holds a rate for seconds, ramps linearly from rate_from to rate_to over seconds, or (in a
-// closed schedule, and only there) runs concurrency workers for seconds.
+// Stage holds a rate for seconds, ramps linearly from rate_from to rate_to over seconds, or (kind
+// workers, in a closed schedule and only there) runs concurrency workers for seconds.
 //
 // CUE: workload/v1 #Stage.
 type Stage struct {

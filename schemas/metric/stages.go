@@ -27,9 +27,9 @@ const MaxSeriesBins = 100000
 type StageSpan struct {
 	Kind           contract.StageKind
 	Start, Seconds float64
-	From, To       float64 // the rate at the stage's start and end (equal for a hold; 0 for a concurrency stage)
+	From, To       float64 // the rate at the stage's start and end (equal for a hold; 0 for a workers stage)
 	Integral, Cum  float64
-	// Concurrency is a concurrency stage's worker count (0 for a rate stage).
+	// Concurrency is a workers stage's worker count (0 for a rate stage).
 	Concurrency int64
 }
 
@@ -43,7 +43,7 @@ func Spans(s *contract.Schedule) []StageSpan {
 			a, b = deref0(st.RateFrom), deref0(st.RateTo)
 		}
 		integ := (a + b) / 2 * st.Seconds
-		if st.Kind == contract.StageKindConcurrency {
+		if st.Kind == contract.StageKindWorkers {
 			a, b, integ = 0, 0, 0
 		}
 		out[i] = StageSpan{Kind: st.Kind, Start: t, Seconds: st.Seconds, From: a, To: b, Integral: integ, Cum: cum, Concurrency: st.Concurrency}
@@ -143,7 +143,7 @@ func ScheduleArrivals(s *contract.Schedule, seed, c, rep int64, limit int) (offs
 	}
 }
 
-// Closed reports whether a schedule is closed loop (concurrency stages).
+// Closed reports whether a schedule is closed loop (workers stages).
 func Closed(s *contract.Schedule) bool {
 	return s != nil && s.Arrival == contract.ScheduleArrivalClosed
 }
@@ -219,7 +219,7 @@ func RowStage(spec RowSpec, st StageSpan, in []Request, all []Request, origin in
 		Requests: res.Requests, Successes: res.Successes, Failures: res.Failures,
 		AchievedRate: float64(sent) / st.Seconds, Metrics: MetricsOf(res.Values),
 	}
-	if st.Kind == contract.StageKindConcurrency {
+	if st.Kind == contract.StageKindWorkers {
 		c := st.Concurrency
 		out.Concurrency = &c
 	} else {

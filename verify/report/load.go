@@ -65,7 +65,7 @@ func (p pageData) Load(receipt, kase, row int) template.HTML {
 	return template.HTML(b.String())
 }
 
-// stageKind names a stage: its kind, and a concurrency stage's workers.
+// stageKind names a stage: its kind, and a workers stage's workers.
 func stageKind(st contract.RowStage) string {
 	if st.Concurrency != nil {
 		return fmt.Sprintf("%s %d", st.Kind, *st.Concurrency)
