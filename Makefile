@@ -59,6 +59,7 @@ e2e-real: ## a real engine: builds pinned ollama into .tools/ (minutes the first
 bench: ## run the Go benchmarks (ratios against baselines measured in the same run); rewrite docs/performance.md's client rows (needs python3, wrk)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) test -count=1 -timeout 30m -run '^TestClientFidelity$$' ./runner/bench -args -report=$(CURDIR)/docs/performance.md
+	$(GO) test -count=1 -timeout 30m -run '^TestArrivalFidelity$$' ./runner/bench -args -arrivals=$(CURDIR)/docs/performance.md
 
 tidy: ## go mod tidy every module (workspace siblings temporarily replaced by their directories)
 	@set -e; for m in $(MODULES); do \

@@ -105,6 +105,75 @@ func checkSchedule(c *collector, path string, row contract.Row, wc *contract.Cas
 	}
 }
 
+// corpusSize is the number of prompts of a workload case's corpus where the workload says it
+// (inline prompts, a synthetic count); ok is false for a file corpus.
+func corpusSize(wc *contract.Case) (int64, bool) {
+	switch {
+	case wc == nil || wc.Corpus == nil:
+		return 0, false
+	case wc.Corpus.Source == contract.CorpusSourceInline:
+		return int64(len(wc.Corpus.Prompts)), len(wc.Corpus.Prompts) > 0
+	case wc.Corpus.Source == contract.CorpusSourceSynthetic:
+		return wc.Corpus.Count, wc.Corpus.Count > 0
+	}
+	return 0, false
+}
+
+// checkCorpusOrder recomputes the corpus position of every measured record that carries one
+// (metric.CorpusOrder, from the case's prompt_order and the workload's seed): measured request k
+// (index minus the row's unmeasured requests) asks corpus_index order[k] in cycle k div N. Where
+// the workload does not say N (a file corpus), it checks only that one corpus_index always asks
+// the same prompt_id.
+func checkCorpusOrder(c *collector, row contract.Row, wc *contract.Case, seed int64, recs []*record) {
+	offset, maxK := int64(0), int64(-1)
+	for _, r := range recs {
+		if r.warmup {
+			offset++
+		}
+	}
+	var measured []*record
+	for _, r := range recs {
+		if !r.warmup && r.hasCorpus {
+			measured = append(measured, r)
+			maxK = max(maxK, r.index-offset)
+		}
+	}
+	if len(measured) == 0 || maxK >= 1<<24 {
+		return
+	}
+	asks := map[int64]string{}
+	for _, r := range measured {
+		if id, ok := asks[r.corpusIndex]; ok && id != r.promptID {
+			c.add(row.Records.Path, jp(r.line, "prompt_id"), ErrRowMismatch, "row c%d-r%d: request %d asks %s as corpus_index %d, which another request of the row asks as %s", row.Concurrency, row.Repetition, r.index, r.promptID, r.corpusIndex, id)
+			return
+		}
+		asks[r.corpusIndex] = r.promptID
+	}
+	n, ok := corpusSize(wc)
+	if !ok || maxK < 0 {
+		return
+	}
+	order := metric.CorpusOrder(wc.PromptOrder, seed, n, maxK+1)
+	for _, r := range measured {
+		k := r.index - offset
+		if k < 0 || r.corpusIndex != order[k] || r.cycle != k/n {
+			want := int64(-1)
+			if k >= 0 {
+				want = order[k]
+			}
+			c.add(row.Records.Path, jp(r.line, "corpus_index"), ErrRowMismatch, "row c%d-r%d: measured request %d asks corpus_index %d in cycle %d, the %s order of seed %d over %d prompts asks %d in cycle %d", row.Concurrency, row.Repetition, k, r.corpusIndex, r.cycle, orderName(wc.PromptOrder), seed, n, want, k/n)
+			return
+		}
+	}
+}
+
+func orderName(o contract.ServingCasePromptOrder) contract.ServingCasePromptOrder {
+	if o == "" {
+		return contract.ServingCasePromptOrderSequential
+	}
+	return o
+}
+
 // checkCaseTimeout: a serving case's records fit its timeout_seconds (plus timeoutGraceSeconds),
 // and a case that records it stopped is failed and says after how long.
 func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record) {

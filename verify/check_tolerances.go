@@ -196,6 +196,8 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 			c.add(path, base+"/fidelity/degraded", ErrRowMismatch, "degraded %v, the records say %v (p99 schedule lag bound %.3f ms)", fid.Degraded, rf.degraded, degradedLagP99Ms)
 		}
 		checkSchedule(c, path, row, wc, s.seed(), recs)
+		checkCorpusOrder(c, row, wc, s.seed(), recs)
+		s.checkStages(c, path, j, row, wc, s.seed(), recs, tol)
 		checkRowEnd(c, path, j, row, wc, recs, cr.Status == contract.StatusPassed)
 		if !checkLoad(c, path, j, row, wc, recs, tol) {
 			unchecked++

@@ -44,6 +44,10 @@ type record struct {
 	cached    int64
 	hasCached bool
 	priming   bool // a warm row's priming request
+	// corpusIndex and cycle place a measured request in the cycled corpus when hasCorpus
+	// (records before they existed have neither).
+	corpusIndex, cycle int64
+	hasCorpus          bool
 }
 
 // recordSet is what reading one JSON Lines file of request records learned.
@@ -499,10 +503,12 @@ func (p *lineParser) record(r *record) bool {
 			r.promptID = string(v)
 			return s.first(fPromptID) && ok && isPortableID(v)
 		case "corpus_index":
-			_, ok := p.uint()
+			v, ok := p.uint()
+			r.corpusIndex, r.hasCorpus = v, true
 			return s.first(fCorpusIndex) && ok
 		case "cycle":
-			_, ok := p.uint()
+			v, ok := p.uint()
+			r.cycle = v
 			return s.first(fCycle) && ok
 		case "seed":
 			v, _, ok := p.optUint()

@@ -577,27 +577,15 @@ func verdict(ok bool, got, bound float64) string {
 	return fmt.Sprintf("%s (%.3f vs %.3f)", mark, got, bound)
 }
 
-// writeSection replaces the marked section of path (or appends it; the file is created with a
-// title when missing), leaving every other section as it is.
+// writeSection replaces the client-fidelity section of path (or appends it; the file is created
+// with a title when missing), leaving every other section as it is.
 func writeSection(path, section string) error {
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	doc := string(old)
-	if doc == "" {
-		doc = "# Performance\n\nNumbers measured on a named host by `make bench`; each section says how.\n"
-	}
-	if i := strings.Index(doc, beginMarker); i >= 0 {
-		j := strings.Index(doc[i:], endMarker)
-		if j < 0 {
-			return fmt.Errorf("%s: %q without %q", path, beginMarker, endMarker)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(path, []byte("# Performance\n\nNumbers measured on a named host by `make bench`; each section says how.\n"), 0o644); err != nil {
+			return err
 		}
-		doc = doc[:i] + section + doc[i+j+len(endMarker)+1:]
-	} else {
-		doc = strings.TrimRight(doc, "\n") + "\n\n" + section
 	}
-	return os.WriteFile(path, []byte(doc), 0o644)
+	return writeMarked(path, beginMarker, endMarker, section)
 }
 
 func TestWriteSection(t *testing.T) {

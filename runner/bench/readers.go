@@ -165,3 +165,52 @@ func QualkitShort(baseURL string, workers int, d time.Duration, body []byte) (in
 	wg.Wait()
 	return ok.Load(), time.Since(epoch), failed.Load(), nil
 }
+
+// GoMinimalOpenLoop is the open-loop baseline of the arrival rows: one dispatcher goroutine
+// sleeps with time.Sleep until each scheduled offset (from its start), then starts a goroutine
+// that posts a streamed request with net/http (at most inflight at once, arrivals that find every
+// slot busy wait) and reads the response to its end. It returns each request's scheduled and send
+// times (send: just before http.Client.Do) in ns from its start, and the failures.
+func GoMinimalOpenLoop(baseURL string, offsets []time.Duration, maxTokens, inflight int) (sched, send []int64, failed int64) {
+	tr := &http.Transport{MaxIdleConnsPerHost: inflight, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	body := ChatBody(maxTokens)
+	sched, send = make([]int64, len(offsets)), make([]int64, len(offsets))
+	slots := make(chan struct{}, inflight)
+	var wg sync.WaitGroup
+	var bad atomic.Int64
+	t0 := time.Now()
+	for i, off := range offsets {
+		if d := time.Until(t0.Add(off)); d > 0 {
+			time.Sleep(d)
+		}
+		slots <- struct{}{}
+		sched[i] = int64(off)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			req, _ := http.NewRequest(http.MethodPost, baseURL+"/v1/chat/completions", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			send[i] = int64(time.Since(t0))
+			resp, err := hc.Do(req)
+			if err != nil {
+				bad.Add(1)
+				return
+			}
+			defer resp.Body.Close()
+			br := bufio.NewReaderSize(resp.Body, 64<<10)
+			for {
+				if _, err := br.ReadSlice('\n'); err != nil {
+					if !strings.Contains(err.Error(), "EOF") {
+						bad.Add(1)
+					}
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return sched, send, bad.Load()
+}

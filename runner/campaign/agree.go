@@ -138,8 +138,8 @@ func factString(v any) (string, bool) {
 // needs at least c of them to ever have c in flight.
 func (p *Plan) checkRowRequests() error {
 	for i, c := range p.variant.Cases {
-		if c.Kind != contract.CaseKindServing || len(c.Concurrency) == 0 {
-			continue
+		if c.Kind != contract.CaseKindServing || len(c.Concurrency) == 0 || c.Schedule != nil || (c.Corpus != nil && c.Corpus.Source == contract.CorpusSourceTrace) {
+			continue // a schedule's arrivals (a trace's entries) are its row size; its concurrency caps the in-flight count
 		}
 		maxC := slices.Max(c.Concurrency)
 		if c.CapacitySearch != nil { // a capacity search probes up to its max

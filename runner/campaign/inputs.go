@@ -59,7 +59,7 @@ func (p *Plan) checkInputs() error {
 				return fmt.Errorf("%w: %w", ErrWorkload, err)
 			}
 		}
-		if c.Corpus != nil && c.Corpus.Source == contract.CorpusSourceFile && filepath.IsLocal(filepath.FromSlash(c.Corpus.Path)) {
+		if c.Corpus != nil && (c.Corpus.Source == contract.CorpusSourceFile || c.Corpus.Source == contract.CorpusSourceTrace) && filepath.IsLocal(filepath.FromSlash(c.Corpus.Path)) {
 			if err := checkInput(filepath.Join(p.root, filepath.FromSlash(c.Corpus.Path)), fmt.Sprintf("case %s corpus %s", c.ID, c.Corpus.Path), MaxCorpusBytes); err != nil {
 				return fmt.Errorf("%w: %w", ErrWorkload, err)
 			}

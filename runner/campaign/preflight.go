@@ -387,7 +387,7 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 				return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, c.ID, err)
 			}
 			p.prompts[c.ID] = prompts
-			if c.Corpus.Source == contract.CorpusSourceFile {
+			if c.Corpus.Source == contract.CorpusSourceFile || c.Corpus.Source == contract.CorpusSourceTrace { // a trace is bound like a corpus file
 				p.files = append(p.files, artifact.File{Kind: contract.ArtifactKindCorpus, Path: c.Corpus.Path, Abs: filepath.Join(p.root, c.Corpus.Path)})
 			}
 		case contract.CaseKindDriver:

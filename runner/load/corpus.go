@@ -16,7 +16,12 @@ import (
 )
 
 // Prompt is one resolved corpus prompt.
-type Prompt struct{ ID, Text, System string }
+type Prompt struct {
+	ID, Text, System string
+	// MaxTokens, when positive, is this prompt's max_tokens (a trace entry's output_length) in
+	// place of the case's; AtNs is a trace entry's scheduled offset from the row's start.
+	MaxTokens, AtNs int64
+}
 
 // ErrCorpus marks a corpus that cannot be resolved.
 var ErrCorpus = errors.New("invalid corpus")
@@ -59,8 +64,13 @@ func Resolve(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
 			return nil, fmt.Errorf("%w: synthetic prompt_words: want 1 <= min <= max <= 100000", ErrCorpus)
 		}
 		out = SyntheticWords(uint64(*corpus.Seed), int(corpus.Count), int(pw.Min), int(pw.Max))
+	case contract.CorpusSourceTrace:
+		var err error
+		if out, err = readTraceCorpus(corpus, repoRoot); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("%w: source %q: want inline, file or synthetic", ErrCorpus, corpus.Source)
+		return nil, fmt.Errorf("%w: source %q: want inline, file, synthetic or trace", ErrCorpus, corpus.Source)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: no prompts", ErrCorpus)
@@ -161,7 +171,7 @@ var syntheticWords = [256]string{
 	"from", "front", "full", "game", "gave", "general", "get", "girl", "give", "gold",
 	"good", "got", "govern", "great", "green", "ground", "group", "grow", "half", "hand",
 	"happen", "hard", "has", "have", "head", "hear", "heard", "heat", "help", "here",
-	"high", "hold", "home", "horse", "hot", "hour", "house", "how", "hundred", "idea",
+	"high", "hold", "home", "horse", "hot", "hour", "house", "how", "hundred", "idea", // not a contract value: a word of the synthetic corpus
 	"inch", "interest", "island", "just", "keep", "kind", "king", "knew", "know", "land",
 	"large", "last", "late", "laugh", "lay", "lead", "learn", "leave", "left", "less",
 	"letter", "life", "light", "like", "line", "list", "listen", "little", "live", "long",

@@ -198,6 +198,8 @@ func (p *Plan) check() error {
 		return fmt.Errorf("%w: case %s: no model id", ErrPlan, p.CaseID)
 	case c.API != contract.ServingCaseAPIChat && c.API != contract.ServingCaseAPICompletions:
 		return fmt.Errorf("%w: case %s: api %q", ErrPlan, p.CaseID, c.API)
+	case c.PromptOrder != "" && !c.PromptOrder.Valid():
+		return fmt.Errorf("%w: case %s: prompt_order %q", ErrPlan, p.CaseID, c.PromptOrder)
 	case p.Epoch.IsZero() || time.Since(p.Epoch) < 0:
 		return fmt.Errorf("%w: epoch %v is unset or in the future", ErrPlan, p.Epoch)
 	case p.Epoch == p.Epoch.Round(0):
@@ -209,7 +211,13 @@ func (p *Plan) check() error {
 	case c.Requests != nil && *c.Requests < 1:
 		return fmt.Errorf("%w: case %s: requests %d", ErrPlan, p.CaseID, *c.Requests)
 	}
-	if n, maxC := p.measured(), slices.Max(c.Concurrency); n < maxC {
+	if err := p.checkSchedule(); err != nil {
+		return err
+	}
+	if err := p.checkTrace(); err != nil {
+		return err
+	}
+	if n, maxC := p.measured(), slices.Max(c.Concurrency); n < maxC && c.Schedule == nil && !p.trace() {
 		return fmt.Errorf("%w: case %s: %d requests per row cannot reach concurrency %d; set requests to at least %d", ErrPlan, p.CaseID, n, maxC, maxC)
 	}
 	for _, n := range c.Concurrency {
@@ -246,6 +254,9 @@ func (p *Plan) check() error {
 
 // measured is the number of measured requests of each row: Case.Requests, or the corpus size.
 func (p *Plan) measured() int64 {
+	if p.Case.Schedule != nil {
+		return p.scheduledCap()
+	}
 	if p.Case.Requests != nil {
 		return *p.Case.Requests
 	}
@@ -260,22 +271,31 @@ type runner struct {
 	log       options
 	// done and failed count the current row's measured requests that ended (for Plan.Progress).
 	done, failed atomic.Int64
+	// total is the current row's measured requests (a Poisson schedule's vary by row).
+	total atomic.Int64
 }
 
 // progress tells Plan.Progress, if set.
 func (r *runner) progress(kind string, c, rep int64) {
 	if r.plan.Progress != nil {
-		r.plan.Progress(Progress{Kind: kind, Concurrency: c, Repetition: rep, Done: r.done.Load(), Failed: r.failed.Load(), Total: r.plan.measured()})
+		r.plan.Progress(Progress{Kind: kind, Concurrency: c, Repetition: rep, Done: r.done.Load(), Failed: r.failed.Load(), Total: r.total.Load()})
 	}
 }
 
 // requests plans a row: warmups first (indexes 0..W-1), then the measured requests
-// (W..W+M-1, M = Plan.measured()): measured request k asks corpus prompt k mod N, so the corpus
-// cycles in declared order.
+// (W..W+M-1, M = Plan.measured()): measured request k asks corpus prompt metric.CorpusOrder's k-th
+// (k mod N in the declared order, or cycle k div N's seeded permutation), so the corpus cycles.
 func (r *runner) requests(c, rep int64) ([]request, error) {
 	cs := &r.plan.Case
 	warm := warmupPrompts(r.plan.Prompts, int(cs.WarmupRequests), r.plan.Seed, c, rep)
 	m := r.plan.measured()
+	if cs.Schedule != nil && !metric.Closed(cs.Schedule) {
+		offs, _, err := r.plan.schedule(c, rep)
+		if err != nil {
+			return nil, err
+		}
+		m = int64(len(offs))
+	}
 	n := int64(len(r.plan.Prompts))
 	priming := int64(0)
 	if regime(cs) == contract.CacheRegimeWarm {
@@ -306,13 +326,15 @@ func (r *runner) requests(c, rep int64) ([]request, error) {
 			return nil, err
 		}
 	}
-	for k := range priming {
-		if err := add(r.plan.Prompts[k], true, true, -1, -1); err != nil {
+	order := metric.CorpusOrder(cs.PromptOrder, r.plan.Seed, n, m)
+	// The priming pass asks each prompt the measured requests ask, once, in their order.
+	for _, ci := range order[:priming] {
+		if err := add(r.plan.Prompts[ci], true, true, -1, -1); err != nil {
 			return nil, err
 		}
 	}
-	for k := range m {
-		if err := add(r.plan.Prompts[k%n], false, false, k%n, k/n); err != nil {
+	for k, ci := range order {
+		if err := add(r.plan.Prompts[ci], false, false, ci, int64(k)/n); err != nil {
 			return nil, err
 		}
 	}
@@ -333,6 +355,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		}
 	}
 	recs := make([]*contract.RequestRecordDoc, len(reqs))
+	r.total.Store(int64(len(reqs) - nWarm - nPrime))
 	r.done.Store(0)
 	r.failed.Store(0)
 	r.progress(ProgressRowStart, c, rep)
@@ -347,6 +370,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	nWarm += nPrime
 	var tel *Telemetry
 	var before []byte
+	var sched *rowSchedule
 	if ctx.Err() == nil {
 		if err := r.client.Prewarm(ctx, int(c)); err != nil {
 			r.log.log.Debug("prewarm", "err", err)
@@ -356,8 +380,25 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			tel.TBeforeNs = int64(time.Since(r.plan.Epoch))
 			before = r.scrape(ctx, tel, "before")
 		}
-		if r.plan.Case.Rate != nil {
-			r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl)
+		if r.plan.trace() {
+			offs := make([]time.Duration, len(reqs)-nWarm)
+			for k, q := range reqs[nWarm:] {
+				offs[k] = time.Duration(q.prompt.AtNs)
+			}
+			sched = &rowSchedule{offsets: offs}
+			sched.origin = r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl, offs)
+		} else if sc := r.plan.Case.Schedule; metric.Closed(sc) {
+			sched = &rowSchedule{origin: time.Now()}
+			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl, closedGate(sc))
+		} else if sc != nil {
+			offs, stages, err := r.plan.schedule(c, rep)
+			if err != nil {
+				return RowResult{}, err
+			}
+			sched = &rowSchedule{offsets: offs, stages: stages}
+			sched.origin = r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl, offs)
+		} else if r.plan.Case.Rate != nil {
+			r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl, arrivals(r.plan.Case.Rate, len(reqs)-nWarm, r.plan.Seed, c, rep))
 		} else {
 			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl)
 		}
@@ -387,9 +428,21 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		rate := rt.RequestsPerSecond
 		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, &rate
 	}
+	if sc := r.plan.Case.Schedule; sc != nil && !metric.Closed(sc) {
+		rate := metric.ExpectedArrivals(sc) / metric.Horizon(sc)
+		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, &rate
+	}
+	if r.plan.trace() {
+		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, r.plan.traceRate()
+	}
 	out.Row = metrics.Row(spec, out.Records)
 	out.Row.Metrics = append(out.Row.Metrics, rowMetrics...)
 	out.Row.Ended = ctl.finish(ctx, out.Records)
+	if sched != nil && r.plan.trace() {
+		sched.reportTrace(&out.Row, r.plan.Case.Corpus, r.plan.Prompts, out.Records, r.plan.Epoch)
+	} else if sched != nil {
+		sched.report(&out.Row, r.plan.Case.Schedule, spec, out.Records, r.plan.Epoch)
+	}
 	return out, nil
 }
 
@@ -402,14 +455,17 @@ func (r *runner) slo() contract.SLO {
 
 // closedLoop runs reqs with n workers released together; a worker's t_sched is the moment it
 // takes its next request.
-func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, n int, c, rep int64, ctl *rowCtl) {
+//
+// gate, when set (a closed schedule), is asked before worker w takes each request: it returns the
+// moment the worker may (its t_sched), or false to end the worker.
+func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, n int, c, rep int64, ctl *rowCtl, gates ...func(context.Context, int) (time.Time, bool)) {
 	if ctl != nil {
 		ctx = ctl.cut
 	}
 	var next atomic.Int64
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})
-	for range n {
+	for w := range n {
 		ready.Add(1)
 		done.Add(1)
 		go func() {
@@ -417,11 +473,20 @@ func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contrac
 			ready.Done()
 			<-start
 			for {
+				if len(gates) > 0 && next.Load() >= int64(len(reqs)) {
+					return // no request left to wait for
+				}
+				now := time.Now()
+				for _, gate := range gates {
+					var ok bool
+					if now, ok = gate(ctx, w); !ok {
+						return
+					}
+				}
 				i := next.Add(1) - 1
 				if i >= int64(len(reqs)) || ctx.Err() != nil {
 					return
 				}
-				now := time.Now()
 				if ctl != nil && !ctl.take(now) {
 					return
 				}
@@ -448,8 +513,9 @@ func arrivals(rate *contract.Rate, n int, seed int64, c, rep int64) []time.Durat
 // openLoop dispatches reqs at their scheduled times, at most c in flight. The dispatcher runs on
 // a goroutine of its own, locked to a thread that sleeps until each deadline (see pacer) and then
 // writes the request itself; another goroutine waits for each response.
-func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, c, rep int64, ctl *rowCtl) {
-	offsets := arrivals(r.plan.Case.Rate, len(reqs), r.plan.Seed, c, rep)
+//
+// offsets are the arrivals' scheduled offsets from the schedule's start, which openLoop returns.
+func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, c, rep int64, ctl *rowCtl, offsets []time.Duration) (origin time.Time) {
 	send := ctl.send
 	ctx = ctl.cut
 	slots := make(chan struct{}, c)
@@ -460,6 +526,7 @@ func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.
 		p := startPacer()
 		defer p.stop()
 		t0 := time.Now()
+		origin = t0
 		for i := range reqs {
 			at := t0.Add(offsets[i])
 			if p.until(send, at) != nil {
@@ -485,6 +552,7 @@ func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.
 	}()
 	<-dispatched
 	wg.Wait()
+	return origin
 }
 
 // request is the client request of a planned one.
@@ -492,7 +560,7 @@ func (r *runner) request(q *request) Request {
 	cs := &r.plan.Case
 	return Request{
 		Path: Endpoint(string(cs.API)), Body: q.body, Stream: cs.Stream, Epoch: r.plan.Epoch,
-		Timeout: time.Duration(cs.RequestTimeoutSeconds * float64(time.Second)), ExpectEvents: int(cs.MaxTokens) + 8,
+		Timeout: time.Duration(cs.RequestTimeoutSeconds * float64(time.Second)), ExpectEvents: int(q.maxTokens(cs)) + 8,
 	}
 }
 
@@ -526,14 +594,14 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		s := int64(resp.Status)
 		rec.StatusCode = &s
 	}
-	if u := resp.Usage; rec.Error == nil && u != nil && u.CompletionTokens > cs.MaxTokens {
-		rec.Error = reqError(ClassUsageExceedsMaxTokens, "usage completion_tokens %d exceeds the request's max_tokens %d: the server reported more tokens than it may generate", u.CompletionTokens, cs.MaxTokens)
+	if u := resp.Usage; rec.Error == nil && u != nil && u.CompletionTokens > q.maxTokens(cs) {
+		rec.Error = reqError(ClassUsageExceedsMaxTokens, "usage completion_tokens %d exceeds the request's max_tokens %d: the server reported more tokens than it may generate", u.CompletionTokens, q.maxTokens(cs))
 	}
 	if u := resp.Usage; rec.Error == nil && u != nil && u.PromptTokens > int64(len(q.body))+MaxTemplateTokens {
 		rec.Error = reqError(ClassInconsistentUsage, "usage prompt_tokens %d exceeds the request body's %d bytes plus %d template tokens: every prompt token but the chat template's stands for at least one byte of the body", u.PromptTokens, len(q.body), MaxTemplateTokens)
 	}
 	if !q.warmup && rec.Error == nil {
-		rec.Assertions = check(r.asserts, q.prompt.ID, resp, cs.MaxTokens)
+		rec.Assertions = check(r.asserts, q.prompt.ID, resp, q.maxTokens(cs))
 		if msg := failedAssertions(rec.Assertions); msg != "" {
 			rec.Error = reqError(ClassAssertion, "%s", msg)
 		}
@@ -553,6 +621,15 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		r.log.sink(rec)
 	}
 	return rec
+}
+
+// maxTokens is the request's max_tokens: its prompt's (a trace entry's output_length), else the
+// case's.
+func (q *request) maxTokens(cs *contract.Case) int64 {
+	if q.prompt.MaxTokens > 0 {
+		return q.prompt.MaxTokens
+	}
+	return cs.MaxTokens
 }
 
 // fmtPtr formats an optional number ("absent" when nil).

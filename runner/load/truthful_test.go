@@ -3,12 +3,14 @@ package load
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/qualkit/qualkit/runner/sim"
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // TestRunImpossibleResponses: a response no conforming server can send fails the request with a
@@ -164,4 +166,42 @@ func TestRunOpenLoopOverCapacity(t *testing.T) {
 		t.Fatalf("in flight peak %d, want the cap 2", *f.InFlightPeak)
 	}
 	t.Logf("achieved %.1f/s, lag p99 %.1f ms, reasons %q", f.AchievedRate, f.ScheduleLagP99Ms, f.Reasons)
+}
+
+// TestRunSeededPromptOrder: with prompt_order seeded, each cycle of a row's measured requests asks
+// every prompt once in metric.CorpusOrder's permutation (not the declared order), each record
+// says which (corpus_index, cycle, prompt_id), and both rows ask the same sequence.
+func TestRunSeededPromptOrder(t *testing.T) {
+	q := startQualsim(t, false, "--ttft", "5ms", "--token-interval", "1ms", "--slots", "16")
+	c := servingCase([]int64{2, 4}, 1, 1, 4)
+	n := int64(14)
+	c.Requests = &n
+	c.PromptOrder = contract.ServingCasePromptOrderSeeded
+	prompts := inlinePrompts()
+	plan := Plan{CaseID: "seeded-order", Case: c, BaseURL: q.url, ModelID: "qualsim-tiny", Prompts: prompts, Seed: 11, Epoch: time.Now()}
+	res, err := Run(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := metric.CorpusOrder(contract.ServingCasePromptOrderSeeded, 11, int64(len(prompts)), n)
+	if slices.Equal(want, metric.CorpusOrder(contract.ServingCasePromptOrderSequential, 11, int64(len(prompts)), n)) {
+		t.Fatal("seed 11 draws the declared order: pick another seed")
+	}
+	for _, row := range res.Rows {
+		var got []int64
+		for _, r := range row.Records {
+			checkRecordDoc(t, r)
+			if r.Warmup {
+				continue
+			}
+			k := int64(len(got))
+			if r.CorpusIndex == nil || r.Cycle == nil || *r.Cycle != k/int64(len(prompts)) || r.PromptID != prompts[*r.CorpusIndex].ID {
+				t.Fatalf("row c%d request %d: prompt %s corpus_index %v cycle %v", row.Row.Concurrency, k, r.PromptID, r.CorpusIndex, r.Cycle)
+			}
+			got = append(got, *r.CorpusIndex)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("row c%d asks %v, want %v", row.Row.Concurrency, got, want)
+		}
+	}
 }

@@ -91,12 +91,17 @@ const (
 	// IsolationNetwork: a private network namespace with only loopback up.
 	IsolationNetwork = "private_loopback" // driver #Isolation.network
 	// ReadinessPath polled with GET; always /v1/models in version 1.
-	ReadinessPath                         = "/v1/models"                 // launch/v1 #Readiness.path
-	ResultProtocolFormat                  = "qualkit.case-result.v1"     // workload/v1 #ResultProtocol.format
-	ResultProtocolPathEnvironmentVariable = "QUALKIT_CASE_RESULT"        // workload/v1 #ResultProtocol.path_environment_variable
-	SourceTreeHashFormat                  = "qualkit-source-tree-v1"     // receipt/v1 #Source.tree_hash_format
-	SyntheticCorpusGenerator              = "qualkit.synthetic-words.v1" // workload/v1 #SyntheticCorpus.generator
-	VerifierInfoName                      = "qualverify"                 // report/v1 #Report.verifier.name
+	ReadinessPath                         = "/v1/models"             // launch/v1 #Readiness.path
+	ResultProtocolFormat                  = "qualkit.case-result.v1" // workload/v1 #ResultProtocol.format
+	ResultProtocolPathEnvironmentVariable = "QUALKIT_CASE_RESULT"    // workload/v1 #ResultProtocol.path_environment_variable
+	// RowReplayLengthUnit: words_per_token (a declared approximation; no tokenizer artifact bound).
+	RowReplayLengthUnit      = "words_per_token"            // caseresult/v1 #RowReplay.length_unit
+	RowSeriesFormula         = "per_second_series.v1"       // caseresult/v1 #RowSeries.formula
+	SourceTreeHashFormat     = "qualkit-source-tree-v1"     // receipt/v1 #Source.tree_hash_format
+	SyntheticCorpusGenerator = "qualkit.synthetic-words.v1" // workload/v1 #SyntheticCorpus.generator
+	// TraceCorpusLengthUnit says what input_length counts: words_per_token (no tokenizer artifact bound).
+	TraceCorpusLengthUnit = "words_per_token" // workload/v1 #TraceCorpus.length_unit
+	VerifierInfoName      = "qualverify"      // report/v1 #Report.verifier.name
 )
 
 // Aggregation says how a metric value was aggregated from samples.
@@ -462,17 +467,18 @@ const (
 	CorpusSourceInline    CorpusSource = "inline"
 	CorpusSourceFile      CorpusSource = "file"
 	CorpusSourceSynthetic CorpusSource = "synthetic"
+	CorpusSourceTrace     CorpusSource = "trace"
 )
 
 // CorpusSourceValues lists the values of CorpusSource in contract order.
 func CorpusSourceValues() []CorpusSource {
-	return []CorpusSource{CorpusSourceInline, CorpusSourceFile, CorpusSourceSynthetic}
+	return []CorpusSource{CorpusSourceInline, CorpusSourceFile, CorpusSourceSynthetic, CorpusSourceTrace}
 }
 
 // Valid reports whether v is one of the values of CorpusSource.
 func (v CorpusSource) Valid() bool {
 	switch v {
-	case CorpusSourceInline, CorpusSourceFile, CorpusSourceSynthetic:
+	case CorpusSourceInline, CorpusSourceFile, CorpusSourceSynthetic, CorpusSourceTrace:
 		return true
 	}
 	return false
@@ -1413,6 +1419,32 @@ func (v PlainRateMode) Valid() bool {
 	return false
 }
 
+// PlainScheduleArrival is the enum at workload/v1 #PlainSchedule.arrival.
+//
+// CUE: workload/v1 #PlainSchedule.arrival.
+type PlainScheduleArrival string
+
+// The values of PlainScheduleArrival.
+const (
+	PlainScheduleArrivalConstant PlainScheduleArrival = "constant"
+	PlainScheduleArrivalPoisson  PlainScheduleArrival = "poisson"
+	PlainScheduleArrivalClosed   PlainScheduleArrival = "closed"
+)
+
+// PlainScheduleArrivalValues lists the values of PlainScheduleArrival in contract order.
+func PlainScheduleArrivalValues() []PlainScheduleArrival {
+	return []PlainScheduleArrival{PlainScheduleArrivalConstant, PlainScheduleArrivalPoisson, PlainScheduleArrivalClosed}
+}
+
+// Valid reports whether v is one of the values of PlainScheduleArrival.
+func (v PlainScheduleArrival) Valid() bool {
+	switch v {
+	case PlainScheduleArrivalConstant, PlainScheduleArrivalPoisson, PlainScheduleArrivalClosed:
+		return true
+	}
+	return false
+}
+
 // ProbedDeviceKind is the enum at receipt/v1 #ProbedDevice.kind.
 //
 // CUE: receipt/v1 #ProbedDevice.kind.
@@ -1908,6 +1940,32 @@ func (v RowPrefixCacheObserved) Valid() bool {
 	return false
 }
 
+// RowStageKind is the enum at caseresult/v1 #RowStage.kind.
+//
+// CUE: caseresult/v1 #RowStage.kind.
+type RowStageKind string
+
+// The values of RowStageKind.
+const (
+	RowStageKindHold    RowStageKind = "hold"
+	RowStageKindRamp    RowStageKind = "ramp"
+	RowStageKindWorkers RowStageKind = "workers"
+)
+
+// RowStageKindValues lists the values of RowStageKind in contract order.
+func RowStageKindValues() []RowStageKind {
+	return []RowStageKind{RowStageKindHold, RowStageKindRamp, RowStageKindWorkers}
+}
+
+// Valid reports whether v is one of the values of RowStageKind.
+func (v RowStageKind) Valid() bool {
+	switch v {
+	case RowStageKindHold, RowStageKindRamp, RowStageKindWorkers:
+		return true
+	}
+	return false
+}
+
 // RuleOperator is the enum at reportview/v1 #Rule.operator.
 //
 // CUE: reportview/v1 #Rule.operator.
@@ -2011,6 +2069,33 @@ func (v SampleSource) Valid() bool {
 	return false
 }
 
+// ScheduleArrival is the enum at workload/v1 #Schedule.arrival.
+//
+// CUE: workload/v1 #Schedule.arrival.
+type ScheduleArrival string
+
+// The values of ScheduleArrival.
+const (
+	ScheduleArrivalConstant ScheduleArrival = "constant"
+	ScheduleArrivalPoisson  ScheduleArrival = "poisson"
+	ScheduleArrivalGamma    ScheduleArrival = "gamma"
+	ScheduleArrivalClosed   ScheduleArrival = "closed"
+)
+
+// ScheduleArrivalValues lists the values of ScheduleArrival in contract order.
+func ScheduleArrivalValues() []ScheduleArrival {
+	return []ScheduleArrival{ScheduleArrivalConstant, ScheduleArrivalPoisson, ScheduleArrivalGamma, ScheduleArrivalClosed}
+}
+
+// Valid reports whether v is one of the values of ScheduleArrival.
+func (v ScheduleArrival) Valid() bool {
+	switch v {
+	case ScheduleArrivalConstant, ScheduleArrivalPoisson, ScheduleArrivalGamma, ScheduleArrivalClosed:
+		return true
+	}
+	return false
+}
+
 // ServingCaseAPI selects /v1/chat/completions or /v1/completions.
 //
 // CUE: workload/v1 #ServingCase.api.
@@ -2031,6 +2116,34 @@ func ServingCaseAPIValues() []ServingCaseAPI {
 func (v ServingCaseAPI) Valid() bool {
 	switch v {
 	case ServingCaseAPIChat, ServingCaseAPICompletions:
+		return true
+	}
+	return false
+}
+
+// ServingCasePromptOrder is the order in which measured requests draw the corpus (docs/metrics.md "Row
+// size"): sequential (the default when absent: request k asks prompt k mod N, the declared
+// order) or seeded (each cycle of N requests asks a permutation of the corpus drawn from the
+// workload's seed and the cycle number, the same in every row).
+//
+// CUE: workload/v1 #ServingCase.prompt_order.
+type ServingCasePromptOrder string
+
+// The values of ServingCasePromptOrder.
+const (
+	ServingCasePromptOrderSequential ServingCasePromptOrder = "sequential"
+	ServingCasePromptOrderSeeded     ServingCasePromptOrder = "seeded"
+)
+
+// ServingCasePromptOrderValues lists the values of ServingCasePromptOrder in contract order.
+func ServingCasePromptOrderValues() []ServingCasePromptOrder {
+	return []ServingCasePromptOrder{ServingCasePromptOrderSequential, ServingCasePromptOrderSeeded}
+}
+
+// Valid reports whether v is one of the values of ServingCasePromptOrder.
+func (v ServingCasePromptOrder) Valid() bool {
+	switch v {
+	case ServingCasePromptOrderSequential, ServingCasePromptOrderSeeded:
 		return true
 	}
 	return false
@@ -2106,6 +2219,32 @@ func SignificanceTestValues() []SignificanceTest {
 func (v SignificanceTest) Valid() bool {
 	switch v {
 	case SignificanceTestMannWhitneyUExact, SignificanceTestMannWhitneyUNormal:
+		return true
+	}
+	return false
+}
+
+// StageKind is the enum at workload/v1 #Stage.kind.
+//
+// CUE: workload/v1 #Stage.kind.
+type StageKind string
+
+// The values of StageKind.
+const (
+	StageKindHold    StageKind = "hold"
+	StageKindRamp    StageKind = "ramp"
+	StageKindWorkers StageKind = "workers"
+)
+
+// StageKindValues lists the values of StageKind in contract order.
+func StageKindValues() []StageKind {
+	return []StageKind{StageKindHold, StageKindRamp, StageKindWorkers}
+}
+
+// Valid reports whether v is one of the values of StageKind.
+func (v StageKind) Valid() bool {
+	switch v {
+	case StageKindHold, StageKindRamp, StageKindWorkers:
 		return true
 	}
 	return false

@@ -94,6 +94,14 @@ type Row struct {
 	// Cache is the row's prefix-cache regime, declared and observed; absent in evidence written
 	// before it existed (docs/caching.md).
 	Cache *RowCache `json:"cache,omitempty"`
+	// Stages are the row's stages, in order, when its case declares a schedule (docs/metrics.md
+	// "Stages and ramps").
+	Stages []RowStage `json:"stages,omitempty"`
+	// Series is the row's per-second time series, when its case declares a schedule or replays a
+	// trace.
+	Series *RowSeries `json:"series,omitempty"`
+	// Replay says how a row of a trace corpus replayed its trace (docs/metrics.md "Trace replay").
+	Replay *RowReplay `json:"replay,omitempty"`
 }
 
 // FileRef points at another evidence file by path and digest.
@@ -170,6 +178,82 @@ type RowCache struct {
 	// Contradiction says how observed contradicts declared (cold with hits, warm without hits);
 	// null when it does not. A contradiction fails the case.
 	Contradiction *string `json:"contradiction"`
+}
+
+// RowStage is one stage of a scheduled row: its place in the schedule and the measured requests
+// scheduled in it. Times are seconds from the row's first scheduled arrival.
+//
+// CUE: caseresult/v1 #RowStage.
+type RowStage struct {
+	Kind         RowStageKind `json:"kind"`
+	StartSeconds float64      `json:"start_seconds"`
+	Seconds      float64      `json:"seconds"`
+	// OfferedRate is the stage's mean declared rate (its arrivals' integral over its seconds);
+	// null for a workers stage, which declares no rate.
+	OfferedRate *float64 `json:"offered_rate"`
+	// Concurrency is a workers stage's declared worker count (absent for a rate stage).
+	Concurrency *int64 `json:"concurrency,omitempty"`
+	// Scheduled counts the arrivals the schedule put in the stage (t_sched in it); in a
+	// workers stage, the requests its workers took.
+	Scheduled int64 `json:"scheduled"`
+	// Requests: requests, successes and failures count the recorded measured requests scheduled in it.
+	Requests  int64 `json:"requests"`
+	Successes int64 `json:"successes"`
+	Failures  int64 `json:"failures"`
+	// AchievedRate is the measured requests sent (t_send) within the stage's interval over its
+	// seconds.
+	AchievedRate float64 `json:"achieved_rate"`
+	// Metrics are the row formulas over the stage's measured requests.
+	Metrics []Metric `json:"metrics"`
+}
+
+// RowSeries is a row's per-second time series: bin k covers [k, k+1) s from the row's first
+// scheduled arrival, up to the last bin with a scheduled arrival or an event.
+//
+// CUE: caseresult/v1 #RowSeries.
+type RowSeries struct {
+	Formula string      `json:"formula"`
+	Bins    []SeriesBin `json:"bins"`
+}
+
+// SeriesBin is one second of a row.
+//
+// CUE: caseresult/v1 #SeriesBin.
+type SeriesBin struct {
+	Second int64 `json:"second"`
+	// Scheduled counts the measured arrivals scheduled in the bin (t_sched), sent those sent in
+	// it (t_send: the achieved rate), completed the successes that ended in it (t_end), failed the
+	// failures that ended in it (t_close, else t_end, else t_sched).
+	Scheduled int64 `json:"scheduled"`
+	Sent      int64 `json:"sent"`
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"`
+	// InFlightMean is the time-averaged count of measured requests in flight over the bin.
+	InFlightMean float64 `json:"in_flight_mean"`
+	// E2EP50Ms and e2e_p99_ms summarise E2E (t_end - t_send) of the successes completed in the
+	// bin; ttft_p50_ms their TTFT; null when none completed or (TTFT) none had a content event.
+	E2EP50Ms  *float64 `json:"e2e_p50_ms"`
+	E2EP99Ms  *float64 `json:"e2e_p99_ms"`
+	TTFTP50Ms *float64 `json:"ttft_p50_ms"`
+}
+
+// RowReplay is a trace row's replay: the trace bound, the time scale, the unit its lengths were
+// synthesised in, and how closely the sends followed the trace's timestamps.
+//
+// CUE: caseresult/v1 #RowReplay.
+type RowReplay struct {
+	TraceDigest string  `json:"trace_digest"`
+	TimeScale   float64 `json:"time_scale"`
+	// LengthUnit: words_per_token (a declared approximation; no tokenizer artifact bound).
+	LengthUnit    string  `json:"length_unit"`
+	WordsPerToken float64 `json:"words_per_token"`
+	// Entries counts the trace's requests the row replayed (sent or not).
+	Entries int64 `json:"entries"`
+	// SendErrorP50Ms: send_error_p50_ms, send_error_p99_ms and send_error_max_ms summarise |t_send − t_trace| over
+	// the sent measured requests, t_trace the row's start plus the request's scaled trace offset.
+	SendErrorP50Ms float64 `json:"send_error_p50_ms"`
+	SendErrorP99Ms float64 `json:"send_error_p99_ms"`
+	SendErrorMaxMs float64 `json:"send_error_max_ms"`
 }
 
 // Stopped says why and when a case stopped before its end.
@@ -2358,6 +2442,11 @@ type Case struct {
 	// counted) asks corpus prompt k mod N of the N declared, so the corpus cycles in declared order.
 	// Absent means N. A row with fewer requests than its concurrency is refused in preflight.
 	Requests *int64 `json:"requests,omitempty"`
+	// PromptOrder is the order in which measured requests draw the corpus (docs/metrics.md "Row
+	// size"): sequential (the default when absent: request k asks prompt k mod N, the declared
+	// order) or seeded (each cycle of N requests asks a permutation of the corpus drawn from the
+	// workload's seed and the cycle number, the same in every row).
+	PromptOrder ServingCasePromptOrder `json:"prompt_order,omitempty"`
 	// WarmupRequests run before each row and are excluded from metrics.
 	WarmupRequests int64     `json:"warmup_requests,omitempty"`
 	MaxTokens      int64     `json:"max_tokens,omitempty"`
@@ -2389,6 +2478,11 @@ type Case struct {
 	CapacitySearch *CapacitySearch `json:"capacity_search,omitempty"`
 	// Pareto declares the Pareto front of the case's rows (docs/metrics.md "Pareto front").
 	Pareto *ParetoSpec `json:"pareto,omitempty"`
+	// Schedule turns every row into an open-loop schedule of stages run back to back
+	// (docs/metrics.md "Stages and ramps"); the concurrency value caps the requests in flight. It
+	// replaces rate, and the row's measured requests are the schedule's arrivals (requests, when
+	// set, caps them); a case with a schedule declares neither rate nor duration.
+	Schedule *Schedule `json:"schedule,omitempty"`
 	// Contract is the evidence result the worker's output becomes.
 	Contract ResultContract `json:"contract,omitempty"`
 	// Worker is the hash-bound program: [executable, script, args...].
@@ -2428,7 +2522,8 @@ type ResultProtocol struct {
 	DeclaredMetrics []string `json:"declared_metrics"`
 }
 
-// Corpus is inline prompts, a committed JSONL file bound by digest, or a seeded synthetic generator.
+// Corpus is inline prompts, a committed JSONL file bound by digest, a seeded synthetic generator,
+// or a timestamped trace replayed at its timestamps.
 //
 // CUE: workload/v1 #Corpus.
 type Corpus struct {
@@ -2442,6 +2537,15 @@ type Corpus struct {
 	Seed        *int64      `json:"seed,omitempty"`
 	Count       int64       `json:"count,omitempty"`
 	PromptWords *WordsRange `json:"prompt_words,omitempty"`
+	// TimeScale multiplies every inter-arrival time (0.5 replays twice as fast); absent means 1.
+	TimeScale *float64 `json:"time_scale,omitempty"`
+	// LengthUnit says what input_length counts: words_per_token (no tokenizer artifact bound).
+	LengthUnit string `json:"length_unit,omitempty"`
+	// WordsPerToken is the declared approximation: words per token of a synthesised prompt.
+	WordsPerToken *float64 `json:"words_per_token,omitempty"`
+	// BlockTokens is the token length of one hash_ids block (Mooncake: 512): requests sharing a
+	// hash id share that block's synthesised words, so a trace's prefix reuse reaches the server.
+	BlockTokens *int64 `json:"block_tokens,omitempty"`
 }
 
 // Prompt is workload/v1 #Prompt.
@@ -2578,6 +2682,36 @@ type ParetoSpec struct {
 	Throughput ParetoSpecThroughput `json:"throughput"`
 	// Latency is a percentile row metric such as "ttft_ms.p99".
 	Latency string `json:"latency"`
+}
+
+// Schedule is a row's load as stages: each holds a rate for a time or ramps linearly from one
+// rate to another. Arrivals follow the stages' cumulative rate Λ(t): arrival i is at Λ⁻¹(x_i),
+// with x_i = i (constant) or the sum of i seeded unit-mean gaps, exponential (poisson, a
+// non-homogeneous Poisson process by time rescaling) or gamma of shape burstiness (gamma), all
+// drawn from the workload's seed. burstiness is required with arrival gamma and refused otherwise.
+//
+// arrival closed makes every row closed loop instead: its stages are workers stages, each
+// running concurrency workers for its seconds (docs/metrics.md "Stages and ramps").
+//
+// CUE: workload/v1 #Schedule.
+type Schedule struct {
+	Arrival ScheduleArrival `json:"arrival"`
+	// Burstiness is the gamma shape k of the unit-mean gaps (coefficient of variation 1/sqrt(k)).
+	Burstiness *float64 `json:"burstiness,omitempty"`
+	Stages     []Stage  `json:"stages"`
+}
+
+// Stage holds a rate for seconds, ramps linearly from rate_from to rate_to over seconds, or (kind
+// workers, in a closed schedule and only there) runs concurrency workers for seconds.
+//
+// CUE: workload/v1 #Stage.
+type Stage struct {
+	Kind              StageKind `json:"kind"`
+	RequestsPerSecond float64   `json:"requests_per_second,omitempty"`
+	Seconds           float64   `json:"seconds"`
+	RateFrom          *float64  `json:"rate_from,omitempty"`
+	RateTo            *float64  `json:"rate_to,omitempty"`
+	Concurrency       int64     `json:"concurrency,omitempty"`
 }
 
 // ComparisonPolicy says which results may be compared, and by which rules.

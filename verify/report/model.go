@@ -61,6 +61,10 @@ type View struct {
 	// across the intervals across receipts (figures.go), for the page and the text only.
 	figures map[[2]int]*caseFigures
 	across  []Across
+	// load are each row's load shape as recorded (ended, stages, series, replay; distKey metric
+	// "") and each case's stop (kase's row -1), for the page only (load.go).
+	load    map[distKey]contract.Row
+	stopped map[distKey]*contract.Stopped
 }
 
 // distKey is where a distribution is: Receipts[receipt].Cases[kase].Rows[row], its metric.
@@ -125,7 +129,7 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 	}
 	v := &View{ReportViewDoc: contract.ReportViewDoc{Schema: Schema, Verifier: nonEmpty(version, "dev"), Verified: true, Receipts: []Receipt{},
 		Comparisons: []Comparison{}}, samples: map[distKey][]float64{}, telemetry: map[distKey][]contract.TelemetrySampleDoc{},
-		figures: map[[2]int]*caseFigures{}}
+		figures: map[[2]int]*caseFigures{}, load: map[distKey]contract.Row{}, stopped: map[distKey]*contract.Stopped{}}
 	var states []receiptState
 	for i, ev := range evidence {
 		in, err := verify.Inspect(ctx, ev, policy, opts...)
@@ -143,6 +147,7 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 				if f := figuresOf(ce); f != nil {
 					v.figures[[2]int{i, k}] = f
 				}
+				v.keepLoad(i, k, ce)
 				for j, re := range ce.Rows {
 					if len(re.Telemetry) > 0 {
 						v.telemetry[distKey{i, k, j, ""}] = re.Telemetry

@@ -1,0 +1,245 @@
+package load
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/trace"
+)
+
+// Timestamped trace replay (docs/metrics.md "Trace replay"). A trace is package schemas/trace's
+// JSONL; ImportMooncake and ImportAzure turn the two public shapes into it, and TracePrompts
+// synthesises its prompts.
+
+// The trace format is package schemas/trace's, which the verifier reads too.
+const (
+	MaxTraceBytes   = trace.MaxBytes
+	MaxTraceEntries = trace.MaxEntries
+)
+
+// ErrTrace marks a trace that cannot be read or imported.
+var ErrTrace = trace.ErrTrace
+
+// TraceEntry is one request of a trace.
+type TraceEntry = trace.Entry
+
+// ReadTrace reads a qualkit trace (trace.Read).
+func ReadTrace(data []byte) ([]TraceEntry, error) { return trace.Read(data) }
+
+// WriteTrace writes a qualkit trace (trace.Write).
+func WriteTrace(w io.Writer, entries []TraceEntry) error { return trace.Write(w, entries) }
+
+// readBounded reads at most MaxTraceBytes from r.
+func readBounded(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxTraceBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
+	}
+	if len(data) > MaxTraceBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTrace, MaxTraceBytes)
+	}
+	return data, nil
+}
+
+// ImportMooncake reads a Mooncake trace (JSONL of timestamp, input_length, output_length,
+// hash_ids; the bounds of ReadTrace) and returns its entries sorted by timestamp (stable), the
+// timestamps rebased so that the first is 0.
+func ImportMooncake(r io.Reader) ([]TraceEntry, error) {
+	data, err := readBounded(r)
+	if err != nil {
+		return nil, err
+	}
+	lines := bytes.Split(data, []byte{'\n'})
+	var out []TraceEntry
+	for i, line := range lines {
+		line = bytes.TrimRight(line, "\r")
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if len(out) >= MaxTraceEntries {
+			return nil, fmt.Errorf("%w: more than %d entries", ErrTrace, MaxTraceEntries)
+		}
+		e, err := trace.DecodeLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("%w: mooncake line %d: %v", ErrTrace, i+1, err)
+		}
+		out = append(out, e)
+	}
+	return rebase(out)
+}
+
+// azureLayout is the Azure LLM inference trace's TIMESTAMP (UTC, up to 7 fractional digits).
+const azureLayout = "2006-01-02 15:04:05.999999999"
+
+// ImportAzure reads an Azure LLM inference trace (CSV with the header
+// TIMESTAMP,ContextTokens,GeneratedTokens; TIMESTAMP like 2023-11-16 18:15:46.6805900) and
+// returns its entries sorted by time (stable), timestamps in whole ms (rounded) from the first.
+func ImportAzure(r io.Reader) ([]TraceEntry, error) {
+	data, err := readBounded(r)
+	if err != nil {
+		return nil, err
+	}
+	cr := csv.NewReader(bytes.NewReader(data))
+	cr.FieldsPerRecord = 3
+	cr.ReuseRecord = true
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%w: azure header: %v", ErrTrace, err)
+	}
+	if strings.TrimPrefix(head[0], "\ufeff") != "TIMESTAMP" || head[1] != "ContextTokens" || head[2] != "GeneratedTokens" {
+		return nil, fmt.Errorf("%w: azure header %q: want TIMESTAMP,ContextTokens,GeneratedTokens", ErrTrace, strings.Join(head, ","))
+	}
+	type row struct {
+		t    time.Time
+		e    TraceEntry
+		line int
+	}
+	var rows []row
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: azure: %v", ErrTrace, err)
+		}
+		line, _ := cr.FieldPos(0)
+		if len(rows) >= MaxTraceEntries {
+			return nil, fmt.Errorf("%w: more than %d entries", ErrTrace, MaxTraceEntries)
+		}
+		t, err := time.Parse(azureLayout, rec[0])
+		if err != nil {
+			return nil, fmt.Errorf("%w: azure line %d: TIMESTAMP %q: want like 2023-11-16 18:15:46.6805900", ErrTrace, line, clip(rec[0], 64))
+		}
+		in, err1 := strconv.ParseInt(rec[1], 10, 64)
+		out, err2 := strconv.ParseInt(rec[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%w: azure line %d: ContextTokens %q, GeneratedTokens %q: want integers", ErrTrace, line, clip(rec[1], 32), clip(rec[2], 32))
+		}
+		rows = append(rows, row{t: t, e: TraceEntry{InputLength: in, OutputLength: out}, line: line})
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%w: azure trace without rows", ErrTrace)
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return a.t.Compare(b.t) })
+	out := make([]TraceEntry, len(rows))
+	for i, r := range rows {
+		d := r.t.Sub(rows[0].t)
+		if d < 0 || d.Milliseconds() > trace.MaxTimestampMs {
+			return nil, fmt.Errorf("%w: azure line %d: %v after the first row: want at most %d ms", ErrTrace, r.line, d, int64(trace.MaxTimestampMs))
+		}
+		r.e.TimestampMs = (d + time.Millisecond/2).Milliseconds()
+		if err := trace.Check(r.e); err != nil {
+			return nil, fmt.Errorf("%w: azure line %d: %v", ErrTrace, r.line, err)
+		}
+		out[i] = r.e
+	}
+	return out, nil
+}
+
+// rebase sorts entries by timestamp (stable) and shifts them so the first is at 0.
+func rebase(es []TraceEntry) ([]TraceEntry, error) {
+	if len(es) == 0 {
+		return nil, fmt.Errorf("%w: no entries", ErrTrace)
+	}
+	slices.SortStableFunc(es, func(a, b TraceEntry) int { return cmp.Compare(a.TimestampMs, b.TimestampMs) })
+	t0 := es[0].TimestampMs
+	for i := range es {
+		es[i].TimestampMs -= t0
+	}
+	return es, nil
+}
+
+// traceSalt separates the words of a trace's synthesised prompts from other streams.
+const traceSalt = 0x51574B5452414345
+
+// TracePrompts synthesises one prompt per entry (ids "trace-" and six or more zero-padded
+// digits): max(1, round(input_length × wordsPerToken)) words of the synthetic vocabulary. With
+// hash_ids, block j of the prompt (round(blockTokens × wordsPerToken) words, the last block cut
+// to the total) is drawn from SplitMix64 seeded with hash_ids[j] ⊕ 0x51574B5452414345, so
+// requests sharing a hash id prefix share that prefix of words; the words past the last block
+// (or of a request without hash_ids) are drawn from SplitMix64 seeded with the entry's index ⊕
+// the salt ⊕ 1<<62. A prompt's MaxTokens is output_length; its AtNs is trace.Offsets'.
+func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64, timeScale float64) ([]Prompt, error) {
+	if !(wordsPerToken > 0) || blockTokens < 1 || !(timeScale > 0) || math.IsInf(timeScale, 0) || math.IsInf(wordsPerToken, 0) {
+		return nil, fmt.Errorf("%w: words_per_token %g, block_tokens %d, time_scale %g", ErrTrace, wordsPerToken, blockTokens, timeScale)
+	}
+	blockWords := max(1, int(math.Round(float64(blockTokens)*wordsPerToken)))
+	offs := trace.Offsets(entries, timeScale)
+	out := make([]Prompt, len(entries))
+	var sb strings.Builder
+	for i, e := range entries {
+		total := max(1, int(math.Round(float64(e.InputLength)*wordsPerToken)))
+		if total*8 > MaxPromptBytes {
+			return nil, fmt.Errorf("%w: entry %d: %d words exceed the prompt bound of %d bytes", ErrTrace, i, total, MaxPromptBytes)
+		}
+		sb.Reset()
+		n := 0
+		word := func(rng *metric.SplitMix64) {
+			if n > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(syntheticWords[rng.Next()%256])
+			n++
+		}
+		for _, h := range e.HashIDs {
+			if n >= total {
+				break
+			}
+			rng := metric.SplitMix64{State: uint64(h) ^ traceSalt}
+			for k := 0; k < blockWords && n < total; k++ {
+				word(&rng)
+			}
+		}
+		rng := metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
+		for n < total {
+			word(&rng)
+		}
+		out[i] = Prompt{ID: fmt.Sprintf("trace-%06d", i), Text: sb.String(), MaxTokens: e.OutputLength, AtNs: offs[i]}
+	}
+	return out, nil
+}
+
+// readTraceCorpus resolves a trace corpus: repoRoot/path, bound by digest, read with ReadTrace
+// and synthesised with TracePrompts.
+func readTraceCorpus(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
+	rel := corpus.Path
+	if rel == "" || strings.Contains(rel, `\`) || !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return nil, fmt.Errorf("%w: path %q: want a repository-relative path that stays inside the repository", ErrCorpus, rel)
+	}
+	if corpus.LengthUnit != contract.TraceCorpusLengthUnit || corpus.WordsPerToken == nil || corpus.BlockTokens == nil {
+		return nil, fmt.Errorf("%w: trace %s: want length_unit %s with words_per_token and block_tokens", ErrCorpus, rel, contract.TraceCorpusLengthUnit)
+	}
+	data, err := evidence.ReadFileLimited(filepath.Join(repoRoot, filepath.FromSlash(rel)), MaxTraceBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %w", ErrCorpus, rel, err)
+	}
+	if got := evidence.DigestOf(data); got != corpus.Digest {
+		return nil, fmt.Errorf("%w: %s has digest %s, the workload declares %s", ErrCorpus, rel, got, corpus.Digest)
+	}
+	entries, err := ReadTrace(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, rel, err)
+	}
+	scale := 1.0
+	if corpus.TimeScale != nil {
+		scale = *corpus.TimeScale
+	}
+	ps, err := TracePrompts(entries, *corpus.WordsPerToken, *corpus.BlockTokens, scale)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, rel, err)
+	}
+	return ps, nil
+}

@@ -1,0 +1,144 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+)
+
+// Limits on a trace (untrusted input).
+const (
+	// MaxBytes bounds a trace file (JSONL, Mooncake JSONL or Azure CSV).
+	MaxBytes = 256 << 20
+	// MaxEntries bounds the requests of one trace.
+	MaxEntries = 1_000_000
+	// MaxLineBytes bounds one line of a trace.
+	MaxLineBytes = 1 << 20
+	// MaxHashIDs bounds the prefix blocks of one request.
+	MaxHashIDs = 16384
+	// MaxLength bounds one request's input or output length (tokens).
+	MaxLength = 1 << 20
+	// MaxTimestampMs bounds a timestamp (about 35 years in ms: far beyond any trace, far from
+	// overflow once scaled to nanoseconds).
+	MaxTimestampMs = 1 << 40
+)
+
+// ErrTrace marks a trace that cannot be read or imported.
+var ErrTrace = errors.New("invalid trace")
+
+// Entry is one request of a trace.
+type Entry struct {
+	TimestampMs  int64   `json:"timestamp"`
+	InputLength  int64   `json:"input_length"`
+	OutputLength int64   `json:"output_length"`
+	HashIDs      []int64 `json:"hash_ids,omitempty"`
+}
+
+type line struct {
+	Timestamp    *int64  `json:"timestamp"`
+	InputLength  *int64  `json:"input_length"`
+	OutputLength *int64  `json:"output_length"`
+	HashIDs      []int64 `json:"hash_ids"`
+}
+
+// DecodeLine decodes one strict JSON trace line (no unknown or duplicate keys) and checks it.
+func DecodeLine(b []byte) (Entry, error) {
+	if len(b) > MaxLineBytes {
+		return Entry{}, fmt.Errorf("longer than %d bytes", MaxLineBytes)
+	}
+	var l line
+	if err := jsonstrict.DecodeInto(b, &l); err != nil {
+		return Entry{}, err
+	}
+	if l.Timestamp == nil || l.InputLength == nil || l.OutputLength == nil {
+		return Entry{}, fmt.Errorf(`want {"timestamp": ms, "input_length": n, "output_length": n}`)
+	}
+	e := Entry{TimestampMs: *l.Timestamp, InputLength: *l.InputLength, OutputLength: *l.OutputLength, HashIDs: l.HashIDs}
+	return e, Check(e)
+}
+
+// Check checks one entry's bounds.
+func Check(e Entry) error {
+	switch {
+	case e.TimestampMs < 0 || e.TimestampMs > MaxTimestampMs:
+		return fmt.Errorf("timestamp %d: want 0 to %d ms", e.TimestampMs, int64(MaxTimestampMs))
+	case e.InputLength < 1 || e.InputLength > MaxLength:
+		return fmt.Errorf("input_length %d: want 1 to %d", e.InputLength, MaxLength)
+	case e.OutputLength < 1 || e.OutputLength > MaxLength:
+		return fmt.Errorf("output_length %d: want 1 to %d", e.OutputLength, MaxLength)
+	case len(e.HashIDs) > MaxHashIDs:
+		return fmt.Errorf("%d hash_ids, more than %d", len(e.HashIDs), MaxHashIDs)
+	}
+	for _, h := range e.HashIDs {
+		if h < 0 {
+			return fmt.Errorf("hash id %d is negative", h)
+		}
+	}
+	return nil
+}
+
+// Read reads a qualkit trace: strict JSON per line, no blank line except after the last,
+// timestamps non-decreasing, 1 to MaxEntries lines within MaxBytes, each line within Check's
+// bounds. Errors wrap ErrTrace and name the line.
+func Read(data []byte) ([]Entry, error) {
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrTrace, len(data), MaxBytes)
+	}
+	lines := bytes.Split(data, []byte{'\n'})
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("%w: no entries", ErrTrace)
+	}
+	if len(lines) > MaxEntries {
+		return nil, fmt.Errorf("%w: more than %d entries", ErrTrace, MaxEntries)
+	}
+	out := make([]Entry, 0, len(lines))
+	for i, l := range lines {
+		e, err := DecodeLine(l)
+		if err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrTrace, i+1, err)
+		}
+		if i > 0 && e.TimestampMs < out[i-1].TimestampMs {
+			return nil, fmt.Errorf("%w: line %d: timestamp %d before the previous line's %d: a trace is in timestamp order", ErrTrace, i+1, e.TimestampMs, out[i-1].TimestampMs)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Write writes entries as a qualkit trace (one compact JSON object per line).
+func Write(w io.Writer, entries []Entry) error {
+	bw := bufio.NewWriter(w)
+	for _, e := range entries {
+		fmt.Fprintf(bw, `{"timestamp":%d,"input_length":%d,"output_length":%d`, e.TimestampMs, e.InputLength, e.OutputLength)
+		if len(e.HashIDs) > 0 {
+			bw.WriteString(`,"hash_ids":[`)
+			for i, h := range e.HashIDs {
+				if i > 0 {
+					bw.WriteByte(',')
+				}
+				bw.WriteString(strconv.FormatInt(h, 10))
+			}
+			bw.WriteByte(']')
+		}
+		bw.WriteString("}\n")
+	}
+	return bw.Flush()
+}
+
+// Offsets are the entries' scheduled offsets from the replay's start in ns: entry k at
+// (timestamp_k − timestamp_0) × timeScale ms, the float product times 10⁶ truncated to whole ns.
+func Offsets(entries []Entry, timeScale float64) []int64 {
+	out := make([]int64, len(entries))
+	for k, e := range entries {
+		out[k] = int64(float64(e.TimestampMs-entries[0].TimestampMs) * timeScale * 1e6)
+	}
+	return out
+}

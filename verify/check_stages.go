@@ -1,0 +1,317 @@
+package verify
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/trace"
+)
+
+// A row of a case that declares a schedule (stages and ramps, docs/metrics.md "Stages and
+// ramps"), checked against its records and its workload case: every measured t_sched is the
+// schedule recomputed from the seed (metric.ScheduleArrivals), the offered rate is the
+// schedule's mean, and the row's stages (metric.RowStages) and per-second series (metric.Series)
+// are recomputed from the records. A row of a case without a schedule records neither.
+
+func (s *snapshot) checkStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record, tol Tolerance) {
+	if wc != nil && wc.Corpus != nil && wc.Corpus.Source == contract.CorpusSourceTrace {
+		entries, note := s.traceOf(wc.Corpus)
+		if entries == nil && j == 0 {
+			c.note("case %s: %s", wc.ID, note)
+		}
+		checkReplay(c, path, j, row, wc.Corpus, entries, recs, tol)
+		return
+	}
+	checkStages(c, path, j, row, wc, seed, recs, tol)
+}
+
+// traceOf reads a trace corpus from its bound artifact (nil and why when it is not available).
+func (s *snapshot) traceOf(cp *contract.Corpus) ([]trace.Entry, string) {
+	f := s.files[cp.Path]
+	if f == nil || !f.present || f.raw == nil {
+		return nil, "trace " + cp.Path + " is not available: its requests' t_sched were not checked against its timestamps"
+	}
+	if f.digest != cp.Digest {
+		return nil, "trace " + cp.Path + " does not match the workload's digest: its timestamps were not used"
+	}
+	es, err := trace.Read(f.raw)
+	if err != nil {
+		return nil, fmt.Sprintf("trace %s: %v", cp.Path, err)
+	}
+	return es, ""
+}
+
+func checkStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record, tol Tolerance) {
+	base := jp("rows", j)
+	if wc == nil {
+		return
+	}
+	if row.Replay != nil {
+		c.add(path, base+"/replay", ErrRowMismatch, "row c%d-r%d records a trace replay, and its workload case replays no trace", row.Concurrency, row.Repetition)
+	}
+	sc := wc.Schedule
+	if sc == nil {
+		if len(row.Stages) > 0 || row.Series != nil {
+			c.add(path, base+"/stages", ErrRowMismatch, "row c%d-r%d records stages or a series, and its workload case declares no schedule", row.Concurrency, row.Repetition)
+		}
+		return
+	}
+	if metric.Closed(sc) {
+		checkClosedStages(c, path, j, row, wc, recs, tol)
+		return
+	}
+	if row.Loop != contract.RowLoopOpen {
+		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a scheduled case is %s loop: a schedule is open loop", row.Concurrency, row.Repetition, row.Loop)
+		return
+	}
+	limit := metric.MaxScheduleArrivals
+	if wc.Requests != nil {
+		limit = int(min(*wc.Requests, int64(limit)))
+	}
+	offs, stageOfArrival, err := metric.ScheduleArrivals(sc, seed, row.Concurrency, row.Repetition, limit)
+	if err != nil {
+		c.add(path, base, ErrLoadNotReached, "row c%d-r%d: the workload's schedule cannot be recomputed: %v", row.Concurrency, row.Repetition, err)
+		return
+	}
+	offered := metric.ExpectedArrivals(sc) / metric.Horizon(sc)
+	if o := row.Fidelity.OfferedRate; o == nil || !within(*o, offered, tol) {
+		c.add(path, base+"/fidelity/offered_rate", ErrLoadNotReached, "scheduled row c%d-r%d records offered rate %s, the schedule's mean is %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(o), fmtFloat(offered))
+	}
+	unmeasured := int64(0)
+	var measured []*record
+	for _, r := range recs {
+		if r.warmup {
+			unmeasured++
+		} else {
+			measured = append(measured, r)
+		}
+	}
+	sort.SliceStable(measured, func(a, b int) bool { return measured[a].index < measured[b].index })
+	if len(measured) == 0 {
+		if len(row.Stages) > 0 || row.Series != nil {
+			c.add(path, base+"/stages", ErrRowMismatch, "row c%d-r%d records stages or a series, and no measured request", row.Concurrency, row.Repetition)
+		}
+		return
+	}
+	if int64(len(measured)) > int64(len(offs)) {
+		c.add(row.Records.Path, "", ErrLoadNotReached, "scheduled row c%d-r%d records %d measured requests, its schedule has %d arrivals", row.Concurrency, row.Repetition, len(measured), len(offs))
+		return
+	}
+	first := measured[0]
+	k0 := first.index - unmeasured
+	if k0 < 0 || k0 >= int64(len(offs)) {
+		c.add(row.Records.Path, jp(first.line, "index"), ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, first.index)
+		return
+	}
+	origin := first.sched - offs[k0]
+	reqs := make([]metric.Request, len(measured))
+	stageOf := make([]int, len(measured))
+	for i, r := range measured {
+		k := r.index - unmeasured
+		if k < 0 || k >= int64(len(offs)) {
+			c.add(row.Records.Path, jp(r.line, "index"), ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, r.index)
+			return
+		}
+		if d := r.sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
+			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), ErrLoadNotReached, "scheduled row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run its declared stages", row.Concurrency, row.Repetition, r.index, r.sched, sc.Arrival, seed, origin+offs[k], d)
+			return
+		}
+		reqs[i], stageOf[i] = r.request(), stageOfArrival[k]
+	}
+	spec := metric.RowSpec{Concurrency: row.Concurrency, Loop: row.Loop, OfferedRate: row.Fidelity.OfferedRate, SLO: &metric.SLO{}}
+	if wc.SLO != nil {
+		spec.SLO = &metric.SLO{TTFTMs: wc.SLO.TTFTMs, ICLMs: wc.SLO.ICLMs, E2EMs: wc.SLO.E2EMs}
+	}
+	checkRowStages(c, path, base+"/stages", row, metric.RowStages(sc, spec, stageOfArrival, reqs, stageOf, origin), tol)
+	series, ok := metric.Series(reqs, origin, int64(metric.Horizon(sc)*1e9))
+	switch {
+	case row.Series == nil && ok:
+		c.add(path, base+"/series", ErrRowMismatch, "scheduled row c%d-r%d records no per-second series", row.Concurrency, row.Repetition)
+	case row.Series != nil && !ok:
+		c.add(path, base+"/series", ErrRowMismatch, "scheduled row c%d-r%d records a series, and its records span more than %d seconds", row.Concurrency, row.Repetition, metric.MaxSeriesBins)
+	case row.Series != nil:
+		checkSeries(c, path, base+"/series", *row.Series, series, tol)
+	}
+}
+
+// checkClosedStages checks a row of a closed schedule: closed loop, no offered rate, at most its
+// requests, no request taken after the schedule's horizon, and its stages (each request in the
+// stage holding its t_sched, from the row's first measured t_sched) and series recomputed.
+func checkClosedStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record, tol Tolerance) {
+	base := jp("rows", j)
+	sc := wc.Schedule
+	if row.Loop != contract.RowLoopClosed || row.Fidelity.OfferedRate != nil {
+		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a closed schedule is %s loop with offered rate %s: a closed schedule runs workers, not a rate", row.Concurrency, row.Repetition, row.Loop, fmtFloatPtr(row.Fidelity.OfferedRate))
+		return
+	}
+	reqs, measured := measuredRequests(recs)
+	if len(measured) == 0 {
+		return
+	}
+	if wc.Requests != nil && int64(len(measured)) > *wc.Requests {
+		c.add(row.Records.Path, "", ErrLoadNotReached, "closed scheduled row c%d-r%d records %d measured requests, above its requests %d", row.Concurrency, row.Repetition, len(measured), *wc.Requests)
+	}
+	origin := measured[0].sched
+	for _, r := range measured {
+		origin = min(origin, r.sched)
+	}
+	spans := metric.Spans(sc)
+	stageOf := make([]int, len(measured))
+	for i, r := range measured {
+		stageOf[i] = metric.StageAt(spans, origin, r.sched)
+		if stageOf[i] < 0 {
+			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), ErrLoadNotReached, "closed scheduled row c%d-r%d: request %d was taken %s s after the row's start, past its schedule's %s s", row.Concurrency, row.Repetition, r.index, fmtFloat(float64(r.sched-origin)/1e9), fmtFloat(metric.Horizon(sc)))
+			return
+		}
+	}
+	spec := metric.RowSpec{Concurrency: row.Concurrency, Loop: row.Loop, SLO: &metric.SLO{}}
+	if wc.SLO != nil {
+		spec.SLO = &metric.SLO{TTFTMs: wc.SLO.TTFTMs, ICLMs: wc.SLO.ICLMs, E2EMs: wc.SLO.E2EMs}
+	}
+	checkRowStages(c, path, base+"/stages", row, metric.RowStages(sc, spec, stageOf, reqs, stageOf, origin), tol)
+	series, ok := metric.Series(reqs, origin, int64(metric.Horizon(sc)*1e9))
+	switch {
+	case row.Series == nil && ok:
+		c.add(path, base+"/series", ErrRowMismatch, "scheduled row c%d-r%d records no per-second series", row.Concurrency, row.Repetition)
+	case row.Series != nil && ok:
+		checkSeries(c, path, base+"/series", *row.Series, series, tol)
+	}
+}
+
+func deref0(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// checkRowStages compares a row's recorded stages with their recomputation.
+func checkRowStages(c *collector, path, base string, row contract.Row, want []contract.RowStage, tol Tolerance) {
+	if len(row.Stages) != len(want) {
+		c.add(path, base, ErrRowMismatch, "row c%d-r%d records %d stages, its schedule has %d", row.Concurrency, row.Repetition, len(row.Stages), len(want))
+		return
+	}
+	for k, got := range row.Stages {
+		w := want[k]
+		at := jp(k)
+		if got.Kind != w.Kind || got.Scheduled != w.Scheduled || got.Requests != w.Requests || got.Successes != w.Successes || got.Failures != w.Failures ||
+			fmtIntPtr(got.Concurrency) != fmtIntPtr(w.Concurrency) || (got.OfferedRate == nil) != (w.OfferedRate == nil) {
+			c.add(path, base+at, ErrRowMismatch, "stage %d: %s with %d scheduled, %d requests (%d ok, %d failed); the schedule and records say %s with %d, %d (%d, %d)", k, got.Kind, got.Scheduled, got.Requests, got.Successes, got.Failures, w.Kind, w.Scheduled, w.Requests, w.Successes, w.Failures)
+			continue
+		}
+		for _, x := range []struct {
+			field     string
+			got, want float64
+		}{{"start_seconds", got.StartSeconds, w.StartSeconds}, {"seconds", got.Seconds, w.Seconds}, {"offered_rate", deref0(got.OfferedRate), deref0(w.OfferedRate)}, {"achieved_rate", got.AchievedRate, w.AchievedRate}} {
+			if !within(x.got, x.want, tol) {
+				c.add(path, base+at+"/"+x.field, ErrRowMismatch, "stage %d: %s %s, recomputed %s", k, x.field, fmtFloat(x.got), fmtFloat(x.want))
+			}
+		}
+		checkMetricList(c, path, base+at+"/metrics", got.Metrics, w.Metrics, tol, nil)
+	}
+}
+
+// checkSeries compares a recorded per-second series with its recomputation (the first bin that
+// differs is reported).
+func checkSeries(c *collector, path, base string, got, want contract.RowSeries, tol Tolerance) {
+	if len(got.Bins) != len(want.Bins) {
+		c.add(path, base+"/bins", ErrRowMismatch, "the series has %d bins, the records span %d seconds", len(got.Bins), len(want.Bins))
+		return
+	}
+	optEq := func(a, b *float64) bool {
+		return (a == nil && b == nil) || (a != nil && b != nil && within(*a, *b, tol))
+	}
+	for k, g := range got.Bins {
+		w := want.Bins[k]
+		if g.Second != w.Second || g.Scheduled != w.Scheduled || g.Sent != w.Sent || g.Completed != w.Completed || g.Failed != w.Failed ||
+			!within(g.InFlightMean, w.InFlightMean, tol) || !optEq(g.E2EP50Ms, w.E2EP50Ms) || !optEq(g.E2EP99Ms, w.E2EP99Ms) || !optEq(g.TTFTP50Ms, w.TTFTP50Ms) {
+			c.add(path, base+jp("bins", k), ErrRowMismatch, "second %d: scheduled %d sent %d completed %d failed %d in flight %s; the records say %d %d %d %d %s", g.Second, g.Scheduled, g.Sent, g.Completed, g.Failed, fmtFloat(g.InFlightMean), w.Scheduled, w.Sent, w.Completed, w.Failed, fmtFloat(w.InFlightMean))
+			return
+		}
+	}
+}
+
+// checkReplay checks a trace row: open loop, no stages, its replay block names the workload's
+// trace (digest, time scale, words per token) and its entries and send errors are the records'
+// (metric.ReplayOf), and its per-second series is the records' from the row's start (the first
+// trace entry's t_sched). With the trace (entries, from its bound artifact), every measured
+// t_sched is the row's start plus its entry's scaled offset (trace.Offsets), and no success has
+// more completion tokens than its entry's output_length.
+func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, entries []trace.Entry, recs []*record, tol Tolerance) {
+	base := jp("rows", j)
+	if row.Loop != contract.RowLoopOpen {
+		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a trace replay is %s loop: a replay is open loop", row.Concurrency, row.Repetition, row.Loop)
+	}
+	if len(row.Stages) > 0 {
+		c.add(path, base+"/stages", ErrRowMismatch, "row c%d-r%d of a trace replay records stages", row.Concurrency, row.Repetition)
+	}
+	reqs, measured := measuredRequests(recs)
+	rp := row.Replay
+	if rp == nil {
+		if len(measured) > 0 {
+			c.add(path, base+"/replay", ErrRowMismatch, "row c%d-r%d replays a trace and records no replay", row.Concurrency, row.Repetition)
+		}
+		return
+	}
+	scale, wpt := 1.0, 0.0
+	if cp.TimeScale != nil {
+		scale = *cp.TimeScale
+	}
+	if cp.WordsPerToken != nil {
+		wpt = *cp.WordsPerToken
+	}
+	want := metric.ReplayOf(reqs, cp.Digest, scale, wpt)
+	if rp.TraceDigest != want.TraceDigest || rp.TimeScale != want.TimeScale || rp.WordsPerToken != want.WordsPerToken || rp.LengthUnit != want.LengthUnit || rp.Entries != want.Entries {
+		c.add(path, base+"/replay", ErrRowMismatch, "replay of %s at time scale %s, %s words per token, %d entries; the workload and records say %s, %s, %s, %d", rp.TraceDigest, fmtFloat(rp.TimeScale), fmtFloat(rp.WordsPerToken), rp.Entries, want.TraceDigest, fmtFloat(want.TimeScale), fmtFloat(want.WordsPerToken), want.Entries)
+	}
+	for _, x := range []struct {
+		field     string
+		got, want float64
+	}{{"send_error_p50_ms", rp.SendErrorP50Ms, want.SendErrorP50Ms}, {"send_error_p99_ms", rp.SendErrorP99Ms, want.SendErrorP99Ms}, {"send_error_max_ms", rp.SendErrorMaxMs, want.SendErrorMaxMs}} {
+		if !within(x.got, x.want, tol) {
+			c.add(path, base+"/replay/"+x.field, ErrRowMismatch, "%s %s, the records say %s", x.field, fmtFloat(x.got), fmtFloat(x.want))
+		}
+	}
+	unmeasured := int64(len(recs) - len(measured))
+	if len(measured) > 0 && entries != nil {
+		checkTraceSchedule(c, row, entries, trace.Offsets(entries, scale), measured, unmeasured)
+	}
+	if len(measured) == 0 || row.Series == nil {
+		return
+	}
+	if measured[0].index != unmeasured {
+		return // the first entry was never recorded: the row's start is unknown
+	}
+	if series, ok := metric.Series(reqs, measured[0].sched, 0); ok {
+		checkSeries(c, path, base+"/series", *row.Series, series, tol)
+	}
+}
+
+// checkTraceSchedule: measured request k (index minus the unmeasured) is trace entry k, scheduled
+// at the row's start (the first measured record's t_sched minus its offset) plus offs[k], and a
+// success has at most the entry's output_length completion tokens.
+func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record, unmeasured int64) {
+	k0 := measured[0].index - unmeasured
+	if k0 < 0 || k0 >= int64(len(offs)) {
+		c.add(row.Records.Path, jp(measured[0].line, "index"), ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].index, len(entries))
+		return
+	}
+	origin := measured[0].sched - offs[k0]
+	for _, r := range measured {
+		k := r.index - unmeasured
+		if k < 0 || k >= int64(len(offs)) {
+			c.add(row.Records.Path, jp(r.line, "index"), ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, r.index, len(entries))
+			return
+		}
+		if d := r.sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
+			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.index, r.sched, origin+offs[k], d)
+			return
+		}
+		if !r.failed && r.hasUsage && r.n > entries[k].OutputLength {
+			c.add(row.Records.Path, jp(r.line, "usage", "completion_tokens"), ErrRowMismatch, "trace row c%d-r%d: request %d has %d completion tokens, its trace entry's output_length is %d", row.Concurrency, row.Repetition, r.index, r.n, entries[k].OutputLength) // not a contract value: the record's member name
+			return
+		}
+	}
+}
