@@ -328,6 +328,33 @@ type ComparisonInterval struct {
 	Seed       int64   `json:"seed"`
 }
 
+// ConversationSessionDoc is one multi-turn conversation: the user turns in order, each with the think time the
+// client waits after the previous turn's reply ended before it sends this turn. Every turn is sent
+// with the whole history: the system message (if any), each earlier user turn and the assistant's
+// actual reply to it (the text the client received), then this turn (docs/caching.md).
+//
+// CUE: conversation/v1 #Session.
+type ConversationSessionDoc struct {
+	// Schema identifies the contract and its major version.
+	Schema string `json:"schema"`
+	// ID names the session; unique in its corpus.
+	ID string `json:"id"`
+	// System is the session's system message, sent first with every turn.
+	System string `json:"system,omitempty"`
+	// Turns are the user turns, in order.
+	Turns []Turn `json:"turns"`
+}
+
+// Turn is one user turn.
+//
+// CUE: conversation/v1 #Turn.
+type Turn struct {
+	Text string `json:"text"`
+	// ThinkMs is the declared think time before the turn is sent, after the previous turn's reply
+	// ended (the first turn's is counted from the session's start and is usually 0).
+	ThinkMs float64 `json:"think_ms"`
+}
+
 // DriverRequestDoc fixes the token ids the worker evaluates, the candidate tokens to rank and the
 // paths to compare against the reference path.
 //
@@ -1608,6 +1635,8 @@ type RequestRecordDoc struct {
 	CachedPromptTokens *int64 `json:"cached_prompt_tokens,omitempty"`
 	// Priming marks a warmup request of a warm row's priming pass (docs/caching.md).
 	Priming bool `json:"priming,omitempty"`
+	// Session places a request of a multi-turn session workload (docs/caching.md).
+	Session *SessionTurn `json:"session,omitempty"`
 }
 
 // RowKey is request/v1 #Record.row.
@@ -1646,6 +1675,27 @@ type AssertionOutcome struct {
 type RequestError struct {
 	Class   ErrorClass `json:"class"`
 	Message string     `json:"message"`
+}
+
+// SessionTurn is a turn of a multi-turn session: which session and turn, and how much history
+// the request sent.
+//
+// CUE: request/v1 #SessionTurn.
+type SessionTurn struct {
+	// ID is the session's id in the conversation corpus.
+	ID string `json:"id"`
+	// Turn is the turn's position in the session, 0-based.
+	Turn int64 `json:"turn"`
+	// HistoryMessages counts the messages sent: the system message (if any), 2 × turn earlier
+	// user and assistant messages, and this turn's user message.
+	HistoryMessages int64 `json:"history_messages"`
+	// HistoryChars counts the Unicode code points of every message content sent.
+	HistoryChars int64 `json:"history_chars"`
+	// ReplyDigests are the output digests of the assistant replies the history carried, in turn
+	// order (turn k sends k): each is the output_digest of that earlier turn's record.
+	ReplyDigests []string `json:"reply_digests"`
+	// ThinkMs is the declared think time the client waited before scheduling this turn.
+	ThinkMs float64 `json:"think_ms"`
 }
 
 // RuntimeManifestDoc describes a reference runtime (an interpreter and its packages) portably: no host temperature,
@@ -1961,6 +2011,10 @@ type ResultProtocol struct {
 }
 
 // Corpus is inline prompts, a committed JSONL file bound by digest, or a seeded synthetic generator.
+// Besides, conversations (a committed JSONL file of qualkit.conversation-session.v1 lines) and
+// synthetic_conversations (a seeded session generator) make the case a multi-turn session
+// workload, and shared_prefix is a seeded generator of prompts that share prefixes
+// (docs/caching.md).
 //
 // CUE: workload/v1 #Corpus.
 type Corpus struct {
@@ -1969,11 +2023,17 @@ type Corpus struct {
 	// Path of a JSONL file of prompts ({"id":..., "text":...} per line), repository-relative.
 	Path string `json:"path,omitempty"`
 	// Digest binds the file's bytes.
-	Digest      string      `json:"digest,omitempty"`
-	Generator   string      `json:"generator,omitempty"`
-	Seed        *int64      `json:"seed,omitempty"`
-	Count       int64       `json:"count,omitempty"`
-	PromptWords *WordsRange `json:"prompt_words,omitempty"`
+	Digest      string       `json:"digest,omitempty"`
+	Generator   string       `json:"generator,omitempty"`
+	Seed        *int64       `json:"seed,omitempty"`
+	Count       int64        `json:"count,omitempty"`
+	Turns       *TurnsRange  `json:"turns,omitempty"`
+	PromptWords *WordsRange  `json:"prompt_words,omitempty"`
+	ThinkMs     *ThinkRange  `json:"think_ms,omitempty"`
+	Groups      int64        `json:"groups,omitempty"`
+	PrefixWords int64        `json:"prefix_words,omitempty"`
+	Suffixes    int64        `json:"suffixes,omitempty"`
+	SuffixWords *SuffixRange `json:"suffix_words,omitempty"`
 }
 
 // Prompt is workload/v1 #Prompt.
@@ -1983,8 +2043,26 @@ type Prompt struct {
 	System string `json:"system,omitempty"`
 }
 
+// TurnsRange is workload/v1 #Corpus.turns.
+type TurnsRange struct {
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
+}
+
 // WordsRange is workload/v1 #Corpus.prompt_words.
 type WordsRange struct {
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
+}
+
+// ThinkRange is workload/v1 #Corpus.think_ms.
+type ThinkRange struct {
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
+}
+
+// SuffixRange is workload/v1 #Corpus.suffix_words.
+type SuffixRange struct {
 	Min int64 `json:"min"`
 	Max int64 `json:"max"`
 }
