@@ -16,7 +16,11 @@ import (
 )
 
 // Prompt is one resolved corpus prompt.
-type Prompt struct{ ID, Text, System string }
+type Prompt struct {
+	ID, Text, System string
+	// Turns are a session corpus's user turns (Text is turn 0's); nil otherwise (session.go).
+	Turns []Turn
+}
 
 // ErrCorpus marks a corpus that cannot be resolved.
 var ErrCorpus = errors.New("invalid corpus")
@@ -59,8 +63,18 @@ func Resolve(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
 			return nil, fmt.Errorf("%w: synthetic prompt_words: want 1 <= min <= max <= 100000", ErrCorpus)
 		}
 		out = SyntheticWords(uint64(*corpus.Seed), int(corpus.Count), int(pw.Min), int(pw.Max))
+	case contract.CorpusSourceConversations, contract.CorpusSourceSyntheticConversations:
+		var err error
+		if out, err = resolveSessions(corpus, repoRoot); err != nil {
+			return nil, err
+		}
+	case contract.CorpusSourceSharedPrefix:
+		var err error
+		if out, err = resolveSharedPrefix(corpus); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("%w: source %q: want inline, file or synthetic", ErrCorpus, corpus.Source)
+		return nil, fmt.Errorf("%w: source %q: want inline, file, synthetic, conversations, synthetic_conversations or shared_prefix", ErrCorpus, corpus.Source)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: no prompts", ErrCorpus)

@@ -148,6 +148,9 @@ func Run(ctx context.Context, plan Plan, opts ...Option) (*Result, error) {
 	for i, p := range plan.Prompts {
 		sp[i] = contract.Prompt{ID: p.ID, Text: p.Text, System: p.System}
 	}
+	if plan.isSessions() {
+		sp = sessionPromptSet(plan.Prompts)
+	}
 	promptSet, err := metrics.PromptSetSHA256(sp)
 	if err != nil {
 		return nil, fmt.Errorf("%w: prompt set: %v", ErrPlan, err)
@@ -241,11 +244,17 @@ func (p *Plan) check() error {
 			return fmt.Errorf("%w: prompt %d: %v", ErrPlan, i, err)
 		}
 	}
+	if p.isSessions() {
+		return p.checkSessions()
+	}
 	return nil
 }
 
 // measured is the number of measured requests of each row: Case.Requests, or the corpus size.
 func (p *Plan) measured() int64 {
+	if p.isSessions() {
+		return p.sessionTurns()
+	}
 	if p.Case.Requests != nil {
 		return *p.Case.Requests
 	}
@@ -276,6 +285,9 @@ func (r *runner) requests(c, rep int64) ([]request, error) {
 	cs := &r.plan.Case
 	warm := warmupPrompts(r.plan.Prompts, int(cs.WarmupRequests), r.plan.Seed, c, rep)
 	m := r.plan.measured()
+	if r.plan.isSessions() {
+		m = 0 // a session row's measured requests are built turn by turn (session.go)
+	}
 	n := int64(len(r.plan.Prompts))
 	priming := int64(0)
 	if regime(cs) == contract.CacheRegimeWarm {
@@ -356,9 +368,12 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			tel.TBeforeNs = int64(time.Since(r.plan.Epoch))
 			before = r.scrape(ctx, tel, "before")
 		}
-		if r.plan.Case.Rate != nil {
+		switch {
+		case r.plan.isSessions():
+			recs = append(recs, r.sessionRecords(ctl.cut, c, rep, int64(len(reqs)))...)
+		case r.plan.Case.Rate != nil:
 			r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl)
-		} else {
+		default:
 			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl)
 		}
 	}
