@@ -193,7 +193,9 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 		if fid.Degraded != rf.degraded {
 			c.add(path, base+"/fidelity/degraded", ErrRowMismatch, "degraded %v, the records say %v (p99 schedule lag bound %.3f ms)", fid.Degraded, rf.degraded, degradedLagP99Ms)
 		}
-		checkSchedule(c, path, row, wc, s.seed(), recs)
+		if !checkSessions(c, row, wc, s.seed(), recs) {
+			checkSchedule(c, path, row, wc, s.seed(), recs)
+		}
 		checkRowEnd(c, path, j, row, wc, recs, cr.Status == contract.StatusPassed)
 		if !checkLoad(c, path, j, row, wc, recs, tol) {
 			unchecked++

@@ -44,6 +44,10 @@ type record struct {
 	cached    int64
 	hasCached bool
 	priming   bool // a warm row's priming request
+	// session is the record's session block (a session row's, check_session.go), sessionIndex
+	// its corpus_index (the session's position in the corpus); nil and 0 otherwise.
+	session      *contract.SessionTurn
+	sessionIndex int64
 }
 
 // recordSet is what reading one JSON Lines file of request records learned.
@@ -190,6 +194,12 @@ func recordOf(d *contract.RequestRecordDoc) record {
 		r.cached, r.hasCached = *d.CachedPromptTokens, true
 	}
 	r.priming = d.Priming
+	if d.Session != nil {
+		r.session = d.Session
+		if d.CorpusIndex != nil {
+			r.sessionIndex = *d.CorpusIndex
+		}
+	}
 	return r
 }
 
