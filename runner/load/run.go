@@ -105,6 +105,8 @@ type request struct {
 	seed    *int64
 	body    []byte
 	digest  string
+	// session places a session row's turn (session.go); nil otherwise.
+	session *contract.SessionTurn
 }
 
 // Run executes every row of the case in declared order (for each concurrency value, each
@@ -534,6 +536,7 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		rec.CorpusIndex, rec.Cycle = &q.corpusIndex, &q.cycle
 	}
 	rec.Priming = q.priming
+	rec.Session = q.session
 	if resp.Usage != nil {
 		rec.CachedPromptTokens = resp.CachedPromptTokens
 	}

@@ -318,14 +318,14 @@ func (r *runner) session(ctx context.Context, i int, first int64, start time.Tim
 			// The body of a history the client built cannot fail to encode; refuse to guess.
 			return out
 		}
-		q := &request{index: idx, prompt: Prompt{ID: s.ID, Text: t.Text, System: s.System}, corpusIndex: corpusIndex, cycle: cycle, seed: seed, body: body, digest: evidence.DigestOf(body)}
-		resp := r.client.Do(ctx, r.request(q))
-		rec := r.record(q, resp, sched, c, rep, nil)
 		chars := 0
 		for _, m := range msgs {
 			chars += utf8.RuneCountInString(m.Content)
 		}
-		rec.Session = &contract.SessionTurn{ID: s.ID, Turn: int64(k), HistoryMessages: int64(len(msgs)), HistoryChars: int64(chars), ReplyDigests: append([]string{}, replies...), ThinkMs: t.ThinkMs}
+		q := &request{index: idx, prompt: Prompt{ID: s.ID, Text: t.Text, System: s.System}, corpusIndex: corpusIndex, cycle: cycle, seed: seed, body: body, digest: evidence.DigestOf(body),
+			session: &contract.SessionTurn{ID: s.ID, Turn: int64(k), HistoryMessages: int64(len(msgs)), HistoryChars: int64(chars), ReplyDigests: append([]string{}, replies...), ThinkMs: t.ThinkMs}}
+		resp := r.client.Do(ctx, r.request(q))
+		rec := r.record(q, resp, sched, c, rep, nil)
 		out = append(out, rec)
 		if rec.Error != nil || rec.OutputDigest == nil {
 			return out
