@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -220,21 +221,29 @@ func (r *runner) sessionRecords(ctx context.Context, c, rep int64, base int64) [
 	}
 	var mu sync.Mutex
 	var recs []*contract.RequestRecordDoc
-	run := func(i int, start time.Time) {
-		got := r.session(ctx, i, first[i], start, c, rep)
+	run := func(i int, start time.Time, sent *sentTurn) {
+		got := r.session(ctx, i, first[i], start, c, rep, sent)
 		mu.Lock()
 		recs = append(recs, got...)
 		mu.Unlock()
 	}
 	if rt := r.plan.Case.Rate; rt != nil {
+		// As openLoop: a thread of its own sleeps until each arrival and sends the session's
+		// first turn itself (its body has no history yet, so it is built before the deadline);
+		// the session's goroutine waits for the reply and runs the later turns.
 		offsets := arrivals(rt, len(sessions), r.plan.Seed, c, rep)
 		slots := make(chan struct{}, c)
 		var wg sync.WaitGroup
+		p := startPacer()
 		t0 := time.Now()
 	dispatch:
-		for i := range sessions {
+		for i, s := range sessions {
 			at := t0.Add(offsets[i])
-			if !sleepUntil(ctx, at) {
+			var sent *sentTurn
+			if s.Turns[0].ThinkMs == 0 {
+				sent = &sentTurn{q: r.turnRequest(i, first[i], 0, firstMessages(s), nil)}
+			}
+			if p.until(ctx, at) != nil {
 				break
 			}
 			select {
@@ -242,13 +251,17 @@ func (r *runner) sessionRecords(ctx context.Context, c, rep int64, base int64) [
 			case <-ctx.Done():
 				break dispatch
 			}
+			if sent != nil {
+				sent.call = r.client.Start(ctx, r.request(sent.q))
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer func() { <-slots }()
-				run(i, at)
+				run(i, at, sent)
 			}()
 		}
+		p.stop()
 		wg.Wait()
 	} else {
 		var nextSession atomic.Int64
@@ -262,7 +275,7 @@ func (r *runner) sessionRecords(ctx context.Context, c, rep int64, base int64) [
 					if i >= int64(len(sessions)) || ctx.Err() != nil {
 						return
 					}
-					run(int(i), time.Now())
+					run(int(i), time.Now(), nil)
 				}
 			}()
 		}
@@ -270,6 +283,12 @@ func (r *runner) sessionRecords(ctx context.Context, c, rep int64, base int64) [
 	}
 	sort.Slice(recs, func(a, b int) bool { return recs[a].Index < recs[b].Index })
 	return recs
+}
+
+// sentTurn is a session's turn 0, sent by the open-loop dispatcher at the session's arrival.
+type sentTurn struct {
+	q    *request
+	call *Call
 }
 
 // sleepUntil waits until at; false when ctx ended first.
@@ -288,51 +307,64 @@ func sleepUntil(ctx context.Context, at time.Time) bool {
 	}
 }
 
-// session runs session i's turns in order from start (its scheduled start; turn 0's think time
-// counts from it) and returns their records; a failed turn ends it.
-func (r *runner) session(ctx context.Context, i int, first int64, start time.Time, c, rep int64) []*contract.RequestRecordDoc {
+// firstMessages are a session's messages before its first user turn: its system message, if any.
+func firstMessages(s Prompt) []wireMessage {
+	if s.System == "" {
+		return nil
+	}
+	return []wireMessage{{Role: "system", Content: s.System}}
+}
+
+// turnRequest plans turn k of session i (request index idx): history holds the messages before
+// the turn, replies the output digests of the replies among them.
+func (r *runner) turnRequest(i int, idx int64, k int, history []wireMessage, replies []string) *request {
 	s := r.plan.Prompts[i]
 	cs := &r.plan.Case
-	var msgs []wireMessage
-	if s.System != "" {
-		msgs = append(msgs, wireMessage{Role: "system", Content: s.System})
+	t := s.Turns[k]
+	msgs := append(slices.Clip(history), wireMessage{Role: "user", Content: t.Text})
+	seed := requestSeed(cs.Sampling, idx)
+	body, err := sessionBody(cs, r.plan.ModelID, msgs, seed)
+	if err != nil {
+		panic("load: encode a session body: " + err.Error()) // strings and numbers always encode
 	}
+	chars := 0
+	for _, m := range msgs {
+		chars += utf8.RuneCountInString(m.Content)
+	}
+	return &request{index: idx, prompt: Prompt{ID: s.ID, Text: t.Text, System: s.System}, corpusIndex: int64(i), cycle: 0, seed: seed, body: body, digest: evidence.DigestOf(body),
+		session: &contract.SessionTurn{ID: s.ID, Turn: int64(k), HistoryMessages: int64(len(msgs)), HistoryChars: int64(chars), ReplyDigests: append([]string{}, replies...), ThinkMs: t.ThinkMs}}
+}
+
+// session runs session i's turns in order from start (its scheduled start; turn 0's think time
+// counts from it) and returns their records; a failed turn ends it. sent, when not nil, is turn
+// 0 already sent at start.
+func (r *runner) session(ctx context.Context, i int, first int64, start time.Time, c, rep int64, sent *sentTurn) []*contract.RequestRecordDoc {
+	s := r.plan.Prompts[i]
+	msgs := firstMessages(s)
 	var replies []string
 	var out []*contract.RequestRecordDoc
 	ready := start
-	corpusIndex, cycle := int64(i), int64(0)
 	for k, t := range s.Turns {
-		at := ready.Add(time.Duration(t.ThinkMs * float64(time.Millisecond)))
-		if !sleepUntil(ctx, at) {
-			return out
+		var q *request
+		var resp *Response
+		sched := start
+		if k == 0 && sent != nil {
+			q, resp = sent.q, sent.call.Wait()
+		} else {
+			if !sleepUntil(ctx, ready.Add(time.Duration(t.ThinkMs*float64(time.Millisecond)))) {
+				return out
+			}
+			sched = time.Now()
+			q = r.turnRequest(i, first+int64(k), k, msgs, replies)
+			resp = r.client.Do(ctx, r.request(q))
 		}
-		sched := time.Now()
-		if k == 0 && cs.Rate != nil && t.ThinkMs == 0 {
-			sched = start // open loop: turn 0 is due at its arrival
-		}
-		msgs = append(msgs, wireMessage{Role: "user", Content: t.Text})
-		idx := first + int64(k)
-		seed := requestSeed(cs.Sampling, idx)
-		body, err := sessionBody(cs, r.plan.ModelID, msgs, seed)
-		if err != nil {
-			// The body of a history the client built cannot fail to encode; refuse to guess.
-			return out
-		}
-		chars := 0
-		for _, m := range msgs {
-			chars += utf8.RuneCountInString(m.Content)
-		}
-		q := &request{index: idx, prompt: Prompt{ID: s.ID, Text: t.Text, System: s.System}, corpusIndex: corpusIndex, cycle: cycle, seed: seed, body: body, digest: evidence.DigestOf(body),
-			session: &contract.SessionTurn{ID: s.ID, Turn: int64(k), HistoryMessages: int64(len(msgs)), HistoryChars: int64(chars), ReplyDigests: append([]string{}, replies...), ThinkMs: t.ThinkMs}}
-		resp := r.client.Do(ctx, r.request(q))
 		rec := r.record(q, resp, sched, c, rep, nil)
 		out = append(out, rec)
 		if rec.Error != nil || rec.OutputDigest == nil {
 			return out
 		}
 		ready = time.Now()
-		reply := string(resp.Text)
-		msgs = append(msgs, wireMessage{Role: "assistant", Content: reply})
+		msgs = append(msgs, wireMessage{Role: "user", Content: t.Text}, wireMessage{Role: "assistant", Content: string(resp.Text)})
 		replies = append(replies, *rec.OutputDigest)
 	}
 	return out
