@@ -351,12 +351,15 @@ func (r *runner) session(ctx context.Context, i int, first int64, start time.Tim
 		if k == 0 && sent != nil {
 			q, resp = sent.q, sent.call.Wait()
 		} else {
+			// The body does not depend on when it is sent: build it before the think time ends,
+			// so that the turn's schedule lag is the client's send path only.
+			q = r.turnRequest(i, first+int64(k), k, msgs, replies)
+			req := r.request(q)
 			if !sleepUntil(ctx, ready.Add(time.Duration(t.ThinkMs*float64(time.Millisecond)))) {
 				return out
 			}
 			sched = time.Now()
-			q = r.turnRequest(i, first+int64(k), k, msgs, replies)
-			resp = r.client.Do(ctx, r.request(q))
+			resp = r.client.Do(ctx, req)
 		}
 		rec := r.record(q, resp, sched, c, rep, nil)
 		out = append(out, rec)
