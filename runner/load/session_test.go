@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -259,4 +260,34 @@ func TestSharedPrefixAgainstQualsim(t *testing.T) {
 	if hits < 8*12 { // 8 non-first prompts × at least the 12 tokens of (3 + 10) in full blocks
 		t.Errorf("only %d cached tokens", hits)
 	}
+}
+
+// FuzzParseConversations: any bytes either parse into sessions the contract allows (ids unique
+// is the caller's business; at least one turn, texts non-empty, think times in range) or fail
+// with ErrCorpus; nothing panics.
+func FuzzParseConversations(f *testing.F) {
+	f.Add([]byte(`{"schema":"qualkit.conversation-session.v1","id":"chat-one","system":"Be brief.","turns":[{"text":"Hello there.","think_ms":0},{"text":"And then?","think_ms":25}]}` + "\n"))
+	f.Add([]byte(`{"schema":"qualkit.conversation-session.v1","id":"chat-two","turns":[{"text":"x","think_ms":3600000}]}`))
+	f.Add([]byte(`{"schema":"qualkit.conversation-session.v1","id":"chat-one","turns":[]}`))
+	f.Add([]byte("\n\n"))
+	f.Add([]byte(`{"schema":"qualkit.conversation-session.v1","id":"chat-one","turns":[{"text":"a","think_ms":1e400}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ps, err := ParseConversations(data, "fuzz.jsonl")
+		if err != nil {
+			if !errors.Is(err, ErrCorpus) {
+				t.Fatalf("error %v does not wrap ErrCorpus", err)
+			}
+			return
+		}
+		for _, p := range ps {
+			if len(p.Turns) == 0 || len(p.Turns) > MaxSessionTurns || p.Text != p.Turns[0].Text {
+				t.Fatalf("session %q: %d turns", p.ID, len(p.Turns))
+			}
+			for _, tu := range p.Turns {
+				if tu.Text == "" || !(tu.ThinkMs >= 0 && tu.ThinkMs <= MaxSessionThinkMs) {
+					t.Fatalf("session %q: turn %+v", p.ID, tu)
+				}
+			}
+		}
+	})
 }
