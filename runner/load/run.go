@@ -39,6 +39,9 @@ type Plan struct {
 	// as "Authorization: Bearer <token>" and never recorded (a server answer that quotes it shows
 	// [REDACTED]).
 	TokenEnv string
+	// CacheResetPath is the launch recipe's cache_reset path ("" = none): POSTed before every
+	// cold row (prefixreset.go).
+	CacheResetPath string
 	// ScrapeMetrics scrapes BaseURL/metrics before and after each row's measured requests
 	// (diagnostic counter deltas).
 	ScrapeMetrics bool
@@ -352,6 +355,10 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	r.progress(ProgressRowStart, c, rep)
 	defer r.progress(ProgressRowDone, c, rep)
 	ctl := newRowCtl(ctx, &r.plan.Case)
+	var reset *contract.CacheResetOutcome
+	if r.plan.CacheResetPath != "" && regime(&r.plan.Case) == contract.CacheRegimeCold && ctx.Err() == nil {
+		reset = r.resetCache(ctx)
+	}
 	if nWarm > 0 {
 		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep, nil)
 	}
@@ -406,6 +413,9 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	}
 	out.Row = metrics.Row(spec, out.Records)
 	out.Row.Metrics = append(out.Row.Metrics, rowMetrics...)
+	if out.Row.Cache != nil {
+		out.Row.Cache.Reset = reset
+	}
 	out.Row.Ended = ctl.finish(ctx, out.Records)
 	return out, nil
 }

@@ -161,6 +161,23 @@ type RowCache struct {
 	// Contradiction says how observed contradicts declared (cold with hits, warm without hits);
 	// null when it does not. A contradiction fails the case.
 	Contradiction *string `json:"contradiction"`
+	// Reset is the launch recipe's cache reset, called before a cold row's first request; absent
+	// when the row is not cold or the recipe declares none.
+	Reset *CacheResetOutcome `json:"reset,omitempty"`
+}
+
+// CacheResetOutcome is what the server answered to its prefix-cache reset.
+//
+// CUE: caseresult/v1 #CacheResetOutcome.
+type CacheResetOutcome struct {
+	// Path is the endpoint POSTed.
+	Path string `json:"path"`
+	// TNs is when the POST began (from the campaign epoch).
+	TNs int64 `json:"t_ns"`
+	// StatusCode is the answer's HTTP status; null when none came (error says why).
+	StatusCode *int64 `json:"status_code"`
+	// Error says why the reset did not answer 2xx; null when it did.
+	Error *string `json:"error"`
 }
 
 // Stopped says why and when a case stopped before its end.
@@ -621,6 +638,8 @@ type LaunchRecipeDoc struct {
 	SecretEnvironment []string `json:"secret_environment,omitempty"`
 	// Auth: auth, when present, makes qualrun send "Authorization: Bearer <token>" with every request to the server (readiness probes, load, metrics scrapes); the token is read from qualrun's own environment and never written to any evidence, log or message.
 	Auth *Auth `json:"auth,omitempty"`
+	// CacheReset: cache_reset, when present, names the server's prefix-cache reset endpoint (vLLM: POST /reset_prefix_cache, in dev mode; SGLang: POST /flush_cache): qualrun POSTs it before every cold row and records the answer's HTTP status in the row's cache object (docs/caching.md).
+	CacheReset *CacheReset `json:"cache_reset,omitempty"`
 }
 
 // Readiness says how readiness is probed.
@@ -651,6 +670,14 @@ type Auth struct {
 	Scheme string `json:"scheme"`
 	// TokenEnv names the variable of qualrun's own environment that holds the token (it must be set and non-empty). The server gets the value only if the recipe lists the name in environment_passthrough; it is then recorded redacted, whatever the name.
 	TokenEnv string `json:"token_env"`
+}
+
+// CacheReset is a server's prefix-cache reset endpoint.
+//
+// CUE: launch/v1 #CacheReset.
+type CacheReset struct {
+	// Path is POSTed (with an empty body) under base_url.
+	Path string `json:"path"`
 }
 
 // LifecycleRecordDoc is the complete evidence of one owned server process group's life.
