@@ -1244,6 +1244,9 @@ type ViewRow struct {
 	// PrefixCache is the row's prefix-cache regime (docs/caching.md); absent when the row has
 	// no cache object.
 	PrefixCache *ViewRowPrefixCache `json:"prefix_cache,omitempty"`
+	// Turns are a session row's TTFT by turn position (ttft_by_turn.v1, recomputed from the
+	// records), in turn order; absent outside a session row (docs/caching.md).
+	Turns []ViewRowTurn `json:"turns,omitempty"`
 }
 
 // ViewDistribution is one latency distribution of a row (Hyndman-Fan type 7 percentiles).
@@ -1308,6 +1311,18 @@ type ViewRowPrefixCache struct {
 	// success reported cached tokens.
 	HitFraction   *float64 `json:"hit_fraction"`
 	Contradiction *string  `json:"contradiction"`
+}
+
+// ViewRowTurn is one turn position of a session row.
+//
+// CUE: reportview/v1 #RowTurn.
+type ViewRowTurn struct {
+	// Turn is the 0-based turn position (the records' session.turn).
+	Turn int64 `json:"turn"`
+	// TTFTP50Ms is the p50 TTFT of that turn's successful requests.
+	TTFTP50Ms float64 `json:"ttft_p50_ms"`
+	// Samples counts them.
+	Samples int64 `json:"samples"`
 }
 
 // ViewDriver is a driver case's evidence result as verify read and re-checked it (numbers unrounded).
