@@ -342,6 +342,7 @@ var routes = map[string]string{
 	"/v1/completions":      "POST",
 	"/health":              "GET, HEAD",
 	"/metrics":             "GET, HEAD",
+	"/reset_prefix_cache":  "POST",
 }
 
 func (s *Server) handleOther(w http.ResponseWriter, r *http.Request) {
@@ -438,7 +439,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 // expected a cache must see that it has none).
 func (s *Server) handleResetPrefixCache(w http.ResponseWriter, _ *http.Request) {
 	if s.cache == nil {
-		s.writeJSON(w, "/reset_prefix_cache", http.StatusNotFound, []byte(`{"error":"no prefix cache (start qualsim with --prefix-cache)"}`+"\n"))
+		s.writeError(w, "/reset_prefix_cache", &apiError{status: http.StatusNotFound, typ: "invalid_request_error", message: "no prefix cache to reset: start qualsim with --prefix-cache"}) // not a contract value: qualsim's error type
 		return
 	}
 	s.cache.reset()
