@@ -165,6 +165,8 @@ func (p *Plan) checkSessions() error {
 		return fmt.Errorf("%w: case %s: a session row runs every session once: requests, duration and stop do not apply", ErrPlan, p.CaseID)
 	case regime(c) != contract.CacheRegimeNatural:
 		return fmt.Errorf("%w: case %s: a session corpus takes cache_regime natural, not %s", ErrPlan, p.CaseID, c.CacheRegime)
+	case int64(len(p.Prompts)) < slices.Max(c.Concurrency):
+		return fmt.Errorf("%w: case %s: %d sessions cannot reach session concurrency %d", ErrPlan, p.CaseID, len(p.Prompts), slices.Max(c.Concurrency))
 	}
 	for i, s := range p.Prompts {
 		if len(s.Turns) == 0 || len(s.Turns) > MaxSessionTurns {

@@ -176,6 +176,10 @@ func TestSessionsAgainstQualsim(t *testing.T) {
 	if f := metric.SessionsOf(nil); f.Sessions != 0 {
 		t.Fatal(f)
 	}
+	plan.Case.Concurrency = []int64{4}
+	if _, err := Run(context.Background(), plan); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "3 sessions cannot reach session concurrency 4") {
+		t.Fatalf("3 sessions at concurrency 4: %v", err)
+	}
 }
 
 // TestSessionsOpenLoop: sessions start on the arrival schedule of metric.Arrivals, turn 0's
