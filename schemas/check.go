@@ -136,6 +136,12 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 			return nil, err
 		}
 		return nil, nil
+	case contract.ConversationSession:
+		var d contract.ConversationSessionDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return nil, nil
 	case contract.LifecycleRecord:
 		var d contract.LifecycleRecordDoc
 		if err := decode(&d); err != nil {
@@ -227,25 +233,26 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 
 // docTypes maps each contract to its Go type.
 var docTypes = map[string]reflect.Type{
-	contract.Workload:           reflect.TypeFor[contract.WorkloadDoc](),
-	contract.LaunchRecipe:       reflect.TypeFor[contract.LaunchRecipeDoc](),
-	contract.RuntimeManifest:    reflect.TypeFor[contract.RuntimeManifestDoc](),
-	contract.CaseResult:         reflect.TypeFor[contract.CaseResultDoc](),
-	contract.RequestRecord:      reflect.TypeFor[contract.RequestRecordDoc](),
-	contract.LifecycleRecord:    reflect.TypeFor[contract.LifecycleRecordDoc](),
-	contract.Receipt:            reflect.TypeFor[contract.ReceiptDoc](),
-	contract.VerificationReport: reflect.TypeFor[contract.VerificationReportDoc](),
-	contract.DriverSpec:         reflect.TypeFor[contract.DriverSpecDoc](),
-	contract.DriverRequest:      reflect.TypeFor[contract.DriverRequestDoc](),
-	contract.DriverWorkerOutput: reflect.TypeFor[contract.DriverWorkerOutputDoc](),
-	contract.NextTokenResult:    reflect.TypeFor[contract.NextTokenResultDoc](),
-	contract.PathAttribution:    reflect.TypeFor[contract.PathAttributionDoc](),
-	contract.LayerAttribution:   reflect.TypeFor[contract.LayerAttributionDoc](),
-	contract.ReportView:         reflect.TypeFor[contract.ReportViewDoc](),
-	contract.Comparison:         reflect.TypeFor[contract.ComparisonDoc](),
-	contract.EffectiveRunConfig: reflect.TypeFor[contract.EffectiveRunConfigDoc](),
-	contract.TelemetrySample:    reflect.TypeFor[contract.TelemetrySampleDoc](),
-	contract.FleetPlan:          reflect.TypeFor[contract.FleetPlanDoc](),
+	contract.Workload:            reflect.TypeFor[contract.WorkloadDoc](),
+	contract.LaunchRecipe:        reflect.TypeFor[contract.LaunchRecipeDoc](),
+	contract.RuntimeManifest:     reflect.TypeFor[contract.RuntimeManifestDoc](),
+	contract.CaseResult:          reflect.TypeFor[contract.CaseResultDoc](),
+	contract.RequestRecord:       reflect.TypeFor[contract.RequestRecordDoc](),
+	contract.LifecycleRecord:     reflect.TypeFor[contract.LifecycleRecordDoc](),
+	contract.Receipt:             reflect.TypeFor[contract.ReceiptDoc](),
+	contract.VerificationReport:  reflect.TypeFor[contract.VerificationReportDoc](),
+	contract.DriverSpec:          reflect.TypeFor[contract.DriverSpecDoc](),
+	contract.DriverRequest:       reflect.TypeFor[contract.DriverRequestDoc](),
+	contract.DriverWorkerOutput:  reflect.TypeFor[contract.DriverWorkerOutputDoc](),
+	contract.NextTokenResult:     reflect.TypeFor[contract.NextTokenResultDoc](),
+	contract.PathAttribution:     reflect.TypeFor[contract.PathAttributionDoc](),
+	contract.LayerAttribution:    reflect.TypeFor[contract.LayerAttributionDoc](),
+	contract.ReportView:          reflect.TypeFor[contract.ReportViewDoc](),
+	contract.Comparison:          reflect.TypeFor[contract.ComparisonDoc](),
+	contract.EffectiveRunConfig:  reflect.TypeFor[contract.EffectiveRunConfigDoc](),
+	contract.TelemetrySample:     reflect.TypeFor[contract.TelemetrySampleDoc](),
+	contract.ConversationSession: reflect.TypeFor[contract.ConversationSessionDoc](),
+	contract.FleetPlan:           reflect.TypeFor[contract.FleetPlanDoc](),
 }
 
 // integerLiterals reports every number that lands in an integer field of t but is written with a

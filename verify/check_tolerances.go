@@ -195,9 +195,11 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 		if fid.Degraded != rf.degraded {
 			c.add(path, base+"/fidelity/degraded", ErrRowMismatch, "degraded %v, the records say %v (p99 schedule lag bound %.3f ms)", fid.Degraded, rf.degraded, degradedLagP99Ms)
 		}
-		checkSchedule(c, path, row, wc, s.seed(), recs)
-		checkCorpusOrder(c, row, wc, s.seed(), recs)
-		s.checkStages(c, path, j, row, wc, s.seed(), recs, tol)
+		if !checkSessions(c, row, wc, s.seed(), recs) {
+			checkSchedule(c, path, row, wc, s.seed(), recs)
+			checkCorpusOrder(c, row, wc, s.seed(), recs)
+			s.checkStages(c, path, j, row, wc, s.seed(), recs, tol)
+		}
 		checkRowEnd(c, path, j, row, wc, recs, cr.Status == contract.StatusPassed)
 		if !checkLoad(c, path, j, row, wc, recs, tol) {
 			unchecked++
@@ -210,6 +212,9 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 		checkMetricList(c, path, base+"/metrics", row.Metrics, rf.metrics, tol, skip)
 		s.checkRowTelemetry(c, path, base, row, recs, tol)
 		checkRowCache(c, path, base, row, wc, cr.Status, recs)
+		if wc != nil {
+			checkRowReset(c, path, base, row, wc, s.recipes[wc.Launch], recs)
+		}
 	}
 	if len(cr.Rows) > 0 {
 		checkMetricList(c, path, "/metrics", cr.Metrics, recomputeCase(cr.Rows), tol, nil)

@@ -46,7 +46,12 @@ type rowFacts struct {
 
 // request is the record as the catalogue's formulas read it.
 func (r *record) request() metric.Request {
-	return metric.Request{Failed: r.failed, ErrorClass: r.errClass, Sched: r.sched, Send: r.send, Hdr: r.hdr, End: r.end, Close: r.cls,
+	var session string
+	var turn int64
+	if r.session != nil {
+		session, turn = r.session.ID, r.session.Turn
+	}
+	return metric.Request{Session: session, Turn: turn, Failed: r.failed, ErrorClass: r.errClass, Sched: r.sched, Send: r.send, Hdr: r.hdr, End: r.end, Close: r.cls,
 		HasSend: r.hasSend, HasHdr: r.hasHdr, HasEnd: r.hasEnd, HasClose: r.hasClose, Content: r.content,
 		HasUsage: r.hasUsage, Completion: r.n, Prompt: r.p, HasCached: r.hasCached, Cached: r.cached}
 }

@@ -48,6 +48,10 @@ type record struct {
 	// (records before they existed have neither).
 	corpusIndex, cycle int64
 	hasCorpus          bool
+	// session is the record's session block (a session row's, check_session.go), sessionIndex
+	// its corpus_index (the session's position in the corpus); nil and 0 otherwise.
+	session      *contract.SessionTurn
+	sessionIndex int64
 }
 
 // recordSet is what reading one JSON Lines file of request records learned.
@@ -194,6 +198,15 @@ func recordOf(d *contract.RequestRecordDoc) record {
 		r.cached, r.hasCached = *d.CachedPromptTokens, true
 	}
 	r.priming = d.Priming
+	if d.CorpusIndex != nil && d.Cycle != nil {
+		r.corpusIndex, r.cycle, r.hasCorpus = *d.CorpusIndex, *d.Cycle, true
+	}
+	if d.Session != nil {
+		r.session = d.Session
+		if d.CorpusIndex != nil {
+			r.sessionIndex = *d.CorpusIndex
+		}
+	}
 	return r
 }
 

@@ -326,7 +326,7 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	rows := newRowFiles(r, dir)
 	tel := r.startTelemetry(c)
 	plan := load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
-		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(),
+		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(), CacheResetPath: cacheResetPath(p.recipe),
 		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))}
 	var res *load.Result
 	var capacity *contract.Capacity
@@ -518,4 +518,12 @@ func stoppedRows(rows []contract.Row) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// cacheResetPath is the recipe's cache_reset path, "" when it declares none (docs/caching.md).
+func cacheResetPath(r *contract.LaunchRecipeDoc) string {
+	if r == nil || r.CacheReset == nil {
+		return ""
+	}
+	return r.CacheReset.Path
 }

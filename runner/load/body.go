@@ -72,6 +72,11 @@ func Body(c *contract.Case, model string, p Prompt, seed *int64) ([]byte, error)
 		}
 		w.Messages = append(w.Messages, wireMessage{Role: "user", Content: p.Text})
 	}
+	return encodeBody(c, w)
+}
+
+// encodeBody adds the case's sampling and stream options to w and encodes it (see Body).
+func encodeBody(c *contract.Case, w wireBody) ([]byte, error) {
 	if s := c.Sampling; s != nil {
 		w.Temperature, w.TopP, w.Stop, w.IgnoreEOS = s.Temperature, s.TopP, s.Stop, s.IgnoreEOS
 	}

@@ -21,6 +21,8 @@ type Prompt struct {
 	// MaxTokens, when positive, is this prompt's max_tokens (a trace entry's output_length) in
 	// place of the case's; AtNs is a trace entry's scheduled offset from the row's start.
 	MaxTokens, AtNs int64
+	// Turns are a session corpus's user turns (Text is turn 0's); nil otherwise (session.go).
+	Turns []Turn
 }
 
 // ErrCorpus marks a corpus that cannot be resolved.
@@ -69,8 +71,18 @@ func Resolve(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
 		if out, err = readTraceCorpus(corpus, repoRoot); err != nil {
 			return nil, err
 		}
+	case contract.CorpusSourceConversations, contract.CorpusSourceSyntheticConversations:
+		var err error
+		if out, err = resolveSessions(corpus, repoRoot); err != nil {
+			return nil, err
+		}
+	case contract.CorpusSourceSharedPrefix:
+		var err error
+		if out, err = resolveSharedPrefix(corpus); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("%w: source %q: want inline, file, synthetic or trace", ErrCorpus, corpus.Source)
+		return nil, fmt.Errorf("%w: source %q: want inline, file, synthetic, trace, conversations, synthetic_conversations or shared_prefix", ErrCorpus, corpus.Source)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: no prompts", ErrCorpus)

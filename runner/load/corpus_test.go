@@ -33,7 +33,7 @@ func TestSyntheticWordsGolden(t *testing.T) {
 		{ID: "synthetic-000002", Text: "life letter need laugh"},
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %v", got)
+		t.Fatalf("got %+v", got)
 	}
 	seen := map[string]bool{}
 	for _, w := range syntheticWords {
@@ -54,7 +54,7 @@ func TestWarmupPrompts(t *testing.T) {
 	got := warmupPrompts(corpus, 3, 7, 4, 1)
 	want := []Prompt{{ID: "warmup-0000", Text: "even cry carry", System: "sys"}, {ID: "warmup-0001", Text: "only"}, {ID: "warmup-0002", Text: "just noun eye", System: "sys"}}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %v", got)
+		t.Fatalf("got %+v", got)
 	}
 	if reflect.DeepEqual(warmupPrompts(corpus, 3, 7, 4, 2), got) {
 		t.Fatal("two repetitions warm up with the same prompts")
@@ -77,16 +77,16 @@ func TestResolve(t *testing.T) {
 	seed := int64(42)
 	ps, err := Resolve(contract.Corpus{Source: "synthetic", Generator: contract.SyntheticCorpusGenerator, Seed: &seed, Count: 3, PromptWords: &contract.WordsRange{Min: 2, Max: 5}}, "")
 	if err != nil || len(ps) != 3 || ps[0].Text != "act door half" {
-		t.Fatalf("synthetic: %v %v", err, ps)
+		t.Fatalf("synthetic: %v %+v", err, ps)
 	}
 	ps, err = Resolve(contract.Corpus{Source: "inline", Prompts: []contract.Prompt{{ID: "abc", Text: "hi", System: "s"}}}, "")
 	if err != nil || !reflect.DeepEqual(ps, []Prompt{{ID: "abc", Text: "hi", System: "s"}}) {
-		t.Fatalf("inline: %v %v", err, ps)
+		t.Fatalf("inline: %v %+v", err, ps)
 	}
 	root, c := writeCorpus(t, `{"id":"one","text":"first"}`+"\n"+`{"id":"two","text":"second","system":"be brief"}`+"\n")
 	ps, err = Resolve(c, root)
 	if err != nil || !reflect.DeepEqual(ps, []Prompt{{ID: "one", Text: "first"}, {ID: "two", Text: "second", System: "be brief"}}) {
-		t.Fatalf("file: %v %v", err, ps)
+		t.Fatalf("file: %v %+v", err, ps)
 	}
 	// No final newline is fine too.
 	root, c = writeCorpus(t, `{"id":"one","text":"first"}`)

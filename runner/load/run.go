@@ -39,6 +39,9 @@ type Plan struct {
 	// as "Authorization: Bearer <token>" and never recorded (a server answer that quotes it shows
 	// [REDACTED]).
 	TokenEnv string
+	// CacheResetPath is the launch recipe's cache_reset path ("" = none): POSTed before every
+	// cold row (prefixreset.go).
+	CacheResetPath string
 	// ScrapeMetrics scrapes BaseURL/metrics before and after each row's measured requests
 	// (diagnostic counter deltas).
 	ScrapeMetrics bool
@@ -105,6 +108,8 @@ type request struct {
 	seed    *int64
 	body    []byte
 	digest  string
+	// session places a session row's turn (session.go); nil otherwise.
+	session *contract.SessionTurn
 }
 
 // Run executes every row of the case in declared order (for each concurrency value, each
@@ -147,6 +152,9 @@ func Run(ctx context.Context, plan Plan, opts ...Option) (*Result, error) {
 	sp := make([]contract.Prompt, len(plan.Prompts))
 	for i, p := range plan.Prompts {
 		sp[i] = contract.Prompt{ID: p.ID, Text: p.Text, System: p.System}
+	}
+	if plan.isSessions() {
+		sp = sessionPromptSet(plan.Prompts)
 	}
 	promptSet, err := metrics.PromptSetSHA256(sp)
 	if err != nil {
@@ -249,11 +257,17 @@ func (p *Plan) check() error {
 			return fmt.Errorf("%w: prompt %d: %v", ErrPlan, i, err)
 		}
 	}
+	if p.isSessions() {
+		return p.checkSessions()
+	}
 	return nil
 }
 
 // measured is the number of measured requests of each row: Case.Requests, or the corpus size.
 func (p *Plan) measured() int64 {
+	if p.isSessions() {
+		return p.sessionTurns()
+	}
 	if p.Case.Schedule != nil {
 		return p.scheduledCap()
 	}
@@ -289,7 +303,9 @@ func (r *runner) requests(c, rep int64) ([]request, error) {
 	cs := &r.plan.Case
 	warm := warmupPrompts(r.plan.Prompts, int(cs.WarmupRequests), r.plan.Seed, c, rep)
 	m := r.plan.measured()
-	if cs.Schedule != nil && !metric.Closed(cs.Schedule) {
+	if r.plan.isSessions() {
+		m = 0 // a session row's measured requests are built turn by turn (session.go)
+	} else if cs.Schedule != nil && !metric.Closed(cs.Schedule) {
 		offs, _, err := r.plan.schedule(c, rep)
 		if err != nil {
 			return nil, err
@@ -361,6 +377,10 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	r.progress(ProgressRowStart, c, rep)
 	defer r.progress(ProgressRowDone, c, rep)
 	ctl := newRowCtl(ctx, &r.plan.Case)
+	var reset *contract.CacheResetOutcome
+	if r.plan.CacheResetPath != "" && regime(&r.plan.Case) == contract.CacheRegimeCold && ctx.Err() == nil {
+		reset = r.resetCache(ctx)
+	}
 	if nWarm > 0 {
 		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep, nil)
 	}
@@ -380,7 +400,9 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			tel.TBeforeNs = int64(time.Since(r.plan.Epoch))
 			before = r.scrape(ctx, tel, "before")
 		}
-		if r.plan.trace() {
+		if r.plan.isSessions() {
+			recs = append(recs, r.sessionRecords(ctl.cut, c, rep, int64(len(reqs)))...)
+		} else if r.plan.trace() {
 			offs := make([]time.Duration, len(reqs)-nWarm)
 			for k, q := range reqs[nWarm:] {
 				offs[k] = time.Duration(q.prompt.AtNs)
@@ -437,6 +459,9 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	}
 	out.Row = metrics.Row(spec, out.Records)
 	out.Row.Metrics = append(out.Row.Metrics, rowMetrics...)
+	if out.Row.Cache != nil {
+		out.Row.Cache.Reset = reset
+	}
 	out.Row.Ended = ctl.finish(ctx, out.Records)
 	if sched != nil && r.plan.trace() {
 		sched.reportTrace(&out.Row, r.plan.Case.Corpus, r.plan.Prompts, out.Records, r.plan.Epoch)
@@ -587,6 +612,7 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		rec.CorpusIndex, rec.Cycle = &q.corpusIndex, &q.cycle
 	}
 	rec.Priming = q.priming
+	rec.Session = q.session
 	if resp.Usage != nil {
 		rec.CachedPromptTokens = resp.CachedPromptTokens
 	}

@@ -25,7 +25,13 @@ func TestDocumented(t *testing.T) {
 		n := int64(i)
 		cached[i].CachedPromptTokens = &n
 	}
+	// A session row: the records as two sessions' turns (docs/metrics.md "Sessions").
+	sessions := handRecords()
+	for i := range sessions {
+		sessions[i].Session = &contract.SessionTurn{ID: []string{"session-a", "session-b"}[i%2], Turn: int64(i / 2), HistoryMessages: int64(1 + 2*(i/2)), ReplyDigests: []string{}}
+	}
 	rows := []contract.Row{
+		Row(RowSpec{Concurrency: 2, Loop: "closed"}, sessions),
 		Row(RowSpec{Concurrency: 2, Loop: "closed", SLO: contract.SLO{TTFTMs: 9.5}}, handRecords()),
 		Row(RowSpec{Concurrency: 1, Loop: "open", OfferedRate: &rate}, handRecords()),
 		Row(RowSpec{Concurrency: 2, Loop: "closed", CacheRegime: contract.CacheRegimeWarm}, cached),
@@ -51,6 +57,8 @@ func TestDocumented(t *testing.T) {
 			base = "server.<family>.delta"
 		case strings.HasPrefix(base, "request_failures.") && base != "request_failures.sum":
 			base = "request_failures.<class>"
+		case strings.HasPrefix(base, "ttft_p50_ms.turn"):
+			base = "ttft_p50_ms.turn<k>"
 		}
 		for _, suffix := range []string{".worst_row", ".best_row", ".p50", ".p90", ".p95", ".p99.9", ".p99", ".min", ".max", ".mean"} {
 			if strings.HasSuffix(base, suffix) && !strings.Contains(page, "`"+base+"`") {

@@ -62,6 +62,9 @@ func Request(r *contract.RequestRecordDoc) formulas.Request {
 	if r.CachedPromptTokens != nil {
 		q.HasCached, q.Cached = true, *r.CachedPromptTokens
 	}
+	if s := r.Session; s != nil {
+		q.Session, q.Turn = s.ID, s.Turn
+	}
 	return q
 }
 

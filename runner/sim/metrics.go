@@ -53,6 +53,7 @@ type metrics struct {
 	gtDropped        atomic.Uint64
 	prefixQueries    atomic.Uint64
 	prefixHits       atomic.Uint64
+	prefixResets     atomic.Uint64
 }
 
 func (m *metrics) request(endpoint string, code int) {
@@ -130,6 +131,8 @@ func (m *metrics) appendText(b []byte, slots int, ready, prefixCache bool) []byt
 		sample("qualsim_prefix_cache_queries_total", "", m.prefixQueries.Load())
 		family("qualsim_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache (vLLM: prefix_cache_hits).")
 		sample("qualsim_prefix_cache_hits_total", "", m.prefixHits.Load())
+		family("qualsim_prefix_cache_resets_total", "counter", "Prefix cache resets (POST /reset_prefix_cache).")
+		sample("qualsim_prefix_cache_resets_total", "", m.prefixResets.Load())
 	}
 	family("qualsim_generation_tokens_total", "counter", "Completion tokens of finished responses, as their usage reports (vLLM: generation_tokens_total).")
 	sample("qualsim_generation_tokens_total", "", m.generationTokens.Load())

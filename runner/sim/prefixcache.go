@@ -125,3 +125,15 @@ func (c *prefixCache) lookupInsert(modelSeed uint64, p Prompt) int {
 	}
 	return hit * c.cfg.BlockTokens
 }
+
+// reset empties the cache (POST /reset_prefix_cache, vLLM's endpoint of that name): every later
+// prompt misses until its blocks are cached again.
+func (c *prefixCache) reset() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.set = map[uint64]struct{}{}
+	c.order, c.head = nil, 0
+}

@@ -70,3 +70,34 @@ func TestPrefixCache(t *testing.T) {
 		t.Fatalf("cache off: cached_tokens %d present", c)
 	}
 }
+
+// TestResetPrefixCache: POST /reset_prefix_cache (vLLM's endpoint) empties the cache, so a prompt
+// that hit before misses once and hits again after; /metrics counts the resets; a server without
+// a cache answers 404.
+func TestResetPrefixCache(t *testing.T) {
+	cfg := fastConfig()
+	cfg.PrefixCache = sim.PrefixCache{Enabled: true, BlockTokens: 4, CapacityBlocks: 1024}
+	ts := start(t, cfg, true)
+	system, user := "you are a terse assistant who counts", strings.Repeat("alpha ", 9)
+	cachedTokens(t, ts, system, user)
+	if _, c := cachedTokens(t, ts, system, user); c != 20 {
+		t.Fatalf("before the reset: cached %d, want 20", c)
+	}
+	resp, b, err := ts.post("/reset_prefix_cache", "")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("reset: %v %v %s", resp, err, b)
+	}
+	if _, c := cachedTokens(t, ts, system, user); c != 0 {
+		t.Fatalf("after the reset: cached %d, want 0", c)
+	}
+	if _, c := cachedTokens(t, ts, system, user); c != 20 {
+		t.Fatalf("cached again: %d, want 20", c)
+	}
+	if n := metric(t, ts, "qualsim_prefix_cache_resets_total"); n != 1 {
+		t.Fatalf("resets counter %v", n)
+	}
+	off := start(t, fastConfig(), true)
+	if resp, _, err := off.post("/reset_prefix_cache", ""); err != nil || resp.StatusCode != 404 {
+		t.Fatalf("without a cache: %v %v", resp, err)
+	}
+}

@@ -284,6 +284,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.handleCompletion(w, r, false) })
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.HandleFunc("POST /reset_prefix_cache", s.handleResetPrefixCache)
 	mux.HandleFunc("/", s.handleOther)
 	if s.opts.apiKey == "" {
 		return mux
@@ -341,6 +342,7 @@ var routes = map[string]string{
 	"/v1/completions":      "POST",
 	"/health":              "GET, HEAD",
 	"/metrics":             "GET, HEAD",
+	"/reset_prefix_cache":  "POST",
 }
 
 func (s *Server) handleOther(w http.ResponseWriter, r *http.Request) {
@@ -430,6 +432,19 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	s.writeJSON(w, "/health", http.StatusOK, []byte(`{"status":"ok"}`+"\n"))
+}
+
+// handleResetPrefixCache empties the prefix cache, as vLLM's POST /reset_prefix_cache does (in
+// dev mode): 200 with the cache on; 404 without one (there is nothing to reset, and a caller that
+// expected a cache must see that it has none).
+func (s *Server) handleResetPrefixCache(w http.ResponseWriter, _ *http.Request) {
+	if s.cache == nil {
+		s.writeError(w, "/reset_prefix_cache", &apiError{status: http.StatusNotFound, typ: "invalid_request_error", message: "no prefix cache to reset: start qualsim with --prefix-cache"}) // not a contract value: qualsim's error type
+		return
+	}
+	s.cache.reset()
+	s.m.prefixResets.Add(1)
+	s.writeJSON(w, "/reset_prefix_cache", http.StatusOK, []byte(`{"status":"ok"}`+"\n"))
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {

@@ -5,44 +5,46 @@ package contract
 // The contracts, by name (with the major version) and schema id (the value of a document's
 // schema field).
 const (
-	CaseResult               = "case-result.v1"
-	CaseResultSchema         = "qualkit.case-result.v1"
-	Comparison               = "comparison.v1"
-	ComparisonSchema         = "qualkit.comparison.v1"
-	DriverRequest            = "driver-request.v1"
-	DriverRequestSchema      = "qualkit.driver-request.v1"
-	DriverSpec               = "driver-spec.v1"
-	DriverSpecSchema         = "qualkit.driver-spec.v1"
-	DriverWorkerOutput       = "driver-worker-output.v1"
-	DriverWorkerOutputSchema = "qualkit.driver-worker-output.v1"
-	EffectiveRunConfig       = "effective-run-config.v1"
-	EffectiveRunConfigSchema = "qualkit.effective-run-config.v1"
-	FleetPlan                = "fleet-plan.v1"
-	FleetPlanSchema          = "qualkit.fleet-plan.v1"
-	LaunchRecipe             = "launch-recipe.v1"
-	LaunchRecipeSchema       = "qualkit.launch-recipe.v1"
-	LayerAttribution         = "layer-attribution.v2"
-	LayerAttributionSchema   = "qualkit.layer-attribution.v2"
-	LifecycleRecord          = "lifecycle-record.v1"
-	LifecycleRecordSchema    = "qualkit.lifecycle-record.v1"
-	NextTokenResult          = "next-token-result.v2"
-	NextTokenResultSchema    = "qualkit.next-token-result.v2"
-	PathAttribution          = "path-attribution.v2"
-	PathAttributionSchema    = "qualkit.path-attribution.v2"
-	Receipt                  = "receipt.v1"
-	ReceiptSchema            = "qualkit.receipt.v1"
-	ReportView               = "report-view.v1"
-	ReportViewSchema         = "qualkit.report-view.v1"
-	RequestRecord            = "request-record.v1"
-	RequestRecordSchema      = "qualkit.request-record.v1"
-	RuntimeManifest          = "runtime-manifest.v1"
-	RuntimeManifestSchema    = "qualkit.runtime-manifest.v1"
-	TelemetrySample          = "telemetry-sample.v1"
-	TelemetrySampleSchema    = "qualkit.telemetry-sample.v1"
-	VerificationReport       = "verification-report.v1"
-	VerificationReportSchema = "qualkit.verification-report.v1"
-	Workload                 = "workload.v1"
-	WorkloadSchema           = "qualkit.workload.v1"
+	CaseResult                = "case-result.v1"
+	CaseResultSchema          = "qualkit.case-result.v1"
+	Comparison                = "comparison.v1"
+	ComparisonSchema          = "qualkit.comparison.v1"
+	ConversationSession       = "conversation-session.v1"
+	ConversationSessionSchema = "qualkit.conversation-session.v1"
+	DriverRequest             = "driver-request.v1"
+	DriverRequestSchema       = "qualkit.driver-request.v1"
+	DriverSpec                = "driver-spec.v1"
+	DriverSpecSchema          = "qualkit.driver-spec.v1"
+	DriverWorkerOutput        = "driver-worker-output.v1"
+	DriverWorkerOutputSchema  = "qualkit.driver-worker-output.v1"
+	EffectiveRunConfig        = "effective-run-config.v1"
+	EffectiveRunConfigSchema  = "qualkit.effective-run-config.v1"
+	FleetPlan                 = "fleet-plan.v1"
+	FleetPlanSchema           = "qualkit.fleet-plan.v1"
+	LaunchRecipe              = "launch-recipe.v1"
+	LaunchRecipeSchema        = "qualkit.launch-recipe.v1"
+	LayerAttribution          = "layer-attribution.v2"
+	LayerAttributionSchema    = "qualkit.layer-attribution.v2"
+	LifecycleRecord           = "lifecycle-record.v1"
+	LifecycleRecordSchema     = "qualkit.lifecycle-record.v1"
+	NextTokenResult           = "next-token-result.v2"
+	NextTokenResultSchema     = "qualkit.next-token-result.v2"
+	PathAttribution           = "path-attribution.v2"
+	PathAttributionSchema     = "qualkit.path-attribution.v2"
+	Receipt                   = "receipt.v1"
+	ReceiptSchema             = "qualkit.receipt.v1"
+	ReportView                = "report-view.v1"
+	ReportViewSchema          = "qualkit.report-view.v1"
+	RequestRecord             = "request-record.v1"
+	RequestRecordSchema       = "qualkit.request-record.v1"
+	RuntimeManifest           = "runtime-manifest.v1"
+	RuntimeManifestSchema     = "qualkit.runtime-manifest.v1"
+	TelemetrySample           = "telemetry-sample.v1"
+	TelemetrySampleSchema     = "qualkit.telemetry-sample.v1"
+	VerificationReport        = "verification-report.v1"
+	VerificationReportSchema  = "qualkit.verification-report.v1"
+	Workload                  = "workload.v1"
+	WorkloadSchema            = "qualkit.workload.v1"
 )
 
 // ContractInfo describes one contract: its name, schema id, JSON Schema $id and the exported
@@ -55,6 +57,7 @@ type ContractInfo struct {
 var Contracts = []ContractInfo{
 	{Name: CaseResult, SchemaID: CaseResultSchema, URL: "https://qualkit.dev/schemas/case-result.v1.schema.json", File: "case-result.v1.schema.json"},
 	{Name: Comparison, SchemaID: ComparisonSchema, URL: "https://qualkit.dev/schemas/comparison.v1.schema.json", File: "comparison.v1.schema.json"},
+	{Name: ConversationSession, SchemaID: ConversationSessionSchema, URL: "https://qualkit.dev/schemas/conversation-session.v1.schema.json", File: "conversation-session.v1.schema.json"},
 	{Name: DriverRequest, SchemaID: DriverRequestSchema, URL: "https://qualkit.dev/schemas/driver-request.v1.schema.json", File: "driver-request.v1.schema.json"},
 	{Name: DriverSpec, SchemaID: DriverSpecSchema, URL: "https://qualkit.dev/schemas/driver-spec.v1.schema.json", File: "driver-spec.v1.schema.json"},
 	{Name: DriverWorkerOutput, SchemaID: DriverWorkerOutputSchema, URL: "https://qualkit.dev/schemas/driver-worker-output.v1.schema.json", File: "driver-worker-output.v1.schema.json"},
@@ -95,10 +98,12 @@ const (
 	ResultProtocolFormat                  = "qualkit.case-result.v1" // workload/v1 #ResultProtocol.format
 	ResultProtocolPathEnvironmentVariable = "QUALKIT_CASE_RESULT"    // workload/v1 #ResultProtocol.path_environment_variable
 	// RowReplayLengthUnit: words_per_token (a declared approximation; no tokenizer artifact bound).
-	RowReplayLengthUnit      = "words_per_token"            // caseresult/v1 #RowReplay.length_unit
-	RowSeriesFormula         = "per_second_series.v1"       // caseresult/v1 #RowSeries.formula
-	SourceTreeHashFormat     = "qualkit-source-tree-v1"     // receipt/v1 #Source.tree_hash_format
-	SyntheticCorpusGenerator = "qualkit.synthetic-words.v1" // workload/v1 #SyntheticCorpus.generator
+	RowReplayLengthUnit                  = "words_per_token"                    // caseresult/v1 #RowReplay.length_unit
+	RowSeriesFormula                     = "per_second_series.v1"               // caseresult/v1 #RowSeries.formula
+	SharedPrefixCorpusGenerator          = "qualkit.shared-prefix.v1"           // workload/v1 #SharedPrefixCorpus.generator
+	SourceTreeHashFormat                 = "qualkit-source-tree-v1"             // receipt/v1 #Source.tree_hash_format
+	SyntheticConversationCorpusGenerator = "qualkit.synthetic-conversations.v1" // workload/v1 #SyntheticConversationCorpus.generator
+	SyntheticCorpusGenerator             = "qualkit.synthetic-words.v1"         // workload/v1 #SyntheticCorpus.generator
 	// TraceCorpusLengthUnit says what input_length counts: words_per_token (no tokenizer artifact bound).
 	TraceCorpusLengthUnit = "words_per_token" // workload/v1 #TraceCorpus.length_unit
 	VerifierInfoName      = "qualverify"      // report/v1 #Report.verifier.name
@@ -464,21 +469,24 @@ type CorpusSource string
 
 // The values of CorpusSource.
 const (
-	CorpusSourceInline    CorpusSource = "inline"
-	CorpusSourceFile      CorpusSource = "file"
-	CorpusSourceSynthetic CorpusSource = "synthetic"
-	CorpusSourceTrace     CorpusSource = "trace"
+	CorpusSourceInline                 CorpusSource = "inline"
+	CorpusSourceFile                   CorpusSource = "file"
+	CorpusSourceSynthetic              CorpusSource = "synthetic"
+	CorpusSourceTrace                  CorpusSource = "trace"
+	CorpusSourceConversations          CorpusSource = "conversations"
+	CorpusSourceSyntheticConversations CorpusSource = "synthetic_conversations"
+	CorpusSourceSharedPrefix           CorpusSource = "shared_prefix"
 )
 
 // CorpusSourceValues lists the values of CorpusSource in contract order.
 func CorpusSourceValues() []CorpusSource {
-	return []CorpusSource{CorpusSourceInline, CorpusSourceFile, CorpusSourceSynthetic, CorpusSourceTrace}
+	return []CorpusSource{CorpusSourceInline, CorpusSourceFile, CorpusSourceSynthetic, CorpusSourceTrace, CorpusSourceConversations, CorpusSourceSyntheticConversations, CorpusSourceSharedPrefix}
 }
 
 // Valid reports whether v is one of the values of CorpusSource.
 func (v CorpusSource) Valid() bool {
 	switch v {
-	case CorpusSourceInline, CorpusSourceFile, CorpusSourceSynthetic, CorpusSourceTrace:
+	case CorpusSourceInline, CorpusSourceFile, CorpusSourceSynthetic, CorpusSourceTrace, CorpusSourceConversations, CorpusSourceSyntheticConversations, CorpusSourceSharedPrefix:
 		return true
 	}
 	return false

@@ -178,6 +178,23 @@ type RowCache struct {
 	// Contradiction says how observed contradicts declared (cold with hits, warm without hits);
 	// null when it does not. A contradiction fails the case.
 	Contradiction *string `json:"contradiction"`
+	// Reset is the launch recipe's cache reset, called before a cold row's first request; absent
+	// when the row is not cold or the recipe declares none.
+	Reset *CacheResetOutcome `json:"reset,omitempty"`
+}
+
+// CacheResetOutcome is what the server answered to its prefix-cache reset.
+//
+// CUE: caseresult/v1 #CacheResetOutcome.
+type CacheResetOutcome struct {
+	// Path is the endpoint POSTed.
+	Path string `json:"path"`
+	// TNs is when the POST began (from the campaign epoch).
+	TNs int64 `json:"t_ns"`
+	// StatusCode is the answer's HTTP status; null when none came (error says why).
+	StatusCode *int64 `json:"status_code"`
+	// Error says why the reset did not answer 2xx; null when it did.
+	Error *string `json:"error"`
 }
 
 // RowStage is one stage of a scheduled row: its place in the schedule and the measured requests
@@ -485,6 +502,33 @@ type ComparisonInterval struct {
 	Confidence float64 `json:"confidence"`
 	Resamples  int64   `json:"resamples"`
 	Seed       int64   `json:"seed"`
+}
+
+// ConversationSessionDoc is one multi-turn conversation: the user turns in order, each with the think time the
+// client waits after the previous turn's reply ended before it sends this turn. Every turn is sent
+// with the whole history: the system message (if any), each earlier user turn and the assistant's
+// actual reply to it (the text the client received), then this turn (docs/caching.md).
+//
+// CUE: conversation/v1 #Session.
+type ConversationSessionDoc struct {
+	// Schema identifies the contract and its major version.
+	Schema string `json:"schema"`
+	// ID names the session; unique in its corpus.
+	ID string `json:"id"`
+	// System is the session's system message, sent first with every turn.
+	System string `json:"system,omitempty"`
+	// Turns are the user turns, in order.
+	Turns []Turn `json:"turns"`
+}
+
+// Turn is one user turn.
+//
+// CUE: conversation/v1 #Turn.
+type Turn struct {
+	Text string `json:"text"`
+	// ThinkMs is the declared think time before the turn is sent, after the previous turn's reply
+	// ended (the first turn's is counted from the session's start and is usually 0).
+	ThinkMs float64 `json:"think_ms"`
 }
 
 // DriverRequestDoc fixes the token ids the worker evaluates, the candidate tokens to rank and the
@@ -945,6 +989,8 @@ type LaunchRecipeDoc struct {
 	SecretEnvironment []string `json:"secret_environment,omitempty"`
 	// Auth: auth, when present, makes qualrun send "Authorization: Bearer <token>" with every request to the server (readiness probes, load, metrics scrapes); the token is read from qualrun's own environment and never written to any evidence, log or message.
 	Auth *Auth `json:"auth,omitempty"`
+	// CacheReset: cache_reset, when present, names the server's prefix-cache reset endpoint (vLLM: POST /reset_prefix_cache, in dev mode; SGLang: POST /flush_cache): qualrun POSTs it before every cold row and records the answer's HTTP status in the row's cache object (docs/caching.md).
+	CacheReset *CacheReset `json:"cache_reset,omitempty"`
 }
 
 // Readiness says how readiness is probed.
@@ -975,6 +1021,14 @@ type Auth struct {
 	Scheme string `json:"scheme"`
 	// TokenEnv names the variable of qualrun's own environment that holds the token (it must be set and non-empty). The server gets the value only if the recipe lists the name in environment_passthrough; it is then recorded redacted, whatever the name.
 	TokenEnv string `json:"token_env"`
+}
+
+// CacheReset is a server's prefix-cache reset endpoint.
+//
+// CUE: launch/v1 #CacheReset.
+type CacheReset struct {
+	// Path is POSTed (with an empty body) under base_url.
+	Path string `json:"path"`
 }
 
 // DriverResultHeader holds the members every version-2 evidence result has, after its schema (each result
@@ -1721,6 +1775,9 @@ type ViewRow struct {
 	// PrefixCache is the row's prefix-cache regime (docs/caching.md); absent when the row has
 	// no cache object.
 	PrefixCache *ViewRowPrefixCache `json:"prefix_cache,omitempty"`
+	// Turns are a session row's TTFT by turn position (ttft_by_turn.v1, recomputed from the
+	// records), in turn order; absent outside a session row (docs/caching.md).
+	Turns []ViewRowTurn `json:"turns,omitempty"`
 }
 
 // ViewDistribution is one latency distribution of a row (Hyndman-Fan type 7 percentiles).
@@ -1785,6 +1842,18 @@ type ViewRowPrefixCache struct {
 	// success reported cached tokens.
 	HitFraction   *float64 `json:"hit_fraction"`
 	Contradiction *string  `json:"contradiction"`
+}
+
+// ViewRowTurn is one turn position of a session row.
+//
+// CUE: reportview/v1 #RowTurn.
+type ViewRowTurn struct {
+	// Turn is the 0-based turn position (the records' session.turn).
+	Turn int64 `json:"turn"`
+	// TTFTP50Ms is the p50 TTFT of that turn's successful requests.
+	TTFTP50Ms float64 `json:"ttft_p50_ms"`
+	// Samples counts them.
+	Samples int64 `json:"samples"`
 }
 
 // ViewDriver is a driver case's evidence result as verify read and re-checked it (numbers unrounded).
@@ -2139,6 +2208,8 @@ type RequestRecordDoc struct {
 	CachedPromptTokens *int64 `json:"cached_prompt_tokens,omitempty"`
 	// Priming marks a warmup request of a warm row's priming pass (docs/caching.md).
 	Priming bool `json:"priming,omitempty"`
+	// Session places a request of a multi-turn session workload (docs/caching.md).
+	Session *SessionTurn `json:"session,omitempty"`
 }
 
 // RowKey is request/v1 #Record.row.
@@ -2177,6 +2248,27 @@ type AssertionOutcome struct {
 type RequestError struct {
 	Class   ErrorClass `json:"class"`
 	Message string     `json:"message"`
+}
+
+// SessionTurn is a turn of a multi-turn session: which session and turn, and how much history
+// the request sent.
+//
+// CUE: request/v1 #SessionTurn.
+type SessionTurn struct {
+	// ID is the session's id in the conversation corpus.
+	ID string `json:"id"`
+	// Turn is the turn's position in the session, 0-based.
+	Turn int64 `json:"turn"`
+	// HistoryMessages counts the messages sent: the system message (if any), 2 × turn earlier
+	// user and assistant messages, and this turn's user message.
+	HistoryMessages int64 `json:"history_messages"`
+	// HistoryChars counts the Unicode code points of every message content sent.
+	HistoryChars int64 `json:"history_chars"`
+	// ReplyDigests are the output digests of the assistant replies the history carried, in turn
+	// order (turn k sends k): each is the output_digest of that earlier turn's record.
+	ReplyDigests []string `json:"reply_digests"`
+	// ThinkMs is the declared think time the client waited before scheduling this turn.
+	ThinkMs float64 `json:"think_ms"`
 }
 
 // RuntimeManifestDoc describes a reference runtime (an interpreter and its packages) portably: no host temperature,
@@ -2523,7 +2615,10 @@ type ResultProtocol struct {
 }
 
 // Corpus is inline prompts, a committed JSONL file bound by digest, a seeded synthetic generator,
-// or a timestamped trace replayed at its timestamps.
+// or a timestamped trace replayed at its timestamps. Besides, conversations (a committed JSONL file
+// of qualkit.conversation-session.v1 lines) and synthetic_conversations (a seeded session
+// generator) make the case a multi-turn session workload, and shared_prefix is a seeded generator
+// of prompts that share prefixes (docs/caching.md).
 //
 // CUE: workload/v1 #Corpus.
 type Corpus struct {
@@ -2545,7 +2640,13 @@ type Corpus struct {
 	WordsPerToken *float64 `json:"words_per_token,omitempty"`
 	// BlockTokens is the token length of one hash_ids block (Mooncake: 512): requests sharing a
 	// hash id share that block's synthesised words, so a trace's prefix reuse reaches the server.
-	BlockTokens *int64 `json:"block_tokens,omitempty"`
+	BlockTokens *int64       `json:"block_tokens,omitempty"`
+	Turns       *TurnsRange  `json:"turns,omitempty"`
+	ThinkMs     *ThinkRange  `json:"think_ms,omitempty"`
+	Groups      int64        `json:"groups,omitempty"`
+	PrefixWords int64        `json:"prefix_words,omitempty"`
+	Suffixes    int64        `json:"suffixes,omitempty"`
+	SuffixWords *SuffixRange `json:"suffix_words,omitempty"`
 }
 
 // Prompt is workload/v1 #Prompt.
@@ -2557,6 +2658,24 @@ type Prompt struct {
 
 // WordsRange is workload/v1 #Corpus.prompt_words.
 type WordsRange struct {
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
+}
+
+// TurnsRange is workload/v1 #Corpus.turns.
+type TurnsRange struct {
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
+}
+
+// ThinkRange is workload/v1 #Corpus.think_ms.
+type ThinkRange struct {
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
+}
+
+// SuffixRange is workload/v1 #Corpus.suffix_words.
+type SuffixRange struct {
 	Min int64 `json:"min"`
 	Max int64 `json:"max"`
 }

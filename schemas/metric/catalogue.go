@@ -85,6 +85,9 @@ const (
 	DispatchSpread             = "dispatch_spread.v1"
 	AchievedRate               = "achieved_rate.v1"
 	PrefixCacheHitFraction     = "prefix_cache_hit_fraction.v1"
+	TTFTByTurn                 = "ttft_by_turn.v1"
+	SessionDuration            = "session_duration.v1"
+	SessionTokens              = "session_tokens.v1"
 	TelemetryDelta             = "telemetry_delta.v1"
 	DeviceEnergy               = "device_energy.v1"
 	DeviceEnergyPerOutputToken = "device_energy_per_output_token.v1"
@@ -125,6 +128,11 @@ var Catalogue = []Formula{
 	{ID: DispatchSpread, Scope: RowScope, Name: "dispatch_spread_ms", Unit: "ms", Aggregation: contract.AggregationExact, Direction: contract.DirectionLowerIsBetter},
 	{ID: AchievedRate, Scope: RowScope, Name: "achieved_rate", Unit: "requests/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionNone},
 	{ID: PrefixCacheHitFraction, Scope: RowScope, Name: "prefix_cache_hit_fraction", Unit: "fraction", Aggregation: contract.AggregationMean, Direction: contract.DirectionNone},
+	// Multi-turn sessions (session.go): the p50 TTFT of each turn position, "ttft_p50_ms.turn<k>";
+	// the duration and the tokens of each complete session.
+	{ID: TTFTByTurn, Scope: RowScope, Name: "ttft_p50_ms.", PerClass: true, Unit: "ms", Aggregation: contract.AggregationP50, Direction: contract.DirectionLowerIsBetter},
+	{ID: SessionDuration, Scope: RowScope, Name: "session_duration_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	{ID: SessionTokens, Scope: RowScope, Name: "session_tokens", Unit: "tokens", Direction: contract.DirectionNone, Distribution: true},
 	// A server counter family's delta between two /metrics scrapes: "server.<family>.delta", in
 	// the family's own unit (count, s or bytes).
 	{ID: TelemetryDelta, Scope: RowScope, Name: "server.", PerClass: true, Aggregation: contract.AggregationSum, Direction: contract.DirectionNone, Diagnostic: true},

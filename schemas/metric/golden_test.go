@@ -22,6 +22,8 @@ type goldenRequest struct {
 	Usage   []int64 `json:"usage"`
 	Error   *string `json:"error"`
 	Cached  *int64  `json:"cached"`
+	// Session is [id, turn] of a session row's request.
+	Session []any `json:"session"`
 }
 
 type goldenMetric struct {
@@ -81,6 +83,9 @@ func (g goldenRequest) request() Request {
 	}
 	if g.Cached != nil {
 		r.HasCached, r.Cached = true, *g.Cached
+	}
+	if len(g.Session) == 2 {
+		r.Session, r.Turn = g.Session[0].(string), int64(g.Session[1].(float64))
 	}
 	if g.Usage != nil {
 		r.HasUsage, r.Completion, r.Prompt = true, g.Usage[0], g.Usage[1]

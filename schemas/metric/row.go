@@ -51,6 +51,9 @@ type Request struct {
 	// HasCached is true when the record has cached_prompt_tokens; Cached is its value.
 	HasCached bool
 	Cached    int64
+	// Session is the record's session id ("" outside a session row) and Turn its turn (session.go).
+	Session string
+	Turn    int64
 }
 
 // OK reports whether the request counts as a success: no error, and the times and usage the
@@ -186,6 +189,7 @@ func Row(spec RowSpec, measured []Request) RowResult {
 	if c := CacheOf(measured); c.Reporting > 0 && c.ReportedPrompt > 0 {
 		b.add(PrefixCacheHitFraction, "", float64(c.CachedTokens)/float64(c.ReportedPrompt), int(c.Reporting))
 	}
+	b.sessions(measured)
 	out.Fidelity = fidelity(spec, measured, sm.ScheduleLagMs, achieved)
 	if peak, mean, ok := InFlight(measured); ok {
 		out.Fidelity.InFlightPeak, out.Fidelity.InFlightMean, out.Fidelity.HasInFlight = peak, mean, true

@@ -407,6 +407,8 @@ func (r *rules) servingCase(cb string, c contract.Case) {
 			}
 		case "file":
 			corpusSize = 1 // the file's size is checked when it is read
+		default:
+			corpusSize, _ = r.sessionCorpus(cb, c)
 		}
 	}
 	rows := int64(len(c.Concurrency))
@@ -622,6 +624,7 @@ func CheckRequestRecord(q *contract.RequestRecordDoc) []Problem {
 			r.add(ptr("events", i, "t_ns"), "event times must not decrease")
 		}
 	}
+	r.sessionRecord(q)
 	if q.TSendNs != nil && *q.TSendNs < q.TSchedNs {
 		r.add("/t_send_ns", "t_send_ns is before t_sched_ns")
 	}

@@ -345,6 +345,7 @@ func rowOf(re verify.RowEvidence) (Row, map[string][]float64) {
 		out.PrefixCache = &contract.ViewRowPrefixCache{Declared: c.Declared, Observed: c.Observed, Reporting: c.Reporting,
 			CachedPromptTokens: c.CachedPromptTokens, HitFraction: val("prefix_cache_hit_fraction"), Contradiction: c.Contradiction}
 	}
+	out.Turns = turnsOf(got)
 	f := re.Fidelity
 	out.Fidelity = Fidelity{ScheduleLagP50Ms: f.ScheduleLagP50Ms, ScheduleLagP99Ms: f.ScheduleLagP99Ms, ScheduleLagMaxMs: f.ScheduleLagMaxMs,
 		OfferedRate: f.OfferedRate, AchievedRate: f.AchievedRate, Degraded: f.Degraded, Reasons: nonNil(f.Reasons), DispatchSpreadMs: val("dispatch_spread_ms")}

@@ -233,6 +233,10 @@ func (p *textPrinter) serving(c *Case) {
 	p.table(1, lat)
 	p.line("  rates over the request window W; client fidelity (schedule lag)")
 	p.table(1, rate)
+	if turns := turnsTable(c.Rows); turns != nil {
+		p.line("  TTFT by turn, p50 ms (samples), over the successful requests of each turn position")
+		p.table(1, turns)
+	}
 	cache := [][]string{{"row", "declared", "observed", "cached tokens", "reporting", "hit fraction"}}
 	for i := range c.Rows {
 		if pc := c.Rows[i].PrefixCache; pc != nil {

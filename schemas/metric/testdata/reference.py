@@ -133,6 +133,24 @@ def row(spec, reqs):
     if rep and sum(r["usage"][1] for r in rep) > 0:
         out.append(m("prefix_cache_hit_fraction", sum(r["cached"] for r in rep) / sum(r["usage"][1] for r in rep),
                      "fraction", "mean", NONE, "prefix_cache_hit_fraction.v1", len(rep)))
+    # Multi-turn sessions (docs/metrics.md "Sessions"): requests carrying "session": [id, turn].
+    sess = [r for r in ok if r.get("session") is not None]
+    for k in sorted({r["session"][1] for r in sess if r["content"]}):
+        xs = [ms(r["content"][0] - r["send"]) for r in sess if r["session"][1] == k and r["content"]]
+        out.append(m(f"ttft_p50_ms.turn{k}", pct(xs, 0.5), "ms", "p50", LOWER, "ttft_by_turn.v1", len(xs)))
+    ids = []
+    for r in reqs:
+        if r.get("session") is not None and r["session"][0] not in ids:
+            ids.append(r["session"][0])
+    dur, tok = [], []
+    for sid in ids:
+        turns = [r for r in reqs if r.get("session") is not None and r["session"][0] == sid]
+        if any(r not in ok for r in turns):
+            continue
+        dur.append(ms(max(r["end"] for r in turns) - min(r["sched"] for r in turns)))
+        tok.append(float(sum(r["usage"][0] + r["usage"][1] for r in turns)))
+    dist(out, "session_duration_ms", "ms", LOWER, "session_duration.v1", dur)
+    dist(out, "session_tokens", "tokens", NONE, "session_tokens.v1", tok)
     # Client fidelity.
     own = lags
     if spec["loop"] == "open":
@@ -294,6 +312,19 @@ def main(path):
         slo = {"ttft_ms": rng.choice([0, 5, 20]), "e2e_ms": rng.choice([0, 30]), "icl_ms": rng.choice([0, 2.5])}
         spec = {"loop": loop, "concurrency": conc, "slo": slo}
         rows.append({"name": f"row{i}-{loop}-c{conc}-n{n}", "spec": spec, "requests": reqs, "want": row(spec, reqs)})
+    # A session row (its own stream: the rows above do not move): 9 sessions of 1 to 4 turns,
+    # closed loop at concurrency 3; turn k of a session is scheduled after turn k-1 ended.
+    srng = random.Random(20261204)
+    reqs = []
+    for sid in range(9):
+        sched = srng.randrange(0, 5_000_000)
+        for k in range(srng.randrange(1, 5)):
+            r = request(srng, sched, 0.2, 0.08)
+            r["session"] = [f"session-{sid:03d}", k]
+            reqs.append(r)
+            sched = (r["end"] if r["end"] is not None else sched) + srng.randrange(0, 3_000_000)
+    spec = {"loop": "closed", "concurrency": 3, "slo": {"ttft_ms": 0, "e2e_ms": 0, "icl_ms": 0}}
+    rows.append({"name": "row7-sessions-c3", "spec": spec, "requests": reqs, "want": row(spec, reqs)})
     devices = device_cases(random.Random(20261202))
     doc = {"generator": "schemas/metric/testdata/reference.py (Python statistics, type-7 quantiles)",
            "python": sys.version.split()[0], "percentiles": percentiles, "rows": rows, "devices": devices}

@@ -331,7 +331,7 @@ var zeroContext = cuecontext.New()
 
 // shape identifies the struct type a field value stands for: the definition or section a
 // reference names ({driver.PathBody} evaluates to the reference), an anonymous struct's position,
-// with "[]" per list level. structish is false for scalars and open maps.
+// or the Go type its @go attribute names, with "[]" per list level. structish is false for scalars and open maps.
 func (b *typeBuilder) shape(v cue.Value) (string, bool) {
 	if root, path := refOf(v); len(path.Selectors()) > 0 {
 		def := root.LookupPath(path)
@@ -351,6 +351,11 @@ func (b *typeBuilder) shape(v cue.Value) (string, bool) {
 	case isUnion(v):
 		return "union " + v.Pos().String(), true
 	case v.IncompleteKind() == cue.StructKind && hasFields([]cue.Value{v}):
+		if name, ok := goFieldAttr(v, "name"); ok {
+			// Anonymous structs that name one Go type (@go(WordsRange)) are that type, wherever
+			// they are written; the type table refuses two different ones of one name.
+			return "named " + name, true
+		}
 		return "lit " + v.Pos().String(), true
 	}
 	return "", false

@@ -1,0 +1,376 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/metric"
+)
+
+// Multi-turn sessions (docs/caching.md "Conversations").
+//
+// A session corpus (conversations: a JSONL file of qualkit.conversation-session.v1 lines bound
+// by digest; synthetic_conversations: SyntheticConversations) resolves to one Prompt per
+// session whose Turns are its user turns (Text is turn 0's). A session row runs every session
+// once, after the row's warmups: turn k of a session is sent with the whole history, the
+// system message, each earlier user turn and the assistant's reply to it exactly as the client
+// received it (the streamed text), then turn k; it is scheduled when turn k-1's reply ended and
+// turn k's think time passed (turn 0: think time after the session started), and its t_sched is
+// the moment the client took it. A turn that fails ends its session: the later turns are not
+// sent (and not recorded). Closed loop (no rate): Concurrency sessions run at once, each worker
+// taking the next session in declared order when its session ends. Open loop (rate): session i
+// starts at metric.Arrivals' offset i (the arrival schedule of single requests, here of
+// sessions), at most Concurrency sessions in flight; turn 0's t_sched is its scheduled arrival.
+//
+// Request indexes are fixed before the row starts: the warmups first, then session s's turn k
+// at W + (turns of sessions 0..s-1) + k, so a record's index, seed and body digest do not depend
+// on timing. Every record carries session (id, turn, the messages and characters of the history
+// sent, the output digests of the replies it re-sent, the declared think time).
+
+// Turn is one user turn of a session and the think time before it.
+type Turn struct {
+	Text    string
+	ThinkMs float64
+}
+
+// Limits of a session corpus (the contract's).
+const (
+	// MaxSessionTurns bounds the turns of one session.
+	MaxSessionTurns = 256
+	// MaxSessions bounds the sessions of one corpus.
+	MaxSessions = 100_000
+	// MaxSessionThinkMs bounds one think time.
+	MaxSessionThinkMs = 3_600_000
+)
+
+// IsSessionCorpus reports whether a corpus source makes a session row.
+func IsSessionCorpus(s contract.CorpusSource) bool {
+	return s == contract.CorpusSourceConversations || s == contract.CorpusSourceSyntheticConversations
+}
+
+// resolveSessions resolves a session corpus (see Resolve).
+func resolveSessions(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
+	if corpus.Source == contract.CorpusSourceConversations {
+		return readConversationFile(corpus, repoRoot)
+	}
+	if corpus.Generator != contract.SyntheticConversationCorpusGenerator {
+		return nil, fmt.Errorf("%w: generator %q: want %s", ErrCorpus, corpus.Generator, contract.SyntheticConversationCorpusGenerator)
+	}
+	t, w, th := corpus.Turns, corpus.PromptWords, corpus.ThinkMs
+	switch {
+	case corpus.Seed == nil || *corpus.Seed < 0:
+		return nil, fmt.Errorf("%w: synthetic conversations need a non-negative seed", ErrCorpus)
+	case corpus.Count < 1 || corpus.Count > MaxSessions:
+		return nil, fmt.Errorf("%w: synthetic conversations count %d: want 1 to %d", ErrCorpus, corpus.Count, MaxSessions)
+	case t == nil || t.Min < 1 || t.Max < t.Min || t.Max > MaxSessionTurns:
+		return nil, fmt.Errorf("%w: synthetic conversations turns: want 1 <= min <= max <= %d", ErrCorpus, MaxSessionTurns)
+	case w == nil || w.Min < 1 || w.Max < w.Min || w.Max > 100000:
+		return nil, fmt.Errorf("%w: synthetic conversations prompt_words: want 1 <= min <= max <= 100000", ErrCorpus)
+	case th == nil || th.Min < 0 || th.Max < th.Min || th.Max > MaxSessionThinkMs:
+		return nil, fmt.Errorf("%w: synthetic conversations think_ms: want 0 <= min <= max <= %d", ErrCorpus, MaxSessionThinkMs)
+	}
+	return SyntheticConversations(uint64(*corpus.Seed), int(corpus.Count), [2]int{int(t.Min), int(t.Max)}, [2]int{int(w.Min), int(w.Max)}, [2]int{int(th.Min), int(th.Max)}), nil
+}
+
+// SyntheticConversations is the generator qualkit.synthetic-conversations.v1. One SplitMix64
+// stream is seeded with seed; for session i = 0, 1, ..., count-1 in turn it draws the number of
+// turns T = turns[0] + (next mod (turns[1] - turns[0] + 1)), then for each turn j < T the word
+// count n = words[0] + (next mod (words[1] - words[0] + 1)), n words as qualkit.synthetic-words.v1
+// draws them (syntheticWords[next mod 256], joined by single spaces) and then the think time
+// think[0] + (next mod (think[1] - think[0] + 1)) ms (drawn for turn 0 too). Session i's id is
+// "session-" and i as six or more zero-padded digits; it has no system message.
+func SyntheticConversations(seed uint64, count int, turns, words, think [2]int) []Prompt {
+	rng := metric.SplitMix64{State: seed}
+	draw := func(r [2]int) int { return r[0] + int(rng.Next()%uint64(r[1]-r[0]+1)) }
+	out := make([]Prompt, count)
+	var sb strings.Builder
+	for i := range count {
+		ts := make([]Turn, draw(turns))
+		for j := range ts {
+			ts[j].Text = wordText(&rng, &sb, draw(words))
+			ts[j].ThinkMs = float64(draw(think))
+		}
+		out[i] = Prompt{ID: fmt.Sprintf("session-%06d", i), Text: ts[0].Text, Turns: ts}
+	}
+	return out
+}
+
+func readConversationFile(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
+	rel := corpus.Path
+	if rel == "" || strings.Contains(rel, `\`) || !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return nil, fmt.Errorf("%w: path %q: want a repository-relative path that stays inside the repository", ErrCorpus, rel)
+	}
+	data, err := evidence.ReadFileLimited(filepath.Join(repoRoot, filepath.FromSlash(rel)), MaxCorpusBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %w", ErrCorpus, rel, err)
+	}
+	if got := evidence.DigestOf(data); got != corpus.Digest {
+		return nil, fmt.Errorf("%w: %s has digest %s, the workload declares %s", ErrCorpus, rel, got, corpus.Digest)
+	}
+	return ParseConversations(data, rel)
+}
+
+// ParseConversations reads a conversation corpus: one qualkit.conversation-session.v1 object
+// per line (strict JSON, checked against the contract; no blank line except after the last), at
+// most MaxSessions lines. name names the file in errors, which wrap ErrCorpus.
+func ParseConversations(data []byte, name string) ([]Prompt, error) {
+	lines := bytes.Split(data, []byte{'\n'})
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > MaxSessions {
+		return nil, fmt.Errorf("%w: %s has more than %d sessions", ErrCorpus, name, MaxSessions)
+	}
+	out := make([]Prompt, 0, len(lines))
+	for i, line := range lines {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil, fmt.Errorf("%w: %s line %d: blank line", ErrCorpus, name, i+1)
+		}
+		if err := schemas.CheckAs(line, fmt.Sprintf("%s line %d", name, i+1), contract.ConversationSession); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorpus, err)
+		}
+		var s contract.ConversationSessionDoc
+		if err := jsonstrict.DecodeInto(line, &s); err != nil {
+			return nil, fmt.Errorf("%w: %s line %d: %v", ErrCorpus, name, i+1, err)
+		}
+		p := Prompt{ID: s.ID, System: s.System, Text: s.Turns[0].Text, Turns: make([]Turn, len(s.Turns))}
+		for j, t := range s.Turns {
+			p.Turns[j] = Turn{Text: t.Text, ThinkMs: t.ThinkMs}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// checkSessions checks a session plan's extra conditions (the schema and rules checked the rest).
+func (p *Plan) checkSessions() error {
+	c := &p.Case
+	switch {
+	case c.API != contract.ServingCaseAPIChat:
+		return fmt.Errorf("%w: case %s: a session corpus needs api chat (a history is a list of messages)", ErrPlan, p.CaseID)
+	case c.Requests != nil || c.Duration != nil || c.Stop != nil:
+		return fmt.Errorf("%w: case %s: a session row runs every session once: requests, duration and stop do not apply", ErrPlan, p.CaseID)
+	case regime(c) != contract.CacheRegimeNatural:
+		return fmt.Errorf("%w: case %s: a session corpus takes cache_regime natural, not %s", ErrPlan, p.CaseID, c.CacheRegime)
+	case int64(len(p.Prompts)) < slices.Max(c.Concurrency):
+		return fmt.Errorf("%w: case %s: %d sessions cannot reach session concurrency %d", ErrPlan, p.CaseID, len(p.Prompts), slices.Max(c.Concurrency))
+	}
+	for i, s := range p.Prompts {
+		if len(s.Turns) == 0 || len(s.Turns) > MaxSessionTurns {
+			return fmt.Errorf("%w: session %d (%s): %d turns, want 1 to %d", ErrPlan, i, s.ID, len(s.Turns), MaxSessionTurns)
+		}
+		for j, t := range s.Turns {
+			if t.Text == "" || len(t.Text) > MaxPromptBytes || !utf8.ValidString(t.Text) || !(t.ThinkMs >= 0 && t.ThinkMs <= MaxSessionThinkMs) {
+				return fmt.Errorf("%w: session %s turn %d: want UTF-8 text of 1 to %d bytes and a think time of 0 to %d ms", ErrPlan, s.ID, j, MaxPromptBytes, MaxSessionThinkMs)
+			}
+		}
+	}
+	return nil
+}
+
+// isSessions reports whether the plan's prompts are sessions.
+func (p *Plan) isSessions() bool { return len(p.Prompts) > 0 && p.Prompts[0].Turns != nil }
+
+// sessionTurns is the number of turns of every session of the plan.
+func (p *Plan) sessionTurns() int64 {
+	n := int64(0)
+	for _, s := range p.Prompts {
+		n += int64(len(s.Turns))
+	}
+	return n
+}
+
+// sessionPromptSet is the prompt set of a session row: every turn in declared order, each under
+// its session's id and system message.
+func sessionPromptSet(sessions []Prompt) []contract.Prompt {
+	var out []contract.Prompt
+	for _, s := range sessions {
+		for _, t := range s.Turns {
+			out = append(out, contract.Prompt{ID: s.ID, Text: t.Text, System: s.System})
+		}
+	}
+	return out
+}
+
+// sessionBody renders turn k's request body: Body's fields with msgs as the messages.
+func sessionBody(c *contract.Case, model string, msgs []wireMessage, seed *int64) ([]byte, error) {
+	w := wireBody{Model: model, Messages: msgs, MaxTokens: c.MaxTokens, Seed: seed, Stream: c.Stream}
+	return encodeBody(c, w)
+}
+
+// sessionRecords runs a row's sessions (after its first base requests, the warmups) and
+// returns their records in index order.
+func (r *runner) sessionRecords(ctx context.Context, c, rep int64, base int64) []*contract.RequestRecordDoc {
+	sessions := r.plan.Prompts
+	first := make([]int64, len(sessions))
+	next := base
+	for i, s := range sessions {
+		first[i] = next
+		next += int64(len(s.Turns))
+	}
+	var mu sync.Mutex
+	var recs []*contract.RequestRecordDoc
+	run := func(i int, start time.Time, sent *sentTurn) {
+		got := r.session(ctx, i, first[i], start, c, rep, sent)
+		mu.Lock()
+		recs = append(recs, got...)
+		mu.Unlock()
+	}
+	if rt := r.plan.Case.Rate; rt != nil {
+		// As openLoop: a thread of its own sleeps until each arrival and sends the session's
+		// first turn itself (its body has no history yet, so it is built before the deadline);
+		// the session's goroutine waits for the reply and runs the later turns.
+		offsets := arrivals(rt, len(sessions), r.plan.Seed, c, rep)
+		slots := make(chan struct{}, c)
+		var wg sync.WaitGroup
+		p := startPacer()
+		t0 := time.Now()
+	dispatch:
+		for i, s := range sessions {
+			at := t0.Add(offsets[i])
+			var sent *sentTurn
+			if s.Turns[0].ThinkMs == 0 {
+				sent = &sentTurn{q: r.turnRequest(i, first[i], 0, firstMessages(s), nil)}
+			}
+			if p.until(ctx, at) != nil {
+				break
+			}
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				break dispatch
+			}
+			if sent != nil {
+				sent.call = r.client.Start(ctx, r.request(sent.q))
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				run(i, at, sent)
+			}()
+		}
+		p.stop()
+		wg.Wait()
+	} else {
+		var nextSession atomic.Int64
+		var wg sync.WaitGroup
+		for range min(int(c), len(sessions)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := nextSession.Add(1) - 1
+					if i >= int64(len(sessions)) || ctx.Err() != nil {
+						return
+					}
+					run(int(i), time.Now(), nil)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	sort.Slice(recs, func(a, b int) bool { return recs[a].Index < recs[b].Index })
+	return recs
+}
+
+// sentTurn is a session's turn 0, sent by the open-loop dispatcher at the session's arrival.
+type sentTurn struct {
+	q    *request
+	call *Call
+}
+
+// sleepUntil waits until at; false when ctx ended first.
+func sleepUntil(ctx context.Context, at time.Time) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// firstMessages are a session's messages before its first user turn: its system message, if any.
+func firstMessages(s Prompt) []wireMessage {
+	if s.System == "" {
+		return nil
+	}
+	return []wireMessage{{Role: "system", Content: s.System}}
+}
+
+// turnRequest plans turn k of session i (request index idx): history holds the messages before
+// the turn, replies the output digests of the replies among them.
+func (r *runner) turnRequest(i int, idx int64, k int, history []wireMessage, replies []string) *request {
+	s := r.plan.Prompts[i]
+	cs := &r.plan.Case
+	t := s.Turns[k]
+	msgs := append(slices.Clip(history), wireMessage{Role: "user", Content: t.Text})
+	seed := requestSeed(cs.Sampling, idx)
+	body, err := sessionBody(cs, r.plan.ModelID, msgs, seed)
+	if err != nil {
+		panic("load: encode a session body: " + err.Error()) // strings and numbers always encode
+	}
+	chars := 0
+	for _, m := range msgs {
+		chars += utf8.RuneCountInString(m.Content)
+	}
+	return &request{index: idx, prompt: Prompt{ID: s.ID, Text: t.Text, System: s.System}, corpusIndex: int64(i), cycle: 0, seed: seed, body: body, digest: evidence.DigestOf(body),
+		session: &contract.SessionTurn{ID: s.ID, Turn: int64(k), HistoryMessages: int64(len(msgs)), HistoryChars: int64(chars), ReplyDigests: append([]string{}, replies...), ThinkMs: t.ThinkMs}}
+}
+
+// session runs session i's turns in order from start (its scheduled start; turn 0's think time
+// counts from it) and returns their records; a failed turn ends it. sent, when not nil, is turn
+// 0 already sent at start.
+func (r *runner) session(ctx context.Context, i int, first int64, start time.Time, c, rep int64, sent *sentTurn) []*contract.RequestRecordDoc {
+	s := r.plan.Prompts[i]
+	msgs := firstMessages(s)
+	var replies []string
+	var out []*contract.RequestRecordDoc
+	ready := start
+	for k, t := range s.Turns {
+		var q *request
+		var resp *Response
+		sched := start
+		if k == 0 && sent != nil {
+			q, resp = sent.q, sent.call.Wait()
+		} else {
+			// The body does not depend on when it is sent: build it before the think time ends,
+			// so that the turn's schedule lag is the client's send path only.
+			q = r.turnRequest(i, first+int64(k), k, msgs, replies)
+			req := r.request(q)
+			if !sleepUntil(ctx, ready.Add(time.Duration(t.ThinkMs*float64(time.Millisecond)))) {
+				return out
+			}
+			sched = time.Now()
+			resp = r.client.Do(ctx, req)
+		}
+		rec := r.record(q, resp, sched, c, rep, nil)
+		out = append(out, rec)
+		if rec.Error != nil || rec.OutputDigest == nil {
+			return out
+		}
+		ready = time.Now()
+		msgs = append(msgs, wireMessage{Role: "user", Content: t.Text}, wireMessage{Role: "assistant", Content: string(resp.Text)})
+		replies = append(replies, *rec.OutputDigest)
+	}
+	return out
+}

@@ -1,0 +1,111 @@
+package verify
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
+)
+
+// sessionRecords builds a consistent session row: two sessions of three turns, each turn
+// 10 ms long and scheduled 5 ms after the previous reply ended (think 5 ms).
+func sessionRecords() []*record {
+	var out []*record
+	idx := int64(0)
+	for si, id := range []string{"session-a", "session-b"} {
+		t := int64(si) * 1_000_000
+		var replies []string
+		for k := range 3 {
+			d := "sha256:" + strings.Repeat(string(rune('a'+si*3+k)), 64)
+			think := 5.0
+			if k == 0 {
+				think = 0
+			}
+			r := &record{line: int(idx), index: idx, sched: t, send: t, hasSend: true, end: t + 10_000_000, hasEnd: true, hasUsage: true, p: 10, n: 4,
+				content: []int64{t + 2_000_000}, output: d, sessionIndex: int64(si),
+				session: &contract.SessionTurn{ID: id, Turn: int64(k), HistoryMessages: int64(1 + 2*k), HistoryChars: int64(20 * (k + 1)), ReplyDigests: append([]string{}, replies...), ThinkMs: think}}
+			out = append(out, r)
+			replies = append(replies, d)
+			t = r.end + 5_000_000
+			idx++
+		}
+	}
+	return out
+}
+
+// TestCheckSessions: a consistent session row passes; each inconsistency a runner (or an edit)
+// could leave is named, with its reason.
+func TestCheckSessions(t *testing.T) {
+	row := contract.Row{Loop: contract.RowLoopClosed, Concurrency: 2, Records: contract.FileRef{Path: "rows/c0002-r000.jsonl"}}
+	for _, tc := range []struct {
+		name string
+		edit func([]*record)
+		want *Reason
+		also string
+	}{
+		{"consistent", func([]*record) {}, nil, ""},
+		{"reply not re-sent", func(rs []*record) { rs[2].session.ReplyDigests[1] = rs[0].output }, ErrRowMismatch, "re-sent reply"},
+		{"history shrank", func(rs []*record) { rs[1].session.HistoryChars = 10 }, ErrRowMismatch, "a history only grows"},
+		{"messages miscounted", func(rs []*record) { rs[4].session.HistoryMessages = 4 }, ErrRowMismatch, "sent 4 messages"},
+		{"think time skipped", func(rs []*record) { rs[1].sched = rs[0].end + 1_000_000 }, ErrRowMismatch, "plus its think time 5 ms"},
+		{"turn missing", func(rs []*record) { rs[4].session.Turn = 2 }, ErrRowMismatch, "without gap or repeat"},
+		{"sent after a failure", func(rs []*record) { rs[0].failed = true }, ErrRowMismatch, "a failed turn ends its session"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := sessionRecords()
+			tc.edit(rs)
+			c := &collector{check: CheckTolerances}
+			if !checkSessions(c, row, nil, 1, rs) {
+				t.Fatal("not recognised as a session row")
+			}
+			res := c.result()
+			if tc.want == nil {
+				if len(res.Findings) != 0 {
+					t.Fatalf("findings %v", res.Findings)
+				}
+				return
+			}
+			for _, f := range res.Findings {
+				if errors.Is(f, tc.want) && strings.Contains(f.Error(), tc.also) {
+					return
+				}
+			}
+			t.Fatalf("no %s mentioning %q: %v", tc.want.Code(), tc.also, res.Findings)
+		})
+	}
+	if checkSessions(&collector{check: CheckTolerances}, row, nil, 1, []*record{{index: 0}}) {
+		t.Error("a row without sessions is not a session row")
+	}
+}
+
+// TestCheckSessionArrivals: an open-loop session row's sessions start on the declared schedule.
+func TestCheckSessionArrivals(t *testing.T) {
+	rate := &contract.Rate{Mode: contract.RateModePoisson, RequestsPerSecond: 50}
+	wc := &contract.Case{Rate: rate}
+	row := contract.Row{Loop: contract.RowLoopOpen, Concurrency: 2, Repetition: 0}
+	offs := metric.Arrivals(rate, 2, 9, 2, 0)
+	place := func(rs []*record, start1 int64) {
+		shift := start1 - rs[3].sched
+		for _, r := range rs[3:] {
+			r.sched += shift
+			r.send += shift
+			r.end += shift
+		}
+	}
+	rs := sessionRecords()
+	place(rs, rs[0].sched+offs[1])
+	c := &collector{check: CheckTolerances}
+	checkSessions(c, row, wc, 9, rs)
+	if res := c.result(); len(res.Findings) != 0 {
+		t.Fatalf("on schedule: %v", res.Findings)
+	}
+	rs = sessionRecords()
+	place(rs, rs[0].sched+offs[1]+2_000_000)
+	c = &collector{check: CheckTolerances}
+	checkSessions(c, row, wc, 9, rs)
+	if res := c.result(); len(res.Findings) != 1 || !errors.Is(res.Findings[0], ErrLoadNotReached) {
+		t.Fatalf("2 ms late: %v", res.Findings)
+	}
+}
