@@ -371,7 +371,11 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		}
 	}
 	recs := make([]*contract.RequestRecordDoc, len(reqs))
-	r.total.Store(int64(len(reqs) - nWarm - nPrime))
+	total := int64(len(reqs) - nWarm - nPrime)
+	if r.plan.isSessions() {
+		total = r.plan.measured() // a session row builds its measured requests turn by turn
+	}
+	r.total.Store(total)
 	r.done.Store(0)
 	r.failed.Store(0)
 	r.progress(ProgressRowStart, c, rep)
