@@ -22,7 +22,7 @@ func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "render verified evidence for people: one self-contained HTML page, a terminal summary or JSON",
-		ArgsUsage: "RECEIPT [RECEIPT...]",
+		ArgsUsage: "RECEIPT|oci://... [RECEIPT|oci://...]...",
 		Description: "Every RECEIPT is verified first, exactly as qualverify verify does (same --key, --policy and\n" +
 			"--allow-...-unsafe flags); a receipt that does not verify gets no report: nothing is written\n" +
 			"unless --unverified-unsafe, which renders it anyway with every section stamped UNVERIFIED.\n" +
@@ -67,8 +67,10 @@ func reportCommand() *cli.Command {
 				return err
 			}
 			var evs []verify.Evidence
+			var pl pulls
+			defer pl.cleanup()
 			for _, r := range c.Args().Slice() {
-				ev, err := locate(r, "")
+				ev, err := pl.locateArg(c.Context, r, "")
 				if err != nil {
 					return err
 				}

@@ -1,0 +1,71 @@
+package qualverify
+
+import (
+	"bytes"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/qualkit/qualkit/tools/internal/qualrun"
+)
+
+// TestVerifyBatchReportFromRegistry: qualrun publish pushes the frozen receipt to a real
+// registry on 127.0.0.1:0; qualverify verify (by digest and by tag), batch and report take the
+// oci:// reference, pull into a temporary tree that is gone afterwards, and verify from there.
+func TestVerifyBatchReportFromRegistry(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	var stdout, stderr bytes.Buffer
+	if code := qualrun.Main([]string{"qualrun", "publish", filepath.Join(frozen, ".qualification/receipts/a-1.json"), "--to", "oci://" + host + "/fleet/a:v1"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("publish: exit %d: %s%s", code, stdout.String(), stderr.String())
+	}
+	line, _, _ := strings.Cut(stdout.String(), "\n")
+	byDigest := strings.Fields(line)[1]
+	if !strings.Contains(byDigest, "@sha256:") || !strings.Contains(stdout.String(), "bundle referrer sha256:") {
+		t.Fatalf("publish printed %q", stdout.String())
+	}
+	tmpBefore := tempPulls(t)
+	key := filepath.Join(frozen, "frozen.pub")
+	out := filepath.Join(t.TempDir(), "r.html")
+	for _, args := range [][]string{
+		{"verify", byDigest, "--key", key},
+		{"verify", "oci://" + host + "/fleet/a:v1", "--key", key},
+		{"batch", "oci://" + host + "/fleet/a:v1", "--key", key},
+		{"report", byDigest, "--key", key, "-o", out},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := Main(append([]string{"qualverify"}, args...), &stdout, &stderr); code != exitcode.OK {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, stdout.String(), stderr.String())
+		}
+	}
+	if st, err := os.Stat(out); err != nil || st.Size() == 0 {
+		t.Fatalf("report: %v", err)
+	}
+	if after := tempPulls(t); after != tmpBefore {
+		t.Fatalf("%d pulled trees left in the temporary directory", after-tmpBefore)
+	}
+	// A digest nothing was pushed under: the registry answers, nothing to verify.
+	missing := "oci://" + host + "/fleet/a@sha256:" + strings.Repeat("0", 64)
+	if code := Main([]string{"qualverify", "verify", missing, "--key", key}, &stdout, &stderr); code == exitcode.OK {
+		t.Fatal("a missing artifact verified")
+	}
+	if code := Main([]string{"qualverify", "verify", "oci://" + host + "/Bad", "--key", key}, &stdout, &stderr); code != exitcode.Usage {
+		t.Fatalf("bad reference: exit %d, want %d", code, exitcode.Usage)
+	}
+}
+
+func tempPulls(t *testing.T) int {
+	m, err := filepath.Glob(filepath.Join(os.TempDir(), "qualverify-oci-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(m)
+}
