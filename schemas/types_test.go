@@ -35,6 +35,7 @@ func TestTypesMatchSchemas(t *testing.T) {
 		contract.EffectiveRunConfig: contract.EffectiveRunConfigDoc{},
 		contract.TelemetrySample:    contract.TelemetrySampleDoc{},
 		contract.FleetPlan:          contract.FleetPlanDoc{},
+		contract.FleetManifest:      contract.FleetManifestDoc{},
 	}
 	for _, c := range Contracts() {
 		typ, ok := types[c.Name]
