@@ -258,7 +258,7 @@ func BuildFleetManifest(plan *FleetPlan, receipts []FleetReceipt, k float64, cre
 	}
 	var strays []contract.FleetManifestEntry
 	stray := func(r *FleetReceipt, row *int64, why string) {
-		strays = append(strays, entryOf(r, row, contract.FleetManifestStatusNotBelonging, why))
+		strays = append(strays, entryOf(r, row, contract.FleetManifestStatusNotBelonging, truncRunes(why, 1500)))
 	}
 	byRow := map[int][]*FleetReceipt{}
 	for i := range receipts {
@@ -327,15 +327,20 @@ func BuildFleetManifest(plan *FleetPlan, receipts []FleetReceipt, k float64, cre
 			stray(dup, &row, fmt.Sprintf("a second receipt for row %d (the row is bound to %s)", i, cs[0].Digest))
 		}
 		r := cs[0]
-		switch {
-		case !r.Verified:
+		var whys []string
+		if r.Doc.Qualification != contract.QualificationVerdictPassed {
+			whys = append(whys, fmt.Sprintf("the qualification verdict on host %s is %s", r.Doc.Host, r.Doc.Qualification))
+		}
+		if !r.Verified {
 			why := fmt.Sprintf("verification rejected the receipt: %d findings", r.Findings)
 			if r.First != "" {
 				why += ", the first: " + r.First
 			}
-			m.Entries = append(m.Entries, entryOf(r, &row, contract.FleetManifestStatusFailed, why))
-		case r.Doc.Qualification != contract.QualificationVerdictPassed:
-			m.Entries = append(m.Entries, entryOf(r, &row, contract.FleetManifestStatusFailed, fmt.Sprintf("the qualification verdict on host %s is %s", r.Doc.Host, r.Doc.Qualification)))
+			whys = append(whys, why)
+		}
+		switch {
+		case len(whys) > 0:
+			m.Entries = append(m.Entries, entryOf(r, &row, contract.FleetManifestStatusFailed, truncRunes(strings.Join(whys, "; "), 2048)))
 		default:
 			m.Entries = append(m.Entries, entryOf(r, &row, contract.FleetManifestStatusPassed, ""))
 			passed = append(passed, candidate{r, i})
