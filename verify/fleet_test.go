@@ -203,8 +203,11 @@ func TestFleetManifestBindsRows(t *testing.T) {
 		t.Fatalf("check of the manifest as written: signer %q, %v, %v", signer, problems, err)
 	}
 	edits := map[string]func(d *contract.FleetManifestDoc){
-		"median":         func(d *contract.FleetManifestDoc) { d.Metrics[0].Median += 1 },
-		"row-status":     func(d *contract.FleetManifestDoc) { d.Entries[2].Status = contract.FleetManifestStatusPassed; d.Entries[2].Why = "" },
+		"median": func(d *contract.FleetManifestDoc) { d.Metrics[0].Median += 1 },
+		"row-status": func(d *contract.FleetManifestDoc) {
+			d.Entries[2].Status = contract.FleetManifestStatusPassed
+			d.Entries[2].Why = ""
+		},
 		"counts":         func(d *contract.FleetManifestDoc) { d.Counts.Failed, d.Counts.Passed = 0, 3 },
 		"receipt-digest": func(d *contract.FleetManifestDoc) { d.Entries[0].Receipt.Digest = d.Entries[1].Receipt.Digest },
 		"outlier-k":      func(d *contract.FleetManifestDoc) { d.OutlierRule.K = 0.1 },
