@@ -1,6 +1,7 @@
 package qualverify
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/tools/internal/oci"
 	"github.com/qualkit/qualkit/verify"
+	"github.com/qualkit/qualkit/verify/report"
 	"github.com/urfave/cli/v2"
 )
 
@@ -47,6 +49,7 @@ func fleetCommand() *cli.Command {
 			&cli.StringFlag{Name: "check", Usage: "check the signed manifest `FILE` against PLAN and the RECEIPTS instead of writing one"},
 			&cli.StringSliceFlag{Name: "manifest-key", Usage: "public key `FILE` the manifest must be signed with (repeatable; default: the --key keys)"},
 			&cli.IntFlag{Name: "jobs", Usage: "verify `N` receipts at a time (default: GOMAXPROCS)"},
+			&cli.StringFlag{Name: "report", Usage: "also draw the fleet page (hosts x metrics heat table, outliers first) to `FILE` (HTML)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the manifest (or, with --check, nothing but the verdict line)"},
 		), relaxFlags()...),
 		Action: func(c *cli.Context) error {
@@ -100,11 +103,24 @@ func fleetCommand() *cli.Command {
 						keys = append(keys, k)
 					}
 				}
-				return checkFleet(check, keys, plan, rs, c.App.Writer, c.App.ErrWriter)
+				m, signer, err := checkFleet(check, keys, plan, rs, c.App.Writer, c.App.ErrWriter)
+				if err != nil {
+					return err
+				}
+				if out := c.String("report"); out != "" {
+					return writeFleetPage(out, m, signer, rs)
+				}
+				return nil
 			}
 			m := verify.BuildFleetManifest(plan, rs, c.Float64("outlier-k"), time.Now().UTC().Format(time.RFC3339), Version)
 			if err := writeFleet(c.Context, c.String("output"), m, signer); err != nil {
 				return err
+			}
+			if out := c.String("report"); out != "" {
+				signerFP := verify.KeyFingerprint(signer.PublicKey())
+				if err := writeFleetPage(out, m, signerFP, rs); err != nil {
+					return err
+				}
 			}
 			if c.Bool("json") {
 				b, _ := json.MarshalIndent(m, "", "  ")
@@ -216,14 +232,16 @@ func printFleet(w io.Writer, path string, m *contract.FleetManifestDoc) {
 	fmt.Fprintf(w, "wrote %s and %s\n", path, fleetEnvelopePath(path))
 }
 
-func checkFleet(path string, keys []crypto.PublicKey, plan *verify.FleetPlan, rs []verify.FleetReceipt, w, ew io.Writer) error {
+// checkFleet checks the signed manifest at path against the plan and the verified receipts,
+// printing each problem; it returns the manifest as recomputed and the signer's fingerprint.
+func checkFleet(path string, keys []crypto.PublicKey, plan *verify.FleetPlan, rs []verify.FleetReceipt, w, ew io.Writer) (*contract.FleetManifestDoc, string, error) {
 	raw, err := evidence.ReadFileLimited(path, verify.MaxFleetManifestBytes)
 	if err != nil {
-		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+		return nil, "", fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 	}
 	env, err := evidence.ReadFileLimited(fleetEnvelopePath(path), verify.MaxAttestationBytes)
 	if err != nil {
-		return fmt.Errorf("%w: the manifest's envelope: %v", exitcode.ErrRejected, err)
+		return nil, "", fmt.Errorf("%w: the manifest's envelope: %v", exitcode.ErrRejected, err)
 	}
 	// The rule's k is part of what is checked: recompute with the manifest's own k, and a
 	// changed k shows up as changed outliers (and a changed outlier_rule, which is compared).
@@ -240,15 +258,60 @@ func checkFleet(path string, keys []crypto.PublicKey, plan *verify.FleetPlan, rs
 	recomputed := verify.BuildFleetManifest(plan, rs, k, "", "")
 	signer, problems, err := verify.CheckFleetManifest(raw, env, filepath.Base(path), keys, recomputed)
 	if err != nil {
-		return fmt.Errorf("%w: %v", exitcode.ErrRejected, err)
+		return nil, "", fmt.Errorf("%w: %v", exitcode.ErrRejected, err)
 	}
 	if len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Fprintf(ew, "qualverify: %s: %v\n", path, p)
 		}
-		return fmt.Errorf("%w: fleet manifest %s does not hold (%d problems)", exitcode.ErrRejected, path, len(problems))
+		return nil, "", fmt.Errorf("%w: fleet manifest %s does not hold (%d problems)", exitcode.ErrRejected, path, len(problems))
 	}
 	fmt.Fprintf(w, "fleet manifest %s holds: signed by %s; %d rows, %d passed, %d failed, %d missing, %d receipts not belonging, recomputed from the plan and %d receipts\n",
 		path, signer, recomputed.Plan.Rows, recomputed.Counts.Passed, recomputed.Counts.Failed, recomputed.Counts.Missing, recomputed.Counts.NotBelonging, len(rs))
-	return nil
+	return recomputed, signer, nil
+}
+
+// writeFleetPage writes the fleet report page (verify/report) to path, replacing it atomically.
+func writeFleetPage(path string, m *contract.FleetManifestDoc, signer string, rs []verify.FleetReceipt) error {
+	var b bytes.Buffer
+	if err := report.WriteFleetHTML(&b, report.BuildFleetPage(m, signer, rs)); err != nil {
+		return err
+	}
+	return writeReplacing(path, b.Bytes())
+}
+
+// fleetReport is qualverify report --fleet MANIFEST PLAN RECEIPTS...: the manifest is checked as
+// fleet --check checks it (signed by a --key key, every derived member recomputed), then drawn.
+func fleetReport(c *cli.Context, manifest string) error {
+	out := c.String("output")
+	if out == "" || out == "-" || c.String("format") != "html" {
+		return fmt.Errorf("%w: report --fleet draws an HTML page: it needs --format html and -o FILE", exitcode.ErrUsage)
+	}
+	if c.NArg() < 2 {
+		return fmt.Errorf("%w: report --fleet MANIFEST needs PLAN and the RECEIPTS the manifest binds", exitcode.ErrUsage)
+	}
+	policy, opts, err := policyFromFlags(c, true)
+	if err != nil {
+		return err
+	}
+	plan, err := verify.LoadFleetPlan(c.Args().First())
+	if err != nil {
+		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	}
+	var pl pulls
+	defer pl.cleanup()
+	evs, labels, err := fleetEvidence(c.Context, &pl, c.Args().Slice()[1:])
+	if err != nil {
+		return err
+	}
+	banner(c.App.ErrWriter, c)
+	rs, err := verify.VerifyFleetReceipts(c.Context, evs, labels, policy, 0, opts...)
+	if err != nil {
+		return err
+	}
+	m, signer, err := checkFleet(manifest, policy.Keys, plan, rs, c.App.ErrWriter, c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	return writeFleetPage(out, m, signer, rs)
 }

@@ -44,8 +44,12 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "html", Usage: "html, text, json or csv"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE` (replaced atomically); \"-\" is stdout"},
 			&cli.BoolFlag{Name: unverifiedFlag, Usage: "UNSAFE: render receipts that did not verify; every section is stamped UNVERIFIED"},
+			&cli.StringFlag{Name: "fleet", Usage: "draw the fleet page of the signed fleet manifest `FILE` instead; the arguments are then PLAN RECEIPTS... (checked as qualverify fleet --check does)"},
 		), relaxFlags()...),
 		Action: func(c *cli.Context) error {
+			if m := c.String("fleet"); m != "" {
+				return fleetReport(c, m)
+			}
 			if c.NArg() == 0 {
 				return fmt.Errorf("%w: report needs at least one RECEIPT", exitcode.ErrUsage)
 			}
