@@ -465,7 +465,9 @@ type FleetManifestDoc struct {
 	// Counts summarise entries: rows by status, and the receipts that did not belong.
 	Counts FleetManifestCounts `json:"counts"`
 	// Entries: one per plan row (status passed, failed or missing), in row order, then one per
-	// receipt that does not belong to the plan (status not_belonging), in argument order.
+	// receipt that does not belong to the plan (status not_belonging), sorted by receipt digest;
+	// a row claimed by several receipts is bound to the best (verified and passed, then verified,
+	// then the smallest digest), so the manifest does not depend on the order of the receipts.
 	Entries []FleetManifestEntry `json:"entries"`
 	// OutlierRule is the robust rule the outliers were named by.
 	OutlierRule FleetManifestOutlierRule `json:"outlier_rule"`
@@ -518,7 +520,8 @@ type FleetManifestEntry struct {
 //
 // CUE: fleetmanifest/v1 #ReceiptRef.
 type FleetManifestReceiptRef struct {
-	// Path is where the receipt was read (the argument, or its path in a pulled artifact).
+	// Path is where the receipt was read (a path, or the oci:// reference it was pulled from);
+	// informational: --check does not compare it.
 	Path string `json:"path"`
 	// Digest of the receipt's bytes.
 	Digest string `json:"digest"`
