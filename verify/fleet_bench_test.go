@@ -85,7 +85,7 @@ func writeFleet(tb testing.TB, root string, n int, k testKey) *FleetPlan {
 			tb.Fatal(err)
 		}
 		reseal(tb, root, rel, k)
-		rows = append(rows, fmt.Sprintf(`{"index": %d, "workload": "workloads/frozen.json", "variant": "cpu-a", "repetition": %d}`, i, i+1))
+		rows = append(rows, fmt.Sprintf(`{"index": %d, "workload": "workloads/frozen.json", "variant": "cpu-a", "repetition": 1, "host": {"slurm": {"nodelist": %q}}}`, i, host))
 	}
 	for _, r := range frozenReceipts {
 		base := strings.TrimSuffix(r, ".json")
