@@ -22,6 +22,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 )
@@ -68,6 +69,8 @@ var (
 	ErrRefused = errors.New("OCI artifact refused")
 	// ErrDigest: bytes the registry served do not match their digest (a tampered blob).
 	ErrDigest = errors.New("OCI content does not match its digest")
+	// ErrNotFound: the registry has no such manifest or blob (oras' errdef.ErrNotFound).
+	ErrNotFound = errdef.ErrNotFound
 )
 
 // IsRef reports whether s is meant as a registry reference (it starts with oci://).

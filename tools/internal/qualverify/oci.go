@@ -23,7 +23,8 @@ func (p *pulls) cleanup() {
 
 // pull fetches the receipt artifact ref into a fresh temporary tree (bounded: oci.DefaultLimits)
 // and returns its evidence. A reference that does not parse is a usage error; an artifact that
-// breaks the layout, a limit or a digest is rejected; a registry that cannot be reached is an
+// breaks the layout, a limit or a digest is rejected; a reference the registry does not have is a
+// usage error (as a receipt path that does not exist is); a registry that cannot be reached is an
 // error (exit 3).
 func (p *pulls) pull(ctx context.Context, arg string) (verify.Evidence, error) {
 	ref, err := oci.ParseRef(arg)
@@ -37,7 +38,7 @@ func (p *pulls) pull(ctx context.Context, arg string) (verify.Evidence, error) {
 	p.dirs = append(p.dirs, dir)
 	got, err := oci.Pull(ctx, ref, dir, oci.DefaultLimits)
 	switch {
-	case errors.Is(err, oci.ErrReference):
+	case errors.Is(err, oci.ErrReference) || errors.Is(err, oci.ErrNotFound):
 		return verify.Evidence{}, fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 	case errors.Is(err, oci.ErrRefused) || errors.Is(err, oci.ErrDigest):
 		return verify.Evidence{}, fmt.Errorf("%w: %v", exitcode.ErrRejected, err)
