@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -239,19 +238,29 @@ func Publish(ctx context.Context, root, receiptRel string, ref Ref) (*Published,
 	return out, nil
 }
 
-// pushFile pushes one file of the tree as a layer (skipped when the registry has the blob).
+// pushFile pushes one file of the tree as a layer (skipped when the registry has the blob),
+// streaming it twice (once to hash, once to push) so memory does not grow with the file.
 func pushFile(ctx context.Context, repo *remote.Repository, dir *os.File, rel string) (ocispec.Descriptor, error) {
-	data, err := evidence.ReadBeneath(dir, rel, DefaultLimits.FileBytes)
+	f, size, err := evidence.OpenBeneath(dir, rel, DefaultLimits.FileBytes)
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("publish: %w", err)
 	}
-	desc := content.NewDescriptorFromBytes(FileMediaType, data)
+	defer f.Close()
+	dg, err := digest.SHA256.FromReader(io.LimitReader(f, size+1))
+	if err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("publish: read %s: %w", rel, err)
+	}
+	desc := ocispec.Descriptor{MediaType: FileMediaType, Digest: dg, Size: size}
 	ok, err := repo.Exists(ctx, desc)
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("publish: %s: %w", rel, err)
 	}
 	if !ok {
-		if err := repo.Push(ctx, desc, bytes.NewReader(data)); err != nil {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return ocispec.Descriptor{}, fmt.Errorf("publish: %s: %w", rel, err)
+		}
+		// The registry checks the bytes against desc: a file that changed since it was hashed fails here.
+		if err := repo.Push(ctx, desc, content.NewVerifyReader(io.LimitReader(f, size+1), desc)); err != nil {
 			return ocispec.Descriptor{}, fmt.Errorf("publish: push %s: %w", rel, err)
 		}
 	}
