@@ -130,9 +130,10 @@ type Published struct {
 }
 
 // Publish pushes the receipt root/receiptRel with its evidence tree to ref: the receipt, its DSSE
-// envelope and Sigstore bundle beside it, and every artifact the receipt binds by a relative path
-// that is present below root (read without following a symlink, regular files only). A bound
-// input that is absent (a server binary outside the tree) is not pushed; the verifier says so when
+// envelope and Sigstore bundle beside it, and every artifact the receipt binds by a path relative
+// to root that is present there, read without following a symlink, regular files only (model
+// files, whose paths are relative to their model directory, are not pushed). A bound input that
+// is absent (a server binary outside the tree) is not pushed; the verifier says so when
 // it verifies the pulled tree. The manifest's created annotation is the receipt's created_at, so
 // publishing the same receipt twice gives the same digest. When ref has a tag, the tag is set.
 func Publish(ctx context.Context, root, receiptRel string, ref Ref) (*Published, error) {
@@ -174,6 +175,11 @@ func Publish(ctx context.Context, root, receiptRel string, ref Ref) (*Published,
 		}
 	}
 	for _, a := range rc.Artifacts {
+		switch a.Kind {
+		case contract.ArtifactKindModelWeight, contract.ArtifactKindModelConfig, contract.ArtifactKindTokenizer,
+			contract.ArtifactKindChatTemplate, contract.ArtifactKindModelFile:
+			continue // relative to the model directory, not to the evidence root; never copied with evidence
+		}
 		if err := add(a.Path, false); err != nil {
 			return nil, err
 		}
