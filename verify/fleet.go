@@ -91,6 +91,9 @@ type FleetValue struct {
 // verification single-threaded), and keeps only a FleetReceipt of each: memory grows with the
 // number of receipts by that summary, not by their evidence. labels name the receipts (len(evs)).
 func VerifyFleetReceipts(ctx context.Context, evs []Evidence, labels []string, policy Policy, workers int, opts ...Option) ([]FleetReceipt, error) {
+	if len(labels) != len(evs) {
+		return nil, fmt.Errorf("%d labels for %d receipts", len(labels), len(evs))
+	}
 	if len(evs) > MaxFleetReceipts {
 		return nil, fmt.Errorf("%d receipts: a fleet manifest binds at most %d", len(evs), MaxFleetReceipts)
 	}
