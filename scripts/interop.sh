@@ -185,9 +185,10 @@ expect_ok "qualrun publish" 'oci://[^ ]+@sha256:[0-9a-f]{64}' "$qualrun" publish
 artifact=$(grep -oE 'sha256:[0-9a-f]{64}' "$work/out" | head -1)
 expect_ok "qualverify verify pulls the artifact by digest and verifies it" '^verdict +verified' \
 	"$repo_root/bin/qualverify" verify "oci://$reg/interop/receipt@$artifact" --key "$work/qual.pub"
-# cosign tree lists OCI 1.1 referrers behind --experimental-oci11 (sigstore/cosign#4204); plain HTTP
-# is allowed for this loopback registry only.
-expect_ok "cosign tree finds the bundle through the referrers API" 'application/vnd.dev.sigstore.bundle.v0.3\+json artifacts via OCI referrer' \
+# cosign tree lists OCI 1.1 referrers with --experimental-oci11 (deprecated in v3.1.3, where it
+# still works; referrers are to become the default), naming a bundle referrer by the predicate type
+# of its dev.sigstore.bundle.predicateType annotation; plain HTTP for this loopback registry only.
+expect_ok "cosign tree finds the bundle through the referrers API" 'https://qualkit.dev/attestation/qualification/v1 artifacts via OCI referrer: [^ ]+@sha256:[0-9a-f]{64}' \
 	"$cosign" tree --experimental-oci11 --allow-http-registry "$reg/interop/receipt@$artifact"
 # The referrer's bundle, fetched through the OCI referrers API (GET /v2/<name>/referrers/<digest>),
 # verifies with cosign against the receipt.
