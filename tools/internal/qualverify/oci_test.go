@@ -52,6 +52,25 @@ func TestVerifyBatchReportFromRegistry(t *testing.T) {
 	if after := tempPulls(t); after != tmpBefore {
 		t.Fatalf("%d pulled trees left in the temporary directory", after-tmpBefore)
 	}
+	// qualverify fleet takes the reference too: the frozen receipt was not written by a fleet job
+	// (its --output names no plan row), so it is bound to no row and named by its reference.
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.json")
+	os.WriteFile(plan, []byte(`{"schema": "qualkit.fleet-plan.v1", "id": "oci-fleet", "description": "One row.",
+  "repository": "/tmp/fz.git", "commit": "e8aa37b0b94b64a7d082dcb734da7e049953db6c", "signing": {"key_file": "/etc/qualkit/host.key"},
+  "receipts": {"directory": "/shared/receipts"}, "rows": [{"index": 0, "workload": "workloads/frozen.json", "variant": "cpu-a", "repetition": 1}]}`), 0o644)
+	if code := qualrun.Main([]string{"qualrun", "keygen", "--unencrypted", "--output-prefix", filepath.Join(dir, "sign")}, &stdout, &stderr); code != 0 {
+		t.Fatalf("keygen: %s", stderr.String())
+	}
+	stdout.Reset()
+	manifest := filepath.Join(dir, "fleet.json")
+	code := Main([]string{"qualverify", "fleet", plan, byDigest, "--key", key, "--sign-key", filepath.Join(dir, "sign.key"), "--output", manifest}, &stdout, &stderr)
+	if code != exitcode.Rejected || !strings.Contains(stdout.String(), "1 missing; 1 receipts not belonging") {
+		t.Fatalf("fleet over oci: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if b, _ := os.ReadFile(manifest); !strings.Contains(string(b), `"path": "`+byDigest+`"`) {
+		t.Fatalf("the manifest does not name the reference:\n%s", b)
+	}
 	// A digest nothing was pushed under: the registry answers, nothing to verify.
 	missing := "oci://" + host + "/fleet/a@sha256:" + strings.Repeat("0", 64)
 	if code := Main([]string{"qualverify", "verify", missing, "--key", key}, &stdout, &stderr); code == exitcode.OK {
