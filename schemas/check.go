@@ -227,6 +227,14 @@ func CheckSemantics(name string, doc any) ([]Violation, error) {
 			return nil, err
 		}
 		return nil, nil
+	case contract.FleetManifest:
+		// The manifest's derived members (counts, statistics, outliers) are recomputed from the plan
+		// and the receipts by qualverify fleet --check (verify.CheckFleetManifest), not here.
+		var d contract.FleetManifestDoc
+		if err := decode(&d); err != nil {
+			return nil, err
+		}
+		return nil, nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownContract, name)
 }
@@ -253,6 +261,7 @@ var docTypes = map[string]reflect.Type{
 	contract.TelemetrySample:     reflect.TypeFor[contract.TelemetrySampleDoc](),
 	contract.ConversationSession: reflect.TypeFor[contract.ConversationSessionDoc](),
 	contract.FleetPlan:           reflect.TypeFor[contract.FleetPlanDoc](),
+	contract.FleetManifest:       reflect.TypeFor[contract.FleetManifestDoc](),
 }
 
 // integerLiterals reports every number that lands in an integer field of t but is written with a

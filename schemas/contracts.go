@@ -35,7 +35,7 @@ const schemaURLBase = "https://qualkit.dev/schemas/"
 
 // Contracts lists every known contract, sorted by name.
 func Contracts() []Contract {
-	names := []string{contract.CaseResult, contract.Comparison, contract.ConversationSession, contract.DriverRequest, contract.DriverSpec, contract.DriverWorkerOutput, contract.EffectiveRunConfig, contract.FleetPlan, contract.LaunchRecipe, contract.LayerAttribution, contract.LifecycleRecord, contract.NextTokenResult, contract.PathAttribution, contract.Receipt, contract.ReportView, contract.RequestRecord, contract.RuntimeManifest, contract.TelemetrySample, contract.VerificationReport, contract.Workload}
+	names := []string{contract.CaseResult, contract.Comparison, contract.ConversationSession, contract.DriverRequest, contract.DriverSpec, contract.DriverWorkerOutput, contract.EffectiveRunConfig, contract.FleetManifest, contract.FleetPlan, contract.LaunchRecipe, contract.LayerAttribution, contract.LifecycleRecord, contract.NextTokenResult, contract.PathAttribution, contract.Receipt, contract.ReportView, contract.RequestRecord, contract.RuntimeManifest, contract.TelemetrySample, contract.VerificationReport, contract.Workload}
 	out := make([]Contract, len(names))
 	for i, n := range names {
 		out[i] = contractFor(n)

@@ -36,6 +36,7 @@ func TestTypesMatchSchemas(t *testing.T) {
 		contract.TelemetrySample:     contract.TelemetrySampleDoc{},
 		contract.ConversationSession: contract.ConversationSessionDoc{},
 		contract.FleetPlan:           contract.FleetPlanDoc{},
+		contract.FleetManifest:       contract.FleetManifestDoc{},
 	}
 	for _, c := range Contracts() {
 		typ, ok := types[c.Name]

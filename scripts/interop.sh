@@ -9,6 +9,9 @@
 #   3. cosign reads qualrun's encrypted key and qualrun reads cosign's (qualrun attest --key cosign.key);
 #   4. cosign attest-blob --statement signs our Statement, and our verifier (go test
 #      ./attest -run TestCosignInterop) accepts cosign's envelope and bundle;
+#   5. qualrun publish pushes the receipt to a loopback registry (qualsim registry); qualverify verifies
+#      it by digest from there, cosign tree lists its bundle referrer, and the bundle fetched through the
+#      referrers API verifies with cosign;
 #   5. the stock `in-toto-golang verify` CLI (pinned, installed into .tools/; about a minute to
 #      build) accepts the campaign's in-toto link under a layout from `qualrun layout`, its
 #      inspection running qualverify verify, and refuses a tampered product.
@@ -171,6 +174,43 @@ expect_fail "our verifier rejects cosign's envelope with the wrong key" 'signatu
 	QUALKIT_INTEROP_PUB="$work/cosign.pub" QUALKIT_INTEROP_ROOT="$r" \
 	QUALKIT_INTEROP_ENVELOPES="$work/cosign-qualkey.intoto.dsse.json" \
 	go test -count=1 -run '^TestCosignInterop$' ./attest/
+
+echo "== OCI: qualrun publish to a loopback registry (qualsim registry); the bundle is a referrer cosign reads"
+"$repo_root/bin/qualsim" registry --listen 127.0.0.1:0 --addr-file "$work/registry.addr" >"$work/registry.log" 2>&1 &
+registry_pid=$!
+trap 'kill "$registry_pid" 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 200); do [ -s "$work/registry.addr" ] && break; sleep 0.05; done
+reg=$(cat "$work/registry.addr")
+expect_ok "qualrun publish" 'oci://[^ ]+@sha256:[0-9a-f]{64}' "$qualrun" publish "$receipt" --to "oci://$reg/interop/receipt:signed"
+artifact=$(grep -oE 'sha256:[0-9a-f]{64}' "$work/out" | head -1)
+expect_ok "qualverify verify pulls the artifact by digest and verifies it" '^verdict +verified' \
+	"$repo_root/bin/qualverify" verify "oci://$reg/interop/receipt@$artifact" --key "$work/qual.pub"
+# cosign tree lists OCI 1.1 referrers with --experimental-oci11 (deprecated in v3.1.3, where it
+# still works; referrers are to become the default), naming a bundle referrer by the predicate type
+# of its dev.sigstore.bundle.predicateType annotation; plain HTTP for this loopback registry only.
+expect_ok "cosign tree finds the bundle through the referrers API" 'https://qualkit.dev/attestation/qualification/v1 artifacts via OCI referrer: [^ ]+@sha256:[0-9a-f]{64}' \
+	"$cosign" tree --experimental-oci11 --allow-http-registry "$reg/interop/receipt@$artifact"
+# The referrer's bundle, fetched through the OCI referrers API (GET /v2/<name>/referrers/<digest>),
+# verifies with cosign against the receipt.
+fetch_bundle() { # fetch_bundle OUT: the bundle layer of the artifact's sigstore bundle referrer
+	python3 - "$reg" interop/receipt "$artifact" "$1" <<'PY'
+import json, sys, urllib.request
+reg, repo, subject, out = sys.argv[1:]
+get = lambda path, accept: urllib.request.urlopen(urllib.request.Request(f"http://{reg}/v2/{repo}/{path}", headers={"Accept": accept})).read()
+index = json.loads(get(f"referrers/{subject}", "application/vnd.oci.image.index.v1+json"))
+for d in index["manifests"]:
+    m = json.loads(get(f"manifests/{d['digest']}", "application/vnd.oci.image.manifest.v1+json"))
+    if m.get("artifactType") == "application/vnd.dev.sigstore.bundle.v0.3+json" and m["subject"]["digest"] == subject:
+        open(out, "wb").write(get(f"blobs/{m['layers'][0]['digest']}", "*/*"))
+        print("bundle referrer", d["digest"])
+        break
+else:
+    sys.exit("no bundle referrer")
+PY
+}
+expect_ok "the referrers API names the bundle" '^bundle referrer sha256:[0-9a-f]{64}' fetch_bundle "$work/referred.sigstore.json"
+expect_ok "cosign verifies the referred bundle against the receipt" "$V" verify "$work/qual.pub" --bundle "$work/referred.sigstore.json" "$receipt"
+kill "$registry_pid" 2>/dev/null || true
 
 echo
 echo "make interop: $pass passed, $fail failed (cosign $COSIGN_VERSION, in-toto-golang $INTOTO_VERSION)"

@@ -19,6 +19,8 @@ const (
 	DriverWorkerOutputSchema  = "qualkit.driver-worker-output.v1"
 	EffectiveRunConfig        = "effective-run-config.v1"
 	EffectiveRunConfigSchema  = "qualkit.effective-run-config.v1"
+	FleetManifest             = "fleet-manifest.v1"
+	FleetManifestSchema       = "qualkit.fleet-manifest.v1"
 	FleetPlan                 = "fleet-plan.v1"
 	FleetPlanSchema           = "qualkit.fleet-plan.v1"
 	LaunchRecipe              = "launch-recipe.v1"
@@ -62,6 +64,7 @@ var Contracts = []ContractInfo{
 	{Name: DriverSpec, SchemaID: DriverSpecSchema, URL: "https://qualkit.dev/schemas/driver-spec.v1.schema.json", File: "driver-spec.v1.schema.json"},
 	{Name: DriverWorkerOutput, SchemaID: DriverWorkerOutputSchema, URL: "https://qualkit.dev/schemas/driver-worker-output.v1.schema.json", File: "driver-worker-output.v1.schema.json"},
 	{Name: EffectiveRunConfig, SchemaID: EffectiveRunConfigSchema, URL: "https://qualkit.dev/schemas/effective-run-config.v1.schema.json", File: "effective-run-config.v1.schema.json"},
+	{Name: FleetManifest, SchemaID: FleetManifestSchema, URL: "https://qualkit.dev/schemas/fleet-manifest.v1.schema.json", File: "fleet-manifest.v1.schema.json"},
 	{Name: FleetPlan, SchemaID: FleetPlanSchema, URL: "https://qualkit.dev/schemas/fleet-plan.v1.schema.json", File: "fleet-plan.v1.schema.json"},
 	{Name: LaunchRecipe, SchemaID: LaunchRecipeSchema, URL: "https://qualkit.dev/schemas/launch-recipe.v1.schema.json", File: "launch-recipe.v1.schema.json"},
 	{Name: LayerAttribution, SchemaID: LayerAttributionSchema, URL: "https://qualkit.dev/schemas/layer-attribution.v2.schema.json", File: "layer-attribution.v2.schema.json"},
@@ -93,6 +96,7 @@ const (
 	IntervalMethod  = "bootstrap_percentile.v1" // caseresult/v1 #Interval.method
 	// IsolationNetwork: a private network namespace with only loopback up.
 	IsolationNetwork = "private_loopback" // driver #Isolation.network
+	OutlierRuleRule  = "mad"              // fleetmanifest/v1 #OutlierRule.rule
 	// ReadinessPath polled with GET; always /v1/models in version 1.
 	ReadinessPath                         = "/v1/models"             // launch/v1 #Readiness.path
 	ResultProtocolFormat                  = "qualkit.case-result.v1" // workload/v1 #ResultProtocol.format
@@ -1010,6 +1014,37 @@ func (v FinishReasonAssertionEquals) Valid() bool {
 	return false
 }
 
+// FleetManifestStatus is a row's (or a stray receipt's) outcome: passed (a receipt of this row verified and its
+// qualification passed), failed (a receipt of this row was rejected by verification, or its
+// qualification failed or was interrupted), missing (no receipt ran this row), not_belonging (a
+// receipt that is not one of this plan's rows: another commit, another workload, variant or
+// variables than its row, a row the plan does not have, or a second receipt for a row).
+//
+// CUE: fleetmanifest/v1 #Status.
+type FleetManifestStatus string
+
+// The values of FleetManifestStatus.
+const (
+	FleetManifestStatusPassed       FleetManifestStatus = "passed"
+	FleetManifestStatusFailed       FleetManifestStatus = "failed"
+	FleetManifestStatusMissing      FleetManifestStatus = "missing"
+	FleetManifestStatusNotBelonging FleetManifestStatus = "not_belonging"
+)
+
+// FleetManifestStatusValues lists the values of FleetManifestStatus in contract order.
+func FleetManifestStatusValues() []FleetManifestStatus {
+	return []FleetManifestStatus{FleetManifestStatusPassed, FleetManifestStatusFailed, FleetManifestStatusMissing, FleetManifestStatusNotBelonging}
+}
+
+// Valid reports whether v is one of the values of FleetManifestStatus.
+func (v FleetManifestStatus) Valid() bool {
+	switch v {
+	case FleetManifestStatusPassed, FleetManifestStatusFailed, FleetManifestStatusMissing, FleetManifestStatusNotBelonging:
+		return true
+	}
+	return false
+}
+
 // IsolationCgroupAccounting: required fails the run where cgroup v2 accounting is unavailable; preferred reports it as unsupported.
 //
 // CUE: launch/v1 #Isolation.cgroup_accounting.
@@ -1266,6 +1301,31 @@ func MetricRuleScopeValues() []MetricRuleScope {
 func (v MetricRuleScope) Valid() bool {
 	switch v {
 	case MetricRuleScopeResult, MetricRuleScopeRow:
+		return true
+	}
+	return false
+}
+
+// MetricStatsDirection is the enum at fleetmanifest/v1 #MetricStats.direction.
+//
+// CUE: fleetmanifest/v1 #MetricStats.direction.
+type MetricStatsDirection string
+
+// The values of MetricStatsDirection.
+const (
+	MetricStatsDirectionLowerIsBetter  MetricStatsDirection = "lower_is_better"
+	MetricStatsDirectionHigherIsBetter MetricStatsDirection = "higher_is_better"
+)
+
+// MetricStatsDirectionValues lists the values of MetricStatsDirection in contract order.
+func MetricStatsDirectionValues() []MetricStatsDirection {
+	return []MetricStatsDirection{MetricStatsDirectionLowerIsBetter, MetricStatsDirectionHigherIsBetter}
+}
+
+// Valid reports whether v is one of the values of MetricStatsDirection.
+func (v MetricStatsDirection) Valid() bool {
+	switch v {
+	case MetricStatsDirectionLowerIsBetter, MetricStatsDirectionHigherIsBetter:
 		return true
 	}
 	return false
@@ -1577,6 +1637,57 @@ func RateModeValues() []RateMode {
 func (v RateMode) Valid() bool {
 	switch v {
 	case RateModeConstant, RateModePoisson, RateModeGamma:
+		return true
+	}
+	return false
+}
+
+// ReceiptRefQualification is the receipt's own verdict; null when it could not be read.
+//
+// CUE: fleetmanifest/v1 #ReceiptRef.qualification.
+type ReceiptRefQualification string
+
+// The values of ReceiptRefQualification.
+const (
+	ReceiptRefQualificationPassed      ReceiptRefQualification = "passed"
+	ReceiptRefQualificationFailed      ReceiptRefQualification = "failed"
+	ReceiptRefQualificationInterrupted ReceiptRefQualification = "interrupted"
+)
+
+// ReceiptRefQualificationValues lists the values of ReceiptRefQualification in contract order.
+func ReceiptRefQualificationValues() []ReceiptRefQualification {
+	return []ReceiptRefQualification{ReceiptRefQualificationPassed, ReceiptRefQualificationFailed, ReceiptRefQualificationInterrupted}
+}
+
+// Valid reports whether v is one of the values of ReceiptRefQualification.
+func (v ReceiptRefQualification) Valid() bool {
+	switch v {
+	case ReceiptRefQualificationPassed, ReceiptRefQualificationFailed, ReceiptRefQualificationInterrupted:
+		return true
+	}
+	return false
+}
+
+// ReceiptRefVerification is the verdict of verifying the receipt (qualverify verify).
+//
+// CUE: fleetmanifest/v1 #ReceiptRef.verification.
+type ReceiptRefVerification string
+
+// The values of ReceiptRefVerification.
+const (
+	ReceiptRefVerificationVerified ReceiptRefVerification = "verified"
+	ReceiptRefVerificationRejected ReceiptRefVerification = "rejected"
+)
+
+// ReceiptRefVerificationValues lists the values of ReceiptRefVerification in contract order.
+func ReceiptRefVerificationValues() []ReceiptRefVerification {
+	return []ReceiptRefVerification{ReceiptRefVerificationVerified, ReceiptRefVerificationRejected}
+}
+
+// Valid reports whether v is one of the values of ReceiptRefVerification.
+func (v ReceiptRefVerification) Valid() bool {
+	switch v {
+	case ReceiptRefVerificationVerified, ReceiptRefVerificationRejected:
 		return true
 	}
 	return false

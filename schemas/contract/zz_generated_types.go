@@ -845,6 +845,151 @@ type EffectiveRunQualrun struct {
 	Version string   `json:"version"`
 }
 
+// FleetManifestDoc is one fleet's verification.
+//
+// CUE: fleetmanifest/v1 #FleetManifest.
+type FleetManifestDoc struct {
+	// Schema identifies the contract and its major version.
+	Schema string `json:"schema"`
+	// Plan identifies the fleet plan the receipts were checked against.
+	Plan FleetManifestPlan `json:"plan"`
+	// CreatedAt is when qualverify wrote the manifest (not recomputed by --check).
+	CreatedAt string `json:"created_at"`
+	// Qualverify is the version of the qualverify that wrote it (not recomputed by --check).
+	Qualverify string `json:"qualverify"`
+	// Counts summarise entries: rows by status, and the receipts that did not belong.
+	Counts FleetManifestCounts `json:"counts"`
+	// Entries: one per plan row (status passed, failed or missing), in row order, then one per
+	// receipt that does not belong to the plan (status not_belonging), sorted by receipt digest;
+	// a row claimed by several receipts is bound to the best (verified and passed, then verified,
+	// then the smallest digest), so the manifest does not depend on the order of the receipts.
+	Entries []FleetManifestEntry `json:"entries"`
+	// OutlierRule is the robust rule the outliers were named by.
+	OutlierRule FleetManifestOutlierRule `json:"outlier_rule"`
+	// Metrics are the cross-host statistics, one per metric present on at least one passed row,
+	// sorted by name.
+	Metrics []FleetManifestMetricStats `json:"metrics"`
+	// OutlierHosts are the hosts with at least one outlier value, most outlier metrics first.
+	OutlierHosts []FleetManifestOutlierHost `json:"outlier_hosts"`
+}
+
+// FleetManifestPlan identifies the plan by digest and repeats what binding is checked against.
+//
+// CUE: fleetmanifest/v1 #Plan.
+type FleetManifestPlan struct {
+	ID string `json:"id"`
+	// Digest is sha256 of the plan file's bytes.
+	Digest string `json:"digest"`
+	// Commit is the plan's pinned commit; every receipt must have run from it.
+	Commit string `json:"commit"`
+	// Rows is the number of rows in the plan.
+	Rows int64 `json:"rows"`
+}
+
+// FleetManifestCounts are the numbers of entries by status.
+//
+// CUE: fleetmanifest/v1 #Counts.
+type FleetManifestCounts struct {
+	Passed       int64 `json:"passed"`
+	Failed       int64 `json:"failed"`
+	Missing      int64 `json:"missing"`
+	NotBelonging int64 `json:"not_belonging"`
+}
+
+// FleetManifestEntry is one row of the plan, or one receipt that does not belong to it.
+//
+// CUE: fleetmanifest/v1 #Entry.
+type FleetManifestEntry struct {
+	// Row is the plan row index; null for a receipt that names no row of this plan.
+	Row    *int64              `json:"row"`
+	Status FleetManifestStatus `json:"status"`
+	// Why explains every status but passed.
+	Why string `json:"why,omitempty"`
+	// Host is the receipt's host id; absent for a missing row.
+	Host string `json:"host,omitempty"`
+	// Receipt binds the receipt; absent for a missing row.
+	Receipt *FleetManifestReceiptRef `json:"receipt,omitempty"`
+}
+
+// FleetManifestReceiptRef binds one receipt by digest, with the verdicts found.
+//
+// CUE: fleetmanifest/v1 #ReceiptRef.
+type FleetManifestReceiptRef struct {
+	// Path is where the receipt was read (a path, or the oci:// reference it was pulled from);
+	// informational: --check does not compare it.
+	Path string `json:"path"`
+	// Digest of the receipt's bytes.
+	Digest string `json:"digest"`
+	// ReceiptID is the receipt's id; null when it could not be read.
+	ReceiptID *string `json:"receipt_id"`
+	// Verification is the verdict of verifying the receipt (qualverify verify).
+	Verification ReceiptRefVerification `json:"verification"`
+	// Qualification is the receipt's own verdict; null when it could not be read.
+	Qualification *ReceiptRefQualification `json:"qualification"`
+	// Commit the receipt ran from; null when it could not be read.
+	Commit *string `json:"commit"`
+	// WorkloadDigest is the digest of the workload the receipt ran; null when it could not be read.
+	WorkloadDigest *string `json:"workload_digest"`
+}
+
+// FleetManifestOutlierRule: #OutlierRule: a value x of a metric is an outlier when MAD > 0 and
+// |x - median| > k * scale * MAD (scale = 1.4826 makes MAD estimate the standard deviation of
+// normal data). With MAD = 0 (more than half the hosts agree exactly) no value is named.
+//
+// CUE: fleetmanifest/v1 #OutlierRule.
+type FleetManifestOutlierRule struct {
+	Rule  string  `json:"rule"`
+	K     float64 `json:"k"`
+	Scale float64 `json:"scale"`
+}
+
+// FleetManifestMetricStats is one metric across the passed rows.
+//
+// CUE: fleetmanifest/v1 #MetricStats.
+type FleetManifestMetricStats struct {
+	// Name is RESULT-ID/rREPETITION/METRIC-NAME of the receipt's results.
+	Name      string               `json:"name"`
+	Unit      string               `json:"unit"`
+	Direction MetricStatsDirection `json:"direction"`
+	// Hosts is the number of values (passed rows carrying the metric).
+	Hosts  int64   `json:"hosts"`
+	Median float64 `json:"median"`
+	// Mad is the median absolute deviation from the median (unscaled).
+	Mad      float64                `json:"mad"`
+	Min      FleetManifestExtreme   `json:"min"`
+	Max      FleetManifestExtreme   `json:"max"`
+	Outliers []FleetManifestOutlier `json:"outliers"`
+}
+
+// FleetManifestExtreme is the smallest or largest value and where it was measured (the first row on a tie).
+//
+// CUE: fleetmanifest/v1 #Extreme.
+type FleetManifestExtreme struct {
+	Value float64 `json:"value"`
+	Host  string  `json:"host"`
+	Row   int64   `json:"row"`
+}
+
+// FleetManifestOutlier is one value outside the rule, in row order.
+//
+// CUE: fleetmanifest/v1 #Outlier.
+type FleetManifestOutlier struct {
+	Host  string  `json:"host"`
+	Row   int64   `json:"row"`
+	Value float64 `json:"value"`
+	// Score is |x - median| / (scale * MAD).
+	Score float64 `json:"score"`
+}
+
+// FleetManifestOutlierHost counts one host's outlier values.
+//
+// CUE: fleetmanifest/v1 #OutlierHost.
+type FleetManifestOutlierHost struct {
+	Host string `json:"host"`
+	// Metrics names the metrics where the host is an outlier, sorted.
+	Metrics []string `json:"metrics"`
+}
+
 // FleetPlanDoc pins what every job runs and where its receipt goes.
 //
 // CUE: fleetplan/v1 #FleetPlan.

@@ -27,5 +27,5 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return lifecycle.KeeperMain(args)
 	}
 	return cliapp.Main(cliapp.New("qualrun", "run qualkit campaigns against an owned server on this host", Version, stdout, stderr,
-		runCommand(), serveCommand(), driverCommand(), captureCommand(), keygenCommand(), attestCommand(), importCommand(), initCommand(), layoutCommand(), fleetCommand(), traceCommand()), args)
+		runCommand(), serveCommand(), driverCommand(), captureCommand(), keygenCommand(), attestCommand(), importCommand(), initCommand(), layoutCommand(), fleetCommand(), traceCommand(), publishCommand()), args)
 }

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/qualkit/qualkit/tools/internal/oci"
 	"github.com/qualkit/qualkit/verify"
 	"github.com/urfave/cli/v2"
 )
@@ -23,7 +24,7 @@ func batchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "batch",
 		Usage:     "verify every receipt under DIR in parallel and print a summary table",
-		ArgsUsage: "DIR",
+		ArgsUsage: "DIR|oci://REGISTRY/REPOSITORY[@DIGEST|:TAG]",
 		Description: "Finds every receipt (a .json file that is not an attestation) below a qualification/receipts/ or\n" +
 			".qualification/receipts/ directory under DIR and verifies each exactly as verify does, --jobs at a\n" +
 			"time. The table lists each receipt's verdict, its finding count and the checks that failed.\n" +
@@ -41,7 +42,17 @@ func batchCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			receipts, err := findReceipts(c.Args().First())
+			dir := c.Args().First()
+			var pl pulls
+			defer pl.cleanup()
+			if oci.IsRef(dir) {
+				ev, err := pl.pull(c.Context, dir)
+				if err != nil {
+					return err
+				}
+				dir = ev.Root
+			}
+			receipts, err := findReceipts(dir)
 			if err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ var Version = "dev"
 // Main runs qualverify with args (args[0] is the program name) and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	return cliapp.Main(cliapp.New("qualverify", "verify qualkit evidence offline before anything is published", Version, stdout, stderr,
-		schemaCommand(), verifyCommand(), compareCommand(), batchCommand(), reportCommand()), args)
+		schemaCommand(), verifyCommand(), compareCommand(), batchCommand(), reportCommand(), fleetCommand()), args)
 }
 
 func schemaCommand() *cli.Command {

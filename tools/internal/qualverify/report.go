@@ -22,7 +22,7 @@ func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "render verified evidence for people: one self-contained HTML page, a terminal summary or JSON",
-		ArgsUsage: "RECEIPT [RECEIPT...]",
+		ArgsUsage: "RECEIPT|oci://... [RECEIPT|oci://...]...",
 		Description: "Every RECEIPT is verified first, exactly as qualverify verify does (same --key, --policy and\n" +
 			"--allow-...-unsafe flags); a receipt that does not verify gets no report: nothing is written\n" +
 			"unless --unverified-unsafe, which renders it anyway with every section stamped UNVERIFIED.\n" +
@@ -44,8 +44,12 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "html", Usage: "html, text, json or csv"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE` (replaced atomically); \"-\" is stdout"},
 			&cli.BoolFlag{Name: unverifiedFlag, Usage: "UNSAFE: render receipts that did not verify; every section is stamped UNVERIFIED"},
+			&cli.StringFlag{Name: "fleet", Usage: "draw the fleet page of the signed fleet manifest `FILE` instead; the arguments are then PLAN RECEIPTS... (checked as qualverify fleet --check does)"},
 		), relaxFlags()...),
 		Action: func(c *cli.Context) error {
+			if m := c.String("fleet"); m != "" {
+				return fleetReport(c, m)
+			}
 			if c.NArg() == 0 {
 				return fmt.Errorf("%w: report needs at least one RECEIPT", exitcode.ErrUsage)
 			}
@@ -67,8 +71,10 @@ func reportCommand() *cli.Command {
 				return err
 			}
 			var evs []verify.Evidence
+			var pl pulls
+			defer pl.cleanup()
 			for _, r := range c.Args().Slice() {
-				ev, err := locate(r, "")
+				ev, err := pl.locateArg(c.Context, r, "")
 				if err != nil {
 					return err
 				}

@@ -39,8 +39,9 @@ func verifyCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "verify",
 		Usage:     "verify a receipt and its evidence offline: schemas, source, hashes, signature, cleanup, tolerances, comparability, scope",
-		ArgsUsage: "RECEIPT",
+		ArgsUsage: "RECEIPT|oci://REGISTRY/REPOSITORY[@DIGEST|:TAG]",
 		Description: "RECEIPT lives under qualification/receipts/ or .qualification/receipts/ of a repository (or give --root);\n" +
+			"an oci:// reference (qualrun publish) is pulled into a bounded temporary tree and verified from there;\n" +
 			"its evidence paths are relative to that root. The attestation is RECEIPT's NAME.intoto.dsse.json and/or\n" +
 			"NAME.sigstore.json beside it, verified with the pinned --key (the keyid and key hint are ignored).\n" +
 			"Checks run in protocol order; every finding names its check, file, JSON pointer and a stable code.\n" +
@@ -60,7 +61,9 @@ func verifyCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ev, err := locate(c.Args().First(), c.String("root"))
+			var pl pulls
+			defer pl.cleanup()
+			ev, err := pl.locateArg(c.Context, c.Args().First(), c.String("root"))
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,317 @@
+package qualverify
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/qualkit/qualkit/attest"
+	"github.com/qualkit/qualkit/schemas/attestfmt"
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/qualkit/qualkit/tools/internal/oci"
+	"github.com/qualkit/qualkit/verify"
+	"github.com/qualkit/qualkit/verify/report"
+	"github.com/urfave/cli/v2"
+)
+
+func fleetCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "fleet",
+		Usage:     "verify every receipt of a fleet plan and write the signed fleet manifest, or check one",
+		ArgsUsage: "PLAN RECEIPT|DIR|oci://REGISTRY/REPOSITORY@DIGEST... ",
+		Description: "Verifies every receipt (a file, every receipt below a DIR, or an artifact pulled from a registry) exactly\n" +
+			"as verify does, --jobs at a time, keeping only a summary of each; binds each to the plan row its own signed\n" +
+			"qualrun command names (--output qualification/receipts/fleet/PLAN/row-N/HOST.json): same plan, commit,\n" +
+			"workload, variant and variables, one receipt per row. Writes --output MANIFEST (qualkit.fleet-manifest.v1:\n" +
+			"every row passed, failed or missing, every receipt that does not belong, per-metric cross-host median,\n" +
+			"MAD, min and max with the host, outliers by |x - median| > k * 1.4826 * MAD) and its DSSE envelope\n" +
+			"MANIFEST.intoto.dsse.json, signed with --sign-key. Neither may exist.\n" +
+			"With --check MANIFEST nothing is written: the envelope must verify with a --manifest-key (default: the\n" +
+			"--key keys) and every derived member must equal what PLAN and the RECEIPTS give now.\n" +
+			"Exit 0: every row passed (or, with --check, the manifest holds); 1: a row failed, is missing or a\n" +
+			"receipt does not belong (the manifest is still written), or the checked manifest does not hold;\n" +
+			"2: usage; 3: verification could not be carried out.",
+		Flags: append(append(trustFlags(),
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the manifest to `FILE` (and FILE's .intoto.dsse.json envelope)"},
+			&cli.StringFlag{Name: "sign-key", Usage: "sign the manifest with `FILE` (cosign encrypted or PKCS#8 PEM, ECDSA P-256)"},
+			&cli.StringFlag{Name: "password-file", Usage: "read the signing key password from `FILE` (default: $QUALKIT_PASSWORD, then $COSIGN_PASSWORD)"},
+			&cli.Float64Flag{Name: "outlier-k", Value: metric.DefaultOutlierK, Usage: "the outlier rule's `K` (|x - median| > K * 1.4826 * MAD)"},
+			&cli.StringFlag{Name: "check", Usage: "check the signed manifest `FILE` against PLAN and the RECEIPTS instead of writing one"},
+			&cli.StringSliceFlag{Name: "manifest-key", Usage: "public key `FILE` the manifest must be signed with (repeatable; default: the --key keys)"},
+			&cli.IntFlag{Name: "jobs", Usage: "verify `N` receipts at a time (default: GOMAXPROCS)"},
+			&cli.StringFlag{Name: "report", Usage: "also draw the fleet page (hosts x metrics heat table, outliers first) to `FILE` (HTML)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the manifest (or, with --check, nothing but the verdict line)"},
+		), relaxFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 2 {
+				return fmt.Errorf("%w: fleet needs a PLAN and at least one RECEIPT, DIR or oci:// reference", exitcode.ErrUsage)
+			}
+			check := c.String("check")
+			if check == "" && (c.String("output") == "" || c.String("sign-key") == "") {
+				return fmt.Errorf("%w: fleet needs --output MANIFEST and --sign-key KEY (or --check MANIFEST)", exitcode.ErrUsage)
+			}
+			if k := c.Float64("outlier-k"); !(k > 0 && k <= 100) {
+				return fmt.Errorf("%w: --outlier-k %v: want 0 < K <= 100", exitcode.ErrUsage, k)
+			}
+			policy, opts, err := policyFromFlags(c, true)
+			if err != nil {
+				return err
+			}
+			plan, err := verify.LoadFleetPlan(c.Args().First())
+			if err != nil {
+				return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+			}
+			var signer attest.Signer
+			if check == "" {
+				if signer, err = attest.LoadSigner(c.String("sign-key"), attest.PasswordFromEnv(c.String("password-file"))); err != nil {
+					return fmt.Errorf("%w: --sign-key: %v", exitcode.ErrUsage, err)
+				}
+			}
+			var pl pulls
+			defer pl.cleanup()
+			evs, labels, err := fleetEvidence(c.Context, &pl, c.Args().Slice()[1:])
+			if err != nil {
+				return err
+			}
+			banner(c.App.ErrWriter, c)
+			rs, err := verify.VerifyFleetReceipts(c.Context, evs, labels, policy, c.Int("jobs"), opts...)
+			if err != nil {
+				if c.Context.Err() != nil {
+					return fmt.Errorf("%w: %v", exitcode.ErrInterrupted, err)
+				}
+				return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+			}
+			if check != "" {
+				keys := policy.Keys
+				if files := c.StringSlice("manifest-key"); len(files) > 0 {
+					keys = nil
+					for _, f := range files {
+						k, err := verify.LoadPublicKey(f)
+						if err != nil {
+							return fmt.Errorf("%w: --manifest-key: %v", exitcode.ErrUsage, err)
+						}
+						keys = append(keys, k)
+					}
+				}
+				m, signer, err := checkFleet(check, keys, plan, rs, c.App.Writer, c.App.ErrWriter)
+				if err != nil {
+					return err
+				}
+				if out := c.String("report"); out != "" {
+					return writeFleetPage(out, m, signer, rs)
+				}
+				return nil
+			}
+			m := verify.BuildFleetManifest(plan, rs, c.Float64("outlier-k"), time.Now().UTC().Format(time.RFC3339), Version)
+			if err := writeFleet(c.Context, c.String("output"), m, signer); err != nil {
+				return err
+			}
+			if out := c.String("report"); out != "" {
+				signerFP := verify.KeyFingerprint(signer.PublicKey())
+				if err := writeFleetPage(out, m, signerFP, rs); err != nil {
+					return err
+				}
+			}
+			if c.Bool("json") {
+				b, _ := json.MarshalIndent(m, "", "  ")
+				fmt.Fprintln(c.App.Writer, string(b))
+			} else {
+				printFleet(c.App.Writer, c.String("output"), m)
+			}
+			if n := m.Counts.Failed + m.Counts.Missing + m.Counts.NotBelonging; n > 0 {
+				return fmt.Errorf("%w: %d failed, %d missing, %d not belonging (the manifest names each)", exitcode.ErrRejected, m.Counts.Failed, m.Counts.Missing, m.Counts.NotBelonging)
+			}
+			return nil
+		},
+	}
+}
+
+// fleetEvidence expands the receipt arguments: a receipt file, every receipt below a directory,
+// or an oci:// artifact pulled into a temporary tree (labelled by its reference).
+func fleetEvidence(ctx context.Context, pl *pulls, args []string) ([]verify.Evidence, []string, error) {
+	var evs []verify.Evidence
+	var labels []string
+	for _, a := range args {
+		if oci.IsRef(a) {
+			ev, err := pl.pull(ctx, a)
+			if err != nil {
+				return nil, nil, err
+			}
+			evs, labels = append(evs, ev), append(labels, a)
+			continue
+		}
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+		}
+		paths := []string{a}
+		if st.IsDir() {
+			if paths, err = findReceipts(a); err != nil {
+				return nil, nil, err
+			}
+		}
+		for _, p := range paths {
+			ev, err := locate(p, "")
+			if err != nil {
+				return nil, nil, err
+			}
+			evs, labels = append(evs, ev), append(labels, p)
+		}
+		if len(evs) > verify.MaxFleetReceipts {
+			return nil, nil, fmt.Errorf("%w: more than %d receipts", exitcode.ErrUsage, verify.MaxFleetReceipts)
+		}
+	}
+	return evs, labels, nil
+}
+
+// fleetEnvelopePath is where the manifest's DSSE envelope goes: NAME.intoto.dsse.json for NAME.json.
+func fleetEnvelopePath(manifest string) string {
+	return strings.TrimSuffix(manifest, ".json") + attestfmt.EnvelopeSuffix
+}
+
+func writeFleet(ctx context.Context, path string, m *contract.FleetManifestDoc, s attest.Signer) error {
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	raw = append(raw, '\n')
+	st, err := verify.FleetStatement(filepath.Base(path), raw, m)
+	if err != nil {
+		return err
+	}
+	env, err := attest.SignEnvelope(ctx, st, s)
+	if err != nil {
+		return err
+	}
+	envPath := fleetEnvelopePath(path)
+	for _, p := range []string{path, envPath} {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("%w: %s exists; a fleet manifest is never replaced", exitcode.ErrUsage, p)
+		}
+	}
+	if err := evidence.WriteNew(path, raw, 0o644); err != nil {
+		return err
+	}
+	if err := evidence.WriteNew(envPath, env, 0o644); err != nil {
+		os.Remove(path) // ours, a moment ago: no unsigned manifest left behind
+		return err
+	}
+	return nil
+}
+
+func printFleet(w io.Writer, path string, m *contract.FleetManifestDoc) {
+	fmt.Fprintf(w, "fleet %s: %d rows: %d passed, %d failed, %d missing; %d receipts not belonging\n",
+		m.Plan.ID, m.Plan.Rows, m.Counts.Passed, m.Counts.Failed, m.Counts.Missing, m.Counts.NotBelonging)
+	for _, e := range m.Entries {
+		if e.Status == contract.FleetManifestStatusPassed {
+			continue
+		}
+		row := "-"
+		if e.Row != nil {
+			row = fmt.Sprint(*e.Row)
+		}
+		host := e.Host
+		if host == "" {
+			host = "-"
+		}
+		fmt.Fprintf(w, "  row %s  %s  %s: %s\n", row, e.Status, host, e.Why)
+	}
+	for _, h := range m.OutlierHosts {
+		fmt.Fprintf(w, "  outlier host %s: %s\n", h.Host, strings.Join(h.Metrics, ", "))
+	}
+	fmt.Fprintf(w, "wrote %s and %s\n", path, fleetEnvelopePath(path))
+}
+
+// checkFleet checks the signed manifest at path against the plan and the verified receipts,
+// printing each problem; it returns the manifest as recomputed and the signer's fingerprint.
+func checkFleet(path string, keys []crypto.PublicKey, plan *verify.FleetPlan, rs []verify.FleetReceipt, w, ew io.Writer) (*contract.FleetManifestDoc, string, error) {
+	raw, err := evidence.ReadFileLimited(path, verify.MaxFleetManifestBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	}
+	env, err := evidence.ReadFileLimited(fleetEnvelopePath(path), verify.MaxAttestationBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: the manifest's envelope: %v", exitcode.ErrRejected, err)
+	}
+	// The rule's k is part of what is checked: recompute with the manifest's own k, and a
+	// changed k shows up as changed outliers (and a changed outlier_rule, which is compared).
+	var head struct {
+		OutlierRule struct {
+			K float64 `json:"k"`
+		} `json:"outlier_rule"`
+	}
+	json.Unmarshal(raw, &head)
+	k := head.OutlierRule.K
+	if !(k > 0 && k <= 100) {
+		k = metric.DefaultOutlierK
+	}
+	recomputed := verify.BuildFleetManifest(plan, rs, k, "", "")
+	signer, problems, err := verify.CheckFleetManifest(raw, env, filepath.Base(path), keys, recomputed)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %v", exitcode.ErrRejected, err)
+	}
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintf(ew, "qualverify: %s: %v\n", path, p)
+		}
+		return nil, "", fmt.Errorf("%w: fleet manifest %s does not hold (%d problems)", exitcode.ErrRejected, path, len(problems))
+	}
+	fmt.Fprintf(w, "fleet manifest %s holds: signed by %s; %d rows, %d passed, %d failed, %d missing, %d receipts not belonging, recomputed from the plan and %d receipts\n",
+		path, signer, recomputed.Plan.Rows, recomputed.Counts.Passed, recomputed.Counts.Failed, recomputed.Counts.Missing, recomputed.Counts.NotBelonging, len(rs))
+	return recomputed, signer, nil
+}
+
+// writeFleetPage writes the fleet report page (verify/report) to path, replacing it atomically.
+func writeFleetPage(path string, m *contract.FleetManifestDoc, signer string, rs []verify.FleetReceipt) error {
+	var b bytes.Buffer
+	if err := report.WriteFleetHTML(&b, report.BuildFleetPage(m, signer, rs)); err != nil {
+		return err
+	}
+	return writeReplacing(path, b.Bytes())
+}
+
+// fleetReport is qualverify report --fleet MANIFEST PLAN RECEIPTS...: the manifest is checked as
+// fleet --check checks it (signed by a --key key, every derived member recomputed), then drawn.
+func fleetReport(c *cli.Context, manifest string) error {
+	out := c.String("output")
+	if out == "" || out == "-" || c.String("format") != "html" {
+		return fmt.Errorf("%w: report --fleet draws an HTML page: it needs --format html and -o FILE", exitcode.ErrUsage)
+	}
+	if c.NArg() < 2 {
+		return fmt.Errorf("%w: report --fleet MANIFEST needs PLAN and the RECEIPTS the manifest binds", exitcode.ErrUsage)
+	}
+	policy, opts, err := policyFromFlags(c, true)
+	if err != nil {
+		return err
+	}
+	plan, err := verify.LoadFleetPlan(c.Args().First())
+	if err != nil {
+		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	}
+	var pl pulls
+	defer pl.cleanup()
+	evs, labels, err := fleetEvidence(c.Context, &pl, c.Args().Slice()[1:])
+	if err != nil {
+		return err
+	}
+	banner(c.App.ErrWriter, c)
+	rs, err := verify.VerifyFleetReceipts(c.Context, evs, labels, policy, 0, opts...)
+	if err != nil {
+		return err
+	}
+	m, signer, err := checkFleet(manifest, policy.Keys, plan, rs, c.App.ErrWriter, c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	return writeFleetPage(out, m, signer, rs)
+}
