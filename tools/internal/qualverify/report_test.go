@@ -184,8 +184,9 @@ func TestReportDemo(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Two receipts of 4 rows with 5 distributions each, two concurrency charts per receipt,
-		// one timeline per receipt.
-		want := map[string]int{"cdf": 40, "concurrency": 4, "timeline": 2}
+		// one timeline per receipt, one chart of the intervals across repetitions per receipt
+		// (the demo's case repeats) and one of the medians across the two receipts.
+		want := map[string]int{"cdf": 40, "concurrency": 4, "timeline": 2, "intervals": 3}
 		total := 0
 		for kind, n := range want {
 			if got := strings.Count(string(html), `data-chart="`+kind+`"`); got != n {
