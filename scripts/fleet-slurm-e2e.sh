@@ -9,7 +9,8 @@
 #      (Debian's slurm-wlm and munge; everything under a temporary SLURM_CI_ROOT, nothing in /etc);
 #   4. qualrun fleet slurm PLAN --submit: one four-task job array; waits for it;
 #   5. checks that the four rows were published, that tasks ran on both nodes, and verifies each
-#      receipt offline in a checkout of the pinned commit with the row laid over it;
+#      receipt offline in a checkout of the pinned commit with the row laid over it; then writes
+#      the signed fleet manifest over the four rows (qualverify fleet) and re-checks it (--check);
 #   6. stops every daemon it started, by PID (cluster.sh stop, also on failure), and checks that
 #      nothing listens on the campaign ports.
 #
@@ -115,3 +116,17 @@ for node in n1 n2; do
 	case " $hosts " in *" $node "*) ;; *) echo "e2e-slurm: no task ran on $node (hosts:$hosts)" >&2; exit 1 ;; esac
 done
 stamp "four receipts verified, tasks on both nodes:$hosts"
+
+# The fleet manifest over the four rows: one audit tree (the pinned commit with every published row
+# laid over it), a signed manifest naming four passed rows, and its offline re-check.
+qualrun keygen --unencrypted --output-prefix "$work/fleet" >/dev/null
+git clone -q "$repo" "$work/audit"
+git -C "$work/audit" checkout -q --detach "$commit"
+for d in "$work/receipts/e2e-slurm/row-"*/*/; do cp -R "$d." "$work/audit/"; done
+(cd "$work" && qualverify fleet plan.json audit/qualification/receipts/fleet/e2e-slurm --key k.pub --sign-key fleet.key --output fleet.json) |
+	tee "$work/fleet.out"
+grep -q '^fleet e2e-slurm: 4 rows: 4 passed, 0 failed, 0 missing; 0 receipts not belonging$' "$work/fleet.out" ||
+	{ echo "e2e-slurm: the fleet manifest does not name four passed rows" >&2; exit 1; }
+(cd "$work" && qualverify fleet --check fleet.json plan.json audit/qualification/receipts/fleet/e2e-slurm --key k.pub --manifest-key fleet.pub) |
+	grep 'holds: signed by'
+stamp "fleet manifest signed over the four rows and re-checked offline"
