@@ -86,6 +86,9 @@ type Row struct {
 	// Cache is the row's prefix-cache regime, declared and observed; absent in evidence written
 	// before it existed (docs/caching.md).
 	Cache *RowCache `json:"cache,omitempty"`
+	// Tokens is the row's client-side token ledger, when the case binds a tokenizer
+	// (docs/tokens.md).
+	Tokens *RowTokens `json:"tokens,omitempty"`
 }
 
 // FileRef points at another evidence file by path and digest.
@@ -161,6 +164,24 @@ type RowCache struct {
 	// Contradiction says how observed contradicts declared (cold with hits, warm without hits);
 	// null when it does not. A contradiction fails the case.
 	Contradiction *string `json:"contradiction"`
+}
+
+// RowTokens compares the client's token counts with the server's usage over the row's measured
+// requests that have both (compared): mismatched counts those whose prompt or completion counts
+// differ; the largest differences are server minus client, the one of largest magnitude (the
+// earlier on a tie of magnitude), 0 when none differ.
+//
+// CUE: caseresult/v1 #RowTokens.
+type RowTokens struct {
+	Compared   int64 `json:"compared"`
+	Mismatched int64 `json:"mismatched"`
+	// MismatchFraction is mismatched / compared; null when nothing was compared.
+	MismatchFraction            *float64 `json:"mismatch_fraction"`
+	LargestPromptDifference     int64    `json:"largest_prompt_difference"`
+	LargestCompletionDifference int64    `json:"largest_completion_difference"`
+	// Exceeded says how the row broke the declared max_mismatch_fraction; null when it did not.
+	// It fails the case.
+	Exceeded *string `json:"exceeded"`
 }
 
 // Stopped says why and when a case stopped before its end.
@@ -1608,6 +1629,9 @@ type RequestRecordDoc struct {
 	CachedPromptTokens *int64 `json:"cached_prompt_tokens,omitempty"`
 	// Priming marks a warmup request of a warm row's priming pass (docs/caching.md).
 	Priming bool `json:"priming,omitempty"`
+	// ClientTokens are the client's own counts with the case's bound tokenizer (docs/tokens.md);
+	// absent when the case binds none.
+	ClientTokens *ClientTokens `json:"client_tokens,omitempty"`
 }
 
 // RowKey is request/v1 #Record.row.
@@ -1646,6 +1670,15 @@ type AssertionOutcome struct {
 type RequestError struct {
 	Class   ErrorClass `json:"class"`
 	Message string     `json:"message"`
+}
+
+// ClientTokens are the client's counts: the prompt as the declared template renders it, and the
+// completion text (null when the response was not complete).
+//
+// CUE: request/v1 #ClientTokens.
+type ClientTokens struct {
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens *int64 `json:"completion_tokens"`
 }
 
 // RuntimeManifestDoc describes a reference runtime (an interpreter and its packages) portably: no host temperature,
@@ -1936,6 +1969,9 @@ type Case struct {
 	Duration *RowDuration `json:"duration,omitempty"`
 	// Stop declares rules that end a row early (docs/metrics.md "Stop rules").
 	Stop *StopRules `json:"stop,omitempty"`
+	// Tokenizer binds the tokenizer the client counts every prompt and completion with, beside
+	// the server's usage: the client-side token ledger (docs/tokens.md).
+	Tokenizer *Tokenizer `json:"tokenizer,omitempty"`
 	// Contract is the evidence result the worker's output becomes.
 	Contract ResultContract `json:"contract,omitempty"`
 	// Worker is the hash-bound program: [executable, script, args...].
@@ -2079,6 +2115,29 @@ type ErrorFractionRule struct {
 type SaturationRule struct {
 	LagMs       float64 `json:"lag_ms"`
 	Consecutive int64   `json:"consecutive"`
+}
+
+// Tokenizer binds a tokenizer by digest: a GGUF file's embedded vocabulary (tokenizer.ggml.*),
+// counted with ollama's tokenizer package. template says how the client renders a chat prompt
+// before counting it: lines joins the messages one a line, a non-user role written as "role: "
+// before its content, and adds the vocabulary's BOS when it asks for one (the qualkit-tiny
+// Modelfile's template, exact); contents counts each message's content alone and adds nothing,
+// so the server's template tokens are not counted (its prompt count exceeds the client's by
+// them). A completions prompt is one user message.
+//
+// CUE: workload/v1 #Tokenizer.
+type Tokenizer struct {
+	Format string `json:"format"`
+	// Path is repository-relative or absolute.
+	Path     string            `json:"path"`
+	Digest   string            `json:"digest"`
+	Template TokenizerTemplate `json:"template"`
+	// MaxRequestDifference fails a measured request (error class token_mismatch) whose client
+	// prompt or completion count differs from the server's usage by more than this many tokens.
+	MaxRequestDifference *int64 `json:"max_request_difference,omitempty"`
+	// MaxMismatchFraction fails the case when a row's fraction of compared measured requests
+	// whose counts differ at all exceeds it.
+	MaxMismatchFraction *float64 `json:"max_mismatch_fraction,omitempty"`
 }
 
 // ComparisonPolicy says which results may be compared, and by which rules.
