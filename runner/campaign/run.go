@@ -327,7 +327,7 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	tel := r.startTelemetry(c)
 	res, err := load.Run(cctx, load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
 		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(),
-		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))},
+		Tokens: p.counters[c.ID], Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))},
 		load.WithRecordSink(rows.add))
 	tel.stop()
 	timedOut := ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
@@ -394,6 +394,9 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	}
 	if contra := cacheContradictions(cr.Rows); contra != "" {
 		problems = append(problems, contra)
+	}
+	if over := tokenLedgerExceeded(cr.Rows); over != "" {
+		problems = append(problems, over)
 	}
 	if lagging := laggingRows(cr.Rows); lagging != "" && !measuresSaturation(c) {
 		r.lagging = append(r.lagging, fmt.Sprintf("case %s (repetition %d): %s", c.ID, rep, lagging))

@@ -51,6 +51,12 @@ type Request struct {
 	// HasCached is true when the record has cached_prompt_tokens; Cached is its value.
 	HasCached bool
 	Cached    int64
+	// HasClient is true when the record has client_tokens: ClientPrompt is its prompt count,
+	// and HasClientCompletion with ClientCompletion its completion count when not null.
+	HasClient           bool
+	ClientPrompt        int64
+	HasClientCompletion bool
+	ClientCompletion    int64
 }
 
 // OK reports whether the request counts as a success: no error, and the times and usage the
