@@ -206,6 +206,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 		checkMetricList(c, path, base+"/metrics", row.Metrics, rf.metrics, tol, skip)
 		s.checkRowTelemetry(c, path, base, row, recs, tol)
 		checkRowCache(c, path, base, row, wc, cr.Status, recs)
+		checkRowLedger(c, path, base, row, wc, cr.Status, recs)
 	}
 	if len(cr.Rows) > 0 {
 		checkMetricList(c, path, "/metrics", cr.Metrics, recomputeCase(cr.Rows), tol, nil)

@@ -44,6 +44,11 @@ type record struct {
 	cached    int64
 	hasCached bool
 	priming   bool // a warm row's priming request
+	// client is client_tokens when hasClient (clientN when hasClientN: its completion count).
+	client     contract.ClientTokens
+	hasClient  bool
+	clientN    int64
+	hasClientN bool
 }
 
 // recordSet is what reading one JSON Lines file of request records learned.
@@ -190,6 +195,12 @@ func recordOf(d *contract.RequestRecordDoc) record {
 		r.cached, r.hasCached = *d.CachedPromptTokens, true
 	}
 	r.priming = d.Priming
+	if ct := d.ClientTokens; ct != nil {
+		r.client, r.hasClient = *ct, true
+		if ct.CompletionTokens != nil {
+			r.clientN, r.hasClientN = *ct.CompletionTokens, true
+		}
+	}
 	return r
 }
 
