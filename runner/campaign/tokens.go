@@ -14,6 +14,7 @@ import (
 // preflight has hashed it.
 type tokenizerPin struct {
 	caseID string
+	c      contract.Case
 	file   artifact.File
 	want   string
 }
@@ -34,7 +35,7 @@ func (p *Plan) resolveTokenizer(c contract.Case) error {
 	}
 	f := artifact.File{Kind: contract.ArtifactKindTokenizer, Path: p.displayPath(abs), Abs: abs}
 	p.files = append(p.files, f)
-	p.tokenizers = append(p.tokenizers, tokenizerPin{caseID: c.ID, file: f, want: tk.Digest})
+	p.tokenizers = append(p.tokenizers, tokenizerPin{caseID: c.ID, c: c, file: f, want: tk.Digest})
 	return nil
 }
 
@@ -61,6 +62,14 @@ func (p *Plan) loadTokenizers() error {
 			return fmt.Errorf("%w: case %s: %v", ErrArtifact, pin.caseID, err)
 		}
 		p.counters[pin.caseID] = tc
+		// A synthetic corpus with prompt_tokens is generated to exact lengths with the counter.
+		if co := pin.c.Corpus; co != nil && co.Source == contract.CorpusSourceSynthetic && co.PromptTokens != nil && co.Seed != nil {
+			prompts, err := load.SyntheticTokens(uint64(*co.Seed), int(co.Count), int(co.PromptTokens.Min), int(co.PromptTokens.Max), tc, pin.c.Tokenizer.Template)
+			if err != nil {
+				return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, pin.caseID, err)
+			}
+			p.prompts[pin.caseID] = prompts
+		}
 	}
 	return nil
 }

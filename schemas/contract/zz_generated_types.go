@@ -2010,6 +2010,11 @@ type Corpus struct {
 	Seed        *int64      `json:"seed,omitempty"`
 	Count       int64       `json:"count,omitempty"`
 	PromptWords *WordsRange `json:"prompt_words,omitempty"`
+	// PromptTokens makes every prompt exactly a seeded number of tokens from min to max, as the
+	// case's bound tokenizer counts it (required: docs/tokens.md) with the case's template; the
+	// text is the generator's words, the last one cut to a prefix where the count needs it, and
+	// prompt_words is then not used. A cold row's nonce comes on top.
+	PromptTokens *TokensRange `json:"prompt_tokens,omitempty"`
 }
 
 // Prompt is workload/v1 #Prompt.
@@ -2021,6 +2026,17 @@ type Prompt struct {
 
 // WordsRange is workload/v1 #Corpus.prompt_words.
 type WordsRange struct {
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
+}
+
+// TokensRange makes every prompt exactly a seeded number of tokens from min to max, as the
+// case's bound tokenizer counts it (required: docs/tokens.md) with the case's template; the
+// text is the generator's words, the last one cut to a prefix where the count needs it, and
+// prompt_words is then not used. A cold row's nonce comes on top.
+//
+// CUE: workload/v1 #Corpus.prompt_tokens.
+type TokensRange struct {
 	Min int64 `json:"min"`
 	Max int64 `json:"max"`
 }

@@ -108,7 +108,7 @@ func rowSummary(caseID string, rep int64, row contract.Row) []string {
 		}
 	}
 	if t := row.Tokens; t != nil {
-		frac := "none"
+		frac := "null"
 		if t.MismatchFraction != nil {
 			frac = formatNumber(*t.MismatchFraction)
 		}

@@ -101,7 +101,7 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "addr-file", Usage: "write the bound HOST:PORT to `FILE` once listening (written atomically)"},
 		&cli.DurationFlag{Name: "grandchild-lifetime", Value: 10 * time.Minute, Usage: "a setsid grandchild exits on its own after `DURATION` (a safety bound)"},
 		&cli.StringFlag{Name: "api-key-env", Usage: "require Authorization: Bearer <the value of environment variable `NAME`> on every /v1 endpoint (401 otherwise); the variable must be set and non-empty"},
-		&cli.StringFlag{Name: "tokenizer", Usage: "count usage with the vocabulary of the GGUF `FILE` (tokenizer.ggml.*) instead of words, so that a client-side token ledger agrees (docs/tokens.md)"},
+		&cli.StringFlag{Name: "tokenizer", Usage: "count usage with the vocabulary of the GGUF `FILE` (tokenizer.ggml.*) instead of words, so that a client-side token ledger agrees (docs/tokens.md)"}, // not a contract value: CLI flag name
 		&cli.StringSliceFlag{Name: "fault", Usage: faultUsage()},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log `LEVEL` on stderr: debug, info, warn or error"},
 	}
@@ -156,7 +156,7 @@ func config(c *cli.Context) (sim.Config, error) {
 			return cfg, fmt.Errorf("%w: --fault: %v", exitcode.ErrUsage, err)
 		}
 	}
-	if path := c.String("tokenizer"); path != "" {
+	if path := c.String("tokenizer"); path != "" { // not a contract value: CLI flag name
 		tk, err := tokenize.LoadFile(path)
 		if err != nil {
 			return cfg, fmt.Errorf("%w: --tokenizer: %v", exitcode.ErrUsage, err)
