@@ -220,6 +220,30 @@ for c in $(cut -d/ -f1 "$work/rows1" | sort -u); do
 		test "$(grep "^$c/" "$work/rows1" | awk '{print $2}' | sort -u | wc -l)" -eq 1
 done
 
+# The client-side token ledger (docs/tokens.md): both serving cases bind the generated GGUF as
+# their tokenizer, so qualrun counted every prompt (the Modelfile's template, rendered by the
+# ledger's "lines" template: messages one a line, "role: " before a non-user role, the
+# vocabulary's space prefix and BOS) and every completion with the vocabulary ollama serves, beside
+# ollama's usage. ledger RECEIPT prints per case the measured requests whose prompt and completion
+# counts equal ollama's, out of all, and the distinct differences (server minus client).
+ledger() {
+	jqr '.results[].case_result.path' "$1" | while read -r cr; do
+		jqr '.rows[].records.path' "$cr" | xargs cat | jq -s -r --arg c "$(jqr '.case_id' "$cr")" '
+			[.[] | select(.warmup == false and .usage != null and .client_tokens != null)] as $r
+			| ($r | map(.usage.prompt_tokens - .client_tokens.prompt_tokens)) as $dp
+			| ($r | map(select(.client_tokens.completion_tokens != null) | .usage.completion_tokens - .client_tokens.completion_tokens)) as $dc
+			| "\($c) \($r | length) \($dp | map(select(. == 0)) | length) \($dc | map(select(. == 0)) | length) \($dc | length) prompt-diffs=\($dp | unique | join(",")) completion-diffs=\($dc | unique | join(","))"'
+	done
+}
+say "the client-side token ledger against ollama's usage (docs/tokens.md)"
+for n in 1 2; do
+	ledger "$(cat "$work/receipt$n")" >"$work/ledger$n"
+	while read -r c total prompt_eq completion_eq completion_n diffs; do
+		check "run $n: $c: prompt tokens equal ollama's on $prompt_eq of $total measured requests" test "$total" -gt 0 -a "$prompt_eq" -eq "$total"
+		check "run $n: $c: completion tokens equal ollama's on $completion_eq of $completion_n complete requests ($diffs)" test "$completion_n" -gt 0 -a "$completion_eq" -eq "$completion_n"
+	done <"$work/ledger$n"
+done
+
 say "lifecycle, metrics and the runner subprocess"
 for n in 1 2; do
 	r=$(cat "$work/receipt$n")
