@@ -3,6 +3,7 @@ package campaign
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/qualkit/qualkit/runner/artifact"
@@ -34,7 +35,9 @@ func (p *Plan) resolveTokenizer(c contract.Case) error {
 		abs = filepath.Join(p.root, tk.Path)
 	}
 	f := artifact.File{Kind: contract.ArtifactKindTokenizer, Path: p.displayPath(abs), Abs: abs}
-	p.files = append(p.files, f)
+	if !slices.ContainsFunc(p.files, func(g artifact.File) bool { return g.Kind == f.Kind && g.Path == f.Path }) {
+		p.files = append(p.files, f) // cases may share one tokenizer: it is bound once
+	}
 	p.tokenizers = append(p.tokenizers, tokenizerPin{caseID: c.ID, c: c, file: f, want: tk.Digest})
 	return nil
 }
