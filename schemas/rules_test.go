@@ -157,6 +157,15 @@ func TestSemanticRules(t *testing.T) {
 			set(t, d, "/variants/0/cases/0/warmup_requests", 1000)
 			set(t, d, "/variants/0/cases/0/concurrency", []any{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32})
 		}},
+		{"synthetic prompt_tokens without a tokenizer", "workload-serving.json", "/variants/0/cases/0/corpus/prompt_tokens", func(t *testing.T, d map[string]any) {
+			set(t, d, "/variants/0/cases/0/corpus", map[string]any{"source": "synthetic", "generator": "qualkit.synthetic-words.v1", "seed": 1, "count": 8,
+				"prompt_words": map[string]any{"min": 1, "max": 1}, "prompt_tokens": map[string]any{"min": 8, "max": 16}})
+		}},
+		{"synthetic prompt_tokens min over max", "workload-serving.json", "/variants/0/cases/0/corpus/prompt_tokens/min", func(t *testing.T, d map[string]any) {
+			set(t, d, "/variants/0/cases/0/corpus", map[string]any{"source": "synthetic", "generator": "qualkit.synthetic-words.v1", "seed": 1, "count": 8,
+				"prompt_words": map[string]any{"min": 1, "max": 1}, "prompt_tokens": map[string]any{"min": 16, "max": 8}})
+			set(t, d, "/variants/0/cases/0/tokenizer", map[string]any{"format": "gguf", "path": "models/t.gguf", "digest": "sha256:" + strings.Repeat("ab", 32), "template": "lines"})
+		}},
 		{"recipe secret env", "launch-recipe.json", "/environment/API_TOKEN", func(t *testing.T, d map[string]any) {
 			set(t, d, "/environment/API_TOKEN", str("abc"))
 		}},

@@ -220,6 +220,39 @@ for c in $(cut -d/ -f1 "$work/rows1" | sort -u); do
 		test "$(grep "^$c/" "$work/rows1" | awk '{print $2}' | sort -u | wc -l)" -eq 1
 done
 
+# The client-side token ledger (docs/tokens.md): both serving cases bind the generated GGUF as
+# their tokenizer, so qualrun counted every prompt (the Modelfile's template, rendered by the
+# ledger's "lines" template: messages one a line, "role: " before a non-user role, the
+# vocabulary's space prefix and BOS) and every completion text with the vocabulary ollama serves,
+# beside ollama's usage. ledger RECEIPT prints per case the measured requests, those whose prompt
+# counts equal ollama's, those whose completion counts do, the complete ones, and each prompt id
+# whose completion count differs with the difference (server minus client).
+# Prompts must agree on every request. Completions cannot: ollama counts the tokens it sampled,
+# the client re-tokenizes their text, and for two of the six prompts (count-to-ten, list-colors)
+# the sampled sequence is not the one the vocabulary's merges give for that text (the model sampled
+# "te" "colors"; the encoder merges "te"+"c" first and ends with "tec" "o" "lo" "r" "s"): ollama says
+# 64, the client 67, in every row of both cases and both runs (observed with v0.17.4,
+# docs/tokens.md).
+# The script asserts exactly that, so any other difference fails it.
+LEDGER_COMPLETION_DIFFS="count-to-ten:-3,list-colors:-3"
+ledger() {
+	jqr '.results[].case_result.path' "$1" | while read -r cr; do
+		jqr '.rows[].records.path' "$cr" | xargs cat | jq -s -r --arg c "$(jqr '.case_id' "$cr")" '
+			[.[] | select(.warmup == false and .usage != null and .client_tokens != null)] as $r
+			| ($r | map(select(.client_tokens.completion_tokens != null))) as $rc
+			| "\($c) \($r | length) \($r | map(select(.usage.prompt_tokens == .client_tokens.prompt_tokens)) | length) \($rc | map(select(.usage.completion_tokens == .client_tokens.completion_tokens)) | length) \($rc | length) \($rc | map(select(.usage.completion_tokens != .client_tokens.completion_tokens) | "\(.prompt_id):\(.usage.completion_tokens - .client_tokens.completion_tokens)") | unique | join(","))"'
+	done
+}
+say "the client-side token ledger against ollama's usage (docs/tokens.md)"
+for n in 1 2; do
+	ledger "$(cat "$work/receipt$n")" >"$work/ledger$n"
+	while read -r c total prompt_eq completion_eq completion_n diffs; do
+		check "run $n: $c: prompt tokens equal ollama's on $prompt_eq of $total measured requests" test "$total" -gt 0 -a "$prompt_eq" -eq "$total"
+		check "run $n: $c: completion tokens equal ollama's on $completion_eq of $completion_n complete requests; differing (prompt:server-client) ${diffs:-none}, as observed ($LEDGER_COMPLETION_DIFFS)" \
+			test "$completion_n" -gt 0 -a "${diffs:-}" = "$LEDGER_COMPLETION_DIFFS"
+	done <"$work/ledger$n"
+done
+
 say "lifecycle, metrics and the runner subprocess"
 for n in 1 2; do
 	r=$(cat "$work/receipt$n")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/qualkit/qualkit/runner/device"
 	"github.com/qualkit/qualkit/runner/driver"
+	"github.com/qualkit/qualkit/tools/internal/qualgguf"
 	"github.com/qualkit/qualkit/tools/internal/qualrun"
 	"github.com/qualkit/qualkit/tools/internal/qualverify"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -30,6 +31,7 @@ func TestMain(m *testing.M) {
 		"qualverify": func() { os.Exit(qualverify.Main(os.Args, os.Stdout, os.Stderr)) },
 		"qualrun":    func() { os.Exit(qualrun.Main(os.Args, os.Stdout, os.Stderr)) },
 		"casehelper": func() { os.Exit(caseHelper(os.Args[1:])) },
+		"qualgguf":   func() { os.Exit(qualgguf.Main(os.Args, os.Stdout, os.Stderr)) },
 		// in-toto-golang's InTotoVerify (intoto_test.go).
 		"intotoverify": func() { os.Exit(inTotoVerify(os.Args[1:])) },
 	})

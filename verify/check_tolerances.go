@@ -215,6 +215,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 		if wc != nil {
 			checkRowReset(c, path, base, row, wc, s.recipes[wc.Launch], recs)
 		}
+		checkRowLedger(c, path, base, row, wc, cr.Status, recs)
 	}
 	if len(cr.Rows) > 0 {
 		checkMetricList(c, path, "/metrics", cr.Metrics, recomputeCase(cr.Rows), tol, nil)

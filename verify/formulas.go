@@ -53,7 +53,8 @@ func (r *record) request() metric.Request {
 	}
 	return metric.Request{Session: session, Turn: turn, Failed: r.failed, ErrorClass: r.errClass, Sched: r.sched, Send: r.send, Hdr: r.hdr, End: r.end, Close: r.cls,
 		HasSend: r.hasSend, HasHdr: r.hasHdr, HasEnd: r.hasEnd, HasClose: r.hasClose, Content: r.content,
-		HasUsage: r.hasUsage, Completion: r.n, Prompt: r.p, HasCached: r.hasCached, Cached: r.cached}
+		HasUsage: r.hasUsage, Completion: r.n, Prompt: r.p, HasCached: r.hasCached, Cached: r.cached,
+		HasClient: r.hasClient, ClientPrompt: r.client.PromptTokens, HasClientCompletion: r.hasClientN, ClientCompletion: r.clientN}
 }
 
 // measuredRequests are the measured (not warmup) records in index order, as the catalogue's

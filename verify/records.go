@@ -52,6 +52,11 @@ type record struct {
 	// its corpus_index (the session's position in the corpus); nil and 0 otherwise.
 	session      *contract.SessionTurn
 	sessionIndex int64
+	// client is client_tokens when hasClient (clientN when hasClientN: its completion count).
+	client     contract.ClientTokens
+	hasClient  bool
+	clientN    int64
+	hasClientN bool
 }
 
 // recordSet is what reading one JSON Lines file of request records learned.
@@ -205,6 +210,12 @@ func recordOf(d *contract.RequestRecordDoc) record {
 		r.session = d.Session
 		if d.CorpusIndex != nil {
 			r.sessionIndex = *d.CorpusIndex
+		}
+	}
+	if ct := d.ClientTokens; ct != nil {
+		r.client, r.hasClient = *ct, true
+		if ct.CompletionTokens != nil {
+			r.clientN, r.hasClientN = *ct.CompletionTokens, true
 		}
 	}
 	return r

@@ -76,6 +76,10 @@ type Config struct {
 	// (qualrun run's hidden --device-fixture, for tests): every device read from it is marked
 	// fixture in the receipt and never becomes environment.device.
 	DeviceFixture string
+	// LoadTokenizer builds the token counter of a serving case's bound tokenizer file (an
+	// absolute path, already hashed and matched to its declared digest) for the client-side
+	// token ledger (docs/tokens.md); nil refuses a workload that binds one.
+	LoadTokenizer func(path string) (load.TokenCounter, error)
 	// Progress, when set, receives progress events (it must not block).
 	Progress func(Event)
 	Logger   *slog.Logger
@@ -116,6 +120,8 @@ type Plan struct {
 	recipeDir   string
 	prompts     map[string][]load.Prompt // by case id
 	drivers     map[string]driver.Job    // by case id
+	tokenizers  []tokenizerPin
+	counters    map[string]load.TokenCounter // by case id
 	driverPins  []driverPin
 	files       []artifact.File
 	artifacts   []contract.Artifact
@@ -323,6 +329,9 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 	if err := p.checkDriverPins(); err != nil {
 		return nil, err
 	}
+	if err := p.loadTokenizers(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -389,6 +398,9 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 			p.prompts[c.ID] = prompts
 			if c.Corpus.Source == contract.CorpusSourceFile || c.Corpus.Source == contract.CorpusSourceTrace { // a trace is bound like a corpus file
 				p.files = append(p.files, artifact.File{Kind: contract.ArtifactKindCorpus, Path: c.Corpus.Path, Abs: filepath.Join(p.root, c.Corpus.Path)})
+			}
+			if err := p.resolveTokenizer(c); err != nil {
+				return err
 			}
 		case contract.CaseKindDriver:
 			if err := p.resolveDriver(ctx, i, c); err != nil {

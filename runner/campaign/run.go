@@ -327,6 +327,7 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	tel := r.startTelemetry(c)
 	plan := load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
 		Prompts: p.prompts[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(), CacheResetPath: cacheResetPath(p.recipe),
+		Tokens:   p.counters[c.ID],
 		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))}
 	var res *load.Result
 	var capacity *contract.Capacity
@@ -402,6 +403,9 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	}
 	if contra := cacheContradictions(cr.Rows); contra != "" {
 		problems = append(problems, contra)
+	}
+	if over := tokenLedgerExceeded(cr.Rows); over != "" {
+		problems = append(problems, over)
 	}
 	if lagging := laggingRows(cr.Rows); lagging != "" && !measuresSaturation(c) {
 		r.lagging = append(r.lagging, fmt.Sprintf("case %s (repetition %d): %s", c.ID, rep, lagging))

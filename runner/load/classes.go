@@ -39,6 +39,10 @@ const (
 	// max_tokens, which no conforming server can generate (a protocol violation, checked with or
 	// without declared assertions).
 	ClassUsageExceedsMaxTokens = contract.ErrorClassUsageExceedsMaxTokens
+	// ClassTokenMismatch: the client's token count of the prompt or the completion, with the
+	// case's bound tokenizer, differs from the server's usage by more than the declared
+	// max_request_difference (docs/tokens.md).
+	ClassTokenMismatch = contract.ErrorClassTokenMismatch
 	// ClassContentAfterFinish: a content event arrived after the event that carried the
 	// finish_reason (the finish event may itself carry content).
 	ClassContentAfterFinish = contract.ErrorClassContentAfterFinish

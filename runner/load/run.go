@@ -45,6 +45,9 @@ type Plan struct {
 	// ScrapeMetrics scrapes BaseURL/metrics before and after each row's measured requests
 	// (diagnostic counter deltas).
 	ScrapeMetrics bool
+	// Tokens counts every prompt and completion for the client-side token ledger when the case
+	// binds a tokenizer (Case.Tokenizer; docs/tokens.md); Run refuses such a case without one.
+	Tokens TokenCounter
 	// Progress, when set, is told as the run goes: a row starts, a measured request ends, a row
 	// ends. It is called from the request goroutines, so it must be safe for concurrent use and
 	// return at once; it reports, it never changes the run.
@@ -110,6 +113,8 @@ type request struct {
 	digest  string
 	// session places a session row's turn (session.go); nil otherwise.
 	session *contract.SessionTurn
+	// promptTokens is the client's count of the prompt as sent (when the case binds a tokenizer).
+	promptTokens int64
 }
 
 // Run executes every row of the case in declared order (for each concurrency value, each
@@ -218,6 +223,8 @@ func (p *Plan) check() error {
 		return fmt.Errorf("%w: case %s: request_timeout_seconds %g", ErrPlan, p.CaseID, c.RequestTimeoutSeconds)
 	case c.Requests != nil && *c.Requests < 1:
 		return fmt.Errorf("%w: case %s: requests %d", ErrPlan, p.CaseID, *c.Requests)
+	case c.Tokenizer != nil && p.Tokens == nil:
+		return fmt.Errorf("%w: case %s binds a tokenizer, but the plan has no token counter", ErrPlan, p.CaseID)
 	}
 	if err := p.checkSchedule(); err != nil {
 		return err
@@ -334,7 +341,13 @@ func (r *runner) requests(c, rep int64) ([]request, error) {
 		if err != nil {
 			return fmt.Errorf("%w: body of request %d: %v", ErrPlan, idx, err)
 		}
-		out = append(out, request{index: idx, warmup: warmup, priming: prime, prompt: p, corpusIndex: ci, cycle: cy, seed: seed, body: body, digest: evidence.DigestOf(body)})
+		q := request{index: idx, warmup: warmup, priming: prime, prompt: p, corpusIndex: ci, cycle: cy, seed: seed, body: body, digest: evidence.DigestOf(body)}
+		if tk := cs.Tokenizer; tk != nil {
+			if q.promptTokens, err = promptTokens(r.plan.Tokens, tk.Template, body); err != nil {
+				return fmt.Errorf("%w: count the prompt tokens of request %d: %v", ErrPlan, idx, err)
+			}
+		}
+		out = append(out, q)
 		return nil
 	}
 	for _, p := range warm {
@@ -449,7 +462,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			out.Records = append(out.Records, *rec)
 		}
 	}
-	spec := metrics.RowSpec{Concurrency: c, Repetition: rep, Loop: contract.RowLoopClosed, SLO: r.slo(), PromptSetSHA256: r.promptSet, CacheRegime: r.plan.Case.CacheRegime}
+	spec := metrics.RowSpec{Concurrency: c, Repetition: rep, Loop: contract.RowLoopClosed, SLO: r.slo(), PromptSetSHA256: r.promptSet, CacheRegime: r.plan.Case.CacheRegime, Tokenizer: r.plan.Case.Tokenizer}
 	if rt := r.plan.Case.Rate; rt != nil {
 		rate := rt.RequestsPerSecond
 		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, &rate
@@ -629,6 +642,9 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 	}
 	if u := resp.Usage; rec.Error == nil && u != nil && u.PromptTokens > int64(len(q.body))+MaxTemplateTokens {
 		rec.Error = reqError(ClassInconsistentUsage, "usage prompt_tokens %d exceeds the request body's %d bytes plus %d template tokens: every prompt token but the chat template's stands for at least one byte of the body", u.PromptTokens, len(q.body), MaxTemplateTokens)
+	}
+	if cs.Tokenizer != nil {
+		r.ledger(rec, q, resp)
 	}
 	if !q.warmup && rec.Error == nil {
 		rec.Assertions = check(r.asserts, q.prompt.ID, resp, q.maxTokens(cs))

@@ -31,6 +31,9 @@ type RowSpec struct {
 	PromptSetSHA256 string
 	// CacheRegime is the case's declared cache regime ("" when it declares none).
 	CacheRegime contract.CacheRegime
+	// Tokenizer is the case's bound tokenizer (nil when it binds none): the row then carries its
+	// token ledger.
+	Tokenizer *contract.Tokenizer
 }
 
 // Request reduces a request record to what the formulas of package metric read.
@@ -64,6 +67,12 @@ func Request(r *contract.RequestRecordDoc) formulas.Request {
 	}
 	if s := r.Session; s != nil {
 		q.Session, q.Turn = s.ID, s.Turn
+	}
+	if ct := r.ClientTokens; ct != nil {
+		q.HasClient, q.ClientPrompt = true, ct.PromptTokens
+		if ct.CompletionTokens != nil {
+			q.HasClientCompletion, q.ClientCompletion = true, *ct.CompletionTokens
+		}
 	}
 	return q
 }
@@ -102,6 +111,10 @@ func Row(spec RowSpec, records []contract.RequestRecordDoc) contract.Row {
 	if cf := formulas.CacheOf(reqs); spec.CacheRegime != "" || cf.Reporting > 0 {
 		rc := cf.RowCache(spec.CacheRegime)
 		row.Cache = &rc
+	}
+	if tk := spec.Tokenizer; tk != nil {
+		rt := formulas.LedgerOf(reqs).RowTokens(tk.MaxMismatchFraction)
+		row.Tokens = &rt
 	}
 	return row
 }

@@ -64,8 +64,24 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// PrefixCache declares the prefix cache (off by default).
 	PrefixCache PrefixCache
+	// Tokens, when set, counts usage with a real tokenizer instead of the documented word count
+	// (docs/tokens.md): prompt_tokens is its count of the prompt (messages one a line, a non-user
+	// role written "role: " before its content, with the tokenizer's BOS and space prefix), a
+	// completion stops at the most whole output tokens whose returned text counts at most
+	// max_tokens, and completion_tokens is the count of the returned text.
+	Tokens TokenCounter
 	// Faults are the misbehaviours turned on.
 	Faults Faults
+}
+
+// TokenCounter counts tokens with a tokenizer (Config.Tokens); it must be safe for concurrent
+// use.
+type TokenCounter interface {
+	// PromptTokens counts a prompt given as its messages' roles and contents (a completions
+	// prompt is one user message).
+	PromptTokens(roles, contents []string) (int64, error)
+	// TextTokens counts a completion's text.
+	TextTokens(text string) (int64, error)
 }
 
 // DefaultConfig returns the defaults the qualsim command starts from.

@@ -58,6 +58,10 @@ type Faults struct {
 	// UsageZeroCompletion: usage.completion_tokens is reported as 0 (total_tokens = prompt_tokens)
 	// while the content is sent as usual, an impossible count.
 	UsageZeroCompletion bool
+	// UsageOffByOne: usage.completion_tokens is reported one more than generated (total_tokens
+	// stays prompt + completion), a plausible count only a client-side token ledger catches
+	// (docs/tokens.md).
+	UsageOffByOne bool
 	// UsageAbsurdPrompt: usage.prompt_tokens is reported as 2^62 (total_tokens consistent), a
 	// count no request body can stand for.
 	UsageAbsurdPrompt bool
@@ -138,6 +142,8 @@ var faultTable = []faultDef{
 		func(f *Faults, _ value, _ int) { f.UsageExceedsMaxTokens = true }},
 	{FaultInfo{"usage-zero-completion", "usage-zero-completion", false, "usage.completion_tokens = 0 (total_tokens = prompt_tokens) while the content is sent"}, "", false,
 		func(f *Faults, _ value, _ int) { f.UsageZeroCompletion = true }},
+	{FaultInfo{"usage-off-by-one", "usage-off-by-one", false, "usage.completion_tokens = the tokens generated + 1 (total_tokens consistent): plausible, caught only by a client-side token ledger"}, "", false,
+		func(f *Faults, _ value, _ int) { f.UsageOffByOne = true }},
 	{FaultInfo{"usage-absurd-prompt", "usage-absurd-prompt", false, "usage.prompt_tokens = 2^62 (total_tokens consistent)"}, "", false,
 		func(f *Faults, _ value, _ int) { f.UsageAbsurdPrompt = true }},
 	{FaultInfo{"usage-before-content", "usage-before-content", false, "streams send their usage record first, before any content, not after the finish"}, "", false,
@@ -282,6 +288,7 @@ func (f Faults) Specs() []string {
 	add(f.MissingDataPrefixAt > 0, fmt.Sprintf("missing-data-prefix@%d", f.MissingDataPrefixAt))
 	add(f.MissingUsage, "missing-usage")
 	add(f.InconsistentUsage, "inconsistent-usage")
+	add(f.UsageOffByOne, "usage-off-by-one")
 	add(f.NoDone, "no-done")
 	add(f.StallAt > 0, fmt.Sprintf("stall=%v@%d", f.Stall, f.StallAt))
 	add(f.HugeEventAt > 0, fmt.Sprintf("huge-event=%d@%d", f.HugeEventBytes, f.HugeEventAt))

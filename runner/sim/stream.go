@@ -84,6 +84,13 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, chat b
 		}),
 		prompt: q.prompt.Tokens(),
 	}
+	if tc := s.cfg.Tokens; tc != nil {
+		if err := j.countTokens(tc); err != nil {
+			s.m.fail(reasonBadRequest)
+			s.writeError(w, endpoint, badRequest("messages", "count the prompt's tokens: %v", err))
+			return
+		}
+	}
 	if q.stream {
 		err = j.stream(r.Context(), w)
 	} else {
@@ -259,7 +266,15 @@ func (j *job) appendHead(b []byte, chunk bool) []byte {
 }
 
 // appendUsage appends the usage object for completion tokens n (inconsistent under the fault).
+// With a tokenizer, n output tokens are counted as the tokenizer counts their returned text.
 func (j *job) appendUsage(b []byte, n int) []byte {
+	if tc := j.s.cfg.Tokens; tc != nil {
+		c, _ := tc.TextTokens(j.gen.span(0, n))
+		n = int(c)
+	}
+	if j.s.cfg.Faults.UsageOffByOne {
+		n++
+	}
 	if j.s.cfg.Faults.UsageExceedsMaxTokens {
 		n = j.q.maxTokens * 1000000
 	}

@@ -108,6 +108,7 @@ const (
 	SourceTreeHashFormat                 = "qualkit-source-tree-v1"             // receipt/v1 #Source.tree_hash_format
 	SyntheticConversationCorpusGenerator = "qualkit.synthetic-conversations.v1" // workload/v1 #SyntheticConversationCorpus.generator
 	SyntheticCorpusGenerator             = "qualkit.synthetic-words.v1"         // workload/v1 #SyntheticCorpus.generator
+	TokenizerFormat                      = "gguf"                               // workload/v1 #Tokenizer.format
 	// TraceCorpusLengthUnit says what input_length counts: words_per_token (no tokenizer artifact bound).
 	TraceCorpusLengthUnit = "words_per_token" // workload/v1 #TraceCorpus.length_unit
 	VerifierInfoName      = "qualverify"      // report/v1 #Report.verifier.name
@@ -814,17 +815,18 @@ const (
 	ErrorClassAssertion             ErrorClass = "assertion"
 	ErrorClassCancelled             ErrorClass = "cancelled"
 	ErrorClassCutAtGrace            ErrorClass = "cut_at_grace"
+	ErrorClassTokenMismatch         ErrorClass = "token_mismatch"
 )
 
 // ErrorClassValues lists the values of ErrorClass in contract order.
 func ErrorClassValues() []ErrorClass {
-	return []ErrorClass{ErrorClassConnection, ErrorClassHTTPStatus, ErrorClassTimeout, ErrorClassTruncatedStream, ErrorClassOversizeLine, ErrorClassMalformedEvent, ErrorClassMissingUsage, ErrorClassDuplicateUsage, ErrorClassInconsistentUsage, ErrorClassUsageExceedsMaxTokens, ErrorClassContentAfterFinish, ErrorClassDuplicateFinishReason, ErrorClassAssertion, ErrorClassCancelled, ErrorClassCutAtGrace}
+	return []ErrorClass{ErrorClassConnection, ErrorClassHTTPStatus, ErrorClassTimeout, ErrorClassTruncatedStream, ErrorClassOversizeLine, ErrorClassMalformedEvent, ErrorClassMissingUsage, ErrorClassDuplicateUsage, ErrorClassInconsistentUsage, ErrorClassUsageExceedsMaxTokens, ErrorClassContentAfterFinish, ErrorClassDuplicateFinishReason, ErrorClassAssertion, ErrorClassCancelled, ErrorClassCutAtGrace, ErrorClassTokenMismatch}
 }
 
 // Valid reports whether v is one of the values of ErrorClass.
 func (v ErrorClass) Valid() bool {
 	switch v {
-	case ErrorClassConnection, ErrorClassHTTPStatus, ErrorClassTimeout, ErrorClassTruncatedStream, ErrorClassOversizeLine, ErrorClassMalformedEvent, ErrorClassMissingUsage, ErrorClassDuplicateUsage, ErrorClassInconsistentUsage, ErrorClassUsageExceedsMaxTokens, ErrorClassContentAfterFinish, ErrorClassDuplicateFinishReason, ErrorClassAssertion, ErrorClassCancelled, ErrorClassCutAtGrace:
+	case ErrorClassConnection, ErrorClassHTTPStatus, ErrorClassTimeout, ErrorClassTruncatedStream, ErrorClassOversizeLine, ErrorClassMalformedEvent, ErrorClassMissingUsage, ErrorClassDuplicateUsage, ErrorClassInconsistentUsage, ErrorClassUsageExceedsMaxTokens, ErrorClassContentAfterFinish, ErrorClassDuplicateFinishReason, ErrorClassAssertion, ErrorClassCancelled, ErrorClassCutAtGrace, ErrorClassTokenMismatch:
 		return true
 	}
 	return false
@@ -2497,6 +2499,31 @@ func ThrottleReasonValues() []ThrottleReason {
 func (v ThrottleReason) Valid() bool {
 	switch v {
 	case ThrottleReasonSwPowerCap, ThrottleReasonHwSlowdown, ThrottleReasonSwThermalSlowdown, ThrottleReasonHwThermalSlowdown, ThrottleReasonHwPowerBrakeSlowdown, ThrottleReasonSyncBoost, ThrottleReasonApplicationsClocksSetting, ThrottleReasonDisplayClockSetting:
+		return true
+	}
+	return false
+}
+
+// TokenizerTemplate is the enum at workload/v1 #Tokenizer.template.
+//
+// CUE: workload/v1 #Tokenizer.template.
+type TokenizerTemplate string
+
+// The values of TokenizerTemplate.
+const (
+	TokenizerTemplateLines    TokenizerTemplate = "lines"
+	TokenizerTemplateContents TokenizerTemplate = "contents"
+)
+
+// TokenizerTemplateValues lists the values of TokenizerTemplate in contract order.
+func TokenizerTemplateValues() []TokenizerTemplate {
+	return []TokenizerTemplate{TokenizerTemplateLines, TokenizerTemplateContents}
+}
+
+// Valid reports whether v is one of the values of TokenizerTemplate.
+func (v TokenizerTemplate) Valid() bool {
+	switch v {
+	case TokenizerTemplateLines, TokenizerTemplateContents:
 		return true
 	}
 	return false

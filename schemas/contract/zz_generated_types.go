@@ -102,6 +102,9 @@ type Row struct {
 	Series *RowSeries `json:"series,omitempty"`
 	// Replay says how a row of a trace corpus replayed its trace (docs/metrics.md "Trace replay").
 	Replay *RowReplay `json:"replay,omitempty"`
+	// Tokens is the row's client-side token ledger, when the case binds a tokenizer
+	// (docs/tokens.md).
+	Tokens *RowTokens `json:"tokens,omitempty"`
 }
 
 // FileRef points at another evidence file by path and digest.
@@ -271,6 +274,24 @@ type RowReplay struct {
 	SendErrorP50Ms float64 `json:"send_error_p50_ms"`
 	SendErrorP99Ms float64 `json:"send_error_p99_ms"`
 	SendErrorMaxMs float64 `json:"send_error_max_ms"`
+}
+
+// RowTokens compares the client's token counts with the server's usage over the row's measured
+// requests that have both (compared): mismatched counts those whose prompt or completion counts
+// differ; the largest differences are server minus client, the one of largest magnitude (the
+// earlier on a tie of magnitude), 0 when none differ.
+//
+// CUE: caseresult/v1 #RowTokens.
+type RowTokens struct {
+	Compared   int64 `json:"compared"`
+	Mismatched int64 `json:"mismatched"`
+	// MismatchFraction is mismatched / compared; null when nothing was compared.
+	MismatchFraction            *float64 `json:"mismatch_fraction"`
+	LargestPromptDifference     int64    `json:"largest_prompt_difference"`
+	LargestCompletionDifference int64    `json:"largest_completion_difference"`
+	// Exceeded says how the row broke the declared max_mismatch_fraction; null when it did not.
+	// It fails the case.
+	Exceeded *string `json:"exceeded"`
 }
 
 // Stopped says why and when a case stopped before its end.
@@ -2355,6 +2376,9 @@ type RequestRecordDoc struct {
 	Priming bool `json:"priming,omitempty"`
 	// Session places a request of a multi-turn session workload (docs/caching.md).
 	Session *SessionTurn `json:"session,omitempty"`
+	// ClientTokens are the client's own counts with the case's bound tokenizer (docs/tokens.md);
+	// absent when the case binds none.
+	ClientTokens *ClientTokens `json:"client_tokens,omitempty"`
 }
 
 // RowKey is request/v1 #Record.row.
@@ -2414,6 +2438,15 @@ type SessionTurn struct {
 	ReplyDigests []string `json:"reply_digests"`
 	// ThinkMs is the declared think time the client waited before scheduling this turn.
 	ThinkMs float64 `json:"think_ms"`
+}
+
+// ClientTokens are the client's counts: the prompt as the declared template renders it, and the
+// completion text (null when the response was not complete).
+//
+// CUE: request/v1 #ClientTokens.
+type ClientTokens struct {
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens *int64 `json:"completion_tokens"`
 }
 
 // RuntimeManifestDoc describes a reference runtime (an interpreter and its packages) portably: no host temperature,
@@ -2720,6 +2753,9 @@ type Case struct {
 	// replaces rate, and the row's measured requests are the schedule's arrivals (requests, when
 	// set, caps them); a case with a schedule declares neither rate nor duration.
 	Schedule *Schedule `json:"schedule,omitempty"`
+	// Tokenizer binds the tokenizer the client counts every prompt and completion with, beside
+	// the server's usage: the client-side token ledger (docs/tokens.md).
+	Tokenizer *Tokenizer `json:"tokenizer,omitempty"`
 	// Contract is the evidence result the worker's output becomes.
 	Contract ResultContract `json:"contract,omitempty"`
 	// Worker is the hash-bound program: [executable, script, args...].
@@ -2777,6 +2813,11 @@ type Corpus struct {
 	Seed        *int64      `json:"seed,omitempty"`
 	Count       int64       `json:"count,omitempty"`
 	PromptWords *WordsRange `json:"prompt_words,omitempty"`
+	// PromptTokens makes every prompt exactly a seeded number of tokens from min to max, as the
+	// case's bound tokenizer counts it (required: docs/tokens.md) with the case's template; the
+	// text is the generator's words, the last one cut to a prefix where the count needs it, and
+	// prompt_words is then not used. A cold row's nonce comes on top.
+	PromptTokens *TokensRange `json:"prompt_tokens,omitempty"`
 	// TimeScale multiplies every inter-arrival time (0.5 replays twice as fast); absent means 1.
 	TimeScale *float64 `json:"time_scale,omitempty"`
 	// LengthUnit says what input_length counts: words_per_token (no tokenizer artifact bound).
@@ -2803,6 +2844,17 @@ type Prompt struct {
 
 // WordsRange is workload/v1 #Corpus.prompt_words.
 type WordsRange struct {
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
+}
+
+// TokensRange makes every prompt exactly a seeded number of tokens from min to max, as the
+// case's bound tokenizer counts it (required: docs/tokens.md) with the case's template; the
+// text is the generator's words, the last one cut to a prefix where the count needs it, and
+// prompt_words is then not used. A cold row's nonce comes on top.
+//
+// CUE: workload/v1 #Corpus.prompt_tokens.
+type TokensRange struct {
 	Min int64 `json:"min"`
 	Max int64 `json:"max"`
 }
@@ -2976,6 +3028,29 @@ type Stage struct {
 	RateFrom          *float64  `json:"rate_from,omitempty"`
 	RateTo            *float64  `json:"rate_to,omitempty"`
 	Concurrency       int64     `json:"concurrency,omitempty"`
+}
+
+// Tokenizer binds a tokenizer by digest: a GGUF file's embedded vocabulary (tokenizer.ggml.*),
+// counted with ollama's tokenizer package. template says how the client renders a chat prompt
+// before counting it: lines joins the messages one a line, a non-user role written as "role: "
+// before its content, and adds the vocabulary's BOS when it asks for one (the qualkit-tiny
+// Modelfile's template, exact); contents counts each message's content alone and adds nothing,
+// so the server's template tokens are not counted (its prompt count exceeds the client's by
+// them). A completions prompt is one user message.
+//
+// CUE: workload/v1 #Tokenizer.
+type Tokenizer struct {
+	Format string `json:"format"`
+	// Path is repository-relative or absolute.
+	Path     string            `json:"path"`
+	Digest   string            `json:"digest"`
+	Template TokenizerTemplate `json:"template"`
+	// MaxRequestDifference fails a measured request (error class token_mismatch) whose client
+	// prompt or completion count differs from the server's usage by more than this many tokens.
+	MaxRequestDifference *int64 `json:"max_request_difference,omitempty"`
+	// MaxMismatchFraction fails the case when a row's fraction of compared measured requests
+	// whose counts differ at all exceeds it.
+	MaxMismatchFraction *float64 `json:"max_mismatch_fraction,omitempty"`
 }
 
 // ComparisonPolicy says which results may be compared, and by which rules.

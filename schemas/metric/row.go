@@ -54,6 +54,12 @@ type Request struct {
 	// Session is the record's session id ("" outside a session row) and Turn its turn (session.go).
 	Session string
 	Turn    int64
+	// HasClient is true when the record has client_tokens: ClientPrompt is its prompt count,
+	// and HasClientCompletion with ClientCompletion its completion count when not null.
+	HasClient           bool
+	ClientPrompt        int64
+	HasClientCompletion bool
+	ClientCompletion    int64
 }
 
 // OK reports whether the request counts as a success: no error, and the times and usage the

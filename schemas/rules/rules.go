@@ -405,6 +405,12 @@ func (r *rules) servingCase(cb string, c contract.Case) {
 			if pw := c.Corpus.PromptWords; pw != nil && pw.Min > pw.Max {
 				r.add(cb+"/corpus/prompt_words/min", "min %d is greater than max %d", pw.Min, pw.Max)
 			}
+			if pt := c.Corpus.PromptTokens; pt != nil && pt.Min > pt.Max {
+				r.add(cb+"/corpus/prompt_tokens/min", "min %d is greater than max %d", pt.Min, pt.Max)
+			}
+			if c.Corpus.PromptTokens != nil && c.Tokenizer == nil {
+				r.add(cb+"/corpus/prompt_tokens", "prompt_tokens needs a tokenizer to count with: bind one in the case's tokenizer")
+			}
 		case "file":
 			corpusSize = 1 // the file's size is checked when it is read
 		default:

@@ -12,9 +12,11 @@ import (
 
 	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/runner/campaign"
+	"github.com/qualkit/qualkit/runner/load"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/qualkit/qualkit/tools/internal/tokenize"
 	"github.com/urfave/cli/v2"
 )
 
@@ -75,6 +77,7 @@ func runCommand() *cli.Command {
 				Workload: c.Args().First(), Variant: c.String("variant"), HostID: c.String("host-id"), Output: c.String("output"),
 				Vars: c.StringSlice("var"), ModelDir: c.String("model"), ModelID: c.String("model-id"), SourceDir: c.String("source"),
 				RuntimeManifest: c.String("runtime-manifest"), ConfigFiles: c.StringSlice("config"),
+				LoadTokenizer:          loadTokenizer,
 				AllowUnpublishedUnsafe: c.Bool("allow-unpublished-unsafe"),
 				Command:                os.Args, Version: Version, BinaryDigest: selfDigest(),
 				DriverDeny: denyList(c.App.ErrWriter), Keeper: true,
@@ -225,3 +228,6 @@ func printRunSummary(w io.Writer, o *campaign.Outcome) {
 	}
 	fmt.Fprintf(w, "verdict %s, publishable %v\nreceipt %s\nevidence %s\n", rc.Qualification.Verdict, rc.Publishable, o.ReceiptPath, o.RunDir)
 }
+
+// loadTokenizer builds the token counter of a bound tokenizer file (docs/tokens.md).
+func loadTokenizer(path string) (load.TokenCounter, error) { return tokenize.LoadFile(path) }

@@ -107,6 +107,17 @@ func rowSummary(caseID string, rep int64, row contract.Row) []string {
 			lines = append(lines, wrap("  prefix cache: "+*c.Contradiction, "    ", summaryWidth)...)
 		}
 	}
+	if t := row.Tokens; t != nil {
+		frac := "null"
+		if t.MismatchFraction != nil {
+			frac = formatNumber(*t.MismatchFraction)
+		}
+		lines = append(lines, fmt.Sprintf("  token ledger: %d compared, %d mismatched (fraction %s), largest difference prompt %d, completion %d",
+			t.Compared, t.Mismatched, frac, t.LargestPromptDifference, t.LargestCompletionDifference))
+		if t.Exceeded != nil {
+			lines = append(lines, wrap("  token ledger: "+*t.Exceeded, "    ", summaryWidth)...)
+		}
+	}
 	for _, r := range row.Fidelity.Reasons {
 		lines = append(lines, wrap("  fidelity: "+r, "    ", summaryWidth)...)
 	}

@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/runner/sim"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/qualkit/qualkit/tools/internal/tokenize"
 	"github.com/urfave/cli/v2"
 )
 
@@ -99,6 +101,7 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "addr-file", Usage: "write the bound HOST:PORT to `FILE` once listening (written atomically)"},
 		&cli.DurationFlag{Name: "grandchild-lifetime", Value: 10 * time.Minute, Usage: "a setsid grandchild exits on its own after `DURATION` (a safety bound)"},
 		&cli.StringFlag{Name: "api-key-env", Usage: "require Authorization: Bearer <the value of environment variable `NAME`> on every /v1 endpoint (401 otherwise); the variable must be set and non-empty"},
+		&cli.StringFlag{Name: "tokenizer", Usage: "count usage with the vocabulary of the GGUF `FILE` (tokenizer.ggml.*) instead of words, so that a client-side token ledger agrees (docs/tokens.md)"}, // not a contract value: CLI flag name
 		&cli.StringSliceFlag{Name: "fault", Usage: faultUsage()},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log `LEVEL` on stderr: debug, info, warn or error"},
 	}
@@ -152,6 +155,13 @@ func config(c *cli.Context) (sim.Config, error) {
 		if err := cfg.Faults.Set(spec); err != nil {
 			return cfg, fmt.Errorf("%w: --fault: %v", exitcode.ErrUsage, err)
 		}
+	}
+	if path := c.String("tokenizer"); path != "" { // not a contract value: CLI flag name
+		tk, err := tokenize.LoadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("%w: --tokenizer: %v", exitcode.ErrUsage, err)
+		}
+		cfg.Tokens = linesCounter{tk}
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
@@ -382,4 +392,11 @@ func probeCommand() *cli.Command {
 			}, c.App.Writer)
 		},
 	}
+}
+
+// linesCounter counts a prompt as qualsim renders it: the lines template (docs/tokens.md).
+type linesCounter struct{ *tokenize.Tokenizer }
+
+func (l linesCounter) PromptTokens(roles, contents []string) (int64, error) {
+	return l.Tokenizer.PromptTokens(contract.TokenizerTemplateLines, roles, contents)
 }

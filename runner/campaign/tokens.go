@@ -1,0 +1,99 @@
+package campaign
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/qualkit/qualkit/runner/artifact"
+	"github.com/qualkit/qualkit/runner/load"
+	"github.com/qualkit/qualkit/schemas/contract"
+)
+
+// tokenizerPin is a serving case's bound tokenizer, compared with its declared digest once
+// preflight has hashed it.
+type tokenizerPin struct {
+	caseID string
+	c      contract.Case
+	file   artifact.File
+	want   string
+}
+
+// resolveTokenizer binds a serving case's tokenizer file (repository-relative or absolute) as a
+// tokenizer artifact.
+func (p *Plan) resolveTokenizer(c contract.Case) error {
+	tk := c.Tokenizer
+	if tk == nil {
+		return nil
+	}
+	abs := tk.Path
+	if !filepath.IsAbs(abs) {
+		if err := checkUnder(p.root, tk.Path); err != nil {
+			return fmt.Errorf("%w: case %s tokenizer: %v", ErrWorkload, c.ID, err)
+		}
+		abs = filepath.Join(p.root, tk.Path)
+	}
+	f := artifact.File{Kind: contract.ArtifactKindTokenizer, Path: p.displayPath(abs), Abs: abs}
+	if !slices.ContainsFunc(p.files, func(g artifact.File) bool { return g.Kind == f.Kind && g.Path == f.Path }) {
+		p.files = append(p.files, f) // cases may share one tokenizer: it is bound once
+	}
+	p.tokenizers = append(p.tokenizers, tokenizerPin{caseID: c.ID, c: c, file: f, want: tk.Digest})
+	return nil
+}
+
+// loadTokenizers checks each bound tokenizer's digest against its declaration and builds its
+// counter.
+func (p *Plan) loadTokenizers() error {
+	if len(p.tokenizers) == 0 {
+		return nil
+	}
+	digest := map[string]string{}
+	for _, a := range p.artifacts {
+		digest[string(a.Kind)+"\x00"+a.Path] = a.Digest
+	}
+	if p.cfg.LoadTokenizer == nil {
+		return fmt.Errorf("%w: case %s binds a tokenizer, but this qualrun cannot count tokens", ErrWorkload, p.tokenizers[0].caseID)
+	}
+	p.counters = map[string]load.TokenCounter{}
+	for _, pin := range p.tokenizers {
+		if got := digest[string(pin.file.Kind)+"\x00"+pin.file.Path]; got != pin.want {
+			return fmt.Errorf("%w: case %s: tokenizer %s has digest %s, but the case binds %s (tampered, or the binding was not updated)", ErrArtifact, pin.caseID, pin.file.Path, got, pin.want)
+		}
+		tc, err := p.cfg.LoadTokenizer(pin.file.Abs)
+		if err != nil {
+			return fmt.Errorf("%w: case %s: %v", ErrArtifact, pin.caseID, err)
+		}
+		p.counters[pin.caseID] = tc
+		// A synthetic corpus with prompt_tokens is generated to exact lengths with the counter.
+		if co := pin.c.Corpus; co != nil && co.Source == contract.CorpusSourceSynthetic && co.PromptTokens != nil && co.Seed != nil {
+			prompts, err := load.SyntheticTokens(uint64(*co.Seed), int(co.Count), int(co.PromptTokens.Min), int(co.PromptTokens.Max), tc, pin.c.Tokenizer.Template)
+			if err != nil {
+				return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, pin.caseID, err)
+			}
+			p.prompts[pin.caseID] = prompts
+		}
+	}
+	return nil
+}
+
+// tokenLedgerExceeded describes the rows whose token ledger broke the declared
+// max_mismatch_fraction (up to four named; "" when none): such a row fails its case
+// (docs/tokens.md).
+func tokenLedgerExceeded(rows []contract.Row) string {
+	var parts []string
+	n := 0
+	for _, row := range rows {
+		if row.Tokens == nil || row.Tokens.Exceeded == nil {
+			continue
+		}
+		n++
+		if len(parts) < 4 {
+			parts = append(parts, fmt.Sprintf("c=%d r=%d: %s", row.Concurrency, row.Repetition, *row.Tokens.Exceeded))
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d rows break the token ledger's max_mismatch_fraction (%s)", n, len(rows), strings.Join(parts, "; "))
+}

@@ -1,0 +1,70 @@
+package verify
+
+import (
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
+)
+
+// checkRowLedger recomputes a row's token ledger (docs/tokens.md) from its records with package
+// metric and compares it with the row's: present exactly when the workload's case binds a
+// tokenizer (without the workload, when the row has one); every measured record of such a row
+// carries client_tokens; a measured request's token_mismatch error agrees with the declared
+// max_request_difference both ways; a row over max_mismatch_fraction in a passed result is a
+// failure. The counts themselves are the runner's: qualverify does not re-tokenize (the tokenizer
+// would enter the auditor's dependency closure), so a ledger proves agreement or disagreement
+// as recorded, and the bound tokenizer's digest in the receipt says with what.
+func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record) {
+	var tk *contract.Tokenizer
+	if wc != nil {
+		tk = wc.Tokenizer
+	}
+	want := tk != nil || (wc == nil && row.Tokens != nil)
+	switch {
+	case row.Tokens == nil && want:
+		c.add(path, base+"/tokens", ErrRowMismatch, "the row has no token ledger, but its case binds a tokenizer")
+		return
+	case row.Tokens == nil:
+		return
+	case !want:
+		c.add(path, base+"/tokens", ErrRowMismatch, "the row has a token ledger, but its case binds no tokenizer")
+		return
+	}
+	var maxFraction *float64
+	var maxDiff *int64
+	if tk != nil {
+		maxFraction, maxDiff = tk.MaxMismatchFraction, tk.MaxRequestDifference
+	}
+	reqs, measured := measuredRequests(recs)
+	for _, r := range measured {
+		if !r.hasClient {
+			c.add(row.Records.Path, jp(r.line, "client_tokens"), ErrRowMismatch, "measured request %d has no client_tokens, but its case binds a tokenizer", r.index)
+			continue
+		}
+		if tk == nil || !r.hasUsage {
+			continue
+		}
+		usage := contract.Usage{PromptTokens: r.p, CompletionTokens: r.n, TotalTokens: r.p + r.n}
+		broken := metric.RequestTokenMismatch(usage, r.client, maxDiff)
+		switch {
+		case r.errClass == string(contract.ErrorClassTokenMismatch) && broken == "":
+			c.add(row.Records.Path, jp(r.line, "error"), ErrRowMismatch, "measured request %d failed with token_mismatch, but its counts are within max_request_difference", r.index)
+		case !r.failed && broken != "":
+			c.add(row.Records.Path, jp(r.line, "error"), ErrRowMismatch, "measured request %d succeeded, but %s", r.index, broken)
+		}
+	}
+	rt, got := metric.LedgerOf(reqs).RowTokens(maxFraction), *row.Tokens
+	if got.Compared != rt.Compared || got.Mismatched != rt.Mismatched || got.LargestPromptDifference != rt.LargestPromptDifference || got.LargestCompletionDifference != rt.LargestCompletionDifference || !equalFloatPtr(got.MismatchFraction, rt.MismatchFraction) {
+		c.add(path, base+"/tokens", ErrRowMismatch, "ledger %d compared, %d mismatched (fraction %s), largest differences prompt %d, completion %d; the records say %d, %d (%s), %d, %d",
+			got.Compared, got.Mismatched, fmtFloatPtr(got.MismatchFraction), got.LargestPromptDifference, got.LargestCompletionDifference,
+			rt.Compared, rt.Mismatched, fmtFloatPtr(rt.MismatchFraction), rt.LargestPromptDifference, rt.LargestCompletionDifference)
+	}
+	if tk == nil {
+		return
+	}
+	if (got.Exceeded == nil) != (rt.Exceeded == nil) {
+		c.add(path, base+"/tokens/exceeded", ErrRowMismatch, "exceeded %q, the records say %q", deref(got.Exceeded), deref(rt.Exceeded))
+	}
+	if rt.Exceeded != nil && status == contract.StatusPassed {
+		c.add(path, base+"/tokens/exceeded", ErrVerdictMismatch, "a passed result's row breaks its token ledger: %s", *rt.Exceeded)
+	}
+}
