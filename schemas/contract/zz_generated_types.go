@@ -281,7 +281,7 @@ type RowReplay struct {
 // differ; the largest differences are server minus client, the one of largest magnitude (the
 // earlier on a tie of magnitude), 0 when none differ.
 //
-// CUE: caseresult/v1 #RowTokens.
+// CUE: common #RowTokens.
 type RowTokens struct {
 	Compared   int64 `json:"compared"`
 	Mismatched int64 `json:"mismatched"`
@@ -1944,6 +1944,9 @@ type ViewRow struct {
 	// Turns are a session row's TTFT by turn position (ttft_by_turn.v1, recomputed from the
 	// records), in turn order; absent outside a session row (docs/caching.md).
 	Turns []ViewRowTurn `json:"turns,omitempty"`
+	// Tokens is the row's client-side token ledger as verification recomputed it from the
+	// records (docs/tokens.md); absent when the case binds no tokenizer.
+	Tokens *RowTokens `json:"tokens,omitempty"`
 }
 
 // ViewDistribution is one latency distribution of a row (Hyndman-Fan type 7 percentiles).

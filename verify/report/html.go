@@ -44,6 +44,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"title":    title,
 	"isolated": isolated,
 	"tputSVG":  func(c Case) template.HTML { return template.HTML(throughputSVG(c)) },
+	"turns":    func(c Case) [][]string { return turnsTable(c.Rows) },
 	"rateSVG":  func(c Case) template.HTML { return template.HTML(rateSVG(c)) },
 	"timeline": func(l *Lifecycle) template.HTML {
 		return template.HTML(timelineSVG(l.Events))

@@ -346,6 +346,9 @@ func rowOf(re verify.RowEvidence) (Row, map[string][]float64) {
 			CachedPromptTokens: c.CachedPromptTokens, HitFraction: val("prefix_cache_hit_fraction"), Contradiction: c.Contradiction}
 	}
 	out.Turns = turnsOf(got)
+	// The row's token ledger, which the tolerances check recomputed from the records
+	// (check_ledger.go): a verified receipt's is the recomputed one.
+	out.Tokens = row.Tokens
 	f := re.Fidelity
 	out.Fidelity = Fidelity{ScheduleLagP50Ms: f.ScheduleLagP50Ms, ScheduleLagP99Ms: f.ScheduleLagP99Ms, ScheduleLagMaxMs: f.ScheduleLagMaxMs,
 		OfferedRate: f.OfferedRate, AchievedRate: f.AchievedRate, Degraded: f.Degraded, Reasons: nonNil(f.Reasons), DispatchSpreadMs: val("dispatch_spread_ms")}

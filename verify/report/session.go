@@ -68,3 +68,26 @@ func turnsTable(rows []Row) [][]string {
 	}
 	return out
 }
+
+// ledgerTable is the text report's token-ledger table of a case's rows (compared, mismatched,
+// their fraction, the largest prompt and completion differences, server minus client, and
+// whether the row broke its declared threshold); nil when no row has a ledger.
+func ledgerTable(rows []Row) [][]string {
+	out := [][]string{{"row", "compared", "mismatched", "fraction", "largest prompt diff", "largest completion diff", "threshold"}}
+	for i := range rows {
+		t := rows[i].Tokens
+		if t == nil {
+			continue
+		}
+		threshold := "kept"
+		if t.Exceeded != nil {
+			threshold = "EXCEEDED"
+		}
+		out = append(out, []string{rows[i].Name, strconv.FormatInt(t.Compared, 10), strconv.FormatInt(t.Mismatched, 10), numPtr(t.MismatchFraction),
+			strconv.FormatInt(t.LargestPromptDifference, 10), strconv.FormatInt(t.LargestCompletionDifference, 10), threshold})
+	}
+	if len(out) == 1 {
+		return nil
+	}
+	return out
+}

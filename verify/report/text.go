@@ -237,6 +237,10 @@ func (p *textPrinter) serving(c *Case) {
 		p.line("  TTFT by turn, p50 ms (samples), over the successful requests of each turn position")
 		p.table(1, turns)
 	}
+	if ledger := ledgerTable(c.Rows); ledger != nil {
+		p.line("  token ledger (docs/tokens.md): the client's counts with the bound tokenizer against the server's usage")
+		p.table(1, ledger)
+	}
 	cache := [][]string{{"row", "declared", "observed", "cached tokens", "reporting", "hit fraction"}}
 	for i := range c.Rows {
 		if pc := c.Rows[i].PrefixCache; pc != nil {
