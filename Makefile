@@ -27,7 +27,7 @@ test: ## vet, format check, schema drift check, all Go tests, the ajv cross-chec
 	$(GO) vet $(PKGS)
 	@bad=$$(gofmt -l $(MODULES)); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
 	$(MAKE) --no-print-directory check-generate
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -timeout 20m $(PKGS)
 	$(MAKE) --no-print-directory ajv
 
 ajv: ## cross-check the contract corpus with ajv (needs node; `npm ci --prefix .ci/ajv` once)
