@@ -275,7 +275,7 @@ sessions() {
 say "chat-session: 2-turn sessions re-send the actual reply, counted in the next turn's prompt"
 for n in 1 2; do
 	sessions "$(cat "$work/receipt$n")" >"$work/sessions$n"
-	check "run $n: chat-session: every row's 2 sessions have 2 turns, turn 1 re-sent turn 0's reply and counts more than turn 0's prompt and reply ($(paste -sd' ' "$work/sessions$n" | sed 's/ \([0-9]\) /\/\1, /g'))" \
+	check "run $n: chat-session: every row's 2 sessions have 2 turns, turn 1 re-sent turn 0's reply and counts more than turn 0's prompt and reply (rows: $(tr ' ' '/' <"$work/sessions$n" | paste -sd, -))" \
 		test "$(sort -u "$work/sessions$n")" = "2 2" -a "$(wc -l <"$work/sessions$n")" -eq 4
 done
 
