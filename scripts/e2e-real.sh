@@ -11,7 +11,8 @@
 #   3. runs the campaign workloads/ollama-tiny.json twice: the launch recipe
 #      workloads/launch/ollama.json starts `ollama serve` as the owned server on 127.0.0.1:18811,
 #      and a streaming corpus runs through /v1/chat/completions and /v1/completions at concurrency
-#      1 and 4, greedy, seeded; each receipt is signed with a throwaway key;
+#      1 and 4, greedy, seeded, and two committed 2-turn chat sessions (workloads/ollama/sessions.jsonl)
+#      at session concurrency 1 and 2; each receipt is signed with a throwaway key;
 #   4. verifies both receipts offline, compares them (like for like) and asserts identical outputs
 #      (output_set_sha256) row by row, a clean shutdown, no residue, an owned listener, the
 #      TTFT/TPOT/E2E metrics, and that ollama's runner subprocess ran inside the owned process group
@@ -216,7 +217,7 @@ while read -r row hash; do
 done <"$work/rows1"
 # Across rows too: the corpus asked at concurrency 4 (batched) gives what it gave at concurrency 1.
 for c in $(cut -d/ -f1 "$work/rows1" | sort -u); do
-	check "$c: concurrency 4 (batched) outputs equal concurrency 1 outputs" \
+	check "$c: outputs at every concurrency (batched) equal those at concurrency 1" \
 		test "$(grep "^$c/" "$work/rows1" | awk '{print $2}' | sort -u | wc -l)" -eq 1
 done
 
