@@ -418,7 +418,11 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			before = r.scrape(ctx, tel, "before")
 		}
 		if r.plan.isSessions() {
-			recs = append(recs, r.sessionRecords(ctl.cut, c, rep, int64(len(reqs)))...)
+			srecs, err := r.sessionRecords(ctl.cut, c, rep, int64(len(reqs)))
+			if err != nil {
+				return RowResult{}, err
+			}
+			recs = append(recs, srecs...)
 		} else if r.plan.trace() {
 			offs := make([]time.Duration, len(reqs)-nWarm)
 			for k, q := range reqs[nWarm:] {

@@ -2,6 +2,7 @@ package load
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -168,6 +169,9 @@ func (p *Plan) checkSessions() error {
 	case int64(len(p.Prompts)) < slices.Max(c.Concurrency):
 		return fmt.Errorf("%w: case %s: %d sessions cannot reach session concurrency %d", ErrPlan, p.CaseID, len(p.Prompts), slices.Max(c.Concurrency))
 	}
+	if err := p.checkSessionLedger(); err != nil {
+		return err
+	}
 	for i, s := range p.Prompts {
 		if len(s.Turns) == 0 || len(s.Turns) > MaxSessionTurns {
 			return fmt.Errorf("%w: session %d (%s): %d turns, want 1 to %d", ErrPlan, i, s.ID, len(s.Turns), MaxSessionTurns)
@@ -176,6 +180,55 @@ func (p *Plan) checkSessions() error {
 			if t.Text == "" || len(t.Text) > MaxPromptBytes || !utf8.ValidString(t.Text) || !(t.ThinkMs >= 0 && t.ThinkMs <= MaxSessionThinkMs) {
 				return fmt.Errorf("%w: session %s turn %d: want UTF-8 text of 1 to %d bytes and a think time of 0 to %d ms", ErrPlan, s.ID, j, MaxPromptBytes, MaxSessionThinkMs)
 			}
+		}
+	}
+	return nil
+}
+
+// CountLimits is implemented by a TokenCounter that refuses a text over maxTextBytes and whose
+// longest token is maxTokenBytes (tools/internal/tokenize's limits). A session case that binds
+// such a counter is checked at plan time so that every turn's history can be counted.
+type CountLimits interface {
+	CountLimits() (maxTextBytes, maxTokenBytes int64)
+}
+
+// templateBytesPerMessage bounds the bytes a template adds to one message when it renders a
+// prompt for counting (lines: a newline and "assistant: ", 12 bytes; contents: none), plus one
+// for a space prefix.
+const templateBytesPerMessage = 16
+
+// replyBound is the most bytes a session reply may have for the next turn's history to be
+// countable: max_tokens tokens of the bound vocabulary's longest token (0: no bound).
+func (p *Plan) replyBound() int64 {
+	lim, ok := p.Tokens.(CountLimits)
+	if p.Case.Tokenizer == nil || !ok {
+		return 0
+	}
+	_, tok := lim.CountLimits()
+	return min(p.Case.MaxTokens*tok, MaxOutputBytes)
+}
+
+// checkSessionLedger refuses a session case binding a tokenizer whose last turn's history could
+// be over what the tokenizer counts: the system message, every user turn, each earlier reply at
+// replyBound bytes, and templateBytesPerMessage per message.
+func (p *Plan) checkSessionLedger() error {
+	lim, ok := p.Tokens.(CountLimits)
+	if p.Case.Tokenizer == nil || !ok {
+		return nil
+	}
+	maxText, _ := lim.CountLimits()
+	reply := p.replyBound()
+	for _, s := range p.Prompts {
+		n := int64(len(s.System)) + int64(len(s.Turns)-1)*reply
+		msgs := int64(2*len(s.Turns) - 1)
+		if s.System != "" {
+			msgs++
+		}
+		for _, t := range s.Turns {
+			n += int64(len(t.Text))
+		}
+		if n += msgs * templateBytesPerMessage; n > maxText {
+			return fmt.Errorf("%w: case %s session %s: its last turn's history could reach %d bytes (%d turns, replies of up to max_tokens %d × %d bytes), over the %d bytes the bound tokenizer counts: lower max_tokens or the turns", ErrPlan, p.CaseID, s.ID, n, len(s.Turns), p.Case.MaxTokens, reply/max(p.Case.MaxTokens, 1), maxText)
 		}
 	}
 	return nil
@@ -213,7 +266,7 @@ func sessionBody(c *contract.Case, model string, msgs []wireMessage, seed *int64
 
 // sessionRecords runs a row's sessions (after its first base requests, the warmups) and
 // returns their records in index order.
-func (r *runner) sessionRecords(ctx context.Context, c, rep int64, base int64) []*contract.RequestRecordDoc {
+func (r *runner) sessionRecords(ctx context.Context, c, rep int64, base int64) ([]*contract.RequestRecordDoc, error) {
 	sessions := r.plan.Prompts
 	first := make([]int64, len(sessions))
 	next := base
@@ -223,10 +276,17 @@ func (r *runner) sessionRecords(ctx context.Context, c, rep int64, base int64) [
 	}
 	var mu sync.Mutex
 	var recs []*contract.RequestRecordDoc
+	var failed error
+	fail := func(err error) {
+		mu.Lock()
+		failed = cmp.Or(failed, err)
+		mu.Unlock()
+	}
 	run := func(i int, start time.Time, sent *sentTurn) {
-		got := r.session(ctx, i, first[i], start, c, rep, sent)
+		got, err := r.session(ctx, i, first[i], start, c, rep, sent)
 		mu.Lock()
 		recs = append(recs, got...)
+		failed = cmp.Or(failed, err)
 		mu.Unlock()
 	}
 	if rt := r.plan.Case.Rate; rt != nil {
@@ -243,7 +303,12 @@ func (r *runner) sessionRecords(ctx context.Context, c, rep int64, base int64) [
 			at := t0.Add(offsets[i])
 			var sent *sentTurn
 			if s.Turns[0].ThinkMs == 0 {
-				sent = &sentTurn{q: r.turnRequest(i, first[i], 0, firstMessages(s), nil)}
+				q, err := r.turnRequest(i, first[i], 0, firstMessages(s), nil)
+				if err != nil {
+					fail(err)
+					break
+				}
+				sent = &sentTurn{q: q}
 			}
 			if p.until(ctx, at) != nil {
 				break
@@ -284,7 +349,10 @@ func (r *runner) sessionRecords(ctx context.Context, c, rep int64, base int64) [
 		wg.Wait()
 	}
 	sort.Slice(recs, func(a, b int) bool { return recs[a].Index < recs[b].Index })
-	return recs
+	if failed != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPlan, failed)
+	}
+	return recs, nil
 }
 
 // sentTurn is a session's turn 0, sent by the open-loop dispatcher at the session's arrival.
@@ -318,8 +386,10 @@ func firstMessages(s Prompt) []wireMessage {
 }
 
 // turnRequest plans turn k of session i (request index idx): history holds the messages before
-// the turn, replies the output digests of the replies among them.
-func (r *runner) turnRequest(i int, idx int64, k int, history []wireMessage, replies []string) *request {
+// the turn, replies the output digests of the replies among them. When the case binds a
+// tokenizer the body as sent (the whole history) is counted, as requests() counts a single
+// request's; the error is that count's (the history is over what the tokenizer counts).
+func (r *runner) turnRequest(i int, idx int64, k int, history []wireMessage, replies []string) (*request, error) {
 	s := r.plan.Prompts[i]
 	cs := &r.plan.Case
 	t := s.Turns[k]
@@ -333,14 +403,22 @@ func (r *runner) turnRequest(i int, idx int64, k int, history []wireMessage, rep
 	for _, m := range msgs {
 		chars += utf8.RuneCountInString(m.Content)
 	}
-	return &request{index: idx, prompt: Prompt{ID: s.ID, Text: t.Text, System: s.System}, corpusIndex: int64(i), cycle: 0, seed: seed, body: body, digest: evidence.DigestOf(body),
+	q := &request{index: idx, prompt: Prompt{ID: s.ID, Text: t.Text, System: s.System}, corpusIndex: int64(i), cycle: 0, seed: seed, body: body, digest: evidence.DigestOf(body),
 		session: &contract.SessionTurn{ID: s.ID, Turn: int64(k), HistoryMessages: int64(len(msgs)), HistoryChars: int64(chars), ReplyDigests: append([]string{}, replies...), ThinkMs: t.ThinkMs}}
+	if tk := cs.Tokenizer; tk != nil {
+		if q.promptTokens, err = promptTokens(r.plan.Tokens, tk.Template, body); err != nil {
+			return nil, fmt.Errorf("count the prompt tokens of session %s turn %d (%d history bytes): %w", s.ID, k, len(body), err)
+		}
+	}
+	return q, nil
 }
 
 // session runs session i's turns in order from start (its scheduled start; turn 0's think time
 // counts from it) and returns their records; a failed turn ends it. sent, when not nil, is turn
-// 0 already sent at start.
-func (r *runner) session(ctx context.Context, i int, first int64, start time.Time, c, rep int64, sent *sentTurn) []*contract.RequestRecordDoc {
+// 0 already sent at start. With a bound tokenizer, a reply over the plan's replyBound fails its
+// turn (malformed_event: the next turn's history could not be counted); the error is a turn
+// that still could not be counted (checkSessionLedger makes that unreachable).
+func (r *runner) session(ctx context.Context, i int, first int64, start time.Time, c, rep int64, sent *sentTurn) ([]*contract.RequestRecordDoc, error) {
 	s := r.plan.Prompts[i]
 	msgs := firstMessages(s)
 	var replies []string
@@ -355,22 +433,28 @@ func (r *runner) session(ctx context.Context, i int, first int64, start time.Tim
 		} else {
 			// The body does not depend on when it is sent: build it before the think time ends,
 			// so that the turn's schedule lag is the client's send path only.
-			q = r.turnRequest(i, first+int64(k), k, msgs, replies)
+			var err error
+			if q, err = r.turnRequest(i, first+int64(k), k, msgs, replies); err != nil {
+				return out, err
+			}
 			req := r.request(q)
 			if !sleepUntil(ctx, ready.Add(time.Duration(t.ThinkMs*float64(time.Millisecond)))) {
-				return out
+				return out, nil
 			}
 			sched = time.Now()
 			resp = r.client.Do(ctx, req)
 		}
 		rec := r.record(q, resp, sched, c, rep, nil)
+		if b := r.plan.replyBound(); rec.Error == nil && b > 0 && k+1 < len(s.Turns) && int64(len(resp.Text)) > b {
+			rec.Error = reqError(ClassMalformedEvent, "reply of %d bytes is over max_tokens %d times the bound tokenizer's longest token (%d bytes in all): the next turn's history could not be counted", len(resp.Text), r.plan.Case.MaxTokens, b)
+		}
 		out = append(out, rec)
 		if rec.Error != nil || rec.OutputDigest == nil {
-			return out
+			return out, nil
 		}
 		ready = time.Now()
 		msgs = append(msgs, wireMessage{Role: "user", Content: t.Text}, wireMessage{Role: "assistant", Content: string(resp.Text)})
 		replies = append(replies, *rec.OutputDigest)
 	}
-	return out
+	return out, nil
 }

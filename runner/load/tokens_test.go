@@ -101,3 +101,113 @@ func TestRunTokenLedger(t *testing.T) {
 		}
 	})
 }
+
+// limitedThirds is thirds with CountLimits, as tools/internal/tokenize has.
+type limitedThirds struct {
+	thirds
+	text, token int64
+}
+
+func (l limitedThirds) CountLimits() (int64, int64) { return l.text, l.token }
+
+// TestSessionTokenLedger: every turn of a 3-turn session, its body the whole history, is counted
+// with the bound tokenizer and agrees with qualsim's usage (prompt and completion) on every turn,
+// the prompt count growing with the history; qualsim's usage-off-by-one fault fails each turn
+// with token_mismatch (the session ends at its first turn); a case whose last turn's history
+// could exceed what the tokenizer counts is refused at plan time, and a reply over max_tokens
+// of the vocabulary's longest token fails its turn (malformed_event) before the next is built.
+func TestSessionTokenLedger(t *testing.T) {
+	zero, frac := int64(0), 0.0
+	tk := &contract.Tokenizer{Format: contract.TokenizerFormat, Path: "models/t.gguf", Digest: "sha256:" + strings.Repeat("ab", 32), Template: contract.TokenizerTemplateLines, MaxRequestDifference: &zero, MaxMismatchFraction: &frac}
+	sessions := []Prompt{
+		{ID: "session-apple", System: "You answer briefly.", Turns: []Turn{{"apple one two", 0}, {"banana three", 2}, {"cherry four five six", 1}}},
+		{ID: "session-birch", Turns: []Turn{{"birch seven", 0}, {"cedar eight nine", 1}, {"dune ten", 0}}},
+	}
+	for i := range sessions {
+		sessions[i].Text = sessions[i].Turns[0].Text
+	}
+	plan := func(t *testing.T, offByOne bool, tc TokenCounter) Plan {
+		cfg := fastSim()
+		cfg.Tokens = simThirds{}
+		cfg.Faults.UsageOffByOne = offByOne
+		c := sessionCase(2, nil)
+		c.MaxTokens = 13
+		c.Tokenizer = tk
+		return Plan{CaseID: "session-ledger", Case: c, BaseURL: startSim(t, cfg), ModelID: "qualsim-tiny", Prompts: sessions, Seed: 3, Epoch: time.Now(), Tokens: tc}
+	}
+	t.Run("agree", func(t *testing.T) {
+		res, err := Run(context.Background(), plan(t, false, thirds{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := res.Rows[0]
+		by := sessionsOf(t, row.Records)
+		for _, s := range sessions {
+			rs := by[s.ID]
+			if len(rs) != 3 {
+				t.Fatalf("%s: %d turns recorded", s.ID, len(rs))
+			}
+			for k, r := range rs {
+				checkRecordDoc(t, r)
+				ct := r.ClientTokens
+				if r.Error != nil || ct == nil || r.Usage == nil || ct.PromptTokens == 0 || ct.PromptTokens != r.Usage.PromptTokens || ct.CompletionTokens == nil || *ct.CompletionTokens != r.Usage.CompletionTokens {
+					t.Fatalf("%s turn %d: error %+v, usage %+v, client %+v", s.ID, k, r.Error, r.Usage, ct)
+				}
+				if k > 0 && ct.PromptTokens <= rs[k-1].ClientTokens.PromptTokens+*rs[k-1].ClientTokens.CompletionTokens {
+					t.Errorf("%s turn %d: client prompt %d does not hold turn %d's prompt %d and reply %d", s.ID, k, ct.PromptTokens, k-1, rs[k-1].ClientTokens.PromptTokens, *rs[k-1].ClientTokens.CompletionTokens)
+				}
+			}
+		}
+		if tr := row.Row.Tokens; tr == nil || tr.Compared != 6 || tr.Mismatched != 0 || tr.Exceeded != nil {
+			t.Fatalf("row ledger %+v", tr)
+		}
+	})
+	t.Run("off by one", func(t *testing.T) {
+		res, err := Run(context.Background(), plan(t, true, thirds{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := res.Rows[0]
+		for _, r := range row.Records {
+			checkRecordDoc(t, r)
+			if r.Error == nil || r.Error.Class != ClassTokenMismatch || !strings.Contains(r.Error.Message, "they differ by 1") {
+				t.Fatalf("record %d: error %+v", r.Index, r.Error)
+			}
+		}
+		if tr := row.Row.Tokens; tr == nil || tr.Compared != 2 || tr.Mismatched != 2 || tr.LargestCompletionDifference != 1 || tr.Exceeded == nil {
+			t.Fatalf("row ledger %+v", tr)
+		}
+	})
+	t.Run("history over the count limit", func(t *testing.T) {
+		// apple's last turn: 19 + 13 + 12 + 20 bytes of text, two replies of 13 × 4, 6 messages × 16.
+		p := plan(t, false, limitedThirds{text: 19 + 13 + 12 + 20 + 2*13*4 + 6*16 - 1, token: 4})
+		if _, err := Run(context.Background(), p); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "session session-apple: its last turn's history could reach 264 bytes") {
+			t.Fatalf("err %v", err)
+		}
+		p.Tokens = limitedThirds{text: 264, token: 4}
+		res, err := Run(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row := res.Rows[0]; row.Row.Requests != 6 || row.Row.Failures != 0 {
+			t.Fatalf("at the limit: %d requests, %d failures", row.Row.Requests, row.Row.Failures)
+		}
+	})
+	t.Run("reply over the bound", func(t *testing.T) {
+		// Longest token 1 byte: a reply may have 13 bytes; qualsim's replies are longer.
+		res, err := Run(context.Background(), plan(t, false, limitedThirds{text: 1 << 20, token: 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := res.Rows[0]
+		if len(row.Records) != 2 {
+			t.Fatalf("%d records, want each session's turn 0 only", len(row.Records))
+		}
+		for _, r := range row.Records {
+			checkRecordDoc(t, r)
+			if r.Error == nil || r.Error.Class != ClassMalformedEvent || !strings.Contains(r.Error.Message, "the next turn's history could not be counted") {
+				t.Fatalf("record %d: error %+v", r.Index, r.Error)
+			}
+		}
+	})
+}

@@ -12,3 +12,10 @@ const (
 	// never read).
 	MaxFileBytes = 256 << 20
 )
+
+// CountLimits reports the most bytes a count takes and the most bytes of one token, so that a
+// session case can be refused at plan time when a turn's history could exceed the first
+// (runner/load.CountLimits).
+func (t *Tokenizer) CountLimits() (maxTextBytes, maxTokenBytes int64) {
+	return MaxTextBytes, MaxTokenBytes
+}

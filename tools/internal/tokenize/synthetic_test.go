@@ -68,3 +68,7 @@ func BenchmarkCount(b *testing.B) {
 		}
 	})
 }
+
+// The tokenizer gives runner/load its count limits, so a session case binding it is checked at
+// plan time (load.CountLimits).
+var _ load.CountLimits = (*Tokenizer)(nil)
