@@ -17,6 +17,9 @@ func TestSessionRules(t *testing.T) {
 		"sessions-with-requests.json":                "/variants/0/cases/0/requests",
 		"shared-prefix-suffix-min-over-max.json":     "/variants/0/cases/0/corpus/suffix_words/min",
 		"session-turn-missing-reply-digest.json":     "/session/reply_digests",
+		"trace-tokens-without-tokenizer.json":        "/variants/0/cases/0/corpus/length_unit",
+		"trace-words-per-token-missing.json":         "/variants/0/cases/0/corpus/words_per_token",
+		"trace-tokens-with-words-per-token.json":     "/variants/0/cases/0/corpus/words_per_token",
 	} {
 		t.Run(file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", "rules", file))

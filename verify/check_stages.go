@@ -21,7 +21,7 @@ func (s *snapshot) checkStages(c *collector, path string, j int, row contract.Ro
 		if entries == nil && j == 0 {
 			c.note("case %s: %s", wc.ID, note)
 		}
-		checkReplay(c, path, j, row, wc.Corpus, entries, recs, tol)
+		checkReplay(c, path, j, row, wc.Corpus, wc.Tokenizer != nil, entries, recs, tol)
 		return
 	}
 	checkStages(c, path, j, row, wc, seed, recs, tol)
@@ -234,12 +234,13 @@ func checkSeries(c *collector, path, base string, got, want contract.RowSeries, 
 }
 
 // checkReplay checks a trace row: open loop, no stages, its replay block names the workload's
-// trace (digest, time scale, words per token) and its entries and send errors are the records'
+// trace (digest, time scale, length unit: tokens exactly when the case binds a tokenizer, and
+// words per token with the words_per_token unit) and its entries and send errors are the records'
 // (metric.ReplayOf), and its per-second series is the records' from the row's start (the first
 // trace entry's t_sched). With the trace (entries, from its bound artifact), every measured
 // t_sched is the row's start plus its entry's scaled offset (trace.Offsets), and no success has
 // more completion tokens than its entry's output_length.
-func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, entries []trace.Entry, recs []*record, tol Tolerance) {
+func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, tokenized bool, entries []trace.Entry, recs []*record, tol Tolerance) {
 	base := jp("rows", j)
 	if row.Loop != contract.RowLoopOpen {
 		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a trace replay is %s loop: a replay is open loop", row.Concurrency, row.Repetition, row.Loop)
@@ -262,9 +263,17 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 	if cp.WordsPerToken != nil {
 		wpt = *cp.WordsPerToken
 	}
-	want := metric.ReplayOf(reqs, cp.Digest, scale, wpt)
+	// The unit follows the case: tokens exactly when it binds a tokenizer to count them with.
+	unit := contract.RowReplayLengthUnitWordsPerToken
+	if tokenized {
+		unit = contract.RowReplayLengthUnitTokens
+	}
+	if string(cp.LengthUnit) != string(unit) {
+		c.add(path, base+"/replay/length_unit", ErrRowMismatch, "the workload's trace declares length_unit %q, but the case %s a tokenizer: want %s", cp.LengthUnit, map[bool]string{true: "binds", false: "binds no"}[tokenized], unit)
+	}
+	want := metric.ReplayOf(reqs, cp.Digest, scale, unit, wpt)
 	if rp.TraceDigest != want.TraceDigest || rp.TimeScale != want.TimeScale || rp.WordsPerToken != want.WordsPerToken || rp.LengthUnit != want.LengthUnit || rp.Entries != want.Entries {
-		c.add(path, base+"/replay", ErrRowMismatch, "replay of %s at time scale %s, %s words per token, %d entries; the workload and records say %s, %s, %s, %d", rp.TraceDigest, fmtFloat(rp.TimeScale), fmtFloat(rp.WordsPerToken), rp.Entries, want.TraceDigest, fmtFloat(want.TimeScale), fmtFloat(want.WordsPerToken), want.Entries)
+		c.add(path, base+"/replay", ErrRowMismatch, "replay of %s at time scale %s, length unit %s, %s words per token, %d entries; the workload and records say %s, %s, %s, %s, %d", rp.TraceDigest, fmtFloat(rp.TimeScale), rp.LengthUnit, fmtFloat(rp.WordsPerToken), rp.Entries, want.TraceDigest, fmtFloat(want.TimeScale), want.LengthUnit, fmtFloat(want.WordsPerToken), want.Entries)
 	}
 	for _, x := range []struct {
 		field     string

@@ -73,6 +73,14 @@ func (p *Plan) loadTokenizers() error {
 			}
 			p.prompts[pin.caseID] = prompts
 		}
+		// A trace of length_unit tokens is synthesised to its exact input lengths with it.
+		if co := pin.c.Corpus; co != nil && co.Source == contract.CorpusSourceTrace && co.LengthUnit == contract.TraceCorpusLengthUnitTokens {
+			prompts, err := load.TraceTokenCorpus(*co, p.root, tc, pin.c.Tokenizer.Template)
+			if err != nil {
+				return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, pin.caseID, err)
+			}
+			p.prompts[pin.caseID] = prompts
+		}
 	}
 	return nil
 }

@@ -113,7 +113,7 @@ func TestRunTraceReplay(t *testing.T) {
 	WriteTrace(&buf, es)
 	os.WriteFile(filepath.Join(dir, "trace.jsonl"), buf.Bytes(), 0o644)
 	scale, wpt, block := 0.5, 0.75, int64(512)
-	corpus := contract.Corpus{Source: contract.CorpusSourceTrace, Path: "trace.jsonl", Digest: evidence.DigestOf(buf.Bytes()), TimeScale: &scale, LengthUnit: contract.TraceCorpusLengthUnit, WordsPerToken: &wpt, BlockTokens: &block}
+	corpus := contract.Corpus{Source: contract.CorpusSourceTrace, Path: "trace.jsonl", Digest: evidence.DigestOf(buf.Bytes()), TimeScale: &scale, LengthUnit: contract.TraceCorpusLengthUnitWordsPerToken, WordsPerToken: &wpt, BlockTokens: &block}
 	prompts, err := Resolve(corpus, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestRunTraceReplay(t *testing.T) {
 		}
 	}
 	rp := row.Row.Replay
-	if rp == nil || rp.Entries != 40 || rp.TimeScale != 0.5 || rp.LengthUnit != contract.RowReplayLengthUnit || rp.TraceDigest != corpus.Digest {
+	if rp == nil || rp.Entries != 40 || rp.TimeScale != 0.5 || rp.LengthUnit != contract.RowReplayLengthUnitWordsPerToken || rp.TraceDigest != corpus.Digest {
 		t.Fatalf("replay %+v", rp)
 	}
 	for k, r := range row.Records {
