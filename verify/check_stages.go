@@ -269,7 +269,11 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 		unit = contract.RowReplayLengthUnitTokens
 	}
 	if string(cp.LengthUnit) != string(unit) {
-		c.add(path, base+"/replay/length_unit", ErrRowMismatch, "the workload's trace declares length_unit %q, but the case %s a tokenizer: want %s", cp.LengthUnit, map[bool]string{true: "binds", false: "binds no"}[tokenized], unit)
+		binds := "the case binds no tokenizer"
+		if tokenized {
+			binds = "the case binds a tokenizer"
+		}
+		c.add(path, base+"/replay/length_unit", ErrRowMismatch, "the workload's trace declares length_unit %q, but %s: want %s", cp.LengthUnit, binds, unit)
 	}
 	want := metric.ReplayOf(reqs, cp.Digest, scale, unit, wpt)
 	if rp.TraceDigest != want.TraceDigest || rp.TimeScale != want.TimeScale || rp.WordsPerToken != want.WordsPerToken || rp.LengthUnit != want.LengthUnit || rp.Entries != want.Entries {
