@@ -2837,6 +2837,13 @@ type Corpus struct {
 	PrefixWords int64        `json:"prefix_words,omitempty"`
 	Suffixes    int64        `json:"suffixes,omitempty"`
 	SuffixWords *SuffixRange `json:"suffix_words,omitempty"`
+	// PrefixTokens and suffix_tokens (both or neither; they need the case's bound tokenizer)
+	// make the lengths tokens (docs/caching.md "Shared prefixes"): each group's prefix is exactly
+	// prefix_tokens tokens of bare text as that tokenizer counts it, and each suffix adds exactly
+	// its seeded count from min to max to the prefix's prompt count with the case's template;
+	// prefix_words and suffix_words are then not used.
+	PrefixTokens *int64       `json:"prefix_tokens,omitempty"`
+	SuffixTokens *TokensRange `json:"suffix_tokens,omitempty"`
 }
 
 // Prompt is workload/v1 #Prompt.

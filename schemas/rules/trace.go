@@ -28,3 +28,26 @@ func (r *rules) traceCorpus(cb string, c contract.Case) {
 		}
 	}
 }
+
+// sharedPrefixTokens checks a shared-prefix corpus's token lengths (docs/caching.md "Shared
+// prefixes"): prefix_tokens and suffix_tokens come together, need the case's tokenizer, and the
+// suffix range is ordered.
+func (r *rules) sharedPrefixTokens(cb string, c contract.Case) {
+	cp := c.Corpus
+	if cp == nil || cp.Source != contract.CorpusSourceSharedPrefix || (cp.PrefixTokens == nil && cp.SuffixTokens == nil) {
+		return
+	}
+	if (cp.PrefixTokens == nil) != (cp.SuffixTokens == nil) {
+		field := "prefix_tokens"
+		if cp.SuffixTokens == nil {
+			field = "suffix_tokens"
+		}
+		r.add(cb+"/corpus/"+field, "prefix_tokens and suffix_tokens come together: declare %s too, or neither", field)
+	}
+	if st := cp.SuffixTokens; st != nil && st.Min > st.Max {
+		r.add(cb+"/corpus/suffix_tokens/min", "min %d is greater than max %d", st.Min, st.Max)
+	}
+	if c.Tokenizer == nil {
+		r.add(cb+"/corpus/prefix_tokens", "prefix_tokens and suffix_tokens need a tokenizer to count with: bind one in the case's tokenizer")
+	}
+}
