@@ -10,9 +10,10 @@ import (
 
 // Shared-prefix workloads (docs/caching.md "Shared prefixes"): the anchors are vLLM's
 // prefix_repetition dataset and GuideLLM's prefix_tokens/prefix_count. Lengths are in words of
-// the synthetic vocabulary until a bound tokenizer lets the generator target tokens: qualsim
-// counts one token per word; a real engine's tokenizer makes each of these short English words
-// one or two tokens, so a word count approximates a token count from below.
+// the synthetic vocabulary unless the case binds a tokenizer and declares prefix_tokens and
+// suffix_tokens (SharedPrefixTokens): qualsim counts one token per word; a real engine's
+// tokenizer makes each of these short English words one or two tokens, so a word count
+// approximates a token count from below.
 
 // resolveSharedPrefix resolves a shared_prefix corpus (see Resolve).
 func resolveSharedPrefix(corpus contract.Corpus) ([]Prompt, error) {
