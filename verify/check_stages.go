@@ -21,7 +21,7 @@ func (s *snapshot) checkStages(c *collector, path string, j int, row contract.Ro
 		if entries == nil && j == 0 {
 			c.note("case %s: %s", wc.ID, note)
 		}
-		checkReplay(c, path, j, row, wc.Corpus, wc.Tokenizer != nil, entries, recs, tol)
+		checkReplay(c, path, j, row, wc.Corpus, wc.Tokenizer != nil, wc.CacheRegime != contract.CacheRegimeCold, entries, recs, tol)
 		return
 	}
 	checkStages(c, path, j, row, wc, seed, recs, tol)
@@ -240,7 +240,7 @@ func checkSeries(c *collector, path, base string, got, want contract.RowSeries, 
 // trace entry's t_sched). With the trace (entries, from its bound artifact), every measured
 // t_sched is the row's start plus its entry's scaled offset (trace.Offsets), and no success has
 // more completion tokens than its entry's output_length.
-func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, tokenized bool, entries []trace.Entry, recs []*record, tol Tolerance) {
+func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, tokenized, noNonce bool, entries []trace.Entry, recs []*record, tol Tolerance) {
 	base := jp("rows", j)
 	if row.Loop != contract.RowLoopOpen {
 		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a trace replay is %s loop: a replay is open loop", row.Concurrency, row.Repetition, row.Loop)
@@ -289,7 +289,10 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 	}
 	unmeasured := int64(len(recs) - len(measured))
 	if len(measured) > 0 && entries != nil {
-		checkTraceSchedule(c, row, entries, trace.Offsets(entries, scale), measured, unmeasured)
+		// In tokens (and without a cold row's nonce on top), the client's prompt count is the
+		// entry's input_length.
+		exact := tokenized && noNonce && cp.LengthUnit == contract.TraceCorpusLengthUnitTokens
+		checkTraceSchedule(c, row, entries, trace.Offsets(entries, scale), measured, unmeasured, exact)
 	}
 	if len(measured) == 0 || row.Series == nil {
 		return
@@ -305,7 +308,7 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 // checkTraceSchedule: measured request k (index minus the unmeasured) is trace entry k, scheduled
 // at the row's start (the first measured record's t_sched minus its offset) plus offs[k], and a
 // success has at most the entry's output_length completion tokens.
-func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record, unmeasured int64) {
+func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record, unmeasured int64, exactTokens bool) {
 	k0 := measured[0].index - unmeasured
 	if k0 < 0 || k0 >= int64(len(offs)) {
 		c.add(row.Records.Path, jp(measured[0].line, "index"), ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].index, len(entries))
@@ -324,6 +327,10 @@ func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, o
 		}
 		if !r.failed && r.hasUsage && r.n > entries[k].OutputLength {
 			c.add(row.Records.Path, jp(r.line, "usage", "completion_tokens"), ErrRowMismatch, "trace row c%d-r%d: request %d has %d completion tokens, its trace entry's output_length is %d", row.Concurrency, row.Repetition, r.index, r.n, entries[k].OutputLength) // not a contract value: the record's member name
+			return
+		}
+		if exactTokens && r.hasClient && r.client.PromptTokens != entries[k].InputLength {
+			c.add(row.Records.Path, jp(r.line, "client_tokens", "prompt_tokens"), ErrRowMismatch, "trace row c%d-r%d: request %d's prompt counts %d tokens, its trace entry's input_length is %d (length_unit tokens)", row.Concurrency, row.Repetition, r.index, r.client.PromptTokens, entries[k].InputLength) // not a contract value: the record's member name
 			return
 		}
 	}

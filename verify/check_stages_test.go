@@ -98,7 +98,7 @@ func TestCheckTraceSchedule(t *testing.T) {
 	build := func() []*record {
 		var out []*record
 		for k, o := range offs {
-			out = append(out, &record{line: k + 1, index: int64(k + 1), sched: 7e9 + o, hasUsage: true, n: entries[k].OutputLength})
+			out = append(out, &record{line: k + 1, index: int64(k + 1), sched: 7e9 + o, hasUsage: true, n: entries[k].OutputLength, client: contract.ClientTokens{PromptTokens: entries[k].InputLength}, hasClient: true})
 		}
 		return out
 	}
@@ -106,15 +106,19 @@ func TestCheckTraceSchedule(t *testing.T) {
 		name   string
 		tamper func([]*record) []*record
 		want   string
+		exact  bool
 	}{
-		{"honest", func(r []*record) []*record { return r }, ""},
-		{"moved", func(r []*record) []*record { r[2].sched += 1e6; return r }, "did not replay its trace's timestamps"},
-		{"beyond", func(r []*record) []*record { return append(r, &record{line: 9, index: 4, sched: 8e9}) }, "not an entry of its trace"},
-		{"tokens", func(r []*record) []*record { r[1].n = 3; return r }, "output_length is 2"},
+		{"honest", func(r []*record) []*record { return r }, "", false},
+		{"honest in tokens", func(r []*record) []*record { return r }, "", true},
+		{"prompt tokens", func(r []*record) []*record { r[1].client.PromptTokens = 6; return r }, "input_length is 5", true},
+		{"prompt tokens in words", func(r []*record) []*record { r[1].client.PromptTokens = 6; return r }, "", false},
+		{"moved", func(r []*record) []*record { r[2].sched += 1e6; return r }, "did not replay its trace's timestamps", false},
+		{"beyond", func(r []*record) []*record { return append(r, &record{line: 9, index: 4, sched: 8e9}) }, "not an entry of its trace", false},
+		{"tokens", func(r []*record) []*record { r[1].n = 3; return r }, "output_length is 2", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &collector{check: CheckTolerances}
-			checkTraceSchedule(c, contract.Row{Concurrency: 4}, entries, offs, tc.tamper(build()), 1)
+			checkTraceSchedule(c, contract.Row{Concurrency: 4}, entries, offs, tc.tamper(build()), 1, tc.exact)
 			res := c.result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
@@ -229,7 +233,7 @@ func TestCheckReplayUnit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &collector{check: CheckTolerances}
-			checkReplay(c, "cr.json", 0, tc.row, tc.cp, tc.tokenized, nil, build(), Tolerance{Absolute: 1e-9, Relative: 1e-9})
+			checkReplay(c, "cr.json", 0, tc.row, tc.cp, tc.tokenized, true, nil, build(), Tolerance{Absolute: 1e-9, Relative: 1e-9})
 			res := c.result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
