@@ -12,11 +12,17 @@ import (
 // refused with a semantic violation at its pointer, and with nothing else.
 func TestSessionRules(t *testing.T) {
 	for file, pointer := range map[string]string{
-		"sessions-cold-regime.json":                  "/variants/0/cases/0/cache_regime",
-		"sessions-synthetic-turns-min-over-max.json": "/variants/0/cases/0/corpus/turns/min",
-		"sessions-with-requests.json":                "/variants/0/cases/0/requests",
-		"shared-prefix-suffix-min-over-max.json":     "/variants/0/cases/0/corpus/suffix_words/min",
-		"session-turn-missing-reply-digest.json":     "/session/reply_digests",
+		"sessions-cold-regime.json":                   "/variants/0/cases/0/cache_regime",
+		"sessions-synthetic-turns-min-over-max.json":  "/variants/0/cases/0/corpus/turns/min",
+		"sessions-with-requests.json":                 "/variants/0/cases/0/requests",
+		"shared-prefix-suffix-min-over-max.json":      "/variants/0/cases/0/corpus/suffix_words/min",
+		"session-turn-missing-reply-digest.json":      "/session/reply_digests",
+		"trace-tokens-without-tokenizer.json":         "/variants/0/cases/0/corpus/length_unit",
+		"trace-words-per-token-missing.json":          "/variants/0/cases/0/corpus/words_per_token",
+		"trace-tokens-with-words-per-token.json":      "/variants/0/cases/0/corpus/words_per_token",
+		"shared-prefix-tokens-without-tokenizer.json": "/variants/0/cases/0/corpus/prefix_tokens",
+		"shared-prefix-tokens-suffix-missing.json":    "/variants/0/cases/0/corpus/suffix_tokens",
+		"shared-prefix-tokens-min-over-max.json":      "/variants/0/cases/0/corpus/suffix_tokens/min",
 	} {
 		t.Run(file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", "rules", file))

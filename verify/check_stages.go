@@ -21,7 +21,7 @@ func (s *snapshot) checkStages(c *collector, path string, j int, row contract.Ro
 		if entries == nil && j == 0 {
 			c.note("case %s: %s", wc.ID, note)
 		}
-		checkReplay(c, path, j, row, wc.Corpus, entries, recs, tol)
+		checkReplay(c, path, j, row, wc.Corpus, wc.Tokenizer != nil, wc.CacheRegime != contract.CacheRegimeCold, entries, recs, tol)
 		return
 	}
 	checkStages(c, path, j, row, wc, seed, recs, tol)
@@ -234,12 +234,13 @@ func checkSeries(c *collector, path, base string, got, want contract.RowSeries, 
 }
 
 // checkReplay checks a trace row: open loop, no stages, its replay block names the workload's
-// trace (digest, time scale, words per token) and its entries and send errors are the records'
+// trace (digest, time scale, length unit: tokens exactly when the case binds a tokenizer, and
+// words per token with the words_per_token unit) and its entries and send errors are the records'
 // (metric.ReplayOf), and its per-second series is the records' from the row's start (the first
 // trace entry's t_sched). With the trace (entries, from its bound artifact), every measured
 // t_sched is the row's start plus its entry's scaled offset (trace.Offsets), and no success has
 // more completion tokens than its entry's output_length.
-func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, entries []trace.Entry, recs []*record, tol Tolerance) {
+func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, tokenized, noNonce bool, entries []trace.Entry, recs []*record, tol Tolerance) {
 	base := jp("rows", j)
 	if row.Loop != contract.RowLoopOpen {
 		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a trace replay is %s loop: a replay is open loop", row.Concurrency, row.Repetition, row.Loop)
@@ -262,9 +263,21 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 	if cp.WordsPerToken != nil {
 		wpt = *cp.WordsPerToken
 	}
-	want := metric.ReplayOf(reqs, cp.Digest, scale, wpt)
+	// The unit follows the case: tokens exactly when it binds a tokenizer to count them with.
+	unit := contract.RowReplayLengthUnitWordsPerToken
+	if tokenized {
+		unit = contract.RowReplayLengthUnitTokens
+	}
+	if string(cp.LengthUnit) != string(unit) {
+		binds := "the case binds no tokenizer"
+		if tokenized {
+			binds = "the case binds a tokenizer"
+		}
+		c.add(path, base+"/replay/length_unit", ErrRowMismatch, "the workload's trace declares length_unit %q, but %s: want %s", cp.LengthUnit, binds, unit)
+	}
+	want := metric.ReplayOf(reqs, cp.Digest, scale, unit, wpt)
 	if rp.TraceDigest != want.TraceDigest || rp.TimeScale != want.TimeScale || rp.WordsPerToken != want.WordsPerToken || rp.LengthUnit != want.LengthUnit || rp.Entries != want.Entries {
-		c.add(path, base+"/replay", ErrRowMismatch, "replay of %s at time scale %s, %s words per token, %d entries; the workload and records say %s, %s, %s, %d", rp.TraceDigest, fmtFloat(rp.TimeScale), fmtFloat(rp.WordsPerToken), rp.Entries, want.TraceDigest, fmtFloat(want.TimeScale), fmtFloat(want.WordsPerToken), want.Entries)
+		c.add(path, base+"/replay", ErrRowMismatch, "replay of %s at time scale %s, length unit %s, %s words per token, %d entries; the workload and records say %s, %s, %s, %s, %d", rp.TraceDigest, fmtFloat(rp.TimeScale), rp.LengthUnit, fmtFloat(rp.WordsPerToken), rp.Entries, want.TraceDigest, fmtFloat(want.TimeScale), want.LengthUnit, fmtFloat(want.WordsPerToken), want.Entries)
 	}
 	for _, x := range []struct {
 		field     string
@@ -276,7 +289,10 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 	}
 	unmeasured := int64(len(recs) - len(measured))
 	if len(measured) > 0 && entries != nil {
-		checkTraceSchedule(c, row, entries, trace.Offsets(entries, scale), measured, unmeasured)
+		// In tokens (and without a cold row's nonce on top), the client's prompt count is the
+		// entry's input_length.
+		exact := tokenized && noNonce && cp.LengthUnit == contract.TraceCorpusLengthUnitTokens
+		checkTraceSchedule(c, row, entries, trace.Offsets(entries, scale), measured, unmeasured, exact)
 	}
 	if len(measured) == 0 || row.Series == nil {
 		return
@@ -292,7 +308,7 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 // checkTraceSchedule: measured request k (index minus the unmeasured) is trace entry k, scheduled
 // at the row's start (the first measured record's t_sched minus its offset) plus offs[k], and a
 // success has at most the entry's output_length completion tokens.
-func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record, unmeasured int64) {
+func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record, unmeasured int64, exactTokens bool) {
 	k0 := measured[0].index - unmeasured
 	if k0 < 0 || k0 >= int64(len(offs)) {
 		c.add(row.Records.Path, jp(measured[0].line, "index"), ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].index, len(entries))
@@ -311,6 +327,10 @@ func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, o
 		}
 		if !r.failed && r.hasUsage && r.n > entries[k].OutputLength {
 			c.add(row.Records.Path, jp(r.line, "usage", "completion_tokens"), ErrRowMismatch, "trace row c%d-r%d: request %d has %d completion tokens, its trace entry's output_length is %d", row.Concurrency, row.Repetition, r.index, r.n, entries[k].OutputLength) // not a contract value: the record's member name
+			return
+		}
+		if exactTokens && r.hasClient && r.client.PromptTokens != entries[k].InputLength {
+			c.add(row.Records.Path, jp(r.line, "client_tokens", "prompt_tokens"), ErrRowMismatch, "trace row c%d-r%d: request %d's prompt counts %d tokens, its trace entry's input_length is %d (length_unit tokens)", row.Concurrency, row.Repetition, r.index, r.client.PromptTokens, entries[k].InputLength) // not a contract value: the record's member name
 			return
 		}
 	}

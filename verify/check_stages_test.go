@@ -98,7 +98,7 @@ func TestCheckTraceSchedule(t *testing.T) {
 	build := func() []*record {
 		var out []*record
 		for k, o := range offs {
-			out = append(out, &record{line: k + 1, index: int64(k + 1), sched: 7e9 + o, hasUsage: true, n: entries[k].OutputLength})
+			out = append(out, &record{line: k + 1, index: int64(k + 1), sched: 7e9 + o, hasUsage: true, n: entries[k].OutputLength, client: contract.ClientTokens{PromptTokens: entries[k].InputLength}, hasClient: true})
 		}
 		return out
 	}
@@ -106,15 +106,19 @@ func TestCheckTraceSchedule(t *testing.T) {
 		name   string
 		tamper func([]*record) []*record
 		want   string
+		exact  bool
 	}{
-		{"honest", func(r []*record) []*record { return r }, ""},
-		{"moved", func(r []*record) []*record { r[2].sched += 1e6; return r }, "did not replay its trace's timestamps"},
-		{"beyond", func(r []*record) []*record { return append(r, &record{line: 9, index: 4, sched: 8e9}) }, "not an entry of its trace"},
-		{"tokens", func(r []*record) []*record { r[1].n = 3; return r }, "output_length is 2"},
+		{"honest", func(r []*record) []*record { return r }, "", false},
+		{"honest in tokens", func(r []*record) []*record { return r }, "", true},
+		{"prompt tokens", func(r []*record) []*record { r[1].client.PromptTokens = 6; return r }, "input_length is 5", true},
+		{"prompt tokens in words", func(r []*record) []*record { r[1].client.PromptTokens = 6; return r }, "", false},
+		{"moved", func(r []*record) []*record { r[2].sched += 1e6; return r }, "did not replay its trace's timestamps", false},
+		{"beyond", func(r []*record) []*record { return append(r, &record{line: 9, index: 4, sched: 8e9}) }, "not an entry of its trace", false},
+		{"tokens", func(r []*record) []*record { r[1].n = 3; return r }, "output_length is 2", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &collector{check: CheckTolerances}
-			checkTraceSchedule(c, contract.Row{Concurrency: 4}, entries, offs, tc.tamper(build()), 1)
+			checkTraceSchedule(c, contract.Row{Concurrency: 4}, entries, offs, tc.tamper(build()), 1, tc.exact)
 			res := c.result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
@@ -183,6 +187,62 @@ func TestCheckClosedStages(t *testing.T) {
 			}
 			for _, f := range res.Findings {
 				if strings.Contains(f.Error(), tc.want) {
+					return
+				}
+			}
+			t.Fatalf("no finding mentioning %q: %v", tc.want, res.Findings)
+		})
+	}
+}
+
+// TestCheckReplayUnit: a trace row's replay unit follows the case: tokens (no words_per_token)
+// where it binds a tokenizer, words_per_token with the workload's words_per_token otherwise; a
+// row that claims the other unit, and a workload whose declared unit disagrees with its
+// tokenizer, are found.
+func TestCheckReplayUnit(t *testing.T) {
+	build := func() []*record {
+		var recs []*record
+		for k := range 5 {
+			s := int64(2e9) + int64(k)*10e6
+			recs = append(recs, &record{line: k + 1, index: int64(k), sched: s, send: s + 2e5, hasSend: true, end: s + 5e6, hasEnd: true, cls: s + 6e6, hasClose: true, content: []int64{s + 1e6, s + 5e6}, hasUsage: true, n: 2, p: 3})
+		}
+		return recs
+	}
+	wpt, scale := 0.75, 0.5
+	digest := "sha256:" + strings.Repeat("a", 64)
+	words := &contract.Corpus{Source: contract.CorpusSourceTrace, Digest: digest, TimeScale: &scale, LengthUnit: contract.TraceCorpusLengthUnitWordsPerToken, WordsPerToken: &wpt}
+	tokens := &contract.Corpus{Source: contract.CorpusSourceTrace, Digest: digest, TimeScale: &scale, LengthUnit: contract.TraceCorpusLengthUnitTokens}
+	row := func(unit contract.RowReplayLengthUnit, w float64) contract.Row {
+		reqs, _ := measuredRequests(build())
+		rp := metric.ReplayOf(reqs, digest, scale, unit, w)
+		return contract.Row{Concurrency: 4, Loop: contract.RowLoopOpen, Replay: &rp}
+	}
+	for _, tc := range []struct {
+		name      string
+		row       contract.Row
+		cp        *contract.Corpus
+		tokenized bool
+		want      string
+	}{
+		{"words honest", row(contract.RowReplayLengthUnitWordsPerToken, wpt), words, false, ""},
+		{"tokens honest", row(contract.RowReplayLengthUnitTokens, 0), tokens, true, ""},
+		{"row claims tokens", row(contract.RowReplayLengthUnitTokens, 0), words, false, "length unit tokens"},
+		{"row claims words", row(contract.RowReplayLengthUnitWordsPerToken, wpt), tokens, true, "length unit words_per_token"},
+		{"tokens without tokenizer", row(contract.RowReplayLengthUnitWordsPerToken, 0), tokens, false, "the case binds no tokenizer"},
+		{"words with tokenizer", row(contract.RowReplayLengthUnitTokens, 0), words, true, "the case binds a tokenizer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &collector{check: CheckTolerances}
+			checkReplay(c, "cr.json", 0, tc.row, tc.cp, tc.tokenized, true, nil, build(), Tolerance{Absolute: 1e-9, Relative: 1e-9})
+			res := c.result()
+			if tc.want == "" {
+				if len(res.Findings) != 0 {
+					t.Fatalf("findings %v", res.Findings)
+				}
+				return
+			}
+			for _, f := range res.Findings {
+				if errors.Is(f, ErrRowMismatch) && strings.Contains(f.Error(), tc.want) {
 					return
 				}
 			}

@@ -189,7 +189,7 @@ func TestArrivalFidelity(t *testing.T) {
 	}
 	tc := servingCase(256, n, 4)
 	ts, wpt, block := 1/scale, 0.75, int64(512)
-	tc.Corpus = &contract.Corpus{Source: contract.CorpusSourceTrace, TimeScale: &ts, LengthUnit: contract.TraceCorpusLengthUnit, WordsPerToken: &wpt, BlockTokens: &block, Digest: "sha256:" + strings.Repeat("0", 64)}
+	tc.Corpus = &contract.Corpus{Source: contract.CorpusSourceTrace, TimeScale: &ts, LengthUnit: contract.TraceCorpusLengthUnitWordsPerToken, WordsPerToken: &wpt, BlockTokens: &block, Digest: "sha256:" + strings.Repeat("0", 64)}
 
 	var gq, gb, gp, tq, tb, tp []arrivalRun
 	for range runs {

@@ -73,6 +73,22 @@ func (p *Plan) loadTokenizers() error {
 			}
 			p.prompts[pin.caseID] = prompts
 		}
+		// A shared-prefix corpus with prefix_tokens and suffix_tokens is generated to exact lengths.
+		if co := pin.c.Corpus; co != nil && co.Source == contract.CorpusSourceSharedPrefix && co.PrefixTokens != nil && co.SuffixTokens != nil && co.Seed != nil {
+			prompts, err := load.SharedPrefixTokens(uint64(*co.Seed), int(co.Groups), int(*co.PrefixTokens), int(co.Suffixes), [2]int{int(co.SuffixTokens.Min), int(co.SuffixTokens.Max)}, tc, pin.c.Tokenizer.Template)
+			if err != nil {
+				return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, pin.caseID, err)
+			}
+			p.prompts[pin.caseID] = prompts
+		}
+		// A trace of length_unit tokens is synthesised to its exact input lengths with it.
+		if co := pin.c.Corpus; co != nil && co.Source == contract.CorpusSourceTrace && co.LengthUnit == contract.TraceCorpusLengthUnitTokens {
+			prompts, err := load.TraceTokenCorpus(*co, p.root, tc, pin.c.Tokenizer.Template)
+			if err != nil {
+				return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, pin.caseID, err)
+			}
+			p.prompts[pin.caseID] = prompts
+		}
 	}
 	return nil
 }

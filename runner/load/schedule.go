@@ -273,7 +273,7 @@ func (rs *rowSchedule) reportTrace(row *contract.Row, corpus *contract.Corpus, p
 	if corpus.WordsPerToken != nil {
 		wpt = *corpus.WordsPerToken
 	}
-	rp := metric.ReplayOf(reqs, corpus.Digest, scale, wpt)
+	rp := metric.ReplayOf(reqs, corpus.Digest, scale, contract.RowReplayLengthUnit(corpus.LengthUnit), wpt)
 	row.Replay = &rp
 	horizon := int64(0)
 	if len(rs.offsets) > 0 {

@@ -219,27 +219,144 @@ func readTraceCorpus(corpus contract.Corpus, repoRoot string) ([]Prompt, error) 
 	if rel == "" || strings.Contains(rel, `\`) || !filepath.IsLocal(filepath.FromSlash(rel)) {
 		return nil, fmt.Errorf("%w: path %q: want a repository-relative path that stays inside the repository", ErrCorpus, rel)
 	}
-	if corpus.LengthUnit != contract.TraceCorpusLengthUnit || corpus.WordsPerToken == nil || corpus.BlockTokens == nil {
-		return nil, fmt.Errorf("%w: trace %s: want length_unit %s with words_per_token and block_tokens", ErrCorpus, rel, contract.TraceCorpusLengthUnit)
+	wpt := corpus.WordsPerToken
+	switch {
+	case corpus.BlockTokens == nil:
+		return nil, fmt.Errorf("%w: trace %s: want block_tokens", ErrCorpus, rel)
+	case corpus.LengthUnit == contract.TraceCorpusLengthUnitWordsPerToken && wpt == nil:
+		return nil, fmt.Errorf("%w: trace %s: length_unit %s wants words_per_token", ErrCorpus, rel, corpus.LengthUnit)
+	case corpus.LengthUnit == contract.TraceCorpusLengthUnitTokens && wpt == nil:
+		// The prompts are synthesised to exact token counts once the case's tokenizer is
+		// loaded (TraceTokenCorpus); these one-word-per-token stand-ins only size the plan.
+		one := 1.0
+		wpt = &one
+	case corpus.LengthUnit != contract.TraceCorpusLengthUnitWordsPerToken:
+		return nil, fmt.Errorf("%w: trace %s: length_unit %q with words_per_token: want words_per_token with it, or tokens without", ErrCorpus, rel, corpus.LengthUnit)
+	}
+	entries, scale, err := readTraceEntries(corpus, repoRoot)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := TracePrompts(entries, *wpt, *corpus.BlockTokens, scale)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, rel, err)
+	}
+	return ps, nil
+}
+
+// readTraceEntries reads a trace corpus's entries (bound by digest) and its time scale.
+func readTraceEntries(corpus contract.Corpus, repoRoot string) ([]TraceEntry, float64, error) {
+	rel := corpus.Path
+	if rel == "" || strings.Contains(rel, `\`) || !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return nil, 0, fmt.Errorf("%w: path %q: want a repository-relative path that stays inside the repository", ErrCorpus, rel)
 	}
 	data, err := evidence.ReadFileLimited(filepath.Join(repoRoot, filepath.FromSlash(rel)), MaxTraceBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: read %s: %w", ErrCorpus, rel, err)
+		return nil, 0, fmt.Errorf("%w: read %s: %w", ErrCorpus, rel, err)
 	}
 	if got := evidence.DigestOf(data); got != corpus.Digest {
-		return nil, fmt.Errorf("%w: %s has digest %s, the workload declares %s", ErrCorpus, rel, got, corpus.Digest)
+		return nil, 0, fmt.Errorf("%w: %s has digest %s, the workload declares %s", ErrCorpus, rel, got, corpus.Digest)
 	}
 	entries, err := ReadTrace(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, rel, err)
+		return nil, 0, fmt.Errorf("%w: %s: %w", ErrCorpus, rel, err)
 	}
 	scale := 1.0
 	if corpus.TimeScale != nil {
 		scale = *corpus.TimeScale
 	}
-	ps, err := TracePrompts(entries, *corpus.WordsPerToken, *corpus.BlockTokens, scale)
+	return entries, scale, nil
+}
+
+// TraceTokenCorpus resolves a trace corpus of length_unit tokens with the case's bound
+// tokenizer: its entries (bound by digest, as readTraceCorpus reads them) synthesised with
+// TraceTokenPrompts.
+func TraceTokenCorpus(corpus contract.Corpus, repoRoot string, tc TokenCounter, template contract.TokenizerTemplate) ([]Prompt, error) {
+	if corpus.Source != contract.CorpusSourceTrace || corpus.LengthUnit != contract.TraceCorpusLengthUnitTokens || corpus.BlockTokens == nil {
+		return nil, fmt.Errorf("%w: trace %s: want length_unit %s with block_tokens", ErrCorpus, corpus.Path, contract.TraceCorpusLengthUnitTokens)
+	}
+	entries, scale, err := readTraceEntries(corpus, repoRoot)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, rel, err)
+		return nil, err
+	}
+	ps, err := TraceTokenPrompts(entries, *corpus.BlockTokens, scale, tc, template)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, corpus.Path, err)
 	}
 	return ps, nil
+}
+
+// TraceTokenPrompts synthesises one prompt per entry, exactly input_length tokens as tc counts
+// it with template (a user message; docs/metrics.md "Trace replay"). Block j of a hash_ids
+// prefix is the text of SyntheticTokens' exact-length synthesis of blockTokens tokens (counted
+// as bare text) from SplitMix64 seeded with hash_ids[j] ⊕ 0x51574B5452414345, so requests
+// sharing a hash id prefix share those blocks' text; blocks are joined by a space and taken
+// while the prompt so far (and a space) counts fewer than input_length tokens. The rest is the
+// same exact-length synthesis continuing that prefix to input_length tokens, its words drawn
+// from the next hash id's stream (so a cut last block still shares its first words) or, past
+// the hash ids, from SplitMix64 seeded with the entry's index ⊕ the salt ⊕ 1<<62. Ids, MaxTokens
+// and AtNs are TracePrompts'. An input_length the template's own tokens already reach is an
+// error naming the entry.
+func TraceTokenPrompts(entries []TraceEntry, blockTokens int64, timeScale float64, tc TokenCounter, template contract.TokenizerTemplate) ([]Prompt, error) {
+	if blockTokens < 1 || !(timeScale > 0) || math.IsInf(timeScale, 0) || tc == nil {
+		return nil, fmt.Errorf("%w: block_tokens %d, time_scale %g: want a tokenizer, block_tokens >= 1 and a finite time_scale > 0", ErrTrace, blockTokens, timeScale)
+	}
+	prompt := func(text string) (int64, error) {
+		return tc.PromptTokens(template, []string{"user"}, []string{text})
+	}
+	blocks := map[int64]string{}
+	block := func(h int64) (string, error) {
+		if b, ok := blocks[h]; ok {
+			return b, nil
+		}
+		rng := metric.SplitMix64{State: uint64(h) ^ traceSalt}
+		b, err := exactText(&rng, blockTokens, tc.TextTokens)
+		if err != nil {
+			return "", fmt.Errorf("hash id %d: %v", h, err)
+		}
+		blocks[h] = b
+		return b, nil
+	}
+	offs := trace.Offsets(entries, timeScale)
+	out := make([]Prompt, len(entries))
+	for i, e := range entries {
+		if e.InputLength*8 > MaxPromptBytes {
+			return nil, fmt.Errorf("%w: entry %d: %d tokens exceed the prompt bound of %d bytes", ErrTrace, i, e.InputLength, MaxPromptBytes)
+		}
+		prefix := ""
+		next := metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
+		for j, h := range e.HashIDs {
+			b, err := block(h)
+			if err != nil {
+				return nil, fmt.Errorf("%w: entry %d: %v", ErrTrace, i, err)
+			}
+			cand := b
+			if prefix != "" {
+				cand = prefix + " " + b
+			}
+			n, err := prompt(cand + " ")
+			if err != nil {
+				return nil, fmt.Errorf("%w: entry %d: %v", ErrTrace, i, err)
+			}
+			if n >= e.InputLength {
+				next = metric.SplitMix64{State: uint64(e.HashIDs[j]) ^ traceSalt}
+				break
+			}
+			prefix = cand
+		}
+		sep := ""
+		if prefix != "" {
+			sep = " "
+		}
+		rest, err := exactText(&next, e.InputLength, func(s string) (int64, error) { return prompt(prefix + sep + s) })
+		if err != nil {
+			return nil, fmt.Errorf("%w: entry %d (%d tokens): %v", ErrTrace, i, e.InputLength, err)
+		}
+		text := prefix + sep + rest
+		if len(text) > MaxPromptBytes {
+			return nil, fmt.Errorf("%w: entry %d: %d bytes exceed the prompt bound of %d bytes", ErrTrace, i, len(text), MaxPromptBytes)
+		}
+		out[i] = Prompt{ID: fmt.Sprintf("trace-%06d", i), Text: text, MaxTokens: e.OutputLength, AtNs: offs[i]}
+	}
+	return out, nil
 }

@@ -113,7 +113,7 @@ func TestRunTraceReplay(t *testing.T) {
 	WriteTrace(&buf, es)
 	os.WriteFile(filepath.Join(dir, "trace.jsonl"), buf.Bytes(), 0o644)
 	scale, wpt, block := 0.5, 0.75, int64(512)
-	corpus := contract.Corpus{Source: contract.CorpusSourceTrace, Path: "trace.jsonl", Digest: evidence.DigestOf(buf.Bytes()), TimeScale: &scale, LengthUnit: contract.TraceCorpusLengthUnit, WordsPerToken: &wpt, BlockTokens: &block}
+	corpus := contract.Corpus{Source: contract.CorpusSourceTrace, Path: "trace.jsonl", Digest: evidence.DigestOf(buf.Bytes()), TimeScale: &scale, LengthUnit: contract.TraceCorpusLengthUnitWordsPerToken, WordsPerToken: &wpt, BlockTokens: &block}
 	prompts, err := Resolve(corpus, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestRunTraceReplay(t *testing.T) {
 		}
 	}
 	rp := row.Row.Replay
-	if rp == nil || rp.Entries != 40 || rp.TimeScale != 0.5 || rp.LengthUnit != contract.RowReplayLengthUnit || rp.TraceDigest != corpus.Digest {
+	if rp == nil || rp.Entries != 40 || rp.TimeScale != 0.5 || rp.LengthUnit != contract.RowReplayLengthUnitWordsPerToken || rp.TraceDigest != corpus.Digest {
 		t.Fatalf("replay %+v", rp)
 	}
 	for k, r := range row.Records {
@@ -210,4 +210,101 @@ func FuzzImportAzure(f *testing.F) {
 			t.Fatalf("an imported trace does not read back: %v", err)
 		}
 	})
+}
+
+// TestRunTraceReplayTokens: with the case's tokenizer bound (length_unit tokens) every replayed
+// prompt is exactly its entry's input_length tokens, as the client's ledger counts it and as
+// qualsim's usage (counting with the same tokenizer) reports it; entries sharing hash ids share
+// those blocks' text (each block_tokens tokens alone), and the row's replay says length_unit
+// tokens without words_per_token.
+func TestRunTraceReplayTokens(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("..", "..", "workloads", "traces", "mooncake-sample.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := ImportMooncake(bytes.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	WriteTrace(&buf, es)
+	os.WriteFile(filepath.Join(dir, "trace.jsonl"), buf.Bytes(), 0o644)
+	scale, block := 0.5, int64(512)
+	corpus := contract.Corpus{Source: contract.CorpusSourceTrace, Path: "trace.jsonl", Digest: evidence.DigestOf(buf.Bytes()), TimeScale: &scale, LengthUnit: contract.TraceCorpusLengthUnitTokens, BlockTokens: &block}
+	if _, err := Resolve(corpus, dir); err != nil { // the plan-sizing stand-ins resolve without a tokenizer
+		t.Fatal(err)
+	}
+	prompts, err := TraceTokenCorpus(corpus, dir, thirds{}, contract.TokenizerTemplateLines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt := func(s string) int64 { n, _ := thirds{}.TextTokens(s); return n }
+	blockText := map[int64]string{}
+	shared := 0
+	for k, e := range es {
+		n, _ := thirds{}.PromptTokens(contract.TokenizerTemplateLines, []string{"user"}, []string{prompts[k].Text})
+		if n != e.InputLength || prompts[k].MaxTokens != e.OutputLength {
+			t.Fatalf("entry %d: %d tokens, max_tokens %d; the trace says %d, %d", k, n, prompts[k].MaxTokens, e.InputLength, e.OutputLength)
+		}
+		// Full blocks come first, joined by a space: block j's text is the same in every entry.
+		off := 0
+		for _, h := range e.HashIDs {
+			b, ok := blockText[h]
+			if !ok {
+				rest := prompts[k].Text[off:]
+				cut := strings.IndexByte(rest, ' ')
+				for cut >= 0 && tt(rest[:cut]) < block {
+					next := strings.IndexByte(rest[cut+1:], ' ')
+					if next < 0 {
+						cut = -1
+						break
+					}
+					cut += 1 + next
+				}
+				if cut < 0 || tt(rest[:cut]) != block {
+					break // a cut last block
+				}
+				b = rest[:cut]
+				blockText[h] = b
+			} else if strings.HasPrefix(prompts[k].Text[off:], b+" ") {
+				shared++
+			}
+			if !strings.HasPrefix(prompts[k].Text[off:], b+" ") {
+				break
+			}
+			off += len(b) + 1
+		}
+	}
+	if shared == 0 {
+		t.Fatalf("no entry shared a hash block's text (%d blocks seen)", len(blockText))
+	}
+	cfg := fastSim()
+	cfg.Tokens = simThirds{}
+	url := startSim(t, cfg)
+	zero, frac := int64(0), 0.0
+	c := servingCase([]int64{32}, 1, 0, 16)
+	c.Corpus = &corpus
+	c.Tokenizer = &contract.Tokenizer{Format: contract.TokenizerFormat, Path: "models/t.gguf", Digest: "sha256:" + strings.Repeat("ab", 32), Template: contract.TokenizerTemplateLines, MaxRequestDifference: &zero, MaxMismatchFraction: &frac}
+	c.OutputAssertions = nil
+	plan := Plan{CaseID: "trace", Case: c, BaseURL: url, ModelID: "qualsim-tiny", Prompts: prompts, Seed: 1, Epoch: time.Now(), Tokens: thirds{}}
+	res, err := Run(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := res.Rows[0]
+	if row.Row.Requests != int64(len(es)) || row.Row.Failures != 0 {
+		t.Fatalf("%d requests, %d failed", row.Row.Requests, row.Row.Failures)
+	}
+	for k, r := range row.Records {
+		checkRecordDoc(t, r)
+		if r.Usage == nil || r.ClientTokens == nil || r.Usage.PromptTokens != es[k].InputLength || r.ClientTokens.PromptTokens != es[k].InputLength {
+			t.Fatalf("request %d: usage %+v, client %+v; input_length %d", k, r.Usage, r.ClientTokens, es[k].InputLength)
+		}
+	}
+	rp := row.Row.Replay
+	if rp == nil || rp.LengthUnit != contract.RowReplayLengthUnitTokens || rp.WordsPerToken != 0 || rp.Entries != int64(len(es)) {
+		t.Fatalf("replay %+v", rp)
+	}
+	t.Logf("%d entries at exact input lengths (%d to %d tokens), %d shared block uses", len(es), slices.MinFunc(es, func(a, b TraceEntry) int { return int(a.InputLength - b.InputLength) }).InputLength, slices.MaxFunc(es, func(a, b TraceEntry) int { return int(a.InputLength - b.InputLength) }).InputLength, shared)
 }

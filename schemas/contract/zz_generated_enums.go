@@ -98,20 +98,16 @@ const (
 	IsolationNetwork = "private_loopback" // driver #Isolation.network
 	OutlierRuleRule  = "mad"              // fleetmanifest/v1 #OutlierRule.rule
 	// ReadinessPath polled with GET; always /v1/models in version 1.
-	ReadinessPath                         = "/v1/models"             // launch/v1 #Readiness.path
-	ResultProtocolFormat                  = "qualkit.case-result.v1" // workload/v1 #ResultProtocol.format
-	ResultProtocolPathEnvironmentVariable = "QUALKIT_CASE_RESULT"    // workload/v1 #ResultProtocol.path_environment_variable
-	// RowReplayLengthUnit: words_per_token (a declared approximation; no tokenizer artifact bound).
-	RowReplayLengthUnit                  = "words_per_token"                    // caseresult/v1 #RowReplay.length_unit
-	RowSeriesFormula                     = "per_second_series.v1"               // caseresult/v1 #RowSeries.formula
-	SharedPrefixCorpusGenerator          = "qualkit.shared-prefix.v1"           // workload/v1 #SharedPrefixCorpus.generator
-	SourceTreeHashFormat                 = "qualkit-source-tree-v1"             // receipt/v1 #Source.tree_hash_format
-	SyntheticConversationCorpusGenerator = "qualkit.synthetic-conversations.v1" // workload/v1 #SyntheticConversationCorpus.generator
-	SyntheticCorpusGenerator             = "qualkit.synthetic-words.v1"         // workload/v1 #SyntheticCorpus.generator
-	TokenizerFormat                      = "gguf"                               // workload/v1 #Tokenizer.format
-	// TraceCorpusLengthUnit says what input_length counts: words_per_token (no tokenizer artifact bound).
-	TraceCorpusLengthUnit = "words_per_token" // workload/v1 #TraceCorpus.length_unit
-	VerifierInfoName      = "qualverify"      // report/v1 #Report.verifier.name
+	ReadinessPath                         = "/v1/models"                         // launch/v1 #Readiness.path
+	ResultProtocolFormat                  = "qualkit.case-result.v1"             // workload/v1 #ResultProtocol.format
+	ResultProtocolPathEnvironmentVariable = "QUALKIT_CASE_RESULT"                // workload/v1 #ResultProtocol.path_environment_variable
+	RowSeriesFormula                      = "per_second_series.v1"               // caseresult/v1 #RowSeries.formula
+	SharedPrefixCorpusGenerator           = "qualkit.shared-prefix.v1"           // workload/v1 #SharedPrefixCorpus.generator
+	SourceTreeHashFormat                  = "qualkit-source-tree-v1"             // receipt/v1 #Source.tree_hash_format
+	SyntheticConversationCorpusGenerator  = "qualkit.synthetic-conversations.v1" // workload/v1 #SyntheticConversationCorpus.generator
+	SyntheticCorpusGenerator              = "qualkit.synthetic-words.v1"         // workload/v1 #SyntheticCorpus.generator
+	TokenizerFormat                       = "gguf"                               // workload/v1 #Tokenizer.format
+	VerifierInfoName                      = "qualverify"                         // report/v1 #Report.verifier.name
 )
 
 // Aggregation says how a metric value was aggregated from samples.
@@ -2061,6 +2057,33 @@ func (v RowPrefixCacheObserved) Valid() bool {
 	return false
 }
 
+// RowReplayLengthUnit: tokens (each prompt exactly input_length tokens by the case's bound
+// tokenizer) or words_per_token (a declared approximation; no tokenizer bound), then with
+// words_per_token (absent with tokens).
+//
+// CUE: caseresult/v1 #RowReplay.length_unit.
+type RowReplayLengthUnit string
+
+// The values of RowReplayLengthUnit.
+const (
+	RowReplayLengthUnitWordsPerToken RowReplayLengthUnit = "words_per_token"
+	RowReplayLengthUnitTokens        RowReplayLengthUnit = "tokens"
+)
+
+// RowReplayLengthUnitValues lists the values of RowReplayLengthUnit in contract order.
+func RowReplayLengthUnitValues() []RowReplayLengthUnit {
+	return []RowReplayLengthUnit{RowReplayLengthUnitWordsPerToken, RowReplayLengthUnitTokens}
+}
+
+// Valid reports whether v is one of the values of RowReplayLengthUnit.
+func (v RowReplayLengthUnit) Valid() bool {
+	switch v {
+	case RowReplayLengthUnitWordsPerToken, RowReplayLengthUnitTokens:
+		return true
+	}
+	return false
+}
+
 // RowStageKind is the enum at caseresult/v1 #RowStage.kind.
 //
 // CUE: caseresult/v1 #RowStage.kind.
@@ -2524,6 +2547,32 @@ func TokenizerTemplateValues() []TokenizerTemplate {
 func (v TokenizerTemplate) Valid() bool {
 	switch v {
 	case TokenizerTemplateLines, TokenizerTemplateContents:
+		return true
+	}
+	return false
+}
+
+// TraceCorpusLengthUnit says what input_length counts: tokens (the case binds a tokenizer; required
+// then) or words_per_token (a declared approximation; no tokenizer bound).
+//
+// CUE: workload/v1 #TraceCorpus.length_unit.
+type TraceCorpusLengthUnit string
+
+// The values of TraceCorpusLengthUnit.
+const (
+	TraceCorpusLengthUnitWordsPerToken TraceCorpusLengthUnit = "words_per_token"
+	TraceCorpusLengthUnitTokens        TraceCorpusLengthUnit = "tokens"
+)
+
+// TraceCorpusLengthUnitValues lists the values of TraceCorpusLengthUnit in contract order.
+func TraceCorpusLengthUnitValues() []TraceCorpusLengthUnit {
+	return []TraceCorpusLengthUnit{TraceCorpusLengthUnitWordsPerToken, TraceCorpusLengthUnitTokens}
+}
+
+// Valid reports whether v is one of the values of TraceCorpusLengthUnit.
+func (v TraceCorpusLengthUnit) Valid() bool {
+	switch v {
+	case TraceCorpusLengthUnitWordsPerToken, TraceCorpusLengthUnitTokens:
 		return true
 	}
 	return false

@@ -264,9 +264,11 @@ type SeriesBin struct {
 type RowReplay struct {
 	TraceDigest string  `json:"trace_digest"`
 	TimeScale   float64 `json:"time_scale"`
-	// LengthUnit: words_per_token (a declared approximation; no tokenizer artifact bound).
-	LengthUnit    string  `json:"length_unit"`
-	WordsPerToken float64 `json:"words_per_token"`
+	// LengthUnit: tokens (each prompt exactly input_length tokens by the case's bound
+	// tokenizer) or words_per_token (a declared approximation; no tokenizer bound), then with
+	// words_per_token (absent with tokens).
+	LengthUnit    RowReplayLengthUnit `json:"length_unit"`
+	WordsPerToken float64             `json:"words_per_token,omitempty"`
 	// Entries counts the trace's requests the row replayed (sent or not).
 	Entries int64 `json:"entries"`
 	// SendErrorP50Ms: send_error_p50_ms, send_error_p99_ms and send_error_max_ms summarise |t_send − t_trace| over
@@ -2823,9 +2825,11 @@ type Corpus struct {
 	PromptTokens *TokensRange `json:"prompt_tokens,omitempty"`
 	// TimeScale multiplies every inter-arrival time (0.5 replays twice as fast); absent means 1.
 	TimeScale *float64 `json:"time_scale,omitempty"`
-	// LengthUnit says what input_length counts: words_per_token (no tokenizer artifact bound).
-	LengthUnit string `json:"length_unit,omitempty"`
-	// WordsPerToken is the declared approximation: words per token of a synthesised prompt.
+	// LengthUnit says what input_length counts: tokens (the case binds a tokenizer; required
+	// then) or words_per_token (a declared approximation; no tokenizer bound).
+	LengthUnit TraceCorpusLengthUnit `json:"length_unit,omitempty"`
+	// WordsPerToken is the declared approximation: words per token of a synthesised prompt;
+	// required with length_unit words_per_token and absent with tokens (a semantic rule).
 	WordsPerToken *float64 `json:"words_per_token,omitempty"`
 	// BlockTokens is the token length of one hash_ids block (Mooncake: 512): requests sharing a
 	// hash id share that block's synthesised words, so a trace's prefix reuse reaches the server.
@@ -2836,6 +2840,13 @@ type Corpus struct {
 	PrefixWords int64        `json:"prefix_words,omitempty"`
 	Suffixes    int64        `json:"suffixes,omitempty"`
 	SuffixWords *SuffixRange `json:"suffix_words,omitempty"`
+	// PrefixTokens and suffix_tokens (both or neither; they need the case's bound tokenizer)
+	// make the lengths tokens (docs/caching.md "Shared prefixes"): each group's prefix is exactly
+	// prefix_tokens tokens of bare text as that tokenizer counts it, and each suffix adds exactly
+	// its seeded count from min to max to the prefix's prompt count with the case's template;
+	// prefix_words and suffix_words are then not used.
+	PrefixTokens *int64       `json:"prefix_tokens,omitempty"`
+	SuffixTokens *TokensRange `json:"suffix_tokens,omitempty"`
 }
 
 // Prompt is workload/v1 #Prompt.

@@ -386,6 +386,8 @@ func (r *rules) commandCase(cb string, w *contract.WorkloadDoc, c contract.Case,
 
 func (r *rules) servingCase(cb string, c contract.Case) {
 	r.capacityCase(cb, c)
+	r.traceCorpus(cb, c)
+	r.sharedPrefixTokens(cb, c)
 	prompts := map[string]bool{}
 	corpusSize := int64(0)
 	if c.Corpus != nil {

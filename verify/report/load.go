@@ -48,8 +48,12 @@ func (p pageData) Load(receipt, kase, row int) template.HTML {
 		fmt.Fprintf(&b, `<p class="note">Row ended: <span class="%s">%s</span> after %s s, %d cut at the grace deadline.</p>`, class, template.HTMLEscapeString(string(e.Reason)), num(e.AfterSeconds), e.Cut)
 	}
 	if rp := r.Replay; rp != nil {
-		fmt.Fprintf(&b, `<p class="note">Trace replay: %d entries of <span class="mono">%s</span> at time scale %s; lengths in %s (%s words per token, no tokenizer bound); send error |t_send − t_trace| p50 %s ms, p99 %s ms, max %s ms.</p>`,
-			rp.Entries, template.HTMLEscapeString(short(rp.TraceDigest)), num(rp.TimeScale), template.HTMLEscapeString(rp.LengthUnit), num(rp.WordsPerToken), num(rp.SendErrorP50Ms), num(rp.SendErrorP99Ms), num(rp.SendErrorMaxMs))
+		unit := "tokens (exact, by the case's bound tokenizer)"
+		if rp.LengthUnit != contract.RowReplayLengthUnitTokens {
+			unit = fmt.Sprintf("%s (%s words per token, no tokenizer bound)", template.HTMLEscapeString(string(rp.LengthUnit)), num(rp.WordsPerToken))
+		}
+		fmt.Fprintf(&b, `<p class="note">Trace replay: %d entries of <span class="mono">%s</span> at time scale %s; lengths in %s; send error |t_send − t_trace| p50 %s ms, p99 %s ms, max %s ms.</p>`,
+			rp.Entries, template.HTMLEscapeString(short(rp.TraceDigest)), num(rp.TimeScale), unit, num(rp.SendErrorP50Ms), num(rp.SendErrorP99Ms), num(rp.SendErrorMaxMs))
 	}
 	if len(r.Stages) > 0 {
 		b.WriteString(`<table class="rows"><thead><tr><th>stage</th><th>kind</th><th class="n">start s</th><th class="n">seconds</th><th class="n">offered/s</th><th class="n">achieved/s</th><th class="n">scheduled</th><th class="n">req</th><th class="n">fail</th></tr></thead><tbody>`)

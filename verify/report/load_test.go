@@ -16,7 +16,7 @@ func TestLoadDrawsSeries(t *testing.T) {
 	row := contract.Row{
 		Ended:  &contract.RowEnd{Reason: contract.RowEndReasonSaturation, AfterSeconds: 1.5},
 		Stages: []contract.RowStage{{Kind: contract.RowStageKindRamp, Seconds: 1, OfferedRate: f(50), AchievedRate: 49, Scheduled: 50, Requests: 50, Failures: 2}},
-		Replay: &contract.RowReplay{TraceDigest: "sha256:" + strings.Repeat("a", 64), TimeScale: 0.5, LengthUnit: contract.RowReplayLengthUnit, WordsPerToken: 0.75, Entries: 40, SendErrorP99Ms: 0.4},
+		Replay: &contract.RowReplay{TraceDigest: "sha256:" + strings.Repeat("a", 64), TimeScale: 0.5, LengthUnit: contract.RowReplayLengthUnitWordsPerToken, WordsPerToken: 0.75, Entries: 40, SendErrorP99Ms: 0.4},
 		Series: &contract.RowSeries{Formula: contract.RowSeriesFormula, Bins: []contract.SeriesBin{
 			{Second: 0, Scheduled: 20, Sent: 20, Completed: 19, InFlightMean: 1.2, E2EP50Ms: f(10), E2EP99Ms: f(20)},
 			{Second: 1, Scheduled: 40, Sent: 39, Completed: 0, InFlightMean: 2.5},
