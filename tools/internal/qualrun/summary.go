@@ -10,6 +10,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/tools/internal/numfmt"
 )
 
@@ -83,7 +84,12 @@ func rowSummary(caseID string, rep int64, row contract.Row) []string {
 		caseID, rep, row.Concurrency, row.Repetition, row.Loop, row.Successes, row.Failures, fid)
 	conc := "achieved rate " + formatNumber(row.Fidelity.AchievedRate) + " req/s"
 	if row.Fidelity.OfferedRate != nil {
-		conc = "offered rate " + formatNumber(*row.Fidelity.OfferedRate) + " req/s, " + conc
+		// A session row's declared rate is its session arrival rate; every turn is a request.
+		unit := " req/s, "
+		if sessionRow(row) {
+			unit = " sessions/s, "
+		}
+		conc = "offered rate " + formatNumber(*row.Fidelity.OfferedRate) + unit + conc
 	}
 	if row.Fidelity.InFlightPeak != nil && row.Fidelity.InFlightMean != nil {
 		conc = fmt.Sprintf("in flight peak %d mean %s, %s", *row.Fidelity.InFlightPeak, formatNumber(*row.Fidelity.InFlightMean), conc)
@@ -147,3 +153,13 @@ func wrap(s, indent string, width int) []string {
 }
 
 func formatNumber(v float64) string { return numfmt.Number(v) }
+
+// sessionRow reports a row of multi-turn sessions: one that carries the per-session formulas.
+func sessionRow(row contract.Row) bool {
+	for _, m := range row.Metrics {
+		if m.Formula == metric.SessionDuration || m.Formula == metric.TTFTByTurn {
+			return true
+		}
+	}
+	return false
+}
