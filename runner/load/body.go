@@ -56,10 +56,7 @@ func requestSeed(s *contract.Sampling, index int64) *int64 {
 // vLLM extension) only when true. The encoding is encoding/json's with HTML escaping off, so the
 // bytes are a function of the arguments alone.
 func Body(c *contract.Case, model string, p Prompt, seed *int64) ([]byte, error) {
-	w := wireBody{Model: model, MaxTokens: c.MaxTokens, Seed: seed, Stream: c.Stream}
-	if p.MaxTokens > 0 {
-		w.MaxTokens = p.MaxTokens // a trace entry's output_length
-	}
+	w := wireBody{Model: model, MaxTokens: p.maxTokens(c), Seed: seed, Stream: c.Stream}
 	if c.API == contract.ServingCaseAPICompletions {
 		text := p.Text
 		if p.System != "" {

@@ -154,12 +154,14 @@ func Run(ctx context.Context, plan Plan, opts ...Option) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := make([]contract.Prompt, len(plan.Prompts))
-	for i, p := range plan.Prompts {
-		sp[i] = contract.Prompt{ID: p.ID, Text: p.Text, System: p.System}
-	}
+	var sp []contract.Prompt
 	if plan.isSessions() {
 		sp = sessionPromptSet(plan.Prompts)
+	} else {
+		sp = make([]contract.Prompt, len(plan.Prompts))
+		for i, p := range plan.Prompts {
+			sp[i] = contract.Prompt{ID: p.ID, Text: p.Text, System: p.System}
+		}
 	}
 	promptSet, err := metrics.PromptSetSHA256(sp)
 	if err != nil {
@@ -399,10 +401,10 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		reset = r.resetCache(ctx)
 	}
 	if nWarm > 0 {
-		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep, nil)
+		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep, nil, nil)
 	}
 	if nPrime > 0 && ctx.Err() == nil {
-		r.closedLoop(ctx, reqs[nWarm:nWarm+nPrime], recs[nWarm:nWarm+nPrime], int(min(c, int64(nPrime))), c, rep, nil)
+		r.closedLoop(ctx, reqs[nWarm:nWarm+nPrime], recs[nWarm:nWarm+nPrime], int(min(c, int64(nPrime))), c, rep, nil, nil)
 	}
 	nWarm += nPrime
 	var tel *Telemetry
@@ -443,7 +445,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		} else if r.plan.Case.Rate != nil {
 			r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl, arrivals(r.plan.Case.Rate, len(reqs)-nWarm, r.plan.Seed, c, rep))
 		} else {
-			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl)
+			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl, nil)
 		}
 	}
 	var rowMetrics []contract.Metric
@@ -485,7 +487,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	}
 	out.Row.Ended = ctl.finish(ctx, out.Records)
 	if sched != nil && r.plan.trace() {
-		sched.reportTrace(&out.Row, r.plan.Case.Corpus, r.plan.Prompts, out.Records, r.plan.Epoch)
+		sched.reportTrace(&out.Row, r.plan.Case.Corpus, out.Records, r.plan.Epoch)
 	} else if sched != nil {
 		sched.report(&out.Row, r.plan.Case.Schedule, spec, out.Records, r.plan.Epoch)
 	}
@@ -504,7 +506,7 @@ func (r *runner) slo() contract.SLO {
 //
 // gate, when set (a closed schedule), is asked before worker w takes each request: it returns the
 // moment the worker may (its t_sched), or false to end the worker.
-func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, n int, c, rep int64, ctl *rowCtl, gates ...func(context.Context, int) (time.Time, bool)) {
+func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, n int, c, rep int64, ctl *rowCtl, gate func(context.Context, int) (time.Time, bool)) {
 	if ctl != nil {
 		ctx = ctl.cut
 	}
@@ -519,11 +521,11 @@ func (r *runner) closedLoop(ctx context.Context, reqs []request, recs []*contrac
 			ready.Done()
 			<-start
 			for {
-				if len(gates) > 0 && next.Load() >= int64(len(reqs)) {
+				if gate != nil && next.Load() >= int64(len(reqs)) {
 					return // no request left to wait for
 				}
 				now := time.Now()
-				for _, gate := range gates {
+				if gate != nil {
 					var ok bool
 					if now, ok = gate(ctx, w); !ok {
 						return
@@ -675,9 +677,13 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 
 // maxTokens is the request's max_tokens: its prompt's (a trace entry's output_length), else the
 // case's.
-func (q *request) maxTokens(cs *contract.Case) int64 {
-	if q.prompt.MaxTokens > 0 {
-		return q.prompt.MaxTokens
+func (q *request) maxTokens(cs *contract.Case) int64 { return q.prompt.maxTokens(cs) }
+
+// maxTokens is the max_tokens a request of this prompt sends (Body) and is judged by: the
+// prompt's own (a trace entry's output_length) when set, else the case's.
+func (p Prompt) maxTokens(cs *contract.Case) int64 {
+	if p.MaxTokens > 0 {
+		return p.MaxTokens
 	}
 	return cs.MaxTokens
 }

@@ -251,7 +251,7 @@ func (p *Plan) checkTrace() error {
 }
 
 // reportTrace adds a trace row's replay block and per-second series.
-func (rs *rowSchedule) reportTrace(row *contract.Row, corpus *contract.Corpus, prompts []Prompt, records []contract.RequestRecordDoc, epoch time.Time) {
+func (rs *rowSchedule) reportTrace(row *contract.Row, corpus *contract.Corpus, records []contract.RequestRecordDoc, epoch time.Time) {
 	if rs.origin.IsZero() {
 		return
 	}
