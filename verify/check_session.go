@@ -38,10 +38,23 @@ func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64
 		}
 		by[r.session.ID] = append(by[r.session.ID], r)
 	}
+	file := row.Records.Path
+	if wc != nil {
+		// The workload decides what the row is: session blocks in the records of a case without a
+		// conversation corpus (or none in one with) do not change which checks the row gets.
+		declared := wc.Corpus != nil && (wc.Corpus.Source == contract.CorpusSourceConversations || wc.Corpus.Source == contract.CorpusSourceSyntheticConversations)
+		switch {
+		case !declared && len(order) > 0:
+			c.add(file, "", ErrRowMismatch, "row c%d-r%d: the measured records of %d sessions carry session blocks, but case %s declares no conversation corpus", row.Concurrency, row.Repetition, len(order), wc.ID)
+			return false
+		case declared && len(order) == 0 && row.Requests > 0:
+			c.add(file, "", ErrRowMismatch, "row c%d-r%d of session case %s: no measured record carries a session block", row.Concurrency, row.Repetition, wc.ID)
+			return true
+		}
+	}
 	if len(order) == 0 {
 		return false
 	}
-	file := row.Records.Path
 	firsts := map[int64]*record{}
 	for _, id := range order {
 		rs := by[id]

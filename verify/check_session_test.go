@@ -83,7 +83,7 @@ func TestCheckSessions(t *testing.T) {
 // TestCheckSessionArrivals: an open-loop session row's sessions start on the declared schedule.
 func TestCheckSessionArrivals(t *testing.T) {
 	rate := &contract.Rate{Mode: contract.RateModePoisson, RequestsPerSecond: 50}
-	wc := &contract.Case{Rate: rate}
+	wc := &contract.Case{Rate: rate, Corpus: &contract.Corpus{Source: contract.CorpusSourceSyntheticConversations}}
 	row := contract.Row{Loop: contract.RowLoopOpen, Concurrency: 2, Repetition: 0}
 	offs := metric.Arrivals(rate, 2, 9, 2, 0)
 	place := func(rs []*record, start1 int64) {
@@ -107,5 +107,36 @@ func TestCheckSessionArrivals(t *testing.T) {
 	checkSessions(c, row, wc, 9, rs)
 	if res := c.result(); len(res.Findings) != 1 || !errors.Is(res.Findings[0], ErrLoadNotReached) {
 		t.Fatalf("2 ms late: %v", res.Findings)
+	}
+}
+
+// TestCheckSessionsFollowsTheWorkload: the workload case, not the records, decides whether a row
+// is a session row. Session blocks added to the records of a plain case (a re-signed edit that
+// would otherwise skip the row's schedule, corpus-order and stage checks) are a finding and the
+// row stays a plain one; a session case whose records carry no session block is a finding too.
+func TestCheckSessionsFollowsTheWorkload(t *testing.T) {
+	row := contract.Row{Loop: contract.RowLoopOpen, Concurrency: 2, Requests: 6, Records: contract.FileRef{Path: "rows/c0002-r000.jsonl"}}
+	plain := &contract.Case{ID: "chat", Corpus: &contract.Corpus{Source: contract.CorpusSourceInline}}
+	c := &collector{check: CheckTolerances}
+	if checkSessions(c, row, plain, 1, sessionRecords()) {
+		t.Error("a plain case's row with session blocks was taken as a session row")
+	}
+	if res := c.result(); len(res.Findings) != 1 || !errors.Is(res.Findings[0], ErrRowMismatch) || !strings.Contains(res.Findings[0].Error(), "declares no conversation corpus") {
+		t.Errorf("plain case: %v", res.Findings)
+	}
+	sessions := &contract.Case{ID: "chat-sessions", Corpus: &contract.Corpus{Source: contract.CorpusSourceConversations}}
+	c = &collector{check: CheckTolerances}
+	if !checkSessions(c, row, sessions, 1, []*record{{index: 0}}) {
+		t.Error("a session case's row was not taken as a session row")
+	}
+	if res := c.result(); len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Error(), "no measured record carries a session block") {
+		t.Errorf("session case without session blocks: %v", res.Findings)
+	}
+	c = &collector{check: CheckTolerances}
+	if !checkSessions(c, row, sessions, 1, sessionRecords()) {
+		t.Error("a session case's session row was not taken as one")
+	}
+	if res := c.result(); len(res.Findings) != 0 {
+		t.Errorf("session case: %v", res.Findings)
 	}
 }
