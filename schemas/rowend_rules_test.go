@@ -42,6 +42,8 @@ func TestRowEndedRules(t *testing.T) {
 		{"duration row with its cut requests, passed", "passed", "duration", 2, 2, ""},
 		{"duration row with a failure beyond its cut, passed", "passed", "duration", 2, 1, "status passed with a failed request in a row"},
 		{"stopped row with failures, passed", "passed", "error_fraction", 3, 0, ""},
+		{"row stopped for saturation with failures, passed", "passed", "saturation", 3, 0, ""},
+		{"row stopped by consecutive failures, passed", "passed", "consecutive_failures", 3, 0, ""},
 		{"requests row with a failure, passed", "passed", "requests", 1, 0, "status passed with a failed request in a row"},
 		{"cut beyond the failures", "failed", "duration", 1, 2, "cut 2 exceeds the row's failures 1"},
 	} {

@@ -502,15 +502,7 @@ func stopMeasures(c contract.Case) bool {
 // row's grace deadline (the row ended as declared), nor those of a row a stop rule ended when
 // the case declares the stop as its measurement.
 func countedFailures(c contract.Case, row contract.Row) int64 {
-	e := row.Ended
-	switch {
-	case e == nil:
-		return row.Failures
-	case metric.StopsRow(e.Reason) && stopMeasures(c):
-		return 0
-	default:
-		return row.Failures - e.Cut
-	}
+	return row.Failures - metric.ExcusedFailures(row, stopMeasures(c))
 }
 
 // stoppedRows names the rows a stop rule ended ("" when none).

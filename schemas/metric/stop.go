@@ -80,3 +80,18 @@ func StopsRow(reason contract.RowEndReason) bool {
 	}
 	return false
 }
+
+// ExcusedFailures are the failed requests of a row that do not fail its case: those cut at a
+// duration row's grace deadline and, when the case declares its stop rule as the measurement
+// (measures), every failure of a row a stop rule ended.
+func ExcusedFailures(row contract.Row, measures bool) int64 {
+	e := row.Ended
+	switch {
+	case e == nil:
+		return 0
+	case StopsRow(e.Reason) && measures:
+		return row.Failures
+	default:
+		return e.Cut
+	}
+}

@@ -586,7 +586,9 @@ func CheckCaseResult(c *contract.CaseResultDoc) []Problem {
 		if row.Successes+row.Failures != row.Requests {
 			r.add(ptr("rows", i), "successes %d + failures %d != requests %d", row.Successes, row.Failures, row.Requests)
 		}
-		failed = failed || row.Failures > excusedFailures(row)
+		// At most the failures a stop rule's measurement excuses: whether the case declares its
+		// stop as the measurement is the workload's, which qualverify checks.
+		failed = failed || row.Failures > metric.ExcusedFailures(row, true)
 		if e := row.Ended; e != nil && e.Cut > row.Failures {
 			r.add(ptr("rows", i, "ended", "cut"), "cut %d exceeds the row's failures %d: a cut request is a failed one", e.Cut, row.Failures)
 		}
@@ -596,20 +598,6 @@ func CheckCaseResult(c *contract.CaseResultDoc) []Problem {
 		r.add("/status", "status passed with a failed request in a row")
 	}
 	return r.out
-}
-
-// excusedFailures are a row's failed requests a passed case may hold: those cut at a duration
-// row's grace deadline, and every failure of a row a stop rule ended (whether the case declares
-// the stop as its measurement is the workload's, which qualverify checks).
-func excusedFailures(row contract.Row) int64 {
-	switch e := row.Ended; {
-	case e == nil:
-		return 0
-	case e.Reason == contract.RowEndReasonErrorFraction || e.Reason == contract.RowEndReasonConsecutiveFailures:
-		return row.Failures
-	default:
-		return e.Cut
-	}
 }
 
 func (r *rules) uniqueMetrics(base string, ms []contract.Metric) {
