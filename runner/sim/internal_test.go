@@ -90,3 +90,23 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestPrefixCacheHitBelowUsage: with a tokenizer the usage count of a prompt can be below the word
+// tokens its blocks are hashed from; the hit still leaves at least one of the usage's prompt
+// tokens to compute (it never reaches prompt_tokens, so prefill is never zero or negative).
+func TestPrefixCacheHitBelowUsage(t *testing.T) {
+	c := newPrefixCache(PrefixCache{Enabled: true, BlockTokens: 4, CapacityBlocks: 64})
+	p := Prompt{Text: strings.Repeat("word ", 40)} // 41 word tokens with BOS
+	if got := c.lookupInsert(1, p, len(p.PromptTokenTexts())); got != 0 {
+		t.Fatalf("first lookup hit %d", got)
+	}
+	if got, want := c.lookupInsert(1, p, len(p.PromptTokenTexts())), 40; got != want {
+		t.Errorf("by word tokens: hit %d, want %d", got, want)
+	}
+	for _, usage := range []int{1, 4, 5, 9, 20} {
+		got := c.lookupInsert(1, p, usage)
+		if want := (usage - 1) / 4 * 4; got != want || got >= usage {
+			t.Errorf("usage %d tokens: hit %d, want %d (below the usage)", usage, got, want)
+		}
+	}
+}

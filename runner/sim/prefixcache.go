@@ -91,15 +91,17 @@ func blockHashes(modelSeed uint64, tokens []string, block int) []uint64 {
 }
 
 // lookupInsert returns the cached tokens of a prompt (see PrefixCache) and caches its blocks.
-func (c *prefixCache) lookupInsert(modelSeed uint64, p Prompt) int {
+// promptTokens is the prompt's usage count: with a tokenizer (Config.Tokens) it can be fewer than
+// the word tokens the blocks hash, and a hit never covers the whole prompt by either count.
+func (c *prefixCache) lookupInsert(modelSeed uint64, p Prompt, promptTokens int) int {
 	if c == nil {
 		return 0
 	}
 	tokens := p.PromptTokenTexts()
 	hs := blockHashes(modelSeed, tokens, c.cfg.BlockTokens)
 	limit := 0
-	if len(tokens) > 0 {
-		limit = (len(tokens) - 1) / c.cfg.BlockTokens
+	if n := min(len(tokens), promptTokens); n > 0 {
+		limit = (n - 1) / c.cfg.BlockTokens
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

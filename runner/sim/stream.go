@@ -27,7 +27,7 @@ func (j *job) hold() {
 	s := j.s
 	s.m.promptTokens.Add(uint64(j.prompt))
 	if s.cache != nil {
-		j.cached = s.cache.lookupInsert(s.cfg.Seed, j.q.prompt)
+		j.cached = s.cache.lookupInsert(s.cfg.Seed, j.q.prompt, j.prompt)
 		s.m.prefixQueries.Add(uint64(j.prompt))
 		s.m.prefixHits.Add(uint64(j.cached))
 	}
