@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/ollama/ollama/tokenizer"
 
@@ -30,18 +31,23 @@ type Tokenizer struct {
 
 // LoadFile opens a GGUF file (a regular file, not a symbolic link) and loads its vocabulary.
 func LoadFile(path string) (*Tokenizer, error) {
-	fi, err := os.Lstat(path)
+	// One open that neither follows a final symlink nor blocks on a FIFO, then the check on what
+	// was opened: no window between the check and the open for the path to be swapped.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("tokenizer %s: not a regular file (a symlink)", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("tokenizer %s: not a regular file (%s)", path, fi.Mode().Type())
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	t, err := Load(f)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", path, err)

@@ -3,7 +3,10 @@ package tokenize
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -175,4 +178,31 @@ func FuzzCount(f *testing.F) {
 			t.Fatalf("%q: %d tokens for %d bytes", s, n, len(v))
 		}
 	})
+}
+
+// TestLoadFileRefusesNonRegular: a symlink, a FIFO (without blocking on it) and a directory are
+// refused by the one open LoadFile makes.
+func TestLoadFileRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real.gguf")
+	if err := os.WriteFile(target, []byte("GGUF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.gguf")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.gguf")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{link, "not a regular file (a symlink)"},
+		{fifo, "not a regular file"},
+		{dir, "not a regular file"},
+	} {
+		if _, err := LoadFile(tc.path); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.path, err, tc.want)
+		}
+	}
 }
