@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,7 +119,7 @@ func GoMinimalStreams(baseURL string, n, maxTokens int) ([]StreamResult, error) 
 					}
 				}
 				if err != nil {
-					if !strings.Contains(err.Error(), "EOF") {
+					if !errors.Is(err, io.EOF) { // io.ErrUnexpectedEOF (a cut stream) is a failure
 						res.Err = errText(err)
 					}
 					return
@@ -203,7 +204,7 @@ func GoMinimalOpenLoop(baseURL string, offsets []time.Duration, maxTokens, infli
 			br := bufio.NewReaderSize(resp.Body, 64<<10)
 			for {
 				if _, err := br.ReadSlice('\n'); err != nil {
-					if !strings.Contains(err.Error(), "EOF") {
+					if !errors.Is(err, io.EOF) { // io.ErrUnexpectedEOF (a cut stream) is a failure
 						bad.Add(1)
 					}
 					return
