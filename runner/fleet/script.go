@@ -92,14 +92,16 @@ if [ "$RC" -eq 0 ]; then
   OUT="qualification/receipts/fleet/$PLAN_ID/row-$ROW/$HOST_ID.json"
   echo "qualkit fleet: $PLAN_ID ($PLAN_DIGEST) row $ROW repetition $REPETITION on $HOST_ID: $QUALRUN run $WORKLOAD --variant $VARIANT" >&2
   (cd "$WORK/src" && exec "$QUALRUN" run "$WORKLOAD" --variant "$VARIANT" --host-id "$HOST_ID" --output "$OUT" "${VARS[@]}" "${SIGNING[@]}") || RC=$?
-  # Publish whatever receipt the run wrote (a failed run's receipt says so): the receipt files and
-  # the run directory, keeping their paths relative to the repository root, into
-  # RECEIPTS/PLAN_ID/row-ROW/HOST_ID/, which is created once and never replaced.
+  # Publish whatever receipt the run wrote (a failed run's receipt says so): the receipt, its
+  # attestation files beside it (OUT without .json, then a dot) and the run directory, keeping their
+  # paths relative to the repository root, into RECEIPTS/PLAN_ID/row-ROW/HOST_ID/, which is created
+  # once and never replaced. Nothing else of qualification/: receipts committed at COMMIT are not
+  # this row's.
   if [ -f "$WORK/src/$OUT" ]; then
     DEST="$RECEIPTS/$PLAN_ID/row-$ROW/$HOST_ID"
     STAGE="$RECEIPTS/$PLAN_ID/row-$ROW/.incoming-$HOST_ID-$$"
     if mkdir -p -- "$STAGE" &&
-      (cd "$WORK/src" && cp -R --parents -- qualification .qualification/runs "$STAGE"/) &&
+      (cd "$WORK/src" && shopt -s nullglob && cp -R --parents -- "$OUT" "${OUT%.json}".* .qualification/runs "$STAGE"/) &&
       mv -T -- "$STAGE" "$DEST"; then
       echo "qualkit fleet: published $DEST/$OUT" >&2
     else

@@ -66,6 +66,7 @@ printf '%s\n' "$(git rev-parse HEAD)" "$@" > "$STUB_LOG"
 if [ "${STUB_RC:-0}" -ne 2 ]; then
   mkdir -p "$(dirname "$out")" .qualification/runs/r1
   echo '{"receipt":true}' > "$out"
+  echo '{"envelope":true}' > "${out%.json}.intoto.dsse.json"
   echo evidence > .qualification/runs/r1/lifecycle.json
 fi
 exit "${STUB_RC:-0}"
@@ -130,6 +131,9 @@ func TestSlurmTaskRunsItsRow(t *testing.T) {
 	git(t, dir, "init", "-q", repo)
 	os.MkdirAll(filepath.Join(repo, "workloads"), 0o755)
 	os.WriteFile(filepath.Join(repo, "workloads", "demo.json"), []byte("{}\n"), 0o644)
+	// A receipt committed at the pinned commit: not this row's, so never published with it.
+	os.MkdirAll(filepath.Join(repo, "qualification", "receipts", "old"), 0o755)
+	os.WriteFile(filepath.Join(repo, "qualification", "receipts", "old", "run.json"), []byte("{}\n"), 0o644)
 	git(t, repo, "add", ".")
 	git(t, repo, "commit", "-qm", "pinned")
 	pinned := git(t, repo, "rev-parse", "HEAD")
@@ -158,10 +162,13 @@ func TestSlurmTaskRunsItsRow(t *testing.T) {
 		t.Errorf("qualrun ran as\n%q\nwant\n%q", r.argv, wantArgv)
 	}
 	dest := filepath.Join(d.Receipts.Directory, d.ID, "row-2", "n1")
-	for _, f := range []string{"qualification/receipts/fleet/release-2026-12-demo/row-2/n1.json", ".qualification/runs/r1/lifecycle.json"} {
+	for _, f := range []string{"qualification/receipts/fleet/release-2026-12-demo/row-2/n1.json", "qualification/receipts/fleet/release-2026-12-demo/row-2/n1.intoto.dsse.json", ".qualification/runs/r1/lifecycle.json"} {
 		if _, err := os.Stat(filepath.Join(dest, f)); err != nil {
 			t.Errorf("not published: %v", err)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dest, "qualification/receipts/old/run.json")); !os.IsNotExist(err) {
+		t.Errorf("a receipt committed at the pinned commit was published with the row: %v", err)
 	}
 	if r.requeued != "" {
 		t.Errorf("a passing task was requeued: %s", r.requeued)
