@@ -73,6 +73,10 @@ func fleetCommand() *cli.Command {
 			}
 			var signer attest.Signer
 			if check == "" {
+				// Refused before any receipt is verified or anything signed, not after.
+				if err := refuseExistingManifest(c.String("output")); err != nil {
+					return err
+				}
 				if signer, err = attest.LoadSigner(c.String("sign-key"), attest.PasswordFromEnv(c.String("password-file"))); err != nil {
 					return fmt.Errorf("%w: --sign-key: %v", exitcode.ErrUsage, err)
 				}
@@ -179,6 +183,17 @@ func fleetEnvelopePath(manifest string) string {
 	return strings.TrimSuffix(manifest, ".json") + attestfmt.EnvelopeSuffix
 }
 
+// refuseExistingManifest refuses a manifest path whose manifest or envelope exists: a fleet
+// manifest is never replaced.
+func refuseExistingManifest(path string) error {
+	for _, p := range []string{path, fleetEnvelopePath(path)} {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("%w: %s exists; a fleet manifest is never replaced", exitcode.ErrUsage, p)
+		}
+	}
+	return nil
+}
+
 func writeFleet(ctx context.Context, path string, m *contract.FleetManifestDoc, s attest.Signer) error {
 	raw, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -189,16 +204,15 @@ func writeFleet(ctx context.Context, path string, m *contract.FleetManifestDoc, 
 	if err != nil {
 		return err
 	}
+	if err := refuseExistingManifest(path); err != nil {
+		return err
+	}
 	env, err := attest.SignEnvelope(ctx, st, s)
 	if err != nil {
 		return err
 	}
 	envPath := fleetEnvelopePath(path)
-	for _, p := range []string{path, envPath} {
-		if _, err := os.Lstat(p); err == nil {
-			return fmt.Errorf("%w: %s exists; a fleet manifest is never replaced", exitcode.ErrUsage, p)
-		}
-	}
+	// WriteNew creates exclusively: a file that appeared since the check is still never replaced.
 	if err := evidence.WriteNew(path, raw, 0o644); err != nil {
 		return err
 	}
