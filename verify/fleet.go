@@ -261,7 +261,7 @@ func BuildFleetManifest(plan *FleetPlan, receipts []FleetReceipt, k float64, cre
 	}
 	var strays []contract.FleetManifestEntry
 	stray := func(r *FleetReceipt, row *int64, why string) {
-		strays = append(strays, entryOf(r, row, contract.FleetManifestStatusNotBelonging, truncRunes(why, 1500)))
+		strays = append(strays, entryOf(r, row, contract.FleetManifestStatusNotBelonging, clipRunes(why, 1500)))
 	}
 	byRow := map[int][]*FleetReceipt{}
 	for i := range receipts {
@@ -343,7 +343,7 @@ func BuildFleetManifest(plan *FleetPlan, receipts []FleetReceipt, k float64, cre
 		}
 		switch {
 		case len(whys) > 0:
-			m.Entries = append(m.Entries, entryOf(r, &row, contract.FleetManifestStatusFailed, truncRunes(strings.Join(whys, "; "), 2048)))
+			m.Entries = append(m.Entries, entryOf(r, &row, contract.FleetManifestStatusFailed, clipRunes(strings.Join(whys, "; "), 2048)))
 		default:
 			m.Entries = append(m.Entries, entryOf(r, &row, contract.FleetManifestStatusPassed, ""))
 			passed = append(passed, candidate{r, i})
@@ -489,10 +489,10 @@ const maxPathRunes = 4096
 func entryOf(r *FleetReceipt, row *int64, status contract.FleetManifestStatus, why string) contract.FleetManifestEntry {
 	e := contract.FleetManifestEntry{Row: row, Status: status, Why: why}
 	if !digestPattern.MatchString(r.Digest) {
-		e.Why = fmt.Sprintf("%s (%s)", why, truncRunes(r.Path, 512))
+		e.Why = fmt.Sprintf("%s (%s)", why, clipRunes(r.Path, 512))
 		return e
 	}
-	ref := &contract.FleetManifestReceiptRef{Path: truncRunes(r.Path, maxPathRunes), Digest: r.Digest, Verification: contract.ReceiptRefVerificationRejected}
+	ref := &contract.FleetManifestReceiptRef{Path: clipRunes(r.Path, maxPathRunes), Digest: r.Digest, Verification: contract.ReceiptRefVerificationRejected}
 	if r.Verified {
 		ref.Verification = contract.ReceiptRefVerificationVerified
 	}
@@ -515,12 +515,4 @@ func entryOf(r *FleetReceipt, row *int64, status contract.FleetManifestStatus, w
 	}
 	e.Receipt = ref
 	return e
-}
-
-func truncRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

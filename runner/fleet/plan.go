@@ -4,8 +4,6 @@
 package fleet
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	"github.com/qualkit/qualkit/schemas"
@@ -23,24 +21,13 @@ type Plan struct {
 	Digest string
 }
 
-// LoadPlan reads a fleet plan (bounded, a regular file) and checks it: strict JSON, schema and
-// the plan's semantic rules.
-func LoadPlan(path string) (*Plan, error) {
-	raw, err := evidence.ReadFileLimited(path, MaxPlanBytes)
-	if err != nil {
-		return nil, fmt.Errorf("read fleet plan: %w", err)
-	}
-	return ParsePlan(raw, path)
-}
-
 // ParsePlan checks raw as a fleet plan; label names it in errors.
 func ParsePlan(raw []byte, label string) (*Plan, error) {
 	doc, err := schemas.Decode[contract.FleetPlanDoc](raw, label, contract.FleetPlan)
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(raw)
-	return &Plan{Doc: doc, Digest: "sha256:" + hex.EncodeToString(sum[:])}, nil
+	return &Plan{Doc: doc, Digest: evidence.DigestOf(raw)}, nil
 }
 
 // ExitPolicy is how a job's exit code is treated by the engine: Retry codes are retried

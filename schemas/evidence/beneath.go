@@ -27,7 +27,7 @@ var ErrOutside = errors.New("not a clean path below the directory")
 // sandbox refuses it) every component is opened in turn with O_NOFOLLOW. A missing file wraps
 // fs.ErrNotExist. The caller closes the file.
 func OpenBeneath(dir *os.File, rel string, limit int64) (*os.File, int64, error) {
-	if err := checkBeneath(rel); err != nil {
+	if err := CheckBeneath(rel); err != nil {
 		return nil, 0, err
 	}
 	f, err := openBeneath(dir, rel)
@@ -54,7 +54,9 @@ func ReadBeneath(dir *os.File, rel string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-func checkBeneath(rel string) error {
+// CheckBeneath refuses a path that is not clean and relative: empty, absolute, with a backslash
+// or NUL, or with an empty, "." or ".." component (ErrOutside).
+func CheckBeneath(rel string) error {
 	if rel == "" || strings.HasPrefix(rel, "/") || strings.ContainsAny(rel, "\\\x00") {
 		return fmt.Errorf("%q: %w", rel, ErrOutside)
 	}

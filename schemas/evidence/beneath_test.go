@@ -60,7 +60,7 @@ func TestOpenBeneath(t *testing.T) {
 			return err
 		},
 		"component walk": func(rel string) error {
-			if err := checkBeneath(rel); err != nil {
+			if err := CheckBeneath(rel); err != nil {
 				return err
 			}
 			f, err := openWalk(root, rel)

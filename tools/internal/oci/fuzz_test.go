@@ -2,6 +2,7 @@ package oci
 
 import (
 	"encoding/json"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"testing"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -30,7 +31,7 @@ func FuzzCheckManifest(f *testing.F) {
 		var total int64
 		for _, l := range m.Layers {
 			rel := l.Annotations[ocispec.AnnotationTitle]
-			if cleanRel(rel) != nil || seen[rel] || l.Size < 0 || l.Size > lim.FileBytes {
+			if evidence.CheckBeneath(rel) != nil || seen[rel] || l.Size < 0 || l.Size > lim.FileBytes {
 				t.Fatalf("accepted layer %q (size %d)", rel, l.Size)
 			}
 			seen[rel] = true

@@ -154,7 +154,7 @@ func Publish(ctx context.Context, root, receiptRel string, ref Ref) (*Published,
 	files := []string{receiptRel}
 	seen := map[string]bool{receiptRel: true}
 	add := func(rel string, required bool) error {
-		if seen[rel] || filepath.IsAbs(rel) || cleanRel(rel) != nil {
+		if seen[rel] || filepath.IsAbs(rel) || evidence.CheckBeneath(rel) != nil {
 			return nil
 		}
 		f, _, err := evidence.OpenBeneath(dir, rel, DefaultLimits.FileBytes)
@@ -366,7 +366,7 @@ func checkManifest(m *ocispec.Manifest, lim Limits) (string, error) {
 		case l.Digest.Validate() != nil || l.Digest.Algorithm() != digest.SHA256:
 			return "", fmt.Errorf("%w: layer %d: digest %q is not sha256", ErrRefused, i, l.Digest)
 		}
-		if err := cleanRel(rel); err != nil {
+		if err := evidence.CheckBeneath(rel); err != nil {
 			return "", fmt.Errorf("%w: layer %d: title: %v", ErrRefused, i, err)
 		}
 		if titles[rel] || dirs[rel] {
@@ -389,20 +389,6 @@ func checkManifest(m *ocispec.Manifest, lim Limits) (string, error) {
 		return "", fmt.Errorf("%w: annotation %s %q names no layer", ErrRefused, AnnotationReceipt, receipt)
 	}
 	return receipt, nil
-}
-
-// cleanRel accepts a slash-separated relative path without empty, "." or ".." components,
-// backslashes or NULs.
-func cleanRel(rel string) error {
-	if rel == "" || strings.HasPrefix(rel, "/") || strings.ContainsAny(rel, "\\\x00") {
-		return fmt.Errorf("path %q is not a clean relative path", rel)
-	}
-	for _, c := range strings.Split(rel, "/") {
-		if c == "" || c == "." || c == ".." {
-			return fmt.Errorf("path %q is not a clean relative path", rel)
-		}
-	}
-	return nil
 }
 
 // fetchLayer writes one layer to dest/rel: parents made as real directories, the file created
