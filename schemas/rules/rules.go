@@ -371,14 +371,14 @@ func (r *rules) commandCase(cb string, w *contract.WorkloadDoc, c contract.Case,
 		for j, m := range rp.DeclaredMetrics {
 			mp := fmt.Sprintf("%s/result_protocol/declared_metrics/%d", cb, j)
 			hasPass = hasPass || m == "case_pass"
-			if rp.Producer == "runner" && !runner[m] {
+			if rp.Producer == contract.ResultProtocolProducerRunner && !runner[m] {
 				r.add(mp, "a runner-produced case declares only runner metrics %v, not %q", RunnerMetrics, m)
 			}
 			if rp.Producer == contract.ResultProtocolProducerCommand && runner[m] {
 				r.add(mp, "runner metric %q cannot be declared by a command-produced case", m)
 			}
 		}
-		if rp.Producer == "runner" && !hasPass {
+		if rp.Producer == contract.ResultProtocolProducerRunner && !hasPass {
 			r.add(cb+"/result_protocol/declared_metrics", "a runner-produced case must declare case_pass")
 		}
 	}
@@ -392,7 +392,7 @@ func (r *rules) servingCase(cb string, c contract.Case) {
 	corpusSize := int64(0)
 	if c.Corpus != nil {
 		switch c.Corpus.Source {
-		case "inline":
+		case contract.CorpusSourceInline:
 			ids := make([]string, len(c.Corpus.Prompts))
 			for i, p := range c.Corpus.Prompts {
 				ids[i] = p.ID
@@ -402,21 +402,21 @@ func (r *rules) servingCase(cb string, c contract.Case) {
 				prompts[p.ID] = true
 			}
 			corpusSize = int64(len(ids))
-		case "synthetic":
+		case contract.CorpusSourceSynthetic:
 			corpusSize = c.Corpus.Count
-			if pw := c.Corpus.PromptWords; pw != nil && pw.Min > pw.Max {
-				r.add(cb+"/corpus/prompt_words/min", "min %d is greater than max %d", pw.Min, pw.Max)
+			if pw := c.Corpus.PromptWords; pw != nil {
+				r.minMax(cb+"/corpus/prompt_words", pw.Min, pw.Max)
 			}
-			if pt := c.Corpus.PromptTokens; pt != nil && pt.Min > pt.Max {
-				r.add(cb+"/corpus/prompt_tokens/min", "min %d is greater than max %d", pt.Min, pt.Max)
+			if pt := c.Corpus.PromptTokens; pt != nil {
+				r.minMax(cb+"/corpus/prompt_tokens", pt.Min, pt.Max)
 			}
 			if c.Corpus.PromptTokens != nil && c.Tokenizer == nil {
 				r.add(cb+"/corpus/prompt_tokens", "prompt_tokens needs a tokenizer to count with: bind one in the case's tokenizer")
 			}
-		case "file":
+		case contract.CorpusSourceFile:
 			corpusSize = 1 // the file's size is checked when it is read
 		default:
-			corpusSize, _ = r.sessionCorpus(cb, c)
+			corpusSize = r.sessionCorpus(cb, c)
 		}
 	}
 	rows := int64(len(c.Concurrency))

@@ -6,15 +6,10 @@ import "github.com/qualkit/qualkit/schemas/contract"
 // cannot express.
 
 // sessionCorpus checks a serving case whose corpus is a conversation corpus or a shared-prefix
-// generator; it returns the number of requests one row sends (0 when the file decides) and
-// whether the corpus is a session corpus.
-func (r *rules) sessionCorpus(cb string, c contract.Case) (perRow int64, sessions bool) {
+// generator; it returns the number of requests one row sends (0 when the file decides).
+func (r *rules) sessionCorpus(cb string, c contract.Case) (perRow int64) {
 	cp := c.Corpus
-	rng := func(field string, lo, hi int64) {
-		if lo > hi {
-			r.add(cb+"/corpus/"+field+"/min", "min %d is greater than max %d", lo, hi)
-		}
-	}
+	rng := func(field string, lo, hi int64) { r.minMax(cb+"/corpus/"+field, lo, hi) }
 	switch cp.Source {
 	case contract.CorpusSourceSyntheticConversations:
 		if t := cp.Turns; t != nil {
@@ -27,17 +22,14 @@ func (r *rules) sessionCorpus(cb string, c contract.Case) (perRow int64, session
 		if w := cp.ThinkMs; w != nil {
 			rng("think_ms", w.Min, w.Max)
 		}
-		sessions = true
 	case contract.CorpusSourceConversations:
-		sessions = true
 	case contract.CorpusSourceSharedPrefix:
 		if w := cp.SuffixWords; w != nil {
 			rng("suffix_words", w.Min, w.Max)
 		}
-		perRow = cp.Groups * cp.Suffixes
-		return perRow, false
+		return cp.Groups * cp.Suffixes
 	default:
-		return 0, false
+		return 0
 	}
 	// A session row runs every session once, each turn after the last reply: no request count,
 	// duration or stop rule cuts it, and only the natural regime keeps a session's history
@@ -54,7 +46,7 @@ func (r *rules) sessionCorpus(cb string, c contract.Case) (perRow int64, session
 	if c.CacheRegime != "" && c.CacheRegime != contract.CacheRegimeNatural {
 		r.add(cb+"/cache_regime", "a session corpus takes cache_regime natural (or none): %s would change the history each turn shares", c.CacheRegime)
 	}
-	return perRow, true
+	return perRow
 }
 
 // sessionRecord checks a request record's session block: turn k carries the k earlier replies
@@ -72,5 +64,12 @@ func (r *rules) sessionRecord(q *contract.RequestRecordDoc) {
 	}
 	if s.Turn > 0 && s.ThinkMs < 0 {
 		r.add("/session/think_ms", "negative think time")
+	}
+}
+
+// minMax refuses a range whose min is greater than its max (at the range's /min).
+func (r *rules) minMax(at string, lo, hi int64) {
+	if lo > hi {
+		r.add(at+"/min", "min %d is greater than max %d", lo, hi)
 	}
 }

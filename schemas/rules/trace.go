@@ -44,8 +44,8 @@ func (r *rules) sharedPrefixTokens(cb string, c contract.Case) {
 		}
 		r.add(cb+"/corpus/"+field, "prefix_tokens and suffix_tokens come together: declare %s too, or neither", field)
 	}
-	if st := cp.SuffixTokens; st != nil && st.Min > st.Max {
-		r.add(cb+"/corpus/suffix_tokens/min", "min %d is greater than max %d", st.Min, st.Max)
+	if st := cp.SuffixTokens; st != nil {
+		r.minMax(cb+"/corpus/suffix_tokens", st.Min, st.Max)
 	}
 	if c.Tokenizer == nil {
 		r.add(cb+"/corpus/prefix_tokens", "prefix_tokens and suffix_tokens need a tokenizer to count with: bind one in the case's tokenizer")
