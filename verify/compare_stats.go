@@ -65,8 +65,8 @@ func (s *snapshot) perRequest(cr *contract.CaseResultDoc, row contract.Row, form
 	if cr == nil || f == nil || f.records == nil {
 		return nil, false
 	}
-	_, measured := measuredRequests(rowRecords(nil, cr, row, f.records))
-	return metric.PerRequest(formula, samplesOf(measured))
+	reqs, _ := measuredRequests(rowRecords(nil, cr, row, f.records))
+	return metric.PerRequest(formula, metric.SamplesOf(reqs))
 }
 
 // fmt4 prints a statistic with four significant digits (the evaluation's fields keep them whole).

@@ -115,11 +115,6 @@ func Capacity(spec contract.CapacitySearch, start int64, probes []CapacityProbe)
 // GoodFractionOf is a row's recorded slo_good_fraction, 0 when the row has none (no measured
 // request, or no SLO): the value a capacity probe is decided on.
 func GoodFractionOf(ms []contract.Metric) float64 {
-	name := mustLookup(SLOGoodFraction).Name
-	for _, m := range ms {
-		if m.Name == name {
-			return m.Value
-		}
-	}
-	return 0
+	v, _ := metricValue(ms, mustLookup(SLOGoodFraction).Name)
+	return v
 }
