@@ -246,7 +246,7 @@ func (p *Plan) check() error {
 		if !r.Mode.Valid() || !(r.RequestsPerSecond > 0) || math.IsInf(r.RequestsPerSecond, 0) {
 			return fmt.Errorf("%w: case %s: rate %s at %g/s", ErrPlan, p.CaseID, r.Mode, r.RequestsPerSecond)
 		}
-		if gamma := r.Mode == contract.RateModeGamma; gamma != (r.Burstiness != nil) || (gamma && !(*r.Burstiness > 0 && *r.Burstiness <= 1000)) {
+		if badBurstiness(r.Mode == contract.RateModeGamma, r.Burstiness) {
 			return fmt.Errorf("%w: case %s: rate mode %s with burstiness %v: burstiness (0 to 1000) goes with mode gamma and only there", ErrPlan, p.CaseID, r.Mode, fmtPtr(r.Burstiness))
 		}
 	}
@@ -686,6 +686,11 @@ func (p Prompt) maxTokens(cs *contract.Case) int64 {
 		return p.MaxTokens
 	}
 	return cs.MaxTokens
+}
+
+// badBurstiness says a gamma process lacks its burstiness (0 to 1000), or another has one.
+func badBurstiness(gamma bool, b *float64) bool {
+	return gamma != (b != nil) || (gamma && !(*b > 0 && *b <= 1000))
 }
 
 // fmtPtr formats an optional number ("absent" when nil).

@@ -33,7 +33,7 @@ func (p *Plan) checkSchedule() error {
 	case !sc.Arrival.Valid() || len(sc.Stages) == 0:
 		return fmt.Errorf("%w: case %s: schedule arrival %q with %d stages", ErrPlan, p.CaseID, sc.Arrival, len(sc.Stages))
 	}
-	if gamma := sc.Arrival == contract.ScheduleArrivalGamma; gamma != (sc.Burstiness != nil) || (gamma && !(*sc.Burstiness > 0 && *sc.Burstiness <= 1000)) {
+	if badBurstiness(sc.Arrival == contract.ScheduleArrivalGamma, sc.Burstiness) {
 		return fmt.Errorf("%w: case %s: schedule arrival %s with burstiness %v: burstiness (0 to 1000) goes with arrival gamma and only there", ErrPlan, p.CaseID, sc.Arrival, fmtPtr(sc.Burstiness))
 	}
 	closed := metric.Closed(sc)
