@@ -308,17 +308,15 @@ func (r *runner) progress(kind string, c, rep int64) {
 // requests plans a row: warmups first (indexes 0..W-1), then the measured requests
 // (W..W+M-1, M = Plan.measured()): measured request k asks corpus prompt metric.CorpusOrder's k-th
 // (k mod N in the declared order, or cycle k div N's seeded permutation), so the corpus cycles.
-func (r *runner) requests(c, rep int64) ([]request, error) {
+//
+// offs are an open schedule's arrivals (row computes them once): M is their count.
+func (r *runner) requests(c, rep int64, offs []time.Duration) ([]request, error) {
 	cs := &r.plan.Case
 	warm := warmupPrompts(r.plan.Prompts, int(cs.WarmupRequests), r.plan.Seed, c, rep)
 	m := r.plan.measured()
 	if r.plan.isSessions() {
 		m = 0 // a session row's measured requests are built turn by turn (session.go)
 	} else if cs.Schedule != nil && !metric.Closed(cs.Schedule) {
-		offs, _, err := r.plan.schedule(c, rep)
-		if err != nil {
-			return nil, err
-		}
 		m = int64(len(offs))
 	}
 	n := int64(len(r.plan.Prompts))
@@ -374,7 +372,15 @@ func (r *runner) requests(c, rep int64) ([]request, error) {
 
 // row runs one row; the error is non-nil only when the plan cannot be executed.
 func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
-	reqs, err := r.requests(c, rep)
+	var offs []time.Duration // an open schedule's arrivals and the stage of each
+	var stages []int
+	if sc := r.plan.Case.Schedule; sc != nil && !metric.Closed(sc) && !r.plan.isSessions() {
+		var err error
+		if offs, stages, err = r.plan.schedule(c, rep); err != nil {
+			return RowResult{}, err
+		}
+	}
+	reqs, err := r.requests(c, rep, offs)
 	if err != nil {
 		return RowResult{}, err
 	}
@@ -436,10 +442,6 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			sched = &rowSchedule{origin: time.Now()}
 			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl, closedGate(sc))
 		} else if sc != nil {
-			offs, stages, err := r.plan.schedule(c, rep)
-			if err != nil {
-				return RowResult{}, err
-			}
 			sched = &rowSchedule{offsets: offs, stages: stages}
 			sched.origin = r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl, offs)
 		} else if r.plan.Case.Rate != nil {
