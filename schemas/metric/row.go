@@ -227,7 +227,7 @@ func SamplesOf(measured []Request) Samples {
 		}
 		sm.OutputTokens += r.Completion
 		sm.PromptTokens += r.Prompt
-		sm.E2EMs = append(sm.E2EMs, ms(r.End-r.Send))
+		sm.E2EMs = append(sm.E2EMs, r.e2eMs())
 		sm.E2ESchedMs = append(sm.E2ESchedMs, ms(r.End-r.Sched))
 		if r.HasHdr {
 			sm.TTFBMs = append(sm.TTFBMs, ms(r.Hdr-r.Send))
@@ -236,7 +236,7 @@ func SamplesOf(measured []Request) Samples {
 			continue
 		}
 		cf := r.Content[0]
-		sm.TTFTMs = append(sm.TTFTMs, ms(cf-r.Send))
+		sm.TTFTMs = append(sm.TTFTMs, r.ttftMs())
 		sm.TTFTSchedMs = append(sm.TTFTSchedMs, ms(cf-r.Sched))
 		if r.Completion >= 2 {
 			d := r.End - cf
@@ -499,18 +499,11 @@ func InFlight(measured []Request) (peak int64, mean float64, ok bool) {
 	type edge struct{ t, delta int64 }
 	var edges []edge
 	for i := range measured {
-		r := &measured[i]
-		if !r.HasSend {
+		end, ok := measured[i].inFlightEnd()
+		if !ok {
 			continue
 		}
-		end, has := r.Close, r.HasClose
-		if !has {
-			end, has = r.End, r.HasEnd
-		}
-		if !has || end <= r.Send {
-			continue
-		}
-		edges = append(edges, edge{r.Send, 1}, edge{end, -1})
+		edges = append(edges, edge{measured[i].Send, 1}, edge{end, -1})
 	}
 	if len(edges) == 0 {
 		return 0, 0, false
@@ -530,4 +523,25 @@ func InFlight(measured []Request) (peak int64, mean float64, ok bool) {
 		peak = max(peak, n)
 	}
 	return peak, area / float64(hi-lo), true
+}
+
+// e2eMs is a success's E2E, t_end − t_send, in ms: the one definition SamplesOf, the per-second
+// series and the per-turn figures use.
+func (r *Request) e2eMs() float64 { return ms(r.End - r.Send) }
+
+// ttftMs is a success's TTFT, c_f − t_send (its first content event), in ms; only for a request
+// with a content event.
+func (r *Request) ttftMs() float64 { return ms(r.Content[0] - r.Send) }
+
+// inFlightEnd is when a sent request stopped being in flight: t_close, else t_end; ok is false
+// for a request never sent or without a later end (it was never in flight).
+func (r *Request) inFlightEnd() (int64, bool) {
+	if !r.HasSend {
+		return 0, false
+	}
+	end, has := r.Close, r.HasClose
+	if !has {
+		end, has = r.End, r.HasEnd
+	}
+	return end, has && end > r.Send
 }

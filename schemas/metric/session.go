@@ -28,7 +28,7 @@ func TurnTTFTs(measured []Request) []TurnTTFT {
 		if r.Session == "" || !r.OK() || len(r.Content) == 0 {
 			continue
 		}
-		by[r.Turn] = append(by[r.Turn], ms(r.Content[0]-r.Send))
+		by[r.Turn] = append(by[r.Turn], r.ttftMs())
 	}
 	turns := make([]int64, 0, len(by))
 	for k := range by {

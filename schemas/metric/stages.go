@@ -272,9 +272,9 @@ func Series(measured []Request, origin, horizonNs int64) (contract.RowSeries, bo
 		if r.OK() {
 			b := bin(r.End)
 			bins[b].Completed++
-			e2e[b] = append(e2e[b], ms(r.End-r.Send))
+			e2e[b] = append(e2e[b], r.e2eMs())
 			if len(r.Content) > 0 {
-				ttft[b] = append(ttft[b], ms(r.Content[0]-r.Send))
+				ttft[b] = append(ttft[b], r.ttftMs())
 			}
 		} else {
 			end := r.Sched
@@ -286,14 +286,8 @@ func Series(measured []Request, origin, horizonNs int64) (contract.RowSeries, bo
 			}
 			bins[bin(end)].Failed++
 		}
-		if !r.HasSend {
-			continue
-		}
-		end, has := r.Close, r.HasClose
-		if !has {
-			end, has = r.End, r.HasEnd
-		}
-		if !has || end <= r.Send {
+		end, ok := r.inFlightEnd()
+		if !ok {
 			continue
 		}
 		for k := bin(r.Send); k <= bin(end); k++ {
