@@ -190,13 +190,15 @@ func RowStages(s *contract.Schedule, spec RowSpec, stageOfArrival []int, measure
 			groups[k] = append(groups[k], measured[i])
 		}
 	}
+	scheduled := make([]int64, len(sp))
+	for _, a := range stageOfArrival {
+		if a >= 0 && a < len(sp) {
+			scheduled[a]++
+		}
+	}
 	for k, st := range sp {
 		rs := RowStage(spec, st, groups[k], measured, origin)
-		for _, a := range stageOfArrival {
-			if a == k {
-				rs.Scheduled++
-			}
-		}
+		rs.Scheduled = scheduled[k]
 		out[k] = rs
 	}
 	return out
