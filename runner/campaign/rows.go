@@ -81,19 +81,31 @@ func (r *run) saturationReasons() []string {
 // cacheContradictions describes the rows whose observed prefix-cache regime contradicts the
 // declared one (up to four named; "" when none): such a row fails its case (docs/caching.md).
 func cacheContradictions(rows []contract.Row) string {
+	return describeRows(rows, "contradict their declared cache regime", func(row contract.Row) *string {
+		if row.Cache == nil {
+			return nil
+		}
+		return row.Cache.Contradiction
+	})
+}
+
+// describeRows says how many rows have a problem (what returns it, nil for none) and names up to
+// four with it: "N of M rows <verb> (c=C r=R: problem; ...)", "" when none has one.
+func describeRows(rows []contract.Row, verb string, what func(contract.Row) *string) string {
 	var parts []string
 	n := 0
 	for _, row := range rows {
-		if row.Cache == nil || row.Cache.Contradiction == nil {
+		p := what(row)
+		if p == nil {
 			continue
 		}
 		n++
 		if len(parts) < 4 {
-			parts = append(parts, fmt.Sprintf("c=%d r=%d: %s", row.Concurrency, row.Repetition, *row.Cache.Contradiction))
+			parts = append(parts, fmt.Sprintf("c=%d r=%d: %s", row.Concurrency, row.Repetition, *p))
 		}
 	}
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d of %d rows contradict their declared cache regime (%s)", n, len(rows), strings.Join(parts, "; "))
+	return fmt.Sprintf("%d of %d rows %s (%s)", n, len(rows), verb, strings.Join(parts, "; "))
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/qualkit/qualkit/runner/artifact"
 	"github.com/qualkit/qualkit/runner/load"
@@ -97,19 +96,10 @@ func (p *Plan) loadTokenizers() error {
 // max_mismatch_fraction (up to four named; "" when none): such a row fails its case
 // (docs/tokens.md).
 func tokenLedgerExceeded(rows []contract.Row) string {
-	var parts []string
-	n := 0
-	for _, row := range rows {
-		if row.Tokens == nil || row.Tokens.Exceeded == nil {
-			continue
+	return describeRows(rows, "break the token ledger's max_mismatch_fraction", func(row contract.Row) *string {
+		if row.Tokens == nil {
+			return nil
 		}
-		n++
-		if len(parts) < 4 {
-			parts = append(parts, fmt.Sprintf("c=%d r=%d: %s", row.Concurrency, row.Repetition, *row.Tokens.Exceeded))
-		}
-	}
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d of %d rows break the token ledger's max_mismatch_fraction (%s)", n, len(rows), strings.Join(parts, "; "))
+		return row.Tokens.Exceeded
+	})
 }
