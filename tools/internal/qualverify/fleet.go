@@ -67,10 +67,6 @@ func fleetCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			plan, err := verify.LoadFleetPlan(c.Args().First())
-			if err != nil {
-				return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
-			}
 			var signer attest.Signer
 			if check == "" {
 				// Refused before any receipt is verified or anything signed, not after.
@@ -83,17 +79,9 @@ func fleetCommand() *cli.Command {
 			}
 			var pl pulls
 			defer pl.cleanup()
-			evs, labels, err := fleetEvidence(c.Context, &pl, c.Args().Slice()[1:])
+			plan, rs, err := verifiedFleet(c, &pl, policy, opts)
 			if err != nil {
 				return err
-			}
-			banner(c.App.ErrWriter, c)
-			rs, err := verify.VerifyFleetReceipts(c.Context, evs, labels, policy, c.Int("jobs"), opts...)
-			if err != nil {
-				if c.Context.Err() != nil {
-					return fmt.Errorf("%w: %v", exitcode.ErrInterrupted, err)
-				}
-				return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 			}
 			if check != "" {
 				keys := policy.Keys
@@ -296,6 +284,29 @@ func writeFleetPage(path string, m *contract.FleetManifestDoc, signer string, rs
 
 // fleetReport is qualverify report --fleet MANIFEST PLAN RECEIPTS...: the manifest is checked as
 // fleet --check checks it (signed by a --key key, every derived member recomputed), then drawn.
+// verifiedFleet loads the fleet plan (the first argument) and verifies the receipts the other
+// arguments name (files, directories, oci:// references pulled into pl), --jobs at a time: what
+// `fleet` and `report --fleet` both do before the manifest.
+func verifiedFleet(c *cli.Context, pl *pulls, policy verify.Policy, opts []verify.Option) (*verify.FleetPlan, []verify.FleetReceipt, error) {
+	plan, err := verify.LoadFleetPlan(c.Args().First())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	}
+	evs, labels, err := fleetEvidence(c.Context, pl, c.Args().Slice()[1:])
+	if err != nil {
+		return nil, nil, err
+	}
+	banner(c.App.ErrWriter, c)
+	rs, err := verify.VerifyFleetReceipts(c.Context, evs, labels, policy, c.Int("jobs"), opts...)
+	if err != nil {
+		if c.Context.Err() != nil {
+			return nil, nil, fmt.Errorf("%w: %v", exitcode.ErrInterrupted, err)
+		}
+		return nil, nil, fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	}
+	return plan, rs, nil
+}
+
 func fleetReport(c *cli.Context, manifest string) error {
 	out := c.String("output")
 	if out == "" || out == "-" || c.String("format") != "html" {
@@ -308,18 +319,9 @@ func fleetReport(c *cli.Context, manifest string) error {
 	if err != nil {
 		return err
 	}
-	plan, err := verify.LoadFleetPlan(c.Args().First())
-	if err != nil {
-		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
-	}
 	var pl pulls
 	defer pl.cleanup()
-	evs, labels, err := fleetEvidence(c.Context, &pl, c.Args().Slice()[1:])
-	if err != nil {
-		return err
-	}
-	banner(c.App.ErrWriter, c)
-	rs, err := verify.VerifyFleetReceipts(c.Context, evs, labels, policy, 0, opts...)
+	plan, rs, err := verifiedFleet(c, &pl, policy, opts)
 	if err != nil {
 		return err
 	}
