@@ -88,6 +88,10 @@ func TestScripts(t *testing.T) {
 			if cond == "cuda" {
 				return len(device.Serving(device.Probe(device.Options{}).Devices, "cuda", false)) > 0, nil
 			}
+			// [root]: this host lets a script create a user and a delegated cgroup v2 subtree.
+			if cond == "root" {
+				return rootCondition(), nil
+			}
 			if cond == "driver" {
 				err := driver.CheckHost()
 				if err != nil && os.Getenv("CI") == "true" {
@@ -99,18 +103,21 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"noresidue": cmdNoResidue,
-			"waitport":  cmdWaitPort,
-			"jsoncheck": cmdJSONCheck,
-			"gitrepo":   cmdGitRepo,
-			"rowvalue":  cmdRowValue,
-			"digest":    cmdDigest,
-			"gone":      cmdGone,
-			"waitfile":  cmdWaitFile,
-			"jsonlines": cmdJSONLines,
-			"signal":    cmdSignal,
-			"killowner": cmdKillOwner,
-			"bounded":   cmdBounded,
+			"noresidue":   cmdNoResidue,
+			"waitport":    cmdWaitPort,
+			"jsoncheck":   cmdJSONCheck,
+			"gitrepo":     cmdGitRepo,
+			"rowvalue":    cmdRowValue,
+			"digest":      cmdDigest,
+			"gone":        cmdGone,
+			"waitfile":    cmdWaitFile,
+			"jsonlines":   cmdJSONLines,
+			"signal":      cmdSignal,
+			"killowner":   cmdKillOwner,
+			"bounded":     cmdBounded,
+			"testuser":    cmdTestUser,
+			"delegcgroup": cmdDelegCgroup,
+			"asuser":      cmdAsUser,
 		},
 	})
 }

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -69,6 +71,9 @@ func newCgroup(pidLimit int64, runID string) (*cgroup, []string, error) {
 	parent := filepath.Join(mount, self)
 	dir := filepath.Join(parent, cgroupName(cgroupSeq.Add(1), runID))
 	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, nil, notDelegated(parent, err)
+		}
 		return nil, nil, fmt.Errorf("create cgroup: %w", err)
 	}
 	var unsupported []string
@@ -83,6 +88,27 @@ func newCgroup(pidLimit int64, runID string) (*cgroup, []string, error) {
 		return nil, nil, fmt.Errorf("open cgroup: %w", err)
 	}
 	return &cgroup{dir: dir, fd: fd}, unsupported, nil
+}
+
+// DelegateHint is how a user without a delegated cgroup gets one (docs/lifecycle.md, "Non-root
+// hosts"): systemd creates a scope whose cgroup the user owns, and qualrun's servers go below it.
+const DelegateHint = "systemd-run --user --scope -p Delegate=yes qualrun ..."
+
+// notDelegated explains a refused mkdir under this process's own cgroup: the cgroup is not
+// delegated to this user (a non-root qualrun may only create cgroups in a subtree it owns).
+func notDelegated(parent string, err error) error {
+	owner := "unknown owner"
+	if fi, serr := os.Stat(parent); serr == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			owner = fmt.Sprintf("owned by uid %d", st.Uid)
+		}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the path is named once, as the parent
+	}
+	return fmt.Errorf("create cgroup: qualrun's cgroup %s (%s) is not delegated to uid %d (mkdir: %w); run qualrun in a delegated scope: %s",
+		parent, owner, os.Getuid(), err, DelegateHint)
 }
 
 func enablePids(parent, dir string, limit int64) error {
