@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/tools/internal/cliapp"
@@ -130,6 +131,7 @@ func checkLines(f string, data []byte, asJSON bool, w io.Writer) (bool, error) {
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 	bad := false
 	contracts := map[string]int{}
+	warmups := 0 // request records marked warmup: excluded from every metric, so say how many
 	for i, line := range lines {
 		name := fmt.Sprintf("%s:%d", f, i+1)
 		out, err := schemas.CheckDocument([]byte(line))
@@ -140,6 +142,9 @@ func checkLines(f string, data []byte, asJSON bool, w io.Writer) (bool, error) {
 			bad = true
 		}
 		contracts[out.Contract.SchemaID]++
+		if out.Contract.SchemaID == contract.RequestRecordSchema && isWarmup([]byte(line)) {
+			warmups++
+		}
 		if asJSON {
 			fo := fileOutcome{File: name, Contract: out.Contract.SchemaID, Valid: out.Valid(), Violations: []jsonViolation{}}
 			for _, v := range out.Violations {
@@ -155,8 +160,20 @@ func checkLines(f string, data []byte, asJSON bool, w io.Writer) (bool, error) {
 	}
 	if !bad && !asJSON {
 		for c, n := range contracts {
-			fmt.Fprintf(w, "%s: valid %d × %s\n", f, n, c)
+			note := ""
+			if c == contract.RequestRecordSchema && warmups > 0 {
+				note = fmt.Sprintf(" (%d measured, %d warmup)", n-warmups, warmups)
+			}
+			fmt.Fprintf(w, "%s: valid %d × %s%s\n", f, n, c, note)
 		}
 	}
 	return bad, nil
+}
+
+// isWarmup reports whether a valid request record says "warmup": true.
+func isWarmup(line []byte) bool {
+	var r struct {
+		Warmup bool `json:"warmup"`
+	}
+	return json.Unmarshal(line, &r) == nil && r.Warmup
 }
