@@ -11,6 +11,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // TestRepositoryWorkloadReferences: the committed workloads hold together across files, as
@@ -92,5 +93,39 @@ func checkCorpusFile(t *testing.T, root, workload string, c *contract.Corpus) {
 			t.Errorf("%s line %d: want a strict {\"id\", \"text\", \"system\"?} object with a new id: %v", c.Path, n, err)
 		}
 		ids[p.ID] = true
+	}
+}
+
+// TestDemoComparesLatencyByStatistics: the demo's performance rules compare latencies with the
+// statistical operator, and its rows have enough measured requests for it. Two demo runs of one
+// configuration on a busy host differ in every exact latency and rate by noise, so exact
+// performance rules made `qualverify compare` of two demo receipts "not ok" on an idle change.
+func TestDemoComparesLatencyByStatistics(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "workloads", "demo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w contract.WorkloadDoc
+	if err := jsonstrict.DecodeInto(data, &w); err != nil {
+		t.Fatal(err)
+	}
+	requests := map[string]int64{}
+	for _, v := range w.Variants {
+		for _, c := range v.Cases {
+			if c.Requests != nil {
+				requests[c.ID] = *c.Requests
+			}
+		}
+	}
+	for _, r := range w.ComparisonPolicy.MetricRules {
+		if r.MetricClass != contract.MetricRuleMetricClassPerformance {
+			continue
+		}
+		if r.Operator != contract.MetricRuleOperatorNotWorseSignificantly {
+			t.Errorf("demo rule %s/%s: operator %s compares one noisy number exactly; want %s", r.ResultID, r.Metric, r.Operator, contract.MetricRuleOperatorNotWorseSignificantly)
+		}
+		if n := requests[r.ResultID]; n < metric.MinSamplesSignificance {
+			t.Errorf("demo rule %s/%s: case has %d requests a row, under the %d a statistical rule needs", r.ResultID, r.Metric, n, metric.MinSamplesSignificance)
+		}
 	}
 }

@@ -28,8 +28,12 @@ func compareCommand() *cli.Command {
 			"                                correctness rules only, plus equal outputs row by row\n" +
 			"Rows are matched by (case, repetition, concurrency, row repetition) and must be like for like: same\n" +
 			"prompt set, same schedule, one formula id per metric name (a request-window throughput is never\n" +
-			"compared with a decode rate). Then each metric rule: tolerance = max(absolute, |baseline| x relative),\n" +
-			"operators equal / not_greater / not_less, evaluated exactly.\n" +
+			"compared with a decode rate). Then each metric rule: tolerance = max(absolute, |baseline| x relative);\n" +
+			"equal / not_greater / not_less compare the two recorded numbers exactly within it, and\n" +
+			"not_worse_significantly (performance rules of scope row, a declared confidence, at least 20 samples a\n" +
+			"side) tests the per-request samples recomputed from both sides' records (Mann-Whitney U) and fails\n" +
+			"only on a significant change worse than the tolerance: use it for latencies, which flip an exact rule\n" +
+			"on noise (docs/verification.md, Statistical rules).\n" +
 			"Exit 0: compatible, both sides verified and every rule held; 1: not (differences and failures printed);\n" +
 			"2: usage; 3: the comparison could not be carried out.",
 		Flags: append(trustFlags(),
