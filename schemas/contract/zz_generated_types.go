@@ -1787,6 +1787,10 @@ type ReportViewDoc struct {
 	Receipts []ViewReceipt `json:"receipts"`
 	// Comparisons of each later receipt with the first, in order.
 	Comparisons []ViewComparison `json:"comparisons"`
+	// Across are, for a view of two or more receipts, the median of each row's headline
+	// metrics over the receipts that have the row, with its distribution-free interval; absent
+	// for a single receipt.
+	Across []ViewAcross `json:"across,omitempty"`
 }
 
 // ViewReceipt is one receipt's page.
@@ -1915,6 +1919,18 @@ type ViewCase struct {
 	Rows []ViewRow `json:"rows"`
 	// Driver is a driver case's evidence result; null for other cases and when none is bound.
 	Driver *ViewDriver `json:"driver"`
+	// Capacity is the case's capacity search as its case result states it (verification
+	// recomputed every decision from the rows); absent when the case searched none.
+	Capacity *Capacity `json:"capacity,omitempty"`
+	// Pareto is the case's Pareto front as its case result states it (recomputed by
+	// verification); absent when the case declares none.
+	Pareto *Pareto `json:"pareto,omitempty"`
+	// ParetoPoints are every row's (throughput, latency) in the front's two metrics, front or
+	// not, in row order: what the page draws the front against; absent without a front.
+	ParetoPoints []ParetoPoint `json:"pareto_points,omitempty"`
+	// Intervals are the case's confidence intervals across repetitions as its case result states
+	// them (recomputed by verification); absent when it has none.
+	Intervals []Interval `json:"intervals,omitempty"`
 }
 
 // ViewRow is one serving row, recomputed from its request records.
@@ -2331,6 +2347,28 @@ type ViewRule struct {
 	Tolerance *float64     `json:"tolerance"`
 	Status    RuleStatus   `json:"status"`
 	Reason    string       `json:"reason"`
+}
+
+// ViewAcross is one row metric over the receipts of a view that have that row: the median of the
+// per-receipt values and benchstat's distribution-free interval of it (docs/report.md).
+//
+// CUE: reportview/v1 #Across.
+type ViewAcross struct {
+	Case string `json:"case"`
+	Row  string `json:"row"`
+	// Metric is the row metric, e.g. "ttft_ms.p50".
+	Metric string `json:"metric"`
+	// Values are the per-receipt values, in receipt order.
+	Values []float64 `json:"values"`
+	// Median is the median of values.
+	Median     float64 `json:"median"`
+	Confidence float64 `json:"confidence"`
+	// Low and high bound the median at confidence; null with too few receipts for it.
+	Low  *float64 `json:"low"`
+	High *float64 `json:"high"`
+	// TooFewReceipts is true when the receipts are too few for an interval at confidence
+	// (6 at 0.95).
+	TooFewReceipts bool `json:"too_few_receipts"`
 }
 
 // RequestRecordDoc is one request: what was sent, when every byte came back, and what it said.

@@ -18,6 +18,7 @@ var CSVColumns = []string{
 	"requests", "successes", "failures", "window_s",
 	"family", "unit", "formula",
 	"count", "min", "mean", "p50", "p90", "p95", "p99", "p99_9", "value",
+	"metric", "low", "high", "confidence",
 }
 
 // csvScalars are the per-row scalar families of View.CSV, in order: name, unit, formula id and
@@ -94,7 +95,7 @@ func (v *View) CSV(w io.Writer) error {
 				for _, d := range r.Distributions {
 					line := append(append([]string{}, head...), string(d.Metric), d.Unit, d.Formula, strconv.FormatInt(d.Count, 10),
 						exact(d.Min), exact(d.Mean), exact(d.P50), exact(d.P90), exact(d.P95), exact(d.P99), optExact(d.P999), "")
-					if err := cw.Write(line); err != nil {
+					if err := cw.Write(pad(line)); err != nil {
 						return err
 					}
 				}
@@ -104,11 +105,25 @@ func (v *View) CSV(w io.Writer) error {
 					}
 					line := append(append([]string{}, head...), s.name, s.unit, s.formula)
 					line = append(line, "", "", "", "", "", "", "", "", exact(*s.v))
-					if err := cw.Write(line); err != nil {
+					if err := cw.Write(pad(line)); err != nil {
 						return err
 					}
 				}
 			}
+			for _, line := range csvFigures(c) {
+				if err := cw.Write(pad(append([]string{rc.ReceiptID, rc.Path, verification, strconv.FormatBool(rc.Publishable),
+					c.ID, strconv.FormatInt(c.Repetition, 10)}, line...))); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, a := range v.Across {
+		line := []string{"", "", "", "", a.Case, "", a.Row, "", "", "", "", "", "", "",
+			"median_across_receipts", "", "median_interval.v1", strconv.Itoa(len(a.Values)),
+			"", "", "", "", "", "", "", exact(a.Median), a.Metric, optExact(a.Low), optExact(a.High), exact(a.Confidence)}
+		if err := cw.Write(line); err != nil {
+			return err
 		}
 	}
 	cw.Flush()
@@ -131,4 +146,38 @@ func pad(line []string) []string {
 		line = append(line, "")
 	}
 	return line
+}
+
+// csvFigures are a case's figure lines from the row column on (the receipt and case columns are
+// the caller's): its capacity, each capacity probe, each Pareto front point (one line per
+// coordinate, metric naming it) and each interval across repetitions.
+func csvFigures(c Case) [][]string {
+	var out [][]string
+	// line is row, concurrency, repetition, 5 empty (loop, the request counts and the window),
+	// family, unit, formula, count, 7 empty statistics, value, metric, low, high, confidence.
+	line := func(row, conc, rep, family, unit, formula, count, value, metric, low, high, confidence string) []string {
+		return []string{row, conc, rep, "", "", "", "", "", family, unit, formula, count, "", "", "", "", "", "", "", value, metric, low, high, confidence}
+	}
+	if cp := c.Capacity; cp != nil {
+		if cp.Capacity != nil {
+			out = append(out, line("", "", "", "capacity", "concurrency", "capacity_search", "", strconv.FormatInt(*cp.Capacity, 10), "", "", "", ""))
+		}
+		for _, p := range cp.Probes {
+			out = append(out, line(rowName(p.Concurrency, 0), strconv.FormatInt(p.Concurrency, 10), "0", "capacity_probe", "fraction",
+				"slo_good_fraction.v1", "", exact(p.GoodFraction), "", "", "", ""))
+		}
+	}
+	if p := c.Pareto; p != nil {
+		for _, pt := range p.Front {
+			row, conc, rep := rowName(pt.Concurrency, pt.Repetition), strconv.FormatInt(pt.Concurrency, 10), strconv.FormatInt(pt.Repetition, 10)
+			out = append(out,
+				line(row, conc, rep, "pareto_front", "", "pareto_front", "", exact(pt.Throughput), string(p.Throughput), "", "", ""),
+				line(row, conc, rep, "pareto_front", "", "pareto_front", "", exact(pt.Latency), p.Latency, "", "", ""))
+		}
+	}
+	for _, iv := range c.Intervals {
+		out = append(out, line("", strconv.FormatInt(iv.Concurrency, 10), "", "interval", "", string(iv.Method), strconv.FormatInt(iv.Samples, 10),
+			exact(iv.Estimate), iv.Metric, optExact(iv.Low), optExact(iv.High), exact(iv.Confidence)))
+	}
+	return out
 }

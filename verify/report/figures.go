@@ -16,8 +16,8 @@ import (
 // The derived figures of a serving case (docs/metrics.md): its capacity search, Pareto front and
 // confidence intervals across repetitions, as its case result states them (the tolerances check
 // recomputed each from the records), and the intervals of a row metric across the receipts of a
-// report. They are drawn on the page and listed in the text report; the view's JSON document
-// does not carry them.
+// report. They are drawn on the page, listed in the text report, and carried by the view's JSON
+// document (its cases' capacity, pareto, pareto_points and intervals, and across) and the CSV.
 
 // caseFigures are one case's figures, for the page and the text report.
 type caseFigures struct {
@@ -58,6 +58,25 @@ func figuresOf(ce verify.CaseEvidence) *caseFigures {
 		}
 	}
 	return f
+}
+
+// into puts the figures into the view's case, for the JSON view and the CSV.
+func (f *caseFigures) into(c *Case) {
+	c.Capacity, c.Pareto, c.Intervals = f.capacity, f.pareto, f.intervals
+	if f.pareto != nil {
+		c.ParetoPoints = nonNil(f.points)
+	}
+}
+
+// view is the interval as the report view's across item.
+func (a Across) view() contract.ViewAcross {
+	out := contract.ViewAcross{Case: a.Case, Row: a.Row, Metric: a.Metric, Values: a.Values, Median: a.Interval.Estimate,
+		Confidence: metric.IntervalConfidence, TooFewReceipts: !a.OK}
+	if a.OK {
+		lo, hi := a.Interval.Low, a.Interval.High
+		out.Low, out.High = &lo, &hi
+	}
+	return out
 }
 
 func valueOf(ms []contract.Metric, name string) (float64, bool) {

@@ -24,7 +24,27 @@ func TestAcrossReceipts(t *testing.T) {
 			t.Errorf("%s %s %s: ok %v over %d values", a.Case, a.Row, a.Metric, a.OK, len(a.Values))
 		}
 	}
-	_, text, _ := render(t, v)
+	_, text, js := render(t, v)
+	// The JSON view carries the same items, for dashboards; the CSV a line each.
+	var doc contract.ReportViewDoc
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Across) != len(v.across) {
+		t.Fatalf("JSON view has %d across items, the page %d", len(doc.Across), len(v.across))
+	}
+	for i, a := range doc.Across {
+		if a.Metric != v.across[i].Metric || a.Median != v.across[i].Interval.Estimate || !a.TooFewReceipts || a.Low != nil || len(a.Values) != len(v.across[i].Values) {
+			t.Errorf("JSON across %d = %+v, page %+v", i, a, v.across[i])
+		}
+	}
+	var csvOut strings.Builder
+	if err := v.CSV(&csvOut); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(csvOut.String(), ",median_across_receipts,"); n != len(v.across) {
+		t.Errorf("CSV has %d median_across_receipts lines, want %d", n, len(v.across))
+	}
 	if !regexp.MustCompile(`(?m)^  chat-stream c1-r0 +ttft_ms.p50 median \S+ over 3 receipts: too few for an interval at 0.95 \(need 6\)$`).MatchString(text) &&
 		!strings.Contains(text, "over 3 receipts: too few for an interval at 0.95 (need 6)") {
 		t.Errorf("text lacks the across-receipts line:\n%s", text)

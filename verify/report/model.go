@@ -146,6 +146,7 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 			for k, ce := range in.Cases {
 				if f := figuresOf(ce); f != nil {
 					v.figures[[2]int{i, k}] = f
+					f.into(&v.Receipts[i].Cases[k])
 				}
 				v.keepLoad(i, k, ce)
 				for j, re := range ce.Rows {
@@ -164,6 +165,9 @@ func Build(ctx context.Context, evidence []verify.Evidence, policy verify.Policy
 		}
 	}
 	v.across = acrossOf(v, states)
+	for _, a := range v.across {
+		v.Across = append(v.Across, a.view())
+	}
 	for i := 1; i < len(evidence); i++ {
 		v.Comparisons = append(v.Comparisons, compare(ctx, evidence[0], evidence[i], &v.Receipts[0], &states[0], &states[i], policy, opts))
 	}
