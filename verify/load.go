@@ -270,6 +270,11 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	if err := s.readAll(ctx, root, order, want, sizes, cfg); err != nil {
 		return nil, err
 	}
+	if cfg.modelStore != "" {
+		if err := s.readModelStore(ctx, cfg.modelStore, rc.Artifacts); err != nil {
+			return nil, err
+		}
+	}
 	// Rows may reference record files the artifact list forgot.
 	order = order[:0]
 	for _, p := range slices.Sorted(mapKeys(s.caseResults)) {
@@ -293,6 +298,10 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 			}
 		case !f.local:
 			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is outside the repository: not re-hashed", a.Kind, a.Path))
+		case !f.present && f.readErr == nil && !s.mustExist(a) && isModelKind(a.Kind) && cfg.modelStore != "":
+			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is in neither the repository nor the model store %s: not re-hashed", a.Kind, a.Path, cfg.modelStore))
+		case !f.present && f.readErr == nil && !s.mustExist(a) && isModelKind(a.Kind):
+			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally: not re-hashed (a model directory outside the repository is recorded relative to itself: --model-store DIR re-hashes it from your copy)", a.Kind, a.Path))
 		case !f.present && f.readErr == nil && !s.mustExist(a):
 			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally: not re-hashed", a.Kind, a.Path))
 		}
@@ -512,6 +521,37 @@ func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, k
 // readFile reads one file by its kind: JSON contracts whole and validated, request records
 // streamed line by line, everything else streamed through sha256. The error is non-nil only when
 // the read could not be carried out (a cancelled context, an internal validation error).
+// isModelKind reports whether kind is a file of a model directory (artifact.ModelKind's kinds).
+func isModelKind(kind contract.ArtifactKind) bool {
+	switch kind {
+	case contract.ArtifactKindModelWeight, contract.ArtifactKindModelConfig, contract.ArtifactKindTokenizer,
+		contract.ArtifactKindChatTemplate, contract.ArtifactKindModelFile:
+		return true
+	}
+	return false
+}
+
+// readModelStore reads, beneath the model store dir, every model file the receipt binds that the
+// evidence root does not have (WithModelStore). What it finds is hashed and checked like any
+// bound file; what it does not find stays absent (a warning says so).
+func (s *snapshot) readModelStore(ctx context.Context, dir string, arts []contract.Artifact) error {
+	store, err := openRoot(dir)
+	if err != nil {
+		return fmt.Errorf("model store %s: %w", dir, err)
+	}
+	defer store.Close()
+	for _, a := range arts {
+		f := s.files[a.Path]
+		if f == nil || !f.local || f.present || f.readErr != nil || !isModelKind(a.Kind) {
+			continue
+		}
+		if err := readFile(ctx, store, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 	switch {
 	case f.kind == contract.ArtifactKindRequestRecords:

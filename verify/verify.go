@@ -160,6 +160,18 @@ type config struct {
 	logger   *slog.Logger
 	workers  int
 	skipSign bool // Compare without keys: signatures are not part of a comparison
+	// modelStore is a directory the model files a receipt binds relative to its --model
+	// directory are re-hashed from (WithModelStore); "" for none.
+	modelStore string
+}
+
+// WithModelStore re-hashes, from dir, the model files (model weights, configs, tokenizers, chat
+// templates, other model files) that a receipt binds and that are not present in the evidence
+// root: a model directory outside the repository is recorded relative to itself (`qualrun run
+// --model DIR`), so an auditor who has the same files points dir at their copy. Files in dir
+// are read as evidence files are (beneath dir, no symlinks, regular files only).
+func WithModelStore(dir string) Option {
+	return func(c *config) { c.modelStore = dir }
 }
 
 // AllowUnsignedUnsafe accepts a receipt that has no attestation: the signature check is skipped

@@ -486,6 +486,14 @@ func (p *Plan) bindArtifacts(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w: --model: %v", ErrArtifact, err)
 		}
+		// A model directory inside the repository is bound by repository-relative paths, so that
+		// qualverify re-hashes it from the evidence root; one outside keeps paths relative to
+		// itself, the same on every host (qualverify --model-store DIR re-hashes those).
+		for i := range model {
+			if rel, err := relTo(p.root, model[i].Abs); err == nil {
+				model[i].Path = rel
+			}
+		}
 		files = append(files, model...)
 	}
 	if p.cfg.RuntimeManifest != "" {

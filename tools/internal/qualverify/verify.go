@@ -32,6 +32,7 @@ func trustFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "key", Usage: "pinned public key `FILE` (PEM, ECDSA P-256; repeatable); added to the policy's keys"},
 		&cli.StringFlag{Name: "policy", Usage: "verification policy `FILE` (JSON, docs/verification.md); default: publication required, every relaxation flag permitted"},
+		&cli.StringFlag{Name: "model-store", Usage: "re-hash the model files a receipt binds relative to its --model directory (one outside the repository) from your copy in `DIR`; a file that differs is rejected"},
 	}
 }
 
@@ -103,7 +104,14 @@ func policyFromFlags(c *cli.Context, publication bool) (verify.Policy, []verify.
 	if len(policy.Keys) == 0 && !contains(relax, verify.RelaxUnsigned) && c.Command.Name != "compare" {
 		return policy, nil, fmt.Errorf("%w: %s needs --key (or a policy with public_keys); --%s skips the signature check", exitcode.ErrUsage, c.Command.Name, verify.RelaxUnsigned)
 	}
-	return policy, []verify.Option{verify.WithRelaxations(relax...)}, nil
+	opts := []verify.Option{verify.WithRelaxations(relax...)}
+	if dir := c.String("model-store"); dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return policy, nil, fmt.Errorf("%w: --model-store %s: not a directory", exitcode.ErrUsage, dir)
+		}
+		opts = append(opts, verify.WithModelStore(dir))
+	}
+	return policy, opts, nil
 }
 
 func contains(rs []verify.Relaxation, r verify.Relaxation) bool {
