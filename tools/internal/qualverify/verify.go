@@ -52,8 +52,8 @@ func verifyCommand() *cli.Command {
 		Flags: append(append(trustFlags(),
 			&cli.StringFlag{Name: "root", Usage: "evidence root `DIR` (default: the directory holding qualification/receipts/ above RECEIPT)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the verification report (qualkit.verification-report.v1) as JSON"},
-		), relaxFlags()...),
-		Action: func(c *cli.Context) error {
+		), append(relaxFlags(), ociFlags()...)...),
+		Action: func(c *cli.Context) (err error) {
 			if c.NArg() != 1 {
 				return fmt.Errorf("%w: verify needs exactly one RECEIPT, got %d arguments", exitcode.ErrUsage, c.NArg())
 			}
@@ -61,8 +61,11 @@ func verifyCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var pl pulls
-			defer pl.cleanup()
+			pl, err := newPulls(c)
+			if err != nil {
+				return err
+			}
+			defer pl.cleanup(&err)
 			ev, err := pl.locateArg(c.Context, c.Args().First(), c.String("root"))
 			if err != nil {
 				return err
