@@ -173,7 +173,7 @@ func (p *pulls) pull(ctx context.Context, arg string) (verify.Evidence, error) {
 	case errors.Is(err, oci.ErrRefused) || errors.Is(err, oci.ErrDigest) || errors.Is(err, oci.ErrNetPolicy):
 		return verify.Evidence{}, p.refuse(arg, err)
 	case errors.Is(err, oci.ErrDeadline) || errors.Is(err, oci.ErrTooSlow):
-		return verify.Evidence{}, fmt.Errorf("pull %s gave up after %s (--registry-timeout, --min-transfer-rate): %w", arg, time.Since(start).Round(time.Millisecond), err)
+		return verify.Evidence{}, fmt.Errorf("%w (gave up after %s; see --registry-timeout, --min-transfer-rate, --transfer-window)", err, time.Since(start).Round(time.Millisecond))
 	case err != nil:
 		return verify.Evidence{}, err
 	}

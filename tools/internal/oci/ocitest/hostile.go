@@ -39,6 +39,8 @@ type Hostile struct {
 	// UploadLocation, when set, answers an upload's start (POST .../blobs/uploads/) with 202 and
 	// this Location.
 	UploadLocation string
+	// TamperBlobs, when set, serves every blob with its last byte changed (its digest then lies).
+	TamperBlobs bool
 	// Requests counts the requests that reached the front.
 	Requests int
 }
@@ -54,7 +56,7 @@ func (h *Hostile) snapshot() Hostile {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.Requests++
-	return Hostile{RedirectBlobs: h.RedirectBlobs, Realm: h.Realm, Token: h.Token, SlowBlobs: h.SlowBlobs, LieManifest: h.LieManifest, UploadLocation: h.UploadLocation}
+	return Hostile{RedirectBlobs: h.RedirectBlobs, Realm: h.Realm, Token: h.Token, SlowBlobs: h.SlowBlobs, LieManifest: h.LieManifest, UploadLocation: h.UploadLocation, TamperBlobs: h.TamperBlobs}
 }
 
 func (h *Hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -77,6 +79,19 @@ func (h *Hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
 		w.Header().Set("Docker-Content-Digest", r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:])
 		w.Write(b.LieManifest)
+		return
+	case blob && b.TamperBlobs:
+		rec := httptest.NewRecorder()
+		h.Inner.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		if len(body) > 0 {
+			body[len(body)-1] ^= 1
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(body)
 		return
 	case blob && b.SlowBlobs > 0:
 		rec := httptest.NewRecorder()
