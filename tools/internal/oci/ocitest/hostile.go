@@ -41,6 +41,8 @@ type Hostile struct {
 	UploadLocation string
 	// TamperBlobs, when set, serves every blob with its last byte changed (its digest then lies).
 	TamperBlobs bool
+	// StallUploads, when set, answers no upload's PUT or PATCH until the client goes away.
+	StallUploads bool
 	// Requests counts the requests that reached the front.
 	Requests int
 }
@@ -56,7 +58,7 @@ func (h *Hostile) snapshot() Hostile {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.Requests++
-	return Hostile{RedirectBlobs: h.RedirectBlobs, Realm: h.Realm, Token: h.Token, SlowBlobs: h.SlowBlobs, LieManifest: h.LieManifest, UploadLocation: h.UploadLocation, TamperBlobs: h.TamperBlobs}
+	return Hostile{RedirectBlobs: h.RedirectBlobs, Realm: h.Realm, Token: h.Token, SlowBlobs: h.SlowBlobs, LieManifest: h.LieManifest, UploadLocation: h.UploadLocation, TamperBlobs: h.TamperBlobs, StallUploads: h.StallUploads}
 }
 
 func (h *Hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -68,6 +70,11 @@ func (h *Hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	blob := strings.Contains(r.URL.Path, "/blobs/sha256:") && r.Method == http.MethodGet
 	switch {
+	case b.StallUploads && (r.Method == http.MethodPut || r.Method == http.MethodPatch) && strings.Contains(r.URL.Path, "/blobs/uploads/"):
+		// The body read to its end, net/http notices the client going away (and cancels the context).
+		io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+		return
 	case b.UploadLocation != "" && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/blobs/uploads/"):
 		w.Header().Set("Location", b.UploadLocation)
 		w.WriteHeader(http.StatusAccepted)
