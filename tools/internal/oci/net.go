@@ -15,6 +15,7 @@ import (
 
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/errcode"
 	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
@@ -53,9 +54,10 @@ func (t Transfer) bound(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeoutCause(ctx, t.Timeout, fmt.Errorf("%w (%s)", ErrDeadline, t.Timeout))
 }
 
-// causeOf returns err, or, when ctx ended with one of this package's causes (the deadline), an
+// causeOf returns err (its registry error text clipped: registryText), or, when ctx ended with one of this package's causes (the deadline), an
 // error wrapping that cause.
 func causeOf(ctx context.Context, err error) error {
+	err = registryText(err)
 	if err == nil || ctx.Err() == nil {
 		return err
 	}
@@ -253,8 +255,10 @@ func isLoopback(host string) bool {
 
 // clip quotes a string the registry sent for a message: Go-quoted (no control byte reaches a
 // terminal raw), at most 64 bytes of it, with its length when longer.
-func clip(s string) string {
-	const most = 64
+func clip(s string) string { return clipN(s, 64) }
+
+// clipN is clip with a bound of most bytes.
+func clipN(s string, most int) string {
 	if len(s) <= most {
 		return fmt.Sprintf("%q", s)
 	}
@@ -297,4 +301,37 @@ func FormatRate(n int64) string {
 		return fmt.Sprintf("%dKiB", n>>10)
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// quiet keeps an error's chain (errors.Is, errors.As) under a message of its own.
+type quiet struct {
+	msg string
+	err error
+}
+
+func (q *quiet) Error() string { return q.msg }
+func (q *quiet) Unwrap() error { return q.err }
+
+// registryText replaces, in err's message, the text of a registry's error response (the codes and
+// messages of its JSON body, up to 8 KiB the registry chose, and the URL it was sent to) by a
+// clipped, quoted form: the status, the URL at most 256 bytes, each code and message at most 64
+// bytes, all Go-quoted.
+func registryText(err error) error {
+	var er *errcode.ErrorResponse
+	if err == nil || !errors.As(err, &er) {
+		return err
+	}
+	u := ""
+	if er.URL != nil {
+		u = er.URL.Scheme + "://" + er.URL.Host + er.URL.Path
+	}
+	msg := fmt.Sprintf("%s %s: response status code %d", er.Method, clipN(u, 256), er.StatusCode)
+	for i, e := range er.Errors {
+		if i == 4 {
+			msg += fmt.Sprintf(" (and %d more errors)", len(er.Errors)-i)
+			break
+		}
+		msg += fmt.Sprintf("; code %s, message %s", clip(e.Code), clip(e.Message))
+	}
+	return &quiet{msg: strings.Replace(err.Error(), er.Error(), msg, 1), err: err}
 }

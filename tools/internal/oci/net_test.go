@@ -2,6 +2,7 @@ package oci
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/tools/internal/oci/ocitest"
+	"oras.land/oras-go/v2/registry/remote/errcode"
 )
 
 func startHostile(t *testing.T, addr string) *ocitest.Hostile {
@@ -216,4 +218,28 @@ func TestRegistryTrafficStaysOnLoopback(t *testing.T) {
 			t.Errorf("%s: %s was contacted: %v", tc.name, far, hits)
 		}
 	}
+}
+
+// TestRegistryErrorTextClipped: a registry's error response (its JSON codes and messages, up to
+// 8 KiB of its choosing) reaches the error message clipped and Go-quoted: no raw control byte, no
+// more than 64 bytes of any message, and errors.Is still sees what the status means.
+func TestRegistryErrorTextClipped(t *testing.T) {
+	h := startHostile(t, "127.0.0.1:0")
+	ref := publishFrozen(t, h)
+	long := "\x1b[2J\x1b]0;owned\x07" + strings.Repeat("hunter2 ", 900)
+	body, _ := json.Marshal(map[string]any{"errors": []map[string]string{{"code": "DENIED\x1b[31m", "message": long}}})
+	h.Set(func(h *ocitest.Hostile) { h.ErrorBody = body })
+	_, err := Pull(context.Background(), ref, t.TempDir(), DefaultLimits, DefaultTransfer)
+	if err == nil {
+		t.Fatal("pull succeeded")
+	}
+	msg := err.Error()
+	if strings.ContainsAny(msg, "\x1b\x07") || strings.Count(msg, "hunter2") > 8 || len(msg) > 1024 {
+		t.Fatalf("the registry's error text reached the message unclipped (%d bytes): %s", len(msg), msg)
+	}
+	var er *errcode.ErrorResponse
+	if !errors.As(err, &er) || er.StatusCode != 400 {
+		t.Fatalf("the error chain lost the response: %v", err)
+	}
+	t.Log(msg)
 }

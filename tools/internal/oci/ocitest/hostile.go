@@ -43,6 +43,8 @@ type Hostile struct {
 	TamperBlobs bool
 	// StallUploads, when set, answers no upload's PUT or PATCH until the client goes away.
 	StallUploads bool
+	// ErrorBody, when set, answers every manifest request with 400 and this body.
+	ErrorBody []byte
 	// Requests counts the requests that reached the front.
 	Requests int
 }
@@ -58,7 +60,7 @@ func (h *Hostile) snapshot() Hostile {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.Requests++
-	return Hostile{RedirectBlobs: h.RedirectBlobs, Realm: h.Realm, Token: h.Token, SlowBlobs: h.SlowBlobs, LieManifest: h.LieManifest, UploadLocation: h.UploadLocation, TamperBlobs: h.TamperBlobs, StallUploads: h.StallUploads}
+	return Hostile{RedirectBlobs: h.RedirectBlobs, Realm: h.Realm, Token: h.Token, SlowBlobs: h.SlowBlobs, LieManifest: h.LieManifest, UploadLocation: h.UploadLocation, TamperBlobs: h.TamperBlobs, StallUploads: h.StallUploads, ErrorBody: h.ErrorBody}
 }
 
 func (h *Hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -70,6 +72,11 @@ func (h *Hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	blob := strings.Contains(r.URL.Path, "/blobs/sha256:") && r.Method == http.MethodGet
 	switch {
+	case b.ErrorBody != nil && strings.Contains(r.URL.Path, "/manifests/"):
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(b.ErrorBody)
+		return
 	case b.StallUploads && (r.Method == http.MethodPut || r.Method == http.MethodPatch) && strings.Contains(r.URL.Path, "/blobs/uploads/"):
 		// The body read to its end, net/http notices the client going away (and cancels the context).
 		io.Copy(io.Discard, r.Body)
