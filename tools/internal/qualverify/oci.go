@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -68,6 +69,7 @@ func signalName(s os.Signal) string {
 // pulls holds the temporary trees that oci:// arguments were pulled into, and the signal watch of
 // the command; cleanup removes the trees and ends the watch.
 type pulls struct {
+	mu       sync.Mutex
 	dirs     []string
 	transfer oci.Transfer
 	asJSON   bool
@@ -95,6 +97,16 @@ func newPulls(c *cli.Context) (*pulls, error) {
 		case sig := <-ch:
 			cancel(&interruption{sig})
 		case <-done:
+			return
+		}
+		// A second signal while the first is being honoured (a step that does not watch the
+		// context): remove the pulled trees and exit at once.
+		select {
+		case sig := <-ch:
+			n := p.removeAll()
+			fmt.Fprintf(p.stderr, "qualverify: %s again; %d pulled trees removed\n", (&interruption{sig}).Error(), n)
+			os.Exit(exitcode.Interrupted)
+		case <-done:
 		}
 	}()
 	p.ctx = ctx
@@ -113,17 +125,25 @@ func (p *pulls) cleanup(err *error) {
 	if p == nil {
 		return
 	}
-	for _, d := range p.dirs {
-		os.RemoveAll(d)
-	}
+	n := p.removeAll()
 	var in *interruption
 	if p.ctx != nil && errors.As(context.Cause(p.ctx), &in) {
-		fmt.Fprintf(p.stderr, "qualverify: %s; %d pulled trees removed\n", in, len(p.dirs))
+		fmt.Fprintf(p.stderr, "qualverify: %s; %d pulled trees removed\n", in, n)
 		*err = fmt.Errorf("%w: %v", exitcode.ErrInterrupted, in)
 	}
 	if p.stop != nil {
 		p.stop()
 	}
+}
+
+// removeAll removes the pulled trees and returns how many there were.
+func (p *pulls) removeAll() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, d := range p.dirs {
+		os.RemoveAll(d)
+	}
+	return len(p.dirs)
 }
 
 // refusal is the --json form of a pulled artifact that was refused.
@@ -161,7 +181,9 @@ func (p *pulls) pull(ctx context.Context, arg string) (verify.Evidence, error) {
 	if err != nil {
 		return verify.Evidence{}, err
 	}
+	p.mu.Lock()
 	p.dirs = append(p.dirs, dir)
+	p.mu.Unlock()
 	start := time.Now()
 	got, err := oci.Pull(ctx, ref, dir, oci.DefaultLimits, p.transfer)
 	var in *interruption
