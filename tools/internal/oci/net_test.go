@@ -243,3 +243,19 @@ func TestRegistryErrorTextClipped(t *testing.T) {
 	}
 	t.Log(msg)
 }
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "65536": 65536, "64KiB": 64 << 10, "64KiB/s": 64 << 10, "1MiB": 1 << 20, "2GiB/s": 2 << 30, "10KB": 10000, "5B": 5} {
+		if got, err := ParseRate(in); err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %d, %v; want %d", in, got, err, want)
+		}
+		if got, _ := ParseRate(FormatRate(want)); got != want {
+			t.Errorf("FormatRate(%d) = %q does not read back", want, FormatRate(want))
+		}
+	}
+	for _, in := range []string{"", "-1", "fast", "1.5MiB", "64 KiB/h", "99999999999GiB"} {
+		if _, err := ParseRate(in); err == nil {
+			t.Errorf("ParseRate(%q) accepted", in)
+		}
+	}
+}
