@@ -38,8 +38,9 @@ const (
 )
 
 type gitObjects struct {
-	dir   string // .../objects
-	packs []*gitPack
+	common *os.File // the common git directory; objects/ is read beneath it
+	path   string   // its path, for messages
+	packs  []*gitPack
 }
 
 type gitPack struct {
@@ -49,12 +50,26 @@ type gitPack struct {
 	f       *os.File
 }
 
-func openGitObjects(objectsDir string) (*gitObjects, error) {
-	g := &gitObjects{dir: objectsDir}
-	idxs, _ := filepath.Glob(filepath.Join(objectsDir, "pack", "*.idx"))
+// openGitObjects opens the object database of the common git directory commonDir. Every file it
+// reads (loose objects, pack indexes, packs) is opened beneath commonDir (evidence.OpenBeneath:
+// openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), regular files only: a symlinked object or pack
+// cannot make the verifier read a file outside the git directory.
+func openGitObjects(commonDir string) (*gitObjects, error) {
+	d, err := openDir(commonDir)
+	if err != nil {
+		return nil, err
+	}
+	g := &gitObjects{common: d, path: commonDir}
+	ents, _ := os.ReadDir(filepath.Join(commonDir, "objects", "pack"))
+	var idxs []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".idx") {
+			idxs = append(idxs, "objects/pack/"+e.Name())
+		}
+	}
 	sort.Strings(idxs)
 	for _, idx := range idxs {
-		p, err := openPack(idx)
+		p, err := g.openPack(idx)
 		if err != nil {
 			g.close()
 			return nil, err
@@ -68,15 +83,18 @@ func (g *gitObjects) close() {
 	for _, p := range g.packs {
 		p.f.Close()
 	}
+	g.common.Close()
 }
 
-func openPack(idxPath string) (*gitPack, error) {
-	b, err := evidence.ReadFileLimited(idxPath, maxPackIndexBytes)
+// openPack opens the pack index idx (a path below the common directory) and its pack.
+func (g *gitObjects) openPack(idx string) (*gitPack, error) {
+	idxPath := filepath.Join(g.path, filepath.FromSlash(idx))
+	b, err := evidence.ReadBeneath(g.common, idx, maxPackIndexBytes)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", g.path, err)
 	}
 	if len(b) < 8+256*4 || !bytes.Equal(b[:4], []byte("\xfftOc")) || binary.BigEndian.Uint32(b[4:8]) != 2 {
-		return nil, fmt.Errorf("%s: not a version-2 pack index", idxPath)
+		return nil, fmt.Errorf("%s (%d bytes): not a version-2 pack index", idxPath, len(b))
 	}
 	n := int(binary.BigEndian.Uint32(b[8+255*4:]))
 	namesAt := 8 + 256*4
@@ -84,9 +102,9 @@ func openPack(idxPath string) (*gitPack, error) {
 	offAt := crcAt + n*4
 	bigAt := offAt + n*4
 	if n < 0 || bigAt > len(b) {
-		return nil, fmt.Errorf("%s: truncated pack index", idxPath)
+		return nil, fmt.Errorf("%s (%d bytes): truncated pack index", idxPath, len(b))
 	}
-	p := &gitPack{path: strings.TrimSuffix(idxPath, ".idx") + ".pack", names: b[namesAt:crcAt], offsets: make([]int64, n)}
+	p := &gitPack{path: strings.TrimSuffix(idx, ".idx") + ".pack", names: b[namesAt:crcAt], offsets: make([]int64, n)}
 	for i := range n {
 		o := binary.BigEndian.Uint32(b[offAt+i*4:])
 		if o&0x80000000 == 0 {
@@ -95,13 +113,13 @@ func openPack(idxPath string) (*gitPack, error) {
 		}
 		j := bigAt + int(o&0x7fffffff)*8
 		if j+8 > len(b) {
-			return nil, fmt.Errorf("%s: truncated pack index", idxPath)
+			return nil, fmt.Errorf("%s (%d bytes): truncated pack index", idxPath, len(b))
 		}
 		p.offsets[i] = int64(binary.BigEndian.Uint64(b[j:]))
 	}
-	f, _, err := evidence.OpenRegular(p.path, -1)
+	f, _, err := evidence.OpenBeneath(g.common, p.path, -1)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", g.path, err)
 	}
 	p.f = f
 	return p, nil
@@ -120,7 +138,7 @@ func (p *gitPack) find(id []byte) (int64, bool) {
 func (g *gitObjects) read(hexID string) (string, []byte, error) {
 	id, err := hex.DecodeString(hexID)
 	if err != nil || len(id) != 20 {
-		return "", nil, fmt.Errorf("%q is not an object name", hexID)
+		return "", nil, fmt.Errorf("an object name of %d characters is not 40 hex digits", len(hexID))
 	}
 	typ, data, err := g.readRaw(id, 0)
 	if err != nil {
@@ -137,7 +155,7 @@ func (g *gitObjects) read(hexID string) (string, []byte, error) {
 
 func (g *gitObjects) readRaw(id []byte, depth int) (string, []byte, error) {
 	hexID := hex.EncodeToString(id)
-	f, _, err := evidence.OpenRegular(filepath.Join(g.dir, hexID[:2], hexID[2:]), -1)
+	f, _, err := evidence.OpenBeneath(g.common, "objects/"+hexID[:2]+"/"+hexID[2:], -1)
 	if err == nil {
 		defer f.Close()
 		return readLoose(f)
@@ -172,10 +190,22 @@ func readLoose(f *os.File) (string, []byte, error) {
 	if !ok || err != nil || n != len(data)-nul-1 || n > maxGitObjectBytes {
 		return "", nil, errors.New("loose object header does not match its content")
 	}
+	if !knownObjectType(typ) {
+		return "", nil, fmt.Errorf("loose object header of %d bytes names no object type (commit, tree, blob, tag)", nul)
+	}
 	return typ, data[nul+1:], nil
 }
 
 var packTypes = map[byte]string{1: "commit", 2: "tree", 3: "blob", 4: "tag"}
+
+func knownObjectType(t string) bool {
+	for _, k := range packTypes {
+		if t == k {
+			return true
+		}
+	}
+	return false
+}
 
 func (g *gitObjects) readPacked(p *gitPack, off int64, depth int) (string, []byte, error) {
 	if depth > maxDeltaDepth {
@@ -372,11 +402,11 @@ func parseGitTree(data []byte) ([]gitTreeEntry, error) {
 		}
 		mode, err := strconv.ParseUint(string(data[:sp]), 8, 32)
 		if err != nil {
-			return nil, fmt.Errorf("mode %q", data[:sp])
+			return nil, fmt.Errorf("entry %d: the mode (%d bytes) is not an octal number", len(out), sp)
 		}
 		name := string(data[sp+1 : nul])
 		if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
-			return nil, fmt.Errorf("entry name %q", name)
+			return nil, fmt.Errorf("entry %d: a name of %d bytes that is empty, \".\", \"..\" or holds '/'", len(out), len(name))
 		}
 		out = append(out, gitTreeEntry{mode: mode, name: name, id: hex.EncodeToString(data[nul+1 : nul+21])})
 		data = data[nul+21:]

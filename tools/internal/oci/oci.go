@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -72,6 +71,20 @@ var (
 	ErrNotFound = errdef.ErrNotFound
 )
 
+// errVCSTitle: a layer title (or a path Publish would push) is VCS metadata.
+var errVCSTitle = errors.New("VCS metadata (a path component starting with .git) is never part of a pulled tree: the verifier would read it as the evidence root's checkout")
+
+// vcsMetadata reports whether a slash-separated path has a component starting with .git (any
+// case: .git, .gitmodules, .GIT on a case-insensitive file system).
+func vcsMetadata(rel string) bool {
+	for _, c := range strings.Split(rel, "/") {
+		if strings.HasPrefix(strings.ToLower(c), ".git") {
+			return true
+		}
+	}
+	return false
+}
+
 // IsRef reports whether s is meant as a registry reference (it starts with oci://).
 func IsRef(s string) bool { return strings.HasPrefix(s, Scheme) }
 
@@ -96,25 +109,16 @@ func ParseRef(s string) (Ref, error) {
 func (r Ref) String() string { return Scheme + r.Reference.String() }
 
 // repository opens the reference's repository: plain HTTP only for a loopback registry
-// (127.0.0.0/8, ::1, localhost), HTTPS otherwise.
-func repository(r Ref) (*remote.Repository, error) {
+// (127.0.0.0/8, ::1, localhost), HTTPS otherwise; every request under the network rules and the
+// minimum rate of t (client).
+func repository(r Ref, t Transfer) (*remote.Repository, error) {
 	repo, err := remote.NewRepository(r.Registry + "/" + r.Repository)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrReference, err)
 	}
 	repo.PlainHTTP = isLoopback(r.Host())
+	repo.Client = client(r, t)
 	return repo, nil
-}
-
-func isLoopback(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
 }
 
 // Published is what Publish pushed.
@@ -136,7 +140,13 @@ type Published struct {
 // is absent (a server binary outside the tree) is not pushed; the verifier says so when
 // it verifies the pulled tree. The manifest's created annotation is the receipt's created_at, so
 // publishing the same receipt twice gives the same digest. When ref has a tag, the tag is set.
-func Publish(ctx context.Context, root, receiptRel string, ref Ref) (*Published, error) {
+// The whole push is bounded by t (ErrDeadline, ErrTooSlow) and its requests by the network rules
+// (ErrNetPolicy). A bound path that is VCS metadata (a component starting with .git) is refused:
+// a pull would refuse the artifact.
+func Publish(ctx context.Context, root, receiptRel string, ref Ref, t Transfer) (_ *Published, err error) {
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	defer func() { err = causeOf(ctx, err) }()
 	dir, err := os.Open(root)
 	if err != nil {
 		return nil, fmt.Errorf("publish: %w", err)
@@ -156,6 +166,9 @@ func Publish(ctx context.Context, root, receiptRel string, ref Ref) (*Published,
 	add := func(rel string, required bool) error {
 		if seen[rel] || filepath.IsAbs(rel) || evidence.CheckBeneath(rel) != nil {
 			return nil
+		}
+		if vcsMetadata(rel) {
+			return fmt.Errorf("publish: %s: %w", rel, errVCSTitle)
 		}
 		f, _, err := evidence.OpenBeneath(dir, rel, DefaultLimits.FileBytes)
 		if errors.Is(err, os.ErrNotExist) && !required {
@@ -188,7 +201,7 @@ func Publish(ctx context.Context, root, receiptRel string, ref Ref) (*Published,
 	if len(files) > DefaultLimits.Files {
 		return nil, fmt.Errorf("publish: %d files, more than the %d a pull accepts", len(files), DefaultLimits.Files)
 	}
-	repo, err := repository(ref)
+	repo, err := repository(ref, t)
 	if err != nil {
 		return nil, err
 	}
@@ -291,9 +304,15 @@ type Pulled struct {
 // checked before it is fetched (media type, size within lim, a clean relative title that no other
 // layer has, the count and the total within lim) and against its digest while written (a
 // mismatch is ErrDigest). Files are created exclusively, never through a symlink, with mode 0644.
-// On any error the files written are removed again.
-func Pull(ctx context.Context, ref Ref, dest string, lim Limits) (_ *Pulled, err error) {
-	repo, err := repository(ref)
+// A title that names VCS metadata (a path component starting with .git) is refused: the verifier
+// reads the evidence root's .git as its checkout. The whole pull is bounded by t (ErrDeadline,
+// ErrTooSlow) and its requests by the network rules (ErrNetPolicy). On any error, cancellation
+// included, the files written are removed again.
+func Pull(ctx context.Context, ref Ref, dest string, lim Limits, t Transfer) (_ *Pulled, err error) {
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	defer func() { err = causeOf(ctx, err) }()
+	repo, err := repository(ref, t)
 	if err != nil {
 		return nil, err
 	}
@@ -315,11 +334,11 @@ func Pull(ctx context.Context, ref Ref, dest string, lim Limits) (_ *Pulled, err
 		return nil, fmt.Errorf("pull %s: manifest: %w", ref, err)
 	}
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return nil, fmt.Errorf("pull %s: %w: media type %q, want %q", ref, ErrRefused, desc.MediaType, ocispec.MediaTypeImageManifest)
+		return nil, fmt.Errorf("pull %s: %w: media type %s, want %q", ref, ErrRefused, clip(desc.MediaType), ocispec.MediaTypeImageManifest)
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("pull %s: %w: manifest: %v", ref, ErrRefused, err)
+		return nil, fmt.Errorf("pull %s: %w: the manifest (%d bytes) is not JSON of an OCI image manifest", ref, ErrRefused, len(raw))
 	}
 	receipt, err := checkManifest(&m, lim)
 	if err != nil {
@@ -348,7 +367,7 @@ func Pull(ctx context.Context, ref Ref, dest string, lim Limits) (_ *Pulled, err
 // receipt's path.
 func checkManifest(m *ocispec.Manifest, lim Limits) (string, error) {
 	if m.ArtifactType != ArtifactType {
-		return "", fmt.Errorf("%w: artifactType %q, want %q", ErrRefused, m.ArtifactType, ArtifactType)
+		return "", fmt.Errorf("%w: artifactType %s, want %q", ErrRefused, clip(m.ArtifactType), ArtifactType)
 	}
 	if len(m.Layers) == 0 || len(m.Layers) > lim.Files {
 		return "", fmt.Errorf("%w: %d layers, want 1 to %d", ErrRefused, len(m.Layers), lim.Files)
@@ -360,22 +379,25 @@ func checkManifest(m *ocispec.Manifest, lim Limits) (string, error) {
 		rel := l.Annotations[ocispec.AnnotationTitle]
 		switch {
 		case l.MediaType != FileMediaType:
-			return "", fmt.Errorf("%w: layer %d: media type %q, want %q", ErrRefused, i, l.MediaType, FileMediaType)
+			return "", fmt.Errorf("%w: layer %d: media type %s, want %q", ErrRefused, i, clip(l.MediaType), FileMediaType)
 		case l.Size < 0 || l.Size > lim.FileBytes:
-			return "", fmt.Errorf("%w: layer %d (%s): %d bytes, limit %d", ErrRefused, i, rel, l.Size, lim.FileBytes)
+			return "", fmt.Errorf("%w: layer %d (%s): %d bytes, limit %d", ErrRefused, i, clip(rel), l.Size, lim.FileBytes)
 		case l.Digest.Validate() != nil || l.Digest.Algorithm() != digest.SHA256:
-			return "", fmt.Errorf("%w: layer %d: digest %q is not sha256", ErrRefused, i, l.Digest)
+			return "", fmt.Errorf("%w: layer %d: digest %s is not sha256", ErrRefused, i, clip(string(l.Digest)))
 		}
 		if err := evidence.CheckBeneath(rel); err != nil {
-			return "", fmt.Errorf("%w: layer %d: title: %v", ErrRefused, i, err)
+			return "", fmt.Errorf("%w: layer %d: title %s is not a clean relative path (empty, absolute, a backslash or NUL, or an empty, \".\" or \"..\" component)", ErrRefused, i, clip(rel))
+		}
+		if vcsMetadata(rel) {
+			return "", fmt.Errorf("%w: layer %d: title %s: %w", ErrRefused, i, clip(rel), errVCSTitle)
 		}
 		if titles[rel] || dirs[rel] {
-			return "", fmt.Errorf("%w: layer %d: %s is named twice (or is also a directory)", ErrRefused, i, rel)
+			return "", fmt.Errorf("%w: layer %d: %s is named twice (or is also a directory)", ErrRefused, i, clip(rel))
 		}
 		titles[rel] = true
 		for d := filepath.ToSlash(filepath.Dir(rel)); d != "."; d = filepath.ToSlash(filepath.Dir(d)) {
 			if titles[d] {
-				return "", fmt.Errorf("%w: layer %d: %s is below the file %s", ErrRefused, i, rel, d)
+				return "", fmt.Errorf("%w: layer %d: %s is below the file %s", ErrRefused, i, clip(rel), clip(d))
 			}
 			dirs[d] = true
 		}
@@ -386,7 +408,7 @@ func checkManifest(m *ocispec.Manifest, lim Limits) (string, error) {
 	}
 	receipt := m.Annotations[AnnotationReceipt]
 	if !titles[receipt] {
-		return "", fmt.Errorf("%w: annotation %s %q names no layer", ErrRefused, AnnotationReceipt, receipt)
+		return "", fmt.Errorf("%w: annotation %s %s names no layer", ErrRefused, AnnotationReceipt, clip(receipt))
 	}
 	return receipt, nil
 }
@@ -458,14 +480,17 @@ type Bundle struct {
 // the Sigstore bundle of each whose manifest has the bundle artifactType. Each referrer's manifest
 // is fetched and its artifactType read there, not from the referrers index: some registries
 // (go-containerregistry's) report the config media type in the index instead.
-func Bundles(ctx context.Context, ref Ref, subject string, lim Limits) ([]Bundle, error) {
-	repo, err := repository(ref)
+func Bundles(ctx context.Context, ref Ref, subject string, lim Limits, t Transfer) (_ []Bundle, err error) {
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	defer func() { err = causeOf(ctx, err) }()
+	repo, err := repository(ref, t)
 	if err != nil {
 		return nil, err
 	}
 	d, err := digest.Parse(subject)
 	if err != nil {
-		return nil, fmt.Errorf("%w: subject %q: %v", ErrReference, subject, err)
+		return nil, fmt.Errorf("%w: subject %s: %v", ErrReference, clip(subject), err)
 	}
 	desc, err := repo.Resolve(ctx, d.String())
 	if err != nil {
@@ -493,7 +518,7 @@ func Bundles(ctx context.Context, ref Ref, subject string, lim Limits) ([]Bundle
 		}
 		var m ocispec.Manifest
 		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, fmt.Errorf("%w: referrer %s: %v", ErrRefused, r.Digest, err)
+			return nil, fmt.Errorf("%w: referrer %s: the manifest (%d bytes) is not JSON of an OCI image manifest", ErrRefused, r.Digest, len(raw))
 		}
 		if m.ArtifactType != attestfmt.BundleMediaType {
 			continue

@@ -100,7 +100,7 @@ func verifyPulled(t *testing.T, p *Pulled) *verify.Result {
 func TestPublishPullVerify(t *testing.T) {
 	ctx := context.Background()
 	host, _ := startRegistry(t)
-	pub, err := Publish(ctx, frozen, receiptA, mustRef(t, "oci://"+host+"/fleet/receipts:a-1"))
+	pub, err := Publish(ctx, frozen, receiptA, mustRef(t, "oci://"+host+"/fleet/receipts:a-1"), DefaultTransfer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,14 +113,14 @@ func TestPublishPullVerify(t *testing.T) {
 		}
 	}
 	// Publishing again gives the same artifact (created is the receipt's own time).
-	again, err := Publish(ctx, frozen, receiptA, mustRef(t, "oci://"+host+"/fleet/receipts:a-1"))
+	again, err := Publish(ctx, frozen, receiptA, mustRef(t, "oci://"+host+"/fleet/receipts:a-1"), DefaultTransfer)
 	if err != nil || again.Digest != pub.Digest {
 		t.Fatalf("republish: %v, digest %s then %s", err, pub.Digest, again.Digest)
 	}
 	for _, ref := range []string{"oci://" + host + "/fleet/receipts@" + pub.Digest, "oci://" + host + "/fleet/receipts:a-1"} {
 		t.Run(ref[strings.LastIndexAny(ref, ":@"):], func(t *testing.T) {
 			dest := t.TempDir()
-			p, err := Pull(ctx, mustRef(t, ref), dest, DefaultLimits)
+			p, err := Pull(ctx, mustRef(t, ref), dest, DefaultLimits, DefaultTransfer)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +136,7 @@ func TestPublishPullVerify(t *testing.T) {
 			}
 		})
 	}
-	bundles, err := Bundles(ctx, mustRef(t, "oci://"+host+"/fleet/receipts"), pub.Digest, DefaultLimits)
+	bundles, err := Bundles(ctx, mustRef(t, "oci://"+host+"/fleet/receipts"), pub.Digest, DefaultLimits, DefaultTransfer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestPublishPullVerify(t *testing.T) {
 func TestPullRejectsTamperedLayer(t *testing.T) {
 	ctx := context.Background()
 	host, blobs := startRegistry(t)
-	pub, err := Publish(ctx, frozen, receiptA, mustRef(t, "oci://"+host+"/r:t"))
+	pub, err := Publish(ctx, frozen, receiptA, mustRef(t, "oci://"+host+"/r:t"), DefaultTransfer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestPullRejectsTamperedLayer(t *testing.T) {
 		t.Fatal(err)
 	}
 	dest := t.TempDir()
-	_, err = Pull(ctx, mustRef(t, "oci://"+host+"/r@"+pub.Digest), dest, DefaultLimits)
+	_, err = Pull(ctx, mustRef(t, "oci://"+host+"/r@"+pub.Digest), dest, DefaultLimits, DefaultTransfer)
 	if !errors.Is(err, ErrDigest) {
 		t.Fatalf("pull of a tampered layer: %v, want ErrDigest", err)
 	}
@@ -280,6 +280,10 @@ func TestPullRefusesUnsafeArtifacts(t *testing.T) {
 		"layer-type":     man(other),
 		"no-receipt":     noReceipt,
 		"too-many-files": man(layer("r.json"), layer("a"), layer("b")),
+		// VCS metadata: the verifier reads the evidence root's .git as its checkout.
+		"git-head":   man(layer("r.json"), layer(".git/HEAD")),
+		"gitmodules": man(layer("r.json"), layer(".gitmodules")),
+		"nested-git": man(layer("r.json"), layer("sub/.GIT/config")),
 	}
 	lim := DefaultLimits
 	lim.Files = 2
@@ -287,7 +291,7 @@ func TestPullRefusesUnsafeArtifacts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dg := pushManifest(t, host, m, map[string][]byte{"d": data})
 			dest := t.TempDir()
-			_, err := Pull(context.Background(), mustRef(t, "oci://"+host+"/evil@"+dg), dest, lim)
+			_, err := Pull(context.Background(), mustRef(t, "oci://"+host+"/evil@"+dg), dest, lim, DefaultTransfer)
 			if !errors.Is(err, ErrRefused) {
 				t.Fatalf("pull: %v, want ErrRefused", err)
 			}
@@ -299,7 +303,7 @@ func TestPullRefusesUnsafeArtifacts(t *testing.T) {
 	// A manifest over the manifest bound is not read at all.
 	lim.ManifestBytes = 64
 	dg := pushManifest(t, host, man(layer("r.json")), map[string][]byte{"d": data})
-	if _, err := Pull(context.Background(), mustRef(t, "oci://"+host+"/evil@"+dg), t.TempDir(), lim); err == nil {
+	if _, err := Pull(context.Background(), mustRef(t, "oci://"+host+"/evil@"+dg), t.TempDir(), lim, DefaultTransfer); err == nil {
 		t.Fatal("an oversized manifest was read")
 	}
 }

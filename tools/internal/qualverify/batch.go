@@ -33,8 +33,8 @@ func batchCommand() *cli.Command {
 		Flags: append(append(trustFlags(),
 			&cli.IntFlag{Name: "jobs", Usage: "verify `N` receipts at a time (default: GOMAXPROCS)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one verification report (qualkit.verification-report.v1) per line"},
-		), relaxFlags()...),
-		Action: func(c *cli.Context) error {
+		), append(relaxFlags(), ociFlags()...)...),
+		Action: func(c *cli.Context) (err error) {
 			if c.NArg() != 1 {
 				return fmt.Errorf("%w: batch needs exactly one DIR, got %d arguments", exitcode.ErrUsage, c.NArg())
 			}
@@ -43,8 +43,11 @@ func batchCommand() *cli.Command {
 				return err
 			}
 			dir := c.Args().First()
-			var pl pulls
-			defer pl.cleanup()
+			pl, err := newPulls(c)
+			if err != nil {
+				return err
+			}
+			defer pl.cleanup(&err)
 			if oci.IsRef(dir) {
 				ev, err := pl.pull(c.Context, dir)
 				if err != nil {

@@ -51,8 +51,8 @@ func fleetCommand() *cli.Command {
 			&cli.IntFlag{Name: "jobs", Usage: "verify `N` receipts at a time (default: GOMAXPROCS)"},
 			&cli.StringFlag{Name: "report", Usage: "also draw the fleet page (hosts x metrics heat table, outliers first) to `FILE` (HTML)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the manifest (or, with --check, nothing but the verdict line)"},
-		), relaxFlags()...),
-		Action: func(c *cli.Context) error {
+		), append(relaxFlags(), ociFlags()...)...),
+		Action: func(c *cli.Context) (err error) {
 			if c.NArg() < 2 {
 				return fmt.Errorf("%w: fleet needs a PLAN and at least one RECEIPT, DIR or oci:// reference", exitcode.ErrUsage)
 			}
@@ -77,9 +77,12 @@ func fleetCommand() *cli.Command {
 					return fmt.Errorf("%w: --sign-key: %v", exitcode.ErrUsage, err)
 				}
 			}
-			var pl pulls
-			defer pl.cleanup()
-			plan, rs, err := verifiedFleet(c, &pl, policy, opts)
+			pl, err := newPulls(c)
+			if err != nil {
+				return err
+			}
+			defer pl.cleanup(&err)
+			plan, rs, err := verifiedFleet(c, pl, policy, opts)
 			if err != nil {
 				return err
 			}
@@ -307,7 +310,7 @@ func verifiedFleet(c *cli.Context, pl *pulls, policy verify.Policy, opts []verif
 	return plan, rs, nil
 }
 
-func fleetReport(c *cli.Context, manifest string) error {
+func fleetReport(c *cli.Context, manifest string) (err error) {
 	out := c.String("output")
 	if out == "" || out == "-" || c.String("format") != "html" {
 		return fmt.Errorf("%w: report --fleet draws an HTML page: it needs --format html and -o FILE", exitcode.ErrUsage)
@@ -319,9 +322,12 @@ func fleetReport(c *cli.Context, manifest string) error {
 	if err != nil {
 		return err
 	}
-	var pl pulls
-	defer pl.cleanup()
-	plan, rs, err := verifiedFleet(c, &pl, policy, opts)
+	pl, err := newPulls(c)
+	if err != nil {
+		return err
+	}
+	defer pl.cleanup(&err)
+	plan, rs, err := verifiedFleet(c, pl, policy, opts)
 	if err != nil {
 		return err
 	}

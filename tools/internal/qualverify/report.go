@@ -45,8 +45,8 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE` (replaced atomically); \"-\" is stdout"},
 			&cli.BoolFlag{Name: unverifiedFlag, Usage: "UNSAFE: render receipts that did not verify; every section is stamped UNVERIFIED"},
 			&cli.StringFlag{Name: "fleet", Usage: "draw the fleet page of the signed fleet manifest `FILE` instead; the arguments are then PLAN RECEIPTS... (checked as qualverify fleet --check does)"},
-		), relaxFlags()...),
-		Action: func(c *cli.Context) error {
+		), append(relaxFlags(), ociFlags()...)...),
+		Action: func(c *cli.Context) (err error) {
 			if m := c.String("fleet"); m != "" {
 				return fleetReport(c, m)
 			}
@@ -71,8 +71,11 @@ func reportCommand() *cli.Command {
 				return err
 			}
 			var evs []verify.Evidence
-			var pl pulls
-			defer pl.cleanup()
+			pl, err := newPulls(c)
+			if err != nil {
+				return err
+			}
+			defer pl.cleanup(&err)
 			for _, r := range c.Args().Slice() {
 				ev, err := pl.locateArg(c.Context, r, "")
 				if err != nil {

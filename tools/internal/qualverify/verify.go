@@ -49,12 +49,15 @@ func verifyCommand() *cli.Command {
 			"A banner on stderr says when an --allow-...-unsafe relaxation is on.\n" +
 			"Exit 0: verified; 1: rejected (findings printed; also a receipt or evidence file that is a FIFO, a device,\n" +
 			"a directory, a symlink or over its limit); 2: usage (bad flags, unreadable key or policy, no such receipt,\n" +
-			"a relaxation the policy forbids); 3: verification could not be carried out.",
+			"a relaxation the policy forbids); 3: verification could not be carried out (also: a registry that could not\n" +
+			"be reached, was slower than --min-transfer-rate or ran past --registry-timeout); 130: interrupted by SIGINT,\n" +
+			"SIGTERM, SIGHUP or SIGQUIT (a pulled tree is removed). A pulled artifact that is refused (its layout, a limit,\n" +
+			"a .git title, a digest, a redirect or realm the network rules forbid) exits 1 and says why on stdout.",
 		Flags: append(append(trustFlags(),
 			&cli.StringFlag{Name: "root", Usage: "evidence root `DIR` (default: the directory holding qualification/receipts/ above RECEIPT)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the verification report (qualkit.verification-report.v1) as JSON"},
-		), relaxFlags()...),
-		Action: func(c *cli.Context) error {
+		), append(relaxFlags(), ociFlags()...)...),
+		Action: func(c *cli.Context) (err error) {
 			if c.NArg() != 1 {
 				return fmt.Errorf("%w: verify needs exactly one RECEIPT, got %d arguments", exitcode.ErrUsage, c.NArg())
 			}
@@ -62,8 +65,11 @@ func verifyCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var pl pulls
-			defer pl.cleanup()
+			pl, err := newPulls(c)
+			if err != nil {
+				return err
+			}
+			defer pl.cleanup(&err)
 			ev, err := pl.locateArg(c.Context, c.Args().First(), c.String("root"))
 			if err != nil {
 				return err
