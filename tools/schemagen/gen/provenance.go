@@ -193,19 +193,22 @@ func readProv(f cue.Value) (FieldProvenance, error) {
 		return FieldProvenance{}, nil
 	}
 	var fp FieldProvenance
-	for i := 0; i < a.NumArgs(); i++ {
-		k, v := a.Arg(i)
+	i := 0
+	for arg := range a.Args(0) {
 		switch {
-		case k == "gap":
-			fp.Gap = v
-		case k != "":
-			return fp, fmt.Errorf("@prov: unknown argument %s=", k)
+		case arg.Key == "gap":
+			fp.Gap = arg.AsString()
+		case arg.Key != "":
+			return fp, fmt.Errorf("@prov: unknown argument %s=", arg.Key)
 		case i == 0:
-			fp.Kind = v
+			fp.Kind = arg.AsString()
 		case i == 1:
-			fp.Rule = v
+			fp.Rule = arg.AsString()
 		default:
 			return fp, fmt.Errorf("@prov: more than two positional arguments")
+		}
+		if arg.Key == "" {
+			i++
 		}
 	}
 	if fp.Kind == "" {
