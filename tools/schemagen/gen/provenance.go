@@ -116,19 +116,28 @@ func provWalk(v cue.Value, path string, out *[]FieldProvenance, depth int) error
 			}
 			continue
 		}
-		it, err := alt.Fields(cue.Optional(true))
+		it, err := alt.Fields(cue.Optional(true), cue.Patterns(true))
 		if err != nil {
 			return fmt.Errorf("%s: list fields: %w", path, err)
 		}
-		named := false
 		for it.Next() {
-			named = true
+			f := it.Value()
+			if it.Selector().ConstraintType() == cue.PatternConstraint {
+				// a map: its values' fields, when its values are objects with named fields (a
+				// #Config tree or a map of scalars is a leaf: the field that holds it carries its
+				// provenance)
+				if hasNamedFields(f) {
+					if err := provWalk(f, path+"/*", out, depth+1); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			name := it.Selector().Unquoted()
 			if seen[name] {
 				continue
 			}
 			seen[name] = true
-			f := it.Value()
 			p := path + "/" + pointerEscape(name)
 			fp, err := readProv(f)
 			if err != nil {
@@ -141,20 +150,21 @@ func provWalk(v cue.Value, path string, out *[]FieldProvenance, depth int) error
 				return err
 			}
 		}
-		if named {
-			continue
-		}
-		// a map: its values' fields, when its values are objects with named fields (a #Config
-		// tree is a leaf: the field that holds it carries its provenance)
-		if pat := alt.LookupPath(cue.MakePath(cue.AnyString)); pat.Exists() {
-			if pit, err := pat.Fields(cue.Optional(true)); err == nil && pit.Next() {
-				if err := provWalk(pat, path+"/*", out, depth+1); err != nil {
-					return err
-				}
-			}
-		}
 	}
 	return nil
+}
+
+// hasNamedFields reports a value with a struct alternative that has named fields.
+func hasNamedFields(v cue.Value) bool {
+	for _, alt := range provAlternatives(v) {
+		if alt.IncompleteKind() != cue.StructKind {
+			continue
+		}
+		if it, err := alt.Fields(cue.Optional(true)); err == nil && it.Next() {
+			return true
+		}
+	}
+	return false
 }
 
 // listElem is the item type of a list: [...#X], also when constrained ([...#X] & list.MinItems(1)).
