@@ -17,6 +17,8 @@ import (
 var evidenceContracts = []string{
 	contract.CaseResult, contract.FleetManifest, contract.LifecycleRecord, contract.Receipt,
 	contract.RequestRecord, contract.TelemetrySample, contract.VerificationReport,
+	// the driver results and the worker output they are built from: signed subjects
+	contract.NextTokenResult, contract.PathAttribution, contract.LayerAttribution, contract.DriverWorkerOutput,
 }
 
 const provHowTo = `add @prov(KIND, "RULE") at the end of the field's line in cue/ (KIND: derived, bound, observed or descriptive; RULE names the formula, the input or the plausibility rules and the finding code; gap="..." says what the verifier does not check yet), then run make generate`
@@ -108,7 +110,7 @@ func TestProvProblem(t *testing.T) {
 
 // schemaPaths lists the property paths of an exported JSON Schema the way schemagen names them:
 // "/name" for a property, "/*" for the items of an array and the values of a map whose values are
-// objects with properties; $ref, anyOf, oneOf and allOf are followed.
+// objects with properties; $ref, anyOf, oneOf, allOf and the then and else of a union are followed.
 func schemaPaths(raw []byte) ([]string, error) {
 	var root map[string]any
 	if err := json.Unmarshal(raw, &root); err != nil {
@@ -141,6 +143,11 @@ func schemaPaths(raw []byte) ([]string, error) {
 				if err := walk(a, path, depth+1); err != nil {
 					return err
 				}
+			}
+		}
+		for _, k := range []string{"then", "else"} { // a discriminated union (if is its condition)
+			if err := walk(m[k], path, depth+1); err != nil {
+				return err
 			}
 		}
 		if props, ok := m["properties"].(map[string]any); ok {

