@@ -189,3 +189,60 @@ func TestProvenanceDocsUpToDate(t *testing.T) {
 		t.Errorf("%s is stale; run: make generate", s)
 	}
 }
+
+const provUnionSrc = `package thing
+
+import "list"
+
+Body: {
+	items!: #Items @prov(bound, "the items")
+}
+
+#Items: [...#Item] & list.MinItems(1) & list.MaxItems(4)
+
+#Item: {
+	v!: int @prov(observed, "v >= 0")
+}
+
+#A: {
+	kind!: "a" @prov(bound, "the discriminator")
+	a!:    int @prov(observed, "a measurement")
+}
+
+#B: {
+	kind!: "b" @prov(bound, "the discriminator")
+	body!: {Body} @prov(bound, "the body")
+}
+
+#Union: {kind!: "a" | "b", ...} & matchIf({kind!: "a"}, #A, #B) @jsonschema(id="https://qualkit.dev/schemas/union.v1.schema.json") @evidence()
+
+#Embeds: {
+	schema!: "qualkit.embeds.v1" @prov(bound, "the contract name")
+	Body
+} @jsonschema(id="https://qualkit.dev/schemas/embeds.v1.schema.json") @evidence()
+`
+
+// TestBuildProvenanceUnionsAndEmbeddings: a discriminated union lists the fields of every
+// alternative once (the shared discriminator takes an alternative's attribute), and an embedded
+// section's fields, through a reference to a constrained list, are the embedding contract's.
+func TestBuildProvenanceUnionsAndEmbeddings(t *testing.T) {
+	tables, err := provTables(t, provModule(t, provUnionSrc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, tb := range tables {
+		for _, f := range tb.Fields {
+			got[tb.Name] = append(got[tb.Name], f.Path+" "+f.Kind+" "+f.Rule)
+		}
+	}
+	want := map[string][]string{
+		"embeds.v1": {"/items bound the items", "/items/*/v observed v >= 0", "/schema bound the contract name"}, // CUE's field order: the embedded section first
+		"union.v1":  {"/kind bound the discriminator", "/a observed a measurement", "/body bound the body", "/body/items bound the items", "/body/items/*/v observed v >= 0"},
+	}
+	for name, w := range want {
+		if strings.Join(got[name], "\n") != strings.Join(w, "\n") {
+			t.Errorf("%s:\n%s\nwant:\n%s", name, strings.Join(got[name], "\n"), strings.Join(w, "\n"))
+		}
+	}
+}
