@@ -358,10 +358,10 @@ func ProvenanceMarkdown(t ContractProvenance) string {
 	var b strings.Builder
 	b.WriteString(ProvenanceBegin + "\n")
 	b.WriteString("## Provenance\n\n")
-	b.WriteString("How the verifier treats every field (docs/verification.md \"Provenance\"): `derived` (recomputed),\n")
-	b.WriteString("`bound` (must equal an input), `observed` (a raw measurement, bounded by plausibility rules),\n")
-	b.WriteString("`descriptive` (never read by a verdict). `*` is every item of a list or value of a map. A gap is\n")
-	b.WriteString("a check the verifier does not make yet.\n\n")
+	b.WriteString("How the verifier treats every field ([verification.md](../verification.md#provenance)):\n")
+	b.WriteString("`derived` (recomputed), `bound` (must equal an input), `observed` (a raw measurement, bounded\n")
+	b.WriteString("by plausibility rules), `descriptive` (never read by a verdict). `*` is every item of a list or\n")
+	b.WriteString("value of a map. A gap is a check the verifier does not make yet.\n\n")
 	b.WriteString("| field | kind | rule | gap |\n|---|---|---|---|\n")
 	var gaps int
 	for _, f := range t.Fields {
