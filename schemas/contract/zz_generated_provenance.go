@@ -724,7 +724,7 @@ var Provenance = map[string][]FieldProvenance{
 		{Path: "/row/concurrency", Kind: ProvenanceBound, Rule: "the row that binds the file (row_mismatch)", Gap: "", Where: "cue/request/v1/request.cue:18:3"},
 		{Path: "/row/repetition", Kind: ProvenanceBound, Rule: "the row that binds the file (row_mismatch)", Gap: "", Where: "cue/request/v1/request.cue:19:3"},
 		{Path: "/index", Kind: ProvenanceBound, Rule: "the request's place in the declared order: an arrival of the schedule or trace (load_not_reached), the corpus order (row_mismatch)", Gap: "uniqueness and contiguity within the row are not checked for a closed-loop row", Where: "cue/request/v1/request.cue:22:2"},
-		{Path: "/warmup", Kind: ProvenanceBound, Rule: "the case's warmup count: warmups come first", Gap: "the number of warmup records is not compared with the case's warmup", Where: "cue/request/v1/request.cue:24:2"},
+		{Path: "/warmup", Kind: ProvenanceBound, Rule: "the case's warmup count; a warmup is left out of the metrics and of the schedule, which takes the warmups to come first", Gap: "neither the count nor the order of the warmup records is checked against the case's warmup", Where: "cue/request/v1/request.cue:24:2"},
 		{Path: "/prompt_id", Kind: ProvenanceBound, Rule: "the corpus prompt at corpus_index in the declared order (comparability corpus_mismatch, row_mismatch)", Gap: "", Where: "cue/request/v1/request.cue:25:2"},
 		{Path: "/corpus_index", Kind: ProvenanceBound, Rule: "metric.CorpusOrder of the workload's prompt_order and seed (row_mismatch)", Gap: "", Where: "cue/request/v1/request.cue:27:2"},
 		{Path: "/cycle", Kind: ProvenanceBound, Rule: "index div the corpus size (row_mismatch)", Gap: "", Where: "cue/request/v1/request.cue:30:2"},
