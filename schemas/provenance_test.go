@@ -19,6 +19,8 @@ var evidenceContracts = []string{
 	contract.RequestRecord, contract.TelemetrySample, contract.VerificationReport,
 	// the driver results and the worker output they are built from: signed subjects
 	contract.NextTokenResult, contract.PathAttribution, contract.LayerAttribution, contract.DriverWorkerOutput,
+	// written into the run directory and bound by the receipt
+	contract.EffectiveRunConfig,
 }
 
 const provHowTo = `add @prov(KIND, "RULE") at the end of the field's line in cue/ (KIND: derived, bound, observed or descriptive; RULE names the formula, the input or the plausibility rules and the finding code; gap="..." says what the verifier does not check yet), then run make generate`
