@@ -22,10 +22,10 @@ build: ## build qualrun, qualverify, qualsim and qualgguf into bin/
 	$(GO) build -o $(BIN)/ ./tools/cmd/...
 
 generate: ## export the CUE contracts under cue/ to JSON Schema under schemas/json/ and generate their Go (enums, contract names, kind table) into schemas/contract/
-	$(GO) run ./tools/schemagen -cue cue -out schemas/json -go schemas/contract
+	$(GO) run ./tools/schemagen -cue cue -out schemas/json -go schemas/contract -docs docs/contracts
 
 check-generate: ## fail if schemas/json or the generated Go in schemas/contract differs from what cue/ exports
-	$(GO) run ./tools/schemagen -cue cue -out schemas/json -go schemas/contract -check
+	$(GO) run ./tools/schemagen -cue cue -out schemas/json -go schemas/contract -docs docs/contracts -check
 
 test: ## vet, format check, schema drift check, all Go tests, the ajv cross-check
 	$(GO) vet $(PKGS)

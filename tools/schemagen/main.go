@@ -1,7 +1,8 @@
 // Command schemagen exports every CUE contract under cue/ to JSON Schema draft 2020-12
 // under schemas/json/ and, with -go, generates the Go of the contracts (typed enums, contract
-// name constants, the artifact-kind table) into package contract; with -check it writes nothing
-// and reports any drift of either output.
+// name constants, the artifact-kind table, the provenance table of the evidence contracts) into
+// package contract; with -docs, the provenance section of each evidence contract's page under
+// docs/contracts; with -check it writes nothing and reports any drift of any output.
 package main
 
 import (
@@ -18,6 +19,7 @@ func run() int {
 	cueDir := flag.String("cue", "cue", "directory of the CUE module holding the contracts")
 	outDir := flag.String("out", "schemas/json", "directory the JSON Schemas are written to")
 	goDir := flag.String("go", "", "directory of package contract the generated Go is written to (empty: no Go)")
+	docsDir := flag.String("docs", "", "directory of the contract pages whose provenance sections are generated (empty: none)")
 	check := flag.Bool("check", false, "do not write; exit 1 if any exported schema or generated Go file differs from the CUE source")
 	flag.Parse()
 	schemas, err := gen.Generate(*cueDir)
@@ -28,6 +30,17 @@ func run() int {
 	var goFiles []gen.GoFile
 	if *goDir != "" {
 		if goFiles, err = gen.GenerateGo(*cueDir, schemas); err != nil {
+			fmt.Fprintln(os.Stderr, "schemagen:", err)
+			return 1
+		}
+	}
+	var docs []gen.DocFile
+	if *docsDir != "" {
+		tables, err := gen.BuildProvenance(schemas)
+		if err == nil {
+			docs, err = gen.ProvenanceDocs(tables, *docsDir)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "schemagen:", err)
 			return 1
 		}
@@ -46,6 +59,12 @@ func run() int {
 			}
 			stale = append(stale, staleGo...)
 		}
+		staleDocs, err := gen.StaleDocs(docs, *docsDir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "schemagen:", err)
+			return 1
+		}
+		stale = append(stale, staleDocs...)
 		for _, s := range stale {
 			fmt.Fprintf(os.Stderr, "schemagen: %s is stale; run: make generate\n", s)
 		}
@@ -69,6 +88,13 @@ func run() int {
 		for _, f := range goFiles {
 			fmt.Printf("go -> %s/%s\n", *goDir, f.Name)
 		}
+	}
+	if err := gen.WriteDocs(docs, *docsDir); err != nil {
+		fmt.Fprintln(os.Stderr, "schemagen:", err)
+		return 1
+	}
+	for _, f := range docs {
+		fmt.Printf("provenance -> %s/%s\n", *docsDir, f.Name)
 	}
 	return 0
 }

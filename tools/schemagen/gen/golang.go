@@ -646,7 +646,15 @@ func GenerateGo(cueDir string, schemas []Schema) ([]GoFile, error) {
 		}
 		files = append(files, f)
 	}
-	return files, nil
+	tables, err := BuildProvenance(schemas)
+	if err != nil {
+		return nil, err
+	}
+	f, err := ProvenanceGoFile(tables)
+	if err != nil {
+		return nil, err
+	}
+	return append(files, f), nil
 }
 
 // WriteGo writes the generated files into dir (created if needed) and removes zz_generated_*.go

@@ -81,7 +81,7 @@ func editFile(t *testing.T, path, old, new string) {
 
 // TestEditedEnumChangesGo edits a copy of cue/: one enum gains a value, the kind table gains a
 // subject kind and #Metric a documented field; the generated Go gains the constants, the table
-// row and the struct field, and check mode reports the files generated before the edit stale.
+// row, the struct field and the field's provenance row (without a kind), and check mode reports the files generated before the edit stale.
 func TestEditedEnumChangesGo(t *testing.T) {
 	cueDir := t.TempDir()
 	copyTree(t, filepath.Join(root, "cue"), cueDir)
@@ -93,7 +93,7 @@ func TestEditedEnumChangesGo(t *testing.T) {
 	common := filepath.Join(cueDir, "common", "common.cue")
 	editFile(t, common, `"vulkan" | "metal"`, `"vulkan" | "metal" | "webgpu"`)
 	editFile(t, common, "\tdevice_telemetry: _ @kind(subject, evidence)\n", "\tdevice_telemetry: _ @kind(subject, evidence)\n\tprofile_trace: _ @kind(subject, evidence)\n")
-	editFile(t, common, "\tdiagnostic?: bool\n", "\tdiagnostic?: bool\n\t// warmup marks a metric of warmup requests.\n\twarmup?: bool\n")
+	editFile(t, common, "\t// diagnostic marks telemetry", "\t// warmup marks a metric of warmup requests.\n\twarmup?: bool\n\t// diagnostic marks telemetry")
 	after := generateGo(t, cueDir)
 	enums, kinds := goFile(t, after, "zz_generated_enums.go"), goFile(t, after, "zz_generated_kinds.go")
 	for _, want := range []string{newBackend, `ArtifactKindProfileTrace ArtifactKind = "profile_trace"`} {
@@ -108,6 +108,11 @@ func TestEditedEnumChangesGo(t *testing.T) {
 	if types := goFile(t, after, "zz_generated_types.go"); !strings.Contains(types, "// Warmup marks a metric of warmup requests. Warmup bool `json:\"warmup,omitempty\"`") {
 		t.Errorf("after the edit the Metric type lacks the documented field Warmup")
 	}
+	// the new field has no @prov: its provenance row has no kind (TestEvidenceProvenanceComplete
+	// in package schemas names it)
+	if prov := goFile(t, after, "zz_generated_provenance.go"); !strings.Contains(prov, `{Path: "/metrics/*/warmup", Kind: ProvenanceTreatment(""), Rule: "", Gap: ""`) {
+		t.Errorf("after the edit the provenance table lacks the new field without a kind")
+	}
 	out := t.TempDir()
 	if err := WriteGo(before, out); err != nil {
 		t.Fatal(err)
@@ -116,8 +121,8 @@ func TestEditedEnumChangesGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stale) != 3 {
-		t.Errorf("stale after the edit = %v, want the three generated files", stale)
+	if len(stale) != 4 {
+		t.Errorf("stale after the edit = %v, want the four generated files", stale)
 	}
 }
 
