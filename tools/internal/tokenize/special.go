@@ -187,6 +187,7 @@ func (m *specials) find(text string, ops *int64) []span {
 	type stream struct {
 		end  int32
 		cand int32 // the current candidate's node
+		took bool  // cand was taken
 	}
 	var streams []stream
 	s := int32(0)
@@ -205,7 +206,7 @@ func (m *specials) find(text string, ops *int64) []span {
 			s = m.root[c]
 		}
 		if h := m.head[s]; h >= 0 {
-			streams = append(streams, stream{int32(i + 1), h})
+			streams = append(streams, stream{end: int32(i + 1), cand: h})
 		}
 	}
 	if len(streams) == 0 {
@@ -218,7 +219,7 @@ func (m *specials) find(text string, ops *int64) []span {
 		bucket[r] = append(bucket[r], int32(i))
 	}
 	taken := make([]uint64, len(text)/64+1)
-	var out []span
+	took := 0
 	for r := range bucket {
 		b := bucket[r]
 		if len(b) == 0 {
@@ -244,9 +245,9 @@ func (m *specials) find(text string, ops *int64) []span {
 			switch {
 			case x < 0:
 			case m.rank[x] == int32(r):
-				a := end - int(m.depth[x])
-				set(taken, a, end)
-				out = append(out, span{a, end})
+				set(taken, end-int(m.depth[x]), end)
+				st.took = true
+				took++
 			default:
 				st.cand = x
 				bucket[m.rank[x]] = append(bucket[m.rank[x]], i)
@@ -254,7 +255,14 @@ func (m *specials) find(text string, ops *int64) []span {
 		}
 		bucket[r] = nil
 	}
-	slices.SortFunc(out, func(a, b span) int { return a.start - b.start })
+	// Taken spans do not overlap: in the order of their ends, they are in the order of their
+	// starts.
+	out := make([]span, 0, took)
+	for _, st := range streams {
+		if st.took {
+			out = append(out, span{int(st.end - m.depth[st.cand]), int(st.end)})
+		}
+	}
 	return out
 }
 

@@ -31,7 +31,7 @@ func reference(t testing.TB, data []byte) tokenizer.SentencePiece {
 // randomVocabulary is a SentencePiece vocabulary over a small alphabet whose special tokens
 // overlap each other in every way (one a prefix, suffix or infix of another, repeated, earlier
 // or later in vocabulary order than the tokens inside them).
-func randomVocabulary(r *rand.Rand) *tokenizer.Vocabulary {
+func randomVocabulary(r *rand.Rand, vocabularyWithInnerSpace bool) *tokenizer.Vocabulary {
 	const alphabet = "ab<>▁"
 	word := func(n int) string {
 		var b strings.Builder
@@ -56,8 +56,15 @@ func randomVocabulary(r *rand.Rand) *tokenizer.Vocabulary {
 			typ = tokenizer.TOKEN_TYPE_CONTROL + int32(r.IntN(2)) // control or user-defined
 		}
 		s := word(1 + r.IntN(4))
-		if r.IntN(3) == 0 {
+		switch r.IntN(12) {
+		case 0, 1, 2, 3:
 			s = "▁" + s
+		case 4:
+			s = "▁▁" + s
+		case 5:
+			if vocabularyWithInnerSpace {
+				s += "▁" + word(1) // no merging piece by piece for this vocabulary
+			}
 		}
 		add(s, typ)
 	}
@@ -84,7 +91,7 @@ func TestSpecialsAgreeWithOllama(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(27, 7))
 	for i := range 300 {
-		v := randomVocabulary(r)
+		v := randomVocabulary(r, i%2 == 0)
 		tk, err := fromVocabulary(v.Values, v.Scores, v.Types)
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +100,7 @@ func TestSpecialsAgreeWithOllama(t *testing.T) {
 		for range 20 {
 			var b strings.Builder
 			for range r.IntN(40) {
-				b.WriteString([]string{"a", "b", "<", ">", " ", "▁", "é"}[r.IntN(7)])
+				b.WriteString([]string{"a", "b", "<", ">", " ", "▁", "é", "\xff"}[r.IntN(8)])
 			}
 			s := b.String()
 			want, _ := ref.Encode(s, false)
@@ -104,42 +111,56 @@ func TestSpecialsAgreeWithOllama(t *testing.T) {
 	}
 }
 
-// TestSpecialWorkLinear: the special-token matcher's work (trie steps, candidates, bitset words;
-// specials.find counts them) per byte of a prompt does not grow with the prompt, for the hostile
-// vocabulary on the generator's words and on a text of nothing but special tokens, and for a
+// TestCountWorkLinear: a count's work (trie steps, candidates and bitset words of the special
+// tokens, specials.find; runes and heap operations of the merges, merger.count) per byte of a
+// prompt does not grow with the prompt: for the hostile and the tiny vocabularies on the
+// generator's words, for the hostile one on a text of nothing but special tokens, and for a
 // vocabulary of nested special tokens (a, aa, ..., 128 a's, the longest first, and the shortest
-// first) on a run of a's, where it is at most 2 words per special-token length.
-// Before, ollama's Encode ran a pass per special token over a fragment list rebuilt at each match.
-func TestSpecialWorkLinear(t *testing.T) {
+// first) on a run of a's, where it is at most 2 words per special-token length. Before, ollama's
+// Encode ran a pass per special token over a fragment list rebuilt at each match.
+func TestCountWorkLinear(t *testing.T) {
 	nested := make([]string, MaxSpecialTokenBytes)
 	for i := range nested {
 		nested[i] = strings.Repeat("a", MaxSpecialTokenBytes-i)
 	}
-	hk := hostile(t)
+	hk, tk := hostile(t), tiny(t)
+	count := func(tk *Tokenizer) func(string, *int64) {
+		return func(s string, ops *int64) {
+			if _, err := tk.encodeCount(s, ops); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	find := func(m *specials) func(string, *int64) { return func(s string, ops *int64) { m.find(s, ops) } }
+	words := func(n int) string { return promptOf(t, tk, n) }
 	for _, c := range []struct {
 		name string
-		m    *specials
+		work func(string, *int64)
 		text func(n int) string
 	}{
-		{"hostile words", hk.special, func(n int) string { return promptOf(t, hk, n) }},
-		{"hostile specials only", hk.special, func(n int) string { return strings.Repeat("ab cd", n/5+1)[:n] }},
-		{"nested a's", newSpecials(nested), func(n int) string { return strings.Repeat("a", n) }},
-		{"nested a's, shortest first", newSpecials(reversed(nested)), func(n int) string { return strings.Repeat("a", n) }},
+		{"hostile words", count(hk), words},
+		{"tiny words", count(tk), words},
+		{"hostile specials only", count(hk), func(n int) string { return strings.Repeat("ab cd", n/5+1)[:n] }},
+		{"nested a's", find(newSpecials(nested)), func(n int) string { return strings.Repeat("a", n) }},
+		{"nested a's, shortest first", find(newSpecials(reversed(nested))), func(n int) string { return strings.Repeat("a", n) }},
 	} {
 		var perByte []float64
 		for _, n := range []int{1 << 10, 1 << 12, 1 << 14, 1 << 16} {
 			var ops int64
-			c.m.find(c.text(n), &ops)
+			c.work(c.text(n), &ops)
 			perByte = append(perByte, float64(ops)/float64(n))
 		}
 		// Quadratic work would grow 4 times a step; the first bytes of a text (fewer matches
 		// end there) make the smallest size a little cheaper.
 		for _, p := range perByte[1:] {
 			if p > perByte[0]*1.1+1 || p > 4+2*MaxSpecialTokenBytes {
-				t.Errorf("%s: work per byte %v over 1, 4, 16, 64 KiB: it grows", c.name, perByte)
+				t.Errorf("%s: work per byte %.2f over 1, 4, 16, 64 KiB: it grows", c.name, perByte)
 			}
 		}
 		t.Logf("%s: work per byte %.2f", c.name, perByte)
+	}
+	if !tk.merge.pieces || !hk.merge.pieces {
+		t.Error("the tiny vocabulary's texts are not merged piece by piece")
 	}
 }
 
@@ -229,4 +250,35 @@ func write(t testing.TB, base *gguf.File, set map[string]any) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// FuzzAgreeWithOllama: any text counts as many tokens as ollama's Encode returns, with the tiny
+// and the hostile vocabularies.
+func FuzzAgreeWithOllama(f *testing.F) {
+	type pair struct {
+		tk  *Tokenizer
+		ref tokenizer.SentencePiece
+	}
+	var vs []pair
+	for _, data := range [][]byte{tinyBytes(f), hostileBytes(f)} {
+		tk, err := Load(bytes.NewReader(data))
+		if err != nil {
+			f.Fatal(err)
+		}
+		vs = append(vs, pair{tk, reference(f, data)})
+	}
+	for _, s := range []string{"", "hello world", "<s>say</s> hello", "é\x00\xff▁▁ a", "aaaa    bb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > 512 {
+			s = s[:512] // ollama's Encode is slow on the hostile vocabulary
+		}
+		for i, v := range vs {
+			want, _ := v.ref.Encode(s, false)
+			if got, err := v.tk.TextTokens(s); err != nil || got != int64(len(want)) {
+				t.Fatalf("vocabulary %d: TextTokens(%q) = %d, %v; ollama %d", i, s, got, err, len(want))
+			}
+		}
+	})
 }

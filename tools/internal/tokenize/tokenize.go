@@ -19,12 +19,10 @@ var ErrVocabulary = errors.New("unusable tokenizer vocabulary")
 
 // Tokenizer counts tokens with one vocabulary. It is safe for concurrent use.
 type Tokenizer struct {
-	// spm encodes the text between special tokens: ollama's SentencePiece over the same
-	// vocabulary with no token marked special, so that it only merges (special tokens are found
-	// once, by special).
-	spm tokenizer.SentencePiece
-	// special finds the special tokens as ollama's Encode does, in linear time.
+	// special finds the special tokens and merge counts the text between them, as ollama's
+	// SentencePiece.Encode encodes a text, in time linear in its length.
 	special *specials
+	merge   *merger
 	// addBOS: the vocabulary asks for a BOS token in front of every prompt.
 	addBOS bool
 	// spacePrefix: a prompt is encoded with a space in front (llama.cpp's add_space_prefix,
@@ -136,21 +134,11 @@ func fromVocabulary(tokens []string, scores []float32, types []int32) (*Tokenize
 	if err != nil {
 		return nil, err
 	}
-	// ollama's special tokens are its control and user-defined ones in vocabulary order
-	// (Vocabulary.SpecialVocabulary); the merging encoder gets none.
-	plain := make([]int32, len(types))
-	for i, typ := range types {
-		plain[i] = typ
-		if isSpecial(typ) {
-			plain[i] = tokenizer.TOKEN_TYPE_NORMAL
-		}
-	}
-	vocab := &tokenizer.Vocabulary{Values: tokens, Scores: scores, Types: plain}
 	return &Tokenizer{
 		Size:        len(tokens),
 		spacePrefix: true,
-		spm:         tokenizer.NewSentencePiece(vocab),
 		special:     newSpecials(special),
+		merge:       newMerger(tokens, scores),
 	}, nil
 }
 
@@ -159,7 +147,8 @@ func isSpecial(typ int32) bool {
 }
 
 // checkTokens checks every token against the limits and returns the special tokens in
-// vocabulary order.
+// vocabulary order: ollama's are the control and user-defined ones
+// (Vocabulary.SpecialVocabulary).
 func checkTokens(tokens []string, types []int32) ([]string, error) {
 	var special []string
 	for i, tok := range tokens {
@@ -216,27 +205,19 @@ func (t *Tokenizer) count(text string) (int64, error) {
 
 // encodeCount is the number of tokens ollama's SentencePiece.Encode(text, false) returns: the
 // special tokens special finds, and the merged tokens of each text between them. ops, when not
-// nil, counts special's work (specials.find).
+// nil, counts the work (specials.find, merger.count).
 func (t *Tokenizer) encodeCount(text string, ops *int64) (int64, error) {
 	var n int64
-	piece := func(s string) error {
-		if s == "" {
-			return nil
-		}
-		ids, err := t.spm.Encode(s, false)
-		n += int64(len(ids))
-		return err
-	}
 	at := 0
 	for _, sp := range t.special.find(text, ops) {
-		if err := piece(text[at:sp.start]); err != nil {
-			return 0, err
+		if at < sp.start {
+			n += t.merge.count(text[at:sp.start], ops)
 		}
 		n++
 		at = sp.end
 	}
-	if err := piece(text[at:]); err != nil {
-		return 0, err
+	if at < len(text) {
+		n += t.merge.count(text[at:], ops)
 	}
 	return n, nil
 }
