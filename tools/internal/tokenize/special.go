@@ -41,7 +41,10 @@ type specials struct {
 	// text (node s itself or along its suffix links), -1 if none; next[s] the next shorter kept
 	// candidate after node s, -1 if none.
 	head, next []int32
-	n          int // distinct special tokens (ranks 0..n-1)
+	// longest[s]: the length of the longest special token that is a suffix of node s's text, 0
+	// if none.
+	longest []int32
+	n       int // distinct special tokens (ranks 0..n-1)
 }
 
 // newSpecials builds the matcher of tokens in priority order (a repeated token keeps its first
@@ -100,6 +103,7 @@ func newSpecials(tokens []string) *specials {
 	m.fail = make([]int32, len(trie))
 	m.head = make([]int32, len(trie))
 	m.next = make([]int32, len(trie))
+	m.longest = make([]int32, len(trie))
 	// minBelow[x]: the lowest rank among the special tokens that are proper suffixes of node x's
 	// text; dict[x]: the longest such, -1 if none.
 	minBelow := make([]int32, len(trie))
@@ -125,6 +129,10 @@ func newSpecials(tokens []string) *specials {
 				}
 			}
 			m.fail[x] = f
+			m.longest[x] = m.longest[f]
+			if rank[x] >= 0 {
+				m.longest[x] = m.depth[x]
+			}
 			// The suffixes of x's text below x are f's text and its suffixes.
 			if rank[f] >= 0 {
 				dict[x], minBelow[x] = f, min(rank[f], minBelow[f])
@@ -166,6 +174,28 @@ func (m *specials) step(s int32, c byte) int32 {
 		return m.edgeChild[lo]
 	}
 	return -1
+}
+
+// scan calls fn with each end position of text where a special token ends and the start of the
+// longest one ending there, until fn returns false.
+func (m *specials) scan(text string, fn func(start, end int) bool) {
+	s := int32(0)
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		for s != 0 {
+			if x := m.step(s, c); x >= 0 {
+				s = x
+				break
+			}
+			s = m.fail[s]
+		}
+		if s == 0 {
+			s = m.root[c]
+		}
+		if l := m.longest[s]; l > 0 && !fn(i+1-int(l), i+1) {
+			return
+		}
+	}
 }
 
 // span is a special token taken at text[start:end].

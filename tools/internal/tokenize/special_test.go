@@ -56,6 +56,9 @@ func randomVocabulary(r *rand.Rand, vocabularyWithInnerSpace bool) *tokenizer.Vo
 			typ = tokenizer.TOKEN_TYPE_CONTROL + int32(r.IntN(2)) // control or user-defined
 		}
 		s := word(1 + r.IntN(4))
+		if typ != tokenizer.TOKEN_TYPE_NORMAL && r.IntN(3) == 0 {
+			s = s[:1] + " " + s[1:] // a special token is matched in the text as given, spaces and all
+		}
 		switch r.IntN(12) {
 		case 0, 1, 2, 3:
 			s = "▁" + s
