@@ -19,7 +19,10 @@ var ErrVocabulary = errors.New("unusable tokenizer vocabulary")
 
 // Tokenizer counts tokens with one vocabulary. It is safe for concurrent use.
 type Tokenizer struct {
-	spm tokenizer.SentencePiece
+	// special finds the special tokens and merge counts the text between them, as ollama's
+	// SentencePiece.Encode encodes a text, in time linear in its length.
+	special *specials
+	merge   *merger
 	// addBOS: the vocabulary asks for a BOS token in front of every prompt.
 	addBOS bool
 	// spacePrefix: a prompt is encoded with a space in front (llama.cpp's add_space_prefix,
@@ -67,29 +70,28 @@ func Load(r io.Reader) (*Tokenizer, error) {
 	}
 	v, _ := h.Lookup("tokenizer.ggml.tokens")
 	tokens, ok := v.([]string)
-	if !ok || len(tokens) < 5 || len(tokens) > MaxVocabulary {
-		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens must be 5 to %d strings", ErrVocabulary, MaxVocabulary)
+	if !ok {
+		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens must be an array of strings, got %s", ErrVocabulary, describe(v))
 	}
 	v, _ = h.Lookup("tokenizer.ggml.scores")
 	scores, ok := v.([]float32)
-	if !ok || len(scores) != len(tokens) {
+	if !ok {
 		return nil, fmt.Errorf("%w: tokenizer.ggml.scores must be %d float32 values", ErrVocabulary, len(tokens))
 	}
 	v, _ = h.Lookup("tokenizer.ggml.token_type")
 	types, ok := v.([]int32)
-	if !ok || len(types) != len(tokens) {
+	if !ok {
 		return nil, fmt.Errorf("%w: tokenizer.ggml.token_type must be %d int32 values", ErrVocabulary, len(tokens))
 	}
-	for i, tok := range tokens {
-		if len(tok) > MaxTokenBytes {
-			return nil, fmt.Errorf("%w: token %d is %d bytes, over %d", ErrVocabulary, i, len(tok), MaxTokenBytes)
-		}
-		if tok == "" && (types[i] == tokenizer.TOKEN_TYPE_CONTROL || types[i] == tokenizer.TOKEN_TYPE_USER_DEFINED) {
-			return nil, fmt.Errorf("%w: special token %d has no text", ErrVocabulary, i)
+	if v, ok := h.Lookup("tokenizer.ggml.merges"); ok {
+		if merges, isStr := v.([]string); !isStr || len(merges) > MaxMerges {
+			return nil, fmt.Errorf("%w: tokenizer.ggml.merges must be at most MaxMerges %d strings, got %s", ErrVocabulary, MaxMerges, describe(v))
 		}
 	}
-	vocab := &tokenizer.Vocabulary{Values: tokens, Scores: scores, Types: types}
-	t := &Tokenizer{Size: len(tokens), spacePrefix: true}
+	t, err := fromVocabulary(tokens, scores, types)
+	if err != nil {
+		return nil, err
+	}
 	if b, ok := h.Lookup("tokenizer.ggml.add_space_prefix"); ok {
 		bv, isBool := b.(bool)
 		if !isBool {
@@ -110,8 +112,71 @@ func Load(r io.Reader) (*Tokenizer, error) {
 			return nil, fmt.Errorf("%w: add_bos_token without a bos_token_id in the vocabulary", ErrVocabulary)
 		}
 	}
-	t.spm = tokenizer.NewSentencePiece(vocab)
 	return t, nil
+}
+
+// fromVocabulary checks a vocabulary against the limits and builds its tokenizer (no BOS; a
+// space prefix).
+func fromVocabulary(tokens []string, scores []float32, types []int32) (*Tokenizer, error) {
+	switch {
+	case len(tokens) < 5:
+		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens must be at least 5 strings, got %d", ErrVocabulary, len(tokens))
+	case len(tokens) > MaxVocabulary:
+		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens has %d strings, over MaxVocabulary %d", ErrVocabulary, len(tokens), MaxVocabulary)
+	}
+	if len(scores) != len(tokens) {
+		return nil, fmt.Errorf("%w: tokenizer.ggml.scores must be %d float32 values", ErrVocabulary, len(tokens))
+	}
+	if len(types) != len(tokens) {
+		return nil, fmt.Errorf("%w: tokenizer.ggml.token_type must be %d int32 values", ErrVocabulary, len(tokens))
+	}
+	special, err := checkTokens(tokens, types)
+	if err != nil {
+		return nil, err
+	}
+	return &Tokenizer{
+		Size:        len(tokens),
+		spacePrefix: true,
+		special:     newSpecials(special),
+		merge:       newMerger(tokens, scores),
+	}, nil
+}
+
+func isSpecial(typ int32) bool {
+	return typ == tokenizer.TOKEN_TYPE_CONTROL || typ == tokenizer.TOKEN_TYPE_USER_DEFINED
+}
+
+// checkTokens checks every token against the limits and returns the special tokens in
+// vocabulary order: ollama's are the control and user-defined ones
+// (Vocabulary.SpecialVocabulary).
+func checkTokens(tokens []string, types []int32) ([]string, error) {
+	var special []string
+	for i, tok := range tokens {
+		if len(tok) > MaxTokenBytes {
+			return nil, fmt.Errorf("%w: token %d is %d bytes, over MaxTokenBytes %d", ErrVocabulary, i, len(tok), MaxTokenBytes)
+		}
+		if !isSpecial(types[i]) {
+			continue
+		}
+		switch {
+		case tok == "":
+			return nil, fmt.Errorf("%w: special token %d has no text", ErrVocabulary, i)
+		case len(tok) > MaxSpecialTokenBytes:
+			return nil, fmt.Errorf("%w: special token %d is %d bytes, over MaxSpecialTokenBytes %d", ErrVocabulary, i, len(tok), MaxSpecialTokenBytes)
+		case len(special) == MaxSpecialTokens:
+			return nil, fmt.Errorf("%w: more than MaxSpecialTokens %d special (control or user-defined) tokens", ErrVocabulary, MaxSpecialTokens)
+		}
+		special = append(special, tok)
+	}
+	return special, nil
+}
+
+// describe is a metadata value as an error names it: an array's length, else its type.
+func describe(v any) string {
+	if s, ok := v.([]string); ok {
+		return fmt.Sprintf("%d", len(s))
+	}
+	return fmt.Sprintf("a %T", v)
 }
 
 func uintValue(h *gguf.Header, key string) (uint64, bool) {
@@ -135,11 +200,26 @@ func (t *Tokenizer) count(text string) (int64, error) {
 	if text == "" {
 		return 0, nil
 	}
-	ids, err := t.spm.Encode(text, false)
-	if err != nil {
-		return 0, err
+	return t.encodeCount(text, nil)
+}
+
+// encodeCount is the number of tokens ollama's SentencePiece.Encode(text, false) returns: the
+// special tokens special finds, and the merged tokens of each text between them. ops, when not
+// nil, counts the work (specials.find, merger.count).
+func (t *Tokenizer) encodeCount(text string, ops *int64) (int64, error) {
+	var n int64
+	at := 0
+	for _, sp := range t.special.find(text, ops) {
+		if at < sp.start {
+			n += t.merge.count(text[at:sp.start], ops)
+		}
+		n++
+		at = sp.end
 	}
-	return int64(len(ids)), nil
+	if at < len(text) {
+		n += t.merge.count(text[at:], ops)
+	}
+	return n, nil
 }
 
 // TextTokens counts a completion's text: its tokens as the vocabulary encodes it, no special
