@@ -177,7 +177,10 @@ func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64
 		return nil, fmt.Errorf("%w: words_per_token %g, block_tokens %d, time_scale %g", ErrTrace, wordsPerToken, blockTokens, timeScale)
 	}
 	blockWords := max(1, int(math.Round(float64(blockTokens)*wordsPerToken)))
-	offs := trace.Offsets(entries, timeScale)
+	offs, err := trace.Offsets(entries, timeScale)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
+	}
 	out := make([]Prompt, len(entries))
 	var sb strings.Builder
 	for i, e := range entries {
@@ -242,6 +245,13 @@ func readTraceCorpus(corpus contract.Corpus, repoRoot string) ([]Prompt, error) 
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, rel, err)
 	}
 	return ps, nil
+}
+
+// TraceEntries reads a trace corpus's entries from repoRoot, bound by digest (for the preflight's
+// schedule rule, rules.CheckTraceSchedule).
+func TraceEntries(corpus contract.Corpus, repoRoot string) ([]TraceEntry, error) {
+	es, _, err := readTraceEntries(corpus, repoRoot)
+	return es, err
 }
 
 // readTraceEntries reads a trace corpus's entries (bound by digest) and its time scale.
@@ -317,7 +327,10 @@ func TraceTokenPrompts(entries []TraceEntry, blockTokens int64, timeScale float6
 		blocks[h] = b
 		return b, nil
 	}
-	offs := trace.Offsets(entries, timeScale)
+	offs, err := trace.Offsets(entries, timeScale)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
+	}
 	out := make([]Prompt, len(entries))
 	for i, e := range entries {
 		if e.InputLength*8 > MaxPromptBytes {
