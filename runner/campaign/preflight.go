@@ -331,7 +331,7 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 	if err := p.checkDriverPins(); err != nil {
 		return nil, err
 	}
-	if err := p.loadTokenizers(); err != nil {
+	if err := p.loadTokenizers(ctx); err != nil {
 		return nil, err
 	}
 	return p, nil

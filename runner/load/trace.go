@@ -3,6 +3,7 @@ package load
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -280,8 +281,8 @@ func readTraceEntries(corpus contract.Corpus, repoRoot string) ([]TraceEntry, fl
 
 // TraceTokenCorpus resolves a trace corpus of length_unit tokens with the case's bound
 // tokenizer: its entries (bound by digest, as readTraceCorpus reads them) synthesised with
-// TraceTokenPrompts.
-func TraceTokenCorpus(corpus contract.Corpus, repoRoot string, tc TokenCounter, template contract.TokenizerTemplate) ([]Prompt, error) {
+// TraceTokenPrompts (ctx and progress as there).
+func TraceTokenCorpus(ctx context.Context, corpus contract.Corpus, repoRoot string, tc TokenCounter, template contract.TokenizerTemplate, progress func(done, total int)) ([]Prompt, error) {
 	if corpus.Source != contract.CorpusSourceTrace || corpus.LengthUnit != contract.TraceCorpusLengthUnitTokens || corpus.BlockTokens == nil {
 		return nil, fmt.Errorf("%w: trace %s: want length_unit %s with block_tokens", ErrCorpus, corpus.Path, contract.TraceCorpusLengthUnitTokens)
 	}
@@ -289,7 +290,7 @@ func TraceTokenCorpus(corpus contract.Corpus, repoRoot string, tc TokenCounter, 
 	if err != nil {
 		return nil, err
 	}
-	ps, err := TraceTokenPrompts(entries, *corpus.BlockTokens, scale, tc, template)
+	ps, err := TraceTokenPrompts(ctx, entries, *corpus.BlockTokens, scale, tc, template, progress)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, corpus.Path, err)
 	}
@@ -307,22 +308,39 @@ func TraceTokenCorpus(corpus contract.Corpus, repoRoot string, tc TokenCounter, 
 // the hash ids, from SplitMix64 seeded with the entry's index ⊕ the salt ⊕ 1<<62. Ids, MaxTokens
 // and AtNs are TracePrompts'. An input_length the template's own tokens already reach is an
 // error naming the entry.
-func TraceTokenPrompts(entries []TraceEntry, blockTokens int64, timeScale float64, tc TokenCounter, template contract.TokenizerTemplate) ([]Prompt, error) {
+//
+// The counts are those of whole prompts; a tokenizer whose counts are local at word boundaries
+// (probeLocal) has them derived from the suffix each step adds (tailCounter), so synthesis is
+// linear in the prompt's length, and each such prompt is counted whole once more to confirm it
+// (else it is synthesised again counting whole prompts). Cancelling ctx stops it within one
+// count with ctx's error; progress, when set, is told after each entry.
+func TraceTokenPrompts(ctx context.Context, entries []TraceEntry, blockTokens int64, timeScale float64, tc TokenCounter, template contract.TokenizerTemplate, progress func(done, total int)) ([]Prompt, error) {
 	if blockTokens < 1 || !(timeScale > 0) || math.IsInf(timeScale, 0) || tc == nil {
 		return nil, fmt.Errorf("%w: block_tokens %d, time_scale %g: want a tokenizer, block_tokens >= 1 and a finite time_scale > 0", ErrTrace, blockTokens, timeScale)
 	}
-	prompt := func(text string) (int64, error) {
+	full := func(text string) (int64, error) {
 		return tc.PromptTokens(template, []string{"user"}, []string{text})
 	}
+	return traceTokenPrompts(ctx, entries, blockTokens, timeScale, tc, full, probeLocal(full), progress)
+}
+
+// traceTokenPrompts is TraceTokenPrompts with full (a whole prompt's count) and whether counts
+// may be derived from suffixes (local).
+func traceTokenPrompts(ctx context.Context, entries []TraceEntry, blockTokens int64, timeScale float64, tc TokenCounter, full func(string) (int64, error), local bool, progress func(done, total int)) ([]Prompt, error) {
 	blocks := map[int64]string{}
 	block := func(h int64) (string, error) {
 		if b, ok := blocks[h]; ok {
 			return b, nil
 		}
 		rng := metric.SplitMix64{State: uint64(h) ^ traceSalt}
-		b, err := exactText(&rng, blockTokens, tc.TextTokens)
+		b, err := exactText(&rng, blockTokens, func(s string) (int64, error) {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			return tc.TextTokens(s)
+		})
 		if err != nil {
-			return "", fmt.Errorf("hash id %d: %v", h, err)
+			return "", fmt.Errorf("hash id %d: %w", h, err)
 		}
 		blocks[h] = b
 		return b, nil
@@ -336,40 +354,62 @@ func TraceTokenPrompts(entries []TraceEntry, blockTokens int64, timeScale float6
 		if e.InputLength*8 > MaxPromptBytes {
 			return nil, fmt.Errorf("%w: entry %d: %d tokens exceed the prompt bound of %d bytes", ErrTrace, i, e.InputLength, MaxPromptBytes)
 		}
-		prefix := ""
-		next := metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
-		for j, h := range e.HashIDs {
-			b, err := block(h)
-			if err != nil {
-				return nil, fmt.Errorf("%w: entry %d: %v", ErrTrace, i, err)
+		text, err := traceTokenText(newTailCounter(ctx, full, local), i, e, block)
+		if err == nil && local {
+			// Confirm the derived counts with one whole count; a prompt they got wrong is
+			// synthesised again counting whole prompts.
+			var n int64
+			if n, err = full(text); err == nil && n != e.InputLength {
+				text, err = traceTokenText(newTailCounter(ctx, full, false), i, e, block)
 			}
-			cand := b
-			if prefix != "" {
-				cand = prefix + " " + b
-			}
-			n, err := prompt(cand + " ")
-			if err != nil {
-				return nil, fmt.Errorf("%w: entry %d: %v", ErrTrace, i, err)
-			}
-			if n >= e.InputLength {
-				next = metric.SplitMix64{State: uint64(e.HashIDs[j]) ^ traceSalt}
-				break
-			}
-			prefix = cand
 		}
-		sep := ""
-		if prefix != "" {
-			sep = " "
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		rest, err := exactText(&next, e.InputLength, func(s string) (int64, error) { return prompt(prefix + sep + s) })
 		if err != nil {
-			return nil, fmt.Errorf("%w: entry %d (%d tokens): %v", ErrTrace, i, e.InputLength, err)
+			return nil, fmt.Errorf("%w: entry %d (%d tokens): %w", ErrTrace, i, e.InputLength, err)
 		}
-		text := prefix + sep + rest
 		if len(text) > MaxPromptBytes {
 			return nil, fmt.Errorf("%w: entry %d: %d bytes exceed the prompt bound of %d bytes", ErrTrace, i, len(text), MaxPromptBytes)
 		}
 		out[i] = Prompt{ID: fmt.Sprintf("trace-%06d", i), Text: text, MaxTokens: e.OutputLength, AtNs: offs[i]}
+		if progress != nil {
+			progress(i+1, len(entries))
+		}
 	}
 	return out, nil
+}
+
+// traceTokenText synthesises entry i's prompt (TraceTokenPrompts), counting with c.
+func traceTokenText(c *tailCounter, i int, e TraceEntry, block func(int64) (string, error)) (string, error) {
+	prefix := ""
+	next := metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
+	for j, h := range e.HashIDs {
+		b, err := block(h)
+		if err != nil {
+			return "", err
+		}
+		cand := b
+		if prefix != "" {
+			cand = prefix + " " + b
+		}
+		n, err := c.count(cand + " ")
+		if err != nil {
+			return "", err
+		}
+		if n >= e.InputLength {
+			next = metric.SplitMix64{State: uint64(e.HashIDs[j]) ^ traceSalt}
+			break
+		}
+		prefix = cand
+	}
+	sep := ""
+	if prefix != "" {
+		sep = " "
+	}
+	rest, err := exactText(&next, e.InputLength, func(s string) (int64, error) { return c.count(prefix + sep + s) })
+	if err != nil {
+		return "", err
+	}
+	return prefix + sep + rest, nil
 }
