@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/metric"
 )
 
@@ -227,5 +228,31 @@ func TestTraceTokenPromptsCancel(t *testing.T) {
 	})
 	if err != context.Canceled || done != 2 {
 		t.Fatalf("%v after %d entries, want context.Canceled after 2", err, done)
+	}
+}
+
+// TestTraceBlockTokensOptional: a trace without hash blocks (Azure's) needs no block_tokens; one
+// with hash_ids without it is refused naming the first entry that has them.
+func TestTraceBlockTokensOptional(t *testing.T) {
+	dir := t.TempDir()
+	wpt := 0.75
+	for _, tc := range []struct {
+		name, trace, want string
+	}{
+		{"azure", `{"timestamp":0,"input_length":8,"output_length":2}` + "\n" + `{"timestamp":5,"input_length":9,"output_length":2}` + "\n", ""},
+		{"mooncake", `{"timestamp":0,"input_length":8,"output_length":2}` + "\n" + `{"timestamp":5,"input_length":9,"output_length":2,"hash_ids":[4]}` + "\n", "entry 1 (line 2) has hash_ids: declare block_tokens"},
+	} {
+		if err := os.WriteFile(dir+"/"+tc.name+".jsonl", []byte(tc.trace), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		corpus := contract.Corpus{Source: contract.CorpusSourceTrace, Path: tc.name + ".jsonl", Digest: evidence.DigestOf([]byte(tc.trace)),
+			LengthUnit: contract.TraceCorpusLengthUnitWordsPerToken, WordsPerToken: &wpt}
+		ps, err := Resolve(corpus, dir)
+		switch {
+		case tc.want == "" && (err != nil || len(ps) != 2):
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }

@@ -225,8 +225,6 @@ func readTraceCorpus(corpus contract.Corpus, repoRoot string) ([]Prompt, error) 
 	}
 	wpt := corpus.WordsPerToken
 	switch {
-	case corpus.BlockTokens == nil:
-		return nil, fmt.Errorf("%w: trace %s: want block_tokens", ErrCorpus, rel)
 	case corpus.LengthUnit == contract.TraceCorpusLengthUnitWordsPerToken && wpt == nil:
 		return nil, fmt.Errorf("%w: trace %s: length_unit %s wants words_per_token", ErrCorpus, rel, corpus.LengthUnit)
 	case corpus.LengthUnit == contract.TraceCorpusLengthUnitTokens && wpt == nil:
@@ -241,11 +239,30 @@ func readTraceCorpus(corpus contract.Corpus, repoRoot string) ([]Prompt, error) 
 	if err != nil {
 		return nil, err
 	}
-	ps, err := TracePrompts(entries, *wpt, *corpus.BlockTokens, scale)
+	block, err := traceBlockTokens(corpus, entries)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := TracePrompts(entries, *wpt, block, scale)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, rel, err)
 	}
 	return ps, nil
+}
+
+// traceBlockTokens is a trace corpus's block_tokens; a trace none of whose entries has hash_ids
+// (Azure's) may omit it (then 1: no block is ever drawn), and one with hash_ids without it is an
+// error naming the first such entry.
+func traceBlockTokens(corpus contract.Corpus, entries []TraceEntry) (int64, error) {
+	if corpus.BlockTokens != nil {
+		return *corpus.BlockTokens, nil
+	}
+	for i, e := range entries {
+		if len(e.HashIDs) > 0 {
+			return 0, fmt.Errorf("%w: trace %s: entry %d (line %d) has hash_ids: declare block_tokens, the token length of one hash block (Mooncake: 512)", ErrCorpus, corpus.Path, i, i+1)
+		}
+	}
+	return 1, nil
 }
 
 // TraceEntries reads a trace corpus's entries from repoRoot, bound by digest (for the preflight's
@@ -283,14 +300,18 @@ func readTraceEntries(corpus contract.Corpus, repoRoot string) ([]TraceEntry, fl
 // tokenizer: its entries (bound by digest, as readTraceCorpus reads them) synthesised with
 // TraceTokenPrompts (ctx and progress as there).
 func TraceTokenCorpus(ctx context.Context, corpus contract.Corpus, repoRoot string, tc TokenCounter, template contract.TokenizerTemplate, progress func(done, total int)) ([]Prompt, error) {
-	if corpus.Source != contract.CorpusSourceTrace || corpus.LengthUnit != contract.TraceCorpusLengthUnitTokens || corpus.BlockTokens == nil {
-		return nil, fmt.Errorf("%w: trace %s: want length_unit %s with block_tokens", ErrCorpus, corpus.Path, contract.TraceCorpusLengthUnitTokens)
+	if corpus.Source != contract.CorpusSourceTrace || corpus.LengthUnit != contract.TraceCorpusLengthUnitTokens {
+		return nil, fmt.Errorf("%w: trace %s: want length_unit %s", ErrCorpus, corpus.Path, contract.TraceCorpusLengthUnitTokens)
 	}
 	entries, scale, err := readTraceEntries(corpus, repoRoot)
 	if err != nil {
 		return nil, err
 	}
-	ps, err := TraceTokenPrompts(ctx, entries, *corpus.BlockTokens, scale, tc, template, progress)
+	block, err := traceBlockTokens(corpus, entries)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := TraceTokenPrompts(ctx, entries, block, scale, tc, template, progress)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, corpus.Path, err)
 	}
