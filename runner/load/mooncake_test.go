@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -253,6 +254,41 @@ func TestTraceBlockTokensOptional(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// BenchmarkTraceTokenSynthesis synthesises one prompt without hash blocks and one of 512-token
+// blocks at 2k, 8k, 32k and 128k tokens with a tokenizer that is local at word boundaries (words4,
+// linear per count), deriving counts from suffixes (derived) and counting whole prompts (whole,
+// the synthesis before). It reports ns/token: flat as the prompt grows when synthesis is linear
+// in its length (derived), growing with it when quadratic (whole). Compare the ratios within one
+// run; absolute times depend on the host.
+func BenchmarkTraceTokenSynthesis(b *testing.B) {
+	full := wholeCounts(words4{})
+	for _, local := range []bool{true, false} {
+		name := map[bool]string{true: "derived", false: "whole"}[local]
+		for _, tokens := range []int64{2000, 8000, 32000, 128000} {
+			for _, blocks := range []bool{false, true} {
+				e := TraceEntry{InputLength: tokens, OutputLength: 1}
+				if blocks {
+					for h := range (tokens + 511) / 512 {
+						e.HashIDs = append(e.HashIDs, h)
+					}
+				}
+				b.Run(fmt.Sprintf("%s/tokens=%d/blocks=%v", name, tokens, blocks), func(b *testing.B) {
+					counted := 0
+					count := func(s string) (int64, error) { counted += len(s); return full(s) }
+					for b.Loop() {
+						if _, err := traceTokenPrompts(context.Background(), []TraceEntry{e}, 512, 1, words4{}, count, local, nil); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tokens), "ns/token")
+					// Deterministic: the prompt bytes the synthesis had counted, per token.
+					b.ReportMetric(float64(counted)/float64(b.N)/float64(tokens), "counted-B/token")
+				})
+			}
 		}
 	}
 }

@@ -348,18 +348,14 @@ func TraceTokenPrompts(ctx context.Context, entries []TraceEntry, blockTokens in
 // traceTokenPrompts is TraceTokenPrompts with full (a whole prompt's count) and whether counts
 // may be derived from suffixes (local).
 func traceTokenPrompts(ctx context.Context, entries []TraceEntry, blockTokens int64, timeScale float64, tc TokenCounter, full func(string) (int64, error), local bool, progress func(done, total int)) ([]Prompt, error) {
+	localText := local && probeLocal(tc.TextTokens)
 	blocks := map[int64]string{}
 	block := func(h int64) (string, error) {
 		if b, ok := blocks[h]; ok {
 			return b, nil
 		}
 		rng := metric.SplitMix64{State: uint64(h) ^ traceSalt}
-		b, err := exactText(&rng, blockTokens, func(s string) (int64, error) {
-			if err := ctx.Err(); err != nil {
-				return 0, err
-			}
-			return tc.TextTokens(s)
-		})
+		b, err := exactText(&rng, blockTokens, newTailCounter(ctx, tc.TextTokens, localText).count)
 		if err != nil {
 			return "", fmt.Errorf("hash id %d: %w", h, err)
 		}
