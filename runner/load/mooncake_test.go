@@ -213,7 +213,7 @@ func TestTraceTokenPromptsDerivedCountsAreWhole(t *testing.T) {
 }
 
 // TestTraceTokenPromptsCancel: a cancelled synthesis stops within one count with ctx's error,
-// and progress is told after each entry.
+// and progress is told the entries done after each one, one at a time.
 func TestTraceTokenPromptsCancel(t *testing.T) {
 	es := mooncakeLike(3, 50)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -227,8 +227,8 @@ func TestTraceTokenPromptsCancel(t *testing.T) {
 			cancel()
 		}
 	})
-	if err != context.Canceled || done != 2 {
-		t.Fatalf("%v after %d entries, want context.Canceled after 2", err, done)
+	if err != context.Canceled || done < 2 || done == len(es) {
+		t.Fatalf("%v after %d entries, want context.Canceled after 2 or a few more (one per worker)", err, done)
 	}
 }
 

@@ -9,9 +9,12 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -333,8 +336,10 @@ func TraceTokenCorpus(ctx context.Context, corpus contract.Corpus, repoRoot stri
 // The counts are those of whole prompts; a tokenizer whose counts are local at word boundaries
 // (probeLocal) has them derived from the suffix each step adds (tailCounter), so synthesis is
 // linear in the prompt's length, and each such prompt is counted whole once more to confirm it
-// (else it is synthesised again counting whole prompts). Cancelling ctx stops it within one
-// count with ctx's error; progress, when set, is told after each entry.
+// (else it is synthesised again counting whole prompts). Entries are synthesised on every core
+// (tc must be safe for concurrent use, as TokenCounter says); the bytes do not depend on it.
+// Cancelling ctx stops it within one count with ctx's error; progress, when set, is told the
+// number of entries done after each one (never concurrently).
 func TraceTokenPrompts(ctx context.Context, entries []TraceEntry, blockTokens int64, timeScale float64, tc TokenCounter, template contract.TokenizerTemplate, progress func(done, total int)) ([]Prompt, error) {
 	if blockTokens < 1 || !(timeScale > 0) || math.IsInf(timeScale, 0) || tc == nil {
 		return nil, fmt.Errorf("%w: block_tokens %d, time_scale %g: want a tokenizer, block_tokens >= 1 and a finite time_scale > 0", ErrTrace, blockTokens, timeScale)
@@ -349,49 +354,85 @@ func TraceTokenPrompts(ctx context.Context, entries []TraceEntry, blockTokens in
 // may be derived from suffixes (local).
 func traceTokenPrompts(ctx context.Context, entries []TraceEntry, blockTokens int64, timeScale float64, tc TokenCounter, full func(string) (int64, error), local bool, progress func(done, total int)) ([]Prompt, error) {
 	localText := local && probeLocal(tc.TextTokens)
+	var mu sync.Mutex // guards blocks and progress
 	blocks := map[int64]string{}
 	block := func(h int64) (string, error) {
-		if b, ok := blocks[h]; ok {
+		mu.Lock()
+		b, ok := blocks[h]
+		mu.Unlock()
+		if ok {
 			return b, nil
 		}
+		// Two workers may draw the same block at once: the same seed gives the same text.
 		rng := metric.SplitMix64{State: uint64(h) ^ traceSalt}
 		b, err := exactText(&rng, blockTokens, newTailCounter(ctx, tc.TextTokens, localText).count)
 		if err != nil {
 			return "", fmt.Errorf("hash id %d: %w", h, err)
 		}
+		mu.Lock()
 		blocks[h] = b
+		mu.Unlock()
 		return b, nil
 	}
 	offs, err := trace.Offsets(entries, timeScale)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
 	}
-	out := make([]Prompt, len(entries))
 	for i, e := range entries {
 		if e.InputLength*8 > MaxPromptBytes {
 			return nil, fmt.Errorf("%w: entry %d: %d tokens exceed the prompt bound of %d bytes", ErrTrace, i, e.InputLength, MaxPromptBytes)
 		}
-		text, err := traceTokenText(newTailCounter(ctx, full, local), i, e, block)
-		if err == nil && local {
-			// Confirm the derived counts with one whole count; a prompt they got wrong is
-			// synthesised again counting whole prompts.
-			var n int64
-			if n, err = full(text); err == nil && n != e.InputLength {
-				text, err = traceTokenText(newTailCounter(ctx, full, false), i, e, block)
+	}
+	// Entries are synthesised by a worker per core (each prompt's bytes depend only on its entry
+	// and the blocks' seeds); the first error in entry order is returned.
+	out := make([]Prompt, len(entries))
+	errs := make([]error, len(entries))
+	var next atomic.Int64
+	done := 0
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(entries)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= len(entries) {
+					return
+				}
+				e := entries[i]
+				text, err := traceTokenText(newTailCounter(ctx, full, local), i, e, block)
+				if err == nil && local {
+					// Confirm the derived counts with one whole count; a prompt they got wrong
+					// is synthesised again counting whole prompts.
+					var n int64
+					if n, err = full(text); err == nil && n != e.InputLength {
+						text, err = traceTokenText(newTailCounter(ctx, full, false), i, e, block)
+					}
+				}
+				switch {
+				case err != nil:
+					errs[i] = fmt.Errorf("%w: entry %d (%d tokens): %w", ErrTrace, i, e.InputLength, err)
+				case len(text) > MaxPromptBytes:
+					errs[i] = fmt.Errorf("%w: entry %d: %d bytes exceed the prompt bound of %d bytes", ErrTrace, i, len(text), MaxPromptBytes)
+				default:
+					out[i] = Prompt{ID: fmt.Sprintf("trace-%06d", i), Text: text, MaxTokens: e.OutputLength, AtNs: offs[i]}
+				}
+				if progress != nil {
+					mu.Lock()
+					done++
+					progress(done, len(entries))
+					mu.Unlock()
+				}
 			}
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("%w: entry %d (%d tokens): %w", ErrTrace, i, e.InputLength, err)
-		}
-		if len(text) > MaxPromptBytes {
-			return nil, fmt.Errorf("%w: entry %d: %d bytes exceed the prompt bound of %d bytes", ErrTrace, i, len(text), MaxPromptBytes)
-		}
-		out[i] = Prompt{ID: fmt.Sprintf("trace-%06d", i), Text: text, MaxTokens: e.OutputLength, AtNs: offs[i]}
-		if progress != nil {
-			progress(i+1, len(entries))
+			return nil, err
 		}
 	}
 	return out, nil
