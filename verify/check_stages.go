@@ -292,7 +292,11 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 		// In tokens (and without a cold row's nonce on top), the client's prompt count is the
 		// entry's input_length.
 		exact := tokenized && noNonce && cp.LengthUnit == contract.TraceCorpusLengthUnitTokens
-		checkTraceSchedule(c, row, entries, trace.Offsets(entries, scale), measured, unmeasured, exact)
+		if offs, err := trace.Offsets(entries, scale); err != nil {
+			c.add(path, base+"/replay", ErrRowMismatch, "row c%d-r%d replays a trace whose schedule cannot be replayed: %v", row.Concurrency, row.Repetition, err)
+		} else {
+			checkTraceSchedule(c, row, entries, offs, measured, unmeasured, exact)
+		}
 	}
 	if len(measured) == 0 || row.Series == nil {
 		return

@@ -94,7 +94,10 @@ func TestCheckStages(t *testing.T) {
 // than its entry's output_length are found.
 func TestCheckTraceSchedule(t *testing.T) {
 	entries := []trace.Entry{{TimestampMs: 10, InputLength: 5, OutputLength: 3}, {TimestampMs: 30, InputLength: 5, OutputLength: 2}, {TimestampMs: 31, InputLength: 5, OutputLength: 4}}
-	offs := trace.Offsets(entries, 0.5)
+	offs, err := trace.Offsets(entries, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
 	build := func() []*record {
 		var out []*record
 		for k, o := range offs {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
 )
 
 // Preflight errors. Each means nothing was launched and nothing was written.
@@ -329,7 +331,7 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 	if err := p.checkDriverPins(); err != nil {
 		return nil, err
 	}
-	if err := p.loadTokenizers(); err != nil {
+	if err := p.loadTokenizers(ctx); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -390,6 +392,9 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 				}
 			} else if c.Launch != p.recipeRel {
 				return fmt.Errorf("%w: case %s launches %s but an earlier case launches %s: one owned server per campaign", ErrWorkload, c.ID, c.Launch, p.recipeRel)
+			}
+			if err := p.checkTraceSchedule(i, c); err != nil {
+				return err
 			}
 			prompts, err := load.Resolve(*c.Corpus, p.root)
 			if err != nil {
@@ -514,5 +519,23 @@ func (p *Plan) bindArtifacts(ctx context.Context) error {
 		return fmt.Errorf("%w: %v", ErrArtifact, err)
 	}
 	p.files, p.artifacts = files, arts
+	return nil
+}
+
+// checkTraceSchedule applies the bound trace's semantic rule (rules.CheckTraceSchedule): a
+// replay scheduled past the case's timeout or int64 nanoseconds is refused, naming the entry,
+// before any prompt is synthesised.
+func (p *Plan) checkTraceSchedule(i int, c contract.Case) error {
+	if c.Corpus == nil || c.Corpus.Source != contract.CorpusSourceTrace {
+		return nil
+	}
+	entries, err := load.TraceEntries(*c.Corpus, p.root)
+	if err != nil {
+		return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, c.ID, err)
+	}
+	base := fmt.Sprintf("/variants/%d/cases/%d", slices.IndexFunc(p.workload.Variants, func(v contract.Variant) bool { return v.ID == p.variant.ID }), i)
+	if ps := rules.CheckTraceSchedule(base, c, entries); len(ps) > 0 {
+		return fmt.Errorf("%w: %s%s: case %s: %v", ErrWorkload, p.workloadRel, ps[0].Pointer, c.ID, ps[0].Err)
+	}
 	return nil
 }

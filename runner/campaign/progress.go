@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/qualkit/qualkit/runner/load"
 )
@@ -27,5 +28,25 @@ func (c *Config) servingProgress(caseID string, rows int) func(load.Progress) {
 		case load.ProgressRowDone:
 			c.Progress(Event{Phase: "row_done", Message: name, Done: int(p.Done), Total: int(p.Total), Failures: int(p.Failed)})
 		}
+	}
+}
+
+// synthesisEvery is the most often a prompt synthesis reports its progress.
+const synthesisEvery = 250 * time.Millisecond
+
+// synthesisProgress reports the token-exact synthesis of serving case caseID's prompts as
+// preflight events ("synthesising prompts: case ID", Done/Total entries): the first entry, then
+// at most every synthesisEvery, and the last. Nil when nobody listens.
+func (p *Plan) synthesisProgress(caseID string) func(done, total int) {
+	if p.cfg.Progress == nil {
+		return nil
+	}
+	var last time.Time
+	return func(done, total int) {
+		if done > 1 && done < total && time.Since(last) < synthesisEvery {
+			return
+		}
+		last = time.Now()
+		p.cfg.progress("preflight", "synthesising prompts: case "+caseID, done, total)
 	}
 }

@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -43,7 +44,7 @@ func (p *Plan) resolveTokenizer(c contract.Case) error {
 
 // loadTokenizers checks each bound tokenizer's digest against its declaration and builds its
 // counter.
-func (p *Plan) loadTokenizers() error {
+func (p *Plan) loadTokenizers(ctx context.Context) error {
 	if len(p.tokenizers) == 0 {
 		return nil
 	}
@@ -56,6 +57,7 @@ func (p *Plan) loadTokenizers() error {
 	}
 	p.counters = map[string]load.TokenCounter{}
 	for _, pin := range p.tokenizers {
+		p.cfg.progress("preflight", "loading tokenizer "+pin.file.Path, 0, 0)
 		if got := digest[string(pin.file.Kind)+"\x00"+pin.file.Path]; got != pin.want {
 			return fmt.Errorf("%w: case %s: tokenizer %s has digest %s, but the case binds %s (tampered, or the binding was not updated)", ErrArtifact, pin.caseID, pin.file.Path, got, pin.want)
 		}
@@ -82,7 +84,7 @@ func (p *Plan) loadTokenizers() error {
 		}
 		// A trace of length_unit tokens is synthesised to its exact input lengths with it.
 		if co := pin.c.Corpus; co != nil && co.Source == contract.CorpusSourceTrace && co.LengthUnit == contract.TraceCorpusLengthUnitTokens {
-			prompts, err := load.TraceTokenCorpus(*co, p.root, tc, pin.c.Tokenizer.Template)
+			prompts, err := load.TraceTokenCorpus(ctx, *co, p.root, tc, pin.c.Tokenizer.Template, p.synthesisProgress(pin.caseID))
 			if err != nil {
 				return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, pin.caseID, err)
 			}

@@ -3,14 +3,18 @@ package load
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -177,7 +181,10 @@ func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64
 		return nil, fmt.Errorf("%w: words_per_token %g, block_tokens %d, time_scale %g", ErrTrace, wordsPerToken, blockTokens, timeScale)
 	}
 	blockWords := max(1, int(math.Round(float64(blockTokens)*wordsPerToken)))
-	offs := trace.Offsets(entries, timeScale)
+	offs, err := trace.Offsets(entries, timeScale)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
+	}
 	out := make([]Prompt, len(entries))
 	var sb strings.Builder
 	for i, e := range entries {
@@ -221,8 +228,6 @@ func readTraceCorpus(corpus contract.Corpus, repoRoot string) ([]Prompt, error) 
 	}
 	wpt := corpus.WordsPerToken
 	switch {
-	case corpus.BlockTokens == nil:
-		return nil, fmt.Errorf("%w: trace %s: want block_tokens", ErrCorpus, rel)
 	case corpus.LengthUnit == contract.TraceCorpusLengthUnitWordsPerToken && wpt == nil:
 		return nil, fmt.Errorf("%w: trace %s: length_unit %s wants words_per_token", ErrCorpus, rel, corpus.LengthUnit)
 	case corpus.LengthUnit == contract.TraceCorpusLengthUnitTokens && wpt == nil:
@@ -237,11 +242,37 @@ func readTraceCorpus(corpus contract.Corpus, repoRoot string) ([]Prompt, error) 
 	if err != nil {
 		return nil, err
 	}
-	ps, err := TracePrompts(entries, *wpt, *corpus.BlockTokens, scale)
+	block, err := traceBlockTokens(corpus, entries)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := TracePrompts(entries, *wpt, block, scale)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, rel, err)
 	}
 	return ps, nil
+}
+
+// traceBlockTokens is a trace corpus's block_tokens; a trace none of whose entries has hash_ids
+// (Azure's) may omit it (then 1: no block is ever drawn), and one with hash_ids without it is an
+// error naming the first such entry.
+func traceBlockTokens(corpus contract.Corpus, entries []TraceEntry) (int64, error) {
+	if corpus.BlockTokens != nil {
+		return *corpus.BlockTokens, nil
+	}
+	for i, e := range entries {
+		if len(e.HashIDs) > 0 {
+			return 0, fmt.Errorf("%w: trace %s: entry %d (line %d) has hash_ids: declare block_tokens, the token length of one hash block (Mooncake: 512)", ErrCorpus, corpus.Path, i, i+1)
+		}
+	}
+	return 1, nil
+}
+
+// TraceEntries reads a trace corpus's entries from repoRoot, bound by digest (for the preflight's
+// schedule rule, rules.CheckTraceSchedule).
+func TraceEntries(corpus contract.Corpus, repoRoot string) ([]TraceEntry, error) {
+	es, _, err := readTraceEntries(corpus, repoRoot)
+	return es, err
 }
 
 // readTraceEntries reads a trace corpus's entries (bound by digest) and its time scale.
@@ -270,16 +301,20 @@ func readTraceEntries(corpus contract.Corpus, repoRoot string) ([]TraceEntry, fl
 
 // TraceTokenCorpus resolves a trace corpus of length_unit tokens with the case's bound
 // tokenizer: its entries (bound by digest, as readTraceCorpus reads them) synthesised with
-// TraceTokenPrompts.
-func TraceTokenCorpus(corpus contract.Corpus, repoRoot string, tc TokenCounter, template contract.TokenizerTemplate) ([]Prompt, error) {
-	if corpus.Source != contract.CorpusSourceTrace || corpus.LengthUnit != contract.TraceCorpusLengthUnitTokens || corpus.BlockTokens == nil {
-		return nil, fmt.Errorf("%w: trace %s: want length_unit %s with block_tokens", ErrCorpus, corpus.Path, contract.TraceCorpusLengthUnitTokens)
+// TraceTokenPrompts (ctx and progress as there).
+func TraceTokenCorpus(ctx context.Context, corpus contract.Corpus, repoRoot string, tc TokenCounter, template contract.TokenizerTemplate, progress func(done, total int)) ([]Prompt, error) {
+	if corpus.Source != contract.CorpusSourceTrace || corpus.LengthUnit != contract.TraceCorpusLengthUnitTokens {
+		return nil, fmt.Errorf("%w: trace %s: want length_unit %s", ErrCorpus, corpus.Path, contract.TraceCorpusLengthUnitTokens)
 	}
 	entries, scale, err := readTraceEntries(corpus, repoRoot)
 	if err != nil {
 		return nil, err
 	}
-	ps, err := TraceTokenPrompts(entries, *corpus.BlockTokens, scale, tc, template)
+	block, err := traceBlockTokens(corpus, entries)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := TraceTokenPrompts(ctx, entries, block, scale, tc, template, progress)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, corpus.Path, err)
 	}
@@ -297,66 +332,142 @@ func TraceTokenCorpus(corpus contract.Corpus, repoRoot string, tc TokenCounter, 
 // the hash ids, from SplitMix64 seeded with the entry's index ⊕ the salt ⊕ 1<<62. Ids, MaxTokens
 // and AtNs are TracePrompts'. An input_length the template's own tokens already reach is an
 // error naming the entry.
-func TraceTokenPrompts(entries []TraceEntry, blockTokens int64, timeScale float64, tc TokenCounter, template contract.TokenizerTemplate) ([]Prompt, error) {
+//
+// The counts are those of whole prompts; a tokenizer whose counts are local at word boundaries
+// (probeLocal) has them derived from the suffix each step adds (tailCounter), so synthesis is
+// linear in the prompt's length, and each such prompt is counted whole once more to confirm it
+// (else it is synthesised again counting whole prompts). Entries are synthesised on every core
+// (tc must be safe for concurrent use, as TokenCounter says); the bytes do not depend on it.
+// Cancelling ctx stops it within one count with ctx's error; progress, when set, is told the
+// number of entries done after each one (never concurrently).
+func TraceTokenPrompts(ctx context.Context, entries []TraceEntry, blockTokens int64, timeScale float64, tc TokenCounter, template contract.TokenizerTemplate, progress func(done, total int)) ([]Prompt, error) {
 	if blockTokens < 1 || !(timeScale > 0) || math.IsInf(timeScale, 0) || tc == nil {
 		return nil, fmt.Errorf("%w: block_tokens %d, time_scale %g: want a tokenizer, block_tokens >= 1 and a finite time_scale > 0", ErrTrace, blockTokens, timeScale)
 	}
-	prompt := func(text string) (int64, error) {
+	full := func(text string) (int64, error) {
 		return tc.PromptTokens(template, []string{"user"}, []string{text})
 	}
+	return traceTokenPrompts(ctx, entries, blockTokens, timeScale, tc, full, probeLocal(full), progress)
+}
+
+// traceTokenPrompts is TraceTokenPrompts with full (a whole prompt's count) and whether counts
+// may be derived from suffixes (local).
+func traceTokenPrompts(ctx context.Context, entries []TraceEntry, blockTokens int64, timeScale float64, tc TokenCounter, full func(string) (int64, error), local bool, progress func(done, total int)) ([]Prompt, error) {
+	localText := local && probeLocal(tc.TextTokens)
+	var mu sync.Mutex // guards blocks and progress
 	blocks := map[int64]string{}
 	block := func(h int64) (string, error) {
-		if b, ok := blocks[h]; ok {
+		mu.Lock()
+		b, ok := blocks[h]
+		mu.Unlock()
+		if ok {
 			return b, nil
 		}
+		// Two workers may draw the same block at once: the same seed gives the same text.
 		rng := metric.SplitMix64{State: uint64(h) ^ traceSalt}
-		b, err := exactText(&rng, blockTokens, tc.TextTokens)
+		b, err := exactText(&rng, blockTokens, newTailCounter(ctx, tc.TextTokens, localText).count)
 		if err != nil {
-			return "", fmt.Errorf("hash id %d: %v", h, err)
+			return "", fmt.Errorf("hash id %d: %w", h, err)
 		}
+		mu.Lock()
 		blocks[h] = b
+		mu.Unlock()
 		return b, nil
 	}
-	offs := trace.Offsets(entries, timeScale)
-	out := make([]Prompt, len(entries))
+	offs, err := trace.Offsets(entries, timeScale)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
+	}
 	for i, e := range entries {
 		if e.InputLength*8 > MaxPromptBytes {
 			return nil, fmt.Errorf("%w: entry %d: %d tokens exceed the prompt bound of %d bytes", ErrTrace, i, e.InputLength, MaxPromptBytes)
 		}
-		prefix := ""
-		next := metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
-		for j, h := range e.HashIDs {
-			b, err := block(h)
-			if err != nil {
-				return nil, fmt.Errorf("%w: entry %d: %v", ErrTrace, i, err)
+	}
+	// Entries are synthesised by a worker per core (each prompt's bytes depend only on its entry
+	// and the blocks' seeds); the first error in entry order is returned.
+	out := make([]Prompt, len(entries))
+	errs := make([]error, len(entries))
+	var next atomic.Int64
+	done := 0
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(entries)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= len(entries) {
+					return
+				}
+				e := entries[i]
+				text, err := traceTokenText(newTailCounter(ctx, full, local), i, e, block)
+				if err == nil && local {
+					// Confirm the derived counts with one whole count; a prompt they got wrong
+					// is synthesised again counting whole prompts.
+					var n int64
+					if n, err = full(text); err == nil && n != e.InputLength {
+						text, err = traceTokenText(newTailCounter(ctx, full, false), i, e, block)
+					}
+				}
+				switch {
+				case err != nil:
+					errs[i] = fmt.Errorf("%w: entry %d (%d tokens): %w", ErrTrace, i, e.InputLength, err)
+				case len(text) > MaxPromptBytes:
+					errs[i] = fmt.Errorf("%w: entry %d: %d bytes exceed the prompt bound of %d bytes", ErrTrace, i, len(text), MaxPromptBytes)
+				default:
+					out[i] = Prompt{ID: fmt.Sprintf("trace-%06d", i), Text: text, MaxTokens: e.OutputLength, AtNs: offs[i]}
+				}
+				if progress != nil {
+					mu.Lock()
+					done++
+					progress(done, len(entries))
+					mu.Unlock()
+				}
 			}
-			cand := b
-			if prefix != "" {
-				cand = prefix + " " + b
-			}
-			n, err := prompt(cand + " ")
-			if err != nil {
-				return nil, fmt.Errorf("%w: entry %d: %v", ErrTrace, i, err)
-			}
-			if n >= e.InputLength {
-				next = metric.SplitMix64{State: uint64(e.HashIDs[j]) ^ traceSalt}
-				break
-			}
-			prefix = cand
-		}
-		sep := ""
-		if prefix != "" {
-			sep = " "
-		}
-		rest, err := exactText(&next, e.InputLength, func(s string) (int64, error) { return prompt(prefix + sep + s) })
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("%w: entry %d (%d tokens): %v", ErrTrace, i, e.InputLength, err)
+			return nil, err
 		}
-		text := prefix + sep + rest
-		if len(text) > MaxPromptBytes {
-			return nil, fmt.Errorf("%w: entry %d: %d bytes exceed the prompt bound of %d bytes", ErrTrace, i, len(text), MaxPromptBytes)
-		}
-		out[i] = Prompt{ID: fmt.Sprintf("trace-%06d", i), Text: text, MaxTokens: e.OutputLength, AtNs: offs[i]}
 	}
 	return out, nil
+}
+
+// traceTokenText synthesises entry i's prompt (TraceTokenPrompts), counting with c.
+func traceTokenText(c *tailCounter, i int, e TraceEntry, block func(int64) (string, error)) (string, error) {
+	prefix := ""
+	next := metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
+	for j, h := range e.HashIDs {
+		b, err := block(h)
+		if err != nil {
+			return "", err
+		}
+		cand := b
+		if prefix != "" {
+			cand = prefix + " " + b
+		}
+		n, err := c.count(cand + " ")
+		if err != nil {
+			return "", err
+		}
+		if n >= e.InputLength {
+			next = metric.SplitMix64{State: uint64(e.HashIDs[j]) ^ traceSalt}
+			break
+		}
+		prefix = cand
+	}
+	sep := ""
+	if prefix != "" {
+		sep = " "
+	}
+	rest, err := exactText(&next, e.InputLength, func(s string) (int64, error) { return c.count(prefix + sep + s) })
+	if err != nil {
+		return "", err
+	}
+	return prefix + sep + rest, nil
 }

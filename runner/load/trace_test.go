@@ -235,7 +235,7 @@ func TestRunTraceReplayTokens(t *testing.T) {
 	if _, err := Resolve(corpus, dir); err != nil { // the plan-sizing stand-ins resolve without a tokenizer
 		t.Fatal(err)
 	}
-	prompts, err := TraceTokenCorpus(corpus, dir, thirds{}, contract.TokenizerTemplateLines)
+	prompts, err := TraceTokenCorpus(context.Background(), corpus, dir, thirds{}, contract.TokenizerTemplateLines, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2871,6 +2871,8 @@ type Corpus struct {
 	WordsPerToken *float64 `json:"words_per_token,omitempty"`
 	// BlockTokens is the token length of one hash_ids block (Mooncake: 512): requests sharing a
 	// hash id share that block's synthesised words, so a trace's prefix reuse reaches the server.
+	// Required where an entry of the bound trace has hash_ids (preflight refuses it otherwise);
+	// a trace without hash blocks (Azure's) may omit it.
 	BlockTokens *int64       `json:"block_tokens,omitempty"`
 	Turns       *TurnsRange  `json:"turns,omitempty"`
 	ThinkMs     *ThinkRange  `json:"think_ms,omitempty"`

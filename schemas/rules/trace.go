@@ -1,6 +1,12 @@
 package rules
 
-import "github.com/qualkit/qualkit/schemas/contract"
+import (
+	"fmt"
+	"math"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/trace"
+)
 
 // traceCorpus checks a trace corpus's length unit against the case (docs/metrics.md "Trace
 // replay"): tokens needs the case's tokenizer to count with and takes no words_per_token; the
@@ -50,4 +56,42 @@ func (r *rules) sharedPrefixTokens(cb string, c contract.Case) {
 	if c.Tokenizer == nil {
 		r.add(cb+"/corpus/prefix_tokens", "prefix_tokens and suffix_tokens need a tokenizer to count with: bind one in the case's tokenizer")
 	}
+}
+
+// CheckTraceSchedule is the semantic rule of a serving case's bound trace (its entries, read from
+// the file the workload binds by digest, which the workload rules alone cannot see): the entries
+// it replays (the first requests, or all) must be scheduled, scaled by time_scale, within the
+// case's timeout_seconds and within int64 nanoseconds (trace.OffsetNs). A problem names the first
+// entry past it. A case without a trace corpus, or without entries, has none.
+func CheckTraceSchedule(caseBase string, c contract.Case, entries []trace.Entry) []Problem {
+	cp := c.Corpus
+	if cp == nil || cp.Source != contract.CorpusSourceTrace || len(entries) == 0 {
+		return nil
+	}
+	scale := 1.0
+	if cp.TimeScale != nil {
+		scale = *cp.TimeScale
+	}
+	var r rules
+	at := caseBase + "/corpus/time_scale"
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		r.add(at, "time_scale %g: want a finite number above 0", scale)
+		return r.out
+	}
+	replayed := entries
+	if c.Requests != nil && *c.Requests >= 1 && *c.Requests < int64(len(entries)) {
+		replayed = entries[:*c.Requests]
+	}
+	limit := math.Inf(1)
+	if c.TimeoutSeconds > 0 {
+		limit = float64(c.TimeoutSeconds)
+	}
+	if k := trace.FirstPast(replayed, scale, limit); k >= 0 {
+		why := fmt.Sprintf("past the case's timeout_seconds %d: the replay cannot finish; shorten the trace (requests), lower time_scale or raise timeout_seconds", c.TimeoutSeconds)
+		if _, ok := trace.OffsetNs(replayed[k].TimestampMs, replayed[0].TimestampMs, scale); !ok {
+			why = "more than int64 nanoseconds can hold (2^62 ns): lower time_scale"
+		}
+		r.add(at, "trace %s: %v", cp.Path, trace.SpanError(replayed, k, scale, why))
+	}
+	return r.out
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
@@ -133,12 +134,67 @@ func Write(w io.Writer, entries []Entry) error {
 	return bw.Flush()
 }
 
-// Offsets are the entries' scheduled offsets from the replay's start in ns: entry k at
-// (timestamp_k − timestamp_0) × timeScale ms, the float product times 10⁶ truncated to whole ns.
-func Offsets(entries []Entry, timeScale float64) []int64 {
+// MaxOffsetNs bounds a scheduled offset: 2^62 ns (about 146 years), so that an offset, and a
+// row's start plus it, stay far inside int64 nanoseconds.
+const MaxOffsetNs = 1 << 62
+
+// ErrSchedule marks a trace whose scaled schedule cannot be replayed: a time scale that is not
+// a finite number above 0, or an entry whose scaled offset passes MaxOffsetNs.
+var ErrSchedule = errors.New("trace schedule out of range")
+
+// OffsetNs is an entry's scheduled offset in ns from a first entry at t0Ms: (timestamp − t0) ×
+// timeScale ms, the float product times 10⁶ truncated to whole ns. The float is range-checked
+// before it is converted: ok is false (and the offset 0) where it is not a number from 0 to
+// MaxOffsetNs, never a wrapped or saturated integer.
+func OffsetNs(timestampMs, t0Ms int64, timeScale float64) (ns int64, ok bool) {
+	f := float64(timestampMs-t0Ms) * timeScale * 1e6
+	if !(f >= 0 && f <= MaxOffsetNs) { // NaN fails both
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// Offsets are the entries' scheduled offsets from the replay's start in ns (OffsetNs from the
+// first entry). An out-of-range schedule is an error wrapping ErrSchedule that names the first
+// entry past it (index from 0, its line, timestamp and scaled offset in seconds).
+func Offsets(entries []Entry, timeScale float64) ([]int64, error) {
+	if !(timeScale > 0) || math.IsInf(timeScale, 0) {
+		return nil, fmt.Errorf("%w: time_scale %g: want a finite number above 0", ErrSchedule, timeScale)
+	}
 	out := make([]int64, len(entries))
 	for k, e := range entries {
-		out[k] = int64(float64(e.TimestampMs-entries[0].TimestampMs) * timeScale * 1e6)
+		ns, ok := OffsetNs(e.TimestampMs, entries[0].TimestampMs, timeScale)
+		if !ok {
+			return nil, fmt.Errorf("%w: %v", ErrSchedule, SpanError(entries, k, timeScale, "more than int64 nanoseconds can hold (2^62 ns)"))
+		}
+		out[k] = ns
 	}
-	return out
+	return out, nil
+}
+
+// SpanError describes entry k's scaled offset as past a limit: "entry k (line k+1, timestamp T
+// ms) is scheduled S s after the first at time_scale X, LIMIT".
+func SpanError(entries []Entry, k int, timeScale float64, limit string) error {
+	s := float64(entries[k].TimestampMs-entries[0].TimestampMs) * timeScale / 1e3
+	return fmt.Errorf("entry %d (line %d, timestamp %d ms) is scheduled %g s after the first at time_scale %g: %s", k, k+1, entries[k].TimestampMs, s, timeScale, limit)
+}
+
+// FirstPast returns the first entry whose scaled offset from the first entry is more than
+// limitSeconds (or out of OffsetNs's range), or -1 when none is. Timestamps are in order, so it
+// looks at the last entry first and scans only when that one is past.
+func FirstPast(entries []Entry, timeScale, limitSeconds float64) int {
+	past := func(e Entry) bool {
+		s := float64(e.TimestampMs-entries[0].TimestampMs) * timeScale / 1e3
+		_, ok := OffsetNs(e.TimestampMs, entries[0].TimestampMs, timeScale)
+		return !ok || !(s <= limitSeconds)
+	}
+	if len(entries) == 0 || !past(entries[len(entries)-1]) {
+		return -1
+	}
+	for k, e := range entries {
+		if past(e) {
+			return k
+		}
+	}
+	return -1
 }

@@ -3,15 +3,17 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
 // TestOffsets: offsets are from the first entry, scaled, in ns.
 func TestOffsets(t *testing.T) {
 	es := []Entry{{TimestampMs: 100}, {TimestampMs: 350}, {TimestampMs: 351}}
-	if got := Offsets(es, 0.5); !slices.Equal(got, []int64{0, 125e6, 125.5e6}) {
-		t.Fatalf("%v", got)
+	if got, err := Offsets(es, 0.5); err != nil || !slices.Equal(got, []int64{0, 125e6, 125.5e6}) {
+		t.Fatalf("%v %v", got, err)
 	}
 	if _, err := Read([]byte(`{"timestamp":1,"input_length":1,"output_length":1,"hash_ids":[1,-2]}`)); !errors.Is(err, ErrTrace) {
 		t.Fatalf("a negative hash id: %v", err)
@@ -41,4 +43,38 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestOffsetsOutOfRange: a scaled offset past int64 nanoseconds (10^10 ms at time_scale 1000 is
+// 10^19 ns) is an error naming the entry, never a wrapped integer; so is a non-finite scale.
+func TestOffsetsOutOfRange(t *testing.T) {
+	es := []Entry{{TimestampMs: 0}, {TimestampMs: 5}, {TimestampMs: 1e10}}
+	for _, tc := range []struct {
+		scale float64
+		want  string
+	}{
+		{1000, "entry 2 (line 3, timestamp 10000000000 ms)"},
+		{math.Inf(1), "time_scale +Inf"},
+		{math.NaN(), "time_scale NaN"},
+		{0, "time_scale 0"},
+	} {
+		offs, err := Offsets(es, tc.scale)
+		if !errors.Is(err, ErrSchedule) || !strings.Contains(err.Error(), tc.want) || offs != nil {
+			t.Errorf("time_scale %g: %v %v, want %q", tc.scale, offs, err, tc.want)
+		}
+	}
+	if offs, err := Offsets(es, 1); err != nil || offs[2] != 1e16 {
+		t.Fatalf("time_scale 1: %v %v", offs, err)
+	}
+	for _, tc := range []struct {
+		scale, limit float64
+		want         int
+	}{{1, 9e6, 2}, {1, 1e7, -1}, {1000, 1e300, 2}, {1, 0.004, 1}, {1, 0, 1}} {
+		if got := FirstPast(es, tc.scale, tc.limit); got != tc.want {
+			t.Errorf("FirstPast(scale %g, limit %g s) = %d, want %d", tc.scale, tc.limit, got, tc.want)
+		}
+	}
+	if _, ok := OffsetNs(MaxTimestampMs, 0, 1e6); ok {
+		t.Fatal("OffsetNs converted an offset past 2^62 ns")
+	}
 }

@@ -33,8 +33,12 @@ type progress struct {
 	w        io.Writer
 	interval time.Duration
 	row      rowState
-	stop     chan struct{} // closes the running row's ticker
-	ticker   sync.WaitGroup
+	// step and stepAt are the last step line printed and when (a long step prints its progress
+	// at most every interval).
+	step   string
+	stepAt time.Time
+	stop   chan struct{} // closes the running row's ticker
+	ticker sync.WaitGroup
 }
 
 // rowState is the running row, for the periodic line.
@@ -127,6 +131,10 @@ func (p *progress) lineEvent(e campaign.Event) {
 		p.row = rowState{}
 	default:
 		msg := e.Message
+		if e.Total > 0 && e.Done > 1 && e.Done < e.Total && e.Message == p.step && time.Since(p.stepAt) < p.interval {
+			return // a long step's progress (a prompt synthesis): a line every interval, and its last
+		}
+		p.step, p.stepAt = e.Message, time.Now()
 		if e.Total > 0 {
 			msg = fmt.Sprintf("%s [%d/%d]", msg, e.Done, e.Total)
 		}

@@ -153,7 +153,9 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 	sum := summary(out)
 	var signErr error
 	if signer != nil {
-		sum.Attestation, sum.Bundle, sum.Link, signErr = signCampaign(ctx, plan.Root(), out.ReceiptPath, signer, stderr)
+		// Validate before signing: a receipt its own contract rejects is never signed (exit 3).
+		passed := out.Receipt.Qualification.Verdict == contract.QualificationVerdictPassed
+		sum.Attestation, sum.Bundle, sum.Link, signErr = signChecked(ctx, plan.Root(), out.ReceiptPath, out.RunDir, passed, signer, stderr)
 	}
 	if asJSON {
 		b, _ := json.MarshalIndent(sum, "", "  ")
