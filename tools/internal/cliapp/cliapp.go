@@ -37,11 +37,12 @@ func New(name, usage, version string, stdout, stderr io.Writer, cmds ...*cli.Com
 }
 
 // Main runs app over args (args[0] is the program name), prints an error that is not a rejection
-// or an interruption (those have printed their findings), and returns the exit code.
+// or an interruption (those have printed their findings), made Safe (an error may quote input), and
+// returns the exit code.
 func Main(app *cli.App, args []string) int {
 	err := app.Run(Permute(app, args))
 	if err != nil && !errors.Is(err, exitcode.ErrRejected) && !errors.Is(err, exitcode.ErrInterrupted) {
-		fmt.Fprintf(app.ErrWriter, "%s: %v\n", app.Name, err)
+		Fprintf(app.ErrWriter, "%s: %v\n", app.Name, err)
 	}
 	return exitcode.Code(err)
 }

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/tools/internal/kilnimport"
 	"github.com/urfave/cli/v2"
@@ -57,7 +58,7 @@ func importKiln(in, out string, opts kilnimport.Options, stdout, stderr io.Write
 	}
 	res, err := kilnimport.Convert(raw, in, opts)
 	if errors.Is(err, kilnimport.ErrRefused) {
-		fmt.Fprintf(stderr, "qualrun: %v\nnothing was written\n", err)
+		cliapp.Fprintf(stderr, "qualrun: %v\nnothing was written\n", err)
 		return fmt.Errorf("%w: import refused", exitcode.ErrRejected)
 	}
 	if err != nil {
@@ -66,7 +67,7 @@ func importKiln(in, out string, opts kilnimport.Options, stdout, stderr io.Write
 	if err := evidence.WriteNew(out, res.Doc, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "kiln %s %s (%s)\n", res.Kind, in, evidence.DigestOf(raw))
+	cliapp.Fprintf(stdout, "kiln %s %s (%s)\n", res.Kind, in, evidence.DigestOf(raw))
 	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "KILN\tQUALKIT\tNOTE")
 	for _, m := range res.Mappings {
@@ -77,14 +78,14 @@ func importKiln(in, out string, opts kilnimport.Options, stdout, stderr io.Write
 		if to == "" {
 			to = "(not carried)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", from, to, m.Note)
+		cliapp.Fprintf(tw, "%s\t%s\t%s\n", from, to, m.Note)
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "wrote %s (valid qualkit.%s, %s)\n", out, res.Contract, evidence.DigestOf(res.Doc))
+	cliapp.Fprintf(stdout, "wrote %s (valid qualkit.%s, %s)\n", out, res.Contract, evidence.DigestOf(res.Doc))
 	if res.Kind == kilnimport.KindWorkload {
-		fmt.Fprintf(stdout, "next: commit it (git add %s && git commit), then qualrun run %s --variant ID --host-id HOST --output qualification/receipts/...\n", out, out)
+		cliapp.Fprintf(stdout, "next: commit it (git add %s && git commit), then qualrun run %s --variant ID --host-id HOST --output qualification/receipts/...\n", out, out)
 	} else {
-		fmt.Fprintf(stdout, "next: name it in a serving case's \"launch\" and commit both\n")
+		cliapp.Fprintf(stdout, "next: name it in a serving case's \"launch\" and commit both\n")
 	}
 	return nil
 }

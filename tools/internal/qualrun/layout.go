@@ -11,6 +11,7 @@ import (
 	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -96,6 +97,6 @@ func writeLayout(path string, data []byte, expires string, stdout io.Writer) err
 	if err := evidence.WriteNew(path, data, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "layout %s (step %s, inspection %s, expires %s)\n", path, attestfmt.StepName, attestfmt.InspectionName, expires)
+	cliapp.Fprintf(stdout, "layout %s (step %s, inspection %s, expires %s)\n", path, attestfmt.StepName, attestfmt.InspectionName, expires)
 	return nil
 }

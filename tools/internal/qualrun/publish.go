@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/tools/internal/oci"
 	"github.com/qualkit/qualkit/verify"
@@ -57,9 +58,9 @@ func publishCommand() *cli.Command {
 				fmt.Fprintln(c.App.Writer, string(b))
 				return nil
 			}
-			fmt.Fprintf(c.App.Writer, "published %s (%d files)\n", pub.Ref, len(pub.Files))
+			cliapp.Fprintf(c.App.Writer, "published %s (%d files)\n", pub.Ref, len(pub.Files))
 			if pub.Bundle != "" {
-				fmt.Fprintf(c.App.Writer, "bundle referrer %s\n", pub.Bundle)
+				cliapp.Fprintf(c.App.Writer, "bundle referrer %s\n", pub.Bundle)
 			} else {
 				fmt.Fprintln(c.App.Writer, "no Sigstore bundle beside the receipt: no referrer pushed")
 			}

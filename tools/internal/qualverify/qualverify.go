@@ -78,7 +78,7 @@ func runSchema(files []string, asJSON bool, w io.Writer) error {
 				b, _ := json.Marshal(fileOutcome{File: f, Valid: false, Violations: []jsonViolation{{Pointer: "", Message: err.Error()}}})
 				fmt.Fprintln(w, string(b))
 			} else {
-				fmt.Fprintf(w, "%s: /: refused: %v\n", f, err)
+				cliapp.Fprintf(w, "%s: /: refused: %v\n", f, err)
 			}
 			continue
 		case err != nil:
@@ -111,11 +111,11 @@ func runSchema(files []string, asJSON bool, w io.Writer) error {
 			continue
 		}
 		if out.Valid() {
-			fmt.Fprintf(w, "%s: valid %s\n", f, out.Contract.SchemaID)
+			cliapp.Fprintf(w, "%s: valid %s\n", f, out.Contract.SchemaID)
 			continue
 		}
 		for _, v := range out.Violations {
-			fmt.Fprintf(w, "%s: %s\n", f, v.Error())
+			cliapp.Fprintf(w, "%s: %s\n", f, v.Error())
 		}
 	}
 	if invalid > 0 {
@@ -150,12 +150,12 @@ func checkLines(f string, data []byte, asJSON bool, w io.Writer) (bool, error) {
 			continue
 		}
 		for _, v := range out.Violations {
-			fmt.Fprintf(w, "%s: %s\n", name, v.Error())
+			cliapp.Fprintf(w, "%s: %s\n", name, v.Error())
 		}
 	}
 	if !bad && !asJSON {
 		for c, n := range contracts {
-			fmt.Fprintf(w, "%s: valid %d × %s\n", f, n, c)
+			cliapp.Fprintf(w, "%s: valid %d × %s\n", f, n, c)
 		}
 	}
 	return bad, nil
