@@ -49,7 +49,7 @@ func batchCommand() *cli.Command {
 			if oci.IsRef(dir) {
 				ev, err := pl.pull(c.Context, dir)
 				if err != nil {
-					return err
+					return printRefusal(c.App.ErrWriter, err)
 				}
 				dir = ev.Root
 			}

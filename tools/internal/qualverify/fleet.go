@@ -295,7 +295,7 @@ func verifiedFleet(c *cli.Context, pl *pulls, policy verify.Policy, opts []verif
 	}
 	evs, labels, err := fleetEvidence(c.Context, pl, c.Args().Slice()[1:])
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, printRefusal(c.App.ErrWriter, err)
 	}
 	banner(c.App.ErrWriter, c)
 	rs, err := verify.VerifyFleetReceipts(c.Context, evs, labels, policy, c.Int("jobs"), opts...)

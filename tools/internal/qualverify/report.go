@@ -77,7 +77,7 @@ func reportCommand() *cli.Command {
 			for _, r := range c.Args().Slice() {
 				ev, err := pl.locateArg(c.Context, r, "")
 				if err != nil {
-					return err
+					return printRefusal(c.App.ErrWriter, err)
 				}
 				evs = append(evs, ev)
 			}

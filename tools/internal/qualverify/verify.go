@@ -66,7 +66,7 @@ func verifyCommand() *cli.Command {
 			defer pl.cleanup()
 			ev, err := pl.locateArg(c.Context, c.Args().First(), c.String("root"))
 			if err != nil {
-				return err
+				return printRefusal(c.App.ErrWriter, err)
 			}
 			banner(c.App.ErrWriter, c)
 			return runVerify(c.Context, ev, policy, opts, c.Bool("json"), c.App.Writer)
@@ -149,6 +149,16 @@ func locate(receipt, root string) (verify.Evidence, error) {
 		return ev, fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 	}
 	return ev, nil
+}
+
+// printRefusal prints err when it is a rejection with no findings to print (an oci:// artifact
+// the pull refused: cliapp.Main prints no rejection), made safe (it may quote a layer title),
+// and returns err.
+func printRefusal(w io.Writer, err error) error {
+	if errors.Is(err, exitcode.ErrRejected) {
+		cliapp.Fprintf(w, "qualverify: %v\n", err)
+	}
+	return err
 }
 
 // verifyError maps an error of verify.Verify to an exit code class.
