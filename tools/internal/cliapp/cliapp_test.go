@@ -84,6 +84,8 @@ func TestFprintfEscapesArguments(t *testing.T) {
 		{"string", "device %s\n", []any{hostile}, "device H200\\x1b[2J\\x1b]0;x\\x07\\rverified \\u202edeifirev\n"},
 		{"padded", "%-6s|%d\n", []any{"a\rb", 3}, "a\\rb   |3\n"},
 		{"error", "qualrun: %v\n", []any{errors.New("layer 1: title \x1b[31mx")}, "qualrun: layer 1: title \\x1b[31mx\n"},
+		{"error lines", "qualrun: %v\n", []any{ErrorLines(errors.New("refused:\n  /a\x1b[2J: thermal\r\n  /b"))}, "qualrun: refused:\n  /a\\x1b[2J: thermal\\r\n  /b\n"},
+		{"error on a line", "  finding: %v\n", []any{errors.New("device a\nverdict  verified")}, "  finding: device a\\nverdict  verified\n"},
 		{"quoted", "%q\n", []any{"a\x1bb"}, "\"a\\x1bb\"\n"},
 		{"plain", "%s %v %.2f\n", []any{"ok", true, 1.5}, "ok true 1.50\n"},
 	} {

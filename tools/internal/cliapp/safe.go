@@ -3,6 +3,7 @@ package cliapp
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/qualkit/qualkit/schemas/safetext"
 )
@@ -34,13 +35,34 @@ func safeArgs(a []any) []any {
 
 // safeArg formats its value with the verb, flags, width and precision it was given, then makes
 // the result Safe. %q is already safe (strconv.Quote escapes every non-printable rune) and is
-// left to fmt, so nothing is escaped twice.
+// left to fmt, so nothing is escaped twice. Lines keep their line breaks, each line made Safe.
 type safeArg struct{ v any }
 
 func (s safeArg) Format(f fmt.State, verb rune) {
 	text := fmt.Sprintf(fmt.FormatString(f, verb), s.v)
-	if verb != 'q' {
+	switch _, isLines := s.v.(Lines); {
+	case verb == 'q':
+	case isLines:
+		text = SafeLines(text)
+	default:
 		text = Safe(text)
 	}
 	io.WriteString(f, text)
+}
+
+// Lines is a message made of lines, such as an error that lists its reasons one a line (a refused
+// import, a preflight): Fprintf keeps its line breaks and makes each line Safe. Everything else an
+// argument holds, a newline included, is escaped: a value printed on a line stays on that line.
+type Lines string
+
+// ErrorLines is err's message as Lines, for printing an error that ends a command.
+func ErrorLines(err error) Lines { return Lines(err.Error()) }
+
+// SafeLines is Safe for each line of s, the line breaks ("\n") kept.
+func SafeLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Safe(l)
+	}
+	return strings.Join(lines, "\n")
 }

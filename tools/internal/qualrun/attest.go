@@ -122,7 +122,7 @@ func attestReceipt(ctx context.Context, receipt, root string, s attest.Signer, a
 func attestError(err error, stderr io.Writer) error {
 	switch {
 	case errors.Is(err, attest.ErrReceipt), errors.Is(err, attest.ErrSubject):
-		cliapp.Fprintf(stderr, "qualrun: attest: %v\nnothing was signed\n", err)
+		cliapp.Fprintf(stderr, "qualrun: attest: %v\nnothing was signed\n", cliapp.ErrorLines(err))
 		return fmt.Errorf("%w: attest", exitcode.ErrRejected)
 	case errors.Is(err, attest.ErrPath), errors.Is(err, os.ErrNotExist),
 		errors.Is(err, attest.ErrEd25519), errors.Is(err, attest.ErrKeyType), errors.Is(err, attest.ErrKeyFormat),

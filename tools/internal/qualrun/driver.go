@@ -127,10 +127,10 @@ func driverError(err error, stderr io.Writer) error {
 	case errors.Is(err, campaign.ErrInput):
 		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 	case errors.Is(err, campaign.ErrDriverSpec):
-		cliapp.Fprintf(stderr, "qualrun: %v\n", err)
+		cliapp.Fprintf(stderr, "qualrun: %v\n", cliapp.ErrorLines(err))
 		return fmt.Errorf("%w: invalid driver spec", exitcode.ErrRejected)
 	case errors.Is(err, campaign.ErrDriverRefused):
-		cliapp.Fprintf(stderr, "qualrun: driver: %v\n", err)
+		cliapp.Fprintf(stderr, "qualrun: driver: %v\n", cliapp.ErrorLines(err))
 		return fmt.Errorf("%w: driver refused", exitcode.ErrRejected)
 	}
 	return err

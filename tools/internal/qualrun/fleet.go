@@ -47,7 +47,7 @@ func fleetPlanArg(c *cli.Context, verb string) (*fleet.Plan, error) {
 	}
 	plan, err := fleet.ParsePlan(raw, c.Args().First())
 	if err != nil {
-		cliapp.Fprintf(c.App.ErrWriter, "qualrun: %v\nnothing was written\n", err)
+		cliapp.Fprintf(c.App.ErrWriter, "qualrun: %v\nnothing was written\n", cliapp.ErrorLines(err))
 		return nil, fmt.Errorf("%w: fleet plan refused", exitcode.ErrRejected)
 	}
 	return plan, nil

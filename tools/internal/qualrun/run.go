@@ -130,7 +130,7 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 			cliapp.Fprintf(stderr, "qualrun: interrupted by %s in preflight; nothing was launched and nothing was written\n", interruptName(ctx))
 			return exitcode.ErrInterrupted
 		}
-		cliapp.Fprintf(stderr, "qualrun: preflight: %v\nnothing was launched and nothing was written\n", err)
+		cliapp.Fprintf(stderr, "qualrun: preflight: %v\nnothing was launched and nothing was written\n", cliapp.ErrorLines(err))
 		if errors.Is(err, evidence.ErrNotRegular) || errors.Is(err, evidence.ErrFileTooLarge) {
 			return fmt.Errorf("%w: preflight: an input is not a readable regular file within its limit", exitcode.ErrUsage)
 		}

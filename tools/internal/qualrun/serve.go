@@ -71,7 +71,7 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 	out, err := plan.Serve(ctx)
 	if err != nil {
 		if errors.Is(err, lifecycle.ErrPortTaken) || errors.Is(err, lifecycle.ErrIsolation) {
-			cliapp.Fprintf(stderr, "qualrun: %v; nothing was launched\n", err)
+			cliapp.Fprintf(stderr, "qualrun: %v; nothing was launched\n", cliapp.ErrorLines(err))
 			return fmt.Errorf("%w: %v", exitcode.ErrRejected, err)
 		}
 		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
