@@ -46,6 +46,9 @@ func publishCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 			}
+			if secret, err := secretBound(c.Context, ev.Root, ev.Receipt); err != nil || len(secret) > 0 {
+				return refuseSecret(c.App.ErrWriter, secret, err)
+			}
 			pub, err := oci.Publish(c.Context, ev.Root, ev.Receipt, ref)
 			if err != nil {
 				if errors.Is(err, oci.ErrReference) {
