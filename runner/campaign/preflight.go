@@ -136,6 +136,9 @@ type Plan struct {
 	startedMono time.Time
 	// redactor scrubs the values of the recipe's secrets from everything the run writes.
 	redactor *redact.Redactor
+	// secretFiles are the files the launch recipes name that are used but not bound by content
+	// (launchFiles), recorded by path and reason in the effective run configuration.
+	secretFiles []contract.EffectiveRunSecretFile
 	// reservation holds the lock on the --output path (reserve.go) until Release.
 	reservation    *os.File
 	reservationRel string
@@ -471,7 +474,9 @@ func (p *Plan) loadRecipe(ctx context.Context, rel string) error {
 	}
 
 	p.files = append(p.files, artifact.File{Kind: contract.ArtifactKindServerBinary, Path: p.displayPath(prog), Abs: prog})
-	p.files = append(p.files, p.launchFiles(&r, workDir)...)
+	bound, secret := p.launchFiles(ctx, &r, workDir)
+	p.files = append(p.files, bound...)
+	p.secretFiles = append(p.secretFiles, secret...)
 	return nil
 }
 

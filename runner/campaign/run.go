@@ -115,6 +115,7 @@ func (p *Plan) Run(ctx context.Context) (*Outcome, error) {
 	if err := r.writeJSON(p.runRel+"/effective-run-config.json", contract.ArtifactKindConfigFile, cfg); err != nil {
 		return nil, err
 	}
+	r.notes = append(r.notes, secretFileNotes(p.secretFiles)...)
 	stopWatch := r.watchInterrupt(ctx)
 	defer stopWatch()
 	if p.recipe != nil && p.skip == "" {
@@ -166,6 +167,7 @@ func (p *Plan) effectiveConfig() (*contract.EffectiveRunConfigDoc, error) {
 		EffectiveConfig: p.variant.EffectiveConfig,
 		ModelDir:        optional(p.cfg.ModelDir),
 		ModelID:         optional(p.cfg.ModelID),
+		SecretFiles:     p.secretFiles,
 		Qualrun:         contract.EffectiveRunQualrun{Command: p.cfg.Command, Version: p.cfg.Version},
 	}
 	if doc.Variables == nil {

@@ -2240,6 +2240,34 @@ func (v ScheduleArrival) Valid() bool {
 	return false
 }
 
+// SecretFileReason says why it is secret: gitignored (git check-ignore matches it), untracked (not in
+// the commit that ran, and not ignored either), or holds_redacted_value (it contains the value
+// of a variable the launch recipe redacts).
+//
+// CUE: effectiverunconfig/v1 #SecretFile.reason.
+type SecretFileReason string
+
+// The values of SecretFileReason.
+const (
+	SecretFileReasonGitignored         SecretFileReason = "gitignored"
+	SecretFileReasonUntracked          SecretFileReason = "untracked"
+	SecretFileReasonHoldsRedactedValue SecretFileReason = "holds_redacted_value"
+)
+
+// SecretFileReasonValues lists the values of SecretFileReason in contract order.
+func SecretFileReasonValues() []SecretFileReason {
+	return []SecretFileReason{SecretFileReasonGitignored, SecretFileReasonUntracked, SecretFileReasonHoldsRedactedValue}
+}
+
+// Valid reports whether v is one of the values of SecretFileReason.
+func (v SecretFileReason) Valid() bool {
+	switch v {
+	case SecretFileReasonGitignored, SecretFileReasonUntracked, SecretFileReasonHoldsRedactedValue:
+		return true
+	}
+	return false
+}
+
 // ServingCaseAPI selects /v1/chat/completions or /v1/completions.
 //
 // CUE: workload/v1 #ServingCase.api.

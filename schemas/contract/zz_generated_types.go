@@ -846,6 +846,11 @@ type EffectiveRunConfigDoc struct {
 	ModelDir *string `json:"model_dir"`
 	// ModelID is qualrun run --model-id (the launch recipe's model id overridden); null when none was.
 	ModelID *string `json:"model_id"`
+	// SecretFiles are the files the launch recipe names that the server read but that are not
+	// bound by content: the receipt records that each was used, by path and reason, never its bytes
+	// or digest, and qualrun publish never pushes it (docs/qualrun.md, "Secret files"). Absent in
+	// documents written before it was recorded.
+	SecretFiles []EffectiveRunSecretFile `json:"secret_files,omitempty"`
 	// Qualrun is the qualrun that ran the campaign.
 	Qualrun EffectiveRunQualrun `json:"qualrun"`
 }
@@ -857,6 +862,19 @@ type EffectiveRunWorkload struct {
 	ID      string `json:"id"`
 	Path    string `json:"path"`
 	Variant string `json:"variant"`
+}
+
+// EffectiveRunSecretFile is one file a launch recipe names (an argument, an environment value) that is
+// secret, so it is not bound by content.
+//
+// CUE: effectiverunconfig/v1 #SecretFile.
+type EffectiveRunSecretFile struct {
+	// Path is the file's path relative to the repository root.
+	Path string `json:"path"`
+	// Reason says why it is secret: gitignored (git check-ignore matches it), untracked (not in
+	// the commit that ran, and not ignored either), or holds_redacted_value (it contains the value
+	// of a variable the launch recipe redacts).
+	Reason SecretFileReason `json:"reason"`
 }
 
 // EffectiveRunQualrun is the qualrun that ran the campaign.

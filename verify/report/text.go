@@ -10,6 +10,7 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/rules"
+	"github.com/qualkit/qualkit/schemas/safetext"
 )
 
 // TextWidth is the widest line Text writes for the fixed tables; free text (paths, findings,
@@ -65,17 +66,33 @@ type textPrinter struct {
 	ri  int
 }
 
+// line writes s and a newline, s made safe for a terminal (safetext.Escape: a model id, a device
+// name or a finding that quotes one holds no escape sequence, carriage return or bidi override
+// that reaches the terminal). wrap and the tables escape first so that widths count what is shown.
 func (p *textPrinter) line(s string) {
 	if p.err == nil {
-		_, p.err = p.w.WriteString(s + "\n")
+		_, p.err = p.w.WriteString(safetext.Escape(s) + "\n")
 	}
+}
+
+// escapeCells returns rows with every cell made safe (safetext.Escape), so that column widths are
+// those of the text shown.
+func escapeCells(rows [][]string) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = make([]string, len(r))
+		for j, c := range r {
+			out[i][j] = safetext.Escape(c)
+		}
+	}
+	return out
 }
 
 // wrap writes label and text, continuing long text on indented lines within TextWidth.
 func (p *textPrinter) wrap(label, text string) {
 	const indent = 11
-	prefix := fmt.Sprintf("%-*s", indent, label)
-	words := strings.Fields(text)
+	prefix := fmt.Sprintf("%-*s", indent, safetext.Escape(label))
+	words := strings.Fields(safetext.Escape(text))
 	cur := prefix
 	for _, word := range words {
 		for len([]rune(word)) > TextWidth-indent {
@@ -105,6 +122,7 @@ func (p *textPrinter) wrap(label, text string) {
 // table writes cells aligned in columns two spaces apart, indented by two: the first left
 // columns left-aligned, the others (numbers) right-aligned.
 func (p *textPrinter) table(left int, rows [][]string) {
+	rows = escapeCells(rows)
 	var widths []int
 	for _, r := range rows {
 		for i, c := range r {
@@ -320,6 +338,7 @@ func (p *textPrinter) comparison(c *Comparison, unverified bool) {
 // fitTable writes rows as a table when it fits TextWidth; otherwise each data row as one wrapped
 // line of "header value" pairs under its first cell, so nothing is cut.
 func (p *textPrinter) fitTable(left int, rows [][]string) {
+	rows = escapeCells(rows)
 	widths := map[int]int{}
 	for _, r := range rows {
 		for i, c := range r {

@@ -14,14 +14,19 @@ import (
 )
 
 // New returns an app with qualkit's conventions: no exit from inside urfave/cli, usage errors
-// wrapped in exitcode.ErrUsage (for every command too), and an unknown command refused.
+// wrapped in exitcode.ErrUsage (for every command and subcommand too), and an unknown command refused.
 func New(name, usage, version string, stdout, stderr io.Writer, cmds ...*cli.Command) *cli.App {
 	onUsage := func(_ *cli.Context, err error, _ bool) error {
 		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 	}
-	for _, c := range cmds {
-		c.OnUsageError = onUsage
+	var setUsage func([]*cli.Command)
+	setUsage = func(cs []*cli.Command) {
+		for _, c := range cs {
+			c.OnUsageError = onUsage
+			setUsage(c.Subcommands)
+		}
 	}
+	setUsage(cmds)
 	return &cli.App{
 		Name: name, Usage: usage, Version: version, Writer: stdout, ErrWriter: stderr,
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -37,11 +42,12 @@ func New(name, usage, version string, stdout, stderr io.Writer, cmds ...*cli.Com
 }
 
 // Main runs app over args (args[0] is the program name), prints an error that is not a rejection
-// or an interruption (those have printed their findings), and returns the exit code.
+// or an interruption (those have printed their findings), made Safe (an error may quote input), and
+// returns the exit code.
 func Main(app *cli.App, args []string) int {
 	err := app.Run(Permute(app, args))
 	if err != nil && !errors.Is(err, exitcode.ErrRejected) && !errors.Is(err, exitcode.ErrInterrupted) {
-		fmt.Fprintf(app.ErrWriter, "%s: %v\n", app.Name, err)
+		Fprintf(app.ErrWriter, "%s: %v\n", app.Name, ErrorLines(err))
 	}
 	return exitcode.Code(err)
 }

@@ -2,7 +2,9 @@ package cliapp
 
 import (
 	"bytes"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
@@ -66,5 +68,38 @@ func TestSubcommandFlagsAfterArguments(t *testing.T) {
 	}
 	if want := []string{"K", "json", "A", "B"}; !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestFprintfEscapesArguments: the bytes written hold no ESC, CR or bidi override from an
+// argument, the format's own newline and the layout verbs (%-8s, %d, %q) are kept.
+func TestFprintfEscapesArguments(t *testing.T) {
+	hostile := "H200\x1b[2J\x1b]0;x\x07\rverified \u202edeifirev"
+	for _, tc := range []struct {
+		name   string
+		format string
+		args   []any
+		want   string
+	}{
+		{"string", "device %s\n", []any{hostile}, "device H200\\x1b[2J\\x1b]0;x\\x07\\rverified \\u202edeifirev\n"},
+		{"padded", "%-6s|%d\n", []any{"a\rb", 3}, "a\\rb   |3\n"},
+		{"error", "qualrun: %v\n", []any{errors.New("layer 1: title \x1b[31mx")}, "qualrun: layer 1: title \\x1b[31mx\n"},
+		{"error lines", "qualrun: %v\n", []any{ErrorLines(errors.New("refused:\n  /a\x1b[2J: thermal\r\n  /b"))}, "qualrun: refused:\n  /a\\x1b[2J: thermal\\r\n  /b\n"},
+		{"error on a line", "  finding: %v\n", []any{errors.New("device a\nverdict  verified")}, "  finding: device a\\nverdict  verified\n"},
+		{"quoted", "%q\n", []any{"a\x1bb"}, "\"a\\x1bb\"\n"},
+		{"plain", "%s %v %.2f\n", []any{"ok", true, 1.5}, "ok true 1.50\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			Fprintf(&b, tc.format, tc.args...)
+			if b.String() != tc.want {
+				t.Fatalf("Fprintf = %q, want %q", b.String(), tc.want)
+			}
+		})
+	}
+	var b strings.Builder
+	Fprintln(&b, "note:", "a\u2066b")
+	if b.String() != "note: a\\u2066b\n" {
+		t.Fatalf("Fprintln = %q", b.String())
 	}
 }

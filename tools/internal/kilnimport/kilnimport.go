@@ -128,8 +128,6 @@ var (
 	archKey = regexp.MustCompile(`(?i)^(rocm_archs?|cuda_archs?|cuda_arch_list|gpu_archs?|gpu_targets|amdgpu_targets|hip_archs?|offload_arch|target_cpu|torch_cuda_arch_list|pytorch_rocm_arch|cmake_cuda_architectures|cmake_hip_architectures|hsa_override_gfx_version)$`)
 	// archValue is an architecture target written as a value (gfx1151, sm_89, --offload-arch=...).
 	archValue = regexp.MustCompile(`(?i)(^|[=\s,;])(gfx[0-9]{3,4}[a-z]?|sm_[0-9]{2,3}a?|compute_[0-9]{2,3})($|[\s,;])|--offload-arch|-march=native|target-cpu=native`)
-	// thermalKey names a host temperature policy member.
-	thermalKey = regexp.MustCompile(`(?i)(thermal|millicelsius|cooldown|host_safety|hwmon)`)
 )
 
 // notCarriedWhy ends a refusal that names fields notCarried found.
@@ -144,14 +142,14 @@ func notCarried(doc map[string]any) []string {
 	walk = func(n any, at string) {
 		switch n := n.(type) {
 		case map[string]any:
-			if s, ok := n["schema"].(string); ok && strings.Contains(s, "thermal") && at != "" {
+			if s, ok := n["schema"].(string); ok && schemas.TemperaturePolicyName(s) && at != "" {
 				seen[at] = "host temperature policy (" + s + ")"
 				return
 			}
 			for k, v := range n {
 				p := at + "/" + pointerToken(k)
 				switch {
-				case thermalKey.MatchString(k):
+				case schemas.TemperaturePolicyName(k): // by meaning, whatever the name (schemas' one definition)
 					seen[p] = "host temperature policy"
 				case archKey.MatchString(k):
 					seen[p] = "machine-specific architecture target"

@@ -88,3 +88,27 @@ func TestNotCarriedRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestTemperaturePolicyRefusedByMeaning: a host temperature policy is refused whatever it is
+// called, at any depth of a workload or a launch document (the corpus of names is
+// schemas.TestTemperaturePolicyName's; these are the ones a Kiln document has been seen to use or
+// could), and the sampling temperature is not.
+func TestTemperaturePolicyRefusedByMeaning(t *testing.T) {
+	raw := string(read(t, "workload-kiln-serving-cuda-performance-c1-v1.json"))
+	for _, name := range []string{"temperature_policy", "pacing", "cool_down_seconds", "coolDownSeconds", "thermal_guard",
+		"gpu_temp_limit_c", "max_temperature", "fan_curve", "throttle_guard", "cooldown", "pace_seconds", "hwmon_path",
+		"host_safety", "prelaunch_cooldown", "TemperaturePolicy"} {
+		t.Run(name, func(t *testing.T) {
+			doc := strings.Replace(raw, `"features": "cuda",`, `"features": "cuda", "`+name+`": {"seconds": 30},`, 1)
+			_, err := Convert([]byte(doc), "w", Options{})
+			want := `/variants/0/effective_config/build/` + name + `: host temperature policy`
+			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%s: want refusal %q, got %v", name, want, err)
+			}
+		})
+	}
+	doc := strings.Replace(raw, `"features": "cuda",`, `"features": "cuda", "temperature": 0,`, 1)
+	if _, err := Convert([]byte(doc), "w", Options{}); err != nil && strings.Contains(err.Error(), "temperature policy") {
+		t.Fatalf("the sampling temperature was refused as a policy: %v", err)
+	}
+}

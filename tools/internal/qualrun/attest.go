@@ -13,6 +13,7 @@ import (
 	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/runner/source"
 	"github.com/qualkit/qualkit/schemas/attestfmt"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -111,7 +112,7 @@ func attestReceipt(ctx context.Context, receipt, root string, s attest.Signer, a
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	}
-	fmt.Fprintf(stdout, "attestation %s\nbundle %s\nin-toto link %s\n", envelope, bundle, link)
+	cliapp.Fprintf(stdout, "attestation %s\nbundle %s\nin-toto link %s\n", envelope, bundle, link)
 	return nil
 }
 
@@ -121,7 +122,7 @@ func attestReceipt(ctx context.Context, receipt, root string, s attest.Signer, a
 func attestError(err error, stderr io.Writer) error {
 	switch {
 	case errors.Is(err, attest.ErrReceipt), errors.Is(err, attest.ErrSubject):
-		fmt.Fprintf(stderr, "qualrun: attest: %v\nnothing was signed\n", err)
+		cliapp.Fprintf(stderr, "qualrun: attest: %v\nnothing was signed\n", cliapp.ErrorLines(err))
 		return fmt.Errorf("%w: attest", exitcode.ErrRejected)
 	case errors.Is(err, attest.ErrPath), errors.Is(err, os.ErrNotExist),
 		errors.Is(err, attest.ErrEd25519), errors.Is(err, attest.ErrKeyType), errors.Is(err, attest.ErrKeyFormat),
@@ -147,7 +148,7 @@ func signCampaign(ctx context.Context, root, receiptRel string, s attest.Signer,
 		}
 		mapped := attestError(err, stderr)
 		if errors.Is(mapped, exitcode.ErrRejected) {
-			fmt.Fprintln(stderr, "qualrun:", hint)
+			cliapp.Fprintln(stderr, "qualrun:", hint)
 			return envelope, bundle, "", mapped
 		}
 		return envelope, bundle, "", fmt.Errorf("%s: %w", hint, mapped)

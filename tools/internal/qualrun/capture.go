@@ -12,6 +12,7 @@ import (
 
 	"github.com/qualkit/qualkit/runner/pyruntime"
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -96,7 +97,7 @@ func captureRuntime(ctx context.Context, python, output, id, launch string, stdo
 	if err := writeExclusive(output, data); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %s, Python %s (%s), %d distributions\n", output, doc.ID, doc.Interpreter.Version, doc.Interpreter.Digest, len(doc.Packages))
+	cliapp.Fprintf(stdout, "wrote %s: %s, Python %s (%s), %d distributions\n", output, doc.ID, doc.Interpreter.Version, doc.Interpreter.Digest, len(doc.Packages))
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/qualkit/qualkit/runner/driver"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/rules"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -76,7 +77,7 @@ func denyList(stderr io.Writer) []string {
 			out = append(out, m)
 		}
 	}
-	fmt.Fprintf(stderr, "qualrun: test hook %s: treating %s as unavailable\n", DenyEnv, strings.Join(out, ", "))
+	cliapp.Fprintf(stderr, "qualrun: test hook %s: treating %s as unavailable\n", DenyEnv, strings.Join(out, ", "))
 	return out
 }
 
@@ -97,7 +98,7 @@ type driverSummary struct {
 func runDriver(ctx context.Context, f driverFlags, stdout, stderr io.Writer) error {
 	plan, err := campaign.PrepareDriver(ctx, campaign.DriverConfig{Spec: f.spec, Output: f.output, SourceDir: f.source, Vars: f.vars,
 		AllowDirtyUnsafe: f.allowDirty, Version: Version, BinaryDigest: selfDigest(),
-		Warn: func(msg string) { fmt.Fprintf(stderr, "qualrun: %s\n", msg) }})
+		Warn: func(msg string) { cliapp.Fprintf(stderr, "qualrun: %s\n", msg) }})
 	if err != nil {
 		return driverError(err, stderr)
 	}
@@ -126,10 +127,10 @@ func driverError(err error, stderr io.Writer) error {
 	case errors.Is(err, campaign.ErrInput):
 		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 	case errors.Is(err, campaign.ErrDriverSpec):
-		fmt.Fprintf(stderr, "qualrun: %v\n", err)
+		cliapp.Fprintf(stderr, "qualrun: %v\n", cliapp.ErrorLines(err))
 		return fmt.Errorf("%w: invalid driver spec", exitcode.ErrRejected)
 	case errors.Is(err, campaign.ErrDriverRefused):
-		fmt.Fprintf(stderr, "qualrun: driver: %v\n", err)
+		cliapp.Fprintf(stderr, "qualrun: driver: %v\n", cliapp.ErrorLines(err))
 		return fmt.Errorf("%w: driver refused", exitcode.ErrRejected)
 	}
 	return err
@@ -140,24 +141,24 @@ func printContainment(w io.Writer, job driver.Job, out *driver.Outcome, asJSON b
 	if asJSON {
 		return
 	}
-	fmt.Fprintf(w, "driver      %s (%s)\n", job.ID, job.Contract)
-	fmt.Fprintf(w, "executable  %s %s\n", out.Executable.Path, out.Executable.Digest)
-	fmt.Fprintf(w, "script      %s %s\n", out.Script.Path, out.Script.Digest)
+	cliapp.Fprintf(w, "driver      %s (%s)\n", job.ID, job.Contract)
+	cliapp.Fprintf(w, "executable  %s %s\n", out.Executable.Path, out.Executable.Digest)
+	cliapp.Fprintf(w, "script      %s %s\n", out.Script.Path, out.Script.Digest)
 	if p := out.Probe; p != nil {
-		fmt.Fprintf(w, "isolation   %s: interfaces %v, outside unreachable %v, host loopback unreachable %v, loopback bind %v\n",
+		cliapp.Fprintf(w, "isolation   %s: interfaces %v, outside unreachable %v, host loopback unreachable %v, loopback bind %v\n",
 			driver.Mechanism, p.Interfaces, p.OutsideUnreachable, p.HostLoopbackUnreachable, p.LoopbackBind)
 	}
-	fmt.Fprintf(w, "start gate  created %v (after isolation and hashing), hash-bound exec %v\n", out.GateCreated, out.HashBoundExec)
+	cliapp.Fprintf(w, "start gate  created %v (after isolation and hashing), hash-bound exec %v\n", out.GateCreated, out.HashBoundExec)
 	code := "none" // not a contract value: the summary's word for no exit code
 	if out.ExitCode != nil {
 		code = fmt.Sprint(*out.ExitCode)
 	} else if out.Signal != "" {
 		code = out.Signal
 	}
-	fmt.Fprintf(w, "worker      exit %s after %.2f s (timeout %d s), timed out %v, forced %v, residue %d\n",
+	cliapp.Fprintf(w, "worker      exit %s after %.2f s (timeout %d s), timed out %v, forced %v, residue %d\n",
 		code, out.Elapsed.Seconds(), int64(job.Timeout/time.Second), out.TimedOut, out.Forced, len(out.Residue))
 	for _, n := range out.Notes {
-		fmt.Fprintf(w, "note        %s\n", n)
+		cliapp.Fprintf(w, "note        %s\n", n)
 	}
 }
 
@@ -170,7 +171,7 @@ func finishDriver(sum driverSummary, asJSON bool, stdout, stderr io.Writer) erro
 		_ = enc.Encode(sum)
 	} else {
 		for _, u := range sum.Unsupported {
-			fmt.Fprintf(stdout, "unsupported %s\n", u)
+			cliapp.Fprintf(stdout, "unsupported %s\n", u)
 		}
 		for _, o := range sum.Tolerances {
 			state := "passed" // not a contract value: the summary's word for a tolerance that held (a bool)
@@ -181,25 +182,25 @@ func finishDriver(sum driverSummary, asJSON bool, stdout, stderr io.Writer) erro
 			if o.Observed != nil {
 				obs = rules.FormatNumber(*o.Observed)
 			}
-			fmt.Fprintf(stdout, "tolerance   %s %s %s for %s: observed %s, %s\n", o.Metric, o.Op, rules.FormatNumber(o.Limit), o.Subject, obs, state)
+			cliapp.Fprintf(stdout, "tolerance   %s %s %s for %s: observed %s, %s\n", o.Metric, o.Op, rules.FormatNumber(o.Limit), o.Subject, obs, state)
 		}
 		label := "FAILURE   "
 		if sum.Status != contract.StatusFailed {
 			label = "note      "
 		}
 		for _, r := range sum.Reasons {
-			fmt.Fprintf(stdout, "%s  %s\n", label, r)
+			cliapp.Fprintf(stdout, "%s  %s\n", label, r)
 		}
 		if sum.Summary != "" {
-			fmt.Fprintf(stdout, "shows       %s\n", sum.Summary)
+			cliapp.Fprintf(stdout, "shows       %s\n", sum.Summary)
 		}
 		if sum.Result != "" {
-			fmt.Fprintf(stdout, "result      %s (%s)\n", sum.Result, sum.Digest)
+			cliapp.Fprintf(stdout, "result      %s (%s)\n", sum.Result, sum.Digest)
 		}
 		if sum.WorkerLog != "" {
-			fmt.Fprintf(stdout, "worker log  %s\n", sum.WorkerLog)
+			cliapp.Fprintf(stdout, "worker log  %s\n", sum.WorkerLog)
 		}
-		fmt.Fprintf(stdout, "verdict     %s\n", sum.Status)
+		cliapp.Fprintf(stdout, "verdict     %s\n", sum.Status)
 	}
 	if sum.Status == contract.StatusPassed || sum.Status == contract.StatusSkipped {
 		return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/qualkit/qualkit/runner/fleet"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -46,7 +47,7 @@ func fleetPlanArg(c *cli.Context, verb string) (*fleet.Plan, error) {
 	}
 	plan, err := fleet.ParsePlan(raw, c.Args().First())
 	if err != nil {
-		fmt.Fprintf(c.App.ErrWriter, "qualrun: %v\nnothing was written\n", err)
+		cliapp.Fprintf(c.App.ErrWriter, "qualrun: %v\nnothing was written\n", cliapp.ErrorLines(err))
 		return nil, fmt.Errorf("%w: fleet plan refused", exitcode.ErrRejected)
 	}
 	return plan, nil
@@ -85,16 +86,16 @@ func fleetSlurm(ctx context.Context, plan *fleet.Plan, job *fleet.SlurmJob, out 
 	if err := evidence.WriteNew(out, job.Script, 0o755); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d rows of fleet plan %s (%s) as %d job array(s)\n", out, len(plan.Doc.Rows), plan.Doc.ID, plan.Digest, len(job.Groups))
+	cliapp.Fprintf(stdout, "wrote %s: %d rows of fleet plan %s (%s) as %d job array(s)\n", out, len(plan.Doc.Rows), plan.Doc.ID, plan.Digest, len(job.Groups))
 	for _, g := range job.Groups {
-		fmt.Fprintf(stdout, "  sbatch %s %s\n", strings.Join(g.Options, " "), out)
+		cliapp.Fprintf(stdout, "  sbatch %s %s\n", strings.Join(g.Options, " "), out)
 	}
 	if !submit {
 		return nil
 	}
 	ids, err := fleet.SubmitSlurm(ctx, sbatch, out, job)
 	for i, id := range ids {
-		fmt.Fprintf(stdout, "submitted job %s (%s)\n", id, job.Groups[i].Options[0])
+		cliapp.Fprintf(stdout, "submitted job %s (%s)\n", id, job.Groups[i].Options[0])
 	}
 	return err
 }
@@ -118,7 +119,7 @@ func fleetK8sCommand() *cli.Command {
 				return err
 			}
 			if plan.Doc.Kubernetes == nil {
-				fmt.Fprintf(c.App.ErrWriter, "qualrun: fleet plan %s has no kubernetes section (namespace, image, signing_secret, receipts_claim, backoff_limit_per_index): add it to generate Kubernetes Jobs\nnothing was written\n", c.Args().First())
+				cliapp.Fprintf(c.App.ErrWriter, "qualrun: fleet plan %s has no kubernetes section (namespace, image, signing_secret, receipts_claim, backoff_limit_per_index): add it to generate Kubernetes Jobs\nnothing was written\n", c.Args().First())
 				return fmt.Errorf("%w: fleet plan refused", exitcode.ErrRejected)
 			}
 			out, err := fleet.KubernetesJobs(plan, fleetPolicy())
@@ -128,7 +129,7 @@ func fleetK8sCommand() *cli.Command {
 			if err := evidence.WriteNew(c.String("output"), out, 0o644); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "wrote %s: %d rows of fleet plan %s (%s) as Indexed Jobs in namespace %s\n  kubectl apply -f %s\n",
+			cliapp.Fprintf(c.App.Writer, "wrote %s: %d rows of fleet plan %s (%s) as Indexed Jobs in namespace %s\n  kubectl apply -f %s\n",
 				c.String("output"), len(plan.Doc.Rows), plan.Doc.ID, plan.Digest, plan.Doc.Kubernetes.Namespace, c.String("output"))
 			return nil
 		},

@@ -21,6 +21,7 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -255,14 +256,14 @@ func runInit(cfg initConfig, stdout io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "wrote %s (valid qualkit.launch-recipe.v1: %s, base_url %s, model %s)\n", recipeRel, strings.Join(cmd, " "), recipe.BaseURL, cfg.modelID)
-	fmt.Fprintf(stdout, "wrote %s (valid qualkit.workload.v1: concurrency %s, %d requests per row)\n", workloadRel, joinInts(cfg.concurrency), requests)
+	cliapp.Fprintf(stdout, "wrote %s (valid qualkit.launch-recipe.v1: %s, base_url %s, model %s)\n", recipeRel, strings.Join(cmd, " "), recipe.BaseURL, cfg.modelID)
+	cliapp.Fprintf(stdout, "wrote %s (valid qualkit.workload.v1: concurrency %s, %d requests per row)\n", workloadRel, joinInts(cfg.concurrency), requests)
 	if !mentions {
-		fmt.Fprintf(stdout, "note: the command does not mention %s: make sure the server listens on 127.0.0.1:%d (base_url), or run init again with %s in its arguments or an --env value\n", initPortToken, port, initPortToken)
+		cliapp.Fprintf(stdout, "note: the command does not mention %s: make sure the server listens on 127.0.0.1:%d (base_url), or run init again with %s in its arguments or an --env value\n", initPortToken, port, initPortToken)
 	}
-	fmt.Fprintf(stdout, "next, from the repository root %s:\n", root)
-	fmt.Fprintf(stdout, "  git add %s %s && git commit -m \"qualkit: %s campaign\"\n", workloadRel, recipeRel, cfg.name)
-	fmt.Fprintf(stdout, "  qualrun run %s --variant %s --host-id %s --output qualification/receipts/%s/%s/%s-1.json\n",
+	cliapp.Fprintf(stdout, "next, from the repository root %s:\n", root)
+	cliapp.Fprintf(stdout, "  git add %s %s && git commit -m \"qualkit: %s campaign\"\n", workloadRel, recipeRel, cfg.name)
+	cliapp.Fprintf(stdout, "  qualrun run %s --variant %s --host-id %s --output qualification/receipts/%s/%s/%s-1.json\n",
 		workloadRel, initVariant, cfg.hostID, cfg.backend, cfg.hostID, cfg.name)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/qualkit/qualkit/attest"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -82,6 +83,6 @@ func keygen(prefix string, unencrypted bool, passwordFile string, stdout io.Writ
 	if unencrypted {
 		kind = "unencrypted (CI only)"
 	}
-	fmt.Fprintf(stdout, "wrote %s.key (%s, ECDSA P-256, mode 0600) and %s.pub\npublic key hint (base64 sha256 of the DER key, as in bundles): %s\n", prefix, kind, prefix, hint)
+	cliapp.Fprintf(stdout, "wrote %s.key (%s, ECDSA P-256, mode 0600) and %s.pub\npublic key hint (base64 sha256 of the DER key, as in bundles): %s\n", prefix, kind, prefix, hint)
 	return nil
 }

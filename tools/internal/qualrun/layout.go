@@ -11,9 +11,14 @@ import (
 	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
+
+// minLayoutLifetime is the shortest --expires-in qualrun layout accepts: an expiry in the past
+// (a negative duration, or one that rounds to now) writes a layout nothing can verify against.
+const minLayoutLifetime = time.Minute
 
 func layoutCommand() *cli.Command {
 	return &cli.Command{
@@ -37,7 +42,7 @@ func layoutCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "functionary", Usage: "public key `FILE` allowed to sign campaign links (PEM, ECDSA P-256; repeatable)"},
 			&cli.StringSliceFlag{Name: "verify-arg", Usage: "extra `ARG` of the inspection's qualverify verify (repeatable, e.g. --verify-arg=--policy=policy.json)"},
 			&cli.StringSliceFlag{Name: "param", Usage: "fix the layout parameter `NAME=VALUE` (RECEIPT, EVIDENCE or PUBKEY; repeatable) in the signed layout, for verifiers that substitute none (the stock in-toto-golang verify CLI)"},
-			&cli.DurationFlag{Name: "expires-in", Value: 365 * 24 * time.Hour, Usage: "the layout expires after `DURATION`"},
+			&cli.DurationFlag{Name: "expires-in", Value: 365 * 24 * time.Hour, Usage: "the layout expires after `DURATION` (at least 1m)"},
 			&cli.StringFlag{Name: "output", Usage: "write the signed layout to `FILE` (it must not exist)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -51,8 +56,9 @@ func layoutCommand() *cli.Command {
 				return fmt.Errorf("%w: layout needs --functionary PUB (the public key of a key that signs campaigns; repeatable)", exitcode.ErrUsage)
 			case c.String("output") == "":
 				return fmt.Errorf("%w: layout needs --output FILE", exitcode.ErrUsage)
-			case c.Duration("expires-in") <= 0:
-				return fmt.Errorf("%w: --expires-in must be positive", exitcode.ErrUsage)
+			case c.Duration("expires-in") < minLayoutLifetime:
+				return fmt.Errorf("%w: --expires-in %s: a layout must expire at least %s from now (a layout already expired, or about to, verifies nothing)",
+					exitcode.ErrUsage, c.Duration("expires-in"), minLayoutLifetime)
 			}
 			signer, err := loadKey(c)
 			if err != nil {
@@ -74,7 +80,7 @@ func layoutCommand() *cli.Command {
 				}
 				params[k] = v
 			}
-			l, err := attest.Layout(attest.LayoutOptions{Params: params, Functionaries: pubs, Expires: time.Now().Add(c.Duration("expires-in")).Truncate(time.Second),
+			l, err := attest.Layout(attest.LayoutOptions{Params: params, Functionaries: pubs, Expires: time.Now().Add(c.Duration("expires-in") + time.Second - 1).Truncate(time.Second),
 				VerifyArgs: c.StringSlice("verify-arg"),
 				Readme:     "qualkit campaign layout: the campaign step's link must be signed by a functionary key, and qualverify verify must accept the receipt whose evidence equals the link's products."})
 			if err != nil {
@@ -96,6 +102,6 @@ func writeLayout(path string, data []byte, expires string, stdout io.Writer) err
 	if err := evidence.WriteNew(path, data, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "layout %s (step %s, inspection %s, expires %s)\n", path, attestfmt.StepName, attestfmt.InspectionName, expires)
+	cliapp.Fprintf(stdout, "layout %s (step %s, inspection %s, expires %s)\n", path, attestfmt.StepName, attestfmt.InspectionName, expires)
 	return nil
 }

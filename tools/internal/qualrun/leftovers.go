@@ -8,6 +8,7 @@ import (
 
 	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/runner/lifecycle"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 )
 
@@ -23,7 +24,7 @@ func warnLeftovers(stderr io.Writer) {
 		if l.RunID != "" {
 			how += " --run-id " + l.RunID
 		}
-		fmt.Fprintf(stderr, "qualrun: WARNING leftover of an earlier qualkit run: %s; remove it with: %s\n", l, how)
+		cliapp.Fprintf(stderr, "qualrun: WARNING leftover of an earlier qualkit run: %s; remove it with: %s\n", l, how)
 	}
 }
 
@@ -44,7 +45,7 @@ func reap(runID string, stdout io.Writer) error {
 			failed = append(failed, err)
 			continue
 		}
-		fmt.Fprintf(stdout, "reaped %s\n", l)
+		cliapp.Fprintf(stdout, "reaped %s\n", l)
 	}
 	if n == 0 {
 		fmt.Fprintln(stdout, "no leftovers of earlier qualkit runs")

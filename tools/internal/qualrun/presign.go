@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/qualkit/qualkit/attest"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/verify"
 )
 
@@ -56,10 +57,10 @@ func checkBeforeSign(ctx context.Context, root, receiptRel, runDir string, passe
 	if len(findings) > 0 {
 		for i, f := range findings {
 			if i == 8 {
-				fmt.Fprintf(stderr, "qualrun: ... and %d more findings\n", len(findings)-i)
+				cliapp.Fprintf(stderr, "qualrun: ... and %d more findings\n", len(findings)-i)
 				break
 			}
-			fmt.Fprintf(stderr, "qualrun: %s: %s%s: %v\n", f.Check, f.File, f.Pointer, f.Err)
+			cliapp.Fprintf(stderr, "qualrun: %s: %s%s: %v\n", f.Check, f.File, f.Pointer, f.Err)
 		}
 		return refuse(fmt.Sprintf("%d findings, the first of %s", len(findings), findings[0].Check))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/qualkit/qualkit/runner/campaign"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/numfmt"
 	"github.com/schollz/progressbar/v3"
 )
@@ -105,7 +106,7 @@ func (p *progress) barEvent(e campaign.Event) {
 	if e.Failures > 0 {
 		desc = fmt.Sprintf("%s %d failed", desc, e.Failures)
 	}
-	p.bar.Describe(desc)
+	p.bar.Describe(cliapp.Safe(desc))
 	_ = p.bar.Add(1)
 }
 
@@ -121,12 +122,12 @@ func (p *progress) lineEvent(e campaign.Event) {
 		p.stopTicker()
 		name, _, _ := strings.Cut(e.Message, ": ")
 		p.row = rowState{name: name, start: time.Now(), running: true, index: e.Done, rows: e.Total}
-		fmt.Fprintf(p.w, "qualrun: row %d/%d started: %s\n", e.Done, e.Total, e.Message)
+		cliapp.Fprintf(p.w, "qualrun: row %d/%d started: %s\n", e.Done, e.Total, e.Message)
 		p.startTicker()
 	case "row_done":
 		p.stopTicker()
 		el := time.Since(p.row.start)
-		fmt.Fprintf(p.w, "qualrun: row %d/%d done: %s: %d/%d requests ended, %d failed, %s s\n",
+		cliapp.Fprintf(p.w, "qualrun: row %d/%d done: %s: %d/%d requests ended, %d failed, %s s\n",
 			p.row.index, p.row.rows, e.Message, e.Done, e.Total, e.Failures, numfmt.Number(el.Seconds()))
 		p.row = rowState{}
 	default:
@@ -138,7 +139,7 @@ func (p *progress) lineEvent(e campaign.Event) {
 		if e.Total > 0 {
 			msg = fmt.Sprintf("%s [%d/%d]", msg, e.Done, e.Total)
 		}
-		fmt.Fprintf(p.w, "qualrun: %s: %s\n", e.Phase, msg)
+		cliapp.Fprintf(p.w, "qualrun: %s: %s\n", e.Phase, msg)
 	}
 }
 
@@ -159,7 +160,7 @@ func (p *progress) startTicker() {
 				p.mu.Lock()
 				if p.row.running && p.stop == stop {
 					el := time.Since(p.row.start).Seconds()
-					fmt.Fprintf(p.w, "qualrun: row %d/%d running: %s: %d/%d requests, %s req/s, %d failed, %s s\n",
+					cliapp.Fprintf(p.w, "qualrun: row %d/%d running: %s: %d/%d requests, %s req/s, %d failed, %s s\n",
 						p.row.index, p.row.rows, p.row.name, p.row.done, p.row.total,
 						numfmt.Number(float64(p.row.done)/el), p.row.failures, numfmt.Number(el))
 				}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/qualkit/qualkit/runner/campaign"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/tools/internal/oci"
 	"github.com/qualkit/qualkit/verify"
@@ -55,6 +56,9 @@ func publishCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 			}
+			if secret, err := secretBound(c.Context, ev.Root, ev.Receipt); err != nil || len(secret) > 0 {
+				return refuseSecret(c.App.ErrWriter, secret, err)
+			}
 			rate, err := oci.ParseRate(c.String("min-transfer-rate"))
 			if err != nil {
 				return fmt.Errorf("%w: --min-transfer-rate: %v", exitcode.ErrUsage, err)
@@ -68,7 +72,7 @@ func publishCommand() *cli.Command {
 			pub, err := oci.Publish(ctx, ev.Root, ev.Receipt, ref, t)
 			if err != nil {
 				if ctx.Err() != nil && context.Cause(ctx) != nil && errors.As(context.Cause(ctx), new(*campaign.Interruption)) {
-					fmt.Fprintf(c.App.ErrWriter, "qualrun: %v during publish; the registry may hold blobs of an artifact whose manifest was not pushed\n", context.Cause(ctx))
+					cliapp.Fprintf(c.App.ErrWriter, "qualrun: %v during publish; the registry may hold blobs of an artifact whose manifest was not pushed\n", context.Cause(ctx))
 					return exitcode.ErrInterrupted
 				}
 				if errors.Is(err, oci.ErrReference) {
@@ -81,9 +85,9 @@ func publishCommand() *cli.Command {
 				fmt.Fprintln(c.App.Writer, string(b))
 				return nil
 			}
-			fmt.Fprintf(c.App.Writer, "published %s (%d files)\n", pub.Ref, len(pub.Files))
+			cliapp.Fprintf(c.App.Writer, "published %s (%d files)\n", pub.Ref, len(pub.Files))
 			if pub.Bundle != "" {
-				fmt.Fprintf(c.App.Writer, "bundle referrer %s\n", pub.Bundle)
+				cliapp.Fprintf(c.App.Writer, "bundle referrer %s\n", pub.Bundle)
 			} else {
 				fmt.Fprintln(c.App.Writer, "no Sigstore bundle beside the receipt: no referrer pushed")
 			}

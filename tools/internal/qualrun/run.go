@@ -15,6 +15,7 @@ import (
 	"github.com/qualkit/qualkit/runner/load"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/tools/internal/tokenize"
 	"github.com/urfave/cli/v2"
@@ -84,7 +85,7 @@ func runCommand() *cli.Command {
 				DeviceFixture: c.String("device-fixture"),
 			}
 			if cfg.DeviceFixture != "" {
-				fmt.Fprintf(c.App.ErrWriter, "qualrun: WARNING --device-fixture %s: devices are read from a test fixture and marked fixture in the receipt; verifiers treat them as unidentified\n", cfg.DeviceFixture)
+				cliapp.Fprintf(c.App.ErrWriter, "qualrun: WARNING --device-fixture %s: devices are read from a test fixture and marked fixture in the receipt; verifiers treat them as unidentified\n", cfg.DeviceFixture)
 			}
 			return runCampaign(c.Context, cfg, signer, c.Bool("json"), c.Duration("progress-interval"), c.App.Writer, c.App.ErrWriter)
 		},
@@ -126,10 +127,10 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 			return err
 		}
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "qualrun: interrupted by %s in preflight; nothing was launched and nothing was written\n", interruptName(ctx))
+			cliapp.Fprintf(stderr, "qualrun: interrupted by %s in preflight; nothing was launched and nothing was written\n", interruptName(ctx))
 			return exitcode.ErrInterrupted
 		}
-		fmt.Fprintf(stderr, "qualrun: preflight: %v\nnothing was launched and nothing was written\n", err)
+		cliapp.Fprintf(stderr, "qualrun: preflight: %v\nnothing was launched and nothing was written\n", cliapp.ErrorLines(err))
 		if errors.Is(err, evidence.ErrNotRegular) || errors.Is(err, evidence.ErrFileTooLarge) {
 			return fmt.Errorf("%w: preflight: an input is not a readable regular file within its limit", exitcode.ErrUsage)
 		}
@@ -164,10 +165,10 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 		printRunSummary(stdout, out)
 		printServingSummary(stdout, plan.Root(), out.Receipt)
 		if sum.Attestation != "" {
-			fmt.Fprintf(stdout, "attestation %s\nbundle %s\n", sum.Attestation, sum.Bundle)
+			cliapp.Fprintf(stdout, "attestation %s\nbundle %s\n", sum.Attestation, sum.Bundle)
 		}
 		if sum.Link != "" {
-			fmt.Fprintf(stdout, "in-toto link %s\n", sum.Link)
+			cliapp.Fprintf(stdout, "in-toto link %s\n", sum.Link)
 		}
 	}
 	if signErr != nil {
@@ -175,7 +176,7 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 	}
 	if interrupted {
 		in := out.Receipt.Qualification.Interruption
-		fmt.Fprintf(stderr, "qualrun: interrupted by %s during %s; the server was shut down; the interrupted receipt %s binds the evidence written so far (%s)\n",
+		cliapp.Fprintf(stderr, "qualrun: interrupted by %s during %s; the server was shut down; the interrupted receipt %s binds the evidence written so far (%s)\n",
 			in.Signal, in.Phase, out.ReceiptPath, out.RunDir)
 		return exitcode.ErrInterrupted
 	}
@@ -216,19 +217,19 @@ func printRunSummary(w io.Writer, o *campaign.Outcome) {
 				d = d[:57] + "..."
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t%.2f\t%s\n", r.ID, r.Repetition, r.Required, r.Status, r.DurationSeconds, d)
+		cliapp.Fprintf(tw, "%s\t%d\t%v\t%s\t%.2f\t%s\n", r.ID, r.Repetition, r.Required, r.Status, r.DurationSeconds, d)
 	}
 	tw.Flush()
 	// The table clips details; a failed or skipped case's reason is printed whole, numbers included.
 	for _, r := range rc.Results {
 		if r.Status != contract.StatusPassed && r.Details != nil && len(*r.Details) > 60 {
-			fmt.Fprintf(w, "%s %s: %s\n", r.Status, r.ID, *r.Details)
+			cliapp.Fprintf(w, "%s %s: %s\n", r.Status, r.ID, *r.Details)
 		}
 	}
 	for _, n := range rc.Notes {
-		fmt.Fprintln(w, "note:", n)
+		cliapp.Fprintln(w, "note:", n)
 	}
-	fmt.Fprintf(w, "verdict %s, publishable %v\nreceipt %s\nevidence %s\n", rc.Qualification.Verdict, rc.Publishable, o.ReceiptPath, o.RunDir)
+	cliapp.Fprintf(w, "verdict %s, publishable %v\nreceipt %s\nevidence %s\n", rc.Qualification.Verdict, rc.Publishable, o.ReceiptPath, o.RunDir)
 }
 
 // loadTokenizer builds the token counter of a bound tokenizer file (docs/tokens.md).

@@ -10,6 +10,7 @@ import (
 	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -70,7 +71,7 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 	out, err := plan.Serve(ctx)
 	if err != nil {
 		if errors.Is(err, lifecycle.ErrPortTaken) || errors.Is(err, lifecycle.ErrIsolation) {
-			fmt.Fprintf(stderr, "qualrun: %v; nothing was launched\n", err)
+			cliapp.Fprintf(stderr, "qualrun: %v; nothing was launched\n", cliapp.ErrorLines(err))
 			return fmt.Errorf("%w: %v", exitcode.ErrRejected, err)
 		}
 		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
@@ -93,30 +94,30 @@ func serve(ctx context.Context, recipePath, logDir string, asJSON bool, stdout, 
 }
 
 func printSummary(w io.Writer, rec *contract.LifecycleRecordDoc) {
-	fmt.Fprintf(w, "recipe      %s\n", rec.Recipe.ID)
+	cliapp.Fprintf(w, "recipe      %s\n", rec.Recipe.ID)
 	if l := rec.Launch; l != nil {
-		fmt.Fprintf(w, "launched    pid %d (group %d) %s\n", l.PID, l.PGID, l.Executable.Path)
-		fmt.Fprintf(w, "log         %s (%d bytes, %s)\n", l.Log.Path, l.Log.Bytes, l.Log.Digest)
+		cliapp.Fprintf(w, "launched    pid %d (group %d) %s\n", l.PID, l.PGID, l.Executable.Path)
+		cliapp.Fprintf(w, "log         %s (%d bytes, %s)\n", l.Log.Path, l.Log.Bytes, l.Log.Digest)
 	}
 	if rd := rec.Readiness; rd != nil {
-		fmt.Fprintf(w, "ready       %v after %.0f ms, %d probes (deadline %.0f ms)\n", rd.Ready, rd.ElapsedMs, rd.Probes, rd.DeadlineMs)
+		cliapp.Fprintf(w, "ready       %v after %.0f ms, %d probes (deadline %.0f ms)\n", rd.Ready, rd.ElapsedMs, rd.Probes, rd.DeadlineMs)
 	}
 	if l := rec.Listener; l != nil {
-		fmt.Fprintf(w, "listener    owned %v, inodes %v, owners %v\n", l.Owned, l.Inodes, l.OwnerPIDs)
+		cliapp.Fprintf(w, "listener    owned %v, inodes %v, owners %v\n", l.Owned, l.Inodes, l.OwnerPIDs)
 	}
 	if sd := rec.Shutdown; sd != nil {
 		code := "none" // not a contract value: the summary's word for no exit code
 		if sd.ExitCode != nil {
 			code = fmt.Sprint(*sd.ExitCode)
 		}
-		fmt.Fprintf(w, "shutdown    %s, %.0f ms, forced %v, exit %s, acceptable %v\n", sd.Signal, sd.ElapsedMs, sd.Forced, code, sd.Acceptable)
+		cliapp.Fprintf(w, "shutdown    %s, %.0f ms, forced %v, exit %s, acceptable %v\n", sd.Signal, sd.ElapsedMs, sd.Forced, code, sd.Acceptable)
 	}
-	fmt.Fprintf(w, "residue     %d process(es), %d listener(s)\n", len(rec.Residue.Processes), len(rec.Residue.Listeners))
+	cliapp.Fprintf(w, "residue     %d process(es), %d listener(s)\n", len(rec.Residue.Processes), len(rec.Residue.Listeners))
 	for _, u := range rec.Unsupported {
-		fmt.Fprintf(w, "unsupported %s\n", u)
+		cliapp.Fprintf(w, "unsupported %s\n", u)
 	}
 	for _, f := range rec.Failures {
-		fmt.Fprintf(w, "FAILURE     %s\n", f)
+		cliapp.Fprintf(w, "FAILURE     %s\n", f)
 	}
-	fmt.Fprintf(w, "verdict     %s\n", rec.Verdict)
+	cliapp.Fprintf(w, "verdict     %s\n", rec.Verdict)
 }

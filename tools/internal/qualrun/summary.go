@@ -11,6 +11,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/numfmt"
 )
 
@@ -31,7 +32,7 @@ func printServingSummary(w io.Writer, root string, rc *contract.ReceiptDoc) {
 		}
 		cr, err := readCaseResult(root, res.CaseResult.Path)
 		if err != nil {
-			fmt.Fprintf(w, "summary: %s: %v\n", res.ID, err)
+			cliapp.Fprintf(w, "summary: %s: %v\n", res.ID, err)
 			continue
 		}
 		for _, row := range cr.Rows {
@@ -43,7 +44,7 @@ func printServingSummary(w io.Writer, root string, rc *contract.ReceiptDoc) {
 				if len(l) > summaryWidth {
 					l = l[:summaryWidth-3] + "..."
 				}
-				fmt.Fprintln(w, l)
+				cliapp.Fprintln(w, l)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/qualkit/qualkit/runner/load"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
 )
@@ -61,7 +62,7 @@ func importTrace(format, in, out string, stdout, stderr io.Writer) error {
 	}
 	entries, err := imp(bytes.NewReader(raw))
 	if err != nil {
-		fmt.Fprintf(stderr, "qualrun: %s: %v\nnothing was written\n", in, err)
+		cliapp.Fprintf(stderr, "qualrun: %s: %v\nnothing was written\n", in, err)
 		return fmt.Errorf("%w: trace refused", exitcode.ErrRejected)
 	}
 	var buf bytes.Buffer
@@ -72,7 +73,7 @@ func importTrace(format, in, out string, stdout, stderr io.Writer) error {
 		return err
 	}
 	span := entries[len(entries)-1].TimestampMs
-	fmt.Fprintf(stdout, "%s trace %s (%s): %d requests over %d ms\n", format, in, evidence.DigestOf(raw), len(entries), span)
-	fmt.Fprintf(stdout, "wrote %s (%s)\n", out, evidence.DigestOf(buf.Bytes()))
+	cliapp.Fprintf(stdout, "%s trace %s (%s): %d requests over %d ms\n", format, in, evidence.DigestOf(raw), len(entries), span)
+	cliapp.Fprintf(stdout, "wrote %s (%s)\n", out, evidence.DigestOf(buf.Bytes()))
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/tools/internal/oci"
 	"github.com/qualkit/qualkit/verify"
@@ -51,7 +52,7 @@ func batchCommand() *cli.Command {
 			if oci.IsRef(dir) {
 				ev, err := pl.pull(c.Context, dir)
 				if err != nil {
-					return err
+					return printRefusal(c.App.ErrWriter, err)
 				}
 				dir = ev.Root
 			}
@@ -155,9 +156,9 @@ func runBatch(ctx context.Context, receipts []string, policy verify.Policy, opts
 		case o.err != nil:
 			failed++
 			if asJSON {
-				fmt.Fprintf(ew, "qualverify: could not verify %s: %v\n", o.path, o.err)
+				cliapp.Fprintf(ew, "qualverify: could not verify %s: %v\n", o.path, o.err)
 			} else {
-				fmt.Fprintf(tw, "%s\terror\t-\t%v\n", o.path, o.err)
+				cliapp.Fprintf(tw, "%s\terror\t-\t%v\n", o.path, o.err)
 			}
 			continue
 		case o.res.Verdict == verify.Verified:
@@ -183,11 +184,11 @@ func runBatch(ctx context.Context, receipts []string, policy verify.Policy, opts
 		if len(checks) > 0 {
 			fc = strings.Join(checks, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", o.path, o.res.Verdict, len(o.res.Findings), fc)
+		cliapp.Fprintf(tw, "%s\t%s\t%d\t%s\n", o.path, o.res.Verdict, len(o.res.Findings), fc)
 	}
 	if !asJSON {
 		tw.Flush()
-		fmt.Fprintf(w, "%d receipts: %d verified, %d rejected, %d could not be verified\n", len(outcomes), verified, rejected, failed)
+		cliapp.Fprintf(w, "%d receipts: %d verified, %d rejected, %d could not be verified\n", len(outcomes), verified, rejected, failed)
 	}
 	switch {
 	case failed > 0:

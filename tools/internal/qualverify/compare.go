@@ -9,6 +9,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/verify"
 	"github.com/urfave/cli/v2"
@@ -94,27 +95,27 @@ func runCompare(ctx context.Context, base, cand verify.Evidence, policy verify.P
 }
 
 func printComparison(w io.Writer, cmp *verify.Comparison) {
-	fmt.Fprintf(w, "baseline   %s (%s, variant %s, backend %s, host %s)\n", cmp.Baseline.Receipt, cmp.Baseline.ReceiptID, cmp.Baseline.Variant, cmp.Baseline.Backend, cmp.Baseline.HostID)
-	fmt.Fprintf(w, "candidate  %s (%s, variant %s, backend %s, host %s)\n", cmp.Candidate.Receipt, cmp.Candidate.ReceiptID, cmp.Candidate.Variant, cmp.Candidate.Backend, cmp.Candidate.HostID)
+	cliapp.Fprintf(w, "baseline   %s (%s, variant %s, backend %s, host %s)\n", cmp.Baseline.Receipt, cmp.Baseline.ReceiptID, cmp.Baseline.Variant, cmp.Baseline.Backend, cmp.Baseline.HostID)
+	cliapp.Fprintf(w, "candidate  %s (%s, variant %s, backend %s, host %s)\n", cmp.Candidate.Receipt, cmp.Candidate.ReceiptID, cmp.Candidate.Variant, cmp.Candidate.Backend, cmp.Candidate.HostID)
 	mode := string(cmp.Mode)
 	if mode == "" {
 		mode = "none" // not a contract value: the summary's word for no mode
 	}
-	fmt.Fprintf(w, "mode       %s\n", mode)
+	cliapp.Fprintf(w, "mode       %s\n", mode)
 	for _, d := range cmp.Rejected {
-		fmt.Fprintf(w, "rejected   %s: %v [%s] (baseline %s, candidate %s)\n", d.Path, d.Err, d.Code(), show(d.Baseline), show(d.Candidate))
+		cliapp.Fprintf(w, "rejected   %s: %v [%s] (baseline %s, candidate %s)\n", d.Path, d.Err, d.Code(), show(d.Baseline), show(d.Candidate))
 	}
 	for _, d := range cmp.Allowed {
-		fmt.Fprintf(w, "allowed    %s: %v (baseline %s, candidate %s)\n", d.Path, d.Err, show(d.Baseline), show(d.Candidate))
+		cliapp.Fprintf(w, "allowed    %s: %v (baseline %s, candidate %s)\n", d.Path, d.Err, show(d.Baseline), show(d.Candidate))
 	}
 	for _, e := range cmp.EvidenceErrors {
-		fmt.Fprintf(w, "evidence   %s: %v [%s]\n", e.Side, e.Finding, e.Code())
+		cliapp.Fprintf(w, "evidence   %s: %v [%s]\n", e.Side, e.Finding, e.Code())
 	}
 	if len(cmp.Evaluations) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "SCOPE\tOPERATOR\tBASELINE\tCANDIDATE\tSTATUS\tREASON")
 		for _, e := range cmp.Evaluations {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Scope, e.Operator, num(e.Baseline), num(e.Candidate), e.Status, e.Reason)
+			cliapp.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Scope, e.Operator, num(e.Baseline), num(e.Candidate), e.Status, e.Reason)
 		}
 		tw.Flush()
 	}
@@ -124,17 +125,17 @@ func printComparison(w io.Writer, cmp *verify.Comparison) {
 			if g.Significant {
 				change = "significant"
 			}
-			fmt.Fprintf(w, "test       %s: %s, baseline n %d, candidate n %d (minimum %d), shift %.4g %s [%.4g, %.4g] at confidence %.4g, p %.3g: %s at %.4g (minimum effect %.4g %s)\n",
+			cliapp.Fprintf(w, "test       %s: %s, baseline n %d, candidate n %d (minimum %d), shift %.4g %s [%.4g, %.4g] at confidence %.4g, p %.3g: %s at %.4g (minimum effect %.4g %s)\n",
 				e.Scope, g.Test, g.BaselineSamples, g.CandidateSamples, g.MinimumSamples, g.Shift, e.Unit, g.ShiftLow, g.ShiftHigh, g.ShiftConfidence, g.PValue, change, g.Confidence, g.MinimumEffect, e.Unit)
 			if g.IntervalMinimumSamples != nil {
-				fmt.Fprintf(w, "interval   %s: %s, %s (seeded percentile bootstrap)\n", e.Scope,
+				cliapp.Fprintf(w, "interval   %s: %s, %s (seeded percentile bootstrap)\n", e.Scope,
 					sideInterval("baseline", e.Aggregation, g.BaselineSamples, *g.IntervalMinimumSamples, g.BaselineInterval, e.Unit),
 					sideInterval("candidate", e.Aggregation, g.CandidateSamples, *g.IntervalMinimumSamples, g.CandidateInterval, e.Unit))
 			}
 		}
 	}
 	for _, wn := range cmp.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", wn)
+		cliapp.Fprintf(w, "warning: %s\n", wn)
 	}
 	verdict := "ok"
 	switch {
@@ -143,7 +144,7 @@ func printComparison(w io.Writer, cmp *verify.Comparison) {
 	case !cmp.OK:
 		verdict = "not ok"
 	}
-	fmt.Fprintf(w, "result     %s\n", verdict)
+	cliapp.Fprintf(w, "result     %s\n", verdict)
 }
 
 // sideInterval prints one side's bootstrap interval of a percentile, or says it has too few

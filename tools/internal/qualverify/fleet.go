@@ -17,6 +17,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/tools/internal/oci"
 	"github.com/qualkit/qualkit/verify"
@@ -215,7 +216,7 @@ func writeFleet(ctx context.Context, path string, m *contract.FleetManifestDoc, 
 }
 
 func printFleet(w io.Writer, path string, m *contract.FleetManifestDoc) {
-	fmt.Fprintf(w, "fleet %s: %d rows: %d passed, %d failed, %d missing; %d receipts not belonging\n",
+	cliapp.Fprintf(w, "fleet %s: %d rows: %d passed, %d failed, %d missing; %d receipts not belonging\n",
 		m.Plan.ID, m.Plan.Rows, m.Counts.Passed, m.Counts.Failed, m.Counts.Missing, m.Counts.NotBelonging)
 	for _, e := range m.Entries {
 		if e.Status == contract.FleetManifestStatusPassed {
@@ -229,12 +230,12 @@ func printFleet(w io.Writer, path string, m *contract.FleetManifestDoc) {
 		if host == "" {
 			host = "-"
 		}
-		fmt.Fprintf(w, "  row %s  %s  %s: %s\n", row, e.Status, host, e.Why)
+		cliapp.Fprintf(w, "  row %s  %s  %s: %s\n", row, e.Status, host, e.Why)
 	}
 	for _, h := range m.OutlierHosts {
-		fmt.Fprintf(w, "  outlier host %s: %s\n", h.Host, strings.Join(h.Metrics, ", "))
+		cliapp.Fprintf(w, "  outlier host %s: %s\n", h.Host, strings.Join(h.Metrics, ", "))
 	}
-	fmt.Fprintf(w, "wrote %s and %s\n", path, fleetEnvelopePath(path))
+	cliapp.Fprintf(w, "wrote %s and %s\n", path, fleetEnvelopePath(path))
 }
 
 // checkFleet checks the signed manifest at path against the plan and the verified receipts,
@@ -267,11 +268,11 @@ func checkFleet(path string, keys []crypto.PublicKey, plan *verify.FleetPlan, rs
 	}
 	if len(problems) > 0 {
 		for _, p := range problems {
-			fmt.Fprintf(ew, "qualverify: %s: %v\n", path, p)
+			cliapp.Fprintf(ew, "qualverify: %s: %v\n", path, p)
 		}
 		return nil, "", fmt.Errorf("%w: fleet manifest %s does not hold (%d problems)", exitcode.ErrRejected, path, len(problems))
 	}
-	fmt.Fprintf(w, "fleet manifest %s holds: signed by %s; %d rows, %d passed, %d failed, %d missing, %d receipts not belonging, recomputed from the plan and %d receipts\n",
+	cliapp.Fprintf(w, "fleet manifest %s holds: signed by %s; %d rows, %d passed, %d failed, %d missing, %d receipts not belonging, recomputed from the plan and %d receipts\n",
 		path, signer, recomputed.Plan.Rows, recomputed.Counts.Passed, recomputed.Counts.Failed, recomputed.Counts.Missing, recomputed.Counts.NotBelonging, len(rs))
 	return recomputed, signer, nil
 }
@@ -297,7 +298,7 @@ func verifiedFleet(c *cli.Context, pl *pulls, policy verify.Policy, opts []verif
 	}
 	evs, labels, err := fleetEvidence(c.Context, pl, c.Args().Slice()[1:])
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, printRefusal(c.App.ErrWriter, err)
 	}
 	banner(c.App.ErrWriter, c)
 	rs, err := verify.VerifyFleetReceipts(c.Context, evs, labels, policy, c.Int("jobs"), opts...)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/tools/internal/oci"
 	"github.com/qualkit/qualkit/verify"
@@ -104,7 +105,7 @@ func newPulls(c *cli.Context) (*pulls, error) {
 		select {
 		case sig := <-ch:
 			n := p.removeAll()
-			fmt.Fprintf(p.stderr, "qualverify: %s again; %d pulled trees removed\n", (&interruption{sig}).Error(), n)
+			cliapp.Fprintf(p.stderr, "qualverify: %s again; %d pulled trees removed\n", (&interruption{sig}).Error(), n)
 			os.Exit(exitcode.Interrupted)
 		case <-done:
 		}
@@ -128,7 +129,7 @@ func (p *pulls) cleanup(err *error) {
 	n := p.removeAll()
 	var in *interruption
 	if p.ctx != nil && errors.As(context.Cause(p.ctx), &in) {
-		fmt.Fprintf(p.stderr, "qualverify: %s; %d pulled trees removed\n", in, n)
+		cliapp.Fprintf(p.stderr, "qualverify: %s; %d pulled trees removed\n", in, n)
 		*err = fmt.Errorf("%w: %v", exitcode.ErrInterrupted, in)
 	}
 	if p.stop != nil {
@@ -160,7 +161,7 @@ func (p *pulls) refuse(arg string, err error) error {
 		b, _ := json.MarshalIndent(refusal{Artifact: arg, Verdict: "refused", Reason: err.Error()}, "", "  ")
 		fmt.Fprintln(p.stdout, string(b))
 	} else {
-		fmt.Fprintf(p.stdout, "artifact %s\nrefused  %v\nverdict  refused\n", arg, err)
+		cliapp.Fprintf(p.stdout, "artifact %s\nrefused  %v\nverdict  refused\n", arg, err)
 	}
 	return fmt.Errorf("%w: %v", exitcode.ErrRejected, err)
 }

@@ -79,7 +79,7 @@ func runSchema(files []string, asJSON bool, w io.Writer) error {
 				b, _ := json.Marshal(fileOutcome{File: f, Valid: false, Violations: []jsonViolation{{Pointer: "", Message: err.Error()}}})
 				fmt.Fprintln(w, string(b))
 			} else {
-				fmt.Fprintf(w, "%s: /: refused: %v\n", f, err)
+				cliapp.Fprintf(w, "%s: /: refused: %v\n", f, err)
 			}
 			continue
 		case err != nil:
@@ -112,11 +112,11 @@ func runSchema(files []string, asJSON bool, w io.Writer) error {
 			continue
 		}
 		if out.Valid() {
-			fmt.Fprintf(w, "%s: valid %s\n", f, out.Contract.SchemaID)
+			cliapp.Fprintf(w, "%s: valid %s\n", f, out.Contract.SchemaID)
 			continue
 		}
 		for _, v := range out.Violations {
-			fmt.Fprintf(w, "%s: %s\n", f, v.Error())
+			cliapp.Fprintf(w, "%s: %s\n", f, v.Error())
 		}
 	}
 	if invalid > 0 {
@@ -155,7 +155,7 @@ func checkLines(f string, data []byte, asJSON bool, w io.Writer) (bool, error) {
 			continue
 		}
 		for _, v := range out.Violations {
-			fmt.Fprintf(w, "%s: %s\n", name, v.Error())
+			cliapp.Fprintf(w, "%s: %s\n", name, v.Error())
 		}
 	}
 	if !bad && !asJSON {
@@ -164,7 +164,7 @@ func checkLines(f string, data []byte, asJSON bool, w io.Writer) (bool, error) {
 			if c == contract.RequestRecordSchema && warmups > 0 {
 				note = fmt.Sprintf(" (%d measured, %d warmup)", n-warmups, warmups)
 			}
-			fmt.Fprintf(w, "%s: valid %d × %s%s\n", f, n, c, note)
+			cliapp.Fprintf(w, "%s: valid %d × %s%s\n", f, n, c, note)
 		}
 	}
 	return bad, nil

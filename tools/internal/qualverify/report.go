@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/verify"
 	"github.com/qualkit/qualkit/verify/report"
@@ -79,14 +80,14 @@ func reportCommand() *cli.Command {
 			for _, r := range c.Args().Slice() {
 				ev, err := pl.locateArg(c.Context, r, "")
 				if err != nil {
-					return err
+					return printRefusal(c.App.ErrWriter, err)
 				}
 				evs = append(evs, ev)
 			}
 			banner(c.App.ErrWriter, c)
 			unsafe := c.Bool(unverifiedFlag)
 			if unsafe {
-				fmt.Fprintf(c.App.ErrWriter, "qualverify: UNSAFE: --%s is on: a receipt that does not verify is rendered anyway, stamped UNVERIFIED\n", unverifiedFlag)
+				cliapp.Fprintf(c.App.ErrWriter, "qualverify: UNSAFE: --%s is on: a receipt that does not verify is rendered anyway, stamped UNVERIFIED\n", unverifiedFlag)
 			}
 			return runReport(c.Context, evs, policy, opts, reportOptions{format: format, output: out, unverified: unsafe}, c.App.Writer, c.App.ErrWriter)
 		},
@@ -112,13 +113,13 @@ func runReport(ctx context.Context, evs []verify.Evidence, policy verify.Policy,
 			continue
 		}
 		rejected++
-		fmt.Fprintf(stderr, "qualverify: %s: %s\n", r.Path, r.Verification.Summary)
+		cliapp.Fprintf(stderr, "qualverify: %s: %s\n", r.Path, r.Verification.Summary)
 		for _, f := range r.Verification.Findings {
-			fmt.Fprintf(stderr, "  %s: %s: %s: %s [%s]\n", f.Check, f.File, nonEmptyPointer(f.Pointer), f.Message, f.Code)
+			cliapp.Fprintf(stderr, "  %s: %s: %s: %s [%s]\n", f.Check, f.File, nonEmptyPointer(f.Pointer), f.Message, f.Code)
 		}
 	}
 	if rejected > 0 && !ro.unverified {
-		fmt.Fprintf(stderr, "qualverify: no report: %d of %d receipts did not verify (--%s renders them anyway, stamped UNVERIFIED)\n",
+		cliapp.Fprintf(stderr, "qualverify: no report: %d of %d receipts did not verify (--%s renders them anyway, stamped UNVERIFIED)\n",
 			rejected, len(v.Receipts), unverifiedFlag)
 		return fmt.Errorf("%w: no report", exitcode.ErrRejected)
 	}
@@ -145,10 +146,10 @@ func runReport(ctx context.Context, evs []verify.Evidence, policy verify.Policy,
 		if err := writeReplacing(ro.output, buf.Bytes()); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "qualverify: wrote %s (%d bytes, %s)\n", ro.output, buf.Len(), verdictWord(v))
+		cliapp.Fprintf(stderr, "qualverify: wrote %s (%d bytes, %s)\n", ro.output, buf.Len(), verdictWord(v))
 	}
 	if rejected > 0 {
-		fmt.Fprintf(stderr, "qualverify: %d of %d receipts did not verify: the report is stamped UNVERIFIED\n", rejected, len(v.Receipts))
+		cliapp.Fprintf(stderr, "qualverify: %d of %d receipts did not verify: the report is stamped UNVERIFIED\n", rejected, len(v.Receipts))
 		return fmt.Errorf("%w: unverified report", exitcode.ErrRejected)
 	}
 	return nil

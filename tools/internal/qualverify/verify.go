@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/schemas"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/qualkit/qualkit/verify"
 	"github.com/urfave/cli/v2"
@@ -72,7 +73,7 @@ func verifyCommand() *cli.Command {
 			defer pl.cleanup(&err)
 			ev, err := pl.locateArg(c.Context, c.Args().First(), c.String("root"))
 			if err != nil {
-				return err
+				return printRefusal(c.App.ErrWriter, err)
 			}
 			banner(c.App.ErrWriter, c)
 			return runVerify(c.Context, ev, policy, opts, c.Bool("json"), c.App.Writer)
@@ -142,7 +143,7 @@ func banner(w io.Writer, c *cli.Context) {
 			case verify.RelaxFixtureDevices:
 				what = "devices read from a test fixture count as identified: the result may name a device its host did not have"
 			}
-			fmt.Fprintf(w, "qualverify: UNSAFE: --%s is on: %s\n", r, what)
+			cliapp.Fprintf(w, "qualverify: UNSAFE: --%s is on: %s\n", r, what)
 		}
 	}
 }
@@ -162,6 +163,16 @@ func locate(receipt, root string) (verify.Evidence, error) {
 		return ev, fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 	}
 	return ev, nil
+}
+
+// printRefusal prints err when it is a rejection with no findings to print (an oci:// artifact
+// the pull refused: cliapp.Main prints no rejection), made safe (it may quote a layer title),
+// and returns err.
+func printRefusal(w io.Writer, err error) error {
+	if errors.Is(err, exitcode.ErrRejected) {
+		cliapp.Fprintf(w, "qualverify: %v\n", err)
+	}
+	return err
 }
 
 // verifyError maps an error of verify.Verify to an exit code class.
@@ -211,19 +222,19 @@ func reportJSON(res *verify.Result) ([]byte, error) {
 }
 
 func printResult(w io.Writer, ev verify.Evidence, res *verify.Result) {
-	fmt.Fprintf(w, "receipt  %s", ev.Receipt)
+	cliapp.Fprintf(w, "receipt  %s", ev.Receipt)
 	if res.ReceiptID != "" {
-		fmt.Fprintf(w, " (%s)", res.ReceiptID)
+		cliapp.Fprintf(w, " (%s)", res.ReceiptID)
 	}
-	fmt.Fprintf(w, "\nroot     %s\n", ev.Root)
+	cliapp.Fprintf(w, "\nroot     %s\n", ev.Root)
 	if res.Signer != "" {
-		fmt.Fprintf(w, "signer   %s\n", res.Signer)
+		cliapp.Fprintf(w, "signer   %s\n", res.Signer)
 	}
 	for _, sg := range res.Signatures {
 		if sg.Verified {
-			fmt.Fprintf(w, "signature %s #%d: verified by %s\n", sg.File, sg.Index, sg.Key)
+			cliapp.Fprintf(w, "signature %s #%d: verified by %s\n", sg.File, sg.Index, sg.Key)
 		} else {
-			fmt.Fprintf(w, "signature %s #%d: not verified (keyid %q): %s\n", sg.File, sg.Index, sg.KeyID, sg.Problem)
+			cliapp.Fprintf(w, "signature %s #%d: not verified (keyid %q): %s\n", sg.File, sg.Index, sg.KeyID, sg.Problem)
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
@@ -232,7 +243,7 @@ func printResult(w io.Writer, ev verify.Evidence, res *verify.Result) {
 		if c.Note != "" {
 			note = c.Note
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Check, c.Status, note)
+		cliapp.Fprintf(tw, "%s\t%s\t%s\n", c.Check, c.Status, note)
 	}
 	tw.Flush()
 	for _, f := range res.Findings {
@@ -240,16 +251,16 @@ func printResult(w io.Writer, ev verify.Evidence, res *verify.Result) {
 		if p == "" {
 			p = "/"
 		}
-		fmt.Fprintf(w, "  %s: %s: %s: %v [%s]\n", f.Check, f.File, p, f.Err, f.Code())
+		cliapp.Fprintf(w, "  %s: %s: %s: %v [%s]\n", f.Check, f.File, p, f.Err, f.Code())
 	}
 	for _, wn := range res.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", wn)
+		cliapp.Fprintf(w, "warning: %s\n", wn)
 	}
 	if len(res.Weakened) > 0 {
-		fmt.Fprintf(w, "weakened %s\n", strings.Join(res.Weakened, ", "))
+		cliapp.Fprintf(w, "weakened %s\n", strings.Join(res.Weakened, ", "))
 	}
 	if res.Scope != "" {
-		fmt.Fprintf(w, "scope    %s\n", res.Scope)
+		cliapp.Fprintf(w, "scope    %s\n", res.Scope)
 	}
-	fmt.Fprintf(w, "verdict  %s\n", res.Verdict)
+	cliapp.Fprintf(w, "verdict  %s\n", res.Verdict)
 }
