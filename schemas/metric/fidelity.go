@@ -141,7 +141,9 @@ type judged struct {
 }
 
 // serialised adjusts the lags of the sent measured requests for serialisation: sorted by t_sched,
-// arrival i could not leave before e_i = max(t_sched_i, e_{i-1} + cost); its lag is
+// arrival i could not leave before e_i = max(t_sched_i, e_{i-1} + cost), where e_{i-1} is the
+// previous arrival's t_send instead when that one found every concurrency slot busy (the
+// dispatcher waited for the server, in order); its lag is
 // t_send - e_i (at least 0). Its position counts the arrivals before it in that run (arrivals
 // sharing an instant are one even at cost 0). busy counts, per request, the other requests in flight at its
 // t_sched (sent at or before it, not yet closed).
@@ -163,7 +165,7 @@ func serialised(measured []Request, cost int64, concurrency, conns int64) []judg
 	slices.Sort(sends)
 	slices.Sort(closes)
 	out := make([]judged, 0, len(idx))
-	var e int64
+	var e int64 // when the previous arrival could have left
 	pos := 0
 	for k, i := range idx {
 		v := &measured[i]
@@ -174,7 +176,13 @@ func serialised(measured []Request, cost int64, concurrency, conns int64) []judg
 			e, pos = v.Sched, 0
 		}
 		busy := busyAt(sends, closes, v)
-		out = append(out, judged{lagMs: max(0, ms(v.Send-e)), position: pos, capped: busy >= concurrency, pooled: conns > 0 && busy >= conns})
+		a := judged{lagMs: max(0, ms(v.Send-e)), position: pos, capped: busy >= concurrency, pooled: conns > 0 && busy >= conns}
+		out = append(out, a)
+		if a.capped {
+			// It waited for the server: the dispatcher could not have sent the next arrivals
+			// before it.
+			e = max(e, v.Send)
+		}
 	}
 	return out
 }
@@ -269,7 +277,7 @@ func judge(spec RowSpec, measured []Request, achieved float64) (Judgement, bool,
 		behind = CauseServerSaturation
 	}
 	if v, j, ok := orderStat(lags, b.Quantile); ok && v > DegradedOpenLagMs {
-		if !degraded || behind == CauseServerSaturation {
+		if !degraded {
 			jd.Cause = behind
 		}
 		degraded = true
@@ -277,7 +285,7 @@ func judge(spec RowSpec, measured []Request, achieved float64) (Judgement, bool,
 			causeText(behind), v, stat(len(lags), j), DegradedOpenLagMs, capped, len(lags), spec.Concurrency))
 	}
 	if sched, n := Scheduled(measured); n >= 2 && sched > 0 && achieved < DegradedRateFraction*sched {
-		if !degraded || behind == CauseServerSaturation {
+		if !degraded {
 			jd.Cause = behind
 		}
 		degraded = true
