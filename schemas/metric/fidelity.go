@@ -348,7 +348,7 @@ func FidelityHint(cause string) string {
 	case CauseConnectionWait:
 		return "give the client at least as many connections as the case's concurrency"
 	case CauseServerSaturation:
-		return "lower the offered rate or raise the concurrency cap, or declare measures_saturation: true if saturation is what the case measures"
+		return "lower the offered rate or raise the concurrency cap, or declare measures_saturation: true if saturation is what it measures (the case then passes; the row is still no measurement of its offered rate)"
 	}
 	return ""
 }

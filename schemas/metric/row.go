@@ -68,6 +68,9 @@ type RowSpec struct {
 	// Calibration is the row's send calibration (empty in evidence written before it existed:
 	// no serialisation allowance).
 	Calibration Calibration
+	// Legacy judges by the rule of evidence written before the judgement was recorded
+	// (legacy.go); the verifier sets it for such rows.
+	Legacy bool
 }
 
 // Value is one computed metric.
@@ -394,6 +397,9 @@ func sentRate(measured []Request, at func(*Request) int64) (float64, int) {
 // fidelity measures the client: the lag summary over every sent request and the judgement of
 // fidelity.go.
 func fidelity(spec RowSpec, measured []Request, lags []float64, achieved float64) Fidelity {
+	if spec.Legacy {
+		return legacyFidelity(spec, measured, lags, achieved)
+	}
 	s := Summarize(lags)
 	f := Fidelity{
 		ScheduleLagP50Ms: max(0, s.P50), ScheduleLagP99Ms: max(0, s.P99), ScheduleLagMaxMs: max(0, s.Max),
