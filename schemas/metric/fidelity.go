@@ -53,11 +53,11 @@ const (
 
 // Causes a degraded row names (case-result.v1 fidelity.judgement.cause).
 const (
-	CauseNone               = "none"
-	CauseStarvedClient      = "starved_client"
-	CauseBurstSerialisation = "burst_serialisation"
-	CauseConnectionWait     = "connection_wait"
-	CauseServerSaturation   = "server_saturation"
+	CauseNone               = string(contract.FidelityJudgementCauseNone)
+	CauseStarvedClient      = string(contract.FidelityJudgementCauseStarvedClient)
+	CauseBurstSerialisation = string(contract.FidelityJudgementCauseBurstSerialisation)
+	CauseConnectionWait     = string(contract.FidelityJudgementCauseConnectionWait)
+	CauseServerSaturation   = string(contract.FidelityJudgementCauseServerSaturation)
 )
 
 // FidelityBound is a case's declared fidelity bound with its defaults filled in.
