@@ -144,8 +144,9 @@ type judged struct {
 // arrival i could not leave before e_i = max(t_sched_i, e_{i-1} + cost), where e_{i-1} is the
 // previous arrival's t_send instead when that one found every concurrency slot busy (the
 // dispatcher waited for the server, in order); its lag is
-// t_send - e_i (at least 0). Its position counts the arrivals before it in that run (arrivals
-// sharing an instant are one even at cost 0). busy counts, per request, the other requests in flight at its
+// t_send - e_i (at least 0). Its position counts the arrivals before it in its burst of the
+// schedule: the run of arrivals each at most cost after the previous (arrivals sharing an instant
+// are one burst even at cost 0). busy counts, per request, the other requests in flight at its
 // t_sched (sent at or before it, not yet closed).
 func serialised(measured []Request, cost int64, concurrency, conns int64) []judged {
 	idx := make([]int, 0, len(measured))
@@ -169,11 +170,16 @@ func serialised(measured []Request, cost int64, concurrency, conns int64) []judg
 	pos := 0
 	for k, i := range idx {
 		v := &measured[i]
-		if k > 0 && (e+cost > v.Sched || v.Sched == measured[idx[k-1]].Sched) {
-			e += cost
+		// Its place in a burst of the schedule: arrivals at most cost after the previous one (or
+		// at its instant) follow it.
+		if k > 0 && v.Sched-measured[idx[k-1]].Sched <= cost {
 			pos++
 		} else {
-			e, pos = v.Sched, 0
+			pos = 0
+		}
+		e = max(v.Sched, e+cost)
+		if k == 0 {
+			e = v.Sched
 		}
 		busy := busyAt(sends, closes, v)
 		a := judged{lagMs: max(0, ms(v.Send-e)), position: pos, capped: busy >= concurrency, pooled: conns > 0 && busy >= conns}
