@@ -170,18 +170,20 @@ type rowRef struct {
 	index       int
 	concurrency int64
 	rowRep      int64
+	saturation  bool // its case declares measures_saturation: true
 }
 
 func (r rowRef) String() string {
 	return fmt.Sprintf("row c%d-r%d of result %s (repetition %d)", r.concurrency, r.rowRep, r.result, r.repetition)
 }
 
-// degradedRows lists the degraded open-loop rows of serving cases that do not declare saturation
-// as their intent (measures_saturation: true): such a row did not run its offered rate, so its
-// receipt cannot be published as a measurement of that load. A degraded closed-loop row (the
-// client's own lag over its bound) is diagnostic for publication: its declared load, the
-// concurrency, is checked by load_not_reached from in_flight_peak, and its latencies are
-// measured from t_send; performance comparisons still refuse it (compare's degraded_row).
+// degradedRows lists the degraded open-loop rows of serving cases: such a row did not run its
+// offered rate, so its receipt cannot be published as a measurement of that load, whatever the
+// case declares (measures_saturation: true lets the case pass with it, the runner then writes the
+// receipt not publishable "as a rate claim", and so does this check). A degraded closed-loop row
+// (the client's own lag over its bound) does not block publication: its declared load, the
+// concurrency, is checked by load_not_reached from in_flight_peak, and its latencies are measured
+// from t_send; performance comparisons refuse it (compare's degraded_row).
 func (s *snapshot) degradedRows() []rowRef {
 	var out []rowRef
 	for _, r := range s.rc.Results {
@@ -189,12 +191,12 @@ func (s *snapshot) degradedRows() []rowRef {
 			continue
 		}
 		cr := s.caseResults[r.CaseResult.Path]
-		if cr == nil || s.measuresSaturation(r.ID) {
+		if cr == nil {
 			continue
 		}
 		for j, row := range cr.Rows {
 			if row.Fidelity.Degraded && row.Loop == contract.RowLoopOpen {
-				out = append(out, rowRef{result: r.ID, repetition: r.Repetition, file: r.CaseResult.Path, index: j, concurrency: row.Concurrency, rowRep: row.Repetition})
+				out = append(out, rowRef{result: r.ID, repetition: r.Repetition, file: r.CaseResult.Path, index: j, concurrency: row.Concurrency, rowRep: row.Repetition, saturation: s.measuresSaturation(r.ID)})
 			}
 		}
 	}

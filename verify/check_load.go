@@ -217,3 +217,31 @@ func fmtFloatPtr(p *float64) string {
 	}
 	return fmtFloat(*p)
 }
+
+// checkJudgement checks a row's fidelity verdict against the one recomputed from its records, its
+// recorded send calibration and its workload case's fidelity bound (metric's judgement, the one
+// the runner applied): degraded, the calibration's per-send cost (the 0.9-quantile of its
+// samples), and the recorded judgement's cause, bound, order statistic and its value.
+func checkJudgement(c *collector, path, base string, fid contract.Fidelity, rf rowFacts, tol Tolerance) {
+	jd := rf.judgement
+	if fid.Degraded != rf.degraded {
+		why := "the records show no over-bound lag"
+		if len(rf.reasons) > 0 {
+			why = rf.reasons[0]
+		}
+		c.add(path, base+"/fidelity/degraded", ErrRowMismatch, "degraded %v, the records say %v (%s; bound %.3f ms at the %g-quantile)", fid.Degraded, rf.degraded, why, jd.LagBoundMs, jd.Quantile)
+	}
+	if cal := fid.Calibration; cal != nil && cal.SendCostNs != metric.SendCostNs(cal.SamplesNs) {
+		c.add(path, base+"/fidelity/calibration/send_cost_ns", ErrRowMismatch, "send cost %d ns, its samples' 0.9-quantile is %d ns", cal.SendCostNs, metric.SendCostNs(cal.SamplesNs))
+	}
+	rj := fid.Judgement
+	if rj == nil {
+		return // evidence written before the judgement was recorded
+	}
+	if string(rj.Cause) != jd.Cause || rj.Samples != int64(jd.Samples) || rj.Order != int64(jd.Order) || rj.Serialised != int64(jd.Serialised) ||
+		rj.Quantile != jd.Quantile || rj.LagBoundMs != jd.LagBoundMs || !within(rj.LagMs, jd.LagMs, tol) {
+		c.add(path, base+"/fidelity/judgement", ErrRowMismatch, "judgement cause %s, order %d of %d, lag %s ms (bound %s ms at the %g-quantile, %d serialised); the records say cause %s, order %d of %d, lag %s ms (bound %s ms at the %g-quantile, %d serialised)",
+			rj.Cause, rj.Order, rj.Samples, fmtFloat(rj.LagMs), fmtFloat(rj.LagBoundMs), rj.Quantile, rj.Serialised,
+			jd.Cause, jd.Order, jd.Samples, fmtFloat(jd.LagMs), fmtFloat(jd.LagBoundMs), jd.Quantile, jd.Serialised)
+	}
+}

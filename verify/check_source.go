@@ -64,7 +64,11 @@ func checkSource(s *snapshot) CheckResult {
 			c.add(file, "/qualification/verdict", ErrUnpublished, "the campaign was interrupted: an interrupted receipt is never publishable")
 		}
 		for _, r := range s.degradedRows() {
-			c.add(r.file, jp("rows", r.index, "fidelity", "degraded"), ErrDegradedRow, "%s is degraded (the client could not keep its schedule, so it measured the client): not publishable unless the workload's case declares measures_saturation: true", r)
+			why := "its case does not declare measures_saturation: true, so the case should have failed"
+			if r.saturation {
+				why = "its case declares measures_saturation: true, which lets the case pass but never makes the row a measurement of its offered rate"
+			}
+			c.add(r.file, jp("rows", r.index, "fidelity", "degraded"), ErrDegradedRow, "%s is degraded (it did not run its offered rate): a degraded open-loop row is never publishable as a rate claim (%s)", r, why)
 		}
 		switch {
 		case src.OriginMain == nil:

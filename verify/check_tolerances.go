@@ -123,8 +123,15 @@ func rowRecords(c *collector, cr *contract.CaseResultDoc, row contract.Row, set 
 
 // rowSpecOf is the specification of a recorded row.
 func rowSpecOf(row contract.Row, wc *contract.Case) rowSpec {
-	spec := rowSpec{concurrency: row.Concurrency, loop: string(row.Loop), offered: row.Fidelity.OfferedRate}
+	spec := rowSpec{concurrency: row.Concurrency, loop: string(row.Loop), offered: row.Fidelity.OfferedRate, bound: metric.BoundOf(nil), legacy: row.Fidelity.Judgement == nil}
+	if cal := row.Fidelity.Calibration; cal != nil {
+		spec.cal = metric.Calibration{SamplesNs: cal.SamplesNs}
+		if cal.Connections != nil {
+			spec.cal.Connections = *cal.Connections
+		}
+	}
 	if wc != nil {
+		spec.bound = metric.BoundOf(wc.Fidelity)
 		spec.sloKnown = true
 		if wc.SLO != nil {
 			spec.slo = *wc.SLO
@@ -192,9 +199,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 				c.add(path, base+"/fidelity/"+x.field, ErrRowMismatch, "%s %s, the records say %s", x.field, fmtFloat(x.got), fmtFloat(x.want))
 			}
 		}
-		if fid.Degraded != rf.degraded {
-			c.add(path, base+"/fidelity/degraded", ErrRowMismatch, "degraded %v, the records say %v (p99 schedule lag bound %.3f ms)", fid.Degraded, rf.degraded, degradedLagP99Ms)
-		}
+		checkJudgement(c, path, base, fid, rf, tol)
 		if !checkSessions(c, row, wc, s.seed(), recs) {
 			checkSchedule(c, path, row, wc, s.seed(), recs)
 			checkCorpusOrder(c, row, wc, s.seed(), recs)

@@ -16,9 +16,6 @@ import (
 // tolerance. This file turns verify's records and the receipt's rows into the catalogue's inputs
 // and its values back into metrics.
 
-// degradedLagP99Ms is the client-fidelity bound of the metric definitions (metric.DegradedLagP99Ms).
-const degradedLagP99Ms = metric.DegradedLagP99Ms
-
 // percentile is metric.Percentile (Hyndman and Fan's type 7) over sorted, non-empty xs.
 func percentile(sorted []float64, q float64) float64 { return metric.Percentile(sorted, q) }
 
@@ -31,6 +28,11 @@ type rowSpec struct {
 	// sloKnown is false when the workload (and so the SLO) is not available: the SLO metrics are
 	// then not recomputed.
 	sloKnown bool
+	// bound is the case's fidelity bound (the defaults without a workload) and cal the row's
+	// recorded send calibration (empty in evidence written before it existed).
+	bound  metric.FidelityBound
+	cal    metric.Calibration
+	legacy bool // the row has no recorded judgement: judged by the rule it was written with
 }
 
 // rowFacts is a recomputed row: its counts, window, output set and metrics.
@@ -42,6 +44,8 @@ type rowFacts struct {
 	lagP50, lagP99, lagMax        float64
 	achieved                      float64
 	degraded                      bool
+	judgement                     metric.Judgement
+	reasons                       []string
 }
 
 // request is the record as the catalogue's formulas read it.
@@ -77,7 +81,7 @@ func measuredRequests(records []*record) ([]metric.Request, []*record) {
 // recomputeRow applies the row formulas to a row's records (any order; warmups are ignored).
 func recomputeRow(spec rowSpec, records []*record) rowFacts {
 	reqs, measured := measuredRequests(records)
-	ms := metric.RowSpec{Concurrency: spec.concurrency, Loop: contract.RowLoop(spec.loop), OfferedRate: spec.offered}
+	ms := metric.RowSpec{Concurrency: spec.concurrency, Loop: contract.RowLoop(spec.loop), OfferedRate: spec.offered, Bound: spec.bound, Calibration: spec.cal, Legacy: spec.legacy}
 	if spec.sloKnown {
 		ms.SLO = &metric.SLO{TTFTMs: spec.slo.TTFTMs, ICLMs: spec.slo.ICLMs, E2EMs: spec.slo.E2EMs}
 	}
@@ -87,7 +91,7 @@ func recomputeRow(spec rowSpec, records []*record) rowFacts {
 		requests: res.Requests, successes: res.Successes, failures: res.Failures,
 		windowSeconds: res.WindowSeconds, outputSet: outputSet(measured), metrics: metric.MetricsOf(res.Values),
 		lagP50: f.ScheduleLagP50Ms, lagP99: f.ScheduleLagP99Ms, lagMax: f.ScheduleLagMaxMs,
-		achieved: f.AchievedRate, degraded: f.Degraded,
+		achieved: f.AchievedRate, degraded: f.Degraded, judgement: f.Judgement, reasons: f.Reasons,
 	}
 }
 

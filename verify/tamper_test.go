@@ -464,8 +464,9 @@ func failCommandCase(t *testing.T, root, run string) {
 // TestDegradedRowNotPublishable: the frozen a-2's closed-loop row c2-r0 is degraded (real
 // evidence: its client's own lag). Resealed with a test key it verifies (a closed-loop row's lag
 // is diagnostic for publication). Relabelled as an open-loop row (a rate claim the row did not
-// run) and resealed, it is not publishable (degraded_row, naming the row) unless its workload case
-// declares measures_saturation: true.
+// run) and resealed, it is not publishable (degraded_row, naming the row), and declaring
+// measures_saturation: true in its workload case does not make it publishable (the runner writes
+// such a receipt not publishable as a rate claim; the verifier says the same).
 func TestDegradedRowNotPublishable(t *testing.T) {
 	const receipt = ".qualification/receipts/a-2.json"
 	root := copyTree(t, frozenRoot)
@@ -497,7 +498,7 @@ func TestDegradedRowNotPublishable(t *testing.T) {
 	for _, r := range frozenReceipts {
 		reseal(t, root, r, k)
 	}
-	if res := verifyAt(t, root, receipt, k.policy()); hasFinding(res, CheckSource, ErrDegradedRow, "") {
-		t.Fatalf("a case that measures saturation: degraded_row still reported:%s", findingsOf(res))
+	if res := verifyAt(t, root, receipt, k.policy()); !hasFinding(res, CheckSource, ErrDegradedRow, "lets the case pass but never makes the row a measurement of its offered rate") {
+		t.Fatalf("a case that measures saturation: want degraded_row saying saturation does not publish the row:%s", findingsOf(res))
 	}
 }

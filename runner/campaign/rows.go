@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // degradedRows describes the degraded open-loop rows of a serving case ("" when none): such a
@@ -53,6 +54,20 @@ func describeDegraded(rows []contract.Row, loop contract.RowLoop, label string) 
 		parts = append(parts, fmt.Sprintf("and %d more", n-len(parts)))
 	}
 	return fmt.Sprintf("%d of %d %s rows degraded (%s)", n, all, label, strings.Join(parts, "; "))
+}
+
+// degradedHint is what to do about the first degraded open-loop row, by the cause its fidelity
+// judgement measured (metric.FidelityHint): measures_saturation is suggested only when in flight
+// reached the concurrency cap.
+func degradedHint(rows []contract.Row) string {
+	for _, row := range rows {
+		if row.Loop == contract.RowLoopOpen && row.Fidelity.Degraded && row.Fidelity.Judgement != nil {
+			if h := metric.FidelityHint(string(row.Fidelity.Judgement.Cause)); h != "" {
+				return h
+			}
+		}
+	}
+	return "the client did not keep its schedule: see the row's fidelity reasons"
 }
 
 // laggingNotes are the receipt's notes for degraded closed-loop rows.

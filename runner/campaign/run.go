@@ -398,7 +398,7 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	}
 	if degraded := degradedRows(cr.Rows); degraded != "" {
 		if !measuresSaturation(c) {
-			problems = append(problems, degraded+"; the case does not measure its declared load (declare measures_saturation: true if saturation is what it measures)")
+			problems = append(problems, degraded+"; the case does not measure its declared load ("+degradedHint(cr.Rows)+")")
 		} else {
 			r.saturated = append(r.saturated, fmt.Sprintf("case %s (repetition %d) measures saturation: %s", c.ID, rep, degraded))
 		}

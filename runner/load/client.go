@@ -27,8 +27,17 @@ type options struct {
 	maxLine  int
 	reactors int
 	maxIdle  int
+	maxConns int
 	token    string
 	sink     recordSink
+	stall    stall
+}
+
+// stall is a test-only distortion (see distortion.go): the open-loop dispatcher sleeps d after
+// every n-th send.
+type stall struct {
+	every int
+	d     time.Duration
 }
 
 // WithLogger sends the package's debug records to l (the default discards them). Nothing the
@@ -61,6 +70,18 @@ func WithMaxIdleConns(n int) Option {
 	return func(o *options) {
 		if n > 0 {
 			o.maxIdle = n
+		}
+	}
+}
+
+// WithMaxConns limits the connections the client has open at once (n <= 0: no limit): a request
+// that finds every one busy waits for one to come back, and that wait shows as schedule lag. The
+// limit is recorded in each row's send calibration, so the fidelity verdict can name it
+// (connection_wait) when it, not the server, held requests back.
+func WithMaxConns(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxConns = n
 		}
 	}
 }
@@ -109,6 +130,11 @@ type Client struct {
 	idle   []*conn
 	open   map[*conn]struct{}
 	closed bool
+
+	// conns holds a token per open connection when WithMaxConns limits them (nil: no limit);
+	// freed is signalled when a connection goes idle or closes.
+	conns chan struct{}
+	freed chan struct{}
 }
 
 // conn is one keep-alive connection.
@@ -160,7 +186,10 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	} else if ip, err = netip.ParseAddr(host); err != nil || !ip.IsLoopback() || ip.Zone() != "" {
 		return nil, fmt.Errorf("base URL %q: host %q is not a loopback address (127.0.0.0/8, ::1 or localhost)", baseURL, host)
 	}
-	c := &Client{host: u.Host, prefix: strings.TrimSuffix(u.EscapedPath(), "/"), token: o.token, opt: o, open: map[*conn]struct{}{}}
+	c := &Client{host: u.Host, prefix: strings.TrimSuffix(u.EscapedPath(), "/"), token: o.token, opt: o, open: map[*conn]struct{}{}, freed: make(chan struct{}, 1)}
+	if o.maxConns > 0 {
+		c.conns = make(chan struct{}, o.maxConns)
+	}
 	c.addr = netip.AddrPortFrom(ip.Unmap(), uint16(port))
 	n := o.reactors
 	if n == 0 {
@@ -350,6 +379,9 @@ func (c *Client) wire(req Request) []byte {
 // Prewarm opens connections until n are idle, so that a row released together does not wait
 // for connects.
 func (c *Client) Prewarm(ctx context.Context, n int) error {
+	if c.conns != nil {
+		n = min(n, cap(c.conns))
+	}
 	c.mu.Lock()
 	need := n - len(c.idle)
 	c.mu.Unlock()
@@ -372,6 +404,15 @@ func (c *Client) get(ctx context.Context) (*conn, bool, error) {
 			return nil, false, errors.New("client closed")
 		}
 		n := len(c.idle)
+		if n == 0 && c.conns != nil && len(c.conns) == cap(c.conns) {
+			c.mu.Unlock()
+			select { // every connection is busy: wait for one to go idle or close
+			case <-c.freed:
+			case <-ctx.Done():
+				return nil, false, fmt.Errorf("wait for one of %d connections: %w", cap(c.conns), context.Cause(ctx))
+			}
+			continue
+		}
 		if n == 0 {
 			c.mu.Unlock()
 			cn, err := c.dial(ctx)
@@ -405,6 +446,7 @@ func (c *Client) put(cn *conn) {
 	if !c.closed && len(c.idle) < c.opt.maxIdle {
 		c.idle = append(c.idle, cn)
 		c.mu.Unlock()
+		c.signalFreed()
 		return
 	}
 	c.mu.Unlock()
@@ -414,19 +456,54 @@ func (c *Client) put(cn *conn) {
 // discard closes a connection.
 func (c *Client) discard(cn *conn) {
 	cn.mu.Lock()
+	released := false
 	if !cn.closed {
 		cn.r.remove(cn)
 		unix.Close(cn.fd)
 		cn.closed, cn.dead = true, true
+		released = true
 	}
 	cn.mu.Unlock()
+	if released && c.conns != nil {
+		<-c.conns
+		c.signalFreed()
+	}
 	c.mu.Lock()
 	delete(c.open, cn)
 	c.mu.Unlock()
 }
 
-// dial opens a new non-blocking TCP connection and registers it with a reactor.
+// signalFreed wakes one request waiting for a connection.
+func (c *Client) signalFreed() {
+	select {
+	case c.freed <- struct{}{}:
+	default:
+	}
+}
+
+// dial opens a new non-blocking TCP connection and registers it with a reactor (under
+// WithMaxConns, first waiting for the limit to allow one more).
 func (c *Client) dial(ctx context.Context) (*conn, error) {
+	if c.conns != nil {
+		select {
+		case c.conns <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for one of %d connections: %w", cap(c.conns), context.Cause(ctx))
+		}
+	}
+	cn, err := c.dialFD(ctx)
+	if err != nil && c.conns != nil && !errors.Is(err, errDiscarded) {
+		<-c.conns
+		c.signalFreed()
+	}
+	return cn, err
+}
+
+// errDiscarded marks a dial that failed after its connection existed (discard gave its token
+// back).
+var errDiscarded = errors.New("connection discarded")
+
+func (c *Client) dialFD(ctx context.Context) (*conn, error) {
 	family, sa := unix.AF_INET6, unix.Sockaddr(&unix.SockaddrInet6{Port: int(c.addr.Port()), Addr: c.addr.Addr().As16()})
 	if c.addr.Addr().Is4() {
 		family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: int(c.addr.Port()), Addr: c.addr.Addr().As4()}
@@ -463,8 +540,8 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	c.open[cn] = struct{}{}
 	c.mu.Unlock()
 	if err := cn.r.add(cn); err != nil {
-		c.discard(cn)
-		return nil, fmt.Errorf("register connection: %w", err)
+		c.discard(cn) // gives its connection token back
+		return nil, fmt.Errorf("register connection: %w (%w)", err, errDiscarded)
 	}
 	return cn, nil
 }

@@ -135,7 +135,11 @@ type request struct {
 // carries an error class and is excluded from latency metrics. The error is nil otherwise, or
 // wraps ErrPlan for a plan it cannot execute.
 func Run(ctx context.Context, plan Plan, opts ...Option) (*Result, error) {
-	o := buildOptions(opts)
+	distort, err := distortion(os.Getenv(DistortionEnv))
+	if err != nil {
+		return nil, err
+	}
+	o := buildOptions(append(opts, distort...))
 	if err := plan.check(); err != nil {
 		return nil, err
 	}
@@ -168,7 +172,7 @@ func Run(ctx context.Context, plan Plan, opts ...Option) (*Result, error) {
 		return nil, fmt.Errorf("%w: prompt set: %v", ErrPlan, err)
 	}
 	maxC := int(slices.Max(plan.Case.Concurrency))
-	copts := []Option{WithMaxIdleConns(maxC), WithLogger(o.log), WithMaxLineBytes(o.maxLine), WithBearerToken(token)}
+	copts := []Option{WithMaxIdleConns(maxC), WithLogger(o.log), WithMaxLineBytes(o.maxLine), WithBearerToken(token), WithMaxConns(o.maxConns)}
 	if o.reactors > 0 {
 		copts = append(copts, WithReactors(o.reactors))
 	} else {
@@ -416,10 +420,12 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	var tel *Telemetry
 	var before []byte
 	var sched *rowSchedule
+	var cal *contract.SendCalibration
 	if ctx.Err() == nil {
 		if err := r.client.Prewarm(ctx, int(c)); err != nil {
 			r.log.log.Debug("prewarm", "err", err)
 		}
+		cal = r.calibrate(ctx, reqs[nWarm:])
 		if r.plan.ScrapeMetrics {
 			tel = &Telemetry{Series: []metrics.SeriesDelta{}, Warnings: []string{}}
 			tel.TBeforeNs = int64(time.Since(r.plan.Epoch))
@@ -470,7 +476,8 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			out.Records = append(out.Records, *rec)
 		}
 	}
-	spec := metrics.RowSpec{Concurrency: c, Repetition: rep, Loop: contract.RowLoopClosed, SLO: r.slo(), PromptSetSHA256: r.promptSet, CacheRegime: r.plan.Case.CacheRegime, Tokenizer: r.plan.Case.Tokenizer}
+	spec := metrics.RowSpec{Concurrency: c, Repetition: rep, Loop: contract.RowLoopClosed, SLO: r.slo(), PromptSetSHA256: r.promptSet, CacheRegime: r.plan.Case.CacheRegime, Tokenizer: r.plan.Case.Tokenizer,
+		Fidelity: r.plan.Case.Fidelity, Calibration: cal}
 	if rt := r.plan.Case.Rate; rt != nil {
 		rate := rt.RequestsPerSecond
 		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, &rate
@@ -592,6 +599,9 @@ func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.
 				return
 			}
 			call := r.client.Start(ctx, r.request(&reqs[i]))
+			if st := r.log.stall; st.every > 0 && (i+1)%st.every == 0 {
+				time.Sleep(st.d) // test-only distortion (DistortionEnv)
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -8,11 +8,11 @@ import (
 	formulas "github.com/qualkit/qualkit/schemas/metric"
 )
 
-// The client-fidelity bounds of docs/metrics.md (formulas.DegradedLagP99Ms,
-// formulas.DegradedOpenLagP99Ms, formulas.DegradedRateFraction).
+// The client-fidelity bounds of docs/metrics.md (formulas.DefaultFidelityLagMs,
+// formulas.DegradedOpenLagMs, formulas.DegradedRateFraction).
 const (
-	DegradedLagP99Ms     = formulas.DegradedLagP99Ms
-	DegradedOpenLagP99Ms = formulas.DegradedOpenLagP99Ms
+	DefaultFidelityLagMs = formulas.DefaultFidelityLagMs
+	DegradedOpenLagMs    = formulas.DegradedOpenLagMs
 	DegradedRateFraction = formulas.DegradedRateFraction
 )
 
@@ -34,6 +34,28 @@ type RowSpec struct {
 	// Tokenizer is the case's bound tokenizer (nil when it binds none): the row then carries its
 	// token ledger.
 	Tokenizer *contract.Tokenizer
+	// Fidelity is the case's declared fidelity bound (nil: the defaults).
+	Fidelity *contract.FidelitySpec
+	// Calibration is the row's send calibration (nil: none was made).
+	Calibration *contract.SendCalibration
+}
+
+// CalibrationOf is the formulas' view of a recorded calibration (nil: empty).
+func CalibrationOf(c *contract.SendCalibration) formulas.Calibration {
+	if c == nil {
+		return formulas.Calibration{}
+	}
+	out := formulas.Calibration{SamplesNs: c.SamplesNs}
+	if c.Connections != nil {
+		out.Connections = *c.Connections
+	}
+	return out
+}
+
+// JudgementOf is the recorded form of a row's fidelity judgement.
+func JudgementOf(j formulas.Judgement) *contract.FidelityJudgement {
+	return &contract.FidelityJudgement{Cause: contract.FidelityJudgementCause(j.Cause), Quantile: j.Quantile, LagBoundMs: j.LagBoundMs,
+		Samples: int64(j.Samples), Order: int64(j.Order), LagMs: j.LagMs, Serialised: int64(j.Serialised)}
 }
 
 // Request reduces a request record to what the formulas of package metric read.
@@ -89,7 +111,8 @@ func Row(spec RowSpec, records []contract.RequestRecordDoc) contract.Row {
 		reqs[i] = Request(r)
 	}
 	slo := formulas.SLO{TTFTMs: spec.SLO.TTFTMs, ICLMs: spec.SLO.ICLMs, E2EMs: spec.SLO.E2EMs}
-	res := formulas.Row(formulas.RowSpec{Concurrency: spec.Concurrency, Loop: spec.Loop, OfferedRate: spec.OfferedRate, SLO: &slo}, reqs)
+	res := formulas.Row(formulas.RowSpec{Concurrency: spec.Concurrency, Loop: spec.Loop, OfferedRate: spec.OfferedRate, SLO: &slo,
+		Bound: formulas.BoundOf(spec.Fidelity), Calibration: CalibrationOf(spec.Calibration)}, reqs)
 	f := res.Fidelity
 	row := contract.Row{
 		Concurrency: spec.Concurrency, Repetition: spec.Repetition, Loop: spec.Loop,
@@ -100,6 +123,7 @@ func Row(spec RowSpec, records []contract.RequestRecordDoc) contract.Row {
 		Fidelity: contract.Fidelity{
 			ScheduleLagP50Ms: f.ScheduleLagP50Ms, ScheduleLagP99Ms: f.ScheduleLagP99Ms, ScheduleLagMaxMs: f.ScheduleLagMaxMs,
 			OfferedRate: spec.OfferedRate, AchievedRate: f.AchievedRate, Degraded: f.Degraded, Reasons: f.Reasons,
+			Calibration: spec.Calibration, Judgement: JudgementOf(f.Judgement),
 		},
 	}
 	if f.HasInFlight {

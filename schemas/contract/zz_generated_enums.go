@@ -987,6 +987,34 @@ func (v EvidenceErrorSide) Valid() bool {
 	return false
 }
 
+// FidelityJudgementCause is the enum at caseresult/v1 #FidelityJudgement.cause.
+//
+// CUE: caseresult/v1 #FidelityJudgement.cause.
+type FidelityJudgementCause string
+
+// The values of FidelityJudgementCause.
+const (
+	FidelityJudgementCauseNone               FidelityJudgementCause = "none"
+	FidelityJudgementCauseStarvedClient      FidelityJudgementCause = "starved_client"
+	FidelityJudgementCauseBurstSerialisation FidelityJudgementCause = "burst_serialisation"
+	FidelityJudgementCauseConnectionWait     FidelityJudgementCause = "connection_wait"
+	FidelityJudgementCauseServerSaturation   FidelityJudgementCause = "server_saturation"
+)
+
+// FidelityJudgementCauseValues lists the values of FidelityJudgementCause in contract order.
+func FidelityJudgementCauseValues() []FidelityJudgementCause {
+	return []FidelityJudgementCause{FidelityJudgementCauseNone, FidelityJudgementCauseStarvedClient, FidelityJudgementCauseBurstSerialisation, FidelityJudgementCauseConnectionWait, FidelityJudgementCauseServerSaturation}
+}
+
+// Valid reports whether v is one of the values of FidelityJudgementCause.
+func (v FidelityJudgementCause) Valid() bool {
+	switch v {
+	case FidelityJudgementCauseNone, FidelityJudgementCauseStarvedClient, FidelityJudgementCauseBurstSerialisation, FidelityJudgementCauseConnectionWait, FidelityJudgementCauseServerSaturation:
+		return true
+	}
+	return false
+}
+
 // FinishReasonAssertionEquals is the enum at workload/v1 #FinishReasonAssertion.equals.
 //
 // CUE: workload/v1 #FinishReasonAssertion.equals.

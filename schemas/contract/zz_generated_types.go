@@ -135,6 +135,35 @@ type Fidelity struct {
 	// InFlightMean is the time-averaged number of measured requests in flight over the
 	// row's window.
 	InFlightMean *float64 `json:"in_flight_mean,omitempty"`
+	// Calibration and judgement: absent in evidence written before they existed.
+	Calibration *SendCalibration   `json:"calibration,omitempty"`
+	Judgement   *FidelityJudgement `json:"judgement,omitempty"`
+}
+
+// SendCalibration is the client's own send path timed before the row (docs/metrics.md).
+//
+// CUE: caseresult/v1 #SendCalibration.
+type SendCalibration struct {
+	// SamplesNs are the timed sends in order; send_cost_ns is their 0.9-quantile.
+	SamplesNs  []int64 `json:"samples_ns"`
+	SendCostNs int64   `json:"send_cost_ns"`
+	// Connections is the client's connection limit; null when it has none.
+	Connections *int64 `json:"connections"`
+}
+
+// FidelityJudgement is how a row was judged: the order statistic (1-based, 0 with too few samples) of the client's own
+// serialisation-adjusted lags that was judged against the case's bound, and the cause named.
+//
+// CUE: caseresult/v1 #FidelityJudgement.
+type FidelityJudgement struct {
+	Cause      FidelityJudgementCause `json:"cause"`
+	Quantile   float64                `json:"quantile"`
+	LagBoundMs float64                `json:"lag_bound_ms"`
+	Samples    int64                  `json:"samples"`
+	Order      int64                  `json:"order"`
+	LagMs      float64                `json:"lag_ms"`
+	// Serialised counts the judged arrivals at a serialisation position above 0.
+	Serialised int64 `json:"serialised"`
 }
 
 // RowDeviceTelemetry binds a row's device telemetry samples (qualkit.telemetry-sample.v1 JSONL)
@@ -2791,6 +2820,9 @@ type Case struct {
 	// reported without failing the case (the receipt is not publishable as a rate claim). Absent
 	// means false: a degraded row fails its case.
 	MeasuresSaturation *bool `json:"measures_saturation,omitempty"`
+	// Fidelity declares the client-fidelity bound its rows are judged by (docs/metrics.md
+	// "Client fidelity"); absent means lag_ms 1 and quantile 0.99.
+	Fidelity *FidelitySpec `json:"fidelity,omitempty"`
 	// DeviceTelemetry turns on the device telemetry sampler for every row (docs/accelerators.md).
 	DeviceTelemetry *DeviceTelemetry `json:"device_telemetry,omitempty"`
 	// CacheRegime declares the prefix-cache regime of every row (docs/caching.md): cold puts a
@@ -2979,6 +3011,15 @@ type Rate struct {
 	RequestsPerSecond float64  `json:"requests_per_second"`
 	// Burstiness is the gamma shape k (coefficient of variation of the gaps 1/sqrt(k)).
 	Burstiness *float64 `json:"burstiness,omitempty"`
+}
+
+// FidelitySpec is the client-fidelity bound: a row is degraded when, at 95 % confidence, the quantile of the schedule lag the
+// client itself caused (each arrival against its serialisation position) exceeds lag_ms.
+//
+// CUE: workload/v1 #FidelitySpec.
+type FidelitySpec struct {
+	LagMs    *float64 `json:"lag_ms,omitempty"`
+	Quantile *float64 `json:"quantile,omitempty"`
 }
 
 // DeviceTelemetry declares the sampler: readings of every device serving the backend, every

@@ -2,27 +2,9 @@ package metric
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/qualkit/qualkit/schemas/contract"
-)
-
-// DegradedLagP99Ms is the client-fidelity bound: a row whose schedule lag (t_send - t_sched,
-// over the requests the client itself delayed) has a p99 above it is marked degraded, because
-// the client, not the server, decided when requests went out.
-const DegradedLagP99Ms = 1.0
-
-// Open-loop schedule bounds: an open-loop row is degraded (not a measurement of its offered load)
-// when its measured requests went out behind their schedule, whoever delayed them. It is
-// degraded when the p99 schedule lag over every sent measured request (arrivals that found all
-// concurrency slots busy included) exceeds DegradedOpenLagP99Ms, or when the achieved send rate
-// is below DegradedRateFraction of the scheduled rate ((n - 1) / (max t_sched - min t_sched) over
-// the same n requests: the rate the row's own schedule asked for, so Poisson variance does not
-// count).
-const (
-	DegradedOpenLagP99Ms = 10.0
-	DegradedRateFraction = 0.9
 )
 
 // Request is one measured request record reduced to what the formulas read. Times are
@@ -81,6 +63,14 @@ type RowSpec struct {
 	OfferedRate *float64
 	// SLO is the case's SLO; nil when it is not known (the SLO metrics are then not computed).
 	SLO *SLO
+	// Bound is the case's fidelity bound (the zero value: the defaults, BoundOf(nil)).
+	Bound FidelityBound
+	// Calibration is the row's send calibration (empty in evidence written before it existed:
+	// no serialisation allowance).
+	Calibration Calibration
+	// Legacy judges by the rule of evidence written before the judgement was recorded
+	// (legacy.go); the verifier sets it for such rows.
+	Legacy bool
 }
 
 // Value is one computed metric.
@@ -111,6 +101,8 @@ type Fidelity struct {
 	InFlightPeak int64
 	InFlightMean float64
 	HasInFlight  bool
+	// Judgement is how the row was judged (fidelity.go).
+	Judgement Judgement
 }
 
 // RowResult is a row's numbers.
@@ -402,65 +394,21 @@ func sentRate(measured []Request, at func(*Request) int64) (float64, int) {
 	return float64(n-1) / (float64(hi-lo) / 1e9), n
 }
 
-// fidelity measures the client. In closed loop every lag is the client's own. In open loop an
-// arrival that found all concurrency slots busy (at least Concurrency other requests sent and not
-// yet closed at its t_sched) waited for the server, not the client: its lag is reported but does
-// not mark the row degraded.
+// fidelity measures the client: the lag summary over every sent request and the judgement of
+// fidelity.go.
 func fidelity(spec RowSpec, measured []Request, lags []float64, achieved float64) Fidelity {
+	if spec.Legacy {
+		return legacyFidelity(spec, measured, lags, achieved)
+	}
 	s := Summarize(lags)
 	f := Fidelity{
 		ScheduleLagP50Ms: max(0, s.P50), ScheduleLagP99Ms: max(0, s.P99), ScheduleLagMaxMs: max(0, s.Max),
 		AchievedRate: achieved, Reasons: []string{},
 	}
-	own := lags
-	capped := 0
-	if spec.Loop == contract.RowLoopOpen {
-		own = nil
-		for j := range measured {
-			v := &measured[j]
-			if !v.HasSend {
-				continue
-			}
-			busy := int64(0)
-			for i := range measured {
-				u := &measured[i]
-				if i != j && u.HasSend && u.Send <= v.Sched && (!u.HasClose || u.Close > v.Sched) {
-					busy++
-				}
-			}
-			if busy >= spec.Concurrency {
-				capped++
-				continue
-			}
-			own = append(own, ms(v.Send-v.Sched))
-		}
-	}
-	if len(own) > 0 {
-		if p99 := Summarize(own).P99; p99 > DegradedLagP99Ms {
-			f.Degraded = true
-			what := "schedule lag"
-			if spec.Loop == contract.RowLoopOpen {
-				what = "schedule lag of arrivals that found a free slot"
-			}
-			f.Reasons = append(f.Reasons, fmt.Sprintf("p99 %s %.3f ms exceeds %.3f ms: the client, not the server, delayed requests", what, p99, DegradedLagP99Ms))
-		}
-	}
-	if f.Degraded && capped > 0 {
-		f.Reasons = append(f.Reasons, fmt.Sprintf("%d arrivals found all %d slots busy (server-bound, excluded from the lag bound)", capped, spec.Concurrency))
-	}
-	if spec.Loop == contract.RowLoopOpen {
-		if len(lags) > 0 && s.P99 > DegradedOpenLagP99Ms {
-			f.Degraded = true
-			f.Reasons = append(f.Reasons, fmt.Sprintf("p99 schedule lag %.3f ms over every sent arrival exceeds %.3f ms: requests went out behind their schedule (%d of %d found all %d slots busy)", s.P99, DegradedOpenLagP99Ms, capped, len(lags), spec.Concurrency))
-		}
-		if sched, n := Scheduled(measured); n >= 2 && sched > 0 && achieved < DegradedRateFraction*sched {
-			f.Degraded = true
-			offered := ""
-			if spec.OfferedRate != nil {
-				offered = fmt.Sprintf(", offered %g/s", *spec.OfferedRate)
-			}
-			f.Reasons = append(f.Reasons, fmt.Sprintf("achieved rate %.3f/s is below %g of the scheduled rate %.3f/s%s: the row did not sustain its offered load", achieved, DegradedRateFraction, sched, offered))
-		}
+	jd, degraded, reasons := judge(spec, measured, achieved)
+	f.Judgement, f.Degraded = jd, degraded
+	if degraded {
+		f.Reasons = append(f.Reasons, reasons...)
 	}
 	return f
 }

@@ -107,32 +107,58 @@ func (p pageData) CDF(receipt, kase, row int, d *Distribution) template.HTML {
 	return template.HTML(cdfSVG(string(d.Label), d.Unit, p.samplesOf(receipt, kase, row, string(d.Metric)), d.P50, d.P99))
 }
 
+// loadAxis is the x axis of a case's throughput charts: the offered rate when every row is open
+// loop with a declared rate (an open-loop case's load is its rate, not the concurrency cap),
+// else the concurrency.
+func loadAxis(c Case) (string, func(Row) float64) {
+	open := len(c.Rows) > 0
+	for _, r := range c.Rows {
+		if r.Loop != contract.RowLoopOpen || r.Fidelity.OfferedRate == nil {
+			open = false
+		}
+	}
+	if open {
+		return "offered rate (requests/s)", func(r Row) float64 { return *r.Fidelity.OfferedRate }
+	}
+	return "concurrency", func(r Row) float64 { return float64(r.Concurrency) }
+}
+
 func throughputSVG(c Case) string {
+	axis, at := loadAxis(c)
 	s := series{name: "output tokens/s (request window)", color: colP50}
 	for _, r := range c.Rows {
 		if r.Throughput.OutputTokensPerSecond != nil {
-			s.points = append(s.points, point{r.Concurrency, *r.Throughput.OutputTokensPerSecond})
+			s.points = append(s.points, point{at(r), *r.Throughput.OutputTokensPerSecond})
 		}
 	}
-	return concurrencySVG("Request-window output throughput", "tokens/s", []series{s})
+	return concurrencySVG("Request-window output throughput", "tokens/s", axis, []series{s})
 }
 
 func rateSVG(c Case) string {
+	axis, at := loadAxis(c)
 	req := series{name: "requests/s", color: colCurve}
 	good := series{name: "SLO goodput", color: colGreen, dash: "5 4"}
 	for _, r := range c.Rows {
 		if r.Throughput.RequestsPerSecond != nil {
-			req.points = append(req.points, point{r.Concurrency, *r.Throughput.RequestsPerSecond})
+			req.points = append(req.points, point{at(r), *r.Throughput.RequestsPerSecond})
 		}
 		if r.Throughput.GoodputPerSecond != nil {
-			good.points = append(good.points, point{r.Concurrency, *r.Throughput.GoodputPerSecond})
+			good.points = append(good.points, point{at(r), *r.Throughput.GoodputPerSecond})
 		}
 	}
 	ss := []series{req}
 	if len(good.points) > 0 {
 		ss = append(ss, good)
 	}
-	return concurrencySVG("Request throughput and goodput", "requests/s", ss)
+	if axis != "concurrency" {
+		// An open-loop case: the rate the client sent at beside what the server completed.
+		sent := series{name: "achieved send rate", color: colAxis, dash: "2 3"}
+		for _, r := range c.Rows {
+			sent.points = append(sent.points, point{at(r), r.Fidelity.AchievedRate})
+		}
+		ss = append(ss, sent)
+	}
+	return concurrencySVG("Request throughput and goodput", "requests/s", axis, ss)
 }
 
 // ruleClass is the CSS class of a rule's status (a RuleStatus or a DeltaRule, spelt alike).

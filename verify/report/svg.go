@@ -202,9 +202,9 @@ func quantile(sorted []float64, q float64) float64 {
 // textWidth estimates the width of 11 px text.
 func textWidth(s string) float64 { return float64(len([]rune(s))) * 6.3 }
 
-// point is one value of a series at a concurrency.
+// point is one value of a series at a load: a concurrency, or an open-loop row's offered rate.
 type point struct {
-	x int64
+	x float64
 	y float64
 }
 
@@ -215,16 +215,17 @@ type series struct {
 	points []point
 }
 
-// concurrencySVG draws series against concurrency: one dot per row, a line through the mean of
-// each concurrency. Concurrency levels are spaced evenly (their values label the axis).
-func concurrencySVG(title, unit string, ss []series) string {
+// concurrencySVG draws series against the load axis (concurrency, or offered rate for open-loop
+// rows): one dot per row, a line through the mean of each load. Load levels are spaced evenly
+// (their values label the axis).
+func concurrencySVG(title, unit, axis string, ss []series) string {
 	const w, h = 440.0, 250.0
 	const left, right, top, bottom = 58.0, 16.0, 40.0, 40.0
 	pw, ph := w-left-right, h-top-bottom
 	s := &svgWriter{}
-	s.open("concurrency", title+" vs concurrency ("+unit+")", w, h)
+	s.open("concurrency", title+" vs "+axis+" ("+unit+")", w, h)
 	s.text(left, 14, "start", colInk, "600", title)
-	var xs []int64
+	var xs []float64
 	ymax := 0.0
 	for _, sr := range ss {
 		for _, p := range sr.points {
@@ -242,7 +243,7 @@ func concurrencySVG(title, unit string, ss []series) string {
 	ticks := niceTicks(0, math.Max(ymax, 1e-9), 4)
 	yhi := ticks[len(ticks)-1]
 	y := func(v float64) float64 { return top + (1-v/yhi)*ph }
-	x := func(c int64) float64 {
+	x := func(c float64) float64 {
 		i := slices.Index(xs, c)
 		if len(xs) == 1 {
 			return left + pw/2
@@ -256,10 +257,10 @@ func concurrencySVG(title, unit string, ss []series) string {
 	}
 	for _, c := range xs {
 		s.line(x(c), top+ph, x(c), top+ph+4, colAxis, 1, "")
-		s.text(x(c), top+ph+15, "middle", colAxis, "", strconv.FormatInt(c, 10))
+		s.text(x(c), top+ph+15, "middle", colAxis, "", num(c))
 	}
 	s.line(left, top+ph, left+pw, top+ph, colAxis, 1, "")
-	s.text(left+pw/2, h-4, "middle", colAxis, "", "concurrency")
+	s.text(left+pw/2, h-4, "middle", colAxis, "", axis)
 	s.f(`<text x="12" y="%s" text-anchor="middle" fill="%s" transform="rotate(-90 12 %s)">%s</text>`, fx(top+ph/2), colAxis, fx(top+ph/2), esc(unit))
 	lx := left
 	for _, sr := range ss {
@@ -267,7 +268,7 @@ func concurrencySVG(title, unit string, ss []series) string {
 		s.line(lx, 28, lx+14, 28, sr.color, 2, sr.dash)
 		s.text(lx+18, 32, "start", colInk, "", sr.name)
 		lx += 18 + textWidth(sr.name) + 14
-		means := map[int64][]float64{}
+		means := map[float64][]float64{}
 		for _, p := range sr.points {
 			means[p.x] = append(means[p.x], p.y)
 		}
@@ -298,7 +299,7 @@ func concurrencySVG(title, unit string, ss []series) string {
 			if sr.dash != "" {
 				fill = "#fff" // hollow: a dashed series stays visible over a solid one with equal values
 			}
-			s.f(`<circle cx="%s" cy="%s" r="3.4" fill="%s" stroke="%s" stroke-width="1.4"><title>%s</title></circle>`, fx(x(p.x)), fx(y(p.y)), fill, sr.color, esc(fmt.Sprintf("%s at concurrency %d: %s %s", sr.name, p.x, num(p.y), unit)))
+			s.f(`<circle cx="%s" cy="%s" r="3.4" fill="%s" stroke="%s" stroke-width="1.4"><title>%s</title></circle>`, fx(x(p.x)), fx(y(p.y)), fill, sr.color, esc(fmt.Sprintf("%s at %s %s: %s %s", sr.name, axis, num(p.x), num(p.y), unit)))
 		}
 	}
 	return s.close()

@@ -25,6 +25,7 @@ const summaryWidth = 100
 // source: what is printed is what the evidence says); a file that cannot be read is named
 // instead. Command cases have no rows and print nothing.
 func printServingSummary(w io.Writer, root string, rc *contract.ReceiptDoc) {
+	rates := caseRates(root, rc)
 	first := true
 	for _, res := range rc.Results {
 		if res.CaseResult == nil {
@@ -40,7 +41,7 @@ func printServingSummary(w io.Writer, root string, rc *contract.ReceiptDoc) {
 				fmt.Fprintln(w, "\nserving rows (from the case results; ms = milliseconds):")
 				first = false
 			}
-			for _, l := range rowSummary(res.ID, res.Repetition, row) {
+			for _, l := range rowSummary(res.ID, res.Repetition, row, rates[res.ID]) {
 				if len(l) > summaryWidth {
 					l = l[:summaryWidth-3] + "..."
 				}
@@ -63,9 +64,50 @@ func readCaseResult(root, rel string) (*contract.CaseResultDoc, error) {
 	return &cr, nil
 }
 
-// rowSummary is the lines of one serving row. A metric the row does not have (no successful
-// request, a single token) shows as "-", never as zero.
-func rowSummary(caseID string, rep int64, row contract.Row) []string {
+// caseRates are the open-loop arrival processes of the variant's cases, by case id, read from the
+// workload file the receipt names (none when it cannot be read: the rate ranges are then not
+// printed).
+func caseRates(root string, rc *contract.ReceiptDoc) map[string]*contract.Rate {
+	out := map[string]*contract.Rate{}
+	b, err := evidence.ReadFileLimited(filepath.Join(root, filepath.FromSlash(rc.Workload.Path)), jsonstrict.MaxDocumentBytes)
+	if err != nil {
+		return out
+	}
+	var wl contract.WorkloadDoc
+	if json.Unmarshal(b, &wl) != nil {
+		return out
+	}
+	for _, v := range wl.Variants {
+		if v.ID != rc.Workload.Variant {
+			continue
+		}
+		for _, c := range v.Cases {
+			if c.Rate != nil {
+				out[c.ID] = c.Rate
+			}
+		}
+	}
+	return out
+}
+
+// rateRange says whether an achieved rate lies within the 95 % range of the seeded process
+// (metric.RateRange) for n arrivals; "" when there is no process or range.
+func rateRange(rate *contract.Rate, n int64, achieved float64) string {
+	lo, hi, ok := metric.RateRange(rate, int(n))
+	if !ok || rate.Mode == contract.RateModeConstant {
+		return ""
+	}
+	where := "within"
+	if achieved < lo || achieved > hi {
+		where = "outside"
+	}
+	return fmt.Sprintf(" (%s the %g %% range %s to %s req/s of %d seeded %s arrivals)", where, metric.RateConfidence*100, formatNumber(lo), formatNumber(hi), n, rate.Mode)
+}
+
+// rowSummary is the lines of one serving row (rate: the case's arrival process, nil in closed
+// loop). A metric the row does not have (no successful request, a single token) shows as "-",
+// never as zero.
+func rowSummary(caseID string, rep int64, row contract.Row, rate *contract.Rate) []string {
 	m := map[string]float64{}
 	for _, x := range row.Metrics {
 		m[x.Name] = x.Value
@@ -91,6 +133,9 @@ func rowSummary(caseID string, rep int64, row contract.Row) []string {
 			unit = " sessions/s, "
 		}
 		conc = "offered rate " + formatNumber(*row.Fidelity.OfferedRate) + unit + conc
+		if !sessionRow(row) {
+			conc += rateRange(rate, row.Requests, row.Fidelity.AchievedRate)
+		}
 	}
 	if row.Fidelity.InFlightPeak != nil && row.Fidelity.InFlightMean != nil {
 		conc = fmt.Sprintf("in flight peak %d mean %s, %s", *row.Fidelity.InFlightPeak, formatNumber(*row.Fidelity.InFlightMean), conc)
@@ -102,8 +147,8 @@ func rowSummary(caseID string, rep int64, row contract.Row) []string {
 		fmt.Sprintf("  E2E ms p50 %s p99 %s | window %s s", get("e2e_ms.p50"), get("e2e_ms.p99"), get("window_s")),
 		fmt.Sprintf("  throughput %s req/s, %s output tok/s | goodput %s req/s",
 			get("request_throughput"), get("output_throughput_window"), get("slo_goodput")),
-		"  " + conc,
 	}
+	lines = append(lines, wrap("  "+conc, "    ", summaryWidth)...)
 	if e := row.Ended; e != nil {
 		lines = append(lines, fmt.Sprintf("  ended by %s after %s s, %d cut at the grace deadline", e.Reason, formatNumber(e.AfterSeconds), e.Cut))
 	}
@@ -127,6 +172,11 @@ func rowSummary(caseID string, rep int64, row contract.Row) []string {
 	}
 	for _, r := range row.Fidelity.Reasons {
 		lines = append(lines, wrap("  fidelity: "+r, "    ", summaryWidth)...)
+	}
+	if jd := row.Fidelity.Judgement; jd != nil && row.Fidelity.Degraded {
+		if h := metric.FidelityHint(string(jd.Cause)); h != "" {
+			lines = append(lines, wrap("  hint ("+strings.ReplaceAll(string(jd.Cause), "_", " ")+"): "+h, "    ", summaryWidth)...)
+		}
 	}
 	return lines
 }

@@ -1,0 +1,162 @@
+package metric
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+)
+
+// Exact binomial order statistics (Python: the largest k with sum_{i>=k} C(n,i) q^i (1-q)^(n-i)
+// >= 0.95, in exact integer arithmetic).
+func TestLowerOrder(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		q    float64
+		want int
+	}{{16, .99, 15}, {5, .99, 5}, {6, .99, 5}, {1, .5, 0}, {5, .5, 1}, {100, .99, 97}, {1000, .99, 985}, {1500, .99, 1478}, {20, .9, 16}} {
+		got, ok := LowerOrder(tc.n, tc.q, FidelityConfidence)
+		if got != tc.want || ok != (tc.want > 0) {
+			t.Errorf("LowerOrder(%d, %g) = %d, %v; want %d", tc.n, tc.q, got, ok, tc.want)
+		}
+	}
+}
+
+const msNs = int64(1e6)
+
+// open builds open-loop requests: sched offsets (ns) and their lags (ns); each closes 50 ms after
+// its send.
+func open(sched, lag []int64) []Request {
+	out := make([]Request, len(sched))
+	for i := range sched {
+		s := sched[i] + lag[i]
+		out[i] = Request{Sched: sched[i], Send: s, HasSend: true, End: s + 40*msNs, HasEnd: true, Close: s + 50*msNs, HasClose: true, HasUsage: true, Completion: 4}
+	}
+	return out
+}
+
+func fidelityOf(spec RowSpec, reqs []Request) Fidelity {
+	achieved, _ := Achieved(reqs)
+	var lags []float64
+	for _, r := range reqs {
+		lags = append(lags, ms(r.Send-r.Sched))
+	}
+	return fidelity(spec, reqs, lags, achieved)
+}
+
+func TestFidelityJudgement(t *testing.T) {
+	every := func(n int, gap int64) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = int64(i) * gap
+		}
+		return out
+	}
+	flat := func(n int, v int64) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	// One scheduler hiccup in a 16-request row at 2/s: the "p99 1.457 ms of 16".
+	hiccup := flat(16, 80_000)
+	hiccup[7] = 1_457_000
+	two := flat(16, 80_000)
+	two[3], two[9] = 1_457_000, 1_300_000
+	// 28 arrivals at one instant, sent 60 µs apart (a Mooncake tick of long prompts).
+	burst := make([]int64, 28)
+	for i := range burst {
+		burst[i] = 30_000 + int64(i)*60_000
+	}
+	// A client stalled 5 ms every 100 sends at 1,000/s: the next arrivals leave late.
+	stall := flat(1000, 50_000)
+	for i := 100; i < 1000; i += 100 {
+		for k := range 5 {
+			stall[i+k] = 5*msNs - int64(k)*msNs
+		}
+	}
+	cal := Calibration{SamplesNs: flat(32, 25_000)}
+	slow := Calibration{SamplesNs: flat(32, 60_000)}
+	for _, tc := range []struct {
+		name     string
+		spec     RowSpec
+		sched    []int64
+		lag      []int64
+		degraded bool
+		cause    string
+		order    int
+	}{
+		{"one hiccup of 16 is faithful", RowSpec{Concurrency: 4, Loop: contract.RowLoopOpen}, every(16, 500*msNs), hiccup, false, CauseNone, 15},
+		{"two hiccups of 16 are degraded", RowSpec{Concurrency: 4, Loop: contract.RowLoopOpen}, every(16, 500*msNs), two, true, CauseStarvedClient, 15},
+		{"a declared bound is the bound", RowSpec{Concurrency: 4, Loop: contract.RowLoopOpen, Bound: FidelityBound{LagMs: 2, Quantile: .99}}, every(16, 500*msNs), two, false, CauseNone, 15},
+		{"a burst against its serialisation position", RowSpec{Concurrency: 64, Loop: contract.RowLoopOpen, Calibration: slow}, flat(28, 0), burst, false, CauseNone, 27},
+		{"a burst without calibration", RowSpec{Concurrency: 64, Loop: contract.RowLoopOpen}, flat(28, 0), burst, true, CauseBurstSerialisation, 27},
+		{"a stalled client", RowSpec{Concurrency: 64, Loop: contract.RowLoopOpen, Calibration: cal}, every(1000, msNs), stall, true, CauseStarvedClient, 985},
+		{"an idle client at 1,000/s", RowSpec{Concurrency: 64, Loop: contract.RowLoopOpen, Calibration: cal}, every(1000, msNs), flat(1000, 50_000), false, CauseNone, 985},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fidelityOf(tc.spec, open(tc.sched, tc.lag))
+			if f.Degraded != tc.degraded || f.Judgement.Cause != tc.cause || f.Judgement.Order != tc.order {
+				t.Fatalf("degraded %v cause %s order %d (%v); want %v %s %d", f.Degraded, f.Judgement.Cause, f.Judgement.Order, f.Reasons, tc.degraded, tc.cause, tc.order)
+			}
+			if tc.degraded && !strings.Contains(f.Reasons[0], strings.ReplaceAll(tc.cause, "_", " ")) {
+				t.Errorf("reason %q does not name %s", f.Reasons[0], tc.cause)
+			}
+		})
+	}
+}
+
+// Arrivals that wait for one of the client's two connections while fewer than the concurrency
+// cap are in flight: connection wait, not saturation.
+func TestFidelityConnectionWait(t *testing.T) {
+	var reqs []Request
+	for i := range 40 {
+		sched := int64(i) * 5 * msNs
+		// 2 connections, each request holds one 20 ms: request i leaves when request i-2 closed.
+		send := sched
+		if i >= 2 {
+			send = max(sched, reqs[i-2].Close)
+		}
+		reqs = append(reqs, Request{Sched: sched, Send: send, HasSend: true, End: send + 19*msNs, HasEnd: true, Close: send + 20*msNs, HasClose: true, HasUsage: true, Completion: 4})
+	}
+	f := fidelityOf(RowSpec{Concurrency: 16, Loop: contract.RowLoopOpen, Calibration: Calibration{SamplesNs: []int64{20_000}, Connections: 2}}, reqs)
+	if !f.Degraded || f.Judgement.Cause != CauseConnectionWait {
+		t.Fatalf("degraded %v cause %s: %v", f.Degraded, f.Judgement.Cause, f.Reasons)
+	}
+	f = fidelityOf(RowSpec{Concurrency: 2, Loop: contract.RowLoopOpen}, reqs)
+	if !f.Degraded || f.Judgement.Cause != CauseServerSaturation {
+		t.Fatalf("with a cap of 2: degraded %v cause %s: %v", f.Degraded, f.Judgement.Cause, f.Reasons)
+	}
+}
+
+func TestSendCost(t *testing.T) {
+	if got := SendCostNs([]int64{10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 1_000_000}); got != 100 {
+		t.Fatalf("SendCostNs = %d, want 100 (the 0.9-quantile, type 7)", got)
+	}
+	if got := SendCostNs(nil); got != 0 {
+		t.Fatalf("SendCostNs(nil) = %d", got)
+	}
+}
+
+// Chi-square quantiles (Gamma(df/2, 2)) from tables, and the 16 Poisson arrivals at 2/s.
+func TestRateRange(t *testing.T) {
+	for _, tc := range []struct{ a, p, want float64 }{{15, .025, 16.791 / 2}, {15, .975, 46.979 / 2}, {0.5, .95, 3.841 / 2}, {50, .5, 99.334 / 2}} {
+		if got := GammaQuantile(tc.a, tc.p); math.Abs(got-tc.want) > 1e-3*tc.want {
+			t.Errorf("GammaQuantile(%g, %g) = %g, want %g", tc.a, tc.p, got, tc.want)
+		}
+	}
+	lo, hi, ok := RateRange(&contract.Rate{Mode: contract.RateModePoisson, RequestsPerSecond: 2}, 16)
+	if !ok || math.Abs(lo-15/(46.979/4)) > 1e-3 || math.Abs(hi-15/(16.791/4)) > 1e-3 {
+		t.Fatalf("RateRange(poisson 2/s, 16) = %g, %g, %v", lo, hi, ok)
+	}
+	if lo, hi, _ := RateRange(&contract.Rate{Mode: contract.RateModeConstant, RequestsPerSecond: 2}, 16); lo != 2 || hi != 2 {
+		t.Fatalf("constant: %g, %g", lo, hi)
+	}
+	k := 4.0
+	glo, ghi, _ := RateRange(&contract.Rate{Mode: contract.RateModeGamma, RequestsPerSecond: 2, Burstiness: &k}, 16)
+	if !(glo > lo && ghi < hi) {
+		t.Fatalf("gamma shape 4 (more regular) range %g..%g is not inside Poisson's %g..%g", glo, ghi, lo, hi)
+	}
+}
