@@ -47,6 +47,10 @@ var (
 	// ErrTreeHashMismatch: the receipt's tree or tree hash differs from the one recomputed from
 	// the checkout's git objects for its commit.
 	ErrTreeHashMismatch = reason("tree_hash_mismatch", "source tree hash differs from its recomputation")
+	// ErrInputNotInCommit: a bound input the checks read (the workload, a launch recipe, a corpus
+	// file) is not the blob the receipt's commit holds at its path: the receipt names a source it
+	// did not run.
+	ErrInputNotInCommit = reason("input_not_in_commit", "bound input is not the commit's")
 )
 
 // Reasons of the hashes check.
@@ -228,7 +232,7 @@ var ErrFindingsTruncated = reason("findings_truncated", "more findings omitted")
 func Reasons() []*Reason {
 	return []*Reason{
 		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract, ErrSelfHash,
-		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain, ErrTreeHashMismatch,
+		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain, ErrTreeHashMismatch, ErrInputNotInCommit,
 		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput, ErrIdentityMismatch,
 		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer, ErrSignaturePolicy,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
