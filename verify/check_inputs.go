@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
 )
 
 // inputBlob is what the commit a receipt names holds at the path of one of its bound inputs.
