@@ -122,6 +122,11 @@ var (
 	ErrLifecycleFailed = reason("lifecycle_failed", "lifecycle failed")
 	// ErrLifecycleMismatch: the lifecycle record disagrees with the receipt, the recipe or the log.
 	ErrLifecycleMismatch = reason("lifecycle_mismatch", "lifecycle record disagrees")
+	// ErrLifecycleImplausible: the lifecycle record cannot be what the runner measured: an elapsed
+	// time that is not the difference of its own offsets, events out of order, a graceful shutdown
+	// longer than the recipe's deadline, more readiness probes than fit in the time, a leader that
+	// does not lead its process group.
+	ErrLifecycleImplausible = reason("lifecycle_implausible", "lifecycle record implausible")
 )
 
 // Reasons of the tolerances check (correctness and numerical tolerances).
@@ -236,7 +241,7 @@ func Reasons() []*Reason {
 		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput, ErrIdentityMismatch,
 		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer, ErrSignaturePolicy,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
-		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,
+		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch, ErrLifecycleImplausible,
 		ErrVerdictFailed, ErrInterrupted, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrCapacityMismatch, ErrParetoMismatch, ErrIntervalMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
 		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict, ErrVerdictMismatch, ErrDegradedRow, ErrLoadNotReached, ErrTimeoutExceeded,
 		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
