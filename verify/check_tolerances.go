@@ -27,6 +27,7 @@ func checkTolerances(s *snapshot) CheckResult {
 	} else if rc.Qualification.Verdict != contract.QualificationVerdictPassed {
 		c.add(file, "/qualification/verdict", ErrVerdictFailed, "the campaign's verdict is %s (%d notes)", rc.Qualification.Verdict, len(rc.Notes))
 	}
+	s.checkDurations(c)
 	passed, failed := 0, 0
 	for i, r := range rc.Results {
 		if r.Status == contract.StatusPassed {
