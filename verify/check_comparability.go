@@ -108,6 +108,7 @@ func checkComparability(s *snapshot) CheckResult {
 		}
 	}
 	s.checkResultIdentity(c, v)
+	s.checkRunConfig(c, v)
 	s.checkLaunch(c, v)
 	for i, r := range rc.Results {
 		if r.CaseResult == nil {

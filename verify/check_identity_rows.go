@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 )
 
 // durationSlackSeconds bounds the rounding between a case's duration and the sum of its rows'
@@ -91,5 +92,50 @@ func (s *snapshot) checkDurations(c *collector) {
 	}
 	if q := s.rc.Qualification.DurationSeconds; sum > q+durationSlackSeconds {
 		c.add(file, "/qualification/duration_seconds", ErrResultMismatch, "the campaign lasted %s s, its cases add up to %s s", fmtFloat(q), fmtFloat(sum))
+	}
+}
+
+// checkRunConfig: the campaign's effective-run-config.json says what the receipt says (workload
+// id, path and variant, variables, seed, qualrun's argv) and carries the variant's effective
+// configuration. On 4822f1d it was bound by digest only: its variant, its max_tokens or qualrun's
+// argv could be edited and re-bound.
+func (s *snapshot) checkRunConfig(c *collector, v *contract.Variant) {
+	rc := s.rc
+	for _, a := range artifactsOfKind(rc, contract.ArtifactKindConfigFile) {
+		f := s.files[a.Path]
+		if f == nil || !f.present || !isRunConfig(f) || len(f.violations) > 0 {
+			continue
+		}
+		doc, err := jsonstrict.Parse(f.raw)
+		m, ok := doc.(map[string]any)
+		if err != nil || !ok {
+			continue
+		}
+		wl, _ := m["workload"].(map[string]any)
+		qr, _ := m["qualrun"].(map[string]any)
+		want := []struct {
+			ptr  string
+			got  any
+			want any
+		}{
+			{"/workload/id", wl["id"], rc.Workload.ID},
+			{"/workload/path", wl["path"], rc.Workload.Path},
+			{"/workload/variant", wl["variant"], rc.Workload.Variant},
+			{"/variables", m["variables"], rc.Workload.Variables},
+			{"/seed", m["seed"], rc.Workload.Seed},
+			{"/qualrun/command", qr["command"], rc.Qualification.Command},
+		}
+		if v != nil {
+			want = append(want, struct {
+				ptr  string
+				got  any
+				want any
+			}{"/effective_config", m["effective_config"], map[string]any(v.EffectiveConfig)})
+		}
+		for _, w := range want {
+			if !canonicalEqual(w.got, w.want) {
+				c.add(a.Path, w.ptr, ErrConfigMismatch, "the effective run configuration's %s differs from the receipt's (or the variant's)", strings.TrimPrefix(w.ptr, "/"))
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"slices"
 
 	"strconv"
 	"time"
@@ -65,11 +66,24 @@ func lifecyclePlausible(c *collector, path string, l *contract.LifecycleRecordDo
 				tree[p.PID] = true
 			}
 		}
+		for i := range li.OwnerPIDs {
+			if slices.Contains(li.OwnerPIDs[:i], li.OwnerPIDs[i]) {
+				c.add(path, jp("listener", "owner_pids", i), ErrLifecycleImplausible, "owner pid %d is listed twice", li.OwnerPIDs[i])
+			}
+		}
+		for i := range li.Inodes {
+			if slices.Contains(li.Inodes[:i], li.Inodes[i]) {
+				c.add(path, jp("listener", "inodes", i), ErrLifecycleImplausible, "socket inode %d is listed twice", li.Inodes[i])
+			}
+		}
 		for i, pid := range li.OwnerPIDs {
 			if pid < 2 || !tree[pid] {
 				c.add(path, jp("listener", "owner_pids", i), ErrListenerNotOwned, "owner pid %d is neither the server's leader %d nor a process of its tree at shutdown", pid, la.PID)
 			}
 		}
+	}
+	if rs := l.Residue; rs.Killed && len(rs.Processes) == 0 && len(rs.Listeners) == 0 {
+		c.add(path, "/residue/killed", ErrLifecycleImplausible, "residue killed, but none was found")
 	}
 	if rd != nil && r != nil {
 		if want := r.StartupTimeoutSeconds * 1000; rd.DeadlineMs != want {

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -26,6 +27,15 @@ func TestRowAndResultIdentity(t *testing.T) {
 		{"telemetry the case does not declare", func(s *snapshot) {
 			serving(s).Rows[0].DeviceTelemetry = &contract.RowDeviceTelemetry{IntervalMs: 100}
 		}, ErrUnlikeRows, ""},
+		{"run config names another variant", func(s *snapshot) {
+			f := s.files[artifactsOfKind(s.rc, "config_file")[0].Path]
+			f.raw = bytes.Replace(f.raw, []byte(`"variant": "cpu-a"`), []byte(`"variant": "cpu-b"`), 1)
+		}, ErrConfigMismatch, ""},
+		{"run config with another max_tokens", func(s *snapshot) {
+			f := s.files[artifactsOfKind(s.rc, "config_file")[0].Path]
+			f.raw = bytes.Replace(f.raw, []byte(`"max_tokens": 4`), []byte(`"max_tokens": 5`), 1)
+		}, ErrConfigMismatch, ""},
+		{"run config with another qualrun argv", func(s *snapshot) { s.rc.Qualification.Command = s.rc.Qualification.Command[1:] }, ErrConfigMismatch, ""},
 		{"telemetry at another interval", func(s *snapshot) {
 			s.workloadCase("chat-stream").DeviceTelemetry = &contract.DeviceTelemetry{IntervalMs: 100}
 			serving(s).Rows[0].DeviceTelemetry = &contract.RowDeviceTelemetry{IntervalMs: 250}
@@ -37,6 +47,7 @@ func TestRowAndResultIdentity(t *testing.T) {
 			serving(s).DurationSeconds = 0.001
 			s.rc.Results[0].DurationSeconds = 0.001
 		}, ErrRowMismatch, ""},
+		{"receipt metric with another formula", func(s *snapshot) { s.rc.Metrics[1].Formula += "x" }, ErrMetricMismatch, ""},
 		{"cases longer than the campaign", func(s *snapshot) { s.rc.Qualification.DurationSeconds = 0.01 }, ErrResultMismatch, ""},
 	})
 }

@@ -29,6 +29,10 @@ func TestLifecyclePlausible(t *testing.T) {
 			l.Listener.OwnerPIDs = []int64{l.Launch.PID + 1}
 			l.Shutdown.ProcessesAtSignal = []contract.GroupProcess{{PID: l.Launch.PID, PPID: 1, Comm: "qualsim"}, {PID: l.Launch.PID + 1, PPID: l.Launch.PID, Comm: "worker"}}
 		}, nil, ""},
+		{"owner listed twice", func(l *contract.LifecycleRecordDoc) {
+			l.Listener.OwnerPIDs = append(l.Listener.OwnerPIDs, l.Listener.OwnerPIDs[0])
+		}, ErrLifecycleImplausible, "/listener/owner_pids/1"},
+		{"residue killed without residue", func(l *contract.LifecycleRecordDoc) { l.Residue.Killed = true }, ErrLifecycleImplausible, "/residue/killed"},
 		{"leader not leading its group", func(l *contract.LifecycleRecordDoc) { l.Launch.PGID++ }, ErrLifecycleImplausible, "/launch/pgid"},
 		{"shutdown beyond the recipe's deadline", func(l *contract.LifecycleRecordDoc) { l.Shutdown.ElapsedMs = 15_000 }, ErrLifecycleImplausible, "/shutdown/elapsed_ms"},
 		{"shutdown before readiness", func(l *contract.LifecycleRecordDoc) { l.Shutdown.TSentNs = *l.Readiness.TReadyNs - 1 }, ErrLifecycleImplausible, "/shutdown/t_sent_ns"},
