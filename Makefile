@@ -48,6 +48,10 @@ lint: ## go vet, gofmt and staticcheck
 demo: ## a real campaign against the built-in reference server (qualsim), then verification
 	bash scripts/demo.sh
 
+.PHONY: mutation
+mutation: ## the full mutation closure: every leaf of every evidence shape edited, re-bound, re-signed and verified (make test runs a seeded sample)
+	set -o pipefail; QUALKIT_MUTATION=full $(GO) test -count=1 -timeout 60m -run '^TestMutationClosure$$' -v ./verify/ | grep -v '^=== '
+
 .PHONY: interop
 interop: ## attestations against the real cosign CLI, both ways (installs pinned cosign into .tools/; minutes the first time)
 	bash scripts/interop.sh

@@ -117,6 +117,7 @@ func cleanupRecord(c *collector, path string, l *contract.LifecycleRecordDoc, ct
 	for i, p := range l.Residue.Listeners {
 		c.add(path, jp("residue", "listeners", i), ErrResidue, "a listener (inode %d) remained on port %d", p.Inode, p.Port)
 	}
+	lifecyclePlausible(c, path, l, ctx.recipes[l.Recipe.Digest])
 	if l.Verdict != contract.RecordVerdictPassed || len(l.Failures) > 0 {
 		c.add(path, "/verdict", ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
 	}

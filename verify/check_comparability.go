@@ -107,6 +107,8 @@ func checkComparability(s *snapshot) CheckResult {
 			c.add(file, "/results", ErrWorkloadMismatch, "case %s has %d results, the workload declares %d repetitions", cs.ID, n, w.Determinism.Repetitions)
 		}
 	}
+	s.checkResultIdentity(c, v)
+	s.checkRunConfig(c, v)
 	s.checkLaunch(c, v)
 	for i, r := range rc.Results {
 		if r.CaseResult == nil {
@@ -123,6 +125,7 @@ func checkComparability(s *snapshot) CheckResult {
 		}
 		if wc.Kind == contract.CaseKindServing {
 			s.comparableRows(c, i, p, cr, wc)
+			checkRowIdentity(c, p, cr, wc)
 		}
 	}
 	// The comparison policy's rules expect the identity the evidence carries.

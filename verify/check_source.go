@@ -47,6 +47,8 @@ func checkSource(s *snapshot) CheckResult {
 		c.add(file, "/source/tree", ErrTreeHashMismatch, "commit %s has tree %s in the checkout, the receipt records %s", src.Commit, t.tree, src.Tree)
 	case t.hash != src.TreeHash:
 		c.add(file, "/source/tree_hash", ErrTreeHashMismatch, "the %s hash of commit %s's tree, recomputed from the checkout's git objects, is %s; the receipt records %s", TreeHashFormat, src.Commit, t.hash, src.TreeHash)
+	default:
+		checkInputsInCommit(c, s)
 	}
 	if !src.Clean {
 		c.add(file, "/source/clean", ErrDirtySource, "the campaign ran from a worktree with uncommitted or untracked changes")

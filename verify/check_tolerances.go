@@ -27,6 +27,7 @@ func checkTolerances(s *snapshot) CheckResult {
 	} else if rc.Qualification.Verdict != contract.QualificationVerdictPassed {
 		c.add(file, "/qualification/verdict", ErrVerdictFailed, "the campaign's verdict is %s (%d notes)", rc.Qualification.Verdict, len(rc.Notes))
 	}
+	s.checkDurations(c)
 	passed, failed := 0, 0
 	for i, r := range rc.Results {
 		if r.Status == contract.StatusPassed {
@@ -255,6 +256,8 @@ func checkMetricList(c *collector, file, base string, recorded, recomputed []con
 			c.add(file, base+jp(k, "value"), ErrMetricMismatch, "%s is %s, recomputed %s (tolerance max(%g, |x| × %g))", m.Name, fmtFloat(m.Value), fmtFloat(w.Value), tol.Absolute, tol.Relative)
 		case !equalSamples(m.Samples, w.Samples):
 			c.add(file, base+jp(k, "samples"), ErrMetricMismatch, "%s has %s samples, recomputed %s", m.Name, samplesString(m.Samples), samplesString(w.Samples))
+		case (w.Unit != "" || w.Formula != "") && identityOf(m) != identityOf(w):
+			c.add(file, base+jp(k), ErrMetricMismatch, "%s carries %s, its formula gives %s", m.Name, identityOf(m), identityOf(w))
 		}
 	}
 	var missing []string

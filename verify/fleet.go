@@ -300,6 +300,10 @@ func BuildFleetManifest(plan *FleetPlan, receipts []FleetReceipt, k float64, cre
 			stray(r, &row, why)
 			continue
 		}
+		if pin := pinnedHost(pr); pin != "" && pin != d.Host {
+			stray(r, &row, fmt.Sprintf("row %d is pinned to host %s; the receipt's host is %s", n, pin, d.Host))
+			continue
+		}
 		if want := majority[d.WorkloadPath]; d.WorkloadDigest != want {
 			stray(r, &row, fmt.Sprintf("workload digest %s; the other receipts of this commit have %s", d.WorkloadDigest, want))
 			continue
@@ -316,6 +320,7 @@ func BuildFleetManifest(plan *FleetPlan, receipts []FleetReceipt, k float64, cre
 		return 2
 	}
 	var passed []candidate
+	filled := map[string]int{} // host -> the first row it fills
 	for i := range p.Rows {
 		row := int64(i)
 		cs := byRow[i]
@@ -326,10 +331,30 @@ func BuildFleetManifest(plan *FleetPlan, receipts []FleetReceipt, k float64, cre
 		slices.SortFunc(cs, func(a, b *FleetReceipt) int {
 			return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.Digest, b.Digest), cmp.Compare(a.Path, b.Path))
 		})
-		for _, dup := range cs[1:] {
-			stray(dup, &row, fmt.Sprintf("a second receipt for row %d (the row is bound to %s)", i, cs[0].Digest))
+		// One host fills one row, unless the plan pins the row to it: a host that already fills
+		// an earlier row cannot fill this one (it would count twice among the fleet's hosts).
+		pin := pinnedHost(p.Rows[i])
+		at := slices.IndexFunc(cs, func(r *FleetReceipt) bool { _, used := filled[r.Doc.Host]; return !used || pin == r.Doc.Host })
+		if at < 0 {
+			for _, dup := range cs {
+				stray(dup, &row, fmt.Sprintf("host %s already fills row %d: one host fills two rows only when the plan pins both to it", dup.Doc.Host, filled[dup.Doc.Host]))
+			}
+			m.Entries = append(m.Entries, contract.FleetManifestEntry{Row: &row, Status: contract.FleetManifestStatusMissing, Why: fmt.Sprintf("no receipt of a host that fills no other row ran row %d", i)})
+			continue
 		}
-		r := cs[0]
+		r := cs[at]
+		for j, dup := range cs {
+			switch _, used := filled[dup.Doc.Host]; {
+			case j == at:
+			case used && pin != dup.Doc.Host:
+				stray(dup, &row, fmt.Sprintf("host %s already fills row %d: one host fills two rows only when the plan pins both to it", dup.Doc.Host, filled[dup.Doc.Host]))
+			default:
+				stray(dup, &row, fmt.Sprintf("a second receipt for row %d (the row is bound to %s)", i, r.Digest))
+			}
+		}
+		if _, used := filled[r.Doc.Host]; !used {
+			filled[r.Doc.Host] = i
+		}
 		var whys []string
 		if r.Doc.Qualification != contract.QualificationVerdictPassed {
 			whys = append(whys, fmt.Sprintf("the qualification verdict on host %s is %s", r.Doc.Host, r.Doc.Qualification))
@@ -515,4 +540,37 @@ func entryOf(r *FleetReceipt, row *int64, status contract.FleetManifestStatus, w
 	}
 	e.Receipt = ref
 	return e
+}
+
+// pinnedHost is the host id a plan row is pinned to ("" when it may run anywhere): a Slurm
+// nodelist of one node, or a Kubernetes node selector on kubernetes.io/hostname, turned into a host
+// id as the fleet job script turns the engine's node name into one (runner/fleet/script.go).
+func pinnedHost(r contract.FleetRow) string {
+	if r.Host == nil {
+		return ""
+	}
+	node := ""
+	switch {
+	case r.Host.Slurm != nil && r.Host.Slurm.Nodelist != "" && !strings.ContainsAny(r.Host.Slurm.Nodelist, ",[ "):
+		node = r.Host.Slurm.Nodelist
+	case r.Host.Kubernetes != nil && r.Host.Kubernetes.NodeSelector["kubernetes.io/hostname"] != "":
+		node = r.Host.Kubernetes.NodeSelector["kubernetes.io/hostname"]
+	}
+	return hostIDOf(node)
+}
+
+// hostIDOf is the fleet job script's host id of an engine's node name: lowercase, every byte
+// outside [a-z0-9._-] replaced by '-', at most 64 bytes.
+func hostIDOf(node string) string {
+	b := []byte(node)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+			b[i] = c
+		}
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	return string(b[:min(len(b), 64)])
 }

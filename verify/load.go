@@ -334,6 +334,8 @@ type treeFacts struct {
 	tree, hash string
 	// unavailable says why the tree hash was not recomputed ("" when it was).
 	unavailable string
+	// inputs are the blobs the commit holds at the paths of the bound inputs (check_inputs.go).
+	inputs map[string]inputBlob
 }
 
 // recomputeTree reads the receipt's commit from the evidence root's git objects and computes its
@@ -356,6 +358,9 @@ func (s *snapshot) recomputeTree(ctx context.Context) {
 			if s.tree.tree, err = g.commitTree(src.Commit); err == nil {
 				s.tree.hash, err = g.sourceTreeHash(ctx, s.tree.tree)
 			}
+			if err == nil {
+				s.lookupInputs(g)
+			}
 			switch {
 			case errors.Is(err, errObjectMissing):
 				s.tree.unavailable = fmt.Sprintf("commit %s (or an object of its tree) is not in the checkout's objects (%v)", src.Commit, err)
@@ -365,7 +370,7 @@ func (s *snapshot) recomputeTree(ctx context.Context) {
 		}
 	}
 	if s.tree.unavailable != "" {
-		s.tree.tree, s.tree.hash = "", ""
+		s.tree.tree, s.tree.hash, s.tree.inputs = "", "", nil
 		s.warnings = append(s.warnings, fmt.Sprintf("source tree hash not recomputed: %s", s.tree.unavailable))
 	}
 }

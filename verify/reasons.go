@@ -47,6 +47,10 @@ var (
 	// ErrTreeHashMismatch: the receipt's tree or tree hash differs from the one recomputed from
 	// the checkout's git objects for its commit.
 	ErrTreeHashMismatch = reason("tree_hash_mismatch", "source tree hash differs from its recomputation")
+	// ErrInputNotInCommit: a bound input the checks read (the workload, a launch recipe, a corpus
+	// file) is not the blob the receipt's commit holds at its path: the receipt names a source it
+	// did not run.
+	ErrInputNotInCommit = reason("input_not_in_commit", "bound input is not the commit's")
 )
 
 // Reasons of the hashes check.
@@ -118,6 +122,11 @@ var (
 	ErrLifecycleFailed = reason("lifecycle_failed", "lifecycle failed")
 	// ErrLifecycleMismatch: the lifecycle record disagrees with the receipt, the recipe or the log.
 	ErrLifecycleMismatch = reason("lifecycle_mismatch", "lifecycle record disagrees")
+	// ErrLifecycleImplausible: the lifecycle record cannot be what the runner measured: an elapsed
+	// time that is not the difference of its own offsets, events out of order, a graceful shutdown
+	// longer than the recipe's deadline, more readiness probes than fit in the time, a leader that
+	// does not lead its process group.
+	ErrLifecycleImplausible = reason("lifecycle_implausible", "lifecycle record implausible")
 )
 
 // Reasons of the tolerances check (correctness and numerical tolerances).
@@ -228,11 +237,11 @@ var ErrFindingsTruncated = reason("findings_truncated", "more findings omitted")
 func Reasons() []*Reason {
 	return []*Reason{
 		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract, ErrSelfHash,
-		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain, ErrTreeHashMismatch,
+		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain, ErrTreeHashMismatch, ErrInputNotInCommit,
 		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput, ErrIdentityMismatch,
 		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer, ErrSignaturePolicy,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
-		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch,
+		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch, ErrLifecycleImplausible,
 		ErrVerdictFailed, ErrInterrupted, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrCapacityMismatch, ErrParetoMismatch, ErrIntervalMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
 		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict, ErrVerdictMismatch, ErrDegradedRow, ErrLoadNotReached, ErrTimeoutExceeded,
 		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,

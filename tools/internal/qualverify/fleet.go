@@ -99,7 +99,7 @@ func fleetCommand() *cli.Command {
 						keys = append(keys, k)
 					}
 				}
-				m, signer, err := checkFleet(check, keys, plan, rs, c.App.Writer, c.App.ErrWriter)
+				m, signer, err := checkFleet(check, c.Float64("outlier-k"), keys, plan, rs, c.App.Writer, c.App.ErrWriter)
 				if err != nil {
 					return err
 				}
@@ -240,7 +240,7 @@ func printFleet(w io.Writer, path string, m *contract.FleetManifestDoc) {
 
 // checkFleet checks the signed manifest at path against the plan and the verified receipts,
 // printing each problem; it returns the manifest as recomputed and the signer's fingerprint.
-func checkFleet(path string, keys []crypto.PublicKey, plan *verify.FleetPlan, rs []verify.FleetReceipt, w, ew io.Writer) (*contract.FleetManifestDoc, string, error) {
+func checkFleet(path string, k float64, keys []crypto.PublicKey, plan *verify.FleetPlan, rs []verify.FleetReceipt, w, ew io.Writer) (*contract.FleetManifestDoc, string, error) {
 	raw, err := evidence.ReadFileLimited(path, verify.MaxFleetManifestBytes)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
@@ -249,18 +249,9 @@ func checkFleet(path string, keys []crypto.PublicKey, plan *verify.FleetPlan, rs
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: the manifest's envelope: %v", exitcode.ErrRejected, err)
 	}
-	// The rule's k is part of what is checked: recompute with the manifest's own k, and a
-	// changed k shows up as changed outliers (and a changed outlier_rule, which is compared).
-	var head struct {
-		OutlierRule struct {
-			K float64 `json:"k"`
-		} `json:"outlier_rule"`
-	}
-	json.Unmarshal(raw, &head)
-	k := head.OutlierRule.K
-	if !(k > 0 && k <= 100) {
-		k = metric.DefaultOutlierK
-	}
+	// The rule's k is the checker's declared k (--outlier-k, 3.5 by default), never the
+	// manifest's own: a manifest whose k was edited differs in outlier_rule even when its outliers
+	// do not change.
 	recomputed := verify.BuildFleetManifest(plan, rs, k, "", "")
 	signer, problems, err := verify.CheckFleetManifest(raw, env, filepath.Base(path), keys, recomputed)
 	if err != nil {
@@ -332,7 +323,7 @@ func fleetReport(c *cli.Context, manifest string) (err error) {
 	if err != nil {
 		return err
 	}
-	m, signer, err := checkFleet(manifest, policy.Keys, plan, rs, c.App.ErrWriter, c.App.ErrWriter)
+	m, signer, err := checkFleet(manifest, metric.DefaultOutlierK, policy.Keys, plan, rs, c.App.ErrWriter, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}

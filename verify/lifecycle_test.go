@@ -1,0 +1,82 @@
+package verify
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+)
+
+// TestLifecyclePlausible: lifecycle fields a re-signed record could change on 4822f1d and still
+// verify are now recomputed from the record's own offsets or compared with the bound recipe.
+func TestLifecyclePlausible(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(l *contract.LifecycleRecordDoc)
+		want   *Reason
+		ptr    string
+	}{
+		{"readiness deadline not the recipe's", func(l *contract.LifecycleRecordDoc) { l.Readiness.DeadlineMs = 200_000 }, ErrLifecycleMismatch, "/readiness/deadline_ms"},
+		{"readiness elapsed edited", func(l *contract.LifecycleRecordDoc) { l.Readiness.ElapsedMs += 5 }, ErrLifecycleImplausible, "/readiness/elapsed_ms"},
+		{"launch offset edited", func(l *contract.LifecycleRecordDoc) { l.Launch.TStartNs -= 1_000_000 }, ErrLifecycleImplausible, "/readiness/elapsed_ms"},
+		{"more probes than fit", func(l *contract.LifecycleRecordDoc) { l.Readiness.Probes = 40 }, ErrLifecycleImplausible, "/readiness/probes"},
+		{"readiness path not the recipe's", func(l *contract.LifecycleRecordDoc) { l.Readiness.Path = "/health" }, ErrLifecycleMismatch, "/readiness/path"},
+		{"readiness model not the recipe's", func(l *contract.LifecycleRecordDoc) { l.Readiness.ModelID = "other" }, ErrLifecycleMismatch, "/readiness/model_id"},
+		{"listener owned by PID 1", func(l *contract.LifecycleRecordDoc) { l.Listener.OwnerPIDs = []int64{1} }, ErrListenerNotOwned, "/listener/owner_pids/0"},
+		{"listener owned by a stranger", func(l *contract.LifecycleRecordDoc) { l.Listener.OwnerPIDs = []int64{l.Launch.PID + 1} }, ErrListenerNotOwned, "/listener/owner_pids/0"},
+		{"listener owned by a child at shutdown", func(l *contract.LifecycleRecordDoc) {
+			l.Listener.OwnerPIDs = []int64{l.Launch.PID + 1}
+			l.Shutdown.ProcessesAtSignal = []contract.GroupProcess{{PID: l.Launch.PID, PPID: 1, Comm: "qualsim"}, {PID: l.Launch.PID + 1, PPID: l.Launch.PID, Comm: "worker"}}
+		}, nil, ""},
+		{"owner listed twice", func(l *contract.LifecycleRecordDoc) {
+			l.Listener.OwnerPIDs = append(l.Listener.OwnerPIDs, l.Listener.OwnerPIDs[0])
+		}, ErrLifecycleImplausible, "/listener/owner_pids/1"},
+		{"residue killed without residue", func(l *contract.LifecycleRecordDoc) { l.Residue.Killed = true }, ErrLifecycleImplausible, "/residue/killed"},
+		{"leader not leading its group", func(l *contract.LifecycleRecordDoc) { l.Launch.PGID++ }, ErrLifecycleImplausible, "/launch/pgid"},
+		{"shutdown beyond the recipe's deadline", func(l *contract.LifecycleRecordDoc) { l.Shutdown.ElapsedMs = 15_000 }, ErrLifecycleImplausible, "/shutdown/elapsed_ms"},
+		{"shutdown before readiness", func(l *contract.LifecycleRecordDoc) { l.Shutdown.TSentNs = *l.Readiness.TReadyNs - 1 }, ErrLifecycleImplausible, "/shutdown/t_sent_ns"},
+		{"shutdown wall clock edited", func(l *contract.LifecycleRecordDoc) { l.Shutdown.SentAt = "2026-11-30T15:49:32.008677651Z" }, ErrLifecycleImplausible, "/shutdown/sent_at"},
+		{"another port", func(l *contract.LifecycleRecordDoc) { l.Port.Port = 18092 }, ErrLifecycleMismatch, "/port/port"},
+		{"another host", func(l *contract.LifecycleRecordDoc) { l.Port.Host = "127.0.0.2" }, ErrLifecycleMismatch, "/port/host"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := frozenSnapshot(t)
+			l := s.lifecycle
+			tc.change(l)
+			c := &collector{check: CheckCleanup}
+			cleanupRecord(c, "lifecycle.json", l, lifecycleContext{receiptVerdict: "passed", recipes: s.recipesByDigest(),
+				recipeDigests: digestsOfKind(s.rc, "launch_recipe"), logs: artifactsOfKind(s.rc, "server_log"), binaries: digestsOfKind(s.rc, "server_binary")})
+			if tc.want == nil {
+				if len(c.out) > 0 {
+					t.Fatalf("unexpected findings %v", c.out)
+				}
+				return
+			}
+			for _, f := range c.out {
+				if errors.Is(f, tc.want) && f.Pointer == tc.ptr {
+					return
+				}
+			}
+			t.Fatalf("no %s at %s in %v", tc.want.Code(), tc.ptr, c.out)
+		})
+	}
+}
+
+// TestLifecycleDeadlineResealed: the case end to end: the record's readiness deadline
+// raised and the evidence re-bound and re-signed with the host key.
+func TestLifecycleDeadlineResealed(t *testing.T) {
+	const receipt = ".qualification/receipts/a-1.json"
+	root := copyTree(t, frozenRoot)
+	run := runDirOf(t, root, receipt)
+	k := newTestKey(t)
+	editJSON(t, filepath.Join(root, run, "lifecycle.json"), func(l map[string]any) {
+		l["readiness"].(map[string]any)["deadline_ms"] = 200000
+	})
+	reseal(t, root, receipt, k)
+	res := verifyAt(t, root, receipt, k.policy())
+	if !hasFinding(res, CheckCleanup, ErrLifecycleMismatch, "readiness deadline 200000.000 ms") {
+		t.Fatalf("not rejected for the deadline:%s", findingsOf(res))
+	}
+}
