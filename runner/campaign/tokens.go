@@ -68,7 +68,10 @@ func (p *Plan) loadTokenizers(ctx context.Context) error {
 		p.counters[pin.caseID] = tc
 		// A synthetic corpus with prompt_tokens is generated to exact lengths with the counter.
 		if co := pin.c.Corpus; co != nil && co.Source == contract.CorpusSourceSynthetic && co.PromptTokens != nil && co.Seed != nil {
-			prompts, err := load.SyntheticTokens(uint64(*co.Seed), int(co.Count), int(co.PromptTokens.Min), int(co.PromptTokens.Max), tc, pin.c.Tokenizer.Template)
+			p.cfg.progress("preflight", "synthesising prompts: case "+pin.caseID, 0, int(co.Count))
+			prompts, err := untilCancelled(ctx, func() ([]load.Prompt, error) {
+				return load.SyntheticTokens(uint64(*co.Seed), int(co.Count), int(co.PromptTokens.Min), int(co.PromptTokens.Max), tc, pin.c.Tokenizer.Template)
+			})
 			if err != nil {
 				return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, pin.caseID, err)
 			}
@@ -76,7 +79,10 @@ func (p *Plan) loadTokenizers(ctx context.Context) error {
 		}
 		// A shared-prefix corpus with prefix_tokens and suffix_tokens is generated to exact lengths.
 		if co := pin.c.Corpus; co != nil && co.Source == contract.CorpusSourceSharedPrefix && co.PrefixTokens != nil && co.SuffixTokens != nil && co.Seed != nil {
-			prompts, err := load.SharedPrefixTokens(uint64(*co.Seed), int(co.Groups), int(*co.PrefixTokens), int(co.Suffixes), [2]int{int(co.SuffixTokens.Min), int(co.SuffixTokens.Max)}, tc, pin.c.Tokenizer.Template)
+			p.cfg.progress("preflight", "synthesising prompts: case "+pin.caseID, 0, int(co.Groups*co.Suffixes))
+			prompts, err := untilCancelled(ctx, func() ([]load.Prompt, error) {
+				return load.SharedPrefixTokens(uint64(*co.Seed), int(co.Groups), int(*co.PrefixTokens), int(co.Suffixes), [2]int{int(co.SuffixTokens.Min), int(co.SuffixTokens.Max)}, tc, pin.c.Tokenizer.Template)
+			})
 			if err != nil {
 				return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, pin.caseID, err)
 			}
@@ -92,6 +98,27 @@ func (p *Plan) loadTokenizers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// untilCancelled runs a synthesis that does not watch ctx and returns as soon as ctx is done, so
+// a signal during preflight is honoured at once; the abandoned synthesis only computes, and the
+// process exits after preflight refuses (nothing was launched or written).
+func untilCancelled(ctx context.Context, synth func() ([]load.Prompt, error)) ([]load.Prompt, error) {
+	type result struct {
+		prompts []load.Prompt
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ps, err := synth()
+		done <- result{ps, err}
+	}()
+	select {
+	case r := <-done:
+		return r.prompts, r.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 }
 
 // tokenLedgerExceeded describes the rows whose token ledger broke the declared
