@@ -36,7 +36,7 @@ func (s *snapshot) checkResultIdentity(c *collector, v *contract.Variant) {
 		}
 		dir := fmt.Sprintf("%scases/%03d-%s-r%03d", s.runDir(), idx, want, rep)
 		if path.Dir(r.CaseResult.Path) != dir {
-			c.add(file, jp("results", i, "case_result", "path"), ErrWorkloadMismatch, "case %s repetition %d is bound at %s, the runner writes it in %s/", want, rep, r.CaseResult.Path, dir)
+			c.add(file, jp("results", i, "case_result", "path"), ErrWorkloadMismatch, "case %s repetition %d is bound at %s, the runner writes it in %s/", want, rep, r.CaseResult.Path, dir) // not a contract value: the result's member name
 		}
 	}
 }
@@ -58,9 +58,9 @@ func checkRowIdentity(c *collector, p string, cr *contract.CaseResultDoc, wc *co
 		switch dt := row.DeviceTelemetry; {
 		case dt == nil:
 		case wc.DeviceTelemetry == nil:
-			c.add(p, jp("rows", j, "device_telemetry"), ErrUnlikeRows, "row c%d-r%d carries device telemetry, the case declares none", row.Concurrency, row.Repetition)
+			c.add(p, jp("rows", j, "device_telemetry"), ErrUnlikeRows, "row c%d-r%d carries device telemetry, the case declares none", row.Concurrency, row.Repetition) // not a contract value: the row's member name
 		case dt.IntervalMs != wc.DeviceTelemetry.IntervalMs:
-			c.add(p, jp("rows", j, "device_telemetry", "interval_ms"), ErrUnlikeRows, "row c%d-r%d was sampled every %d ms, the case declares %d ms", row.Concurrency, row.Repetition, dt.IntervalMs, wc.DeviceTelemetry.IntervalMs)
+			c.add(p, jp("rows", j, "device_telemetry", "interval_ms"), ErrUnlikeRows, "row c%d-r%d was sampled every %d ms, the case declares %d ms", row.Concurrency, row.Repetition, dt.IntervalMs, wc.DeviceTelemetry.IntervalMs) // not a contract value: the row's member name
 		}
 	}
 }
@@ -111,7 +111,7 @@ func (s *snapshot) checkRunConfig(c *collector, v *contract.Variant) {
 		if err != nil || !ok {
 			continue
 		}
-		wl, _ := m["workload"].(map[string]any)
+		wl, _ := m["workload"].(map[string]any) // not a contract value: the run config's member name
 		qr, _ := m["qualrun"].(map[string]any)
 		want := []struct {
 			ptr  string
@@ -123,7 +123,7 @@ func (s *snapshot) checkRunConfig(c *collector, v *contract.Variant) {
 			{"/workload/variant", wl["variant"], rc.Workload.Variant},
 			{"/variables", m["variables"], rc.Workload.Variables},
 			{"/seed", m["seed"], rc.Workload.Seed},
-			{"/qualrun/command", qr["command"], rc.Qualification.Command},
+			{"/qualrun/command", qr["command"], rc.Qualification.Command}, // not a contract value: the run config's member name
 		}
 		if v != nil {
 			want = append(want, struct {
