@@ -80,6 +80,7 @@ func writeFleet(tb testing.TB, root string, n int, k testKey) *FleetPlan {
 			tb.Fatal(err)
 		}
 		writeTree(tb, rp, rc)
+		syncRunConfigCommand(tb, filepath.Join(root, oldRun), cmd)
 		renameRun(tb, root, rel)
 		if err := os.Rename(filepath.Join(root, oldRun+".keep"), filepath.Join(root, oldRun)); err != nil {
 			tb.Fatal(err)

@@ -55,6 +55,7 @@ func fleetRow(t testing.TB, k testKey, src, plan string, row int, host, commit s
 		s["commit"], s["origin_main"] = commit, commit
 	}
 	writeTree(t, rp, rc)
+	syncRunConfigCommand(t, filepath.Join(root, ".qualification/runs", rc["receipt_id"].(string)), cmd)
 	renameRun(t, root, src)
 	reseal(t, root, src, k)
 	ev, err := LocateIn(root, rp)

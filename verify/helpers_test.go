@@ -321,3 +321,17 @@ func renameRun(t testing.TB, root, receipt string) {
 		}
 	}
 }
+
+// syncRunConfigCommand gives the run directory's effective-run-config.json the qualrun command a
+// test wrote into its receipt (qualrun writes both from one argv; verify compares them). The file
+// is replaced, not rewritten in place, so a hard link to a template's copy is left alone.
+func syncRunConfigCommand(tb testing.TB, runDir string, cmd []any) {
+	tb.Helper()
+	p := filepath.Join(runDir, "effective-run-config.json")
+	m := readTree(tb, p)
+	m["qualrun"].(map[string]any)["command"] = cmd
+	if err := os.Remove(p); err != nil {
+		tb.Fatal(err)
+	}
+	writeTree(tb, p, m)
+}

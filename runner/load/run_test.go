@@ -66,7 +66,9 @@ func rowSpec(p Plan, row contract.Row) metrics.RowSpec {
 		sp[i] = contract.Prompt{ID: x.ID, Text: x.Text, System: x.System}
 	}
 	h, _ := metrics.PromptSetSHA256(sp)
-	spec := metrics.RowSpec{Concurrency: row.Concurrency, Repetition: row.Repetition, Loop: row.Loop, PromptSetSHA256: h}
+	// The row's fidelity is judged with its recorded send calibration and the case's bound.
+	spec := metrics.RowSpec{Concurrency: row.Concurrency, Repetition: row.Repetition, Loop: row.Loop, PromptSetSHA256: h,
+		Fidelity: p.Case.Fidelity, Calibration: row.Fidelity.Calibration}
 	if p.Case.SLO != nil {
 		spec.SLO = *p.Case.SLO
 	}
