@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 // The mutation closure (docs/verification.md "Mutation closure"): real evidence, every leaf edited
@@ -480,6 +482,9 @@ func reportSurvivors(t *testing.T, shape string, total int, outcomes []mutationO
 			if !ok {
 				why, ok = openSurvivors[o.m.site()]
 			}
+			if !ok && provenanceDescriptive(o.m) {
+				why, ok = "descriptive (contract.Provenance): never read by a verdict", true
+			}
 			if !ok {
 				unexpected++
 				why = "UNEXPECTED " + o.m.site()
@@ -494,6 +499,33 @@ func reportSurvivors(t *testing.T, shape string, total int, outcomes []mutationO
 	if unexpected > 0 {
 		t.Errorf("%d edits verified that no entry of expectedSurvivors allows", unexpected)
 	}
+}
+
+// provenanceContracts names the contract of each mutable file's artifact kind.
+var provenanceContracts = map[string]string{
+	"receipt":                                    contract.Receipt, // not a contract value: the test's role of the receipt itself
+	string(contract.ArtifactKindCaseResult):      contract.CaseResult,
+	string(contract.ArtifactKindLifecycleRecord): contract.LifecycleRecord, string(contract.ArtifactKindRequestRecords): contract.RequestRecord,
+	string(contract.ArtifactKindDeviceTelemetry): contract.TelemetrySample,
+}
+
+// provenanceDescriptive reports whether the edited field (or the list it is an item of) is
+// declared descriptive in the generated provenance table: free text no verdict reads, so an edit
+// of it verifying is expected.
+func provenanceDescriptive(m mutation) bool {
+	name, ok := provenanceContracts[m.role]
+	if !ok {
+		return false
+	}
+	path := indexRE.ReplaceAllString(m.pointer, "/*")
+	for _, p := range []string{path, strings.TrimSuffix(path, "/*")} {
+		for _, f := range contract.Provenance[name] {
+			if f.Path == p {
+				return f.Kind == contract.ProvenanceDescriptive
+			}
+		}
+	}
+	return false
 }
 
 // rebind makes every digest that binds one file to another consistent with the files as they now
