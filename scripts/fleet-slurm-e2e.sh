@@ -76,10 +76,10 @@ cat > "$work/plan.json" <<EOP
   "signing": {"key_file": "$work/k.key"},
   "receipts": {"directory": "$work/receipts"},
   "rows": [
-    {"index": 0, "workload": "workloads/fleet0.json", "variant": "default", "repetition": 1},
-    {"index": 1, "workload": "workloads/fleet1.json", "variant": "default", "repetition": 1},
-    {"index": 2, "workload": "workloads/fleet2.json", "variant": "default", "repetition": 1},
-    {"index": 3, "workload": "workloads/fleet3.json", "variant": "default", "repetition": 1}
+    {"index": 0, "workload": "workloads/fleet0.json", "variant": "default", "repetition": 1, "host": {"slurm": {"nodelist": "n1"}}},
+    {"index": 1, "workload": "workloads/fleet1.json", "variant": "default", "repetition": 1, "host": {"slurm": {"nodelist": "n2"}}},
+    {"index": 2, "workload": "workloads/fleet2.json", "variant": "default", "repetition": 1, "host": {"slurm": {"nodelist": "n1"}}},
+    {"index": 3, "workload": "workloads/fleet3.json", "variant": "default", "repetition": 1, "host": {"slurm": {"nodelist": "n2"}}}
   ]
 }
 EOP
@@ -93,11 +93,15 @@ stamp "cluster up: $(sinfo -h -o '%N %t' | tr '\n' ' ')"
 cd "$work"
 out=$(qualrun fleet slurm plan.json --output job.sbatch --submit)
 echo "$out"
-job=$(echo "$out" | sed -n 's/^submitted job \([0-9]*\) .*/\1/p')
-[ -n "$job" ] || { echo "e2e-slurm: no job id in qualrun's output" >&2; exit 1; }
-stamp "submitted job array $job"
-bash "$root/scripts/slurm/cluster.sh" wait "$job" 600
-stamp "job array $job done"
+# One job array per node the plan pins rows to (rows 0 and 2 on n1, 1 and 3 on n2): a host fills
+# two rows of a fleet only where the plan pins both to it (docs/fleet.md).
+jobs=$(echo "$out" | sed -n 's/^submitted job \([0-9]*\) .*/\1/p')
+[ -n "$jobs" ] || { echo "e2e-slurm: no job id in qualrun's output" >&2; exit 1; }
+for job in $jobs; do
+	stamp "submitted job array $job"
+	bash "$root/scripts/slurm/cluster.sh" wait "$job" 600
+	stamp "job array $job done"
+done
 
 hosts=""
 for row in 0 1 2 3; do
