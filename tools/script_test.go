@@ -73,7 +73,11 @@ func TestScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildBinaries(t)
-	t.Cleanup(func() { os.RemoveAll(bin) })
+	t.Cleanup(func() {
+		os.RemoveAll(bin)
+		// A later run in this process (go test -count=N) builds them again.
+		binOnce, qualrunOnce = sync.Once{}, sync.Once{}
+	})
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
