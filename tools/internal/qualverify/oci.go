@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/qualkit/qualkit/tools/internal/cliapp"
@@ -44,28 +42,11 @@ func transferFromFlags(c *cli.Context) (oci.Transfer, error) {
 	return t, nil
 }
 
-// interruptSignals end a command that pulls: the context is cancelled, the pulled trees removed,
-// and the command exits 130 (exitcode.Interrupted).
-var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
-
-// interruption is the cause of a context an interrupt signal cancelled.
+// interruption is the cause of a context an interrupt signal (cliapp.InterruptSignals) cancelled:
+// the pulled trees are removed and the command exits 130 (exitcode.Interrupted).
 type interruption struct{ sig os.Signal }
 
-func (i *interruption) Error() string { return "interrupted by " + signalName(i.sig) }
-
-func signalName(s os.Signal) string {
-	switch s {
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGQUIT:
-		return "SIGQUIT"
-	}
-	return s.String()
-}
+func (i *interruption) Error() string { return "interrupted by " + cliapp.SignalName(i.sig) }
 
 // pulls holds the temporary trees that oci:// arguments were pulled into, and the signal watch of
 // the command; cleanup removes the trees and ends the watch.
@@ -89,33 +70,14 @@ func newPulls(c *cli.Context) (*pulls, error) {
 		return nil, err
 	}
 	p := &pulls{transfer: t, asJSON: c.Bool("json"), stdout: c.App.Writer, stderr: c.App.ErrWriter}
-	ctx, cancel := context.WithCancelCause(c.Context)
-	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, interruptSignals...)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case sig := <-ch:
-			cancel(&interruption{sig})
-		case <-done:
-			return
-		}
-		// A second signal while the first is being honoured (a step that does not watch the
-		// context): remove the pulled trees and exit at once.
-		select {
-		case sig := <-ch:
-			n := p.removeAll()
-			cliapp.Fprintf(p.stderr, "qualverify: %s again; %d pulled trees removed\n", (&interruption{sig}).Error(), n)
-			os.Exit(exitcode.Interrupted)
-		case <-done:
-		}
-	}()
-	p.ctx = ctx
-	p.stop = func() {
-		signal.Stop(ch)
-		close(done)
-		cancel(context.Canceled)
-	}
+	// A second signal while the first is being honoured (a step that does not watch the
+	// context): remove the pulled trees and exit at once.
+	ctx, stop := cliapp.NotifyInterrupt(c.Context, func(sig os.Signal) error { return &interruption{sig} }, func(sig os.Signal) {
+		n := p.removeAll()
+		cliapp.Fprintf(p.stderr, "qualverify: %s again; %d pulled trees removed\n", (&interruption{sig}).Error(), n)
+		os.Exit(exitcode.Interrupted)
+	})
+	p.ctx, p.stop = ctx, stop
 	c.Context = ctx
 	return p, nil
 }
