@@ -147,7 +147,10 @@ type judged struct {
 // t_send - e_i (at least 0). Its position counts the arrivals before it in its burst of the
 // schedule: the run of arrivals each at most cost after the previous (arrivals sharing an instant
 // are one burst even at cost 0). busy counts, per request, the other requests in flight at its
-// t_sched (sent at or before it, not yet closed).
+// t_sched (sent at or before it, not yet closed). An arrival found every slot (or connection)
+// busy when, at any instant between its t_sched and its t_send, that many other requests were in
+// flight: counting only at t_sched would miss the arrivals queued behind earlier ones the client had
+// not sent yet, which then wait for the server all the same.
 func serialised(measured []Request, cost int64, concurrency, conns int64) []judged {
 	idx := make([]int, 0, len(measured))
 	for i := range measured {
@@ -165,6 +168,7 @@ func serialised(measured []Request, cost int64, concurrency, conns int64) []judg
 	}
 	slices.Sort(sends)
 	slices.Sort(closes)
+	capSpans, poolSpans := saturated(sends, closes, concurrency), saturated(sends, closes, conns)
 	out := make([]judged, 0, len(idx))
 	var e int64 // when the previous arrival could have left
 	pos := 0
@@ -181,8 +185,9 @@ func serialised(measured []Request, cost int64, concurrency, conns int64) []judg
 		if k == 0 {
 			e = v.Sched
 		}
-		busy := busyAt(sends, closes, v)
-		a := judged{lagMs: max(0, ms(v.Send-e)), position: pos, capped: busy >= concurrency, pooled: conns > 0 && busy >= conns}
+		a := judged{lagMs: max(0, ms(v.Send-e)), position: pos,
+			capped: waited(sends, closes, v, capSpans, concurrency),
+			pooled: conns > 0 && waited(sends, closes, v, poolSpans, conns)}
 		out = append(out, a)
 		if a.capped {
 			// It waited for the server: the dispatcher could not have sent the next arrivals
@@ -191,6 +196,58 @@ func serialised(measured []Request, cost int64, concurrency, conns int64) []judg
 		}
 	}
 	return out
+}
+
+// span is a half-open interval [from, to) of time in ns.
+type span struct{ from, to int64 }
+
+// saturated are the maximal spans, in order, in which at least k sent requests were in flight
+// (sends and closes sorted; a request never closed stays in flight). None for k <= 0.
+func saturated(sends, closes []int64, k int64) []span {
+	if k <= 0 {
+		return nil
+	}
+	var out []span
+	var n int64
+	open, from := false, int64(0)
+	i, j := 0, 0
+	for i < len(sends) || j < len(closes) {
+		t := int64(math.MaxInt64)
+		if i < len(sends) {
+			t = sends[i]
+		}
+		if j < len(closes) {
+			t = min(t, closes[j])
+		}
+		for ; i < len(sends) && sends[i] == t; i++ {
+			n++
+		}
+		for ; j < len(closes) && closes[j] == t; j++ {
+			n--
+		}
+		switch {
+		case n >= k && !open:
+			open, from = true, t
+		case n < k && open:
+			open = false
+			out = append(out, span{from, t})
+		}
+	}
+	if open {
+		out = append(out, span{from, math.MaxInt64})
+	}
+	return out
+}
+
+// waited reports whether at least k other requests were in flight at some instant in which v
+// waited to be sent ([t_sched, t_send)), or at its t_sched when it left on time.
+func waited(sends, closes []int64, v *Request, spans []span, k int64) bool {
+	if v.Send <= v.Sched {
+		return busyAt(sends, closes, v) >= k
+	}
+	// The first span that ends after t_sched overlaps the wait when it starts before t_send.
+	i, _ := slices.BinarySearchFunc(spans, v.Sched, func(s span, t int64) int { return cmp.Compare(s.to, t+1) })
+	return i < len(spans) && spans[i].from < v.Send
 }
 
 // busyAt counts the other sent requests in flight at v's t_sched: sent at or before it and not
@@ -274,6 +331,7 @@ func judge(spec RowSpec, measured []Request, achieved float64) (Judgement, bool,
 	if !open {
 		return jd, degraded, reasons
 	}
+	ownReasons, ownDegraded, behindFired := len(reasons), degraded, false
 	lags := make([]float64, len(all))
 	for i, a := range all {
 		lags[i] = a.lagMs
@@ -286,7 +344,7 @@ func judge(spec RowSpec, measured []Request, achieved float64) (Judgement, bool,
 		if !degraded {
 			jd.Cause = behind
 		}
-		degraded = true
+		degraded, behindFired = true, true
 		reasons = append(reasons, fmt.Sprintf("%s: schedule lag over every sent arrival %.3f ms, %s, exceeds %.3f ms: requests went out behind their schedule (%d of %d found all %d slots busy)",
 			causeText(behind), v, stat(len(lags), j), DegradedOpenLagMs, capped, len(lags), spec.Concurrency))
 	}
@@ -294,7 +352,7 @@ func judge(spec RowSpec, measured []Request, achieved float64) (Judgement, bool,
 		if !degraded {
 			jd.Cause = behind
 		}
-		degraded = true
+		degraded, behindFired = true, true
 		offered := ""
 		if spec.OfferedRate != nil {
 			offered = fmt.Sprintf(", offered %g/s", *spec.OfferedRate)
@@ -303,6 +361,13 @@ func judge(spec RowSpec, measured []Request, achieved float64) (Judgement, bool,
 	}
 	if degraded && capped > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d arrivals found all %d slots busy: in flight reached the cap (server-bound; judged only by the open-loop rules)", capped, spec.Concurrency))
+	}
+	// A row most of whose arrivals waited for a slot, and that the open-loop rules degrade, is
+	// server-bound whatever its few free-slot arrivals say about the client: an idle host would
+	// not make it faithful, so saturation is its cause, named first.
+	if ownDegraded && behindFired && 2*capped > len(all) {
+		jd.Cause = CauseServerSaturation
+		reasons = slices.Concat(reasons[ownReasons:], reasons[:ownReasons])
 	}
 	return jd, degraded, reasons
 }

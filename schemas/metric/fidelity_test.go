@@ -160,3 +160,41 @@ func TestRateRange(t *testing.T) {
 		t.Fatalf("gamma shape 4 (more regular) range %g..%g is not inside Poisson's %g..%g", glo, ghi, lo, hi)
 	}
 }
+
+// The over-capacity row CI saw on a slow host: 16 arrivals at 2,000/s against two slots of
+// 60 ms, the first two sent 3 ms late (connection set-up). Arrivals scheduled before those two
+// left found no request in flight at their t_sched, yet each then waited for a slot: they waited
+// for the server, so the row is server saturation, not a starved client.
+func TestFidelityQueuedBehindUnsentIsSaturation(t *testing.T) {
+	var reqs []Request
+	for i := range 16 {
+		sched := int64(i) * msNs / 2
+		send := 3 * msNs
+		if i >= 2 {
+			send = reqs[i-2].Close
+		}
+		reqs = append(reqs, Request{Sched: sched, Send: send, HasSend: true, End: send + 59*msNs, HasEnd: true, Close: send + 60*msNs, HasClose: true, HasUsage: true, Completion: 4})
+	}
+	f := fidelityOf(RowSpec{Concurrency: 2, Loop: contract.RowLoopOpen, Calibration: Calibration{SamplesNs: []int64{80_000}}}, reqs)
+	if !f.Degraded || f.Judgement.Cause != CauseServerSaturation {
+		t.Fatalf("degraded %v cause %s: %v", f.Degraded, f.Judgement.Cause, f.Reasons)
+	}
+	if f.Judgement.Samples != 2 {
+		t.Errorf("judged %d lags as the client's own; want the 2 that found a free slot", f.Judgement.Samples)
+	}
+	if !strings.HasPrefix(f.Reasons[0], "server saturation") || !strings.Contains(strings.Join(f.Reasons, "\n"), "starved client") {
+		t.Errorf("reasons do not lead with saturation and keep the client's lag: %q", f.Reasons)
+	}
+	// Sent on time, the two free-slot arrivals judge nothing over the bound; the queued ones
+	// are still counted as waiting for the server although none was in flight at their t_sched.
+	reqs[0].Send, reqs[1].Send = 0, msNs/2
+	reqs[0].End, reqs[0].Close, reqs[1].End, reqs[1].Close = 59*msNs, 60*msNs, msNs/2+59*msNs, msNs/2+60*msNs
+	for i := 2; i < 16; i++ {
+		reqs[i].Send = reqs[i-2].Close
+		reqs[i].End, reqs[i].Close = reqs[i].Send+59*msNs, reqs[i].Send+60*msNs
+	}
+	f = fidelityOf(RowSpec{Concurrency: 2, Loop: contract.RowLoopOpen}, reqs)
+	if f.Judgement.Cause != CauseServerSaturation || f.Judgement.Samples != 2 {
+		t.Fatalf("on-time first sends: cause %s samples %d: %v", f.Judgement.Cause, f.Judgement.Samples, f.Reasons)
+	}
+}
