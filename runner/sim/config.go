@@ -70,8 +70,43 @@ type Config struct {
 	// completion stops at the most whole output tokens whose returned text counts at most
 	// max_tokens, and completion_tokens is the count of the returned text.
 	Tokens TokenCounter
+	// Reasoning declares a reasoning model (off when Tokens is 0).
+	Reasoning Reasoning
+	// SpecDecode declares speculative decoding's acceptance model (off when DraftTokens is 0).
+	SpecDecode SpecDecode
 	// Faults are the misbehaviours turned on.
 	Faults Faults
+}
+
+// Reasoning fields a chat delta or message can carry reasoning in: vLLM's and SGLang's reasoning
+// parsers and DeepSeek use reasoning_content; vLLM since 0.10 and OpenRouter use reasoning.
+const (
+	ReasoningContent = "reasoning_content"
+	ReasoningField   = "reasoning"
+)
+
+// Reasoning makes the first Tokens generated tokens of every chat response reasoning: streamed as
+// deltas of Field before any content delta (an event never mixes the two), returned in the
+// message's Field, and counted in usage.completion_tokens_details.reasoning_tokens. They count in
+// completion_tokens and against max_tokens, as vLLM's reasoning parsers count them; a completion
+// shorter than Tokens is all reasoning. Completions (/v1/completions) carry no reasoning.
+type Reasoning struct {
+	Tokens int
+	// Field is ReasoningContent (the default) or ReasoningField.
+	Field string
+}
+
+// SpecDecode is a declared speculative-decoding acceptance model for the server's counters: each
+// decode step proposes DraftTokens draft tokens, accepted in order, each with probability
+// Acceptance, until the first rejection (drawn from a generator seeded by the request, so a
+// request always counts the same); a step emits its accepted tokens and one more, and never more
+// than the completion has left. The steps, the draft tokens and the accepted tokens are counted in
+// qualsim_spec_decode_num_drafts_total, _num_draft_tokens_total and _num_accepted_tokens_total
+// (vLLM: spec_decode_num_drafts, spec_decode_num_draft_tokens, spec_decode_num_accepted_tokens)
+// when a request finishes. The timing model is not changed: acceptance shows in the counters only.
+type SpecDecode struct {
+	DraftTokens int
+	Acceptance  float64
 }
 
 // TokenCounter counts tokens with a tokenizer (Config.Tokens); it must be safe for concurrent
@@ -149,6 +184,16 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: prefix cache capacity %d blocks: want 1 to %d", ErrConfig, pc.CapacityBlocks, MaxPrefixCapacityBlocks)
 		}
 	}
+	if r := c.Reasoning; r.Tokens < 0 || r.Tokens > MaxCompletionTokens {
+		return fmt.Errorf("%w: reasoning tokens %d: want 0 to %d", ErrConfig, r.Tokens, MaxCompletionTokens)
+	} else if r.Field != "" && r.Field != ReasoningContent && r.Field != ReasoningField {
+		return fmt.Errorf("%w: reasoning field %q: want %q or %q", ErrConfig, r.Field, ReasoningContent, ReasoningField)
+	}
+	if sd := c.SpecDecode; sd.DraftTokens < 0 || sd.DraftTokens > MaxDraftTokens {
+		return fmt.Errorf("%w: speculative draft tokens %d: want 0 to %d", ErrConfig, sd.DraftTokens, MaxDraftTokens)
+	} else if !(sd.Acceptance >= 0 && sd.Acceptance <= 1) {
+		return fmt.Errorf("%w: speculative acceptance %g: want 0 to 1", ErrConfig, sd.Acceptance)
+	}
 	return c.Faults.validate()
 }
 
@@ -172,6 +217,14 @@ type fileConfig struct {
 		BlockTokens    *int  `json:"block_tokens"`
 		CapacityBlocks *int  `json:"capacity_blocks"`
 	} `json:"prefix_cache"`
+	Reasoning *struct {
+		Tokens *int    `json:"tokens"`
+		Field  *string `json:"field"`
+	} `json:"reasoning"`
+	SpecDecode *struct {
+		DraftTokens *int     `json:"draft_tokens"`
+		Acceptance  *float64 `json:"acceptance"`
+	} `json:"spec_decode"`
 	Faults []string `json:"faults"`
 }
 
@@ -233,6 +286,18 @@ func LoadConfig(r io.Reader, base Config) (Config, error) {
 		}
 		setInt(&c.PrefixCache.BlockTokens, pc.BlockTokens)
 		setInt(&c.PrefixCache.CapacityBlocks, pc.CapacityBlocks)
+	}
+	if r := fc.Reasoning; r != nil {
+		setInt(&c.Reasoning.Tokens, r.Tokens)
+		if r.Field != nil {
+			c.Reasoning.Field = *r.Field
+		}
+	}
+	if sd := fc.SpecDecode; sd != nil {
+		setInt(&c.SpecDecode.DraftTokens, sd.DraftTokens)
+		if sd.Acceptance != nil {
+			c.SpecDecode.Acceptance = *sd.Acceptance
+		}
 	}
 	for _, spec := range fc.Faults {
 		if err := c.Faults.Set(spec); err != nil {

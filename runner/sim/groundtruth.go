@@ -16,6 +16,8 @@ const (
 	KindSlot    = "slot"    // the request got its decode slot (event 0, nothing written)
 	KindRole    = "role"    // the role-only chat prelude
 	KindContent = "content" // an event carrying completion text (not a contract value: qualsim ground truth)
+	// KindReasoning is an event carrying reasoning text (Config.Reasoning; not a contract value).
+	KindReasoning = "reasoning"
 	KindFinish  = "finish"  // the event carrying finish_reason
 	KindUsage   = "usage"   // the usage record (not a contract value: qualsim ground truth)
 	KindDone    = "done"    // data: [DONE] (not a contract value: qualsim ground truth)

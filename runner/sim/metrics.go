@@ -54,6 +54,9 @@ type metrics struct {
 	prefixQueries    atomic.Uint64
 	prefixHits       atomic.Uint64
 	prefixResets     atomic.Uint64
+	specDrafts       atomic.Uint64
+	specDraftTokens  atomic.Uint64
+	specAccepted     atomic.Uint64
 }
 
 func (m *metrics) request(endpoint string, code int) {
@@ -73,7 +76,7 @@ func (m *metrics) queued(d time.Duration) {
 }
 
 // appendText renders the Prometheus text exposition format (version 0.0.4).
-func (m *metrics) appendText(b []byte, slots int, ready, prefixCache bool) []byte {
+func (m *metrics) appendText(b []byte, slots int, ready, prefixCache, specDecode bool) []byte {
 	family := func(name, typ, help string) {
 		b = append(b, "# HELP "...)
 		b = append(b, name...)
@@ -133,6 +136,14 @@ func (m *metrics) appendText(b []byte, slots int, ready, prefixCache bool) []byt
 		sample("qualsim_prefix_cache_hits_total", "", m.prefixHits.Load())
 		family("qualsim_prefix_cache_resets_total", "counter", "Prefix cache resets (POST /reset_prefix_cache).")
 		sample("qualsim_prefix_cache_resets_total", "", m.prefixResets.Load())
+	}
+	if specDecode {
+		family("qualsim_spec_decode_num_drafts_total", "counter", "Speculative decode steps of finished responses (vLLM: spec_decode_num_drafts).")
+		sample("qualsim_spec_decode_num_drafts_total", "", m.specDrafts.Load())
+		family("qualsim_spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed (vLLM: spec_decode_num_draft_tokens).")
+		sample("qualsim_spec_decode_num_draft_tokens_total", "", m.specDraftTokens.Load())
+		family("qualsim_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted (vLLM: spec_decode_num_accepted_tokens).")
+		sample("qualsim_spec_decode_num_accepted_tokens_total", "", m.specAccepted.Load())
 	}
 	family("qualsim_generation_tokens_total", "counter", "Completion tokens of finished responses, as their usage reports (vLLM: generation_tokens_total).")
 	sample("qualsim_generation_tokens_total", "", m.generationTokens.Load())

@@ -450,7 +450,7 @@ func (s *Server) handleResetPrefixCache(w http.ResponseWriter, _ *http.Request) 
 func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	// Count this scrape before rendering, so that it sees itself.
 	s.m.request("/metrics", http.StatusOK)
-	b := s.m.appendText(nil, s.cfg.Slots, s.ready.Load(), s.cache != nil)
+	b := s.m.appendText(nil, s.cfg.Slots, s.ready.Load(), s.cache != nil, s.cfg.SpecDecode.DraftTokens > 0)
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(len(b)))

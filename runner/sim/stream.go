@@ -221,8 +221,16 @@ func (j *job) respond(ctx context.Context, w http.ResponseWriter) error {
 	}
 	b := j.appendHead(nil, false)
 	if j.q.chat {
-		b = append(b, `{"index":0,"message":{"role":"assistant","content":`...)
-		b = appendJSONString(b, j.gen.Text)
+		r, field := j.reasoning()
+		b = append(b, `{"index":0,"message":{"role":"assistant",`...)
+		if r > 0 {
+			b = appendJSONString(b, field)
+			b = append(b, ':')
+			b = appendJSONString(b, j.gen.span(0, r))
+			b = append(b, ',')
+		}
+		b = append(b, `"content":`...)
+		b = appendJSONString(b, j.gen.span(r, j.gen.Tokens))
 		b = append(b, `},"logprobs":null,"finish_reason":`...)
 	} else {
 		b = append(b, `{"index":0,"text":`...)
@@ -241,8 +249,49 @@ func (j *job) respond(ctx context.Context, w http.ResponseWriter) error {
 		f.Flush()
 	}
 	s.gt.record(gtRecord{id: j.id, event: 1, t: time.Now(), bytes: len(b), kind: KindBody})
-	s.m.generationTokens.Add(uint64(j.gen.Tokens))
+	j.finished()
 	return nil
+}
+
+// finished counts a completed response's tokens and its speculative-decoding steps.
+func (j *job) finished() {
+	m := &j.s.m
+	m.generationTokens.Add(uint64(j.gen.Tokens))
+	if sd := j.s.cfg.SpecDecode; sd.DraftTokens > 0 {
+		steps, accepted := specSteps(sd, j.s.cfg.Seed, j.gen.hash, j.gen.Tokens)
+		m.specDrafts.Add(uint64(steps))
+		m.specDraftTokens.Add(uint64(steps * sd.DraftTokens))
+		m.specAccepted.Add(uint64(accepted))
+	}
+}
+
+// specSteps are the decode steps of an n-token completion under the acceptance model (see
+// SpecDecode) and the draft tokens they accepted.
+func specSteps(sd SpecDecode, modelSeed, hash uint64, n int) (steps, accepted int) {
+	rng := rand.New(rand.NewPCG(hash^0x5bd1e995, modelSeed))
+	for pos := 0; pos < n; steps++ {
+		a := 0
+		for a < sd.DraftTokens && pos+a+1 < n && rng.Float64() < sd.Acceptance {
+			a++
+		}
+		accepted += a
+		pos += a + 1
+	}
+	return steps, accepted
+}
+
+// reasoning is how many of the completion's tokens are reasoning, and the field that carries them
+// (0 for completions and without a reasoning model).
+func (j *job) reasoning() (int, string) {
+	r := j.s.cfg.Reasoning
+	if !j.q.chat || r.Tokens == 0 {
+		return 0, ""
+	}
+	field := r.Field
+	if field == "" {
+		field = ReasoningContent
+	}
+	return min(r.Tokens, j.gen.Tokens), field
 }
 
 // appendHead appends the response object up to the opening of its choices array.
@@ -295,6 +344,16 @@ func (j *job) appendUsage(b []byte, n int) []byte {
 	b = appendInt(b, n)
 	b = append(b, `,"total_tokens":`...)
 	b = appendInt(b, total)
+	if r, _ := j.reasoning(); j.s.cfg.Reasoning.Tokens > 0 && j.q.chat {
+		r = min(r, n)
+		if tc := j.s.cfg.Tokens; tc != nil {
+			c, _ := tc.TextTokens(j.gen.span(0, r))
+			r = int(c)
+		}
+		b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
+		b = appendInt(b, r)
+		b = append(b, '}')
+	}
 	if j.s.cache != nil {
 		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 		b = appendInt(b, j.cached)
@@ -366,20 +425,27 @@ func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
 	}
 	sc := newSchedule(s.cfg.Timing, s.cfg.Seed, j.gen.hash, j.prompt-j.cached)
 	per, sent := s.cfg.Timing.TokensPerEvent, 0
+	reason, field := j.reasoning()
 	var due time.Duration
 	for k := range j.gen.Tokens {
 		due = sc.token()
-		if k != 0 && k%per != 0 && k != j.gen.Tokens-1 {
+		// An event ends at the first token, every per tokens, at the last token and at the last
+		// reasoning token (an event never mixes reasoning and content).
+		if k != 0 && k%per != 0 && k != j.gen.Tokens-1 && k != reason-1 {
 			continue
 		}
-		text := j.gen.span(sent, k+1)
+		text, thinking := j.gen.span(sent, k+1), k < reason
 		sent = k + 1
 		if text == "" {
 			continue // cut by a stop string: nothing to send
 		}
-		err := e.send(due, KindContent, func(b []byte) []byte {
+		kind, key := KindContent, `{"index":0,"delta":{"content":`
+		if thinking {
+			kind, key = KindReasoning, `{"index":0,"delta":{"`+field+`":`
+		}
+		err := e.send(due, kind, func(b []byte) []byte {
 			if q.chat {
-				b = append(b, `{"index":0,"delta":{"content":`...)
+				b = append(b, key...)
 				b = appendJSONString(b, text)
 				b = append(b, `},"logprobs":null,"finish_reason":null}]`...)
 			} else {
@@ -438,7 +504,7 @@ func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
 			return err
 		}
 	}
-	s.m.generationTokens.Add(uint64(j.gen.Tokens))
+	j.finished()
 	return nil
 }
 
