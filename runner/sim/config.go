@@ -74,6 +74,8 @@ type Config struct {
 	Reasoning Reasoning
 	// SpecDecode declares speculative decoding's acceptance model (off when DraftTokens is 0).
 	SpecDecode SpecDecode
+	// ToolCalls declares a tool-calling model (off unless Enabled).
+	ToolCalls ToolCalls
 	// Faults are the misbehaviours turned on.
 	Faults Faults
 }
@@ -194,6 +196,9 @@ func (c Config) Validate() error {
 	} else if !(sd.Acceptance >= 0 && sd.Acceptance <= 1) {
 		return fmt.Errorf("%w: speculative acceptance %g: want 0 to 1", ErrConfig, sd.Acceptance)
 	}
+	if a := c.ToolCalls.Accuracy; !(a >= 0 && a <= 1) {
+		return fmt.Errorf("%w: tool-call accuracy %g: want 0 to 1", ErrConfig, a)
+	}
 	return c.Faults.validate()
 }
 
@@ -221,6 +226,10 @@ type fileConfig struct {
 		Tokens *int    `json:"tokens"`
 		Field  *string `json:"field"`
 	} `json:"reasoning"`
+	ToolCalls *struct {
+		Enabled  *bool    `json:"enabled"`
+		Accuracy *float64 `json:"accuracy"`
+	} `json:"tool_calls"`
 	SpecDecode *struct {
 		DraftTokens *int     `json:"draft_tokens"`
 		Acceptance  *float64 `json:"acceptance"`
@@ -297,6 +306,14 @@ func LoadConfig(r io.Reader, base Config) (Config, error) {
 		setInt(&c.SpecDecode.DraftTokens, sd.DraftTokens)
 		if sd.Acceptance != nil {
 			c.SpecDecode.Acceptance = *sd.Acceptance
+		}
+	}
+	if tc := fc.ToolCalls; tc != nil {
+		if tc.Enabled != nil {
+			c.ToolCalls.Enabled = *tc.Enabled
+		}
+		if tc.Accuracy != nil {
+			c.ToolCalls.Accuracy = *tc.Accuracy
 		}
 	}
 	for _, spec := range fc.Faults {

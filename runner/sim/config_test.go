@@ -31,6 +31,9 @@ func TestLoadConfig(t *testing.T) {
 		c.Faults != want.Faults {
 		t.Fatalf("got %+v\nwant %+v", c, want)
 	}
+	if c, err := sim.LoadConfig(strings.NewReader(`{"tool_calls": {"enabled": true, "accuracy": 0.9}}`), base); err != nil || c.ToolCalls != (sim.ToolCalls{Enabled: true, Accuracy: 0.9}) {
+		t.Fatalf("tool_calls: %+v, %v", c.ToolCalls, err)
+	}
 	c, err = sim.LoadConfig(strings.NewReader(`{"reasoning": {"tokens": 8, "field": "reasoning"}, "spec_decode": {"draft_tokens": 4, "acceptance": 0.7}}`), base)
 	if err != nil || c.Reasoning != (sim.Reasoning{Tokens: 8, Field: sim.ReasoningField}) || c.SpecDecode != (sim.SpecDecode{DraftTokens: 4, Acceptance: 0.7}) {
 		t.Fatalf("reasoning and spec_decode: %+v %+v, %v", c.Reasoning, c.SpecDecode, err)
@@ -46,7 +49,7 @@ func TestLoadConfig(t *testing.T) {
 		`{"models": ["a", "a"]}`, `{"models": ["has space"]}`, `{"faults": ["bogus"]}`, `{"tokens_per_event": 0}`,
 		`[]`, `{"seed": -1}`, `{"default_max_tokens": 1000000000}`, `{"faults": ["exit-before-ready", "never-ready"]}`,
 		`{"reasoning": {"tokens": -1}}`, `{"reasoning": {"field": "thoughts"}}`, `{"spec_decode": {"draft_tokens": 65}}`,
-		`{"spec_decode": {"acceptance": 1.5}}`, `{"spec_decode": {"acceptance": -0.1}}`,
+		`{"spec_decode": {"acceptance": 1.5}}`, `{"tool_calls": {"accuracy": 2}}`, `{"spec_decode": {"acceptance": -0.1}}`,
 		strings.Repeat(" ", sim.MaxConfigBytes+1),
 	} {
 		if _, err := sim.LoadConfig(strings.NewReader(bad), base); !errors.Is(err, sim.ErrConfig) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"stop":["x"],"seed":-5}`,
 		`{"model":"m","prompt":["a"],"n":1,"ignore_eos":true,"max_completion_tokens":9}`,
 		`{"model":"m","messages":[{"role":"user","content":null}]}`, `{`, `[]`, `null`, `{"model":1}`,
+		`{"model":"m","messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`,
+		`{"model":"m","messages":[{"role":"user","content":"a"}],"tools":[],"tool_choice":"auto"}`,
 	} {
 		f.Add([]byte(s), true)
 		f.Add([]byte(s), false)
@@ -87,6 +90,12 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if chat && (len(q.prompt.Messages) == 0 || len(q.prompt.Messages) > MaxMessages) {
 			t.Fatalf("chat request with %d messages", len(q.prompt.Messages))
+		}
+		if len(q.tools) > MaxTools || (q.toolChoice != "" && q.toolChoice != "none" && !slices.ContainsFunc(q.tools, func(x tool) bool { return x.name == q.toolChoice })) {
+			t.Fatalf("accepted %d tools with choice %q", len(q.tools), q.toolChoice)
+		}
+		for _, x := range q.tools {
+			_ = toolArguments(x.params, 7, false) // renders for any accepted parameters
 		}
 	})
 }

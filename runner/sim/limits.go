@@ -20,6 +20,8 @@ const (
 	MaxStopBytes = 256
 	// MaxCompletionTokens bounds max_tokens; a larger request is answered with HTTP 400.
 	MaxCompletionTokens = 1 << 17
+	// MaxTools bounds the tools of one request.
+	MaxTools = 128
 	// MaxDraftTokens bounds the declared speculative draft length.
 	MaxDraftTokens = 64
 	// MaxModels bounds the declared model ids.

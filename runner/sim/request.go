@@ -64,6 +64,9 @@ type wireRequest struct {
 	Seed      *int64          `json:"seed"`
 	IgnoreEOS bool            `json:"ignore_eos"`
 	N         *int            `json:"n"`
+	// Tools and ToolChoice are read for a tool-calling model (Config.ToolCalls).
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 type wireMessage struct {
@@ -83,6 +86,8 @@ type request struct {
 	stop            []string
 	seed            uint64
 	ignoreEOS       bool
+	tools           []tool
+	toolChoice      string // a function's name, "" for auto or required, "none"
 }
 
 // decodeRequest reads and validates a body of at most MaxRequestBodyBytes (the caller bounds the
@@ -136,6 +141,9 @@ func decodeRequest(r io.Reader, chat bool, defaultMaxTokens int) (*request, erro
 	}
 	q.stop = stop
 	if chat {
+		if q.tools, q.toolChoice, err = decodeTools(w.Tools, w.ToolChoice); err != nil {
+			return nil, err
+		}
 		if w.Prompt != nil {
 			return nil, badRequest("prompt", "chat completions take messages, not prompt")
 		}

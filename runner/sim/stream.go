@@ -19,6 +19,7 @@ type job struct {
 	created  int64
 	prompt   int // prompt tokens
 	cached   int // prompt tokens the prefix cache had, known once the request holds a slot
+	call     *toolCall
 }
 
 // hold runs once the request holds a decode slot: it counts the prompt tokens and asks the
@@ -84,7 +85,8 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, chat b
 		}),
 		prompt: q.prompt.Tokens(),
 	}
-	if tc := s.cfg.Tokens; tc != nil {
+	j.callTool(n)
+	if tc := s.cfg.Tokens; tc != nil && j.call == nil {
 		if err := j.countTokens(tc); err != nil {
 			s.m.fail(reasonBadRequest)
 			s.writeError(w, endpoint, badRequest("messages", "count the prompt's tokens: %v", err))
@@ -229,8 +231,14 @@ func (j *job) respond(ctx context.Context, w http.ResponseWriter) error {
 			b = appendJSONString(b, j.gen.span(0, r))
 			b = append(b, ',')
 		}
-		b = append(b, `"content":`...)
-		b = appendJSONString(b, j.gen.span(r, j.gen.Tokens))
+		if j.call != nil {
+			b = append(b, `"content":null,"tool_calls":[`...)
+			b = j.appendCall(b, j.gen.Text)
+			b = append(b, ']')
+		} else {
+			b = append(b, `"content":`...)
+			b = appendJSONString(b, j.gen.span(r, j.gen.Tokens))
+		}
 		b = append(b, `},"logprobs":null,"finish_reason":`...)
 	} else {
 		b = append(b, `{"index":0,"text":`...)
@@ -280,11 +288,22 @@ func specSteps(sd SpecDecode, modelSeed, hash uint64, n int) (steps, accepted in
 	return steps, accepted
 }
 
+// appendCall appends the call as a tool_calls item with these arguments.
+func (j *job) appendCall(b []byte, args string) []byte {
+	b = append(b, `{"index":0,"id":`...)
+	b = appendJSONString(b, j.call.id)
+	b = append(b, `,"type":"function","function":{"name":`...)
+	b = appendJSONString(b, j.call.name)
+	b = append(b, `,"arguments":`...)
+	b = appendJSONString(b, args)
+	return append(b, `}}`...)
+}
+
 // reasoning is how many of the completion's tokens are reasoning, and the field that carries them
 // (0 for completions and without a reasoning model).
 func (j *job) reasoning() (int, string) {
 	r := j.s.cfg.Reasoning
-	if !j.q.chat || r.Tokens == 0 {
+	if !j.q.chat || r.Tokens == 0 || j.call != nil {
 		return 0, ""
 	}
 	field := r.Field
@@ -317,7 +336,7 @@ func (j *job) appendHead(b []byte, chunk bool) []byte {
 // appendUsage appends the usage object for completion tokens n (inconsistent under the fault).
 // With a tokenizer, n output tokens are counted as the tokenizer counts their returned text.
 func (j *job) appendUsage(b []byte, n int) []byte {
-	if tc := j.s.cfg.Tokens; tc != nil {
+	if tc := j.s.cfg.Tokens; tc != nil && j.call == nil {
 		c, _ := tc.TextTokens(j.gen.span(0, n))
 		n = int(c)
 	}
@@ -426,6 +445,7 @@ func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
 	sc := newSchedule(s.cfg.Timing, s.cfg.Seed, j.gen.hash, j.prompt-j.cached)
 	per, sent := s.cfg.Timing.TokensPerEvent, 0
 	reason, field := j.reasoning()
+	named := false
 	var due time.Duration
 	for k := range j.gen.Tokens {
 		due = sc.token()
@@ -444,7 +464,17 @@ func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
 			kind, key = KindReasoning, `{"index":0,"delta":{"`+field+`":`
 		}
 		err := e.send(due, kind, func(b []byte) []byte {
-			if q.chat {
+			if j.call != nil {
+				b = append(b, `{"index":0,"delta":{"tool_calls":[`...)
+				if !named { // the call's first fragment names it
+					b, named = j.appendCall(b, text), true
+				} else {
+					b = append(b, `{"index":0,"function":{"arguments":`...)
+					b = appendJSONString(b, text)
+					b = append(b, `}}`...)
+				}
+				b = append(b, `]},"logprobs":null,"finish_reason":null}]`...)
+			} else if q.chat {
 				b = append(b, key...)
 				b = appendJSONString(b, text)
 				b = append(b, `},"logprobs":null,"finish_reason":null}]`...)
