@@ -18,10 +18,12 @@ const (
 	KindContent = "content" // an event carrying completion text (not a contract value: qualsim ground truth)
 	// KindReasoning is an event carrying reasoning text (Config.Reasoning; not a contract value).
 	KindReasoning = "reasoning"
-	KindFinish    = "finish" // the event carrying finish_reason
-	KindUsage     = "usage"  // the usage record (not a contract value: qualsim ground truth)
-	KindDone      = "done"   // data: [DONE] (not a contract value: qualsim ground truth)
-	KindBody      = "body"   // a whole non-streamed response (event 1)
+	// KindPart is a Responses API event that opens or closes an output item or content part.
+	KindPart   = "part"
+	KindFinish = "finish" // the event carrying finish_reason
+	KindUsage  = "usage"  // the usage record (not a contract value: qualsim ground truth)
+	KindDone   = "done"   // data: [DONE] (not a contract value: qualsim ground truth)
+	KindBody   = "body"   // a whole non-streamed response (event 1)
 )
 
 // An event a fault changed gets "+" and the fault's name appended to its kind:

@@ -119,3 +119,29 @@ func TestPrefixCacheHitBelowUsage(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeResponsesRequest: any Responses API body either decodes to a chat-prompt request
+// within the limits or is refused with a 4xx API error; nothing panics.
+func FuzzDecodeResponsesRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","input":"hello","max_output_tokens":3,"stream":true}`,
+		`{"model":"m","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"a"}]}]}`,
+		`{"model":"m","input":[{"type":"message","role":"assistant","content":"b"}],"seed":-1}`,
+		`{"model":"m","input":[]}`, `{"model":"m"}`, `{`, `null`, `{"model":"m","input":"x","tools":[]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		q, err := decodeResponsesRequest(bytes.NewReader(body), 16)
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.status < 400 || ae.status > 499 || !json.Valid(ae.body()) {
+				t.Fatalf("error %v is not a 4xx API error", err)
+			}
+			return
+		}
+		if q.model == "" || !q.chat || !q.responses || q.maxTokens < 1 || q.maxTokens > MaxCompletionTokens || len(q.prompt.Messages) == 0 || len(q.prompt.Messages) > MaxMessages || len(q.tools) > 0 {
+			t.Fatalf("accepted request out of bounds: %+v", q)
+		}
+	})
+}

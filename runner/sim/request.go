@@ -77,6 +77,7 @@ type wireMessage struct {
 // request is a decoded, validated completion request.
 type request struct {
 	chat            bool
+	responses       bool // the Responses API (chat prompt, named events)
 	model           string
 	prompt          Prompt
 	maxTokens       int

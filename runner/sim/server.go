@@ -280,8 +280,9 @@ func (s *Server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /v1/models/{id}", s.handleModel)
-	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.handleCompletion(w, r, true) })
-	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.handleCompletion(w, r, false) })
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.handleCompletion(w, r, apiChat) })
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.handleCompletion(w, r, apiCompletions) })
+	mux.HandleFunc("POST /v1/responses", func(w http.ResponseWriter, r *http.Request) { s.handleCompletion(w, r, apiResponses) })
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.HandleFunc("POST /reset_prefix_cache", s.handleResetPrefixCache)
@@ -340,6 +341,7 @@ var routes = map[string]string{
 	"/v1/models":           "GET, HEAD",
 	"/v1/chat/completions": "POST",
 	"/v1/completions":      "POST",
+	"/v1/responses":        "POST",
 	"/health":              "GET, HEAD",
 	"/metrics":             "GET, HEAD",
 	"/reset_prefix_cache":  "POST",

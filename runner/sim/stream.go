@@ -34,10 +34,20 @@ func (j *job) hold() {
 	}
 }
 
-func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
+// The completion APIs qualsim serves.
+const (
+	apiCompletions = iota
+	apiChat
+	apiResponses
+)
+
+func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, api int) {
 	endpoint, prefix := "/v1/completions", "cmpl-qs-"
-	if chat {
+	switch api {
+	case apiChat:
 		endpoint, prefix = "/v1/chat/completions", "chatcmpl-qs-"
+	case apiResponses:
+		endpoint, prefix = "/v1/responses", "resp_qs_"
 	}
 	n := s.seq.Add(1)
 	if !s.ready.Load() {
@@ -45,7 +55,13 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, chat b
 		s.writeError(w, endpoint, notReady())
 		return
 	}
-	q, err := decodeRequest(http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes), chat, s.cfg.DefaultMaxTokens)
+	var q *request
+	var err error
+	if body := http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes); api == apiResponses {
+		q, err = decodeResponsesRequest(body, s.cfg.DefaultMaxTokens)
+	} else {
+		q, err = decodeRequest(body, api == apiChat, s.cfg.DefaultMaxTokens)
+	}
 	if err != nil {
 		var ae *apiError
 		if !errors.As(err, &ae) {
@@ -93,9 +109,12 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, chat b
 			return
 		}
 	}
-	if q.stream {
+	switch {
+	case q.stream && q.responses:
+		err = j.streamResponses(r.Context(), w)
+	case q.stream:
 		err = j.stream(r.Context(), w)
-	} else {
+	default:
 		err = j.respond(r.Context(), w)
 	}
 	if err != nil {
@@ -221,6 +240,13 @@ func (j *job) respond(ctx context.Context, w http.ResponseWriter) error {
 	if err := c.until(ctx, t0.Add(due)); err != nil {
 		return err
 	}
+	if j.q.responses {
+		b := append(j.appendResponse(nil, true), '\n')
+		s.writeJSON(w, j.endpoint, http.StatusOK, b)
+		s.gt.record(gtRecord{id: j.id, event: 1, t: time.Now(), bytes: len(b), kind: KindBody})
+		j.finished()
+		return nil
+	}
 	b := j.appendHead(nil, false)
 	if j.q.chat {
 		r, field := j.reasoning()
@@ -333,44 +359,57 @@ func (j *job) appendHead(b []byte, chunk bool) []byte {
 	return append(b, `,"system_fingerprint":"qualsim","choices":[`...)
 }
 
-// appendUsage appends the usage object for completion tokens n (inconsistent under the fault).
-// With a tokenizer, n output tokens are counted as the tokenizer counts their returned text.
-func (j *job) appendUsage(b []byte, n int) []byte {
-	if tc := j.s.cfg.Tokens; tc != nil && j.call == nil {
+// usageCounts are the numbers a usage record states.
+type usageCounts struct{ prompt, completion, total, reasoning int }
+
+// usage is the usage for completion tokens n (inconsistent under the usage faults). With a
+// tokenizer, n output tokens are counted as the tokenizer counts their returned text (a tool
+// call's fragments are counted as they are).
+func (j *job) usage(n int) usageCounts {
+	tc := j.s.cfg.Tokens
+	if tc != nil && j.call == nil {
 		c, _ := tc.TextTokens(j.gen.span(0, n))
 		n = int(c)
 	}
-	if j.s.cfg.Faults.UsageOffByOne {
+	r, _ := j.reasoning()
+	r = min(r, n)
+	if tc != nil && r > 0 {
+		c, _ := tc.TextTokens(j.gen.span(0, r))
+		r = int(c)
+	}
+	f := j.s.cfg.Faults
+	if f.UsageOffByOne {
 		n++
 	}
-	if j.s.cfg.Faults.UsageExceedsMaxTokens {
+	if f.UsageExceedsMaxTokens {
 		n = j.q.maxTokens * 1000000
 	}
-	if j.s.cfg.Faults.UsageZeroCompletion {
+	if f.UsageZeroCompletion {
 		n = 0
 	}
 	prompt := j.prompt
-	if j.s.cfg.Faults.UsageAbsurdPrompt {
+	if f.UsageAbsurdPrompt {
 		prompt = 1 << 62
 	}
 	total := prompt + n
-	if j.s.cfg.Faults.InconsistentUsage {
+	if f.InconsistentUsage {
 		total++
 	}
+	return usageCounts{prompt: prompt, completion: n, total: total, reasoning: r}
+}
+
+// appendUsage appends the chat or completions usage object for completion tokens n.
+func (j *job) appendUsage(b []byte, n int) []byte {
+	u := j.usage(n)
 	b = append(b, `{"prompt_tokens":`...)
-	b = appendInt(b, prompt)
+	b = appendInt(b, u.prompt)
 	b = append(b, `,"completion_tokens":`...)
-	b = appendInt(b, n)
+	b = appendInt(b, u.completion)
 	b = append(b, `,"total_tokens":`...)
-	b = appendInt(b, total)
-	if r, _ := j.reasoning(); j.s.cfg.Reasoning.Tokens > 0 && j.q.chat {
-		r = min(r, n)
-		if tc := j.s.cfg.Tokens; tc != nil {
-			c, _ := tc.TextTokens(j.gen.span(0, r))
-			r = int(c)
-		}
+	b = appendInt(b, u.total)
+	if j.s.cfg.Reasoning.Tokens > 0 && j.q.chat {
 		b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
-		b = appendInt(b, r)
+		b = appendInt(b, u.reasoning)
 		b = append(b, '}')
 	}
 	if j.s.cache != nil {
