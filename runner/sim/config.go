@@ -76,6 +76,11 @@ type Config struct {
 	SpecDecode SpecDecode
 	// ToolCalls declares a tool-calling model (off unless Enabled).
 	ToolCalls ToolCalls
+	// ImageTokens makes the model take images (image_url content parts holding base64 data URLs;
+	// input_image on the Responses API): each counts ImageTokens prompt tokens, placed after its
+	// message's text, and its bytes enter the prompt hash. 0: a text-only model, which answers a
+	// request with an image 400.
+	ImageTokens int
 	// Faults are the misbehaviours turned on.
 	Faults Faults
 }
@@ -196,6 +201,9 @@ func (c Config) Validate() error {
 	} else if !(sd.Acceptance >= 0 && sd.Acceptance <= 1) {
 		return fmt.Errorf("%w: speculative acceptance %g: want 0 to 1", ErrConfig, sd.Acceptance)
 	}
+	if c.ImageTokens < 0 || c.ImageTokens > MaxImageTokens {
+		return fmt.Errorf("%w: image tokens %d: want 0 to %d", ErrConfig, c.ImageTokens, MaxImageTokens)
+	}
 	if a := c.ToolCalls.Accuracy; !(a >= 0 && a <= 1) {
 		return fmt.Errorf("%w: tool-call accuracy %g: want 0 to 1", ErrConfig, a)
 	}
@@ -226,7 +234,8 @@ type fileConfig struct {
 		Tokens *int    `json:"tokens"`
 		Field  *string `json:"field"`
 	} `json:"reasoning"`
-	ToolCalls *struct {
+	ImageTokens *int `json:"image_tokens"`
+	ToolCalls   *struct {
 		Enabled  *bool    `json:"enabled"`
 		Accuracy *float64 `json:"accuracy"`
 	} `json:"tool_calls"`
@@ -308,6 +317,7 @@ func LoadConfig(r io.Reader, base Config) (Config, error) {
 			c.SpecDecode.Acceptance = *sd.Acceptance
 		}
 	}
+	setInt(&c.ImageTokens, fc.ImageTokens)
 	if tc := fc.ToolCalls; tc != nil {
 		if tc.Enabled != nil {
 			c.ToolCalls.Enabled = *tc.Enabled

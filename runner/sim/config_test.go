@@ -49,7 +49,7 @@ func TestLoadConfig(t *testing.T) {
 		`{"models": ["a", "a"]}`, `{"models": ["has space"]}`, `{"faults": ["bogus"]}`, `{"tokens_per_event": 0}`,
 		`[]`, `{"seed": -1}`, `{"default_max_tokens": 1000000000}`, `{"faults": ["exit-before-ready", "never-ready"]}`,
 		`{"reasoning": {"tokens": -1}}`, `{"reasoning": {"field": "thoughts"}}`, `{"spec_decode": {"draft_tokens": 65}}`,
-		`{"spec_decode": {"acceptance": 1.5}}`, `{"tool_calls": {"accuracy": 2}}`, `{"spec_decode": {"acceptance": -0.1}}`,
+		`{"spec_decode": {"acceptance": 1.5}}`, `{"tool_calls": {"accuracy": 2}}`, `{"image_tokens": -1}`, `{"image_tokens": 16385}`, `{"spec_decode": {"acceptance": -0.1}}`,
 		strings.Repeat(" ", sim.MaxConfigBytes+1),
 	} {
 		if _, err := sim.LoadConfig(strings.NewReader(bad), base); !errors.Is(err, sim.ErrConfig) {

@@ -33,7 +33,7 @@ func streamWithUsage(t *testing.T, ts *testServer) ([]event, error) {
 }
 
 func TestStreamFaults(t *testing.T) {
-	want := sim.Generate(sim.GenSpec{Prompt: sim.Prompt{Chat: true, Messages: []sim.Message{{"user", "hello world"}}}, MaxTokens: 4})
+	want := sim.Generate(sim.GenSpec{Prompt: sim.Prompt{Chat: true, Messages: []sim.Message{{Role: "user", Content: "hello world"}}}, MaxTokens: 4})
 	tests := []struct {
 		fault string
 		check func(t *testing.T, evs []event, err error)

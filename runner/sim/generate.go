@@ -27,10 +27,12 @@ const (
 	FinishStop   = "stop"
 )
 
-// Message is one chat message: its role and its text (content parts joined by "\n").
+// Message is one chat message: its role, its text (content parts joined by "\n") and the sha256
+// hex digests of its images, in order.
 type Message struct {
 	Role    string
 	Content string
+	Images  []string
 }
 
 // Prompt is what a request asks the model to continue: Text for /v1/completions, Messages for
@@ -39,6 +41,8 @@ type Prompt struct {
 	Chat     bool
 	Text     string
 	Messages []Message
+	// ImageTokens is what one image counts (Config.ImageTokens).
+	ImageTokens int
 }
 
 // Tokens is the documented prompt token count: for a completion prompt, PromptBOSTokens plus its
@@ -50,7 +54,16 @@ func (p Prompt) Tokens() int {
 	}
 	n := PromptBOSTokens
 	for _, m := range p.Messages {
-		n += MessageOverheadTokens + countWords(m.Content)
+		n += MessageOverheadTokens + countWords(m.Content) + len(m.Images)*p.ImageTokens
+	}
+	return n
+}
+
+// Images counts the prompt's images.
+func (p Prompt) Images() int {
+	n := 0
+	for _, m := range p.Messages {
+		n += len(m.Images)
 	}
 	return n
 }
@@ -173,6 +186,9 @@ func promptHash(modelSeed, requestSeed uint64, p Prompt) uint64 {
 		h.Write([]byte{0})
 		h.Write([]byte(m.Content))
 		h.Write([]byte{0})
+		for _, d := range m.Images {
+			h.Write([]byte("\x00img:" + d))
+		}
 	}
 	return h.Sum64()
 }

@@ -49,7 +49,7 @@ func TestGenerate(t *testing.T) {
 		{"model seed changes output", sim.GenSpec{ModelSeed: 1, Prompt: hello, MaxTokens: 4}, "", 4, "length", false},
 		{"request seed changes output", sim.GenSpec{RequestSeed: 7, Prompt: hello, MaxTokens: 4}, "", 4, "length", false},
 		{"prompt changes output", sim.GenSpec{Prompt: sim.Prompt{Text: "hello  world"}, MaxTokens: 4}, "", 4, "length", false},
-		{"chat differs from text", sim.GenSpec{Prompt: sim.Prompt{Chat: true, Messages: []sim.Message{{"user", "hello world"}}}, MaxTokens: 4}, "", 4, "length", false},
+		{"chat differs from text", sim.GenSpec{Prompt: sim.Prompt{Chat: true, Messages: []sim.Message{{Role: "user", Content: "hello world"}}}, MaxTokens: 4}, "", 4, "length", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,7 +70,7 @@ func TestGenerate(t *testing.T) {
 // TestGenerateGolden pins the token function: a change here changes every recorded output.
 func TestGenerateGolden(t *testing.T) {
 	g := sim.Generate(sim.GenSpec{ModelSeed: 20261130, RequestSeed: 1234, Prompt: sim.Prompt{Text: "hello world"}, MaxTokens: 3})
-	c := sim.Generate(sim.GenSpec{Prompt: sim.Prompt{Chat: true, Messages: []sim.Message{{"system", "be brief"}, {"user", "hi"}}}, MaxTokens: 2})
+	c := sim.Generate(sim.GenSpec{Prompt: sim.Prompt{Chat: true, Messages: []sim.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hi"}}}, MaxTokens: 2})
 	if got := g.Text + "|" + c.Text; got != "32341 32342 32343 |20763 20764 " {
 		t.Fatalf("golden outputs changed: %q", got)
 	}
@@ -84,8 +84,8 @@ func TestPromptTokens(t *testing.T) {
 		{sim.Prompt{Text: ""}, 1},
 		{sim.Prompt{Text: "hello world"}, 3},
 		{sim.Prompt{Text: "  a\tb\nc\u00a0d  "}, 5},
-		{sim.Prompt{Chat: true, Messages: []sim.Message{{"user", "hello world"}}}, 1 + 3 + 2},
-		{sim.Prompt{Chat: true, Messages: []sim.Message{{"system", "be brief"}, {"user", ""}}}, 1 + 5 + 3},
+		{sim.Prompt{Chat: true, Messages: []sim.Message{{Role: "user", Content: "hello world"}}}, 1 + 3 + 2},
+		{sim.Prompt{Chat: true, Messages: []sim.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: ""}}}, 1 + 5 + 3},
 	}
 	for _, tc := range tests {
 		if got := tc.p.Tokens(); got != tc.want {

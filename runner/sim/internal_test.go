@@ -72,6 +72,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"model":"m","messages":[{"role":"user","content":null}]}`, `{`, `[]`, `null`, `{"model":1}`,
 		`{"model":"m","messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`,
 		`{"model":"m","messages":[{"role":"user","content":"a"}],"tools":[],"tool_choice":"auto"}`,
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,aGk="}}]}]}`,
 	} {
 		f.Add([]byte(s), true)
 		f.Add([]byte(s), false)
@@ -127,7 +128,8 @@ func FuzzDecodeResponsesRequest(f *testing.F) {
 		`{"model":"m","input":"hello","max_output_tokens":3,"stream":true}`,
 		`{"model":"m","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"a"}]}]}`,
 		`{"model":"m","input":[{"type":"message","role":"assistant","content":"b"}],"seed":-1}`,
-		`{"model":"m","input":[]}`, `{"model":"m"}`, `{`, `null`, `{"model":"m","input":"x","tools":[]}`,
+		`{"model":"m","input":[]}`, `{"model":"m"}`,
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,aGk="}]}]}`, `{`, `null`, `{"model":"m","input":"x","tools":[]}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -20,6 +20,10 @@ const (
 	MaxStopBytes = 256
 	// MaxCompletionTokens bounds max_tokens; a larger request is answered with HTTP 400.
 	MaxCompletionTokens = 1 << 17
+	// MaxImages bounds the images of one message.
+	MaxImages = 64
+	// MaxImageTokens bounds what one image may count.
+	MaxImageTokens = 1 << 14
 	// MaxTools bounds the tools of one request.
 	MaxTools = 128
 	// MaxDraftTokens bounds the declared speculative draft length.

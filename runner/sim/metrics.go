@@ -54,6 +54,7 @@ type metrics struct {
 	prefixQueries    atomic.Uint64
 	prefixHits       atomic.Uint64
 	prefixResets     atomic.Uint64
+	promptImages     atomic.Uint64
 	specDrafts       atomic.Uint64
 	specDraftTokens  atomic.Uint64
 	specAccepted     atomic.Uint64
@@ -137,6 +138,8 @@ func (m *metrics) appendText(b []byte, slots int, ready, prefixCache, specDecode
 		family("qualsim_prefix_cache_resets_total", "counter", "Prefix cache resets (POST /reset_prefix_cache).")
 		sample("qualsim_prefix_cache_resets_total", "", m.prefixResets.Load())
 	}
+	family("qualsim_prompt_images_total", "counter", "Images in the prompts of completion requests accepted.")
+	sample("qualsim_prompt_images_total", "", m.promptImages.Load())
 	if specDecode {
 		family("qualsim_spec_decode_num_drafts_total", "counter", "Speculative decode steps of finished responses (vLLM: spec_decode_num_drafts).")
 		sample("qualsim_spec_decode_num_drafts_total", "", m.specDrafts.Load())

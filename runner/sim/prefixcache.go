@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -52,6 +53,11 @@ func (p Prompt) PromptTokenTexts() []string {
 	for _, m := range p.Messages {
 		out = append(out, "\x00role:"+m.Role, "\x00start")
 		out = append(out, strings.Fields(m.Content)...)
+		for _, d := range m.Images {
+			for k := range p.ImageTokens {
+				out = append(out, "\x00img:"+d+":"+strconv.Itoa(k))
+			}
+		}
 		out = append(out, "\x00end")
 	}
 	return out

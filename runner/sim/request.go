@@ -2,6 +2,9 @@ package sim
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,11 +159,11 @@ func decodeRequest(r io.Reader, chat bool, defaultMaxTokens int) (*request, erro
 			if m.Role == "" {
 				return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role is required", i)
 			}
-			text, err := decodeContent(m.Content)
+			text, images, err := decodeContent(m.Content)
 			if err != nil {
 				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %v", i, err)
 			}
-			q.prompt.Messages[i] = Message{Role: m.Role, Content: text}
+			q.prompt.Messages[i] = Message{Role: m.Role, Content: text, Images: images}
 		}
 		return q, nil
 	}
@@ -197,32 +200,76 @@ func decodePrompt(raw json.RawMessage) (string, error) {
 }
 
 // decodeContent accepts a string, null, or an array of {"type":"text","text":...} parts (joined
-// by "\n").
-func decodeContent(raw json.RawMessage) (string, error) {
+// by "\n") and image parts ({"type":"image_url","image_url":{"url":DATA_URL}}); it returns the text
+// and the digests of the images, in order.
+func decodeContent(raw json.RawMessage) (string, []string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return "", nil, nil
 	}
 	if raw[0] == '"' {
 		var s string
 		err := json.Unmarshal(raw, &s)
-		return s, err
+		return s, nil, err
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		ImageURL json.RawMessage `json:"image_url"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("want a string or an array of text parts")
+		return "", nil, errors.New("want a string or an array of text and image parts")
 	}
 	texts := make([]string, 0, len(parts))
+	var images []string
 	for i, p := range parts {
-		if p.Type != "text" {
-			return "", fmt.Errorf("part %d has type %q; only text parts are supported", i, p.Type)
+		switch p.Type {
+		case "text":
+			texts = append(texts, p.Text)
+		case "image_url", "input_image":
+			if len(images) == MaxImages {
+				return "", nil, fmt.Errorf("part %d: more than %d images", i, MaxImages)
+			}
+			d, err := decodeImage(p.ImageURL)
+			if err != nil {
+				return "", nil, fmt.Errorf("part %d: %w", i, err)
+			}
+			images = append(images, d)
+		default:
+			return "", nil, fmt.Errorf("part %d has type %.40q; only text and image_url parts are supported", i, p.Type)
 		}
-		texts = append(texts, p.Text)
 	}
-	return strings.Join(texts, "\n"), nil
+	return strings.Join(texts, "\n"), images, nil
+}
+
+// decodeImage reads an image part's URL ({"url": ...} on chat, a bare string on the Responses
+// API): a base64 data URL of an image/* media type, never fetched from anywhere. It returns the
+// sha256 hex digest of the decoded bytes.
+func decodeImage(raw json.RawMessage) (string, error) {
+	var url string
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '{' {
+		var u struct {
+			URL string `json:"url"`
+		}
+		if err := json.Unmarshal(raw, &u); err != nil {
+			return "", fmt.Errorf("image_url: %v", err)
+		}
+		url = u.URL
+	} else if err := json.Unmarshal(raw, &url); err != nil {
+		return "", errors.New("image_url: want {\"url\": DATA_URL} or a data URL")
+	}
+	meta, data, ok := strings.Cut(url, ",")
+	media, isB64 := strings.CutSuffix(strings.TrimPrefix(meta, "data:"), ";base64")
+	if !ok || !strings.HasPrefix(meta, "data:") || !isB64 || !strings.HasPrefix(media, "image/") {
+		return "", errors.New("image_url: want a base64 data URL of an image (data:image/...;base64,...): qualsim fetches nothing")
+	}
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil || len(b) == 0 {
+		return "", errors.New("image_url: the data URL's payload is not non-empty standard base64")
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // decodeStop accepts null, a string or an array of strings.

@@ -109,32 +109,34 @@ func decodeInput(raw json.RawMessage) ([]Message, error) {
 		if (it.Type != "" && it.Type != "message") || it.Role == "" {
 			return nil, badRequest(fmt.Sprintf("input[%d]", i), "input[%d]: want a message item with a role (type %.40q is not supported)", i, it.Type)
 		}
-		text, err := decodeResponsesContent(it.Content)
+		text, images, err := decodeResponsesContent(it.Content)
 		if err != nil {
 			return nil, badRequest(fmt.Sprintf("input[%d].content", i), "input[%d].content: %v", i, err)
 		}
-		msgs[i] = Message{Role: it.Role, Content: text}
+		msgs[i] = Message{Role: it.Role, Content: text, Images: images}
 	}
 	return msgs, nil
 }
 
 // decodeResponsesContent accepts a string or an array of input_text, output_text or text parts
-// (joined by "\n", as chat content parts are).
-func decodeResponsesContent(raw json.RawMessage) (string, error) {
+// (joined by "\n", as chat content parts are) and input_image parts.
+func decodeResponsesContent(raw json.RawMessage) (string, []string, error) {
 	raw = bytes.TrimSpace(raw)
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
 	if len(raw) > 0 && raw[0] == '[' {
+		var parts []map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", errors.New("want a string or an array of text parts")
+			return "", nil, errors.New("want a string or an array of text and image parts")
 		}
-		for i := range parts {
-			if t := parts[i].Type; t != "input_text" && t != "output_text" && t != "text" {
-				return "", fmt.Errorf("part %d has type %.40q; only input_text and output_text parts are supported", i, t)
+		for i, p := range parts {
+			var t string
+			_ = json.Unmarshal(p["type"], &t)
+			switch t {
+			case "input_text", "output_text", "text":
+				p["type"] = json.RawMessage(`"text"`)
+			case "input_image":
+			default:
+				return "", nil, fmt.Errorf("part %d has type %.40q; only input_text, output_text and input_image parts are supported", i, t)
 			}
-			parts[i].Type = "text"
 		}
 		raw, _ = json.Marshal(parts)
 	}

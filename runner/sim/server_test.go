@@ -104,7 +104,7 @@ func TestChatStream(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("Content-Type %q", ct)
 	}
-	want := sim.Generate(sim.GenSpec{Prompt: sim.Prompt{Chat: true, Messages: []sim.Message{{"user", "hello world"}}}, MaxTokens: 5})
+	want := sim.Generate(sim.GenSpec{Prompt: sim.Prompt{Chat: true, Messages: []sim.Message{{Role: "user", Content: "hello world"}}}, MaxTokens: 5})
 	// role, 5 content, finish, usage, [DONE]
 	if len(evs) != 9 {
 		t.Fatalf("%d events, want 9: %v", len(evs), evs)
@@ -175,7 +175,7 @@ func TestNonStreamed(t *testing.T) {
 		path, body, prompt := "/v1/completions", completionBody("qualsim-tiny", "one two three", 4), sim.Prompt{Text: "one two three"}
 		if chat {
 			path, body = "/v1/chat/completions", chatBody("qualsim-tiny", "one two three", 4)
-			prompt = sim.Prompt{Chat: true, Messages: []sim.Message{{"user", "one two three"}}}
+			prompt = sim.Prompt{Chat: true, Messages: []sim.Message{{Role: "user", Content: "one two three"}}}
 		}
 		body["seed"] = 5
 		resp, b, err := ts.post(path, body)

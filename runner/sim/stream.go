@@ -75,6 +75,15 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, api in
 		s.writeError(w, endpoint, ae)
 		return
 	}
+	if images := q.prompt.Images(); images > 0 {
+		if s.cfg.ImageTokens == 0 {
+			s.m.fail(reasonBadRequest)
+			s.writeError(w, endpoint, badRequest("messages", "model %.80q takes no images (qualsim's image_tokens is 0)", q.model))
+			return
+		}
+		q.prompt.ImageTokens = s.cfg.ImageTokens
+		s.m.promptImages.Add(uint64(images))
+	}
 	if !s.models[q.model] {
 		s.m.fail(reasonUnknownModel)
 		s.writeError(w, endpoint, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found", message: "model " + strconv.Quote(q.model) + " not found"})

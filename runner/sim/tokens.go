@@ -16,7 +16,7 @@ func (j *job) countTokens(tc TokenCounter) error {
 	if err != nil {
 		return err
 	}
-	j.prompt = int(n)
+	j.prompt = int(n) + p.Images()*p.ImageTokens
 	g := &j.gen
 	fits := func(k int) bool {
 		c, err := tc.TextTokens(g.span(0, k))
