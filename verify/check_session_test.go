@@ -24,7 +24,7 @@ func sessionRecords() []*record {
 				think = 0
 			}
 			r := &record{line: int(idx), index: idx, sched: t, send: t, hasSend: true, end: t + 10_000_000, hasEnd: true, hasUsage: true, p: 10, n: 4,
-				content: []int64{t + 2_000_000}, output: d, sessionIndex: int64(si),
+				tok: metric.Request{Content: []int64{t + 2_000_000}}, output: d, sessionIndex: int64(si),
 				session: &contract.SessionTurn{ID: id, Turn: int64(k), HistoryMessages: int64(1 + 2*k), HistoryChars: int64(20 * (k + 1)), ReplyDigests: append([]string{}, replies...), ThinkMs: think}}
 			out = append(out, r)
 			replies = append(replies, d)

@@ -34,9 +34,9 @@ func TestCheckStages(t *testing.T) {
 		for k, o := range offs {
 			s := origin + o
 			r := &record{line: k + 1, index: int64(k + 1), sched: s, send: s + 50e3, hasSend: true, end: s + 30e6, hasEnd: true, cls: s + 31e6, hasClose: true,
-				content: []int64{s + 10e6, s + 30e6}, hasUsage: true, n: 2, p: 5}
+				tok: metric.Request{Content: []int64{s + 10e6, s + 30e6}}, hasUsage: true, n: 2, p: 5}
 			if k%7 == 3 {
-				r.end, r.hasEnd, r.content, r.hasUsage, r.failed, r.errClass = 0, false, nil, false, true, "http_status"
+				r.end, r.hasEnd, r.tok.Content, r.hasUsage, r.failed, r.errClass = 0, false, nil, false, true, "http_status"
 			}
 			recs = append(recs, r)
 			reqs[k], stageOf[k] = r.request(), stages[k]
@@ -151,7 +151,7 @@ func TestCheckClosedStages(t *testing.T) {
 		var recs []*record
 		for k := range 30 {
 			s := int64(3e9) + int64(k)*60e6
-			recs = append(recs, &record{line: k, index: int64(k), sched: s, send: s + 1e5, hasSend: true, end: s + 40e6, hasEnd: true, cls: s + 41e6, hasClose: true, content: []int64{s + 5e6, s + 40e6}, hasUsage: true, n: 2, p: 3})
+			recs = append(recs, &record{line: k, index: int64(k), sched: s, send: s + 1e5, hasSend: true, end: s + 40e6, hasEnd: true, cls: s + 41e6, hasClose: true, tok: metric.Request{Content: []int64{s + 5e6, s + 40e6}}, hasUsage: true, n: 2, p: 3})
 		}
 		reqs, _ := measuredRequests(recs)
 		spans := metric.Spans(sc)
@@ -207,7 +207,7 @@ func TestCheckReplayUnit(t *testing.T) {
 		var recs []*record
 		for k := range 5 {
 			s := int64(2e9) + int64(k)*10e6
-			recs = append(recs, &record{line: k + 1, index: int64(k), sched: s, send: s + 2e5, hasSend: true, end: s + 5e6, hasEnd: true, cls: s + 6e6, hasClose: true, content: []int64{s + 1e6, s + 5e6}, hasUsage: true, n: 2, p: 3})
+			recs = append(recs, &record{line: k + 1, index: int64(k), sched: s, send: s + 2e5, hasSend: true, end: s + 5e6, hasEnd: true, cls: s + 6e6, hasClose: true, tok: metric.Request{Content: []int64{s + 1e6, s + 5e6}}, hasUsage: true, n: 2, p: 3})
 		}
 		return recs
 	}

@@ -364,8 +364,8 @@ func checkUsagePlausible(c *collector, path string, wc *contract.Case, recs []*r
 		switch {
 		case wc.MaxTokens > 0 && r.n > wc.MaxTokens:
 			c.add(path, jp(r.line, "usage", "completion_tokens"), ErrRequestFailed, "request %d is recorded as a success with %d completion tokens for max_tokens %d (usage_exceeds_max_tokens)", r.index, r.n, wc.MaxTokens) // not a contract value: the record's member name
-		case r.n == 0 && len(r.content) > 0:
-			c.add(path, jp(r.line, "usage", "completion_tokens"), ErrRequestFailed, "request %d is recorded as a success with 0 completion tokens beside %d content events (inconsistent_usage)", r.index, len(r.content)) // not a contract value: the record's member name
+		case r.n == 0 && len(r.tok.Content) > 0:
+			c.add(path, jp(r.line, "usage", "completion_tokens"), ErrRequestFailed, "request %d is recorded as a success with 0 completion tokens beside %d token events (inconsistent_usage)", r.index, len(r.tok.Content)) // not a contract value: the record's member name
 		}
 	}
 }

@@ -56,7 +56,8 @@ func (r *record) request() metric.Request {
 		session, turn = r.session.ID, r.session.Turn
 	}
 	return metric.Request{Session: session, Turn: turn, Failed: r.failed, ErrorClass: r.errClass, Sched: r.sched, Send: r.send, Hdr: r.hdr, End: r.end, Close: r.cls,
-		HasSend: r.hasSend, HasHdr: r.hasHdr, HasEnd: r.hasEnd, HasClose: r.hasClose, Content: r.content,
+		HasSend: r.hasSend, HasHdr: r.hasHdr, HasEnd: r.hasEnd, HasClose: r.hasClose, Content: r.tok.Content,
+		Reasoned: r.tok.Reasoned, FirstContent: r.tok.FirstContent, HasFirstContent: r.tok.HasFirstContent, HasReasoning: r.hasReasoning, Reasoning: r.reasoning,
 		HasUsage: r.hasUsage, Completion: r.n, Prompt: r.p, HasCached: r.hasCached, Cached: r.cached,
 		HasClient: r.hasClient, ClientPrompt: r.client.PromptTokens, HasClientCompletion: r.hasClientN, ClientCompletion: r.clientN}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // record is one request record reduced to what the checks read; times are nanoseconds from the
@@ -33,13 +34,18 @@ type record struct {
 	hasHdr      bool
 	hasEnd      bool
 	hasClose    bool
-	content     []int64 // arrival of each content event, in order
-	hasUsage    bool
-	n, p        int64 // completion and prompt tokens
-	failed      bool  // error != null
-	errClass    string
-	assertFail  int    // assertions with passed false
-	output      string // output digest, "" when null
+	// tok holds the token events (Content: each content or reasoning event's arrival, in order;
+	// Reasoned, FirstContent), as metric.AddTokenEvent reads them.
+	tok metric.Request
+	// reasoning is usage.reasoning_tokens when hasReasoning.
+	reasoning    int64
+	hasReasoning bool
+	hasUsage     bool
+	n, p         int64 // completion and prompt tokens
+	failed       bool  // error != null
+	errClass     string
+	assertFail   int    // assertions with passed false
+	output       string // output digest, "" when null
 	// cached is cached_prompt_tokens when hasCached (records before it existed have none).
 	cached    int64
 	hasCached bool
@@ -181,12 +187,13 @@ func recordOf(d *contract.RequestRecordDoc) record {
 		r.cls, r.hasClose = *d.TCloseNs, true
 	}
 	for _, e := range d.Events {
-		if e.Kind == contract.EventKindContent {
-			r.content = append(r.content, e.TNs)
-		}
+		metric.AddTokenEvent(&r.tok, e.Kind, e.TNs)
 	}
 	if d.Usage != nil {
 		r.hasUsage, r.n, r.p = true, d.Usage.CompletionTokens, d.Usage.PromptTokens
+		if d.Usage.ReasoningTokens != nil {
+			r.reasoning, r.hasReasoning = *d.Usage.ReasoningTokens, true
+		}
 	}
 	if d.Error != nil {
 		r.errClass = string(d.Error.Class)
@@ -214,9 +221,7 @@ func recordOf(d *contract.RequestRecordDoc) record {
 	}
 	if ct := d.ClientTokens; ct != nil {
 		r.client, r.hasClient = *ct, true
-		if ct.CompletionTokens != nil {
-			r.clientN, r.hasClientN = *ct.CompletionTokens, true
-		}
+		r.clientN, r.hasClientN = metric.ClientCompletion(*ct)
 	}
 	return r
 }
@@ -564,7 +569,7 @@ func (p *lineParser) record(r *record) bool {
 			ok := p.array(int(recordLimits.eventsMax), func() bool {
 				var es seen
 				var t int64
-				content := false
+				var kind contract.EventKind
 				ok := p.object(func(k []byte) bool {
 					switch string(k) {
 					case "t_ns":
@@ -573,8 +578,8 @@ func (p *lineParser) record(r *record) bool {
 						return es.first(0) && ok
 					case "kind":
 						v, ok := p.str()
-						content = contract.EventKind(v) == contract.EventKindContent
-						return es.first(1) && ok && contract.EventKind(v).Valid()
+						kind = contract.EventKind(v)
+						return es.first(1) && ok && kind.Valid()
 					case "bytes":
 						_, ok := p.uint()
 						return es.first(2) && ok
@@ -585,9 +590,7 @@ func (p *lineParser) record(r *record) bool {
 					return false
 				}
 				lastT = t
-				if content {
-					r.content = append(r.content, t)
-				}
+				metric.AddTokenEvent(&r.tok, kind, t)
 				return true
 			})
 			return s.first(fEvents) && ok

@@ -34,11 +34,16 @@ type usageCounts struct {
 	// cached is prompt_tokens_details.cached_tokens, when hasCached (a non-negative integer).
 	cached    int64
 	hasCached bool
+	// reasoning is completion_tokens_details.reasoning_tokens, when hasReasoning (a non-negative
+	// integer).
+	reasoning    int64
+	hasReasoning bool
 }
 
 // chunk is what one completion object says.
 type chunk struct {
-	content   bool   // carries completion content: non-empty text, reasoning or tool calls
+	content   bool   // carries completion content: non-empty text or tool calls
+	reasoning bool   // carries non-empty reasoning (reasoning_content or reasoning)
 	finish    string // finish_reason, when hasFinish
 	hasFinish bool   // a non-null finish_reason
 	usage     usageCounts
@@ -73,6 +78,8 @@ type scanner struct {
 	i     int
 	depth int
 	kbuf  []byte // decoded keys that had escapes (rare)
+	// reason, when set, collects the decoded reasoning text of chat deltas and messages.
+	reason *[]byte
 }
 
 func (s *scanner) fail(format string, args ...any) error {
@@ -440,8 +447,23 @@ func (m *seen) once(s *scanner, bit seen, key string) error {
 // parseChunk reads a completion object from data, appending the completion text (never
 // reasoning or tool calls) to text. wantID asks for the object's id.
 func parseChunk(data []byte, shape chunkShape, text []byte, wantID bool) (chunk, []byte, error) {
+	c, text, _, err := parseChunkReasoning(data, shape, text, nil, wantID)
+	return c, text, err
+}
+
+// parseChunkReasoning is parseChunk that also appends the chunk's reasoning text (chat
+// reasoning_content or reasoning) to reasoning, when that is not nil, and returns it.
+func parseChunkReasoning(data []byte, shape chunkShape, text, reasoning []byte, wantID bool) (chunk, []byte, []byte, error) {
+	var reason *[]byte
+	if reasoning != nil {
+		reason = &reasoning
+	}
+	c, text, err := scanChunk(&scanner{b: data, reason: reason}, shape, text, wantID)
+	return c, text, reasoning, err
+}
+
+func scanChunk(s *scanner, shape chunkShape, text []byte, wantID bool) (chunk, []byte, error) {
 	var c chunk
-	s := &scanner{b: data}
 	if s.peek() != '{' {
 		return c, text, s.fail("want a JSON object")
 	}
@@ -635,8 +657,9 @@ func (s *scanner) textField(m *seen, bit seen, key string, c *chunk, text []byte
 	return text, err
 }
 
-// delta reads a chat delta (or message): content is text; reasoning and tool calls are content
-// for timing but not text.
+// delta reads a chat delta (or message): content is text; tool calls are content for timing but
+// not text; reasoning makes a reasoning chunk (a token event for timing), its text collected
+// apart when the scanner has a reasoning buffer.
 func (s *scanner) delta(c *chunk, text []byte) ([]byte, error) {
 	var m seen
 	err := s.object(func(k []byte) error {
@@ -645,17 +668,26 @@ func (s *scanner) delta(c *chunk, text []byte) ([]byte, error) {
 			var err error
 			text, err = s.textField(&m, 1, "content", c, text) // not a contract value: OpenAI delta key
 			return err
-		case "reasoning_content", "reasoning":
+		case "reasoning_content", "reasoning": // not a contract value: chat delta keys
 			bit := seen(2)
-			if string(k) == "reasoning" {
+			if string(k) == "reasoning" { // not a contract value: a chat delta key
 				bit = 4
 			}
 			if err := m.once(s, bit, string(k)); err != nil {
 				return err
 			}
-			ok, err := s.nonEmptyString()
-			if ok {
-				c.content = true
+			if s.reason == nil || s.peek() != '"' {
+				ok, err := s.nonEmptyString()
+				if ok {
+					c.reasoning = true
+				}
+				return err
+			}
+			n := len(*s.reason)
+			var err error
+			*s.reason, err = s.str(*s.reason)
+			if len(*s.reason) > n {
+				c.reasoning = true
 			}
 			return err
 		case "tool_calls":
@@ -706,7 +738,12 @@ func (s *scanner) usage(u *usageCounts) error {
 			if err := m.once(s, 8, string(k)); err != nil {
 				return err
 			}
-			return s.promptDetails(u)
+			return s.details(&u.cached, &u.hasCached, "cached_tokens") // not a contract value: OpenAI usage key
+		case "completion_tokens_details": // not a contract value: OpenAI usage key
+			if err := m.once(s, 16, string(k)); err != nil {
+				return err
+			}
+			return s.details(&u.reasoning, &u.hasReasoning, "reasoning_tokens") // not a contract value: OpenAI usage key
 		default:
 			return s.skip()
 		}
@@ -750,9 +787,10 @@ func (s *scanner) usage(u *usageCounts) error {
 	})
 }
 
-// promptDetails reads usage.prompt_tokens_details (an object or null) for its cached_tokens; a
-// cached_tokens that is not a non-negative integer is left unreported.
-func (s *scanner) promptDetails(u *usageCounts) error {
+// details reads a usage details object (prompt_tokens_details, completion_tokens_details; an
+// object or null) for its member key; a value that is not a non-negative integer is left
+// unreported.
+func (s *scanner) details(dst *int64, has *bool, key string) error {
 	if null, err := s.isNull(); null || err != nil {
 		return err
 	}
@@ -761,7 +799,7 @@ func (s *scanner) promptDetails(u *usageCounts) error {
 	}
 	var m seen
 	return s.object(func(k []byte) error {
-		if string(k) != "cached_tokens" { // not a contract value: OpenAI usage key
+		if string(k) != key {
 			return s.skip()
 		}
 		if err := m.once(s, 1, string(k)); err != nil {
@@ -775,7 +813,7 @@ func (s *scanner) promptDetails(u *usageCounts) error {
 			return err
 		}
 		if v, perr := strconv.ParseInt(string(lit), 10, 64); perr == nil && v >= 0 {
-			u.cached, u.hasCached = v, true
+			*dst, *has = v, true
 		}
 		return nil
 	})

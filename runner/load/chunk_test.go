@@ -14,6 +14,7 @@ func TestParseChunk(t *testing.T) {
 		shape   chunkShape
 		text    string
 		content bool
+		reason  string // the reasoning text collected (a reasoning chunk when not empty)
 		finish  string
 		usage   *usageCounts
 		isError bool
@@ -24,8 +25,16 @@ func TestParseChunk(t *testing.T) {
 		{name: "role prelude is not content", in: `{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`},
 		{name: "null content", in: `{"choices":[{"delta":{"content":null}}]}`},
 		{name: "escapes", in: `{"choices":[{"delta":{"content":"a\"b\\c\/d\n\u00e9\ud83d\ude00"}}]}`, text: "a\"b\\c/d\né😀", content: true},
-		{name: "reasoning is content, not text", in: `{"choices":[{"delta":{"reasoning_content":"think"}}]}`, content: true},
-		{name: "reasoning field", in: `{"choices":[{"delta":{"reasoning":"think"}}]}`, content: true},
+		{name: "reasoning is reasoning, not text", in: `{"choices":[{"delta":{"reasoning_content":"think"}}]}`, reason: "think"},
+		{name: "reasoning field", in: `{"choices":[{"delta":{"reasoning":"thi\u006ek"}}]}`, reason: "think"},
+		{name: "empty reasoning", in: `{"choices":[{"delta":{"reasoning_content":"","content":null}}]}`},
+		{name: "reasoning beside content", in: `{"choices":[{"delta":{"reasoning_content":"r","content":"c"}}]}`, reason: "r", text: "c", content: true},
+		{name: "reasoning in a message", in: `{"choices":[{"message":{"role":"assistant","reasoning_content":"why","content":"so"}}]}`, shape: shapeChatBody, reason: "why", text: "so", content: true},
+		{name: "reasoning not a string", in: `{"choices":[{"delta":{"reasoning":5}}]}`, bad: true},
+		{name: "usage reasoning", in: `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12,"completion_tokens_details":{"reasoning_tokens":3}}}`,
+			usage: &usageCounts{present: true, prompt: 5, compl: 7, total: 12, hasP: true, hasC: true, hasT: true, reasoning: 3, hasReasoning: true}},
+		{name: "usage reasoning not integer", in: `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12,"completion_tokens_details":{"reasoning_tokens":null}}}`,
+			usage: &usageCounts{present: true, prompt: 5, compl: 7, total: 12, hasP: true, hasC: true, hasT: true}},
 		{name: "tool call is content", in: `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}`, content: true},
 		{name: "empty tool calls", in: `{"choices":[{"delta":{"tool_calls":[]}}]}`},
 		{name: "finish", in: `{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`, finish: "length"},
@@ -64,7 +73,7 @@ func TestParseChunk(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, text, err := parseChunk([]byte(tt.in), tt.shape, nil, true)
+			c, text, reason, err := parseChunkReasoning([]byte(tt.in), tt.shape, nil, []byte{}, true)
 			if (err != nil) != tt.bad {
 				t.Fatalf("err = %v, want bad %v", err, tt.bad)
 			}
@@ -73,6 +82,12 @@ func TestParseChunk(t *testing.T) {
 			}
 			if string(text) != tt.text || c.content != tt.content || c.finish != tt.finish || c.isError != tt.isError || c.errorText != tt.errText {
 				t.Fatalf("got text %q content %v finish %q error %v %q", text, c.content, c.finish, c.isError, c.errorText)
+			}
+			if string(reason) != tt.reason || c.reasoning != (tt.reason != "") {
+				t.Fatalf("reasoning %q (%v), want %q", reason, c.reasoning, tt.reason)
+			}
+			if c2, text2, err := parseChunk([]byte(tt.in), tt.shape, nil, true); err != nil || string(text2) != tt.text || c2.reasoning != c.reasoning {
+				t.Fatalf("without a reasoning buffer: text %q reasoning %v err %v", text2, c2.reasoning, err)
 			}
 			want := usageCounts{}
 			if tt.usage != nil {
@@ -100,7 +115,7 @@ func FuzzChunk(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		c, text, err := parseChunk(in, shapeChatChunk, nil, true)
+		c, text, reason, err := parseChunkReasoning(in, shapeChatChunk, nil, []byte{}, true)
 		if err != nil {
 			return
 		}
@@ -113,16 +128,19 @@ func FuzzChunk(f *testing.F) {
 		if err := dec.Decode(&top); err != nil {
 			t.Fatalf("accepted %q, encoding/json: %v", in, err)
 		}
-		wantText, wantContent, wantFinish := "", false, ""
+		wantText, wantContent, wantFinish, wantReason := "", false, "", ""
 		if ch, ok := top["choices"].([]any); ok && len(ch) == 1 {
 			choice, _ := ch[0].(map[string]any)
 			if d, ok := choice["delta"].(map[string]any); ok {
 				if s, ok := d["content"].(string); ok {
 					wantText = s
 				}
-				for _, k := range []string{"content", "reasoning_content", "reasoning"} {
-					if s, ok := d[k].(string); ok && s != "" {
-						wantContent = true
+				if s, ok := d["content"].(string); ok && s != "" {
+					wantContent = true
+				}
+				for _, k := range []string{"reasoning_content", "reasoning"} {
+					if s, ok := d[k].(string); ok {
+						wantReason += s // in key order; the seeds never hold both
 					}
 				}
 				if tc, ok := d["tool_calls"].([]any); ok && len(tc) > 0 {
@@ -135,6 +153,9 @@ func FuzzChunk(f *testing.F) {
 		}
 		if string(text) != wantText || c.content != wantContent || c.finish != wantFinish {
 			t.Fatalf("%q: got text %q content %v finish %q; encoding/json: %q %v %q", in, text, c.content, c.finish, wantText, wantContent, wantFinish)
+		}
+		if d, _ := top["choices"].([]any); len(d) == 1 && (len(reason) != len(wantReason) || c.reasoning != (len(reason) > 0)) {
+			t.Fatalf("%q: reasoning %q (%v); encoding/json: %q", in, reason, c.reasoning, wantReason)
 		}
 		u, isObj := top["usage"].(map[string]any)
 		if c.usage.present != isObj {

@@ -41,6 +41,9 @@ type Response struct {
 	FinishReason *contract.RecordFinishReason
 	// Text is the completion text: chat content deltas concatenated, or choices[0].text.
 	Text []byte
+	// Reasoning is the chat reasoning text (reasoning_content or reasoning deltas, or the
+	// message's) concatenated; empty when the server sent none.
+	Reasoning []byte
 	// Complete says the whole response arrived (the text is the whole completion).
 	Complete bool
 	// Err classifies a failed request; nil on success.
@@ -491,8 +494,8 @@ func (s *stream) onEvent(typ, data []byte) error {
 		s.resp.Events = append(s.resp.Events, ev)
 		return nil
 	}
-	c, text, err := parseChunk(data, s.shape, s.resp.Text, s.resp.ID == "" && k <= 2)
-	s.resp.Text = text
+	c, text, reasoning, err := parseChunkReasoning(data, s.shape, s.resp.Text, s.reasoningBuf(), s.resp.ID == "" && k <= 2)
+	s.resp.Text, s.resp.Reasoning = text, reasoning
 	if err != nil {
 		s.fail(ClassMalformedEvent, "event %d: %v: %s", k, err, clip(string(data), 256))
 		return errHandled
@@ -504,10 +507,11 @@ func (s *stream) onEvent(typ, data []byte) error {
 	if c.id != "" {
 		s.resp.ID = c.id
 	}
-	if len(s.resp.Text) > MaxOutputBytes {
-		s.fail(ClassMalformedEvent, "completion text exceeds %d bytes", MaxOutputBytes)
+	if len(s.resp.Text)+len(s.resp.Reasoning) > MaxOutputBytes {
+		s.fail(ClassMalformedEvent, "completion text and reasoning exceed %d bytes", MaxOutputBytes)
 		return errHandled
 	}
+	token := c.content || c.reasoning // a token event: content or reasoning
 	if c.placeholderUsage() {
 		c.usage = usageCounts{}
 	}
@@ -524,10 +528,10 @@ func (s *stream) onEvent(typ, data []byte) error {
 	case c.hasFinish && s.hasFinish:
 		s.fail(ClassDuplicateFinishReason, "event %d carries finish_reason %q after an earlier event carried %q: a stream has one finish", k, clip(c.finish, 64), clip(s.finishRaw, 64))
 		return errHandled
-	case c.content && s.hasFinish:
+	case token && s.hasFinish:
 		s.fail(ClassContentAfterFinish, "event %d carries content after finish_reason %q: a stream ends its content at its finish", k, clip(s.finishRaw, 64))
 		return errHandled
-	case c.content && s.usageAt > 0 && s.usageAt < k:
+	case token && s.usageAt > 0 && s.usageAt < k:
 		s.fail(ClassInconsistentUsage, "the usage record of event %d precedes content event %d: a usage record counts the whole response, so it cannot come before its content", s.usageAt, k)
 		return errHandled
 	}
@@ -535,8 +539,11 @@ func (s *stream) onEvent(typ, data []byte) error {
 		s.finishRaw, s.hasFinish = c.finish, true
 	}
 	switch {
-	case c.content:
+	case token:
 		ev.Kind = contract.EventKindContent
+		if !c.content {
+			ev.Kind = contract.EventKindReasoning
+		}
 		s.nContent++
 		s.lastCont = s.nowNs
 	case c.usage.present:
@@ -544,6 +551,18 @@ func (s *stream) onEvent(typ, data []byte) error {
 	}
 	s.resp.Events = append(s.resp.Events, ev)
 	return nil
+}
+
+// reasoningBuf is the buffer reasoning text is appended to: a chat response's Reasoning (made
+// non-nil so that the scanner collects it); nil for completions, which carry none.
+func (s *stream) reasoningBuf() []byte {
+	if s.shape != shapeChatChunk && s.shape != shapeChatBody {
+		return nil
+	}
+	if s.resp.Reasoning == nil {
+		return []byte{} // empty and non-nil: no allocation until reasoning arrives
+	}
+	return s.resp.Reasoning
 }
 
 // errHandled stops the SSE parser after onEvent recorded the failure.
@@ -592,8 +611,8 @@ func (s *stream) completeSSE() {
 }
 
 func (s *stream) completeJSON() {
-	c, text, err := parseChunk(s.body, s.shape, s.resp.Text[:0], true)
-	s.resp.Text = text
+	c, text, reasoning, err := parseChunkReasoning(s.body, s.shape, s.resp.Text[:0], s.reasoningBuf(), true)
+	s.resp.Text, s.resp.Reasoning = text, reasoning
 	switch {
 	case err != nil:
 		s.fail(ClassMalformedEvent, "response body: %v", err)
@@ -628,10 +647,16 @@ func (s *stream) settle() {
 		s.fail(ClassInconsistentUsage, "usage lacks %s", missingCounts(u))
 	case u.total != u.prompt+u.compl:
 		s.fail(ClassInconsistentUsage, "usage total_tokens %d != prompt_tokens %d + completion_tokens %d", u.total, u.prompt, u.compl)
-	case u.compl == 0 && (s.nContent > 0 || len(s.resp.Text) > 0):
-		s.fail(ClassInconsistentUsage, "usage completion_tokens is 0 but the response carried content (%d content events, %d bytes of text): generated content is at least one token", s.nContent, len(s.resp.Text))
+	case u.compl == 0 && (s.nContent > 0 || len(s.resp.Text) > 0 || len(s.resp.Reasoning) > 0):
+		s.fail(ClassInconsistentUsage, "usage completion_tokens is 0 but the response carried content (%d token events, %d bytes of text, %d of reasoning): generated content is at least one token", s.nContent, len(s.resp.Text), len(s.resp.Reasoning))
+	case u.hasReasoning && u.reasoning > u.compl:
+		s.fail(ClassInconsistentUsage, "usage completion_tokens_details.reasoning_tokens %d > completion_tokens %d: reasoning is counted inside the completion", u.reasoning, u.compl)
 	default:
 		s.resp.Usage = &contract.Usage{PromptTokens: u.prompt, CompletionTokens: u.compl, TotalTokens: u.total}
+		if u.hasReasoning {
+			r := u.reasoning
+			s.resp.Usage.ReasoningTokens = &r
+		}
 		if u.hasCached && u.cached <= u.prompt {
 			c := u.cached
 			s.resp.CachedPromptTokens = &c

@@ -57,6 +57,11 @@ func (r *runner) ledger(rec *contract.RequestRecordDoc, q *request, resp *Respon
 		if err == nil {
 			ct.CompletionTokens = &n
 		}
+		if len(resp.Reasoning) > 0 {
+			if n, err := r.plan.Tokens.TextTokens(string(resp.Reasoning)); err == nil {
+				ct.ReasoningTokens = &n
+			}
+		}
 	}
 	rec.ClientTokens = ct
 	if q.warmup || rec.Error != nil || rec.Usage == nil {

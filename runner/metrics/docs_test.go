@@ -30,7 +30,23 @@ func TestDocumented(t *testing.T) {
 	for i := range sessions {
 		sessions[i].Session = &contract.SessionTurn{ID: []string{"session-a", "session-b"}[i%2], Turn: int64(i / 2), HistoryMessages: int64(1 + 2*(i/2)), ReplyDigests: []string{}}
 	}
+	// A reasoning row: each success's first token event is reasoning, its usage states 1
+	// reasoning token (docs/metrics.md "Reasoning tokens").
+	reasoning := handRecords()
+	for i := range reasoning {
+		if u := reasoning[i].Usage; u != nil {
+			one := int64(1)
+			u.ReasoningTokens = &one
+		}
+		for k := range reasoning[i].Events {
+			if reasoning[i].Events[k].Kind == contract.EventKindContent {
+				reasoning[i].Events[k].Kind = contract.EventKindReasoning
+				break
+			}
+		}
+	}
 	rows := []contract.Row{
+		Row(RowSpec{Concurrency: 2, Loop: "closed"}, reasoning),
 		Row(RowSpec{Concurrency: 2, Loop: "closed"}, sessions),
 		Row(RowSpec{Concurrency: 2, Loop: "closed", SLO: contract.SLO{TTFTMs: 9.5}}, handRecords()),
 		Row(RowSpec{Concurrency: 1, Loop: "open", OfferedRate: &rate}, handRecords()),

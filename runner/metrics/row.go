@@ -77,12 +77,13 @@ func Request(r *contract.RequestRecordDoc) formulas.Request {
 		q.Close, q.HasClose = *r.TCloseNs, true
 	}
 	for _, e := range r.Events {
-		if e.Kind == contract.EventKindContent {
-			q.Content = append(q.Content, e.TNs)
-		}
+		formulas.AddTokenEvent(&q, e.Kind, e.TNs)
 	}
 	if r.Usage != nil {
 		q.HasUsage, q.Completion, q.Prompt = true, r.Usage.CompletionTokens, r.Usage.PromptTokens
+		if r.Usage.ReasoningTokens != nil {
+			q.HasReasoning, q.Reasoning = true, *r.Usage.ReasoningTokens
+		}
 	}
 	if r.CachedPromptTokens != nil {
 		q.HasCached, q.Cached = true, *r.CachedPromptTokens
@@ -92,9 +93,7 @@ func Request(r *contract.RequestRecordDoc) formulas.Request {
 	}
 	if ct := r.ClientTokens; ct != nil {
 		q.HasClient, q.ClientPrompt = true, ct.PromptTokens
-		if ct.CompletionTokens != nil {
-			q.HasClientCompletion, q.ClientCompletion = true, *ct.CompletionTokens
-		}
+		q.ClientCompletion, q.HasClientCompletion = formulas.ClientCompletion(*ct)
 	}
 	return q
 }

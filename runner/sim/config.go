@@ -89,7 +89,7 @@ type Config struct {
 // parsers and DeepSeek use reasoning_content; vLLM since 0.10 and OpenRouter use reasoning.
 const (
 	ReasoningContent = "reasoning_content"
-	ReasoningField   = "reasoning"
+	ReasoningField   = "reasoning" // not a contract value: a chat delta key
 )
 
 // Reasoning makes the first Tokens generated tokens of every chat response reasoning: streamed as

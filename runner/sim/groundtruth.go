@@ -17,7 +17,7 @@ const (
 	KindRole    = "role"    // the role-only chat prelude
 	KindContent = "content" // an event carrying completion text (not a contract value: qualsim ground truth)
 	// KindReasoning is an event carrying reasoning text (Config.Reasoning; not a contract value).
-	KindReasoning = "reasoning"
+	KindReasoning = "reasoning" // not a contract value: qualsim ground truth
 	// KindPart is a Responses API event that opens or closes an output item or content part.
 	KindPart   = "part"
 	KindFinish = "finish" // the event carrying finish_reason

@@ -55,7 +55,7 @@ func decodeResponsesRequest(r io.Reader, defaultMaxTokens int) (*request, error)
 	if t := bytes.TrimSpace(w.Tools); len(t) > 0 && string(t) != "null" && string(t) != "[]" {
 		return nil, badRequest("tools", "tools are not supported on qualsim's /v1/responses (use /v1/chat/completions)")
 	}
-	q := &request{chat: true, responses: true, model: w.Model, stream: w.Stream, includeUsage: true, ignoreEOS: w.IgnoreEOS, maxTokens: defaultMaxTokens, toolChoice: "none"}
+	q := &request{chat: true, responses: true, model: w.Model, stream: w.Stream, includeUsage: true, ignoreEOS: w.IgnoreEOS, maxTokens: defaultMaxTokens, toolChoice: toolChoiceNone}
 	if w.Seed != nil {
 		q.seed = uint64(*w.Seed)
 	}

@@ -12,6 +12,9 @@ import (
 // FinishToolCalls is the finish reason of an answer that calls a tool.
 const FinishToolCalls = "tool_calls"
 
+// toolChoiceNone is the tool_choice that offers no call.
+const toolChoiceNone = "none" // not a contract value: OpenAI's tool_choice
+
 // ToolCalls declares a tool-calling model. A chat request that offers tools, does not set
 // tool_choice "none", and whose last message is not a tool result is answered with one call: to
 // the function tool_choice names, else to the first tool offered. Its arguments are a JSON object
@@ -57,10 +60,10 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 func decodeTools(rawTools, rawChoice json.RawMessage) ([]tool, string, error) {
 	rawTools, rawChoice = bytes.TrimSpace(rawTools), bytes.TrimSpace(rawChoice)
 	if len(rawTools) == 0 || string(rawTools) == "null" {
-		if len(rawChoice) != 0 && string(rawChoice) != "null" && string(rawChoice) != `"none"` {
+		if len(rawChoice) != 0 && string(rawChoice) != "null" && string(rawChoice) != `"`+toolChoiceNone+`"` {
 			return nil, "", badRequest("tool_choice", "tool_choice needs tools")
 		}
-		return nil, "none", nil
+		return nil, toolChoiceNone, nil
 	}
 	var wire []struct {
 		Type     string `json:"type"`
@@ -99,10 +102,10 @@ func decodeTools(rawTools, rawChoice json.RawMessage) ([]tool, string, error) {
 	}
 	if rawChoice[0] == '"' {
 		var s string
-		if err := json.Unmarshal(rawChoice, &s); err != nil || (s != "none" && s != "auto" && s != "required") {
+		if err := json.Unmarshal(rawChoice, &s); err != nil || (s != toolChoiceNone && s != "auto" && s != "required") {
 			return nil, "", badRequest("tool_choice", `tool_choice: want "none", "auto", "required" or a named function`)
 		}
-		if s != "none" {
+		if s != toolChoiceNone {
 			s = ""
 		}
 		return tools, s, nil
@@ -125,7 +128,7 @@ func decodeTools(rawTools, rawChoice json.RawMessage) ([]tool, string, error) {
 // callTool turns j's generation into a tool call when the model calls one (see ToolCalls).
 func (j *job) callTool(seq uint64) {
 	tc, q := j.s.cfg.ToolCalls, j.q
-	if !tc.Enabled || !q.chat || q.toolChoice == "none" || len(q.tools) == 0 {
+	if !tc.Enabled || !q.chat || q.toolChoice == toolChoiceNone || len(q.tools) == 0 {
 		return
 	}
 	if msgs := q.prompt.Messages; len(msgs) > 0 && msgs[len(msgs)-1].Role == "tool" {

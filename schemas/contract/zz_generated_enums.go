@@ -906,28 +906,31 @@ func (v EvaluationStatus) Valid() bool {
 	return false
 }
 
-// EventKind: content (non-empty content, reasoning or tool call), usage, done ([DONE]), other.
+// EventKind: content (non-empty content or tool call), reasoning (a non-empty reasoning_content or
+// reasoning delta and no content), usage, done ([DONE]), other. Content and reasoning events
+// are the token events: both feed TTFT (to the first token of any kind) and ITL.
 //
 // CUE: request/v1 #Event.kind.
 type EventKind string
 
 // The values of EventKind.
 const (
-	EventKindContent EventKind = "content"
-	EventKindUsage   EventKind = "usage"
-	EventKindDone    EventKind = "done"
-	EventKindOther   EventKind = "other"
+	EventKindContent   EventKind = "content"
+	EventKindReasoning EventKind = "reasoning"
+	EventKindUsage     EventKind = "usage"
+	EventKindDone      EventKind = "done"
+	EventKindOther     EventKind = "other"
 )
 
 // EventKindValues lists the values of EventKind in contract order.
 func EventKindValues() []EventKind {
-	return []EventKind{EventKindContent, EventKindUsage, EventKindDone, EventKindOther}
+	return []EventKind{EventKindContent, EventKindReasoning, EventKindUsage, EventKindDone, EventKindOther}
 }
 
 // Valid reports whether v is one of the values of EventKind.
 func (v EventKind) Valid() bool {
 	switch v {
-	case EventKindContent, EventKindUsage, EventKindDone, EventKindOther:
+	case EventKindContent, EventKindReasoning, EventKindUsage, EventKindDone, EventKindOther:
 		return true
 	}
 	return false

@@ -2480,7 +2480,9 @@ type RowKey struct {
 // Event is request/v1 #Event.
 type Event struct {
 	TNs int64 `json:"t_ns"`
-	// Kind: content (non-empty content, reasoning or tool call), usage, done ([DONE]), other.
+	// Kind: content (non-empty content or tool call), reasoning (a non-empty reasoning_content or
+	// reasoning delta and no content), usage, done ([DONE]), other. Content and reasoning events
+	// are the token events: both feed TTFT (to the first token of any kind) and ITL.
 	Kind  EventKind `json:"kind"`
 	Bytes int64     `json:"bytes"`
 }
@@ -2492,6 +2494,9 @@ type Usage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
 	TotalTokens      int64 `json:"total_tokens"`
+	// ReasoningTokens is completion_tokens_details.reasoning_tokens, when the server reports it:
+	// the reasoning tokens counted inside completion_tokens.
+	ReasoningTokens *int64 `json:"reasoning_tokens,omitempty"`
 }
 
 // AssertionOutcome is request/v1 #AssertionOutcome.
@@ -2537,6 +2542,9 @@ type SessionTurn struct {
 type ClientTokens struct {
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens *int64 `json:"completion_tokens"`
+	// ReasoningTokens is the bound tokenizer's count of the reasoning text, when the response
+	// carried reasoning; the ledger compares completion_tokens + reasoning_tokens with usage.
+	ReasoningTokens *int64 `json:"reasoning_tokens,omitempty"`
 }
 
 // RuntimeManifestDoc describes a reference runtime (an interpreter and its packages) portably: no host temperature,

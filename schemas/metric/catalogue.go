@@ -62,6 +62,10 @@ func (f Formula) Identity() Identity {
 const (
 	TTFT                       = "ttft.v1"
 	TTFTSched                  = "ttft_sched.v1"
+	TTFTContent                = "ttft_content.v1"
+	ReasoningTokens            = "reasoning_tokens.v1"
+	ContentTokens              = "content_tokens.v1"
+	ContentThroughputWindow    = "content_throughput_window.v1"
 	TTFB                       = "ttfb.v1"
 	E2E                        = "e2e.v1"
 	E2ESched                   = "e2e_sched.v1"
@@ -111,15 +115,22 @@ var Catalogue = []Formula{
 	{ID: DecodeRate, Scope: RowScope, Name: "decode_rate", Unit: "tokens/s", Direction: contract.DirectionHigherIsBetter, Distribution: true},
 	{ID: ICL, Scope: RowScope, Name: "icl_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
 	{ID: ICLMax, Scope: RowScope, Name: "icl_max_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	// Reasoning rows (docs/metrics.md, "Reasoning tokens"): TTFT to the first content token, when
+	// a success had a reasoning event; the output split by usage's reasoning_tokens, when every
+	// success's usage states it.
+	{ID: TTFTContent, Scope: RowScope, Name: "ttft_content_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
 	{ID: ChunkingFactor, Scope: RowScope, Name: "chunking_factor.mean", Unit: "tokens/event", Aggregation: contract.AggregationMean, Direction: contract.DirectionNone},
 	{ID: RequestFailures, Scope: RowScope, Name: "request_failures", Unit: "requests", Aggregation: contract.AggregationCount, Direction: contract.DirectionLowerIsBetter,
 		CaseName: "request_failures.sum", CaseAggregation: contract.AggregationSum},
 	{ID: RequestFailuresByClass, Scope: RowScope, Name: "request_failures.", PerClass: true, Unit: "requests", Aggregation: contract.AggregationCount, Direction: contract.DirectionLowerIsBetter},
 	{ID: OutputTokens, Scope: RowScope, Name: "output_tokens.sum", Unit: "tokens", Aggregation: contract.AggregationSum, Direction: contract.DirectionNone},
+	{ID: ReasoningTokens, Scope: RowScope, Name: "reasoning_tokens.sum", Unit: "tokens", Aggregation: contract.AggregationSum, Direction: contract.DirectionNone},
+	{ID: ContentTokens, Scope: RowScope, Name: "content_tokens.sum", Unit: "tokens", Aggregation: contract.AggregationSum, Direction: contract.DirectionNone},
 	{ID: PromptTokens, Scope: RowScope, Name: "prompt_tokens.sum", Unit: "tokens", Aggregation: contract.AggregationSum, Direction: contract.DirectionNone},
 	{ID: RequestWindow, Scope: RowScope, Name: "window_s", Unit: "s", Aggregation: contract.AggregationExact, Direction: contract.DirectionNone},
 	{ID: RequestThroughput, Scope: RowScope, Name: "request_throughput", Unit: "requests/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionHigherIsBetter},
 	{ID: OutputThroughputWindow, Scope: RowScope, Name: "output_throughput_window", Unit: "tokens/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionHigherIsBetter},
+	{ID: ContentThroughputWindow, Scope: RowScope, Name: "content_throughput_window", Unit: "tokens/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionHigherIsBetter},
 	{ID: TotalThroughputWindow, Scope: RowScope, Name: "total_throughput_window", Unit: "tokens/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionHigherIsBetter},
 	{ID: SLOGoodput, Scope: RowScope, Name: "slo_goodput", Unit: "requests/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionHigherIsBetter},
 	{ID: SLOGoodputTokens, Scope: RowScope, Name: "slo_goodput_tokens", Unit: "tokens/s", Aggregation: contract.AggregationRate, Direction: contract.DirectionHigherIsBetter},

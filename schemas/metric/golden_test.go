@@ -24,6 +24,10 @@ type goldenRequest struct {
 	Cached  *int64  `json:"cached"`
 	// Session is [id, turn] of a session row's request.
 	Session []any `json:"session"`
+	// ReasoningEvents of the content events come first and are reasoning; Reasoning is usage's
+	// reasoning_tokens (absent: not stated).
+	ReasoningEvents int    `json:"reasoning_events"`
+	Reasoning       *int64 `json:"reasoning"`
 }
 
 type goldenMetric struct {
@@ -89,6 +93,13 @@ func (g goldenRequest) request() Request {
 	}
 	if g.Usage != nil {
 		r.HasUsage, r.Completion, r.Prompt = true, g.Usage[0], g.Usage[1]
+	}
+	r.Reasoned = g.ReasoningEvents > 0
+	if len(g.Content) > g.ReasoningEvents {
+		r.FirstContent, r.HasFirstContent = g.Content[g.ReasoningEvents], true
+	}
+	if g.Reasoning != nil {
+		r.HasReasoning, r.Reasoning = true, *g.Reasoning
 	}
 	return r
 }

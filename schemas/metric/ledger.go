@@ -57,13 +57,33 @@ func RequestTokenMismatch(usage contract.Usage, client contract.ClientTokens, ma
 	if d := usage.PromptTokens - client.PromptTokens; abs64(d) > *maxDiff {
 		return fmt.Sprintf("server prompt_tokens %d, client %d: they differ by %d, over max_request_difference %d", usage.PromptTokens, client.PromptTokens, d, *maxDiff)
 	}
-	if client.CompletionTokens == nil {
+	c, ok := ClientCompletion(client)
+	if !ok {
 		return ""
 	}
-	if d := usage.CompletionTokens - *client.CompletionTokens; abs64(d) > *maxDiff {
-		return fmt.Sprintf("server completion_tokens %d, client %d: they differ by %d, over max_request_difference %d", usage.CompletionTokens, *client.CompletionTokens, d, *maxDiff)
+	if d := usage.CompletionTokens - c; abs64(d) > *maxDiff {
+		return fmt.Sprintf("server completion_tokens %d, client %d: they differ by %d, over max_request_difference %d", usage.CompletionTokens, c, d, *maxDiff)
+	}
+	if usage.ReasoningTokens != nil && client.ReasoningTokens != nil {
+		if d := *usage.ReasoningTokens - *client.ReasoningTokens; abs64(d) > *maxDiff {
+			return fmt.Sprintf("server reasoning_tokens %d, client %d: they differ by %d, over max_request_difference %d", *usage.ReasoningTokens, *client.ReasoningTokens, d, *maxDiff)
+		}
 	}
 	return ""
+}
+
+// ClientCompletion is the client's count of the whole completion, the one usage.completion_tokens
+// states: its completion text plus its reasoning text, when it counted any (reasoning tokens are
+// counted inside completion_tokens); ok is false when it counted no completion.
+func ClientCompletion(client contract.ClientTokens) (int64, bool) {
+	if client.CompletionTokens == nil {
+		return 0, false
+	}
+	c := *client.CompletionTokens
+	if client.ReasoningTokens != nil {
+		c += *client.ReasoningTokens
+	}
+	return c, true
 }
 
 // RowTokens is the row's tokens object for a declared max_mismatch_fraction (nil: none).

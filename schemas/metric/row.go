@@ -23,8 +23,17 @@ type Request struct {
 	HasHdr     bool
 	HasEnd     bool
 	HasClose   bool
-	// Content is the arrival of each content event, in order.
+	// Content is the arrival of each token event (kind content or reasoning), in order.
 	Content []int64
+	// Reasoned is true when the record has a reasoning event; FirstContent, when
+	// HasFirstContent, is the arrival of its first content event (kind content).
+	Reasoned        bool
+	FirstContent    int64
+	HasFirstContent bool
+	// HasReasoning is true when the usage record states reasoning_tokens; Reasoning is that count
+	// (inside Completion).
+	HasReasoning bool
+	Reasoning    int64
 	// HasUsage is true when the record has a usage record; Completion and Prompt are its
 	// completion and prompt tokens (N and P).
 	HasUsage   bool
@@ -42,6 +51,23 @@ type Request struct {
 	ClientPrompt        int64
 	HasClientCompletion bool
 	ClientCompletion    int64
+}
+
+// AddTokenEvent adds a record's event of kind at t to r's token events (content and reasoning;
+// other kinds are not token events), in arrival order: the one reading of an event kind that the
+// runner and the verifier share.
+func AddTokenEvent(r *Request, kind contract.EventKind, t int64) {
+	switch kind {
+	case contract.EventKindContent:
+		if !r.HasFirstContent {
+			r.FirstContent, r.HasFirstContent = t, true
+		}
+	case contract.EventKindReasoning:
+		r.Reasoned = true
+	default:
+		return
+	}
+	r.Content = append(r.Content, t)
 }
 
 // OK reports whether the request counts as a success: no error, and the times and usage the
@@ -146,6 +172,9 @@ func Row(spec RowSpec, measured []Request) RowResult {
 	b.dist(DecodeRate, sm.DecodeRate)
 	b.dist(ICL, sm.ICLMs)
 	b.dist(ICLMax, sm.ICLMaxMs)
+	if sm.Reasoned {
+		b.dist(TTFTContent, sm.TTFTContentMs)
+	}
 	if len(sm.ChunkingFactor) > 0 {
 		b.add(ChunkingFactor, "", Summarize(sm.ChunkingFactor).Mean, len(sm.ChunkingFactor))
 	}
@@ -156,12 +185,19 @@ func Row(spec RowSpec, measured []Request) RowResult {
 		b.add(RequestFailuresByClass, cc.class, float64(cc.n), n)
 	}
 	b.add(OutputTokens, "", float64(sm.OutputTokens), int(out.Successes))
+	if sm.ReasoningCounted {
+		b.add(ReasoningTokens, "", float64(sm.ReasoningTokens), int(out.Successes))
+		b.add(ContentTokens, "", float64(sm.OutputTokens-sm.ReasoningTokens), int(out.Successes))
+	}
 	b.add(PromptTokens, "", float64(sm.PromptTokens), int(out.Successes))
 	if hasWindow {
 		ws := float64(w) / 1e9
 		b.add(RequestWindow, "", ws, n)
 		b.add(RequestThroughput, "", float64(out.Successes)/ws, int(out.Successes))
 		b.add(OutputThroughputWindow, "", float64(sm.OutputTokens)/ws, int(out.Successes))
+		if sm.ReasoningCounted {
+			b.add(ContentThroughputWindow, "", float64(sm.OutputTokens-sm.ReasoningTokens)/ws, int(out.Successes))
+		}
 		b.add(TotalThroughputWindow, "", float64(sm.OutputTokens+sm.PromptTokens)/ws, int(out.Successes))
 		if spec.SLO != nil {
 			good, goodTokens := Goodput(measured, *spec.SLO)
@@ -204,11 +240,20 @@ type Samples struct {
 	TPOTMs, DecodeRate, ICLMs, ICLMaxMs            []float64
 	ChunkingFactor, ScheduleLagMs                  []float64
 	OutputTokens, PromptTokens                     int64
+	// Reasoned says a success had a reasoning event; TTFTContentMs is then t_send to the first
+	// content event of each success that had one.
+	Reasoned      bool
+	TTFTContentMs []float64
+	// ReasoningCounted says every success's usage stated reasoning_tokens (and there was one);
+	// ReasoningTokens is their sum.
+	ReasoningCounted bool
+	ReasoningTokens  int64
 }
 
 // SamplesOf applies the per-request formulas to a row's measured requests.
 func SamplesOf(measured []Request) Samples {
 	var sm Samples
+	counted, uncounted := false, false
 	for i := range measured {
 		r := &measured[i]
 		if r.HasSend {
@@ -219,6 +264,18 @@ func SamplesOf(measured []Request) Samples {
 		}
 		sm.OutputTokens += r.Completion
 		sm.PromptTokens += r.Prompt
+		if r.HasReasoning {
+			counted = true
+			sm.ReasoningTokens += r.Reasoning
+		} else {
+			uncounted = true
+		}
+		if r.Reasoned {
+			sm.Reasoned = true
+		}
+		if r.HasFirstContent {
+			sm.TTFTContentMs = append(sm.TTFTContentMs, ms(r.FirstContent-r.Send))
+		}
 		sm.E2EMs = append(sm.E2EMs, r.e2eMs())
 		sm.E2ESchedMs = append(sm.E2ESchedMs, ms(r.End-r.Sched))
 		if r.HasHdr {
@@ -248,6 +305,7 @@ func SamplesOf(measured []Request) Samples {
 		}
 		sm.ChunkingFactor = append(sm.ChunkingFactor, float64(r.Completion)/float64(len(r.Content)))
 	}
+	sm.ReasoningCounted = counted && !uncounted
 	return sm
 }
 

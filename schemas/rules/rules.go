@@ -615,6 +615,9 @@ func CheckRequestRecord(q *contract.RequestRecordDoc) []Problem {
 	if u := q.Usage; u != nil && u.TotalTokens != u.PromptTokens+u.CompletionTokens {
 		r.add("/usage/total_tokens", "total_tokens %d != prompt_tokens %d + completion_tokens %d", u.TotalTokens, u.PromptTokens, u.CompletionTokens)
 	}
+	if u := q.Usage; u != nil && u.ReasoningTokens != nil && *u.ReasoningTokens > u.CompletionTokens {
+		r.add("/usage/reasoning_tokens", "reasoning_tokens %d > completion_tokens %d: reasoning is counted inside the completion", *u.ReasoningTokens, u.CompletionTokens)
+	}
 	for i := 1; i < len(q.Events); i++ {
 		if q.Events[i].TNs < q.Events[i-1].TNs {
 			r.add(ptr("events", i, "t_ns"), "event times must not decrease")

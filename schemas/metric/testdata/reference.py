@@ -80,6 +80,13 @@ def row(spec, reqs):
             ("decode_rate", "tokens/s", HIGHER, "decode_rate.v1", rate), ("icl_ms", "ms", LOWER, "icl.v1", icl),
             ("icl_max_ms", "ms", LOWER, "icl_max.v1", icl_max)]:
         dist(out, name, unit, d, f, xs)
+    # Reasoning: the first reasoning_events token events of a request are reasoning; TTFT to the
+    # first content token when a success reasoned; the output split when every success's usage
+    # states its reasoning tokens.
+    if any(r.get("reasoning_events", 0) > 0 for r in ok):
+        dist(out, "ttft_content_ms", "ms", LOWER, "ttft_content.v1",
+             [ms(r["content"][r.get("reasoning_events", 0)] - r["send"]) for r in ok if len(r["content"]) > r.get("reasoning_events", 0)])
+    counted = bool(ok) and all(r.get("reasoning") is not None for r in ok)
     if chunk:
         out.append(m("chunking_factor.mean", statistics.fmean(chunk), "tokens/event", "mean", NONE, "chunking_factor.v1", len(chunk)))
     n = len(reqs)
@@ -90,6 +97,10 @@ def row(spec, reqs):
     out_tok = sum(r["usage"][0] for r in ok)
     prompt_tok = sum(r["usage"][1] for r in ok)
     out.append(m("output_tokens.sum", out_tok, "tokens", "sum", NONE, "output_tokens.v1", len(ok)))
+    if counted:
+        reasoning_tok = sum(r["reasoning"] for r in ok)
+        out.append(m("reasoning_tokens.sum", reasoning_tok, "tokens", "sum", NONE, "reasoning_tokens.v1", len(ok)))
+        out.append(m("content_tokens.sum", out_tok - reasoning_tok, "tokens", "sum", NONE, "content_tokens.v1", len(ok)))
     out.append(m("prompt_tokens.sum", prompt_tok, "tokens", "sum", NONE, "prompt_tokens.v1", len(ok)))
     sends = [r["send"] for r in reqs if r["send"] is not None]
     ends = [r["end"] for r in reqs if r["end"] is not None]
@@ -110,6 +121,8 @@ def row(spec, reqs):
         out.append(m("window_s", W, "s", "exact", NONE, "request_window.v1", n))
         out.append(m("request_throughput", len(ok) / W, "requests/s", "rate", HIGHER, "request_throughput.v1", len(ok)))
         out.append(m("output_throughput_window", out_tok / W, "tokens/s", "rate", HIGHER, "output_throughput_window.v1", len(ok)))
+        if counted:
+            out.append(m("content_throughput_window", (out_tok - reasoning_tok) / W, "tokens/s", "rate", HIGHER, "content_throughput_window.v1", len(ok)))
         out.append(m("total_throughput_window", (out_tok + prompt_tok) / W, "tokens/s", "rate", HIGHER, "total_throughput_window.v1", len(ok)))
         out.append(m("slo_goodput", len(goods) / W, "requests/s", "rate", HIGHER, "slo_goodput.v1", n))
         out.append(m("slo_goodput_tokens", sum(r["usage"][0] for r in goods) / W, "tokens/s", "rate", HIGHER, "slo_goodput_tokens.v1", n))
@@ -325,6 +338,17 @@ def main(path):
             sched = (r["end"] if r["end"] is not None else sched) + srng.randrange(0, 3_000_000)
     spec = {"loop": "closed", "concurrency": 3, "slo": {"ttft_ms": 0, "e2e_ms": 0, "icl_ms": 0}}
     rows.append({"name": "row7-sessions-c3", "spec": spec, "requests": reqs, "want": row(spec, reqs)})
+    # A reasoning row (its own stream): each request's first token events are reasoning (up to
+    # all of them), and its usage states reasoning tokens (at most its completion tokens).
+    rrng = random.Random(20261205)
+    reqs = []
+    for k in range(30):
+        r = request(rrng, k * 2_000_000, 0.3, 0.1)
+        r["reasoning_events"] = rrng.randrange(0, len(r["content"]) + 1)
+        r["reasoning"] = rrng.randrange(0, r["usage"][0] + 1) if r["usage"] else None
+        reqs.append(r)
+    spec = {"loop": "open", "concurrency": 4, "slo": {"ttft_ms": 0, "e2e_ms": 0, "icl_ms": 0}}
+    rows.append({"name": "row8-reasoning-c4", "spec": spec, "requests": reqs, "want": row(spec, reqs)})
     devices = device_cases(random.Random(20261202))
     doc = {"generator": "schemas/metric/testdata/reference.py (Python statistics, type-7 quantiles)",
            "python": sys.version.split()[0], "percentiles": percentiles, "rows": rows, "devices": devices}
