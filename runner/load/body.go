@@ -31,10 +31,27 @@ type wireBody struct {
 	IgnoreEOS     bool               `json:"ignore_eos,omitempty"`
 }
 
-// Endpoint returns the path of a case's API: /v1/chat/completions or /v1/completions.
+// wireResponsesBody is a Responses API request body; field order is the order on the wire.
+type wireResponsesBody struct {
+	Model           string        `json:"model"`
+	Instructions    *string       `json:"instructions,omitempty"`
+	Input           []wireMessage `json:"input"`
+	MaxOutputTokens int64         `json:"max_output_tokens"`
+	Temperature     float64       `json:"temperature"`
+	TopP            *float64      `json:"top_p,omitempty"`
+	Seed            *int64        `json:"seed,omitempty"`
+	Stream          bool          `json:"stream"`
+	IgnoreEOS       bool          `json:"ignore_eos,omitempty"`
+}
+
+// Endpoint returns the path of a case's API: /v1/chat/completions, /v1/completions or
+// /v1/responses.
 func Endpoint(api string) string {
-	if api == "completions" {
+	switch contract.ServingCaseAPI(api) {
+	case contract.ServingCaseAPICompletions:
 		return "/v1/completions"
+	case contract.ServingCaseAPIResponses:
+		return "/v1/responses"
 	}
 	return "/v1/chat/completions"
 }
@@ -56,6 +73,9 @@ func requestSeed(s *contract.Sampling, index int64) *int64 {
 // vLLM extension) only when true. The encoding is encoding/json's with HTML escaping off, so the
 // bytes are a function of the arguments alone.
 func Body(c *contract.Case, model string, p Prompt, seed *int64) ([]byte, error) {
+	if c.API == contract.ServingCaseAPIResponses {
+		return responsesBody(c, model, p, seed)
+	}
 	w := wireBody{Model: model, MaxTokens: p.maxTokens(c), Seed: seed, Stream: c.Stream}
 	if c.API == contract.ServingCaseAPICompletions {
 		text := p.Text
@@ -79,6 +99,29 @@ func encodeBody(c *contract.Case, w wireBody) ([]byte, error) {
 	}
 	if c.Stream {
 		w.StreamOptions = &wireStreamOptions{IncludeUsage: true}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(w); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// responsesBody renders a Responses API body {"model","instructions"?,"input":[{"role":"user",
+// "content"}],"max_output_tokens","temperature","top_p"?,"seed"?,"stream","ignore_eos"?}: the
+// system text as instructions (servers put it before the input as a system message), max_tokens
+// as max_output_tokens; the terminal response event always carries usage, so there are no stream
+// options. seed and ignore_eos are vLLM's extensions, as on chat.
+func responsesBody(c *contract.Case, model string, p Prompt, seed *int64) ([]byte, error) {
+	w := wireResponsesBody{Model: model, Input: []wireMessage{{Role: "user", Content: p.Text}}, MaxOutputTokens: p.maxTokens(c), Seed: seed, Stream: c.Stream}
+	if p.System != "" {
+		sys := p.System
+		w.Instructions = &sys
+	}
+	if s := c.Sampling; s != nil {
+		w.Temperature, w.TopP, w.IgnoreEOS = s.Temperature, s.TopP, s.IgnoreEOS
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -22,6 +22,8 @@ const (
 	shapeTextChunk                   // choices[0].text (streamed completions)
 	shapeChatBody                    // choices[0].message.content (non-streamed chat)
 	shapeTextBody                    // choices[0].text (non-streamed completions)
+	shapeResponsesEvent              // named Responses API events (responses.go)
+	shapeResponsesBody               // a whole Responses API response object
 )
 
 // usageCounts is a usage object as sent.
@@ -80,6 +82,9 @@ type scanner struct {
 	kbuf  []byte // decoded keys that had escapes (rare)
 	// reason, when set, collects the decoded reasoning text of chat deltas and messages.
 	reason *[]byte
+	// responses reads usage with the Responses API's names (input_tokens, output_tokens and
+	// their details) in place of the chat ones.
+	responses bool
 }
 
 func (s *scanner) fail(format string, args ...any) error {
@@ -713,6 +718,12 @@ func (s *scanner) delta(c *chunk, text []byte) ([]byte, error) {
 	return text, err
 }
 
+// responsesUsageKeys maps the Responses API's usage names to the chat ones.
+var responsesUsageKeys = map[string]string{
+	"input_tokens": "prompt_tokens", "output_tokens": "completion_tokens", "total_tokens": "total_tokens",
+	"input_tokens_details": "prompt_tokens_details", "output_tokens_details": "completion_tokens_details",
+}
+
 // usage reads a usage object or null.
 func (s *scanner) usage(u *usageCounts) error {
 	if null, err := s.isNull(); null || err != nil {
@@ -727,7 +738,11 @@ func (s *scanner) usage(u *usageCounts) error {
 		var dst *int64
 		var has *bool
 		var bit seen
-		switch string(k) {
+		key := string(k)
+		if s.responses { // the Responses API's names for the same counts
+			key = responsesUsageKeys[key]
+		}
+		switch key {
 		case "prompt_tokens":
 			dst, has, bit = &u.prompt, &u.hasP, 1
 		case "completion_tokens":

@@ -264,7 +264,7 @@ func (c *Client) Start(ctx context.Context, req Request) *Call {
 // send makes one attempt: a connection, the stream, the stamp and the write.
 func (k *Call) send() {
 	c, ctx := k.c, k.ctx
-	st := newStream(k.req.Epoch, k.chat, k.req.Stream, c.opt.maxLine, k.req.ExpectEvents, c.token)
+	st := newStream(k.req.Epoch, k.chat, strings.HasSuffix(k.req.Path, "/responses"), k.req.Stream, c.opt.maxLine, k.req.ExpectEvents, c.token)
 	k.st, k.cn, k.retryable = st, nil, false
 	cn, reused, err := c.get(ctx)
 	if err != nil {

@@ -24,6 +24,8 @@ const (
 	MaxEvents = 1 << 20
 	// MaxOutputBytes bounds the completion text of one response.
 	MaxOutputBytes = 64 << 20
+	// MaxOutputItems bounds the output items of a whole Responses API answer.
+	MaxOutputItems = 1024
 	// MaxJSONDepth bounds the nesting of one event's JSON.
 	MaxJSONDepth = 64
 	// MaxMessageRunes bounds an error message in a request record (the contract's limit).

@@ -215,7 +215,7 @@ func (p *Plan) check() error {
 		return fmt.Errorf("%w: case %s: no prompts", ErrPlan, p.CaseID)
 	case p.ModelID == "":
 		return fmt.Errorf("%w: case %s: no model id", ErrPlan, p.CaseID)
-	case c.API != contract.ServingCaseAPIChat && c.API != contract.ServingCaseAPICompletions:
+	case !c.API.Valid():
 		return fmt.Errorf("%w: case %s: api %q", ErrPlan, p.CaseID, c.API)
 	case c.PromptOrder != "" && !c.PromptOrder.Valid():
 		return fmt.Errorf("%w: case %s: prompt_order %q", ErrPlan, p.CaseID, c.PromptOrder)

@@ -133,9 +133,13 @@ type stream struct {
 	errSet    bool
 }
 
-func newStream(epoch time.Time, chat, isSSE bool, maxLine, expectEvents int, token string) *stream {
+func newStream(epoch time.Time, chat, responses, isSSE bool, maxLine, expectEvents int, token string) *stream {
 	s := &stream{epoch: epoch, isSSE: isSSE, done: make(chan struct{}), token: token, clen: -1}
 	switch {
+	case responses && isSSE:
+		s.shape = shapeResponsesEvent
+	case responses:
+		s.shape = shapeResponsesBody
 	case chat && isSSE:
 		s.shape = shapeChatChunk
 	case chat:
@@ -475,12 +479,16 @@ func (s *stream) consume(b []byte) {
 // onEvent handles one SSE event.
 func (s *stream) onEvent(typ, data []byte) error {
 	k := len(s.resp.Events) + 1
-	if len(typ) > 0 && string(typ) != "message" {
+	if len(typ) > 0 && string(typ) != "message" && s.shape != shapeResponsesEvent {
 		s.fail(ClassMalformedEvent, "event %d has SSE event type %q: %s", k, clip(string(typ), 64), clip(string(data), 256))
 		return errHandled
 	}
 	if s.sawDone {
-		s.fail(ClassMalformedEvent, "event %d arrived after data: [DONE]", k)
+		end := "data: [DONE]"
+		if s.shape == shapeResponsesEvent {
+			end = "the stream's terminal event (response.completed, response.incomplete or response.failed)"
+		}
+		s.fail(ClassMalformedEvent, "event %d arrived after %s", k, end)
 		return errHandled
 	}
 	if len(s.resp.Events) >= MaxEvents {
@@ -494,7 +502,15 @@ func (s *stream) onEvent(typ, data []byte) error {
 		s.resp.Events = append(s.resp.Events, ev)
 		return nil
 	}
-	c, text, reasoning, err := parseChunkReasoning(data, s.shape, s.resp.Text, s.reasoningBuf(), s.resp.ID == "" && k <= 2)
+	var c chunk
+	var text, reasoning []byte
+	var err error
+	terminal := false
+	if s.shape == shapeResponsesEvent {
+		c, text, reasoning, terminal, err = parseResponsesEvent(typ, data, s.resp.Text, s.reasoningBuf())
+	} else {
+		c, text, reasoning, err = parseChunkReasoning(data, s.shape, s.resp.Text, s.reasoningBuf(), s.resp.ID == "" && k <= 2)
+	}
 	s.resp.Text, s.resp.Reasoning = text, reasoning
 	if err != nil {
 		s.fail(ClassMalformedEvent, "event %d: %v: %s", k, err, clip(string(data), 256))
@@ -550,13 +566,16 @@ func (s *stream) onEvent(typ, data []byte) error {
 		ev.Kind = contract.EventKindUsage
 	}
 	s.resp.Events = append(s.resp.Events, ev)
+	if terminal { // a Responses API stream ends at its terminal event, as a chat stream at [DONE]
+		s.sawDone, s.doneNs = true, s.nowNs
+	}
 	return nil
 }
 
 // reasoningBuf is the buffer reasoning text is appended to: a chat response's Reasoning (made
 // non-nil so that the scanner collects it); nil for completions, which carry none.
 func (s *stream) reasoningBuf() []byte {
-	if s.shape != shapeChatChunk && s.shape != shapeChatBody {
+	if s.shape == shapeTextChunk || s.shape == shapeTextBody {
 		return nil
 	}
 	if s.resp.Reasoning == nil {
@@ -611,7 +630,14 @@ func (s *stream) completeSSE() {
 }
 
 func (s *stream) completeJSON() {
-	c, text, reasoning, err := parseChunkReasoning(s.body, s.shape, s.resp.Text[:0], s.reasoningBuf(), true)
+	var c chunk
+	var text, reasoning []byte
+	var err error
+	if s.shape == shapeResponsesBody {
+		c, text, reasoning, err = parseResponsesBody(s.body, s.resp.Text[:0], s.reasoningBuf())
+	} else {
+		c, text, reasoning, err = parseChunkReasoning(s.body, s.shape, s.resp.Text[:0], s.reasoningBuf(), true)
+	}
 	s.resp.Text, s.resp.Reasoning = text, reasoning
 	switch {
 	case err != nil:

@@ -46,7 +46,7 @@ func okStream() string { return sseHeader + chunked(evRole, evA, evBC, evFinish,
 // previous one; eof appends a clean end of connection.
 func runStream(raw string, cuts []int, sse, chat, eof bool) *stream {
 	epoch := time.Now()
-	st := newStream(epoch, chat, sse, 256, 16, "s3cr3t")
+	st := newStream(epoch, chat, false, sse, 256, 16, "s3cr3t")
 	st.resp.TSendNs = i64(0)
 	prev, k := 0, 0
 	for _, c := range append(cuts, len(raw)) {

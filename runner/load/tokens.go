@@ -22,11 +22,14 @@ type TokenCounter interface {
 }
 
 // promptTokens counts the prompt of a request body as it was sent (so a cold row's nonce is
-// counted): its messages, or its prompt as one user message.
+// counted): its messages, or its prompt as one user message, or a Responses API body's
+// instructions (a system message) and input.
 func promptTokens(tc TokenCounter, template contract.TokenizerTemplate, body []byte) (int64, error) {
 	var w struct {
-		Messages []wireMessage `json:"messages"`
-		Prompt   *string       `json:"prompt"`
+		Messages     []wireMessage `json:"messages"`
+		Prompt       *string       `json:"prompt"`
+		Instructions *string       `json:"instructions"`
+		Input        []wireMessage `json:"input"`
 	}
 	if err := json.Unmarshal(body, &w); err != nil {
 		return 0, err
@@ -39,8 +42,15 @@ func promptTokens(tc TokenCounter, template contract.TokenizerTemplate, body []b
 		for _, m := range w.Messages {
 			roles, contents = append(roles, m.Role), append(contents, m.Content)
 		}
+	case len(w.Input) > 0:
+		if w.Instructions != nil {
+			roles, contents = []string{"system"}, []string{*w.Instructions}
+		}
+		for _, m := range w.Input {
+			roles, contents = append(roles, m.Role), append(contents, m.Content)
+		}
 	default:
-		return 0, errors.New("the body has neither messages nor a prompt")
+		return 0, errors.New("the body has neither messages, a prompt nor an input")
 	}
 	return tc.PromptTokens(template, roles, contents)
 }

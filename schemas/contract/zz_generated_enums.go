@@ -2299,7 +2299,9 @@ func (v SecretFileReason) Valid() bool {
 	return false
 }
 
-// ServingCaseAPI selects /v1/chat/completions or /v1/completions.
+// ServingCaseAPI selects /v1/chat/completions, /v1/completions or /v1/responses (the Responses API:
+// the prompt as input, its system text as instructions, max_tokens as max_output_tokens; no
+// stop strings).
 //
 // CUE: workload/v1 #ServingCase.api.
 type ServingCaseAPI string
@@ -2308,17 +2310,18 @@ type ServingCaseAPI string
 const (
 	ServingCaseAPIChat        ServingCaseAPI = "chat"
 	ServingCaseAPICompletions ServingCaseAPI = "completions"
+	ServingCaseAPIResponses   ServingCaseAPI = "responses"
 )
 
 // ServingCaseAPIValues lists the values of ServingCaseAPI in contract order.
 func ServingCaseAPIValues() []ServingCaseAPI {
-	return []ServingCaseAPI{ServingCaseAPIChat, ServingCaseAPICompletions}
+	return []ServingCaseAPI{ServingCaseAPIChat, ServingCaseAPICompletions, ServingCaseAPIResponses}
 }
 
 // Valid reports whether v is one of the values of ServingCaseAPI.
 func (v ServingCaseAPI) Valid() bool {
 	switch v {
-	case ServingCaseAPIChat, ServingCaseAPICompletions:
+	case ServingCaseAPIChat, ServingCaseAPICompletions, ServingCaseAPIResponses:
 		return true
 	}
 	return false

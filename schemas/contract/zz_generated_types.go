@@ -2797,7 +2797,9 @@ type Case struct {
 	ResultProtocol    *ResultProtocol   `json:"result_protocol,omitempty"`
 	// Launch points at the launch recipe (repository-relative) that starts the owned server.
 	Launch string `json:"launch,omitempty"`
-	// API selects /v1/chat/completions or /v1/completions.
+	// API selects /v1/chat/completions, /v1/completions or /v1/responses (the Responses API:
+	// the prompt as input, its system text as instructions, max_tokens as max_output_tokens; no
+	// stop strings).
 	API ServingCaseAPI `json:"api,omitempty"`
 	// Stream requests SSE streaming with usage; timing metrics need it.
 	Stream bool    `json:"stream,omitempty"`

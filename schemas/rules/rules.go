@@ -385,6 +385,9 @@ func (r *rules) commandCase(cb string, w *contract.WorkloadDoc, c contract.Case,
 }
 
 func (r *rules) servingCase(cb string, c contract.Case) {
+	if c.API == contract.ServingCaseAPIResponses && c.Sampling != nil && len(c.Sampling.Stop) > 0 {
+		r.add(cb+"/sampling/stop", "the Responses API (api responses) takes no stop strings: remove sampling.stop or use api chat")
+	}
 	r.capacityCase(cb, c)
 	r.traceCorpus(cb, c)
 	r.sharedPrefixTokens(cb, c)
