@@ -18,12 +18,12 @@ import (
 type chunkShape int
 
 const (
-	shapeChatChunk chunkShape = iota // choices[0].delta.content (streamed chat)
-	shapeTextChunk                   // choices[0].text (streamed completions)
-	shapeChatBody                    // choices[0].message.content (non-streamed chat)
-	shapeTextBody                    // choices[0].text (non-streamed completions)
-	shapeResponsesEvent              // named Responses API events (responses.go)
-	shapeResponsesBody               // a whole Responses API response object
+	shapeChatChunk      chunkShape = iota // choices[0].delta.content (streamed chat)
+	shapeTextChunk                        // choices[0].text (streamed completions)
+	shapeChatBody                         // choices[0].message.content (non-streamed chat)
+	shapeTextBody                         // choices[0].text (non-streamed completions)
+	shapeResponsesEvent                   // named Responses API events (responses.go)
+	shapeResponsesBody                    // a whole Responses API response object
 )
 
 // usageCounts is a usage object as sent.
