@@ -59,7 +59,7 @@ func (r *record) request() metric.Request {
 		HasSend: r.hasSend, HasHdr: r.hasHdr, HasEnd: r.hasEnd, HasClose: r.hasClose, Content: r.tok.Content,
 		Reasoned: r.tok.Reasoned, FirstContent: r.tok.FirstContent, HasFirstContent: r.tok.HasFirstContent, HasReasoning: r.hasReasoning, Reasoning: r.reasoning,
 		HasUsage: r.hasUsage, Completion: r.n, Prompt: r.p, HasCached: r.hasCached, Cached: r.cached,
-		HasClient: r.hasClient, ClientPrompt: r.client.PromptTokens, HasClientCompletion: r.hasClientN, ClientCompletion: r.clientN}
+		HasClient: r.hasClient, ClientPrompt: r.client.PromptTokens, ClientPromptPartial: r.client.ImagesNotCounted != nil, HasClientCompletion: r.hasClientN, ClientCompletion: r.clientN}
 }
 
 // measuredRequests are the measured (not warmup) records in index order, as the catalogue's

@@ -7,9 +7,14 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 )
 
+// wireMessage is a chat message: its content a string, or, when Parts is set, an array of parts
+// (images.go encodes and decodes both).
 type wireMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role    string
+	Content string
+	Parts   []wirePart
+	// Images counts the image parts of a decoded message.
+	Images int
 }
 
 type wireStreamOptions struct {
@@ -87,7 +92,11 @@ func Body(c *contract.Case, model string, p Prompt, seed *int64) ([]byte, error)
 		if p.System != "" {
 			w.Messages = append(w.Messages, wireMessage{Role: "system", Content: p.System})
 		}
-		w.Messages = append(w.Messages, wireMessage{Role: "user", Content: p.Text})
+		user, err := userMessage(c, p)
+		if err != nil {
+			return nil, err
+		}
+		w.Messages = append(w.Messages, user)
 	}
 	return encodeBody(c, w)
 }
@@ -115,7 +124,11 @@ func encodeBody(c *contract.Case, w wireBody) ([]byte, error) {
 // as max_output_tokens; the terminal response event always carries usage, so there are no stream
 // options. seed and ignore_eos are vLLM's extensions, as on chat.
 func responsesBody(c *contract.Case, model string, p Prompt, seed *int64) ([]byte, error) {
-	w := wireResponsesBody{Model: model, Input: []wireMessage{{Role: "user", Content: p.Text}}, MaxOutputTokens: p.maxTokens(c), Seed: seed, Stream: c.Stream}
+	user, err := userMessage(c, p)
+	if err != nil {
+		return nil, err
+	}
+	w := wireResponsesBody{Model: model, Input: []wireMessage{user}, MaxOutputTokens: p.maxTokens(c), Seed: seed, Stream: c.Stream}
 	if p.System != "" {
 		sys := p.System
 		w.Instructions = &sys

@@ -114,3 +114,32 @@ func FuzzResponsesEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestImageBodies: images are the same bytes for the same prompt and differ between prompts and
+// positions; a message without images encodes exactly as a plain {"role","content"} object (so
+// bodies without images keep their digests), HTML characters unescaped; a decoded message with
+// image parts keeps its text and counts its images.
+func TestImageBodies(t *testing.T) {
+	a, err := imagePNG("p-one", 0, 16, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := imagePNG("p-one", 0, 16, 8)
+	other, _ := imagePNG("p-one", 1, 16, 8)
+	if !bytes.Equal(a, again) || bytes.Equal(a, other) || !bytes.HasPrefix(a, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("images not deterministic per prompt and position")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as Body encodes
+	err = enc.Encode([]wireMessage{{Role: "user", Content: "a <b> & c"}})
+	if plain := buf.String(); err != nil || plain != `[{"role":"user","content":"a <b> & c"}]`+"\n" {
+		t.Fatalf("plain message %s, %v", plain, err)
+	}
+	text := "look"
+	withImages, _ := json.Marshal(wireMessage{Role: "user", Parts: []wirePart{{Type: "text", Text: &text}, {Type: "image_url", ImageURL: &wireImageURL{URL: "data:image/png;base64,AA=="}}}})
+	var m wireMessage
+	if err := json.Unmarshal(withImages, &m); err != nil || m.Content != "look" || m.Images != 1 {
+		t.Fatalf("decoded %s as %+v, %v", withImages, m, err)
+	}
+}

@@ -62,6 +62,10 @@ func promptTokens(tc TokenCounter, template contract.TokenizerTemplate, body []b
 // token_mismatch.
 func (r *runner) ledger(rec *contract.RequestRecordDoc, q *request, resp *Response) {
 	ct := &contract.ClientTokens{PromptTokens: q.promptTokens}
+	if im := r.plan.Case.Images; im != nil {
+		n := im.Count
+		ct.ImagesNotCounted = &n
+	}
 	if resp.Complete {
 		n, err := r.plan.Tokens.TextTokens(string(resp.Text))
 		if err == nil {

@@ -92,7 +92,7 @@ func Request(r *contract.RequestRecordDoc) formulas.Request {
 		q.Session, q.Turn = s.ID, s.Turn
 	}
 	if ct := r.ClientTokens; ct != nil {
-		q.HasClient, q.ClientPrompt = true, ct.PromptTokens
+		q.HasClient, q.ClientPrompt, q.ClientPromptPartial = true, ct.PromptTokens, ct.ImagesNotCounted != nil
 		q.ClientCompletion, q.HasClientCompletion = formulas.ClientCompletion(*ct)
 	}
 	return q

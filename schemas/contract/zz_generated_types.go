@@ -2542,6 +2542,9 @@ type SessionTurn struct {
 type ClientTokens struct {
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens *int64 `json:"completion_tokens"`
+	// ImagesNotCounted is the number of images the prompt carried, which the client cannot
+	// count: prompt_tokens is the text's count, and the ledger does not compare it with usage.
+	ImagesNotCounted *int64 `json:"images_not_counted,omitempty"`
 	// ReasoningTokens is the bound tokenizer's count of the reasoning text, when the response
 	// carried reasoning; the ledger compares completion_tokens + reasoning_tokens with usage.
 	ReasoningTokens *int64 `json:"reasoning_tokens,omitempty"`
@@ -2833,6 +2836,10 @@ type Case struct {
 	// Fidelity declares the client-fidelity bound its rows are judged by (docs/metrics.md
 	// "Client fidelity"); absent means lag_ms 1 and quantile 0.99.
 	Fidelity *FidelitySpec `json:"fidelity,omitempty"`
+	// Images attaches images to every request's user message (docs/metrics.md "Images"): count
+	// PNG images of width x height pixels, generated from the prompt's id, sent as base64 data
+	// URLs (chat image_url parts, Responses input_image parts). Not with api completions.
+	Images *Images `json:"images,omitempty"`
 	// DeviceTelemetry turns on the device telemetry sampler for every row (docs/accelerators.md).
 	DeviceTelemetry *DeviceTelemetry `json:"device_telemetry,omitempty"`
 	// CacheRegime declares the prefix-cache regime of every row (docs/caching.md): cold puts a
@@ -3030,6 +3037,16 @@ type Rate struct {
 type FidelitySpec struct {
 	LagMs    *float64 `json:"lag_ms,omitempty"`
 	Quantile *float64 `json:"quantile,omitempty"`
+}
+
+// Images declares the generated images every request of a serving case carries: count images of
+// width x height pixels (at most 4 MiB of pixels a request in all).
+//
+// CUE: workload/v1 #Images.
+type Images struct {
+	Count  int64 `json:"count"`
+	Width  int64 `json:"width"`
+	Height int64 `json:"height"`
 }
 
 // DeviceTelemetry declares the sampler: readings of every device serving the backend, every

@@ -28,6 +28,9 @@ func LedgerOf(measured []Request) Ledger {
 		}
 		l.Compared++
 		dp, dc := r.Prompt-r.ClientPrompt, r.Completion-r.ClientCompletion
+		if r.ClientPromptPartial {
+			dp = 0 // images the client cannot count: its prompt count is not the server's
+		}
 		if dp != 0 || dc != 0 {
 			l.Mismatched++
 		}
@@ -54,7 +57,7 @@ func RequestTokenMismatch(usage contract.Usage, client contract.ClientTokens, ma
 	if maxDiff == nil {
 		return ""
 	}
-	if d := usage.PromptTokens - client.PromptTokens; abs64(d) > *maxDiff {
+	if d := usage.PromptTokens - client.PromptTokens; client.ImagesNotCounted == nil && abs64(d) > *maxDiff {
 		return fmt.Sprintf("server prompt_tokens %d, client %d: they differ by %d, over max_request_difference %d", usage.PromptTokens, client.PromptTokens, d, *maxDiff)
 	}
 	c, ok := ClientCompletion(client)

@@ -47,8 +47,11 @@ type Request struct {
 	Turn    int64
 	// HasClient is true when the record has client_tokens: ClientPrompt is its prompt count,
 	// and HasClientCompletion with ClientCompletion its completion count when not null.
-	HasClient           bool
-	ClientPrompt        int64
+	HasClient    bool
+	ClientPrompt int64
+	// ClientPromptPartial: the prompt carried images the client could not count, so ClientPrompt
+	// is its text's count and is not compared with the server's.
+	ClientPromptPartial bool
 	HasClientCompletion bool
 	ClientCompletion    int64
 }

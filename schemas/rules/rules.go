@@ -26,6 +26,8 @@ const (
 	MaxServingRequests = 1000000
 	// MaxDurationSkewSeconds bounds |duration − (finished − started)| in a receipt.
 	MaxDurationSkewSeconds = 1.0
+	// MaxImagePixels bounds the pixels of a serving case's generated images, per request.
+	MaxImagePixels = 4 << 20
 )
 
 // ReservedVariables are built-in placeholders that a workload may use but not declare.
@@ -385,6 +387,17 @@ func (r *rules) commandCase(cb string, w *contract.WorkloadDoc, c contract.Case,
 }
 
 func (r *rules) servingCase(cb string, c contract.Case) {
+	if im := c.Images; im != nil {
+		if c.API == contract.ServingCaseAPICompletions {
+			r.add(cb+"/images", "images need a chat or responses api: completions take a text prompt")
+		}
+		if c.Corpus != nil && (c.Corpus.Source == contract.CorpusSourceConversations || c.Corpus.Source == contract.CorpusSourceSyntheticConversations) {
+			r.add(cb+"/images", "images are not sent in multi-turn sessions: use an inline, file, synthetic or trace corpus")
+		}
+		if px := im.Count * im.Width * im.Height; px > MaxImagePixels {
+			r.add(cb+"/images", "%d images of %dx%d are %d pixels a request, over %d: send fewer or smaller images", im.Count, im.Width, im.Height, px, MaxImagePixels)
+		}
+	}
 	if c.API == contract.ServingCaseAPIResponses && c.Sampling != nil && len(c.Sampling.Stop) > 0 {
 		r.add(cb+"/sampling/stop", "the Responses API (api responses) takes no stop strings: remove sampling.stop or use api chat")
 	}
