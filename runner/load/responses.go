@@ -196,7 +196,7 @@ func (s *scanner) responseObject(c *chunk, text, reasoning *[]byte, body bool) e
 				return err
 			})
 		case "usage": // not a contract value: the Responses API's member
-			if err := m.once(s, 16, "usage"); err != nil {
+			if err := m.once(s, 16, "usage"); err != nil { // not a contract value: the Responses API member
 				return err
 			}
 			return s.usage(&c.usage)
@@ -237,7 +237,7 @@ func (s *scanner) responseObject(c *chunk, text, reasoning *[]byte, body bool) e
 		default:
 			c.finish = "incomplete: " + clip(string(reason), 64)
 		}
-	case "failed":
+	case "failed": // not a contract value: a Responses API status
 		c.isError = true
 		if c.errorText == "" {
 			c.errorText = "the response failed"
@@ -264,8 +264,8 @@ func (s *scanner) outputItem(c *chunk, text, reasoning *[]byte) error {
 			var err error
 			typ, err = s.str(nil)
 			return err
-		case "content":
-			if err := m.once(s, 2, "content"); err != nil {
+		case "content": // not a contract value: the Responses API member
+			if err := m.once(s, 2, "content"); err != nil { // not a contract value: the Responses API member
 				return err
 			}
 			if null, err := s.isNull(); null || err != nil {
@@ -293,7 +293,7 @@ func (s *scanner) outputItem(c *chunk, text, reasoning *[]byte) error {
 	case "message":
 		c.content = c.content || len(got) > 0
 		return nil
-	case "reasoning":
+	case "reasoning": // not a contract value: a Responses API output item type
 		if len(got) > 0 {
 			*reasoning = append(*reasoning, got...)
 			c.reasoning = true
