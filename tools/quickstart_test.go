@@ -14,7 +14,8 @@ import (
 )
 
 // docs/quickstart.md is executed: every ```sh block runs, in the order of the page, in one bash
-// script (set -euo pipefail) that starts in the repository root with a fresh temporary HOME, and
+// script (set -euo pipefail) that starts in the repository root with a fresh temporary HOME (the
+// go command's build and module caches stay the test's own: goCaches), and
 // the ```text block that follows a command block lists key lines of its real output, in order.
 //
 // A part marker, an HTML comment `<!-- quickstart: PART -->`, starts a part: "setup" (build the
@@ -273,7 +274,7 @@ func runQuickstart(t *testing.T, repo string, all []quickstartBlock, parts ...st
 		}
 		env = append(env, kv)
 	}
-	cmd.Env = env
+	cmd.Env = append(env, goCaches(t)...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -334,4 +335,21 @@ func runQuickstart(t *testing.T, repo string, all []quickstartBlock, parts ...st
 		}
 		t.Logf("rewrote the output blocks of %s from this run", quickstartDoc)
 	}
+}
+
+// goCaches is GOCACHE and GOMODCACHE as this test's go command has them. The page's fresh HOME
+// would otherwise move both under it: `make build` would download every module and compile the
+// CLIs cold, minutes on two cores, and the page would test the network and the compiler rather
+// than its own commands (the commands and their output are the same with a warm cache).
+func goCaches(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env GOCACHE GOMODCACHE: %v", err)
+	}
+	dirs := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(dirs) != 2 || dirs[0] == "" || dirs[1] == "" {
+		t.Fatalf("go env GOCACHE GOMODCACHE: %q", out)
+	}
+	return []string{"GOCACHE=" + dirs[0], "GOMODCACHE=" + dirs[1]}
 }

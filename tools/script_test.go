@@ -3,11 +3,13 @@ package tools_test
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -29,7 +31,11 @@ import (
 // TestMain registers the real CLIs as testscript commands: a script's `exec qualverify ...` runs
 // the same Main the installed binary runs, in a child process.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	// Scripts mostly wait (on a server's readiness, its stream, a signal's effect), so more of
+	// them run at once than there are CPUs; -parallel on the command line still wins. The
+	// scripts that time something run alone (TestScriptsSerial).
+	flag.Set("test.parallel", strconv.Itoa(scriptParallel))
+	testscript.Main(removeBinaries{m}, map[string]func(){
 		"qualverify": func() { os.Exit(qualverify.Main(os.Args, os.Stdout, os.Stderr)) },
 		"qualrun":    func() { os.Exit(qualrun.Main(os.Args, os.Stdout, os.Stderr)) },
 		"casehelper": func() { os.Exit(caseHelper(os.Args[1:])) },
@@ -39,11 +45,29 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// scriptParallel is how many scripts run at once by default (go test -parallel N overrides): on
+// 2 cores most of a script's time is waiting, and 8 at once keep the CPUs busy (README.md states
+// what make test takes).
+const scriptParallel = 8
+
 var (
 	binOnce sync.Once
 	binDir  string
 	binErr  error
 )
+
+// removeBinaries runs the tests, then removes the binaries buildBinaries built: they serve every
+// test of the process (TestScripts, TestScriptsSerial, TestInterruptionRandomized, and each of
+// go test -count=N's rounds), so no one test may remove them.
+type removeBinaries struct{ m *testing.M }
+
+func (r removeBinaries) Run() int {
+	code := r.m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	return code
+}
 
 // buildBinaries builds the real qualsim binary once. Scripts run it as the owned server: it
 // re-executes itself (its setsid grandchild faults), so it must be a real executable, not the
@@ -65,21 +89,95 @@ func buildBinaries(t *testing.T) string {
 	return binDir
 }
 
-// TestScripts runs every tools/testdata/script/*.txtar. $REPO is the repository root, so scripts
-// can reach the committed workloads, fixtures and corpus; qualsim is on $PATH.
+// TestScripts runs tools/testdata/script/*.txtar, scriptParallel at a time, but for the scripts
+// marked serial, which TestScriptsSerial runs one at a time after them. $REPO is the repository
+// root, so scripts can reach the committed workloads, fixtures and corpus; qualsim is on $PATH.
+// Either way go test ./tools -run 'TestScripts/NAME$' runs a script (the pattern's first part is
+// unanchored, so it matches TestScriptsSerial too).
 func TestScripts(t *testing.T) {
+	_, pool := scriptFiles(t)
+	p := scriptParams(t)
+	p.Files = pool
+	testscript.Run(t, p)
+}
+
+// TestScriptsSerial runs the scripts marked serial, one at a time and after TestScripts' pool:
+// they assert a time, a rate or a client-fidelity verdict, which a host busy with other scripts
+// would decide instead of the code.
+func TestScriptsSerial(t *testing.T) {
+	serial, _ := scriptFiles(t)
+	p := scriptParams(t)
+	p.Files = serial
+	if d, ok := t.Deadline(); ok {
+		p.Deadline = d
+	}
+	testscript.RunT(serialT{t}, p)
+}
+
+// serialMarker, at the start of a line of a script's comment, marks it serial; the reason follows.
+const serialMarker = "# serial: "
+
+// scriptFiles lists tools/testdata/script/*.txtar: those marked serial, and the others.
+func scriptFiles(t *testing.T) (serial, pool []string) {
+	t.Helper()
+	files, err := filepath.Glob("testdata/script/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts in testdata/script (%v)", err)
+	}
+	var idle []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case !isSerialScript(string(b)):
+			pool = append(pool, f)
+		case strings.Contains(string(b), "[!idlehost]"):
+			idle = append(idle, f)
+		default:
+			serial = append(serial, f)
+		}
+	}
+	// The scripts that need an idle host go last: the 1-minute load average the pool raised has
+	// had the other serial scripts' time to fall.
+	return append(serial, idle...), pool
+}
+
+// isSerialScript reports whether a script's own text (before its first archived file) has a
+// serialMarker line with a reason.
+func isSerialScript(text string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "-- ") && strings.HasSuffix(l, " --") {
+			return false
+		}
+		if r, ok := strings.CutPrefix(l, serialMarker); ok && strings.TrimSpace(r) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// serialT runs testscript's subtests one at a time: its Parallel does nothing, so each Run
+// returns when its script has ended.
+type serialT struct{ *testing.T }
+
+func (t serialT) Run(name string, f func(testscript.T)) {
+	t.T.Run(name, func(t *testing.T) { f(serialT{t}) })
+}
+
+func (serialT) Parallel() {}
+
+func (serialT) Verbose() bool { return testing.Verbose() }
+
+// scriptParams are the environment, conditions and commands of every script.
+func scriptParams(t *testing.T) testscript.Params {
 	repo, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := buildBinaries(t)
-	t.Cleanup(func() {
-		os.RemoveAll(bin)
-		// A later run in this process (go test -count=N) builds them again.
-		binOnce, qualrunOnce = sync.Once{}, sync.Once{}
-	})
-	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+	return testscript.Params{
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("REPO", repo)
 			env.Setenv("SHARED", filepath.Join(repo, "..", "shared"))
@@ -136,7 +234,7 @@ func TestScripts(t *testing.T) {
 			"delegcgroup": cmdDelegCgroup,
 			"asuser":      cmdAsUser,
 		},
-	})
+	}
 }
 
 // idleHost reports whether the 1-minute load average is below the number of CPUs.
@@ -416,4 +514,50 @@ func cmdBounded(ts *testscript.TestScript, neg bool, args []string) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// scriptPort finds the loopback ports a script serves on or waits for.
+var scriptPort = regexp.MustCompile(`127\.0\.0\.1:([0-9]{4,5})|--port[ =]([0-9]{4,5})|(?:noresidue|waitport) ([0-9]{4,5})|gone [0-9]+ ([0-9]{4,5})`)
+
+// Scripts run scriptParallel at a time, so no two may serve on one loopback port: the second
+// would find the first's server (or its port taken) and fail for a reason of the harness.
+func TestScriptPortsDistinct(t *testing.T) {
+	serial, pool := scriptFiles(t)
+	owner := map[string]string{}
+	for _, f := range append(serial, pool...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, m := range scriptPort.FindAllStringSubmatch(string(b), -1) {
+			port := m[1] + m[2] + m[3] + m[4]
+			if seen[port] {
+				continue
+			}
+			seen[port] = true
+			if o, ok := owner[port]; ok {
+				t.Errorf("port %s: %s and %s", port, filepath.Base(o), filepath.Base(f))
+				continue
+			}
+			owner[port] = f
+		}
+	}
+}
+
+func TestIsSerialScript(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{"# A script.\n# serial: it times something.\n\nexec qualrun\n", true},
+		{"# A script.\n# serialisation position\nexec qualrun\n", false},
+		{"# serial: \nexec qualrun\n", false},                                          // no reason
+		{"exec qualrun\n-- notes.txt --\n# serial: archived, not the script\n", false}, // in a file
+		{"exec qualrun\n", false},
+	} {
+		if got := isSerialScript(tc.text); got != tc.want {
+			t.Errorf("isSerialScript(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
 }

@@ -125,7 +125,10 @@ func rowSummary(caseID string, rep int64, row contract.Row, rate *contract.Rate)
 	}
 	head := fmt.Sprintf("%s rep %d  c=%d r=%d %s-loop  requests %d ok, %d failed  fidelity %s",
 		caseID, rep, row.Concurrency, row.Repetition, row.Loop, row.Successes, row.Failures, fid)
-	conc := "achieved rate " + formatNumber(row.Fidelity.AchievedRate) + " req/s"
+	// throughput divides the successes by the window (first send to last end), which holds the
+	// last requests' service time; the achieved rate divides the sends by their own span (first
+	// to last send). Each line names its denominator, so the two differ visibly for a reason.
+	conc := "achieved rate " + formatNumber(row.Fidelity.AchievedRate) + " req/s over first to last send"
 	if row.Fidelity.OfferedRate != nil {
 		// A session row's declared rate is its session arrival rate; every turn is a request.
 		unit := " req/s, "
@@ -144,10 +147,10 @@ func rowSummary(caseID string, rep int64, row contract.Row, rate *contract.Rate)
 		head,
 		fmt.Sprintf("  TTFT ms p50 %s p99 %s | TPOT ms p50 %s p99 %s | ICL ms p99 %s",
 			get("ttft_ms.p50"), get("ttft_ms.p99"), get("tpot_ms.p50"), get("tpot_ms.p99"), get("icl_ms.p99")),
-		fmt.Sprintf("  E2E ms p50 %s p99 %s | window %s s", get("e2e_ms.p50"), get("e2e_ms.p99"), get("window_s")),
-		fmt.Sprintf("  throughput %s req/s, %s output tok/s | goodput %s req/s",
-			get("request_throughput"), get("output_throughput_window"), get("slo_goodput")),
+		fmt.Sprintf("  E2E ms p50 %s p99 %s | window %s s from first send to last end", get("e2e_ms.p50"), get("e2e_ms.p99"), get("window_s")),
 	}
+	lines = append(lines, wrap(fmt.Sprintf("  per window: throughput %s req/s, %s output tok/s | goodput %s req/s",
+		get("request_throughput"), get("output_throughput_window"), get("slo_goodput")), "    ", summaryWidth)...)
 	lines = append(lines, wrap("  "+conc, "    ", summaryWidth)...)
 	if e := row.Ended; e != nil {
 		lines = append(lines, fmt.Sprintf("  ended by %s after %s s, %d cut at the grace deadline", e.Reason, formatNumber(e.AfterSeconds), e.Cut))

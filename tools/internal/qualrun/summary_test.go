@@ -1,6 +1,7 @@
 package qualrun
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,9 +20,9 @@ func TestRowSummaryOpenLoopDegraded(t *testing.T) {
 	want := []string{
 		"chat rep 0  c=8 r=1 open-loop  requests 0 ok, 10 failed  fidelity DEGRADED",
 		"  TTFT ms p50 - p99 - | TPOT ms p50 - p99 - | ICL ms p99 -",
-		"  E2E ms p50 - p99 - | window 0.2 s",
-		"  throughput 0 req/s, - output tok/s | goodput - req/s",
-		"  offered rate 50 req/s, achieved rate 12.35 req/s",
+		"  E2E ms p50 - p99 - | window 0.2 s from first send to last end",
+		"  per window: throughput 0 req/s, - output tok/s | goodput - req/s",
+		"  offered rate 50 req/s, achieved rate 12.35 req/s over first to last send",
 		"  fidelity: p99 schedule lag 12.000 ms exceeds 5.000 ms: the client, not the server, delayed",
 		"    requests",
 	}
@@ -31,6 +32,28 @@ func TestRowSummaryOpenLoopDegraded(t *testing.T) {
 	for _, l := range got {
 		if len(l) > summaryWidth {
 			t.Errorf("%d columns: %s", len(l), l)
+		}
+	}
+}
+
+// Throughput and the achieved rate of one row differ (here 22.56 and 39.39 req/s: four requests
+// held the last 0.18 s of the window after the final send) and each line says over what it is
+// taken: the throughput over the window from the first send to the last end, the achieved rate
+// over the span from the first to the last send. The numbers are the docs' closed-loop example.
+func TestRowSummaryNamesRateDenominators(t *testing.T) {
+	peak, mean := int64(4), 3.991
+	row := contract.Row{Concurrency: 4, Loop: "closed", Requests: 8, Successes: 8,
+		Metrics: []contract.Metric{{Name: "request_throughput", Value: 22.56}, {Name: "output_throughput_window", Value: 722},
+			{Name: "slo_goodput", Value: 22.56}, {Name: "window_s", Value: 0.3546}, {Name: "e2e_ms.p50", Value: 176.8}, {Name: "e2e_ms.p99", Value: 177.5}},
+		Fidelity: contract.Fidelity{AchievedRate: 39.39, InFlightPeak: &peak, InFlightMean: &mean}}
+	got := rowSummary("chat", 0, row, nil)
+	for _, want := range []string{
+		"  E2E ms p50 176.8 p99 177.5 | window 0.3546 s from first send to last end",
+		"  per window: throughput 22.56 req/s, 722 output tok/s | goodput 22.56 req/s",
+		"  in flight peak 4 mean 3.991, achieved rate 39.39 req/s over first to last send",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("no line %q in\n%s", want, strings.Join(got, "\n"))
 		}
 	}
 }
@@ -61,7 +84,7 @@ func TestRowSummaryRateRangeAndHint(t *testing.T) {
 	row := contract.Row{Concurrency: 1, Loop: "open", Requests: 16, Successes: 16,
 		Fidelity: contract.Fidelity{OfferedRate: &offered, AchievedRate: 3.669}}
 	text := strings.Join(strings.Fields(strings.Join(rowSummary("chat", 0, row, rate), " ")), " ")
-	if !strings.Contains(text, "achieved rate 3.669 req/s (outside the 95 % range 1.277 to 3.573 req/s of 16 seeded poisson arrivals)") {
+	if !strings.Contains(text, "achieved rate 3.669 req/s over first to last send (outside the 95 % range 1.277 to 3.573 req/s of 16 seeded poisson arrivals)") {
 		t.Errorf("no rate range in\n%s", text)
 	}
 	row.Fidelity.AchievedRate = 2.5

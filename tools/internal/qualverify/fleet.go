@@ -39,8 +39,11 @@ func fleetCommand() *cli.Command {
 			"MANIFEST.intoto.dsse.json, signed with --sign-key. Neither may exist.\n" +
 			"With --check MANIFEST nothing is written: the envelope must verify with a --manifest-key (default: the\n" +
 			"--key keys) and every derived member must equal what PLAN and the RECEIPTS give now.\n" +
+			"With --dry-run nothing is written or signed either: the manifest is built as --output would write it\n" +
+			"and every row's status is printed (--json: the unsigned manifest), with no --output or --sign-key.\n" +
 			"Exit 0: every row passed (or, with --check, the manifest holds); 1: a row failed, is missing or a\n" +
-			"receipt does not belong (the manifest is still written), or the checked manifest does not hold;\n" +
+			"receipt does not belong (the manifest is still written, unless --dry-run), or the checked manifest\n" +
+			"does not hold;\n" +
 			"2: usage; 3: verification could not be carried out.",
 		Flags: append(append(trustFlags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the manifest to `FILE` (and FILE's .intoto.dsse.json envelope)"},
@@ -48,6 +51,7 @@ func fleetCommand() *cli.Command {
 			&cli.StringFlag{Name: "password-file", Usage: "read the signing key password from `FILE` (default: $QUALKIT_PASSWORD, then $COSIGN_PASSWORD)"},
 			&cli.Float64Flag{Name: "outlier-k", Value: metric.DefaultOutlierK, Usage: "the outlier rule's `K` (|x - median| > K * 1.4826 * MAD)"},
 			&cli.StringFlag{Name: "check", Usage: "check the signed manifest `FILE` against PLAN and the RECEIPTS instead of writing one"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print every plan row's status (the manifest --output would write) and write and sign nothing"},
 			&cli.StringSliceFlag{Name: "manifest-key", Usage: "public key `FILE` the manifest must be signed with (repeatable; default: the --key keys)"},
 			&cli.IntFlag{Name: "jobs", Usage: "verify `N` receipts at a time (default: GOMAXPROCS)"},
 			&cli.StringFlag{Name: "report", Usage: "also draw the fleet page (hosts x metrics heat table, outliers first) to `FILE` (HTML)"},
@@ -58,7 +62,11 @@ func fleetCommand() *cli.Command {
 				return fmt.Errorf("%w: fleet needs a PLAN and at least one RECEIPT, DIR or oci:// reference", exitcode.ErrUsage)
 			}
 			check := c.String("check")
-			if check == "" && (c.String("output") == "" || c.String("sign-key") == "") {
+			dry := c.Bool("dry-run")
+			if err := dryRunConflicts(c, dry); err != nil {
+				return err
+			}
+			if check == "" && !dry && (c.String("output") == "" || c.String("sign-key") == "") {
 				return fmt.Errorf("%w: fleet needs --output MANIFEST and --sign-key KEY (or --check MANIFEST)", exitcode.ErrUsage)
 			}
 			if k := c.Float64("outlier-k"); !(k > 0 && k <= 100) {
@@ -69,7 +77,7 @@ func fleetCommand() *cli.Command {
 				return err
 			}
 			var signer attest.Signer
-			if check == "" {
+			if check == "" && !dry {
 				// Refused before any receipt is verified or anything signed, not after.
 				if err := refuseExistingManifest(c.String("output")); err != nil {
 					return err
@@ -109,6 +117,15 @@ func fleetCommand() *cli.Command {
 				return nil
 			}
 			m := verify.BuildFleetManifest(plan, rs, c.Float64("outlier-k"), time.Now().UTC().Format(time.RFC3339), Version)
+			if dry {
+				if c.Bool("json") {
+					b, _ := json.MarshalIndent(m, "", "  ")
+					fmt.Fprintln(c.App.Writer, string(b))
+				} else {
+					printFleetRows(c.App.Writer, m)
+				}
+				return fleetOutcome(m)
+			}
 			if err := writeFleet(c.Context, c.String("output"), m, signer); err != nil {
 				return err
 			}
@@ -124,12 +141,32 @@ func fleetCommand() *cli.Command {
 			} else {
 				printFleet(c.App.Writer, c.String("output"), m)
 			}
-			if n := m.Counts.Failed + m.Counts.Missing + m.Counts.NotBelonging; n > 0 {
-				return fmt.Errorf("%w: %d failed, %d missing, %d not belonging (the manifest names each)", exitcode.ErrRejected, m.Counts.Failed, m.Counts.Missing, m.Counts.NotBelonging)
-			}
-			return nil
+			return fleetOutcome(m)
 		},
 	}
+}
+
+// dryRunConflicts refuses, with --dry-run, each flag that would write or sign: a dry run writes
+// nothing, so a flag that asks for a file is a mistake to name, not to ignore.
+func dryRunConflicts(c *cli.Context, dry bool) error {
+	if !dry {
+		return nil
+	}
+	for _, f := range []string{"output", "sign-key", "password-file", "check", "manifest-key", "report"} {
+		if c.IsSet(f) {
+			return fmt.Errorf("%w: --dry-run writes and signs nothing: drop --%s", exitcode.ErrUsage, f)
+		}
+	}
+	return nil
+}
+
+// fleetOutcome is the exit of a built manifest: rejected when a row failed, is missing or a
+// receipt does not belong.
+func fleetOutcome(m *contract.FleetManifestDoc) error {
+	if n := m.Counts.Failed + m.Counts.Missing + m.Counts.NotBelonging; n > 0 {
+		return fmt.Errorf("%w: %d failed, %d missing, %d not belonging (the manifest names each)", exitcode.ErrRejected, m.Counts.Failed, m.Counts.Missing, m.Counts.NotBelonging)
+	}
+	return nil
 }
 
 // fleetEvidence expands the receipt arguments: a receipt file, every receipt below a directory,
@@ -216,10 +253,27 @@ func writeFleet(ctx context.Context, path string, m *contract.FleetManifestDoc, 
 }
 
 func printFleet(w io.Writer, path string, m *contract.FleetManifestDoc) {
+	printFleetCounts(w, m)
+	printFleetEntries(w, m, false)
+	cliapp.Fprintf(w, "wrote %s and %s\n", path, fleetEnvelopePath(path))
+}
+
+// printFleetRows is the dry run's view: every entry, passed ones included, and no file.
+func printFleetRows(w io.Writer, m *contract.FleetManifestDoc) {
+	printFleetCounts(w, m)
+	printFleetEntries(w, m, true)
+	cliapp.Fprintln(w, "dry run: no manifest written or signed")
+}
+
+func printFleetCounts(w io.Writer, m *contract.FleetManifestDoc) {
 	cliapp.Fprintf(w, "fleet %s: %d rows: %d passed, %d failed, %d missing; %d receipts not belonging\n",
 		m.Plan.ID, m.Plan.Rows, m.Counts.Passed, m.Counts.Failed, m.Counts.Missing, m.Counts.NotBelonging)
+}
+
+// printFleetEntries prints each entry not passed (every entry with passed) and the outlier hosts.
+func printFleetEntries(w io.Writer, m *contract.FleetManifestDoc, passed bool) {
 	for _, e := range m.Entries {
-		if e.Status == contract.FleetManifestStatusPassed {
+		if e.Status == contract.FleetManifestStatusPassed && !passed {
 			continue
 		}
 		row := "-"
@@ -230,12 +284,15 @@ func printFleet(w io.Writer, path string, m *contract.FleetManifestDoc) {
 		if host == "" {
 			host = "-"
 		}
-		cliapp.Fprintf(w, "  row %s  %s  %s: %s\n", row, e.Status, host, e.Why)
+		why := e.Why
+		if why == "" && e.Receipt != nil {
+			why = e.Receipt.Path // a passed row: its receipt
+		}
+		cliapp.Fprintf(w, "  row %s  %s  %s: %s\n", row, e.Status, host, why)
 	}
 	for _, h := range m.OutlierHosts {
 		cliapp.Fprintf(w, "  outlier host %s: %s\n", h.Host, strings.Join(h.Metrics, ", "))
 	}
-	cliapp.Fprintf(w, "wrote %s and %s\n", path, fleetEnvelopePath(path))
 }
 
 // checkFleet checks the signed manifest at path against the plan and the verified receipts,
