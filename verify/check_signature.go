@@ -38,6 +38,9 @@ func checkSignature(s *snapshot) CheckResult {
 		}
 		if a.signer == "" && a.keylessErr != nil {
 			keylessFinding(c, a) // keyless.go
+			if a.stmt == nil {
+				continue
+			}
 		} else if a.signer == "" {
 			c.add(a.path, "/signatures", ErrBadSignature, "none of %d signatures verifies with the %d pinned keys", a.sigCount, len(s.policy.Keys))
 		} else {

@@ -3,7 +3,6 @@ package verify
 import (
 	"crypto"
 	"errors"
-	"fmt"
 
 	"github.com/qualkit/qualkit/schemas/evidence"
 )
@@ -106,7 +105,10 @@ func (s *snapshot) finishKeyless() {
 	}
 	*s.keylessEnvelope = *readAttestation(s.keylessEnvelope.kind, s.keylessEnvelope.path, s.keylessEnvelopeRaw, keys)
 	if s.keylessKey == nil {
-		s.keylessEnvelope.keylessErr = fmt.Errorf("%w: the envelope of a keyless signature verifies only with its bundle's certificate, and the bundle did not verify", ErrBadSignature)
+		s.keylessEnvelope.keylessErr = errors.New("the envelope of a keyless signature verifies only with its bundle's certificate key, and the bundle did not verify")
+		for i := range s.keylessEnvelope.sigs {
+			s.keylessEnvelope.sigs[i].Problem = "no verified keyless bundle beside it"
+		}
 	}
 	for _, a := range s.attestations {
 		if a.identity != nil && s.identity == nil {

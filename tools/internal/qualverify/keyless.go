@@ -3,6 +3,7 @@ package qualverify
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/qualkit/qualkit/attest/keyless"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
@@ -69,13 +70,24 @@ var reasonOf = []struct {
 	{keyless.ErrIdentity, verify.ErrCertificateIdentity},
 }
 
+// keylessRefusal is a keyless refusal that is (errors.Is) both verify's Reason and attest/keyless's
+// sentinel, and reads as the Reason's text and the detail (once, not both sentinels' texts).
+type keylessRefusal struct {
+	reason *verify.Reason
+	err    error
+	detail string
+}
+
+func (r keylessRefusal) Error() string   { return r.reason.Error() + ": " + r.detail }
+func (r keylessRefusal) Unwrap() []error { return []error{r.reason, r.err} }
+
 func keylessVerifier(p keyless.Policy) verify.KeylessVerifier {
 	return func(bundle []byte) (*verify.KeylessOutcome, error) {
 		out, err := keyless.Verify(bundle, p)
 		if err != nil {
 			for _, r := range reasonOf {
 				if errors.Is(err, r.err) {
-					return nil, fmt.Errorf("%w: %w", r.reason, err)
+					return nil, keylessRefusal{r.reason, err, strings.TrimPrefix(err.Error(), r.err.Error()+": ")}
 				}
 			}
 			return nil, err
