@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/attest/keyless"
 	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
@@ -84,4 +86,38 @@ func attestKeyless(ctx context.Context, receipt, root string, o *keyless.Options
 	}
 	cliapp.Fprintf(stdout, "attestation %s\nbundle %s\nidentity %s\n", envelope, bundle, id)
 	return nil
+}
+
+// receiptSigner is how run signs the receipt it writes: with a key, keylessly, or not at all.
+type receiptSigner struct {
+	key     attest.Signer
+	keyless *keyless.Options
+}
+
+// signKeylessChecked is signChecked for --sign keyless: the receipt is checked against its own
+// contract first, then signed keylessly (no in-toto link: a link is signed by a key in-toto knows).
+func signKeylessChecked(ctx context.Context, root, receiptRel, runDir string, passed bool, o *keyless.Options, stderr io.Writer) (envelope, bundle string, id *keyless.Identity, err error) {
+	if err := checkBeforeSign(ctx, root, receiptRel, runDir, passed, stderr); err != nil {
+		return "", "", nil, err
+	}
+	rel := receiptRel
+	if filepath.IsAbs(rel) {
+		if rel, err = filepath.Rel(root, rel); err != nil {
+			return "", "", nil, err
+		}
+	}
+	envelope, bundle, ident, err := keyless.AttestReceipt(context.WithoutCancel(ctx), root, filepath.ToSlash(rel), *o)
+	if err != nil {
+		hint := fmt.Sprintf("the receipt %s was written but not signed (sign it later with: qualrun attest %s --sign keyless)", receiptRel, receiptRel)
+		if errors.Is(err, keyless.ErrSign) {
+			return "", "", nil, fmt.Errorf("%s: %w", hint, err)
+		}
+		mapped := attestError(err, stderr)
+		if errors.Is(mapped, exitcode.ErrRejected) {
+			cliapp.Fprintln(stderr, "qualrun:", hint)
+			return "", "", nil, mapped
+		}
+		return "", "", nil, fmt.Errorf("%s: %w", hint, mapped)
+	}
+	return envelope, bundle, &ident, nil
 }

@@ -57,4 +57,3 @@ func sigstoreCommand() *cli.Command {
 		},
 	}
 }
-
