@@ -46,13 +46,8 @@ func AttestReceipt(ctx context.Context, root, receiptRel string, s Signer) (enve
 		return "", "", err
 	}
 	envelopeRel, bundleRel = OutputPaths(st.Receipt)
-	for _, rel := range []string{envelopeRel, bundleRel} {
-		if err := evidence.CheckNoSymlink(root, rel); err != nil {
-			return "", "", err
-		}
-		if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel))); err == nil {
-			return "", "", fmt.Errorf("%w: %s already exists; attestations are never replaced", ErrPath, rel)
-		}
+	if err := CheckOutputs(root, envelopeRel, bundleRel); err != nil {
+		return "", "", err
 	}
 	env, err := SignEnvelope(ctx, st.Payload, s)
 	if err != nil {
@@ -62,14 +57,36 @@ func AttestReceipt(ctx context.Context, root, receiptRel string, s Signer) (enve
 	if err != nil {
 		return "", "", err
 	}
-	if err := writeNew(root, envelopeRel, env, 0o644); err != nil {
-		return "", "", err
-	}
-	if err := writeNew(root, bundleRel, bundle, 0o644); err != nil {
-		os.Remove(filepath.Join(root, filepath.FromSlash(envelopeRel))) // ours, written a moment ago: no half attestation
+	if err := WriteOutputs(root, envelopeRel, bundleRel, env, bundle); err != nil {
 		return "", "", err
 	}
 	return envelopeRel, bundleRel, nil
+}
+
+// CheckOutputs fails (ErrPath) when an attestation file already exists or its path passes
+// through a symbolic link: attestations are never replaced.
+func CheckOutputs(root string, rels ...string) error {
+	for _, rel := range rels {
+		if err := evidence.CheckNoSymlink(root, rel); err != nil {
+			return err
+		}
+		if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel))); err == nil {
+			return fmt.Errorf("%w: %s already exists; attestations are never replaced", ErrPath, rel)
+		}
+	}
+	return nil
+}
+
+// WriteOutputs writes a new envelope and bundle, both or neither.
+func WriteOutputs(root, envelopeRel, bundleRel string, env, bundle []byte) error {
+	if err := writeNew(root, envelopeRel, env, 0o644); err != nil {
+		return err
+	}
+	if err := writeNew(root, bundleRel, bundle, 0o644); err != nil {
+		os.Remove(filepath.Join(root, filepath.FromSlash(envelopeRel))) // ours, written a moment ago: no half attestation
+		return err
+	}
+	return nil
 }
 
 // SignEnvelope signs payload as an in-toto DSSE envelope (attestfmt.PayloadType) with sigstore's DSSE

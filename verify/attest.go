@@ -65,9 +65,10 @@ type attestation struct {
 	signer   string
 	sigCount int
 	// sigs is the outcome of every signature, in order.
-	sigs     []SignatureOutcome
-	stmt     *statement
-	warnings []string
+	sigs               []SignatureOutcome
+	stmt               *statement
+	warnings           []string
+	keylessAttestation // keyless.go
 }
 
 func malformedf(format string, args ...any) error {

@@ -17,14 +17,14 @@ import (
 func checkSignature(s *snapshot) CheckResult {
 	c := &collector{check: CheckSignature}
 	switch {
-	case s.skipSign && len(s.policy.Keys) == 0:
+	case s.skipSign && len(s.policy.Keys) == 0 && s.policy.Keyless == nil:
 		return c.skipped("signatures are not part of this comparison (no pinned key)")
 	case len(s.attestations) == 0 && s.relax[RelaxUnsigned]:
 		return c.skipped("no attestation: " + string(RelaxUnsigned))
 	case len(s.attestations) == 0:
 		c.add(s.receipt.path, "", ErrUnsigned, "neither %s nor %s exists beside the receipt", nameBeside(s.receipt.path, attestfmt.EnvelopeSuffix), nameBeside(s.receipt.path, attestfmt.BundleSuffix))
 		return c.result()
-	case len(s.policy.Keys) == 0:
+	case len(s.policy.Keys) == 0 && s.policy.Keyless == nil:
 		return c.skipped("no pinned public key: the attestation was not verified (" + string(RelaxUnsigned) + ")")
 	}
 	for _, a := range s.attestations {
@@ -36,7 +36,12 @@ func checkSignature(s *snapshot) CheckResult {
 			c.addCause(a.path, "", ErrMalformedAttestation, a.malformed)
 			continue
 		}
-		if a.signer == "" {
+		if a.signer == "" && a.keylessErr != nil {
+			keylessFinding(c, a) // keyless.go
+			if a.stmt == nil {
+				continue
+			}
+		} else if a.signer == "" {
 			c.add(a.path, "/signatures", ErrBadSignature, "none of %d signatures verifies with the %d pinned keys", a.sigCount, len(s.policy.Keys))
 		} else {
 			s.signaturePolicy(c, a)

@@ -120,7 +120,7 @@ type Evaluation struct {
 // The error is non-nil only when the comparison could not be carried out.
 func Compare(ctx context.Context, baseline, candidate Evidence, policy Policy, opts ...Option) (*Comparison, error) {
 	cfg := newConfig(opts)
-	cfg.skipSign = len(policy.Keys) == 0
+	cfg.skipSign = len(policy.Keys) == 0 && policy.Keyless == nil
 	bres, bs, err := verify(ctx, baseline, policy, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("baseline %s: %w", baseline.Receipt, err)

@@ -103,6 +103,7 @@ type snapshot struct {
 	checkoutErr  error
 	tree         treeFacts
 	signer       string
+	keylessState // keyless.go
 
 	warnings     []string
 	lateWarnings []string
@@ -213,7 +214,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 			s.attestations = append(s.attestations, at)
 			continue
 		}
-		at := readAttestation(a.kind, a.path, f.raw, policy.Keys)
+		at := s.readKeyless(a.kind, a.path, f.raw, policy) // keyless.go: readAttestation with the pinned keys unless policy.Keyless
 		s.warnings = append(s.warnings, at.warnings...)
 		s.attestations = append(s.attestations, at)
 		if at.signer != "" && s.signer == "" {
@@ -221,6 +222,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		}
 	}
 
+	s.finishKeyless()                                    // keyless.go
 	s.links = loadInTotoLinks(ev.Root, root, ev.Receipt) // check_intoto.go
 	if s.rc == nil {
 		return s, nil

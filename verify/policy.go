@@ -39,6 +39,12 @@ type Policy struct {
 	// Metrics tighten the tolerances of a comparison's metric rules, by metric name: the rule's
 	// tolerance becomes the smaller of the two. A policy never loosens a committed workload's rule.
 	Metrics []MetricTolerance
+	// Keyless, when set, verifies keyless Sigstore bundles (a certificate, not a pinned key):
+	// the bundle with it, the envelope with the bundle's certificate key (keyless.go).
+	Keyless KeylessVerifier
+	// KeylessIdentity is the policy file's keyless member (its trusted root path made absolute
+	// or relative to the working directory), for the CLI to build Keyless from.
+	KeylessIdentity *KeylessPolicy
 }
 
 // SignaturePolicy strengthens the signature check (an M-of-N policy). Every attestation file
@@ -77,6 +83,7 @@ type policyFile struct {
 	PublicKeys         []string         `json:"public_keys"`
 	AllowUnsafe        []string         `json:"allow_unsafe"`
 	Signatures         *SignaturePolicy `json:"signatures"`
+	Keyless            *KeylessPolicy   `json:"keyless"`
 	Tolerances         *struct {
 		Recompute *Tolerance        `json:"recompute"`
 		Metrics   []MetricTolerance `json:"metrics"`
@@ -126,6 +133,12 @@ func ParsePolicy(data []byte, dir string) (Policy, error) {
 			return Policy{}, fmt.Errorf("%w: /public_keys/%d: %v", ErrPolicy, i, err)
 		}
 		p.Keys = append(p.Keys, pub)
+	}
+	if k := pf.Keyless; k != nil {
+		if k.TrustedRoot != "" && !filepath.IsAbs(k.TrustedRoot) {
+			k.TrustedRoot = filepath.Join(dir, filepath.FromSlash(k.TrustedRoot))
+		}
+		p.KeylessIdentity = k
 	}
 	if t := pf.Tolerances; t != nil {
 		if t.Recompute != nil {

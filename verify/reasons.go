@@ -98,6 +98,25 @@ var (
 	ErrSignaturePolicy = reason("signature_policy", "signature policy not met")
 )
 
+// Reasons of a keyless (certificate) bundle, decided by Policy.Keyless (keyless.go).
+var (
+	// ErrUntrustedRoot: the bundle's certificate does not chain to a certificate authority of the
+	// trusted root (a bundle from another Sigstore instance).
+	ErrUntrustedRoot = reason("untrusted_root", "certificate does not chain to the trusted root")
+	// ErrInclusionProof: no transparency log entry of the trusted root with a valid inclusion proof.
+	ErrInclusionProof = reason("inclusion_proof", "transparency log inclusion proof missing or invalid")
+	// ErrSignedTimestamp: an RFC 3161 timestamp does not verify with the trusted root's authorities.
+	ErrSignedTimestamp = reason("signed_timestamp", "signed timestamp does not verify")
+	// ErrCertificateValidity: the certificate was not valid when the log or a timestamp authority saw the signature.
+	ErrCertificateValidity = reason("certificate_validity", "certificate not valid at signing time")
+	// ErrCertificateSCT: the certificate has no valid SCT of a CT log of the trusted root.
+	ErrCertificateSCT = reason("certificate_sct", "certificate transparency SCT missing or invalid")
+	// ErrCertificateIssuer: the certificate's OIDC issuer is not the policy's.
+	ErrCertificateIssuer = reason("certificate_issuer", "certificate OIDC issuer not allowed")
+	// ErrCertificateIdentity: the certificate's subject is not the policy's identity.
+	ErrCertificateIdentity = reason("certificate_identity", "certificate identity not allowed")
+)
+
 // Reasons of the cleanup check (lifecycle and listener ownership).
 var (
 	// ErrNoLifecycle: serving cases ran but the receipt binds no lifecycle record.
@@ -240,6 +259,7 @@ func Reasons() []*Reason {
 		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain, ErrTreeHashMismatch, ErrInputNotInCommit,
 		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput, ErrIdentityMismatch,
 		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer, ErrSignaturePolicy,
+		ErrUntrustedRoot, ErrInclusionProof, ErrSignedTimestamp, ErrCertificateValidity, ErrCertificateSCT, ErrCertificateIssuer, ErrCertificateIdentity,
 		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
 		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch, ErrLifecycleImplausible,
 		ErrVerdictFailed, ErrInterrupted, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrCapacityMismatch, ErrParetoMismatch, ErrIntervalMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,

@@ -121,6 +121,9 @@ type Result struct {
 	// pinned key it verified with (if any); a valid signature is enough unless the policy says
 	// otherwise, but none is hidden.
 	Signatures []SignatureOutcome
+	// Identity is the keyless signer (certificate issuer and subject) when Policy.Keyless
+	// verified the bundle; nil with pinned keys.
+	Identity *SignerIdentity
 	// ReceiptID is the receipt's id, when it could be read.
 	ReceiptID string
 }
@@ -265,7 +268,7 @@ func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) 
 	if err := policy.permits(cfg); err != nil {
 		return nil, nil, err
 	}
-	if len(policy.Keys) == 0 && !cfg.relax[RelaxUnsigned] && !cfg.skipSign {
+	if len(policy.Keys) == 0 && policy.Keyless == nil && !cfg.relax[RelaxUnsigned] && !cfg.skipSign {
 		return nil, nil, fmt.Errorf("%w: give a public key (--key) or allow unsigned evidence", ErrNoTrustedKey)
 	}
 	s, err := load(ctx, evidence, policy, cfg)
@@ -291,6 +294,7 @@ func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) 
 	}
 	res.Scope = scopeStatement(s)
 	res.Signer = s.signer
+	res.Identity = s.identity // keyless.go
 	for _, a := range s.attestations {
 		res.Signatures = append(res.Signatures, a.sigs...)
 	}

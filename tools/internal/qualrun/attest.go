@@ -33,18 +33,25 @@ func attestCommand() *cli.Command {
 			"The key password comes from --password-file, $QUALKIT_PASSWORD or $COSIGN_PASSWORD, never a flag value.\n" +
 			"Exit 0: written; 1: the receipt or its evidence is refused; 2: usage (bad key, wrong password, existing\n" +
 			"output, unreadable receipt); 3: the files could not be written.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "key", Usage: "signing key `FILE` (cosign encrypted or PKCS#8 PEM, ECDSA P-256)"},
 			&cli.StringFlag{Name: "password-file", Usage: "read the key password from `FILE` (default: $QUALKIT_PASSWORD, then $COSIGN_PASSWORD)"},
 			&cli.StringFlag{Name: "root", Usage: "repository root `DIR` the receipt's paths are relative to (default: the git worktree holding RECEIPT)"},
 			&cli.BoolFlag{Name: "json", Usage: "print a machine summary (JSON)"},
-		},
+		}, keylessFlags()...), // keyless.go
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("%w: attest needs exactly one RECEIPT, got %d arguments", exitcode.ErrUsage, c.NArg())
 			}
+			kl, err := keylessOptions(c)
+			if err != nil {
+				return err
+			}
+			if kl != nil {
+				return attestKeyless(c.Context, c.Args().First(), c.String("root"), kl, c.Bool("json"), c.App.Writer, c.App.ErrWriter)
+			}
 			if c.String("key") == "" {
-				return fmt.Errorf("%w: attest needs --key", exitcode.ErrUsage)
+				return fmt.Errorf("%w: attest needs --key (or --sign keyless)", exitcode.ErrUsage)
 			}
 			signer, err := loadKey(c)
 			if err != nil {
@@ -79,34 +86,19 @@ type attestSummary struct {
 }
 
 func attestReceipt(ctx context.Context, receipt, root string, s attest.Signer, asJSON bool, stdout, stderr io.Writer) error {
-	abs, err := filepath.Abs(receipt)
+	root, rel, err := receiptIn(receipt, root)
 	if err != nil {
-		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+		return err
 	}
-	if _, err := os.Lstat(abs); err != nil {
-		return fmt.Errorf("%w: receipt: %v", exitcode.ErrUsage, err)
-	}
-	if root == "" {
-		if root, err = source.Root(filepath.Dir(abs)); err != nil {
-			return fmt.Errorf("%w: find the repository of %s (or give --root): %v", exitcode.ErrUsage, receipt, err)
-		}
-	}
-	if root, err = filepath.Abs(root); err != nil {
-		return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
-	}
-	rel, err := filepath.Rel(root, abs)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("%w: receipt %s is not inside the repository %s", exitcode.ErrUsage, receipt, root)
-	}
-	envelope, bundle, err := attest.AttestReceipt(ctx, root, filepath.ToSlash(rel), s)
+	envelope, bundle, err := attest.AttestReceipt(ctx, root, rel, s)
 	if err != nil {
 		return attestError(err, stderr)
 	}
-	link, err := attest.WriteLink(ctx, root, filepath.ToSlash(rel), s)
+	link, err := attest.WriteLink(ctx, root, rel, s)
 	if err != nil {
 		return attestError(err, stderr)
 	}
-	sum := attestSummary{Receipt: filepath.ToSlash(rel), Attestation: envelope, Bundle: bundle, Link: link}
+	sum := attestSummary{Receipt: rel, Attestation: envelope, Bundle: bundle, Link: link}
 	if asJSON {
 		b, _ := json.MarshalIndent(sum, "", "  ")
 		fmt.Fprintln(stdout, string(b))
@@ -114,6 +106,31 @@ func attestReceipt(ctx context.Context, receipt, root string, s attest.Signer, a
 	}
 	cliapp.Fprintf(stdout, "attestation %s\nbundle %s\nin-toto link %s\n", envelope, bundle, link)
 	return nil
+}
+
+// receiptIn returns the repository root (root, or the git worktree holding receipt) and the
+// receipt's path relative to it (forward slashes).
+func receiptIn(receipt, root string) (string, string, error) {
+	abs, err := filepath.Abs(receipt)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	}
+	if _, err := os.Lstat(abs); err != nil {
+		return "", "", fmt.Errorf("%w: receipt: %v", exitcode.ErrUsage, err)
+	}
+	if root == "" {
+		if root, err = source.Root(filepath.Dir(abs)); err != nil {
+			return "", "", fmt.Errorf("%w: find the repository of %s (or give --root): %v", exitcode.ErrUsage, receipt, err)
+		}
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return "", "", fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", "", fmt.Errorf("%w: receipt %s is not inside the repository %s", exitcode.ErrUsage, receipt, root)
+	}
+	return root, filepath.ToSlash(rel), nil
 }
 
 // attestError maps an attest error to the exit code table. Refusals of the receipt or its

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/qualkit/qualkit/attest"
+	"github.com/qualkit/qualkit/attest/keyless"
 	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/runner/load"
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -36,7 +36,7 @@ func runCommand() *cli.Command {
 			"oversize file); 130: interrupted by SIGINT, SIGTERM, SIGHUP or SIGQUIT (the server is shut\n" +
 			"down and an interrupted receipt, never publishable and signed with --key, binds the evidence\n" +
 			"written so far). A keeper process stops the server if qualrun itself is killed (SIGKILL, OOM).",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "variant", Usage: "variant `ID` to run"},
 			&cli.StringFlag{Name: "host-id", Usage: "stable, non-secret `ID` of this host (evidence label only)"},
 			&cli.StringFlag{Name: "output", Usage: "receipt `PATH` below qualification/receipts/ or .qualification/receipts/"},
@@ -51,10 +51,11 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-unpublished-unsafe", Usage: "run even when HEAD is not origin/main; the receipt is then not publishable"},
 			&cli.BoolFlag{Name: "json", Usage: "print a machine summary (JSON) instead of the table; no progress display"},
 			&cli.DurationFlag{Name: "progress-interval", Value: defaultProgressInterval, Usage: "when stderr is not a terminal, print a running row's progress line every `DURATION` (at least 100ms)"},
+			// --sign keyless and its service flags (keyless.go).
 			// Hidden, for tests: the probes read a fixture directory instead of this host. The flag is
 			// in the receipt's command and every device read from the fixture is marked fixture.
 			&cli.StringFlag{Name: "device-fixture", Hidden: true, Usage: "TEST ONLY: probe devices from fixture `DIR` instead of this host"},
-		},
+		}, keylessFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("%w: run needs exactly one WORKLOAD, got %d arguments", exitcode.ErrUsage, c.NArg())
@@ -68,6 +69,10 @@ func runCommand() *cli.Command {
 				return fmt.Errorf("%w: --progress-interval %v: want at least 100ms", exitcode.ErrUsage, c.Duration("progress-interval"))
 			}
 			signer, err := loadKey(c) // a bad key is a usage error before anything runs
+			if err != nil {
+				return err
+			}
+			kl, err := keylessOptions(c) // so is a missing identity token
 			if err != nil {
 				return err
 			}
@@ -87,7 +92,7 @@ func runCommand() *cli.Command {
 			if cfg.DeviceFixture != "" {
 				cliapp.Fprintf(c.App.ErrWriter, "qualrun: WARNING --device-fixture %s: devices are read from a test fixture and marked fixture in the receipt; verifiers treat them as unidentified\n", cfg.DeviceFixture)
 			}
-			return runCampaign(c.Context, cfg, signer, c.Bool("json"), c.Duration("progress-interval"), c.App.Writer, c.App.ErrWriter)
+			return runCampaign(c.Context, cfg, receiptSigner{signer, kl}, c.Bool("json"), c.Duration("progress-interval"), c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
@@ -103,7 +108,7 @@ func selfDigest() string {
 	return evidence.DigestOf(nil)
 }
 
-func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer, asJSON bool, progressInterval time.Duration, stdout, stderr io.Writer) error {
+func runCampaign(ctx context.Context, cfg campaign.Config, rs receiptSigner, asJSON bool, progressInterval time.Duration, stdout, stderr io.Writer) error {
 	tty := isTerminal(stderr) // decided on the real stderr: the scrubbing writer is not a terminal
 	scrubOut, scrubErr := newScrubWriter(stdout), newScrubWriter(stderr)
 	stdout, stderr = scrubOut, scrubErr
@@ -153,10 +158,13 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 	ctx = context.WithoutCancel(ctx)
 	sum := summary(out)
 	var signErr error
-	if signer != nil {
+	passed := out.Receipt.Qualification.Verdict == contract.QualificationVerdictPassed
+	switch {
+	case rs.key != nil:
 		// Validate before signing: a receipt its own contract rejects is never signed (exit 3).
-		passed := out.Receipt.Qualification.Verdict == contract.QualificationVerdictPassed
-		sum.Attestation, sum.Bundle, sum.Link, signErr = signChecked(ctx, plan.Root(), out.ReceiptPath, out.RunDir, passed, signer, stderr)
+		sum.Attestation, sum.Bundle, sum.Link, signErr = signChecked(ctx, plan.Root(), out.ReceiptPath, out.RunDir, passed, rs.key, stderr)
+	case rs.keyless != nil:
+		sum.Attestation, sum.Bundle, sum.Identity, signErr = signKeylessChecked(ctx, plan.Root(), out.ReceiptPath, out.RunDir, passed, rs.keyless, stderr) // keyless.go
 	}
 	if asJSON {
 		b, _ := json.MarshalIndent(sum, "", "  ")
@@ -169,6 +177,9 @@ func runCampaign(ctx context.Context, cfg campaign.Config, signer attest.Signer,
 		}
 		if sum.Link != "" {
 			cliapp.Fprintf(stdout, "in-toto link %s\n", sum.Link)
+		}
+		if sum.Identity != nil {
+			cliapp.Fprintf(stdout, "identity %s\n", sum.Identity)
 		}
 	}
 	if signErr != nil {
@@ -197,6 +208,8 @@ type runSummary struct {
 	Attestation string                        `json:"attestation,omitempty"`
 	Bundle      string                        `json:"bundle,omitempty"`
 	Link        string                        `json:"intoto_link,omitempty"`
+	// Identity is the keyless signer (--sign keyless).
+	Identity *keyless.Identity `json:"identity,omitempty"`
 }
 
 func summary(o *campaign.Outcome) runSummary {

@@ -48,7 +48,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
 		},
 		Flags:    serveFlags(),
-		Commands: []*cli.Command{probeCommand(), grandchildCommand(), registryCommand()},
+		Commands: []*cli.Command{probeCommand(), grandchildCommand(), registryCommand(), sigstoreCommand()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return fmt.Errorf("%w: unknown command %q (see qualsim --help)", exitcode.ErrUsage, c.Args().First())

@@ -30,11 +30,11 @@ func relaxFlags() []cli.Flag {
 
 // trustFlags pin keys and choose the policy.
 func trustFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringSliceFlag{Name: "key", Usage: "pinned public key `FILE` (PEM, ECDSA P-256; repeatable); added to the policy's keys"},
 		&cli.StringFlag{Name: "policy", Usage: "verification policy `FILE` (JSON, docs/verification.md); default: publication required, every relaxation flag permitted"},
 		&cli.StringFlag{Name: "model-store", Usage: "re-hash the model files a receipt binds relative to its --model directory (one outside the repository) from your copy in `DIR`; a file that differs is rejected"},
-	}
+	}, keylessFlags()...) // keyless.go
 }
 
 func verifyCommand() *cli.Command {
@@ -99,6 +99,9 @@ func policyFromFlags(c *cli.Context, publication bool) (verify.Policy, []verify.
 		}
 		policy.Keys = append(policy.Keys, pub)
 	}
+	if err := keylessFromFlags(c, &policy); err != nil { // keyless.go
+		return policy, nil, err
+	}
 	var relax []verify.Relaxation
 	for _, r := range verify.Relaxations {
 		if c.IsSet(string(r)) && c.Bool(string(r)) {
@@ -108,8 +111,8 @@ func policyFromFlags(c *cli.Context, publication bool) (verify.Policy, []verify.
 			}
 		}
 	}
-	if len(policy.Keys) == 0 && !contains(relax, verify.RelaxUnsigned) && c.Command.Name != "compare" {
-		return policy, nil, fmt.Errorf("%w: %s needs --key (or a policy with public_keys); --%s skips the signature check", exitcode.ErrUsage, c.Command.Name, verify.RelaxUnsigned)
+	if len(policy.Keys) == 0 && policy.Keyless == nil && !contains(relax, verify.RelaxUnsigned) && c.Command.Name != "compare" {
+		return policy, nil, fmt.Errorf("%w: %s needs --key, or --trusted-root with a certificate identity (or a policy with public_keys or keyless); --%s skips the signature check", exitcode.ErrUsage, c.Command.Name, verify.RelaxUnsigned)
 	}
 	opts := []verify.Option{verify.WithRelaxations(relax...)}
 	if dir := c.String("model-store"); dir != "" {
@@ -227,6 +230,9 @@ func printResult(w io.Writer, ev verify.Evidence, res *verify.Result) {
 		cliapp.Fprintf(w, " (%s)", res.ReceiptID)
 	}
 	cliapp.Fprintf(w, "\nroot     %s\n", ev.Root)
+	if res.Identity != nil {
+		cliapp.Fprintf(w, "identity %s\n", res.Identity)
+	}
 	if res.Signer != "" {
 		cliapp.Fprintf(w, "signer   %s\n", res.Signer)
 	}

@@ -1,0 +1,123 @@
+package qualrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/qualkit/qualkit/attest"
+	"github.com/qualkit/qualkit/attest/keyless"
+	"github.com/qualkit/qualkit/tools/internal/cliapp"
+	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/urfave/cli/v2"
+)
+
+// keylessFlags choose how a receipt is signed: with --key, or keylessly (Sigstore: an OIDC
+// identity token, a Fulcio certificate, a Rekor entry, an optional RFC 3161 timestamp).
+func keylessFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "sign", Usage: "`MODE`: key (with --key) or keyless (Sigstore: OIDC token, Fulcio certificate, Rekor entry; docs/signing.md)"},
+		&cli.StringFlag{Name: "identity-token", Usage: "keyless: read the OIDC identity token from `FILE` (default: $SIGSTORE_ID_TOKEN, then GitHub Actions' ACTIONS_ID_TOKEN_REQUEST_URL/TOKEN)"},
+		&cli.StringFlag{Name: "fulcio-url", Value: keyless.PublicFulcioURL, Usage: "keyless: the Fulcio certificate authority `URL`"},
+		&cli.StringFlag{Name: "rekor-url", Value: keyless.PublicRekorURL, Usage: "keyless: the Rekor transparency log `URL`"},
+		&cli.StringFlag{Name: "tsa-url", Usage: "keyless: also get an RFC 3161 timestamp from this `URL` (e.g. " + keyless.PublicTSAURL + ")"},
+		&cli.StringFlag{Name: "trusted-root", Usage: "keyless: check the new bundle offline against this trusted_root.json `FILE` before writing it"},
+	}
+}
+
+// keylessOptions returns the keyless options when --sign keyless, nil otherwise.
+func keylessOptions(c *cli.Context) (*keyless.Options, error) {
+	switch c.String("sign") {
+	case "", "key":
+		for _, f := range []string{"identity-token", "tsa-url", "trusted-root"} {
+			if c.IsSet(f) {
+				return nil, fmt.Errorf("%w: --%s needs --sign keyless", exitcode.ErrUsage, f)
+			}
+		}
+		return nil, nil
+	case "keyless":
+	default:
+		return nil, fmt.Errorf("%w: --sign %q: key or keyless", exitcode.ErrUsage, c.String("sign"))
+	}
+	if c.String("key") != "" {
+		return nil, fmt.Errorf("%w: --sign keyless signs without --key", exitcode.ErrUsage)
+	}
+	tok, err := keyless.Token(c.Context, c.String("identity-token"), os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
+	}
+	o := &keyless.Options{IDToken: tok, FulcioURL: c.String("fulcio-url"), RekorURL: c.String("rekor-url"), TSAURL: c.String("tsa-url"), Timeout: 30 * time.Second}
+	if p := c.String("trusted-root"); p != "" {
+		if o.Verify.TrustedRoot, err = keyless.LoadTrustedRoot(p); err != nil {
+			return nil, fmt.Errorf("%w: --trusted-root: %v", exitcode.ErrUsage, err)
+		}
+	}
+	return o, nil
+}
+
+type keylessSummary struct {
+	Receipt     string           `json:"receipt"`
+	Attestation string           `json:"attestation"`
+	Bundle      string           `json:"bundle"`
+	Identity    keyless.Identity `json:"identity"`
+}
+
+func attestKeyless(ctx context.Context, receipt, root string, o *keyless.Options, asJSON bool, stdout, stderr io.Writer) error {
+	root, rel, err := receiptIn(receipt, root)
+	if err != nil {
+		return err
+	}
+	envelope, bundle, id, err := keyless.AttestReceipt(ctx, root, rel, *o)
+	if err != nil {
+		if errors.Is(err, keyless.ErrSign) {
+			return fmt.Errorf("%w: nothing was written", err)
+		}
+		return attestError(err, stderr)
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(keylessSummary{Receipt: rel, Attestation: envelope, Bundle: bundle, Identity: id}, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	cliapp.Fprintf(stdout, "attestation %s\nbundle %s\nidentity %s\n", envelope, bundle, id)
+	return nil
+}
+
+// receiptSigner is how run signs the receipt it writes: with a key, keylessly, or not at all.
+type receiptSigner struct {
+	key     attest.Signer
+	keyless *keyless.Options
+}
+
+// signKeylessChecked is signChecked for --sign keyless: the receipt is checked against its own
+// contract first, then signed keylessly (no in-toto link: a link is signed by a key in-toto knows).
+func signKeylessChecked(ctx context.Context, root, receiptRel, runDir string, passed bool, o *keyless.Options, stderr io.Writer) (envelope, bundle string, id *keyless.Identity, err error) {
+	if err := checkBeforeSign(ctx, root, receiptRel, runDir, passed, stderr); err != nil {
+		return "", "", nil, err
+	}
+	rel := receiptRel
+	if filepath.IsAbs(rel) {
+		if rel, err = filepath.Rel(root, rel); err != nil {
+			return "", "", nil, err
+		}
+	}
+	envelope, bundle, ident, err := keyless.AttestReceipt(context.WithoutCancel(ctx), root, filepath.ToSlash(rel), *o)
+	if err != nil {
+		hint := fmt.Sprintf("the receipt %s was written but not signed (sign it later with: qualrun attest %s --sign keyless)", receiptRel, receiptRel)
+		if errors.Is(err, keyless.ErrSign) {
+			return "", "", nil, fmt.Errorf("%s: %w", hint, err)
+		}
+		mapped := attestError(err, stderr)
+		if errors.Is(mapped, exitcode.ErrRejected) {
+			cliapp.Fprintln(stderr, "qualrun:", hint)
+			return "", "", nil, mapped
+		}
+		return "", "", nil, fmt.Errorf("%s: %w", hint, mapped)
+	}
+	return envelope, bundle, &ident, nil
+}
