@@ -1,0 +1,215 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
+)
+
+// evidenceTrace writes a Mooncake-like trace small enough to replay in a test (inputs capped at
+// 3,000 tokens, 3 s ticks scaled to 1.5 ms) and returns its corpus.
+func evidenceTrace(t testing.TB, dir string, n int) contract.Corpus {
+	t.Helper()
+	es := mooncakeLike(5, n)
+	for i := range es {
+		es[i].InputLength = min(es[i].InputLength, 3000)
+		es[i].OutputLength = min(es[i].OutputLength, 8)
+	}
+	var buf bytes.Buffer
+	if err := WriteTrace(&buf, es); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "trace.jsonl"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scale, wpt, block := 0.0005, 0.75, int64(512)
+	return contract.Corpus{Source: contract.CorpusSourceTrace, Path: "trace.jsonl", Digest: evidence.DigestOf(buf.Bytes()), TimeScale: &scale,
+		LengthUnit: contract.TraceCorpusLengthUnitWordsPerToken, WordsPerToken: &wpt, BlockTokens: &block}
+}
+
+// evidenceCases are the trace cases whose recorded evidence the lazy plan must reproduce: the
+// natural regime with warmups and a sampling seed, and the cold regime (a nonce per request)
+// replaying the first requests entries only.
+func evidenceCases(corpus *contract.Corpus) []contract.Case {
+	natural := servingCase([]int64{16}, 1, 3, 8)
+	natural.OutputAssertions = nil
+	natural.Corpus = corpus
+	cold := natural
+	cold.CacheRegime = contract.CacheRegimeCold
+	cold.WarmupRequests = 0
+	requests := int64(150)
+	cold.Requests = &requests
+	return []contract.Case{natural, cold}
+}
+
+// evidenceOf is what a run records that does not depend on timing: per record its index,
+// warmup and priming, prompt id, seed, body digest, corpus index and cycle; per row its request
+// count and prompt set.
+func evidenceOf(res *Result) []string {
+	var out []string
+	for _, row := range res.Rows {
+		out = append(out, fmt.Sprintf("row c%d r%d: %d requests, prompt set %s", row.Row.Concurrency, row.Row.Repetition, row.Row.Requests, row.Row.PromptSetSHA256))
+		for _, r := range row.Records {
+			s := fmt.Sprintf("%d %v %v %s %s", r.Index, r.Warmup, r.Priming, r.PromptID, r.BodyDigest)
+			if r.Seed != nil {
+				s += fmt.Sprintf(" seed %d", *r.Seed)
+			}
+			if r.CorpusIndex != nil {
+				s += fmt.Sprintf(" corpus %d cycle %d", *r.CorpusIndex, *r.Cycle)
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// digestLines digests evidence lines.
+func digestLines(lines []string) string {
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return evidence.DigestOf(b.Bytes())
+}
+
+// runEager replays cs with the prompts Resolve builds whole (the path before the lazy plan).
+func runEager(t *testing.T, url, dir string, cs contract.Case) *Result {
+	t.Helper()
+	prompts, err := Resolve(*cs.Corpus, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Plan{CaseID: "trace", Case: cs, BaseURL: url, ModelID: "qualsim-tiny", Prompts: prompts, Seed: 9, Epoch: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// eagerGolden are the digests of evidenceOf for evidenceCases replayed with runEager, taken at
+// 2f22c48 (before the lazy plan): natural, cold.
+var eagerGolden = [2]string{
+	"sha256:89d666549adc92ffeec86ebdc33f5bae8ae4047914a24720fe88d7940d2f53ac",
+	"sha256:95e621bc8b038378212dab8a969ff3bcf1c0b34c365701160cdfcc5e8096517f",
+}
+
+// TestTraceEagerEvidenceGolden: the whole-prompt path still records what it recorded at 2f22c48.
+func TestTraceEagerEvidenceGolden(t *testing.T) {
+	dir := t.TempDir()
+	corpus := evidenceTrace(t, dir, 400)
+	url := startSim(t, fastSim())
+	for k, cs := range evidenceCases(&corpus) {
+		ev := evidenceOf(runEager(t, url, dir, cs))
+		if got := digestLines(ev); got != eagerGolden[k] {
+			t.Errorf("case %d (%s regime): evidence digest %s, at 2f22c48 %s (%d lines)", k, cs.CacheRegime, got, eagerGolden[k], len(ev))
+		}
+	}
+}
+
+// TestTracePlanEvidenceUnchanged: a replay whose prompts and bodies are built just before each
+// send (Plan.Trace, ResolveTrace) records exactly what the whole-prompt path records (same run)
+// and what it recorded at 2f22c48 (eagerGolden): every request's index, prompt id, seed, body
+// digest, corpus index and cycle, and every row's prompt set.
+func TestTracePlanEvidenceUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	corpus := evidenceTrace(t, dir, 400)
+	url := startSim(t, fastSim())
+	tp, err := ResolveTrace(corpus, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, cs := range evidenceCases(&corpus) {
+		eager := evidenceOf(runEager(t, url, dir, cs))
+		res, err := Run(context.Background(), Plan{CaseID: "trace", Case: cs, BaseURL: url, ModelID: "qualsim-tiny", Trace: tp, Seed: 9, Epoch: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lazy := evidenceOf(res)
+		if len(lazy) != len(eager) {
+			t.Fatalf("case %d: %d evidence lines lazily, %d eagerly", k, len(lazy), len(eager))
+		}
+		for i := range lazy {
+			if lazy[i] != eager[i] {
+				t.Fatalf("case %d line %d:\nlazy  %s\neager %s", k, i, lazy[i], eager[i])
+			}
+		}
+		if got := digestLines(lazy); got != eagerGolden[k] {
+			t.Errorf("case %d: lazy evidence digest %s, at 2f22c48 %s", k, got, eagerGolden[k])
+		}
+	}
+}
+
+// TestLookaheadBounded: the builder delivers requests in order, never more than its window (plus
+// the one it is building) ahead of the consumer, nor more body bytes than its budget past the
+// first; a slow consumer holds it back, a build error ends it, and close stops a builder that is
+// waiting.
+func TestLookaheadBounded(t *testing.T) {
+	for _, tc := range []struct {
+		window, maxBytes, bodyBytes int
+		wantAhead                   int64
+	}{
+		{window: 4, maxBytes: 1 << 20, bodyBytes: 10, wantAhead: 5}, // the window binds
+		{window: 64, maxBytes: 100, bodyBytes: 40, wantAhead: 3},   // the bytes bind: 2 taken-less bodies, 1 building
+		{window: 1, maxBytes: 1, bodyBytes: 40, wantAhead: 2},      // one body over budget still goes
+	} {
+		var built, taken, most atomic.Int64
+		build := func(k int) (request, error) {
+			if d := built.Add(1) - taken.Load(); d > most.Load() {
+				most.Store(d)
+			}
+			return request{index: int64(k), body: make([]byte, tc.bodyBytes)}, nil
+		}
+		la := startLookaheadSized(context.Background(), 200, build, tc.window, tc.maxBytes)
+		la.wait()
+		for k := range 200 {
+			time.Sleep(50 * time.Microsecond) // a consumer slower than the builder
+			q, err := la.next(k)
+			if err != nil || q == nil || q.index != int64(k) {
+				t.Fatalf("window %d: request %d: %+v, %v", tc.window, k, q, err)
+			}
+			taken.Add(1)
+		}
+		la.close()
+		if most.Load() > tc.wantAhead {
+			t.Errorf("window %d, budget %d B, bodies %d B: built %d ahead of the consumer, want at most %d", tc.window, tc.maxBytes, tc.bodyBytes, most.Load(), tc.wantAhead)
+		}
+	}
+	boom := errors.New("boom")
+	la := startLookaheadSized(context.Background(), 10, func(k int) (request, error) {
+		if k == 3 {
+			return request{}, boom
+		}
+		return request{index: int64(k)}, nil
+	}, 4, 1<<20)
+	for k := range 3 {
+		if q, err := la.next(k); err != nil || q.index != int64(k) {
+			t.Fatalf("request %d: %+v, %v", k, q, err)
+		}
+	}
+	if _, err := la.next(3); !errors.Is(err, boom) {
+		t.Fatalf("request 3: %v, want the build error", err)
+	}
+	la.close()
+	stuck := startLookaheadSized(context.Background(), 1000, func(k int) (request, error) { return request{index: int64(k)}, nil }, 2, 1<<20)
+	stuck.wait()
+	done := make(chan struct{})
+	go func() { stuck.close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("close did not stop a builder waiting on a full window")
+	}
+	if q, _ := stuck.next(0); q != nil {
+		t.Fatalf("next after close: %+v, want nil", q)
+	}
+}
