@@ -3,10 +3,10 @@ package load
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,8 +159,8 @@ func TestLookaheadBounded(t *testing.T) {
 		wantAhead                   int64
 	}{
 		{window: 4, maxBytes: 1 << 20, bodyBytes: 10, wantAhead: 5}, // the window binds
-		{window: 64, maxBytes: 100, bodyBytes: 40, wantAhead: 3},   // the bytes bind: 2 taken-less bodies, 1 building
-		{window: 1, maxBytes: 1, bodyBytes: 40, wantAhead: 2},      // one body over budget still goes
+		{window: 64, maxBytes: 100, bodyBytes: 40, wantAhead: 3},    // the bytes bind: 2 taken-less bodies, 1 building
+		{window: 1, maxBytes: 1, bodyBytes: 40, wantAhead: 2},       // one body over budget still goes
 	} {
 		var built, taken, most atomic.Int64
 		build := func(k int) (request, error) {
