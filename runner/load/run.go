@@ -428,6 +428,9 @@ func (r *runner) build(rp *rowPlan, idx int64) (request, error) {
 	if err != nil {
 		return request{}, fmt.Errorf("%w: body of request %d: %v", ErrPlan, idx, err)
 	}
+	if r.plan.Trace != nil && cap(body) > len(body)+len(body)/8 {
+		body = slices.Clone(body) // the encoder's buffer grew past it: hold only the body
+	}
 	q.body, q.digest = body, evidence.DigestOf(body)
 	if tk := cs.Tokenizer; tk != nil {
 		if q.promptTokens, err = promptTokens(r.plan.Tokens, tk.Template, body); err != nil {
@@ -760,9 +763,15 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 	}
 	if rec.Events == nil {
 		rec.Events = []contract.Event{}
+	} else if cap(rec.Events) > len(rec.Events) {
+		// The stream sized its events for one per token; a record held for the whole row
+		// keeps only those it got.
+		rec.Events = slices.Clone(rec.Events)
 	}
 	if !q.warmup {
-		rec.CorpusIndex, rec.Cycle = &q.corpusIndex, &q.cycle
+		// Copies: a pointer into q would keep q, and its body, alive as long as the record.
+		ci, cy := q.corpusIndex, q.cycle
+		rec.CorpusIndex, rec.Cycle = &ci, &cy
 	}
 	rec.Priming = q.priming
 	rec.Session = q.session

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -212,4 +213,111 @@ func TestLookaheadBounded(t *testing.T) {
 	if q, _ := stuck.next(0); q != nil {
 		t.Fatalf("next after close: %+v, want nil", q)
 	}
+}
+
+// BenchmarkTracePlan plans Mooncake-like traces of 1k, 10k, 100k and 1M entries (PlanTrace, the
+// plan a replay keeps) and reports its memory per request: plan-B/req, what the plan holds
+// (entries and hash id runs, deterministic), and heap-B/req, the live heap it added (measured
+// after a GC). Both stay flat as the trace grows when memory is O(entries) with a constant per
+// entry (no prompt text). The trace's own entries (input) are not counted: hash-ids-B/req is
+// what their hash ids take as parsed, for comparison. The 1M case takes a few seconds and about
+// 1 GB for its input: run it with -benchtime=1x.
+func BenchmarkTracePlan(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			es := mooncakeLike(1, n)
+			ids := 0
+			for _, e := range es {
+				ids += len(e.HashIDs)
+			}
+			var tp *TracePlan
+			var heap int64
+			for b.Loop() {
+				var before, after runtime.MemStats
+				tp = nil
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				var err error
+				if tp, err = PlanTrace(es, 0.75, 512, 0.005); err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				heap = int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			}
+			b.ReportMetric(float64(tp.PlanBytes())/float64(n), "plan-B/req")
+			b.ReportMetric(float64(heap)/float64(n), "heap-B/req")
+			b.ReportMetric(float64(ids*8)/float64(n), "hash-ids-B/req")
+			runtime.KeepAlive(tp)
+		})
+	}
+}
+
+// BenchmarkTraceTokenSynthesisTotal synthesises Mooncake-like traces of 25, 50, 100 and 200
+// entries token-exact (words4, a tokenizer local at word boundaries and linear per count; a
+// worker per core) and reports ns/token over the total tokens: flat as the total grows when
+// synthesis time is linear in total tokens. Compare the ratios within one run.
+func BenchmarkTraceTokenSynthesisTotal(b *testing.B) {
+	for _, n := range []int{25, 50, 100, 200} {
+		es := mooncakeLike(2, n)
+		tokens := int64(0)
+		for _, e := range es {
+			tokens += e.InputLength
+		}
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := TraceTokenPrompts(context.Background(), es, 512, 1, words4{}, contract.TokenizerTemplateLines, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tokens), "ns/token")
+			b.ReportMetric(float64(tokens), "tokens")
+		})
+	}
+}
+
+// TestTracePlanRowHoldsNoBodies: what a lazily built row keeps once it ended is its records, not
+// its requests' bodies (a record pointing into its request kept the request, and its body, alive
+// for the whole row: 1.4 GB for a 12,031-request replay): after Run the live heap has grown by
+// far less per request than one body.
+func TestTracePlanRowHoldsNoBodies(t *testing.T) {
+	dir := t.TempDir()
+	const n = 1000
+	es := make([]TraceEntry, n)
+	for i := range es {
+		es[i] = TraceEntry{TimestampMs: int64(i / 8), InputLength: 4000, OutputLength: 4}
+	}
+	var buf bytes.Buffer
+	if err := WriteTrace(&buf, es); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "trace.jsonl"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scale, wpt := 1.0, 0.75
+	corpus := contract.Corpus{Source: contract.CorpusSourceTrace, Path: "trace.jsonl", Digest: evidence.DigestOf(buf.Bytes()), TimeScale: &scale,
+		LengthUnit: contract.TraceCorpusLengthUnitWordsPerToken, WordsPerToken: &wpt}
+	tp, err := ResolveTrace(corpus, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := len(tp.Prompt(0).Text)
+	url := startSim(t, fastSim())
+	cs := servingCase([]int64{16}, 1, 0, 4)
+	cs.OutputAssertions = nil
+	cs.Corpus = &corpus
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := Run(context.Background(), Plan{CaseID: "trace", Case: cs, BaseURL: url, ModelID: "qualsim-tiny", Trace: tp, Seed: 9, Epoch: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	if len(res.Rows[0].Records) != n || per > int64(body)/3 {
+		t.Fatalf("%d records; the live heap grew by %d bytes per request, bodies are %d bytes", len(res.Rows[0].Records), per, body)
+	}
+	t.Logf("the live heap grew by %d bytes per request, bodies are %d bytes", per, body)
 }
