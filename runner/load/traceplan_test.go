@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 )
@@ -320,4 +321,42 @@ func TestTracePlanRowHoldsNoBodies(t *testing.T) {
 		t.Fatalf("%d records; the live heap grew by %d bytes per request, bodies are %d bytes", len(res.Rows[0].Records), per, body)
 	}
 	t.Logf("the live heap grew by %d bytes per request, bodies are %d bytes", per, body)
+}
+
+// TestTracePlanPrompts: a plan's prompts are TracePrompts' (ids, texts, max_tokens, offsets),
+// with hash ids shared along conversations, cut blocks and entries without hash ids, and its
+// prompt set hash, streamed, is metrics.PromptSetSHA256 of them whole.
+func TestTracePlanPrompts(t *testing.T) {
+	es := mooncakeLike(3, 300)
+	for i := range es {
+		es[i].InputLength = min(es[i].InputLength, 5000)
+	}
+	es[7].HashIDs = nil
+	for _, wpt := range []float64{0.75, 1.3} {
+		want, err := TracePrompts(es, wpt, 512, 0.25)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, err := PlanTrace(es, wpt, 512, 0.25)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := make([]contract.Prompt, len(want))
+		for i, w := range want {
+			if got := tp.Prompt(i); got.ID != w.ID || got.Text != w.Text || got.MaxTokens != w.MaxTokens || got.AtNs != w.AtNs {
+				t.Fatalf("wpt %g entry %d: plan's prompt differs from TracePrompts'", wpt, i)
+			}
+			sp[i] = contract.Prompt{ID: w.ID, Text: w.Text}
+		}
+		wantSet, err := metrics.PromptSetSHA256(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := tp.PromptSetSHA256(); err != nil || got != wantSet {
+			t.Fatalf("wpt %g: prompt set %s, %v; whole %s", wpt, got, err, wantSet)
+		}
+	}
+	if _, err := PlanTrace(es, 0.75, 0, 1); !errors.Is(err, ErrTrace) {
+		t.Fatalf("block_tokens 0: %v, want ErrTrace", err)
+	}
 }
