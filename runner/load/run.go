@@ -472,7 +472,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	// other row's are built now.
 	built := rp.total()
 	if r.plan.Trace != nil {
-		built = rp.measuredFrom()
+		built = int64(len(rp.warm)) // its priming pass is built a window at a time too
 	}
 	reqs, err := r.requests(rp, 0, built)
 	if err != nil {
@@ -497,7 +497,19 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep, nil, nil)
 	}
 	if nPrime > 0 && ctx.Err() == nil {
-		r.closedLoop(ctx, reqs[nWarm:nWarm+nPrime], recs[nWarm:nWarm+nPrime], int(min(c, int64(nPrime))), c, rep, nil, nil)
+		if r.plan.Trace != nil {
+			// Built and run aheadRequests at a time, so that priming every entry holds one window.
+			for from := nWarm; from < nWarm+nPrime && ctx.Err() == nil; from += aheadRequests {
+				to := min(from+aheadRequests, nWarm+nPrime)
+				chunk, err := r.requests(rp, int64(from), int64(to))
+				if err != nil {
+					return RowResult{}, err
+				}
+				r.closedLoop(ctx, chunk, recs[from:to], int(min(c, int64(to-from))), c, rep, nil, nil)
+			}
+		} else {
+			r.closedLoop(ctx, reqs[nWarm:nWarm+nPrime], recs[nWarm:nWarm+nPrime], int(min(c, int64(nPrime))), c, rep, nil, nil)
+		}
 	}
 	nWarm += nPrime
 	var tel *Telemetry

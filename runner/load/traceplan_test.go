@@ -39,8 +39,8 @@ func evidenceTrace(t testing.TB, dir string, n int) contract.Corpus {
 }
 
 // evidenceCases are the trace cases whose recorded evidence the lazy plan must reproduce: the
-// natural regime with warmups and a sampling seed, and the cold regime (a nonce per request)
-// replaying the first requests entries only.
+// natural regime with warmups and a sampling seed, the cold regime (a nonce per request)
+// replaying the first requests entries only, and the warm regime (a priming pass first).
 func evidenceCases(corpus *contract.Corpus) []contract.Case {
 	natural := servingCase([]int64{16}, 1, 3, 8)
 	natural.OutputAssertions = nil
@@ -50,7 +50,11 @@ func evidenceCases(corpus *contract.Corpus) []contract.Case {
 	cold.WarmupRequests = 0
 	requests := int64(150)
 	cold.Requests = &requests
-	return []contract.Case{natural, cold}
+	warm := natural
+	warm.CacheRegime = contract.CacheRegimeWarm
+	warm.WarmupRequests = 1
+	warm.Requests = &requests
+	return []contract.Case{natural, cold, warm}
 }
 
 // evidenceOf is what a run records that does not depend on timing: per record its index,
@@ -99,10 +103,11 @@ func runEager(t *testing.T, url, dir string, cs contract.Case) *Result {
 }
 
 // eagerGolden are the digests of evidenceOf for evidenceCases replayed with runEager, taken at
-// 2f22c48 (before the lazy plan): natural, cold.
-var eagerGolden = [2]string{
+// 2f22c48 (before the lazy plan): natural, cold, warm.
+var eagerGolden = [3]string{
 	"sha256:89d666549adc92ffeec86ebdc33f5bae8ae4047914a24720fe88d7940d2f53ac",
 	"sha256:95e621bc8b038378212dab8a969ff3bcf1c0b34c365701160cdfcc5e8096517f",
+	"sha256:3af5547c0a105f62422b799f0a18f6f816a07a0e040f4f70ca4dbb34b59d30b9",
 }
 
 // TestTraceEagerEvidenceGolden: the whole-prompt path still records what it recorded at 2f22c48.
