@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // The measured requests of a TracePlan row are built (prompt synthesised, body encoded and
@@ -25,6 +26,9 @@ type lookahead struct {
 	filled chan struct{} // closed once the window first filled, or every request was built
 	done   chan struct{} // closed when the builder returned
 	stop   context.CancelFunc
+
+	// waits counts the requests next had to wait for (the builder was behind).
+	waits atomic.Int64
 
 	mu    sync.Mutex
 	cond  *sync.Cond
@@ -99,8 +103,13 @@ func (la *lookahead) next(int) (*request, error) {
 	var b builtRequest
 	select {
 	case b = <-la.ch:
-	case <-la.ctx.Done():
-		return nil, nil
+	default:
+		la.waits.Add(1)
+		select {
+		case b = <-la.ch:
+		case <-la.ctx.Done():
+			return nil, nil
+		}
 	}
 	if b.err != nil {
 		return nil, b.err

@@ -558,6 +558,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 				if sched.origin, err = r.openLoop(ctx, la.next, recs[nWarm:], c, rep, ctl, offs); err != nil {
 					return RowResult{}, err
 				}
+				r.log.log.Debug("trace lookahead", "concurrency", c, "repetition", rep, "requests", len(offs), "waited_for_builder", la.waits.Load())
 			} else {
 				sched.origin, _ = r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, offs)
 			}

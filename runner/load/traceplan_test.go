@@ -165,9 +165,11 @@ func TestLookaheadBounded(t *testing.T) {
 		window, maxBytes, bodyBytes int
 		wantAhead                   int64
 	}{
-		{window: 4, maxBytes: 1 << 20, bodyBytes: 10, wantAhead: 5}, // the window binds
-		{window: 64, maxBytes: 100, bodyBytes: 40, wantAhead: 3},    // the bytes bind: 2 taken-less bodies, 1 building
-		{window: 1, maxBytes: 1, bodyBytes: 40, wantAhead: 2},       // one body over budget still goes
+		// Ahead counts one more than the builder holds: the request the consumer has taken
+		// but not yet counted.
+		{window: 4, maxBytes: 1 << 20, bodyBytes: 10, wantAhead: 6}, // the window binds: 4 queued, 1 building
+		{window: 64, maxBytes: 100, bodyBytes: 40, wantAhead: 4},    // the bytes bind: 2 queued bodies, 1 building
+		{window: 1, maxBytes: 1, bodyBytes: 40, wantAhead: 3},       // one body over budget still goes
 	} {
 		var built, taken, most atomic.Int64
 		build := func(k int) (request, error) {
@@ -363,5 +365,36 @@ func TestTracePlanPrompts(t *testing.T) {
 	}
 	if _, err := PlanTrace(es, 0.75, 0, 1); !errors.Is(err, ErrTrace) {
 		t.Fatalf("block_tokens 0: %v, want ErrTrace", err)
+	}
+}
+
+// TestLookaheadWaits: a dispatcher paced slower than the builder never waits for it once the
+// window is full; one faster than a slow builder waits, and the lookahead counts it (the late
+// send is then recorded as schedule lag, never hidden).
+func TestLookaheadWaits(t *testing.T) {
+	fast := startLookaheadSized(context.Background(), 100, func(k int) (request, error) { return request{index: int64(k)}, nil }, 16, 1<<20)
+	fast.wait()
+	for k := range 100 {
+		time.Sleep(200 * time.Microsecond)
+		if _, err := fast.next(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fast.close()
+	slow := startLookaheadSized(context.Background(), 20, func(k int) (request, error) {
+		time.Sleep(2 * time.Millisecond)
+		return request{index: int64(k)}, nil
+	}, 16, 1<<20)
+	for k := range 20 {
+		if _, err := slow.next(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow.close()
+	if w := fast.waits.Load(); w > 5 {
+		t.Errorf("a builder ahead of its dispatcher made it wait %d times of 100", w)
+	}
+	if w := slow.waits.Load(); w < 15 {
+		t.Errorf("a builder 2 ms a request behind a dispatcher that never sleeps: %d waits counted of 20", w)
 	}
 }
