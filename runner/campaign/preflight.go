@@ -120,8 +120,9 @@ type Plan struct {
 	recipe      *contract.LaunchRecipeDoc
 	recipeRel   string
 	recipeDir   string
-	prompts     map[string][]load.Prompt // by case id
-	drivers     map[string]driver.Job    // by case id
+	prompts     map[string][]load.Prompt   // by case id
+	traces      map[string]*load.TracePlan // by case id: a trace of words_per_token, planned lazily
+	drivers     map[string]driver.Job      // by case id
 	tokenizers  []tokenizerPin
 	counters    map[string]load.TokenCounter // by case id
 	driverPins  []driverPin
@@ -204,7 +205,7 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Plan{cfg: cfg, started: cfg.Now(), startedMono: time.Now(), prompts: map[string][]load.Prompt{}, drivers: map[string]driver.Job{}}
+	p := &Plan{cfg: cfg, started: cfg.Now(), startedMono: time.Now(), prompts: map[string][]load.Prompt{}, traces: map[string]*load.TracePlan{}, drivers: map[string]driver.Job{}}
 	if err := CheckHostID(cfg.HostID); err != nil {
 		return nil, err
 	}
@@ -399,11 +400,19 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 			if err := p.checkTraceSchedule(i, c); err != nil {
 				return err
 			}
-			prompts, err := load.Resolve(*c.Corpus, p.root)
-			if err != nil {
-				return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, c.ID, err)
+			if load.LazyTrace(*c.Corpus) { // its prompts are built when their request is sent
+				tp, err := load.ResolveTrace(*c.Corpus, p.root)
+				if err != nil {
+					return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, c.ID, err)
+				}
+				p.traces[c.ID] = tp
+			} else {
+				prompts, err := load.Resolve(*c.Corpus, p.root)
+				if err != nil {
+					return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, c.ID, err)
+				}
+				p.prompts[c.ID] = prompts
 			}
-			p.prompts[c.ID] = prompts
 			if c.Corpus.Source == contract.CorpusSourceFile || c.Corpus.Source == contract.CorpusSourceTrace { // a trace is bound like a corpus file
 				p.files = append(p.files, artifact.File{Kind: contract.ArtifactKindCorpus, Path: c.Corpus.Path, Abs: filepath.Join(p.root, c.Corpus.Path)})
 			}

@@ -229,12 +229,18 @@ func wordText(rng *metric.SplitMix64, sb *strings.Builder, n int) string {
 // corpus's shapes and shared system prompt without priming a prefix cache with the measured
 // prompts. Their ids are "warmup-" and w as four or more zero-padded digits.
 func warmupPrompts(corpus []Prompt, n int, seed int64, concurrency, repetition int64) []Prompt {
+	return warmupShaped(len(corpus), func(i int) (string, int) { return corpus[i].System, len(strings.Fields(corpus[i].Text)) }, n, seed, concurrency, repetition)
+}
+
+// warmupShaped is warmupPrompts over a corpus of size prompts given by shape: prompt i's system
+// message and the space-separated fields of its text.
+func warmupShaped(size int, shape func(i int) (system string, fields int), n int, seed int64, concurrency, repetition int64) []Prompt {
 	rng := metric.SplitMix64{State: uint64(seed) ^ uint64(concurrency)<<32 ^ uint64(repetition) ^ 0x51574B5741524D55}
 	out := make([]Prompt, n)
 	var sb strings.Builder
 	for w := range n {
-		src := corpus[w%len(corpus)]
-		out[w] = Prompt{ID: "warmup-" + fmt.Sprintf("%04d", w), System: src.System, Text: wordText(&rng, &sb, max(1, len(strings.Fields(src.Text))))}
+		system, fields := shape(w % size)
+		out[w] = Prompt{ID: "warmup-" + fmt.Sprintf("%04d", w), System: system, Text: wordText(&rng, &sb, max(1, fields))}
 	}
 	return out
 }

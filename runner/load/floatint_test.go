@@ -54,6 +54,8 @@ var floatToInt = map[string]string{
 	"load session.go session: time.Duration(t.ThinkMs * float64(time.Millisecond))":             "a think time drawn from think_ms: at most the schema's maximum",
 	"load trace.go TracePrompts: int(math.Round(float64(blockTokens) * wordsPerToken))":         "block_tokens (at most the schema's) × words_per_token (0.1 to 10)",
 	"load trace.go TracePrompts: int(math.Round(float64(e.InputLength) * wordsPerToken))":       "input_length (1 to 2^20, trace.Check) × words_per_token (0.1 to 10)",
+	"load traceplan.go PlanTrace: int(math.Round(float64(blockTokens) * wordsPerToken))":        "as TracePrompts': block_tokens (at most the schema's) × words_per_token (0.1 to 10)",
+	"load traceplan.go PlanTrace: int(math.Round(float64(e.InputLength) * wordsPerToken))":      "as TracePrompts': input_length (1 to 2^20, trace.Check) × words_per_token (0.1 to 10)",
 }
 
 // floatIntPackages are the packages whose float-to-integer conversions are reviewed: the trace

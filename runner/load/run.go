@@ -27,6 +27,11 @@ type Plan struct {
 	ModelID string
 	// Prompts is the resolved corpus in declared order (see Resolve).
 	Prompts []Prompt
+	// Trace, when set in place of Prompts (then nil), is a trace corpus planned entry by entry
+	// (ResolveTrace): each measured request's prompt and body are built just before it is sent
+	// (lookahead), so a row's memory does not grow with the trace. The requests, bodies and
+	// records are those Prompts = Resolve's prompts gives.
+	Trace *TracePlan
 	// Seed is the workload's determinism seed; warmup prompts and Poisson or gamma arrival gaps derive
 	// from it.
 	Seed int64
@@ -158,16 +163,7 @@ func Run(ctx context.Context, plan Plan, opts ...Option) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sp []contract.Prompt
-	if plan.isSessions() {
-		sp = sessionPromptSet(plan.Prompts)
-	} else {
-		sp = make([]contract.Prompt, len(plan.Prompts))
-		for i, p := range plan.Prompts {
-			sp[i] = contract.Prompt{ID: p.ID, Text: p.Text, System: p.System}
-		}
-	}
-	promptSet, err := metrics.PromptSetSHA256(sp)
+	promptSet, err := plan.promptSet()
 	if err != nil {
 		return nil, fmt.Errorf("%w: prompt set: %v", ErrPlan, err)
 	}
@@ -211,8 +207,10 @@ func (p *Plan) check() error {
 		return fmt.Errorf("%w: case %s: repetitions %d", ErrPlan, p.CaseID, c.Repetitions)
 	case c.MaxTokens < 1:
 		return fmt.Errorf("%w: case %s: max_tokens %d", ErrPlan, p.CaseID, c.MaxTokens)
-	case len(p.Prompts) == 0:
+	case p.corpusLen() == 0:
 		return fmt.Errorf("%w: case %s: no prompts", ErrPlan, p.CaseID)
+	case p.Trace != nil && (p.Prompts != nil || !p.trace() || !LazyTrace(*c.Corpus)):
+		return fmt.Errorf("%w: case %s: a trace plan goes with a trace corpus of length_unit %s and without prompts", ErrPlan, p.CaseID, contract.TraceCorpusLengthUnitWordsPerToken)
 	case p.ModelID == "":
 		return fmt.Errorf("%w: case %s: no model id", ErrPlan, p.CaseID)
 	case !c.API.Valid():
@@ -287,7 +285,56 @@ func (p *Plan) measured() int64 {
 	if p.Case.Requests != nil {
 		return *p.Case.Requests
 	}
+	return p.corpusLen()
+}
+
+// corpusLen is the number of corpus prompts (N).
+func (p *Plan) corpusLen() int64 {
+	if p.Trace != nil {
+		return int64(p.Trace.Len())
+	}
 	return int64(len(p.Prompts))
+}
+
+// prompt is corpus prompt i (a TracePlan's synthesised now).
+func (p *Plan) prompt(i int64) Prompt {
+	if p.Trace != nil {
+		return p.Trace.Prompt(int(i))
+	}
+	return p.Prompts[i]
+}
+
+// promptAtNs and promptMaxTokens are corpus prompt i's AtNs and MaxTokens, without its text.
+func (p *Plan) promptAtNs(i int64) int64 {
+	if p.Trace != nil {
+		return p.Trace.atNs(int(i))
+	}
+	return p.Prompts[i].AtNs
+}
+
+func (p *Plan) promptMaxTokens(i int64) int64 {
+	if p.Trace != nil {
+		return p.Trace.maxTokens(int(i))
+	}
+	return p.Prompts[i].MaxTokens
+}
+
+// promptSet is the prompt set hash every row records (metrics.PromptSetSHA256 of the corpus in
+// declared order; a TracePlan's computed one prompt at a time).
+func (p *Plan) promptSet() (string, error) {
+	if p.Trace != nil {
+		return p.Trace.PromptSetSHA256()
+	}
+	var sp []contract.Prompt
+	if p.isSessions() {
+		sp = sessionPromptSet(p.Prompts)
+	} else {
+		sp = make([]contract.Prompt, len(p.Prompts))
+		for i, pr := range p.Prompts {
+			sp[i] = contract.Prompt{ID: pr.ID, Text: pr.Text, System: pr.System}
+		}
+	}
+	return metrics.PromptSetSHA256(sp)
 }
 
 type runner struct {
@@ -309,67 +356,102 @@ func (r *runner) progress(kind string, c, rep int64) {
 	}
 }
 
-// requests plans a row: warmups first (indexes 0..W-1), then the measured requests
-// (W..W+M-1, M = Plan.measured()): measured request k asks corpus prompt metric.CorpusOrder's k-th
-// (k mod N in the declared order, or cycle k div N's seeded permutation), so the corpus cycles.
-//
-// offs are an open schedule's arrivals (row computes them once): M is their count.
-func (r *runner) requests(c, rep int64, offs []time.Duration) ([]request, error) {
+// rowPlan is what builds a row's requests (rowPlan.build): warmups first (indexes 0..W-1), then
+// a warm row's priming pass (W..W+P-1), then the measured requests (W+P..W+P+M-1, M =
+// Plan.measured()): measured request k asks corpus prompt metric.CorpusOrder's k-th (k mod N in
+// the declared order, or cycle k div N's seeded permutation), so the corpus cycles.
+type rowPlan struct {
+	warm []Prompt
+	// order are the measured requests' corpus indexes; priming is the priming pass's length.
+	order   []int64
+	priming int64
+	// nonce is a cold row's per-request nonce (nil otherwise).
+	nonce []string
+}
+
+// total is the row's planned requests (W + P + M).
+func (rp *rowPlan) total() int64 { return int64(len(rp.warm)) + rp.priming + int64(len(rp.order)) }
+
+// measuredFrom is the index of the first measured request (W + P).
+func (rp *rowPlan) measuredFrom() int64 { return int64(len(rp.warm)) + rp.priming }
+
+// planRow plans a row (see rowPlan). offs are an open schedule's arrivals (row computes them
+// once): M is their count.
+func (r *runner) planRow(c, rep int64, offs []time.Duration) *rowPlan {
 	cs := &r.plan.Case
-	warm := warmupPrompts(r.plan.Prompts, int(cs.WarmupRequests), r.plan.Seed, c, rep)
+	n := r.plan.corpusLen()
+	var warm []Prompt
+	if tp := r.plan.Trace; tp != nil {
+		warm = warmupShaped(tp.Len(), func(i int) (string, int) { return "", tp.words(i) }, int(cs.WarmupRequests), r.plan.Seed, c, rep)
+	} else {
+		warm = warmupPrompts(r.plan.Prompts, int(cs.WarmupRequests), r.plan.Seed, c, rep)
+	}
 	m := r.plan.measured()
 	if r.plan.isSessions() {
 		m = 0 // a session row's measured requests are built turn by turn (session.go)
 	} else if cs.Schedule != nil && !metric.Closed(cs.Schedule) {
 		m = int64(len(offs))
 	}
-	n := int64(len(r.plan.Prompts))
-	priming := int64(0)
+	rp := &rowPlan{warm: warm, order: metric.CorpusOrder(cs.PromptOrder, r.plan.Seed, n, m)}
 	if regime(cs) == contract.CacheRegimeWarm {
-		priming = min(n, m)
+		rp.priming = min(n, m)
 	}
-	total := int64(len(warm)) + priming + m
-	var nonce []string
 	if regime(cs) == contract.CacheRegimeCold {
-		nonce = nonces(r.plan.Seed, c, rep, int(total))
+		rp.nonce = nonces(r.plan.Seed, c, rep, int(rp.total()))
 	}
-	out := make([]request, 0, total)
-	add := func(p Prompt, warmup, prime bool, ci, cy int64) error {
-		idx := int64(len(out))
-		seed := requestSeed(cs.Sampling, idx)
-		sent := p
-		if nonce != nil {
-			sent = withNonce(p, nonce[idx])
+	return rp
+}
+
+// build builds planned request idx: its prompt (synthesised now for a TracePlan), body, body
+// digest and, when the case binds a tokenizer, the client's count of its prompt.
+func (r *runner) build(rp *rowPlan, idx int64) (request, error) {
+	cs := &r.plan.Case
+	var q request
+	w := int64(len(rp.warm))
+	switch {
+	case idx < w:
+		q = request{prompt: rp.warm[idx], warmup: true, corpusIndex: -1, cycle: -1}
+	case idx < w+rp.priming:
+		// The priming pass asks each prompt the measured requests ask, once, in their order.
+		q = request{prompt: r.plan.prompt(rp.order[idx-w]), warmup: true, priming: true, corpusIndex: -1, cycle: -1}
+	default:
+		k := idx - w - rp.priming
+		ci := rp.order[k]
+		q = request{prompt: r.plan.prompt(ci), corpusIndex: ci, cycle: k / r.plan.corpusLen()}
+	}
+	q.index, q.seed = idx, requestSeed(cs.Sampling, idx)
+	sent := q.prompt
+	if rp.nonce != nil {
+		sent = withNonce(q.prompt, rp.nonce[idx])
+	}
+	body, err := Body(cs, r.plan.ModelID, sent, q.seed)
+	if err != nil {
+		return request{}, fmt.Errorf("%w: body of request %d: %v", ErrPlan, idx, err)
+	}
+	if r.plan.Trace != nil && cap(body) > len(body)+len(body)/8 {
+		body = slices.Clone(body) // the encoder's buffer grew past it: hold only the body
+	}
+	q.body, q.digest = body, evidence.DigestOf(body)
+	if tk := cs.Tokenizer; tk != nil {
+		if q.promptTokens, err = promptTokens(r.plan.Tokens, tk.Template, body); err != nil {
+			return request{}, fmt.Errorf("%w: count the prompt tokens of request %d: %v", ErrPlan, idx, err)
 		}
-		body, err := Body(cs, r.plan.ModelID, sent, seed)
+	}
+	if r.plan.Trace != nil {
+		q.prompt.Text = "" // the body holds it; nothing reads it past here
+	}
+	return q, nil
+}
+
+// requests builds a row's requests [from, to) (rowPlan.build).
+func (r *runner) requests(rp *rowPlan, from, to int64) ([]request, error) {
+	out := make([]request, 0, to-from)
+	for idx := from; idx < to; idx++ {
+		q, err := r.build(rp, idx)
 		if err != nil {
-			return fmt.Errorf("%w: body of request %d: %v", ErrPlan, idx, err)
-		}
-		q := request{index: idx, warmup: warmup, priming: prime, prompt: p, corpusIndex: ci, cycle: cy, seed: seed, body: body, digest: evidence.DigestOf(body)}
-		if tk := cs.Tokenizer; tk != nil {
-			if q.promptTokens, err = promptTokens(r.plan.Tokens, tk.Template, body); err != nil {
-				return fmt.Errorf("%w: count the prompt tokens of request %d: %v", ErrPlan, idx, err)
-			}
+			return nil, err
 		}
 		out = append(out, q)
-		return nil
-	}
-	for _, p := range warm {
-		if err := add(p, true, false, -1, -1); err != nil {
-			return nil, err
-		}
-	}
-	order := metric.CorpusOrder(cs.PromptOrder, r.plan.Seed, n, m)
-	// The priming pass asks each prompt the measured requests ask, once, in their order.
-	for _, ci := range order[:priming] {
-		if err := add(r.plan.Prompts[ci], true, true, -1, -1); err != nil {
-			return nil, err
-		}
-	}
-	for k, ci := range order {
-		if err := add(r.plan.Prompts[ci], false, false, ci, int64(k)/n); err != nil {
-			return nil, err
-		}
 	}
 	return out, nil
 }
@@ -384,19 +466,20 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			return RowResult{}, err
 		}
 	}
-	reqs, err := r.requests(c, rep, offs)
+	rp := r.planRow(c, rep, offs)
+	nWarm, nPrime := len(rp.warm), int(rp.priming)
+	// A TracePlan's measured requests are built just before they are sent (lookahead); every
+	// other row's are built now.
+	built := rp.total()
+	if r.plan.Trace != nil {
+		built = int64(len(rp.warm)) // its priming pass is built a window at a time too
+	}
+	reqs, err := r.requests(rp, 0, built)
 	if err != nil {
 		return RowResult{}, err
 	}
-	nWarm := int(r.plan.Case.WarmupRequests)
-	nPrime := 0
-	for _, q := range reqs {
-		if q.priming {
-			nPrime++
-		}
-	}
-	recs := make([]*contract.RequestRecordDoc, len(reqs))
-	total := int64(len(reqs) - nWarm - nPrime)
+	recs := make([]*contract.RequestRecordDoc, rp.total())
+	total := int64(len(rp.order))
 	if r.plan.isSessions() {
 		total = r.plan.measured() // a session row builds its measured requests turn by turn
 	}
@@ -414,7 +497,19 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 		r.closedLoop(ctx, reqs[:nWarm], recs[:nWarm], int(min(c, int64(nWarm))), c, rep, nil, nil)
 	}
 	if nPrime > 0 && ctx.Err() == nil {
-		r.closedLoop(ctx, reqs[nWarm:nWarm+nPrime], recs[nWarm:nWarm+nPrime], int(min(c, int64(nPrime))), c, rep, nil, nil)
+		if r.plan.Trace != nil {
+			// Built and run aheadRequests at a time, so that priming every entry holds one window.
+			for from := nWarm; from < nWarm+nPrime && ctx.Err() == nil; from += aheadRequests {
+				to := min(from+aheadRequests, nWarm+nPrime)
+				chunk, err := r.requests(rp, int64(from), int64(to))
+				if err != nil {
+					return RowResult{}, err
+				}
+				r.closedLoop(ctx, chunk, recs[from:to], int(min(c, int64(to-from))), c, rep, nil, nil)
+			}
+		} else {
+			r.closedLoop(ctx, reqs[nWarm:nWarm+nPrime], recs[nWarm:nWarm+nPrime], int(min(c, int64(nPrime))), c, rep, nil, nil)
+		}
 	}
 	nWarm += nPrime
 	var tel *Telemetry
@@ -422,10 +517,26 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	var sched *rowSchedule
 	var cal *contract.SendCalibration
 	if ctx.Err() == nil {
+		var la *lookahead
+		if r.plan.Trace != nil {
+			la = startLookahead(ctl.send, len(rp.order), func(k int) (request, error) { return r.build(rp, rp.measuredFrom()+int64(k)) })
+			defer la.close()
+		}
 		if err := r.client.Prewarm(ctx, int(c)); err != nil {
 			r.log.log.Debug("prewarm", "err", err)
 		}
-		cal = r.calibrate(ctx, reqs[nWarm:])
+		if la != nil {
+			// The calibration sends the first measured requests' bodies to its sink, once the
+			// builder's window is full (so that it does not time the builder's work).
+			first, err := r.requests(rp, rp.measuredFrom(), min(rp.total(), rp.measuredFrom()+metric.CalibrationSends))
+			if err != nil {
+				return RowResult{}, err
+			}
+			la.wait()
+			cal = r.calibrate(ctx, first)
+		} else {
+			cal = r.calibrate(ctx, reqs[nWarm:])
+		}
 		if r.plan.ScrapeMetrics {
 			tel = &Telemetry{Series: []metrics.SeriesDelta{}, Warnings: []string{}}
 			tel.TBeforeNs = int64(time.Since(r.plan.Epoch))
@@ -438,20 +549,27 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			}
 			recs = append(recs, srecs...)
 		} else if r.plan.trace() {
-			offs := make([]time.Duration, len(reqs)-nWarm)
-			for k, q := range reqs[nWarm:] {
-				offs[k] = time.Duration(q.prompt.AtNs)
+			offs := make([]time.Duration, len(rp.order))
+			for k, ci := range rp.order {
+				offs[k] = time.Duration(r.plan.promptAtNs(ci))
 			}
 			sched = &rowSchedule{offsets: offs}
-			sched.origin = r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl, offs)
+			if la != nil {
+				if sched.origin, err = r.openLoop(ctx, la.next, recs[nWarm:], c, rep, ctl, offs); err != nil {
+					return RowResult{}, err
+				}
+				r.log.log.Debug("trace lookahead", "concurrency", c, "repetition", rep, "requests", len(offs), "waited_for_builder", la.waits.Load())
+			} else {
+				sched.origin, _ = r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, offs)
+			}
 		} else if sc := r.plan.Case.Schedule; metric.Closed(sc) {
 			sched = &rowSchedule{origin: time.Now()}
 			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl, closedGate(sc))
 		} else if sc != nil {
 			sched = &rowSchedule{offsets: offs, stages: stages}
-			sched.origin = r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl, offs)
+			sched.origin, _ = r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, offs)
 		} else if r.plan.Case.Rate != nil {
-			r.openLoop(ctx, reqs[nWarm:], recs[nWarm:], c, rep, ctl, arrivals(r.plan.Case.Rate, len(reqs)-nWarm, r.plan.Seed, c, rep))
+			r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, arrivals(r.plan.Case.Rate, len(reqs)-nWarm, r.plan.Seed, c, rep))
 		} else {
 			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl, nil)
 		}
@@ -567,12 +685,15 @@ func arrivals(rate *contract.Rate, n int, seed int64, c, rep int64) []time.Durat
 	return out
 }
 
-// openLoop dispatches reqs at their scheduled times, at most c in flight. The dispatcher runs on
-// a goroutine of its own, locked to a thread that sleeps until each deadline (see pacer) and then
-// writes the request itself; another goroutine waits for each response.
+// openLoop dispatches the row's measured requests at their scheduled times, at most c in flight:
+// request i is next(i), taken just before its deadline (a lookahead's build, or a planned one).
+// The dispatcher runs on a goroutine of its own, locked to a thread that sleeps until each
+// deadline (see pacer) and then writes the request itself; another goroutine waits for each
+// response.
 //
-// offsets are the arrivals' scheduled offsets from the schedule's start, which openLoop returns.
-func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.RequestRecordDoc, c, rep int64, ctl *rowCtl, offsets []time.Duration) (origin time.Time) {
+// offsets are the arrivals' scheduled offsets from the schedule's start, which openLoop returns;
+// the error is next's, which ends the dispatch.
+func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error), recs []*contract.RequestRecordDoc, c, rep int64, ctl *rowCtl, offsets []time.Duration) (origin time.Time, err error) {
 	send := ctl.send
 	ctx = ctl.cut
 	slots := make(chan struct{}, c)
@@ -584,7 +705,15 @@ func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.
 		defer p.stop()
 		t0 := time.Now()
 		origin = t0
-		for i := range reqs {
+		for i := range offsets {
+			q, berr := next(i)
+			if berr != nil {
+				err = berr
+				return
+			}
+			if q == nil {
+				return // the row was cut while the request was being built
+			}
 			at := t0.Add(offsets[i])
 			if p.until(send, at) != nil {
 				return
@@ -598,21 +727,26 @@ func (r *runner) openLoop(ctx context.Context, reqs []request, recs []*contract.
 				<-slots
 				return
 			}
-			call := r.client.Start(ctx, r.request(&reqs[i]))
+			call := r.client.Start(ctx, r.request(q))
 			if st := r.log.stall; st.every > 0 && (i+1)%st.every == 0 {
 				time.Sleep(st.d) // test-only distortion (DistortionEnv)
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				recs[i] = r.record(&reqs[i], call.Wait(), at, c, rep, ctl)
+				recs[i] = r.record(q, call.Wait(), at, c, rep, ctl)
 				<-slots
 			}()
 		}
 	}()
 	<-dispatched
 	wg.Wait()
-	return origin
+	return origin, err
+}
+
+// indexed serves planned requests to openLoop.
+func indexed(reqs []request) func(int) (*request, error) {
+	return func(i int) (*request, error) { return &reqs[i], nil }
 }
 
 // request is the client request of a planned one.
@@ -642,9 +776,15 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 	}
 	if rec.Events == nil {
 		rec.Events = []contract.Event{}
+	} else if cap(rec.Events) > len(rec.Events) {
+		// The stream sized its events for one per token; a record held for the whole row
+		// keeps only those it got.
+		rec.Events = slices.Clone(rec.Events)
 	}
 	if !q.warmup {
-		rec.CorpusIndex, rec.Cycle = &q.corpusIndex, &q.cycle
+		// Copies: a pointer into q would keep q, and its body, alive as long as the record.
+		ci, cy := q.corpusIndex, q.cycle
+		rec.CorpusIndex, rec.Cycle = &ci, &cy
 	}
 	rec.Priming = q.priming
 	rec.Session = q.session

@@ -218,7 +218,7 @@ func (p *Plan) traceRate() *float64 {
 	if n < 2 {
 		return nil
 	}
-	span := float64(p.Prompts[n-1].AtNs-p.Prompts[0].AtNs) / 1e9
+	span := float64(p.promptAtNs(n-1)-p.promptAtNs(0)) / 1e9
 	if span <= 0 {
 		return nil
 	}
@@ -239,12 +239,12 @@ func (p *Plan) checkTrace() error {
 		return fmt.Errorf("%w: case %s replays a trace and declares rate, schedule or duration: the trace's timestamps are the schedule", ErrPlan, p.CaseID)
 	case c.PromptOrder == contract.ServingCasePromptOrderSeeded:
 		return fmt.Errorf("%w: case %s replays a trace in seeded prompt order: a trace replays in its order", ErrPlan, p.CaseID)
-	case c.Requests != nil && *c.Requests > int64(len(p.Prompts)):
-		return fmt.Errorf("%w: case %s: requests %d exceeds the trace's %d entries", ErrPlan, p.CaseID, *c.Requests, len(p.Prompts))
+	case c.Requests != nil && *c.Requests > p.corpusLen():
+		return fmt.Errorf("%w: case %s: requests %d exceeds the trace's %d entries", ErrPlan, p.CaseID, *c.Requests, p.corpusLen())
 	}
-	for i, pr := range p.Prompts {
-		if pr.MaxTokens > c.MaxTokens {
-			return fmt.Errorf("%w: case %s: trace entry %d has output_length %d, above the case's max_tokens %d", ErrPlan, p.CaseID, i, pr.MaxTokens, c.MaxTokens)
+	for i := range p.corpusLen() {
+		if mt := p.promptMaxTokens(i); mt > c.MaxTokens {
+			return fmt.Errorf("%w: case %s: trace entry %d has output_length %d, above the case's max_tokens %d", ErrPlan, p.CaseID, i, mt, c.MaxTokens)
 		}
 	}
 	return nil

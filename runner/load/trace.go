@@ -7,6 +7,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -192,31 +193,41 @@ func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64
 		if total*8 > MaxPromptBytes {
 			return nil, fmt.Errorf("%w: entry %d: %d words exceed the prompt bound of %d bytes", ErrTrace, i, total, MaxPromptBytes)
 		}
-		sb.Reset()
-		n := 0
-		word := func(rng *metric.SplitMix64) {
-			if n > 0 {
-				sb.WriteByte(' ')
-			}
-			sb.WriteString(syntheticWords[rng.Next()%256])
-			n++
-		}
-		for _, h := range e.HashIDs {
-			if n >= total {
-				break
-			}
-			rng := metric.SplitMix64{State: uint64(h) ^ traceSalt}
-			for k := 0; k < blockWords && n < total; k++ {
-				word(&rng)
-			}
-		}
-		rng := metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
-		for n < total {
-			word(&rng)
-		}
-		out[i] = Prompt{ID: fmt.Sprintf("trace-%06d", i), Text: sb.String(), MaxTokens: e.OutputLength, AtNs: offs[i]}
+		out[i] = Prompt{ID: traceID(i), Text: traceWordText(&sb, i, slices.Values(e.HashIDs), total, blockWords), MaxTokens: e.OutputLength, AtNs: offs[i]}
 	}
 	return out, nil
+}
+
+// traceID is entry i's prompt id: "trace-" and i as six or more zero-padded digits.
+func traceID(i int) string { return fmt.Sprintf("trace-%06d", i) }
+
+// traceWordText is entry i's prompt text (TracePrompts): total words, block j of blockWords
+// words drawn from hash id j's stream while words are left, the rest from the entry's own.
+func traceWordText(sb *strings.Builder, i int, hashIDs iter.Seq[int64], total, blockWords int) string {
+	sb.Reset()
+	sb.Grow(total * 7)
+	n := 0
+	word := func(rng *metric.SplitMix64) {
+		if n > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(syntheticWords[rng.Next()%256])
+		n++
+	}
+	for h := range hashIDs {
+		if n >= total {
+			break
+		}
+		rng := metric.SplitMix64{State: uint64(h) ^ traceSalt}
+		for k := 0; k < blockWords && n < total; k++ {
+			word(&rng)
+		}
+	}
+	rng := metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
+	for n < total {
+		word(&rng)
+	}
+	return sb.String()
 }
 
 // readTraceCorpus resolves a trace corpus: repoRoot/path, bound by digest, read with ReadTrace

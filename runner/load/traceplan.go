@@ -1,0 +1,219 @@
+package load
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"iter"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/trace"
+)
+
+// A trace replay at production scale (issue 28 item 4): a trace's prompts are not built when the
+// campaign is planned but when their request is about to be sent. TracePlan keeps per entry only
+// what builds its prompt later (its offset, its length in words, its max_tokens and a reference
+// to its hash ids); the prompts TracePrompts would build are synthesised from it one at a time,
+// the same bytes.
+
+// TracePlan is a trace corpus of length_unit words_per_token planned entry by entry
+// (ResolveTrace, PlanTrace). Its memory is a few dozen bytes per entry plus its hash id table,
+// stored as runs of consecutive ids (a conversation's blocks are numbered in order, so a
+// Mooncake entry is a few runs whatever its length). Safe for concurrent use.
+type TracePlan struct {
+	entries    []planEntry
+	runs       []idRun
+	blockWords int
+
+	promptSetOnce sync.Once
+	promptSet     string
+	promptSetErr  error
+}
+
+// planEntry is one entry of a TracePlan: 24 bytes.
+type planEntry struct {
+	atNs             int64
+	words, maxTokens int32
+	runLo, runN      uint32
+}
+
+// idRun is the hash ids first, first+1, ..., first+n-1.
+type idRun struct {
+	first int64
+	n     int64
+}
+
+// maxWordBytes is the longest word of the synthetic vocabulary.
+var maxWordBytes = func() int {
+	n := 0
+	for _, w := range syntheticWords {
+		n = max(n, len(w))
+	}
+	return n
+}()
+
+// PlanTrace plans entries as TracePrompts synthesises them (the same checks and errors): the
+// prompts are built later, one at a time, by Prompt.
+func PlanTrace(entries []TraceEntry, wordsPerToken float64, blockTokens int64, timeScale float64) (*TracePlan, error) {
+	if !(wordsPerToken > 0) || blockTokens < 1 || !(timeScale > 0) || math.IsInf(timeScale, 0) || math.IsInf(wordsPerToken, 0) {
+		return nil, fmt.Errorf("%w: words_per_token %g, block_tokens %d, time_scale %g", ErrTrace, wordsPerToken, blockTokens, timeScale)
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("%w: no entries", ErrTrace)
+	}
+	offs, err := trace.Offsets(entries, timeScale)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
+	}
+	tp := &TracePlan{entries: make([]planEntry, len(entries)), blockWords: max(1, int(math.Round(float64(blockTokens)*wordsPerToken)))}
+	for i, e := range entries {
+		total := max(1, int(math.Round(float64(e.InputLength)*wordsPerToken)))
+		if total*8 > MaxPromptBytes {
+			return nil, fmt.Errorf("%w: entry %d: %d words exceed the prompt bound of %d bytes", ErrTrace, i, total, MaxPromptBytes)
+		}
+		pe := planEntry{atNs: offs[i], words: int32(total), maxTokens: int32(e.OutputLength), runLo: uint32(len(tp.runs))}
+		// Only the hash ids the prompt draws from are kept: ceil(total / blockWords) of them.
+		ids := e.HashIDs[:min(len(e.HashIDs), (total+tp.blockWords-1)/tp.blockWords)]
+		for _, h := range ids {
+			if k := len(tp.runs) - 1; k >= int(pe.runLo) && tp.runs[k].first+tp.runs[k].n == h {
+				tp.runs[k].n++
+				continue
+			}
+			tp.runs = append(tp.runs, idRun{first: h, n: 1})
+		}
+		if len(tp.runs) > math.MaxUint32 {
+			return nil, fmt.Errorf("%w: entry %d: more than %d runs of hash ids", ErrTrace, i, uint32(math.MaxUint32))
+		}
+		pe.runN = uint32(len(tp.runs)) - pe.runLo
+		tp.entries[i] = pe
+		if (maxWordBytes+1)*total-1 > MaxPromptBytes {
+			// Only these words' draw can tell whether the text exceeds the bound (Resolve's
+			// check of a whole prompt): draw it now, once.
+			if p := tp.Prompt(i); len(p.Text) > MaxPromptBytes {
+				return nil, fmt.Errorf("%w: entry %d: %d bytes exceed the prompt bound of %d bytes", ErrTrace, i, len(p.Text), MaxPromptBytes)
+			}
+		}
+	}
+	tp.runs = tp.runs[:len(tp.runs):len(tp.runs)]
+	return tp, nil
+}
+
+// Len is the number of entries.
+func (tp *TracePlan) Len() int { return len(tp.entries) }
+
+// Prompt is entry i's prompt, TracePrompts' i-th: its text synthesised now.
+func (tp *TracePlan) Prompt(i int) Prompt {
+	var sb strings.Builder
+	return tp.prompt(&sb, i)
+}
+
+func (tp *TracePlan) prompt(sb *strings.Builder, i int) Prompt {
+	e := tp.entries[i]
+	return Prompt{ID: traceID(i), Text: traceWordText(sb, i, tp.hashIDs(e), int(e.words), tp.blockWords), MaxTokens: int64(e.maxTokens), AtNs: e.atNs}
+}
+
+// atNs is entry i's scheduled offset; maxTokens its output_length; words its prompt's words.
+func (tp *TracePlan) atNs(i int) int64      { return tp.entries[i].atNs }
+func (tp *TracePlan) maxTokens(i int) int64 { return int64(tp.entries[i].maxTokens) }
+func (tp *TracePlan) words(i int) int       { return int(tp.entries[i].words) }
+
+// hashIDs yields e's hash ids in order.
+func (tp *TracePlan) hashIDs(e planEntry) iter.Seq[int64] {
+	return func(yield func(int64) bool) {
+		for _, r := range tp.runs[e.runLo : e.runLo+e.runN] {
+			for h := r.first; h < r.first+r.n; h++ {
+				if !yield(h) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// PromptSetSHA256 is the prompt set hash of the plan's prompts in order (metrics.PromptSetSHA256
+// of every prompt, what a row records), computed on the first call by synthesising each prompt in
+// turn: the canonical JSON array is hashed element by element, never held whole.
+func (tp *TracePlan) PromptSetSHA256() (string, error) {
+	tp.promptSetOnce.Do(func() {
+		h := sha256.New()
+		h.Write([]byte{'['})
+		var sb strings.Builder
+		for i := range tp.entries {
+			p := tp.prompt(&sb, i)
+			if i > 0 {
+				h.Write([]byte{','})
+			}
+			if plainJSON(p.ID) && plainJSON(p.Text) {
+				// RFC 8785 writes such strings as they are, and "id" sorts before "text".
+				io.WriteString(h, `{"id":"`+p.ID+`","text":"`)
+				io.WriteString(h, p.Text)
+				io.WriteString(h, `"}`)
+				continue
+			}
+			b, err := jsonstrict.Canonical(contract.Prompt{ID: p.ID, Text: p.Text})
+			if err != nil {
+				tp.promptSetErr = fmt.Errorf("prompt %d: %w", i, err)
+				return
+			}
+			h.Write(b)
+		}
+		h.Write([]byte{']'})
+		tp.promptSet = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	})
+	return tp.promptSet, tp.promptSetErr
+}
+
+// plainJSON reports whether s is printable ASCII without '"' or '\\', which a canonical JSON
+// string holds unescaped.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// PlanBytes is the memory the plan holds (its entries and hash id runs), for the benchmark.
+func (tp *TracePlan) PlanBytes() int {
+	return cap(tp.entries)*24 + cap(tp.runs)*16
+}
+
+// LazyTrace reports whether a corpus is a trace whose prompts ResolveTrace plans lazily (length
+// unit words_per_token; a trace of tokens is synthesised with the case's tokenizer).
+func LazyTrace(corpus contract.Corpus) bool {
+	return corpus.Source == contract.CorpusSourceTrace && corpus.LengthUnit == contract.TraceCorpusLengthUnitWordsPerToken
+}
+
+// ResolveTrace resolves a trace corpus of length_unit words_per_token as Resolve does (bound by
+// digest, the same checks and errors) into a TracePlan, and computes its prompt set hash, so that
+// the whole corpus is synthesised once here, one prompt at a time, and not held.
+func ResolveTrace(corpus contract.Corpus, repoRoot string) (*TracePlan, error) {
+	if !LazyTrace(corpus) {
+		return nil, fmt.Errorf("%w: trace %s: length_unit %q: want %s", ErrCorpus, corpus.Path, corpus.LengthUnit, contract.TraceCorpusLengthUnitWordsPerToken)
+	}
+	if corpus.WordsPerToken == nil {
+		return nil, fmt.Errorf("%w: trace %s: length_unit %s wants words_per_token", ErrCorpus, corpus.Path, corpus.LengthUnit)
+	}
+	entries, scale, err := readTraceEntries(corpus, repoRoot)
+	if err != nil {
+		return nil, err
+	}
+	block, err := traceBlockTokens(corpus, entries)
+	if err != nil {
+		return nil, err
+	}
+	tp, err := PlanTrace(entries, *corpus.WordsPerToken, block, scale)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, corpus.Path, err)
+	}
+	if _, err := tp.PromptSetSHA256(); err != nil {
+		return nil, fmt.Errorf("%w: %s: prompt set: %w", ErrCorpus, corpus.Path, err)
+	}
+	return tp, nil
+}
