@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -61,6 +62,19 @@ func TestDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	emitted = append(emitted, tel...)
+	// The built-in server ratios (metric.ServerRatios), from qualsim's families.
+	ratioPage := func(n int) string {
+		var b strings.Builder
+		for _, fam := range []string{"qualsim_prefix_cache_queries_total", "qualsim_prefix_cache_hits_total", "qualsim_spec_decode_num_draft_tokens_total", "qualsim_spec_decode_num_accepted_tokens_total"} {
+			fmt.Fprintf(&b, "# TYPE %s counter\n%s %d\n", fam, fam, n)
+		}
+		return b.String()
+	}
+	ratios, _, _, err := TelemetryDeltas([]byte(ratioPage(1)), []byte(ratioPage(5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	emitted = append(emitted, ratios...)
 	formulas := map[string]bool{}
 	for _, m := range emitted {
 		formulas[m.Formula] = true

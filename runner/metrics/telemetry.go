@@ -107,7 +107,34 @@ func TelemetryDeltas(before, after []byte) ([]contract.Metric, []SeriesDelta, []
 		ms = append(ms, contract.Metric{Name: name, Value: sums[n], Unit: unit, Aggregation: contract.Aggregation(telemetryDelta.Aggregation), Direction: contract.Direction(telemetryDelta.Direction),
 			Formula: telemetryDelta.ID, Samples: &s, Diagnostic: telemetryDelta.Diagnostic})
 	}
+	ms = append(ms, serverRatios(sums)...)
 	return ms, series, warnings, nil
+}
+
+// serverRatios are the built-in ratios (formulas.ServerRatios) of the families' summed deltas,
+// each emitted when its denominator families moved.
+func serverRatios(sums map[string]float64) []contract.Metric {
+	sum := func(names []string) (float64, int) {
+		v, n := 0.0, 0
+		for fam, d := range sums {
+			if slices.Contains(names, strings.TrimSuffix(fam, "_total")) {
+				v, n = v+d, n+1
+			}
+		}
+		return v, n
+	}
+	var out []contract.Metric
+	for _, r := range formulas.ServerRatios {
+		num, _ := sum(r.Numerator)
+		den, n := sum(r.Denominator)
+		if n == 0 || den <= 0 {
+			continue
+		}
+		f, _ := formulas.Lookup(r.Formula)
+		s := int64(n)
+		out = append(out, contract.Metric{Name: f.Name, Value: num / den, Unit: f.Unit, Aggregation: f.Aggregation, Direction: f.Direction, Formula: f.ID, Samples: &s, Diagnostic: f.Diagnostic})
+	}
+	return out
 }
 
 type sample struct {

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"fmt"
+	"github.com/qualkit/qualkit/schemas/contract"
 	"strings"
 	"testing"
 )
@@ -107,7 +109,9 @@ func TestTelemetryDeltasVLLMNames(t *testing.T) {
 	for _, m := range ms {
 		got[m.Name] = m.Value
 	}
-	if got["server.vllm_prefix_cache_queries_total.delta"] != 60 || len(got) != 2 {
+	// vLLM's prefix-cache families also give the row's hit rate, 48 of 60 queried tokens (the
+	// colliding vllm_ family is not vLLM's).
+	if got["server.vllm_prefix_cache_queries_total.delta"] != 60 || got["server_prefix_cache_hit_rate"] != 0.8 || len(got) != 3 {
 		t.Errorf("metrics %v", got)
 	}
 	// "vllm:prefix_cache_hits_total" sorts before "vllm_prefix_cache_hits_total": it keeps the name.
@@ -116,5 +120,33 @@ func TestTelemetryDeltasVLLMNames(t *testing.T) {
 	}
 	if len(series) != 3 || len(warns) != 1 || !strings.Contains(warns[0], "vllm_prefix_cache_hits_total: its metric name") {
 		t.Errorf("series %d, warnings %q", len(series), warns)
+	}
+}
+
+// TestServerRatios: qualsim's speculative-decoding counters give the acceptance rate (accepted over
+// draft tokens between the scrapes); a denominator that did not move gives no ratio.
+func TestServerRatios(t *testing.T) {
+	page := func(draft, accepted int) string {
+		return fmt.Sprintf("# TYPE qualsim_spec_decode_num_draft_tokens_total counter\nqualsim_spec_decode_num_draft_tokens_total %d\n"+
+			"# TYPE qualsim_spec_decode_num_accepted_tokens_total counter\nqualsim_spec_decode_num_accepted_tokens_total %d\n", draft, accepted)
+	}
+	ms, _, _, err := TelemetryDeltas([]byte(page(30, 10)), []byte(page(90, 52)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rate *contract.Metric
+	for i := range ms {
+		if ms[i].Name == "server_spec_decode_acceptance_rate" {
+			rate = &ms[i]
+		}
+	}
+	if rate == nil || rate.Value != 0.7 || !rate.Diagnostic || rate.Formula != "server_spec_decode_acceptance_rate.v1" {
+		t.Fatalf("acceptance rate %+v; want 42/60 = 0.7, diagnostic", rate)
+	}
+	ms, _, _, _ = TelemetryDeltas([]byte(page(30, 10)), []byte(page(30, 10)))
+	for _, m := range ms {
+		if m.Name == "server_spec_decode_acceptance_rate" {
+			t.Fatalf("a ratio over an unmoved denominator: %+v", m)
+		}
 	}
 }

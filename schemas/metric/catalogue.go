@@ -93,6 +93,8 @@ const (
 	SessionDuration            = "session_duration.v1"
 	SessionTokens              = "session_tokens.v1"
 	TelemetryDelta             = "telemetry_delta.v1"
+	ServerPrefixCacheHitRate   = "server_prefix_cache_hit_rate.v1"
+	ServerSpecAcceptanceRate   = "server_spec_decode_acceptance_rate.v1"
 	DeviceEnergy               = "device_energy.v1"
 	DeviceEnergyPerOutputToken = "device_energy_per_output_token.v1"
 	DevicePowerMean            = "device_power_mean.v1"
@@ -147,6 +149,9 @@ var Catalogue = []Formula{
 	// A server counter family's delta between two /metrics scrapes: "server.<family>.delta", in
 	// the family's own unit (count, s or bytes).
 	{ID: TelemetryDelta, Scope: RowScope, Name: "server.", PerClass: true, Aggregation: contract.AggregationSum, Direction: contract.DirectionNone, Diagnostic: true},
+	// Ratios of two server counter families' deltas over the same scrapes (ServerRatios).
+	{ID: ServerPrefixCacheHitRate, Scope: RowScope, Name: "server_prefix_cache_hit_rate", Unit: "fraction", Aggregation: contract.AggregationExact, Direction: contract.DirectionNone, Diagnostic: true},
+	{ID: ServerSpecAcceptanceRate, Scope: RowScope, Name: "server_spec_decode_acceptance_rate", Unit: "fraction", Aggregation: contract.AggregationExact, Direction: contract.DirectionNone, Diagnostic: true},
 	{ID: DeviceEnergy, Scope: RowScope, Name: "device_energy_j", Unit: "J", Aggregation: contract.AggregationSum, Direction: contract.DirectionLowerIsBetter, Diagnostic: true},
 	{ID: DeviceEnergyPerOutputToken, Scope: RowScope, Name: "device_energy_per_output_token_j", Unit: "J/token", Aggregation: contract.AggregationExact, Direction: contract.DirectionLowerIsBetter, Diagnostic: true},
 	{ID: DevicePowerMean, Scope: RowScope, Name: "device_power_mean_w", Unit: "W", Aggregation: contract.AggregationMean, Direction: contract.DirectionLowerIsBetter, Diagnostic: true},
@@ -247,4 +252,24 @@ func CaseIdentity(name string) (Identity, bool) {
 		}
 	}
 	return Identity{}, false
+}
+
+// ServerRatio is a built-in mapping from two server counter families to a per-row ratio of their
+// deltas between the scrapes around the row: Σ numerator deltas / Σ denominator deltas. Families
+// are named as engines export them, with or without the _total suffix.
+type ServerRatio struct {
+	Formula                string
+	Numerator, Denominator []string
+}
+
+// ServerRatios are the built-in mappings: vLLM's and qualsim's prefix-cache hits over queries (in
+// tokens), and their speculative-decoding accepted over draft tokens. SGLang exports both as
+// gauges (sglang:cache_hit_rate, sglang:spec_accept_length), which have no delta.
+var ServerRatios = []ServerRatio{
+	{Formula: ServerPrefixCacheHitRate,
+		Numerator:   []string{"vllm:prefix_cache_hits", "qualsim_prefix_cache_hits"},
+		Denominator: []string{"vllm:prefix_cache_queries", "qualsim_prefix_cache_queries"}},
+	{Formula: ServerSpecAcceptanceRate,
+		Numerator:   []string{"vllm:spec_decode_num_accepted_tokens", "qualsim_spec_decode_num_accepted_tokens"},
+		Denominator: []string{"vllm:spec_decode_num_draft_tokens", "qualsim_spec_decode_num_draft_tokens"}},
 }
