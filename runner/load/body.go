@@ -109,10 +109,16 @@ func encodeBody(c *contract.Case, w wireBody) ([]byte, error) {
 	if c.Stream {
 		w.StreamOptions = &wireStreamOptions{IncludeUsage: true}
 	}
+	return encodeJSON(w)
+}
+
+// encodeJSON is encoding/json's encoding of v with HTML escaping off and no trailing newline, so
+// that a body's bytes are a function of its fields alone.
+func encodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
@@ -136,11 +142,5 @@ func responsesBody(c *contract.Case, model string, p Prompt, seed *int64) ([]byt
 	if s := c.Sampling; s != nil {
 		w.Temperature, w.TopP, w.IgnoreEOS = s.Temperature, s.TopP, s.IgnoreEOS
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+	return encodeJSON(w)
 }

@@ -438,6 +438,18 @@ func (s *scanner) array(elem func() error) error {
 	}
 }
 
+// stringMember reads a member seen at most once (bit of m): its decoded value when want and it
+// is a string (nil otherwise: the value is skipped).
+func (s *scanner) stringMember(m *seen, bit seen, key string, want bool) ([]byte, error) {
+	if err := m.once(s, bit, key); err != nil {
+		return nil, err
+	}
+	if !want || s.peek() != '"' {
+		return nil, s.skip()
+	}
+	return s.str([]byte{})
+}
+
 // seen guards against a repeated key among those qualkit reads.
 type seen uint32
 
@@ -476,13 +488,7 @@ func scanChunk(s *scanner, shape chunkShape, text []byte, wantID bool) (chunk, [
 	err := s.object(func(k []byte) error {
 		switch string(k) {
 		case "id":
-			if err := top.once(s, 1, "id"); err != nil {
-				return err
-			}
-			if !wantID || s.peek() != '"' {
-				return s.skip()
-			}
-			v, err := s.str(nil)
+			v, err := s.stringMember(&top, 1, "id", wantID)
 			c.id = string(v)
 			return err
 		case "choices":
@@ -545,14 +551,10 @@ func scanChunk(s *scanner, shape chunkShape, text []byte, wantID bool) (chunk, [
 			return nil
 		case "message":
 			// vLLM's in-stream error is {"object":"error","message":...}.
-			if err := top.once(s, 32, "message"); err != nil {
-				return err
+			v, err := s.stringMember(&top, 32, "message", true)
+			if v != nil {
+				c.errorText = string(v)
 			}
-			if s.peek() != '"' {
-				return s.skip()
-			}
-			v, err := s.str(nil)
-			c.errorText = string(v)
 			return err
 		default:
 			return s.skip()

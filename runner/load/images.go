@@ -76,22 +76,16 @@ func imagePNG(id string, k, w, h int) ([]byte, error) {
 // MarshalJSON writes a message whose Parts are set with a content array, else content as a
 // string, HTML characters unescaped as the body encoder writes them.
 func (m wireMessage) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	var err error
 	if m.Parts != nil {
-		err = enc.Encode(struct {
+		return encodeJSON(struct {
 			Role    string     `json:"role"`
 			Content []wirePart `json:"content"`
 		}{m.Role, m.Parts})
-	} else {
-		err = enc.Encode(struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		}{m.Role, m.Content})
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), err
+	return encodeJSON(struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}{m.Role, m.Content})
 }
 
 // UnmarshalJSON reads a message whose content is a string or an array of parts: Content is the

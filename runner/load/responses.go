@@ -62,14 +62,10 @@ func parseResponsesEvent(typ, data, text, reasoning []byte) (c chunk, _, _ []byt
 			}
 			return s.responseObject(&c, nil, nil, false)
 		case "message":
-			if err := top.once(s, 8, "message"); err != nil {
-				return err
+			v, err := s.stringMember(&top, 8, "message", true)
+			if v != nil {
+				c.errorText = string(v)
 			}
-			if s.peek() != '"' {
-				return s.skip()
-			}
-			v, err := s.str(nil)
-			c.errorText = string(v)
 			return err
 		default:
 			return s.skip()
@@ -145,24 +141,12 @@ func (s *scanner) responseObject(c *chunk, text, reasoning *[]byte, body bool) e
 	err := s.object(func(k []byte) error {
 		switch string(k) {
 		case "id":
-			if err := m.once(s, 1, "id"); err != nil {
-				return err
-			}
-			if !body || s.peek() != '"' {
-				return s.skip()
-			}
-			v, err := s.str(nil)
+			v, err := s.stringMember(&m, 1, "id", body)
 			c.id = string(v)
 			return err
 		case "status":
-			if err := m.once(s, 2, "status"); err != nil {
-				return err
-			}
-			if s.peek() != '"' {
-				return s.skip()
-			}
 			var err error
-			status, err = s.str(nil)
+			status, err = s.stringMember(&m, 2, "status", true)
 			return err
 		case "incomplete_details":
 			if err := m.once(s, 4, "incomplete_details"); err != nil {

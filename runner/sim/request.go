@@ -98,16 +98,8 @@ type request struct {
 // reader) for the chat or the completions endpoint.
 func decodeRequest(r io.Reader, chat bool, defaultMaxTokens int) (*request, error) {
 	var w wireRequest
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&w); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, &apiError{status: 413, typ: "invalid_request_error", message: fmt.Sprintf("request body larger than %d bytes", MaxRequestBodyBytes)}
-		}
-		return nil, badRequest("", "request body is not a JSON object: %v", err)
-	}
-	if dec.More() {
-		return nil, badRequest("", "trailing data after the request object")
+	if err := decodeBody(r, &w); err != nil {
+		return nil, err
 	}
 	q := &request{chat: chat, model: w.Model, stream: w.Stream, ignoreEOS: w.IgnoreEOS}
 	if w.Model == "" {
@@ -176,6 +168,23 @@ func decodeRequest(r io.Reader, chat bool, defaultMaxTokens int) (*request, erro
 	}
 	q.prompt = Prompt{Text: text}
 	return q, nil
+}
+
+// decodeBody decodes one JSON object from a bounded body into v: 413 past the bound, 400 for
+// anything that is not one object.
+func decodeBody(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &apiError{status: 413, typ: "invalid_request_error", message: fmt.Sprintf("request body larger than %d bytes", MaxRequestBodyBytes)}
+		}
+		return badRequest("", "request body is not a JSON object: %v", err)
+	}
+	if dec.More() {
+		return badRequest("", "trailing data after the request object")
+	}
+	return nil
 }
 
 // decodePrompt accepts a string or an array of exactly one string.

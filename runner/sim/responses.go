@@ -38,16 +38,8 @@ type wireResponsesRequest struct {
 // decodeResponsesRequest reads and validates a Responses API body (the caller bounds the reader).
 func decodeResponsesRequest(r io.Reader, defaultMaxTokens int) (*request, error) {
 	var w wireResponsesRequest
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&w); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, &apiError{status: 413, typ: "invalid_request_error", message: fmt.Sprintf("request body larger than %d bytes", MaxRequestBodyBytes)}
-		}
-		return nil, badRequest("", "request body is not a JSON object: %v", err)
-	}
-	if dec.More() {
-		return nil, badRequest("", "trailing data after the request object")
+	if err := decodeBody(r, &w); err != nil {
+		return nil, err
 	}
 	if w.Model == "" {
 		return nil, badRequest("model", "model is required")
@@ -254,26 +246,11 @@ func itemRef(b []byte, id string, index int, content bool) []byte {
 // streamResponses answers a streamed Responses API request (see the file comment).
 func (j *job) streamResponses(ctx context.Context, w http.ResponseWriter) error {
 	s := j.s
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	if err := rc.Flush(); err != nil {
+	e, done, err := j.openStream(ctx, w)
+	if err != nil {
 		return err
 	}
-	s.gt.record(gtRecord{id: j.id, t: time.Now(), kind: KindHeaders})
-	s.m.request(j.endpoint, http.StatusOK)
-	s.m.activeStreams.Add(1)
-	defer s.m.activeStreams.Add(-1)
-	if err := s.acquire(ctx); err != nil {
-		return err
-	}
-	defer s.release()
-	e := &sse{j: j, w: w, rc: rc, ctx: ctx, t0: time.Now(), buf: make([]byte, 0, 512)}
-	defer e.clk.stop()
-	j.hold()
-	s.gt.record(gtRecord{id: j.id, t: e.t0, kind: KindSlot})
+	defer done()
 
 	_, rsID, msgID := j.respIDs()
 	r, _ := j.reasoning()

@@ -446,28 +446,12 @@ type sse struct {
 // stream answers a streamed request: headers at once, then the events on the declared schedule.
 func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
 	s := j.s
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	if err := rc.Flush(); err != nil {
+	e, done, err := j.openStream(ctx, w)
+	if err != nil {
 		return err
 	}
-	s.gt.record(gtRecord{id: j.id, t: time.Now(), kind: KindHeaders})
-	s.m.request(j.endpoint, http.StatusOK)
-	s.m.activeStreams.Add(1)
-	defer s.m.activeStreams.Add(-1)
-
-	if err := s.acquire(ctx); err != nil {
-		return err
-	}
-	defer s.release()
-	e := &sse{j: j, w: w, rc: rc, ctx: ctx, t0: time.Now(), buf: make([]byte, 0, 512)}
+	defer done()
 	e.head = j.appendHead([]byte("data: "), true)
-	defer e.clk.stop()
-	j.hold()
-	s.gt.record(gtRecord{id: j.id, t: e.t0, kind: KindSlot})
 
 	q := j.q
 	usageOn := q.includeUsage && !s.cfg.Faults.MissingUsage
@@ -584,6 +568,35 @@ func (j *job) stream(ctx context.Context, w http.ResponseWriter) error {
 	}
 	j.finished()
 	return nil
+}
+
+// openStream starts a streamed answer: headers at once, then a decode slot; it returns the event
+// writer (its head still empty) and done, which gives the slot back and ends the stream's count.
+func (j *job) openStream(ctx context.Context, w http.ResponseWriter) (*sse, func(), error) {
+	s := j.s
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		return nil, nil, err
+	}
+	s.gt.record(gtRecord{id: j.id, t: time.Now(), kind: KindHeaders})
+	s.m.request(j.endpoint, http.StatusOK)
+	s.m.activeStreams.Add(1)
+	if err := s.acquire(ctx); err != nil {
+		s.m.activeStreams.Add(-1)
+		return nil, nil, err
+	}
+	e := &sse{j: j, w: w, rc: rc, ctx: ctx, t0: time.Now(), buf: make([]byte, 0, 512)}
+	j.hold()
+	s.gt.record(gtRecord{id: j.id, t: e.t0, kind: KindSlot})
+	return e, func() {
+		e.clk.stop()
+		s.release()
+		s.m.activeStreams.Add(-1)
+	}, nil
 }
 
 // appendChunkUsage closes a chunk object: with include_usage, "usage" is null (as OpenAI sends),
