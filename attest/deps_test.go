@@ -14,7 +14,7 @@ import (
 // attest package itself: no net/http, gRPC, SPIFFE or cobra (docs/dependencies.md). Keyless
 // signing (attest/keyless) talks to Fulcio, Rekor and a timestamp authority, so net/http (and
 // sigstore-go, which brings cobra through github.com/sassoftware/relic's x509tools) is allowed
-// there and in its loopback stand-ins, never in attest.
+// there and in its loopback stand-ins, and the Vault client in attest/kms; never in attest.
 func TestDependencyDirection(t *testing.T) {
 	depcheck.Forbid(t, ".", "github.com/qualkit/qualkit/runner", "github.com/qualkit/qualkit/verify", "github.com/qualkit/qualkit/tools", "cuelang.org/go",
 		"github.com/in-toto/in-toto-golang/cmd")

@@ -12,7 +12,11 @@
 #   5. qualrun publish pushes the receipt to a loopback registry (qualsim registry); qualverify verifies
 #      it by digest from there, cosign tree lists its bundle referrer, and the bundle fetched through the
 #      referrers API verifies with cosign;
-#   5. the stock `in-toto-golang verify` CLI (pinned, installed into .tools/; about a minute to
+#   6. keyless: qualrun run --sign keyless against qualsim sigstore (loopback OIDC issuer, Fulcio-API
+#      CA, Rekor log, TSA); stock cosign verify-blob-attestation accepts the bundle with
+#      --certificate-identity/--certificate-oidc-issuer and the stand-ins' trusted root, and refuses
+#      another identity and another issuer;
+#   7. the stock `in-toto-golang verify` CLI (pinned, installed into .tools/; about a minute to
 #      build) accepts the campaign's in-toto link under a layout from `qualrun layout`, its
 #      inspection running qualverify verify, and refuses a tampered product.
 # Not part of `make test`: building cosign takes minutes.
@@ -211,6 +215,32 @@ PY
 expect_ok "the referrers API names the bundle" '^bundle referrer sha256:[0-9a-f]{64}' fetch_bundle "$work/referred.sigstore.json"
 expect_ok "cosign verifies the referred bundle against the receipt" "$V" verify "$work/qual.pub" --bundle "$work/referred.sigstore.json" "$receipt"
 kill "$registry_pid" 2>/dev/null || true
+
+echo "== keyless: qualrun run --sign keyless against qualsim sigstore (loopback stand-ins); cosign checks the identity"
+ss=$work/sigstore
+mkdir -p "$ss"
+"$repo_root/bin/qualsim" sigstore --dir "$ss" >"$work/sigstore.log" 2>&1 &
+sigstore_pid=$!
+trap 'kill "$sigstore_pid" 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 400); do [ -e "$ss/ready" ] && break; sleep 0.05; done
+ident=https://github.com/qualkit/qualkit/.github/workflows/release.yml@refs/heads/main
+issuer=$(cat "$ss/issuer.url")
+expect_ok "qualrun run --sign keyless (Fulcio certificate, Rekor entry, RFC 3161 timestamp)" "^identity .*" \
+	bash -c 'cd "$1" && "$2" run workloads/demo.json --variant cpu-reference --host-id interop-host --output .qualification/receipts/keyless.json \
+		--sign keyless --identity-token "$3/token" --fulcio-url "$(cat "$3/fulcio.url")" --rekor-url "$(cat "$3/rekor.url")" \
+		--tsa-url "$(cat "$3/tsa.url")" --trusted-root "$3/trusted_root.json"' _ "$r" "$qualrun" "$ss"
+kreceipt=$r/.qualification/receipts/keyless.json
+kbundle=$r/.qualification/receipts/keyless.sigstore.json
+kverify() { # kverify IDENTITY ISSUER TRUSTED-ROOT
+	"$cosign" verify-blob-attestation --bundle "$kbundle" --trusted-root "$3" --certificate-identity "$1" \
+		--certificate-oidc-issuer "$2" --type "$PT" "$kreceipt"
+}
+expect_ok "cosign verify-blob-attestation --certificate-identity --certificate-oidc-issuer (offline, trusted root)" "$V" kverify "$ident" "$issuer" "$ss/trusted_root.json"
+expect_fail "cosign refuses another identity" 'expected SAN value "[^"]+", got "[^"]+"|none of the expected identities matched' kverify https://github.com/evil/fork/.github/workflows/release.yml@refs/heads/main "$issuer" "$ss/trusted_root.json"
+expect_fail "cosign refuses another issuer" 'expected issuer value "[^"]+", got "[^"]+"|none of the expected identities matched' kverify "$ident" https://token.actions.githubusercontent.com "$ss/trusted_root.json"
+expect_ok "qualverify verifies it with the same policy" '^verdict +verified' "$repo_root/bin/qualverify" verify "$kreceipt" --root "$r" \
+	--trusted-root "$ss/trusted_root.json" --certificate-identity "$ident" --certificate-oidc-issuer "$issuer" --allow-unpublished-unsafe
+kill "$sigstore_pid" 2>/dev/null || true
 
 echo
 echo "make interop: $pass passed, $fail failed (cosign $COSIGN_VERSION, in-toto-golang $INTOTO_VERSION)"

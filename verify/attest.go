@@ -178,6 +178,8 @@ type SignatureOutcome struct {
 	Verified bool
 	// Problem says why a signature did not verify.
 	Problem string
+	// Identity is the keyless signer (keyless.go); nil for a pinned key.
+	Identity *SignerIdentity
 }
 
 func verifySig(k crypto.PublicKey, sig, message []byte) bool {

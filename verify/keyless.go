@@ -84,7 +84,7 @@ func (s *snapshot) readKeyless(kind, path string, raw []byte, policy Policy) *at
 	}
 	id := SignerIdentity{Issuer: out.Issuer, Subject: out.Subject}
 	a.signer, a.identity, a.payload = KeyFingerprint(out.PublicKey), &id, out.Payload
-	a.sigs = []SignatureOutcome{{File: path, Key: a.signer, Verified: true}}
+	a.sigs = []SignatureOutcome{{File: path, Key: a.signer, Verified: true, Identity: &id}}
 	s.keylessKey = out.PublicKey
 	if st, err := parseStatement(out.Payload); err != nil {
 		a.malformed = err
@@ -94,8 +94,14 @@ func (s *snapshot) readKeyless(kind, path string, raw []byte, policy Policy) *at
 	return a
 }
 
-// finishKeyless verifies the envelope read before the bundle with the bundle's certificate key.
+// finishKeyless verifies the envelope read before the bundle with the bundle's certificate key,
+// and records the verified identity.
 func (s *snapshot) finishKeyless() {
+	for _, a := range s.attestations {
+		if a.identity != nil && s.identity == nil {
+			s.identity = a.identity
+		}
+	}
 	if s.keylessEnvelope == nil {
 		return
 	}
@@ -104,15 +110,15 @@ func (s *snapshot) finishKeyless() {
 		keys = append(keys, s.keylessKey)
 	}
 	*s.keylessEnvelope = *readAttestation(s.keylessEnvelope.kind, s.keylessEnvelope.path, s.keylessEnvelopeRaw, keys)
+	for i := range s.keylessEnvelope.sigs {
+		if s.keylessEnvelope.sigs[i].Verified {
+			s.keylessEnvelope.sigs[i].Identity = s.identity
+		}
+	}
 	if s.keylessKey == nil {
 		s.keylessEnvelope.keylessErr = errors.New("the envelope of a keyless signature verifies only with its bundle's certificate key, and the bundle did not verify")
 		for i := range s.keylessEnvelope.sigs {
 			s.keylessEnvelope.sigs[i].Problem = "no verified keyless bundle beside it"
-		}
-	}
-	for _, a := range s.attestations {
-		if a.identity != nil && s.identity == nil {
-			s.identity = a.identity
 		}
 	}
 }

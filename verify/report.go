@@ -48,6 +48,9 @@ func (r *Result) Report(version string, now time.Time) contract.VerificationRepo
 			p := clipRunes(sg.Problem, 1024)
 			out.Problem = &p
 		}
+		if id := sg.Identity; id != nil { // keyless.go
+			out.Identity = &contract.SignerIdentityReport{Issuer: clipRunes(id.Issuer, 1024), Subject: clipRunes(id.Subject, 1024)}
+		}
 		doc.Signatures = append(doc.Signatures, out)
 	}
 	for _, c := range r.Checks {

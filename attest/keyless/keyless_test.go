@@ -151,6 +151,7 @@ func TestKeylessRefusals(t *testing.T) {
 			e["logId"] = map[string]any{"keyId": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}
 		}), w.policy(), keyless.ErrInclusionProof},
 		{"another trusted root", other.sign(t, workflow, true).Bundle, w.policy(), keyless.ErrUntrustedRoot},
+		{"timestamp of another authority", swapTimestamp(t, good.Bundle, other.sign(t, workflow, true).Bundle), w.policy(), keyless.ErrTimestamp},
 		{"not a bundle", []byte(`{}`), w.policy(), keyless.ErrBundle},
 		{"no policy identity", good.Bundle, keyless.Policy{TrustedRoot: w.root, Issuer: w.s.IssuerURL}, keyless.ErrPolicy},
 	}
@@ -212,4 +213,19 @@ func TestTokenSources(t *testing.T) {
 	if tok, _ := keyless.Token(context.Background(), f, getenv); tok != "file.jwt.token" {
 		t.Fatalf("file first: %q", tok)
 	}
+}
+
+// swapTimestamp puts from's RFC 3161 timestamp into b.
+func swapTimestamp(t *testing.T, b, from []byte) []byte {
+	t.Helper()
+	var m, f map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(from, &f); err != nil {
+		t.Fatal(err)
+	}
+	m["verificationMaterial"].(map[string]any)["timestampVerificationData"] = f["verificationMaterial"].(map[string]any)["timestampVerificationData"]
+	out, _ := json.Marshal(m)
+	return out
 }

@@ -164,7 +164,11 @@ func Verify(data []byte, p Policy) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUntrustedRoot, err)
 	}
-	stamped, err := verify.VerifySignedTimestampWithThreshold(b, tr, 0)
+	// Every timestamp the bundle carries must verify (sigstore-go's threshold would skip a bad one).
+	stamped, tsErrs, err := verify.VerifySignedTimestamp(b, tr)
+	if err == nil {
+		err = errors.Join(tsErrs...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTimestamp, err)
 	}

@@ -2678,6 +2678,16 @@ type SignatureReport struct {
 	Verified bool    `json:"verified"`
 	// Problem says why the signature did not verify; null when it verified.
 	Problem *string `json:"problem"`
+	// Identity is the keyless signer a verified Sigstore certificate names (its OIDC issuer and subject); absent for a pinned key.
+	Identity *SignerIdentityReport `json:"identity,omitempty"`
+}
+
+// SignerIdentityReport is who signed keylessly: the certificate's OIDC issuer and its subject (an email or a workflow URI).
+//
+// CUE: report/v1 #SignerIdentity.
+type SignerIdentityReport struct {
+	Issuer  string `json:"issuer"`
+	Subject string `json:"subject"`
 }
 
 // Check is report/v1 #Check.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/attest"
+	"github.com/qualkit/qualkit/attest/kms"
 	"github.com/qualkit/qualkit/runner/source"
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/tools/internal/cliapp"
@@ -34,7 +35,7 @@ func attestCommand() *cli.Command {
 			"Exit 0: written; 1: the receipt or its evidence is refused; 2: usage (bad key, wrong password, existing\n" +
 			"output, unreadable receipt); 3: the files could not be written.",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "key", Usage: "signing key `FILE` (cosign encrypted or PKCS#8 PEM, ECDSA P-256)"},
+			&cli.StringFlag{Name: "key", Usage: "signing key `FILE` (cosign encrypted or PKCS#8 PEM, ECDSA P-256), or a KMS key hashivault://NAME (Vault transit; $VAULT_ADDR, $VAULT_TOKEN)"},
 			&cli.StringFlag{Name: "password-file", Usage: "read the key password from `FILE` (default: $QUALKIT_PASSWORD, then $COSIGN_PASSWORD)"},
 			&cli.StringFlag{Name: "root", Usage: "repository root `DIR` the receipt's paths are relative to (default: the git worktree holding RECEIPT)"},
 			&cli.BoolFlag{Name: "json", Usage: "print a machine summary (JSON)"},
@@ -70,6 +71,13 @@ func loadKey(c *cli.Context) (attest.Signer, error) {
 			return nil, fmt.Errorf("%w: --password-file needs --key", exitcode.ErrUsage)
 		}
 		return nil, nil
+	}
+	if kms.IsReference(c.String("key")) { // a KMS key: sigstore's URI, the provider's own credentials
+		s, err := kms.LoadSigner(c.Context, c.String("key"))
+		if err != nil {
+			return nil, fmt.Errorf("%w: --key: %v", exitcode.ErrUsage, err)
+		}
+		return s, nil
 	}
 	s, err := attest.LoadSigner(c.String("key"), attest.PasswordFromEnv(c.String("password-file")))
 	if err != nil {

@@ -112,7 +112,7 @@ func policyFromFlags(c *cli.Context, publication bool) (verify.Policy, []verify.
 		}
 	}
 	if len(policy.Keys) == 0 && policy.Keyless == nil && !contains(relax, verify.RelaxUnsigned) && c.Command.Name != "compare" {
-		return policy, nil, fmt.Errorf("%w: %s needs --key, or --trusted-root with a certificate identity (or a policy with public_keys or keyless); --%s skips the signature check", exitcode.ErrUsage, c.Command.Name, verify.RelaxUnsigned)
+		return policy, nil, fmt.Errorf("%w: %s needs --key (or a policy with public_keys); --%s skips the signature check; keyless bundles need --trusted-root and a certificate identity", exitcode.ErrUsage, c.Command.Name, verify.RelaxUnsigned)
 	}
 	opts := []verify.Option{verify.WithRelaxations(relax...)}
 	if dir := c.String("model-store"); dir != "" {
