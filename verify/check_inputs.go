@@ -1,11 +1,11 @@
 package verify
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/qualkit/qualkit/verify/internal/gitobj"
 )
 
 // inputBlob is what the commit a receipt names holds at the path of one of its bound inputs.
@@ -16,55 +16,11 @@ type inputBlob struct {
 	err error
 }
 
-// commitBlobDigest returns the sha256 digest of the blob at the repository-relative path p in tree
-// ("" when the tree has no blob there), walking one tree object per path component.
-func (g *gitObjects) commitBlobDigest(tree, p string) (string, error) {
-	parts := strings.Split(p, "/")
-	id := tree
-	for i, name := range parts {
-		typ, data, err := g.read(id)
-		if err != nil {
-			return "", err
-		}
-		if typ != "tree" {
-			return "", nil // a blob where the path needs a directory: no file there
-		}
-		ents, err := parseGitTree(data)
-		if err != nil {
-			return "", fmt.Errorf("tree %s: %w", id, err)
-		}
-		next := ""
-		for _, e := range ents {
-			if e.name == name {
-				dir := e.mode == 0o40000
-				if last := i == len(parts)-1; last == dir || e.mode == 0o160000 {
-					return "", nil // a directory (or a submodule) where the path needs a file
-				}
-				next = e.id
-				break
-			}
-		}
-		if next == "" {
-			return "", nil
-		}
-		id = next
-	}
-	typ, blob, err := g.read(id)
-	if err != nil {
-		return "", err
-	}
-	if typ != "blob" {
-		return "", nil
-	}
-	sum := sha256.Sum256(blob)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
-}
-
 // lookupInputs records, for every bound input the checks read (the workload, launch recipes,
 // corpus files) at a repository path, the blob the commit's tree holds there; and, when the
 // checkout's HEAD is another commit, the blobs HEAD holds for the files the receipt binds, so that
 // a working tree that differs from HEAD is said.
-func (s *snapshot) lookupInputs(g *gitObjects) {
+func (s *snapshot) lookupInputs(g *gitobj.Store) {
 	s.tree.inputs = map[string]inputBlob{}
 	for _, a := range s.rc.Artifacts {
 		if !readInput(a.Kind) || !localPath(a.Path) {
@@ -73,7 +29,7 @@ func (s *snapshot) lookupInputs(g *gitObjects) {
 		if _, done := s.tree.inputs[a.Path]; done {
 			continue
 		}
-		d, err := g.commitBlobDigest(s.tree.tree, a.Path)
+		d, err := g.BlobDigest(s.tree.tree, a.Path)
 		s.tree.inputs[a.Path] = inputBlob{digest: d, err: err}
 	}
 	s.warnDirty(g)
@@ -82,12 +38,12 @@ func (s *snapshot) lookupInputs(g *gitObjects) {
 // warnDirty warns when a file the receipt binds is tracked at the checkout's HEAD and its bytes in
 // the working tree, which verification reads, are not HEAD's: the evidence root's working tree is
 // dirty where it matters.
-func (s *snapshot) warnDirty(g *gitObjects) {
-	head := s.checkout.head
-	if !gitObjectRE.MatchString(head) {
+func (s *snapshot) warnDirty(g *gitobj.Store) {
+	head := s.checkout.Head
+	if !gitobj.ObjectName.MatchString(head) {
 		return
 	}
-	tree, err := g.commitTree(head)
+	tree, err := g.CommitTree(head)
 	if err != nil {
 		return
 	}
@@ -99,7 +55,7 @@ func (s *snapshot) warnDirty(g *gitObjects) {
 			continue
 		}
 		seen[a.Path] = true
-		if d, err := g.commitBlobDigest(tree, a.Path); err == nil && d != "" && d != f.digest {
+		if d, err := g.BlobDigest(tree, a.Path); err == nil && d != "" && d != f.digest {
 			dirty = append(dirty, a.Path)
 		}
 	}
@@ -129,7 +85,7 @@ func checkInputsInCommit(c *collector, s *snapshot) {
 			continue
 		}
 		switch {
-		case b.err != nil && errors.Is(b.err, errObjectMissing):
+		case b.err != nil && errors.Is(b.err, gitobj.ErrObjectMissing):
 			c.add(file, jp("artifacts", i, "path"), ErrInputNotInCommit, "%s %s cannot be looked up in commit %s: an object of its path is not in the checkout (%v)", a.Kind, a.Path, s.rc.Source.Commit, b.err)
 		case b.err != nil:
 			c.add(file, jp("artifacts", i, "path"), ErrInputNotInCommit, "%s %s cannot be looked up in commit %s: %v", a.Kind, a.Path, s.rc.Source.Commit, b.err)

@@ -6,11 +6,11 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/gitobj"
 )
 
 var (
-	gitObjectRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
-	digestRE    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
 
 // TreeHashFormat is the source tree hash format receipts carry.
@@ -25,10 +25,10 @@ func checkSource(s *snapshot) CheckResult {
 	c := &collector{check: CheckSource}
 	src := s.rc.Source
 	file := s.receipt.path
-	if !gitObjectRE.MatchString(src.Commit) {
+	if !gitobj.ObjectName.MatchString(src.Commit) {
 		c.add(file, "/source/commit", ErrSourceFormat, "commit %q is not 40 lowercase hex digits", src.Commit)
 	}
-	if !gitObjectRE.MatchString(src.Tree) {
+	if !gitobj.ObjectName.MatchString(src.Tree) {
 		c.add(file, "/source/tree", ErrSourceFormat, "tree %q is not 40 lowercase hex digits", src.Tree)
 	}
 	if src.TreeHashFormat != TreeHashFormat {
@@ -37,7 +37,7 @@ func checkSource(s *snapshot) CheckResult {
 	if !digestRE.MatchString(src.TreeHash) {
 		c.add(file, "/source/tree_hash", ErrSourceFormat, "tree hash %q is not a sha256 digest", src.TreeHash)
 	}
-	if src.OriginMain != nil && !gitObjectRE.MatchString(*src.OriginMain) {
+	if src.OriginMain != nil && !gitobj.ObjectName.MatchString(*src.OriginMain) {
 		c.add(file, "/source/origin_main", ErrSourceFormat, "origin_main %q is not 40 lowercase hex digits", *src.OriginMain)
 	}
 	switch t := s.tree; {
@@ -83,10 +83,10 @@ func checkSource(s *snapshot) CheckResult {
 			c.note("the git metadata of %s could not be read (%v): the receipt's commit was not compared with origin/main", s.ev.Root, s.checkoutErr)
 		case co == nil:
 			c.note("%s is not a git checkout: the receipt's commit was not compared with origin/main", s.ev.Root)
-		case co.originMain == "":
+		case co.OriginMain == "":
 			c.note("the checkout has no origin/main: the receipt's commit was not compared with it")
-		case co.originMain != src.Commit:
-			c.add(file, "/source/commit", ErrNotOriginMain, "the receipt was made from %s, the checkout's origin/main is %s", src.Commit, co.originMain)
+		case co.OriginMain != src.Commit:
+			c.add(file, "/source/commit", ErrNotOriginMain, "the receipt was made from %s, the checkout's origin/main is %s", src.Commit, co.OriginMain)
 		}
 	}
 	return c.result()

@@ -15,6 +15,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/gitobj"
 )
 
 // Table tests of each check: every check is a pure function of a snapshot, so each case loads the
@@ -199,8 +200,8 @@ func TestCheckSource(t *testing.T) {
 	commit := func(s *snapshot) string { return s.rc.Source.Commit }
 	runCheckTable(t, checkSource, []checkCase{
 		{"publishable, no checkout", func(s *snapshot) {}, nil, StatusPassed},
-		{"checkout at the receipt's commit", func(s *snapshot) { s.checkout = &checkout{head: commit(s), originMain: commit(s)} }, nil, StatusPassed},
-		{"checkout's origin/main moved on", func(s *snapshot) { s.checkout = &checkout{head: commit(s), originMain: strings.Repeat("2", 40)} }, ErrNotOriginMain, ""},
+		{"checkout at the receipt's commit", func(s *snapshot) { s.checkout = &gitobj.Checkout{Head: commit(s), OriginMain: commit(s)} }, nil, StatusPassed},
+		{"checkout's origin/main moved on", func(s *snapshot) { s.checkout = &gitobj.Checkout{Head: commit(s), OriginMain: strings.Repeat("2", 40)} }, ErrNotOriginMain, ""},
 		{"dirty tree", func(s *snapshot) { s.rc.Source.Clean = false }, ErrDirtySource, ""},
 		{"not publishable", func(s *snapshot) {
 			s.rc.Publishable = false

@@ -3,6 +3,7 @@ package verify
 import (
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/rules"
+	"github.com/qualkit/qualkit/verify/internal/gitobj"
 )
 
 // Limits on untrusted evidence, in one place. Evidence beyond them is a finding (or, for the
@@ -33,7 +34,7 @@ const (
 	// MaxRunDirEntries caps the files listed below a run directory (every one must be bound).
 	MaxRunDirEntries = 1_000_000
 	// MaxGitRefBytes caps a git ref file or packed-refs file read to find HEAD and origin/main.
-	MaxGitRefBytes = 16 << 20
+	MaxGitRefBytes = gitobj.MaxRefBytes
 )
 
 // Default tolerance of a recomputed number: max(absolute, |recorded| x relative).

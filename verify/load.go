@@ -19,6 +19,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/gitobj"
 )
 
 // fileFacts is what reading one file learned. Checks are pure functions of these facts.
@@ -99,7 +100,7 @@ type snapshot struct {
 
 	attestations []*attestation
 	links        []*inTotoLink // the campaign's in-toto links (check_intoto.go)
-	checkout     *checkout
+	checkout     *gitobj.Checkout
 	checkoutErr  error
 	tree         treeFacts
 	signer       string
@@ -324,7 +325,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not available: %s", rc.Workload.Path, notCheckedWithout(contract.ArtifactKindWorkload)))
 	}
 	s.runEntries, s.runWalkErr = listRunDir(ev.Root, s.runDir())
-	s.checkout, s.checkoutErr = readCheckout(ev.Root)
+	s.checkout, s.checkoutErr = gitobj.ReadCheckout(ev.Root)
 	s.recomputeTree(ctx)
 	return s, nil
 }
@@ -346,23 +347,23 @@ func (s *snapshot) recomputeTree(ctx context.Context) {
 	switch {
 	case s.checkout == nil || s.checkoutErr != nil:
 		s.tree.unavailable = "the evidence root is not a git checkout"
-	case !gitObjectRE.MatchString(src.Commit):
+	case !gitobj.ObjectName.MatchString(src.Commit):
 		s.tree.unavailable = "the commit is malformed"
 	}
 	if s.tree.unavailable == "" {
-		g, err := openGitObjects(s.checkout.objects)
+		g, err := gitobj.Open(s.checkout.CommonDir)
 		if err != nil {
 			s.tree.unavailable = fmt.Sprintf("the checkout's objects cannot be read: %v", err)
 		} else {
-			defer g.close()
-			if s.tree.tree, err = g.commitTree(src.Commit); err == nil {
-				s.tree.hash, err = g.sourceTreeHash(ctx, s.tree.tree)
+			defer g.Close()
+			if s.tree.tree, err = g.CommitTree(src.Commit); err == nil {
+				s.tree.hash, err = g.SourceTreeHash(ctx, s.tree.tree)
 			}
 			if err == nil {
 				s.lookupInputs(g)
 			}
 			switch {
-			case errors.Is(err, errObjectMissing):
+			case errors.Is(err, gitobj.ErrObjectMissing):
 				s.tree.unavailable = fmt.Sprintf("commit %s (or an object of its tree) is not in the checkout's objects (%v)", src.Commit, err)
 			case err != nil:
 				s.tree.unavailable = fmt.Sprintf("the tree of commit %s cannot be read: %v", src.Commit, err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/gitobj"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -151,17 +152,17 @@ func TestReadCheckout(t *testing.T) {
 	write(wt, map[string]string{".git": "gitdir: " + filepath.Join(worktree, "gitdir") + "\n"})
 	for _, tc := range []struct {
 		name, root string
-		want       *checkout
+		want       *gitobj.Checkout
 	}{
-		{"loose refs", loose, &checkout{head: head, originMain: om}},
-		{"packed refs", packed, &checkout{head: head, originMain: om}},
-		{"detached, no origin", detached, &checkout{head: head}},
-		{"linked worktree", wt, &checkout{head: head, originMain: om}},
+		{"loose refs", loose, &gitobj.Checkout{Head: head, OriginMain: om}},
+		{"packed refs", packed, &gitobj.Checkout{Head: head, OriginMain: om}},
+		{"detached, no origin", detached, &gitobj.Checkout{Head: head}},
+		{"linked worktree", wt, &gitobj.Checkout{Head: head, OriginMain: om}},
 		{"not a checkout", t.TempDir(), nil},
 	} {
-		got, err := readCheckout(tc.root)
+		got, err := gitobj.ReadCheckout(tc.root)
 		if got != nil {
-			got.objects = "" // the object database directory is tested with real repositories
+			got.CommonDir = "" // the object database directory is tested with real repositories
 		}
 		if err != nil || (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
 			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, err, tc.want)

@@ -1,4 +1,4 @@
-package verify
+package gitobj
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func FuzzParseGitTree(f *testing.F) {
 			return
 		}
 		for _, e := range ents {
-			if e.name == "" || e.name == "." || e.name == ".." || bytes.ContainsAny([]byte(e.name), "/\x00") || !gitObjectRE.MatchString(e.id) {
+			if e.name == "" || e.name == "." || e.name == ".." || bytes.ContainsAny([]byte(e.name), "/\x00") || !ObjectName.MatchString(e.id) {
 				t.Fatalf("entry %+v accepted", e)
 			}
 		}

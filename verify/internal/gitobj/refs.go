@@ -1,4 +1,4 @@
-package verify
+package gitobj
 
 import (
 	"bufio"
@@ -15,20 +15,24 @@ import (
 	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
-// checkout is what the evidence root's git metadata says, read from files (verify runs no git).
-type checkout struct {
-	head       string // commit of HEAD
-	originMain string // commit of refs/remotes/origin/main; "" when absent
-	objects    string // the common git directory, whose objects/ is the object database
+// Checkout is what the evidence root's git metadata says, read from files (verify runs no git).
+type Checkout struct {
+	Head       string // commit of HEAD
+	OriginMain string // commit of refs/remotes/origin/main; "" when absent
+	CommonDir  string // the common git directory, whose objects/ is the object database
 }
 
-var objectName = regexp.MustCompile(`^[0-9a-f]{40}$`)
+// ObjectName matches a git object name (SHA-1, lower-case hex).
+var ObjectName = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
-// errGitMetadata is wrapped when the git metadata of an evidence root breaks a rule of the
+// MaxRefBytes caps a git ref file or packed-refs file read to find HEAD and origin/main.
+const MaxRefBytes = 16 << 20
+
+// ErrMetadata is wrapped when the git metadata of an evidence root breaks a rule of the
 // reader: a ref file that is neither an object name nor a symbolic ref, a symbolic ref to a name
 // that is not a ref, a .git that is neither a directory nor a gitdir file. The message names the
 // file, its size and the rule, never the file's bytes (they may be any local file's).
-var errGitMetadata = errors.New("git metadata the verifier does not follow")
+var ErrMetadata = errors.New("git metadata the verifier does not follow")
 
 // refName is a ref name the resolver follows: HEAD, or refs/ and components of letters, digits,
 // '.', '_', '-' and '+', none empty or starting with '.' (so never "..", never outside the git
@@ -68,12 +72,12 @@ func openDir(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 }
 
-// readCheckout reads HEAD and refs/remotes/origin/main of the git repository at root, if root is
+// ReadCheckout reads HEAD and refs/remotes/origin/main of the git repository at root, if root is
 // one. It returns nil when root has no .git; an error when the metadata is there but unreadable or
-// breaks a rule (errGitMetadata). root/.git is a directory, or (a linked worktree, a submodule) a
+// breaks a rule (ErrMetadata). root/.git is a directory, or (a linked worktree, a submodule) a
 // regular file "gitdir: PATH" naming the git directory, whose commondir file names the common
 // directory as git writes it; neither is followed through a symbolic link.
-func readCheckout(root string) (*checkout, error) {
+func ReadCheckout(root string) (*Checkout, error) {
 	dirs, err := openGitDirs(root)
 	if dirs == nil || err != nil {
 		return nil, err
@@ -83,9 +87,9 @@ func readCheckout(root string) (*checkout, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read HEAD of %s: %w", root, err)
 	}
-	co := &checkout{head: head, objects: dirs.commonPath}
+	co := &Checkout{Head: head, CommonDir: dirs.commonPath}
 	if om, err := dirs.resolveRef("refs/remotes/origin/main", 0); err == nil {
-		co.originMain = om
+		co.OriginMain = om
 	}
 	return co, nil
 }
@@ -107,20 +111,20 @@ func openGitDirs(root string) (*gitDirs, error) {
 		return &gitDirs{git: d, common: d, gitPath: dotgit, commonPath: dotgit}, nil
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, neither a directory nor a gitdir file: %w", dotgit, st.Mode().Type(), errGitMetadata)
+		return nil, fmt.Errorf("%s is %s, neither a directory nor a gitdir file: %w", dotgit, st.Mode().Type(), ErrMetadata)
 	}
 	rootDir, err := openDir(root)
 	if err != nil {
 		return nil, err
 	}
-	b, err := evidence.ReadBeneath(rootDir, ".git", MaxGitRefBytes)
+	b, err := evidence.ReadBeneath(rootDir, ".git", MaxRefBytes)
 	rootDir.Close()
 	if err != nil {
 		return nil, err
 	}
 	rest, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
 	if !ok || rest == "" || strings.ContainsAny(rest, "\x00\n") {
-		return nil, fmt.Errorf("%s (%d bytes) is not \"gitdir: PATH\": %w", dotgit, len(b), errGitMetadata)
+		return nil, fmt.Errorf("%s (%d bytes) is not \"gitdir: PATH\": %w", dotgit, len(b), ErrMetadata)
 	}
 	if !filepath.IsAbs(rest) {
 		rest = filepath.Join(root, rest)
@@ -130,7 +134,7 @@ func openGitDirs(root string) (*gitDirs, error) {
 		return nil, fmt.Errorf("the git directory %s names: %w", dotgit, err)
 	}
 	dirs := &gitDirs{git: gd, common: gd, gitPath: rest, commonPath: rest}
-	c, err := evidence.ReadBeneath(gd, "commondir", MaxGitRefBytes)
+	c, err := evidence.ReadBeneath(gd, "commondir", MaxRefBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return dirs, nil
@@ -141,7 +145,7 @@ func openGitDirs(root string) (*gitDirs, error) {
 	cd := strings.TrimSpace(string(c))
 	if cd == "" || strings.ContainsAny(cd, "\x00\n") {
 		gd.Close()
-		return nil, fmt.Errorf("%s (%d bytes) is not a path: %w", filepath.Join(rest, "commondir"), len(c), errGitMetadata)
+		return nil, fmt.Errorf("%s (%d bytes) is not a path: %w", filepath.Join(rest, "commondir"), len(c), ErrMetadata)
 	}
 	if !filepath.IsAbs(cd) {
 		cd = filepath.Join(rest, cd)
@@ -159,42 +163,42 @@ func openGitDirs(root string) (*gitDirs, error) {
 // followed only when it is a ref name (validRefName), and read beneath its directory.
 func (g *gitDirs) resolveRef(name string, depth int) (string, error) {
 	if depth > 5 {
-		return "", fmt.Errorf("ref %s: too many symbolic references: %w", name, errGitMetadata)
+		return "", fmt.Errorf("ref %s: too many symbolic references: %w", name, ErrMetadata)
 	}
 	dir, dirPath := g.common, g.commonPath
 	if name == "HEAD" {
 		dir, dirPath = g.git, g.gitPath
 	}
-	b, err := evidence.ReadBeneath(dir, name, MaxGitRefBytes)
+	b, err := evidence.ReadBeneath(dir, name, MaxRefBytes)
 	switch {
 	case err == nil:
 		file := filepath.Join(dirPath, filepath.FromSlash(name))
 		v := strings.TrimSpace(string(b))
 		if target, ok := strings.CutPrefix(v, "ref: "); ok {
 			if !validRefName(target) {
-				return "", fmt.Errorf("%s (%d bytes) is a symbolic ref to a name that is not a ref (HEAD or refs/... without '.'-led or empty components): %w", file, len(b), errGitMetadata)
+				return "", fmt.Errorf("%s (%d bytes) is a symbolic ref to a name that is not a ref (HEAD or refs/... without '.'-led or empty components): %w", file, len(b), ErrMetadata)
 			}
 			return g.resolveRef(target, depth+1)
 		}
-		if objectName.MatchString(v) {
+		if ObjectName.MatchString(v) {
 			return v, nil
 		}
-		return "", fmt.Errorf("%s (%d bytes) is neither an object name (40 lowercase hex digits) nor \"ref: \" and a ref name: %w", file, len(b), errGitMetadata)
+		return "", fmt.Errorf("%s (%d bytes) is neither an object name (40 lowercase hex digits) nor \"ref: \" and a ref name: %w", file, len(b), ErrMetadata)
 	case !errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("ref %s: %w", name, err)
 	}
-	b, err = evidence.ReadBeneath(g.common, "packed-refs", MaxGitRefBytes)
+	b, err = evidence.ReadBeneath(g.common, "packed-refs", MaxRefBytes)
 	if err != nil {
 		return "", fmt.Errorf("ref %s not found", name)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, MaxGitRefBytes)
+	sc.Buffer(nil, MaxRefBytes)
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "^") {
 			continue
 		}
-		if obj, ref, ok := strings.Cut(line, " "); ok && ref == name && objectName.MatchString(obj) {
+		if obj, ref, ok := strings.Cut(line, " "); ok && ref == name && ObjectName.MatchString(obj) {
 			return obj, nil
 		}
 	}

@@ -1,4 +1,4 @@
-package verify
+package gitobj
 
 import (
 	"bytes"
@@ -26,18 +26,18 @@ import (
 // qualkit-source-tree-v1 hash offline without running git. Every object read is checked against
 // its SHA-1 name; sizes are bounded before anything is inflated.
 
-// errObjectMissing: the object is not in the database (a shallow clone, another repository).
-var errObjectMissing = errors.New("object not in the repository")
+// ErrObjectMissing: the object is not in the database (a shallow clone, another repository).
+var ErrObjectMissing = errors.New("object not in the repository")
 
 // Bounds of the git object reader.
 const (
-	maxGitObjectBytes = MaxDocumentBytes * 16 // one inflated object (a blob of at most 1 GiB)
+	maxGitObjectBytes = jsonstrict.MaxDocumentBytes * 16 // one inflated object (a blob of at most 1 GiB)
 	maxDeltaDepth     = 4096
 	maxTreeEntries    = 1_000_000
 	maxPackIndexBytes = 1 << 30
 )
 
-type gitObjects struct {
+type Store struct {
 	common *os.File // the common git directory; objects/ is read beneath it
 	path   string   // its path, for messages
 	packs  []*gitPack
@@ -50,16 +50,16 @@ type gitPack struct {
 	f       *os.File
 }
 
-// openGitObjects opens the object database of the common git directory commonDir. Every file it
+// Open opens the object database of the common git directory commonDir. Every file it
 // reads (loose objects, pack indexes, packs) is opened beneath commonDir (evidence.OpenBeneath:
 // openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), regular files only: a symlinked object or pack
 // cannot make the verifier read a file outside the git directory.
-func openGitObjects(commonDir string) (*gitObjects, error) {
+func Open(commonDir string) (*Store, error) {
 	d, err := openDir(commonDir)
 	if err != nil {
 		return nil, err
 	}
-	g := &gitObjects{common: d, path: commonDir}
+	g := &Store{common: d, path: commonDir}
 	ents, _ := os.ReadDir(filepath.Join(commonDir, "objects", "pack"))
 	var idxs []string
 	for _, e := range ents {
@@ -71,7 +71,7 @@ func openGitObjects(commonDir string) (*gitObjects, error) {
 	for _, idx := range idxs {
 		p, err := g.openPack(idx)
 		if err != nil {
-			g.close()
+			g.Close()
 			return nil, err
 		}
 		g.packs = append(g.packs, p)
@@ -79,7 +79,7 @@ func openGitObjects(commonDir string) (*gitObjects, error) {
 	return g, nil
 }
 
-func (g *gitObjects) close() {
+func (g *Store) Close() {
 	for _, p := range g.packs {
 		p.f.Close()
 	}
@@ -87,7 +87,7 @@ func (g *gitObjects) close() {
 }
 
 // openPack opens the pack index idx (a path below the common directory) and its pack.
-func (g *gitObjects) openPack(idx string) (*gitPack, error) {
+func (g *Store) openPack(idx string) (*gitPack, error) {
 	idxPath := filepath.Join(g.path, filepath.FromSlash(idx))
 	b, err := evidence.ReadBeneath(g.common, idx, maxPackIndexBytes)
 	if err != nil {
@@ -135,7 +135,7 @@ func (p *gitPack) find(id []byte) (int64, bool) {
 }
 
 // read returns an object's type and content, checked against its name.
-func (g *gitObjects) read(hexID string) (string, []byte, error) {
+func (g *Store) read(hexID string) (string, []byte, error) {
 	id, err := hex.DecodeString(hexID)
 	if err != nil || len(id) != 20 {
 		return "", nil, fmt.Errorf("an object name of %d characters is not 40 hex digits", len(hexID))
@@ -153,7 +153,7 @@ func (g *gitObjects) read(hexID string) (string, []byte, error) {
 	return typ, data, nil
 }
 
-func (g *gitObjects) readRaw(id []byte, depth int) (string, []byte, error) {
+func (g *Store) readRaw(id []byte, depth int) (string, []byte, error) {
 	hexID := hex.EncodeToString(id)
 	f, _, err := evidence.OpenBeneath(g.common, "objects/"+hexID[:2]+"/"+hexID[2:], -1)
 	if err == nil {
@@ -168,7 +168,7 @@ func (g *gitObjects) readRaw(id []byte, depth int) (string, []byte, error) {
 			return g.readPacked(p, off, depth)
 		}
 	}
-	return "", nil, errObjectMissing
+	return "", nil, ErrObjectMissing
 }
 
 func readLoose(f *os.File) (string, []byte, error) {
@@ -207,7 +207,7 @@ func knownObjectType(t string) bool {
 	return false
 }
 
-func (g *gitObjects) readPacked(p *gitPack, off int64, depth int) (string, []byte, error) {
+func (g *Store) readPacked(p *gitPack, off int64, depth int) (string, []byte, error) {
 	if depth > maxDeltaDepth {
 		return "", nil, fmt.Errorf("delta chain longer than %d", maxDeltaDepth)
 	}
@@ -368,8 +368,8 @@ func applyDelta(base, d []byte) ([]byte, error) {
 	return out, nil
 }
 
-// commitTree returns the tree a commit names.
-func (g *gitObjects) commitTree(commit string) (string, error) {
+// CommitTree returns the tree a commit names.
+func (g *Store) CommitTree(commit string) (string, error) {
 	typ, data, err := g.read(commit)
 	if err != nil {
 		return "", err
@@ -378,22 +378,22 @@ func (g *gitObjects) commitTree(commit string) (string, error) {
 		return "", fmt.Errorf("%s is a %s, not a commit", commit, typ)
 	}
 	tree, ok := strings.CutPrefix(string(data[:min(len(data), 46)]), "tree ")
-	if !ok || len(tree) < 40 || !gitObjectRE.MatchString(tree[:40]) {
+	if !ok || len(tree) < 40 || !ObjectName.MatchString(tree[:40]) {
 		return "", fmt.Errorf("commit %s names no tree", commit)
 	}
 	return tree[:40], nil
 }
 
-// gitTreeEntry is one entry of a tree object.
-type gitTreeEntry struct {
+// TreeEntry is one entry of a tree object.
+type TreeEntry struct {
 	mode uint64
 	name string
 	id   string // 40 hex
 }
 
 // parseGitTree parses a tree object's content: entries "<octal mode> SP <name> NUL <20 bytes>".
-func parseGitTree(data []byte) ([]gitTreeEntry, error) {
-	var out []gitTreeEntry
+func parseGitTree(data []byte) ([]TreeEntry, error) {
+	var out []TreeEntry
 	for len(data) > 0 {
 		sp := bytes.IndexByte(data, ' ')
 		nul := bytes.IndexByte(data, 0)
@@ -408,7 +408,7 @@ func parseGitTree(data []byte) ([]gitTreeEntry, error) {
 		if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
 			return nil, fmt.Errorf("entry %d: a name of %d bytes that is empty, \".\", \"..\" or holds '/'", len(out), len(name))
 		}
-		out = append(out, gitTreeEntry{mode: mode, name: name, id: hex.EncodeToString(data[nul+1 : nul+21])})
+		out = append(out, TreeEntry{mode: mode, name: name, id: hex.EncodeToString(data[nul+1 : nul+21])})
 		data = data[nul+21:]
 		if len(out) > maxTreeEntries {
 			return nil, fmt.Errorf("more than %d entries", maxTreeEntries)
@@ -417,8 +417,8 @@ func parseGitTree(data []byte) ([]gitTreeEntry, error) {
 	return out, nil
 }
 
-// sourceTreeHash computes the qualkit-source-tree-v1 hash of a tree (schemas.SourceTreeHash).
-func (g *gitObjects) sourceTreeHash(ctx context.Context, tree string) (string, error) {
+// SourceTreeHash computes the qualkit-source-tree-v1 hash of a tree (schemas.SourceTreeHash).
+func (g *Store) SourceTreeHash(ctx context.Context, tree string) (string, error) {
 	var entries []jsonstrict.SourceTreeEntry
 	blobs := map[string]string{} // blob id -> content id
 	var walk func(id, prefix string, depth int) error
@@ -480,4 +480,48 @@ func (g *gitObjects) sourceTreeHash(ctx context.Context, tree string) (string, e
 		return "", err
 	}
 	return jsonstrict.SourceTreeHash(entries), nil
+}
+
+// BlobDigest returns the sha256 digest of the blob at the repository-relative path p in tree
+// ("" when the tree has no blob there), walking one tree object per path component.
+func (g *Store) BlobDigest(tree, p string) (string, error) {
+	parts := strings.Split(p, "/")
+	id := tree
+	for i, name := range parts {
+		typ, data, err := g.read(id)
+		if err != nil {
+			return "", err
+		}
+		if typ != "tree" {
+			return "", nil // a blob where the path needs a directory: no file there
+		}
+		ents, err := parseGitTree(data)
+		if err != nil {
+			return "", fmt.Errorf("tree %s: %w", id, err)
+		}
+		next := ""
+		for _, e := range ents {
+			if e.name == name {
+				dir := e.mode == 0o40000
+				if last := i == len(parts)-1; last == dir || e.mode == 0o160000 {
+					return "", nil // a directory (or a submodule) where the path needs a file
+				}
+				next = e.id
+				break
+			}
+		}
+		if next == "" {
+			return "", nil
+		}
+		id = next
+	}
+	typ, blob, err := g.read(id)
+	if err != nil {
+		return "", err
+	}
+	if typ != "blob" {
+		return "", nil
+	}
+	sum := sha256.Sum256(blob)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
