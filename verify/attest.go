@@ -11,6 +11,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
@@ -71,7 +72,7 @@ type attestation struct {
 }
 
 func malformedf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrMalformedAttestation}, args...)...)
+	return fmt.Errorf("%w: "+format, append([]any{reason.ErrMalformedAttestation}, args...)...)
 }
 
 // readAttestation parses an envelope or bundle, verifies its signatures with keys and decodes

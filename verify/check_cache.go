@@ -6,6 +6,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // checkRowCache recomputes a row's cache object (docs/caching.md) from its records with package
@@ -25,12 +26,12 @@ func checkRowCache(c *collector, path, base string, row contract.Row, wc *contra
 	want := declared != "" || cf.Reporting > 0
 	switch {
 	case row.Cache == nil && want:
-		c.add(path, base+"/cache", ErrRowMismatch, "the row has no cache object, but its case declares cache_regime %q or its records report %d cached prompt tokens (%d reporting)", declared, cf.CachedTokens, cf.Reporting)
+		c.add(path, base+"/cache", reason.ErrRowMismatch, "the row has no cache object, but its case declares cache_regime %q or its records report %d cached prompt tokens (%d reporting)", declared, cf.CachedTokens, cf.Reporting)
 		return
 	case row.Cache == nil:
 		return
 	case !want:
-		c.add(path, base+"/cache", ErrRowMismatch, "the row has a cache object, but its case declares no cache_regime and no measured record reports cached prompt tokens")
+		c.add(path, base+"/cache", reason.ErrRowMismatch, "the row has a cache object, but its case declares no cache_regime and no measured record reports cached prompt tokens")
 		return
 	}
 	if declared == contract.CacheRegimeWarm {
@@ -38,17 +39,17 @@ func checkRowCache(c *collector, path, base string, row contract.Row, wc *contra
 	}
 	rc, got := cf.RowCache(declared), *row.Cache
 	if got.Declared != rc.Declared {
-		c.add(path, base+"/cache/declared", ErrRowMismatch, "declared %s, the workload's case declares %s", got.Declared, rc.Declared)
+		c.add(path, base+"/cache/declared", reason.ErrRowMismatch, "declared %s, the workload's case declares %s", got.Declared, rc.Declared)
 	}
 	if got.Observed != rc.Observed || got.Reporting != rc.Reporting || got.CachedPromptTokens != rc.CachedPromptTokens {
-		c.add(path, base+"/cache", ErrRowMismatch, "observed %s (%d reporting, %d cached prompt tokens), the records say %s (%d reporting, %d cached prompt tokens)",
+		c.add(path, base+"/cache", reason.ErrRowMismatch, "observed %s (%d reporting, %d cached prompt tokens), the records say %s (%d reporting, %d cached prompt tokens)",
 			got.Observed, got.Reporting, got.CachedPromptTokens, rc.Observed, rc.Reporting, rc.CachedPromptTokens)
 	}
 	if (got.Contradiction == nil) != (rc.Contradiction == nil) {
-		c.add(path, base+"/cache/contradiction", ErrRowMismatch, "contradiction %q, the records say %q", deref(got.Contradiction), deref(rc.Contradiction))
+		c.add(path, base+"/cache/contradiction", reason.ErrRowMismatch, "contradiction %q, the records say %q", deref(got.Contradiction), deref(rc.Contradiction))
 	}
 	if rc.Contradiction != nil && status == contract.StatusPassed {
-		c.add(path, base+"/cache/contradiction", ErrVerdictMismatch, "a passed result's row contradicts its declared cache regime: %s", *rc.Contradiction)
+		c.add(path, base+"/cache/contradiction", reason.ErrVerdictMismatch, "a passed result's row contradicts its declared cache regime: %s", *rc.Contradiction)
 	}
 }
 
@@ -65,7 +66,7 @@ func checkPriming(c *collector, path string, recs []*record) {
 	for _, r := range recs {
 		if r.priming {
 			if !r.warmup || (firstMeasured >= 0 && r.index > firstMeasured) {
-				c.add(path, jp(r.line, "priming"), ErrRowMismatch, "request %d is marked priming but is not a warmup sent before the measured requests", r.index)
+				c.add(path, jp(r.line, "priming"), reason.ErrRowMismatch, "request %d is marked priming but is not a warmup sent before the measured requests", r.index)
 			}
 			primed[r.promptID] = true
 		}
@@ -77,6 +78,6 @@ func checkPriming(c *collector, path string, recs []*record) {
 		}
 	}
 	if len(missing) > 0 {
-		c.add(path, "", ErrRowMismatch, "the case declares cache_regime warm, but no priming request asked %s before the measured requests", strings.Join(missing[:min(len(missing), 4)], ", "))
+		c.add(path, "", reason.ErrRowMismatch, "the case declares cache_regime warm, but no priming request asked %s before the measured requests", strings.Join(missing[:min(len(missing), 4)], ", "))
 	}
 }

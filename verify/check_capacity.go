@@ -3,6 +3,7 @@ package verify
 import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // figures are what a serving case's derived figures (capacity, Pareto front, intervals) are
@@ -57,48 +58,48 @@ func checkCapacity(c *collector, path string, cr *contract.CaseResultDoc, wc *co
 	got := cr.Capacity
 	if wc.CapacitySearch == nil {
 		if got != nil {
-			c.add(path, "/capacity", ErrCapacityMismatch, "a capacity outcome for case %s, which declares no capacity_search", cr.CaseID)
+			c.add(path, "/capacity", reason.ErrCapacityMismatch, "a capacity outcome for case %s, which declares no capacity_search", cr.CaseID)
 		}
 		return
 	}
 	if got == nil {
 		if cr.Status == contract.StatusPassed {
-			c.add(path, "/capacity", ErrCapacityMismatch, "case %s is a capacity search and passed without a capacity outcome", cr.CaseID)
+			c.add(path, "/capacity", reason.ErrCapacityMismatch, "case %s is a capacity search and passed without a capacity outcome", cr.CaseID)
 		}
 		return
 	}
 	spec := *wc.CapacitySearch
 	if got.MinGoodFraction != spec.MinGoodFraction {
-		c.add(path, "/capacity/min_good_fraction", ErrCapacityMismatch, "min_good_fraction %s, the workload declares %s", fmtFloat(got.MinGoodFraction), fmtFloat(spec.MinGoodFraction))
+		c.add(path, "/capacity/min_good_fraction", reason.ErrCapacityMismatch, "min_good_fraction %s, the workload declares %s", fmtFloat(got.MinGoodFraction), fmtFloat(spec.MinGoodFraction))
 	}
 	if len(got.Probes) != len(rows) {
-		c.add(path, "/capacity/probes", ErrCapacityMismatch, "%d probes for %d rows: every probe is a row", len(got.Probes), len(rows))
+		c.add(path, "/capacity/probes", reason.ErrCapacityMismatch, "%d probes for %d rows: every probe is a row", len(got.Probes), len(rows))
 		return
 	}
 	probes := make([]metric.CapacityProbe, len(rows))
 	for j, row := range rows {
 		if row.Repetition != 0 || row.Concurrency != got.Probes[j].Concurrency {
-			c.add(path, jp("rows", j), ErrCapacityMismatch, "row c%d r%d is not probe %d (concurrency %d, repetition 0)", row.Concurrency, row.Repetition, j, got.Probes[j].Concurrency)
+			c.add(path, jp("rows", j), reason.ErrCapacityMismatch, "row c%d r%d is not probe %d (concurrency %d, repetition 0)", row.Concurrency, row.Repetition, j, got.Probes[j].Concurrency)
 			return
 		}
 		probes[j] = metric.CapacityProbe{Concurrency: row.Concurrency, GoodFraction: metric.GoodFractionOf(row.Metrics)}
 	}
 	if len(wc.Concurrency) != 1 {
-		c.add(path, "/capacity", ErrCapacityMismatch, "the workload case declares %d first probes", len(wc.Concurrency))
+		c.add(path, "/capacity", reason.ErrCapacityMismatch, "the workload case declares %d first probes", len(wc.Concurrency))
 		return
 	}
 	want, err := metric.Capacity(spec, wc.Concurrency[0], probes)
 	if err != nil {
-		c.add(path, "/capacity/probes", ErrCapacityMismatch, "the rows are not the search's probes: %v", err)
+		c.add(path, "/capacity/probes", reason.ErrCapacityMismatch, "the rows are not the search's probes: %v", err)
 		return
 	}
 	for j, p := range got.Probes {
 		w := want.Probes[j]
 		if !within(p.GoodFraction, w.GoodFraction, tol) {
-			c.add(path, jp("capacity", "probes", j, "good_fraction"), ErrCapacityMismatch, "probe c%d good fraction %s, its records say %s", p.Concurrency, fmtFloat(p.GoodFraction), fmtFloat(w.GoodFraction))
+			c.add(path, jp("capacity", "probes", j, "good_fraction"), reason.ErrCapacityMismatch, "probe c%d good fraction %s, its records say %s", p.Concurrency, fmtFloat(p.GoodFraction), fmtFloat(w.GoodFraction))
 		}
 		if p.Passed != w.Passed {
-			c.add(path, jp("capacity", "probes", j), ErrCapacityMismatch, "probe c%d says passed %v, its good fraction %s against %s decides %v", p.Concurrency, p.Passed, fmtFloat(w.GoodFraction), fmtFloat(spec.MinGoodFraction), w.Passed)
+			c.add(path, jp("capacity", "probes", j), reason.ErrCapacityMismatch, "probe c%d says passed %v, its good fraction %s against %s decides %v", p.Concurrency, p.Passed, fmtFloat(w.GoodFraction), fmtFloat(spec.MinGoodFraction), w.Passed)
 		}
 	}
 	for _, x := range []struct {
@@ -106,11 +107,11 @@ func checkCapacity(c *collector, path string, cr *contract.CaseResultDoc, wc *co
 		got, want *int64
 	}{{"capacity", got.Capacity, want.Capacity}, {"last_passing", got.LastPassing, want.LastPassing}, {"first_failing", got.FirstFailing, want.FirstFailing}} {
 		if !equalInt(x.got, x.want) {
-			c.add(path, jp("capacity", x.field), ErrCapacityMismatch, "%s %s, the replayed search gives %s", x.field, fmtIntPtr(x.got), fmtIntPtr(x.want))
+			c.add(path, jp("capacity", x.field), reason.ErrCapacityMismatch, "%s %s, the replayed search gives %s", x.field, fmtIntPtr(x.got), fmtIntPtr(x.want))
 		}
 	}
 	if got.Ended != want.Ended {
-		c.add(path, "/capacity/ended", ErrCapacityMismatch, "ended %s, the replayed search ends %s", got.Ended, want.Ended)
+		c.add(path, "/capacity/ended", reason.ErrCapacityMismatch, "ended %s, the replayed search ends %s", got.Ended, want.Ended)
 	}
 }
 
@@ -121,25 +122,25 @@ func checkPareto(c *collector, path string, cr *contract.CaseResultDoc, wc *cont
 	case wc.Pareto == nil && got == nil:
 		return
 	case wc.Pareto == nil:
-		c.add(path, "/pareto", ErrParetoMismatch, "a Pareto front for case %s, which declares none", cr.CaseID)
+		c.add(path, "/pareto", reason.ErrParetoMismatch, "a Pareto front for case %s, which declares none", cr.CaseID)
 		return
 	case got == nil:
-		c.add(path, "/pareto", ErrParetoMismatch, "case %s declares a Pareto front, its result has none", cr.CaseID)
+		c.add(path, "/pareto", reason.ErrParetoMismatch, "case %s declares a Pareto front, its result has none", cr.CaseID)
 		return
 	}
 	want := metric.ParetoFront(*wc.Pareto, rows)
 	if string(got.Throughput) != string(want.Throughput) || got.Latency != want.Latency {
-		c.add(path, "/pareto", ErrParetoMismatch, "front of %s against %s, the workload declares %s against %s", got.Throughput, got.Latency, want.Throughput, want.Latency)
+		c.add(path, "/pareto", reason.ErrParetoMismatch, "front of %s against %s, the workload declares %s against %s", got.Throughput, got.Latency, want.Throughput, want.Latency)
 		return
 	}
 	if len(got.Front) != len(want.Front) {
-		c.add(path, "/pareto/front", ErrParetoMismatch, "%d points on the front, the recomputed rows give %d (%s)", len(got.Front), len(want.Front), frontString(want.Front))
+		c.add(path, "/pareto/front", reason.ErrParetoMismatch, "%d points on the front, the recomputed rows give %d (%s)", len(got.Front), len(want.Front), frontString(want.Front))
 		return
 	}
 	for k, p := range got.Front {
 		w := want.Front[k]
 		if p.Concurrency != w.Concurrency || p.Repetition != w.Repetition || !within(p.Throughput, w.Throughput, tol) || !within(p.Latency, w.Latency, tol) {
-			c.add(path, jp("pareto", "front", k), ErrParetoMismatch, "point c%d r%d (%s, %s), recomputed c%d r%d (%s, %s)", p.Concurrency, p.Repetition, fmtFloat(p.Throughput), fmtFloat(p.Latency), w.Concurrency, w.Repetition, fmtFloat(w.Throughput), fmtFloat(w.Latency))
+			c.add(path, jp("pareto", "front", k), reason.ErrParetoMismatch, "point c%d r%d (%s, %s), recomputed c%d r%d (%s, %s)", p.Concurrency, p.Repetition, fmtFloat(p.Throughput), fmtFloat(p.Latency), w.Concurrency, w.Repetition, fmtFloat(w.Throughput), fmtFloat(w.Latency))
 		}
 	}
 }
@@ -179,7 +180,7 @@ func checkIntervals(c *collector, path string, cr *contract.CaseResultDoc, wc *c
 		return
 	}
 	if len(got) != len(want) {
-		c.add(path, "/intervals", ErrIntervalMismatch, "%d intervals, the records give %d", len(got), len(want))
+		c.add(path, "/intervals", reason.ErrIntervalMismatch, "%d intervals, the records give %d", len(got), len(want))
 		return
 	}
 	for k, g := range got {
@@ -188,7 +189,7 @@ func checkIntervals(c *collector, path string, cr *contract.CaseResultDoc, wc *c
 			g.Samples == w.Samples && g.Confidence == w.Confidence && g.MinSamples == w.MinSamples && g.TooFewSamples == w.TooFewSamples &&
 			within(g.Estimate, w.Estimate, tol) && withinPtr(g.Low, w.Low, tol) && withinPtr(g.High, w.High, tol)
 		if !same {
-			c.add(path, jp("intervals", k), ErrIntervalMismatch, "c%d %s: %s [%s, %s] over %d samples (too few: %v), the records give %s [%s, %s] over %d (too few: %v)",
+			c.add(path, jp("intervals", k), reason.ErrIntervalMismatch, "c%d %s: %s [%s, %s] over %d samples (too few: %v), the records give %s [%s, %s] over %d (too few: %v)",
 				g.Concurrency, g.Metric, fmtFloat(g.Estimate), fmtFloatPtr(g.Low), fmtFloatPtr(g.High), g.Samples, g.TooFewSamples,
 				fmtFloat(w.Estimate), fmtFloatPtr(w.Low), fmtFloatPtr(w.High), w.Samples, w.TooFewSamples)
 		}

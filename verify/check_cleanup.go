@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // checkCleanup: the owned server's lifecycle. Ready before the deadline, the port free before
@@ -23,7 +24,7 @@ func checkCleanup(s *snapshot) CheckResult {
 			serving = serving || a.Kind == contract.ArtifactKindRequestRecords || a.Kind == contract.ArtifactKindServerLog
 		}
 		if serving {
-			c.add(file, "/lifecycle", ErrNoLifecycle, "serving cases ran but the receipt binds no lifecycle record")
+			c.add(file, "/lifecycle", reason.ErrNoLifecycle, "serving cases ran but the receipt binds no lifecycle record")
 			return c.result()
 		}
 		return c.skipped("no owned server in this campaign")
@@ -31,7 +32,7 @@ func checkCleanup(s *snapshot) CheckResult {
 	path := rc.Lifecycle.Path
 	l := s.lifecycle
 	if l == nil {
-		c.add(path, "", ErrLifecycleIncomplete, "the lifecycle record could not be read (see the hashes and schemas checks): cleanup cannot be established")
+		c.add(path, "", reason.ErrLifecycleIncomplete, "the lifecycle record could not be read (see the hashes and schemas checks): cleanup cannot be established")
 		return c.result()
 	}
 	cleanupRecord(c, path, l, lifecycleContext{
@@ -74,69 +75,69 @@ func (s *snapshot) recipesByDigest() map[string]*contract.LaunchRecipeDoc {
 // cleanupRecord checks one lifecycle record (a pure function: the table test drives it).
 func cleanupRecord(c *collector, path string, l *contract.LifecycleRecordDoc, ctx lifecycleContext) {
 	if !l.Port.FreeBeforeLaunch {
-		c.add(path, "/port/free_before_launch", ErrPortTaken, "port %d had a listener before launch", l.Port.Port)
+		c.add(path, "/port/free_before_launch", reason.ErrPortTaken, "port %d had a listener before launch", l.Port.Port)
 	}
 	if l.Launch == nil {
-		c.add(path, "/launch", ErrLifecycleIncomplete, "no launch identity")
+		c.add(path, "/launch", reason.ErrLifecycleIncomplete, "no launch identity")
 	}
 	switch r := l.Readiness; {
 	case r == nil:
-		c.add(path, "/readiness", ErrLifecycleIncomplete, "no readiness evidence")
+		c.add(path, "/readiness", reason.ErrLifecycleIncomplete, "no readiness evidence")
 	case !r.Ready:
-		c.add(path, "/readiness/ready", ErrNotReady, "the server never listed model %s on /v1/models (child exit: %s)", r.ModelID, deref(r.ChildExit))
+		c.add(path, "/readiness/ready", reason.ErrNotReady, "the server never listed model %s on /v1/models (child exit: %s)", r.ModelID, deref(r.ChildExit))
 	case r.TReadyNs == nil:
-		c.add(path, "/readiness/t_ready_ns", ErrLifecycleIncomplete, "ready without the time readiness was observed")
+		c.add(path, "/readiness/t_ready_ns", reason.ErrLifecycleIncomplete, "ready without the time readiness was observed")
 	case r.ElapsedMs > r.DeadlineMs:
-		c.add(path, "/readiness/elapsed_ms", ErrReadyLate, "ready after %.3f ms, the startup deadline was %.3f ms", r.ElapsedMs, r.DeadlineMs)
+		c.add(path, "/readiness/elapsed_ms", reason.ErrReadyLate, "ready after %.3f ms, the startup deadline was %.3f ms", r.ElapsedMs, r.DeadlineMs)
 	}
 	switch li := l.Listener; {
 	case li == nil:
-		c.add(path, "/listener", ErrLifecycleIncomplete, "no listener ownership evidence")
+		c.add(path, "/listener", reason.ErrLifecycleIncomplete, "no listener ownership evidence")
 	case !li.Owned:
-		c.add(path, "/listener/owned", ErrListenerNotOwned, "the listening socket was not held by the owned process tree (owners %v)", li.OwnerPIDs)
+		c.add(path, "/listener/owned", reason.ErrListenerNotOwned, "the listening socket was not held by the owned process tree (owners %v)", li.OwnerPIDs)
 	case len(li.Inodes) == 0 || len(li.OwnerPIDs) == 0:
-		c.add(path, "/listener", ErrListenerNotOwned, "owned, but no socket inode or owner pid was recorded")
+		c.add(path, "/listener", reason.ErrListenerNotOwned, "owned, but no socket inode or owner pid was recorded")
 	}
 	switch sd := l.Shutdown; {
 	case sd == nil:
-		c.add(path, "/shutdown", ErrLifecycleIncomplete, "no shutdown evidence")
+		c.add(path, "/shutdown", reason.ErrLifecycleIncomplete, "no shutdown evidence")
 	default:
 		if sd.Forced {
-			c.add(path, "/shutdown/forced", ErrForcedShutdown, "SIGKILL was needed after %.3f ms", sd.ElapsedMs)
+			c.add(path, "/shutdown/forced", reason.ErrForcedShutdown, "SIGKILL was needed after %.3f ms", sd.ElapsedMs)
 		}
 		if !sd.Acceptable {
-			c.add(path, "/shutdown/acceptable", ErrExitNotAcceptable, "exit code %s, signal %s", derefInt(sd.ExitCode), deref(sd.ExitSignal))
+			c.add(path, "/shutdown/acceptable", reason.ErrExitNotAcceptable, "exit code %s, signal %s", derefInt(sd.ExitCode), deref(sd.ExitSignal))
 		}
 		if r := ctx.recipes[l.Recipe.Digest]; r != nil && sd.Acceptable && (sd.ExitCode == nil || !slices.Contains(r.AcceptableExitCodes, *sd.ExitCode)) {
-			c.add(path, "/shutdown/exit_code", ErrExitNotAcceptable, "exit code %s is not among the recipe's acceptable codes %v", derefInt(sd.ExitCode), r.AcceptableExitCodes)
+			c.add(path, "/shutdown/exit_code", reason.ErrExitNotAcceptable, "exit code %s is not among the recipe's acceptable codes %v", derefInt(sd.ExitCode), r.AcceptableExitCodes)
 		}
 	}
 	for i, p := range l.Residue.Processes {
-		c.add(path, jp("residue", "processes", i), ErrResidue, "process %d (%s, escaped %v) remained after shutdown", p.PID, p.Comm, p.Escaped)
+		c.add(path, jp("residue", "processes", i), reason.ErrResidue, "process %d (%s, escaped %v) remained after shutdown", p.PID, p.Comm, p.Escaped)
 	}
 	for i, p := range l.Residue.Listeners {
-		c.add(path, jp("residue", "listeners", i), ErrResidue, "a listener (inode %d) remained on port %d", p.Inode, p.Port)
+		c.add(path, jp("residue", "listeners", i), reason.ErrResidue, "a listener (inode %d) remained on port %d", p.Inode, p.Port)
 	}
 	lifecyclePlausible(c, path, l, ctx.recipes[l.Recipe.Digest])
 	if l.Verdict != contract.RecordVerdictPassed || len(l.Failures) > 0 {
-		c.add(path, "/verdict", ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
+		c.add(path, "/verdict", reason.ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
 	}
 	if ctx.receiptVerdict != "" && string(ctx.receiptVerdict) != string(l.Verdict) {
-		c.add(path, "/verdict", ErrLifecycleMismatch, "the record says %s, the receipt says %s", l.Verdict, ctx.receiptVerdict)
+		c.add(path, "/verdict", reason.ErrLifecycleMismatch, "the record says %s, the receipt says %s", l.Verdict, ctx.receiptVerdict)
 	}
 	if len(ctx.recipeDigests) > 0 && !slices.Contains(ctx.recipeDigests, l.Recipe.Digest) {
-		c.add(path, "/recipe/digest", ErrLifecycleMismatch, "recipe %s is not the launch recipe the receipt binds %v", l.Recipe.Digest, ctx.recipeDigests)
+		c.add(path, "/recipe/digest", reason.ErrLifecycleMismatch, "recipe %s is not the launch recipe the receipt binds %v", l.Recipe.Digest, ctx.recipeDigests)
 	}
 	if la := l.Launch; la != nil {
 		if len(ctx.binaries) > 0 && !slices.Contains(ctx.binaries, la.Executable.Digest) {
-			c.add(path, "/launch/executable/digest", ErrLifecycleMismatch, "the launched executable %s is not the server binary the receipt binds %v", la.Executable.Digest, ctx.binaries)
+			c.add(path, "/launch/executable/digest", reason.ErrLifecycleMismatch, "the launched executable %s is not the server binary the receipt binds %v", la.Executable.Digest, ctx.binaries)
 		}
 		matched := len(ctx.logs) == 0
 		for _, lg := range ctx.logs {
 			matched = matched || (lg.Digest == la.Log.Digest && lg.Bytes == la.Log.Bytes)
 		}
 		if !matched {
-			c.add(path, "/launch/log", ErrLifecycleMismatch, "the server log is recorded as %s (%d bytes), the receipt binds %s (%d bytes)", la.Log.Digest, la.Log.Bytes, ctx.logs[0].Digest, ctx.logs[0].Bytes)
+			c.add(path, "/launch/log", reason.ErrLifecycleMismatch, "the server log is recorded as %s (%d bytes), the receipt binds %s (%d bytes)", la.Log.Digest, la.Log.Bytes, ctx.logs[0].Digest, ctx.logs[0].Bytes)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // identity is what makes two metrics of one name comparable.
@@ -65,13 +66,13 @@ func checkComparability(s *snapshot) CheckResult {
 		for j, row := range cr.Rows {
 			for k, m := range row.Metrics {
 				if def, ok := rowDefinition(m.Name); ok && !m.Diagnostic && identityOf(m) != def {
-					c.add(p, jp("rows", j, "metrics", k), ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, identityOf(m), def)
+					c.add(p, jp("rows", j, "metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, identityOf(m), def)
 				}
 			}
 		}
 		for k, m := range cr.Metrics {
 			if def, ok := caseDefinition(m.Name); ok && !m.Diagnostic && identityOf(m) != def {
-				c.add(p, jp("metrics", k), ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, identityOf(m), def)
+				c.add(p, jp("metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, identityOf(m), def)
 			}
 		}
 	}
@@ -81,17 +82,17 @@ func checkComparability(s *snapshot) CheckResult {
 	}
 	wpath := rc.Workload.Path
 	if w.ID != rc.Workload.ID {
-		c.add(file, "/workload/id", ErrWorkloadMismatch, "the receipt names workload %q, %s declares %q", rc.Workload.ID, wpath, w.ID)
+		c.add(file, "/workload/id", reason.ErrWorkloadMismatch, "the receipt names workload %q, %s declares %q", rc.Workload.ID, wpath, w.ID)
 	}
 	if w.Kind != rc.Qualification.Kind {
-		c.add(file, "/qualification/kind", ErrWorkloadMismatch, "kind %s, the workload's kind is %s", rc.Qualification.Kind, w.Kind)
+		c.add(file, "/qualification/kind", reason.ErrWorkloadMismatch, "kind %s, the workload's kind is %s", rc.Qualification.Kind, w.Kind)
 	}
 	if !equalInt(w.Determinism.Seed, rc.Workload.Seed) {
-		c.add(file, "/workload/seed", ErrWorkloadMismatch, "seed %s, the workload's seed is %s", derefInt(rc.Workload.Seed), derefInt(w.Determinism.Seed))
+		c.add(file, "/workload/seed", reason.ErrWorkloadMismatch, "seed %s, the workload's seed is %s", derefInt(rc.Workload.Seed), derefInt(w.Determinism.Seed))
 	}
 	v := s.variant()
 	if v == nil {
-		c.add(file, "/workload/variant", ErrWorkloadMismatch, "variant %q is not declared by %s", rc.Workload.Variant, wpath)
+		c.add(file, "/workload/variant", reason.ErrWorkloadMismatch, "variant %q is not declared by %s", rc.Workload.Variant, wpath)
 		return c.result()
 	}
 	// Results: every declared case once per repetition, nothing else.
@@ -99,12 +100,12 @@ func checkComparability(s *snapshot) CheckResult {
 	for i, r := range rc.Results {
 		count[r.ID]++
 		if s.workloadCase(r.ID) == nil {
-			c.add(file, jp("results", i, "id"), ErrWorkloadMismatch, "result %q is not a case of variant %s", r.ID, v.ID)
+			c.add(file, jp("results", i, "id"), reason.ErrWorkloadMismatch, "result %q is not a case of variant %s", r.ID, v.ID)
 		}
 	}
 	for _, cs := range v.Cases {
 		if n := count[cs.ID]; n != int(w.Determinism.Repetitions) {
-			c.add(file, "/results", ErrWorkloadMismatch, "case %s has %d results, the workload declares %d repetitions", cs.ID, n, w.Determinism.Repetitions)
+			c.add(file, "/results", reason.ErrWorkloadMismatch, "case %s has %d results, the workload declares %d repetitions", cs.ID, n, w.Determinism.Repetitions)
 		}
 	}
 	s.checkResultIdentity(c, v)
@@ -121,7 +122,7 @@ func checkComparability(s *snapshot) CheckResult {
 		}
 		p := r.CaseResult.Path
 		if !canonicalEqual(map[string]any(cr.EffectiveConfig), map[string]any(v.EffectiveConfig)) {
-			c.add(p, "/effective_config", ErrConfigMismatch, "the effective configuration differs from variant %s's", v.ID)
+			c.add(p, "/effective_config", reason.ErrConfigMismatch, "the effective configuration differs from variant %s's", v.ID)
 		}
 		if wc.Kind == contract.CaseKindServing {
 			s.comparableRows(c, i, p, cr, wc)
@@ -134,7 +135,7 @@ func checkComparability(s *snapshot) CheckResult {
 			want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
 			for _, occ := range s.metricOccurrences(rule.Scope, rule.ResultID, rule.Metric) {
 				if got := identityOf(occ.m); got != want {
-					c.add(occ.file, occ.ptr, ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, jp("comparison_policy", "metric_rules", k), wpath, want, rateWarning(got, want))
+					c.add(occ.file, occ.ptr, reason.ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, jp("comparison_policy", "metric_rules", k), wpath, want, rateWarning(got, want))
 				}
 			}
 		}
@@ -208,7 +209,7 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 	for j, row := range cr.Rows {
 		k := key{row.Concurrency, row.Repetition}
 		if !search && (have[k] || !slices.Contains(wc.Concurrency, row.Concurrency) || row.Repetition >= wc.Repetitions) {
-			c.add(p, jp("rows", j), ErrUnlikeRows, "row c%d r%d is not declared (concurrency %v, %d repetitions) or repeats", row.Concurrency, row.Repetition, wc.Concurrency, wc.Repetitions)
+			c.add(p, jp("rows", j), reason.ErrUnlikeRows, "row c%d r%d is not declared (concurrency %v, %d repetitions) or repeats", row.Concurrency, row.Repetition, wc.Concurrency, wc.Repetitions)
 		}
 		have[k] = true
 		wantLoop := contract.RowLoopClosed
@@ -216,11 +217,11 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 			wantLoop = contract.RowLoopOpen
 		}
 		if row.Loop != wantLoop {
-			c.add(p, jp("rows", j, "loop"), ErrUnlikeRows, "loop %s, the case declares %s", row.Loop, wantLoop)
+			c.add(p, jp("rows", j, "loop"), reason.ErrUnlikeRows, "loop %s, the case declares %s", row.Loop, wantLoop)
 		}
 	}
 	if !search && len(have) != len(wc.Concurrency)*int(wc.Repetitions) {
-		c.add(p, "/rows", ErrUnlikeRows, "%d rows, the case declares %d × %d", len(cr.Rows), len(wc.Concurrency), wc.Repetitions)
+		c.add(p, "/rows", reason.ErrUnlikeRows, "%d rows, the case declares %d × %d", len(cr.Rows), len(wc.Concurrency), wc.Repetitions)
 	}
 	prompts, note := s.corpusPrompts(wc)
 	if prompts == nil {
@@ -252,7 +253,7 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 	}
 	for j, row := range cr.Rows {
 		if row.PromptSetSHA256 != want {
-			c.add(p, jp("rows", j, "prompt_set_sha256"), ErrCorpusMismatch, "prompt set %s, the corpus hashes to %s", row.PromptSetSHA256, want)
+			c.add(p, jp("rows", j, "prompt_set_sha256"), reason.ErrCorpusMismatch, "prompt set %s, the corpus hashes to %s", row.PromptSetSHA256, want)
 		}
 		f := s.files[row.Records.Path]
 		if f == nil || f.records == nil {
@@ -264,7 +265,7 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 			want = ids[:len(got)] // a row its duration or a stop rule ended sent a prefix of its requests
 		}
 		if !slices.Equal(got, want) {
-			c.add(row.Records.Path, "", ErrCorpusMismatch, "the measured requests ask prompts %s, the corpus is %s", clipList(got), clipList(ids))
+			c.add(row.Records.Path, "", reason.ErrCorpusMismatch, "the measured requests ask prompts %s, the corpus is %s", clipList(got), clipList(ids))
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // Runner-written fields that verify recomputes instead of trusting: the receipt id (from its
@@ -22,15 +23,15 @@ func (s *snapshot) checkIdentity(c *collector) {
 	file := s.receipt.path
 	start, err := time.Parse(time.RFC3339Nano, rc.Qualification.StartedAt)
 	if err != nil {
-		c.add(file, "/qualification/started_at", ErrIdentityMismatch, "started_at %q is not an RFC 3339 time: the receipt id cannot be recomputed", rc.Qualification.StartedAt)
+		c.add(file, "/qualification/started_at", reason.ErrIdentityMismatch, "started_at %q is not an RFC 3339 time: the receipt id cannot be recomputed", rc.Qualification.StartedAt)
 	} else if want := contract.ReceiptIDFor(start, string(rc.Qualification.Backend), rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant); want != rc.ReceiptID {
-		c.add(file, "/receipt_id", ErrIdentityMismatch, "receipt id %q, but the receipt's start, backend, host id %q, workload %q and variant %q name it %q",
+		c.add(file, "/receipt_id", reason.ErrIdentityMismatch, "receipt id %q, but the receipt's start, backend, host id %q, workload %q and variant %q name it %q",
 			rc.ReceiptID, rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant, want)
 	}
 	dir := s.runDir()
 	for i, a := range rc.Artifacts {
 		if contract.Kinds[a.Kind].Evidence && !strings.HasPrefix(a.Path, dir) {
-			c.add(file, jp("artifacts", i, "path"), ErrIdentityMismatch, "%s %s is not below the run directory %s that the receipt id names", a.Kind, a.Path, dir)
+			c.add(file, jp("artifacts", i, "path"), reason.ErrIdentityMismatch, "%s %s is not below the run directory %s that the receipt id names", a.Kind, a.Path, dir)
 		}
 	}
 }
@@ -54,12 +55,12 @@ func (s *snapshot) checkLaunch(c *collector, v *contract.Variant) {
 		}
 		bound[a.Path] = true
 		if _, ok := want[a.Path]; !ok {
-			c.add(file, jp("artifacts", i, "path"), ErrWorkloadMismatch, "launch recipe %s is bound, but no serving case of variant %s launches it", a.Path, v.ID)
+			c.add(file, jp("artifacts", i, "path"), reason.ErrWorkloadMismatch, "launch recipe %s is bound, but no serving case of variant %s launches it", a.Path, v.ID)
 		}
 	}
 	for _, p := range sortedKeys(want) {
 		if !bound[p] {
-			c.add(file, "/artifacts", ErrWorkloadMismatch, "case %s of variant %s launches %s, which the receipt does not bind", want[p], v.ID, p)
+			c.add(file, "/artifacts", reason.ErrWorkloadMismatch, "case %s of variant %s launches %s, which the receipt does not bind", want[p], v.ID, p)
 		}
 	}
 }
@@ -132,24 +133,24 @@ func (s *snapshot) checkDerived(c *collector) {
 	}
 	for i, r := range rc.Results {
 		if wc := s.workloadCase(r.ID); wc != nil && wc.Required != r.Required {
-			c.add(file, jp("results", i, "required"), ErrVerdictMismatch, "result %q is recorded required: %v, the workload's case %s says required: %v", r.ID, r.Required, r.ID, wc.Required)
+			c.add(file, jp("results", i, "required"), reason.ErrVerdictMismatch, "result %q is recorded required: %v, the workload's case %s says required: %v", r.ID, r.Required, r.ID, wc.Required)
 		}
 		if r.CaseResult != nil {
 			if cr := s.caseResults[r.CaseResult.Path]; cr != nil && cr.Status != r.Status && r.Status != contract.StatusPassed {
 				// (a passed result over a failed case result is a result_mismatch already)
-				c.add(file, jp("results", i, "status"), ErrVerdictMismatch, "result %q is recorded %s, its case result says %s", r.ID, r.Status, cr.Status)
+				c.add(file, jp("results", i, "status"), reason.ErrVerdictMismatch, "result %q is recorded %s, its case result says %s", r.ID, r.Status, cr.Status)
 			}
 		}
 	}
 	d := s.derive()
 	switch v := rc.Qualification.Verdict; {
 	case v == contract.QualificationVerdictPassed && d.verdict != contract.QualificationVerdictPassed:
-		c.add(file, "/qualification/verdict", ErrVerdictMismatch, "the verdict is passed, but %s", strings.Join(d.failed, "; "))
+		c.add(file, "/qualification/verdict", reason.ErrVerdictMismatch, "the verdict is passed, but %s", strings.Join(d.failed, "; "))
 	case v == contract.QualificationVerdictFailed && d.verdict == contract.QualificationVerdictPassed:
-		c.add(file, "/qualification/verdict", ErrVerdictMismatch, "the verdict is failed, but every required case passed and the lifecycle passed")
+		c.add(file, "/qualification/verdict", reason.ErrVerdictMismatch, "the verdict is failed, but every required case passed and the lifecycle passed")
 	}
 	if rc.Publishable && len(d.unpublished) > 0 {
-		c.add(file, "/publishable", ErrVerdictMismatch, "the receipt says publishable, but %s", strings.Join(d.unpublished, "; "))
+		c.add(file, "/publishable", reason.ErrVerdictMismatch, "the receipt says publishable, but %s", strings.Join(d.unpublished, "; "))
 	}
 }
 

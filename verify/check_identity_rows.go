@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // durationSlackSeconds bounds the rounding between a case's duration and the sum of its rows'
@@ -28,7 +29,7 @@ func (s *snapshot) checkResultIdentity(c *collector, v *contract.Variant) {
 		idx, rep := i%n, int64(i/n)
 		want := v.Cases[idx].ID
 		if r.ID != want || r.Repetition != rep {
-			c.add(file, jp("results", i), ErrWorkloadMismatch, "result %d is case %s repetition %d; the runner runs variant %s's cases in declared order, repetition after repetition, so result %d is case %s repetition %d", i, r.ID, r.Repetition, v.ID, i, want, rep)
+			c.add(file, jp("results", i), reason.ErrWorkloadMismatch, "result %d is case %s repetition %d; the runner runs variant %s's cases in declared order, repetition after repetition, so result %d is case %s repetition %d", i, r.ID, r.Repetition, v.ID, i, want, rep)
 			continue
 		}
 		if r.CaseResult == nil || !strings.HasPrefix(r.CaseResult.Path, s.runDir()+"cases/") {
@@ -36,7 +37,7 @@ func (s *snapshot) checkResultIdentity(c *collector, v *contract.Variant) {
 		}
 		dir := fmt.Sprintf("%scases/%03d-%s-r%03d", s.runDir(), idx, want, rep)
 		if path.Dir(r.CaseResult.Path) != dir {
-			c.add(file, jp("results", i, "case_result", "path"), ErrWorkloadMismatch, "case %s repetition %d is bound at %s, the runner writes it in %s/", want, rep, r.CaseResult.Path, dir) // not a contract value: the result's member name
+			c.add(file, jp("results", i, "case_result", "path"), reason.ErrWorkloadMismatch, "case %s repetition %d is bound at %s, the runner writes it in %s/", want, rep, r.CaseResult.Path, dir) // not a contract value: the result's member name
 		}
 	}
 }
@@ -49,18 +50,18 @@ func checkRowIdentity(c *collector, p string, cr *contract.CaseResultDoc, wc *co
 	for j, row := range cr.Rows {
 		if strings.HasSuffix(p, "/case-result.json") {
 			if want := fmt.Sprintf("%s/rows/c%04d-r%03d.jsonl", dir, row.Concurrency, row.Repetition); row.Records.Path != want {
-				c.add(p, jp("rows", j, "records", "path"), ErrUnlikeRows, "row c%d-r%d binds records %s, the runner writes them to %s", row.Concurrency, row.Repetition, row.Records.Path, want)
+				c.add(p, jp("rows", j, "records", "path"), reason.ErrUnlikeRows, "row c%d-r%d binds records %s, the runner writes them to %s", row.Concurrency, row.Repetition, row.Records.Path, want)
 			}
 		}
 		if row.Loop == contract.RowLoopClosed && row.Fidelity.OfferedRate != nil {
-			c.add(p, jp("rows", j, "fidelity", "offered_rate"), ErrUnlikeRows, "closed-loop row c%d-r%d records an offered rate %s: a closed loop offers no rate", row.Concurrency, row.Repetition, fmtFloat(*row.Fidelity.OfferedRate))
+			c.add(p, jp("rows", j, "fidelity", "offered_rate"), reason.ErrUnlikeRows, "closed-loop row c%d-r%d records an offered rate %s: a closed loop offers no rate", row.Concurrency, row.Repetition, fmtFloat(*row.Fidelity.OfferedRate))
 		}
 		switch dt := row.DeviceTelemetry; {
 		case dt == nil:
 		case wc.DeviceTelemetry == nil:
-			c.add(p, jp("rows", j, "device_telemetry"), ErrUnlikeRows, "row c%d-r%d carries device telemetry, the case declares none", row.Concurrency, row.Repetition) // not a contract value: the row's member name
+			c.add(p, jp("rows", j, "device_telemetry"), reason.ErrUnlikeRows, "row c%d-r%d carries device telemetry, the case declares none", row.Concurrency, row.Repetition) // not a contract value: the row's member name
 		case dt.IntervalMs != wc.DeviceTelemetry.IntervalMs:
-			c.add(p, jp("rows", j, "device_telemetry", "interval_ms"), ErrUnlikeRows, "row c%d-r%d was sampled every %d ms, the case declares %d ms", row.Concurrency, row.Repetition, dt.IntervalMs, wc.DeviceTelemetry.IntervalMs) // not a contract value: the row's member name
+			c.add(p, jp("rows", j, "device_telemetry", "interval_ms"), reason.ErrUnlikeRows, "row c%d-r%d was sampled every %d ms, the case declares %d ms", row.Concurrency, row.Repetition, dt.IntervalMs, wc.DeviceTelemetry.IntervalMs) // not a contract value: the row's member name
 		}
 	}
 }
@@ -80,18 +81,18 @@ func (s *snapshot) checkDurations(c *collector) {
 			continue
 		}
 		if cr.DurationSeconds != r.DurationSeconds {
-			c.add(file, jp("results", i, "duration_seconds"), ErrResultMismatch, "result %s lasted %s s, its case result says %s s", r.ID, fmtFloat(r.DurationSeconds), fmtFloat(cr.DurationSeconds))
+			c.add(file, jp("results", i, "duration_seconds"), reason.ErrResultMismatch, "result %s lasted %s s, its case result says %s s", r.ID, fmtFloat(r.DurationSeconds), fmtFloat(cr.DurationSeconds))
 		}
 		var windows float64
 		for _, row := range cr.Rows {
 			windows += row.WindowSeconds
 		}
 		if windows > cr.DurationSeconds+durationSlackSeconds {
-			c.add(r.CaseResult.Path, "/duration_seconds", ErrRowMismatch, "the case lasted %s s, its rows' windows add up to %s s", fmtFloat(cr.DurationSeconds), fmtFloat(windows))
+			c.add(r.CaseResult.Path, "/duration_seconds", reason.ErrRowMismatch, "the case lasted %s s, its rows' windows add up to %s s", fmtFloat(cr.DurationSeconds), fmtFloat(windows))
 		}
 	}
 	if q := s.rc.Qualification.DurationSeconds; sum > q+durationSlackSeconds {
-		c.add(file, "/qualification/duration_seconds", ErrResultMismatch, "the campaign lasted %s s, its cases add up to %s s", fmtFloat(q), fmtFloat(sum))
+		c.add(file, "/qualification/duration_seconds", reason.ErrResultMismatch, "the campaign lasted %s s, its cases add up to %s s", fmtFloat(q), fmtFloat(sum))
 	}
 }
 
@@ -134,7 +135,7 @@ func (s *snapshot) checkRunConfig(c *collector, v *contract.Variant) {
 		}
 		for _, w := range want {
 			if !canonicalEqual(w.got, w.want) {
-				c.add(a.Path, w.ptr, ErrConfigMismatch, "the effective run configuration's %s differs from the receipt's (or the variant's)", strings.TrimPrefix(w.ptr, "/"))
+				c.add(a.Path, w.ptr, reason.ErrConfigMismatch, "the effective run configuration's %s differs from the receipt's (or the variant's)", strings.TrimPrefix(w.ptr, "/"))
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // inputBlob is what the commit a receipt names holds at the path of one of its bound inputs.
@@ -86,13 +87,13 @@ func checkInputsInCommit(c *collector, s *snapshot) {
 		}
 		switch {
 		case b.err != nil && errors.Is(b.err, gitobj.ErrObjectMissing):
-			c.add(file, jp("artifacts", i, "path"), ErrInputNotInCommit, "%s %s cannot be looked up in commit %s: an object of its path is not in the checkout (%v)", a.Kind, a.Path, s.rc.Source.Commit, b.err)
+			c.add(file, jp("artifacts", i, "path"), reason.ErrInputNotInCommit, "%s %s cannot be looked up in commit %s: an object of its path is not in the checkout (%v)", a.Kind, a.Path, s.rc.Source.Commit, b.err)
 		case b.err != nil:
-			c.add(file, jp("artifacts", i, "path"), ErrInputNotInCommit, "%s %s cannot be looked up in commit %s: %v", a.Kind, a.Path, s.rc.Source.Commit, b.err)
+			c.add(file, jp("artifacts", i, "path"), reason.ErrInputNotInCommit, "%s %s cannot be looked up in commit %s: %v", a.Kind, a.Path, s.rc.Source.Commit, b.err)
 		case b.digest == "":
-			c.add(file, jp("artifacts", i, "path"), ErrInputNotInCommit, "%s %s is not a file of commit %s, which the receipt says the campaign ran from", a.Kind, a.Path, s.rc.Source.Commit)
+			c.add(file, jp("artifacts", i, "path"), reason.ErrInputNotInCommit, "%s %s is not a file of commit %s, which the receipt says the campaign ran from", a.Kind, a.Path, s.rc.Source.Commit)
 		case b.digest != a.Digest:
-			c.add(file, jp("artifacts", i, "digest"), ErrInputNotInCommit, "the receipt binds %s %s as %s, commit %s (which it says the campaign ran from) holds %s there: the input is not the commit's", a.Kind, a.Path, a.Digest, s.rc.Source.Commit, b.digest)
+			c.add(file, jp("artifacts", i, "digest"), reason.ErrInputNotInCommit, "the receipt binds %s %s as %s, commit %s (which it says the campaign ran from) holds %s there: the input is not the commit's", a.Kind, a.Path, a.Digest, s.rc.Source.Commit, b.digest)
 		}
 	}
 }

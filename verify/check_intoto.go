@@ -12,6 +12,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // In-toto link names (the attest module writes them; in-toto-golang is not linked here: the link
@@ -20,11 +21,6 @@ const (
 	// MaxLinkBytes caps an in-toto link file.
 	MaxLinkBytes = MaxAttestationBytes
 )
-
-// ErrLinkMismatch: the campaign's in-toto link does not match the receipt (its materials are not
-// exactly the bound inputs, or its products not exactly the receipt and its evidence files, by
-// digest), or it is malformed, or no signature verifies with a pinned key.
-var ErrLinkMismatch = reason("intoto_link_mismatch", "in-toto link does not match the receipt")
 
 // inTotoLink is one link file found beside the receipt.
 type inTotoLink struct {
@@ -85,7 +81,7 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 	}
 	for _, l := range s.links {
 		if l.readErr != nil {
-			c.add(l.path, "", ErrLinkMismatch, "%v", l.readErr)
+			c.add(l.path, "", reason.ErrLinkMismatch, "%v", l.readErr)
 			continue
 		}
 		var mb struct {
@@ -102,11 +98,11 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 			Products  map[string]map[string]string `json:"products"`
 		}
 		if err := jsonstrict.DecodeInto(l.raw, &mb); err != nil || len(mb.Signed) == 0 {
-			c.add(l.path, "", ErrLinkMismatch, "not in-toto link metadata ({\"signed\", \"signatures\"}): %v", err)
+			c.add(l.path, "", reason.ErrLinkMismatch, "not in-toto link metadata ({\"signed\", \"signatures\"}): %v", err)
 			continue
 		}
 		if err := json.Unmarshal(mb.Signed, &link); err != nil || link.Type != "link" || link.Name != attestfmt.StepName {
-			c.add(l.path, "/signed", ErrLinkMismatch, "not the link of step %s (_type %q, name %q, %v)", attestfmt.StepName, link.Type, link.Name, err)
+			c.add(l.path, "/signed", reason.ErrLinkMismatch, "not the link of step %s (_type %q, name %q, %v)", attestfmt.StepName, link.Type, link.Name, err)
 			continue
 		}
 		if len(s.policy.Keys) > 0 {
@@ -119,7 +115,7 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 				}
 			}
 			if !ok {
-				c.add(l.path, "/signatures", ErrLinkMismatch, "none of %d signatures verifies with the %d pinned keys", len(mb.Signatures), len(s.policy.Keys))
+				c.add(l.path, "/signatures", reason.ErrLinkMismatch, "none of %d signatures verifies with the %d pinned keys", len(mb.Signatures), len(s.policy.Keys))
 			}
 		}
 		linkArtifactsMatch(c, l.path, "products", link.Products, wantProducts)
@@ -143,11 +139,11 @@ func linkArtifactsMatch(c *collector, file, field string, got map[string]map[str
 		w, inReceipt := want[n]
 		switch {
 		case !inReceipt:
-			c.add(file, "/signed/"+field, ErrLinkMismatch, "%s lists %s, which the receipt does not bind as one of its %s", field, n, linkRole(field))
+			c.add(file, "/signed/"+field, reason.ErrLinkMismatch, "%s lists %s, which the receipt does not bind as one of its %s", field, n, linkRole(field))
 		case !inLink:
-			c.add(file, "/signed/"+field, ErrLinkMismatch, "the receipt's %s is missing from the link's %s", n, field)
+			c.add(file, "/signed/"+field, reason.ErrLinkMismatch, "the receipt's %s is missing from the link's %s", n, field)
 		case "sha256:"+g["sha256"] != w:
-			c.add(file, "/signed/"+field, ErrLinkMismatch, "%s binds %s as sha256:%s, the receipt as %s", field, n, g["sha256"], w)
+			c.add(file, "/signed/"+field, reason.ErrLinkMismatch, "%s binds %s as sha256:%s, the receipt as %s", field, n, g["sha256"], w)
 		}
 	}
 }

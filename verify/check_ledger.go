@@ -3,6 +3,7 @@ package verify
 import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // checkRowLedger recomputes a row's token ledger (docs/tokens.md) from its records with package
@@ -21,12 +22,12 @@ func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contr
 	want := tk != nil || (wc == nil && row.Tokens != nil)
 	switch {
 	case row.Tokens == nil && want:
-		c.add(path, base+"/tokens", ErrRowMismatch, "the row has no token ledger, but its case binds a tokenizer")
+		c.add(path, base+"/tokens", reason.ErrRowMismatch, "the row has no token ledger, but its case binds a tokenizer")
 		return
 	case row.Tokens == nil:
 		return
 	case !want:
-		c.add(path, base+"/tokens", ErrRowMismatch, "the row has a token ledger, but its case binds no tokenizer")
+		c.add(path, base+"/tokens", reason.ErrRowMismatch, "the row has a token ledger, but its case binds no tokenizer")
 		return
 	}
 	var maxFraction *float64
@@ -37,7 +38,7 @@ func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contr
 	reqs, measured := measuredRequests(recs)
 	for _, r := range measured {
 		if !r.hasClient {
-			c.add(row.Records.Path, jp(r.line, "client_tokens"), ErrRowMismatch, "measured request %d has no client_tokens, but its case binds a tokenizer", r.index)
+			c.add(row.Records.Path, jp(r.line, "client_tokens"), reason.ErrRowMismatch, "measured request %d has no client_tokens, but its case binds a tokenizer", r.index)
 			continue
 		}
 		if tk == nil || !r.hasUsage {
@@ -47,14 +48,14 @@ func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contr
 		broken := metric.RequestTokenMismatch(usage, r.client, maxDiff)
 		switch {
 		case r.errClass == string(contract.ErrorClassTokenMismatch) && broken == "":
-			c.add(row.Records.Path, jp(r.line, "error"), ErrRowMismatch, "measured request %d failed with token_mismatch, but its counts are within max_request_difference", r.index)
+			c.add(row.Records.Path, jp(r.line, "error"), reason.ErrRowMismatch, "measured request %d failed with token_mismatch, but its counts are within max_request_difference", r.index)
 		case !r.failed && broken != "":
-			c.add(row.Records.Path, jp(r.line, "error"), ErrRowMismatch, "measured request %d succeeded, but %s", r.index, broken)
+			c.add(row.Records.Path, jp(r.line, "error"), reason.ErrRowMismatch, "measured request %d succeeded, but %s", r.index, broken)
 		}
 	}
 	rt, got := metric.LedgerOf(reqs).RowTokens(maxFraction), *row.Tokens
 	if got.Compared != rt.Compared || got.Mismatched != rt.Mismatched || got.LargestPromptDifference != rt.LargestPromptDifference || got.LargestCompletionDifference != rt.LargestCompletionDifference || !equalFloatPtr(got.MismatchFraction, rt.MismatchFraction) {
-		c.add(path, base+"/tokens", ErrRowMismatch, "ledger %d compared, %d mismatched (fraction %s), largest differences prompt %d, completion %d; the records say %d, %d (%s), %d, %d",
+		c.add(path, base+"/tokens", reason.ErrRowMismatch, "ledger %d compared, %d mismatched (fraction %s), largest differences prompt %d, completion %d; the records say %d, %d (%s), %d, %d",
 			got.Compared, got.Mismatched, fmtFloatPtr(got.MismatchFraction), got.LargestPromptDifference, got.LargestCompletionDifference,
 			rt.Compared, rt.Mismatched, fmtFloatPtr(rt.MismatchFraction), rt.LargestPromptDifference, rt.LargestCompletionDifference)
 	}
@@ -62,9 +63,9 @@ func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contr
 		return
 	}
 	if (got.Exceeded == nil) != (rt.Exceeded == nil) {
-		c.add(path, base+"/tokens/exceeded", ErrRowMismatch, "exceeded %q, the records say %q", deref(got.Exceeded), deref(rt.Exceeded))
+		c.add(path, base+"/tokens/exceeded", reason.ErrRowMismatch, "exceeded %q, the records say %q", deref(got.Exceeded), deref(rt.Exceeded))
 	}
 	if rt.Exceeded != nil && status == contract.StatusPassed {
-		c.add(path, base+"/tokens/exceeded", ErrVerdictMismatch, "a passed result's row breaks its token ledger: %s", *rt.Exceeded)
+		c.add(path, base+"/tokens/exceeded", reason.ErrVerdictMismatch, "a passed result's row breaks its token ledger: %s", *rt.Exceeded)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // The newly recorded load facts of a serving case, checked against its records and its
@@ -35,21 +36,21 @@ func checkLoad(c *collector, path string, j int, row contract.Row, wc *contract.
 	case fid.InFlightPeak == nil && fid.InFlightMean == nil:
 		checked = false
 	case !ok:
-		c.add(path, base+"/in_flight_peak", ErrRowMismatch, "in_flight_peak and in_flight_mean are recorded, but no measured request of the records has both ends")
+		c.add(path, base+"/in_flight_peak", reason.ErrRowMismatch, "in_flight_peak and in_flight_mean are recorded, but no measured request of the records has both ends")
 	default:
 		if fid.InFlightPeak == nil || *fid.InFlightPeak != peak {
-			c.add(path, base+"/in_flight_peak", ErrRowMismatch, "in_flight_peak %s, the records say %d", fmtIntPtr(fid.InFlightPeak), peak)
+			c.add(path, base+"/in_flight_peak", reason.ErrRowMismatch, "in_flight_peak %s, the records say %d", fmtIntPtr(fid.InFlightPeak), peak)
 		}
 		if fid.InFlightMean == nil || !within(*fid.InFlightMean, mean, tol) {
-			c.add(path, base+"/in_flight_mean", ErrRowMismatch, "in_flight_mean %s, the records say %s", fmtFloatPtr(fid.InFlightMean), fmtFloat(mean))
+			c.add(path, base+"/in_flight_mean", reason.ErrRowMismatch, "in_flight_mean %s, the records say %s", fmtFloatPtr(fid.InFlightMean), fmtFloat(mean))
 		}
 		if row.Loop == contract.RowLoopClosed && row.Requests >= row.Concurrency && peak < row.Concurrency {
-			c.add(path, base+"/in_flight_peak", ErrLoadNotReached, "closed-loop row c%d-r%d never had %d requests in flight (at most %d): it did not measure its declared concurrency", row.Concurrency, row.Repetition, row.Concurrency, peak)
+			c.add(path, base+"/in_flight_peak", reason.ErrLoadNotReached, "closed-loop row c%d-r%d never had %d requests in flight (at most %d): it did not measure its declared concurrency", row.Concurrency, row.Repetition, row.Concurrency, peak)
 		}
 	}
 	if wc != nil && wc.Rate != nil && row.Loop == contract.RowLoopOpen {
 		if fid.OfferedRate == nil || *fid.OfferedRate != wc.Rate.RequestsPerSecond {
-			c.add(path, base+"/offered_rate", ErrLoadNotReached, "open-loop row c%d-r%d records offered rate %s, the workload's case declares %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(fid.OfferedRate), fmtFloat(wc.Rate.RequestsPerSecond))
+			c.add(path, base+"/offered_rate", reason.ErrLoadNotReached, "open-loop row c%d-r%d records offered rate %s, the workload's case declares %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(fid.OfferedRate), fmtFloat(wc.Rate.RequestsPerSecond))
 		}
 	}
 	return checked
@@ -99,7 +100,7 @@ func checkSchedule(c *collector, path string, row contract.Row, wc *contract.Cas
 	for _, r := range measured {
 		want := t0 + offs[r.index-offset]
 		if d := r.sched - want; d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), ErrLoadNotReached, "open-loop row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared arrival process", row.Concurrency, row.Repetition, r.index, r.sched, wc.Rate.Mode, seed, want, d)
+			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), reason.ErrLoadNotReached, "open-loop row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared arrival process", row.Concurrency, row.Repetition, r.index, r.sched, wc.Rate.Mode, seed, want, d)
 			return
 		}
 	}
@@ -144,7 +145,7 @@ func checkCorpusOrder(c *collector, row contract.Row, wc *contract.Case, seed in
 	asks := map[int64]string{}
 	for _, r := range measured {
 		if id, ok := asks[r.corpusIndex]; ok && id != r.promptID {
-			c.add(row.Records.Path, jp(r.line, "prompt_id"), ErrRowMismatch, "row c%d-r%d: request %d asks %s as corpus_index %d, which another request of the row asks as %s", row.Concurrency, row.Repetition, r.index, r.promptID, r.corpusIndex, id)
+			c.add(row.Records.Path, jp(r.line, "prompt_id"), reason.ErrRowMismatch, "row c%d-r%d: request %d asks %s as corpus_index %d, which another request of the row asks as %s", row.Concurrency, row.Repetition, r.index, r.promptID, r.corpusIndex, id)
 			return
 		}
 		asks[r.corpusIndex] = r.promptID
@@ -161,7 +162,7 @@ func checkCorpusOrder(c *collector, row contract.Row, wc *contract.Case, seed in
 			if k >= 0 {
 				want = order[k]
 			}
-			c.add(row.Records.Path, jp(r.line, "corpus_index"), ErrRowMismatch, "row c%d-r%d: measured request %d asks corpus_index %d in cycle %d, the %s order of seed %d over %d prompts asks %d in cycle %d", row.Concurrency, row.Repetition, k, r.corpusIndex, r.cycle, orderName(wc.PromptOrder), seed, n, want, k/n)
+			c.add(row.Records.Path, jp(r.line, "corpus_index"), reason.ErrRowMismatch, "row c%d-r%d: measured request %d asks corpus_index %d in cycle %d, the %s order of seed %d over %d prompts asks %d in cycle %d", row.Concurrency, row.Repetition, k, r.corpusIndex, r.cycle, orderName(wc.PromptOrder), seed, n, want, k/n)
 			return
 		}
 	}
@@ -178,7 +179,7 @@ func orderName(o contract.ServingCasePromptOrder) contract.ServingCasePromptOrde
 // and a case that records it stopped is failed and says after how long.
 func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record) {
 	if st := cr.Stopped; st != nil && cr.Status == contract.StatusPassed {
-		c.add(path, "/stopped", ErrVerdictMismatch, "the case stopped (%s after %s s) and is recorded passed", st.Reason, fmtFloat(st.AfterSeconds))
+		c.add(path, "/stopped", reason.ErrVerdictMismatch, "the case stopped (%s after %s s) and is recorded passed", st.Reason, fmtFloat(st.AfterSeconds))
 	}
 	if wc == nil || wc.TimeoutSeconds <= 0 || len(all) == 0 {
 		return
@@ -197,10 +198,10 @@ func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc 
 	}
 	span := float64(last-first) / 1e9
 	if limit := float64(wc.TimeoutSeconds) + timeoutGraceSeconds; span > limit {
-		c.add(path, "", ErrTimeoutExceeded, "the case's records span %s s (first schedule to last close), beyond its timeout_seconds %d (+%g s for cancelled requests)", fmtFloat(span), wc.TimeoutSeconds, timeoutGraceSeconds)
+		c.add(path, "", reason.ErrTimeoutExceeded, "the case's records span %s s (first schedule to last close), beyond its timeout_seconds %d (+%g s for cancelled requests)", fmtFloat(span), wc.TimeoutSeconds, timeoutGraceSeconds)
 	}
 	if st := cr.Stopped; st != nil && st.Reason == contract.StoppedReasonTimeout && st.AfterSeconds < float64(wc.TimeoutSeconds) {
-		c.add(path, "/stopped/after_seconds", ErrTimeoutExceeded, "stopped by its timeout after %s s, before its timeout_seconds %d", fmtFloat(st.AfterSeconds), wc.TimeoutSeconds)
+		c.add(path, "/stopped/after_seconds", reason.ErrTimeoutExceeded, "stopped by its timeout after %s s, before its timeout_seconds %d", fmtFloat(st.AfterSeconds), wc.TimeoutSeconds)
 	}
 }
 
@@ -229,10 +230,10 @@ func checkJudgement(c *collector, path, base string, fid contract.Fidelity, rf r
 		if len(rf.reasons) > 0 {
 			why = rf.reasons[0]
 		}
-		c.add(path, base+"/fidelity/degraded", ErrRowMismatch, "degraded %v, the records say %v (%s; bound %.3f ms at the %g-quantile)", fid.Degraded, rf.degraded, why, jd.LagBoundMs, jd.Quantile)
+		c.add(path, base+"/fidelity/degraded", reason.ErrRowMismatch, "degraded %v, the records say %v (%s; bound %.3f ms at the %g-quantile)", fid.Degraded, rf.degraded, why, jd.LagBoundMs, jd.Quantile)
 	}
 	if cal := fid.Calibration; cal != nil && cal.SendCostNs != metric.SendCostNs(cal.SamplesNs) {
-		c.add(path, base+"/fidelity/calibration/send_cost_ns", ErrRowMismatch, "send cost %d ns, its samples' 0.9-quantile is %d ns", cal.SendCostNs, metric.SendCostNs(cal.SamplesNs))
+		c.add(path, base+"/fidelity/calibration/send_cost_ns", reason.ErrRowMismatch, "send cost %d ns, its samples' 0.9-quantile is %d ns", cal.SendCostNs, metric.SendCostNs(cal.SamplesNs))
 	}
 	rj := fid.Judgement
 	if rj == nil {
@@ -240,7 +241,7 @@ func checkJudgement(c *collector, path, base string, fid contract.Fidelity, rf r
 	}
 	if string(rj.Cause) != jd.Cause || rj.Samples != int64(jd.Samples) || rj.Order != int64(jd.Order) || rj.Serialised != int64(jd.Serialised) ||
 		rj.Quantile != jd.Quantile || rj.LagBoundMs != jd.LagBoundMs || !within(rj.LagMs, jd.LagMs, tol) {
-		c.add(path, base+"/fidelity/judgement", ErrRowMismatch, "judgement cause %s, order %d of %d, lag %s ms (bound %s ms at the %g-quantile, %d serialised); the records say cause %s, order %d of %d, lag %s ms (bound %s ms at the %g-quantile, %d serialised)",
+		c.add(path, base+"/fidelity/judgement", reason.ErrRowMismatch, "judgement cause %s, order %d of %d, lag %s ms (bound %s ms at the %g-quantile, %d serialised); the records say cause %s, order %d of %d, lag %s ms (bound %s ms at the %g-quantile, %d serialised)",
 			rj.Cause, rj.Order, rj.Samples, fmtFloat(rj.LagMs), fmtFloat(rj.LagBoundMs), rj.Quantile, rj.Serialised,
 			jd.Cause, jd.Order, jd.Samples, fmtFloat(jd.LagMs), fmtFloat(jd.LagBoundMs), jd.Quantile, jd.Serialised)
 	}

@@ -1,6 +1,9 @@
 package verify
 
-import "github.com/qualkit/qualkit/schemas/contract"
+import (
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/reason"
+)
 
 // checkRowReset checks a row's cache reset (docs/caching.md "Reset") against the launch recipe
 // its case launches: a cold row of a recipe that declares cache_reset records the reset of that
@@ -15,24 +18,24 @@ func checkRowReset(c *collector, path, base string, row contract.Row, wc *contra
 	want := recipe.CacheReset != nil && wc.CacheRegime == contract.CacheRegimeCold
 	switch {
 	case want && rs == nil:
-		c.add(path, base+"/cache", ErrRowMismatch, "the launch recipe %s declares cache_reset %s, but the cold row records no reset", wc.Launch, recipe.CacheReset.Path)
+		c.add(path, base+"/cache", reason.ErrRowMismatch, "the launch recipe %s declares cache_reset %s, but the cold row records no reset", wc.Launch, recipe.CacheReset.Path)
 		return
 	case !want && rs != nil:
-		c.add(path, base+"/cache/reset", ErrRowMismatch, "the row records a reset of %s, but only a cold row of a recipe that declares cache_reset is reset (recipe %s, regime %q)", rs.Path, wc.Launch, wc.CacheRegime)
+		c.add(path, base+"/cache/reset", reason.ErrRowMismatch, "the row records a reset of %s, but only a cold row of a recipe that declares cache_reset is reset (recipe %s, regime %q)", rs.Path, wc.Launch, wc.CacheRegime)
 		return
 	case rs == nil:
 		return
 	}
 	if rs.Path != recipe.CacheReset.Path {
-		c.add(path, base+"/cache/reset/path", ErrRowMismatch, "reset %s, the launch recipe %s declares %s", rs.Path, wc.Launch, recipe.CacheReset.Path)
+		c.add(path, base+"/cache/reset/path", reason.ErrRowMismatch, "reset %s, the launch recipe %s declares %s", rs.Path, wc.Launch, recipe.CacheReset.Path)
 	}
 	ok := rs.StatusCode != nil && *rs.StatusCode >= 200 && *rs.StatusCode <= 299
 	if ok != (rs.Error == nil) {
-		c.add(path, base+"/cache/reset/error", ErrRowMismatch, "reset status %s with error %q: an error goes with a status other than 2xx, and only there", fmtIntPtr(rs.StatusCode), deref(rs.Error))
+		c.add(path, base+"/cache/reset/error", reason.ErrRowMismatch, "reset status %s with error %q: an error goes with a status other than 2xx, and only there", fmtIntPtr(rs.StatusCode), deref(rs.Error))
 	}
 	for _, r := range recs {
 		if r.sched < rs.TNs {
-			c.add(path, base+"/cache/reset/t_ns", ErrRowMismatch, "the reset began at %d ns, after request %d of the row was scheduled (%d ns): a cold row is reset before its first request", rs.TNs, r.index, r.sched)
+			c.add(path, base+"/cache/reset/t_ns", reason.ErrRowMismatch, "the reset began at %d ns, after request %d of the row was scheduled (%d ns): a cold row is reset before its first request", rs.TNs, r.index, r.sched)
 			return
 		}
 	}

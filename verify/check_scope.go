@@ -1,6 +1,10 @@
 package verify
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/qualkit/qualkit/verify/internal/reason"
+)
 
 // checkScope: the result describes exactly one host, backend and device. The receipt's backend is
 // its variant's, and an accelerator backend names a device driver.
@@ -9,7 +13,7 @@ func checkScope(s *snapshot) CheckResult {
 	rc := s.rc
 	file := s.receipt.path
 	if v := s.variant(); v != nil && v.Backend != rc.Qualification.Backend {
-		c.add(file, "/qualification/backend", ErrScopeBackend, "backend %s, variant %s targets %s", rc.Qualification.Backend, v.ID, v.Backend)
+		c.add(file, "/qualification/backend", reason.ErrScopeBackend, "backend %s, variant %s targets %s", rc.Qualification.Backend, v.ID, v.Backend)
 	}
 	checkDeviceScope(s, c)
 	return c.result()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // Session rows (docs/caching.md "Conversations"). The per-turn and per-session metrics
@@ -45,10 +46,10 @@ func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64
 		declared := wc.Corpus != nil && (wc.Corpus.Source == contract.CorpusSourceConversations || wc.Corpus.Source == contract.CorpusSourceSyntheticConversations)
 		switch {
 		case !declared && len(order) > 0:
-			c.add(file, "", ErrRowMismatch, "row c%d-r%d: the measured records of %d sessions carry session blocks, but case %s declares no conversation corpus", row.Concurrency, row.Repetition, len(order), wc.ID)
+			c.add(file, "", reason.ErrRowMismatch, "row c%d-r%d: the measured records of %d sessions carry session blocks, but case %s declares no conversation corpus", row.Concurrency, row.Repetition, len(order), wc.ID)
 			return false
 		case declared && len(order) == 0 && row.Requests > 0:
-			c.add(file, "", ErrRowMismatch, "row c%d-r%d of session case %s: no measured record carries a session block", row.Concurrency, row.Repetition, wc.ID)
+			c.add(file, "", reason.ErrRowMismatch, "row c%d-r%d of session case %s: no measured record carries a session block", row.Concurrency, row.Repetition, wc.ID)
 			return true
 		}
 	}
@@ -62,7 +63,7 @@ func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64
 		for j, r := range rs {
 			s := r.session
 			if s.Turn != int64(j) {
-				c.add(file, jp(r.line, "session", "turn"), ErrRowMismatch, "session %s: turn %d where turn %d belongs: a session's turns are 0, 1, ... without gap or repeat", id, s.Turn, j)
+				c.add(file, jp(r.line, "session", "turn"), reason.ErrRowMismatch, "session %s: turn %d where turn %d belongs: a session's turns are 0, 1, ... without gap or repeat", id, s.Turn, j)
 				break
 			}
 			if j == 0 {
@@ -71,23 +72,23 @@ func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64
 			}
 			prev := rs[j-1]
 			if prev.failed {
-				c.add(file, jp(r.line, "session", "turn"), ErrRowMismatch, "session %s: turn %d was sent after turn %d failed: a failed turn ends its session", id, j, j-1)
+				c.add(file, jp(r.line, "session", "turn"), reason.ErrRowMismatch, "session %s: turn %d was sent after turn %d failed: a failed turn ends its session", id, j, j-1)
 				break
 			}
 			for k, d := range s.ReplyDigests {
 				if k < j && d != rs[k].output {
-					c.add(file, jp(r.line, "session", "reply_digests", k), ErrRowMismatch, "session %s turn %d re-sent reply %s as turn %d's, whose output digest is %s", id, j, d, k, rs[k].output)
+					c.add(file, jp(r.line, "session", "reply_digests", k), reason.ErrRowMismatch, "session %s turn %d re-sent reply %s as turn %d's, whose output digest is %s", id, j, d, k, rs[k].output)
 					break
 				}
 			}
 			if s.HistoryMessages != rs[0].session.HistoryMessages+2*int64(j) {
-				c.add(file, jp(r.line, "session", "history_messages"), ErrRowMismatch, "session %s turn %d sent %d messages, turn 0 sent %d: want %d", id, j, s.HistoryMessages, rs[0].session.HistoryMessages, rs[0].session.HistoryMessages+2*int64(j))
+				c.add(file, jp(r.line, "session", "history_messages"), reason.ErrRowMismatch, "session %s turn %d sent %d messages, turn 0 sent %d: want %d", id, j, s.HistoryMessages, rs[0].session.HistoryMessages, rs[0].session.HistoryMessages+2*int64(j))
 			}
 			if s.HistoryChars <= prev.session.HistoryChars {
-				c.add(file, jp(r.line, "session", "history_chars"), ErrRowMismatch, "session %s turn %d sent %d characters of history, turn %d sent %d: a history only grows", id, j, s.HistoryChars, j-1, prev.session.HistoryChars)
+				c.add(file, jp(r.line, "session", "history_chars"), reason.ErrRowMismatch, "session %s turn %d sent %d characters of history, turn %d sent %d: a history only grows", id, j, s.HistoryChars, j-1, prev.session.HistoryChars)
 			}
 			if ready := prev.end + int64(s.ThinkMs*1e6); prev.hasEnd && r.sched < ready-scheduleToleranceNs {
-				c.add(file, jp(r.line, "t_sched_ns"), ErrRowMismatch, "session %s turn %d is scheduled at %d ns, before turn %d's reply ended (%d ns) plus its think time %g ms", id, j, r.sched, j-1, prev.end, s.ThinkMs)
+				c.add(file, jp(r.line, "t_sched_ns"), reason.ErrRowMismatch, "session %s turn %d is scheduled at %d ns, before turn %d's reply ended (%d ns) plus its think time %g ms", id, j, r.sched, j-1, prev.end, s.ThinkMs)
 			}
 		}
 	}
@@ -123,7 +124,7 @@ func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64
 			continue // turn 0 then waits its think time after the arrival
 		}
 		if d := r.sched - (t0 + offs[i]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.add(file, jp(r.line, "t_sched_ns"), ErrLoadNotReached, "open-loop session row c%d-r%d: session %d (%s) starts at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared session arrival process", row.Concurrency, row.Repetition, i, r.session.ID, r.sched, wc.Rate.Mode, seed, t0+offs[i], d)
+			c.add(file, jp(r.line, "t_sched_ns"), reason.ErrLoadNotReached, "open-loop session row c%d-r%d: session %d (%s) starts at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared session arrival process", row.Concurrency, row.Repetition, i, r.session.ID, r.sched, wc.Rate.Mode, seed, t0+offs[i], d)
 			return true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 var (
@@ -26,32 +27,32 @@ func checkSource(s *snapshot) CheckResult {
 	src := s.rc.Source
 	file := s.receipt.path
 	if !gitobj.ObjectName.MatchString(src.Commit) {
-		c.add(file, "/source/commit", ErrSourceFormat, "commit %q is not 40 lowercase hex digits", src.Commit)
+		c.add(file, "/source/commit", reason.ErrSourceFormat, "commit %q is not 40 lowercase hex digits", src.Commit)
 	}
 	if !gitobj.ObjectName.MatchString(src.Tree) {
-		c.add(file, "/source/tree", ErrSourceFormat, "tree %q is not 40 lowercase hex digits", src.Tree)
+		c.add(file, "/source/tree", reason.ErrSourceFormat, "tree %q is not 40 lowercase hex digits", src.Tree)
 	}
 	if src.TreeHashFormat != TreeHashFormat {
-		c.add(file, "/source/tree_hash_format", ErrSourceFormat, "tree hash format %q, want %s", src.TreeHashFormat, TreeHashFormat)
+		c.add(file, "/source/tree_hash_format", reason.ErrSourceFormat, "tree hash format %q, want %s", src.TreeHashFormat, TreeHashFormat)
 	}
 	if !digestRE.MatchString(src.TreeHash) {
-		c.add(file, "/source/tree_hash", ErrSourceFormat, "tree hash %q is not a sha256 digest", src.TreeHash)
+		c.add(file, "/source/tree_hash", reason.ErrSourceFormat, "tree hash %q is not a sha256 digest", src.TreeHash)
 	}
 	if src.OriginMain != nil && !gitobj.ObjectName.MatchString(*src.OriginMain) {
-		c.add(file, "/source/origin_main", ErrSourceFormat, "origin_main %q is not 40 lowercase hex digits", *src.OriginMain)
+		c.add(file, "/source/origin_main", reason.ErrSourceFormat, "origin_main %q is not 40 lowercase hex digits", *src.OriginMain)
 	}
 	switch t := s.tree; {
 	case t.unavailable != "":
 		c.note("tree hash not recomputed: %s", t.unavailable)
 	case t.tree != src.Tree:
-		c.add(file, "/source/tree", ErrTreeHashMismatch, "commit %s has tree %s in the checkout, the receipt records %s", src.Commit, t.tree, src.Tree)
+		c.add(file, "/source/tree", reason.ErrTreeHashMismatch, "commit %s has tree %s in the checkout, the receipt records %s", src.Commit, t.tree, src.Tree)
 	case t.hash != src.TreeHash:
-		c.add(file, "/source/tree_hash", ErrTreeHashMismatch, "the %s hash of commit %s's tree, recomputed from the checkout's git objects, is %s; the receipt records %s", TreeHashFormat, src.Commit, t.hash, src.TreeHash)
+		c.add(file, "/source/tree_hash", reason.ErrTreeHashMismatch, "the %s hash of commit %s's tree, recomputed from the checkout's git objects, is %s; the receipt records %s", TreeHashFormat, src.Commit, t.hash, src.TreeHash)
 	default:
 		checkInputsInCommit(c, s)
 	}
 	if !src.Clean {
-		c.add(file, "/source/clean", ErrDirtySource, "the campaign ran from a worktree with uncommitted or untracked changes")
+		c.add(file, "/source/clean", reason.ErrDirtySource, "the campaign ran from a worktree with uncommitted or untracked changes")
 	}
 	switch {
 	case !s.policy.RequirePublishable:
@@ -60,23 +61,23 @@ func checkSource(s *snapshot) CheckResult {
 		c.note("publication not required: %s", RelaxUnpublished)
 	default:
 		if !s.rc.Publishable {
-			c.add(file, "/publishable", ErrUnpublished, "the receipt is not publishable: %s", strings.Join(s.rc.UnpublishableReasons, "; "))
+			c.add(file, "/publishable", reason.ErrUnpublished, "the receipt is not publishable: %s", strings.Join(s.rc.UnpublishableReasons, "; "))
 		}
 		if s.rc.Qualification.Verdict == contract.QualificationVerdictInterrupted {
-			c.add(file, "/qualification/verdict", ErrUnpublished, "the campaign was interrupted: an interrupted receipt is never publishable")
+			c.add(file, "/qualification/verdict", reason.ErrUnpublished, "the campaign was interrupted: an interrupted receipt is never publishable")
 		}
 		for _, r := range s.degradedRows() {
 			why := "its case does not declare measures_saturation: true, so the case should have failed"
 			if r.saturation {
 				why = "its case declares measures_saturation: true, which lets the case pass but never makes the row a measurement of its offered rate"
 			}
-			c.add(r.file, jp("rows", r.index, "fidelity", "degraded"), ErrDegradedRow, "%s is degraded (it did not run its offered rate): a degraded open-loop row is never publishable as a rate claim (%s)", r, why)
+			c.add(r.file, jp("rows", r.index, "fidelity", "degraded"), reason.ErrDegradedRow, "%s is degraded (it did not run its offered rate): a degraded open-loop row is never publishable as a rate claim (%s)", r, why)
 		}
 		switch {
 		case src.OriginMain == nil:
-			c.add(file, "/source/origin_main", ErrUnpublished, "the repository had no origin/main when the campaign ran")
+			c.add(file, "/source/origin_main", reason.ErrUnpublished, "the repository had no origin/main when the campaign ran")
 		case *src.OriginMain != src.Commit:
-			c.add(file, "/source/origin_main", ErrUnpublished, "HEAD %s was not origin/main %s when the campaign ran", src.Commit, *src.OriginMain)
+			c.add(file, "/source/origin_main", reason.ErrUnpublished, "HEAD %s was not origin/main %s when the campaign ran", src.Commit, *src.OriginMain)
 		}
 		switch co := s.checkout; {
 		case s.checkoutErr != nil:
@@ -86,7 +87,7 @@ func checkSource(s *snapshot) CheckResult {
 		case co.OriginMain == "":
 			c.note("the checkout has no origin/main: the receipt's commit was not compared with it")
 		case co.OriginMain != src.Commit:
-			c.add(file, "/source/commit", ErrNotOriginMain, "the receipt was made from %s, the checkout's origin/main is %s", src.Commit, co.OriginMain)
+			c.add(file, "/source/commit", reason.ErrNotOriginMain, "the receipt was made from %s, the checkout's origin/main is %s", src.Commit, co.OriginMain)
 		}
 	}
 	return c.result()

@@ -7,6 +7,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/trace"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // A row of a case that declares a schedule (stages and ramps, docs/metrics.md "Stages and
@@ -49,12 +50,12 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 		return
 	}
 	if row.Replay != nil {
-		c.add(path, base+"/replay", ErrRowMismatch, "row c%d-r%d records a trace replay, and its workload case replays no trace", row.Concurrency, row.Repetition)
+		c.add(path, base+"/replay", reason.ErrRowMismatch, "row c%d-r%d records a trace replay, and its workload case replays no trace", row.Concurrency, row.Repetition)
 	}
 	sc := wc.Schedule
 	if sc == nil {
 		if len(row.Stages) > 0 || row.Series != nil {
-			c.add(path, base+"/stages", ErrRowMismatch, "row c%d-r%d records stages or a series, and its workload case declares no schedule", row.Concurrency, row.Repetition)
+			c.add(path, base+"/stages", reason.ErrRowMismatch, "row c%d-r%d records stages or a series, and its workload case declares no schedule", row.Concurrency, row.Repetition)
 		}
 		return
 	}
@@ -63,7 +64,7 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 		return
 	}
 	if row.Loop != contract.RowLoopOpen {
-		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a scheduled case is %s loop: a schedule is open loop", row.Concurrency, row.Repetition, row.Loop)
+		c.add(path, base+"/loop", reason.ErrLoadNotReached, "row c%d-r%d of a scheduled case is %s loop: a schedule is open loop", row.Concurrency, row.Repetition, row.Loop)
 		return
 	}
 	limit := metric.MaxScheduleArrivals
@@ -72,12 +73,12 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 	}
 	offs, stageOfArrival, err := metric.ScheduleArrivals(sc, seed, row.Concurrency, row.Repetition, limit)
 	if err != nil {
-		c.add(path, base, ErrLoadNotReached, "row c%d-r%d: the workload's schedule cannot be recomputed: %v", row.Concurrency, row.Repetition, err)
+		c.add(path, base, reason.ErrLoadNotReached, "row c%d-r%d: the workload's schedule cannot be recomputed: %v", row.Concurrency, row.Repetition, err)
 		return
 	}
 	offered := metric.ExpectedArrivals(sc) / metric.Horizon(sc)
 	if o := row.Fidelity.OfferedRate; o == nil || !within(*o, offered, tol) {
-		c.add(path, base+"/fidelity/offered_rate", ErrLoadNotReached, "scheduled row c%d-r%d records offered rate %s, the schedule's mean is %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(o), fmtFloat(offered))
+		c.add(path, base+"/fidelity/offered_rate", reason.ErrLoadNotReached, "scheduled row c%d-r%d records offered rate %s, the schedule's mean is %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(o), fmtFloat(offered))
 	}
 	unmeasured := int64(0)
 	var measured []*record
@@ -91,18 +92,18 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 	sort.SliceStable(measured, func(a, b int) bool { return measured[a].index < measured[b].index })
 	if len(measured) == 0 {
 		if len(row.Stages) > 0 || row.Series != nil {
-			c.add(path, base+"/stages", ErrRowMismatch, "row c%d-r%d records stages or a series, and no measured request", row.Concurrency, row.Repetition)
+			c.add(path, base+"/stages", reason.ErrRowMismatch, "row c%d-r%d records stages or a series, and no measured request", row.Concurrency, row.Repetition)
 		}
 		return
 	}
 	if int64(len(measured)) > int64(len(offs)) {
-		c.add(row.Records.Path, "", ErrLoadNotReached, "scheduled row c%d-r%d records %d measured requests, its schedule has %d arrivals", row.Concurrency, row.Repetition, len(measured), len(offs))
+		c.add(row.Records.Path, "", reason.ErrLoadNotReached, "scheduled row c%d-r%d records %d measured requests, its schedule has %d arrivals", row.Concurrency, row.Repetition, len(measured), len(offs))
 		return
 	}
 	first := measured[0]
 	k0 := first.index - unmeasured
 	if k0 < 0 || k0 >= int64(len(offs)) {
-		c.add(row.Records.Path, jp(first.line, "index"), ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, first.index)
+		c.add(row.Records.Path, jp(first.line, "index"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, first.index)
 		return
 	}
 	origin := first.sched - offs[k0]
@@ -111,11 +112,11 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 	for i, r := range measured {
 		k := r.index - unmeasured
 		if k < 0 || k >= int64(len(offs)) {
-			c.add(row.Records.Path, jp(r.line, "index"), ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, r.index)
+			c.add(row.Records.Path, jp(r.line, "index"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, r.index)
 			return
 		}
 		if d := r.sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), ErrLoadNotReached, "scheduled row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run its declared stages", row.Concurrency, row.Repetition, r.index, r.sched, sc.Arrival, seed, origin+offs[k], d)
+			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run its declared stages", row.Concurrency, row.Repetition, r.index, r.sched, sc.Arrival, seed, origin+offs[k], d)
 			return
 		}
 		reqs[i], stageOf[i] = r.request(), stageOfArrival[k]
@@ -128,9 +129,9 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 	series, ok := metric.Series(reqs, origin, int64(metric.Horizon(sc)*1e9))
 	switch {
 	case row.Series == nil && ok:
-		c.add(path, base+"/series", ErrRowMismatch, "scheduled row c%d-r%d records no per-second series", row.Concurrency, row.Repetition)
+		c.add(path, base+"/series", reason.ErrRowMismatch, "scheduled row c%d-r%d records no per-second series", row.Concurrency, row.Repetition)
 	case row.Series != nil && !ok:
-		c.add(path, base+"/series", ErrRowMismatch, "scheduled row c%d-r%d records a series, and its records span more than %d seconds", row.Concurrency, row.Repetition, metric.MaxSeriesBins)
+		c.add(path, base+"/series", reason.ErrRowMismatch, "scheduled row c%d-r%d records a series, and its records span more than %d seconds", row.Concurrency, row.Repetition, metric.MaxSeriesBins)
 	case row.Series != nil:
 		checkSeries(c, path, base+"/series", *row.Series, series, tol)
 	}
@@ -143,7 +144,7 @@ func checkClosedStages(c *collector, path string, j int, row contract.Row, wc *c
 	base := jp("rows", j)
 	sc := wc.Schedule
 	if row.Loop != contract.RowLoopClosed || row.Fidelity.OfferedRate != nil {
-		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a closed schedule is %s loop with offered rate %s: a closed schedule runs workers, not a rate", row.Concurrency, row.Repetition, row.Loop, fmtFloatPtr(row.Fidelity.OfferedRate))
+		c.add(path, base+"/loop", reason.ErrLoadNotReached, "row c%d-r%d of a closed schedule is %s loop with offered rate %s: a closed schedule runs workers, not a rate", row.Concurrency, row.Repetition, row.Loop, fmtFloatPtr(row.Fidelity.OfferedRate))
 		return
 	}
 	reqs, measured := measuredRequests(recs)
@@ -151,7 +152,7 @@ func checkClosedStages(c *collector, path string, j int, row contract.Row, wc *c
 		return
 	}
 	if wc.Requests != nil && int64(len(measured)) > *wc.Requests {
-		c.add(row.Records.Path, "", ErrLoadNotReached, "closed scheduled row c%d-r%d records %d measured requests, above its requests %d", row.Concurrency, row.Repetition, len(measured), *wc.Requests)
+		c.add(row.Records.Path, "", reason.ErrLoadNotReached, "closed scheduled row c%d-r%d records %d measured requests, above its requests %d", row.Concurrency, row.Repetition, len(measured), *wc.Requests)
 	}
 	origin := measured[0].sched
 	for _, r := range measured {
@@ -162,7 +163,7 @@ func checkClosedStages(c *collector, path string, j int, row contract.Row, wc *c
 	for i, r := range measured {
 		stageOf[i] = metric.StageAt(spans, origin, r.sched)
 		if stageOf[i] < 0 {
-			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), ErrLoadNotReached, "closed scheduled row c%d-r%d: request %d was taken %s s after the row's start, past its schedule's %s s", row.Concurrency, row.Repetition, r.index, fmtFloat(float64(r.sched-origin)/1e9), fmtFloat(metric.Horizon(sc)))
+			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), reason.ErrLoadNotReached, "closed scheduled row c%d-r%d: request %d was taken %s s after the row's start, past its schedule's %s s", row.Concurrency, row.Repetition, r.index, fmtFloat(float64(r.sched-origin)/1e9), fmtFloat(metric.Horizon(sc)))
 			return
 		}
 	}
@@ -174,7 +175,7 @@ func checkClosedStages(c *collector, path string, j int, row contract.Row, wc *c
 	series, ok := metric.Series(reqs, origin, int64(metric.Horizon(sc)*1e9))
 	switch {
 	case row.Series == nil && ok:
-		c.add(path, base+"/series", ErrRowMismatch, "scheduled row c%d-r%d records no per-second series", row.Concurrency, row.Repetition)
+		c.add(path, base+"/series", reason.ErrRowMismatch, "scheduled row c%d-r%d records no per-second series", row.Concurrency, row.Repetition)
 	case row.Series != nil && ok:
 		checkSeries(c, path, base+"/series", *row.Series, series, tol)
 	}
@@ -190,7 +191,7 @@ func deref0(p *float64) float64 {
 // checkRowStages compares a row's recorded stages with their recomputation.
 func checkRowStages(c *collector, path, base string, row contract.Row, want []contract.RowStage, tol Tolerance) {
 	if len(row.Stages) != len(want) {
-		c.add(path, base, ErrRowMismatch, "row c%d-r%d records %d stages, its schedule has %d", row.Concurrency, row.Repetition, len(row.Stages), len(want))
+		c.add(path, base, reason.ErrRowMismatch, "row c%d-r%d records %d stages, its schedule has %d", row.Concurrency, row.Repetition, len(row.Stages), len(want))
 		return
 	}
 	for k, got := range row.Stages {
@@ -198,7 +199,7 @@ func checkRowStages(c *collector, path, base string, row contract.Row, want []co
 		at := jp(k)
 		if got.Kind != w.Kind || got.Scheduled != w.Scheduled || got.Requests != w.Requests || got.Successes != w.Successes || got.Failures != w.Failures ||
 			fmtIntPtr(got.Concurrency) != fmtIntPtr(w.Concurrency) || (got.OfferedRate == nil) != (w.OfferedRate == nil) {
-			c.add(path, base+at, ErrRowMismatch, "stage %d: %s with %d scheduled, %d requests (%d ok, %d failed); the schedule and records say %s with %d, %d (%d, %d)", k, got.Kind, got.Scheduled, got.Requests, got.Successes, got.Failures, w.Kind, w.Scheduled, w.Requests, w.Successes, w.Failures)
+			c.add(path, base+at, reason.ErrRowMismatch, "stage %d: %s with %d scheduled, %d requests (%d ok, %d failed); the schedule and records say %s with %d, %d (%d, %d)", k, got.Kind, got.Scheduled, got.Requests, got.Successes, got.Failures, w.Kind, w.Scheduled, w.Requests, w.Successes, w.Failures)
 			continue
 		}
 		for _, x := range []struct {
@@ -206,7 +207,7 @@ func checkRowStages(c *collector, path, base string, row contract.Row, want []co
 			got, want float64
 		}{{"start_seconds", got.StartSeconds, w.StartSeconds}, {"seconds", got.Seconds, w.Seconds}, {"offered_rate", deref0(got.OfferedRate), deref0(w.OfferedRate)}, {"achieved_rate", got.AchievedRate, w.AchievedRate}} {
 			if !within(x.got, x.want, tol) {
-				c.add(path, base+at+"/"+x.field, ErrRowMismatch, "stage %d: %s %s, recomputed %s", k, x.field, fmtFloat(x.got), fmtFloat(x.want))
+				c.add(path, base+at+"/"+x.field, reason.ErrRowMismatch, "stage %d: %s %s, recomputed %s", k, x.field, fmtFloat(x.got), fmtFloat(x.want))
 			}
 		}
 		checkMetricList(c, path, base+at+"/metrics", got.Metrics, w.Metrics, tol, nil)
@@ -217,7 +218,7 @@ func checkRowStages(c *collector, path, base string, row contract.Row, want []co
 // differs is reported).
 func checkSeries(c *collector, path, base string, got, want contract.RowSeries, tol Tolerance) {
 	if len(got.Bins) != len(want.Bins) {
-		c.add(path, base+"/bins", ErrRowMismatch, "the series has %d bins, the records span %d seconds", len(got.Bins), len(want.Bins))
+		c.add(path, base+"/bins", reason.ErrRowMismatch, "the series has %d bins, the records span %d seconds", len(got.Bins), len(want.Bins))
 		return
 	}
 	optEq := func(a, b *float64) bool {
@@ -227,7 +228,7 @@ func checkSeries(c *collector, path, base string, got, want contract.RowSeries, 
 		w := want.Bins[k]
 		if g.Second != w.Second || g.Scheduled != w.Scheduled || g.Sent != w.Sent || g.Completed != w.Completed || g.Failed != w.Failed ||
 			!within(g.InFlightMean, w.InFlightMean, tol) || !optEq(g.E2EP50Ms, w.E2EP50Ms) || !optEq(g.E2EP99Ms, w.E2EP99Ms) || !optEq(g.TTFTP50Ms, w.TTFTP50Ms) {
-			c.add(path, base+jp("bins", k), ErrRowMismatch, "second %d: scheduled %d sent %d completed %d failed %d in flight %s; the records say %d %d %d %d %s", g.Second, g.Scheduled, g.Sent, g.Completed, g.Failed, fmtFloat(g.InFlightMean), w.Scheduled, w.Sent, w.Completed, w.Failed, fmtFloat(w.InFlightMean))
+			c.add(path, base+jp("bins", k), reason.ErrRowMismatch, "second %d: scheduled %d sent %d completed %d failed %d in flight %s; the records say %d %d %d %d %s", g.Second, g.Scheduled, g.Sent, g.Completed, g.Failed, fmtFloat(g.InFlightMean), w.Scheduled, w.Sent, w.Completed, w.Failed, fmtFloat(w.InFlightMean))
 			return
 		}
 	}
@@ -243,16 +244,16 @@ func checkSeries(c *collector, path, base string, got, want contract.RowSeries, 
 func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, tokenized, noNonce bool, entries []trace.Entry, recs []*record, tol Tolerance) {
 	base := jp("rows", j)
 	if row.Loop != contract.RowLoopOpen {
-		c.add(path, base+"/loop", ErrLoadNotReached, "row c%d-r%d of a trace replay is %s loop: a replay is open loop", row.Concurrency, row.Repetition, row.Loop)
+		c.add(path, base+"/loop", reason.ErrLoadNotReached, "row c%d-r%d of a trace replay is %s loop: a replay is open loop", row.Concurrency, row.Repetition, row.Loop)
 	}
 	if len(row.Stages) > 0 {
-		c.add(path, base+"/stages", ErrRowMismatch, "row c%d-r%d of a trace replay records stages", row.Concurrency, row.Repetition)
+		c.add(path, base+"/stages", reason.ErrRowMismatch, "row c%d-r%d of a trace replay records stages", row.Concurrency, row.Repetition)
 	}
 	reqs, measured := measuredRequests(recs)
 	rp := row.Replay
 	if rp == nil {
 		if len(measured) > 0 {
-			c.add(path, base+"/replay", ErrRowMismatch, "row c%d-r%d replays a trace and records no replay", row.Concurrency, row.Repetition)
+			c.add(path, base+"/replay", reason.ErrRowMismatch, "row c%d-r%d replays a trace and records no replay", row.Concurrency, row.Repetition)
 		}
 		return
 	}
@@ -273,18 +274,18 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 		if tokenized {
 			binds = "the case binds a tokenizer"
 		}
-		c.add(path, base+"/replay/length_unit", ErrRowMismatch, "the workload's trace declares length_unit %q, but %s: want %s", cp.LengthUnit, binds, unit)
+		c.add(path, base+"/replay/length_unit", reason.ErrRowMismatch, "the workload's trace declares length_unit %q, but %s: want %s", cp.LengthUnit, binds, unit)
 	}
 	want := metric.ReplayOf(reqs, cp.Digest, scale, unit, wpt)
 	if rp.TraceDigest != want.TraceDigest || rp.TimeScale != want.TimeScale || rp.WordsPerToken != want.WordsPerToken || rp.LengthUnit != want.LengthUnit || rp.Entries != want.Entries {
-		c.add(path, base+"/replay", ErrRowMismatch, "replay of %s at time scale %s, length unit %s, %s words per token, %d entries; the workload and records say %s, %s, %s, %s, %d", rp.TraceDigest, fmtFloat(rp.TimeScale), rp.LengthUnit, fmtFloat(rp.WordsPerToken), rp.Entries, want.TraceDigest, fmtFloat(want.TimeScale), want.LengthUnit, fmtFloat(want.WordsPerToken), want.Entries)
+		c.add(path, base+"/replay", reason.ErrRowMismatch, "replay of %s at time scale %s, length unit %s, %s words per token, %d entries; the workload and records say %s, %s, %s, %s, %d", rp.TraceDigest, fmtFloat(rp.TimeScale), rp.LengthUnit, fmtFloat(rp.WordsPerToken), rp.Entries, want.TraceDigest, fmtFloat(want.TimeScale), want.LengthUnit, fmtFloat(want.WordsPerToken), want.Entries)
 	}
 	for _, x := range []struct {
 		field     string
 		got, want float64
 	}{{"send_error_p50_ms", rp.SendErrorP50Ms, want.SendErrorP50Ms}, {"send_error_p99_ms", rp.SendErrorP99Ms, want.SendErrorP99Ms}, {"send_error_max_ms", rp.SendErrorMaxMs, want.SendErrorMaxMs}} {
 		if !within(x.got, x.want, tol) {
-			c.add(path, base+"/replay/"+x.field, ErrRowMismatch, "%s %s, the records say %s", x.field, fmtFloat(x.got), fmtFloat(x.want))
+			c.add(path, base+"/replay/"+x.field, reason.ErrRowMismatch, "%s %s, the records say %s", x.field, fmtFloat(x.got), fmtFloat(x.want))
 		}
 	}
 	unmeasured := int64(len(recs) - len(measured))
@@ -293,7 +294,7 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 		// entry's input_length.
 		exact := tokenized && noNonce && cp.LengthUnit == contract.TraceCorpusLengthUnitTokens
 		if offs, err := trace.Offsets(entries, scale); err != nil {
-			c.add(path, base+"/replay", ErrRowMismatch, "row c%d-r%d replays a trace whose schedule cannot be replayed: %v", row.Concurrency, row.Repetition, err)
+			c.add(path, base+"/replay", reason.ErrRowMismatch, "row c%d-r%d replays a trace whose schedule cannot be replayed: %v", row.Concurrency, row.Repetition, err)
 		} else {
 			checkTraceSchedule(c, row, entries, offs, measured, unmeasured, exact)
 		}
@@ -315,26 +316,26 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record, unmeasured int64, exactTokens bool) {
 	k0 := measured[0].index - unmeasured
 	if k0 < 0 || k0 >= int64(len(offs)) {
-		c.add(row.Records.Path, jp(measured[0].line, "index"), ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].index, len(entries))
+		c.add(row.Records.Path, jp(measured[0].line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].index, len(entries))
 		return
 	}
 	origin := measured[0].sched - offs[k0]
 	for _, r := range measured {
 		k := r.index - unmeasured
 		if k < 0 || k >= int64(len(offs)) {
-			c.add(row.Records.Path, jp(r.line, "index"), ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, r.index, len(entries))
+			c.add(row.Records.Path, jp(r.line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, r.index, len(entries))
 			return
 		}
 		if d := r.sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.index, r.sched, origin+offs[k], d)
+			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.index, r.sched, origin+offs[k], d)
 			return
 		}
 		if !r.failed && r.hasUsage && r.n > entries[k].OutputLength {
-			c.add(row.Records.Path, jp(r.line, "usage", "completion_tokens"), ErrRowMismatch, "trace row c%d-r%d: request %d has %d completion tokens, its trace entry's output_length is %d", row.Concurrency, row.Repetition, r.index, r.n, entries[k].OutputLength) // not a contract value: the record's member name
+			c.add(row.Records.Path, jp(r.line, "usage", "completion_tokens"), reason.ErrRowMismatch, "trace row c%d-r%d: request %d has %d completion tokens, its trace entry's output_length is %d", row.Concurrency, row.Repetition, r.index, r.n, entries[k].OutputLength) // not a contract value: the record's member name
 			return
 		}
 		if exactTokens && r.hasClient && r.client.PromptTokens != entries[k].InputLength {
-			c.add(row.Records.Path, jp(r.line, "client_tokens", "prompt_tokens"), ErrRowMismatch, "trace row c%d-r%d: request %d's prompt counts %d tokens, its trace entry's input_length is %d (length_unit tokens)", row.Concurrency, row.Repetition, r.index, r.client.PromptTokens, entries[k].InputLength) // not a contract value: the record's member name
+			c.add(row.Records.Path, jp(r.line, "client_tokens", "prompt_tokens"), reason.ErrRowMismatch, "trace row c%d-r%d: request %d's prompt counts %d tokens, its trace entry's input_length is %d (length_unit tokens)", row.Concurrency, row.Repetition, r.index, r.client.PromptTokens, entries[k].InputLength) // not a contract value: the record's member name
 			return
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // checkTolerances: correctness and numerical tolerances. A passed verdict; every result's summary
@@ -23,9 +24,9 @@ func checkTolerances(s *snapshot) CheckResult {
 	file := s.receipt.path
 	tol := s.policy.Recompute
 	if in := rc.Qualification.Interruption; rc.Qualification.Verdict == contract.QualificationVerdictInterrupted && in != nil {
-		c.add(file, "/qualification/interruption", ErrInterrupted, "qualrun was interrupted by %s during %s: the receipt binds a partial campaign, never a result", in.Signal, in.Phase)
+		c.add(file, "/qualification/interruption", reason.ErrInterrupted, "qualrun was interrupted by %s during %s: the receipt binds a partial campaign, never a result", in.Signal, in.Phase)
 	} else if rc.Qualification.Verdict != contract.QualificationVerdictPassed {
-		c.add(file, "/qualification/verdict", ErrVerdictFailed, "the campaign's verdict is %s (%d notes)", rc.Qualification.Verdict, len(rc.Notes))
+		c.add(file, "/qualification/verdict", reason.ErrVerdictFailed, "the campaign's verdict is %s (%d notes)", rc.Qualification.Verdict, len(rc.Notes))
 	}
 	s.checkDurations(c)
 	passed, failed := 0, 0
@@ -50,13 +51,13 @@ func checkTolerances(s *snapshot) CheckResult {
 		}
 		base := jp("results", i)
 		if cr.CaseID != r.ID {
-			c.add(file, base+"/id", ErrResultMismatch, "result %q binds the case result of %q", r.ID, cr.CaseID)
+			c.add(file, base+"/id", reason.ErrResultMismatch, "result %q binds the case result of %q", r.ID, cr.CaseID)
 		}
 		if r.Status == contract.StatusPassed && cr.Status != contract.StatusPassed {
-			c.add(file, base+"/status", ErrResultMismatch, "result %q is passed, its case result says %s", r.ID, cr.Status)
+			c.add(file, base+"/status", reason.ErrResultMismatch, "result %q is passed, its case result says %s", r.ID, cr.Status)
 		}
 		if !canonicalEqual(r.Metrics, cr.Metrics) {
-			c.add(file, base+"/metrics", ErrResultMismatch, "result %q's metrics differ from its case result's", r.ID)
+			c.add(file, base+"/metrics", reason.ErrResultMismatch, "result %q's metrics differ from its case result's", r.ID)
 		}
 		names := map[string]bool{}
 		for _, m := range cr.Metrics {
@@ -64,7 +65,7 @@ func checkTolerances(s *snapshot) CheckResult {
 		}
 		for j, t := range cr.Tolerances {
 			if !names[t.Metric] {
-				c.add(path, jp("tolerances", j, "metric"), ErrUnknownTolerance, "tolerance for %q, which is not a metric of this result", t.Metric)
+				c.add(path, jp("tolerances", j, "metric"), reason.ErrUnknownTolerance, "tolerance for %q, which is not a metric of this result", t.Metric)
 			}
 		}
 		wc := s.workloadCase(r.ID)
@@ -113,7 +114,7 @@ func rowRecords(c *collector, cr *contract.CaseResultDoc, row contract.Row, set 
 		r := &set.records[i]
 		if r.caseID != cr.CaseID || r.concurrency != row.Concurrency || r.repetition != row.Repetition {
 			if c != nil {
-				c.add(row.Records.Path, jp(r.line), ErrRowMismatch, "record of case %s row c%d r%d in the records of case %s row c%d r%d", r.caseID, r.concurrency, r.repetition, cr.CaseID, row.Concurrency, row.Repetition)
+				c.add(row.Records.Path, jp(r.line), reason.ErrRowMismatch, "record of case %s row c%d r%d in the records of case %s row c%d r%d", r.caseID, r.concurrency, r.repetition, cr.CaseID, row.Concurrency, row.Repetition)
 			}
 			continue
 		}
@@ -171,9 +172,9 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 					continue
 				}
 				if r.failed && !excusedFailure(row, wc, r) {
-					c.add(row.Records.Path, jp(r.line, "error"), ErrRequestFailed, "request %d failed (%s) in a passed result", r.index, r.errClass)
+					c.add(row.Records.Path, jp(r.line, "error"), reason.ErrRequestFailed, "request %d failed (%s) in a passed result", r.index, r.errClass)
 				} else if r.assertFail > 0 {
-					c.add(row.Records.Path, jp(r.line, "assertions"), ErrRequestFailed, "request %d failed %d assertions in a passed result", r.index, r.assertFail)
+					c.add(row.Records.Path, jp(r.line, "assertions"), reason.ErrRequestFailed, "request %d failed %d assertions in a passed result", r.index, r.assertFail)
 				}
 			}
 		}
@@ -182,14 +183,14 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 			got, want int64
 		}{{"requests", row.Requests, rf.requests}, {"successes", row.Successes, rf.successes}, {"failures", row.Failures, rf.failures}} {
 			if x.got != x.want {
-				c.add(path, base+"/"+x.field, ErrRowMismatch, "%s %d, the records say %d", x.field, x.got, x.want)
+				c.add(path, base+"/"+x.field, reason.ErrRowMismatch, "%s %d, the records say %d", x.field, x.got, x.want)
 			}
 		}
 		if !within(row.WindowSeconds, rf.windowSeconds, tol) {
-			c.add(path, base+"/window_seconds", ErrRowMismatch, "window %s s, the records say %s s", fmtFloat(row.WindowSeconds), fmtFloat(rf.windowSeconds))
+			c.add(path, base+"/window_seconds", reason.ErrRowMismatch, "window %s s, the records say %s s", fmtFloat(row.WindowSeconds), fmtFloat(rf.windowSeconds))
 		}
 		if !equalPtr(row.OutputSetSHA256, rf.outputSet) {
-			c.add(path, base+"/output_set_sha256", ErrRowMismatch, "output set %s, the records hash to %s", deref(row.OutputSetSHA256), deref(rf.outputSet))
+			c.add(path, base+"/output_set_sha256", reason.ErrRowMismatch, "output set %s, the records hash to %s", deref(row.OutputSetSHA256), deref(rf.outputSet))
 		}
 		fid := row.Fidelity
 		for _, x := range []struct {
@@ -197,7 +198,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 			got, want float64
 		}{{"schedule_lag_p50_ms", fid.ScheduleLagP50Ms, rf.lagP50}, {"schedule_lag_p99_ms", fid.ScheduleLagP99Ms, rf.lagP99}, {"schedule_lag_max_ms", fid.ScheduleLagMaxMs, rf.lagMax}, {"achieved_rate", fid.AchievedRate, rf.achieved}} {
 			if !within(x.got, x.want, tol) {
-				c.add(path, base+"/fidelity/"+x.field, ErrRowMismatch, "%s %s, the records say %s", x.field, fmtFloat(x.got), fmtFloat(x.want))
+				c.add(path, base+"/fidelity/"+x.field, reason.ErrRowMismatch, "%s %s, the records say %s", x.field, fmtFloat(x.got), fmtFloat(x.want))
 			}
 		}
 		checkJudgement(c, path, base, fid, rf, tol)
@@ -251,13 +252,13 @@ func checkMetricList(c *collector, file, base string, recorded, recomputed []con
 		w, ok := want[m.Name]
 		switch {
 		case !ok:
-			c.add(file, base+jp(k, "name"), ErrMetricMismatch, "%s is not a metric the formulas define here", m.Name)
+			c.add(file, base+jp(k, "name"), reason.ErrMetricMismatch, "%s is not a metric the formulas define here", m.Name)
 		case !within(m.Value, w.Value, tol):
-			c.add(file, base+jp(k, "value"), ErrMetricMismatch, "%s is %s, recomputed %s (tolerance max(%g, |x| × %g))", m.Name, fmtFloat(m.Value), fmtFloat(w.Value), tol.Absolute, tol.Relative)
+			c.add(file, base+jp(k, "value"), reason.ErrMetricMismatch, "%s is %s, recomputed %s (tolerance max(%g, |x| × %g))", m.Name, fmtFloat(m.Value), fmtFloat(w.Value), tol.Absolute, tol.Relative)
 		case !equalSamples(m.Samples, w.Samples):
-			c.add(file, base+jp(k, "samples"), ErrMetricMismatch, "%s has %s samples, recomputed %s", m.Name, samplesString(m.Samples), samplesString(w.Samples))
+			c.add(file, base+jp(k, "samples"), reason.ErrMetricMismatch, "%s has %s samples, recomputed %s", m.Name, samplesString(m.Samples), samplesString(w.Samples))
 		case (w.Unit != "" || w.Formula != "") && identityOf(m) != identityOf(w):
-			c.add(file, base+jp(k), ErrMetricMismatch, "%s carries %s, its formula gives %s", m.Name, identityOf(m), identityOf(w))
+			c.add(file, base+jp(k), reason.ErrMetricMismatch, "%s carries %s, its formula gives %s", m.Name, identityOf(m), identityOf(w))
 		}
 	}
 	var missing []string
@@ -268,7 +269,7 @@ func checkMetricList(c *collector, file, base string, recorded, recomputed []con
 	}
 	sort.Strings(missing)
 	for _, n := range missing {
-		c.add(file, base, ErrMetricMismatch, "%s is missing (recomputed %s)", n, fmtFloat(want[n].Value))
+		c.add(file, base, reason.ErrMetricMismatch, "%s is missing (recomputed %s)", n, fmtFloat(want[n].Value))
 	}
 }
 
@@ -305,26 +306,26 @@ func checkCommand(c *collector, path string, cr *contract.CaseResultDoc, wc *con
 		declared := slices.Clone(wc.ResultProtocol.DeclaredMetrics)
 		sort.Strings(declared)
 		if !slices.Equal(names, declared) {
-			c.add(path, "/metrics", ErrDeclaredMetrics, "metrics %v, the workload declares %v", names, declared)
+			c.add(path, "/metrics", reason.ErrDeclaredMetrics, "metrics %v, the workload declares %v", names, declared)
 		}
 		return
 	}
 	if wc != nil && wc.ResultProtocol != nil {
 		for _, d := range wc.ResultProtocol.DeclaredMetrics {
 			if _, ok := byName[d]; !ok {
-				c.add(path, "/metrics", ErrDeclaredMetrics, "declared metric %s is missing", d)
+				c.add(path, "/metrics", reason.ErrDeclaredMetrics, "declared metric %s is missing", d)
 			}
 		}
 	}
 	for _, n := range names {
 		if !slices.Contains(runnerMetrics, n) {
-			c.add(path, jp("metrics", idx[n], "name"), ErrDeclaredMetrics, "%s is not a runner metric %v", n, runnerMetrics)
+			c.add(path, jp("metrics", idx[n], "name"), reason.ErrDeclaredMetrics, "%s is not a runner metric %v", n, runnerMetrics)
 		}
 	}
 	pass, ok := byName["case_pass"]
 	if !ok {
 		if wc != nil {
-			c.add(path, "/metrics", ErrDeclaredMetrics, "a runner-produced case result has no case_pass")
+			c.add(path, "/metrics", reason.ErrDeclaredMetrics, "a runner-produced case result has no case_pass")
 		}
 		return
 	}
@@ -333,17 +334,17 @@ func checkCommand(c *collector, path string, cr *contract.CaseResultDoc, wc *con
 		want = 1
 	}
 	if pass.Value != want {
-		c.add(path, jp("metrics", idx["case_pass"], "value"), ErrDeclaredMetrics, "case_pass %s with status %s", fmtFloat(pass.Value), cr.Status)
+		c.add(path, jp("metrics", idx["case_pass"], "value"), reason.ErrDeclaredMetrics, "case_pass %s with status %s", fmtFloat(pass.Value), cr.Status)
 	}
 	if cr.Status != contract.StatusPassed {
 		return
 	}
 	if m, ok := byName["output_assertion_failures"]; ok && m.Value != 0 {
-		c.add(path, jp("metrics", idx["output_assertion_failures"], "value"), ErrDeclaredMetrics, "%s output assertion failures in a passed result", fmtFloat(m.Value))
+		c.add(path, jp("metrics", idx["output_assertion_failures"], "value"), reason.ErrDeclaredMetrics, "%s output assertion failures in a passed result", fmtFloat(m.Value))
 	}
 	if m, ok := byName["exit_code"]; ok && wc != nil && len(wc.ExpectedExitCodes) > 0 {
 		if m.Value != math.Trunc(m.Value) || !slices.Contains(wc.ExpectedExitCodes, int64(m.Value)) {
-			c.add(path, jp("metrics", idx["exit_code"], "value"), ErrDeclaredMetrics, "exit code %s is not expected %v in a passed result", fmtFloat(m.Value), wc.ExpectedExitCodes)
+			c.add(path, jp("metrics", idx["exit_code"], "value"), reason.ErrDeclaredMetrics, "exit code %s is not expected %v in a passed result", fmtFloat(m.Value), wc.ExpectedExitCodes)
 		}
 	}
 }
@@ -363,9 +364,9 @@ func checkUsagePlausible(c *collector, path string, wc *contract.Case, recs []*r
 		}
 		switch {
 		case wc.MaxTokens > 0 && r.n > wc.MaxTokens:
-			c.add(path, jp(r.line, "usage", "completion_tokens"), ErrRequestFailed, "request %d is recorded as a success with %d completion tokens for max_tokens %d (usage_exceeds_max_tokens)", r.index, r.n, wc.MaxTokens) // not a contract value: the record's member name
+			c.add(path, jp(r.line, "usage", "completion_tokens"), reason.ErrRequestFailed, "request %d is recorded as a success with %d completion tokens for max_tokens %d (usage_exceeds_max_tokens)", r.index, r.n, wc.MaxTokens) // not a contract value: the record's member name
 		case r.n == 0 && len(r.content) > 0:
-			c.add(path, jp(r.line, "usage", "completion_tokens"), ErrRequestFailed, "request %d is recorded as a success with 0 completion tokens beside %d content events (inconsistent_usage)", r.index, len(r.content)) // not a contract value: the record's member name
+			c.add(path, jp(r.line, "usage", "completion_tokens"), reason.ErrRequestFailed, "request %d is recorded as a success with 0 completion tokens beside %d content events (inconsistent_usage)", r.index, len(r.content)) // not a contract value: the record's member name
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // checks is the ordered table of publication checks: each is a pure function of what loading read.
@@ -38,7 +39,7 @@ func needReceipt(f func(*snapshot) CheckResult) func(*snapshot) CheckResult {
 
 // findingError carries a Reason and, optionally, the error that caused it (a schemas.Violation).
 type findingError struct {
-	reason *Reason
+	reason *reason.Reason
 	msg    string
 	cause  error
 }
@@ -59,12 +60,12 @@ type collector struct {
 	notes []string
 }
 
-func (c *collector) add(file, pointer string, r *Reason, format string, args ...any) {
+func (c *collector) add(file, pointer string, r *reason.Reason, format string, args ...any) {
 	c.out = append(c.out, Finding{Check: c.check, File: file, Pointer: pointer,
-		Err: &findingError{reason: r, msg: r.text + ": " + fmt.Sprintf(format, args...)}})
+		Err: &findingError{reason: r, msg: r.Error() + ": " + fmt.Sprintf(format, args...)}})
 }
 
-func (c *collector) addCause(file, pointer string, r *Reason, cause error) {
+func (c *collector) addCause(file, pointer string, r *reason.Reason, cause error) {
 	c.out = append(c.out, Finding{Check: c.check, File: file, Pointer: pointer, Err: &findingError{reason: r, msg: cause.Error(), cause: cause}})
 }
 
@@ -111,23 +112,23 @@ func canonicalEqual(a, b any) bool {
 // --- 1. schemas --------------------------------------------------------------------------
 
 // violationReason maps a contract violation to its Reason.
-func violationReason(v schemas.Violation) *Reason {
+func violationReason(v schemas.Violation) *reason.Reason {
 	var de *jsonstrict.DecodeError
 	switch {
-	case errors.Is(v.Err, ErrWrongContract):
-		return ErrWrongContract
+	case errors.Is(v.Err, reason.ErrWrongContract):
+		return reason.ErrWrongContract
 	case errors.As(v.Err, &de):
-		return ErrInvalidJSON
+		return reason.ErrInvalidJSON
 	case errors.Is(v.Err, schemas.ErrHistorical):
-		return ErrHistoricalEvidence
+		return reason.ErrHistoricalEvidence
 	case errors.Is(v.Err, schemas.ErrUnknownContract):
-		return ErrUnknownContract
+		return reason.ErrUnknownContract
 	case errors.Is(v.Err, jsonstrict.ErrSelfHashMismatch), errors.Is(v.Err, jsonstrict.ErrSelfHashMissing):
-		return ErrSelfHash
+		return reason.ErrSelfHash
 	case errors.Is(v.Err, schemas.ErrSemantic):
-		return ErrSemanticViolation
+		return reason.ErrSemanticViolation
 	}
-	return ErrSchemaViolation
+	return reason.ErrSchemaViolation
 }
 
 // checkSchemas: every file validates against its exported schema and semantic rules; request
@@ -143,7 +144,7 @@ func checkSchemas(s *snapshot) CheckResult {
 				c.addCause(f.path, v.Pointer, violationReason(v), v)
 			}
 			if f.records.tooMany {
-				c.add(f.path, "", ErrSchemaViolation, "more than %d request records in one file", MaxRecordsPerFile)
+				c.add(f.path, "", reason.ErrSchemaViolation, "more than %d request records in one file", MaxRecordsPerFile)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // Mode is a comparison mode of a workload's comparison policy (Kiln's modes, and qualkit's
@@ -77,7 +78,7 @@ type Difference struct {
 }
 
 // Code returns the difference's reason code.
-func (d Difference) Code() string { return codeOf(d.Err) }
+func (d Difference) Code() string { return reason.CodeOf(d.Err) }
 
 // Evaluation is one metric rule applied to one matched row or result.
 type Evaluation struct {
@@ -146,7 +147,7 @@ func Compare(ctx context.Context, baseline, candidate Evidence, policy Policy, o
 		cmp.Warnings = append(cmp.Warnings, "candidate: "+w)
 	}
 	if bs.rc == nil || cs.rc == nil {
-		cmp.reject("receipt", ErrWorkloadMismatch, "a receipt is invalid: nothing can be compared", nil, nil)
+		cmp.reject("receipt", reason.ErrWorkloadMismatch, "a receipt is invalid: nothing can be compared", nil, nil)
 		return cmp.finish(), nil
 	}
 	w := bs.workload
@@ -306,12 +307,12 @@ func sideOf(s *snapshot, r *Result) Side {
 	return side
 }
 
-func (c *Comparison) reject(path string, r *Reason, msg string, b, cand any) {
-	c.Rejected = append(c.Rejected, Difference{Path: path, Err: &findingError{reason: r, msg: r.text + ": " + msg}, Baseline: b, Candidate: cand})
+func (c *Comparison) reject(path string, r *reason.Reason, msg string, b, cand any) {
+	c.Rejected = append(c.Rejected, Difference{Path: path, Err: &findingError{reason: r, msg: r.Error() + ": " + msg}, Baseline: b, Candidate: cand})
 }
 
-func (c *Comparison) allow(path string, r *Reason, msg string, b, cand any) {
-	c.Allowed = append(c.Allowed, Difference{Path: path, Err: &findingError{reason: r, msg: r.text + " (allowed): " + msg}, Baseline: b, Candidate: cand})
+func (c *Comparison) allow(path string, r *reason.Reason, msg string, b, cand any) {
+	c.Allowed = append(c.Allowed, Difference{Path: path, Err: &findingError{reason: r, msg: r.Error() + " (allowed): " + msg}, Baseline: b, Candidate: cand})
 }
 
 func (c *Comparison) finish() *Comparison {
@@ -336,7 +337,7 @@ type comparer struct {
 func (x *comparer) compatibility() {
 	cmp, b, c := x.cmp, x.b.rc, x.c.rc
 	if x.b.receipt.digest == x.c.receipt.digest || b.ReceiptID == c.ReceiptID {
-		cmp.reject("receipt_id", ErrWorkloadMismatch, "baseline and candidate are the same receipt", b.ReceiptID, c.ReceiptID)
+		cmp.reject("receipt_id", reason.ErrWorkloadMismatch, "baseline and candidate are the same receipt", b.ReceiptID, c.ReceiptID)
 	}
 	// The workload binding.
 	for _, d := range []struct {
@@ -350,25 +351,25 @@ func (x *comparer) compatibility() {
 		{"qualification.kind", b.Qualification.Kind, c.Qualification.Kind},
 	} {
 		if !canonicalEqual(d.b, d.c) {
-			cmp.reject(d.path, ErrWorkloadMismatch, "the workload binding differs", d.b, d.c)
+			cmp.reject(d.path, reason.ErrWorkloadMismatch, "the workload binding differs", d.b, d.c)
 		}
 	}
 	if b.Source.TreeHashFormat != c.Source.TreeHashFormat {
-		cmp.reject("source.tree_hash_format", ErrSourceMismatch, "tree hash formats differ", b.Source.TreeHashFormat, c.Source.TreeHashFormat)
+		cmp.reject("source.tree_hash_format", reason.ErrSourceMismatch, "tree hash formats differ", b.Source.TreeHashFormat, c.Source.TreeHashFormat)
 	} else if b.Source.TreeHash != c.Source.TreeHash {
 		// qualkit's tree hash covers the whole repository (receipts too), so any commit between two
 		// campaigns changes it; like for like is decided by the bound inputs below.
-		cmp.allow("source.tree_hash", ErrSourceMismatch, "the campaigns ran from different source trees (commits "+b.Source.Commit+", "+c.Source.Commit+"); their bound inputs are compared instead", b.Source.TreeHash, c.Source.TreeHash)
+		cmp.allow("source.tree_hash", reason.ErrSourceMismatch, "the campaigns ran from different source trees (commits "+b.Source.Commit+", "+c.Source.Commit+"); their bound inputs are compared instead", b.Source.TreeHash, c.Source.TreeHash)
 	}
 	cp := x.w.ComparisonPolicy
 	if cp == nil {
-		cmp.reject("workload.comparison_policy", ErrModeRefused, "the workload declares no comparison policy", nil, nil)
+		cmp.reject("workload.comparison_policy", reason.ErrModeRefused, "the workload declares no comparison policy", nil, nil)
 		return
 	}
 	mode := cp.Mode
 	switch {
 	case mode == SelfContainedCorrectness:
-		cmp.reject("comparison_policy.mode", ErrModeRefused, "self_contained_correctness results are verified alone, never compared", nil, nil)
+		cmp.reject("comparison_policy.mode", reason.ErrModeRefused, "self_contained_correctness results are verified alone, never compared", nil, nil)
 		return
 	case mode == DeclaredABVariants && b.Workload.Variant == c.Workload.Variant:
 		mode = SameEnvironmentPerformance
@@ -381,7 +382,7 @@ func (x *comparer) compatibility() {
 	switch mode {
 	case SameEnvironmentPerformance:
 		if b.Workload.Variant != c.Workload.Variant {
-			cmp.reject("workload.variant", ErrModeRefused, "same_environment_performance compares one variant with itself", b.Workload.Variant, c.Workload.Variant)
+			cmp.reject("workload.variant", reason.ErrModeRefused, "same_environment_performance compares one variant with itself", b.Workload.Variant, c.Workload.Variant)
 		}
 		x.environment(envDiff, nil)
 		x.devices(nil)
@@ -393,7 +394,7 @@ func (x *comparer) compatibility() {
 			}
 		}
 		if pair == nil {
-			cmp.reject("workload.variant", ErrModeRefused, "the pair (baseline "+b.Workload.Variant+", candidate "+c.Workload.Variant+") is not declared (direction matters)", b.Workload.Variant, c.Workload.Variant)
+			cmp.reject("workload.variant", reason.ErrModeRefused, "the pair (baseline "+b.Workload.Variant+", candidate "+c.Workload.Variant+") is not declared (direction matters)", b.Workload.Variant, c.Workload.Variant)
 			break
 		}
 		x.environment(envDiff, nil)
@@ -409,7 +410,7 @@ func (x *comparer) compatibility() {
 			}
 		}
 		if pair == nil {
-			cmp.reject("qualification.backend", ErrModeRefused, fmt.Sprintf("(%s %s, %s %s) is not a declared backend pair", b.Qualification.Backend, b.Workload.Variant, c.Qualification.Backend, c.Workload.Variant), b.Qualification.Backend, c.Qualification.Backend)
+			cmp.reject("qualification.backend", reason.ErrModeRefused, fmt.Sprintf("(%s %s, %s %s) is not a declared backend pair", b.Qualification.Backend, b.Workload.Variant, c.Qualification.Backend, c.Workload.Variant), b.Qualification.Backend, c.Qualification.Backend)
 			break
 		}
 		x.environment(envDiff, pair.AllowedEnvironmentDifferences)
@@ -422,15 +423,15 @@ func (x *comparer) compatibility() {
 			vc, okc := lookupDot(envC, p)
 			switch {
 			case !okb && !okc:
-				cmp.reject("environment."+p, ErrEnvironmentMismatch, "a declared environment difference names a path absent on both sides", nil, nil)
+				cmp.reject("environment."+p, reason.ErrEnvironmentMismatch, "a declared environment difference names a path absent on both sides", nil, nil)
 			case !isScalar(vb) || !isScalar(vc):
-				cmp.reject("environment."+p, ErrEnvironmentMismatch, "a declared environment difference names a non-scalar path", vb, vc)
+				cmp.reject("environment."+p, reason.ErrEnvironmentMismatch, "a declared environment difference names a non-scalar path", vb, vc)
 			case okb && okc && canonicalEqual(vb, vc):
-				cmp.reject("environment."+p, ErrEnvironmentMismatch, "a declared environment difference is equal on both sides", vb, vc)
+				cmp.reject("environment."+p, reason.ErrEnvironmentMismatch, "a declared environment difference is equal on both sides", vb, vc)
 			}
 		}
 	default:
-		cmp.reject("comparison_policy.mode", ErrModeRefused, "unknown mode "+string(mode), nil, nil)
+		cmp.reject("comparison_policy.mode", reason.ErrModeRefused, "unknown mode "+string(mode), nil, nil)
 		return
 	}
 	x.artifacts(mode)
@@ -441,10 +442,10 @@ func (x *comparer) compatibility() {
 func (x *comparer) environment(diff []leafDiff, allowed []string) {
 	for _, d := range diff {
 		if slices.Contains(allowed, d.path) {
-			x.cmp.allow("environment."+d.path, ErrEnvironmentMismatch, "declared by the backend pair", d.b, d.c)
+			x.cmp.allow("environment."+d.path, reason.ErrEnvironmentMismatch, "declared by the backend pair", d.b, d.c)
 			continue
 		}
-		x.cmp.reject("environment."+d.path, ErrEnvironmentMismatch, "the environment must be identical in this mode", d.b, d.c)
+		x.cmp.reject("environment."+d.path, reason.ErrEnvironmentMismatch, "the environment must be identical in this mode", d.b, d.c)
 	}
 }
 
@@ -452,7 +453,7 @@ func (x *comparer) environment(diff []leafDiff, allowed []string) {
 func (x *comparer) configs(allowed []string) {
 	vb, vc := variantOf(x.w, x.b.rc.Workload.Variant), variantOf(x.w, x.c.rc.Workload.Variant)
 	if vb == nil || vc == nil {
-		x.cmp.reject("workload.variant", ErrWorkloadMismatch, "a variant is not declared by the workload", x.b.rc.Workload.Variant, x.c.rc.Workload.Variant)
+		x.cmp.reject("workload.variant", reason.ErrWorkloadMismatch, "a variant is not declared by the workload", x.b.rc.Workload.Variant, x.c.rc.Workload.Variant)
 		return
 	}
 	var cb, cc map[string]any
@@ -463,14 +464,14 @@ func (x *comparer) configs(allowed []string) {
 	for _, d := range diff {
 		seen[d.path] = true
 		if slices.Contains(allowed, d.path) {
-			x.cmp.allow("effective_config."+d.path, ErrConfigMismatch, "declared by the variant pair", d.b, d.c)
+			x.cmp.allow("effective_config."+d.path, reason.ErrConfigMismatch, "declared by the variant pair", d.b, d.c)
 		} else {
-			x.cmp.reject("effective_config."+d.path, ErrConfigMismatch, "not among the pair's allowed differences", d.b, d.c)
+			x.cmp.reject("effective_config."+d.path, reason.ErrConfigMismatch, "not among the pair's allowed differences", d.b, d.c)
 		}
 	}
 	for _, p := range allowed {
 		if !seen[p] {
-			x.cmp.reject("effective_config."+p, ErrConfigMismatch, "a declared difference is not a difference (absent, non-scalar or equal)", nil, nil)
+			x.cmp.reject("effective_config."+p, reason.ErrConfigMismatch, "a declared difference is not a difference (absent, non-scalar or equal)", nil, nil)
 		}
 	}
 }
@@ -528,9 +529,9 @@ func (x *comparer) artifacts(mode Mode) {
 			mayDiffer = k == contract.ArtifactKindLaunchRecipe || k == contract.ArtifactKindServerBinary || k == contract.ArtifactKindConfigFile || k == contract.ArtifactKindRuntimeManifest
 		}
 		if mayDiffer {
-			x.cmp.allow("artifacts."+string(k), ErrArtifactMismatch, "the variants bind different "+string(k)+" files", gb[k], gc[k])
+			x.cmp.allow("artifacts."+string(k), reason.ErrArtifactMismatch, "the variants bind different "+string(k)+" files", gb[k], gc[k])
 		} else {
-			x.cmp.reject("artifacts."+string(k), ErrArtifactMismatch, "the bound "+string(k)+" files differ", gb[k], gc[k])
+			x.cmp.reject("artifacts."+string(k), reason.ErrArtifactMismatch, "the bound "+string(k)+" files differ", gb[k], gc[k])
 		}
 	}
 }
@@ -561,7 +562,7 @@ func (x *comparer) matchResults() []matched {
 		j, ok := idx[k]
 		name := fmt.Sprintf("results/%s/r%d", r.ID, r.Repetition)
 		if !ok {
-			x.cmp.reject(dotted(name), ErrUnlikeRows, "the candidate has no such result", r.Status, nil)
+			x.cmp.reject(dotted(name), reason.ErrUnlikeRows, "the candidate has no such result", r.Status, nil)
 			continue
 		}
 		m := matched{key: name, id: r.ID, rb: r, rc: x.c.rc.Results[j]}
@@ -575,7 +576,7 @@ func (x *comparer) matchResults() []matched {
 	}
 	for _, r := range x.c.rc.Results {
 		if !seen[key{r.ID, r.Repetition}] {
-			x.cmp.reject(dotted(fmt.Sprintf("results/%s/r%d", r.ID, r.Repetition)), ErrUnlikeRows, "the baseline has no such result", nil, r.Status)
+			x.cmp.reject(dotted(fmt.Sprintf("results/%s/r%d", r.ID, r.Repetition)), reason.ErrUnlikeRows, "the baseline has no such result", nil, r.Status)
 		}
 	}
 	return out
@@ -601,20 +602,20 @@ func (x *comparer) rows(mode Mode) {
 			c, okc := rc[k]
 			switch {
 			case !okb:
-				x.cmp.reject(dotted(scope), ErrUnlikeRows, "the baseline has no such row", nil, c.Requests)
+				x.cmp.reject(dotted(scope), reason.ErrUnlikeRows, "the baseline has no such row", nil, c.Requests)
 				continue
 			case !okc:
-				x.cmp.reject(dotted(scope), ErrUnlikeRows, "the candidate has no such row", b.Requests, nil)
+				x.cmp.reject(dotted(scope), reason.ErrUnlikeRows, "the candidate has no such row", b.Requests, nil)
 				continue
 			}
 			if b.PromptSetSHA256 != c.PromptSetSHA256 {
-				x.cmp.reject(dotted(scope+"/prompt_set_sha256"), ErrCorpusMismatch, "the rows asked different prompts", b.PromptSetSHA256, c.PromptSetSHA256)
+				x.cmp.reject(dotted(scope+"/prompt_set_sha256"), reason.ErrCorpusMismatch, "the rows asked different prompts", b.PromptSetSHA256, c.PromptSetSHA256)
 			}
 			if b.Loop != c.Loop || !equalFloatPtr(b.Fidelity.OfferedRate, c.Fidelity.OfferedRate) {
-				x.cmp.reject(dotted(scope+"/loop"), ErrUnlikeRows, "the rows ran different schedules", fmt.Sprint(b.Loop, " ", fptr(b.Fidelity.OfferedRate)), fmt.Sprint(c.Loop, " ", fptr(c.Fidelity.OfferedRate)))
+				x.cmp.reject(dotted(scope+"/loop"), reason.ErrUnlikeRows, "the rows ran different schedules", fmt.Sprint(b.Loop, " ", fptr(b.Fidelity.OfferedRate)), fmt.Sprint(c.Loop, " ", fptr(c.Fidelity.OfferedRate)))
 			}
 			if b.Requests != c.Requests {
-				x.cmp.reject(dotted(scope+"/requests"), ErrUnlikeRows, "the rows sent different numbers of requests", b.Requests, c.Requests)
+				x.cmp.reject(dotted(scope+"/requests"), reason.ErrUnlikeRows, "the rows sent different numbers of requests", b.Requests, c.Requests)
 			}
 			cacheRegimes(x.cmp, scope, b, c)
 			identities(x.cmp, scope, b.Metrics, c.Metrics)
@@ -630,9 +631,9 @@ func cacheRegimes(cmp *Comparison, scope string, b, c contract.Row) {
 	dc, oc := rowRegime(c)
 	switch {
 	case db != dc:
-		cmp.reject(dotted(scope+"/cache/declared"), ErrCacheRegimeMismatch, "the rows declare different prefix-cache regimes", string(db), string(dc))
+		cmp.reject(dotted(scope+"/cache/declared"), reason.ErrCacheRegimeMismatch, "the rows declare different prefix-cache regimes", string(db), string(dc))
 	case ob != oc && ob != contract.RowCacheObservedUnreported && oc != contract.RowCacheObservedUnreported:
-		cmp.reject(dotted(scope+"/cache/observed"), ErrCacheRegimeMismatch, "the rows' servers reported different prefix-cache regimes", string(ob), string(oc))
+		cmp.reject(dotted(scope+"/cache/observed"), reason.ErrCacheRegimeMismatch, "the rows' servers reported different prefix-cache regimes", string(ob), string(oc))
 	}
 }
 
@@ -670,7 +671,7 @@ func identities(cmp *Comparison, scope string, b, c []contract.Metric) {
 			continue
 		}
 		if want, ok := ib[m.Name]; ok && want != identityOf(m) {
-			cmp.reject(dotted(scope+"/metrics/"+m.Name), ErrFormulaMismatch, fmt.Sprintf("%s carries %s on one side and %s on the other%s", m.Name, want, identityOf(m), rateWarning(want, identityOf(m))), want.formula, m.Formula)
+			cmp.reject(dotted(scope+"/metrics/"+m.Name), reason.ErrFormulaMismatch, fmt.Sprintf("%s carries %s on one side and %s on the other%s", m.Name, want, identityOf(m), rateWarning(want, identityOf(m))), want.formula, m.Formula)
 		}
 	}
 }
@@ -787,8 +788,8 @@ func degradedIn(m matched) string {
 // refuseDegraded records a performance rule that is not evaluated because of a degraded row.
 func (x *comparer) refuseDegraded(rule contract.MetricRule, scope, what string) {
 	e := x.evaluation(rule, scope)
-	e.Status, e.Code = contract.EvaluationStatusFailed, ErrDegradedRow.Code()
-	e.Reason = fmt.Sprintf("%v: %s: a degraded row measured the client's schedule, not the server, and the case does not declare measures_saturation: true", ErrDegradedRow, what)
+	e.Status, e.Code = contract.EvaluationStatusFailed, reason.ErrDegradedRow.Code()
+	e.Reason = fmt.Sprintf("%v: %s: a degraded row measured the client's schedule, not the server, and the case does not declare measures_saturation: true", reason.ErrDegradedRow, what)
 	x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 }
 
@@ -797,9 +798,9 @@ func (x *comparer) outputs(scope string, b, c contract.Row) {
 	e := Evaluation{Scope: scope + "/output_set_sha256", Metric: "output_set_sha256", MetricClass: contract.EvaluationMetricClassCorrectness, Operator: string(contract.EvaluationOperatorEqual), Required: true}
 	switch {
 	case b.OutputSetSHA256 == nil || c.OutputSetSHA256 == nil:
-		e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, ErrOutputMismatch.Code(), "a row has no output set (a request failed)"
+		e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, reason.ErrOutputMismatch.Code(), "a row has no output set (a request failed)"
 	case *b.OutputSetSHA256 != *c.OutputSetSHA256:
-		e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, ErrOutputMismatch.Code(), fmt.Sprintf("%v: %s vs %s", ErrOutputMismatch, *b.OutputSetSHA256, *c.OutputSetSHA256)
+		e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, reason.ErrOutputMismatch.Code(), fmt.Sprintf("%v: %s vs %s", reason.ErrOutputMismatch, *b.OutputSetSHA256, *c.OutputSetSHA256)
 	default:
 		e.Status, e.Reason = contract.EvaluationStatusPassed, "identical outputs"
 	}
@@ -839,15 +840,15 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 	if !okb || !okc {
 		e.Status, e.Reason = contract.EvaluationStatusSkipped, "the metric is missing on one side"
 		if rule.Required {
-			e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, ErrMetricMismatch.Code(), "a required metric is missing on one side"
+			e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, reason.ErrMetricMismatch.Code(), "a required metric is missing on one side"
 		}
 		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 		return
 	}
 	want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
 	if identityOf(mb) != want || identityOf(mc) != want {
-		e.Status, e.Code = contract.EvaluationStatusFailed, ErrFormulaMismatch.Code()
-		e.Reason = fmt.Sprintf("%v: the rule compares %s; the receipts carry %s and %s%s", ErrFormulaMismatch, want, identityOf(mb), identityOf(mc), rateWarning(want, identityOf(mc)))
+		e.Status, e.Code = contract.EvaluationStatusFailed, reason.ErrFormulaMismatch.Code()
+		e.Reason = fmt.Sprintf("%v: the rule compares %s; the receipts carry %s and %s%s", reason.ErrFormulaMismatch, want, identityOf(mb), identityOf(mc), rateWarning(want, identityOf(mc)))
 		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 		return
 	}
@@ -870,8 +871,8 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 	if pass {
 		e.Status, e.Reason = contract.EvaluationStatusPassed, fmt.Sprintf("violation %s <= tolerance %s", sv, st)
 	} else {
-		e.Status, e.Code = contract.EvaluationStatusFailed, ErrRuleFailed.Code()
-		e.Reason = fmt.Sprintf("%v: violation %s > tolerance %s", ErrRuleFailed, sv, st)
+		e.Status, e.Code = contract.EvaluationStatusFailed, reason.ErrRuleFailed.Code()
+		e.Reason = fmt.Sprintf("%v: violation %s > tolerance %s", reason.ErrRuleFailed, sv, st)
 	}
 	x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 }

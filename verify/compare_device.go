@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // deviceEnvironmentKeys are compared by (*comparer).devices, not by the generic environment diff.
@@ -58,19 +59,19 @@ func (x *comparer) devices(allowed []string) {
 		add, why = x.cmp.allow, "declared by the backend pair (devices)"
 	}
 	if len(db) != len(dc) {
-		add("environment.devices", ErrDeviceMismatch, why+fmt.Sprintf(": %d devices against %d", len(db), len(dc)), len(db), len(dc))
+		add("environment.devices", reason.ErrDeviceMismatch, why+fmt.Sprintf(": %d devices against %d", len(db), len(dc)), len(db), len(dc))
 		return
 	}
 	for i := range db {
 		ib, ic := deviceIdentity(db[i]), deviceIdentity(dc[i])
 		for _, k := range slices.Sorted(maps.Keys(ib)) {
 			if vb, vc := ib[k], ic[k]; fmt.Sprint(vb) != fmt.Sprint(vc) {
-				add(fmt.Sprintf("environment.devices.%d.%s", i, k), ErrDeviceMismatch, why, vb, vc)
+				add(fmt.Sprintf("environment.devices.%d.%s", i, k), reason.ErrDeviceMismatch, why, vb, vc)
 			}
 		}
 		for k := range ic {
 			if _, ok := ib[k]; !ok {
-				add(fmt.Sprintf("environment.devices.%d.%s", i, k), ErrDeviceMismatch, why, nil, ic[k])
+				add(fmt.Sprintf("environment.devices.%d.%s", i, k), reason.ErrDeviceMismatch, why, nil, ic[k])
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // significance decides a not_worse_significantly rule on a matched row from the per-request
@@ -17,22 +18,22 @@ import (
 // (the rule's tolerance, max(absolute, |baseline median| x relative)); it is refused
 // (too_few_samples) when a side has fewer than metric.MinSamplesSignificance samples.
 func (x *comparer) significance(e *Evaluation, rule contract.MetricRule, rows *rowPair) {
-	fail := func(r *Reason, format string, args ...any) {
+	fail := func(r *reason.Reason, format string, args ...any) {
 		e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, r.Code(), fmt.Sprintf("%v: ", r)+fmt.Sprintf(format, args...)
 	}
 	if rows == nil || rule.Confidence == nil {
-		fail(ErrRuleFailed, "%s needs a row-scoped rule with a confidence", rule.Operator)
+		fail(reason.ErrRuleFailed, "%s needs a row-scoped rule with a confidence", rule.Operator)
 		return
 	}
 	confidence := *rule.Confidence
 	xb, okb := x.b.perRequest(rows.m.crb, rows.b, rule.Formula)
 	xc, okc := x.c.perRequest(rows.m.crc, rows.c, rule.Formula)
 	if !okb || !okc {
-		fail(ErrTooFewSamples, "the request records of the row are not readable on both sides: the samples cannot be recomputed")
+		fail(reason.ErrTooFewSamples, "the request records of the row are not readable on both sides: the samples cannot be recomputed")
 		return
 	}
 	if len(xb) < metric.MinSamplesSignificance || len(xc) < metric.MinSamplesSignificance {
-		fail(ErrTooFewSamples, "%d baseline and %d candidate samples of %s; a statistical rule needs at least %d on each side", len(xb), len(xc), rule.Formula, metric.MinSamplesSignificance)
+		fail(reason.ErrTooFewSamples, "%d baseline and %d candidate samples of %s; a statistical rule needs at least %d on each side", len(xb), len(xc), rule.Formula, metric.MinSamplesSignificance)
 		return
 	}
 	d := decideStatistical(xb, xc, confidence, rule.Direction, e.AbsoluteTolerance, e.RelativeTolerance)
@@ -55,7 +56,7 @@ func (x *comparer) significance(e *Evaluation, rule contract.MetricRule, rows *r
 	case !d.fails:
 		e.Status, e.Reason = contract.EvaluationStatusPassed, fmt.Sprintf("significant change, not worse than the minimum effect %s %s (%s < %s)", fmt4(minEffect), rule.Unit, what, fmt4(1-confidence))
 	default:
-		fail(ErrRuleFailed, "significantly worse by more than the minimum effect %s %s (%s < %s)", fmt4(minEffect), rule.Unit, what, fmt4(1-confidence))
+		fail(reason.ErrRuleFailed, "significantly worse by more than the minimum effect %s %s (%s < %s)", fmt4(minEffect), rule.Unit, what, fmt4(1-confidence))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // RelaxFixtureDevices accepts a device that a test fixture reported (qualrun run
@@ -53,7 +54,7 @@ func checkDeviceScope(s *snapshot, c *collector) {
 	for i, d := range rc.Environment.Devices {
 		for _, f := range d.APIFamilies {
 			if !deviceFamilyOK(d, f) {
-				c.add(file, fmt.Sprintf("/environment/devices/%d/api_families", i), ErrScopeDevice,
+				c.add(file, fmt.Sprintf("/environment/devices/%d/api_families", i), reason.ErrScopeDevice,
 					"%s (%s %s, probe %s) cannot serve API family %s: that takes %s", d.Model, d.Vendor, d.Kind, d.Probe, f, familyNeeds(f))
 			}
 		}
@@ -63,7 +64,7 @@ func checkDeviceScope(s *snapshot, c *collector) {
 	}
 	if rc.Environment.Devices == nil {
 		if rc.Environment.Device.Driver == "none" { // not a contract value: environment.device's word for no driver
-			c.add(file, "/environment/device/driver", ErrScopeDevice, "backend %s on device %q without a driver", b, rc.Environment.Device.Name)
+			c.add(file, "/environment/device/driver", reason.ErrScopeDevice, "backend %s on device %q without a driver", b, rc.Environment.Device.Name)
 		}
 		return
 	}
@@ -72,7 +73,7 @@ func checkDeviceScope(s *snapshot, c *collector) {
 	}
 	for _, d := range rc.Environment.Devices {
 		if d.Fixture && slices.Contains(d.APIFamilies, b) {
-			c.add(file, "/environment/devices", ErrScopeDevice,
+			c.add(file, "/environment/devices", reason.ErrScopeDevice,
 				"backend %s: the device serving it, %s, was read from a test fixture (qualrun run --device-fixture), not from host %s; --%s accepts it, for tests only",
 				b, d.Model, rc.Environment.HostID, RelaxFixtureDevices)
 			return
@@ -82,7 +83,7 @@ func checkDeviceScope(s *snapshot, c *collector) {
 	for _, p := range rc.Environment.DeviceProbes {
 		found = append(found, fmt.Sprintf("%s %s (%s)", p.Probe, p.Status, p.Detail))
 	}
-	c.add(file, "/environment/devices", ErrScopeDevice, "backend %s needs %s; the receipt's probes found none: %s", b, familyNeeds(b), strings.Join(found, "; "))
+	c.add(file, "/environment/devices", reason.ErrScopeDevice, "backend %s needs %s; the receipt's probes found none: %s", b, familyNeeds(b), strings.Join(found, "; "))
 }
 
 func familyNeeds(f contract.Backend) string {

@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // MaxTelemetryBytes bounds one row's device telemetry file.
@@ -36,7 +37,7 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contra
 	}
 	if dt == nil {
 		if len(recorded) > 0 {
-			c.add(path, base+"/metrics", ErrRowMismatch, "%s without device_telemetry samples to recompute it from", recorded[0].Name)
+			c.add(path, base+"/metrics", reason.ErrRowMismatch, "%s without device_telemetry samples to recompute it from", recorded[0].Name)
 		}
 		return
 	}
@@ -46,7 +47,7 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contra
 		return
 	}
 	if f.digest != dt.Samples.Digest {
-		c.add(path, base+"/device_telemetry/samples/digest", ErrDigestMismatch, "%s, the file hashes to %s", dt.Samples.Digest, f.digest)
+		c.add(path, base+"/device_telemetry/samples/digest", reason.ErrDigestMismatch, "%s, the file hashes to %s", dt.Samples.Digest, f.digest)
 		return
 	}
 	ndev := int64(len(s.rc.Environment.Devices))
@@ -57,12 +58,12 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contra
 		}
 		px, err := schemas.Decode[contract.TelemetrySampleDoc](line, fmt.Sprintf("%s line %d", dt.Samples.Path, i+1), contract.TelemetrySample)
 		if err != nil {
-			c.add(dt.Samples.Path, jp(i), ErrSchemaViolation, "%v", err)
+			c.add(dt.Samples.Path, jp(i), reason.ErrSchemaViolation, "%v", err)
 			return
 		}
 		x := *px
 		if x.Device >= ndev || !slices.Contains(dt.Devices, x.Device) {
-			c.add(dt.Samples.Path, jp(i, "device"), ErrRowMismatch, "device %d is not among the row's sampled devices %v (the receipt lists %d devices)", x.Device, dt.Devices, ndev)
+			c.add(dt.Samples.Path, jp(i, "device"), reason.ErrRowMismatch, "device %d is not among the row's sampled devices %v (the receipt lists %d devices)", x.Device, dt.Devices, ndev)
 			return
 		}
 		xs = append(xs, x)
@@ -70,31 +71,31 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contra
 	start, end, tokens, ok := recordWindow(recs)
 	if !ok {
 		if len(recorded) > 0 {
-			c.add(path, base+"/metrics", ErrRowMismatch, "device metrics for a row without a measured window")
+			c.add(path, base+"/metrics", reason.ErrRowMismatch, "device metrics for a row without a measured window")
 		}
 		return
 	}
 	want, flags := recomputeDevice(xs, start, end, tokens)
 	if !slices.Equal(nonNilStrings(dt.Flags), flags) {
-		c.add(path, base+"/device_telemetry/flags", ErrRowMismatch, "flags %v, the samples say %v", dt.Flags, flags)
+		c.add(path, base+"/device_telemetry/flags", reason.ErrRowMismatch, "flags %v, the samples say %v", dt.Flags, flags)
 	}
 	for name, v := range want {
 		i := slices.IndexFunc(recorded, func(m contract.Metric) bool { return m.Name == name })
 		if i < 0 {
-			c.add(path, base+"/metrics", ErrMetricMismatch, "%s missing: the samples give %s", name, fmtFloat(v))
+			c.add(path, base+"/metrics", reason.ErrMetricMismatch, "%s missing: the samples give %s", name, fmtFloat(v))
 			continue
 		}
 		m := recorded[i]
 		if m.Formula != deviceFormulas[name] || !m.Diagnostic {
-			c.add(path, base+"/metrics", ErrFormulaMismatch, "%s: formula %s (diagnostic %v), want %s (diagnostic)", name, m.Formula, m.Diagnostic, deviceFormulas[name])
+			c.add(path, base+"/metrics", reason.ErrFormulaMismatch, "%s: formula %s (diagnostic %v), want %s (diagnostic)", name, m.Formula, m.Diagnostic, deviceFormulas[name])
 		}
 		if !within(m.Value, v, tol) {
-			c.add(path, base+"/metrics", ErrMetricMismatch, "%s %s, the samples say %s", name, fmtFloat(m.Value), fmtFloat(v))
+			c.add(path, base+"/metrics", reason.ErrMetricMismatch, "%s %s, the samples say %s", name, fmtFloat(m.Value), fmtFloat(v))
 		}
 	}
 	for _, m := range recorded {
 		if _, ok := want[m.Name]; !ok {
-			c.add(path, base+"/metrics", ErrMetricMismatch, "%s %s: the samples do not give it", m.Name, fmtFloat(m.Value))
+			c.add(path, base+"/metrics", reason.ErrMetricMismatch, "%s %s: the samples do not give it", m.Name, fmtFloat(m.Value))
 		}
 	}
 }

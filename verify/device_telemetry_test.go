@@ -100,7 +100,7 @@ func TestRowTelemetryRecomputed(t *testing.T) {
 			tc.edit(s, row)
 			f := rowTelemetryFindings(s, row, recs)
 			if len(f) == 0 || !errors.Is(f[0].Err, tc.want) {
-				t.Errorf("findings %v, want %s", f, tc.want.code)
+				t.Errorf("findings %v, want %s", f, tc.want.Code())
 			}
 		})
 	}
@@ -122,7 +122,7 @@ func TestRowTelemetryRecomputed(t *testing.T) {
 			s, row, recs, _ := telemetryRow(t, tc.edit)
 			f := rowTelemetryFindings(s, row, recs)
 			if len(f) == 0 || !errors.Is(f[0].Err, tc.want) {
-				t.Errorf("findings %v, want %s", f, tc.want.code)
+				t.Errorf("findings %v, want %s", f, tc.want.Code())
 			}
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // fileFacts is what reading one file learned. Checks are pure functions of these facts.
@@ -209,7 +210,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		if !f.present {
 			at := &attestation{kind: a.kind, path: a.path, readErr: f.readErr}
 			if f.readErr == nil {
-				at.readErr = fmt.Errorf("%w: %s", ErrMissingFile, a.path)
+				at.readErr = fmt.Errorf("%w: %s", reason.ErrMissingFile, a.path)
 			}
 			s.attestations = append(s.attestations, at)
 			continue
@@ -571,7 +572,7 @@ func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
+			f.readErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
 			return nil
 		}
 		f.present, f.digest, f.size, f.records, f.contract = true, d, n, set, contract.RequestRecordSchema
@@ -609,12 +610,12 @@ func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
+			f.readErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
 			return nil
 		}
 		st, err := fh.Stat()
 		if err != nil {
-			f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
+			f.readErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
 			return nil
 		}
 		f.present, f.digest, f.size = true, d.String(), st.Size()
@@ -654,19 +655,19 @@ func openEvidence(root *os.File, f *fileFacts, limit int64, exactSize bool) (*os
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, false
 	case errors.Is(err, evidence.ErrSymlink):
-		f.readErr = fmt.Errorf("%w: %s: a symbolic link in the path (evidence is read through real directories and regular files only)", ErrUnreadableFile, f.path)
+		f.readErr = fmt.Errorf("%w: %s: a symbolic link in the path (evidence is read through real directories and regular files only)", reason.ErrUnreadableFile, f.path)
 		return nil, false
 	case errors.Is(err, evidence.ErrOutside):
-		f.readErr = fmt.Errorf("%w: %q is not a clean repository-relative path", ErrUnreadableFile, f.path)
+		f.readErr = fmt.Errorf("%w: %q is not a clean repository-relative path", reason.ErrUnreadableFile, f.path)
 		return nil, false
 	case err != nil:
-		f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
+		f.readErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
 		return nil, false
 	}
 	if exactSize && f.wantBytes >= 0 && size != f.wantBytes {
 		fh.Close()
 		f.size = size
-		f.readErr = fmt.Errorf("%w: %s is %d bytes, the receipt records %d: not read", ErrSizeMismatch, f.path, size, f.wantBytes)
+		f.readErr = fmt.Errorf("%w: %s is %d bytes, the receipt records %d: not read", reason.ErrSizeMismatch, f.path, size, f.wantBytes)
 		return nil, false
 	}
 	return fh, true
@@ -681,11 +682,11 @@ func readWhole(root *os.File, f *fileFacts, limit int64) error {
 	defer fh.Close()
 	raw, err := io.ReadAll(io.LimitReader(fh, limit+1))
 	if err != nil {
-		f.readErr = fmt.Errorf("%w: %v", ErrUnreadableFile, err)
+		f.readErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
 		return nil
 	}
 	if int64(len(raw)) > limit {
-		f.readErr = fmt.Errorf("%w: %s is larger than %d bytes", ErrUnreadableFile, f.path, limit)
+		f.readErr = fmt.Errorf("%w: %s is larger than %d bytes", reason.ErrUnreadableFile, f.path, limit)
 		return nil
 	}
 	f.present, f.raw, f.size, f.digest = true, raw, int64(len(raw)), evidence.DigestOf(raw)
@@ -727,7 +728,7 @@ func validate(f *fileFacts, want string) error {
 		if want == anyDriverResult {
 			what = "a driver result (" + strings.Join(contract.DriverResults, ", ") + ")"
 		}
-		f.violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s where %s is bound", ErrWrongContract, out.Contract.SchemaID, what)}}
+		f.violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s where %s is bound", reason.ErrWrongContract, out.Contract.SchemaID, what)}}
 	}
 	return nil
 }

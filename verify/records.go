@@ -14,6 +14,7 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // record is one request record reduced to what the checks read; times are nanoseconds from the
@@ -148,7 +149,7 @@ func slowRecord(line []byte, i int, set *recordSet) (record, bool, error) {
 	}
 	prefix := fmt.Sprintf("/%d", i)
 	if out.Valid() && out.Contract.Name != contract.RequestRecord {
-		out.Violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s, want qualkit.request-record.v1", ErrWrongContract, out.Contract.SchemaID)}}
+		out.Violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s, want qualkit.request-record.v1", reason.ErrWrongContract, out.Contract.SchemaID)}}
 	}
 	if !out.Valid() {
 		set.invalidLines++

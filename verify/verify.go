@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // Check names a publication check (the verification report's check name). The checks run in
@@ -63,7 +64,7 @@ type Finding struct {
 }
 
 // Code returns the stable code of the finding's Reason.
-func (f Finding) Code() string { return codeOf(f.Err) }
+func (f Finding) Code() string { return reason.CodeOf(f.Err) }
 
 func (f Finding) Error() string {
 	p := f.Pointer
@@ -310,7 +311,7 @@ func capFindings(fs []Finding) []Finding {
 	more := len(fs) - MaxFindingsPerCheck + 1
 	out := slices.Clone(fs[:MaxFindingsPerCheck-1])
 	last := fs[MaxFindingsPerCheck-1]
-	return append(out, Finding{Check: last.Check, File: last.File, Pointer: "", Err: fmt.Errorf("%w: %d more findings of this check", ErrFindingsTruncated, more)})
+	return append(out, Finding{Check: last.Check, File: last.File, Pointer: "", Err: fmt.Errorf("%w: %d more findings of this check", reason.ErrFindingsTruncated, more)})
 }
 
 // Summary is a one-line description of a result for people, e.g. "rejected: hashes (2), signature (1)".
