@@ -11,6 +11,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -83,14 +84,14 @@ func readAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *a
 	switch kind {
 	case "envelope":
 		var e envelopeJSON
-		if err := jsonstrict.DecodeInto(data, &e, jsonstrict.WithMaxBytes(MaxAttestationBytes)); err != nil {
+		if err := jsonstrict.DecodeInto(data, &e, jsonstrict.WithMaxBytes(limits.MaxAttestationBytes)); err != nil {
 			a.malformed = malformedf("DSSE envelope: %v", err)
 			return a
 		}
 		env = &e
 	case "bundle":
 		var b bundleJSON
-		if err := jsonstrict.DecodeInto(data, &b, jsonstrict.WithMaxBytes(MaxAttestationBytes)); err != nil {
+		if err := jsonstrict.DecodeInto(data, &b, jsonstrict.WithMaxBytes(limits.MaxAttestationBytes)); err != nil {
 			a.malformed = malformedf("Sigstore bundle (only public-key bundles with a DSSE envelope are accepted): %v", err)
 			return a
 		}
@@ -123,8 +124,8 @@ func readAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *a
 		a.malformed = malformedf("no signatures")
 		return a
 	}
-	if len(env.Signatures) > MaxSignatures {
-		a.malformed = malformedf("%d signatures, more than %d", len(env.Signatures), MaxSignatures)
+	if len(env.Signatures) > limits.MaxSignatures {
+		a.malformed = malformedf("%d signatures, more than %d", len(env.Signatures), limits.MaxSignatures)
 		return a
 	}
 	a.payload = payload
@@ -225,8 +226,8 @@ func parseStatement(payload []byte) (*statement, error) {
 		return nil, malformedf("predicateType %v, want %s", obj["predicateType"], attestfmt.PredicateType)
 	}
 	subs, ok := obj["subject"].([]any)
-	if !ok || len(subs) == 0 || len(subs) > MaxSubjects {
-		return nil, malformedf("statement subject must be a list of 1 to %d subjects", MaxSubjects)
+	if !ok || len(subs) == 0 || len(subs) > limits.MaxSubjects {
+		return nil, malformedf("statement subject must be a list of 1 to %d subjects", limits.MaxSubjects)
 	}
 	st := &statement{}
 	for i, s := range subs {

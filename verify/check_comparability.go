@@ -10,6 +10,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -297,7 +298,7 @@ func (s *snapshot) corpusPrompts(wc *contract.Case) ([]contract.Prompt, string) 
 		}
 		var out []contract.Prompt
 		sc := bufio.NewScanner(bytes.NewReader(f.raw))
-		sc.Buffer(nil, MaxDocumentBytes)
+		sc.Buffer(nil, limits.MaxDocumentBytes)
 		for sc.Scan() {
 			var p contract.Prompt
 			if err := jsonstrict.DecodeInto(sc.Bytes(), &p); err != nil {

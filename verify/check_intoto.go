@@ -12,15 +12,12 @@ import (
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // In-toto link names (the attest module writes them; in-toto-golang is not linked here: the link
 // is parsed with the standard library and checked with the same verifier as the attestation).
-const (
-	// MaxLinkBytes caps an in-toto link file.
-	MaxLinkBytes = MaxAttestationBytes
-)
 
 // inTotoLink is one link file found beside the receipt.
 type inTotoLink struct {
@@ -51,7 +48,7 @@ func loadInTotoLinks(rootDir string, root *os.File, receipt string) []*inTotoLin
 		}
 		f := &fileFacts{path: dir + "/" + e.Name(), kind: "intoto_link", local: true, wantBytes: -1}
 		l := &inTotoLink{path: f.path}
-		if err := readWhole(root, f, MaxLinkBytes); err != nil {
+		if err := readWhole(root, f, limits.MaxLinkBytes); err != nil {
 			l.readErr = err
 		} else if f.readErr != nil {
 			l.readErr = f.readErr

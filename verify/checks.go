@@ -9,6 +9,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -144,7 +145,7 @@ func checkSchemas(s *snapshot) CheckResult {
 				c.addCause(f.path, v.Pointer, violationReason(v), v)
 			}
 			if f.records.tooMany {
-				c.add(f.path, "", reason.ErrSchemaViolation, "more than %d request records in one file", MaxRecordsPerFile)
+				c.add(f.path, "", reason.ErrSchemaViolation, "more than %d request records in one file", limits.MaxRecordsPerFile)
 			}
 		}
 	}

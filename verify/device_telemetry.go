@@ -11,9 +11,6 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
-// MaxTelemetryBytes bounds one row's device telemetry file.
-const MaxTelemetryBytes = 256 << 20
-
 // deviceFormulas are the row's device metrics, by name (docs/metrics.md, "Device telemetry"):
 // the catalogue's diagnostic device formulas.
 var deviceFormulas = func() map[string]string {

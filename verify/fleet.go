@@ -18,6 +18,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/limits"
 )
 
 // MaxFleetReceipts bounds the receipts one fleet manifest is built from (twice the plan's row
@@ -149,7 +150,7 @@ func verifyFleetReceipt(ctx context.Context, ev Evidence, label string, policy P
 		return fr
 	}
 	defer dir.Close()
-	raw, err := evidence.ReadBeneath(dir, ev.Receipt, MaxDocumentBytes)
+	raw, err := evidence.ReadBeneath(dir, ev.Receipt, limits.MaxDocumentBytes)
 	if err != nil || evidence.DigestOf(raw) != fr.Digest {
 		if fr.Digest != "" {
 			fr.Verified = false

@@ -13,6 +13,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 )
 
@@ -65,14 +66,14 @@ func CheckFleetManifest(raw, envelope []byte, name string, keys []crypto.PublicK
 
 func checkFleetEnvelope(envelope []byte, name string, raw []byte, keys []crypto.PublicKey, stored *contract.FleetManifestDoc) (string, error) {
 	var env envelopeJSON
-	if err := jsonstrict.DecodeInto(envelope, &env, jsonstrict.WithMaxBytes(MaxAttestationBytes)); err != nil {
+	if err := jsonstrict.DecodeInto(envelope, &env, jsonstrict.WithMaxBytes(limits.MaxAttestationBytes)); err != nil {
 		return "", fmt.Errorf("%w: envelope: %v", ErrFleetSignature, err)
 	}
 	if env.PayloadType != attestfmt.PayloadType {
 		return "", fmt.Errorf("%w: payloadType %q, want %q", ErrFleetSignature, env.PayloadType, attestfmt.PayloadType)
 	}
-	if len(env.Signatures) == 0 || len(env.Signatures) > MaxSignatures {
-		return "", fmt.Errorf("%w: %d signatures, want 1 to %d", ErrFleetSignature, len(env.Signatures), MaxSignatures)
+	if len(env.Signatures) == 0 || len(env.Signatures) > limits.MaxSignatures {
+		return "", fmt.Errorf("%w: %d signatures, want 1 to %d", ErrFleetSignature, len(env.Signatures), limits.MaxSignatures)
 	}
 	payload, err := b64(env.Payload)
 	if err != nil {

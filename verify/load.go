@@ -20,6 +20,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
+	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -176,7 +177,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 	// The receipt. One that exists but cannot be read safely (a FIFO, a symlink, larger than
 	// MaxDocumentBytes) is a finding of the schemas check, and every other check is skipped.
 	rf := &fileFacts{path: ev.Receipt, local: true, wantBytes: -1}
-	if err := readWhole(root, rf, MaxDocumentBytes); err != nil {
+	if err := readWhole(root, rf, limits.MaxDocumentBytes); err != nil {
 		return nil, fmt.Errorf("%w: receipt %s: %v", ErrEvidence, ev.Receipt, err)
 	}
 	if !rf.present && rf.readErr == nil {
@@ -204,7 +205,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 			continue
 		}
 		f := &fileFacts{path: a.path, local: true, wantBytes: -1}
-		if err := readWhole(root, f, MaxAttestationBytes); err != nil {
+		if err := readWhole(root, f, limits.MaxAttestationBytes); err != nil {
 			return nil, err
 		}
 		if !f.present {
@@ -429,8 +430,8 @@ func listRunDir(root, runDir string) ([]runEntry, error) {
 		if d.IsDir() {
 			return nil
 		}
-		if len(out) >= MaxRunDirEntries {
-			return fmt.Errorf("more than %d files below %s", MaxRunDirEntries, runDir)
+		if len(out) >= limits.MaxRunDirEntries {
+			return fmt.Errorf("more than %d files below %s", limits.MaxRunDirEntries, runDir)
 		}
 		rel, err := filepath.Rel(root, p)
 		if err != nil {
@@ -562,7 +563,7 @@ func (s *snapshot) readModelStore(ctx context.Context, dir string, arts []contra
 func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 	switch {
 	case f.kind == contract.ArtifactKindRequestRecords:
-		fh, ok := openEvidence(root, f, MaxRecordsFileBytes, true)
+		fh, ok := openEvidence(root, f, limits.MaxRecordsFileBytes, true)
 		if !ok {
 			return nil
 		}
@@ -581,7 +582,7 @@ func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 		// A campaign's effective-run-config.json: checked against its contract when it names one
 		// (qualkit.effective-run-config.v1); files written before that contract existed carry no
 		// schema member and are bound by digest and size only.
-		if err := readWhole(root, f, MaxDocumentBytes); err != nil {
+		if err := readWhole(root, f, limits.MaxDocumentBytes); err != nil {
 			return err
 		}
 		if f.present && !unversionedObject(f.raw) {
@@ -589,10 +590,10 @@ func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 		}
 		return nil
 	case f.kind == contract.ArtifactKindDeviceTelemetry:
-		return readWhole(root, f, MaxTelemetryBytes)
+		return readWhole(root, f, limits.MaxTelemetryBytes)
 	case contractOfKind(f.kind) != "" || f.kind == contract.ArtifactKindCorpus:
 
-		if err := readWhole(root, f, MaxDocumentBytes); err != nil {
+		if err := readWhole(root, f, limits.MaxDocumentBytes); err != nil {
 			return err
 		}
 		if f.present && f.kind != contract.ArtifactKindCorpus {

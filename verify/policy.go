@@ -15,6 +15,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -68,7 +69,7 @@ type MetricTolerance struct {
 // DefaultPolicy requires publication, permits every relaxation an option asks for, and
 // recomputes numbers to DefaultRecomputeAbsolute / DefaultRecomputeRelative. It pins no key.
 func DefaultPolicy() Policy {
-	return Policy{RequirePublishable: true, Recompute: Tolerance{DefaultRecomputeAbsolute, DefaultRecomputeRelative}}
+	return Policy{RequirePublishable: true, Recompute: Tolerance{limits.DefaultRecomputeAbsolute, limits.DefaultRecomputeRelative}}
 }
 
 // policyFile is the JSON form of a policy (docs/verification.md).
@@ -96,7 +97,7 @@ var (
 // that does not list a relaxation forbids it.
 func ParsePolicy(data []byte, dir string) (Policy, error) {
 	var pf policyFile
-	if err := jsonstrict.DecodeInto(data, &pf, jsonstrict.WithMaxBytes(MaxPolicyBytes)); err != nil {
+	if err := jsonstrict.DecodeInto(data, &pf, jsonstrict.WithMaxBytes(limits.MaxPolicyBytes)); err != nil {
 		return Policy{}, fmt.Errorf("%w: %v", ErrPolicy, err)
 	}
 	p := DefaultPolicy()
@@ -111,8 +112,8 @@ func ParsePolicy(data []byte, dir string) (Policy, error) {
 		p.AllowedRelaxations = append(p.AllowedRelaxations, Relaxation(a))
 	}
 	if sp := pf.Signatures; sp != nil {
-		if sp.Threshold < 0 || sp.Threshold > MaxSignatures {
-			return Policy{}, fmt.Errorf("%w: /signatures/threshold: %d is not a number of distinct pinned keys (0 to %d)", ErrPolicy, sp.Threshold, MaxSignatures)
+		if sp.Threshold < 0 || sp.Threshold > limits.MaxSignatures {
+			return Policy{}, fmt.Errorf("%w: /signatures/threshold: %d is not a number of distinct pinned keys (0 to %d)", ErrPolicy, sp.Threshold, limits.MaxSignatures)
 		}
 		p.Signatures = *sp
 	}
@@ -150,7 +151,7 @@ func validTolerance(a, r float64) bool {
 
 // LoadPolicy reads a policy file; its public key paths are relative to its directory.
 func LoadPolicy(path string) (Policy, error) {
-	data, err := evidence.ReadFileLimited(path, MaxPolicyBytes)
+	data, err := evidence.ReadFileLimited(path, limits.MaxPolicyBytes)
 	if err != nil {
 		return Policy{}, fmt.Errorf("read policy %s: %w", path, err)
 	}
@@ -177,7 +178,7 @@ func ParsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
 
 // LoadPublicKey reads a PEM public key file (see ParsePublicKey).
 func LoadPublicKey(path string) (crypto.PublicKey, error) {
-	data, err := evidence.ReadFileLimited(path, MaxKeyBytes)
+	data, err := evidence.ReadFileLimited(path, limits.MaxKeyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read public key %s: %w", path, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -80,7 +81,7 @@ func readRecords(ctx context.Context, r io.Reader) (digest string, size int64, s
 	h := sha256.New()
 	cr := &countingReader{r: io.TeeReader(r, h)}
 	sc := bufio.NewScanner(cr)
-	sc.Buffer(make([]byte, 0, 1<<20), MaxDocumentBytes+1)
+	sc.Buffer(make([]byte, 0, 1<<20), limits.MaxDocumentBytes+1)
 	set = &recordSet{}
 	interner := map[string]string{}
 	for sc.Scan() {
@@ -92,7 +93,7 @@ func readRecords(ctx context.Context, r io.Reader) (digest string, size int64, s
 		line := sc.Bytes()
 		i := set.lines
 		set.lines++
-		if set.lines > MaxRecordsPerFile {
+		if set.lines > limits.MaxRecordsPerFile {
 			set.tooMany = true
 			break
 		}
@@ -117,7 +118,7 @@ func readRecords(ctx context.Context, r io.Reader) (digest string, size int64, s
 			return "", 0, nil, err
 		}
 		set.invalidLines++
-		set.addInvalid(schemas.Violation{Pointer: fmt.Sprintf("/%d", set.lines), Err: fmt.Errorf("%w: line longer than %d bytes", jsonstrict.ErrTooLarge, MaxDocumentBytes)})
+		set.addInvalid(schemas.Violation{Pointer: fmt.Sprintf("/%d", set.lines), Err: fmt.Errorf("%w: line longer than %d bytes", jsonstrict.ErrTooLarge, limits.MaxDocumentBytes)})
 	}
 	// Hash what the scanner did not read (after a too-long line or too many lines).
 	if _, err := io.Copy(io.Discard, cr); err != nil {
@@ -135,7 +136,7 @@ func intern(m map[string]string, s string) string {
 }
 
 func (s *recordSet) addInvalid(v schemas.Violation) {
-	if len(s.invalid) < MaxFindingsPerCheck {
+	if len(s.invalid) < limits.MaxFindingsPerCheck {
 		s.invalid = append(s.invalid, v)
 	}
 }
@@ -242,7 +243,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func parseRecord(b []byte) (record, bool) {
 	p := lineParser{b: b}
 	var r record
-	if len(b) > MaxDocumentBytes {
+	if len(b) > limits.MaxDocumentBytes {
 		return r, false
 	}
 	ok := p.record(&r)

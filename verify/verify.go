@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -305,12 +306,12 @@ func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) 
 
 // capFindings keeps at most MaxFindingsPerCheck findings and says how many more there were.
 func capFindings(fs []Finding) []Finding {
-	if len(fs) <= MaxFindingsPerCheck {
+	if len(fs) <= limits.MaxFindingsPerCheck {
 		return fs
 	}
-	more := len(fs) - MaxFindingsPerCheck + 1
-	out := slices.Clone(fs[:MaxFindingsPerCheck-1])
-	last := fs[MaxFindingsPerCheck-1]
+	more := len(fs) - limits.MaxFindingsPerCheck + 1
+	out := slices.Clone(fs[:limits.MaxFindingsPerCheck-1])
+	last := fs[limits.MaxFindingsPerCheck-1]
 	return append(out, Finding{Check: last.Check, File: last.File, Pointer: "", Err: fmt.Errorf("%w: %d more findings of this check", reason.ErrFindingsTruncated, more)})
 }
 
