@@ -27,7 +27,7 @@ func TestCheckLoad(t *testing.T) {
 		return contract.Row{Loop: contract.RowLoop(loop), Concurrency: c, Requests: n, Fidelity: contract.Fidelity{InFlightPeak: peak, InFlightMean: mean}}
 	}
 	serving := &contract.Case{Kind: "serving", Rate: &contract.Rate{Mode: "poisson", RequestsPerSecond: 20}}
-	tol := Tolerance{1e-9, 1e-9}
+	tol := Tolerance{Absolute: 1e-9, Relative: 1e-9}
 	cases := []struct {
 		name string
 		row  contract.Row

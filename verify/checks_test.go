@@ -422,7 +422,7 @@ func TestCheckMetricList(t *testing.T) {
 		return contract.Metric{Name: name, Value: v, Unit: "ms", Aggregation: "p50", Direction: contract.DirectionLowerIsBetter, Formula: "ttft.v1", Samples: n(samples)}
 	}
 	want := []contract.Metric{m("a", 10, 5), m("b", 2, 5)}
-	tol := Tolerance{1e-9, 1e-9}
+	tol := Tolerance{Absolute: 1e-9, Relative: 1e-9}
 	cases := []struct {
 		name     string
 		recorded []contract.Metric

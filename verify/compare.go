@@ -812,7 +812,7 @@ func (x *comparer) evaluation(rule contract.MetricRule, scope string) Evaluation
 	e := Evaluation{Scope: scope, Metric: rule.Metric, MetricClass: contract.EvaluationMetricClass(rule.MetricClass), Unit: rule.Unit, Aggregation: string(rule.Aggregation),
 		Direction: string(rule.Direction), Formula: rule.Formula, Operator: string(rule.Operator), Required: rule.Required,
 		AbsoluteTolerance: rule.AbsoluteTolerance, RelativeTolerance: rule.RelativeTolerance}
-	if pt, ok := x.policy.metricTolerance(rule.Metric); ok {
+	if pt, ok := x.policy.ForMetric(rule.Metric); ok {
 		e.AbsoluteTolerance = math.Min(e.AbsoluteTolerance, pt.AbsoluteTolerance)
 		e.RelativeTolerance = math.Min(e.RelativeTolerance, pt.RelativeTolerance)
 	}

@@ -64,7 +64,8 @@ var verifyLayers = map[string][]string{
 	"internal/gitobj": {}, // the git object reader imports nothing of verify
 	"internal/reason": {},
 	"internal/limits": {"internal/gitobj"},
-	".":               {"internal/gitobj", "internal/limits", "internal/reason"},
+	"internal/policy": {"internal/limits"},
+	".":               {"internal/gitobj", "internal/limits", "internal/policy", "internal/reason"},
 	"report":          {"."},
 }
 

@@ -9,11 +9,6 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
-// RelaxFixtureDevices accepts a device that a test fixture reported (qualrun run
-// --device-fixture; the receipt marks it fixture) as identified. For tests of the device path
-// only: a receipt from a real host never needs it.
-const RelaxFixtureDevices Relaxation = "allow-fixture-devices-unsafe"
-
 // deviceFamilyOK says whether a device may claim an API family, from what the probe that found
 // it can establish: cuda only from NVML on an NVIDIA device, rocm only for an AMD GPU bound to
 // amdgpu, vulkan only for a GPU, cpu only for the processor; metal never on Linux.

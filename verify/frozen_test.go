@@ -103,7 +103,7 @@ func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 					t.Errorf("row %d metric %d: recomputed %+v, runner %+v", j, k, got, m)
 					continue
 				}
-				if !within(m.Value, got.Value, Tolerance{1e-9, 1e-9}) {
+				if !within(m.Value, got.Value, Tolerance{Absolute: 1e-9, Relative: 1e-9}) {
 					t.Errorf("row %d %s: recomputed %v, runner %v", j, m.Name, got.Value, m.Value)
 				}
 				formulas[m.Formula] = true

@@ -27,7 +27,7 @@ func TestParsePolicy(t *testing.T) {
 		check      func(t *testing.T, p Policy)
 	}{
 		{"empty: defaults, and no relaxation allowed", `{}`, true, func(t *testing.T, p Policy) {
-			if !p.RequirePublishable || p.AllowedRelaxations == nil || len(p.AllowedRelaxations) != 0 || p.Recompute != (Tolerance{DefaultRecomputeAbsolute, DefaultRecomputeRelative}) {
+			if !p.RequirePublishable || p.AllowedRelaxations == nil || len(p.AllowedRelaxations) != 0 || p.Recompute != (Tolerance{Absolute: DefaultRecomputeAbsolute, Relative: DefaultRecomputeRelative}) {
 				t.Errorf("%+v", p)
 			}
 		}},

@@ -172,7 +172,7 @@ func TestOutputSetMatchesCanonical(t *testing.T) {
 func TestPercentileType7(t *testing.T) {
 	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 	for q, want := range map[float64]float64{0: 1, 0.5: 5.5, 0.9: 9.1, 0.99: 9.91, 1: 10} {
-		if got := percentile(xs, q); !within(got, want, Tolerance{1e-12, 0}) {
+		if got := percentile(xs, q); !within(got, want, Tolerance{Absolute: 1e-12, Relative: 0}) {
 			t.Errorf("p%v = %v, want %v (numpy linear)", q, got, want)
 		}
 	}

@@ -137,23 +137,6 @@ func (r *Result) Check(c Check) CheckResult {
 	return CheckResult{Check: c, Status: StatusSkipped}
 }
 
-// Relaxation names an option that weakens a check. Each ends in "-unsafe".
-type Relaxation string
-
-// The relaxations.
-const (
-	// RelaxUnsigned accepts a receipt without an attestation (the signature check is skipped).
-	RelaxUnsigned Relaxation = "allow-unsigned-unsafe"
-	// RelaxUnpublished accepts a receipt that is not at origin/main (publication not required).
-	RelaxUnpublished Relaxation = "allow-unpublished-unsafe"
-	// RelaxMissingInputs verifies evidence without a bound input the checks read (the workload, a
-	// launch recipe, a corpus file); the warnings say what was then not checked.
-	RelaxMissingInputs Relaxation = "allow-missing-inputs-unsafe"
-)
-
-// Relaxations lists every relaxation.
-var Relaxations = []Relaxation{RelaxUnsigned, RelaxUnpublished, RelaxMissingInputs, RelaxFixtureDevices}
-
 // Option adjusts Verify and Compare.
 type Option func(*config)
 
@@ -247,8 +230,6 @@ func (c *config) weakened() []string {
 var (
 	// ErrNoTrustedKey: the signature check needs a pinned public key and the policy has none.
 	ErrNoTrustedKey = errors.New("no trusted public key")
-	// ErrRelaxationRefused: an option weakens a check that the policy does not allow to be weakened.
-	ErrRelaxationRefused = errors.New("relaxation not allowed by the policy")
 	// ErrEvidence: the evidence cannot be read at all (no receipt, no root).
 	ErrEvidence = errors.New("evidence cannot be read")
 )
@@ -264,7 +245,7 @@ func Verify(ctx context.Context, evidence Evidence, policy Policy, opts ...Optio
 }
 
 func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) (*Result, *snapshot, error) {
-	if err := policy.permits(cfg); err != nil {
+	if err := policy.Permits(cfg.relax); err != nil {
 		return nil, nil, err
 	}
 	if len(policy.Keys) == 0 && !cfg.relax[RelaxUnsigned] && !cfg.skipSign {
