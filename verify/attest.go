@@ -13,6 +13,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
@@ -238,7 +239,7 @@ func parseStatement(payload []byte) (*statement, error) {
 		name, _ := m["name"].(string)
 		dg, _ := m["digest"].(map[string]any)
 		hexd, _ := dg["sha256"].(string)
-		if name == "" || len(m) != 2 || dg == nil || !isDigest([]byte("sha256:"+hexd)) {
+		if name == "" || len(m) != 2 || dg == nil || !record.IsDigest([]byte("sha256:"+hexd)) {
 			return nil, malformedf("subject %d: want {\"name\": path, \"digest\": {\"sha256\": 64 lowercase hex}}", i)
 		}
 		st.subjects = append(st.subjects, subject{name: name, digest: "sha256:" + hexd})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/verify/internal/record"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -63,7 +64,7 @@ func writeBigEvidence(tb testing.TB, root string) {
 	corpusDigest := evidence.DigestOf(corpus)
 	concurrency := []any{}
 	for i := range rowsBig {
-		concurrency = append(concurrency, json.Number(itoa(int64(1)<<i)))
+		concurrency = append(concurrency, json.Number(record.Itoa(int64(1)<<i)))
 	}
 	wp := filepath.Join(root, "workloads/frozen.json")
 	w := readTree(tb, wp)
@@ -76,7 +77,7 @@ func writeBigEvidence(tb testing.TB, root string) {
 	var slo contract.SLO
 	sloRaw, _ := json.Marshal(wcase["slo"])
 	json.Unmarshal(sloRaw, &slo)
-	pset, err := promptSet(prompts)
+	pset, err := record.PromptSet(prompts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -93,34 +94,34 @@ func writeBigEvidence(tb testing.TB, root string) {
 			tb.Fatal(err)
 		}
 		bw := bufio.NewWriterSize(f, 1<<20)
-		recs := make([]record, 0, promptsBig)
+		recs := make([]record.Record, 0, promptsBig)
 		for i := range promptsBig {
 			doc := syntheticRecord(c, int64(i), prompts[i].ID)
 			b, _ := json.Marshal(doc)
 			bw.Write(b)
 			bw.WriteByte('\n')
-			recs = append(recs, recordOf(&doc))
+			recs = append(recs, record.FromDoc(&doc))
 		}
 		if err := bw.Flush(); err != nil {
 			tb.Fatal(err)
 		}
 		f.Close()
-		ptrs := make([]*record, len(recs))
+		ptrs := make([]*record.Record, len(recs))
 		for i := range recs {
 			ptrs[i] = &recs[i]
 		}
-		rf := recomputeRow(rowSpec{concurrency: c, loop: "closed", slo: slo, sloKnown: true}, ptrs)
+		rf := record.RecomputeRow(record.RowSpec{Concurrency: c, Loop: "closed", Slo: slo, SloKnown: true}, ptrs)
 		d, n := fileDigest(tb, filepath.Join(root, rel))
-		rows = append(rows, contract.Row{Concurrency: c, Repetition: 0, Loop: "closed", Requests: rf.requests, Successes: rf.successes, Failures: rf.failures,
-			WindowSeconds: rf.windowSeconds, PromptSetSHA256: pset, OutputSetSHA256: rf.outputSet, Records: contract.FileRef{Path: rel, Digest: d},
-			Metrics: rf.metrics, Fidelity: contract.Fidelity{ScheduleLagP50Ms: rf.lagP50, ScheduleLagP99Ms: rf.lagP99, ScheduleLagMaxMs: rf.lagMax,
-				AchievedRate: rf.achieved, Degraded: rf.degraded, Reasons: []string{}}})
-		arts = append(arts, map[string]any{"kind": "request_records", "path": rel, "digest": d, "bytes": json.Number(itoa(n))})
+		rows = append(rows, contract.Row{Concurrency: c, Repetition: 0, Loop: "closed", Requests: rf.Requests, Successes: rf.Successes, Failures: rf.Failures,
+			WindowSeconds: rf.WindowSeconds, PromptSetSHA256: pset, OutputSetSHA256: rf.OutputSet, Records: contract.FileRef{Path: rel, Digest: d},
+			Metrics: rf.Metrics, Fidelity: contract.Fidelity{ScheduleLagP50Ms: rf.LagP50, ScheduleLagP99Ms: rf.LagP99, ScheduleLagMaxMs: rf.LagMax,
+				AchievedRate: rf.Achieved, Degraded: rf.Degraded, Reasons: []string{}}})
+		arts = append(arts, map[string]any{"kind": "request_records", "path": rel, "digest": d, "bytes": json.Number(record.Itoa(n))})
 	}
 	crp := filepath.Join(caseDir, "case-result.json")
 	cr := readTree(tb, crp)
 	cr["rows"] = rows
-	metrics := recomputeCase(rows)
+	metrics := record.RecomputeCase(rows)
 	cr["metrics"] = metrics
 	writeTree(tb, crp, cr)
 	// The receipt binds the corpus and the new records.
@@ -134,7 +135,7 @@ func writeBigEvidence(tb testing.TB, root string) {
 		}
 		kept = append(kept, m)
 		if m["kind"] == "workload" {
-			kept = append(kept, map[string]any{"kind": "corpus", "path": "workloads/corpus-10k.jsonl", "digest": corpusDigest, "bytes": json.Number(itoa(int64(len(corpus))))})
+			kept = append(kept, map[string]any{"kind": "corpus", "path": "workloads/corpus-10k.jsonl", "digest": corpusDigest, "bytes": json.Number(record.Itoa(int64(len(corpus))))})
 			kept = append(kept, arts...)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // checkRowCache recomputes a row's cache object (docs/caching.md) from its records with package
@@ -14,8 +15,8 @@ import (
 // regime or a measured request reported cached prompt tokens, absent otherwise (evidence from
 // before it existed has neither); its declared regime is the workload's; a contradiction of the
 // declared regime in a passed result is a failure (it fails its case).
-func checkRowCache(c *collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record) {
-	reqs, _ := measuredRequests(recs)
+func checkRowCache(c *collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record.Record) {
+	reqs, _ := record.MeasuredRequests(recs)
 	cf := metric.CacheOf(reqs)
 	declared := contract.CacheRegime("")
 	if wc != nil {
@@ -55,26 +56,26 @@ func checkRowCache(c *collector, path, base string, row contract.Row, wc *contra
 
 // checkPriming checks a warm row's priming pass: a warmup record marked priming for every prompt
 // the row's measured requests asked (the runner primes each once, before them).
-func checkPriming(c *collector, path string, recs []*record) {
+func checkPriming(c *collector, path string, recs []*record.Record) {
 	primed := map[string]bool{}
 	var firstMeasured int64 = -1
 	for _, r := range recs {
-		if !r.warmup && (firstMeasured < 0 || r.index < firstMeasured) {
-			firstMeasured = r.index
+		if !r.Warmup && (firstMeasured < 0 || r.Index < firstMeasured) {
+			firstMeasured = r.Index
 		}
 	}
 	for _, r := range recs {
-		if r.priming {
-			if !r.warmup || (firstMeasured >= 0 && r.index > firstMeasured) {
-				c.add(path, jp(r.line, "priming"), reason.ErrRowMismatch, "request %d is marked priming but is not a warmup sent before the measured requests", r.index)
+		if r.Priming {
+			if !r.Warmup || (firstMeasured >= 0 && r.Index > firstMeasured) {
+				c.add(path, jp(r.Line, "priming"), reason.ErrRowMismatch, "request %d is marked priming but is not a warmup sent before the measured requests", r.Index)
 			}
-			primed[r.promptID] = true
+			primed[r.PromptID] = true
 		}
 	}
 	var missing []string
 	for _, r := range recs {
-		if !r.warmup && !primed[r.promptID] && !slices.Contains(missing, r.promptID) {
-			missing = append(missing, r.promptID)
+		if !r.Warmup && !primed[r.PromptID] && !slices.Contains(missing, r.PromptID) {
+			missing = append(missing, r.PromptID)
 		}
 	}
 	if len(missing) > 0 {

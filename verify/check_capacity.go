@@ -4,6 +4,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // figures are what a serving case's derived figures (capacity, Pareto front, intervals) are
@@ -19,8 +20,8 @@ func newFigures(n int) *figures {
 	return &figures{metrics: make([][]contract.Metric, n), samples: make([]metric.Samples, n), ok: make([]bool, n)}
 }
 
-func (f *figures) add(j int, ms []contract.Metric, recs []*record) {
-	reqs, _ := measuredRequests(recs)
+func (f *figures) add(j int, ms []contract.Metric, recs []*record.Record) {
+	reqs, _ := record.MeasuredRequests(recs)
 	f.metrics[j], f.samples[j], f.ok[j] = ms, metric.SamplesOf(reqs), true
 }
 
@@ -70,7 +71,7 @@ func checkCapacity(c *collector, path string, cr *contract.CaseResultDoc, wc *co
 	}
 	spec := *wc.CapacitySearch
 	if got.MinGoodFraction != spec.MinGoodFraction {
-		c.add(path, "/capacity/min_good_fraction", reason.ErrCapacityMismatch, "min_good_fraction %s, the workload declares %s", fmtFloat(got.MinGoodFraction), fmtFloat(spec.MinGoodFraction))
+		c.add(path, "/capacity/min_good_fraction", reason.ErrCapacityMismatch, "min_good_fraction %s, the workload declares %s", record.FmtFloat(got.MinGoodFraction), record.FmtFloat(spec.MinGoodFraction))
 	}
 	if len(got.Probes) != len(rows) {
 		c.add(path, "/capacity/probes", reason.ErrCapacityMismatch, "%d probes for %d rows: every probe is a row", len(got.Probes), len(rows))
@@ -95,11 +96,11 @@ func checkCapacity(c *collector, path string, cr *contract.CaseResultDoc, wc *co
 	}
 	for j, p := range got.Probes {
 		w := want.Probes[j]
-		if !within(p.GoodFraction, w.GoodFraction, tol) {
-			c.add(path, jp("capacity", "probes", j, "good_fraction"), reason.ErrCapacityMismatch, "probe c%d good fraction %s, its records say %s", p.Concurrency, fmtFloat(p.GoodFraction), fmtFloat(w.GoodFraction))
+		if !record.Within(p.GoodFraction, w.GoodFraction, tol) {
+			c.add(path, jp("capacity", "probes", j, "good_fraction"), reason.ErrCapacityMismatch, "probe c%d good fraction %s, its records say %s", p.Concurrency, record.FmtFloat(p.GoodFraction), record.FmtFloat(w.GoodFraction))
 		}
 		if p.Passed != w.Passed {
-			c.add(path, jp("capacity", "probes", j), reason.ErrCapacityMismatch, "probe c%d says passed %v, its good fraction %s against %s decides %v", p.Concurrency, p.Passed, fmtFloat(w.GoodFraction), fmtFloat(spec.MinGoodFraction), w.Passed)
+			c.add(path, jp("capacity", "probes", j), reason.ErrCapacityMismatch, "probe c%d says passed %v, its good fraction %s against %s decides %v", p.Concurrency, p.Passed, record.FmtFloat(w.GoodFraction), record.FmtFloat(spec.MinGoodFraction), w.Passed)
 		}
 	}
 	for _, x := range []struct {
@@ -139,8 +140,8 @@ func checkPareto(c *collector, path string, cr *contract.CaseResultDoc, wc *cont
 	}
 	for k, p := range got.Front {
 		w := want.Front[k]
-		if p.Concurrency != w.Concurrency || p.Repetition != w.Repetition || !within(p.Throughput, w.Throughput, tol) || !within(p.Latency, w.Latency, tol) {
-			c.add(path, jp("pareto", "front", k), reason.ErrParetoMismatch, "point c%d r%d (%s, %s), recomputed c%d r%d (%s, %s)", p.Concurrency, p.Repetition, fmtFloat(p.Throughput), fmtFloat(p.Latency), w.Concurrency, w.Repetition, fmtFloat(w.Throughput), fmtFloat(w.Latency))
+		if p.Concurrency != w.Concurrency || p.Repetition != w.Repetition || !record.Within(p.Throughput, w.Throughput, tol) || !record.Within(p.Latency, w.Latency, tol) {
+			c.add(path, jp("pareto", "front", k), reason.ErrParetoMismatch, "point c%d r%d (%s, %s), recomputed c%d r%d (%s, %s)", p.Concurrency, p.Repetition, record.FmtFloat(p.Throughput), record.FmtFloat(p.Latency), w.Concurrency, w.Repetition, record.FmtFloat(w.Throughput), record.FmtFloat(w.Latency))
 		}
 	}
 }
@@ -151,7 +152,7 @@ func frontString(ps []contract.ParetoPoint) string {
 		if i > 0 {
 			s += ", "
 		}
-		s += "c" + itoa(p.Concurrency) + " r" + itoa(p.Repetition)
+		s += "c" + record.Itoa(p.Concurrency) + " r" + record.Itoa(p.Repetition)
 	}
 	return s
 }
@@ -187,15 +188,15 @@ func checkIntervals(c *collector, path string, cr *contract.CaseResultDoc, wc *c
 		w := want[k]
 		same := g.Concurrency == w.Concurrency && g.Metric == w.Metric && g.Method == w.Method && g.Repetitions == w.Repetitions &&
 			g.Samples == w.Samples && g.Confidence == w.Confidence && g.MinSamples == w.MinSamples && g.TooFewSamples == w.TooFewSamples &&
-			within(g.Estimate, w.Estimate, tol) && withinPtr(g.Low, w.Low, tol) && withinPtr(g.High, w.High, tol)
+			record.Within(g.Estimate, w.Estimate, tol) && withinPtr(g.Low, w.Low, tol) && withinPtr(g.High, w.High, tol)
 		if !same {
 			c.add(path, jp("intervals", k), reason.ErrIntervalMismatch, "c%d %s: %s [%s, %s] over %d samples (too few: %v), the records give %s [%s, %s] over %d (too few: %v)",
-				g.Concurrency, g.Metric, fmtFloat(g.Estimate), fmtFloatPtr(g.Low), fmtFloatPtr(g.High), g.Samples, g.TooFewSamples,
-				fmtFloat(w.Estimate), fmtFloatPtr(w.Low), fmtFloatPtr(w.High), w.Samples, w.TooFewSamples)
+				g.Concurrency, g.Metric, record.FmtFloat(g.Estimate), fmtFloatPtr(g.Low), fmtFloatPtr(g.High), g.Samples, g.TooFewSamples,
+				record.FmtFloat(w.Estimate), fmtFloatPtr(w.Low), fmtFloatPtr(w.High), w.Samples, w.TooFewSamples)
 		}
 	}
 }
 
 func withinPtr(a, b *float64, tol Tolerance) bool {
-	return (a == nil && b == nil) || (a != nil && b != nil && within(*a, *b, tol))
+	return (a == nil && b == nil) || (a != nil && b != nil && record.Within(*a, *b, tol))
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // checkCleanup: the owned server's lifecycle. Ready before the deadline, the port free before
@@ -153,5 +154,5 @@ func derefInt(v *int64) string {
 	if v == nil {
 		return "none" // not a contract value: the text of an absent value
 	}
-	return itoa(*v)
+	return record.Itoa(*v)
 }

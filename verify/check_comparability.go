@@ -12,6 +12,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // identity is what makes two metrics of one name comparable.
@@ -229,7 +230,7 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 		c.note("case %s: %s", wc.ID, note)
 		return
 	}
-	want, err := promptSet(prompts)
+	want, err := record.PromptSet(prompts)
 	if err != nil {
 		c.note("case %s: prompt set: %v", wc.ID, err)
 		return
@@ -315,17 +316,17 @@ func (s *snapshot) corpusPrompts(wc *contract.Case) ([]contract.Prompt, string) 
 }
 
 // measuredPromptIDs lists the prompt ids of the measured requests in index order.
-func measuredPromptIDs(recs []*record) []string {
-	var measured []*record
+func measuredPromptIDs(recs []*record.Record) []string {
+	var measured []*record.Record
 	for _, r := range recs {
-		if !r.warmup {
+		if !r.Warmup {
 			measured = append(measured, r)
 		}
 	}
-	slices.SortStableFunc(measured, func(a, b *record) int { return cmpInt(a.index, b.index) })
+	slices.SortStableFunc(measured, func(a, b *record.Record) int { return cmpInt(a.Index, b.Index) })
 	out := make([]string, len(measured))
 	for i, r := range measured {
-		out[i] = r.promptID
+		out[i] = r.PromptID
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // durationSlackSeconds bounds the rounding between a case's duration and the sum of its rows'
@@ -54,7 +55,7 @@ func checkRowIdentity(c *collector, p string, cr *contract.CaseResultDoc, wc *co
 			}
 		}
 		if row.Loop == contract.RowLoopClosed && row.Fidelity.OfferedRate != nil {
-			c.add(p, jp("rows", j, "fidelity", "offered_rate"), reason.ErrUnlikeRows, "closed-loop row c%d-r%d records an offered rate %s: a closed loop offers no rate", row.Concurrency, row.Repetition, fmtFloat(*row.Fidelity.OfferedRate))
+			c.add(p, jp("rows", j, "fidelity", "offered_rate"), reason.ErrUnlikeRows, "closed-loop row c%d-r%d records an offered rate %s: a closed loop offers no rate", row.Concurrency, row.Repetition, record.FmtFloat(*row.Fidelity.OfferedRate))
 		}
 		switch dt := row.DeviceTelemetry; {
 		case dt == nil:
@@ -81,18 +82,18 @@ func (s *snapshot) checkDurations(c *collector) {
 			continue
 		}
 		if cr.DurationSeconds != r.DurationSeconds {
-			c.add(file, jp("results", i, "duration_seconds"), reason.ErrResultMismatch, "result %s lasted %s s, its case result says %s s", r.ID, fmtFloat(r.DurationSeconds), fmtFloat(cr.DurationSeconds))
+			c.add(file, jp("results", i, "duration_seconds"), reason.ErrResultMismatch, "result %s lasted %s s, its case result says %s s", r.ID, record.FmtFloat(r.DurationSeconds), record.FmtFloat(cr.DurationSeconds))
 		}
 		var windows float64
 		for _, row := range cr.Rows {
 			windows += row.WindowSeconds
 		}
 		if windows > cr.DurationSeconds+durationSlackSeconds {
-			c.add(r.CaseResult.Path, "/duration_seconds", reason.ErrRowMismatch, "the case lasted %s s, its rows' windows add up to %s s", fmtFloat(cr.DurationSeconds), fmtFloat(windows))
+			c.add(r.CaseResult.Path, "/duration_seconds", reason.ErrRowMismatch, "the case lasted %s s, its rows' windows add up to %s s", record.FmtFloat(cr.DurationSeconds), record.FmtFloat(windows))
 		}
 	}
 	if q := s.rc.Qualification.DurationSeconds; sum > q+durationSlackSeconds {
-		c.add(file, "/qualification/duration_seconds", reason.ErrResultMismatch, "the campaign lasted %s s, its cases add up to %s s", fmtFloat(q), fmtFloat(sum))
+		c.add(file, "/qualification/duration_seconds", reason.ErrResultMismatch, "the campaign lasted %s s, its cases add up to %s s", record.FmtFloat(q), record.FmtFloat(sum))
 	}
 }
 

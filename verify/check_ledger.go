@@ -4,6 +4,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // checkRowLedger recomputes a row's token ledger (docs/tokens.md) from its records with package
@@ -14,7 +15,7 @@ import (
 // failure. The counts themselves are the runner's: qualverify does not re-tokenize (the tokenizer
 // would enter the auditor's dependency closure), so a ledger proves agreement or disagreement
 // as recorded, and the bound tokenizer's digest in the receipt says with what.
-func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record) {
+func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record.Record) {
 	var tk *contract.Tokenizer
 	if wc != nil {
 		tk = wc.Tokenizer
@@ -35,22 +36,22 @@ func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contr
 	if tk != nil {
 		maxFraction, maxDiff = tk.MaxMismatchFraction, tk.MaxRequestDifference
 	}
-	reqs, measured := measuredRequests(recs)
+	reqs, measured := record.MeasuredRequests(recs)
 	for _, r := range measured {
-		if !r.hasClient {
-			c.add(row.Records.Path, jp(r.line, "client_tokens"), reason.ErrRowMismatch, "measured request %d has no client_tokens, but its case binds a tokenizer", r.index)
+		if !r.HasClient {
+			c.add(row.Records.Path, jp(r.Line, "client_tokens"), reason.ErrRowMismatch, "measured request %d has no client_tokens, but its case binds a tokenizer", r.Index)
 			continue
 		}
-		if tk == nil || !r.hasUsage {
+		if tk == nil || !r.HasUsage {
 			continue
 		}
-		usage := contract.Usage{PromptTokens: r.p, CompletionTokens: r.n, TotalTokens: r.p + r.n}
-		broken := metric.RequestTokenMismatch(usage, r.client, maxDiff)
+		usage := contract.Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, TotalTokens: r.PromptTokens + r.CompletionTokens}
+		broken := metric.RequestTokenMismatch(usage, r.Client, maxDiff)
 		switch {
-		case r.errClass == string(contract.ErrorClassTokenMismatch) && broken == "":
-			c.add(row.Records.Path, jp(r.line, "error"), reason.ErrRowMismatch, "measured request %d failed with token_mismatch, but its counts are within max_request_difference", r.index)
-		case !r.failed && broken != "":
-			c.add(row.Records.Path, jp(r.line, "error"), reason.ErrRowMismatch, "measured request %d succeeded, but %s", r.index, broken)
+		case r.ErrClass == string(contract.ErrorClassTokenMismatch) && broken == "":
+			c.add(row.Records.Path, jp(r.Line, "error"), reason.ErrRowMismatch, "measured request %d failed with token_mismatch, but its counts are within max_request_difference", r.Index)
+		case !r.Failed && broken != "":
+			c.add(row.Records.Path, jp(r.Line, "error"), reason.ErrRowMismatch, "measured request %d succeeded, but %s", r.Index, broken)
 		}
 	}
 	rt, got := metric.LedgerOf(reqs).RowTokens(maxFraction), *row.Tokens

@@ -6,6 +6,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // The newly recorded load facts of a serving case, checked against its records and its
@@ -20,14 +21,14 @@ const timeoutGraceSeconds = 1.0
 
 // inFlightOf is the achieved concurrency of a row's measured requests (metric.InFlight,
 // docs/metrics.md); ok is false when no request was in flight or the window is empty.
-func inFlightOf(recs []*record) (peak int64, mean float64, ok bool) {
-	reqs, _ := measuredRequests(recs)
+func inFlightOf(recs []*record.Record) (peak int64, mean float64, ok bool) {
+	reqs, _ := record.MeasuredRequests(recs)
 	return metric.InFlight(reqs)
 }
 
 // checkLoad checks one row's load facts. It reports false when the row records no achieved
 // concurrency (evidence before in_flight_peak existed), which the caller notes.
-func checkLoad(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record, tol Tolerance) bool {
+func checkLoad(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, tol Tolerance) bool {
 	checked := true
 	base := jp("rows", j, "fidelity")
 	fid := row.Fidelity
@@ -41,8 +42,8 @@ func checkLoad(c *collector, path string, j int, row contract.Row, wc *contract.
 		if fid.InFlightPeak == nil || *fid.InFlightPeak != peak {
 			c.add(path, base+"/in_flight_peak", reason.ErrRowMismatch, "in_flight_peak %s, the records say %d", fmtIntPtr(fid.InFlightPeak), peak)
 		}
-		if fid.InFlightMean == nil || !within(*fid.InFlightMean, mean, tol) {
-			c.add(path, base+"/in_flight_mean", reason.ErrRowMismatch, "in_flight_mean %s, the records say %s", fmtFloatPtr(fid.InFlightMean), fmtFloat(mean))
+		if fid.InFlightMean == nil || !record.Within(*fid.InFlightMean, mean, tol) {
+			c.add(path, base+"/in_flight_mean", reason.ErrRowMismatch, "in_flight_mean %s, the records say %s", fmtFloatPtr(fid.InFlightMean), record.FmtFloat(mean))
 		}
 		if row.Loop == contract.RowLoopClosed && row.Requests >= row.Concurrency && peak < row.Concurrency {
 			c.add(path, base+"/in_flight_peak", reason.ErrLoadNotReached, "closed-loop row c%d-r%d never had %d requests in flight (at most %d): it did not measure its declared concurrency", row.Concurrency, row.Repetition, row.Concurrency, peak)
@@ -50,7 +51,7 @@ func checkLoad(c *collector, path string, j int, row contract.Row, wc *contract.
 	}
 	if wc != nil && wc.Rate != nil && row.Loop == contract.RowLoopOpen {
 		if fid.OfferedRate == nil || *fid.OfferedRate != wc.Rate.RequestsPerSecond {
-			c.add(path, base+"/offered_rate", reason.ErrLoadNotReached, "open-loop row c%d-r%d records offered rate %s, the workload's case declares %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(fid.OfferedRate), fmtFloat(wc.Rate.RequestsPerSecond))
+			c.add(path, base+"/offered_rate", reason.ErrLoadNotReached, "open-loop row c%d-r%d records offered rate %s, the workload's case declares %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(fid.OfferedRate), record.FmtFloat(wc.Rate.RequestsPerSecond))
 		}
 	}
 	return checked
@@ -66,7 +67,7 @@ const scheduleToleranceNs = 1000
 // it: measured request k (index minus the row's unmeasured requests) is scheduled offset k after
 // the row's first arrival, whose moment is taken from the first measured record. Records the
 // runner never sent (a cancelled row) are absent and not asked for.
-func checkSchedule(c *collector, path string, row contract.Row, wc *contract.Case, seed int64, recs []*record) {
+func checkSchedule(c *collector, path string, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) {
 	if wc == nil || wc.Rate == nil || row.Loop != contract.RowLoopOpen {
 		return
 	}
@@ -74,14 +75,14 @@ func checkSchedule(c *collector, path string, row contract.Row, wc *contract.Cas
 	// before any measured one was sent, so measured request k has index offset + k.
 	offset := int64(0)
 	for _, r := range recs {
-		if r.warmup {
+		if r.Warmup {
 			offset++
 		}
 	}
-	var measured []*record
+	var measured []*record.Record
 	maxK := int64(-1)
 	for _, r := range recs {
-		if k := r.index - offset; !r.warmup && k >= 0 {
+		if k := r.Index - offset; !r.Warmup && k >= 0 {
 			measured = append(measured, r)
 			maxK = max(maxK, k)
 		}
@@ -92,15 +93,15 @@ func checkSchedule(c *collector, path string, row contract.Row, wc *contract.Cas
 	offs := metric.Arrivals(wc.Rate, int(maxK)+1, seed, row.Concurrency, row.Repetition)
 	first := measured[0]
 	for _, r := range measured {
-		if r.index < first.index {
+		if r.Index < first.Index {
 			first = r
 		}
 	}
-	t0 := first.sched - offs[first.index-offset]
+	t0 := first.Sched - offs[first.Index-offset]
 	for _, r := range measured {
-		want := t0 + offs[r.index-offset]
-		if d := r.sched - want; d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), reason.ErrLoadNotReached, "open-loop row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared arrival process", row.Concurrency, row.Repetition, r.index, r.sched, wc.Rate.Mode, seed, want, d)
+		want := t0 + offs[r.Index-offset]
+		if d := r.Sched - want; d < -scheduleToleranceNs || d > scheduleToleranceNs {
+			c.add(row.Records.Path, jp(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "open-loop row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared arrival process", row.Concurrency, row.Repetition, r.Index, r.Sched, wc.Rate.Mode, seed, want, d)
 			return
 		}
 	}
@@ -125,18 +126,18 @@ func corpusSize(wc *contract.Case) (int64, bool) {
 // (index minus the row's unmeasured requests) asks corpus_index order[k] in cycle k div N. Where
 // the workload does not say N (a file corpus), it checks only that one corpus_index always asks
 // the same prompt_id.
-func checkCorpusOrder(c *collector, row contract.Row, wc *contract.Case, seed int64, recs []*record) {
+func checkCorpusOrder(c *collector, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) {
 	offset, maxK := int64(0), int64(-1)
 	for _, r := range recs {
-		if r.warmup {
+		if r.Warmup {
 			offset++
 		}
 	}
-	var measured []*record
+	var measured []*record.Record
 	for _, r := range recs {
-		if !r.warmup && r.hasCorpus {
+		if !r.Warmup && r.HasCorpus {
 			measured = append(measured, r)
-			maxK = max(maxK, r.index-offset)
+			maxK = max(maxK, r.Index-offset)
 		}
 	}
 	if len(measured) == 0 || maxK >= 1<<24 {
@@ -144,11 +145,11 @@ func checkCorpusOrder(c *collector, row contract.Row, wc *contract.Case, seed in
 	}
 	asks := map[int64]string{}
 	for _, r := range measured {
-		if id, ok := asks[r.corpusIndex]; ok && id != r.promptID {
-			c.add(row.Records.Path, jp(r.line, "prompt_id"), reason.ErrRowMismatch, "row c%d-r%d: request %d asks %s as corpus_index %d, which another request of the row asks as %s", row.Concurrency, row.Repetition, r.index, r.promptID, r.corpusIndex, id)
+		if id, ok := asks[r.CorpusIndex]; ok && id != r.PromptID {
+			c.add(row.Records.Path, jp(r.Line, "prompt_id"), reason.ErrRowMismatch, "row c%d-r%d: request %d asks %s as corpus_index %d, which another request of the row asks as %s", row.Concurrency, row.Repetition, r.Index, r.PromptID, r.CorpusIndex, id)
 			return
 		}
-		asks[r.corpusIndex] = r.promptID
+		asks[r.CorpusIndex] = r.PromptID
 	}
 	n, ok := corpusSize(wc)
 	if !ok || maxK < 0 {
@@ -156,13 +157,13 @@ func checkCorpusOrder(c *collector, row contract.Row, wc *contract.Case, seed in
 	}
 	order := metric.CorpusOrder(wc.PromptOrder, seed, n, maxK+1)
 	for _, r := range measured {
-		k := r.index - offset
-		if k < 0 || r.corpusIndex != order[k] || r.cycle != k/n {
+		k := r.Index - offset
+		if k < 0 || r.CorpusIndex != order[k] || r.Cycle != k/n {
 			want := int64(-1)
 			if k >= 0 {
 				want = order[k]
 			}
-			c.add(row.Records.Path, jp(r.line, "corpus_index"), reason.ErrRowMismatch, "row c%d-r%d: measured request %d asks corpus_index %d in cycle %d, the %s order of seed %d over %d prompts asks %d in cycle %d", row.Concurrency, row.Repetition, k, r.corpusIndex, r.cycle, orderName(wc.PromptOrder), seed, n, want, k/n)
+			c.add(row.Records.Path, jp(r.Line, "corpus_index"), reason.ErrRowMismatch, "row c%d-r%d: measured request %d asks corpus_index %d in cycle %d, the %s order of seed %d over %d prompts asks %d in cycle %d", row.Concurrency, row.Repetition, k, r.CorpusIndex, r.Cycle, orderName(wc.PromptOrder), seed, n, want, k/n)
 			return
 		}
 	}
@@ -177,20 +178,20 @@ func orderName(o contract.ServingCasePromptOrder) contract.ServingCasePromptOrde
 
 // checkCaseTimeout: a serving case's records fit its timeout_seconds (plus timeoutGraceSeconds),
 // and a case that records it stopped is failed and says after how long.
-func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record) {
+func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record.Record) {
 	if st := cr.Stopped; st != nil && cr.Status == contract.StatusPassed {
-		c.add(path, "/stopped", reason.ErrVerdictMismatch, "the case stopped (%s after %s s) and is recorded passed", st.Reason, fmtFloat(st.AfterSeconds))
+		c.add(path, "/stopped", reason.ErrVerdictMismatch, "the case stopped (%s after %s s) and is recorded passed", st.Reason, record.FmtFloat(st.AfterSeconds))
 	}
 	if wc == nil || wc.TimeoutSeconds <= 0 || len(all) == 0 {
 		return
 	}
-	first, last := all[0].sched, int64(0)
+	first, last := all[0].Sched, int64(0)
 	for _, r := range all {
-		first = min(first, r.sched)
+		first = min(first, r.Sched)
 		for _, t := range []struct {
 			v   int64
 			has bool
-		}{{r.send, r.hasSend}, {r.hdr, r.hasHdr}, {r.end, r.hasEnd}, {r.cls, r.hasClose}} {
+		}{{r.Send, r.HasSend}, {r.Header, r.HasHdr}, {r.End, r.HasEnd}, {r.Close, r.HasClose}} {
 			if t.has {
 				last = max(last, t.v)
 			}
@@ -198,10 +199,10 @@ func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc 
 	}
 	span := float64(last-first) / 1e9
 	if limit := float64(wc.TimeoutSeconds) + timeoutGraceSeconds; span > limit {
-		c.add(path, "", reason.ErrTimeoutExceeded, "the case's records span %s s (first schedule to last close), beyond its timeout_seconds %d (+%g s for cancelled requests)", fmtFloat(span), wc.TimeoutSeconds, timeoutGraceSeconds)
+		c.add(path, "", reason.ErrTimeoutExceeded, "the case's records span %s s (first schedule to last close), beyond its timeout_seconds %d (+%g s for cancelled requests)", record.FmtFloat(span), wc.TimeoutSeconds, timeoutGraceSeconds)
 	}
 	if st := cr.Stopped; st != nil && st.Reason == contract.StoppedReasonTimeout && st.AfterSeconds < float64(wc.TimeoutSeconds) {
-		c.add(path, "/stopped/after_seconds", reason.ErrTimeoutExceeded, "stopped by its timeout after %s s, before its timeout_seconds %d", fmtFloat(st.AfterSeconds), wc.TimeoutSeconds)
+		c.add(path, "/stopped/after_seconds", reason.ErrTimeoutExceeded, "stopped by its timeout after %s s, before its timeout_seconds %d", record.FmtFloat(st.AfterSeconds), wc.TimeoutSeconds)
 	}
 }
 
@@ -216,21 +217,21 @@ func fmtFloatPtr(p *float64) string {
 	if p == nil {
 		return "null"
 	}
-	return fmtFloat(*p)
+	return record.FmtFloat(*p)
 }
 
 // checkJudgement checks a row's fidelity verdict against the one recomputed from its records, its
 // recorded send calibration and its workload case's fidelity bound (metric's judgement, the one
 // the runner applied): degraded, the calibration's per-send cost (the 0.9-quantile of its
 // samples), and the recorded judgement's cause, bound, order statistic and its value.
-func checkJudgement(c *collector, path, base string, fid contract.Fidelity, rf rowFacts, tol Tolerance) {
-	jd := rf.judgement
-	if fid.Degraded != rf.degraded {
+func checkJudgement(c *collector, path, base string, fid contract.Fidelity, rf record.RowFacts, tol Tolerance) {
+	jd := rf.Judgement
+	if fid.Degraded != rf.Degraded {
 		why := "the records show no over-bound lag"
-		if len(rf.reasons) > 0 {
-			why = rf.reasons[0]
+		if len(rf.Reasons) > 0 {
+			why = rf.Reasons[0]
 		}
-		c.add(path, base+"/fidelity/degraded", reason.ErrRowMismatch, "degraded %v, the records say %v (%s; bound %.3f ms at the %g-quantile)", fid.Degraded, rf.degraded, why, jd.LagBoundMs, jd.Quantile)
+		c.add(path, base+"/fidelity/degraded", reason.ErrRowMismatch, "degraded %v, the records say %v (%s; bound %.3f ms at the %g-quantile)", fid.Degraded, rf.Degraded, why, jd.LagBoundMs, jd.Quantile)
 	}
 	if cal := fid.Calibration; cal != nil && cal.SendCostNs != metric.SendCostNs(cal.SamplesNs) {
 		c.add(path, base+"/fidelity/calibration/send_cost_ns", reason.ErrRowMismatch, "send cost %d ns, its samples' 0.9-quantile is %d ns", cal.SendCostNs, metric.SendCostNs(cal.SamplesNs))
@@ -240,9 +241,9 @@ func checkJudgement(c *collector, path, base string, fid contract.Fidelity, rf r
 		return // evidence written before the judgement was recorded
 	}
 	if string(rj.Cause) != jd.Cause || rj.Samples != int64(jd.Samples) || rj.Order != int64(jd.Order) || rj.Serialised != int64(jd.Serialised) ||
-		rj.Quantile != jd.Quantile || rj.LagBoundMs != jd.LagBoundMs || !within(rj.LagMs, jd.LagMs, tol) {
+		rj.Quantile != jd.Quantile || rj.LagBoundMs != jd.LagBoundMs || !record.Within(rj.LagMs, jd.LagMs, tol) {
 		c.add(path, base+"/fidelity/judgement", reason.ErrRowMismatch, "judgement cause %s, order %d of %d, lag %s ms (bound %s ms at the %g-quantile, %d serialised); the records say cause %s, order %d of %d, lag %s ms (bound %s ms at the %g-quantile, %d serialised)",
-			rj.Cause, rj.Order, rj.Samples, fmtFloat(rj.LagMs), fmtFloat(rj.LagBoundMs), rj.Quantile, rj.Serialised,
-			jd.Cause, jd.Order, jd.Samples, fmtFloat(jd.LagMs), fmtFloat(jd.LagBoundMs), jd.Quantile, jd.Serialised)
+			rj.Cause, rj.Order, rj.Samples, record.FmtFloat(rj.LagMs), record.FmtFloat(rj.LagBoundMs), rj.Quantile, rj.Serialised,
+			jd.Cause, jd.Order, jd.Samples, record.FmtFloat(jd.LagMs), record.FmtFloat(jd.LagBoundMs), jd.Quantile, jd.Serialised)
 	}
 }

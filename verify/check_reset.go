@@ -3,6 +3,7 @@ package verify
 import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // checkRowReset checks a row's cache reset (docs/caching.md "Reset") against the launch recipe
@@ -10,7 +11,7 @@ import (
 // path, begun before the row's first request, with an error exactly when the answer was not 2xx;
 // any other row records none. Without the workload's case or the recipe (not present locally)
 // there is nothing to hold the row against.
-func checkRowReset(c *collector, path, base string, row contract.Row, wc *contract.Case, recipe *contract.LaunchRecipeDoc, recs []*record) {
+func checkRowReset(c *collector, path, base string, row contract.Row, wc *contract.Case, recipe *contract.LaunchRecipeDoc, recs []*record.Record) {
 	if wc == nil || recipe == nil || row.Cache == nil {
 		return
 	}
@@ -34,8 +35,8 @@ func checkRowReset(c *collector, path, base string, row contract.Row, wc *contra
 		c.add(path, base+"/cache/reset/error", reason.ErrRowMismatch, "reset status %s with error %q: an error goes with a status other than 2xx, and only there", fmtIntPtr(rs.StatusCode), deref(rs.Error))
 	}
 	for _, r := range recs {
-		if r.sched < rs.TNs {
-			c.add(path, base+"/cache/reset/t_ns", reason.ErrRowMismatch, "the reset began at %d ns, after request %d of the row was scheduled (%d ns): a cold row is reset before its first request", rs.TNs, r.index, r.sched)
+		if r.Sched < rs.TNs {
+			c.add(path, base+"/cache/reset/t_ns", reason.ErrRowMismatch, "the reset began at %d ns, after request %d of the row was scheduled (%d ns): a cold row is reset before its first request", rs.TNs, r.Index, r.Sched)
 			return
 		}
 	}

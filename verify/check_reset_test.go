@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // TestCheckRowReset: a cold row of a recipe with cache_reset must record that reset, before its
@@ -17,7 +18,7 @@ func TestCheckRowReset(t *testing.T) {
 	s200, s404 := int64(200), int64(404)
 	errText := "reset /reset_prefix_cache: HTTP 404"
 	good := &contract.CacheResetOutcome{Path: "/reset_prefix_cache", TNs: 100, StatusCode: &s200}
-	recs := []*record{{index: 0, sched: 150}, {index: 1, sched: 400}}
+	recs := []*record.Record{{Index: 0, Sched: 150}, {Index: 1, Sched: 400}}
 	row := func(rs *contract.CacheResetOutcome) contract.Row {
 		return contract.Row{Cache: &contract.RowCache{Declared: contract.CacheRegimeCold, Reset: rs}}
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // How a row of a case with a duration or stop rules ended (case-result rows[].ended), checked
@@ -30,27 +31,27 @@ func stopMeasures(wc *contract.Case) bool {
 // excusedFailure: a failed measured request that does not fail its case: cut at a duration
 // row's grace deadline, or in a row a stop rule ended when the case declares the stop as its
 // measurement.
-func excusedFailure(row contract.Row, wc *contract.Case, r *record) bool {
+func excusedFailure(row contract.Row, wc *contract.Case, r *record.Record) bool {
 	e := row.Ended
 	if e == nil {
 		return false
 	}
-	if e.Reason == contract.RowEndReasonDuration && r.errClass == errClassCut {
+	if e.Reason == contract.RowEndReasonDuration && r.ErrClass == errClassCut {
 		return true
 	}
 	return metric.StopsRow(e.Reason) && stopMeasures(wc)
 }
 
-func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record, passed bool) {
+func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, passed bool) {
 	base := jp("rows", j, "ended")
-	var measured []*record
+	var measured []*record.Record
 	cut := int64(0)
 	for _, r := range recs {
-		if r.warmup {
+		if r.Warmup {
 			continue
 		}
 		measured = append(measured, r)
-		if r.failed && r.errClass == errClassCut {
+		if r.Failed && r.ErrClass == errClassCut {
 			cut++
 		}
 	}
@@ -68,12 +69,12 @@ func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contrac
 		c.add(path, base+"/reason", reason.ErrRowMismatch, "row c%d-r%d ended by %s but cut %d requests: only a duration row cuts at its grace deadline", row.Concurrency, row.Repetition, e.Reason, cut)
 	}
 	if len(measured) > 0 {
-		first, last := measured[0].sched, measured[0].sched
+		first, last := measured[0].Sched, measured[0].Sched
 		for _, r := range measured {
-			first, last = min(first, r.sched), max(last, r.sched)
+			first, last = min(first, r.Sched), max(last, r.Sched)
 		}
 		if span := float64(last-first) / 1e9; span > e.AfterSeconds+rowEndSlackSeconds {
-			c.add(path, base+"/after_seconds", reason.ErrRowMismatch, "row c%d-r%d says it stopped sending %s s after its first measured request, and its records schedule one %s s after it", row.Concurrency, row.Repetition, fmtFloat(e.AfterSeconds), fmtFloat(span))
+			c.add(path, base+"/after_seconds", reason.ErrRowMismatch, "row c%d-r%d says it stopped sending %s s after its first measured request, and its records schedule one %s s after it", row.Concurrency, row.Repetition, record.FmtFloat(e.AfterSeconds), record.FmtFloat(span))
 		}
 	}
 	if wc == nil {
@@ -82,7 +83,7 @@ func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contrac
 	switch e.Reason {
 	case contract.RowEndReasonDuration:
 		if wc.Duration != nil && e.AfterSeconds < wc.Duration.Seconds {
-			c.add(path, base+"/after_seconds", reason.ErrRowMismatch, "row c%d-r%d says its duration ended it after %s s, before its duration %s s", row.Concurrency, row.Repetition, fmtFloat(e.AfterSeconds), fmtFloat(wc.Duration.Seconds))
+			c.add(path, base+"/after_seconds", reason.ErrRowMismatch, "row c%d-r%d says its duration ended it after %s s, before its duration %s s", row.Concurrency, row.Repetition, record.FmtFloat(e.AfterSeconds), record.FmtFloat(wc.Duration.Seconds))
 		}
 		if wc.Duration == nil {
 			c.add(path, base+"/reason", reason.ErrRowMismatch, "row c%d-r%d ended by its duration, and its workload case declares none", row.Concurrency, row.Repetition)
@@ -99,12 +100,12 @@ func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contrac
 			return
 		}
 		byClose := slices.Clone(measured)
-		slices.SortStableFunc(byClose, func(a, b *record) int { return cmpInt(endOf(a), endOf(b)) })
+		slices.SortStableFunc(byClose, func(a, b *record.Record) int { return cmpInt(endOf(a), endOf(b)) })
 		outcomes := make([]metric.StopOutcome, len(byClose))
 		for i, r := range byClose {
-			outcomes[i] = metric.StopOutcome{Failed: r.failed}
-			if r.hasSend {
-				outcomes[i].LagMs, outcomes[i].HasLag = float64(r.send-r.sched)/1e6, true
+			outcomes[i] = metric.StopOutcome{Failed: r.Failed}
+			if r.HasSend {
+				outcomes[i].LagMs, outcomes[i].HasLag = float64(r.Send-r.Sched)/1e6, true
 			}
 		}
 		if got, _ := metric.StopReplay(wc.Stop, outcomes); got != e.Reason {
@@ -117,12 +118,12 @@ func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contrac
 }
 
 // endOf is when a request ended: t_close, else t_end, else its schedule.
-func endOf(r *record) int64 {
+func endOf(r *record.Record) int64 {
 	switch {
-	case r.hasClose:
-		return r.cls
-	case r.hasEnd:
-		return r.end
+	case r.HasClose:
+		return r.Close
+	case r.HasEnd:
+		return r.End
 	}
-	return r.sched
+	return r.Sched
 }

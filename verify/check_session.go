@@ -6,6 +6,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // Session rows (docs/caching.md "Conversations"). The per-turn and per-session metrics
@@ -27,17 +28,17 @@ import (
 
 // checkSessions checks a session row's records and reports whether the row is one (the caller
 // then skips the request-level open-loop schedule check, which sessions replace).
-func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64, recs []*record) bool {
-	by := map[string][]*record{}
+func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) bool {
+	by := map[string][]*record.Record{}
 	var order []string
 	for _, r := range recs {
-		if r.warmup || r.session == nil {
+		if r.Warmup || r.Session == nil {
 			continue
 		}
-		if by[r.session.ID] == nil {
-			order = append(order, r.session.ID)
+		if by[r.Session.ID] == nil {
+			order = append(order, r.Session.ID)
 		}
-		by[r.session.ID] = append(by[r.session.ID], r)
+		by[r.Session.ID] = append(by[r.Session.ID], r)
 	}
 	file := row.Records.Path
 	if wc != nil {
@@ -56,39 +57,39 @@ func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64
 	if len(order) == 0 {
 		return false
 	}
-	firsts := map[int64]*record{}
+	firsts := map[int64]*record.Record{}
 	for _, id := range order {
 		rs := by[id]
-		sort.SliceStable(rs, func(a, b int) bool { return rs[a].session.Turn < rs[b].session.Turn })
+		sort.SliceStable(rs, func(a, b int) bool { return rs[a].Session.Turn < rs[b].Session.Turn })
 		for j, r := range rs {
-			s := r.session
+			s := r.Session
 			if s.Turn != int64(j) {
-				c.add(file, jp(r.line, "session", "turn"), reason.ErrRowMismatch, "session %s: turn %d where turn %d belongs: a session's turns are 0, 1, ... without gap or repeat", id, s.Turn, j)
+				c.add(file, jp(r.Line, "session", "turn"), reason.ErrRowMismatch, "session %s: turn %d where turn %d belongs: a session's turns are 0, 1, ... without gap or repeat", id, s.Turn, j)
 				break
 			}
 			if j == 0 {
-				firsts[r.sessionIndex] = r
+				firsts[r.SessionIndex] = r
 				continue
 			}
 			prev := rs[j-1]
-			if prev.failed {
-				c.add(file, jp(r.line, "session", "turn"), reason.ErrRowMismatch, "session %s: turn %d was sent after turn %d failed: a failed turn ends its session", id, j, j-1)
+			if prev.Failed {
+				c.add(file, jp(r.Line, "session", "turn"), reason.ErrRowMismatch, "session %s: turn %d was sent after turn %d failed: a failed turn ends its session", id, j, j-1)
 				break
 			}
 			for k, d := range s.ReplyDigests {
-				if k < j && d != rs[k].output {
-					c.add(file, jp(r.line, "session", "reply_digests", k), reason.ErrRowMismatch, "session %s turn %d re-sent reply %s as turn %d's, whose output digest is %s", id, j, d, k, rs[k].output)
+				if k < j && d != rs[k].Output {
+					c.add(file, jp(r.Line, "session", "reply_digests", k), reason.ErrRowMismatch, "session %s turn %d re-sent reply %s as turn %d's, whose output digest is %s", id, j, d, k, rs[k].Output)
 					break
 				}
 			}
-			if s.HistoryMessages != rs[0].session.HistoryMessages+2*int64(j) {
-				c.add(file, jp(r.line, "session", "history_messages"), reason.ErrRowMismatch, "session %s turn %d sent %d messages, turn 0 sent %d: want %d", id, j, s.HistoryMessages, rs[0].session.HistoryMessages, rs[0].session.HistoryMessages+2*int64(j))
+			if s.HistoryMessages != rs[0].Session.HistoryMessages+2*int64(j) {
+				c.add(file, jp(r.Line, "session", "history_messages"), reason.ErrRowMismatch, "session %s turn %d sent %d messages, turn 0 sent %d: want %d", id, j, s.HistoryMessages, rs[0].Session.HistoryMessages, rs[0].Session.HistoryMessages+2*int64(j))
 			}
-			if s.HistoryChars <= prev.session.HistoryChars {
-				c.add(file, jp(r.line, "session", "history_chars"), reason.ErrRowMismatch, "session %s turn %d sent %d characters of history, turn %d sent %d: a history only grows", id, j, s.HistoryChars, j-1, prev.session.HistoryChars)
+			if s.HistoryChars <= prev.Session.HistoryChars {
+				c.add(file, jp(r.Line, "session", "history_chars"), reason.ErrRowMismatch, "session %s turn %d sent %d characters of history, turn %d sent %d: a history only grows", id, j, s.HistoryChars, j-1, prev.Session.HistoryChars)
 			}
-			if ready := prev.end + int64(s.ThinkMs*1e6); prev.hasEnd && r.sched < ready-scheduleToleranceNs {
-				c.add(file, jp(r.line, "t_sched_ns"), reason.ErrRowMismatch, "session %s turn %d is scheduled at %d ns, before turn %d's reply ended (%d ns) plus its think time %g ms", id, j, r.sched, j-1, prev.end, s.ThinkMs)
+			if ready := prev.End + int64(s.ThinkMs*1e6); prev.HasEnd && r.Sched < ready-scheduleToleranceNs {
+				c.add(file, jp(r.Line, "t_sched_ns"), reason.ErrRowMismatch, "session %s turn %d is scheduled at %d ns, before turn %d's reply ended (%d ns) plus its think time %g ms", id, j, r.Sched, j-1, prev.End, s.ThinkMs)
 			}
 		}
 	}
@@ -105,14 +106,14 @@ func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64
 	offs := metric.Arrivals(wc.Rate, int(maxI)+1, seed, row.Concurrency, row.Repetition)
 	lo := int64(-1) // the first session due at its arrival (no think time before turn 0)
 	for i, r := range firsts {
-		if r.session.ThinkMs == 0 && (lo < 0 || i < lo) {
+		if r.Session.ThinkMs == 0 && (lo < 0 || i < lo) {
 			lo = i
 		}
 	}
 	if lo < 0 {
 		return true
 	}
-	t0 := firsts[lo].sched - offs[lo]
+	t0 := firsts[lo].Sched - offs[lo]
 	idx := make([]int64, 0, len(firsts))
 	for i := range firsts {
 		idx = append(idx, i)
@@ -120,11 +121,11 @@ func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64
 	sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
 	for _, i := range idx {
 		r := firsts[i]
-		if r.session.ThinkMs > 0 {
+		if r.Session.ThinkMs > 0 {
 			continue // turn 0 then waits its think time after the arrival
 		}
-		if d := r.sched - (t0 + offs[i]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.add(file, jp(r.line, "t_sched_ns"), reason.ErrLoadNotReached, "open-loop session row c%d-r%d: session %d (%s) starts at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared session arrival process", row.Concurrency, row.Repetition, i, r.session.ID, r.sched, wc.Rate.Mode, seed, t0+offs[i], d)
+		if d := r.Sched - (t0 + offs[i]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
+			c.add(file, jp(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "open-loop session row c%d-r%d: session %d (%s) starts at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared session arrival process", row.Concurrency, row.Repetition, i, r.Session.ID, r.Sched, wc.Rate.Mode, seed, t0+offs[i], d)
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/trace"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // A row of a case that declares a schedule (stages and ramps, docs/metrics.md "Stages and
@@ -16,7 +17,7 @@ import (
 // schedule's mean, and the row's stages (metric.RowStages) and per-second series (metric.Series)
 // are recomputed from the records. A row of a case without a schedule records neither.
 
-func (s *snapshot) checkStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record, tol Tolerance) {
+func (s *snapshot) checkStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol Tolerance) {
 	if wc != nil && wc.Corpus != nil && wc.Corpus.Source == contract.CorpusSourceTrace {
 		entries, note := s.traceOf(wc.Corpus)
 		if entries == nil && j == 0 {
@@ -44,7 +45,7 @@ func (s *snapshot) traceOf(cp *contract.Corpus) ([]trace.Entry, string) {
 	return es, ""
 }
 
-func checkStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record, tol Tolerance) {
+func checkStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol Tolerance) {
 	base := jp("rows", j)
 	if wc == nil {
 		return
@@ -77,19 +78,19 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 		return
 	}
 	offered := metric.ExpectedArrivals(sc) / metric.Horizon(sc)
-	if o := row.Fidelity.OfferedRate; o == nil || !within(*o, offered, tol) {
-		c.add(path, base+"/fidelity/offered_rate", reason.ErrLoadNotReached, "scheduled row c%d-r%d records offered rate %s, the schedule's mean is %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(o), fmtFloat(offered))
+	if o := row.Fidelity.OfferedRate; o == nil || !record.Within(*o, offered, tol) {
+		c.add(path, base+"/fidelity/offered_rate", reason.ErrLoadNotReached, "scheduled row c%d-r%d records offered rate %s, the schedule's mean is %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(o), record.FmtFloat(offered))
 	}
 	unmeasured := int64(0)
-	var measured []*record
+	var measured []*record.Record
 	for _, r := range recs {
-		if r.warmup {
+		if r.Warmup {
 			unmeasured++
 		} else {
 			measured = append(measured, r)
 		}
 	}
-	sort.SliceStable(measured, func(a, b int) bool { return measured[a].index < measured[b].index })
+	sort.SliceStable(measured, func(a, b int) bool { return measured[a].Index < measured[b].Index })
 	if len(measured) == 0 {
 		if len(row.Stages) > 0 || row.Series != nil {
 			c.add(path, base+"/stages", reason.ErrRowMismatch, "row c%d-r%d records stages or a series, and no measured request", row.Concurrency, row.Repetition)
@@ -101,25 +102,25 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 		return
 	}
 	first := measured[0]
-	k0 := first.index - unmeasured
+	k0 := first.Index - unmeasured
 	if k0 < 0 || k0 >= int64(len(offs)) {
-		c.add(row.Records.Path, jp(first.line, "index"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, first.index)
+		c.add(row.Records.Path, jp(first.Line, "index"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, first.Index)
 		return
 	}
-	origin := first.sched - offs[k0]
+	origin := first.Sched - offs[k0]
 	reqs := make([]metric.Request, len(measured))
 	stageOf := make([]int, len(measured))
 	for i, r := range measured {
-		k := r.index - unmeasured
+		k := r.Index - unmeasured
 		if k < 0 || k >= int64(len(offs)) {
-			c.add(row.Records.Path, jp(r.line, "index"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, r.index)
+			c.add(row.Records.Path, jp(r.Line, "index"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, r.Index)
 			return
 		}
-		if d := r.sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run its declared stages", row.Concurrency, row.Repetition, r.index, r.sched, sc.Arrival, seed, origin+offs[k], d)
+		if d := r.Sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
+			c.add(row.Records.Path, jp(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run its declared stages", row.Concurrency, row.Repetition, r.Index, r.Sched, sc.Arrival, seed, origin+offs[k], d)
 			return
 		}
-		reqs[i], stageOf[i] = r.request(), stageOfArrival[k]
+		reqs[i], stageOf[i] = r.Request(), stageOfArrival[k]
 	}
 	spec := metric.RowSpec{Concurrency: row.Concurrency, Loop: row.Loop, OfferedRate: row.Fidelity.OfferedRate, SLO: &metric.SLO{}}
 	if wc.SLO != nil {
@@ -140,30 +141,30 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 // checkClosedStages checks a row of a closed schedule: closed loop, no offered rate, at most its
 // requests, no request taken after the schedule's horizon, and its stages (each request in the
 // stage holding its t_sched, from the row's first measured t_sched) and series recomputed.
-func checkClosedStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record, tol Tolerance) {
+func checkClosedStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, tol Tolerance) {
 	base := jp("rows", j)
 	sc := wc.Schedule
 	if row.Loop != contract.RowLoopClosed || row.Fidelity.OfferedRate != nil {
 		c.add(path, base+"/loop", reason.ErrLoadNotReached, "row c%d-r%d of a closed schedule is %s loop with offered rate %s: a closed schedule runs workers, not a rate", row.Concurrency, row.Repetition, row.Loop, fmtFloatPtr(row.Fidelity.OfferedRate))
 		return
 	}
-	reqs, measured := measuredRequests(recs)
+	reqs, measured := record.MeasuredRequests(recs)
 	if len(measured) == 0 {
 		return
 	}
 	if wc.Requests != nil && int64(len(measured)) > *wc.Requests {
 		c.add(row.Records.Path, "", reason.ErrLoadNotReached, "closed scheduled row c%d-r%d records %d measured requests, above its requests %d", row.Concurrency, row.Repetition, len(measured), *wc.Requests)
 	}
-	origin := measured[0].sched
+	origin := measured[0].Sched
 	for _, r := range measured {
-		origin = min(origin, r.sched)
+		origin = min(origin, r.Sched)
 	}
 	spans := metric.Spans(sc)
 	stageOf := make([]int, len(measured))
 	for i, r := range measured {
-		stageOf[i] = metric.StageAt(spans, origin, r.sched)
+		stageOf[i] = metric.StageAt(spans, origin, r.Sched)
 		if stageOf[i] < 0 {
-			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), reason.ErrLoadNotReached, "closed scheduled row c%d-r%d: request %d was taken %s s after the row's start, past its schedule's %s s", row.Concurrency, row.Repetition, r.index, fmtFloat(float64(r.sched-origin)/1e9), fmtFloat(metric.Horizon(sc)))
+			c.add(row.Records.Path, jp(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "closed scheduled row c%d-r%d: request %d was taken %s s after the row's start, past its schedule's %s s", row.Concurrency, row.Repetition, r.Index, record.FmtFloat(float64(r.Sched-origin)/1e9), record.FmtFloat(metric.Horizon(sc)))
 			return
 		}
 	}
@@ -206,8 +207,8 @@ func checkRowStages(c *collector, path, base string, row contract.Row, want []co
 			field     string
 			got, want float64
 		}{{"start_seconds", got.StartSeconds, w.StartSeconds}, {"seconds", got.Seconds, w.Seconds}, {"offered_rate", deref0(got.OfferedRate), deref0(w.OfferedRate)}, {"achieved_rate", got.AchievedRate, w.AchievedRate}} {
-			if !within(x.got, x.want, tol) {
-				c.add(path, base+at+"/"+x.field, reason.ErrRowMismatch, "stage %d: %s %s, recomputed %s", k, x.field, fmtFloat(x.got), fmtFloat(x.want))
+			if !record.Within(x.got, x.want, tol) {
+				c.add(path, base+at+"/"+x.field, reason.ErrRowMismatch, "stage %d: %s %s, recomputed %s", k, x.field, record.FmtFloat(x.got), record.FmtFloat(x.want))
 			}
 		}
 		checkMetricList(c, path, base+at+"/metrics", got.Metrics, w.Metrics, tol, nil)
@@ -222,13 +223,13 @@ func checkSeries(c *collector, path, base string, got, want contract.RowSeries, 
 		return
 	}
 	optEq := func(a, b *float64) bool {
-		return (a == nil && b == nil) || (a != nil && b != nil && within(*a, *b, tol))
+		return (a == nil && b == nil) || (a != nil && b != nil && record.Within(*a, *b, tol))
 	}
 	for k, g := range got.Bins {
 		w := want.Bins[k]
 		if g.Second != w.Second || g.Scheduled != w.Scheduled || g.Sent != w.Sent || g.Completed != w.Completed || g.Failed != w.Failed ||
-			!within(g.InFlightMean, w.InFlightMean, tol) || !optEq(g.E2EP50Ms, w.E2EP50Ms) || !optEq(g.E2EP99Ms, w.E2EP99Ms) || !optEq(g.TTFTP50Ms, w.TTFTP50Ms) {
-			c.add(path, base+jp("bins", k), reason.ErrRowMismatch, "second %d: scheduled %d sent %d completed %d failed %d in flight %s; the records say %d %d %d %d %s", g.Second, g.Scheduled, g.Sent, g.Completed, g.Failed, fmtFloat(g.InFlightMean), w.Scheduled, w.Sent, w.Completed, w.Failed, fmtFloat(w.InFlightMean))
+			!record.Within(g.InFlightMean, w.InFlightMean, tol) || !optEq(g.E2EP50Ms, w.E2EP50Ms) || !optEq(g.E2EP99Ms, w.E2EP99Ms) || !optEq(g.TTFTP50Ms, w.TTFTP50Ms) {
+			c.add(path, base+jp("bins", k), reason.ErrRowMismatch, "second %d: scheduled %d sent %d completed %d failed %d in flight %s; the records say %d %d %d %d %s", g.Second, g.Scheduled, g.Sent, g.Completed, g.Failed, record.FmtFloat(g.InFlightMean), w.Scheduled, w.Sent, w.Completed, w.Failed, record.FmtFloat(w.InFlightMean))
 			return
 		}
 	}
@@ -241,7 +242,7 @@ func checkSeries(c *collector, path, base string, got, want contract.RowSeries, 
 // trace entry's t_sched). With the trace (entries, from its bound artifact), every measured
 // t_sched is the row's start plus its entry's scaled offset (trace.Offsets), and no success has
 // more completion tokens than its entry's output_length.
-func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, tokenized, noNonce bool, entries []trace.Entry, recs []*record, tol Tolerance) {
+func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, tokenized, noNonce bool, entries []trace.Entry, recs []*record.Record, tol Tolerance) {
 	base := jp("rows", j)
 	if row.Loop != contract.RowLoopOpen {
 		c.add(path, base+"/loop", reason.ErrLoadNotReached, "row c%d-r%d of a trace replay is %s loop: a replay is open loop", row.Concurrency, row.Repetition, row.Loop)
@@ -249,7 +250,7 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 	if len(row.Stages) > 0 {
 		c.add(path, base+"/stages", reason.ErrRowMismatch, "row c%d-r%d of a trace replay records stages", row.Concurrency, row.Repetition)
 	}
-	reqs, measured := measuredRequests(recs)
+	reqs, measured := record.MeasuredRequests(recs)
 	rp := row.Replay
 	if rp == nil {
 		if len(measured) > 0 {
@@ -278,14 +279,14 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 	}
 	want := metric.ReplayOf(reqs, cp.Digest, scale, unit, wpt)
 	if rp.TraceDigest != want.TraceDigest || rp.TimeScale != want.TimeScale || rp.WordsPerToken != want.WordsPerToken || rp.LengthUnit != want.LengthUnit || rp.Entries != want.Entries {
-		c.add(path, base+"/replay", reason.ErrRowMismatch, "replay of %s at time scale %s, length unit %s, %s words per token, %d entries; the workload and records say %s, %s, %s, %s, %d", rp.TraceDigest, fmtFloat(rp.TimeScale), rp.LengthUnit, fmtFloat(rp.WordsPerToken), rp.Entries, want.TraceDigest, fmtFloat(want.TimeScale), want.LengthUnit, fmtFloat(want.WordsPerToken), want.Entries)
+		c.add(path, base+"/replay", reason.ErrRowMismatch, "replay of %s at time scale %s, length unit %s, %s words per token, %d entries; the workload and records say %s, %s, %s, %s, %d", rp.TraceDigest, record.FmtFloat(rp.TimeScale), rp.LengthUnit, record.FmtFloat(rp.WordsPerToken), rp.Entries, want.TraceDigest, record.FmtFloat(want.TimeScale), want.LengthUnit, record.FmtFloat(want.WordsPerToken), want.Entries)
 	}
 	for _, x := range []struct {
 		field     string
 		got, want float64
 	}{{"send_error_p50_ms", rp.SendErrorP50Ms, want.SendErrorP50Ms}, {"send_error_p99_ms", rp.SendErrorP99Ms, want.SendErrorP99Ms}, {"send_error_max_ms", rp.SendErrorMaxMs, want.SendErrorMaxMs}} {
-		if !within(x.got, x.want, tol) {
-			c.add(path, base+"/replay/"+x.field, reason.ErrRowMismatch, "%s %s, the records say %s", x.field, fmtFloat(x.got), fmtFloat(x.want))
+		if !record.Within(x.got, x.want, tol) {
+			c.add(path, base+"/replay/"+x.field, reason.ErrRowMismatch, "%s %s, the records say %s", x.field, record.FmtFloat(x.got), record.FmtFloat(x.want))
 		}
 	}
 	unmeasured := int64(len(recs) - len(measured))
@@ -302,10 +303,10 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 	if len(measured) == 0 || row.Series == nil {
 		return
 	}
-	if measured[0].index != unmeasured {
+	if measured[0].Index != unmeasured {
 		return // the first entry was never recorded: the row's start is unknown
 	}
-	if series, ok := metric.Series(reqs, measured[0].sched, 0); ok {
+	if series, ok := metric.Series(reqs, measured[0].Sched, 0); ok {
 		checkSeries(c, path, base+"/series", *row.Series, series, tol)
 	}
 }
@@ -313,29 +314,29 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 // checkTraceSchedule: measured request k (index minus the unmeasured) is trace entry k, scheduled
 // at the row's start (the first measured record's t_sched minus its offset) plus offs[k], and a
 // success has at most the entry's output_length completion tokens.
-func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record, unmeasured int64, exactTokens bool) {
-	k0 := measured[0].index - unmeasured
+func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record.Record, unmeasured int64, exactTokens bool) {
+	k0 := measured[0].Index - unmeasured
 	if k0 < 0 || k0 >= int64(len(offs)) {
-		c.add(row.Records.Path, jp(measured[0].line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].index, len(entries))
+		c.add(row.Records.Path, jp(measured[0].Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].Index, len(entries))
 		return
 	}
-	origin := measured[0].sched - offs[k0]
+	origin := measured[0].Sched - offs[k0]
 	for _, r := range measured {
-		k := r.index - unmeasured
+		k := r.Index - unmeasured
 		if k < 0 || k >= int64(len(offs)) {
-			c.add(row.Records.Path, jp(r.line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, r.index, len(entries))
+			c.add(row.Records.Path, jp(r.Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, r.Index, len(entries))
 			return
 		}
-		if d := r.sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.add(row.Records.Path, jp(r.line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.index, r.sched, origin+offs[k], d)
+		if d := r.Sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
+			c.add(row.Records.Path, jp(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.Index, r.Sched, origin+offs[k], d)
 			return
 		}
-		if !r.failed && r.hasUsage && r.n > entries[k].OutputLength {
-			c.add(row.Records.Path, jp(r.line, "usage", "completion_tokens"), reason.ErrRowMismatch, "trace row c%d-r%d: request %d has %d completion tokens, its trace entry's output_length is %d", row.Concurrency, row.Repetition, r.index, r.n, entries[k].OutputLength) // not a contract value: the record's member name
+		if !r.Failed && r.HasUsage && r.CompletionTokens > entries[k].OutputLength {
+			c.add(row.Records.Path, jp(r.Line, "usage", "completion_tokens"), reason.ErrRowMismatch, "trace row c%d-r%d: request %d has %d completion tokens, its trace entry's output_length is %d", row.Concurrency, row.Repetition, r.Index, r.CompletionTokens, entries[k].OutputLength) // not a contract value: the record's member name
 			return
 		}
-		if exactTokens && r.hasClient && r.client.PromptTokens != entries[k].InputLength {
-			c.add(row.Records.Path, jp(r.line, "client_tokens", "prompt_tokens"), reason.ErrRowMismatch, "trace row c%d-r%d: request %d's prompt counts %d tokens, its trace entry's input_length is %d (length_unit tokens)", row.Concurrency, row.Repetition, r.index, r.client.PromptTokens, entries[k].InputLength) // not a contract value: the record's member name
+		if exactTokens && r.HasClient && r.Client.PromptTokens != entries[k].InputLength {
+			c.add(row.Records.Path, jp(r.Line, "client_tokens", "prompt_tokens"), reason.ErrRowMismatch, "trace row c%d-r%d: request %d's prompt counts %d tokens, its trace entry's input_length is %d (length_unit tokens)", row.Concurrency, row.Repetition, r.Index, r.Client.PromptTokens, entries[k].InputLength) // not a contract value: the record's member name
 			return
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // checkTolerances: correctness and numerical tolerances. A passed verdict; every result's summary
@@ -108,13 +109,13 @@ func (s *snapshot) workloadCase(id string) *contract.Case {
 }
 
 // rowRecords returns the records of a row (those whose case and row match) and reports the others.
-func rowRecords(c *collector, cr *contract.CaseResultDoc, row contract.Row, set *recordSet) []*record {
-	var out []*record
-	for i := range set.records {
-		r := &set.records[i]
-		if r.caseID != cr.CaseID || r.concurrency != row.Concurrency || r.repetition != row.Repetition {
+func rowRecords(c *collector, cr *contract.CaseResultDoc, row contract.Row, set *record.Set) []*record.Record {
+	var out []*record.Record
+	for i := range set.Records {
+		r := &set.Records[i]
+		if r.CaseID != cr.CaseID || r.Concurrency != row.Concurrency || r.Repetition != row.Repetition {
 			if c != nil {
-				c.add(row.Records.Path, jp(r.line), reason.ErrRowMismatch, "record of case %s row c%d r%d in the records of case %s row c%d r%d", r.caseID, r.concurrency, r.repetition, cr.CaseID, row.Concurrency, row.Repetition)
+				c.add(row.Records.Path, jp(r.Line), reason.ErrRowMismatch, "record of case %s row c%d r%d in the records of case %s row c%d r%d", r.CaseID, r.Concurrency, r.Repetition, cr.CaseID, row.Concurrency, row.Repetition)
 			}
 			continue
 		}
@@ -124,27 +125,27 @@ func rowRecords(c *collector, cr *contract.CaseResultDoc, row contract.Row, set 
 }
 
 // rowSpecOf is the specification of a recorded row.
-func rowSpecOf(row contract.Row, wc *contract.Case) rowSpec {
-	spec := rowSpec{concurrency: row.Concurrency, loop: string(row.Loop), offered: row.Fidelity.OfferedRate, bound: metric.BoundOf(nil), legacy: row.Fidelity.Judgement == nil}
+func rowSpecOf(row contract.Row, wc *contract.Case) record.RowSpec {
+	spec := record.RowSpec{Concurrency: row.Concurrency, Loop: string(row.Loop), Offered: row.Fidelity.OfferedRate, Bound: metric.BoundOf(nil), Legacy: row.Fidelity.Judgement == nil}
 	if cal := row.Fidelity.Calibration; cal != nil {
-		spec.cal = metric.Calibration{SamplesNs: cal.SamplesNs}
+		spec.Cal = metric.Calibration{SamplesNs: cal.SamplesNs}
 		if cal.Connections != nil {
-			spec.cal.Connections = *cal.Connections
+			spec.Cal.Connections = *cal.Connections
 		}
 	}
 	if wc != nil {
-		spec.bound = metric.BoundOf(wc.Fidelity)
-		spec.sloKnown = true
+		spec.Bound = metric.BoundOf(wc.Fidelity)
+		spec.SloKnown = true
 		if wc.SLO != nil {
-			spec.slo = *wc.SLO
+			spec.Slo = *wc.SLO
 		}
 	}
 	return spec
 }
 
 func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, tol Tolerance) {
-	var all []*record // every row's records, for the case's timeout
-	unchecked := 0    // rows without in_flight_peak
+	var all []*record.Record // every row's records, for the case's timeout
+	unchecked := 0           // rows without in_flight_peak
 	defer func() {
 		checkCaseTimeout(c, path, cr, wc, all)
 		if unchecked > 0 {
@@ -159,46 +160,46 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 			c.note("records %s unreadable: row %d of %s not recomputed", row.Records.Path, j, path)
 			continue
 		}
-		if f.records.invalidLines > 0 {
-			c.note("%d invalid records in %s: row %d of %s recomputed from the valid ones", f.records.invalidLines, row.Records.Path, j, path)
+		if f.records.InvalidLines > 0 {
+			c.note("%d invalid records in %s: row %d of %s recomputed from the valid ones", f.records.InvalidLines, row.Records.Path, j, path)
 		}
 		recs := rowRecords(c, cr, row, f.records)
-		rf := recomputeRow(rowSpecOf(row, wc), recs)
-		fig.add(j, rf.metrics, recs)
+		rf := record.RecomputeRow(rowSpecOf(row, wc), recs)
+		fig.add(j, rf.Metrics, recs)
 		checkUsagePlausible(c, row.Records.Path, wc, recs)
 		if cr.Status == contract.StatusPassed {
 			for _, r := range recs {
-				if r.warmup {
+				if r.Warmup {
 					continue
 				}
-				if r.failed && !excusedFailure(row, wc, r) {
-					c.add(row.Records.Path, jp(r.line, "error"), reason.ErrRequestFailed, "request %d failed (%s) in a passed result", r.index, r.errClass)
-				} else if r.assertFail > 0 {
-					c.add(row.Records.Path, jp(r.line, "assertions"), reason.ErrRequestFailed, "request %d failed %d assertions in a passed result", r.index, r.assertFail)
+				if r.Failed && !excusedFailure(row, wc, r) {
+					c.add(row.Records.Path, jp(r.Line, "error"), reason.ErrRequestFailed, "request %d failed (%s) in a passed result", r.Index, r.ErrClass)
+				} else if r.AssertFail > 0 {
+					c.add(row.Records.Path, jp(r.Line, "assertions"), reason.ErrRequestFailed, "request %d failed %d assertions in a passed result", r.Index, r.AssertFail)
 				}
 			}
 		}
 		for _, x := range []struct {
 			field     string
 			got, want int64
-		}{{"requests", row.Requests, rf.requests}, {"successes", row.Successes, rf.successes}, {"failures", row.Failures, rf.failures}} {
+		}{{"requests", row.Requests, rf.Requests}, {"successes", row.Successes, rf.Successes}, {"failures", row.Failures, rf.Failures}} {
 			if x.got != x.want {
 				c.add(path, base+"/"+x.field, reason.ErrRowMismatch, "%s %d, the records say %d", x.field, x.got, x.want)
 			}
 		}
-		if !within(row.WindowSeconds, rf.windowSeconds, tol) {
-			c.add(path, base+"/window_seconds", reason.ErrRowMismatch, "window %s s, the records say %s s", fmtFloat(row.WindowSeconds), fmtFloat(rf.windowSeconds))
+		if !record.Within(row.WindowSeconds, rf.WindowSeconds, tol) {
+			c.add(path, base+"/window_seconds", reason.ErrRowMismatch, "window %s s, the records say %s s", record.FmtFloat(row.WindowSeconds), record.FmtFloat(rf.WindowSeconds))
 		}
-		if !equalPtr(row.OutputSetSHA256, rf.outputSet) {
-			c.add(path, base+"/output_set_sha256", reason.ErrRowMismatch, "output set %s, the records hash to %s", deref(row.OutputSetSHA256), deref(rf.outputSet))
+		if !equalPtr(row.OutputSetSHA256, rf.OutputSet) {
+			c.add(path, base+"/output_set_sha256", reason.ErrRowMismatch, "output set %s, the records hash to %s", deref(row.OutputSetSHA256), deref(rf.OutputSet))
 		}
 		fid := row.Fidelity
 		for _, x := range []struct {
 			field     string
 			got, want float64
-		}{{"schedule_lag_p50_ms", fid.ScheduleLagP50Ms, rf.lagP50}, {"schedule_lag_p99_ms", fid.ScheduleLagP99Ms, rf.lagP99}, {"schedule_lag_max_ms", fid.ScheduleLagMaxMs, rf.lagMax}, {"achieved_rate", fid.AchievedRate, rf.achieved}} {
-			if !within(x.got, x.want, tol) {
-				c.add(path, base+"/fidelity/"+x.field, reason.ErrRowMismatch, "%s %s, the records say %s", x.field, fmtFloat(x.got), fmtFloat(x.want))
+		}{{"schedule_lag_p50_ms", fid.ScheduleLagP50Ms, rf.LagP50}, {"schedule_lag_p99_ms", fid.ScheduleLagP99Ms, rf.LagP99}, {"schedule_lag_max_ms", fid.ScheduleLagMaxMs, rf.LagMax}, {"achieved_rate", fid.AchievedRate, rf.Achieved}} {
+			if !record.Within(x.got, x.want, tol) {
+				c.add(path, base+"/fidelity/"+x.field, reason.ErrRowMismatch, "%s %s, the records say %s", x.field, record.FmtFloat(x.got), record.FmtFloat(x.want))
 			}
 		}
 		checkJudgement(c, path, base, fid, rf, tol)
@@ -214,9 +215,9 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 		all = append(all, recs...)
 		var skip func(string) bool
 		if wc == nil {
-			skip = func(n string) bool { return slices.Contains(metricsUnsetWithoutSLO, n) }
+			skip = func(n string) bool { return slices.Contains(record.MetricsUnsetWithoutSLO, n) }
 		}
-		checkMetricList(c, path, base+"/metrics", row.Metrics, rf.metrics, tol, skip)
+		checkMetricList(c, path, base+"/metrics", row.Metrics, rf.Metrics, tol, skip)
 		s.checkRowTelemetry(c, path, base, row, recs, tol)
 		checkRowCache(c, path, base, row, wc, cr.Status, recs)
 		if wc != nil {
@@ -225,7 +226,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 		checkRowLedger(c, path, base, row, wc, cr.Status, recs)
 	}
 	if len(cr.Rows) > 0 {
-		checkMetricList(c, path, "/metrics", cr.Metrics, recomputeCase(cr.Rows), tol, nil)
+		checkMetricList(c, path, "/metrics", cr.Metrics, record.RecomputeCase(cr.Rows), tol, nil)
 	}
 	s.checkFigures(c, path, cr, wc, fig, tol)
 }
@@ -253,8 +254,8 @@ func checkMetricList(c *collector, file, base string, recorded, recomputed []con
 		switch {
 		case !ok:
 			c.add(file, base+jp(k, "name"), reason.ErrMetricMismatch, "%s is not a metric the formulas define here", m.Name)
-		case !within(m.Value, w.Value, tol):
-			c.add(file, base+jp(k, "value"), reason.ErrMetricMismatch, "%s is %s, recomputed %s (tolerance max(%g, |x| × %g))", m.Name, fmtFloat(m.Value), fmtFloat(w.Value), tol.Absolute, tol.Relative)
+		case !record.Within(m.Value, w.Value, tol):
+			c.add(file, base+jp(k, "value"), reason.ErrMetricMismatch, "%s is %s, recomputed %s (tolerance max(%g, |x| × %g))", m.Name, record.FmtFloat(m.Value), record.FmtFloat(w.Value), tol.Absolute, tol.Relative)
 		case !equalSamples(m.Samples, w.Samples):
 			c.add(file, base+jp(k, "samples"), reason.ErrMetricMismatch, "%s has %s samples, recomputed %s", m.Name, samplesString(m.Samples), samplesString(w.Samples))
 		case (w.Unit != "" || w.Formula != "") && identityOf(m) != identityOf(w):
@@ -269,7 +270,7 @@ func checkMetricList(c *collector, file, base string, recorded, recomputed []con
 	}
 	sort.Strings(missing)
 	for _, n := range missing {
-		c.add(file, base, reason.ErrMetricMismatch, "%s is missing (recomputed %s)", n, fmtFloat(want[n].Value))
+		c.add(file, base, reason.ErrMetricMismatch, "%s is missing (recomputed %s)", n, record.FmtFloat(want[n].Value))
 	}
 }
 
@@ -281,7 +282,7 @@ func samplesString(p *int64) string {
 	if p == nil {
 		return "no"
 	}
-	return itoa(*p)
+	return record.Itoa(*p)
 }
 
 // runnerMetrics are the metrics the runner writes for a command case it produced.
@@ -334,17 +335,17 @@ func checkCommand(c *collector, path string, cr *contract.CaseResultDoc, wc *con
 		want = 1
 	}
 	if pass.Value != want {
-		c.add(path, jp("metrics", idx["case_pass"], "value"), reason.ErrDeclaredMetrics, "case_pass %s with status %s", fmtFloat(pass.Value), cr.Status)
+		c.add(path, jp("metrics", idx["case_pass"], "value"), reason.ErrDeclaredMetrics, "case_pass %s with status %s", record.FmtFloat(pass.Value), cr.Status)
 	}
 	if cr.Status != contract.StatusPassed {
 		return
 	}
 	if m, ok := byName["output_assertion_failures"]; ok && m.Value != 0 {
-		c.add(path, jp("metrics", idx["output_assertion_failures"], "value"), reason.ErrDeclaredMetrics, "%s output assertion failures in a passed result", fmtFloat(m.Value))
+		c.add(path, jp("metrics", idx["output_assertion_failures"], "value"), reason.ErrDeclaredMetrics, "%s output assertion failures in a passed result", record.FmtFloat(m.Value))
 	}
 	if m, ok := byName["exit_code"]; ok && wc != nil && len(wc.ExpectedExitCodes) > 0 {
 		if m.Value != math.Trunc(m.Value) || !slices.Contains(wc.ExpectedExitCodes, int64(m.Value)) {
-			c.add(path, jp("metrics", idx["exit_code"], "value"), reason.ErrDeclaredMetrics, "exit code %s is not expected %v in a passed result", fmtFloat(m.Value), wc.ExpectedExitCodes)
+			c.add(path, jp("metrics", idx["exit_code"], "value"), reason.ErrDeclaredMetrics, "exit code %s is not expected %v in a passed result", record.FmtFloat(m.Value), wc.ExpectedExitCodes)
 		}
 	}
 }
@@ -354,19 +355,19 @@ func checkCommand(c *collector, path string, cr *contract.CaseResultDoc, wc *con
 // (usage_exceeds_max_tokens), or no completion token beside streamed content (inconsistent_usage)
 // — failure classes the runner assigns (docs/metrics.md), recomputed here from the record and the
 // workload, so a re-signed record relabelled as a success is a finding (request_failed).
-func checkUsagePlausible(c *collector, path string, wc *contract.Case, recs []*record) {
+func checkUsagePlausible(c *collector, path string, wc *contract.Case, recs []*record.Record) {
 	if wc == nil {
 		return
 	}
 	for _, r := range recs {
-		if r.failed || !r.hasUsage {
+		if r.Failed || !r.HasUsage {
 			continue
 		}
 		switch {
-		case wc.MaxTokens > 0 && r.n > wc.MaxTokens:
-			c.add(path, jp(r.line, "usage", "completion_tokens"), reason.ErrRequestFailed, "request %d is recorded as a success with %d completion tokens for max_tokens %d (usage_exceeds_max_tokens)", r.index, r.n, wc.MaxTokens) // not a contract value: the record's member name
-		case r.n == 0 && len(r.content) > 0:
-			c.add(path, jp(r.line, "usage", "completion_tokens"), reason.ErrRequestFailed, "request %d is recorded as a success with 0 completion tokens beside %d content events (inconsistent_usage)", r.index, len(r.content)) // not a contract value: the record's member name
+		case wc.MaxTokens > 0 && r.CompletionTokens > wc.MaxTokens:
+			c.add(path, jp(r.Line, "usage", "completion_tokens"), reason.ErrRequestFailed, "request %d is recorded as a success with %d completion tokens for max_tokens %d (usage_exceeds_max_tokens)", r.Index, r.CompletionTokens, wc.MaxTokens) // not a contract value: the record's member name
+		case r.CompletionTokens == 0 && len(r.Content) > 0:
+			c.add(path, jp(r.Line, "usage", "completion_tokens"), reason.ErrRequestFailed, "request %d is recorded as a success with 0 completion tokens beside %d content events (inconsistent_usage)", r.Index, len(r.Content)) // not a contract value: the record's member name
 		}
 	}
 }

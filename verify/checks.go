@@ -141,10 +141,10 @@ func checkSchemas(s *snapshot) CheckResult {
 			c.addCause(f.path, v.Pointer, violationReason(v), v)
 		}
 		if f.records != nil {
-			for _, v := range f.records.invalid {
+			for _, v := range f.records.Invalid {
 				c.addCause(f.path, v.Pointer, violationReason(v), v)
 			}
-			if f.records.tooMany {
+			if f.records.TooMany {
 				c.add(f.path, "", reason.ErrSchemaViolation, "more than %d request records in one file", limits.MaxRecordsPerFile)
 			}
 		}

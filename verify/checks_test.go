@@ -173,7 +173,7 @@ func TestCheckSchemas(t *testing.T) {
 		}, ErrHistoricalEvidence, ""},
 		{"invalid request record line", func(s *snapshot) {
 			f := s.files[anyPath(s, "request_records")]
-			f.records.invalid = []schemas.Violation{{Pointer: "/2/usage/total_tokens", Err: fmt.Errorf("%w: total", schemas.ErrSemantic)}}
+			f.records.Invalid = []schemas.Violation{{Pointer: "/2/usage/total_tokens", Err: fmt.Errorf("%w: total", schemas.ErrSemantic)}}
 		}, ErrSemanticViolation, ""},
 		{"unknown contract", func(s *snapshot) {
 			f := s.files[anyPath(s, "workload")]

@@ -13,6 +13,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // Mode is a comparison mode of a workload's comparison policy (Kiln's modes, and qualkit's
@@ -650,7 +651,7 @@ func fptr(p *float64) string {
 	if p == nil {
 		return string(contract.RowLoopClosed)
 	}
-	return fmtFloat(*p)
+	return record.FmtFloat(*p)
 }
 
 func equalFloatPtr(a, b *float64) bool {
@@ -867,7 +868,7 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 		pct := change / math.Abs(bv) * 100
 		e.RelativeChangePercent = &pct
 	}
-	sv, st := fmtPair(violation, tolerance)
+	sv, st := record.FmtPair(violation, tolerance)
 	if pass {
 		e.Status, e.Reason = contract.EvaluationStatusPassed, fmt.Sprintf("violation %s <= tolerance %s", sv, st)
 	} else {

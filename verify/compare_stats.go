@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // significance decides a not_worse_significantly rule on a matched row from the per-request
@@ -66,7 +67,7 @@ func (s *snapshot) perRequest(cr *contract.CaseResultDoc, row contract.Row, form
 	if cr == nil || f == nil || f.records == nil {
 		return nil, false
 	}
-	reqs, _ := measuredRequests(rowRecords(nil, cr, row, f.records))
+	reqs, _ := record.MeasuredRequests(rowRecords(nil, cr, row, f.records))
 	return metric.PerRequest(formula, metric.SamplesOf(reqs))
 }
 

@@ -65,7 +65,8 @@ var verifyLayers = map[string][]string{
 	"internal/reason": {},
 	"internal/limits": {"internal/gitobj"},
 	"internal/policy": {"internal/limits"},
-	".":               {"internal/gitobj", "internal/limits", "internal/policy", "internal/reason"},
+	"internal/record": {"internal/limits", "internal/policy", "internal/reason"},
+	".":               {"internal/gitobj", "internal/limits", "internal/policy", "internal/reason", "internal/record"},
 	"report":          {"."},
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // deviceFormulas are the row's device metrics, by name (docs/metrics.md, "Device telemetry"):
@@ -24,7 +25,7 @@ var deviceFormulas = func() map[string]string {
 
 // checkRowTelemetry recomputes a row's device metrics and flags from its telemetry samples and
 // its request records (window and output tokens) with the catalogue's metric.Device.
-func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contract.Row, recs []*record, tol Tolerance) {
+func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contract.Row, recs []*record.Record, tol Tolerance) {
 	dt := row.DeviceTelemetry
 	var recorded []contract.Metric
 	for _, m := range row.Metrics {
@@ -79,20 +80,20 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contra
 	for name, v := range want {
 		i := slices.IndexFunc(recorded, func(m contract.Metric) bool { return m.Name == name })
 		if i < 0 {
-			c.add(path, base+"/metrics", reason.ErrMetricMismatch, "%s missing: the samples give %s", name, fmtFloat(v))
+			c.add(path, base+"/metrics", reason.ErrMetricMismatch, "%s missing: the samples give %s", name, record.FmtFloat(v))
 			continue
 		}
 		m := recorded[i]
 		if m.Formula != deviceFormulas[name] || !m.Diagnostic {
 			c.add(path, base+"/metrics", reason.ErrFormulaMismatch, "%s: formula %s (diagnostic %v), want %s (diagnostic)", name, m.Formula, m.Diagnostic, deviceFormulas[name])
 		}
-		if !within(m.Value, v, tol) {
-			c.add(path, base+"/metrics", reason.ErrMetricMismatch, "%s %s, the samples say %s", name, fmtFloat(m.Value), fmtFloat(v))
+		if !record.Within(m.Value, v, tol) {
+			c.add(path, base+"/metrics", reason.ErrMetricMismatch, "%s %s, the samples say %s", name, record.FmtFloat(m.Value), record.FmtFloat(v))
 		}
 	}
 	for _, m := range recorded {
 		if _, ok := want[m.Name]; !ok {
-			c.add(path, base+"/metrics", reason.ErrMetricMismatch, "%s %s: the samples do not give it", m.Name, fmtFloat(m.Value))
+			c.add(path, base+"/metrics", reason.ErrMetricMismatch, "%s %s: the samples do not give it", m.Name, record.FmtFloat(m.Value))
 		}
 	}
 }
@@ -107,8 +108,8 @@ func nonNilStrings[S ~string](s []S) []string {
 
 // recordWindow is the row's measured window (min t_send, max t_end over measured requests) and
 // the completion tokens of its measured requests with usage (metric.DeviceWindow).
-func recordWindow(recs []*record) (start, end, tokens int64, ok bool) {
-	reqs, _ := measuredRequests(recs)
+func recordWindow(recs []*record.Record) (start, end, tokens int64, ok bool) {
+	reqs, _ := record.MeasuredRequests(recs)
 	return metric.DeviceWindow(reqs)
 }
 

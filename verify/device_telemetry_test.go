@@ -10,12 +10,13 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // telemetryRow gives the frozen receipt's first serving row device telemetry: device 1 (an H100)
 // sampled 1 ms before the row's window, in its middle and 1 ms after, its energy counter
 // advancing at 400 W; and the device metrics those samples give. edit changes the samples first.
-func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc) (*snapshot, *contract.Row, []*record, float64) {
+func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc) (*snapshot, *contract.Row, []*record.Record, float64) {
 	t.Helper()
 	s := frozenSnapshot(t)
 	s.rc.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
@@ -63,7 +64,7 @@ func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contr
 	return s, row, recs, energy
 }
 
-func rowTelemetryFindings(s *snapshot, row *contract.Row, recs []*record) []Finding {
+func rowTelemetryFindings(s *snapshot, row *contract.Row, recs []*record.Record) []Finding {
 	c := &collector{check: CheckTolerances}
 	s.checkRowTelemetry(c, "case-result.json", "/rows/0", *row, recs, s.policy.Recompute)
 	return c.out

@@ -12,6 +12,7 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/rules"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // TestFrozenEvidenceVerifies: evidence frozen from a real campaign (qualrun run --key, see
@@ -93,28 +94,28 @@ func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 		wc := s.workloadCase(cr.CaseID)
 		for j, row := range cr.Rows {
 			recs := rowRecords(nil, cr, row, s.files[row.Records.Path].records)
-			rf := recomputeRow(rowSpecOf(row, wc), recs)
-			if len(rf.metrics) != len(row.Metrics) {
-				t.Errorf("row %d: recomputed %d metrics, the runner wrote %d", j, len(rf.metrics), len(row.Metrics))
+			rf := record.RecomputeRow(rowSpecOf(row, wc), recs)
+			if len(rf.Metrics) != len(row.Metrics) {
+				t.Errorf("row %d: recomputed %d metrics, the runner wrote %d", j, len(rf.Metrics), len(row.Metrics))
 			}
 			for k, m := range row.Metrics {
-				got := rf.metrics[k]
+				got := rf.Metrics[k]
 				if got.Name != m.Name || identityOf(got) != identityOf(m) || !equalSamples(got.Samples, m.Samples) {
 					t.Errorf("row %d metric %d: recomputed %+v, runner %+v", j, k, got, m)
 					continue
 				}
-				if !within(m.Value, got.Value, Tolerance{Absolute: 1e-9, Relative: 1e-9}) {
+				if !record.Within(m.Value, got.Value, Tolerance{Absolute: 1e-9, Relative: 1e-9}) {
 					t.Errorf("row %d %s: recomputed %v, runner %v", j, m.Name, got.Value, m.Value)
 				}
 				formulas[m.Formula] = true
 				compared++
 			}
-			if rf.windowSeconds != row.WindowSeconds || !equalPtr(rf.outputSet, row.OutputSetSHA256) {
-				t.Errorf("row %d: window %v / %v, output set %v / %v", j, rf.windowSeconds, row.WindowSeconds, deref(rf.outputSet), deref(row.OutputSetSHA256))
+			if rf.WindowSeconds != row.WindowSeconds || !equalPtr(rf.OutputSet, row.OutputSetSHA256) {
+				t.Errorf("row %d: window %v / %v, output set %v / %v", j, rf.WindowSeconds, row.WindowSeconds, deref(rf.OutputSet), deref(row.OutputSetSHA256))
 			}
 		}
 		if len(cr.Rows) > 0 {
-			want := recomputeCase(cr.Rows)
+			want := record.RecomputeCase(cr.Rows)
 			if !canonicalEqual(want, cr.Metrics) {
 				t.Errorf("%s: case metrics differ from their recomputation", p)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // Inspection is a verification result together with the evidence it was computed from, for
@@ -152,33 +153,33 @@ func (s *snapshot) rowEvidence(cr *contract.CaseResultDoc, row contract.Row, wc 
 		return re
 	}
 	recs := rowRecords(nil, cr, row, f.records)
-	rf := recomputeRow(rowSpecOf(row, wc), recs)
-	re.Readable, re.Records, re.InvalidRecords = true, len(recs), f.records.invalidLines
+	rf := record.RecomputeRow(rowSpecOf(row, wc), recs)
+	re.Readable, re.Records, re.InvalidRecords = true, len(recs), f.records.InvalidLines
 	re.Telemetry = s.telemetrySamples(row)
-	re.Requests, re.Successes, re.Failures, re.Metrics = rf.requests, rf.successes, rf.failures, rf.metrics
-	re.Fidelity = contract.Fidelity{ScheduleLagP50Ms: rf.lagP50, ScheduleLagP99Ms: rf.lagP99, ScheduleLagMaxMs: rf.lagMax,
-		OfferedRate: row.Fidelity.OfferedRate, AchievedRate: rf.achieved, Degraded: rf.degraded, Reasons: slices.Clone(row.Fidelity.Reasons)}
-	var measured []*record
+	re.Requests, re.Successes, re.Failures, re.Metrics = rf.Requests, rf.Successes, rf.Failures, rf.Metrics
+	re.Fidelity = contract.Fidelity{ScheduleLagP50Ms: rf.LagP50, ScheduleLagP99Ms: rf.LagP99, ScheduleLagMaxMs: rf.LagMax,
+		OfferedRate: row.Fidelity.OfferedRate, AchievedRate: rf.Achieved, Degraded: rf.Degraded, Reasons: slices.Clone(row.Fidelity.Reasons)}
+	var measured []*record.Record
 	for _, r := range recs {
-		if r.hasSend {
-			last := r.end
-			if r.hasClose {
-				last = r.cls
+		if r.HasSend {
+			last := r.End
+			if r.HasClose {
+				last = r.Close
 			}
-			if !re.HasSpan || r.send < re.FirstSendNs {
-				re.FirstSendNs = r.send
+			if !re.HasSpan || r.Send < re.FirstSendNs {
+				re.FirstSendNs = r.Send
 			}
-			if (r.hasClose || r.hasEnd) && last > re.LastResponseNs {
+			if (r.HasClose || r.HasEnd) && last > re.LastResponseNs {
 				re.LastResponseNs = last
 			}
 			re.HasSpan = true
 		}
-		if !r.warmup {
+		if !r.Warmup {
 			measured = append(measured, r)
 		}
 	}
-	slices.SortStableFunc(measured, func(a, b *record) int { return cmp.Compare(a.index, b.index) })
-	sm := samplesOf(measured)
+	slices.SortStableFunc(measured, func(a, b *record.Record) int { return cmp.Compare(a.Index, b.Index) })
+	sm := record.SamplesOf(measured)
 	re.Samples = Samples{TTFTMs: sm.TTFTMs, TTFTSchedMs: sm.TTFTSchedMs, TTFBMs: sm.TTFBMs, E2EMs: sm.E2EMs, E2ESchedMs: sm.E2ESchedMs,
 		TPOTMs: sm.TPOTMs, DecodeRate: sm.DecodeRate, ICLMs: sm.ICLMs, ICLMaxMs: sm.ICLMaxMs, ScheduleLagMs: sm.ScheduleLagMs}
 	return re

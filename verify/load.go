@@ -22,6 +22,7 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
 	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // fileFacts is what reading one file learned. Checks are pure functions of these facts.
@@ -45,7 +46,7 @@ type fileFacts struct {
 	violations []schemas.Violation
 	checked    schemas.Outcome // the check's outcome (its parsed tree), for decoding once
 	raw        []byte          // kept for JSON contract files and corpora
-	records    *recordSet      // request records
+	records    *record.Set     // request records
 }
 
 // contractOfKind is the contract the files of an artifact kind carry (contract.Kinds):
@@ -568,7 +569,7 @@ func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 			return nil
 		}
 		defer fh.Close()
-		d, n, set, err := readRecords(ctx, fh)
+		d, n, set, err := record.Read(ctx, fh)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

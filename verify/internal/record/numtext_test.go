@@ -1,4 +1,4 @@
-package verify
+package record
 
 import "testing"
 
@@ -13,7 +13,7 @@ func TestFmtPair(t *testing.T) {
 		{2, 2, "2", "2"},
 		{1234567, 1e6, "1235000", "1000000"},
 	} {
-		a, b := fmtPair(c.a, c.b)
+		a, b := FmtPair(c.a, c.b)
 		if a != c.wa || b != c.wb {
 			t.Errorf("fmtPair(%v, %v) = %q, %q; want %q, %q", c.a, c.b, a, b, c.wa, c.wb)
 		}

@@ -1,4 +1,4 @@
-package verify
+package record
 
 import (
 	"bufio"
@@ -18,71 +18,71 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
-// record is one request record reduced to what the checks read; times are nanoseconds from the
+// Record is one request record reduced to what the checks read; times are nanoseconds from the
 // campaign's monotonic epoch.
-type record struct {
-	line        int // 0-based line in its file
-	caseID      string
-	concurrency int64
-	repetition  int64
-	index       int64
-	warmup      bool
-	promptID    string
-	sched       int64
-	send, hdr   int64
-	end, cls    int64
-	hasSend     bool
-	hasHdr      bool
-	hasEnd      bool
-	hasClose    bool
-	content     []int64 // arrival of each content event, in order
-	hasUsage    bool
-	n, p        int64 // completion and prompt tokens
-	failed      bool  // error != null
-	errClass    string
-	assertFail  int    // assertions with passed false
-	output      string // output digest, "" when null
+type Record struct {
+	Line                           int // 0-based line in its file
+	CaseID                         string
+	Concurrency                    int64
+	Repetition                     int64
+	Index                          int64
+	Warmup                         bool
+	PromptID                       string
+	Sched                          int64
+	Send, Header                   int64
+	End, Close                     int64
+	HasSend                        bool
+	HasHdr                         bool
+	HasEnd                         bool
+	HasClose                       bool
+	Content                        []int64 // arrival of each content event, in order
+	HasUsage                       bool
+	CompletionTokens, PromptTokens int64 // completion and prompt tokens
+	Failed                         bool  // error != null
+	ErrClass                       string
+	AssertFail                     int    // assertions with passed false
+	Output                         string // output digest, "" when null
 	// cached is cached_prompt_tokens when hasCached (records before it existed have none).
 	cached    int64
 	hasCached bool
-	priming   bool // a warm row's priming request
+	Priming   bool // a warm row's priming request
 	// corpusIndex and cycle place a measured request in the cycled corpus when hasCorpus
 	// (records before they existed have neither).
-	corpusIndex, cycle int64
-	hasCorpus          bool
+	CorpusIndex, Cycle int64
+	HasCorpus          bool
 	// session is the record's session block (a session row's, check_session.go), sessionIndex
 	// its corpus_index (the session's position in the corpus); nil and 0 otherwise.
-	session      *contract.SessionTurn
-	sessionIndex int64
+	Session      *contract.SessionTurn
+	SessionIndex int64
 	// client is client_tokens when hasClient (clientN when hasClientN: its completion count).
-	client     contract.ClientTokens
-	hasClient  bool
+	Client     contract.ClientTokens
+	HasClient  bool
 	clientN    int64
 	hasClientN bool
 }
 
-// recordSet is what reading one JSON Lines file of request records learned.
-type recordSet struct {
-	records []record // the valid lines, in file order
+// Set is what reading one JSON Lines file of request records learned.
+type Set struct {
+	Records []Record // the valid lines, in file order
 	lines   int
 	// invalid lists the violations of invalid lines (pointers prefixed with /<line>), at most
 	// MaxFindingsPerCheck; invalidLines counts the invalid lines.
-	invalid      []schemas.Violation
-	invalidLines int
+	Invalid      []schemas.Violation
+	InvalidLines int
 	// tooMany is set when the file has more than MaxRecordsPerFile lines.
-	tooMany bool
+	TooMany bool
 }
 
-// readRecords reads a JSON Lines file of request records from r, hashing every byte, validating
+// Read reads a JSON Lines file of request records from r, hashing every byte, validating
 // every line against the request record contract and keeping the valid ones. A line is accepted
-// by the fast path (parseRecord) or else checked by schemas.CheckDocument, whose verdict decides;
-// parseRecord never accepts a line CheckDocument would reject (FuzzParseRecord checks that).
-func readRecords(ctx context.Context, r io.Reader) (digest string, size int64, set *recordSet, err error) {
+// by the fast path (Parse) or else checked by schemas.CheckDocument, whose verdict decides;
+// Parse never accepts a line CheckDocument would reject (FuzzParseRecord checks that).
+func Read(ctx context.Context, r io.Reader) (digest string, size int64, set *Set, err error) {
 	h := sha256.New()
 	cr := &countingReader{r: io.TeeReader(r, h)}
 	sc := bufio.NewScanner(cr)
 	sc.Buffer(make([]byte, 0, 1<<20), limits.MaxDocumentBytes+1)
-	set = &recordSet{}
+	set = &Set{}
 	interner := map[string]string{}
 	for sc.Scan() {
 		if set.lines%4096 == 0 {
@@ -94,10 +94,10 @@ func readRecords(ctx context.Context, r io.Reader) (digest string, size int64, s
 		i := set.lines
 		set.lines++
 		if set.lines > limits.MaxRecordsPerFile {
-			set.tooMany = true
+			set.TooMany = true
 			break
 		}
-		rec, ok := parseRecord(line)
+		rec, ok := Parse(line)
 		if !ok {
 			var good bool
 			rec, good, err = slowRecord(line, i, set)
@@ -108,16 +108,16 @@ func readRecords(ctx context.Context, r io.Reader) (digest string, size int64, s
 				continue
 			}
 		}
-		rec.line = i
-		rec.caseID = intern(interner, rec.caseID)
-		rec.promptID = intern(interner, rec.promptID)
-		set.records = append(set.records, rec)
+		rec.Line = i
+		rec.CaseID = intern(interner, rec.CaseID)
+		rec.PromptID = intern(interner, rec.PromptID)
+		set.Records = append(set.Records, rec)
 	}
 	if err := sc.Err(); err != nil {
 		if !errors.Is(err, bufio.ErrTooLong) {
 			return "", 0, nil, err
 		}
-		set.invalidLines++
+		set.InvalidLines++
 		set.addInvalid(schemas.Violation{Pointer: fmt.Sprintf("/%d", set.lines), Err: fmt.Errorf("%w: line longer than %d bytes", jsonstrict.ErrTooLarge, limits.MaxDocumentBytes)})
 	}
 	// Hash what the scanner did not read (after a too-long line or too many lines).
@@ -135,87 +135,87 @@ func intern(m map[string]string, s string) string {
 	return s
 }
 
-func (s *recordSet) addInvalid(v schemas.Violation) {
-	if len(s.invalid) < limits.MaxFindingsPerCheck {
-		s.invalid = append(s.invalid, v)
+func (s *Set) addInvalid(v schemas.Violation) {
+	if len(s.Invalid) < limits.MaxFindingsPerCheck {
+		s.Invalid = append(s.Invalid, v)
 	}
 }
 
 // slowRecord validates a line the fast path declined with schemas.CheckDocument and, when it is
 // a valid request record, decodes it.
-func slowRecord(line []byte, i int, set *recordSet) (record, bool, error) {
+func slowRecord(line []byte, i int, set *Set) (Record, bool, error) {
 	out, err := schemas.CheckDocument(line)
 	if err != nil {
-		return record{}, false, fmt.Errorf("check line %d: %w", i+1, err)
+		return Record{}, false, fmt.Errorf("check line %d: %w", i+1, err)
 	}
 	prefix := fmt.Sprintf("/%d", i)
 	if out.Valid() && out.Contract.Name != contract.RequestRecord {
 		out.Violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s, want qualkit.request-record.v1", reason.ErrWrongContract, out.Contract.SchemaID)}}
 	}
 	if !out.Valid() {
-		set.invalidLines++
+		set.InvalidLines++
 		for _, v := range out.Violations {
 			set.addInvalid(schemas.Violation{Pointer: prefix + v.Pointer, Err: v.Err})
 		}
-		return record{}, false, nil
+		return Record{}, false, nil
 	}
 	var doc contract.RequestRecordDoc
 	if err := jsonstrict.DecodeInto(line, &doc); err != nil {
-		return record{}, false, fmt.Errorf("decode line %d: %w", i+1, err)
+		return Record{}, false, fmt.Errorf("decode line %d: %w", i+1, err)
 	}
-	return recordOf(&doc), true, nil
+	return FromDoc(&doc), true, nil
 }
 
-// recordOf reduces a decoded request record.
-func recordOf(d *contract.RequestRecordDoc) record {
-	r := record{caseID: d.CaseID, concurrency: d.Row.Concurrency, repetition: d.Row.Repetition, index: d.Index,
-		warmup: d.Warmup, promptID: d.PromptID, sched: d.TSchedNs, failed: d.Error != nil}
+// FromDoc reduces a decoded request record.
+func FromDoc(d *contract.RequestRecordDoc) Record {
+	r := Record{CaseID: d.CaseID, Concurrency: d.Row.Concurrency, Repetition: d.Row.Repetition, Index: d.Index,
+		Warmup: d.Warmup, PromptID: d.PromptID, Sched: d.TSchedNs, Failed: d.Error != nil}
 	if d.TSendNs != nil {
-		r.send, r.hasSend = *d.TSendNs, true
+		r.Send, r.HasSend = *d.TSendNs, true
 	}
 	if d.THdrNs != nil {
-		r.hdr, r.hasHdr = *d.THdrNs, true
+		r.Header, r.HasHdr = *d.THdrNs, true
 	}
 	if d.TEndNs != nil {
-		r.end, r.hasEnd = *d.TEndNs, true
+		r.End, r.HasEnd = *d.TEndNs, true
 	}
 	if d.TCloseNs != nil {
-		r.cls, r.hasClose = *d.TCloseNs, true
+		r.Close, r.HasClose = *d.TCloseNs, true
 	}
 	for _, e := range d.Events {
 		if e.Kind == contract.EventKindContent {
-			r.content = append(r.content, e.TNs)
+			r.Content = append(r.Content, e.TNs)
 		}
 	}
 	if d.Usage != nil {
-		r.hasUsage, r.n, r.p = true, d.Usage.CompletionTokens, d.Usage.PromptTokens
+		r.HasUsage, r.CompletionTokens, r.PromptTokens = true, d.Usage.CompletionTokens, d.Usage.PromptTokens
 	}
 	if d.Error != nil {
-		r.errClass = string(d.Error.Class)
+		r.ErrClass = string(d.Error.Class)
 	}
 	for _, a := range d.Assertions {
 		if !a.Passed {
-			r.assertFail++
+			r.AssertFail++
 		}
 	}
 	if d.OutputDigest != nil {
-		r.output = *d.OutputDigest
+		r.Output = *d.OutputDigest
 	}
 	if d.CachedPromptTokens != nil {
 		r.cached, r.hasCached = *d.CachedPromptTokens, true
 	}
-	r.priming = d.Priming
+	r.Priming = d.Priming
 	if d.CorpusIndex != nil && d.Cycle != nil {
-		r.corpusIndex, r.cycle, r.hasCorpus = *d.CorpusIndex, *d.Cycle, true
+		r.CorpusIndex, r.Cycle, r.HasCorpus = *d.CorpusIndex, *d.Cycle, true
 	}
 	if d.Session != nil {
-		r.session = d.Session
+		r.Session = d.Session
 		if d.CorpusIndex != nil {
-			r.sessionIndex = *d.CorpusIndex
+			r.SessionIndex = *d.CorpusIndex
 		}
 	}
 	if ct := d.ClientTokens; ct != nil {
-		r.client, r.hasClient = *ct, true
+		r.Client, r.HasClient = *ct, true
 		if ct.CompletionTokens != nil {
 			r.clientN, r.hasClientN = *ct.CompletionTokens, true
 		}
@@ -234,25 +234,25 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// parseRecord is the fast path of request record validation: a single pass over one line that
+// Parse is the fast path of request record validation: a single pass over one line that
 // accepts only a conservative subset of the contract's JSON (no string escapes, ASCII strings,
 // unsigned integers without exponent or fraction, at most 18 digits) and checks, within it,
 // everything schemas.CheckDocument checks for a qualkit.request-record.v1: closed objects, every
 // required member exactly once, types, enums, patterns, ranges, lengths and the semantic rules.
 // It returns false for anything else; the caller then asks CheckDocument.
-func parseRecord(b []byte) (record, bool) {
+func Parse(b []byte) (Record, bool) {
 	p := lineParser{b: b}
-	var r record
+	var r Record
 	if len(b) > limits.MaxDocumentBytes {
 		return r, false
 	}
 	ok := p.record(&r)
 	if !ok {
-		return record{}, false
+		return Record{}, false
 	}
 	p.ws()
 	if p.i != len(p.b) {
-		return record{}, false
+		return Record{}, false
 	}
 	return r, true
 }
@@ -427,7 +427,7 @@ func isPortableID(s []byte) bool {
 	return true
 }
 
-func isDigest(s []byte) bool {
+func IsDigest(s []byte) bool {
 	if len(s) != 71 || !bytes.HasPrefix(s, []byte("sha256:")) {
 		return false
 	}
@@ -487,7 +487,7 @@ const (
 	fCycle
 )
 
-func (p *lineParser) record(r *record) bool {
+func (p *lineParser) record(r *Record) bool {
 	var s seen
 	var lastT int64 = -1
 	var total int64
@@ -498,7 +498,7 @@ func (p *lineParser) record(r *record) bool {
 			return s.first(fSchema) && ok && string(v) == contract.RequestRecordSchema
 		case "case_id":
 			v, ok := p.str()
-			r.caseID = string(v)
+			r.CaseID = string(v)
 			return s.first(fCaseID) && ok && isPortableID(v)
 		case "row":
 			var rs seen
@@ -506,11 +506,11 @@ func (p *lineParser) record(r *record) bool {
 				switch string(k) {
 				case "concurrency":
 					v, ok := p.uint()
-					r.concurrency = v
+					r.Concurrency = v
 					return rs.first(0) && ok && v >= recordLimits.concurrencyMin && v <= recordLimits.concurrencyMax
 				case "repetition":
 					v, ok := p.uint()
-					r.repetition = v
+					r.Repetition = v
 					return rs.first(1) && ok && v <= recordLimits.repetitionMax
 				}
 				return false
@@ -518,49 +518,49 @@ func (p *lineParser) record(r *record) bool {
 			return s.first(fRow) && ok && rs == 3
 		case "index":
 			v, ok := p.uint()
-			r.index = v
+			r.Index = v
 			return s.first(fIndex) && ok
 		case "warmup":
 			v, ok := p.boolean()
-			r.warmup = v
+			r.Warmup = v
 			return s.first(fWarmup) && ok
 		case "prompt_id":
 			v, ok := p.str()
-			r.promptID = string(v)
+			r.PromptID = string(v)
 			return s.first(fPromptID) && ok && isPortableID(v)
 		case "corpus_index":
 			v, ok := p.uint()
-			r.corpusIndex, r.hasCorpus = v, true
+			r.CorpusIndex, r.HasCorpus = v, true
 			return s.first(fCorpusIndex) && ok
 		case "cycle":
 			v, ok := p.uint()
-			r.cycle = v
+			r.Cycle = v
 			return s.first(fCycle) && ok
 		case "seed":
 			v, _, ok := p.optUint()
 			return s.first(fSeed) && ok && v <= maxSafeInteger
 		case "body_digest":
 			v, ok := p.str()
-			return s.first(fBodyDigest) && ok && isDigest(v)
+			return s.first(fBodyDigest) && ok && IsDigest(v)
 		case "t_sched_ns":
 			v, ok := p.uint()
-			r.sched = v
+			r.Sched = v
 			return s.first(fTSched) && ok
 		case "t_send_ns":
 			v, has, ok := p.optUint()
-			r.send, r.hasSend = v, has
+			r.Send, r.HasSend = v, has
 			return s.first(fTSend) && ok
 		case "t_hdr_ns":
 			v, has, ok := p.optUint()
-			r.hdr, r.hasHdr = v, has
+			r.Header, r.HasHdr = v, has
 			return s.first(fTHdr) && ok
 		case "t_end_ns":
 			v, has, ok := p.optUint()
-			r.end, r.hasEnd = v, has
+			r.End, r.HasEnd = v, has
 			return s.first(fTEnd) && ok
 		case "t_close_ns":
 			v, has, ok := p.optUint()
-			r.cls, r.hasClose = v, has
+			r.Close, r.HasClose = v, has
 			return s.first(fTClose) && ok
 		case "events":
 			ok := p.array(int(recordLimits.eventsMax), func() bool {
@@ -588,7 +588,7 @@ func (p *lineParser) record(r *record) bool {
 				}
 				lastT = t
 				if content {
-					r.content = append(r.content, t)
+					r.Content = append(r.Content, t)
 				}
 				return true
 			})
@@ -608,10 +608,10 @@ func (p *lineParser) record(r *record) bool {
 				v, ok := p.uint()
 				switch string(k) {
 				case "prompt_tokens":
-					r.p = v
+					r.PromptTokens = v
 					return us.first(0) && ok
 				case "completion_tokens":
-					r.n = v
+					r.CompletionTokens = v
 					return us.first(1) && ok
 				case "total_tokens":
 					total = v
@@ -619,7 +619,7 @@ func (p *lineParser) record(r *record) bool {
 				}
 				return false
 			})
-			r.hasUsage = true
+			r.HasUsage = true
 			return ok && us == 7
 		case "finish_reason": // not a contract value: the record's member name
 			if !s.first(fFinish) {
@@ -638,8 +638,8 @@ func (p *lineParser) record(r *record) bool {
 				return true
 			}
 			v, ok := p.str()
-			r.output = string(v)
-			return ok && isDigest(v)
+			r.Output = string(v)
+			return ok && IsDigest(v)
 		case "assertions":
 			ok := p.array(int(recordLimits.assertionsMax), func() bool {
 				var as seen
@@ -651,7 +651,7 @@ func (p *lineParser) record(r *record) bool {
 					case "passed": // not a contract value: the assertion's member name
 						v, ok := p.boolean()
 						if !v {
-							r.assertFail++
+							r.AssertFail++
 						}
 						return as.first(1) && ok
 					case "detail":
@@ -681,14 +681,14 @@ func (p *lineParser) record(r *record) bool {
 				v, ok := p.str()
 				switch string(k) {
 				case "class":
-					r.errClass = string(v)
+					r.ErrClass = string(v)
 					return es.first(0) && ok && contract.ErrorClass(v).Valid()
 				case "message":
 					return es.first(1) && ok && int64(len(v)) >= recordLimits.messageMin && int64(len(v)) <= recordLimits.messageMax
 				}
 				return false
 			})
-			r.failed = true
+			r.Failed = true
 			return ok && es == 3
 		}
 		return false
@@ -697,17 +697,17 @@ func (p *lineParser) record(r *record) bool {
 		return false
 	}
 	// The semantic rules of the contract (schemas.CheckSemantics).
-	if r.hasUsage && total != r.p+r.n {
+	if r.HasUsage && total != r.PromptTokens+r.CompletionTokens {
 		return false
 	}
-	if r.hasSend && r.send < r.sched {
+	if r.HasSend && r.Send < r.Sched {
 		return false
 	}
-	if !r.failed && (!r.hasUsage || !r.hasSend || !r.hasEnd) {
+	if !r.Failed && (!r.HasUsage || !r.HasSend || !r.HasEnd) {
 		return false
 	}
 	return true
 }
 
-// itoa is strconv.Itoa for int64 (messages).
-func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+// Itoa is strconv.Itoa for int64 (messages).
+func Itoa(v int64) string { return strconv.FormatInt(v, 10) }
