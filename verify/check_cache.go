@@ -6,6 +6,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -15,7 +16,7 @@ import (
 // regime or a measured request reported cached prompt tokens, absent otherwise (evidence from
 // before it existed has neither); its declared regime is the workload's; a contradiction of the
 // declared regime in a passed result is a failure (it fails its case).
-func checkRowCache(c *collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record.Record) {
+func checkRowCache(c *finding.Collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record.Record) {
 	reqs, _ := record.MeasuredRequests(recs)
 	cf := metric.CacheOf(reqs)
 	declared := contract.CacheRegime("")
@@ -27,12 +28,12 @@ func checkRowCache(c *collector, path, base string, row contract.Row, wc *contra
 	want := declared != "" || cf.Reporting > 0
 	switch {
 	case row.Cache == nil && want:
-		c.add(path, base+"/cache", reason.ErrRowMismatch, "the row has no cache object, but its case declares cache_regime %q or its records report %d cached prompt tokens (%d reporting)", declared, cf.CachedTokens, cf.Reporting)
+		c.Add(path, base+"/cache", reason.ErrRowMismatch, "the row has no cache object, but its case declares cache_regime %q or its records report %d cached prompt tokens (%d reporting)", declared, cf.CachedTokens, cf.Reporting)
 		return
 	case row.Cache == nil:
 		return
 	case !want:
-		c.add(path, base+"/cache", reason.ErrRowMismatch, "the row has a cache object, but its case declares no cache_regime and no measured record reports cached prompt tokens")
+		c.Add(path, base+"/cache", reason.ErrRowMismatch, "the row has a cache object, but its case declares no cache_regime and no measured record reports cached prompt tokens")
 		return
 	}
 	if declared == contract.CacheRegimeWarm {
@@ -40,23 +41,23 @@ func checkRowCache(c *collector, path, base string, row contract.Row, wc *contra
 	}
 	rc, got := cf.RowCache(declared), *row.Cache
 	if got.Declared != rc.Declared {
-		c.add(path, base+"/cache/declared", reason.ErrRowMismatch, "declared %s, the workload's case declares %s", got.Declared, rc.Declared)
+		c.Add(path, base+"/cache/declared", reason.ErrRowMismatch, "declared %s, the workload's case declares %s", got.Declared, rc.Declared)
 	}
 	if got.Observed != rc.Observed || got.Reporting != rc.Reporting || got.CachedPromptTokens != rc.CachedPromptTokens {
-		c.add(path, base+"/cache", reason.ErrRowMismatch, "observed %s (%d reporting, %d cached prompt tokens), the records say %s (%d reporting, %d cached prompt tokens)",
+		c.Add(path, base+"/cache", reason.ErrRowMismatch, "observed %s (%d reporting, %d cached prompt tokens), the records say %s (%d reporting, %d cached prompt tokens)",
 			got.Observed, got.Reporting, got.CachedPromptTokens, rc.Observed, rc.Reporting, rc.CachedPromptTokens)
 	}
 	if (got.Contradiction == nil) != (rc.Contradiction == nil) {
-		c.add(path, base+"/cache/contradiction", reason.ErrRowMismatch, "contradiction %q, the records say %q", deref(got.Contradiction), deref(rc.Contradiction))
+		c.Add(path, base+"/cache/contradiction", reason.ErrRowMismatch, "contradiction %q, the records say %q", deref(got.Contradiction), deref(rc.Contradiction))
 	}
 	if rc.Contradiction != nil && status == contract.StatusPassed {
-		c.add(path, base+"/cache/contradiction", reason.ErrVerdictMismatch, "a passed result's row contradicts its declared cache regime: %s", *rc.Contradiction)
+		c.Add(path, base+"/cache/contradiction", reason.ErrVerdictMismatch, "a passed result's row contradicts its declared cache regime: %s", *rc.Contradiction)
 	}
 }
 
 // checkPriming checks a warm row's priming pass: a warmup record marked priming for every prompt
 // the row's measured requests asked (the runner primes each once, before them).
-func checkPriming(c *collector, path string, recs []*record.Record) {
+func checkPriming(c *finding.Collector, path string, recs []*record.Record) {
 	primed := map[string]bool{}
 	var firstMeasured int64 = -1
 	for _, r := range recs {
@@ -67,7 +68,7 @@ func checkPriming(c *collector, path string, recs []*record.Record) {
 	for _, r := range recs {
 		if r.Priming {
 			if !r.Warmup || (firstMeasured >= 0 && r.Index > firstMeasured) {
-				c.add(path, jp(r.Line, "priming"), reason.ErrRowMismatch, "request %d is marked priming but is not a warmup sent before the measured requests", r.Index)
+				c.Add(path, finding.Pointer(r.Line, "priming"), reason.ErrRowMismatch, "request %d is marked priming but is not a warmup sent before the measured requests", r.Index)
 			}
 			primed[r.PromptID] = true
 		}
@@ -79,6 +80,6 @@ func checkPriming(c *collector, path string, recs []*record.Record) {
 		}
 	}
 	if len(missing) > 0 {
-		c.add(path, "", reason.ErrRowMismatch, "the case declares cache_regime warm, but no priming request asked %s before the measured requests", strings.Join(missing[:min(len(missing), 4)], ", "))
+		c.Add(path, "", reason.ErrRowMismatch, "the case declares cache_regime warm, but no priming request asked %s before the measured requests", strings.Join(missing[:min(len(missing), 4)], ", "))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -13,7 +14,7 @@ import (
 // residue, a complete record whose verdict is passed, and a record that agrees with the receipt,
 // the launch recipe, the server binary and the server log.
 func checkCleanup(s *snapshot) CheckResult {
-	c := &collector{check: CheckCleanup}
+	c := &finding.Collector{Check: CheckCleanup}
 	rc := s.rc
 	file := s.receipt.path
 	if rc.Lifecycle == nil {
@@ -25,16 +26,16 @@ func checkCleanup(s *snapshot) CheckResult {
 			serving = serving || a.Kind == contract.ArtifactKindRequestRecords || a.Kind == contract.ArtifactKindServerLog
 		}
 		if serving {
-			c.add(file, "/lifecycle", reason.ErrNoLifecycle, "serving cases ran but the receipt binds no lifecycle record")
-			return c.result()
+			c.Add(file, "/lifecycle", reason.ErrNoLifecycle, "serving cases ran but the receipt binds no lifecycle record")
+			return c.Result()
 		}
-		return c.skipped("no owned server in this campaign")
+		return c.Skipped("no owned server in this campaign")
 	}
 	path := rc.Lifecycle.Path
 	l := s.lifecycle
 	if l == nil {
-		c.add(path, "", reason.ErrLifecycleIncomplete, "the lifecycle record could not be read (see the hashes and schemas checks): cleanup cannot be established")
-		return c.result()
+		c.Add(path, "", reason.ErrLifecycleIncomplete, "the lifecycle record could not be read (see the hashes and schemas checks): cleanup cannot be established")
+		return c.Result()
 	}
 	cleanupRecord(c, path, l, lifecycleContext{
 		receiptVerdict: rc.Lifecycle.Verdict,
@@ -43,7 +44,7 @@ func checkCleanup(s *snapshot) CheckResult {
 		logs:           artifactsOfKind(rc, contract.ArtifactKindServerLog),
 		binaries:       digestsOfKind(rc, contract.ArtifactKindServerBinary),
 	})
-	return c.result()
+	return c.Result()
 }
 
 // lifecycleContext is what a lifecycle record is checked against.
@@ -74,71 +75,71 @@ func (s *snapshot) recipesByDigest() map[string]*contract.LaunchRecipeDoc {
 }
 
 // cleanupRecord checks one lifecycle record (a pure function: the table test drives it).
-func cleanupRecord(c *collector, path string, l *contract.LifecycleRecordDoc, ctx lifecycleContext) {
+func cleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecordDoc, ctx lifecycleContext) {
 	if !l.Port.FreeBeforeLaunch {
-		c.add(path, "/port/free_before_launch", reason.ErrPortTaken, "port %d had a listener before launch", l.Port.Port)
+		c.Add(path, "/port/free_before_launch", reason.ErrPortTaken, "port %d had a listener before launch", l.Port.Port)
 	}
 	if l.Launch == nil {
-		c.add(path, "/launch", reason.ErrLifecycleIncomplete, "no launch identity")
+		c.Add(path, "/launch", reason.ErrLifecycleIncomplete, "no launch identity")
 	}
 	switch r := l.Readiness; {
 	case r == nil:
-		c.add(path, "/readiness", reason.ErrLifecycleIncomplete, "no readiness evidence")
+		c.Add(path, "/readiness", reason.ErrLifecycleIncomplete, "no readiness evidence")
 	case !r.Ready:
-		c.add(path, "/readiness/ready", reason.ErrNotReady, "the server never listed model %s on /v1/models (child exit: %s)", r.ModelID, deref(r.ChildExit))
+		c.Add(path, "/readiness/ready", reason.ErrNotReady, "the server never listed model %s on /v1/models (child exit: %s)", r.ModelID, deref(r.ChildExit))
 	case r.TReadyNs == nil:
-		c.add(path, "/readiness/t_ready_ns", reason.ErrLifecycleIncomplete, "ready without the time readiness was observed")
+		c.Add(path, "/readiness/t_ready_ns", reason.ErrLifecycleIncomplete, "ready without the time readiness was observed")
 	case r.ElapsedMs > r.DeadlineMs:
-		c.add(path, "/readiness/elapsed_ms", reason.ErrReadyLate, "ready after %.3f ms, the startup deadline was %.3f ms", r.ElapsedMs, r.DeadlineMs)
+		c.Add(path, "/readiness/elapsed_ms", reason.ErrReadyLate, "ready after %.3f ms, the startup deadline was %.3f ms", r.ElapsedMs, r.DeadlineMs)
 	}
 	switch li := l.Listener; {
 	case li == nil:
-		c.add(path, "/listener", reason.ErrLifecycleIncomplete, "no listener ownership evidence")
+		c.Add(path, "/listener", reason.ErrLifecycleIncomplete, "no listener ownership evidence")
 	case !li.Owned:
-		c.add(path, "/listener/owned", reason.ErrListenerNotOwned, "the listening socket was not held by the owned process tree (owners %v)", li.OwnerPIDs)
+		c.Add(path, "/listener/owned", reason.ErrListenerNotOwned, "the listening socket was not held by the owned process tree (owners %v)", li.OwnerPIDs)
 	case len(li.Inodes) == 0 || len(li.OwnerPIDs) == 0:
-		c.add(path, "/listener", reason.ErrListenerNotOwned, "owned, but no socket inode or owner pid was recorded")
+		c.Add(path, "/listener", reason.ErrListenerNotOwned, "owned, but no socket inode or owner pid was recorded")
 	}
 	switch sd := l.Shutdown; {
 	case sd == nil:
-		c.add(path, "/shutdown", reason.ErrLifecycleIncomplete, "no shutdown evidence")
+		c.Add(path, "/shutdown", reason.ErrLifecycleIncomplete, "no shutdown evidence")
 	default:
 		if sd.Forced {
-			c.add(path, "/shutdown/forced", reason.ErrForcedShutdown, "SIGKILL was needed after %.3f ms", sd.ElapsedMs)
+			c.Add(path, "/shutdown/forced", reason.ErrForcedShutdown, "SIGKILL was needed after %.3f ms", sd.ElapsedMs)
 		}
 		if !sd.Acceptable {
-			c.add(path, "/shutdown/acceptable", reason.ErrExitNotAcceptable, "exit code %s, signal %s", derefInt(sd.ExitCode), deref(sd.ExitSignal))
+			c.Add(path, "/shutdown/acceptable", reason.ErrExitNotAcceptable, "exit code %s, signal %s", derefInt(sd.ExitCode), deref(sd.ExitSignal))
 		}
 		if r := ctx.recipes[l.Recipe.Digest]; r != nil && sd.Acceptable && (sd.ExitCode == nil || !slices.Contains(r.AcceptableExitCodes, *sd.ExitCode)) {
-			c.add(path, "/shutdown/exit_code", reason.ErrExitNotAcceptable, "exit code %s is not among the recipe's acceptable codes %v", derefInt(sd.ExitCode), r.AcceptableExitCodes)
+			c.Add(path, "/shutdown/exit_code", reason.ErrExitNotAcceptable, "exit code %s is not among the recipe's acceptable codes %v", derefInt(sd.ExitCode), r.AcceptableExitCodes)
 		}
 	}
 	for i, p := range l.Residue.Processes {
-		c.add(path, jp("residue", "processes", i), reason.ErrResidue, "process %d (%s, escaped %v) remained after shutdown", p.PID, p.Comm, p.Escaped)
+		c.Add(path, finding.Pointer("residue", "processes", i), reason.ErrResidue, "process %d (%s, escaped %v) remained after shutdown", p.PID, p.Comm, p.Escaped)
 	}
 	for i, p := range l.Residue.Listeners {
-		c.add(path, jp("residue", "listeners", i), reason.ErrResidue, "a listener (inode %d) remained on port %d", p.Inode, p.Port)
+		c.Add(path, finding.Pointer("residue", "listeners", i), reason.ErrResidue, "a listener (inode %d) remained on port %d", p.Inode, p.Port)
 	}
 	lifecyclePlausible(c, path, l, ctx.recipes[l.Recipe.Digest])
 	if l.Verdict != contract.RecordVerdictPassed || len(l.Failures) > 0 {
-		c.add(path, "/verdict", reason.ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
+		c.Add(path, "/verdict", reason.ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
 	}
 	if ctx.receiptVerdict != "" && string(ctx.receiptVerdict) != string(l.Verdict) {
-		c.add(path, "/verdict", reason.ErrLifecycleMismatch, "the record says %s, the receipt says %s", l.Verdict, ctx.receiptVerdict)
+		c.Add(path, "/verdict", reason.ErrLifecycleMismatch, "the record says %s, the receipt says %s", l.Verdict, ctx.receiptVerdict)
 	}
 	if len(ctx.recipeDigests) > 0 && !slices.Contains(ctx.recipeDigests, l.Recipe.Digest) {
-		c.add(path, "/recipe/digest", reason.ErrLifecycleMismatch, "recipe %s is not the launch recipe the receipt binds %v", l.Recipe.Digest, ctx.recipeDigests)
+		c.Add(path, "/recipe/digest", reason.ErrLifecycleMismatch, "recipe %s is not the launch recipe the receipt binds %v", l.Recipe.Digest, ctx.recipeDigests)
 	}
 	if la := l.Launch; la != nil {
 		if len(ctx.binaries) > 0 && !slices.Contains(ctx.binaries, la.Executable.Digest) {
-			c.add(path, "/launch/executable/digest", reason.ErrLifecycleMismatch, "the launched executable %s is not the server binary the receipt binds %v", la.Executable.Digest, ctx.binaries)
+			c.Add(path, "/launch/executable/digest", reason.ErrLifecycleMismatch, "the launched executable %s is not the server binary the receipt binds %v", la.Executable.Digest, ctx.binaries)
 		}
 		matched := len(ctx.logs) == 0
 		for _, lg := range ctx.logs {
 			matched = matched || (lg.Digest == la.Log.Digest && lg.Bytes == la.Log.Bytes)
 		}
 		if !matched {
-			c.add(path, "/launch/log", reason.ErrLifecycleMismatch, "the server log is recorded as %s (%d bytes), the receipt binds %s (%d bytes)", la.Log.Digest, la.Log.Bytes, ctx.logs[0].Digest, ctx.logs[0].Bytes)
+			c.Add(path, "/launch/log", reason.ErrLifecycleMismatch, "the server log is recorded as %s (%d bytes), the receipt binds %s (%d bytes)", la.Log.Digest, la.Log.Bytes, ctx.logs[0].Digest, ctx.logs[0].Bytes)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
@@ -56,7 +57,7 @@ func caseDefinition(name string) (identity, bool) {
 // the workload's metric rules expect of it: a request-window throughput is never labelled, or
 // compared, as a decode rate.
 func checkComparability(s *snapshot) CheckResult {
-	c := &collector{check: CheckComparability}
+	c := &finding.Collector{Check: CheckComparability}
 	rc := s.rc
 	file := s.receipt.path
 	// Metric identities against their definitions.
@@ -68,46 +69,46 @@ func checkComparability(s *snapshot) CheckResult {
 		for j, row := range cr.Rows {
 			for k, m := range row.Metrics {
 				if def, ok := rowDefinition(m.Name); ok && !m.Diagnostic && identityOf(m) != def {
-					c.add(p, jp("rows", j, "metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, identityOf(m), def)
+					c.Add(p, finding.Pointer("rows", j, "metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, identityOf(m), def)
 				}
 			}
 		}
 		for k, m := range cr.Metrics {
 			if def, ok := caseDefinition(m.Name); ok && !m.Diagnostic && identityOf(m) != def {
-				c.add(p, jp("metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, identityOf(m), def)
+				c.Add(p, finding.Pointer("metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, identityOf(m), def)
 			}
 		}
 	}
 	w := s.workload
 	if w == nil {
-		return c.skippedIfEmpty("the workload is not available: its binding, corpus and rules were not checked")
+		return c.SkippedIfEmpty("the workload is not available: its binding, corpus and rules were not checked")
 	}
 	wpath := rc.Workload.Path
 	if w.ID != rc.Workload.ID {
-		c.add(file, "/workload/id", reason.ErrWorkloadMismatch, "the receipt names workload %q, %s declares %q", rc.Workload.ID, wpath, w.ID)
+		c.Add(file, "/workload/id", reason.ErrWorkloadMismatch, "the receipt names workload %q, %s declares %q", rc.Workload.ID, wpath, w.ID)
 	}
 	if w.Kind != rc.Qualification.Kind {
-		c.add(file, "/qualification/kind", reason.ErrWorkloadMismatch, "kind %s, the workload's kind is %s", rc.Qualification.Kind, w.Kind)
+		c.Add(file, "/qualification/kind", reason.ErrWorkloadMismatch, "kind %s, the workload's kind is %s", rc.Qualification.Kind, w.Kind)
 	}
 	if !equalInt(w.Determinism.Seed, rc.Workload.Seed) {
-		c.add(file, "/workload/seed", reason.ErrWorkloadMismatch, "seed %s, the workload's seed is %s", derefInt(rc.Workload.Seed), derefInt(w.Determinism.Seed))
+		c.Add(file, "/workload/seed", reason.ErrWorkloadMismatch, "seed %s, the workload's seed is %s", derefInt(rc.Workload.Seed), derefInt(w.Determinism.Seed))
 	}
 	v := s.variant()
 	if v == nil {
-		c.add(file, "/workload/variant", reason.ErrWorkloadMismatch, "variant %q is not declared by %s", rc.Workload.Variant, wpath)
-		return c.result()
+		c.Add(file, "/workload/variant", reason.ErrWorkloadMismatch, "variant %q is not declared by %s", rc.Workload.Variant, wpath)
+		return c.Result()
 	}
 	// Results: every declared case once per repetition, nothing else.
 	count := map[string]int{}
 	for i, r := range rc.Results {
 		count[r.ID]++
 		if s.workloadCase(r.ID) == nil {
-			c.add(file, jp("results", i, "id"), reason.ErrWorkloadMismatch, "result %q is not a case of variant %s", r.ID, v.ID)
+			c.Add(file, finding.Pointer("results", i, "id"), reason.ErrWorkloadMismatch, "result %q is not a case of variant %s", r.ID, v.ID)
 		}
 	}
 	for _, cs := range v.Cases {
 		if n := count[cs.ID]; n != int(w.Determinism.Repetitions) {
-			c.add(file, "/results", reason.ErrWorkloadMismatch, "case %s has %d results, the workload declares %d repetitions", cs.ID, n, w.Determinism.Repetitions)
+			c.Add(file, "/results", reason.ErrWorkloadMismatch, "case %s has %d results, the workload declares %d repetitions", cs.ID, n, w.Determinism.Repetitions)
 		}
 	}
 	s.checkResultIdentity(c, v)
@@ -123,8 +124,8 @@ func checkComparability(s *snapshot) CheckResult {
 			continue
 		}
 		p := r.CaseResult.Path
-		if !canonicalEqual(map[string]any(cr.EffectiveConfig), map[string]any(v.EffectiveConfig)) {
-			c.add(p, "/effective_config", reason.ErrConfigMismatch, "the effective configuration differs from variant %s's", v.ID)
+		if !finding.CanonicalEqual(map[string]any(cr.EffectiveConfig), map[string]any(v.EffectiveConfig)) {
+			c.Add(p, "/effective_config", reason.ErrConfigMismatch, "the effective configuration differs from variant %s's", v.ID)
 		}
 		if wc.Kind == contract.CaseKindServing {
 			s.comparableRows(c, i, p, cr, wc)
@@ -137,21 +138,12 @@ func checkComparability(s *snapshot) CheckResult {
 			want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
 			for _, occ := range s.metricOccurrences(rule.Scope, rule.ResultID, rule.Metric) {
 				if got := identityOf(occ.m); got != want {
-					c.add(occ.file, occ.ptr, reason.ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, jp("comparison_policy", "metric_rules", k), wpath, want, rateWarning(got, want))
+					c.Add(occ.file, occ.ptr, reason.ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, finding.Pointer("comparison_policy", "metric_rules", k), wpath, want, rateWarning(got, want))
 				}
 			}
 		}
 	}
-	return c.result()
-}
-
-func (c *collector) skippedIfEmpty(note string) CheckResult {
-	if len(c.out) > 0 {
-		r := c.result()
-		r.Note = note
-		return r
-	}
-	return c.skipped(note)
+	return c.Result()
 }
 
 // rateWarning names the classic confusion.
@@ -182,7 +174,7 @@ func (s *snapshot) metricOccurrences(scope contract.MetricRuleScope, resultID, m
 		if scope == contract.MetricRuleScopeResult {
 			for k, m := range r.Metrics {
 				if m.Name == metric {
-					out = append(out, occurrence{s.receipt.path, jp("results", i, "metrics", k), m})
+					out = append(out, occurrence{s.receipt.path, finding.Pointer("results", i, "metrics", k), m})
 				}
 			}
 			continue
@@ -193,7 +185,7 @@ func (s *snapshot) metricOccurrences(scope contract.MetricRuleScope, resultID, m
 		for j, row := range s.caseResults[r.CaseResult.Path].Rows {
 			for k, m := range row.Metrics {
 				if m.Name == metric {
-					out = append(out, occurrence{r.CaseResult.Path, jp("rows", j, "metrics", k), m})
+					out = append(out, occurrence{r.CaseResult.Path, finding.Pointer("rows", j, "metrics", k), m})
 				}
 			}
 		}
@@ -203,7 +195,7 @@ func (s *snapshot) metricOccurrences(scope contract.MetricRuleScope, resultID, m
 
 // comparableRows: a serving case's rows are exactly the declared concurrency x repetition grid,
 // and each row's prompt set is the corpus's, in the corpus's order.
-func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.CaseResultDoc, wc *contract.Case) {
+func (s *snapshot) comparableRows(c *finding.Collector, _ int, p string, cr *contract.CaseResultDoc, wc *contract.Case) {
 	type key struct{ c, r int64 }
 	have := map[key]bool{}
 	// A capacity search's rows are its probes (checkCapacity replays them), not the grid.
@@ -211,7 +203,7 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 	for j, row := range cr.Rows {
 		k := key{row.Concurrency, row.Repetition}
 		if !search && (have[k] || !slices.Contains(wc.Concurrency, row.Concurrency) || row.Repetition >= wc.Repetitions) {
-			c.add(p, jp("rows", j), reason.ErrUnlikeRows, "row c%d r%d is not declared (concurrency %v, %d repetitions) or repeats", row.Concurrency, row.Repetition, wc.Concurrency, wc.Repetitions)
+			c.Add(p, finding.Pointer("rows", j), reason.ErrUnlikeRows, "row c%d r%d is not declared (concurrency %v, %d repetitions) or repeats", row.Concurrency, row.Repetition, wc.Concurrency, wc.Repetitions)
 		}
 		have[k] = true
 		wantLoop := contract.RowLoopClosed
@@ -219,20 +211,20 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 			wantLoop = contract.RowLoopOpen
 		}
 		if row.Loop != wantLoop {
-			c.add(p, jp("rows", j, "loop"), reason.ErrUnlikeRows, "loop %s, the case declares %s", row.Loop, wantLoop)
+			c.Add(p, finding.Pointer("rows", j, "loop"), reason.ErrUnlikeRows, "loop %s, the case declares %s", row.Loop, wantLoop)
 		}
 	}
 	if !search && len(have) != len(wc.Concurrency)*int(wc.Repetitions) {
-		c.add(p, "/rows", reason.ErrUnlikeRows, "%d rows, the case declares %d × %d", len(cr.Rows), len(wc.Concurrency), wc.Repetitions)
+		c.Add(p, "/rows", reason.ErrUnlikeRows, "%d rows, the case declares %d × %d", len(cr.Rows), len(wc.Concurrency), wc.Repetitions)
 	}
 	prompts, note := s.corpusPrompts(wc)
 	if prompts == nil {
-		c.note("case %s: %s", wc.ID, note)
+		c.Note("case %s: %s", wc.ID, note)
 		return
 	}
 	want, err := record.PromptSet(prompts)
 	if err != nil {
-		c.note("case %s: prompt set: %v", wc.ID, err)
+		c.Note("case %s: prompt set: %v", wc.ID, err)
 		return
 	}
 	// Measured request k asks prompt metric.CorpusOrder's k-th (k mod N in the declared order; the
@@ -255,7 +247,7 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 	}
 	for j, row := range cr.Rows {
 		if row.PromptSetSHA256 != want {
-			c.add(p, jp("rows", j, "prompt_set_sha256"), reason.ErrCorpusMismatch, "prompt set %s, the corpus hashes to %s", row.PromptSetSHA256, want)
+			c.Add(p, finding.Pointer("rows", j, "prompt_set_sha256"), reason.ErrCorpusMismatch, "prompt set %s, the corpus hashes to %s", row.PromptSetSHA256, want)
 		}
 		f := s.files[row.Records.Path]
 		if f == nil || f.records == nil {
@@ -267,7 +259,7 @@ func (s *snapshot) comparableRows(c *collector, _ int, p string, cr *contract.Ca
 			want = ids[:len(got)] // a row its duration or a stop rule ended sent a prefix of its requests
 		}
 		if !slices.Equal(got, want) {
-			c.add(row.Records.Path, "", reason.ErrCorpusMismatch, "the measured requests ask prompts %s, the corpus is %s", clipList(got), clipList(ids))
+			c.Add(row.Records.Path, "", reason.ErrCorpusMismatch, "the measured requests ask prompts %s, the corpus is %s", clipList(got), clipList(ids))
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
@@ -55,9 +56,9 @@ func TestCheckCorpusOrder(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
+			c := &finding.Collector{Check: CheckTolerances}
 			checkCorpusOrder(c, contract.Row{Concurrency: 2}, tc.wc, seed, tc.recs)
-			res := c.result()
+			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)

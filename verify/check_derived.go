@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -18,27 +19,27 @@ import (
 
 // checkIdentity (hashes check): the receipt id is the one qualrun derives from the receipt's own
 // fields, and every evidence file lives below the run directory it names.
-func (s *snapshot) checkIdentity(c *collector) {
+func (s *snapshot) checkIdentity(c *finding.Collector) {
 	rc := s.rc
 	file := s.receipt.path
 	start, err := time.Parse(time.RFC3339Nano, rc.Qualification.StartedAt)
 	if err != nil {
-		c.add(file, "/qualification/started_at", reason.ErrIdentityMismatch, "started_at %q is not an RFC 3339 time: the receipt id cannot be recomputed", rc.Qualification.StartedAt)
+		c.Add(file, "/qualification/started_at", reason.ErrIdentityMismatch, "started_at %q is not an RFC 3339 time: the receipt id cannot be recomputed", rc.Qualification.StartedAt)
 	} else if want := contract.ReceiptIDFor(start, string(rc.Qualification.Backend), rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant); want != rc.ReceiptID {
-		c.add(file, "/receipt_id", reason.ErrIdentityMismatch, "receipt id %q, but the receipt's start, backend, host id %q, workload %q and variant %q name it %q",
+		c.Add(file, "/receipt_id", reason.ErrIdentityMismatch, "receipt id %q, but the receipt's start, backend, host id %q, workload %q and variant %q name it %q",
 			rc.ReceiptID, rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant, want)
 	}
 	dir := s.runDir()
 	for i, a := range rc.Artifacts {
 		if contract.Kinds[a.Kind].Evidence && !strings.HasPrefix(a.Path, dir) {
-			c.add(file, jp("artifacts", i, "path"), reason.ErrIdentityMismatch, "%s %s is not below the run directory %s that the receipt id names", a.Kind, a.Path, dir)
+			c.Add(file, finding.Pointer("artifacts", i, "path"), reason.ErrIdentityMismatch, "%s %s is not below the run directory %s that the receipt id names", a.Kind, a.Path, dir)
 		}
 	}
 }
 
 // checkLaunch (comparability check): the launch recipes the receipt binds are exactly the ones
 // the variant's serving cases launch.
-func (s *snapshot) checkLaunch(c *collector, v *contract.Variant) {
+func (s *snapshot) checkLaunch(c *finding.Collector, v *contract.Variant) {
 	file := s.receipt.path
 	want := map[string]string{} // path -> a case that launches it
 	for _, cs := range v.Cases {
@@ -55,12 +56,12 @@ func (s *snapshot) checkLaunch(c *collector, v *contract.Variant) {
 		}
 		bound[a.Path] = true
 		if _, ok := want[a.Path]; !ok {
-			c.add(file, jp("artifacts", i, "path"), reason.ErrWorkloadMismatch, "launch recipe %s is bound, but no serving case of variant %s launches it", a.Path, v.ID)
+			c.Add(file, finding.Pointer("artifacts", i, "path"), reason.ErrWorkloadMismatch, "launch recipe %s is bound, but no serving case of variant %s launches it", a.Path, v.ID)
 		}
 	}
 	for _, p := range sortedKeys(want) {
 		if !bound[p] {
-			c.add(file, "/artifacts", reason.ErrWorkloadMismatch, "case %s of variant %s launches %s, which the receipt does not bind", want[p], v.ID, p)
+			c.Add(file, "/artifacts", reason.ErrWorkloadMismatch, "case %s of variant %s launches %s, which the receipt does not bind", want[p], v.ID, p)
 		}
 	}
 }
@@ -125,32 +126,32 @@ func (s *snapshot) derive() derived {
 
 // checkDerived (tolerances check): the required flags, result statuses, campaign verdict and
 // publishable are the ones derived from the workload and the evidence.
-func (s *snapshot) checkDerived(c *collector) {
+func (s *snapshot) checkDerived(c *finding.Collector) {
 	rc := s.rc
 	file := s.receipt.path
 	if s.variant() == nil {
-		c.note("the workload's variant is not available: the required flags were taken from the receipt")
+		c.Note("the workload's variant is not available: the required flags were taken from the receipt")
 	}
 	for i, r := range rc.Results {
 		if wc := s.workloadCase(r.ID); wc != nil && wc.Required != r.Required {
-			c.add(file, jp("results", i, "required"), reason.ErrVerdictMismatch, "result %q is recorded required: %v, the workload's case %s says required: %v", r.ID, r.Required, r.ID, wc.Required)
+			c.Add(file, finding.Pointer("results", i, "required"), reason.ErrVerdictMismatch, "result %q is recorded required: %v, the workload's case %s says required: %v", r.ID, r.Required, r.ID, wc.Required)
 		}
 		if r.CaseResult != nil {
 			if cr := s.caseResults[r.CaseResult.Path]; cr != nil && cr.Status != r.Status && r.Status != contract.StatusPassed {
 				// (a passed result over a failed case result is a result_mismatch already)
-				c.add(file, jp("results", i, "status"), reason.ErrVerdictMismatch, "result %q is recorded %s, its case result says %s", r.ID, r.Status, cr.Status)
+				c.Add(file, finding.Pointer("results", i, "status"), reason.ErrVerdictMismatch, "result %q is recorded %s, its case result says %s", r.ID, r.Status, cr.Status)
 			}
 		}
 	}
 	d := s.derive()
 	switch v := rc.Qualification.Verdict; {
 	case v == contract.QualificationVerdictPassed && d.verdict != contract.QualificationVerdictPassed:
-		c.add(file, "/qualification/verdict", reason.ErrVerdictMismatch, "the verdict is passed, but %s", strings.Join(d.failed, "; "))
+		c.Add(file, "/qualification/verdict", reason.ErrVerdictMismatch, "the verdict is passed, but %s", strings.Join(d.failed, "; "))
 	case v == contract.QualificationVerdictFailed && d.verdict == contract.QualificationVerdictPassed:
-		c.add(file, "/qualification/verdict", reason.ErrVerdictMismatch, "the verdict is failed, but every required case passed and the lifecycle passed")
+		c.Add(file, "/qualification/verdict", reason.ErrVerdictMismatch, "the verdict is failed, but every required case passed and the lifecycle passed")
 	}
 	if rc.Publishable && len(d.unpublished) > 0 {
-		c.add(file, "/publishable", reason.ErrVerdictMismatch, "the receipt says publishable, but %s", strings.Join(d.unpublished, "; "))
+		c.Add(file, "/publishable", reason.ErrVerdictMismatch, "the receipt says publishable, but %s", strings.Join(d.unpublished, "; "))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/rules"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -59,19 +60,19 @@ func decodeDriverResult(schemaID string, raw []byte) (*driverResult, error) {
 // workload's case (kind, contract), the declared tolerances (equal to the workload's), every
 // tolerance outcome and the verdict recomputed from the result's numbers, and every failed
 // tolerance reported with its numbers.
-func (s *snapshot) checkDriver(c *collector, i int, r contract.Result, path string, dr *driverResult) {
+func (s *snapshot) checkDriver(c *finding.Collector, i int, r contract.Result, path string, dr *driverResult) {
 	file := s.receipt.path
-	base := jp("results", i)
+	base := finding.Pointer("results", i)
 	h := dr.header
 	caseName := "case " + r.ID
 	if h.CaseID != r.ID {
-		c.add(file, base+"/id", reason.ErrResultMismatch, "result %q binds the driver result of %q", r.ID, h.CaseID)
+		c.Add(file, base+"/id", reason.ErrResultMismatch, "result %q binds the driver result of %q", r.ID, h.CaseID)
 	}
 	if string(r.Status) != string(dr.status) {
-		c.add(file, base+"/status", reason.ErrResultMismatch, "result %q is %s, its driver result says %s", r.ID, r.Status, dr.status)
+		c.Add(file, base+"/status", reason.ErrResultMismatch, "result %q is %s, its driver result says %s", r.ID, r.Status, dr.status)
 	}
 	if len(r.Metrics) > 0 {
-		c.add(file, base+"/metrics", reason.ErrResultMismatch, "result %q summarises a driver result: its numbers are the result's tolerance outcomes, the receipt carries no metrics for it (%d found)", r.ID, len(r.Metrics))
+		c.Add(file, base+"/metrics", reason.ErrResultMismatch, "result %q summarises a driver result: its numbers are the result's tolerance outcomes, the receipt carries no metrics for it (%d found)", r.ID, len(r.Metrics))
 	}
 
 	// The rules the outcomes must come from: the workload's, when it is available.
@@ -79,24 +80,24 @@ func (s *snapshot) checkDriver(c *collector, i int, r contract.Result, path stri
 	var ruleSet []contract.DriverTolerance
 	switch {
 	case wc == nil:
-		c.note("%s: the workload is not available: its tolerance outcomes were recomputed against the rules the result records", caseName)
+		c.Note("%s: the workload is not available: its tolerance outcomes were recomputed against the rules the result records", caseName)
 		for _, o := range h.Tolerances {
 			ruleSet = append(ruleSet, contract.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
 		}
 	case wc.Kind != contract.CaseKindDriver || string(wc.Contract) != "qualkit."+dr.name:
-		c.add(file, base+"/case_result", reason.ErrResultMismatch, "%s: the result is a qualkit.%s, the workload declares a %s case%s", caseName, dr.name, wc.Kind, contractSuffix(wc))
+		c.Add(file, base+"/case_result", reason.ErrResultMismatch, "%s: the result is a qualkit.%s, the workload declares a %s case%s", caseName, dr.name, wc.Kind, contractSuffix(wc))
 		return
 	default:
 		ruleSet = wc.Tolerances
 	}
 	want, err := rules.EvaluateTolerances(dr.name, ruleSet, dr.body)
 	if err != nil {
-		c.add(path, "/tolerances", reason.ErrToleranceDeclared, "%s: the declared tolerances cannot be evaluated: %v", caseName, err)
+		c.Add(path, "/tolerances", reason.ErrToleranceDeclared, "%s: the declared tolerances cannot be evaluated: %v", caseName, err)
 		return
 	}
 	got := h.Tolerances
 	if wc != nil && !sameRules(got, want) {
-		c.add(path, "/tolerances", reason.ErrToleranceDeclared, "%s: the result evaluated %s; the workload declares %s, which give %s",
+		c.Add(path, "/tolerances", reason.ErrToleranceDeclared, "%s: the result evaluated %s; the workload declares %s, which give %s",
 			caseName, describeRules(got), describeDeclared(wc.Tolerances), describeRules(want))
 		// Still recompute what the result recorded, outcome by outcome.
 		var own []contract.DriverTolerance
@@ -105,7 +106,7 @@ func (s *snapshot) checkDriver(c *collector, i int, r contract.Result, path stri
 		}
 		recomputed, err := evaluateEach(dr.name, own, dr.body)
 		if err != nil {
-			c.add(path, "/tolerances", reason.ErrToleranceOutcome, "%s: %v", caseName, err)
+			c.Add(path, "/tolerances", reason.ErrToleranceOutcome, "%s: %v", caseName, err)
 			return
 		}
 		compareOutcomes(c, path, caseName, got, recomputed)
@@ -116,32 +117,32 @@ func (s *snapshot) checkDriver(c *collector, i int, r contract.Result, path stri
 		if !o.Passed {
 			ptr := "/tolerances"
 			if k < len(got) && sameRule(got[k], o) {
-				ptr = jp("tolerances", k)
+				ptr = finding.Pointer("tolerances", k)
 			}
-			c.add(path, ptr, reason.ErrToleranceFailed, "%s: %s", caseName, rules.ToleranceFailure(o))
+			c.Add(path, ptr, reason.ErrToleranceFailed, "%s: %s", caseName, rules.ToleranceFailure(o))
 		}
 	}
 
 	// The verdict, recomputed from the containment and the recomputed outcomes.
 	status, why := rules.DriverStatus(h.Containment, want)
 	if dr.status != status {
-		c.add(path, "/verdict/status", reason.ErrDriverVerdict, "%s: status %s, recomputed %s (%s)", caseName, dr.status, status, strings.Join(orNothing(why), "; "))
+		c.Add(path, "/verdict/status", reason.ErrDriverVerdict, "%s: status %s, recomputed %s (%s)", caseName, dr.status, status, strings.Join(orNothing(why), "; "))
 	}
 	switch b := dr.body.(type) {
 	case contract.NextTokenBody:
 		if a := rules.ArgmaxCandidate(b.Oracle); a != dr.argmaxCandidate {
-			c.add(path, "/verdict/argmax_candidate", reason.ErrDriverVerdict, "%s: argmax_candidate %s, recomputed %s (argmax token %d)", caseName, dr.argmaxCandidate, a, firstToken(b.Oracle))
+			c.Add(path, "/verdict/argmax_candidate", reason.ErrDriverVerdict, "%s: argmax_candidate %s, recomputed %s (argmax token %d)", caseName, dr.argmaxCandidate, a, firstToken(b.Oracle))
 		}
 		if dr.complete != (dr.argmaxCandidate != rules.ArgmaxNeither) {
-			c.add(path, "/verdict/candidate_attribution_complete", reason.ErrDriverVerdict, "%s: candidate_attribution_complete %v with argmax_candidate %s", caseName, dr.complete, dr.argmaxCandidate)
+			c.Add(path, "/verdict/candidate_attribution_complete", reason.ErrDriverVerdict, "%s: candidate_attribution_complete %v with argmax_candidate %s", caseName, dr.complete, dr.argmaxCandidate)
 		}
 	case contract.PathBody:
 		if a := rules.PathAttributionOf(b, want); a != dr.attribution {
-			c.add(path, "/verdict/attribution", reason.ErrDriverVerdict, "%s: attribution %s, recomputed %s", caseName, dr.attribution, a)
+			c.Add(path, "/verdict/attribution", reason.ErrDriverVerdict, "%s: attribution %s, recomputed %s", caseName, dr.attribution, a)
 		}
 	case contract.LayerBody:
 		if g := rules.LargestGrowth(b.Boundaries); g != b.LargestRelativeErrorGrowth {
-			c.add(path, "/largest_relative_error_growth", reason.ErrDriverVerdict, "%s: largest growth at %s (delta %s), recomputed %s (delta %s)", caseName,
+			c.Add(path, "/largest_relative_error_growth", reason.ErrDriverVerdict, "%s: largest growth at %s (delta %s), recomputed %s (delta %s)", caseName,
 				b.LargestRelativeErrorGrowth.Name, rules.FormatNumber(b.LargestRelativeErrorGrowth.RelativeRootMeanSquareErrorDelta),
 				g.Name, rules.FormatNumber(g.RelativeRootMeanSquareErrorDelta))
 		}
@@ -232,21 +233,21 @@ func describeObservation(v *float64) string {
 
 // compareOutcomes reports every recorded outcome whose observation or verdict differs from its
 // recomputation (the two lists describe the same rules, in order).
-func compareOutcomes(c *collector, path, caseName string, got, want []contract.ToleranceOutcome) {
+func compareOutcomes(c *finding.Collector, path, caseName string, got, want []contract.ToleranceOutcome) {
 	for k := range min(len(got), len(want)) {
 		g, w := got[k], want[k]
 		sameObs := (g.Observed == nil) == (w.Observed == nil) && (g.Observed == nil || *g.Observed == *w.Observed)
 		if sameObs && g.Passed == w.Passed {
 			continue
 		}
-		c.add(path, jp("tolerances", k), reason.ErrToleranceOutcome, "%s: tolerance %s %s %s for %s records observed %s passed %v; the result's numbers give observed %s passed %v",
+		c.Add(path, finding.Pointer("tolerances", k), reason.ErrToleranceOutcome, "%s: tolerance %s %s %s for %s records observed %s passed %v; the result's numbers give observed %s passed %v",
 			caseName, g.Metric, g.Op, rules.FormatNumber(g.Limit), g.Subject, describeObservation(g.Observed), g.Passed, describeObservation(w.Observed), w.Passed)
 	}
 }
 
 // checkDriverBindings (hashes check): a driver result names the source, script, executable,
 // request and model the workload's case pins and the receipt binds.
-func (s *snapshot) checkDriverBindings(c *collector) {
+func (s *snapshot) checkDriverBindings(c *finding.Collector) {
 	rc := s.rc
 	for _, r := range rc.Results {
 		if r.CaseResult == nil {
@@ -263,14 +264,14 @@ func (s *snapshot) checkDriverBindings(c *collector) {
 			{"commit", h.Source.Commit, src.Commit}, {"tree", h.Source.Tree, src.Tree}, {"tree_hash", h.Source.TreeHash, src.TreeHash},
 		} {
 			if x.got != x.want {
-				c.add(p, "/source/"+x.field, reason.ErrReferenceMismatch, "case %s ran from %s %s, the receipt's source is %s", r.ID, x.field, x.got, x.want)
+				c.Add(p, "/source/"+x.field, reason.ErrReferenceMismatch, "case %s ran from %s %s, the receipt's source is %s", r.ID, x.field, x.got, x.want)
 			}
 		}
 		if h.Source.Clean != src.Clean {
-			c.add(p, "/source/clean", reason.ErrReferenceMismatch, "case %s says clean %v, the receipt says %v", r.ID, h.Source.Clean, src.Clean)
+			c.Add(p, "/source/clean", reason.ErrReferenceMismatch, "case %s says clean %v, the receipt says %v", r.ID, h.Source.Clean, src.Clean)
 		}
 		if h.Implementation.Qualrun.Digest != rc.Qualification.Qualrun.Digest {
-			c.add(p, "/implementation/qualrun/digest", reason.ErrReferenceMismatch, "case %s was run by qualrun %s, the receipt was written by %s", r.ID, h.Implementation.Qualrun.Digest, rc.Qualification.Qualrun.Digest)
+			c.Add(p, "/implementation/qualrun/digest", reason.ErrReferenceMismatch, "case %s was run by qualrun %s, the receipt was written by %s", r.ID, h.Implementation.Qualrun.Digest, rc.Qualification.Qualrun.Digest)
 		}
 		wc := s.workloadCase(r.ID)
 		if wc == nil || wc.Kind != contract.CaseKindDriver || wc.Worker == nil || wc.Request == nil || wc.Model == nil {
@@ -285,18 +286,18 @@ func (s *snapshot) checkDriverBindings(c *collector) {
 			pins = append(pins, struct{ ptr, what, got, want string }{"/implementation/executable/digest", "executable " + wc.Worker.Executable, h.Implementation.Executable.Digest, *wc.Worker.ExecutableDigest})
 		}
 		if h.Implementation.Script.Path != wc.Worker.Script {
-			c.add(p, "/implementation/script/path", reason.ErrReferenceMismatch, "case %s ran script %s, the workload declares %s", r.ID, h.Implementation.Script.Path, wc.Worker.Script)
+			c.Add(p, "/implementation/script/path", reason.ErrReferenceMismatch, "case %s ran script %s, the workload declares %s", r.ID, h.Implementation.Script.Path, wc.Worker.Script)
 		}
 		if h.Request.Path != wc.Request.Path {
-			c.add(p, "/request/path", reason.ErrReferenceMismatch, "case %s evaluated request %s, the workload declares %s", r.ID, h.Request.Path, wc.Request.Path)
+			c.Add(p, "/request/path", reason.ErrReferenceMismatch, "case %s evaluated request %s, the workload declares %s", r.ID, h.Request.Path, wc.Request.Path)
 		}
 		for _, x := range pins {
 			if x.got != x.want {
-				c.add(p, x.ptr, reason.ErrReferenceMismatch, "case %s: %s is %s in the result, the workload pins %s", r.ID, x.what, x.got, x.want)
+				c.Add(p, x.ptr, reason.ErrReferenceMismatch, "case %s: %s is %s in the result, the workload pins %s", r.ID, x.what, x.got, x.want)
 			}
 		}
 		if h.Containment.TimeoutSeconds != wc.TimeoutSeconds {
-			c.add(p, "/containment/timeout_seconds", reason.ErrReferenceMismatch, "case %s ran with a %d s runtime, the workload declares %d s", r.ID, h.Containment.TimeoutSeconds, wc.TimeoutSeconds)
+			c.Add(p, "/containment/timeout_seconds", reason.ErrReferenceMismatch, "case %s ran with a %d s runtime, the workload declares %d s", r.ID, h.Containment.TimeoutSeconds, wc.TimeoutSeconds)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -12,7 +13,7 @@ import (
 // re-hashed against the receipt; every binding of one file agrees (results, lifecycle, rows,
 // workload); every attestation subject equals the file it names.
 func checkHashes(s *snapshot) CheckResult {
-	c := &collector{check: CheckHashes}
+	c := &finding.Collector{Check: CheckHashes}
 	rc := s.rc
 	file := s.receipt.path
 	artifactDigest := map[string]string{} // path -> digest, first listing
@@ -24,31 +25,31 @@ func checkHashes(s *snapshot) CheckResult {
 		switch {
 		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
 			if !s.relax[RelaxMissingInputs] {
-				c.add(file, jp("artifacts", i, "path"), reason.ErrMissingInput, "%s %s is bound by the receipt and not present in the repository: without it %s; restore it (the commit %s has it), or pass --%s to verify without it",
+				c.Add(file, finding.Pointer("artifacts", i, "path"), reason.ErrMissingInput, "%s %s is bound by the receipt and not present in the repository: without it %s; restore it (the commit %s has it), or pass --%s to verify without it",
 					a.Kind, a.Path, notCheckedWithout(a.Kind), rc.Source.Commit, RelaxMissingInputs)
 			}
 			continue
 		case !f.local:
 			if s.mustExist(a) {
-				c.add(file, jp("artifacts", i, "path"), reason.ErrUnreadableFile, "%s %s: evidence a campaign writes lives in the repository, not at an absolute path", a.Kind, a.Path)
+				c.Add(file, finding.Pointer("artifacts", i, "path"), reason.ErrUnreadableFile, "%s %s: evidence a campaign writes lives in the repository, not at an absolute path", a.Kind, a.Path)
 			}
 			continue
 		case errors.Is(f.readErr, reason.ErrSizeMismatch):
-			c.add(file, jp("artifacts", i, "bytes"), reason.ErrSizeMismatch, "%s %s has %d bytes, the receipt records %d: not read", a.Kind, a.Path, f.size, a.Bytes)
+			c.Add(file, finding.Pointer("artifacts", i, "bytes"), reason.ErrSizeMismatch, "%s %s has %d bytes, the receipt records %d: not read", a.Kind, a.Path, f.size, a.Bytes)
 			continue
 		case f.readErr != nil:
-			c.add(a.Path, "", reason.ErrUnreadableFile, "%s %s (listed at %s): %s", a.Kind, a.Path, jp("artifacts", i), detail(f.readErr, reason.ErrUnreadableFile))
+			c.Add(a.Path, "", reason.ErrUnreadableFile, "%s %s (listed at %s): %s", a.Kind, a.Path, finding.Pointer("artifacts", i), detail(f.readErr, reason.ErrUnreadableFile))
 			continue
 		case !f.present:
 			if s.mustExist(a) {
-				c.add(a.Path, "", reason.ErrMissingFile, "%s %s is listed at %s of the receipt and does not exist", a.Kind, a.Path, jp("artifacts", i))
+				c.Add(a.Path, "", reason.ErrMissingFile, "%s %s is listed at %s of the receipt and does not exist", a.Kind, a.Path, finding.Pointer("artifacts", i))
 			}
 			continue
 		}
 		if f.digest != a.Digest {
-			c.add(file, jp("artifacts", i, "digest"), reason.ErrDigestMismatch, "%s %s has %s, the receipt binds %s", a.Kind, a.Path, f.digest, a.Digest)
+			c.Add(file, finding.Pointer("artifacts", i, "digest"), reason.ErrDigestMismatch, "%s %s has %s, the receipt binds %s", a.Kind, a.Path, f.digest, a.Digest)
 		} else if f.size != a.Bytes {
-			c.add(file, jp("artifacts", i, "bytes"), reason.ErrSizeMismatch, "%s %s has %d bytes, the receipt records %d", a.Kind, a.Path, f.size, a.Bytes)
+			c.Add(file, finding.Pointer("artifacts", i, "bytes"), reason.ErrSizeMismatch, "%s %s has %d bytes, the receipt records %d", a.Kind, a.Path, f.size, a.Bytes)
 		}
 	}
 	// ref checks one more binding of a file: it must be listed as an artifact with the same digest.
@@ -56,19 +57,19 @@ func checkHashes(s *snapshot) CheckResult {
 		want, listed := artifactDigest[path]
 		switch {
 		case !listed:
-			c.add(refFile, ptr, reason.ErrReferenceMismatch, "%s %s is not listed among the receipt's artifacts", what, path)
+			c.Add(refFile, ptr, reason.ErrReferenceMismatch, "%s %s is not listed among the receipt's artifacts", what, path)
 			if f := s.files[path]; f != nil && f.present && f.digest != dg {
-				c.add(refFile, ptr+"/digest", reason.ErrDigestMismatch, "%s %s has %s, the reference binds %s", what, path, f.digest, dg)
+				c.Add(refFile, ptr+"/digest", reason.ErrDigestMismatch, "%s %s has %s, the reference binds %s", what, path, f.digest, dg)
 			} else if f != nil && !f.present && f.readErr == nil {
-				c.add(path, "", reason.ErrMissingFile, "%s %s (referenced at %s of %s) does not exist", what, path, ptr, refFile)
+				c.Add(path, "", reason.ErrMissingFile, "%s %s (referenced at %s of %s) does not exist", what, path, ptr, refFile)
 			}
 		case want != dg:
-			c.add(refFile, ptr+"/digest", reason.ErrReferenceMismatch, "%s %s is bound as %s here and as %s in the receipt's artifacts", what, path, dg, want)
+			c.Add(refFile, ptr+"/digest", reason.ErrReferenceMismatch, "%s %s is bound as %s here and as %s in the receipt's artifacts", what, path, dg, want)
 		}
 	}
 	for i, r := range rc.Results {
 		if r.CaseResult != nil {
-			ref(file, jp("results", i, "case_result"), r.CaseResult.Path, r.CaseResult.Digest, "case result") // not a contract value: the result's member name
+			ref(file, finding.Pointer("results", i, "case_result"), r.CaseResult.Path, r.CaseResult.Digest, "case result") // not a contract value: the result's member name
 		}
 	}
 	if rc.Lifecycle != nil {
@@ -76,19 +77,19 @@ func checkHashes(s *snapshot) CheckResult {
 	}
 	for _, p := range sortedCaseResults(s) {
 		for j, row := range s.caseResults[p].Rows {
-			ref(p, jp("rows", j, "records"), row.Records.Path, row.Records.Digest, "request records")
+			ref(p, finding.Pointer("rows", j, "records"), row.Records.Path, row.Records.Digest, "request records")
 		}
 	}
 	s.checkDriverBindings(c)
 	if wd, ok := artifactDigest[rc.Workload.Path]; !ok {
-		c.add(file, "/workload/path", reason.ErrReferenceMismatch, "workload %s is not listed among the receipt's artifacts", rc.Workload.Path)
+		c.Add(file, "/workload/path", reason.ErrReferenceMismatch, "workload %s is not listed among the receipt's artifacts", rc.Workload.Path)
 	} else if wd != rc.Workload.Digest {
-		c.add(file, "/workload/digest", reason.ErrReferenceMismatch, "workload %s is bound as %s here and as %s in the artifacts", rc.Workload.Path, rc.Workload.Digest, wd)
+		c.Add(file, "/workload/digest", reason.ErrReferenceMismatch, "workload %s is bound as %s here and as %s in the artifacts", rc.Workload.Path, rc.Workload.Digest, wd)
 	}
 	s.checkIdentity(c)
 	// Everything below the run directory is evidence: each file there must be an artifact.
 	if s.runWalkErr != nil {
-		c.add(s.runDir(), "", reason.ErrUnreadableFile, "the run directory cannot be listed: %v", s.runWalkErr)
+		c.Add(s.runDir(), "", reason.ErrUnreadableFile, "the run directory cannot be listed: %v", s.runWalkErr)
 	}
 	for _, e := range s.runEntries {
 		if _, bound := artifactDigest[e.path]; bound {
@@ -98,7 +99,7 @@ func checkHashes(s *snapshot) CheckResult {
 		if !e.mode.IsRegular() {
 			what = "an entry (" + e.mode.Type().String() + ")"
 		}
-		c.add(e.path, "", reason.ErrUnboundFile, "%s below the run directory %s that the receipt does not bind: everything there is evidence that must be listed among the receipt's artifacts; remove it, or verify a copy without it", what, s.runDir())
+		c.Add(e.path, "", reason.ErrUnboundFile, "%s below the run directory %s that the receipt does not bind: everything there is evidence that must be listed among the receipt's artifacts; remove it, or verify a copy without it", what, s.runDir())
 	}
 	// Attestation subjects against the files they name.
 	for _, a := range s.attestations {
@@ -116,11 +117,11 @@ func checkHashes(s *snapshot) CheckResult {
 				continue // a subject the receipt does not bind: the signature check reports it
 			}
 			if got != sub.digest {
-				c.add(sub.name, "", reason.ErrSubjectMismatch, "subject %d of %s binds %s, the file has %s", i, a.path, sub.digest, got)
+				c.Add(sub.name, "", reason.ErrSubjectMismatch, "subject %d of %s binds %s, the file has %s", i, a.path, sub.digest, got)
 			}
 		}
 	}
-	return c.result()
+	return c.Result()
 }
 
 func sortedCaseResults(s *snapshot) []string {

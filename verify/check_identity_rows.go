@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -20,7 +21,7 @@ const durationSlackSeconds = 1e-6
 // (every case of the variant in declared order, repetition after repetition, from 0), each bound
 // to the case directory the runner names after its index, id and repetition. On 4822f1d a
 // result relabelled to repetition 7 verified (in a fleet that moves a host out of the statistics).
-func (s *snapshot) checkResultIdentity(c *collector, v *contract.Variant) {
+func (s *snapshot) checkResultIdentity(c *finding.Collector, v *contract.Variant) {
 	n := len(v.Cases)
 	if n == 0 {
 		return
@@ -30,7 +31,7 @@ func (s *snapshot) checkResultIdentity(c *collector, v *contract.Variant) {
 		idx, rep := i%n, int64(i/n)
 		want := v.Cases[idx].ID
 		if r.ID != want || r.Repetition != rep {
-			c.add(file, jp("results", i), reason.ErrWorkloadMismatch, "result %d is case %s repetition %d; the runner runs variant %s's cases in declared order, repetition after repetition, so result %d is case %s repetition %d", i, r.ID, r.Repetition, v.ID, i, want, rep)
+			c.Add(file, finding.Pointer("results", i), reason.ErrWorkloadMismatch, "result %d is case %s repetition %d; the runner runs variant %s's cases in declared order, repetition after repetition, so result %d is case %s repetition %d", i, r.ID, r.Repetition, v.ID, i, want, rep)
 			continue
 		}
 		if r.CaseResult == nil || !strings.HasPrefix(r.CaseResult.Path, s.runDir()+"cases/") {
@@ -38,7 +39,7 @@ func (s *snapshot) checkResultIdentity(c *collector, v *contract.Variant) {
 		}
 		dir := fmt.Sprintf("%scases/%03d-%s-r%03d", s.runDir(), idx, want, rep)
 		if path.Dir(r.CaseResult.Path) != dir {
-			c.add(file, jp("results", i, "case_result", "path"), reason.ErrWorkloadMismatch, "case %s repetition %d is bound at %s, the runner writes it in %s/", want, rep, r.CaseResult.Path, dir) // not a contract value: the result's member name
+			c.Add(file, finding.Pointer("results", i, "case_result", "path"), reason.ErrWorkloadMismatch, "case %s repetition %d is bound at %s, the runner writes it in %s/", want, rep, r.CaseResult.Path, dir) // not a contract value: the result's member name
 		}
 	}
 }
@@ -46,30 +47,30 @@ func (s *snapshot) checkResultIdentity(c *collector, v *contract.Variant) {
 // checkRowIdentity: each serving row's records are the file the runner names after its
 // concurrency and repetition, a closed-loop row declares no offered rate, and a row's device
 // telemetry was sampled at the interval the case declares.
-func checkRowIdentity(c *collector, p string, cr *contract.CaseResultDoc, wc *contract.Case) {
+func checkRowIdentity(c *finding.Collector, p string, cr *contract.CaseResultDoc, wc *contract.Case) {
 	dir := path.Dir(p)
 	for j, row := range cr.Rows {
 		if strings.HasSuffix(p, "/case-result.json") {
 			if want := fmt.Sprintf("%s/rows/c%04d-r%03d.jsonl", dir, row.Concurrency, row.Repetition); row.Records.Path != want {
-				c.add(p, jp("rows", j, "records", "path"), reason.ErrUnlikeRows, "row c%d-r%d binds records %s, the runner writes them to %s", row.Concurrency, row.Repetition, row.Records.Path, want)
+				c.Add(p, finding.Pointer("rows", j, "records", "path"), reason.ErrUnlikeRows, "row c%d-r%d binds records %s, the runner writes them to %s", row.Concurrency, row.Repetition, row.Records.Path, want)
 			}
 		}
 		if row.Loop == contract.RowLoopClosed && row.Fidelity.OfferedRate != nil {
-			c.add(p, jp("rows", j, "fidelity", "offered_rate"), reason.ErrUnlikeRows, "closed-loop row c%d-r%d records an offered rate %s: a closed loop offers no rate", row.Concurrency, row.Repetition, record.FmtFloat(*row.Fidelity.OfferedRate))
+			c.Add(p, finding.Pointer("rows", j, "fidelity", "offered_rate"), reason.ErrUnlikeRows, "closed-loop row c%d-r%d records an offered rate %s: a closed loop offers no rate", row.Concurrency, row.Repetition, record.FmtFloat(*row.Fidelity.OfferedRate))
 		}
 		switch dt := row.DeviceTelemetry; {
 		case dt == nil:
 		case wc.DeviceTelemetry == nil:
-			c.add(p, jp("rows", j, "device_telemetry"), reason.ErrUnlikeRows, "row c%d-r%d carries device telemetry, the case declares none", row.Concurrency, row.Repetition) // not a contract value: the row's member name
+			c.Add(p, finding.Pointer("rows", j, "device_telemetry"), reason.ErrUnlikeRows, "row c%d-r%d carries device telemetry, the case declares none", row.Concurrency, row.Repetition) // not a contract value: the row's member name
 		case dt.IntervalMs != wc.DeviceTelemetry.IntervalMs:
-			c.add(p, jp("rows", j, "device_telemetry", "interval_ms"), reason.ErrUnlikeRows, "row c%d-r%d was sampled every %d ms, the case declares %d ms", row.Concurrency, row.Repetition, dt.IntervalMs, wc.DeviceTelemetry.IntervalMs) // not a contract value: the row's member name
+			c.Add(p, finding.Pointer("rows", j, "device_telemetry", "interval_ms"), reason.ErrUnlikeRows, "row c%d-r%d was sampled every %d ms, the case declares %d ms", row.Concurrency, row.Repetition, dt.IntervalMs, wc.DeviceTelemetry.IntervalMs) // not a contract value: the row's member name
 		}
 	}
 }
 
 // checkDurations: a result's duration is its case result's; a case lasted at least its rows'
 // windows (they run one after another); the cases together lasted no longer than the campaign.
-func (s *snapshot) checkDurations(c *collector) {
+func (s *snapshot) checkDurations(c *finding.Collector) {
 	file := s.receipt.path
 	var sum float64
 	for i, r := range s.rc.Results {
@@ -82,18 +83,18 @@ func (s *snapshot) checkDurations(c *collector) {
 			continue
 		}
 		if cr.DurationSeconds != r.DurationSeconds {
-			c.add(file, jp("results", i, "duration_seconds"), reason.ErrResultMismatch, "result %s lasted %s s, its case result says %s s", r.ID, record.FmtFloat(r.DurationSeconds), record.FmtFloat(cr.DurationSeconds))
+			c.Add(file, finding.Pointer("results", i, "duration_seconds"), reason.ErrResultMismatch, "result %s lasted %s s, its case result says %s s", r.ID, record.FmtFloat(r.DurationSeconds), record.FmtFloat(cr.DurationSeconds))
 		}
 		var windows float64
 		for _, row := range cr.Rows {
 			windows += row.WindowSeconds
 		}
 		if windows > cr.DurationSeconds+durationSlackSeconds {
-			c.add(r.CaseResult.Path, "/duration_seconds", reason.ErrRowMismatch, "the case lasted %s s, its rows' windows add up to %s s", record.FmtFloat(cr.DurationSeconds), record.FmtFloat(windows))
+			c.Add(r.CaseResult.Path, "/duration_seconds", reason.ErrRowMismatch, "the case lasted %s s, its rows' windows add up to %s s", record.FmtFloat(cr.DurationSeconds), record.FmtFloat(windows))
 		}
 	}
 	if q := s.rc.Qualification.DurationSeconds; sum > q+durationSlackSeconds {
-		c.add(file, "/qualification/duration_seconds", reason.ErrResultMismatch, "the campaign lasted %s s, its cases add up to %s s", record.FmtFloat(q), record.FmtFloat(sum))
+		c.Add(file, "/qualification/duration_seconds", reason.ErrResultMismatch, "the campaign lasted %s s, its cases add up to %s s", record.FmtFloat(q), record.FmtFloat(sum))
 	}
 }
 
@@ -101,7 +102,7 @@ func (s *snapshot) checkDurations(c *collector) {
 // id, path and variant, variables, seed, qualrun's argv) and carries the variant's effective
 // configuration. On 4822f1d it was bound by digest only: its variant, its max_tokens or qualrun's
 // argv could be edited and re-bound.
-func (s *snapshot) checkRunConfig(c *collector, v *contract.Variant) {
+func (s *snapshot) checkRunConfig(c *finding.Collector, v *contract.Variant) {
 	rc := s.rc
 	for _, a := range artifactsOfKind(rc, contract.ArtifactKindConfigFile) {
 		f := s.files[a.Path]
@@ -135,8 +136,8 @@ func (s *snapshot) checkRunConfig(c *collector, v *contract.Variant) {
 			}{"/effective_config", m["effective_config"], map[string]any(v.EffectiveConfig)})
 		}
 		for _, w := range want {
-			if !canonicalEqual(w.got, w.want) {
-				c.add(a.Path, w.ptr, reason.ErrConfigMismatch, "the effective run configuration's %s differs from the receipt's (or the variant's)", strings.TrimPrefix(w.ptr, "/"))
+			if !finding.CanonicalEqual(w.got, w.want) {
+				c.Add(a.Path, w.ptr, reason.ErrConfigMismatch, "the effective run configuration's %s differs from the receipt's (or the variant's)", strings.TrimPrefix(w.ptr, "/"))
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
@@ -74,7 +75,7 @@ func localPath(p string) bool {
 // its path. The working tree's bytes are what verification read (and re-hashed against the
 // receipt); a receipt that names commit C while its workload, recipe or corpus is not C's claims
 // a source it did not run.
-func checkInputsInCommit(c *collector, s *snapshot) {
+func checkInputsInCommit(c *finding.Collector, s *snapshot) {
 	if s.tree.unavailable != "" || s.tree.inputs == nil {
 		return
 	}
@@ -87,13 +88,13 @@ func checkInputsInCommit(c *collector, s *snapshot) {
 		}
 		switch {
 		case b.err != nil && errors.Is(b.err, gitobj.ErrObjectMissing):
-			c.add(file, jp("artifacts", i, "path"), reason.ErrInputNotInCommit, "%s %s cannot be looked up in commit %s: an object of its path is not in the checkout (%v)", a.Kind, a.Path, s.rc.Source.Commit, b.err)
+			c.Add(file, finding.Pointer("artifacts", i, "path"), reason.ErrInputNotInCommit, "%s %s cannot be looked up in commit %s: an object of its path is not in the checkout (%v)", a.Kind, a.Path, s.rc.Source.Commit, b.err)
 		case b.err != nil:
-			c.add(file, jp("artifacts", i, "path"), reason.ErrInputNotInCommit, "%s %s cannot be looked up in commit %s: %v", a.Kind, a.Path, s.rc.Source.Commit, b.err)
+			c.Add(file, finding.Pointer("artifacts", i, "path"), reason.ErrInputNotInCommit, "%s %s cannot be looked up in commit %s: %v", a.Kind, a.Path, s.rc.Source.Commit, b.err)
 		case b.digest == "":
-			c.add(file, jp("artifacts", i, "path"), reason.ErrInputNotInCommit, "%s %s is not a file of commit %s, which the receipt says the campaign ran from", a.Kind, a.Path, s.rc.Source.Commit)
+			c.Add(file, finding.Pointer("artifacts", i, "path"), reason.ErrInputNotInCommit, "%s %s is not a file of commit %s, which the receipt says the campaign ran from", a.Kind, a.Path, s.rc.Source.Commit)
 		case b.digest != a.Digest:
-			c.add(file, jp("artifacts", i, "digest"), reason.ErrInputNotInCommit, "the receipt binds %s %s as %s, commit %s (which it says the campaign ran from) holds %s there: the input is not the commit's", a.Kind, a.Path, a.Digest, s.rc.Source.Commit, b.digest)
+			c.Add(file, finding.Pointer("artifacts", i, "digest"), reason.ErrInputNotInCommit, "the receipt binds %s %s as %s, commit %s (which it says the campaign ran from) holds %s there: the input is not the commit's", a.Kind, a.Path, a.Digest, s.rc.Source.Commit, b.digest)
 		}
 	}
 }

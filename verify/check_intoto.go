@@ -12,6 +12,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
@@ -63,7 +64,7 @@ func loadInTotoLinks(rootDir string, root *os.File, receipt string) []*inTotoLin
 // products must be exactly the receipt and its evidence files, its materials exactly the bound
 // inputs, each by the receipt's sha256; with pinned keys, a signature (ECDSA over the canonical
 // JSON of "signed") must verify with one of them.
-func (s *snapshot) inTotoLinksMatch(c *collector) {
+func (s *snapshot) inTotoLinksMatch(c *finding.Collector) {
 	if s.rc == nil {
 		return
 	}
@@ -78,7 +79,7 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 	}
 	for _, l := range s.links {
 		if l.readErr != nil {
-			c.add(l.path, "", reason.ErrLinkMismatch, "%v", l.readErr)
+			c.Add(l.path, "", reason.ErrLinkMismatch, "%v", l.readErr)
 			continue
 		}
 		var mb struct {
@@ -95,11 +96,11 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 			Products  map[string]map[string]string `json:"products"`
 		}
 		if err := jsonstrict.DecodeInto(l.raw, &mb); err != nil || len(mb.Signed) == 0 {
-			c.add(l.path, "", reason.ErrLinkMismatch, "not in-toto link metadata ({\"signed\", \"signatures\"}): %v", err)
+			c.Add(l.path, "", reason.ErrLinkMismatch, "not in-toto link metadata ({\"signed\", \"signatures\"}): %v", err)
 			continue
 		}
 		if err := json.Unmarshal(mb.Signed, &link); err != nil || link.Type != "link" || link.Name != attestfmt.StepName {
-			c.add(l.path, "/signed", reason.ErrLinkMismatch, "not the link of step %s (_type %q, name %q, %v)", attestfmt.StepName, link.Type, link.Name, err)
+			c.Add(l.path, "/signed", reason.ErrLinkMismatch, "not the link of step %s (_type %q, name %q, %v)", attestfmt.StepName, link.Type, link.Name, err)
 			continue
 		}
 		if len(s.policy.Keys) > 0 {
@@ -112,7 +113,7 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 				}
 			}
 			if !ok {
-				c.add(l.path, "/signatures", reason.ErrLinkMismatch, "none of %d signatures verifies with the %d pinned keys", len(mb.Signatures), len(s.policy.Keys))
+				c.Add(l.path, "/signatures", reason.ErrLinkMismatch, "none of %d signatures verifies with the %d pinned keys", len(mb.Signatures), len(s.policy.Keys))
 			}
 		}
 		linkArtifactsMatch(c, l.path, "products", link.Products, wantProducts)
@@ -120,7 +121,7 @@ func (s *snapshot) inTotoLinksMatch(c *collector) {
 	}
 }
 
-func linkArtifactsMatch(c *collector, file, field string, got map[string]map[string]string, want map[string]string) {
+func linkArtifactsMatch(c *finding.Collector, file, field string, got map[string]map[string]string, want map[string]string) {
 	names := make([]string, 0, len(got)+len(want))
 	for n := range got {
 		names = append(names, n)
@@ -136,11 +137,11 @@ func linkArtifactsMatch(c *collector, file, field string, got map[string]map[str
 		w, inReceipt := want[n]
 		switch {
 		case !inReceipt:
-			c.add(file, "/signed/"+field, reason.ErrLinkMismatch, "%s lists %s, which the receipt does not bind as one of its %s", field, n, linkRole(field))
+			c.Add(file, "/signed/"+field, reason.ErrLinkMismatch, "%s lists %s, which the receipt does not bind as one of its %s", field, n, linkRole(field))
 		case !inLink:
-			c.add(file, "/signed/"+field, reason.ErrLinkMismatch, "the receipt's %s is missing from the link's %s", n, field)
+			c.Add(file, "/signed/"+field, reason.ErrLinkMismatch, "the receipt's %s is missing from the link's %s", n, field)
 		case "sha256:"+g["sha256"] != w:
-			c.add(file, "/signed/"+field, reason.ErrLinkMismatch, "%s binds %s as sha256:%s, the receipt as %s", field, n, g["sha256"], w)
+			c.Add(file, "/signed/"+field, reason.ErrLinkMismatch, "%s binds %s as sha256:%s, the receipt as %s", field, n, g["sha256"], w)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package verify
 import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -15,7 +16,7 @@ import (
 // failure. The counts themselves are the runner's: qualverify does not re-tokenize (the tokenizer
 // would enter the auditor's dependency closure), so a ledger proves agreement or disagreement
 // as recorded, and the bound tokenizer's digest in the receipt says with what.
-func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record.Record) {
+func checkRowLedger(c *finding.Collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record.Record) {
 	var tk *contract.Tokenizer
 	if wc != nil {
 		tk = wc.Tokenizer
@@ -23,12 +24,12 @@ func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contr
 	want := tk != nil || (wc == nil && row.Tokens != nil)
 	switch {
 	case row.Tokens == nil && want:
-		c.add(path, base+"/tokens", reason.ErrRowMismatch, "the row has no token ledger, but its case binds a tokenizer")
+		c.Add(path, base+"/tokens", reason.ErrRowMismatch, "the row has no token ledger, but its case binds a tokenizer")
 		return
 	case row.Tokens == nil:
 		return
 	case !want:
-		c.add(path, base+"/tokens", reason.ErrRowMismatch, "the row has a token ledger, but its case binds no tokenizer")
+		c.Add(path, base+"/tokens", reason.ErrRowMismatch, "the row has a token ledger, but its case binds no tokenizer")
 		return
 	}
 	var maxFraction *float64
@@ -39,7 +40,7 @@ func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contr
 	reqs, measured := record.MeasuredRequests(recs)
 	for _, r := range measured {
 		if !r.HasClient {
-			c.add(row.Records.Path, jp(r.Line, "client_tokens"), reason.ErrRowMismatch, "measured request %d has no client_tokens, but its case binds a tokenizer", r.Index)
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "client_tokens"), reason.ErrRowMismatch, "measured request %d has no client_tokens, but its case binds a tokenizer", r.Index)
 			continue
 		}
 		if tk == nil || !r.HasUsage {
@@ -49,14 +50,14 @@ func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contr
 		broken := metric.RequestTokenMismatch(usage, r.Client, maxDiff)
 		switch {
 		case r.ErrClass == string(contract.ErrorClassTokenMismatch) && broken == "":
-			c.add(row.Records.Path, jp(r.Line, "error"), reason.ErrRowMismatch, "measured request %d failed with token_mismatch, but its counts are within max_request_difference", r.Index)
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "error"), reason.ErrRowMismatch, "measured request %d failed with token_mismatch, but its counts are within max_request_difference", r.Index)
 		case !r.Failed && broken != "":
-			c.add(row.Records.Path, jp(r.Line, "error"), reason.ErrRowMismatch, "measured request %d succeeded, but %s", r.Index, broken)
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "error"), reason.ErrRowMismatch, "measured request %d succeeded, but %s", r.Index, broken)
 		}
 	}
 	rt, got := metric.LedgerOf(reqs).RowTokens(maxFraction), *row.Tokens
 	if got.Compared != rt.Compared || got.Mismatched != rt.Mismatched || got.LargestPromptDifference != rt.LargestPromptDifference || got.LargestCompletionDifference != rt.LargestCompletionDifference || !equalFloatPtr(got.MismatchFraction, rt.MismatchFraction) {
-		c.add(path, base+"/tokens", reason.ErrRowMismatch, "ledger %d compared, %d mismatched (fraction %s), largest differences prompt %d, completion %d; the records say %d, %d (%s), %d, %d",
+		c.Add(path, base+"/tokens", reason.ErrRowMismatch, "ledger %d compared, %d mismatched (fraction %s), largest differences prompt %d, completion %d; the records say %d, %d (%s), %d, %d",
 			got.Compared, got.Mismatched, fmtFloatPtr(got.MismatchFraction), got.LargestPromptDifference, got.LargestCompletionDifference,
 			rt.Compared, rt.Mismatched, fmtFloatPtr(rt.MismatchFraction), rt.LargestPromptDifference, rt.LargestCompletionDifference)
 	}
@@ -64,9 +65,9 @@ func checkRowLedger(c *collector, path, base string, row contract.Row, wc *contr
 		return
 	}
 	if (got.Exceeded == nil) != (rt.Exceeded == nil) {
-		c.add(path, base+"/tokens/exceeded", reason.ErrRowMismatch, "exceeded %q, the records say %q", deref(got.Exceeded), deref(rt.Exceeded))
+		c.Add(path, base+"/tokens/exceeded", reason.ErrRowMismatch, "exceeded %q, the records say %q", deref(got.Exceeded), deref(rt.Exceeded))
 	}
 	if rt.Exceeded != nil && status == contract.StatusPassed {
-		c.add(path, base+"/tokens/exceeded", reason.ErrVerdictMismatch, "a passed result's row breaks its token ledger: %s", *rt.Exceeded)
+		c.Add(path, base+"/tokens/exceeded", reason.ErrVerdictMismatch, "a passed result's row breaks its token ledger: %s", *rt.Exceeded)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -31,31 +32,31 @@ const (
 // deadline, path and model, the port, and the shutdown deadline. On 4822f1d a record re-signed
 // with a 200 s readiness deadline against the recipe's 120 s, another port, a listener owner of
 // PID 1 or a shutdown longer than the recipe's deadline verified.
-func lifecyclePlausible(c *collector, path string, l *contract.LifecycleRecordDoc, r *contract.LaunchRecipeDoc) {
+func lifecyclePlausible(c *finding.Collector, path string, l *contract.LifecycleRecordDoc, r *contract.LaunchRecipeDoc) {
 	la, rd, sd := l.Launch, l.Readiness, l.Shutdown
 	if la != nil {
 		if la.PID < 2 || la.PGID != la.PID {
-			c.add(path, "/launch/pgid", reason.ErrLifecycleImplausible, "leader pid %d with process group %d: the runner starts the server as the leader of a new group (pgid = pid > 1)", la.PID, la.PGID)
+			c.Add(path, "/launch/pgid", reason.ErrLifecycleImplausible, "leader pid %d with process group %d: the runner starts the server as the leader of a new group (pgid = pid > 1)", la.PID, la.PGID)
 		}
 		if rd != nil && rd.Ready && rd.TReadyNs != nil {
 			got := float64(*rd.TReadyNs-la.TStartNs) / float64(time.Millisecond)
 			if math.Abs(got-rd.ElapsedMs) > lifecycleClockSlackMs {
-				c.add(path, "/readiness/elapsed_ms", reason.ErrLifecycleImplausible, "ready %.6f ms after launch, the offsets t_ready_ns - t_start_ns say %.6f ms", rd.ElapsedMs, got)
+				c.Add(path, "/readiness/elapsed_ms", reason.ErrLifecycleImplausible, "ready %.6f ms after launch, the offsets t_ready_ns - t_start_ns say %.6f ms", rd.ElapsedMs, got)
 			}
 		}
 		if sd != nil {
 			if rd != nil && rd.TReadyNs != nil && sd.TSentNs < *rd.TReadyNs {
-				c.add(path, "/shutdown/t_sent_ns", reason.ErrLifecycleImplausible, "SIGTERM sent at %d ns, before readiness at %d ns", sd.TSentNs, *rd.TReadyNs)
+				c.Add(path, "/shutdown/t_sent_ns", reason.ErrLifecycleImplausible, "SIGTERM sent at %d ns, before readiness at %d ns", sd.TSentNs, *rd.TReadyNs)
 			}
 			if sd.TSentNs < la.TStartNs {
-				c.add(path, "/shutdown/t_sent_ns", reason.ErrLifecycleImplausible, "SIGTERM sent at %d ns, before launch at %d ns", sd.TSentNs, la.TStartNs)
+				c.Add(path, "/shutdown/t_sent_ns", reason.ErrLifecycleImplausible, "SIGTERM sent at %d ns, before launch at %d ns", sd.TSentNs, la.TStartNs)
 			}
 			start, err1 := time.Parse(time.RFC3339Nano, la.StartedAt)
 			sent, err2 := time.Parse(time.RFC3339Nano, sd.SentAt)
 			if err1 == nil && err2 == nil {
 				wall, mono := sent.Sub(start), time.Duration(sd.TSentNs-la.TStartNs)
 				if d := wall - mono; d > lifecycleWallSlack || d < -lifecycleWallSlack {
-					c.add(path, "/shutdown/sent_at", reason.ErrLifecycleImplausible, "SIGTERM sent %s after launch by the wall clock, %s by the monotonic offsets", wall, mono)
+					c.Add(path, "/shutdown/sent_at", reason.ErrLifecycleImplausible, "SIGTERM sent %s after launch by the wall clock, %s by the monotonic offsets", wall, mono)
 				}
 			}
 		}
@@ -69,48 +70,48 @@ func lifecyclePlausible(c *collector, path string, l *contract.LifecycleRecordDo
 		}
 		for i := range li.OwnerPIDs {
 			if slices.Contains(li.OwnerPIDs[:i], li.OwnerPIDs[i]) {
-				c.add(path, jp("listener", "owner_pids", i), reason.ErrLifecycleImplausible, "owner pid %d is listed twice", li.OwnerPIDs[i])
+				c.Add(path, finding.Pointer("listener", "owner_pids", i), reason.ErrLifecycleImplausible, "owner pid %d is listed twice", li.OwnerPIDs[i])
 			}
 		}
 		for i := range li.Inodes {
 			if slices.Contains(li.Inodes[:i], li.Inodes[i]) {
-				c.add(path, jp("listener", "inodes", i), reason.ErrLifecycleImplausible, "socket inode %d is listed twice", li.Inodes[i])
+				c.Add(path, finding.Pointer("listener", "inodes", i), reason.ErrLifecycleImplausible, "socket inode %d is listed twice", li.Inodes[i])
 			}
 		}
 		for i, pid := range li.OwnerPIDs {
 			if pid < 2 || !tree[pid] {
-				c.add(path, jp("listener", "owner_pids", i), reason.ErrListenerNotOwned, "owner pid %d is neither the server's leader %d nor a process of its tree at shutdown", pid, la.PID)
+				c.Add(path, finding.Pointer("listener", "owner_pids", i), reason.ErrListenerNotOwned, "owner pid %d is neither the server's leader %d nor a process of its tree at shutdown", pid, la.PID)
 			}
 		}
 	}
 	if rs := l.Residue; rs.Killed && len(rs.Processes) == 0 && len(rs.Listeners) == 0 {
-		c.add(path, "/residue/killed", reason.ErrLifecycleImplausible, "residue killed, but none was found")
+		c.Add(path, "/residue/killed", reason.ErrLifecycleImplausible, "residue killed, but none was found")
 	}
 	if rd != nil && r != nil {
 		if want := r.StartupTimeoutSeconds * 1000; rd.DeadlineMs != want {
-			c.add(path, "/readiness/deadline_ms", reason.ErrLifecycleMismatch, "readiness deadline %.3f ms, the recipe's startup_timeout_seconds is %g (%.3f ms)", rd.DeadlineMs, r.StartupTimeoutSeconds, want)
+			c.Add(path, "/readiness/deadline_ms", reason.ErrLifecycleMismatch, "readiness deadline %.3f ms, the recipe's startup_timeout_seconds is %g (%.3f ms)", rd.DeadlineMs, r.StartupTimeoutSeconds, want)
 		}
 		if rd.Path != r.Readiness.Path {
-			c.add(path, "/readiness/path", reason.ErrLifecycleMismatch, "readiness polled %s, the recipe declares %s", rd.Path, r.Readiness.Path)
+			c.Add(path, "/readiness/path", reason.ErrLifecycleMismatch, "readiness polled %s, the recipe declares %s", rd.Path, r.Readiness.Path)
 		}
 		if rd.ModelID != r.ModelID {
-			c.add(path, "/readiness/model_id", reason.ErrLifecycleMismatch, "readiness waited for model %s, the recipe declares %s", rd.ModelID, r.ModelID)
+			c.Add(path, "/readiness/model_id", reason.ErrLifecycleMismatch, "readiness waited for model %s, the recipe declares %s", rd.ModelID, r.ModelID)
 		}
 		if rd.Ready && rd.Probes > 1 && rd.ElapsedMs < float64(rd.Probes-1)*float64(r.Readiness.PollIntervalMs) {
-			c.add(path, "/readiness/probes", reason.ErrLifecycleImplausible, "%d probes %d ms apart cannot fit in %.3f ms", rd.Probes, r.Readiness.PollIntervalMs, rd.ElapsedMs)
+			c.Add(path, "/readiness/probes", reason.ErrLifecycleImplausible, "%d probes %d ms apart cannot fit in %.3f ms", rd.Probes, r.Readiness.PollIntervalMs, rd.ElapsedMs)
 		}
 	}
 	if r != nil {
 		if host, port, ok := recipeHostPort(r.BaseURL); ok {
 			if l.Port.Port != port {
-				c.add(path, "/port/port", reason.ErrLifecycleMismatch, "port %d, the recipe's base_url %s names %d", l.Port.Port, r.BaseURL, port)
+				c.Add(path, "/port/port", reason.ErrLifecycleMismatch, "port %d, the recipe's base_url %s names %d", l.Port.Port, r.BaseURL, port)
 			}
 			if l.Port.Host != host {
-				c.add(path, "/port/host", reason.ErrLifecycleMismatch, "host %s, the recipe's base_url %s names %s", l.Port.Host, r.BaseURL, host)
+				c.Add(path, "/port/host", reason.ErrLifecycleMismatch, "host %s, the recipe's base_url %s names %s", l.Port.Host, r.BaseURL, host)
 			}
 		}
 		if sd != nil && !sd.Forced && sd.ElapsedMs > r.ShutdownTimeoutSeconds*1000+shutdownSlackMs {
-			c.add(path, "/shutdown/elapsed_ms", reason.ErrLifecycleImplausible, "a graceful shutdown of %.3f ms, beyond the recipe's shutdown deadline of %g s: the runner forces cleanup at the deadline", sd.ElapsedMs, r.ShutdownTimeoutSeconds)
+			c.Add(path, "/shutdown/elapsed_ms", reason.ErrLifecycleImplausible, "a graceful shutdown of %.3f ms, beyond the recipe's shutdown deadline of %g s: the runner forces cleanup at the deadline", sd.ElapsedMs, r.ShutdownTimeoutSeconds)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -28,30 +29,30 @@ func inFlightOf(recs []*record.Record) (peak int64, mean float64, ok bool) {
 
 // checkLoad checks one row's load facts. It reports false when the row records no achieved
 // concurrency (evidence before in_flight_peak existed), which the caller notes.
-func checkLoad(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, tol Tolerance) bool {
+func checkLoad(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, tol Tolerance) bool {
 	checked := true
-	base := jp("rows", j, "fidelity")
+	base := finding.Pointer("rows", j, "fidelity")
 	fid := row.Fidelity
 	peak, mean, ok := inFlightOf(recs)
 	switch {
 	case fid.InFlightPeak == nil && fid.InFlightMean == nil:
 		checked = false
 	case !ok:
-		c.add(path, base+"/in_flight_peak", reason.ErrRowMismatch, "in_flight_peak and in_flight_mean are recorded, but no measured request of the records has both ends")
+		c.Add(path, base+"/in_flight_peak", reason.ErrRowMismatch, "in_flight_peak and in_flight_mean are recorded, but no measured request of the records has both ends")
 	default:
 		if fid.InFlightPeak == nil || *fid.InFlightPeak != peak {
-			c.add(path, base+"/in_flight_peak", reason.ErrRowMismatch, "in_flight_peak %s, the records say %d", fmtIntPtr(fid.InFlightPeak), peak)
+			c.Add(path, base+"/in_flight_peak", reason.ErrRowMismatch, "in_flight_peak %s, the records say %d", fmtIntPtr(fid.InFlightPeak), peak)
 		}
 		if fid.InFlightMean == nil || !record.Within(*fid.InFlightMean, mean, tol) {
-			c.add(path, base+"/in_flight_mean", reason.ErrRowMismatch, "in_flight_mean %s, the records say %s", fmtFloatPtr(fid.InFlightMean), record.FmtFloat(mean))
+			c.Add(path, base+"/in_flight_mean", reason.ErrRowMismatch, "in_flight_mean %s, the records say %s", fmtFloatPtr(fid.InFlightMean), record.FmtFloat(mean))
 		}
 		if row.Loop == contract.RowLoopClosed && row.Requests >= row.Concurrency && peak < row.Concurrency {
-			c.add(path, base+"/in_flight_peak", reason.ErrLoadNotReached, "closed-loop row c%d-r%d never had %d requests in flight (at most %d): it did not measure its declared concurrency", row.Concurrency, row.Repetition, row.Concurrency, peak)
+			c.Add(path, base+"/in_flight_peak", reason.ErrLoadNotReached, "closed-loop row c%d-r%d never had %d requests in flight (at most %d): it did not measure its declared concurrency", row.Concurrency, row.Repetition, row.Concurrency, peak)
 		}
 	}
 	if wc != nil && wc.Rate != nil && row.Loop == contract.RowLoopOpen {
 		if fid.OfferedRate == nil || *fid.OfferedRate != wc.Rate.RequestsPerSecond {
-			c.add(path, base+"/offered_rate", reason.ErrLoadNotReached, "open-loop row c%d-r%d records offered rate %s, the workload's case declares %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(fid.OfferedRate), record.FmtFloat(wc.Rate.RequestsPerSecond))
+			c.Add(path, base+"/offered_rate", reason.ErrLoadNotReached, "open-loop row c%d-r%d records offered rate %s, the workload's case declares %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(fid.OfferedRate), record.FmtFloat(wc.Rate.RequestsPerSecond))
 		}
 	}
 	return checked
@@ -67,7 +68,7 @@ const scheduleToleranceNs = 1000
 // it: measured request k (index minus the row's unmeasured requests) is scheduled offset k after
 // the row's first arrival, whose moment is taken from the first measured record. Records the
 // runner never sent (a cancelled row) are absent and not asked for.
-func checkSchedule(c *collector, path string, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) {
+func checkSchedule(c *finding.Collector, path string, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) {
 	if wc == nil || wc.Rate == nil || row.Loop != contract.RowLoopOpen {
 		return
 	}
@@ -101,7 +102,7 @@ func checkSchedule(c *collector, path string, row contract.Row, wc *contract.Cas
 	for _, r := range measured {
 		want := t0 + offs[r.Index-offset]
 		if d := r.Sched - want; d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.add(row.Records.Path, jp(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "open-loop row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared arrival process", row.Concurrency, row.Repetition, r.Index, r.Sched, wc.Rate.Mode, seed, want, d)
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "open-loop row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared arrival process", row.Concurrency, row.Repetition, r.Index, r.Sched, wc.Rate.Mode, seed, want, d)
 			return
 		}
 	}
@@ -126,7 +127,7 @@ func corpusSize(wc *contract.Case) (int64, bool) {
 // (index minus the row's unmeasured requests) asks corpus_index order[k] in cycle k div N. Where
 // the workload does not say N (a file corpus), it checks only that one corpus_index always asks
 // the same prompt_id.
-func checkCorpusOrder(c *collector, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) {
+func checkCorpusOrder(c *finding.Collector, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) {
 	offset, maxK := int64(0), int64(-1)
 	for _, r := range recs {
 		if r.Warmup {
@@ -146,7 +147,7 @@ func checkCorpusOrder(c *collector, row contract.Row, wc *contract.Case, seed in
 	asks := map[int64]string{}
 	for _, r := range measured {
 		if id, ok := asks[r.CorpusIndex]; ok && id != r.PromptID {
-			c.add(row.Records.Path, jp(r.Line, "prompt_id"), reason.ErrRowMismatch, "row c%d-r%d: request %d asks %s as corpus_index %d, which another request of the row asks as %s", row.Concurrency, row.Repetition, r.Index, r.PromptID, r.CorpusIndex, id)
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "prompt_id"), reason.ErrRowMismatch, "row c%d-r%d: request %d asks %s as corpus_index %d, which another request of the row asks as %s", row.Concurrency, row.Repetition, r.Index, r.PromptID, r.CorpusIndex, id)
 			return
 		}
 		asks[r.CorpusIndex] = r.PromptID
@@ -163,7 +164,7 @@ func checkCorpusOrder(c *collector, row contract.Row, wc *contract.Case, seed in
 			if k >= 0 {
 				want = order[k]
 			}
-			c.add(row.Records.Path, jp(r.Line, "corpus_index"), reason.ErrRowMismatch, "row c%d-r%d: measured request %d asks corpus_index %d in cycle %d, the %s order of seed %d over %d prompts asks %d in cycle %d", row.Concurrency, row.Repetition, k, r.CorpusIndex, r.Cycle, orderName(wc.PromptOrder), seed, n, want, k/n)
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "corpus_index"), reason.ErrRowMismatch, "row c%d-r%d: measured request %d asks corpus_index %d in cycle %d, the %s order of seed %d over %d prompts asks %d in cycle %d", row.Concurrency, row.Repetition, k, r.CorpusIndex, r.Cycle, orderName(wc.PromptOrder), seed, n, want, k/n)
 			return
 		}
 	}
@@ -178,9 +179,9 @@ func orderName(o contract.ServingCasePromptOrder) contract.ServingCasePromptOrde
 
 // checkCaseTimeout: a serving case's records fit its timeout_seconds (plus timeoutGraceSeconds),
 // and a case that records it stopped is failed and says after how long.
-func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record.Record) {
+func checkCaseTimeout(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record.Record) {
 	if st := cr.Stopped; st != nil && cr.Status == contract.StatusPassed {
-		c.add(path, "/stopped", reason.ErrVerdictMismatch, "the case stopped (%s after %s s) and is recorded passed", st.Reason, record.FmtFloat(st.AfterSeconds))
+		c.Add(path, "/stopped", reason.ErrVerdictMismatch, "the case stopped (%s after %s s) and is recorded passed", st.Reason, record.FmtFloat(st.AfterSeconds))
 	}
 	if wc == nil || wc.TimeoutSeconds <= 0 || len(all) == 0 {
 		return
@@ -199,10 +200,10 @@ func checkCaseTimeout(c *collector, path string, cr *contract.CaseResultDoc, wc 
 	}
 	span := float64(last-first) / 1e9
 	if limit := float64(wc.TimeoutSeconds) + timeoutGraceSeconds; span > limit {
-		c.add(path, "", reason.ErrTimeoutExceeded, "the case's records span %s s (first schedule to last close), beyond its timeout_seconds %d (+%g s for cancelled requests)", record.FmtFloat(span), wc.TimeoutSeconds, timeoutGraceSeconds)
+		c.Add(path, "", reason.ErrTimeoutExceeded, "the case's records span %s s (first schedule to last close), beyond its timeout_seconds %d (+%g s for cancelled requests)", record.FmtFloat(span), wc.TimeoutSeconds, timeoutGraceSeconds)
 	}
 	if st := cr.Stopped; st != nil && st.Reason == contract.StoppedReasonTimeout && st.AfterSeconds < float64(wc.TimeoutSeconds) {
-		c.add(path, "/stopped/after_seconds", reason.ErrTimeoutExceeded, "stopped by its timeout after %s s, before its timeout_seconds %d", record.FmtFloat(st.AfterSeconds), wc.TimeoutSeconds)
+		c.Add(path, "/stopped/after_seconds", reason.ErrTimeoutExceeded, "stopped by its timeout after %s s, before its timeout_seconds %d", record.FmtFloat(st.AfterSeconds), wc.TimeoutSeconds)
 	}
 }
 
@@ -224,17 +225,17 @@ func fmtFloatPtr(p *float64) string {
 // recorded send calibration and its workload case's fidelity bound (metric's judgement, the one
 // the runner applied): degraded, the calibration's per-send cost (the 0.9-quantile of its
 // samples), and the recorded judgement's cause, bound, order statistic and its value.
-func checkJudgement(c *collector, path, base string, fid contract.Fidelity, rf record.RowFacts, tol Tolerance) {
+func checkJudgement(c *finding.Collector, path, base string, fid contract.Fidelity, rf record.RowFacts, tol Tolerance) {
 	jd := rf.Judgement
 	if fid.Degraded != rf.Degraded {
 		why := "the records show no over-bound lag"
 		if len(rf.Reasons) > 0 {
 			why = rf.Reasons[0]
 		}
-		c.add(path, base+"/fidelity/degraded", reason.ErrRowMismatch, "degraded %v, the records say %v (%s; bound %.3f ms at the %g-quantile)", fid.Degraded, rf.Degraded, why, jd.LagBoundMs, jd.Quantile)
+		c.Add(path, base+"/fidelity/degraded", reason.ErrRowMismatch, "degraded %v, the records say %v (%s; bound %.3f ms at the %g-quantile)", fid.Degraded, rf.Degraded, why, jd.LagBoundMs, jd.Quantile)
 	}
 	if cal := fid.Calibration; cal != nil && cal.SendCostNs != metric.SendCostNs(cal.SamplesNs) {
-		c.add(path, base+"/fidelity/calibration/send_cost_ns", reason.ErrRowMismatch, "send cost %d ns, its samples' 0.9-quantile is %d ns", cal.SendCostNs, metric.SendCostNs(cal.SamplesNs))
+		c.Add(path, base+"/fidelity/calibration/send_cost_ns", reason.ErrRowMismatch, "send cost %d ns, its samples' 0.9-quantile is %d ns", cal.SendCostNs, metric.SendCostNs(cal.SamplesNs))
 	}
 	rj := fid.Judgement
 	if rj == nil {
@@ -242,7 +243,7 @@ func checkJudgement(c *collector, path, base string, fid contract.Fidelity, rf r
 	}
 	if string(rj.Cause) != jd.Cause || rj.Samples != int64(jd.Samples) || rj.Order != int64(jd.Order) || rj.Serialised != int64(jd.Serialised) ||
 		rj.Quantile != jd.Quantile || rj.LagBoundMs != jd.LagBoundMs || !record.Within(rj.LagMs, jd.LagMs, tol) {
-		c.add(path, base+"/fidelity/judgement", reason.ErrRowMismatch, "judgement cause %s, order %d of %d, lag %s ms (bound %s ms at the %g-quantile, %d serialised); the records say cause %s, order %d of %d, lag %s ms (bound %s ms at the %g-quantile, %d serialised)",
+		c.Add(path, base+"/fidelity/judgement", reason.ErrRowMismatch, "judgement cause %s, order %d of %d, lag %s ms (bound %s ms at the %g-quantile, %d serialised); the records say cause %s, order %d of %d, lag %s ms (bound %s ms at the %g-quantile, %d serialised)",
 			rj.Cause, rj.Order, rj.Samples, record.FmtFloat(rj.LagMs), record.FmtFloat(rj.LagBoundMs), rj.Quantile, rj.Serialised,
 			jd.Cause, jd.Order, jd.Samples, record.FmtFloat(jd.LagMs), record.FmtFloat(jd.LagBoundMs), jd.Quantile, jd.Serialised)
 	}

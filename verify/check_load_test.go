@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
@@ -48,9 +49,9 @@ func TestCheckLoad(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
+			c := &finding.Collector{Check: CheckTolerances}
 			checked := checkLoad(c, "cr.json", 0, tc.row, tc.wc, tc.recs, tol)
-			res := c.result()
+			res := c.Result()
 			if tc.want == nil {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)
@@ -90,13 +91,13 @@ func TestCheckCaseTimeout(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
+			c := &finding.Collector{Check: CheckTolerances}
 			checkCaseTimeout(c, "cr.json", &tc.cr, wc, tc.recs)
 			switch {
-			case tc.want == nil && len(c.out) > 0:
-				t.Fatalf("findings %v", c.out)
-			case tc.want != nil && (len(c.out) == 0 || !errors.Is(c.out[0], tc.want)):
-				t.Fatalf("findings %v, want %s", c.out, tc.want.Code())
+			case tc.want == nil && len(c.Out) > 0:
+				t.Fatalf("findings %v", c.Out)
+			case tc.want != nil && (len(c.Out) == 0 || !errors.Is(c.Out[0], tc.want)):
+				t.Fatalf("findings %v, want %s", c.Out, tc.want.Code())
 			}
 		})
 	}
@@ -127,10 +128,10 @@ func TestCheckSchedule(t *testing.T) {
 		return out
 	}
 	run := func(wc *contract.Case, recs []*record.Record, r contract.Row) []error {
-		c := &collector{check: CheckTolerances}
+		c := &finding.Collector{Check: CheckTolerances}
 		checkSchedule(c, "cr.json", r, wc, seed, recs)
 		var out []error
-		for _, f := range c.result().Findings {
+		for _, f := range c.Result().Findings {
 			out = append(out, f)
 		}
 		return out

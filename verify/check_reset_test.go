@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
@@ -40,9 +41,9 @@ func TestCheckRowReset(t *testing.T) {
 		{"after the first request", row(&contract.CacheResetOutcome{Path: "/reset_prefix_cache", TNs: 200, StatusCode: &s200}), cold, recipe, "before its first request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
+			c := &finding.Collector{Check: CheckTolerances}
 			checkRowReset(c, "cr.json", "/rows/0", tc.row, tc.wc, tc.recipe, recs)
-			res := c.result()
+			res := c.Result()
 			if tc.also == "" {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -42,8 +43,8 @@ func excusedFailure(row contract.Row, wc *contract.Case, r *record.Record) bool 
 	return metric.StopsRow(e.Reason) && stopMeasures(wc)
 }
 
-func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, passed bool) {
-	base := jp("rows", j, "ended")
+func checkRowEnd(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, passed bool) {
+	base := finding.Pointer("rows", j, "ended")
 	var measured []*record.Record
 	cut := int64(0)
 	for _, r := range recs {
@@ -58,15 +59,15 @@ func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contrac
 	e := row.Ended
 	if e == nil {
 		if cut > 0 {
-			c.add(path, jp("rows", j), reason.ErrRowMismatch, "row c%d-r%d records %d requests cut_at_grace but no ended: only a row that ended by its duration cuts", row.Concurrency, row.Repetition, cut)
+			c.Add(path, finding.Pointer("rows", j), reason.ErrRowMismatch, "row c%d-r%d records %d requests cut_at_grace but no ended: only a row that ended by its duration cuts", row.Concurrency, row.Repetition, cut)
 		}
 		return
 	}
 	if e.Cut != cut {
-		c.add(path, base+"/cut", reason.ErrRowMismatch, "cut %d, the records hold %d cut_at_grace requests", e.Cut, cut)
+		c.Add(path, base+"/cut", reason.ErrRowMismatch, "cut %d, the records hold %d cut_at_grace requests", e.Cut, cut)
 	}
 	if cut > 0 && e.Reason != contract.RowEndReasonDuration {
-		c.add(path, base+"/reason", reason.ErrRowMismatch, "row c%d-r%d ended by %s but cut %d requests: only a duration row cuts at its grace deadline", row.Concurrency, row.Repetition, e.Reason, cut)
+		c.Add(path, base+"/reason", reason.ErrRowMismatch, "row c%d-r%d ended by %s but cut %d requests: only a duration row cuts at its grace deadline", row.Concurrency, row.Repetition, e.Reason, cut)
 	}
 	if len(measured) > 0 {
 		first, last := measured[0].Sched, measured[0].Sched
@@ -74,7 +75,7 @@ func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contrac
 			first, last = min(first, r.Sched), max(last, r.Sched)
 		}
 		if span := float64(last-first) / 1e9; span > e.AfterSeconds+rowEndSlackSeconds {
-			c.add(path, base+"/after_seconds", reason.ErrRowMismatch, "row c%d-r%d says it stopped sending %s s after its first measured request, and its records schedule one %s s after it", row.Concurrency, row.Repetition, record.FmtFloat(e.AfterSeconds), record.FmtFloat(span))
+			c.Add(path, base+"/after_seconds", reason.ErrRowMismatch, "row c%d-r%d says it stopped sending %s s after its first measured request, and its records schedule one %s s after it", row.Concurrency, row.Repetition, record.FmtFloat(e.AfterSeconds), record.FmtFloat(span))
 		}
 	}
 	if wc == nil {
@@ -83,20 +84,20 @@ func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contrac
 	switch e.Reason {
 	case contract.RowEndReasonDuration:
 		if wc.Duration != nil && e.AfterSeconds < wc.Duration.Seconds {
-			c.add(path, base+"/after_seconds", reason.ErrRowMismatch, "row c%d-r%d says its duration ended it after %s s, before its duration %s s", row.Concurrency, row.Repetition, record.FmtFloat(e.AfterSeconds), record.FmtFloat(wc.Duration.Seconds))
+			c.Add(path, base+"/after_seconds", reason.ErrRowMismatch, "row c%d-r%d says its duration ended it after %s s, before its duration %s s", row.Concurrency, row.Repetition, record.FmtFloat(e.AfterSeconds), record.FmtFloat(wc.Duration.Seconds))
 		}
 		if wc.Duration == nil {
-			c.add(path, base+"/reason", reason.ErrRowMismatch, "row c%d-r%d ended by its duration, and its workload case declares none", row.Concurrency, row.Repetition)
+			c.Add(path, base+"/reason", reason.ErrRowMismatch, "row c%d-r%d ended by its duration, and its workload case declares none", row.Concurrency, row.Repetition)
 		} else if int64(len(measured)) < wc.Duration.MinRequests {
-			c.add(path, base+"/reason", reason.ErrLoadNotReached, "row c%d-r%d ended by its duration after %d measured requests, below its min_requests %d", row.Concurrency, row.Repetition, len(measured), wc.Duration.MinRequests)
+			c.Add(path, base+"/reason", reason.ErrLoadNotReached, "row c%d-r%d ended by its duration after %d measured requests, below its min_requests %d", row.Concurrency, row.Repetition, len(measured), wc.Duration.MinRequests)
 		}
 	case contract.RowEndReasonRequests:
 		if wc.Requests != nil && int64(len(measured)) != *wc.Requests {
-			c.add(path, base+"/reason", reason.ErrRowMismatch, "row c%d-r%d says it ran its requests, and its records hold %d of the %d declared", row.Concurrency, row.Repetition, len(measured), *wc.Requests)
+			c.Add(path, base+"/reason", reason.ErrRowMismatch, "row c%d-r%d says it ran its requests, and its records hold %d of the %d declared", row.Concurrency, row.Repetition, len(measured), *wc.Requests)
 		}
 	default:
 		if wc.Stop == nil {
-			c.add(path, base+"/reason", reason.ErrRowMismatch, "row c%d-r%d stopped by %s, and its workload case declares no stop rules", row.Concurrency, row.Repetition, e.Reason)
+			c.Add(path, base+"/reason", reason.ErrRowMismatch, "row c%d-r%d stopped by %s, and its workload case declares no stop rules", row.Concurrency, row.Repetition, e.Reason)
 			return
 		}
 		byClose := slices.Clone(measured)
@@ -109,10 +110,10 @@ func checkRowEnd(c *collector, path string, j int, row contract.Row, wc *contrac
 			}
 		}
 		if got, _ := metric.StopReplay(wc.Stop, outcomes); got != e.Reason {
-			c.add(path, base+"/reason", reason.ErrRowMismatch, "row c%d-r%d says its %s rule stopped it; its records replayed in t_close order fire %q", row.Concurrency, row.Repetition, e.Reason, got)
+			c.Add(path, base+"/reason", reason.ErrRowMismatch, "row c%d-r%d says its %s rule stopped it; its records replayed in t_close order fire %q", row.Concurrency, row.Repetition, e.Reason, got)
 		}
 		if passed && !stopMeasures(wc) {
-			c.add(path, base, reason.ErrVerdictMismatch, "row c%d-r%d was stopped by its %s rule in a passed result, and the case does not declare stop.measurement", row.Concurrency, row.Repetition, e.Reason)
+			c.Add(path, base, reason.ErrVerdictMismatch, "row c%d-r%d was stopped by its %s rule in a passed result, and the case does not declare stop.measurement", row.Concurrency, row.Repetition, e.Reason)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
@@ -55,9 +56,9 @@ func TestCheckRowEnd(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
+			c := &finding.Collector{Check: CheckTolerances}
 			checkRowEnd(c, "cr.json", 0, tc.row, tc.wc, tc.recs, tc.passed)
-			res := c.result()
+			res := c.Result()
 			if tc.want == nil {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)

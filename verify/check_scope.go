@@ -3,20 +3,21 @@ package verify
 import (
 	"fmt"
 
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // checkScope: the result describes exactly one host, backend and device. The receipt's backend is
 // its variant's, and an accelerator backend names a device driver.
 func checkScope(s *snapshot) CheckResult {
-	c := &collector{check: CheckScope}
+	c := &finding.Collector{Check: CheckScope}
 	rc := s.rc
 	file := s.receipt.path
 	if v := s.variant(); v != nil && v.Backend != rc.Qualification.Backend {
-		c.add(file, "/qualification/backend", reason.ErrScopeBackend, "backend %s, variant %s targets %s", rc.Qualification.Backend, v.ID, v.Backend)
+		c.Add(file, "/qualification/backend", reason.ErrScopeBackend, "backend %s, variant %s targets %s", rc.Qualification.Backend, v.ID, v.Backend)
 	}
 	checkDeviceScope(s, c)
-	return c.result()
+	return c.Result()
 }
 
 // scopeStatement is the sentence naming exactly the host id, backend and device a result

@@ -5,6 +5,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -28,7 +29,7 @@ import (
 
 // checkSessions checks a session row's records and reports whether the row is one (the caller
 // then skips the request-level open-loop schedule check, which sessions replace).
-func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) bool {
+func checkSessions(c *finding.Collector, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) bool {
 	by := map[string][]*record.Record{}
 	var order []string
 	for _, r := range recs {
@@ -47,10 +48,10 @@ func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64
 		declared := wc.Corpus != nil && (wc.Corpus.Source == contract.CorpusSourceConversations || wc.Corpus.Source == contract.CorpusSourceSyntheticConversations)
 		switch {
 		case !declared && len(order) > 0:
-			c.add(file, "", reason.ErrRowMismatch, "row c%d-r%d: the measured records of %d sessions carry session blocks, but case %s declares no conversation corpus", row.Concurrency, row.Repetition, len(order), wc.ID)
+			c.Add(file, "", reason.ErrRowMismatch, "row c%d-r%d: the measured records of %d sessions carry session blocks, but case %s declares no conversation corpus", row.Concurrency, row.Repetition, len(order), wc.ID)
 			return false
 		case declared && len(order) == 0 && row.Requests > 0:
-			c.add(file, "", reason.ErrRowMismatch, "row c%d-r%d of session case %s: no measured record carries a session block", row.Concurrency, row.Repetition, wc.ID)
+			c.Add(file, "", reason.ErrRowMismatch, "row c%d-r%d of session case %s: no measured record carries a session block", row.Concurrency, row.Repetition, wc.ID)
 			return true
 		}
 	}
@@ -64,7 +65,7 @@ func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64
 		for j, r := range rs {
 			s := r.Session
 			if s.Turn != int64(j) {
-				c.add(file, jp(r.Line, "session", "turn"), reason.ErrRowMismatch, "session %s: turn %d where turn %d belongs: a session's turns are 0, 1, ... without gap or repeat", id, s.Turn, j)
+				c.Add(file, finding.Pointer(r.Line, "session", "turn"), reason.ErrRowMismatch, "session %s: turn %d where turn %d belongs: a session's turns are 0, 1, ... without gap or repeat", id, s.Turn, j)
 				break
 			}
 			if j == 0 {
@@ -73,23 +74,23 @@ func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64
 			}
 			prev := rs[j-1]
 			if prev.Failed {
-				c.add(file, jp(r.Line, "session", "turn"), reason.ErrRowMismatch, "session %s: turn %d was sent after turn %d failed: a failed turn ends its session", id, j, j-1)
+				c.Add(file, finding.Pointer(r.Line, "session", "turn"), reason.ErrRowMismatch, "session %s: turn %d was sent after turn %d failed: a failed turn ends its session", id, j, j-1)
 				break
 			}
 			for k, d := range s.ReplyDigests {
 				if k < j && d != rs[k].Output {
-					c.add(file, jp(r.Line, "session", "reply_digests", k), reason.ErrRowMismatch, "session %s turn %d re-sent reply %s as turn %d's, whose output digest is %s", id, j, d, k, rs[k].Output)
+					c.Add(file, finding.Pointer(r.Line, "session", "reply_digests", k), reason.ErrRowMismatch, "session %s turn %d re-sent reply %s as turn %d's, whose output digest is %s", id, j, d, k, rs[k].Output)
 					break
 				}
 			}
 			if s.HistoryMessages != rs[0].Session.HistoryMessages+2*int64(j) {
-				c.add(file, jp(r.Line, "session", "history_messages"), reason.ErrRowMismatch, "session %s turn %d sent %d messages, turn 0 sent %d: want %d", id, j, s.HistoryMessages, rs[0].Session.HistoryMessages, rs[0].Session.HistoryMessages+2*int64(j))
+				c.Add(file, finding.Pointer(r.Line, "session", "history_messages"), reason.ErrRowMismatch, "session %s turn %d sent %d messages, turn 0 sent %d: want %d", id, j, s.HistoryMessages, rs[0].Session.HistoryMessages, rs[0].Session.HistoryMessages+2*int64(j))
 			}
 			if s.HistoryChars <= prev.Session.HistoryChars {
-				c.add(file, jp(r.Line, "session", "history_chars"), reason.ErrRowMismatch, "session %s turn %d sent %d characters of history, turn %d sent %d: a history only grows", id, j, s.HistoryChars, j-1, prev.Session.HistoryChars)
+				c.Add(file, finding.Pointer(r.Line, "session", "history_chars"), reason.ErrRowMismatch, "session %s turn %d sent %d characters of history, turn %d sent %d: a history only grows", id, j, s.HistoryChars, j-1, prev.Session.HistoryChars)
 			}
 			if ready := prev.End + int64(s.ThinkMs*1e6); prev.HasEnd && r.Sched < ready-scheduleToleranceNs {
-				c.add(file, jp(r.Line, "t_sched_ns"), reason.ErrRowMismatch, "session %s turn %d is scheduled at %d ns, before turn %d's reply ended (%d ns) plus its think time %g ms", id, j, r.Sched, j-1, prev.End, s.ThinkMs)
+				c.Add(file, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrRowMismatch, "session %s turn %d is scheduled at %d ns, before turn %d's reply ended (%d ns) plus its think time %g ms", id, j, r.Sched, j-1, prev.End, s.ThinkMs)
 			}
 		}
 	}
@@ -125,7 +126,7 @@ func checkSessions(c *collector, row contract.Row, wc *contract.Case, seed int64
 			continue // turn 0 then waits its think time after the arrival
 		}
 		if d := r.Sched - (t0 + offs[i]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.add(file, jp(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "open-loop session row c%d-r%d: session %d (%s) starts at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared session arrival process", row.Concurrency, row.Repetition, i, r.Session.ID, r.Sched, wc.Rate.Mode, seed, t0+offs[i], d)
+			c.Add(file, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "open-loop session row c%d-r%d: session %d (%s) starts at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared session arrival process", row.Concurrency, row.Repetition, i, r.Session.ID, r.Sched, wc.Rate.Mode, seed, t0+offs[i], d)
 			return true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -16,34 +17,34 @@ import (
 // record and server log, with the receipt's digests, and a predicate equal to the receipt's
 // fields. When both files exist, both must verify and carry the same statement.
 func checkSignature(s *snapshot) CheckResult {
-	c := &collector{check: CheckSignature}
+	c := &finding.Collector{Check: CheckSignature}
 	switch {
 	case s.skipSign && len(s.policy.Keys) == 0:
-		return c.skipped("signatures are not part of this comparison (no pinned key)")
+		return c.Skipped("signatures are not part of this comparison (no pinned key)")
 	case len(s.attestations) == 0 && s.relax[RelaxUnsigned]:
-		return c.skipped("no attestation: " + string(RelaxUnsigned))
+		return c.Skipped("no attestation: " + string(RelaxUnsigned))
 	case len(s.attestations) == 0:
-		c.add(s.receipt.path, "", reason.ErrUnsigned, "neither %s nor %s exists beside the receipt", nameBeside(s.receipt.path, attestfmt.EnvelopeSuffix), nameBeside(s.receipt.path, attestfmt.BundleSuffix))
-		return c.result()
+		c.Add(s.receipt.path, "", reason.ErrUnsigned, "neither %s nor %s exists beside the receipt", nameBeside(s.receipt.path, attestfmt.EnvelopeSuffix), nameBeside(s.receipt.path, attestfmt.BundleSuffix))
+		return c.Result()
 	case len(s.policy.Keys) == 0:
-		return c.skipped("no pinned public key: the attestation was not verified (" + string(RelaxUnsigned) + ")")
+		return c.Skipped("no pinned public key: the attestation was not verified (" + string(RelaxUnsigned) + ")")
 	}
 	for _, a := range s.attestations {
 		switch {
 		case a.readErr != nil:
-			c.add(a.path, "", reason.ErrMalformedAttestation, "%v", a.readErr)
+			c.Add(a.path, "", reason.ErrMalformedAttestation, "%v", a.readErr)
 			continue
 		case a.malformed != nil && a.payload == nil:
-			c.addCause(a.path, "", reason.ErrMalformedAttestation, a.malformed)
+			c.AddCause(a.path, "", reason.ErrMalformedAttestation, a.malformed)
 			continue
 		}
 		if a.signer == "" {
-			c.add(a.path, "/signatures", reason.ErrBadSignature, "none of %d signatures verifies with the %d pinned keys", a.sigCount, len(s.policy.Keys))
+			c.Add(a.path, "/signatures", reason.ErrBadSignature, "none of %d signatures verifies with the %d pinned keys", a.sigCount, len(s.policy.Keys))
 		} else {
 			s.signaturePolicy(c, a)
 		}
 		if a.malformed != nil {
-			c.addCause(a.path, "/payload", reason.ErrMalformedAttestation, a.malformed)
+			c.AddCause(a.path, "/payload", reason.ErrMalformedAttestation, a.malformed)
 			continue
 		}
 		s.statementMatches(c, a)
@@ -55,15 +56,15 @@ func checkSignature(s *snapshot) CheckResult {
 		}
 	}
 	if len(payloads) == 2 && !bytes.Equal(payloads[0], payloads[1]) {
-		c.add(s.attestations[1].path, "/dsseEnvelope/payload", reason.ErrAttestationsDiffer, "the bundle's statement differs from the envelope's (%s)", s.attestations[0].path)
+		c.Add(s.attestations[1].path, "/dsseEnvelope/payload", reason.ErrAttestationsDiffer, "the bundle's statement differs from the envelope's (%s)", s.attestations[0].path)
 	}
 	s.inTotoLinksMatch(c)
-	return c.result()
+	return c.Result()
 }
 
 // signaturePolicy applies the policy's M-of-N and all-signatures rules to an attestation that
 // has at least one valid signature.
-func (s *snapshot) signaturePolicy(c *collector, a *attestation) {
+func (s *snapshot) signaturePolicy(c *finding.Collector, a *attestation) {
 	sp := s.policy.Signatures
 	var keys []string
 	for _, o := range a.sigs {
@@ -72,13 +73,13 @@ func (s *snapshot) signaturePolicy(c *collector, a *attestation) {
 		}
 	}
 	if want := max(1, sp.Threshold); len(keys) < want {
-		c.add(a.path, "/signatures", reason.ErrSignaturePolicy, "%d distinct pinned keys signed (%s), the policy requires %d of the %d pinned keys",
+		c.Add(a.path, "/signatures", reason.ErrSignaturePolicy, "%d distinct pinned keys signed (%s), the policy requires %d of the %d pinned keys",
 			len(keys), strings.Join(keys, ", "), want, len(s.policy.Keys))
 	}
 	if sp.RequireAll {
 		for _, o := range a.sigs {
 			if !o.Verified {
-				c.add(a.path, jp("signatures", o.Index), reason.ErrSignaturePolicy, "signature %d (keyid %q) %s; the policy requires every signature to verify with a pinned key", o.Index, o.KeyID, o.Problem)
+				c.Add(a.path, finding.Pointer("signatures", o.Index), reason.ErrSignaturePolicy, "signature %d (keyid %q) %s; the policy requires every signature to verify with a pinned key", o.Index, o.KeyID, o.Problem)
 			}
 		}
 	}
@@ -89,14 +90,14 @@ func nameBeside(receipt, suffix string) string {
 }
 
 // statementMatches compares a statement with the receipt it must bind.
-func (s *snapshot) statementMatches(c *collector, a *attestation) {
+func (s *snapshot) statementMatches(c *finding.Collector, a *attestation) {
 	st := a.stmt
 	rc := s.rc
 	first := st.subjects[0]
 	if first.name != s.receipt.path {
-		c.add(a.path, "/payload", reason.ErrStatementMismatch, "the first subject is %q, want the receipt %q", first.name, s.receipt.path)
+		c.Add(a.path, "/payload", reason.ErrStatementMismatch, "the first subject is %q, want the receipt %q", first.name, s.receipt.path)
 	} else if first.digest != s.receipt.digest {
-		c.add(a.path, "/payload", reason.ErrStatementMismatch, "the first subject binds the receipt as %s, the receipt is %s", first.digest, s.receipt.digest)
+		c.Add(a.path, "/payload", reason.ErrStatementMismatch, "the first subject binds the receipt as %s, the receipt is %s", first.digest, s.receipt.digest)
 	}
 	want := map[string]string{}
 	var wantOrder []string
@@ -109,20 +110,20 @@ func (s *snapshot) statementMatches(c *collector, a *attestation) {
 	got := map[string]bool{}
 	for i, sub := range st.subjects[1:] {
 		if got[sub.name] || sub.name == s.receipt.path {
-			c.add(a.path, "/payload", reason.ErrStatementMismatch, "subject %d (%s) repeats", i+1, sub.name)
+			c.Add(a.path, "/payload", reason.ErrStatementMismatch, "subject %d (%s) repeats", i+1, sub.name)
 			continue
 		}
 		got[sub.name] = true
 		switch d, ok := want[sub.name]; {
 		case !ok:
-			c.add(a.path, "/payload", reason.ErrStatementMismatch, "subject %d (%s) is not a case result, request records, lifecycle record or server log of the receipt", i+1, sub.name)
+			c.Add(a.path, "/payload", reason.ErrStatementMismatch, "subject %d (%s) is not a case result, request records, lifecycle record or server log of the receipt", i+1, sub.name)
 		case d != sub.digest:
-			c.add(a.path, "/payload", reason.ErrStatementMismatch, "subject %d (%s) binds %s, the receipt binds %s", i+1, sub.name, sub.digest, d)
+			c.Add(a.path, "/payload", reason.ErrStatementMismatch, "subject %d (%s) binds %s, the receipt binds %s", i+1, sub.name, sub.digest, d)
 		}
 	}
 	for _, p := range wantOrder {
 		if !got[p] {
-			c.add(a.path, "/payload", reason.ErrStatementMismatch, "the receipt's %s is not a subject", p)
+			c.Add(a.path, "/payload", reason.ErrStatementMismatch, "the receipt's %s is not a subject", p)
 		}
 	}
 	// The predicate repeats the receipt's fields.
@@ -154,9 +155,9 @@ func (s *snapshot) statementMatches(c *collector, a *attestation) {
 		v, ok := st.predicate[k]
 		switch {
 		case !ok:
-			c.add(a.path, "/payload", reason.ErrStatementMismatch, "the predicate has no %s", k)
-		case !canonicalEqual(v, expect[k]):
-			c.add(a.path, "/payload", reason.ErrStatementMismatch, "the predicate's %s differs from the receipt's", k)
+			c.Add(a.path, "/payload", reason.ErrStatementMismatch, "the predicate has no %s", k)
+		case !finding.CanonicalEqual(v, expect[k]):
+			c.Add(a.path, "/payload", reason.ErrStatementMismatch, "the predicate's %s differs from the receipt's", k)
 		}
 	}
 }

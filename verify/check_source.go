@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
@@ -23,72 +24,72 @@ func sortStrings(s []string) { sort.Strings(s) }
 // publication, a publishable receipt whose commit is origin/main (and the checkout's origin/main,
 // when the evidence root is a git checkout).
 func checkSource(s *snapshot) CheckResult {
-	c := &collector{check: CheckSource}
+	c := &finding.Collector{Check: CheckSource}
 	src := s.rc.Source
 	file := s.receipt.path
 	if !gitobj.ObjectName.MatchString(src.Commit) {
-		c.add(file, "/source/commit", reason.ErrSourceFormat, "commit %q is not 40 lowercase hex digits", src.Commit)
+		c.Add(file, "/source/commit", reason.ErrSourceFormat, "commit %q is not 40 lowercase hex digits", src.Commit)
 	}
 	if !gitobj.ObjectName.MatchString(src.Tree) {
-		c.add(file, "/source/tree", reason.ErrSourceFormat, "tree %q is not 40 lowercase hex digits", src.Tree)
+		c.Add(file, "/source/tree", reason.ErrSourceFormat, "tree %q is not 40 lowercase hex digits", src.Tree)
 	}
 	if src.TreeHashFormat != TreeHashFormat {
-		c.add(file, "/source/tree_hash_format", reason.ErrSourceFormat, "tree hash format %q, want %s", src.TreeHashFormat, TreeHashFormat)
+		c.Add(file, "/source/tree_hash_format", reason.ErrSourceFormat, "tree hash format %q, want %s", src.TreeHashFormat, TreeHashFormat)
 	}
 	if !digestRE.MatchString(src.TreeHash) {
-		c.add(file, "/source/tree_hash", reason.ErrSourceFormat, "tree hash %q is not a sha256 digest", src.TreeHash)
+		c.Add(file, "/source/tree_hash", reason.ErrSourceFormat, "tree hash %q is not a sha256 digest", src.TreeHash)
 	}
 	if src.OriginMain != nil && !gitobj.ObjectName.MatchString(*src.OriginMain) {
-		c.add(file, "/source/origin_main", reason.ErrSourceFormat, "origin_main %q is not 40 lowercase hex digits", *src.OriginMain)
+		c.Add(file, "/source/origin_main", reason.ErrSourceFormat, "origin_main %q is not 40 lowercase hex digits", *src.OriginMain)
 	}
 	switch t := s.tree; {
 	case t.unavailable != "":
-		c.note("tree hash not recomputed: %s", t.unavailable)
+		c.Note("tree hash not recomputed: %s", t.unavailable)
 	case t.tree != src.Tree:
-		c.add(file, "/source/tree", reason.ErrTreeHashMismatch, "commit %s has tree %s in the checkout, the receipt records %s", src.Commit, t.tree, src.Tree)
+		c.Add(file, "/source/tree", reason.ErrTreeHashMismatch, "commit %s has tree %s in the checkout, the receipt records %s", src.Commit, t.tree, src.Tree)
 	case t.hash != src.TreeHash:
-		c.add(file, "/source/tree_hash", reason.ErrTreeHashMismatch, "the %s hash of commit %s's tree, recomputed from the checkout's git objects, is %s; the receipt records %s", TreeHashFormat, src.Commit, t.hash, src.TreeHash)
+		c.Add(file, "/source/tree_hash", reason.ErrTreeHashMismatch, "the %s hash of commit %s's tree, recomputed from the checkout's git objects, is %s; the receipt records %s", TreeHashFormat, src.Commit, t.hash, src.TreeHash)
 	default:
 		checkInputsInCommit(c, s)
 	}
 	if !src.Clean {
-		c.add(file, "/source/clean", reason.ErrDirtySource, "the campaign ran from a worktree with uncommitted or untracked changes")
+		c.Add(file, "/source/clean", reason.ErrDirtySource, "the campaign ran from a worktree with uncommitted or untracked changes")
 	}
 	switch {
 	case !s.policy.RequirePublishable:
-		c.note("publication not required by the policy")
+		c.Note("publication not required by the policy")
 	case s.relax[RelaxUnpublished]:
-		c.note("publication not required: %s", RelaxUnpublished)
+		c.Note("publication not required: %s", RelaxUnpublished)
 	default:
 		if !s.rc.Publishable {
-			c.add(file, "/publishable", reason.ErrUnpublished, "the receipt is not publishable: %s", strings.Join(s.rc.UnpublishableReasons, "; "))
+			c.Add(file, "/publishable", reason.ErrUnpublished, "the receipt is not publishable: %s", strings.Join(s.rc.UnpublishableReasons, "; "))
 		}
 		if s.rc.Qualification.Verdict == contract.QualificationVerdictInterrupted {
-			c.add(file, "/qualification/verdict", reason.ErrUnpublished, "the campaign was interrupted: an interrupted receipt is never publishable")
+			c.Add(file, "/qualification/verdict", reason.ErrUnpublished, "the campaign was interrupted: an interrupted receipt is never publishable")
 		}
 		for _, r := range s.degradedRows() {
 			why := "its case does not declare measures_saturation: true, so the case should have failed"
 			if r.saturation {
 				why = "its case declares measures_saturation: true, which lets the case pass but never makes the row a measurement of its offered rate"
 			}
-			c.add(r.file, jp("rows", r.index, "fidelity", "degraded"), reason.ErrDegradedRow, "%s is degraded (it did not run its offered rate): a degraded open-loop row is never publishable as a rate claim (%s)", r, why)
+			c.Add(r.file, finding.Pointer("rows", r.index, "fidelity", "degraded"), reason.ErrDegradedRow, "%s is degraded (it did not run its offered rate): a degraded open-loop row is never publishable as a rate claim (%s)", r, why)
 		}
 		switch {
 		case src.OriginMain == nil:
-			c.add(file, "/source/origin_main", reason.ErrUnpublished, "the repository had no origin/main when the campaign ran")
+			c.Add(file, "/source/origin_main", reason.ErrUnpublished, "the repository had no origin/main when the campaign ran")
 		case *src.OriginMain != src.Commit:
-			c.add(file, "/source/origin_main", reason.ErrUnpublished, "HEAD %s was not origin/main %s when the campaign ran", src.Commit, *src.OriginMain)
+			c.Add(file, "/source/origin_main", reason.ErrUnpublished, "HEAD %s was not origin/main %s when the campaign ran", src.Commit, *src.OriginMain)
 		}
 		switch co := s.checkout; {
 		case s.checkoutErr != nil:
-			c.note("the git metadata of %s could not be read (%v): the receipt's commit was not compared with origin/main", s.ev.Root, s.checkoutErr)
+			c.Note("the git metadata of %s could not be read (%v): the receipt's commit was not compared with origin/main", s.ev.Root, s.checkoutErr)
 		case co == nil:
-			c.note("%s is not a git checkout: the receipt's commit was not compared with origin/main", s.ev.Root)
+			c.Note("%s is not a git checkout: the receipt's commit was not compared with origin/main", s.ev.Root)
 		case co.OriginMain == "":
-			c.note("the checkout has no origin/main: the receipt's commit was not compared with it")
+			c.Note("the checkout has no origin/main: the receipt's commit was not compared with it")
 		case co.OriginMain != src.Commit:
-			c.add(file, "/source/commit", reason.ErrNotOriginMain, "the receipt was made from %s, the checkout's origin/main is %s", src.Commit, co.OriginMain)
+			c.Add(file, "/source/commit", reason.ErrNotOriginMain, "the receipt was made from %s, the checkout's origin/main is %s", src.Commit, co.OriginMain)
 		}
 	}
-	return c.result()
+	return c.Result()
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/trace"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -17,11 +18,11 @@ import (
 // schedule's mean, and the row's stages (metric.RowStages) and per-second series (metric.Series)
 // are recomputed from the records. A row of a case without a schedule records neither.
 
-func (s *snapshot) checkStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol Tolerance) {
+func (s *snapshot) checkStages(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol Tolerance) {
 	if wc != nil && wc.Corpus != nil && wc.Corpus.Source == contract.CorpusSourceTrace {
 		entries, note := s.traceOf(wc.Corpus)
 		if entries == nil && j == 0 {
-			c.note("case %s: %s", wc.ID, note)
+			c.Note("case %s: %s", wc.ID, note)
 		}
 		checkReplay(c, path, j, row, wc.Corpus, wc.Tokenizer != nil, wc.CacheRegime != contract.CacheRegimeCold, entries, recs, tol)
 		return
@@ -45,18 +46,18 @@ func (s *snapshot) traceOf(cp *contract.Corpus) ([]trace.Entry, string) {
 	return es, ""
 }
 
-func checkStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol Tolerance) {
-	base := jp("rows", j)
+func checkStages(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol Tolerance) {
+	base := finding.Pointer("rows", j)
 	if wc == nil {
 		return
 	}
 	if row.Replay != nil {
-		c.add(path, base+"/replay", reason.ErrRowMismatch, "row c%d-r%d records a trace replay, and its workload case replays no trace", row.Concurrency, row.Repetition)
+		c.Add(path, base+"/replay", reason.ErrRowMismatch, "row c%d-r%d records a trace replay, and its workload case replays no trace", row.Concurrency, row.Repetition)
 	}
 	sc := wc.Schedule
 	if sc == nil {
 		if len(row.Stages) > 0 || row.Series != nil {
-			c.add(path, base+"/stages", reason.ErrRowMismatch, "row c%d-r%d records stages or a series, and its workload case declares no schedule", row.Concurrency, row.Repetition)
+			c.Add(path, base+"/stages", reason.ErrRowMismatch, "row c%d-r%d records stages or a series, and its workload case declares no schedule", row.Concurrency, row.Repetition)
 		}
 		return
 	}
@@ -65,7 +66,7 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 		return
 	}
 	if row.Loop != contract.RowLoopOpen {
-		c.add(path, base+"/loop", reason.ErrLoadNotReached, "row c%d-r%d of a scheduled case is %s loop: a schedule is open loop", row.Concurrency, row.Repetition, row.Loop)
+		c.Add(path, base+"/loop", reason.ErrLoadNotReached, "row c%d-r%d of a scheduled case is %s loop: a schedule is open loop", row.Concurrency, row.Repetition, row.Loop)
 		return
 	}
 	limit := metric.MaxScheduleArrivals
@@ -74,12 +75,12 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 	}
 	offs, stageOfArrival, err := metric.ScheduleArrivals(sc, seed, row.Concurrency, row.Repetition, limit)
 	if err != nil {
-		c.add(path, base, reason.ErrLoadNotReached, "row c%d-r%d: the workload's schedule cannot be recomputed: %v", row.Concurrency, row.Repetition, err)
+		c.Add(path, base, reason.ErrLoadNotReached, "row c%d-r%d: the workload's schedule cannot be recomputed: %v", row.Concurrency, row.Repetition, err)
 		return
 	}
 	offered := metric.ExpectedArrivals(sc) / metric.Horizon(sc)
 	if o := row.Fidelity.OfferedRate; o == nil || !record.Within(*o, offered, tol) {
-		c.add(path, base+"/fidelity/offered_rate", reason.ErrLoadNotReached, "scheduled row c%d-r%d records offered rate %s, the schedule's mean is %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(o), record.FmtFloat(offered))
+		c.Add(path, base+"/fidelity/offered_rate", reason.ErrLoadNotReached, "scheduled row c%d-r%d records offered rate %s, the schedule's mean is %s requests/s", row.Concurrency, row.Repetition, fmtFloatPtr(o), record.FmtFloat(offered))
 	}
 	unmeasured := int64(0)
 	var measured []*record.Record
@@ -93,18 +94,18 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 	sort.SliceStable(measured, func(a, b int) bool { return measured[a].Index < measured[b].Index })
 	if len(measured) == 0 {
 		if len(row.Stages) > 0 || row.Series != nil {
-			c.add(path, base+"/stages", reason.ErrRowMismatch, "row c%d-r%d records stages or a series, and no measured request", row.Concurrency, row.Repetition)
+			c.Add(path, base+"/stages", reason.ErrRowMismatch, "row c%d-r%d records stages or a series, and no measured request", row.Concurrency, row.Repetition)
 		}
 		return
 	}
 	if int64(len(measured)) > int64(len(offs)) {
-		c.add(row.Records.Path, "", reason.ErrLoadNotReached, "scheduled row c%d-r%d records %d measured requests, its schedule has %d arrivals", row.Concurrency, row.Repetition, len(measured), len(offs))
+		c.Add(row.Records.Path, "", reason.ErrLoadNotReached, "scheduled row c%d-r%d records %d measured requests, its schedule has %d arrivals", row.Concurrency, row.Repetition, len(measured), len(offs))
 		return
 	}
 	first := measured[0]
 	k0 := first.Index - unmeasured
 	if k0 < 0 || k0 >= int64(len(offs)) {
-		c.add(row.Records.Path, jp(first.Line, "index"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, first.Index)
+		c.Add(row.Records.Path, finding.Pointer(first.Line, "index"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, first.Index)
 		return
 	}
 	origin := first.Sched - offs[k0]
@@ -113,11 +114,11 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 	for i, r := range measured {
 		k := r.Index - unmeasured
 		if k < 0 || k >= int64(len(offs)) {
-			c.add(row.Records.Path, jp(r.Line, "index"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, r.Index)
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "index"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is not an arrival of its schedule", row.Concurrency, row.Repetition, r.Index)
 			return
 		}
 		if d := r.Sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.add(row.Records.Path, jp(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run its declared stages", row.Concurrency, row.Repetition, r.Index, r.Sched, sc.Arrival, seed, origin+offs[k], d)
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "scheduled row c%d-r%d: request %d is scheduled at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run its declared stages", row.Concurrency, row.Repetition, r.Index, r.Sched, sc.Arrival, seed, origin+offs[k], d)
 			return
 		}
 		reqs[i], stageOf[i] = r.Request(), stageOfArrival[k]
@@ -130,9 +131,9 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 	series, ok := metric.Series(reqs, origin, int64(metric.Horizon(sc)*1e9))
 	switch {
 	case row.Series == nil && ok:
-		c.add(path, base+"/series", reason.ErrRowMismatch, "scheduled row c%d-r%d records no per-second series", row.Concurrency, row.Repetition)
+		c.Add(path, base+"/series", reason.ErrRowMismatch, "scheduled row c%d-r%d records no per-second series", row.Concurrency, row.Repetition)
 	case row.Series != nil && !ok:
-		c.add(path, base+"/series", reason.ErrRowMismatch, "scheduled row c%d-r%d records a series, and its records span more than %d seconds", row.Concurrency, row.Repetition, metric.MaxSeriesBins)
+		c.Add(path, base+"/series", reason.ErrRowMismatch, "scheduled row c%d-r%d records a series, and its records span more than %d seconds", row.Concurrency, row.Repetition, metric.MaxSeriesBins)
 	case row.Series != nil:
 		checkSeries(c, path, base+"/series", *row.Series, series, tol)
 	}
@@ -141,11 +142,11 @@ func checkStages(c *collector, path string, j int, row contract.Row, wc *contrac
 // checkClosedStages checks a row of a closed schedule: closed loop, no offered rate, at most its
 // requests, no request taken after the schedule's horizon, and its stages (each request in the
 // stage holding its t_sched, from the row's first measured t_sched) and series recomputed.
-func checkClosedStages(c *collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, tol Tolerance) {
-	base := jp("rows", j)
+func checkClosedStages(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, tol Tolerance) {
+	base := finding.Pointer("rows", j)
 	sc := wc.Schedule
 	if row.Loop != contract.RowLoopClosed || row.Fidelity.OfferedRate != nil {
-		c.add(path, base+"/loop", reason.ErrLoadNotReached, "row c%d-r%d of a closed schedule is %s loop with offered rate %s: a closed schedule runs workers, not a rate", row.Concurrency, row.Repetition, row.Loop, fmtFloatPtr(row.Fidelity.OfferedRate))
+		c.Add(path, base+"/loop", reason.ErrLoadNotReached, "row c%d-r%d of a closed schedule is %s loop with offered rate %s: a closed schedule runs workers, not a rate", row.Concurrency, row.Repetition, row.Loop, fmtFloatPtr(row.Fidelity.OfferedRate))
 		return
 	}
 	reqs, measured := record.MeasuredRequests(recs)
@@ -153,7 +154,7 @@ func checkClosedStages(c *collector, path string, j int, row contract.Row, wc *c
 		return
 	}
 	if wc.Requests != nil && int64(len(measured)) > *wc.Requests {
-		c.add(row.Records.Path, "", reason.ErrLoadNotReached, "closed scheduled row c%d-r%d records %d measured requests, above its requests %d", row.Concurrency, row.Repetition, len(measured), *wc.Requests)
+		c.Add(row.Records.Path, "", reason.ErrLoadNotReached, "closed scheduled row c%d-r%d records %d measured requests, above its requests %d", row.Concurrency, row.Repetition, len(measured), *wc.Requests)
 	}
 	origin := measured[0].Sched
 	for _, r := range measured {
@@ -164,7 +165,7 @@ func checkClosedStages(c *collector, path string, j int, row contract.Row, wc *c
 	for i, r := range measured {
 		stageOf[i] = metric.StageAt(spans, origin, r.Sched)
 		if stageOf[i] < 0 {
-			c.add(row.Records.Path, jp(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "closed scheduled row c%d-r%d: request %d was taken %s s after the row's start, past its schedule's %s s", row.Concurrency, row.Repetition, r.Index, record.FmtFloat(float64(r.Sched-origin)/1e9), record.FmtFloat(metric.Horizon(sc)))
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "closed scheduled row c%d-r%d: request %d was taken %s s after the row's start, past its schedule's %s s", row.Concurrency, row.Repetition, r.Index, record.FmtFloat(float64(r.Sched-origin)/1e9), record.FmtFloat(metric.Horizon(sc)))
 			return
 		}
 	}
@@ -176,7 +177,7 @@ func checkClosedStages(c *collector, path string, j int, row contract.Row, wc *c
 	series, ok := metric.Series(reqs, origin, int64(metric.Horizon(sc)*1e9))
 	switch {
 	case row.Series == nil && ok:
-		c.add(path, base+"/series", reason.ErrRowMismatch, "scheduled row c%d-r%d records no per-second series", row.Concurrency, row.Repetition)
+		c.Add(path, base+"/series", reason.ErrRowMismatch, "scheduled row c%d-r%d records no per-second series", row.Concurrency, row.Repetition)
 	case row.Series != nil && ok:
 		checkSeries(c, path, base+"/series", *row.Series, series, tol)
 	}
@@ -190,17 +191,17 @@ func deref0(p *float64) float64 {
 }
 
 // checkRowStages compares a row's recorded stages with their recomputation.
-func checkRowStages(c *collector, path, base string, row contract.Row, want []contract.RowStage, tol Tolerance) {
+func checkRowStages(c *finding.Collector, path, base string, row contract.Row, want []contract.RowStage, tol Tolerance) {
 	if len(row.Stages) != len(want) {
-		c.add(path, base, reason.ErrRowMismatch, "row c%d-r%d records %d stages, its schedule has %d", row.Concurrency, row.Repetition, len(row.Stages), len(want))
+		c.Add(path, base, reason.ErrRowMismatch, "row c%d-r%d records %d stages, its schedule has %d", row.Concurrency, row.Repetition, len(row.Stages), len(want))
 		return
 	}
 	for k, got := range row.Stages {
 		w := want[k]
-		at := jp(k)
+		at := finding.Pointer(k)
 		if got.Kind != w.Kind || got.Scheduled != w.Scheduled || got.Requests != w.Requests || got.Successes != w.Successes || got.Failures != w.Failures ||
 			fmtIntPtr(got.Concurrency) != fmtIntPtr(w.Concurrency) || (got.OfferedRate == nil) != (w.OfferedRate == nil) {
-			c.add(path, base+at, reason.ErrRowMismatch, "stage %d: %s with %d scheduled, %d requests (%d ok, %d failed); the schedule and records say %s with %d, %d (%d, %d)", k, got.Kind, got.Scheduled, got.Requests, got.Successes, got.Failures, w.Kind, w.Scheduled, w.Requests, w.Successes, w.Failures)
+			c.Add(path, base+at, reason.ErrRowMismatch, "stage %d: %s with %d scheduled, %d requests (%d ok, %d failed); the schedule and records say %s with %d, %d (%d, %d)", k, got.Kind, got.Scheduled, got.Requests, got.Successes, got.Failures, w.Kind, w.Scheduled, w.Requests, w.Successes, w.Failures)
 			continue
 		}
 		for _, x := range []struct {
@@ -208,7 +209,7 @@ func checkRowStages(c *collector, path, base string, row contract.Row, want []co
 			got, want float64
 		}{{"start_seconds", got.StartSeconds, w.StartSeconds}, {"seconds", got.Seconds, w.Seconds}, {"offered_rate", deref0(got.OfferedRate), deref0(w.OfferedRate)}, {"achieved_rate", got.AchievedRate, w.AchievedRate}} {
 			if !record.Within(x.got, x.want, tol) {
-				c.add(path, base+at+"/"+x.field, reason.ErrRowMismatch, "stage %d: %s %s, recomputed %s", k, x.field, record.FmtFloat(x.got), record.FmtFloat(x.want))
+				c.Add(path, base+at+"/"+x.field, reason.ErrRowMismatch, "stage %d: %s %s, recomputed %s", k, x.field, record.FmtFloat(x.got), record.FmtFloat(x.want))
 			}
 		}
 		checkMetricList(c, path, base+at+"/metrics", got.Metrics, w.Metrics, tol, nil)
@@ -217,9 +218,9 @@ func checkRowStages(c *collector, path, base string, row contract.Row, want []co
 
 // checkSeries compares a recorded per-second series with its recomputation (the first bin that
 // differs is reported).
-func checkSeries(c *collector, path, base string, got, want contract.RowSeries, tol Tolerance) {
+func checkSeries(c *finding.Collector, path, base string, got, want contract.RowSeries, tol Tolerance) {
 	if len(got.Bins) != len(want.Bins) {
-		c.add(path, base+"/bins", reason.ErrRowMismatch, "the series has %d bins, the records span %d seconds", len(got.Bins), len(want.Bins))
+		c.Add(path, base+"/bins", reason.ErrRowMismatch, "the series has %d bins, the records span %d seconds", len(got.Bins), len(want.Bins))
 		return
 	}
 	optEq := func(a, b *float64) bool {
@@ -229,7 +230,7 @@ func checkSeries(c *collector, path, base string, got, want contract.RowSeries, 
 		w := want.Bins[k]
 		if g.Second != w.Second || g.Scheduled != w.Scheduled || g.Sent != w.Sent || g.Completed != w.Completed || g.Failed != w.Failed ||
 			!record.Within(g.InFlightMean, w.InFlightMean, tol) || !optEq(g.E2EP50Ms, w.E2EP50Ms) || !optEq(g.E2EP99Ms, w.E2EP99Ms) || !optEq(g.TTFTP50Ms, w.TTFTP50Ms) {
-			c.add(path, base+jp("bins", k), reason.ErrRowMismatch, "second %d: scheduled %d sent %d completed %d failed %d in flight %s; the records say %d %d %d %d %s", g.Second, g.Scheduled, g.Sent, g.Completed, g.Failed, record.FmtFloat(g.InFlightMean), w.Scheduled, w.Sent, w.Completed, w.Failed, record.FmtFloat(w.InFlightMean))
+			c.Add(path, base+finding.Pointer("bins", k), reason.ErrRowMismatch, "second %d: scheduled %d sent %d completed %d failed %d in flight %s; the records say %d %d %d %d %s", g.Second, g.Scheduled, g.Sent, g.Completed, g.Failed, record.FmtFloat(g.InFlightMean), w.Scheduled, w.Sent, w.Completed, w.Failed, record.FmtFloat(w.InFlightMean))
 			return
 		}
 	}
@@ -242,19 +243,19 @@ func checkSeries(c *collector, path, base string, got, want contract.RowSeries, 
 // trace entry's t_sched). With the trace (entries, from its bound artifact), every measured
 // t_sched is the row's start plus its entry's scaled offset (trace.Offsets), and no success has
 // more completion tokens than its entry's output_length.
-func checkReplay(c *collector, path string, j int, row contract.Row, cp *contract.Corpus, tokenized, noNonce bool, entries []trace.Entry, recs []*record.Record, tol Tolerance) {
-	base := jp("rows", j)
+func checkReplay(c *finding.Collector, path string, j int, row contract.Row, cp *contract.Corpus, tokenized, noNonce bool, entries []trace.Entry, recs []*record.Record, tol Tolerance) {
+	base := finding.Pointer("rows", j)
 	if row.Loop != contract.RowLoopOpen {
-		c.add(path, base+"/loop", reason.ErrLoadNotReached, "row c%d-r%d of a trace replay is %s loop: a replay is open loop", row.Concurrency, row.Repetition, row.Loop)
+		c.Add(path, base+"/loop", reason.ErrLoadNotReached, "row c%d-r%d of a trace replay is %s loop: a replay is open loop", row.Concurrency, row.Repetition, row.Loop)
 	}
 	if len(row.Stages) > 0 {
-		c.add(path, base+"/stages", reason.ErrRowMismatch, "row c%d-r%d of a trace replay records stages", row.Concurrency, row.Repetition)
+		c.Add(path, base+"/stages", reason.ErrRowMismatch, "row c%d-r%d of a trace replay records stages", row.Concurrency, row.Repetition)
 	}
 	reqs, measured := record.MeasuredRequests(recs)
 	rp := row.Replay
 	if rp == nil {
 		if len(measured) > 0 {
-			c.add(path, base+"/replay", reason.ErrRowMismatch, "row c%d-r%d replays a trace and records no replay", row.Concurrency, row.Repetition)
+			c.Add(path, base+"/replay", reason.ErrRowMismatch, "row c%d-r%d replays a trace and records no replay", row.Concurrency, row.Repetition)
 		}
 		return
 	}
@@ -275,18 +276,18 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 		if tokenized {
 			binds = "the case binds a tokenizer"
 		}
-		c.add(path, base+"/replay/length_unit", reason.ErrRowMismatch, "the workload's trace declares length_unit %q, but %s: want %s", cp.LengthUnit, binds, unit)
+		c.Add(path, base+"/replay/length_unit", reason.ErrRowMismatch, "the workload's trace declares length_unit %q, but %s: want %s", cp.LengthUnit, binds, unit)
 	}
 	want := metric.ReplayOf(reqs, cp.Digest, scale, unit, wpt)
 	if rp.TraceDigest != want.TraceDigest || rp.TimeScale != want.TimeScale || rp.WordsPerToken != want.WordsPerToken || rp.LengthUnit != want.LengthUnit || rp.Entries != want.Entries {
-		c.add(path, base+"/replay", reason.ErrRowMismatch, "replay of %s at time scale %s, length unit %s, %s words per token, %d entries; the workload and records say %s, %s, %s, %s, %d", rp.TraceDigest, record.FmtFloat(rp.TimeScale), rp.LengthUnit, record.FmtFloat(rp.WordsPerToken), rp.Entries, want.TraceDigest, record.FmtFloat(want.TimeScale), want.LengthUnit, record.FmtFloat(want.WordsPerToken), want.Entries)
+		c.Add(path, base+"/replay", reason.ErrRowMismatch, "replay of %s at time scale %s, length unit %s, %s words per token, %d entries; the workload and records say %s, %s, %s, %s, %d", rp.TraceDigest, record.FmtFloat(rp.TimeScale), rp.LengthUnit, record.FmtFloat(rp.WordsPerToken), rp.Entries, want.TraceDigest, record.FmtFloat(want.TimeScale), want.LengthUnit, record.FmtFloat(want.WordsPerToken), want.Entries)
 	}
 	for _, x := range []struct {
 		field     string
 		got, want float64
 	}{{"send_error_p50_ms", rp.SendErrorP50Ms, want.SendErrorP50Ms}, {"send_error_p99_ms", rp.SendErrorP99Ms, want.SendErrorP99Ms}, {"send_error_max_ms", rp.SendErrorMaxMs, want.SendErrorMaxMs}} {
 		if !record.Within(x.got, x.want, tol) {
-			c.add(path, base+"/replay/"+x.field, reason.ErrRowMismatch, "%s %s, the records say %s", x.field, record.FmtFloat(x.got), record.FmtFloat(x.want))
+			c.Add(path, base+"/replay/"+x.field, reason.ErrRowMismatch, "%s %s, the records say %s", x.field, record.FmtFloat(x.got), record.FmtFloat(x.want))
 		}
 	}
 	unmeasured := int64(len(recs) - len(measured))
@@ -295,7 +296,7 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 		// entry's input_length.
 		exact := tokenized && noNonce && cp.LengthUnit == contract.TraceCorpusLengthUnitTokens
 		if offs, err := trace.Offsets(entries, scale); err != nil {
-			c.add(path, base+"/replay", reason.ErrRowMismatch, "row c%d-r%d replays a trace whose schedule cannot be replayed: %v", row.Concurrency, row.Repetition, err)
+			c.Add(path, base+"/replay", reason.ErrRowMismatch, "row c%d-r%d replays a trace whose schedule cannot be replayed: %v", row.Concurrency, row.Repetition, err)
 		} else {
 			checkTraceSchedule(c, row, entries, offs, measured, unmeasured, exact)
 		}
@@ -314,29 +315,29 @@ func checkReplay(c *collector, path string, j int, row contract.Row, cp *contrac
 // checkTraceSchedule: measured request k (index minus the unmeasured) is trace entry k, scheduled
 // at the row's start (the first measured record's t_sched minus its offset) plus offs[k], and a
 // success has at most the entry's output_length completion tokens.
-func checkTraceSchedule(c *collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record.Record, unmeasured int64, exactTokens bool) {
+func checkTraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record.Record, unmeasured int64, exactTokens bool) {
 	k0 := measured[0].Index - unmeasured
 	if k0 < 0 || k0 >= int64(len(offs)) {
-		c.add(row.Records.Path, jp(measured[0].Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].Index, len(entries))
+		c.Add(row.Records.Path, finding.Pointer(measured[0].Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].Index, len(entries))
 		return
 	}
 	origin := measured[0].Sched - offs[k0]
 	for _, r := range measured {
 		k := r.Index - unmeasured
 		if k < 0 || k >= int64(len(offs)) {
-			c.add(row.Records.Path, jp(r.Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, r.Index, len(entries))
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, r.Index, len(entries))
 			return
 		}
 		if d := r.Sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.add(row.Records.Path, jp(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.Index, r.Sched, origin+offs[k], d)
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.Index, r.Sched, origin+offs[k], d)
 			return
 		}
 		if !r.Failed && r.HasUsage && r.CompletionTokens > entries[k].OutputLength {
-			c.add(row.Records.Path, jp(r.Line, "usage", "completion_tokens"), reason.ErrRowMismatch, "trace row c%d-r%d: request %d has %d completion tokens, its trace entry's output_length is %d", row.Concurrency, row.Repetition, r.Index, r.CompletionTokens, entries[k].OutputLength) // not a contract value: the record's member name
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "usage", "completion_tokens"), reason.ErrRowMismatch, "trace row c%d-r%d: request %d has %d completion tokens, its trace entry's output_length is %d", row.Concurrency, row.Repetition, r.Index, r.CompletionTokens, entries[k].OutputLength) // not a contract value: the record's member name
 			return
 		}
 		if exactTokens && r.HasClient && r.Client.PromptTokens != entries[k].InputLength {
-			c.add(row.Records.Path, jp(r.Line, "client_tokens", "prompt_tokens"), reason.ErrRowMismatch, "trace row c%d-r%d: request %d's prompt counts %d tokens, its trace entry's input_length is %d (length_unit tokens)", row.Concurrency, row.Repetition, r.Index, r.Client.PromptTokens, entries[k].InputLength) // not a contract value: the record's member name
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "client_tokens", "prompt_tokens"), reason.ErrRowMismatch, "trace row c%d-r%d: request %d's prompt counts %d tokens, its trace entry's input_length is %d (length_unit tokens)", row.Concurrency, row.Repetition, r.Index, r.Client.PromptTokens, entries[k].InputLength) // not a contract value: the record's member name
 			return
 		}
 	}

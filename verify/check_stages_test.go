@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/trace"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
@@ -71,9 +72,9 @@ func TestCheckStages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			recs, row := build()
 			tc.tamper(recs, &row)
-			c := &collector{check: CheckTolerances}
+			c := &finding.Collector{Check: CheckTolerances}
 			checkStages(c, "cr.json", 0, row, tc.wc, seed, recs, Tolerance{Absolute: 1e-9, Relative: 1e-9})
-			res := c.result()
+			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)
@@ -123,9 +124,9 @@ func TestCheckTraceSchedule(t *testing.T) {
 		{"tokens", func(r []*record.Record) []*record.Record { r[1].CompletionTokens = 3; return r }, "output_length is 2", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
+			c := &finding.Collector{Check: CheckTolerances}
 			checkTraceSchedule(c, contract.Row{Concurrency: 4}, entries, offs, tc.tamper(build()), 1, tc.exact)
-			res := c.result()
+			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)
@@ -182,9 +183,9 @@ func TestCheckClosedStages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			recs, row := build()
 			tc.tamper(recs, &row)
-			c := &collector{check: CheckTolerances}
+			c := &finding.Collector{Check: CheckTolerances}
 			checkStages(c, "cr.json", 0, row, wc, 1, recs, Tolerance{Absolute: 1e-9, Relative: 1e-9})
-			res := c.result()
+			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)
@@ -238,9 +239,9 @@ func TestCheckReplayUnit(t *testing.T) {
 		{"words with tokenizer", row(contract.RowReplayLengthUnitTokens, 0), words, true, "the case binds a tokenizer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
+			c := &finding.Collector{Check: CheckTolerances}
 			checkReplay(c, "cr.json", 0, tc.row, tc.cp, tc.tokenized, true, nil, build(), Tolerance{Absolute: 1e-9, Relative: 1e-9})
-			res := c.result()
+			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)

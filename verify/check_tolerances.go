@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -20,14 +21,14 @@ import (
 // exactly their declared metrics and runner metrics that agree with the status and expected exit
 // codes; declared tolerances name metrics of their result.
 func checkTolerances(s *snapshot) CheckResult {
-	c := &collector{check: CheckTolerances}
+	c := &finding.Collector{Check: CheckTolerances}
 	rc := s.rc
 	file := s.receipt.path
 	tol := s.policy.Recompute
 	if in := rc.Qualification.Interruption; rc.Qualification.Verdict == contract.QualificationVerdictInterrupted && in != nil {
-		c.add(file, "/qualification/interruption", reason.ErrInterrupted, "qualrun was interrupted by %s during %s: the receipt binds a partial campaign, never a result", in.Signal, in.Phase)
+		c.Add(file, "/qualification/interruption", reason.ErrInterrupted, "qualrun was interrupted by %s during %s: the receipt binds a partial campaign, never a result", in.Signal, in.Phase)
 	} else if rc.Qualification.Verdict != contract.QualificationVerdictPassed {
-		c.add(file, "/qualification/verdict", reason.ErrVerdictFailed, "the campaign's verdict is %s (%d notes)", rc.Qualification.Verdict, len(rc.Notes))
+		c.Add(file, "/qualification/verdict", reason.ErrVerdictFailed, "the campaign's verdict is %s (%d notes)", rc.Qualification.Verdict, len(rc.Notes))
 	}
 	s.checkDurations(c)
 	passed, failed := 0, 0
@@ -47,18 +48,18 @@ func checkTolerances(s *snapshot) CheckResult {
 		}
 		cr := s.caseResults[path]
 		if cr == nil {
-			c.note("case result %s unreadable: result %d not recomputed", path, i)
+			c.Note("case result %s unreadable: result %d not recomputed", path, i)
 			continue
 		}
-		base := jp("results", i)
+		base := finding.Pointer("results", i)
 		if cr.CaseID != r.ID {
-			c.add(file, base+"/id", reason.ErrResultMismatch, "result %q binds the case result of %q", r.ID, cr.CaseID)
+			c.Add(file, base+"/id", reason.ErrResultMismatch, "result %q binds the case result of %q", r.ID, cr.CaseID)
 		}
 		if r.Status == contract.StatusPassed && cr.Status != contract.StatusPassed {
-			c.add(file, base+"/status", reason.ErrResultMismatch, "result %q is passed, its case result says %s", r.ID, cr.Status)
+			c.Add(file, base+"/status", reason.ErrResultMismatch, "result %q is passed, its case result says %s", r.ID, cr.Status)
 		}
-		if !canonicalEqual(r.Metrics, cr.Metrics) {
-			c.add(file, base+"/metrics", reason.ErrResultMismatch, "result %q's metrics differ from its case result's", r.ID)
+		if !finding.CanonicalEqual(r.Metrics, cr.Metrics) {
+			c.Add(file, base+"/metrics", reason.ErrResultMismatch, "result %q's metrics differ from its case result's", r.ID)
 		}
 		names := map[string]bool{}
 		for _, m := range cr.Metrics {
@@ -66,7 +67,7 @@ func checkTolerances(s *snapshot) CheckResult {
 		}
 		for j, t := range cr.Tolerances {
 			if !names[t.Metric] {
-				c.add(path, jp("tolerances", j, "metric"), reason.ErrUnknownTolerance, "tolerance for %q, which is not a metric of this result", t.Metric)
+				c.Add(path, finding.Pointer("tolerances", j, "metric"), reason.ErrUnknownTolerance, "tolerance for %q, which is not a metric of this result", t.Metric)
 			}
 		}
 		wc := s.workloadCase(r.ID)
@@ -78,7 +79,7 @@ func checkTolerances(s *snapshot) CheckResult {
 	}
 	s.checkDerived(c)
 	checkMetricList(c, file, "/metrics", rc.Metrics, metric.MetricsOf(metric.ReceiptCounts(int64(passed), int64(failed), len(rc.Results))), tol, nil)
-	return c.result()
+	return c.Result()
 }
 
 // variant returns the receipt's variant in the workload, when both are available.
@@ -109,13 +110,13 @@ func (s *snapshot) workloadCase(id string) *contract.Case {
 }
 
 // rowRecords returns the records of a row (those whose case and row match) and reports the others.
-func rowRecords(c *collector, cr *contract.CaseResultDoc, row contract.Row, set *record.Set) []*record.Record {
+func rowRecords(c *finding.Collector, cr *contract.CaseResultDoc, row contract.Row, set *record.Set) []*record.Record {
 	var out []*record.Record
 	for i := range set.Records {
 		r := &set.Records[i]
 		if r.CaseID != cr.CaseID || r.Concurrency != row.Concurrency || r.Repetition != row.Repetition {
 			if c != nil {
-				c.add(row.Records.Path, jp(r.Line), reason.ErrRowMismatch, "record of case %s row c%d r%d in the records of case %s row c%d r%d", r.CaseID, r.Concurrency, r.Repetition, cr.CaseID, row.Concurrency, row.Repetition)
+				c.Add(row.Records.Path, finding.Pointer(r.Line), reason.ErrRowMismatch, "record of case %s row c%d r%d in the records of case %s row c%d r%d", r.CaseID, r.Concurrency, r.Repetition, cr.CaseID, row.Concurrency, row.Repetition)
 			}
 			continue
 		}
@@ -143,25 +144,25 @@ func rowSpecOf(row contract.Row, wc *contract.Case) record.RowSpec {
 	return spec
 }
 
-func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, tol Tolerance) {
+func (s *snapshot) checkServing(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, tol Tolerance) {
 	var all []*record.Record // every row's records, for the case's timeout
 	unchecked := 0           // rows without in_flight_peak
 	defer func() {
 		checkCaseTimeout(c, path, cr, wc, all)
 		if unchecked > 0 {
-			c.note("%d of %d rows of %s record no in_flight_peak (evidence before it existed): their achieved concurrency was not checked", unchecked, len(cr.Rows), path)
+			c.Note("%d of %d rows of %s record no in_flight_peak (evidence before it existed): their achieved concurrency was not checked", unchecked, len(cr.Rows), path)
 		}
 	}()
 	fig := newFigures(len(cr.Rows))
 	for j, row := range cr.Rows {
-		base := jp("rows", j)
+		base := finding.Pointer("rows", j)
 		f := s.files[row.Records.Path]
 		if f == nil || f.records == nil {
-			c.note("records %s unreadable: row %d of %s not recomputed", row.Records.Path, j, path)
+			c.Note("records %s unreadable: row %d of %s not recomputed", row.Records.Path, j, path)
 			continue
 		}
 		if f.records.InvalidLines > 0 {
-			c.note("%d invalid records in %s: row %d of %s recomputed from the valid ones", f.records.InvalidLines, row.Records.Path, j, path)
+			c.Note("%d invalid records in %s: row %d of %s recomputed from the valid ones", f.records.InvalidLines, row.Records.Path, j, path)
 		}
 		recs := rowRecords(c, cr, row, f.records)
 		rf := record.RecomputeRow(rowSpecOf(row, wc), recs)
@@ -173,9 +174,9 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 					continue
 				}
 				if r.Failed && !excusedFailure(row, wc, r) {
-					c.add(row.Records.Path, jp(r.Line, "error"), reason.ErrRequestFailed, "request %d failed (%s) in a passed result", r.Index, r.ErrClass)
+					c.Add(row.Records.Path, finding.Pointer(r.Line, "error"), reason.ErrRequestFailed, "request %d failed (%s) in a passed result", r.Index, r.ErrClass)
 				} else if r.AssertFail > 0 {
-					c.add(row.Records.Path, jp(r.Line, "assertions"), reason.ErrRequestFailed, "request %d failed %d assertions in a passed result", r.Index, r.AssertFail)
+					c.Add(row.Records.Path, finding.Pointer(r.Line, "assertions"), reason.ErrRequestFailed, "request %d failed %d assertions in a passed result", r.Index, r.AssertFail)
 				}
 			}
 		}
@@ -184,14 +185,14 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 			got, want int64
 		}{{"requests", row.Requests, rf.Requests}, {"successes", row.Successes, rf.Successes}, {"failures", row.Failures, rf.Failures}} {
 			if x.got != x.want {
-				c.add(path, base+"/"+x.field, reason.ErrRowMismatch, "%s %d, the records say %d", x.field, x.got, x.want)
+				c.Add(path, base+"/"+x.field, reason.ErrRowMismatch, "%s %d, the records say %d", x.field, x.got, x.want)
 			}
 		}
 		if !record.Within(row.WindowSeconds, rf.WindowSeconds, tol) {
-			c.add(path, base+"/window_seconds", reason.ErrRowMismatch, "window %s s, the records say %s s", record.FmtFloat(row.WindowSeconds), record.FmtFloat(rf.WindowSeconds))
+			c.Add(path, base+"/window_seconds", reason.ErrRowMismatch, "window %s s, the records say %s s", record.FmtFloat(row.WindowSeconds), record.FmtFloat(rf.WindowSeconds))
 		}
 		if !equalPtr(row.OutputSetSHA256, rf.OutputSet) {
-			c.add(path, base+"/output_set_sha256", reason.ErrRowMismatch, "output set %s, the records hash to %s", deref(row.OutputSetSHA256), deref(rf.OutputSet))
+			c.Add(path, base+"/output_set_sha256", reason.ErrRowMismatch, "output set %s, the records hash to %s", deref(row.OutputSetSHA256), deref(rf.OutputSet))
 		}
 		fid := row.Fidelity
 		for _, x := range []struct {
@@ -199,7 +200,7 @@ func (s *snapshot) checkServing(c *collector, path string, cr *contract.CaseResu
 			got, want float64
 		}{{"schedule_lag_p50_ms", fid.ScheduleLagP50Ms, rf.LagP50}, {"schedule_lag_p99_ms", fid.ScheduleLagP99Ms, rf.LagP99}, {"schedule_lag_max_ms", fid.ScheduleLagMaxMs, rf.LagMax}, {"achieved_rate", fid.AchievedRate, rf.Achieved}} {
 			if !record.Within(x.got, x.want, tol) {
-				c.add(path, base+"/fidelity/"+x.field, reason.ErrRowMismatch, "%s %s, the records say %s", x.field, record.FmtFloat(x.got), record.FmtFloat(x.want))
+				c.Add(path, base+"/fidelity/"+x.field, reason.ErrRowMismatch, "%s %s, the records say %s", x.field, record.FmtFloat(x.got), record.FmtFloat(x.want))
 			}
 		}
 		checkJudgement(c, path, base, fid, rf, tol)
@@ -239,7 +240,7 @@ func equalPtr(a, b *string) bool {
 // sample counts equal, nothing missing and nothing undefined (diagnostic metrics and those skip
 // names are left alone). Identity (unit, aggregation, direction, formula) is the comparability
 // check's business.
-func checkMetricList(c *collector, file, base string, recorded, recomputed []contract.Metric, tol Tolerance, skip func(string) bool) {
+func checkMetricList(c *finding.Collector, file, base string, recorded, recomputed []contract.Metric, tol Tolerance, skip func(string) bool) {
 	want := map[string]contract.Metric{}
 	for _, m := range recomputed {
 		want[m.Name] = m
@@ -253,13 +254,13 @@ func checkMetricList(c *collector, file, base string, recorded, recomputed []con
 		w, ok := want[m.Name]
 		switch {
 		case !ok:
-			c.add(file, base+jp(k, "name"), reason.ErrMetricMismatch, "%s is not a metric the formulas define here", m.Name)
+			c.Add(file, base+finding.Pointer(k, "name"), reason.ErrMetricMismatch, "%s is not a metric the formulas define here", m.Name)
 		case !record.Within(m.Value, w.Value, tol):
-			c.add(file, base+jp(k, "value"), reason.ErrMetricMismatch, "%s is %s, recomputed %s (tolerance max(%g, |x| × %g))", m.Name, record.FmtFloat(m.Value), record.FmtFloat(w.Value), tol.Absolute, tol.Relative)
+			c.Add(file, base+finding.Pointer(k, "value"), reason.ErrMetricMismatch, "%s is %s, recomputed %s (tolerance max(%g, |x| × %g))", m.Name, record.FmtFloat(m.Value), record.FmtFloat(w.Value), tol.Absolute, tol.Relative)
 		case !equalSamples(m.Samples, w.Samples):
-			c.add(file, base+jp(k, "samples"), reason.ErrMetricMismatch, "%s has %s samples, recomputed %s", m.Name, samplesString(m.Samples), samplesString(w.Samples))
+			c.Add(file, base+finding.Pointer(k, "samples"), reason.ErrMetricMismatch, "%s has %s samples, recomputed %s", m.Name, samplesString(m.Samples), samplesString(w.Samples))
 		case (w.Unit != "" || w.Formula != "") && identityOf(m) != identityOf(w):
-			c.add(file, base+jp(k), reason.ErrMetricMismatch, "%s carries %s, its formula gives %s", m.Name, identityOf(m), identityOf(w))
+			c.Add(file, base+finding.Pointer(k), reason.ErrMetricMismatch, "%s carries %s, its formula gives %s", m.Name, identityOf(m), identityOf(w))
 		}
 	}
 	var missing []string
@@ -270,7 +271,7 @@ func checkMetricList(c *collector, file, base string, recorded, recomputed []con
 	}
 	sort.Strings(missing)
 	for _, n := range missing {
-		c.add(file, base, reason.ErrMetricMismatch, "%s is missing (recomputed %s)", n, record.FmtFloat(want[n].Value))
+		c.Add(file, base, reason.ErrMetricMismatch, "%s is missing (recomputed %s)", n, record.FmtFloat(want[n].Value))
 	}
 }
 
@@ -289,7 +290,7 @@ func samplesString(p *int64) string {
 var runnerMetrics = []string{"case_pass", "exit_code", "output_assertion_failures"}
 
 // checkCommand checks a command case's result against its declaration.
-func checkCommand(c *collector, path string, cr *contract.CaseResultDoc, wc *contract.Case) {
+func checkCommand(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case) {
 	byName := map[string]contract.Metric{}
 	idx := map[string]int{}
 	var names []string
@@ -307,26 +308,26 @@ func checkCommand(c *collector, path string, cr *contract.CaseResultDoc, wc *con
 		declared := slices.Clone(wc.ResultProtocol.DeclaredMetrics)
 		sort.Strings(declared)
 		if !slices.Equal(names, declared) {
-			c.add(path, "/metrics", reason.ErrDeclaredMetrics, "metrics %v, the workload declares %v", names, declared)
+			c.Add(path, "/metrics", reason.ErrDeclaredMetrics, "metrics %v, the workload declares %v", names, declared)
 		}
 		return
 	}
 	if wc != nil && wc.ResultProtocol != nil {
 		for _, d := range wc.ResultProtocol.DeclaredMetrics {
 			if _, ok := byName[d]; !ok {
-				c.add(path, "/metrics", reason.ErrDeclaredMetrics, "declared metric %s is missing", d)
+				c.Add(path, "/metrics", reason.ErrDeclaredMetrics, "declared metric %s is missing", d)
 			}
 		}
 	}
 	for _, n := range names {
 		if !slices.Contains(runnerMetrics, n) {
-			c.add(path, jp("metrics", idx[n], "name"), reason.ErrDeclaredMetrics, "%s is not a runner metric %v", n, runnerMetrics)
+			c.Add(path, finding.Pointer("metrics", idx[n], "name"), reason.ErrDeclaredMetrics, "%s is not a runner metric %v", n, runnerMetrics)
 		}
 	}
 	pass, ok := byName["case_pass"]
 	if !ok {
 		if wc != nil {
-			c.add(path, "/metrics", reason.ErrDeclaredMetrics, "a runner-produced case result has no case_pass")
+			c.Add(path, "/metrics", reason.ErrDeclaredMetrics, "a runner-produced case result has no case_pass")
 		}
 		return
 	}
@@ -335,17 +336,17 @@ func checkCommand(c *collector, path string, cr *contract.CaseResultDoc, wc *con
 		want = 1
 	}
 	if pass.Value != want {
-		c.add(path, jp("metrics", idx["case_pass"], "value"), reason.ErrDeclaredMetrics, "case_pass %s with status %s", record.FmtFloat(pass.Value), cr.Status)
+		c.Add(path, finding.Pointer("metrics", idx["case_pass"], "value"), reason.ErrDeclaredMetrics, "case_pass %s with status %s", record.FmtFloat(pass.Value), cr.Status)
 	}
 	if cr.Status != contract.StatusPassed {
 		return
 	}
 	if m, ok := byName["output_assertion_failures"]; ok && m.Value != 0 {
-		c.add(path, jp("metrics", idx["output_assertion_failures"], "value"), reason.ErrDeclaredMetrics, "%s output assertion failures in a passed result", record.FmtFloat(m.Value))
+		c.Add(path, finding.Pointer("metrics", idx["output_assertion_failures"], "value"), reason.ErrDeclaredMetrics, "%s output assertion failures in a passed result", record.FmtFloat(m.Value))
 	}
 	if m, ok := byName["exit_code"]; ok && wc != nil && len(wc.ExpectedExitCodes) > 0 {
 		if m.Value != math.Trunc(m.Value) || !slices.Contains(wc.ExpectedExitCodes, int64(m.Value)) {
-			c.add(path, jp("metrics", idx["exit_code"], "value"), reason.ErrDeclaredMetrics, "exit code %s is not expected %v in a passed result", record.FmtFloat(m.Value), wc.ExpectedExitCodes)
+			c.Add(path, finding.Pointer("metrics", idx["exit_code"], "value"), reason.ErrDeclaredMetrics, "exit code %s is not expected %v in a passed result", record.FmtFloat(m.Value), wc.ExpectedExitCodes)
 		}
 	}
 }
@@ -355,7 +356,7 @@ func checkCommand(c *collector, path string, cr *contract.CaseResultDoc, wc *con
 // (usage_exceeds_max_tokens), or no completion token beside streamed content (inconsistent_usage)
 // — failure classes the runner assigns (docs/metrics.md), recomputed here from the record and the
 // workload, so a re-signed record relabelled as a success is a finding (request_failed).
-func checkUsagePlausible(c *collector, path string, wc *contract.Case, recs []*record.Record) {
+func checkUsagePlausible(c *finding.Collector, path string, wc *contract.Case, recs []*record.Record) {
 	if wc == nil {
 		return
 	}
@@ -365,9 +366,9 @@ func checkUsagePlausible(c *collector, path string, wc *contract.Case, recs []*r
 		}
 		switch {
 		case wc.MaxTokens > 0 && r.CompletionTokens > wc.MaxTokens:
-			c.add(path, jp(r.Line, "usage", "completion_tokens"), reason.ErrRequestFailed, "request %d is recorded as a success with %d completion tokens for max_tokens %d (usage_exceeds_max_tokens)", r.Index, r.CompletionTokens, wc.MaxTokens) // not a contract value: the record's member name
+			c.Add(path, finding.Pointer(r.Line, "usage", "completion_tokens"), reason.ErrRequestFailed, "request %d is recorded as a success with %d completion tokens for max_tokens %d (usage_exceeds_max_tokens)", r.Index, r.CompletionTokens, wc.MaxTokens) // not a contract value: the record's member name
 		case r.CompletionTokens == 0 && len(r.Content) > 0:
-			c.add(path, jp(r.Line, "usage", "completion_tokens"), reason.ErrRequestFailed, "request %d is recorded as a success with 0 completion tokens beside %d content events (inconsistent_usage)", r.Index, len(r.Content)) // not a contract value: the record's member name
+			c.Add(path, finding.Pointer(r.Line, "usage", "completion_tokens"), reason.ErrRequestFailed, "request %d is recorded as a success with 0 completion tokens beside %d content events (inconsistent_usage)", r.Index, len(r.Content)) // not a contract value: the record's member name
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
 )
 
@@ -351,20 +352,20 @@ func TestCleanupRecord(t *testing.T) {
 			l := ok()
 			ctx := base
 			tc.change(l, &ctx)
-			c := &collector{check: CheckCleanup}
+			c := &finding.Collector{Check: CheckCleanup}
 			cleanupRecord(c, "lifecycle.json", l, ctx)
 			if tc.want == nil {
-				if len(c.out) > 0 {
-					t.Fatalf("unexpected findings %v", c.out)
+				if len(c.Out) > 0 {
+					t.Fatalf("unexpected findings %v", c.Out)
 				}
 				return
 			}
-			for _, f := range c.out {
+			for _, f := range c.Out {
 				if errors.Is(f, tc.want) {
 					return
 				}
 			}
-			t.Fatalf("no %s in %v", tc.want.Code(), c.out)
+			t.Fatalf("no %s in %v", tc.want.Code(), c.Out)
 		})
 	}
 }
@@ -437,12 +438,12 @@ func TestCheckMetricList(t *testing.T) {
 		{"diagnostic left alone", []contract.Metric{m("a", 10, 5), m("b", 2, 5), {Name: "server.x.delta", Value: 3, Diagnostic: true}}, 0},
 	}
 	for _, tc := range cases {
-		c := &collector{check: CheckTolerances}
+		c := &finding.Collector{Check: CheckTolerances}
 		checkMetricList(c, "f", "/metrics", tc.recorded, want, tol, nil)
-		if len(c.out) != tc.findings {
-			t.Errorf("%s: %d findings %v, want %d", tc.name, len(c.out), c.out, tc.findings)
+		if len(c.Out) != tc.findings {
+			t.Errorf("%s: %d findings %v, want %d", tc.name, len(c.Out), c.Out, tc.findings)
 		}
-		for _, f := range c.out {
+		for _, f := range c.Out {
 			if !errors.Is(f, ErrMetricMismatch) {
 				t.Errorf("%s: %v is not a metric mismatch", tc.name, f)
 			}
@@ -478,12 +479,12 @@ func TestCheckCommand(t *testing.T) {
 		{"command, missing metric", "passed", []contract.Metric{metric("latency", 1)}, commandCase, true},
 	}
 	for _, tc := range cases {
-		c := &collector{check: CheckTolerances}
+		c := &finding.Collector{Check: CheckTolerances}
 		checkCommand(c, "f", &contract.CaseResultDoc{CaseID: "c", Status: contract.Status(tc.status), Metrics: tc.metrics}, tc.wc)
-		if (len(c.out) > 0) != tc.want {
-			t.Errorf("%s: findings %v, want some: %v", tc.name, c.out, tc.want)
+		if (len(c.Out) > 0) != tc.want {
+			t.Errorf("%s: findings %v, want some: %v", tc.name, c.Out, tc.want)
 		}
-		for _, f := range c.out {
+		for _, f := range c.Out {
 			if !errors.Is(f, ErrDeclaredMetrics) {
 				t.Errorf("%s: %v", tc.name, f)
 			}
@@ -594,7 +595,7 @@ func TestInvalidReceiptSkipsTheRest(t *testing.T) {
 func TestFindingsCapped(t *testing.T) {
 	var fs []Finding
 	for i := range MaxFindingsPerCheck + 50 {
-		fs = append(fs, Finding{Check: CheckSchemas, File: "f", Pointer: jp(i), Err: fmt.Errorf("%w: x", ErrSchemaViolation)})
+		fs = append(fs, Finding{Check: CheckSchemas, File: "f", Pointer: finding.Pointer(i), Err: fmt.Errorf("%w: x", ErrSchemaViolation)})
 	}
 	got := capFindings(fs)
 	if len(got) != MaxFindingsPerCheck || !errors.Is(got[len(got)-1], ErrFindingsTruncated) || !strings.Contains(got[len(got)-1].Error(), "51 more") {

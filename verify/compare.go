@@ -12,6 +12,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -309,11 +310,11 @@ func sideOf(s *snapshot, r *Result) Side {
 }
 
 func (c *Comparison) reject(path string, r *reason.Reason, msg string, b, cand any) {
-	c.Rejected = append(c.Rejected, Difference{Path: path, Err: &findingError{reason: r, msg: r.Error() + ": " + msg}, Baseline: b, Candidate: cand})
+	c.Rejected = append(c.Rejected, Difference{Path: path, Err: &finding.Error{Reason: r, Msg: r.Error() + ": " + msg}, Baseline: b, Candidate: cand})
 }
 
 func (c *Comparison) allow(path string, r *reason.Reason, msg string, b, cand any) {
-	c.Allowed = append(c.Allowed, Difference{Path: path, Err: &findingError{reason: r, msg: r.Error() + " (allowed): " + msg}, Baseline: b, Candidate: cand})
+	c.Allowed = append(c.Allowed, Difference{Path: path, Err: &finding.Error{Reason: r, Msg: r.Error() + " (allowed): " + msg}, Baseline: b, Candidate: cand})
 }
 
 func (c *Comparison) finish() *Comparison {
@@ -351,7 +352,7 @@ func (x *comparer) compatibility() {
 		{"workload.variables", b.Workload.Variables, c.Workload.Variables},
 		{"qualification.kind", b.Qualification.Kind, c.Qualification.Kind},
 	} {
-		if !canonicalEqual(d.b, d.c) {
+		if !finding.CanonicalEqual(d.b, d.c) {
 			cmp.reject(d.path, reason.ErrWorkloadMismatch, "the workload binding differs", d.b, d.c)
 		}
 	}
@@ -427,7 +428,7 @@ func (x *comparer) compatibility() {
 				cmp.reject("environment."+p, reason.ErrEnvironmentMismatch, "a declared environment difference names a path absent on both sides", nil, nil)
 			case !isScalar(vb) || !isScalar(vc):
 				cmp.reject("environment."+p, reason.ErrEnvironmentMismatch, "a declared environment difference names a non-scalar path", vb, vc)
-			case okb && okc && canonicalEqual(vb, vc):
+			case okb && okc && finding.CanonicalEqual(vb, vc):
 				cmp.reject("environment."+p, reason.ErrEnvironmentMismatch, "a declared environment difference is equal on both sides", vb, vc)
 			}
 		}
@@ -944,7 +945,7 @@ func diffLeaves(a, b map[string]any, prefix string) []leafDiff {
 		switch {
 		case oka && okb && isMa && isMb:
 			out = append(out, diffLeaves(ma, mb, p)...)
-		case !oka || !okb || !canonicalEqual(va, vb):
+		case !oka || !okb || !finding.CanonicalEqual(va, vb):
 			out = append(out, leafDiff{p, va, vb})
 		}
 	}

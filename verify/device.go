@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -43,13 +44,13 @@ func servingDevices(s *snapshot) []contract.ProbedDevice {
 // devices were probed (no environment.devices) keeps the old rule: environment.device names a
 // driver. Otherwise a device of the backend's API family must be in environment.devices, found by
 // a probe that can establish that family, and not from a fixture.
-func checkDeviceScope(s *snapshot, c *collector) {
+func checkDeviceScope(s *snapshot, c *finding.Collector) {
 	rc, file := s.rc, s.receipt.path
 	b := rc.Qualification.Backend
 	for i, d := range rc.Environment.Devices {
 		for _, f := range d.APIFamilies {
 			if !deviceFamilyOK(d, f) {
-				c.add(file, fmt.Sprintf("/environment/devices/%d/api_families", i), reason.ErrScopeDevice,
+				c.Add(file, fmt.Sprintf("/environment/devices/%d/api_families", i), reason.ErrScopeDevice,
 					"%s (%s %s, probe %s) cannot serve API family %s: that takes %s", d.Model, d.Vendor, d.Kind, d.Probe, f, familyNeeds(f))
 			}
 		}
@@ -59,7 +60,7 @@ func checkDeviceScope(s *snapshot, c *collector) {
 	}
 	if rc.Environment.Devices == nil {
 		if rc.Environment.Device.Driver == "none" { // not a contract value: environment.device's word for no driver
-			c.add(file, "/environment/device/driver", reason.ErrScopeDevice, "backend %s on device %q without a driver", b, rc.Environment.Device.Name)
+			c.Add(file, "/environment/device/driver", reason.ErrScopeDevice, "backend %s on device %q without a driver", b, rc.Environment.Device.Name)
 		}
 		return
 	}
@@ -68,7 +69,7 @@ func checkDeviceScope(s *snapshot, c *collector) {
 	}
 	for _, d := range rc.Environment.Devices {
 		if d.Fixture && slices.Contains(d.APIFamilies, b) {
-			c.add(file, "/environment/devices", reason.ErrScopeDevice,
+			c.Add(file, "/environment/devices", reason.ErrScopeDevice,
 				"backend %s: the device serving it, %s, was read from a test fixture (qualrun run --device-fixture), not from host %s; --%s accepts it, for tests only",
 				b, d.Model, rc.Environment.HostID, RelaxFixtureDevices)
 			return
@@ -78,7 +79,7 @@ func checkDeviceScope(s *snapshot, c *collector) {
 	for _, p := range rc.Environment.DeviceProbes {
 		found = append(found, fmt.Sprintf("%s %s (%s)", p.Probe, p.Status, p.Detail))
 	}
-	c.add(file, "/environment/devices", reason.ErrScopeDevice, "backend %s needs %s; the receipt's probes found none: %s", b, familyNeeds(b), strings.Join(found, "; "))
+	c.Add(file, "/environment/devices", reason.ErrScopeDevice, "backend %s needs %s; the receipt's probes found none: %s", b, familyNeeds(b), strings.Join(found, "; "))
 }
 
 func familyNeeds(f contract.Backend) string {

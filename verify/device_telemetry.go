@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -25,7 +26,7 @@ var deviceFormulas = func() map[string]string {
 
 // checkRowTelemetry recomputes a row's device metrics and flags from its telemetry samples and
 // its request records (window and output tokens) with the catalogue's metric.Device.
-func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contract.Row, recs []*record.Record, tol Tolerance) {
+func (s *snapshot) checkRowTelemetry(c *finding.Collector, path, base string, row contract.Row, recs []*record.Record, tol Tolerance) {
 	dt := row.DeviceTelemetry
 	var recorded []contract.Metric
 	for _, m := range row.Metrics {
@@ -35,17 +36,17 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contra
 	}
 	if dt == nil {
 		if len(recorded) > 0 {
-			c.add(path, base+"/metrics", reason.ErrRowMismatch, "%s without device_telemetry samples to recompute it from", recorded[0].Name)
+			c.Add(path, base+"/metrics", reason.ErrRowMismatch, "%s without device_telemetry samples to recompute it from", recorded[0].Name)
 		}
 		return
 	}
 	f := s.files[dt.Samples.Path]
 	if f == nil || !f.present || f.raw == nil {
-		c.note("device telemetry %s unreadable: the device metrics of %s%s not recomputed", dt.Samples.Path, path, base)
+		c.Note("device telemetry %s unreadable: the device metrics of %s%s not recomputed", dt.Samples.Path, path, base)
 		return
 	}
 	if f.digest != dt.Samples.Digest {
-		c.add(path, base+"/device_telemetry/samples/digest", reason.ErrDigestMismatch, "%s, the file hashes to %s", dt.Samples.Digest, f.digest)
+		c.Add(path, base+"/device_telemetry/samples/digest", reason.ErrDigestMismatch, "%s, the file hashes to %s", dt.Samples.Digest, f.digest)
 		return
 	}
 	ndev := int64(len(s.rc.Environment.Devices))
@@ -56,12 +57,12 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contra
 		}
 		px, err := schemas.Decode[contract.TelemetrySampleDoc](line, fmt.Sprintf("%s line %d", dt.Samples.Path, i+1), contract.TelemetrySample)
 		if err != nil {
-			c.add(dt.Samples.Path, jp(i), reason.ErrSchemaViolation, "%v", err)
+			c.Add(dt.Samples.Path, finding.Pointer(i), reason.ErrSchemaViolation, "%v", err)
 			return
 		}
 		x := *px
 		if x.Device >= ndev || !slices.Contains(dt.Devices, x.Device) {
-			c.add(dt.Samples.Path, jp(i, "device"), reason.ErrRowMismatch, "device %d is not among the row's sampled devices %v (the receipt lists %d devices)", x.Device, dt.Devices, ndev)
+			c.Add(dt.Samples.Path, finding.Pointer(i, "device"), reason.ErrRowMismatch, "device %d is not among the row's sampled devices %v (the receipt lists %d devices)", x.Device, dt.Devices, ndev)
 			return
 		}
 		xs = append(xs, x)
@@ -69,31 +70,31 @@ func (s *snapshot) checkRowTelemetry(c *collector, path, base string, row contra
 	start, end, tokens, ok := recordWindow(recs)
 	if !ok {
 		if len(recorded) > 0 {
-			c.add(path, base+"/metrics", reason.ErrRowMismatch, "device metrics for a row without a measured window")
+			c.Add(path, base+"/metrics", reason.ErrRowMismatch, "device metrics for a row without a measured window")
 		}
 		return
 	}
 	want, flags := recomputeDevice(xs, start, end, tokens)
 	if !slices.Equal(nonNilStrings(dt.Flags), flags) {
-		c.add(path, base+"/device_telemetry/flags", reason.ErrRowMismatch, "flags %v, the samples say %v", dt.Flags, flags)
+		c.Add(path, base+"/device_telemetry/flags", reason.ErrRowMismatch, "flags %v, the samples say %v", dt.Flags, flags)
 	}
 	for name, v := range want {
 		i := slices.IndexFunc(recorded, func(m contract.Metric) bool { return m.Name == name })
 		if i < 0 {
-			c.add(path, base+"/metrics", reason.ErrMetricMismatch, "%s missing: the samples give %s", name, record.FmtFloat(v))
+			c.Add(path, base+"/metrics", reason.ErrMetricMismatch, "%s missing: the samples give %s", name, record.FmtFloat(v))
 			continue
 		}
 		m := recorded[i]
 		if m.Formula != deviceFormulas[name] || !m.Diagnostic {
-			c.add(path, base+"/metrics", reason.ErrFormulaMismatch, "%s: formula %s (diagnostic %v), want %s (diagnostic)", name, m.Formula, m.Diagnostic, deviceFormulas[name])
+			c.Add(path, base+"/metrics", reason.ErrFormulaMismatch, "%s: formula %s (diagnostic %v), want %s (diagnostic)", name, m.Formula, m.Diagnostic, deviceFormulas[name])
 		}
 		if !record.Within(m.Value, v, tol) {
-			c.add(path, base+"/metrics", reason.ErrMetricMismatch, "%s %s, the samples say %s", name, record.FmtFloat(m.Value), record.FmtFloat(v))
+			c.Add(path, base+"/metrics", reason.ErrMetricMismatch, "%s %s, the samples say %s", name, record.FmtFloat(m.Value), record.FmtFloat(v))
 		}
 	}
 	for _, m := range recorded {
 		if _, ok := want[m.Name]; !ok {
-			c.add(path, base+"/metrics", reason.ErrMetricMismatch, "%s %s: the samples do not give it", m.Name, record.FmtFloat(m.Value))
+			c.Add(path, base+"/metrics", reason.ErrMetricMismatch, "%s %s: the samples do not give it", m.Name, record.FmtFloat(m.Value))
 		}
 	}
 }

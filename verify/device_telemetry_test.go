@@ -10,6 +10,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
@@ -30,7 +31,7 @@ func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contr
 	if row == nil {
 		t.Fatal("the frozen evidence has no serving row")
 	}
-	recs := rowRecords(&collector{}, cr, *row, s.files[row.Records.Path].records)
+	recs := rowRecords(&finding.Collector{}, cr, *row, s.files[row.Records.Path].records)
 	start, end, tokens, ok := recordWindow(recs)
 	if !ok || tokens == 0 {
 		t.Fatalf("window %d..%d, %d tokens", start, end, tokens)
@@ -65,9 +66,9 @@ func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contr
 }
 
 func rowTelemetryFindings(s *snapshot, row *contract.Row, recs []*record.Record) []Finding {
-	c := &collector{check: CheckTolerances}
+	c := &finding.Collector{Check: CheckTolerances}
 	s.checkRowTelemetry(c, "case-result.json", "/rows/0", *row, recs, s.policy.Recompute)
-	return c.out
+	return c.Out
 }
 
 func TestRowTelemetryRecomputed(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/rules"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
@@ -116,7 +117,7 @@ func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 		}
 		if len(cr.Rows) > 0 {
 			want := record.RecomputeCase(cr.Rows)
-			if !canonicalEqual(want, cr.Metrics) {
+			if !finding.CanonicalEqual(want, cr.Metrics) {
 				t.Errorf("%s: case metrics differ from their recomputation", p)
 			}
 			compared += len(want)
