@@ -12,6 +12,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/limits"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
@@ -46,11 +47,11 @@ type bundleJSON struct {
 
 // statement is a decoded (not yet trusted) in-toto statement.
 type statement struct {
-	subjects  []subject
+	subjects  []statementSubject
 	predicate map[string]any
 }
 
-type subject struct {
+type statementSubject struct {
 	name   string
 	digest string // "sha256:<hex>"
 }
@@ -144,7 +145,7 @@ func readAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *a
 		default:
 			for _, k := range keys {
 				if verifySig(k, sig, pae) {
-					out.Key, out.Verified = KeyFingerprint(k), true
+					out.Key, out.Verified = policy.KeyFingerprint(k), true
 					break
 				}
 			}
@@ -242,7 +243,7 @@ func parseStatement(payload []byte) (*statement, error) {
 		if name == "" || len(m) != 2 || dg == nil || !record.IsDigest([]byte("sha256:"+hexd)) {
 			return nil, malformedf("subject %d: want {\"name\": path, \"digest\": {\"sha256\": 64 lowercase hex}}", i)
 		}
-		st.subjects = append(st.subjects, subject{name: name, digest: "sha256:" + hexd})
+		st.subjects = append(st.subjects, statementSubject{name: name, digest: "sha256:" + hexd})
 	}
 	pred, ok := obj["predicate"].(map[string]any)
 	if !ok {

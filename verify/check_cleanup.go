@@ -39,7 +39,7 @@ func checkCleanup(s *snapshot) CheckResult {
 	}
 	cleanupRecord(c, path, l, lifecycleContext{
 		receiptVerdict: rc.Lifecycle.Verdict,
-		recipes:        s.recipesByDigest(),
+		recipes:        recipesByDigest(s),
 		recipeDigests:  digestsOfKind(rc, contract.ArtifactKindLaunchRecipe),
 		logs:           artifactsOfKind(rc, contract.ArtifactKindServerLog),
 		binaries:       digestsOfKind(rc, contract.ArtifactKindServerBinary),
@@ -64,7 +64,7 @@ func digestsOfKind(rc *contract.ReceiptDoc, kind contract.ArtifactKind) []string
 	return out
 }
 
-func (s *snapshot) recipesByDigest() map[string]*contract.LaunchRecipeDoc {
+func recipesByDigest(s *snapshot) map[string]*contract.LaunchRecipeDoc {
 	out := map[string]*contract.LaunchRecipeDoc{}
 	for p, r := range s.recipes {
 		if f := s.files[p]; f != nil && f.present {

@@ -19,7 +19,7 @@ import (
 
 // checkIdentity (hashes check): the receipt id is the one qualrun derives from the receipt's own
 // fields, and every evidence file lives below the run directory it names.
-func (s *snapshot) checkIdentity(c *finding.Collector) {
+func checkIdentity(s *snapshot, c *finding.Collector) {
 	rc := s.rc
 	file := s.receipt.path
 	start, err := time.Parse(time.RFC3339Nano, rc.Qualification.StartedAt)
@@ -39,7 +39,7 @@ func (s *snapshot) checkIdentity(c *finding.Collector) {
 
 // checkLaunch (comparability check): the launch recipes the receipt binds are exactly the ones
 // the variant's serving cases launch.
-func (s *snapshot) checkLaunch(c *finding.Collector, v *contract.Variant) {
+func checkLaunch(s *snapshot, c *finding.Collector, v *contract.Variant) {
 	file := s.receipt.path
 	want := map[string]string{} // path -> a case that launches it
 	for _, cs := range v.Cases {
@@ -76,12 +76,12 @@ type derived struct {
 // derive recomputes the campaign verdict and publishability. The required flag comes from the
 // workload's case when the workload is available (else from the receipt, and the note says so);
 // each result's status from its case result when that was read.
-func (s *snapshot) derive() derived {
+func derive(s *snapshot) derived {
 	rc := s.rc
 	d := derived{verdict: contract.QualificationVerdictPassed}
 	for _, r := range rc.Results {
 		required := r.Required
-		if wc := s.workloadCase(r.ID); wc != nil {
+		if wc := workloadCase(s, r.ID); wc != nil {
 			required = wc.Required
 		}
 		status := r.Status
@@ -126,14 +126,14 @@ func (s *snapshot) derive() derived {
 
 // checkDerived (tolerances check): the required flags, result statuses, campaign verdict and
 // publishable are the ones derived from the workload and the evidence.
-func (s *snapshot) checkDerived(c *finding.Collector) {
+func checkDerived(s *snapshot, c *finding.Collector) {
 	rc := s.rc
 	file := s.receipt.path
-	if s.variant() == nil {
+	if variant(s) == nil {
 		c.Note("the workload's variant is not available: the required flags were taken from the receipt")
 	}
 	for i, r := range rc.Results {
-		if wc := s.workloadCase(r.ID); wc != nil && wc.Required != r.Required {
+		if wc := workloadCase(s, r.ID); wc != nil && wc.Required != r.Required {
 			c.Add(file, finding.Pointer("results", i, "required"), reason.ErrVerdictMismatch, "result %q is recorded required: %v, the workload's case %s says required: %v", r.ID, r.Required, r.ID, wc.Required)
 		}
 		if r.CaseResult != nil {
@@ -143,7 +143,7 @@ func (s *snapshot) checkDerived(c *finding.Collector) {
 			}
 		}
 	}
-	d := s.derive()
+	d := derive(s)
 	switch v := rc.Qualification.Verdict; {
 	case v == contract.QualificationVerdictPassed && d.verdict != contract.QualificationVerdictPassed:
 		c.Add(file, "/qualification/verdict", reason.ErrVerdictMismatch, "the verdict is passed, but %s", strings.Join(d.failed, "; "))
@@ -186,7 +186,7 @@ func (r rowRef) String() string {
 // (the client's own lag over its bound) does not block publication: its declared load, the
 // concurrency, is checked by load_not_reached from in_flight_peak, and its latencies are measured
 // from t_send; performance comparisons refuse it (compare's degraded_row).
-func (s *snapshot) degradedRows() []rowRef {
+func degradedRows(s *snapshot) []rowRef {
 	var out []rowRef
 	for _, r := range s.rc.Results {
 		if r.CaseResult == nil {
@@ -198,7 +198,7 @@ func (s *snapshot) degradedRows() []rowRef {
 		}
 		for j, row := range cr.Rows {
 			if row.Fidelity.Degraded && row.Loop == contract.RowLoopOpen {
-				out = append(out, rowRef{result: r.ID, repetition: r.Repetition, file: r.CaseResult.Path, index: j, concurrency: row.Concurrency, rowRep: row.Repetition, saturation: s.measuresSaturation(r.ID)})
+				out = append(out, rowRef{result: r.ID, repetition: r.Repetition, file: r.CaseResult.Path, index: j, concurrency: row.Concurrency, rowRep: row.Repetition, saturation: measuresSaturation(s, r.ID)})
 			}
 		}
 	}
@@ -208,7 +208,7 @@ func (s *snapshot) degradedRows() []rowRef {
 // measuresSaturation reports whether the variant's case id declares measures_saturation: true.
 // Read from the workload's bytes (the member is optional, and absent in workloads written
 // before it existed: a degraded row of such a case is never publishable).
-func (s *snapshot) measuresSaturation(id string) bool {
+func measuresSaturation(s *snapshot, id string) bool {
 	if s.workload == nil || s.rc == nil {
 		return false
 	}

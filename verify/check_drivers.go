@@ -5,62 +5,16 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
-	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
-// driverResult is a version-2 evidence result (next-token result, path attribution, layer
-// attribution) as a receipt binds it for a driver case.
-type driverResult struct {
-	// name is the contract name, e.g. "path-attribution.v2".
-	name   string
-	header contract.DriverResultHeader
-	// body is the contract's section (schemas.NextTokenBody, PathBody or LayerBody).
-	body any
-	// status and the contract-specific verdict members as recorded.
-	status          contract.DriverStatus
-	argmaxCandidate string
-	complete        bool
-	attribution     string
-}
-
-// decodeDriverResult decodes a driver result of the given schema id.
-func decodeDriverResult(schemaID string, raw []byte) (*driverResult, error) {
-	name := strings.TrimPrefix(schemaID, "qualkit.")
-	dr := &driverResult{name: name}
-	switch name {
-	case contract.NextTokenResult:
-		var d contract.NextTokenResultDoc
-		if err := jsonstrict.DecodeInto(raw, &d); err != nil {
-			return nil, err
-		}
-		dr.header, dr.body, dr.status = d.DriverResultHeader, d.NextTokenBody, d.Verdict.Status
-		dr.argmaxCandidate, dr.complete = d.Verdict.ArgmaxCandidate, d.Verdict.CandidateAttributionComplete
-	case contract.PathAttribution:
-		var d contract.PathAttributionDoc
-		if err := jsonstrict.DecodeInto(raw, &d); err != nil {
-			return nil, err
-		}
-		dr.header, dr.body, dr.status, dr.attribution = d.DriverResultHeader, d.PathBody, d.Verdict.Status, d.Verdict.Attribution
-	case contract.LayerAttribution:
-		var d contract.LayerAttributionDoc
-		if err := jsonstrict.DecodeInto(raw, &d); err != nil {
-			return nil, err
-		}
-		dr.header, dr.body, dr.status = d.DriverResultHeader, d.LayerBody, d.Verdict.Status
-	default:
-		return nil, fmt.Errorf("%s is not a driver result", schemaID)
-	}
-	return dr, nil
-}
-
 // checkDriver re-checks one driver result bound by receipt result i: the receipt's summary, the
 // workload's case (kind, contract), the declared tolerances (equal to the workload's), every
 // tolerance outcome and the verdict recomputed from the result's numbers, and every failed
 // tolerance reported with its numbers.
-func (s *snapshot) checkDriver(c *finding.Collector, i int, r contract.Result, path string, dr *driverResult) {
+func checkDriver(s *snapshot, c *finding.Collector, i int, r contract.Result, path string, dr *driverResult) {
 	file := s.receipt.path
 	base := finding.Pointer("results", i)
 	h := dr.header
@@ -76,7 +30,7 @@ func (s *snapshot) checkDriver(c *finding.Collector, i int, r contract.Result, p
 	}
 
 	// The rules the outcomes must come from: the workload's, when it is available.
-	wc := s.workloadCase(r.ID)
+	wc := workloadCase(s, r.ID)
 	var ruleSet []contract.DriverTolerance
 	switch {
 	case wc == nil:
@@ -247,7 +201,7 @@ func compareOutcomes(c *finding.Collector, path, caseName string, got, want []co
 
 // checkDriverBindings (hashes check): a driver result names the source, script, executable,
 // request and model the workload's case pins and the receipt binds.
-func (s *snapshot) checkDriverBindings(c *finding.Collector) {
+func checkDriverBindings(s *snapshot, c *finding.Collector) {
 	rc := s.rc
 	for _, r := range rc.Results {
 		if r.CaseResult == nil {
@@ -273,7 +227,7 @@ func (s *snapshot) checkDriverBindings(c *finding.Collector) {
 		if h.Implementation.Qualrun.Digest != rc.Qualification.Qualrun.Digest {
 			c.Add(p, "/implementation/qualrun/digest", reason.ErrReferenceMismatch, "case %s was run by qualrun %s, the receipt was written by %s", r.ID, h.Implementation.Qualrun.Digest, rc.Qualification.Qualrun.Digest)
 		}
-		wc := s.workloadCase(r.ID)
+		wc := workloadCase(s, r.ID)
 		if wc == nil || wc.Kind != contract.CaseKindDriver || wc.Worker == nil || wc.Request == nil || wc.Model == nil {
 			continue
 		}

@@ -80,13 +80,13 @@ func checkHashes(s *snapshot) CheckResult {
 			ref(p, finding.Pointer("rows", j, "records"), row.Records.Path, row.Records.Digest, "request records")
 		}
 	}
-	s.checkDriverBindings(c)
+	checkDriverBindings(s, c)
 	if wd, ok := artifactDigest[rc.Workload.Path]; !ok {
 		c.Add(file, "/workload/path", reason.ErrReferenceMismatch, "workload %s is not listed among the receipt's artifacts", rc.Workload.Path)
 	} else if wd != rc.Workload.Digest {
 		c.Add(file, "/workload/digest", reason.ErrReferenceMismatch, "workload %s is bound as %s here and as %s in the artifacts", rc.Workload.Path, rc.Workload.Digest, wd)
 	}
-	s.checkIdentity(c)
+	checkIdentity(s, c)
 	// Everything below the run directory is evidence: each file there must be an artifact.
 	if s.runWalkErr != nil {
 		c.Add(s.runDir(), "", reason.ErrUnreadableFile, "the run directory cannot be listed: %v", s.runWalkErr)

@@ -21,7 +21,7 @@ const durationSlackSeconds = 1e-6
 // (every case of the variant in declared order, repetition after repetition, from 0), each bound
 // to the case directory the runner names after its index, id and repetition. On 4822f1d a
 // result relabelled to repetition 7 verified (in a fleet that moves a host out of the statistics).
-func (s *snapshot) checkResultIdentity(c *finding.Collector, v *contract.Variant) {
+func checkResultIdentity(s *snapshot, c *finding.Collector, v *contract.Variant) {
 	n := len(v.Cases)
 	if n == 0 {
 		return
@@ -70,7 +70,7 @@ func checkRowIdentity(c *finding.Collector, p string, cr *contract.CaseResultDoc
 
 // checkDurations: a result's duration is its case result's; a case lasted at least its rows'
 // windows (they run one after another); the cases together lasted no longer than the campaign.
-func (s *snapshot) checkDurations(c *finding.Collector) {
+func checkDurations(s *snapshot, c *finding.Collector) {
 	file := s.receipt.path
 	var sum float64
 	for i, r := range s.rc.Results {
@@ -102,7 +102,7 @@ func (s *snapshot) checkDurations(c *finding.Collector) {
 // id, path and variant, variables, seed, qualrun's argv) and carries the variant's effective
 // configuration. On 4822f1d it was bound by digest only: its variant, its max_tokens or qualrun's
 // argv could be edited and re-bound.
-func (s *snapshot) checkRunConfig(c *finding.Collector, v *contract.Variant) {
+func checkRunConfig(s *snapshot, c *finding.Collector, v *contract.Variant) {
 	rc := s.rc
 	for _, a := range artifactsOfKind(rc, contract.ArtifactKindConfigFile) {
 		f := s.files[a.Path]

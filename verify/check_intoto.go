@@ -3,68 +3,23 @@ package verify
 import (
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/finding"
-	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // In-toto link names (the attest module writes them; in-toto-golang is not linked here: the link
 // is parsed with the standard library and checked with the same verifier as the attestation).
 
-// inTotoLink is one link file found beside the receipt.
-type inTotoLink struct {
-	path    string
-	readErr error
-	raw     []byte
-}
-
-// loadInTotoLinks reads the files DIR/NAME.in-toto/qualkit-campaign.*.link of the receipt
-// DIR/NAME.json. A missing directory is no link (links are optional).
-func loadInTotoLinks(rootDir string, root *os.File, receipt string) []*inTotoLink {
-	dir := strings.TrimSuffix(receipt, ".json") + attestfmt.LinkDirSuffix
-	fi, err := os.Lstat(filepath.Join(rootDir, filepath.FromSlash(dir)))
-	if err != nil {
-		return nil
-	}
-	if !fi.IsDir() {
-		return []*inTotoLink{{path: dir, readErr: fmt.Errorf("%s is not a directory", dir)}}
-	}
-	entries, err := os.ReadDir(filepath.Join(rootDir, filepath.FromSlash(dir)))
-	if err != nil {
-		return []*inTotoLink{{path: dir, readErr: err}}
-	}
-	var out []*inTotoLink
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), attestfmt.StepName+".") || !strings.HasSuffix(e.Name(), attestfmt.LinkSuffix) {
-			continue
-		}
-		f := &fileFacts{path: dir + "/" + e.Name(), kind: "intoto_link", local: true, wantBytes: -1}
-		l := &inTotoLink{path: f.path}
-		if err := readWhole(root, f, limits.MaxLinkBytes); err != nil {
-			l.readErr = err
-		} else if f.readErr != nil {
-			l.readErr = f.readErr
-		}
-		l.raw = f.raw
-		out = append(out, l)
-	}
-	return out
-}
-
 // inTotoLinksMatch adds findings for every campaign link that does not bind this receipt: its
 // products must be exactly the receipt and its evidence files, its materials exactly the bound
 // inputs, each by the receipt's sha256; with pinned keys, a signature (ECDSA over the canonical
 // JSON of "signed") must verify with one of them.
-func (s *snapshot) inTotoLinksMatch(c *finding.Collector) {
+func inTotoLinksMatch(s *snapshot, c *finding.Collector) {
 	if s.rc == nil {
 		return
 	}

@@ -13,7 +13,7 @@ func checkScope(s *snapshot) CheckResult {
 	c := &finding.Collector{Check: CheckScope}
 	rc := s.rc
 	file := s.receipt.path
-	if v := s.variant(); v != nil && v.Backend != rc.Qualification.Backend {
+	if v := variant(s); v != nil && v.Backend != rc.Qualification.Backend {
 		c.Add(file, "/qualification/backend", reason.ErrScopeBackend, "backend %s, variant %s targets %s", rc.Qualification.Backend, v.ID, v.Backend)
 	}
 	checkDeviceScope(s, c)

@@ -41,13 +41,13 @@ func checkSignature(s *snapshot) CheckResult {
 		if a.signer == "" {
 			c.Add(a.path, "/signatures", reason.ErrBadSignature, "none of %d signatures verifies with the %d pinned keys", a.sigCount, len(s.policy.Keys))
 		} else {
-			s.signaturePolicy(c, a)
+			signaturePolicy(s, c, a)
 		}
 		if a.malformed != nil {
 			c.AddCause(a.path, "/payload", reason.ErrMalformedAttestation, a.malformed)
 			continue
 		}
-		s.statementMatches(c, a)
+		statementMatches(s, c, a)
 	}
 	var payloads [][]byte
 	for _, a := range s.attestations {
@@ -58,13 +58,13 @@ func checkSignature(s *snapshot) CheckResult {
 	if len(payloads) == 2 && !bytes.Equal(payloads[0], payloads[1]) {
 		c.Add(s.attestations[1].path, "/dsseEnvelope/payload", reason.ErrAttestationsDiffer, "the bundle's statement differs from the envelope's (%s)", s.attestations[0].path)
 	}
-	s.inTotoLinksMatch(c)
+	inTotoLinksMatch(s, c)
 	return c.Result()
 }
 
 // signaturePolicy applies the policy's M-of-N and all-signatures rules to an attestation that
 // has at least one valid signature.
-func (s *snapshot) signaturePolicy(c *finding.Collector, a *attestation) {
+func signaturePolicy(s *snapshot, c *finding.Collector, a *attestation) {
 	sp := s.policy.Signatures
 	var keys []string
 	for _, o := range a.sigs {
@@ -90,7 +90,7 @@ func nameBeside(receipt, suffix string) string {
 }
 
 // statementMatches compares a statement with the receipt it must bind.
-func (s *snapshot) statementMatches(c *finding.Collector, a *attestation) {
+func statementMatches(s *snapshot, c *finding.Collector, a *attestation) {
 	st := a.stmt
 	rc := s.rc
 	first := st.subjects[0]

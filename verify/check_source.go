@@ -67,7 +67,7 @@ func checkSource(s *snapshot) CheckResult {
 		if s.rc.Qualification.Verdict == contract.QualificationVerdictInterrupted {
 			c.Add(file, "/qualification/verdict", reason.ErrUnpublished, "the campaign was interrupted: an interrupted receipt is never publishable")
 		}
-		for _, r := range s.degradedRows() {
+		for _, r := range degradedRows(s) {
 			why := "its case does not declare measures_saturation: true, so the case should have failed"
 			if r.saturation {
 				why = "its case declares measures_saturation: true, which lets the case pass but never makes the row a measurement of its offered rate"

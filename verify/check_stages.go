@@ -18,9 +18,10 @@ import (
 // schedule's mean, and the row's stages (metric.RowStages) and per-second series (metric.Series)
 // are recomputed from the records. A row of a case without a schedule records neither.
 
-func (s *snapshot) checkStages(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol Tolerance) {
+// checkRowSchedule checks a trace replay row against its trace, any other row against its schedule.
+func checkRowSchedule(s *snapshot, c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol Tolerance) {
 	if wc != nil && wc.Corpus != nil && wc.Corpus.Source == contract.CorpusSourceTrace {
-		entries, note := s.traceOf(wc.Corpus)
+		entries, note := traceOf(s, wc.Corpus)
 		if entries == nil && j == 0 {
 			c.Note("case %s: %s", wc.ID, note)
 		}
@@ -31,7 +32,7 @@ func (s *snapshot) checkStages(c *finding.Collector, path string, j int, row con
 }
 
 // traceOf reads a trace corpus from its bound artifact (nil and why when it is not available).
-func (s *snapshot) traceOf(cp *contract.Corpus) ([]trace.Entry, string) {
+func traceOf(s *snapshot, cp *contract.Corpus) ([]trace.Entry, string) {
 	f := s.files[cp.Path]
 	if f == nil || !f.present || f.raw == nil {
 		return nil, "trace " + cp.Path + " is not available: its requests' t_sched were not checked against its timestamps"

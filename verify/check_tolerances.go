@@ -30,7 +30,7 @@ func checkTolerances(s *snapshot) CheckResult {
 	} else if rc.Qualification.Verdict != contract.QualificationVerdictPassed {
 		c.Add(file, "/qualification/verdict", reason.ErrVerdictFailed, "the campaign's verdict is %s (%d notes)", rc.Qualification.Verdict, len(rc.Notes))
 	}
-	s.checkDurations(c)
+	checkDurations(s, c)
 	passed, failed := 0, 0
 	for i, r := range rc.Results {
 		if r.Status == contract.StatusPassed {
@@ -43,7 +43,7 @@ func checkTolerances(s *snapshot) CheckResult {
 		}
 		path := r.CaseResult.Path
 		if dr := s.driverResults[path]; dr != nil {
-			s.checkDriver(c, i, r, path, dr)
+			checkDriver(s, c, i, r, path, dr)
 			continue
 		}
 		cr := s.caseResults[path]
@@ -70,20 +70,20 @@ func checkTolerances(s *snapshot) CheckResult {
 				c.Add(path, finding.Pointer("tolerances", j, "metric"), reason.ErrUnknownTolerance, "tolerance for %q, which is not a metric of this result", t.Metric)
 			}
 		}
-		wc := s.workloadCase(r.ID)
+		wc := workloadCase(s, r.ID)
 		if len(cr.Rows) > 0 || (wc != nil && wc.Kind == contract.CaseKindServing) {
-			s.checkServing(c, path, cr, wc, tol)
+			checkServing(s, c, path, cr, wc, tol)
 		} else {
 			checkCommand(c, path, cr, wc)
 		}
 	}
-	s.checkDerived(c)
+	checkDerived(s, c)
 	checkMetricList(c, file, "/metrics", rc.Metrics, metric.MetricsOf(metric.ReceiptCounts(int64(passed), int64(failed), len(rc.Results))), tol, nil)
 	return c.Result()
 }
 
 // variant returns the receipt's variant in the workload, when both are available.
-func (s *snapshot) variant() *contract.Variant {
+func variant(s *snapshot) *contract.Variant {
 	if s.workload == nil || s.rc == nil {
 		return nil
 	}
@@ -96,8 +96,8 @@ func (s *snapshot) variant() *contract.Variant {
 }
 
 // workloadCase returns the variant's case of that id.
-func (s *snapshot) workloadCase(id string) *contract.Case {
-	v := s.variant()
+func workloadCase(s *snapshot, id string) *contract.Case {
+	v := variant(s)
 	if v == nil {
 		return nil
 	}
@@ -144,7 +144,7 @@ func rowSpecOf(row contract.Row, wc *contract.Case) record.RowSpec {
 	return spec
 }
 
-func (s *snapshot) checkServing(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, tol Tolerance) {
+func checkServing(s *snapshot, c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, tol Tolerance) {
 	var all []*record.Record // every row's records, for the case's timeout
 	unchecked := 0           // rows without in_flight_peak
 	defer func() {
@@ -204,10 +204,10 @@ func (s *snapshot) checkServing(c *finding.Collector, path string, cr *contract.
 			}
 		}
 		checkJudgement(c, path, base, fid, rf, tol)
-		if !checkSessions(c, row, wc, s.seed(), recs) {
-			checkSchedule(c, path, row, wc, s.seed(), recs)
-			checkCorpusOrder(c, row, wc, s.seed(), recs)
-			s.checkStages(c, path, j, row, wc, s.seed(), recs, tol)
+		if !checkSessions(c, row, wc, seed(s), recs) {
+			checkSchedule(c, path, row, wc, seed(s), recs)
+			checkCorpusOrder(c, row, wc, seed(s), recs)
+			checkRowSchedule(s, c, path, j, row, wc, seed(s), recs, tol)
 		}
 		checkRowEnd(c, path, j, row, wc, recs, cr.Status == contract.StatusPassed)
 		if !checkLoad(c, path, j, row, wc, recs, tol) {
@@ -219,7 +219,7 @@ func (s *snapshot) checkServing(c *finding.Collector, path string, cr *contract.
 			skip = func(n string) bool { return slices.Contains(record.MetricsUnsetWithoutSLO, n) }
 		}
 		checkMetricList(c, path, base+"/metrics", row.Metrics, rf.Metrics, tol, skip)
-		s.checkRowTelemetry(c, path, base, row, recs, tol)
+		checkRowTelemetry(s, c, path, base, row, recs, tol)
 		checkRowCache(c, path, base, row, wc, cr.Status, recs)
 		if wc != nil {
 			checkRowReset(c, path, base, row, wc, s.recipes[wc.Launch], recs)
@@ -229,7 +229,7 @@ func (s *snapshot) checkServing(c *finding.Collector, path string, cr *contract.
 	if len(cr.Rows) > 0 {
 		checkMetricList(c, path, "/metrics", cr.Metrics, record.RecomputeCase(cr.Rows), tol, nil)
 	}
-	s.checkFigures(c, path, cr, wc, fig, tol)
+	checkFigures(s, c, path, cr, wc, fig, tol)
 }
 
 func equalPtr(a, b *string) bool {
@@ -374,7 +374,7 @@ func checkUsagePlausible(c *finding.Collector, path string, wc *contract.Case, r
 }
 
 // seed is the workload's determinism seed (0 when it declares none, as the runner takes it).
-func (s *snapshot) seed() int64 {
+func seed(s *snapshot) int64 {
 	if s.workload != nil && s.workload.Determinism.Seed != nil {
 		return *s.workload.Determinism.Seed
 	}

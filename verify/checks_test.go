@@ -43,7 +43,7 @@ func frozenSnapshot(t *testing.T) *snapshot {
 		if ev, frozenErr = LocateIn(frozenRoot, filepath.Join(frozenRoot, frozenReceipts[0])); frozenErr != nil {
 			return
 		}
-		frozenSnap, frozenErr = load(context.Background(), ev, p, newConfig(nil))
+		frozenSnap, frozenErr = load(context.Background(), ev, p, newConfig(nil).loadOptions())
 	})
 	if frozenErr != nil {
 		t.Fatal(frozenErr)
@@ -281,7 +281,7 @@ func TestCheckSignature(t *testing.T) {
 		}, ErrStatementMismatch, ""},
 		{"receipt is not the first subject", func(s *snapshot) {
 			st := *s.attestations[0].stmt
-			st.subjects = append([]subject{st.subjects[1], st.subjects[0]}, st.subjects[2:]...)
+			st.subjects = append([]statementSubject{st.subjects[1], st.subjects[0]}, st.subjects[2:]...)
 			s.attestations[0].stmt = &st
 		}, ErrStatementMismatch, ""},
 		{"predicate names another host", func(s *snapshot) {
@@ -345,7 +345,7 @@ func TestCleanupRecord(t *testing.T) {
 		{"another log", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Launch.Log.Bytes++ }, ErrLifecycleMismatch},
 	}
 	s := frozenSnapshot(t)
-	base := lifecycleContext{receiptVerdict: "passed", recipes: s.recipesByDigest(), recipeDigests: digestsOfKind(s.rc, "launch_recipe"),
+	base := lifecycleContext{receiptVerdict: "passed", recipes: recipesByDigest(s), recipeDigests: digestsOfKind(s.rc, "launch_recipe"),
 		logs: artifactsOfKind(s.rc, "server_log"), binaries: digestsOfKind(s.rc, "server_binary")}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -720,7 +720,7 @@ func (x *comparer) rules() {
 			// A performance rule is refused on a degraded row (it measured the client, not the
 			// server), and on a result any of whose rows is degraded, unless the case declares
 			// measures_saturation: true.
-			perf := rule.MetricClass == contract.MetricRuleMetricClassPerformance && !x.b.measuresSaturation(m.id)
+			perf := rule.MetricClass == contract.MetricRuleMetricClassPerformance && !measuresSaturation(x.b, m.id)
 			if rule.Scope == contract.MetricRuleScopeResult {
 				scope := m.key + "/metrics/" + rule.Metric
 				if d := degradedIn(m); perf && d != "" {

@@ -27,8 +27,8 @@ func (x *comparer) significance(e *Evaluation, rule contract.MetricRule, rows *r
 		return
 	}
 	confidence := *rule.Confidence
-	xb, okb := x.b.perRequest(rows.m.crb, rows.b, rule.Formula)
-	xc, okc := x.c.perRequest(rows.m.crc, rows.c, rule.Formula)
+	xb, okb := perRequest(x.b, rows.m.crb, rows.b, rule.Formula)
+	xc, okc := perRequest(x.c, rows.m.crc, rows.c, rule.Formula)
 	if !okb || !okc {
 		fail(reason.ErrTooFewSamples, "the request records of the row are not readable on both sides: the samples cannot be recomputed")
 		return
@@ -62,7 +62,7 @@ func (x *comparer) significance(e *Evaluation, rule contract.MetricRule, rows *r
 }
 
 // perRequest recomputes the per-request samples of a formula for a row from its records.
-func (s *snapshot) perRequest(cr *contract.CaseResultDoc, row contract.Row, formula string) ([]float64, bool) {
+func perRequest(s *snapshot, cr *contract.CaseResultDoc, row contract.Row, formula string) ([]float64, bool) {
 	f := s.files[row.Records.Path]
 	if cr == nil || f == nil || f.records == nil {
 		return nil, false

@@ -26,7 +26,7 @@ var deviceFormulas = func() map[string]string {
 
 // checkRowTelemetry recomputes a row's device metrics and flags from its telemetry samples and
 // its request records (window and output tokens) with the catalogue's metric.Device.
-func (s *snapshot) checkRowTelemetry(c *finding.Collector, path, base string, row contract.Row, recs []*record.Record, tol Tolerance) {
+func checkRowTelemetry(s *snapshot, c *finding.Collector, path, base string, row contract.Row, recs []*record.Record, tol Tolerance) {
 	dt := row.DeviceTelemetry
 	var recorded []contract.Metric
 	for _, m := range row.Metrics {
@@ -128,7 +128,7 @@ func recomputeDevice(xs []contract.TelemetrySampleDoc, start, end, tokens int64)
 
 // telemetrySamples decodes a row's device telemetry samples for display: nil unless the file was
 // read, matches the row's digest and every line is a valid sample.
-func (s *snapshot) telemetrySamples(row contract.Row) []contract.TelemetrySampleDoc {
+func telemetrySamples(s *snapshot, row contract.Row) []contract.TelemetrySampleDoc {
 	dt := row.DeviceTelemetry
 	if dt == nil {
 		return nil

@@ -67,7 +67,7 @@ func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contr
 
 func rowTelemetryFindings(s *snapshot, row *contract.Row, recs []*record.Record) []Finding {
 	c := &finding.Collector{Check: CheckTolerances}
-	s.checkRowTelemetry(c, "case-result.json", "/rows/0", *row, recs, s.policy.Recompute)
+	checkRowTelemetry(s, c, "case-result.json", "/rows/0", *row, recs, s.policy.Recompute)
 	return c.Out
 }
 

@@ -27,6 +27,9 @@ type Evidence struct {
 	Bundle string
 }
 
+// ErrEvidence: the evidence cannot be read at all (no receipt, no root); Verify returns it.
+var ErrEvidence = errors.New("evidence cannot be read")
+
 // receiptDirs are the directories receipts live in, relative to the repository root.
 var receiptDirs = []string{"qualification/receipts/", ".qualification/receipts/"}
 
@@ -91,4 +94,15 @@ func LocateIn(root, receiptPath string) (Evidence, error) {
 		}
 	}
 	return ev, nil
+}
+
+// Subject is one file the verification read, by digest.
+type Subject struct {
+	// Path is relative to the evidence root.
+	Path string
+	// Digest is "" for a file refused before it was read (the receipt, when it is a FIFO, a
+	// symlink or over its limit).
+	Digest string
+	// Contract is the schema id found in the file; "" when it carries none.
+	Contract string
 }

@@ -84,7 +84,7 @@ func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := newConfig([]Option{AllowUnsignedUnsafe()})
-	s, err := load(context.Background(), ev, DefaultPolicy(), cfg)
+	s, err := load(context.Background(), ev, DefaultPolicy(), cfg.loadOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 	formulas := map[string]bool{}
 	for _, p := range sortedCaseResults(s) {
 		cr := s.caseResults[p]
-		wc := s.workloadCase(cr.CaseID)
+		wc := workloadCase(s, cr.CaseID)
 		for j, row := range cr.Rows {
 			recs := rowRecords(nil, cr, row, s.files[row.Records.Path].records)
 			rf := record.RecomputeRow(rowSpecOf(row, wc), recs)

@@ -37,7 +37,7 @@ func TestRowAndResultIdentity(t *testing.T) {
 		}, ErrConfigMismatch, ""},
 		{"run config with another qualrun argv", func(s *snapshot) { s.rc.Qualification.Command = s.rc.Qualification.Command[1:] }, ErrConfigMismatch, ""},
 		{"telemetry at another interval", func(s *snapshot) {
-			s.workloadCase("chat-stream").DeviceTelemetry = &contract.DeviceTelemetry{IntervalMs: 100}
+			workloadCase(s, "chat-stream").DeviceTelemetry = &contract.DeviceTelemetry{IntervalMs: 100}
 			serving(s).Rows[0].DeviceTelemetry = &contract.RowDeviceTelemetry{IntervalMs: 250}
 		}, ErrUnlikeRows, ""},
 	})

@@ -129,16 +129,16 @@ func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Opti
 		if r.CaseResult != nil {
 			ce.CaseResult = s.caseResults[r.CaseResult.Path]
 		}
-		wc := s.workloadCase(r.ID)
+		wc := workloadCase(s, r.ID)
 		if wc != nil {
 			ce.SLO, ce.SLOKnown, ce.Kind = wc.SLO, true, string(wc.Kind)
 		}
 		if r.CaseResult != nil {
-			ce.Driver = s.driverEvidence(r.CaseResult.Path)
+			ce.Driver = driverEvidenceOf(s, r.CaseResult.Path)
 		}
 		if ce.CaseResult != nil {
 			for _, row := range ce.CaseResult.Rows {
-				ce.Rows = append(ce.Rows, s.rowEvidence(ce.CaseResult, row, wc))
+				ce.Rows = append(ce.Rows, rowEvidence(s, ce.CaseResult, row, wc))
 			}
 		}
 		in.Cases = append(in.Cases, ce)
@@ -146,7 +146,7 @@ func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Opti
 	return in, nil
 }
 
-func (s *snapshot) rowEvidence(cr *contract.CaseResultDoc, row contract.Row, wc *contract.Case) RowEvidence {
+func rowEvidence(s *snapshot, cr *contract.CaseResultDoc, row contract.Row, wc *contract.Case) RowEvidence {
 	re := RowEvidence{Row: row}
 	f := s.files[row.Records.Path]
 	if f == nil || f.records == nil {
@@ -155,7 +155,7 @@ func (s *snapshot) rowEvidence(cr *contract.CaseResultDoc, row contract.Row, wc 
 	recs := rowRecords(nil, cr, row, f.records)
 	rf := record.RecomputeRow(rowSpecOf(row, wc), recs)
 	re.Readable, re.Records, re.InvalidRecords = true, len(recs), f.records.InvalidLines
-	re.Telemetry = s.telemetrySamples(row)
+	re.Telemetry = telemetrySamples(s, row)
 	re.Requests, re.Successes, re.Failures, re.Metrics = rf.Requests, rf.Successes, rf.Failures, rf.Metrics
 	re.Fidelity = contract.Fidelity{ScheduleLagP50Ms: rf.LagP50, ScheduleLagP99Ms: rf.LagP99, ScheduleLagMaxMs: rf.LagMax,
 		OfferedRate: row.Fidelity.OfferedRate, AchievedRate: rf.Achieved, Degraded: rf.Degraded, Reasons: slices.Clone(row.Fidelity.Reasons)}
@@ -187,7 +187,7 @@ func (s *snapshot) rowEvidence(cr *contract.CaseResultDoc, row contract.Row, wc 
 
 // driverEvidence decodes the driver result at path as its contract's document; nil when verify
 // did not accept it as a driver result.
-func (s *snapshot) driverEvidence(path string) *DriverEvidence {
+func driverEvidenceOf(s *snapshot, path string) *DriverEvidence {
 	dr, f := s.driverResults[path], s.files[path]
 	if dr == nil || f == nil {
 		return nil

@@ -47,7 +47,7 @@ func TestLifecyclePlausible(t *testing.T) {
 			l := s.lifecycle
 			tc.change(l)
 			c := &finding.Collector{Check: CheckCleanup}
-			cleanupRecord(c, "lifecycle.json", l, lifecycleContext{receiptVerdict: "passed", recipes: s.recipesByDigest(),
+			cleanupRecord(c, "lifecycle.json", l, lifecycleContext{receiptVerdict: "passed", recipes: recipesByDigest(s),
 				recipeDigests: digestsOfKind(s.rc, "launch_recipe"), logs: artifactsOfKind(s.rc, "server_log"), binaries: digestsOfKind(s.rc, "server_binary")})
 			if tc.want == nil {
 				if len(c.Out) > 0 {

@@ -21,6 +21,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
 	"github.com/qualkit/qualkit/verify/internal/limits"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -80,8 +81,8 @@ func acceptsContract(want, got string) bool {
 // snapshot is everything Verify read, for the checks.
 type snapshot struct {
 	ev     Evidence
-	policy Policy
-	relax  map[Relaxation]bool
+	policy policy.Policy
+	relax  map[policy.Relaxation]bool
 	// skipSign: Compare without pinned keys (a comparison does not need a signer).
 	skipSign bool
 
@@ -165,8 +166,17 @@ func (s *snapshot) subjects() []Subject {
 
 // load reads the receipt, its attestations and every file it references, hashing and validating
 // each. It returns an error only when the receipt itself cannot be read.
-func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapshot, error) {
-	s := &snapshot{ev: ev, policy: policy, relax: cfg.relax, skipSign: cfg.skipSign,
+// loadOptions are what loading needs of the options: the relaxations on, the files read in
+// parallel, the model store, and whether signatures are skipped (Compare without keys).
+type loadOptions struct {
+	relax      map[policy.Relaxation]bool
+	workers    int
+	skipSign   bool
+	modelStore string
+}
+
+func load(ctx context.Context, ev Evidence, pol policy.Policy, cfg loadOptions) (*snapshot, error) {
+	s := &snapshot{ev: ev, policy: pol, relax: cfg.relax, skipSign: cfg.skipSign,
 		files: map[string]*fileFacts{}, caseResults: map[string]*contract.CaseResultDoc{}, recipes: map[string]*contract.LaunchRecipeDoc{},
 		driverResults: map[string]*driverResult{}}
 	root, err := openRoot(ev.Root)
@@ -217,7 +227,7 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 			s.attestations = append(s.attestations, at)
 			continue
 		}
-		at := readAttestation(a.kind, a.path, f.raw, policy.Keys)
+		at := readAttestation(a.kind, a.path, f.raw, pol.Keys)
 		s.warnings = append(s.warnings, at.warnings...)
 		s.attestations = append(s.attestations, at)
 		if at.signer != "" && s.signer == "" {
@@ -297,8 +307,8 @@ func load(ctx context.Context, ev Evidence, policy Policy, cfg *config) (*snapsh
 		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
 			// An input the checks read: a finding of the hashes check (missing_input) unless
 			// allow-missing-inputs-unsafe is on; then what was not checked is said.
-			if s.relax[RelaxMissingInputs] {
-				s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally (%s): %s", a.Kind, a.Path, RelaxMissingInputs, notCheckedWithout(a.Kind)))
+			if s.relax[policy.RelaxMissingInputs] {
+				s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally (%s): %s", a.Kind, a.Path, policy.RelaxMissingInputs, notCheckedWithout(a.Kind)))
 			}
 		case !f.local:
 			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is outside the repository: not re-hashed", a.Kind, a.Path))
@@ -381,7 +391,7 @@ func (s *snapshot) recomputeTree(ctx context.Context) {
 
 // readInput reports whether an artifact kind is a bound input whose content the checks read (not
 // only re-hash): without it they cannot be carried out, so its absence is a finding
-// (ErrMissingInput), not a warning, unless RelaxMissingInputs is on.
+// (ErrMissingInput), not a warning, unless policy.RelaxMissingInputs is on.
 func readInput(kind contract.ArtifactKind) bool {
 	switch kind {
 	case contract.ArtifactKindWorkload, contract.ArtifactKindLaunchRecipe, contract.ArtifactKindCorpus:
@@ -455,7 +465,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 // readAll reads paths with at most cfg.workers in parallel.
-func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, kinds map[string]contract.ArtifactKind, sizes map[string]int64, cfg *config) error {
+func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, kinds map[string]contract.ArtifactKind, sizes map[string]int64, cfg loadOptions) error {
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, max(1, cfg.workers))

@@ -13,17 +13,6 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
-// Subject is one file the verification read, by digest.
-type Subject struct {
-	// Path is relative to the evidence root.
-	Path string
-	// Digest is "" for a file refused before it was read (the receipt, when it is a FIFO, a
-	// symlink or over its limit).
-	Digest string
-	// Contract is the schema id found in the file; "" when it carries none.
-	Contract string
-}
-
 // Result is the outcome of Verify.
 type Result struct {
 	// Checks in protocol order, one per check.
@@ -142,6 +131,11 @@ func newConfig(opts []Option) *config {
 	return c
 }
 
+// loadOptions are the options loading reads.
+func (c *config) loadOptions() loadOptions {
+	return loadOptions{relax: c.relax, workers: c.workers, skipSign: c.skipSign, modelStore: c.modelStore}
+}
+
 func (c *config) weakened() []string {
 	var out []string
 	for _, r := range Relaxations {
@@ -156,8 +150,6 @@ func (c *config) weakened() []string {
 var (
 	// ErrNoTrustedKey: the signature check needs a pinned public key and the policy has none.
 	ErrNoTrustedKey = errors.New("no trusted public key")
-	// ErrEvidence: the evidence cannot be read at all (no receipt, no root).
-	ErrEvidence = errors.New("evidence cannot be read")
 )
 
 // Verify verifies one receipt and its evidence offline against policy. The error is non-nil only
@@ -177,7 +169,7 @@ func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) 
 	if len(policy.Keys) == 0 && !cfg.relax[RelaxUnsigned] && !cfg.skipSign {
 		return nil, nil, fmt.Errorf("%w: give a public key (--key) or allow unsigned evidence", ErrNoTrustedKey)
 	}
-	s, err := load(ctx, evidence, policy, cfg)
+	s, err := load(ctx, evidence, policy, cfg.loadOptions())
 	if err != nil {
 		return nil, nil, err
 	}
