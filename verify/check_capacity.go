@@ -4,6 +4,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -28,7 +29,7 @@ func (f *figures) add(j int, ms []contract.Metric, recs []*record.Record) {
 
 // checkFigures recomputes a serving case's capacity outcome, Pareto front and confidence
 // intervals from its rows (docs/verification.md "Capacity, Pareto front and intervals").
-func checkFigures(s *snapshot, c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, fig *figures, tol Tolerance) {
+func checkFigures(s *load.Snapshot, c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, fig *figures, tol Tolerance) {
 	if wc == nil {
 		if cr.Capacity != nil || cr.Pareto != nil || len(cr.Intervals) > 0 {
 			c.Note("case %s: no workload case: its capacity, Pareto front and intervals were not recomputed", cr.CaseID)

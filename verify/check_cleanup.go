@@ -5,6 +5,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -13,13 +14,13 @@ import (
 // launch, the listener owned, a graceful shutdown (not forced) with an acceptable exit code, no
 // residue, a complete record whose verdict is passed, and a record that agrees with the receipt,
 // the launch recipe, the server binary and the server log.
-func checkCleanup(s *snapshot) CheckResult {
+func checkCleanup(s *load.Snapshot) CheckResult {
 	c := &finding.Collector{Check: CheckCleanup}
-	rc := s.rc
-	file := s.receipt.path
+	rc := s.RC
+	file := s.Receipt.Path
 	if rc.Lifecycle == nil {
 		serving := false
-		for _, cr := range s.caseResults {
+		for _, cr := range s.CaseResults {
 			serving = serving || len(cr.Rows) > 0
 		}
 		for _, a := range rc.Artifacts {
@@ -32,7 +33,7 @@ func checkCleanup(s *snapshot) CheckResult {
 		return c.Skipped("no owned server in this campaign")
 	}
 	path := rc.Lifecycle.Path
-	l := s.lifecycle
+	l := s.Lifecycle
 	if l == nil {
 		c.Add(path, "", reason.ErrLifecycleIncomplete, "the lifecycle record could not be read (see the hashes and schemas checks): cleanup cannot be established")
 		return c.Result()
@@ -64,11 +65,11 @@ func digestsOfKind(rc *contract.ReceiptDoc, kind contract.ArtifactKind) []string
 	return out
 }
 
-func recipesByDigest(s *snapshot) map[string]*contract.LaunchRecipeDoc {
+func recipesByDigest(s *load.Snapshot) map[string]*contract.LaunchRecipeDoc {
 	out := map[string]*contract.LaunchRecipeDoc{}
-	for p, r := range s.recipes {
-		if f := s.files[p]; f != nil && f.present {
-			out[f.digest] = r
+	for p, r := range s.Recipes {
+		if f := s.Files[p]; f != nil && f.Present {
+			out[f.Digest] = r
 		}
 	}
 	return out

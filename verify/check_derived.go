@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -19,9 +20,9 @@ import (
 
 // checkIdentity (hashes check): the receipt id is the one qualrun derives from the receipt's own
 // fields, and every evidence file lives below the run directory it names.
-func checkIdentity(s *snapshot, c *finding.Collector) {
-	rc := s.rc
-	file := s.receipt.path
+func checkIdentity(s *load.Snapshot, c *finding.Collector) {
+	rc := s.RC
+	file := s.Receipt.Path
 	start, err := time.Parse(time.RFC3339Nano, rc.Qualification.StartedAt)
 	if err != nil {
 		c.Add(file, "/qualification/started_at", reason.ErrIdentityMismatch, "started_at %q is not an RFC 3339 time: the receipt id cannot be recomputed", rc.Qualification.StartedAt)
@@ -29,7 +30,7 @@ func checkIdentity(s *snapshot, c *finding.Collector) {
 		c.Add(file, "/receipt_id", reason.ErrIdentityMismatch, "receipt id %q, but the receipt's start, backend, host id %q, workload %q and variant %q name it %q",
 			rc.ReceiptID, rc.Environment.HostID, rc.Workload.ID, rc.Workload.Variant, want)
 	}
-	dir := s.runDir()
+	dir := s.RunDir()
 	for i, a := range rc.Artifacts {
 		if contract.Kinds[a.Kind].Evidence && !strings.HasPrefix(a.Path, dir) {
 			c.Add(file, finding.Pointer("artifacts", i, "path"), reason.ErrIdentityMismatch, "%s %s is not below the run directory %s that the receipt id names", a.Kind, a.Path, dir)
@@ -39,8 +40,8 @@ func checkIdentity(s *snapshot, c *finding.Collector) {
 
 // checkLaunch (comparability check): the launch recipes the receipt binds are exactly the ones
 // the variant's serving cases launch.
-func checkLaunch(s *snapshot, c *finding.Collector, v *contract.Variant) {
-	file := s.receipt.path
+func checkLaunch(s *load.Snapshot, c *finding.Collector, v *contract.Variant) {
+	file := s.Receipt.Path
 	want := map[string]string{} // path -> a case that launches it
 	for _, cs := range v.Cases {
 		if cs.Kind == contract.CaseKindServing && cs.Launch != "" {
@@ -50,7 +51,7 @@ func checkLaunch(s *snapshot, c *finding.Collector, v *contract.Variant) {
 		}
 	}
 	bound := map[string]bool{}
-	for i, a := range s.rc.Artifacts {
+	for i, a := range s.RC.Artifacts {
 		if a.Kind != contract.ArtifactKindLaunchRecipe {
 			continue
 		}
@@ -76,8 +77,8 @@ type derived struct {
 // derive recomputes the campaign verdict and publishability. The required flag comes from the
 // workload's case when the workload is available (else from the receipt, and the note says so);
 // each result's status from its case result when that was read.
-func derive(s *snapshot) derived {
-	rc := s.rc
+func derive(s *load.Snapshot) derived {
+	rc := s.RC
 	d := derived{verdict: contract.QualificationVerdictPassed}
 	for _, r := range rc.Results {
 		required := r.Required
@@ -86,7 +87,7 @@ func derive(s *snapshot) derived {
 		}
 		status := r.Status
 		if r.CaseResult != nil {
-			if cr := s.caseResults[r.CaseResult.Path]; cr != nil {
+			if cr := s.CaseResults[r.CaseResult.Path]; cr != nil {
 				status = cr.Status
 			}
 		}
@@ -97,8 +98,8 @@ func derive(s *snapshot) derived {
 	if rc.Lifecycle != nil && rc.Lifecycle.Verdict != contract.LifecycleRefVerdictPassed {
 		d.failed = append(d.failed, "the lifecycle record's verdict is "+string(rc.Lifecycle.Verdict))
 	}
-	if s.lifecycle != nil && s.lifecycle.Verdict != contract.RecordVerdictPassed {
-		d.failed = append(d.failed, "the lifecycle record says "+string(s.lifecycle.Verdict))
+	if s.Lifecycle != nil && s.Lifecycle.Verdict != contract.RecordVerdictPassed {
+		d.failed = append(d.failed, "the lifecycle record says "+string(s.Lifecycle.Verdict))
 	}
 	if len(d.failed) > 0 {
 		d.verdict = contract.QualificationVerdictFailed
@@ -126,9 +127,9 @@ func derive(s *snapshot) derived {
 
 // checkDerived (tolerances check): the required flags, result statuses, campaign verdict and
 // publishable are the ones derived from the workload and the evidence.
-func checkDerived(s *snapshot, c *finding.Collector) {
-	rc := s.rc
-	file := s.receipt.path
+func checkDerived(s *load.Snapshot, c *finding.Collector) {
+	rc := s.RC
+	file := s.Receipt.Path
 	if variant(s) == nil {
 		c.Note("the workload's variant is not available: the required flags were taken from the receipt")
 	}
@@ -137,7 +138,7 @@ func checkDerived(s *snapshot, c *finding.Collector) {
 			c.Add(file, finding.Pointer("results", i, "required"), reason.ErrVerdictMismatch, "result %q is recorded required: %v, the workload's case %s says required: %v", r.ID, r.Required, r.ID, wc.Required)
 		}
 		if r.CaseResult != nil {
-			if cr := s.caseResults[r.CaseResult.Path]; cr != nil && cr.Status != r.Status && r.Status != contract.StatusPassed {
+			if cr := s.CaseResults[r.CaseResult.Path]; cr != nil && cr.Status != r.Status && r.Status != contract.StatusPassed {
 				// (a passed result over a failed case result is a result_mismatch already)
 				c.Add(file, finding.Pointer("results", i, "status"), reason.ErrVerdictMismatch, "result %q is recorded %s, its case result says %s", r.ID, r.Status, cr.Status)
 			}
@@ -186,13 +187,13 @@ func (r rowRef) String() string {
 // (the client's own lag over its bound) does not block publication: its declared load, the
 // concurrency, is checked by load_not_reached from in_flight_peak, and its latencies are measured
 // from t_send; performance comparisons refuse it (compare's degraded_row).
-func degradedRows(s *snapshot) []rowRef {
+func degradedRows(s *load.Snapshot) []rowRef {
 	var out []rowRef
-	for _, r := range s.rc.Results {
+	for _, r := range s.RC.Results {
 		if r.CaseResult == nil {
 			continue
 		}
-		cr := s.caseResults[r.CaseResult.Path]
+		cr := s.CaseResults[r.CaseResult.Path]
 		if cr == nil {
 			continue
 		}
@@ -208,15 +209,15 @@ func degradedRows(s *snapshot) []rowRef {
 // measuresSaturation reports whether the variant's case id declares measures_saturation: true.
 // Read from the workload's bytes (the member is optional, and absent in workloads written
 // before it existed: a degraded row of such a case is never publishable).
-func measuresSaturation(s *snapshot, id string) bool {
-	if s.workload == nil || s.rc == nil {
+func measuresSaturation(s *load.Snapshot, id string) bool {
+	if s.Workload == nil || s.RC == nil {
 		return false
 	}
-	f := s.files[s.rc.Workload.Path]
-	if f == nil || f.raw == nil {
+	f := s.Files[s.RC.Workload.Path]
+	if f == nil || f.Raw == nil {
 		return false
 	}
-	tree, err := jsonstrict.Parse(f.raw)
+	tree, err := jsonstrict.Parse(f.Raw)
 	if err != nil {
 		return false
 	}
@@ -224,7 +225,7 @@ func measuresSaturation(s *snapshot, id string) bool {
 	variants, _ := w["variants"].([]any)
 	for _, v := range variants {
 		vm, _ := v.(map[string]any)
-		if vm["id"] != s.rc.Workload.Variant {
+		if vm["id"] != s.RC.Workload.Variant {
 			continue
 		}
 		cases, _ := vm["cases"].([]any)

@@ -7,6 +7,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -14,16 +15,16 @@ import (
 // workload's case (kind, contract), the declared tolerances (equal to the workload's), every
 // tolerance outcome and the verdict recomputed from the result's numbers, and every failed
 // tolerance reported with its numbers.
-func checkDriver(s *snapshot, c *finding.Collector, i int, r contract.Result, path string, dr *driverResult) {
-	file := s.receipt.path
+func checkDriver(s *load.Snapshot, c *finding.Collector, i int, r contract.Result, path string, dr *load.DriverResult) {
+	file := s.Receipt.Path
 	base := finding.Pointer("results", i)
-	h := dr.header
+	h := dr.Header
 	caseName := "case " + r.ID
 	if h.CaseID != r.ID {
 		c.Add(file, base+"/id", reason.ErrResultMismatch, "result %q binds the driver result of %q", r.ID, h.CaseID)
 	}
-	if string(r.Status) != string(dr.status) {
-		c.Add(file, base+"/status", reason.ErrResultMismatch, "result %q is %s, its driver result says %s", r.ID, r.Status, dr.status)
+	if string(r.Status) != string(dr.Status) {
+		c.Add(file, base+"/status", reason.ErrResultMismatch, "result %q is %s, its driver result says %s", r.ID, r.Status, dr.Status)
 	}
 	if len(r.Metrics) > 0 {
 		c.Add(file, base+"/metrics", reason.ErrResultMismatch, "result %q summarises a driver result: its numbers are the result's tolerance outcomes, the receipt carries no metrics for it (%d found)", r.ID, len(r.Metrics))
@@ -38,13 +39,13 @@ func checkDriver(s *snapshot, c *finding.Collector, i int, r contract.Result, pa
 		for _, o := range h.Tolerances {
 			ruleSet = append(ruleSet, contract.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
 		}
-	case wc.Kind != contract.CaseKindDriver || string(wc.Contract) != "qualkit."+dr.name:
-		c.Add(file, base+"/case_result", reason.ErrResultMismatch, "%s: the result is a qualkit.%s, the workload declares a %s case%s", caseName, dr.name, wc.Kind, contractSuffix(wc))
+	case wc.Kind != contract.CaseKindDriver || string(wc.Contract) != "qualkit."+dr.Name:
+		c.Add(file, base+"/case_result", reason.ErrResultMismatch, "%s: the result is a qualkit.%s, the workload declares a %s case%s", caseName, dr.Name, wc.Kind, contractSuffix(wc))
 		return
 	default:
 		ruleSet = wc.Tolerances
 	}
-	want, err := rules.EvaluateTolerances(dr.name, ruleSet, dr.body)
+	want, err := rules.EvaluateTolerances(dr.Name, ruleSet, dr.Body)
 	if err != nil {
 		c.Add(path, "/tolerances", reason.ErrToleranceDeclared, "%s: the declared tolerances cannot be evaluated: %v", caseName, err)
 		return
@@ -58,7 +59,7 @@ func checkDriver(s *snapshot, c *finding.Collector, i int, r contract.Result, pa
 		for _, o := range got {
 			own = append(own, contract.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
 		}
-		recomputed, err := evaluateEach(dr.name, own, dr.body)
+		recomputed, err := evaluateEach(dr.Name, own, dr.Body)
 		if err != nil {
 			c.Add(path, "/tolerances", reason.ErrToleranceOutcome, "%s: %v", caseName, err)
 			return
@@ -79,20 +80,20 @@ func checkDriver(s *snapshot, c *finding.Collector, i int, r contract.Result, pa
 
 	// The verdict, recomputed from the containment and the recomputed outcomes.
 	status, why := rules.DriverStatus(h.Containment, want)
-	if dr.status != status {
-		c.Add(path, "/verdict/status", reason.ErrDriverVerdict, "%s: status %s, recomputed %s (%s)", caseName, dr.status, status, strings.Join(orNothing(why), "; "))
+	if dr.Status != status {
+		c.Add(path, "/verdict/status", reason.ErrDriverVerdict, "%s: status %s, recomputed %s (%s)", caseName, dr.Status, status, strings.Join(orNothing(why), "; "))
 	}
-	switch b := dr.body.(type) {
+	switch b := dr.Body.(type) {
 	case contract.NextTokenBody:
-		if a := rules.ArgmaxCandidate(b.Oracle); a != dr.argmaxCandidate {
-			c.Add(path, "/verdict/argmax_candidate", reason.ErrDriverVerdict, "%s: argmax_candidate %s, recomputed %s (argmax token %d)", caseName, dr.argmaxCandidate, a, firstToken(b.Oracle))
+		if a := rules.ArgmaxCandidate(b.Oracle); a != dr.ArgmaxCandidate {
+			c.Add(path, "/verdict/argmax_candidate", reason.ErrDriverVerdict, "%s: argmax_candidate %s, recomputed %s (argmax token %d)", caseName, dr.ArgmaxCandidate, a, firstToken(b.Oracle))
 		}
-		if dr.complete != (dr.argmaxCandidate != rules.ArgmaxNeither) {
-			c.Add(path, "/verdict/candidate_attribution_complete", reason.ErrDriverVerdict, "%s: candidate_attribution_complete %v with argmax_candidate %s", caseName, dr.complete, dr.argmaxCandidate)
+		if dr.Complete != (dr.ArgmaxCandidate != rules.ArgmaxNeither) {
+			c.Add(path, "/verdict/candidate_attribution_complete", reason.ErrDriverVerdict, "%s: candidate_attribution_complete %v with argmax_candidate %s", caseName, dr.Complete, dr.ArgmaxCandidate)
 		}
 	case contract.PathBody:
-		if a := rules.PathAttributionOf(b, want); a != dr.attribution {
-			c.Add(path, "/verdict/attribution", reason.ErrDriverVerdict, "%s: attribution %s, recomputed %s", caseName, dr.attribution, a)
+		if a := rules.PathAttributionOf(b, want); a != dr.Attribution {
+			c.Add(path, "/verdict/attribution", reason.ErrDriverVerdict, "%s: attribution %s, recomputed %s", caseName, dr.Attribution, a)
 		}
 	case contract.LayerBody:
 		if g := rules.LargestGrowth(b.Boundaries); g != b.LargestRelativeErrorGrowth {
@@ -201,18 +202,18 @@ func compareOutcomes(c *finding.Collector, path, caseName string, got, want []co
 
 // checkDriverBindings (hashes check): a driver result names the source, script, executable,
 // request and model the workload's case pins and the receipt binds.
-func checkDriverBindings(s *snapshot, c *finding.Collector) {
-	rc := s.rc
+func checkDriverBindings(s *load.Snapshot, c *finding.Collector) {
+	rc := s.RC
 	for _, r := range rc.Results {
 		if r.CaseResult == nil {
 			continue
 		}
-		dr := s.driverResults[r.CaseResult.Path]
+		dr := s.DriverResults[r.CaseResult.Path]
 		if dr == nil {
 			continue
 		}
 		p := r.CaseResult.Path
-		h := dr.header
+		h := dr.Header
 		src := rc.Source
 		for _, x := range []struct{ field, got, want string }{
 			{"commit", h.Source.Commit, src.Commit}, {"tree", h.Source.Tree, src.Tree}, {"tree_hash", h.Source.TreeHash, src.TreeHash},

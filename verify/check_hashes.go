@@ -6,50 +6,51 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // checkHashes: every referenced evidence file and, where present locally, every bound artifact is
 // re-hashed against the receipt; every binding of one file agrees (results, lifecycle, rows,
 // workload); every attestation subject equals the file it names.
-func checkHashes(s *snapshot) CheckResult {
+func checkHashes(s *load.Snapshot) CheckResult {
 	c := &finding.Collector{Check: CheckHashes}
-	rc := s.rc
-	file := s.receipt.path
+	rc := s.RC
+	file := s.Receipt.Path
 	artifactDigest := map[string]string{} // path -> digest, first listing
 	for i, a := range rc.Artifacts {
 		if _, ok := artifactDigest[a.Path]; !ok {
 			artifactDigest[a.Path] = a.Digest
 		}
-		f := s.files[a.Path]
+		f := s.Files[a.Path]
 		switch {
-		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
-			if !s.relax[RelaxMissingInputs] {
+		case load.ReadInput(a.Kind) && (!f.Local || (!f.Present && f.ReadErr == nil)):
+			if !s.Relax[RelaxMissingInputs] {
 				c.Add(file, finding.Pointer("artifacts", i, "path"), reason.ErrMissingInput, "%s %s is bound by the receipt and not present in the repository: without it %s; restore it (the commit %s has it), or pass --%s to verify without it",
-					a.Kind, a.Path, notCheckedWithout(a.Kind), rc.Source.Commit, RelaxMissingInputs)
+					a.Kind, a.Path, load.NotCheckedWithout(a.Kind), rc.Source.Commit, RelaxMissingInputs)
 			}
 			continue
-		case !f.local:
-			if s.mustExist(a) {
+		case !f.Local:
+			if s.MustExist(a) {
 				c.Add(file, finding.Pointer("artifacts", i, "path"), reason.ErrUnreadableFile, "%s %s: evidence a campaign writes lives in the repository, not at an absolute path", a.Kind, a.Path)
 			}
 			continue
-		case errors.Is(f.readErr, reason.ErrSizeMismatch):
-			c.Add(file, finding.Pointer("artifacts", i, "bytes"), reason.ErrSizeMismatch, "%s %s has %d bytes, the receipt records %d: not read", a.Kind, a.Path, f.size, a.Bytes)
+		case errors.Is(f.ReadErr, reason.ErrSizeMismatch):
+			c.Add(file, finding.Pointer("artifacts", i, "bytes"), reason.ErrSizeMismatch, "%s %s has %d bytes, the receipt records %d: not read", a.Kind, a.Path, f.Size, a.Bytes)
 			continue
-		case f.readErr != nil:
-			c.Add(a.Path, "", reason.ErrUnreadableFile, "%s %s (listed at %s): %s", a.Kind, a.Path, finding.Pointer("artifacts", i), detail(f.readErr, reason.ErrUnreadableFile))
+		case f.ReadErr != nil:
+			c.Add(a.Path, "", reason.ErrUnreadableFile, "%s %s (listed at %s): %s", a.Kind, a.Path, finding.Pointer("artifacts", i), detail(f.ReadErr, reason.ErrUnreadableFile))
 			continue
-		case !f.present:
-			if s.mustExist(a) {
+		case !f.Present:
+			if s.MustExist(a) {
 				c.Add(a.Path, "", reason.ErrMissingFile, "%s %s is listed at %s of the receipt and does not exist", a.Kind, a.Path, finding.Pointer("artifacts", i))
 			}
 			continue
 		}
-		if f.digest != a.Digest {
-			c.Add(file, finding.Pointer("artifacts", i, "digest"), reason.ErrDigestMismatch, "%s %s has %s, the receipt binds %s", a.Kind, a.Path, f.digest, a.Digest)
-		} else if f.size != a.Bytes {
-			c.Add(file, finding.Pointer("artifacts", i, "bytes"), reason.ErrSizeMismatch, "%s %s has %d bytes, the receipt records %d", a.Kind, a.Path, f.size, a.Bytes)
+		if f.Digest != a.Digest {
+			c.Add(file, finding.Pointer("artifacts", i, "digest"), reason.ErrDigestMismatch, "%s %s has %s, the receipt binds %s", a.Kind, a.Path, f.Digest, a.Digest)
+		} else if f.Size != a.Bytes {
+			c.Add(file, finding.Pointer("artifacts", i, "bytes"), reason.ErrSizeMismatch, "%s %s has %d bytes, the receipt records %d", a.Kind, a.Path, f.Size, a.Bytes)
 		}
 	}
 	// ref checks one more binding of a file: it must be listed as an artifact with the same digest.
@@ -58,9 +59,9 @@ func checkHashes(s *snapshot) CheckResult {
 		switch {
 		case !listed:
 			c.Add(refFile, ptr, reason.ErrReferenceMismatch, "%s %s is not listed among the receipt's artifacts", what, path)
-			if f := s.files[path]; f != nil && f.present && f.digest != dg {
-				c.Add(refFile, ptr+"/digest", reason.ErrDigestMismatch, "%s %s has %s, the reference binds %s", what, path, f.digest, dg)
-			} else if f != nil && !f.present && f.readErr == nil {
+			if f := s.Files[path]; f != nil && f.Present && f.Digest != dg {
+				c.Add(refFile, ptr+"/digest", reason.ErrDigestMismatch, "%s %s has %s, the reference binds %s", what, path, f.Digest, dg)
+			} else if f != nil && !f.Present && f.ReadErr == nil {
 				c.Add(path, "", reason.ErrMissingFile, "%s %s (referenced at %s of %s) does not exist", what, path, ptr, refFile)
 			}
 		case want != dg:
@@ -76,7 +77,7 @@ func checkHashes(s *snapshot) CheckResult {
 		ref(file, "/lifecycle", rc.Lifecycle.Path, rc.Lifecycle.Digest, "lifecycle record")
 	}
 	for _, p := range sortedCaseResults(s) {
-		for j, row := range s.caseResults[p].Rows {
+		for j, row := range s.CaseResults[p].Rows {
 			ref(p, finding.Pointer("rows", j, "records"), row.Records.Path, row.Records.Digest, "request records")
 		}
 	}
@@ -88,45 +89,45 @@ func checkHashes(s *snapshot) CheckResult {
 	}
 	checkIdentity(s, c)
 	// Everything below the run directory is evidence: each file there must be an artifact.
-	if s.runWalkErr != nil {
-		c.Add(s.runDir(), "", reason.ErrUnreadableFile, "the run directory cannot be listed: %v", s.runWalkErr)
+	if s.RunWalkErr != nil {
+		c.Add(s.RunDir(), "", reason.ErrUnreadableFile, "the run directory cannot be listed: %v", s.RunWalkErr)
 	}
-	for _, e := range s.runEntries {
-		if _, bound := artifactDigest[e.path]; bound {
+	for _, e := range s.RunEntries {
+		if _, bound := artifactDigest[e.Path]; bound {
 			continue
 		}
 		what := "a file"
-		if !e.mode.IsRegular() {
-			what = "an entry (" + e.mode.Type().String() + ")"
+		if !e.Mode.IsRegular() {
+			what = "an entry (" + e.Mode.Type().String() + ")"
 		}
-		c.Add(e.path, "", reason.ErrUnboundFile, "%s below the run directory %s that the receipt does not bind: everything there is evidence that must be listed among the receipt's artifacts; remove it, or verify a copy without it", what, s.runDir())
+		c.Add(e.Path, "", reason.ErrUnboundFile, "%s below the run directory %s that the receipt does not bind: everything there is evidence that must be listed among the receipt's artifacts; remove it, or verify a copy without it", what, s.RunDir())
 	}
 	// Attestation subjects against the files they name.
-	for _, a := range s.attestations {
-		if a.stmt == nil {
+	for _, a := range s.Attestations {
+		if a.Stmt == nil {
 			continue
 		}
-		for i, sub := range a.stmt.subjects {
+		for i, sub := range a.Stmt.Subjects {
 			var got string
-			switch f := s.files[sub.name]; {
-			case sub.name == s.receipt.path:
-				got = s.receipt.digest
-			case f != nil && f.present:
-				got = f.digest
+			switch f := s.Files[sub.Name]; {
+			case sub.Name == s.Receipt.Path:
+				got = s.Receipt.Digest
+			case f != nil && f.Present:
+				got = f.Digest
 			default:
 				continue // a subject the receipt does not bind: the signature check reports it
 			}
-			if got != sub.digest {
-				c.Add(sub.name, "", reason.ErrSubjectMismatch, "subject %d of %s binds %s, the file has %s", i, a.path, sub.digest, got)
+			if got != sub.Digest {
+				c.Add(sub.Name, "", reason.ErrSubjectMismatch, "subject %d of %s binds %s, the file has %s", i, a.Path, sub.Digest, got)
 			}
 		}
 	}
 	return c.Result()
 }
 
-func sortedCaseResults(s *snapshot) []string {
-	out := make([]string, 0, len(s.caseResults))
-	for p := range s.caseResults {
+func sortedCaseResults(s *load.Snapshot) []string {
+	out := make([]string, 0, len(s.CaseResults))
+	for p := range s.CaseResults {
 		out = append(out, p)
 	}
 	sortStrings(out)

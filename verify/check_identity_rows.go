@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -21,23 +22,23 @@ const durationSlackSeconds = 1e-6
 // (every case of the variant in declared order, repetition after repetition, from 0), each bound
 // to the case directory the runner names after its index, id and repetition. On 4822f1d a
 // result relabelled to repetition 7 verified (in a fleet that moves a host out of the statistics).
-func checkResultIdentity(s *snapshot, c *finding.Collector, v *contract.Variant) {
+func checkResultIdentity(s *load.Snapshot, c *finding.Collector, v *contract.Variant) {
 	n := len(v.Cases)
 	if n == 0 {
 		return
 	}
-	file := s.receipt.path
-	for i, r := range s.rc.Results {
+	file := s.Receipt.Path
+	for i, r := range s.RC.Results {
 		idx, rep := i%n, int64(i/n)
 		want := v.Cases[idx].ID
 		if r.ID != want || r.Repetition != rep {
 			c.Add(file, finding.Pointer("results", i), reason.ErrWorkloadMismatch, "result %d is case %s repetition %d; the runner runs variant %s's cases in declared order, repetition after repetition, so result %d is case %s repetition %d", i, r.ID, r.Repetition, v.ID, i, want, rep)
 			continue
 		}
-		if r.CaseResult == nil || !strings.HasPrefix(r.CaseResult.Path, s.runDir()+"cases/") {
+		if r.CaseResult == nil || !strings.HasPrefix(r.CaseResult.Path, s.RunDir()+"cases/") {
 			continue
 		}
-		dir := fmt.Sprintf("%scases/%03d-%s-r%03d", s.runDir(), idx, want, rep)
+		dir := fmt.Sprintf("%scases/%03d-%s-r%03d", s.RunDir(), idx, want, rep)
 		if path.Dir(r.CaseResult.Path) != dir {
 			c.Add(file, finding.Pointer("results", i, "case_result", "path"), reason.ErrWorkloadMismatch, "case %s repetition %d is bound at %s, the runner writes it in %s/", want, rep, r.CaseResult.Path, dir) // not a contract value: the result's member name
 		}
@@ -70,15 +71,15 @@ func checkRowIdentity(c *finding.Collector, p string, cr *contract.CaseResultDoc
 
 // checkDurations: a result's duration is its case result's; a case lasted at least its rows'
 // windows (they run one after another); the cases together lasted no longer than the campaign.
-func checkDurations(s *snapshot, c *finding.Collector) {
-	file := s.receipt.path
+func checkDurations(s *load.Snapshot, c *finding.Collector) {
+	file := s.Receipt.Path
 	var sum float64
-	for i, r := range s.rc.Results {
+	for i, r := range s.RC.Results {
 		sum += r.DurationSeconds
 		if r.CaseResult == nil {
 			continue
 		}
-		cr := s.caseResults[r.CaseResult.Path]
+		cr := s.CaseResults[r.CaseResult.Path]
 		if cr == nil {
 			continue
 		}
@@ -93,7 +94,7 @@ func checkDurations(s *snapshot, c *finding.Collector) {
 			c.Add(r.CaseResult.Path, "/duration_seconds", reason.ErrRowMismatch, "the case lasted %s s, its rows' windows add up to %s s", record.FmtFloat(cr.DurationSeconds), record.FmtFloat(windows))
 		}
 	}
-	if q := s.rc.Qualification.DurationSeconds; sum > q+durationSlackSeconds {
+	if q := s.RC.Qualification.DurationSeconds; sum > q+durationSlackSeconds {
 		c.Add(file, "/qualification/duration_seconds", reason.ErrResultMismatch, "the campaign lasted %s s, its cases add up to %s s", record.FmtFloat(q), record.FmtFloat(sum))
 	}
 }
@@ -102,14 +103,14 @@ func checkDurations(s *snapshot, c *finding.Collector) {
 // id, path and variant, variables, seed, qualrun's argv) and carries the variant's effective
 // configuration. On 4822f1d it was bound by digest only: its variant, its max_tokens or qualrun's
 // argv could be edited and re-bound.
-func checkRunConfig(s *snapshot, c *finding.Collector, v *contract.Variant) {
-	rc := s.rc
+func checkRunConfig(s *load.Snapshot, c *finding.Collector, v *contract.Variant) {
+	rc := s.RC
 	for _, a := range artifactsOfKind(rc, contract.ArtifactKindConfigFile) {
-		f := s.files[a.Path]
-		if f == nil || !f.present || !isRunConfig(f) || len(f.violations) > 0 {
+		f := s.Files[a.Path]
+		if f == nil || !f.Present || !load.IsRunConfig(f) || len(f.Violations) > 0 {
 			continue
 		}
-		doc, err := jsonstrict.Parse(f.raw)
+		doc, err := jsonstrict.Parse(f.Raw)
 		m, ok := doc.(map[string]any)
 		if err != nil || !ok {
 			continue

@@ -9,6 +9,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -19,22 +20,22 @@ import (
 // products must be exactly the receipt and its evidence files, its materials exactly the bound
 // inputs, each by the receipt's sha256; with pinned keys, a signature (ECDSA over the canonical
 // JSON of "signed") must verify with one of them.
-func inTotoLinksMatch(s *snapshot, c *finding.Collector) {
-	if s.rc == nil {
+func inTotoLinksMatch(s *load.Snapshot, c *finding.Collector) {
+	if s.RC == nil {
 		return
 	}
-	wantProducts := map[string]string{s.receipt.path: s.receipt.digest}
+	wantProducts := map[string]string{s.Receipt.Path: s.Receipt.Digest}
 	wantMaterials := map[string]string{}
-	for _, a := range s.rc.Artifacts {
+	for _, a := range s.RC.Artifacts {
 		if contract.Kinds[a.Kind].Evidence {
 			wantProducts[a.Path] = a.Digest
 		} else {
 			wantMaterials[a.Path] = a.Digest
 		}
 	}
-	for _, l := range s.links {
-		if l.readErr != nil {
-			c.Add(l.path, "", reason.ErrLinkMismatch, "%v", l.readErr)
+	for _, l := range s.Links {
+		if l.ReadErr != nil {
+			c.Add(l.Path, "", reason.ErrLinkMismatch, "%v", l.ReadErr)
 			continue
 		}
 		var mb struct {
@@ -50,29 +51,29 @@ func inTotoLinksMatch(s *snapshot, c *finding.Collector) {
 			Materials map[string]map[string]string `json:"materials"`
 			Products  map[string]map[string]string `json:"products"`
 		}
-		if err := jsonstrict.DecodeInto(l.raw, &mb); err != nil || len(mb.Signed) == 0 {
-			c.Add(l.path, "", reason.ErrLinkMismatch, "not in-toto link metadata ({\"signed\", \"signatures\"}): %v", err)
+		if err := jsonstrict.DecodeInto(l.Raw, &mb); err != nil || len(mb.Signed) == 0 {
+			c.Add(l.Path, "", reason.ErrLinkMismatch, "not in-toto link metadata ({\"signed\", \"signatures\"}): %v", err)
 			continue
 		}
 		if err := json.Unmarshal(mb.Signed, &link); err != nil || link.Type != "link" || link.Name != attestfmt.StepName {
-			c.Add(l.path, "/signed", reason.ErrLinkMismatch, "not the link of step %s (_type %q, name %q, %v)", attestfmt.StepName, link.Type, link.Name, err)
+			c.Add(l.Path, "/signed", reason.ErrLinkMismatch, "not the link of step %s (_type %q, name %q, %v)", attestfmt.StepName, link.Type, link.Name, err)
 			continue
 		}
-		if len(s.policy.Keys) > 0 {
+		if len(s.Policy.Keys) > 0 {
 			canonical, err := jsonstrict.CanonicalJSON(mb.Signed)
 			ok := false
 			for _, sig := range mb.Signatures {
 				raw, herr := hex.DecodeString(sig.Sig)
-				for _, k := range s.policy.Keys {
-					ok = ok || (err == nil && herr == nil && verifySig(k, raw, canonical))
+				for _, k := range s.Policy.Keys {
+					ok = ok || (err == nil && herr == nil && load.VerifySig(k, raw, canonical))
 				}
 			}
 			if !ok {
-				c.Add(l.path, "/signatures", reason.ErrLinkMismatch, "none of %d signatures verifies with the %d pinned keys", len(mb.Signatures), len(s.policy.Keys))
+				c.Add(l.Path, "/signatures", reason.ErrLinkMismatch, "none of %d signatures verifies with the %d pinned keys", len(mb.Signatures), len(s.Policy.Keys))
 			}
 		}
-		linkArtifactsMatch(c, l.path, "products", link.Products, wantProducts)
-		linkArtifactsMatch(c, l.path, "materials", link.Materials, wantMaterials)
+		linkArtifactsMatch(c, l.Path, "products", link.Products, wantProducts)
+		linkArtifactsMatch(c, l.Path, "materials", link.Materials, wantMaterials)
 	}
 }
 

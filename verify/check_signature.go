@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -16,47 +17,47 @@ import (
 // this receipt: the receipt first, then exactly its case results, request records, lifecycle
 // record and server log, with the receipt's digests, and a predicate equal to the receipt's
 // fields. When both files exist, both must verify and carry the same statement.
-func checkSignature(s *snapshot) CheckResult {
+func checkSignature(s *load.Snapshot) CheckResult {
 	c := &finding.Collector{Check: CheckSignature}
 	switch {
-	case s.skipSign && len(s.policy.Keys) == 0:
+	case s.SkipSign && len(s.Policy.Keys) == 0:
 		return c.Skipped("signatures are not part of this comparison (no pinned key)")
-	case len(s.attestations) == 0 && s.relax[RelaxUnsigned]:
+	case len(s.Attestations) == 0 && s.Relax[RelaxUnsigned]:
 		return c.Skipped("no attestation: " + string(RelaxUnsigned))
-	case len(s.attestations) == 0:
-		c.Add(s.receipt.path, "", reason.ErrUnsigned, "neither %s nor %s exists beside the receipt", nameBeside(s.receipt.path, attestfmt.EnvelopeSuffix), nameBeside(s.receipt.path, attestfmt.BundleSuffix))
+	case len(s.Attestations) == 0:
+		c.Add(s.Receipt.Path, "", reason.ErrUnsigned, "neither %s nor %s exists beside the receipt", nameBeside(s.Receipt.Path, attestfmt.EnvelopeSuffix), nameBeside(s.Receipt.Path, attestfmt.BundleSuffix))
 		return c.Result()
-	case len(s.policy.Keys) == 0:
+	case len(s.Policy.Keys) == 0:
 		return c.Skipped("no pinned public key: the attestation was not verified (" + string(RelaxUnsigned) + ")")
 	}
-	for _, a := range s.attestations {
+	for _, a := range s.Attestations {
 		switch {
-		case a.readErr != nil:
-			c.Add(a.path, "", reason.ErrMalformedAttestation, "%v", a.readErr)
+		case a.ReadErr != nil:
+			c.Add(a.Path, "", reason.ErrMalformedAttestation, "%v", a.ReadErr)
 			continue
-		case a.malformed != nil && a.payload == nil:
-			c.AddCause(a.path, "", reason.ErrMalformedAttestation, a.malformed)
+		case a.Malformed != nil && a.Payload == nil:
+			c.AddCause(a.Path, "", reason.ErrMalformedAttestation, a.Malformed)
 			continue
 		}
-		if a.signer == "" {
-			c.Add(a.path, "/signatures", reason.ErrBadSignature, "none of %d signatures verifies with the %d pinned keys", a.sigCount, len(s.policy.Keys))
+		if a.Signer == "" {
+			c.Add(a.Path, "/signatures", reason.ErrBadSignature, "none of %d signatures verifies with the %d pinned keys", a.SigCount, len(s.Policy.Keys))
 		} else {
 			signaturePolicy(s, c, a)
 		}
-		if a.malformed != nil {
-			c.AddCause(a.path, "/payload", reason.ErrMalformedAttestation, a.malformed)
+		if a.Malformed != nil {
+			c.AddCause(a.Path, "/payload", reason.ErrMalformedAttestation, a.Malformed)
 			continue
 		}
 		statementMatches(s, c, a)
 	}
 	var payloads [][]byte
-	for _, a := range s.attestations {
-		if a.payload != nil {
-			payloads = append(payloads, a.payload)
+	for _, a := range s.Attestations {
+		if a.Payload != nil {
+			payloads = append(payloads, a.Payload)
 		}
 	}
 	if len(payloads) == 2 && !bytes.Equal(payloads[0], payloads[1]) {
-		c.Add(s.attestations[1].path, "/dsseEnvelope/payload", reason.ErrAttestationsDiffer, "the bundle's statement differs from the envelope's (%s)", s.attestations[0].path)
+		c.Add(s.Attestations[1].Path, "/dsseEnvelope/payload", reason.ErrAttestationsDiffer, "the bundle's statement differs from the envelope's (%s)", s.Attestations[0].Path)
 	}
 	inTotoLinksMatch(s, c)
 	return c.Result()
@@ -64,22 +65,22 @@ func checkSignature(s *snapshot) CheckResult {
 
 // signaturePolicy applies the policy's M-of-N and all-signatures rules to an attestation that
 // has at least one valid signature.
-func signaturePolicy(s *snapshot, c *finding.Collector, a *attestation) {
-	sp := s.policy.Signatures
+func signaturePolicy(s *load.Snapshot, c *finding.Collector, a *load.Attestation) {
+	sp := s.Policy.Signatures
 	var keys []string
-	for _, o := range a.sigs {
+	for _, o := range a.Sigs {
 		if o.Verified && !slices.Contains(keys, o.Key) {
 			keys = append(keys, o.Key)
 		}
 	}
 	if want := max(1, sp.Threshold); len(keys) < want {
-		c.Add(a.path, "/signatures", reason.ErrSignaturePolicy, "%d distinct pinned keys signed (%s), the policy requires %d of the %d pinned keys",
-			len(keys), strings.Join(keys, ", "), want, len(s.policy.Keys))
+		c.Add(a.Path, "/signatures", reason.ErrSignaturePolicy, "%d distinct pinned keys signed (%s), the policy requires %d of the %d pinned keys",
+			len(keys), strings.Join(keys, ", "), want, len(s.Policy.Keys))
 	}
 	if sp.RequireAll {
-		for _, o := range a.sigs {
+		for _, o := range a.Sigs {
 			if !o.Verified {
-				c.Add(a.path, finding.Pointer("signatures", o.Index), reason.ErrSignaturePolicy, "signature %d (keyid %q) %s; the policy requires every signature to verify with a pinned key", o.Index, o.KeyID, o.Problem)
+				c.Add(a.Path, finding.Pointer("signatures", o.Index), reason.ErrSignaturePolicy, "signature %d (keyid %q) %s; the policy requires every signature to verify with a pinned key", o.Index, o.KeyID, o.Problem)
 			}
 		}
 	}
@@ -90,14 +91,14 @@ func nameBeside(receipt, suffix string) string {
 }
 
 // statementMatches compares a statement with the receipt it must bind.
-func statementMatches(s *snapshot, c *finding.Collector, a *attestation) {
-	st := a.stmt
-	rc := s.rc
-	first := st.subjects[0]
-	if first.name != s.receipt.path {
-		c.Add(a.path, "/payload", reason.ErrStatementMismatch, "the first subject is %q, want the receipt %q", first.name, s.receipt.path)
-	} else if first.digest != s.receipt.digest {
-		c.Add(a.path, "/payload", reason.ErrStatementMismatch, "the first subject binds the receipt as %s, the receipt is %s", first.digest, s.receipt.digest)
+func statementMatches(s *load.Snapshot, c *finding.Collector, a *load.Attestation) {
+	st := a.Stmt
+	rc := s.RC
+	first := st.Subjects[0]
+	if first.Name != s.Receipt.Path {
+		c.Add(a.Path, "/payload", reason.ErrStatementMismatch, "the first subject is %q, want the receipt %q", first.Name, s.Receipt.Path)
+	} else if first.Digest != s.Receipt.Digest {
+		c.Add(a.Path, "/payload", reason.ErrStatementMismatch, "the first subject binds the receipt as %s, the receipt is %s", first.Digest, s.Receipt.Digest)
 	}
 	want := map[string]string{}
 	var wantOrder []string
@@ -108,26 +109,26 @@ func statementMatches(s *snapshot, c *finding.Collector, a *attestation) {
 		want[art.Path] = art.Digest
 	}
 	got := map[string]bool{}
-	for i, sub := range st.subjects[1:] {
-		if got[sub.name] || sub.name == s.receipt.path {
-			c.Add(a.path, "/payload", reason.ErrStatementMismatch, "subject %d (%s) repeats", i+1, sub.name)
+	for i, sub := range st.Subjects[1:] {
+		if got[sub.Name] || sub.Name == s.Receipt.Path {
+			c.Add(a.Path, "/payload", reason.ErrStatementMismatch, "subject %d (%s) repeats", i+1, sub.Name)
 			continue
 		}
-		got[sub.name] = true
-		switch d, ok := want[sub.name]; {
+		got[sub.Name] = true
+		switch d, ok := want[sub.Name]; {
 		case !ok:
-			c.Add(a.path, "/payload", reason.ErrStatementMismatch, "subject %d (%s) is not a case result, request records, lifecycle record or server log of the receipt", i+1, sub.name)
-		case d != sub.digest:
-			c.Add(a.path, "/payload", reason.ErrStatementMismatch, "subject %d (%s) binds %s, the receipt binds %s", i+1, sub.name, sub.digest, d)
+			c.Add(a.Path, "/payload", reason.ErrStatementMismatch, "subject %d (%s) is not a case result, request records, lifecycle record or server log of the receipt", i+1, sub.Name)
+		case d != sub.Digest:
+			c.Add(a.Path, "/payload", reason.ErrStatementMismatch, "subject %d (%s) binds %s, the receipt binds %s", i+1, sub.Name, sub.Digest, d)
 		}
 	}
 	for _, p := range wantOrder {
 		if !got[p] {
-			c.Add(a.path, "/payload", reason.ErrStatementMismatch, "the receipt's %s is not a subject", p)
+			c.Add(a.Path, "/payload", reason.ErrStatementMismatch, "the receipt's %s is not a subject", p)
 		}
 	}
 	// The predicate repeats the receipt's fields.
-	tree := s.rcTree
+	tree := s.RCTree
 	env, _ := tree["environment"].(map[string]any) // not a contract value: the receipt's member name
 	qual, _ := tree["qualification"].(map[string]any)
 	var arts []any
@@ -152,12 +153,12 @@ func statementMatches(s *snapshot, c *finding.Collector, a *attestation) {
 		"qualrun":    qual["qualrun"],
 	}
 	for _, k := range PredicateFields {
-		v, ok := st.predicate[k]
+		v, ok := st.Predicate[k]
 		switch {
 		case !ok:
-			c.Add(a.path, "/payload", reason.ErrStatementMismatch, "the predicate has no %s", k)
+			c.Add(a.Path, "/payload", reason.ErrStatementMismatch, "the predicate has no %s", k)
 		case !finding.CanonicalEqual(v, expect[k]):
-			c.Add(a.path, "/payload", reason.ErrStatementMismatch, "the predicate's %s differs from the receipt's", k)
+			c.Add(a.Path, "/payload", reason.ErrStatementMismatch, "the predicate's %s differs from the receipt's", k)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -23,10 +24,10 @@ func sortStrings(s []string) { sort.Strings(s) }
 // checkSource: the source identity's formats, a clean tree, and, when the policy requires
 // publication, a publishable receipt whose commit is origin/main (and the checkout's origin/main,
 // when the evidence root is a git checkout).
-func checkSource(s *snapshot) CheckResult {
+func checkSource(s *load.Snapshot) CheckResult {
 	c := &finding.Collector{Check: CheckSource}
-	src := s.rc.Source
-	file := s.receipt.path
+	src := s.RC.Source
+	file := s.Receipt.Path
 	if !gitobj.ObjectName.MatchString(src.Commit) {
 		c.Add(file, "/source/commit", reason.ErrSourceFormat, "commit %q is not 40 lowercase hex digits", src.Commit)
 	}
@@ -42,13 +43,13 @@ func checkSource(s *snapshot) CheckResult {
 	if src.OriginMain != nil && !gitobj.ObjectName.MatchString(*src.OriginMain) {
 		c.Add(file, "/source/origin_main", reason.ErrSourceFormat, "origin_main %q is not 40 lowercase hex digits", *src.OriginMain)
 	}
-	switch t := s.tree; {
-	case t.unavailable != "":
-		c.Note("tree hash not recomputed: %s", t.unavailable)
-	case t.tree != src.Tree:
-		c.Add(file, "/source/tree", reason.ErrTreeHashMismatch, "commit %s has tree %s in the checkout, the receipt records %s", src.Commit, t.tree, src.Tree)
-	case t.hash != src.TreeHash:
-		c.Add(file, "/source/tree_hash", reason.ErrTreeHashMismatch, "the %s hash of commit %s's tree, recomputed from the checkout's git objects, is %s; the receipt records %s", TreeHashFormat, src.Commit, t.hash, src.TreeHash)
+	switch t := s.Tree; {
+	case t.Unavailable != "":
+		c.Note("tree hash not recomputed: %s", t.Unavailable)
+	case t.Tree != src.Tree:
+		c.Add(file, "/source/tree", reason.ErrTreeHashMismatch, "commit %s has tree %s in the checkout, the receipt records %s", src.Commit, t.Tree, src.Tree)
+	case t.Hash != src.TreeHash:
+		c.Add(file, "/source/tree_hash", reason.ErrTreeHashMismatch, "the %s hash of commit %s's tree, recomputed from the checkout's git objects, is %s; the receipt records %s", TreeHashFormat, src.Commit, t.Hash, src.TreeHash)
 	default:
 		checkInputsInCommit(c, s)
 	}
@@ -56,15 +57,15 @@ func checkSource(s *snapshot) CheckResult {
 		c.Add(file, "/source/clean", reason.ErrDirtySource, "the campaign ran from a worktree with uncommitted or untracked changes")
 	}
 	switch {
-	case !s.policy.RequirePublishable:
+	case !s.Policy.RequirePublishable:
 		c.Note("publication not required by the policy")
-	case s.relax[RelaxUnpublished]:
+	case s.Relax[RelaxUnpublished]:
 		c.Note("publication not required: %s", RelaxUnpublished)
 	default:
-		if !s.rc.Publishable {
-			c.Add(file, "/publishable", reason.ErrUnpublished, "the receipt is not publishable: %s", strings.Join(s.rc.UnpublishableReasons, "; "))
+		if !s.RC.Publishable {
+			c.Add(file, "/publishable", reason.ErrUnpublished, "the receipt is not publishable: %s", strings.Join(s.RC.UnpublishableReasons, "; "))
 		}
-		if s.rc.Qualification.Verdict == contract.QualificationVerdictInterrupted {
+		if s.RC.Qualification.Verdict == contract.QualificationVerdictInterrupted {
 			c.Add(file, "/qualification/verdict", reason.ErrUnpublished, "the campaign was interrupted: an interrupted receipt is never publishable")
 		}
 		for _, r := range degradedRows(s) {
@@ -80,11 +81,11 @@ func checkSource(s *snapshot) CheckResult {
 		case *src.OriginMain != src.Commit:
 			c.Add(file, "/source/origin_main", reason.ErrUnpublished, "HEAD %s was not origin/main %s when the campaign ran", src.Commit, *src.OriginMain)
 		}
-		switch co := s.checkout; {
-		case s.checkoutErr != nil:
-			c.Note("the git metadata of %s could not be read (%v): the receipt's commit was not compared with origin/main", s.ev.Root, s.checkoutErr)
+		switch co := s.Checkout; {
+		case s.CheckoutErr != nil:
+			c.Note("the git metadata of %s could not be read (%v): the receipt's commit was not compared with origin/main", s.Evidence.Root, s.CheckoutErr)
 		case co == nil:
-			c.Note("%s is not a git checkout: the receipt's commit was not compared with origin/main", s.ev.Root)
+			c.Note("%s is not a git checkout: the receipt's commit was not compared with origin/main", s.Evidence.Root)
 		case co.OriginMain == "":
 			c.Note("the checkout has no origin/main: the receipt's commit was not compared with it")
 		case co.OriginMain != src.Commit:

@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/trace"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -19,7 +20,7 @@ import (
 // are recomputed from the records. A row of a case without a schedule records neither.
 
 // checkRowSchedule checks a trace replay row against its trace, any other row against its schedule.
-func checkRowSchedule(s *snapshot, c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol Tolerance) {
+func checkRowSchedule(s *load.Snapshot, c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol Tolerance) {
 	if wc != nil && wc.Corpus != nil && wc.Corpus.Source == contract.CorpusSourceTrace {
 		entries, note := traceOf(s, wc.Corpus)
 		if entries == nil && j == 0 {
@@ -32,15 +33,15 @@ func checkRowSchedule(s *snapshot, c *finding.Collector, path string, j int, row
 }
 
 // traceOf reads a trace corpus from its bound artifact (nil and why when it is not available).
-func traceOf(s *snapshot, cp *contract.Corpus) ([]trace.Entry, string) {
-	f := s.files[cp.Path]
-	if f == nil || !f.present || f.raw == nil {
+func traceOf(s *load.Snapshot, cp *contract.Corpus) ([]trace.Entry, string) {
+	f := s.Files[cp.Path]
+	if f == nil || !f.Present || f.Raw == nil {
 		return nil, "trace " + cp.Path + " is not available: its requests' t_sched were not checked against its timestamps"
 	}
-	if f.digest != cp.Digest {
+	if f.Digest != cp.Digest {
 		return nil, "trace " + cp.Path + " does not match the workload's digest: its timestamps were not used"
 	}
-	es, err := trace.Read(f.raw)
+	es, err := trace.Read(f.Raw)
 	if err != nil {
 		return nil, fmt.Sprintf("trace %s: %v", cp.Path, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -20,11 +21,11 @@ import (
 // policy's recompute tolerance; every case metric recomputed from its rows; command cases carry
 // exactly their declared metrics and runner metrics that agree with the status and expected exit
 // codes; declared tolerances name metrics of their result.
-func checkTolerances(s *snapshot) CheckResult {
+func checkTolerances(s *load.Snapshot) CheckResult {
 	c := &finding.Collector{Check: CheckTolerances}
-	rc := s.rc
-	file := s.receipt.path
-	tol := s.policy.Recompute
+	rc := s.RC
+	file := s.Receipt.Path
+	tol := s.Policy.Recompute
 	if in := rc.Qualification.Interruption; rc.Qualification.Verdict == contract.QualificationVerdictInterrupted && in != nil {
 		c.Add(file, "/qualification/interruption", reason.ErrInterrupted, "qualrun was interrupted by %s during %s: the receipt binds a partial campaign, never a result", in.Signal, in.Phase)
 	} else if rc.Qualification.Verdict != contract.QualificationVerdictPassed {
@@ -42,11 +43,11 @@ func checkTolerances(s *snapshot) CheckResult {
 			continue
 		}
 		path := r.CaseResult.Path
-		if dr := s.driverResults[path]; dr != nil {
+		if dr := s.DriverResults[path]; dr != nil {
 			checkDriver(s, c, i, r, path, dr)
 			continue
 		}
-		cr := s.caseResults[path]
+		cr := s.CaseResults[path]
 		if cr == nil {
 			c.Note("case result %s unreadable: result %d not recomputed", path, i)
 			continue
@@ -83,20 +84,20 @@ func checkTolerances(s *snapshot) CheckResult {
 }
 
 // variant returns the receipt's variant in the workload, when both are available.
-func variant(s *snapshot) *contract.Variant {
-	if s.workload == nil || s.rc == nil {
+func variant(s *load.Snapshot) *contract.Variant {
+	if s.Workload == nil || s.RC == nil {
 		return nil
 	}
-	for i := range s.workload.Variants {
-		if s.workload.Variants[i].ID == s.rc.Workload.Variant {
-			return &s.workload.Variants[i]
+	for i := range s.Workload.Variants {
+		if s.Workload.Variants[i].ID == s.RC.Workload.Variant {
+			return &s.Workload.Variants[i]
 		}
 	}
 	return nil
 }
 
 // workloadCase returns the variant's case of that id.
-func workloadCase(s *snapshot, id string) *contract.Case {
+func workloadCase(s *load.Snapshot, id string) *contract.Case {
 	v := variant(s)
 	if v == nil {
 		return nil
@@ -144,7 +145,7 @@ func rowSpecOf(row contract.Row, wc *contract.Case) record.RowSpec {
 	return spec
 }
 
-func checkServing(s *snapshot, c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, tol Tolerance) {
+func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, tol Tolerance) {
 	var all []*record.Record // every row's records, for the case's timeout
 	unchecked := 0           // rows without in_flight_peak
 	defer func() {
@@ -156,15 +157,15 @@ func checkServing(s *snapshot, c *finding.Collector, path string, cr *contract.C
 	fig := newFigures(len(cr.Rows))
 	for j, row := range cr.Rows {
 		base := finding.Pointer("rows", j)
-		f := s.files[row.Records.Path]
-		if f == nil || f.records == nil {
+		f := s.Files[row.Records.Path]
+		if f == nil || f.Records == nil {
 			c.Note("records %s unreadable: row %d of %s not recomputed", row.Records.Path, j, path)
 			continue
 		}
-		if f.records.InvalidLines > 0 {
-			c.Note("%d invalid records in %s: row %d of %s recomputed from the valid ones", f.records.InvalidLines, row.Records.Path, j, path)
+		if f.Records.InvalidLines > 0 {
+			c.Note("%d invalid records in %s: row %d of %s recomputed from the valid ones", f.Records.InvalidLines, row.Records.Path, j, path)
 		}
-		recs := rowRecords(c, cr, row, f.records)
+		recs := rowRecords(c, cr, row, f.Records)
 		rf := record.RecomputeRow(rowSpecOf(row, wc), recs)
 		fig.add(j, rf.Metrics, recs)
 		checkUsagePlausible(c, row.Records.Path, wc, recs)
@@ -222,7 +223,7 @@ func checkServing(s *snapshot, c *finding.Collector, path string, cr *contract.C
 		checkRowTelemetry(s, c, path, base, row, recs, tol)
 		checkRowCache(c, path, base, row, wc, cr.Status, recs)
 		if wc != nil {
-			checkRowReset(c, path, base, row, wc, s.recipes[wc.Launch], recs)
+			checkRowReset(c, path, base, row, wc, s.Recipes[wc.Launch], recs)
 		}
 		checkRowLedger(c, path, base, row, wc, cr.Status, recs)
 	}
@@ -374,9 +375,9 @@ func checkUsagePlausible(c *finding.Collector, path string, wc *contract.Case, r
 }
 
 // seed is the workload's determinism seed (0 when it declares none, as the runner takes it).
-func seed(s *snapshot) int64 {
-	if s.workload != nil && s.workload.Determinism.Seed != nil {
-		return *s.workload.Determinism.Seed
+func seed(s *load.Snapshot) int64 {
+	if s.Workload != nil && s.Workload.Determinism.Seed != nil {
+		return *s.Workload.Determinism.Seed
 	}
 	return 0
 }

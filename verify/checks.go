@@ -7,13 +7,14 @@ import (
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/limits"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
 // checks is the ordered table of publication checks: each is a pure function of what loading read.
 var checks = []struct {
 	name Check
-	run  func(*snapshot) CheckResult
+	run  func(*load.Snapshot) CheckResult
 }{
 	{CheckSchemas, checkSchemas},
 	{CheckSource, needReceipt(checkSource)},
@@ -26,9 +27,9 @@ var checks = []struct {
 }
 
 // needReceipt skips a check when the receipt itself is invalid: nothing it says can be relied on.
-func needReceipt(f func(*snapshot) CheckResult) func(*snapshot) CheckResult {
-	return func(s *snapshot) CheckResult {
-		if s.rc == nil {
+func needReceipt(f func(*load.Snapshot) CheckResult) func(*load.Snapshot) CheckResult {
+	return func(s *load.Snapshot) CheckResult {
+		if s.RC == nil {
 			return CheckResult{Status: StatusSkipped, Note: "the receipt is invalid (see the schemas check)"}
 		}
 		return f(s)
@@ -59,36 +60,36 @@ func violationReason(v schemas.Violation) *reason.Reason {
 
 // checkSchemas: every file validates against its exported schema and semantic rules; request
 // records line by line; historical evidence is refused naming its markers.
-func checkSchemas(s *snapshot) CheckResult {
+func checkSchemas(s *load.Snapshot) CheckResult {
 	c := &finding.Collector{Check: CheckSchemas}
-	report := func(f *fileFacts) {
-		for _, v := range f.violations {
-			c.AddCause(f.path, v.Pointer, violationReason(v), v)
+	report := func(f *load.File) {
+		for _, v := range f.Violations {
+			c.AddCause(f.Path, v.Pointer, violationReason(v), v)
 		}
-		if f.records != nil {
-			for _, v := range f.records.Invalid {
-				c.AddCause(f.path, v.Pointer, violationReason(v), v)
+		if f.Records != nil {
+			for _, v := range f.Records.Invalid {
+				c.AddCause(f.Path, v.Pointer, violationReason(v), v)
 			}
-			if f.records.TooMany {
-				c.Add(f.path, "", reason.ErrSchemaViolation, "more than %d request records in one file", limits.MaxRecordsPerFile)
+			if f.Records.TooMany {
+				c.Add(f.Path, "", reason.ErrSchemaViolation, "more than %d request records in one file", limits.MaxRecordsPerFile)
 			}
 		}
 	}
-	if s.receipt.readErr != nil {
+	if s.Receipt.ReadErr != nil {
 		// The error wraps ErrUnreadableFile (a FIFO, a device, a symlink, too large).
-		c.Out = append(c.Out, Finding{Check: CheckSchemas, File: s.receipt.path, Err: s.receipt.readErr})
+		c.Out = append(c.Out, Finding{Check: CheckSchemas, File: s.Receipt.Path, Err: s.Receipt.ReadErr})
 	}
-	report(s.receipt)
-	if s.rc == nil {
+	report(s.Receipt)
+	if s.RC == nil {
 		return c.Result()
 	}
-	for _, p := range sortedPaths(s.files) {
-		report(s.files[p])
+	for _, p := range sortedPaths(s.Files) {
+		report(s.Files[p])
 	}
 	return c.Result()
 }
 
-func sortedPaths(m map[string]*fileFacts) []string {
+func sortedPaths(m map[string]*load.File) []string {
 	out := make([]string, 0, len(m))
 	for p := range m {
 		out = append(out, p)

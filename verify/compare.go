@@ -13,6 +13,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -148,16 +149,16 @@ func Compare(ctx context.Context, baseline, candidate Evidence, policy Policy, o
 	for _, w := range cres.Warnings {
 		cmp.Warnings = append(cmp.Warnings, "candidate: "+w)
 	}
-	if bs.rc == nil || cs.rc == nil {
+	if bs.RC == nil || cs.RC == nil {
 		cmp.reject("receipt", reason.ErrWorkloadMismatch, "a receipt is invalid: nothing can be compared", nil, nil)
 		return cmp.finish(), nil
 	}
-	w := bs.workload
+	w := bs.Workload
 	if w == nil {
-		w = cs.workload
+		w = cs.Workload
 	}
 	if w == nil {
-		return nil, fmt.Errorf("%w: the workload %s is not available on either side: the comparison policy is unknown", ErrEvidence, bs.rc.Workload.Path)
+		return nil, fmt.Errorf("%w: the workload %s is not available on either side: the comparison policy is unknown", ErrEvidence, bs.RC.Workload.Path)
 	}
 	c := &comparer{cmp: cmp, b: bs, c: cs, w: w, policy: policy}
 	c.compatibility()
@@ -297,12 +298,12 @@ func boundedValue(v any) any {
 	return v
 }
 
-func sideOf(s *snapshot, r *Result) Side {
-	side := Side{Receipt: s.ev.Receipt, Verification: r.Verdict}
-	if s.receipt != nil {
-		side.Digest = s.receipt.digest
+func sideOf(s *load.Snapshot, r *Result) Side {
+	side := Side{Receipt: s.Evidence.Receipt, Verification: r.Verdict}
+	if s.Receipt != nil {
+		side.Digest = s.Receipt.Digest
 	}
-	if rc := s.rc; rc != nil {
+	if rc := s.RC; rc != nil {
 		side.ReceiptID, side.Variant, side.Backend = rc.ReceiptID, rc.Workload.Variant, string(rc.Qualification.Backend)
 		side.HostID, side.Verdict = rc.Environment.HostID, string(rc.Qualification.Verdict)
 	}
@@ -330,15 +331,15 @@ func (c *Comparison) finish() *Comparison {
 
 type comparer struct {
 	cmp    *Comparison
-	b, c   *snapshot
+	b, c   *load.Snapshot
 	w      *contract.WorkloadDoc
 	policy Policy
 }
 
 // compatibility decides whether the receipts are like for like under the mode.
 func (x *comparer) compatibility() {
-	cmp, b, c := x.cmp, x.b.rc, x.c.rc
-	if x.b.receipt.digest == x.c.receipt.digest || b.ReceiptID == c.ReceiptID {
+	cmp, b, c := x.cmp, x.b.RC, x.c.RC
+	if x.b.Receipt.Digest == x.c.Receipt.Digest || b.ReceiptID == c.ReceiptID {
 		cmp.reject("receipt_id", reason.ErrWorkloadMismatch, "baseline and candidate are the same receipt", b.ReceiptID, c.ReceiptID)
 	}
 	// The workload binding.
@@ -378,8 +379,8 @@ func (x *comparer) compatibility() {
 		cmp.Warnings = append(cmp.Warnings, "both receipts ran variant "+b.Workload.Variant+": compared as same_environment_performance")
 	}
 	cmp.Mode = mode
-	envB, _ := x.b.rcTree["environment"].(map[string]any) // not a contract value: the receipt's member name
-	envC, _ := x.c.rcTree["environment"].(map[string]any) // not a contract value: the receipt's member name
+	envB, _ := x.b.RCTree["environment"].(map[string]any) // not a contract value: the receipt's member name
+	envC, _ := x.c.RCTree["environment"].(map[string]any) // not a contract value: the receipt's member name
 	envDiff := diffLeaves(withoutDevices(envB), withoutDevices(envC), "")
 	switch mode {
 	case SameEnvironmentPerformance:
@@ -453,9 +454,9 @@ func (x *comparer) environment(diff []leafDiff, allowed []string) {
 
 // configs compares the two variants' effective configurations: exactly the declared paths differ.
 func (x *comparer) configs(allowed []string) {
-	vb, vc := variantOf(x.w, x.b.rc.Workload.Variant), variantOf(x.w, x.c.rc.Workload.Variant)
+	vb, vc := variantOf(x.w, x.b.RC.Workload.Variant), variantOf(x.w, x.c.RC.Workload.Variant)
 	if vb == nil || vc == nil {
-		x.cmp.reject("workload.variant", reason.ErrWorkloadMismatch, "a variant is not declared by the workload", x.b.rc.Workload.Variant, x.c.rc.Workload.Variant)
+		x.cmp.reject("workload.variant", reason.ErrWorkloadMismatch, "a variant is not declared by the workload", x.b.RC.Workload.Variant, x.c.RC.Workload.Variant)
 		return
 	}
 	var cb, cc map[string]any
@@ -505,10 +506,10 @@ var inputKinds = func() []contract.ArtifactKind {
 
 // artifacts compares the bound inputs (per-run evidence excluded) kind by kind.
 func (x *comparer) artifacts(mode Mode) {
-	group := func(s *snapshot) map[contract.ArtifactKind][]string {
+	group := func(s *load.Snapshot) map[contract.ArtifactKind][]string {
 		out := map[contract.ArtifactKind][]string{}
-		for _, a := range s.rc.Artifacts {
-			if contract.Kinds[a.Kind].Evidence || strings.HasPrefix(a.Path, s.runDir()) {
+		for _, a := range s.RC.Artifacts {
+			if contract.Kinds[a.Kind].Evidence || strings.HasPrefix(a.Path, s.RunDir()) {
 				continue
 			}
 			out[a.Kind] = append(out[a.Kind], a.Path+"@"+a.Digest)
@@ -553,12 +554,12 @@ func (x *comparer) matchResults() []matched {
 		rep int64
 	}
 	idx := map[key]int{}
-	for i, r := range x.c.rc.Results {
+	for i, r := range x.c.RC.Results {
 		idx[key{r.ID, r.Repetition}] = i
 	}
 	var out []matched
 	seen := map[key]bool{}
-	for _, r := range x.b.rc.Results {
+	for _, r := range x.b.RC.Results {
 		k := key{r.ID, r.Repetition}
 		seen[k] = true
 		j, ok := idx[k]
@@ -567,16 +568,16 @@ func (x *comparer) matchResults() []matched {
 			x.cmp.reject(dotted(name), reason.ErrUnlikeRows, "the candidate has no such result", r.Status, nil)
 			continue
 		}
-		m := matched{key: name, id: r.ID, rb: r, rc: x.c.rc.Results[j]}
+		m := matched{key: name, id: r.ID, rb: r, rc: x.c.RC.Results[j]}
 		if r.CaseResult != nil {
-			m.crb, m.pathB = x.b.caseResults[r.CaseResult.Path], r.CaseResult.Path
+			m.crb, m.pathB = x.b.CaseResults[r.CaseResult.Path], r.CaseResult.Path
 		}
 		if m.rc.CaseResult != nil {
-			m.crc, m.pathC = x.c.caseResults[m.rc.CaseResult.Path], m.rc.CaseResult.Path
+			m.crc, m.pathC = x.c.CaseResults[m.rc.CaseResult.Path], m.rc.CaseResult.Path
 		}
 		out = append(out, m)
 	}
-	for _, r := range x.c.rc.Results {
+	for _, r := range x.c.RC.Results {
 		if !seen[key{r.ID, r.Repetition}] {
 			x.cmp.reject(dotted(fmt.Sprintf("results/%s/r%d", r.ID, r.Repetition)), reason.ErrUnlikeRows, "the baseline has no such result", nil, r.Status)
 		}

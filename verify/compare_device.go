@@ -49,7 +49,7 @@ func deviceIdentity(d contract.ProbedDevice) map[string]any {
 // device_mismatch; a backend pair that lists "devices" among its allowed environment differences
 // allows them. Receipts without environment.devices on both sides have nothing to compare.
 func (x *comparer) devices(allowed []string) {
-	db, dc := x.b.rc.Environment.Devices, x.c.rc.Environment.Devices
+	db, dc := x.b.RC.Environment.Devices, x.c.RC.Environment.Devices
 	if db == nil && dc == nil {
 		return
 	}

@@ -5,15 +5,16 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/load"
 )
 
 func TestCompareDevices(t *testing.T) {
-	pair := func(edit func(b, c *contract.ProbedDevice)) (*comparer, *snapshot, *snapshot) {
+	pair := func(edit func(b, c *contract.ProbedDevice)) (*comparer, *load.Snapshot, *load.Snapshot) {
 		b, c := frozenSnapshot(t), frozenSnapshot(t)
-		b.rc.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
-		c.rc.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
+		b.RC.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
+		c.RC.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
 		if edit != nil {
-			edit(&b.rc.Environment.Devices[1], &c.rc.Environment.Devices[1])
+			edit(&b.RC.Environment.Devices[1], &c.RC.Environment.Devices[1])
 		}
 		return &comparer{cmp: &Comparison{}, b: b, c: c}, b, c
 	}
@@ -48,7 +49,7 @@ func TestCompareDevices(t *testing.T) {
 		t.Errorf("rejected %v, allowed %v", x.cmp.Rejected, x.cmp.Allowed)
 	}
 	x, _, c := pair(nil)
-	c.rc.Environment.Devices = c.rc.Environment.Devices[:1]
+	c.RC.Environment.Devices = c.RC.Environment.Devices[:1]
 	x.devices(nil)
 	if len(x.cmp.Rejected) != 1 || x.cmp.Rejected[0].Path != "environment.devices" {
 		t.Errorf("device count: %+v", x.cmp.Rejected)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/load"
 )
 
 // TestCompareInputKindsCoverEveryBoundInput: every artifact kind the contract does not call
@@ -16,8 +17,8 @@ func TestCompareInputKindsCoverEveryBoundInput(t *testing.T) {
 			t.Errorf("bound-input kind %s is not compared", k)
 		}
 	}
-	snap := func(id, digest string) *snapshot {
-		return &snapshot{rc: &contract.ReceiptDoc{ReceiptID: id, Artifacts: []contract.Artifact{
+	snap := func(id, digest string) *load.Snapshot {
+		return &load.Snapshot{RC: &contract.ReceiptDoc{ReceiptID: id, Artifacts: []contract.Artifact{
 			{Kind: contract.ArtifactKindDriverScript, Path: "drivers/next_token.py", Digest: digest, Bytes: 10}}}}
 	}
 	x := &comparer{cmp: &Comparison{}, b: snap("b", "sha256:aa"), c: snap("c", "sha256:bb")}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -62,12 +63,12 @@ func (x *comparer) significance(e *Evaluation, rule contract.MetricRule, rows *r
 }
 
 // perRequest recomputes the per-request samples of a formula for a row from its records.
-func perRequest(s *snapshot, cr *contract.CaseResultDoc, row contract.Row, formula string) ([]float64, bool) {
-	f := s.files[row.Records.Path]
-	if cr == nil || f == nil || f.records == nil {
+func perRequest(s *load.Snapshot, cr *contract.CaseResultDoc, row contract.Row, formula string) ([]float64, bool) {
+	f := s.Files[row.Records.Path]
+	if cr == nil || f == nil || f.Records == nil {
 		return nil, false
 	}
-	reqs, _ := record.MeasuredRequests(rowRecords(nil, cr, row, f.records))
+	reqs, _ := record.MeasuredRequests(rowRecords(nil, cr, row, f.Records))
 	return metric.PerRequest(formula, metric.SamplesOf(reqs))
 }
 

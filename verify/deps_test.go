@@ -67,7 +67,8 @@ var verifyLayers = map[string][]string{
 	"internal/policy":  {"internal/limits"},
 	"internal/record":  {"internal/limits", "internal/policy", "internal/reason"},
 	"internal/finding": {"internal/reason"},
-	".":                {"internal/finding", "internal/gitobj", "internal/limits", "internal/policy", "internal/reason", "internal/record"},
+	"internal/load":    {"internal/gitobj", "internal/limits", "internal/policy", "internal/reason", "internal/record"},
+	".":                {"internal/finding", "internal/gitobj", "internal/limits", "internal/load", "internal/policy", "internal/reason", "internal/record"},
 	"report":           {"."},
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -29,11 +30,11 @@ func deviceFamilyOK(d contract.ProbedDevice, family contract.Backend) bool {
 
 // servingDevices are the receipt's devices that serve its backend by API family (never by name);
 // fixture devices count only under RelaxFixtureDevices.
-func servingDevices(s *snapshot) []contract.ProbedDevice {
+func servingDevices(s *load.Snapshot) []contract.ProbedDevice {
 	var out []contract.ProbedDevice
-	b := s.rc.Qualification.Backend
-	for _, d := range s.rc.Environment.Devices {
-		if slices.Contains(d.APIFamilies, b) && deviceFamilyOK(d, b) && (!d.Fixture || s.relax[RelaxFixtureDevices]) {
+	b := s.RC.Qualification.Backend
+	for _, d := range s.RC.Environment.Devices {
+		if slices.Contains(d.APIFamilies, b) && deviceFamilyOK(d, b) && (!d.Fixture || s.Relax[RelaxFixtureDevices]) {
 			out = append(out, d)
 		}
 	}
@@ -44,8 +45,8 @@ func servingDevices(s *snapshot) []contract.ProbedDevice {
 // devices were probed (no environment.devices) keeps the old rule: environment.device names a
 // driver. Otherwise a device of the backend's API family must be in environment.devices, found by
 // a probe that can establish that family, and not from a fixture.
-func checkDeviceScope(s *snapshot, c *finding.Collector) {
-	rc, file := s.rc, s.receipt.path
+func checkDeviceScope(s *load.Snapshot, c *finding.Collector) {
+	rc, file := s.RC, s.Receipt.Path
 	b := rc.Qualification.Backend
 	for i, d := range rc.Environment.Devices {
 		for _, f := range d.APIFamilies {
@@ -100,13 +101,13 @@ func familyNeeds(f contract.Backend) string {
 // devices serving the backend (model, driver and version, compute capability, MIG mode), or ""
 // for the cpu backend and for a receipt without environment.devices (the statement then names
 // environment.device).
-func scopeDevice(s *snapshot) string {
-	if s.rc.Environment.Devices == nil || s.rc.Qualification.Backend == contract.BackendCPU {
+func scopeDevice(s *load.Snapshot) string {
+	if s.RC.Environment.Devices == nil || s.RC.Qualification.Backend == contract.BackendCPU {
 		return ""
 	}
 	devs := servingDevices(s)
 	if len(devs) == 0 {
-		return string("none identified for backend " + s.rc.Qualification.Backend)
+		return string("none identified for backend " + s.RC.Qualification.Backend)
 	}
 	var names []string
 	for _, d := range devs {

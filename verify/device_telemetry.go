@@ -9,6 +9,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -26,7 +27,7 @@ var deviceFormulas = func() map[string]string {
 
 // checkRowTelemetry recomputes a row's device metrics and flags from its telemetry samples and
 // its request records (window and output tokens) with the catalogue's metric.Device.
-func checkRowTelemetry(s *snapshot, c *finding.Collector, path, base string, row contract.Row, recs []*record.Record, tol Tolerance) {
+func checkRowTelemetry(s *load.Snapshot, c *finding.Collector, path, base string, row contract.Row, recs []*record.Record, tol Tolerance) {
 	dt := row.DeviceTelemetry
 	var recorded []contract.Metric
 	for _, m := range row.Metrics {
@@ -40,19 +41,19 @@ func checkRowTelemetry(s *snapshot, c *finding.Collector, path, base string, row
 		}
 		return
 	}
-	f := s.files[dt.Samples.Path]
-	if f == nil || !f.present || f.raw == nil {
+	f := s.Files[dt.Samples.Path]
+	if f == nil || !f.Present || f.Raw == nil {
 		c.Note("device telemetry %s unreadable: the device metrics of %s%s not recomputed", dt.Samples.Path, path, base)
 		return
 	}
-	if f.digest != dt.Samples.Digest {
-		c.Add(path, base+"/device_telemetry/samples/digest", reason.ErrDigestMismatch, "%s, the file hashes to %s", dt.Samples.Digest, f.digest)
+	if f.Digest != dt.Samples.Digest {
+		c.Add(path, base+"/device_telemetry/samples/digest", reason.ErrDigestMismatch, "%s, the file hashes to %s", dt.Samples.Digest, f.Digest)
 		return
 	}
-	ndev := int64(len(s.rc.Environment.Devices))
+	ndev := int64(len(s.RC.Environment.Devices))
 	var xs []contract.TelemetrySampleDoc
-	for i, line := range bytes.Split(bytes.TrimSuffix(f.raw, []byte("\n")), []byte("\n")) {
-		if len(line) == 0 && len(f.raw) == 0 {
+	for i, line := range bytes.Split(bytes.TrimSuffix(f.Raw, []byte("\n")), []byte("\n")) {
+		if len(line) == 0 && len(f.Raw) == 0 {
 			break
 		}
 		px, err := schemas.Decode[contract.TelemetrySampleDoc](line, fmt.Sprintf("%s line %d", dt.Samples.Path, i+1), contract.TelemetrySample)
@@ -128,17 +129,17 @@ func recomputeDevice(xs []contract.TelemetrySampleDoc, start, end, tokens int64)
 
 // telemetrySamples decodes a row's device telemetry samples for display: nil unless the file was
 // read, matches the row's digest and every line is a valid sample.
-func telemetrySamples(s *snapshot, row contract.Row) []contract.TelemetrySampleDoc {
+func telemetrySamples(s *load.Snapshot, row contract.Row) []contract.TelemetrySampleDoc {
 	dt := row.DeviceTelemetry
 	if dt == nil {
 		return nil
 	}
-	f := s.files[dt.Samples.Path]
-	if f == nil || !f.present || f.digest != dt.Samples.Digest || len(f.raw) == 0 {
+	f := s.Files[dt.Samples.Path]
+	if f == nil || !f.Present || f.Digest != dt.Samples.Digest || len(f.Raw) == 0 {
 		return nil
 	}
 	var xs []contract.TelemetrySampleDoc
-	for i, line := range bytes.Split(bytes.TrimSuffix(f.raw, []byte("\n")), []byte("\n")) {
+	for i, line := range bytes.Split(bytes.TrimSuffix(f.Raw, []byte("\n")), []byte("\n")) {
 		x, err := schemas.Decode[contract.TelemetrySampleDoc](line, fmt.Sprintf("line %d", i+1), contract.TelemetrySample)
 		if err != nil {
 			return nil

@@ -11,27 +11,28 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // telemetryRow gives the frozen receipt's first serving row device telemetry: device 1 (an H100)
 // sampled 1 ms before the row's window, in its middle and 1 ms after, its energy counter
 // advancing at 400 W; and the device metrics those samples give. edit changes the samples first.
-func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc) (*snapshot, *contract.Row, []*record.Record, float64) {
+func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc) (*load.Snapshot, *contract.Row, []*record.Record, float64) {
 	t.Helper()
 	s := frozenSnapshot(t)
-	s.rc.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
+	s.RC.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
 	var row *contract.Row
 	var cr *contract.CaseResultDoc
-	for _, p := range slices.Sorted(mapKeys(s.caseResults)) {
-		if c := s.caseResults[p]; len(c.Rows) > 0 && row == nil {
+	for _, p := range slices.Sorted(load.MapKeys(s.CaseResults)) {
+		if c := s.CaseResults[p]; len(c.Rows) > 0 && row == nil {
 			cr, row = c, &c.Rows[0]
 		}
 	}
 	if row == nil {
 		t.Fatal("the frozen evidence has no serving row")
 	}
-	recs := rowRecords(&finding.Collector{}, cr, *row, s.files[row.Records.Path].records)
+	recs := rowRecords(&finding.Collector{}, cr, *row, s.Files[row.Records.Path].Records)
 	start, end, tokens, ok := recordWindow(recs)
 	if !ok || tokens == 0 {
 		t.Fatalf("window %d..%d, %d tokens", start, end, tokens)
@@ -50,7 +51,7 @@ func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contr
 		raw.Write(append(b, '\n'))
 	}
 	const path = ".qualification/runs/x/rows/c0001-r000.telemetry.jsonl"
-	s.files[path] = &fileFacts{path: path, kind: "device_telemetry", local: true, present: true, raw: raw.Bytes(), digest: evidence.DigestOf(raw.Bytes())}
+	s.Files[path] = &load.File{Path: path, Kind: "device_telemetry", Local: true, Present: true, Raw: raw.Bytes(), Digest: evidence.DigestOf(raw.Bytes())}
 	row.DeviceTelemetry = &contract.RowDeviceTelemetry{Samples: contract.FileRef{Path: path, Digest: evidence.DigestOf(raw.Bytes())}, IntervalMs: 100, Devices: []int64{1}, Flags: []contract.RowDeviceTelemetryFlags{}, Warnings: []string{}}
 	energy := 400 * float64(end-start) / 1e9
 	m := func(name string, v float64, unit, agg, formula string) contract.Metric {
@@ -65,9 +66,9 @@ func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contr
 	return s, row, recs, energy
 }
 
-func rowTelemetryFindings(s *snapshot, row *contract.Row, recs []*record.Record) []Finding {
+func rowTelemetryFindings(s *load.Snapshot, row *contract.Row, recs []*record.Record) []Finding {
 	c := &finding.Collector{Check: CheckTolerances}
-	checkRowTelemetry(s, c, "case-result.json", "/rows/0", *row, recs, s.policy.Recompute)
+	checkRowTelemetry(s, c, "case-result.json", "/rows/0", *row, recs, s.Policy.Recompute)
 	return c.Out
 }
 
@@ -81,21 +82,21 @@ func TestRowTelemetryRecomputed(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(*snapshot, *contract.Row)
+		edit func(*load.Snapshot, *contract.Row)
 		want *Reason
 	}{
-		{"mean power overstated", func(s *snapshot, r *contract.Row) { r.Metrics[len(r.Metrics)-2].Value = 440 }, ErrMetricMismatch},
-		{"energy missing", func(s *snapshot, r *contract.Row) {
+		{"mean power overstated", func(s *load.Snapshot, r *contract.Row) { r.Metrics[len(r.Metrics)-2].Value = 440 }, ErrMetricMismatch},
+		{"energy missing", func(s *load.Snapshot, r *contract.Row) {
 			r.Metrics = slices.Delete(r.Metrics, len(r.Metrics)-4, len(r.Metrics)-3)
 		}, ErrMetricMismatch},
-		{"a flag the samples do not show", func(s *snapshot, r *contract.Row) {
+		{"a flag the samples do not show", func(s *load.Snapshot, r *contract.Row) {
 			r.DeviceTelemetry.Flags = []contract.RowDeviceTelemetryFlags{contract.RowDeviceTelemetryFlagsThrottled}
 		}, ErrRowMismatch},
-		{"device metrics without samples", func(s *snapshot, r *contract.Row) { r.DeviceTelemetry = nil }, ErrRowMismatch},
-		{"samples digest", func(s *snapshot, r *contract.Row) {
+		{"device metrics without samples", func(s *load.Snapshot, r *contract.Row) { r.DeviceTelemetry = nil }, ErrRowMismatch},
+		{"samples digest", func(s *load.Snapshot, r *contract.Row) {
 			r.DeviceTelemetry.Samples.Digest = evidence.DigestOf([]byte("x"))
 		}, ErrDigestMismatch},
-		{"not diagnostic", func(s *snapshot, r *contract.Row) { r.Metrics[len(r.Metrics)-1].Diagnostic = false }, ErrFormulaMismatch},
+		{"not diagnostic", func(s *load.Snapshot, r *contract.Row) { r.Metrics[len(r.Metrics)-1].Diagnostic = false }, ErrFormulaMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, row, recs, _ := telemetryRow(t, nil)

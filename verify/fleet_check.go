@@ -14,6 +14,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/limits"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 )
 
@@ -65,7 +66,7 @@ func CheckFleetManifest(raw, envelope []byte, name string, keys []crypto.PublicK
 }
 
 func checkFleetEnvelope(envelope []byte, name string, raw []byte, keys []crypto.PublicKey, stored *contract.FleetManifestDoc) (string, error) {
-	var env envelopeJSON
+	var env load.EnvelopeJSON
 	if err := jsonstrict.DecodeInto(envelope, &env, jsonstrict.WithMaxBytes(limits.MaxAttestationBytes)); err != nil {
 		return "", fmt.Errorf("%w: envelope: %v", ErrFleetSignature, err)
 	}
@@ -75,19 +76,19 @@ func checkFleetEnvelope(envelope []byte, name string, raw []byte, keys []crypto.
 	if len(env.Signatures) == 0 || len(env.Signatures) > limits.MaxSignatures {
 		return "", fmt.Errorf("%w: %d signatures, want 1 to %d", ErrFleetSignature, len(env.Signatures), limits.MaxSignatures)
 	}
-	payload, err := b64(env.Payload)
+	payload, err := load.B64(env.Payload)
 	if err != nil {
 		return "", fmt.Errorf("%w: payload: %v", ErrFleetSignature, err)
 	}
 	pae := dsse.PAE(env.PayloadType, payload)
 	signer := ""
 	for _, s := range env.Signatures {
-		sig, err := b64(s.Sig)
+		sig, err := load.B64(s.Sig)
 		if err != nil {
 			continue
 		}
 		for _, k := range keys {
-			if signer == "" && verifySig(k, sig, pae) {
+			if signer == "" && load.VerifySig(k, sig, pae) {
 				signer = KeyFingerprint(k)
 			}
 		}

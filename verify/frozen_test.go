@@ -13,6 +13,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
@@ -84,17 +85,17 @@ func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := newConfig([]Option{AllowUnsignedUnsafe()})
-	s, err := load(context.Background(), ev, DefaultPolicy(), cfg.loadOptions())
+	s, err := load.Load(context.Background(), ev, DefaultPolicy(), cfg.loadOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	compared := 0
 	formulas := map[string]bool{}
 	for _, p := range sortedCaseResults(s) {
-		cr := s.caseResults[p]
+		cr := s.CaseResults[p]
 		wc := workloadCase(s, cr.CaseID)
 		for j, row := range cr.Rows {
-			recs := rowRecords(nil, cr, row, s.files[row.Records.Path].records)
+			recs := rowRecords(nil, cr, row, s.Files[row.Records.Path].Records)
 			rf := record.RecomputeRow(rowSpecOf(row, wc), recs)
 			if len(rf.Metrics) != len(row.Metrics) {
 				t.Errorf("row %d: recomputed %d metrics, the runner wrote %d", j, len(rf.Metrics), len(row.Metrics))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
@@ -120,14 +121,14 @@ func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
-	in := &Inspection{Result: res, Evidence: evidence, Receipt: s.rc, Workload: s.workload, Lifecycle: s.lifecycle}
-	if s.rc == nil {
+	in := &Inspection{Result: res, Evidence: evidence, Receipt: s.RC, Workload: s.Workload, Lifecycle: s.Lifecycle}
+	if s.RC == nil {
 		return in, nil
 	}
-	for _, r := range s.rc.Results {
+	for _, r := range s.RC.Results {
 		ce := CaseEvidence{Result: r}
 		if r.CaseResult != nil {
-			ce.CaseResult = s.caseResults[r.CaseResult.Path]
+			ce.CaseResult = s.CaseResults[r.CaseResult.Path]
 		}
 		wc := workloadCase(s, r.ID)
 		if wc != nil {
@@ -146,15 +147,15 @@ func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Opti
 	return in, nil
 }
 
-func rowEvidence(s *snapshot, cr *contract.CaseResultDoc, row contract.Row, wc *contract.Case) RowEvidence {
+func rowEvidence(s *load.Snapshot, cr *contract.CaseResultDoc, row contract.Row, wc *contract.Case) RowEvidence {
 	re := RowEvidence{Row: row}
-	f := s.files[row.Records.Path]
-	if f == nil || f.records == nil {
+	f := s.Files[row.Records.Path]
+	if f == nil || f.Records == nil {
 		return re
 	}
-	recs := rowRecords(nil, cr, row, f.records)
+	recs := rowRecords(nil, cr, row, f.Records)
 	rf := record.RecomputeRow(rowSpecOf(row, wc), recs)
-	re.Readable, re.Records, re.InvalidRecords = true, len(recs), f.records.InvalidLines
+	re.Readable, re.Records, re.InvalidRecords = true, len(recs), f.Records.InvalidLines
 	re.Telemetry = telemetrySamples(s, row)
 	re.Requests, re.Successes, re.Failures, re.Metrics = rf.Requests, rf.Successes, rf.Failures, rf.Metrics
 	re.Fidelity = contract.Fidelity{ScheduleLagP50Ms: rf.LagP50, ScheduleLagP99Ms: rf.LagP99, ScheduleLagMaxMs: rf.LagMax,
@@ -187,34 +188,34 @@ func rowEvidence(s *snapshot, cr *contract.CaseResultDoc, row contract.Row, wc *
 
 // driverEvidence decodes the driver result at path as its contract's document; nil when verify
 // did not accept it as a driver result.
-func driverEvidenceOf(s *snapshot, path string) *DriverEvidence {
-	dr, f := s.driverResults[path], s.files[path]
+func driverEvidenceOf(s *load.Snapshot, path string) *DriverEvidence {
+	dr, f := s.DriverResults[path], s.Files[path]
 	if dr == nil || f == nil {
 		return nil
 	}
-	de := &DriverEvidence{Contract: "qualkit." + dr.name, Path: path, Digest: f.digest}
+	de := &DriverEvidence{Contract: "qualkit." + dr.Name, Path: path, Digest: f.Digest}
 	var err error
-	switch dr.name {
+	switch dr.Name {
 	case contract.NextTokenResult:
 		de.NextToken = new(contract.NextTokenResultDoc)
-		err = jsonstrict.DecodeInto(f.raw, de.NextToken)
+		err = jsonstrict.DecodeInto(f.Raw, de.NextToken)
 	case contract.PathAttribution:
 		de.PathAttribution = new(contract.PathAttributionDoc)
-		err = jsonstrict.DecodeInto(f.raw, de.PathAttribution)
+		err = jsonstrict.DecodeInto(f.Raw, de.PathAttribution)
 	case contract.LayerAttribution:
 		de.LayerAttribution = new(contract.LayerAttributionDoc)
-		err = jsonstrict.DecodeInto(f.raw, de.LayerAttribution)
+		err = jsonstrict.DecodeInto(f.Raw, de.LayerAttribution)
 	default:
 		return nil
 	}
 	if err != nil {
 		return nil
 	}
-	rules := make([]contract.DriverTolerance, 0, len(dr.header.Tolerances))
-	for _, o := range dr.header.Tolerances {
+	rules := make([]contract.DriverTolerance, 0, len(dr.Header.Tolerances))
+	for _, o := range dr.Header.Tolerances {
 		rules = append(rules, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
 	}
-	if rec, err := evaluateEach(dr.name, rules, dr.body); err == nil && len(rec) == len(rules) {
+	if rec, err := evaluateEach(dr.Name, rules, dr.Body); err == nil && len(rec) == len(rules) {
 		de.Recomputed = rec
 	}
 	return de

@@ -44,11 +44,11 @@ func TestLifecyclePlausible(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := frozenSnapshot(t)
-			l := s.lifecycle
+			l := s.Lifecycle
 			tc.change(l)
 			c := &finding.Collector{Check: CheckCleanup}
 			cleanupRecord(c, "lifecycle.json", l, lifecycleContext{receiptVerdict: "passed", recipes: recipesByDigest(s),
-				recipeDigests: digestsOfKind(s.rc, "launch_recipe"), logs: artifactsOfKind(s.rc, "server_log"), binaries: digestsOfKind(s.rc, "server_binary")})
+				recipeDigests: digestsOfKind(s.RC, "launch_recipe"), logs: artifactsOfKind(s.RC, "server_log"), binaries: digestsOfKind(s.RC, "server_binary")})
 			if tc.want == nil {
 				if len(c.Out) > 0 {
 					t.Fatalf("unexpected findings %v", c.Out)

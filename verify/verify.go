@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/verify/internal/limits"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -132,8 +133,8 @@ func newConfig(opts []Option) *config {
 }
 
 // loadOptions are the options loading reads.
-func (c *config) loadOptions() loadOptions {
-	return loadOptions{relax: c.relax, workers: c.workers, skipSign: c.skipSign, modelStore: c.modelStore}
+func (c *config) loadOptions() load.Options {
+	return load.Options{Relax: c.relax, Workers: c.workers, SkipSign: c.skipSign, ModelStore: c.modelStore}
 }
 
 func (c *config) weakened() []string {
@@ -162,21 +163,21 @@ func Verify(ctx context.Context, evidence Evidence, policy Policy, opts ...Optio
 	return res, err
 }
 
-func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) (*Result, *snapshot, error) {
+func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) (*Result, *load.Snapshot, error) {
 	if err := policy.Permits(cfg.relax); err != nil {
 		return nil, nil, err
 	}
 	if len(policy.Keys) == 0 && !cfg.relax[RelaxUnsigned] && !cfg.skipSign {
 		return nil, nil, fmt.Errorf("%w: give a public key (--key) or allow unsigned evidence", ErrNoTrustedKey)
 	}
-	s, err := load(ctx, evidence, policy, cfg.loadOptions())
+	s, err := load.Load(ctx, evidence, policy, cfg.loadOptions())
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	res := &Result{Weakened: cfg.weakened(), Subjects: s.subjects(), Warnings: s.warnings, ReceiptID: s.receiptID()}
+	res := &Result{Weakened: cfg.weakened(), Subjects: s.Subjects(), Warnings: s.Warnings, ReceiptID: s.ReceiptID()}
 	for _, c := range checks {
 		cr := c.run(s)
 		cr.Check = c.name
@@ -191,11 +192,11 @@ func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) 
 		res.Findings = append(res.Findings, cr.Findings...)
 	}
 	res.Scope = scopeStatement(s)
-	res.Signer = s.signer
-	for _, a := range s.attestations {
-		res.Signatures = append(res.Signatures, a.sigs...)
+	res.Signer = s.Signer
+	for _, a := range s.Attestations {
+		res.Signatures = append(res.Signatures, a.Sigs...)
 	}
-	res.Warnings = append(res.Warnings, s.lateWarnings...)
+	res.Warnings = append(res.Warnings, s.LateWarnings...)
 	res.Verdict = Verified
 	if len(res.Findings) > 0 {
 		res.Verdict = Rejected

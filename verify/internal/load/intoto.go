@@ -1,4 +1,4 @@
-package verify
+package load
 
 import (
 	"fmt"
@@ -10,41 +10,41 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/limits"
 )
 
-// inTotoLink is one link file found beside the receipt.
-type inTotoLink struct {
-	path    string
-	readErr error
-	raw     []byte
+// InTotoLink is one link file found beside the receipt.
+type InTotoLink struct {
+	Path    string
+	ReadErr error
+	Raw     []byte
 }
 
-// loadInTotoLinks reads the files DIR/NAME.in-toto/qualkit-campaign.*.link of the receipt
+// LoadInTotoLinks reads the files DIR/NAME.in-toto/qualkit-campaign.*.link of the receipt
 // DIR/NAME.json. A missing directory is no link (links are optional).
-func loadInTotoLinks(rootDir string, root *os.File, receipt string) []*inTotoLink {
+func loadInTotoLinks(rootDir string, root *os.File, receipt string) []*InTotoLink {
 	dir := strings.TrimSuffix(receipt, ".json") + attestfmt.LinkDirSuffix
 	fi, err := os.Lstat(filepath.Join(rootDir, filepath.FromSlash(dir)))
 	if err != nil {
 		return nil
 	}
 	if !fi.IsDir() {
-		return []*inTotoLink{{path: dir, readErr: fmt.Errorf("%s is not a directory", dir)}}
+		return []*InTotoLink{{Path: dir, ReadErr: fmt.Errorf("%s is not a directory", dir)}}
 	}
 	entries, err := os.ReadDir(filepath.Join(rootDir, filepath.FromSlash(dir)))
 	if err != nil {
-		return []*inTotoLink{{path: dir, readErr: err}}
+		return []*InTotoLink{{Path: dir, ReadErr: err}}
 	}
-	var out []*inTotoLink
+	var out []*InTotoLink
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), attestfmt.StepName+".") || !strings.HasSuffix(e.Name(), attestfmt.LinkSuffix) {
 			continue
 		}
-		f := &fileFacts{path: dir + "/" + e.Name(), kind: "intoto_link", local: true, wantBytes: -1}
-		l := &inTotoLink{path: f.path}
+		f := &File{Path: dir + "/" + e.Name(), Kind: "intoto_link", Local: true, wantBytes: -1}
+		l := &InTotoLink{Path: f.Path}
 		if err := readWhole(root, f, limits.MaxLinkBytes); err != nil {
-			l.readErr = err
-		} else if f.readErr != nil {
-			l.readErr = f.readErr
+			l.ReadErr = err
+		} else if f.ReadErr != nil {
+			l.ReadErr = f.ReadErr
 		}
-		l.raw = f.raw
+		l.Raw = f.Raw
 		out = append(out, l)
 	}
 	return out

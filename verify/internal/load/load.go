@@ -1,4 +1,4 @@
-package verify
+package load
 
 import (
 	"context"
@@ -26,28 +26,28 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
-// fileFacts is what reading one file learned. Checks are pure functions of these facts.
-type fileFacts struct {
-	path  string
-	kind  contract.ArtifactKind // artifact kind (or the role a reference gives it); "" for the receipt and its attestations
-	local bool                  // a repository-relative path (absolute paths are outside the evidence)
+// File is what reading one file learned. Checks are pure functions of these facts.
+type File struct {
+	Path  string
+	Kind  contract.ArtifactKind // artifact kind (or the role a reference gives it); "" for the receipt and its attestations
+	Local bool                  // a repository-relative path (absolute paths are outside the evidence)
 	// present: the file exists and was read; readErr: it exists (or its path is unsafe) and could
 	// not be read. Neither: it does not exist.
-	present bool
-	readErr error
+	Present bool
+	ReadErr error
 	// wantBytes is the size the receipt records for the file (-1: none): a streamed file (request
 	// records, logs) of another size is refused by fstat before a byte is read (ErrSizeMismatch),
 	// so a sparse 8 GiB file in a 3 KiB binding costs nothing. JSON documents are read whole within
 	// MaxDocumentBytes anyway, and then reported by digest.
 	wantBytes int64
-	digest    string
-	size      int64
+	Digest    string
+	Size      int64
 	// contract is the schema id found in a JSON contract file; violations its problems.
-	contract   string
-	violations []schemas.Violation
+	Contract   string
+	Violations []schemas.Violation
 	checked    schemas.Outcome // the check's outcome (its parsed tree), for decoding once
-	raw        []byte          // kept for JSON contract files and corpora
-	records    *record.Set     // request records
+	Raw        []byte          // kept for JSON contract files and corpora
+	Records    *record.Set     // request records
 }
 
 // contractOfKind is the contract the files of an artifact kind carry (contract.Kinds):
@@ -78,83 +78,83 @@ func acceptsContract(want, got string) bool {
 	return false
 }
 
-// snapshot is everything Verify read, for the checks.
-type snapshot struct {
-	ev     Evidence
-	policy policy.Policy
-	relax  map[policy.Relaxation]bool
+// Snapshot is everything Verify read, for the checks.
+type Snapshot struct {
+	Evidence Evidence
+	Policy   policy.Policy
+	Relax    map[policy.Relaxation]bool
 	// skipSign: Compare without pinned keys (a comparison does not need a signer).
-	skipSign bool
+	SkipSign bool
 
-	receipt *fileFacts
-	rc      *contract.ReceiptDoc
-	rcTree  map[string]any
+	Receipt *File
+	RC      *contract.ReceiptDoc
+	RCTree  map[string]any
 
-	files       map[string]*fileFacts
-	caseResults map[string]*contract.CaseResultDoc
+	Files       map[string]*File
+	CaseResults map[string]*contract.CaseResultDoc
 	// driverResults are the version-2 evidence results bound as case results, by path.
-	driverResults map[string]*driverResult
-	lifecycle     *contract.LifecycleRecordDoc
-	workload      *contract.WorkloadDoc
-	recipes       map[string]*contract.LaunchRecipeDoc // by path
+	DriverResults map[string]*DriverResult
+	Lifecycle     *contract.LifecycleRecordDoc
+	Workload      *contract.WorkloadDoc
+	Recipes       map[string]*contract.LaunchRecipeDoc // by path
 
 	// runEntries are the files below the run directory, every one of which the receipt must bind.
-	runEntries []runEntry
-	runWalkErr error
+	RunEntries []runEntry
+	RunWalkErr error
 
-	attestations []*attestation
-	links        []*inTotoLink // the campaign's in-toto links (check_intoto.go)
-	checkout     *gitobj.Checkout
-	checkoutErr  error
-	tree         treeFacts
-	signer       string
+	Attestations []*Attestation
+	Links        []*InTotoLink // the campaign's in-toto links (check_intoto.go)
+	Checkout     *gitobj.Checkout
+	CheckoutErr  error
+	Tree         treeFacts
+	Signer       string
 
-	warnings     []string
-	lateWarnings []string
+	Warnings     []string
+	LateWarnings []string
 }
 
-func (s *snapshot) receiptID() string {
-	if s.rc != nil {
-		return s.rc.ReceiptID
+func (s *Snapshot) ReceiptID() string {
+	if s.RC != nil {
+		return s.RC.ReceiptID
 	}
 	return ""
 }
 
 // runDir is the receipt's raw evidence directory.
-func (s *snapshot) runDir() string { return ".qualification/runs/" + s.receiptID() + "/" }
+func (s *Snapshot) RunDir() string { return ".qualification/runs/" + s.ReceiptID() + "/" }
 
 // mustExist reports whether an artifact is evidence that has to be present.
-func (s *snapshot) mustExist(a contract.Artifact) bool {
-	return contract.Kinds[a.Kind].Evidence || (s.rc != nil && strings.HasPrefix(a.Path, s.runDir()))
+func (s *Snapshot) MustExist(a contract.Artifact) bool {
+	return contract.Kinds[a.Kind].Evidence || (s.RC != nil && strings.HasPrefix(a.Path, s.RunDir()))
 }
 
-func (s *snapshot) subjects() []Subject {
+func (s *Snapshot) Subjects() []Subject {
 	out := []Subject{}
 	switch {
-	case s.receipt != nil && s.receipt.present:
-		out = append(out, Subject{Path: s.receipt.path, Digest: s.receipt.digest, Contract: s.receipt.contract})
-	case s.receipt != nil:
-		out = append(out, Subject{Path: s.receipt.path}) // refused before it was read: no digest
+	case s.Receipt != nil && s.Receipt.Present:
+		out = append(out, Subject{Path: s.Receipt.Path, Digest: s.Receipt.Digest, Contract: s.Receipt.Contract})
+	case s.Receipt != nil:
+		out = append(out, Subject{Path: s.Receipt.Path}) // refused before it was read: no digest
 	}
-	for _, a := range s.attestations {
+	for _, a := range s.Attestations {
 		if a.digest != "" {
-			out = append(out, Subject{Path: a.path, Digest: a.digest})
+			out = append(out, Subject{Path: a.Path, Digest: a.digest})
 		}
 	}
 	seen := map[string]bool{}
 	add := func(p string) {
-		if f := s.files[p]; f != nil && f.present && !seen[p] {
+		if f := s.Files[p]; f != nil && f.Present && !seen[p] {
 			seen[p] = true
-			out = append(out, Subject{Path: p, Digest: f.digest, Contract: f.contract})
+			out = append(out, Subject{Path: p, Digest: f.Digest, Contract: f.Contract})
 		}
 	}
-	if s.rc != nil {
-		for _, a := range s.rc.Artifacts {
+	if s.RC != nil {
+		for _, a := range s.RC.Artifacts {
 			add(a.Path)
 		}
 	}
-	paths := make([]string, 0, len(s.files))
-	for p := range s.files {
+	paths := make([]string, 0, len(s.Files))
+	for p := range s.Files {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
@@ -164,21 +164,21 @@ func (s *snapshot) subjects() []Subject {
 	return out
 }
 
-// load reads the receipt, its attestations and every file it references, hashing and validating
+// Load reads the receipt, its attestations and every file it references, hashing and validating
 // each. It returns an error only when the receipt itself cannot be read.
-// loadOptions are what loading needs of the options: the relaxations on, the files read in
+// Options are what loading needs of the options: the relaxations on, the files read in
 // parallel, the model store, and whether signatures are skipped (Compare without keys).
-type loadOptions struct {
-	relax      map[policy.Relaxation]bool
-	workers    int
-	skipSign   bool
-	modelStore string
+type Options struct {
+	Relax      map[policy.Relaxation]bool
+	Workers    int
+	SkipSign   bool
+	ModelStore string
 }
 
-func load(ctx context.Context, ev Evidence, pol policy.Policy, cfg loadOptions) (*snapshot, error) {
-	s := &snapshot{ev: ev, policy: pol, relax: cfg.relax, skipSign: cfg.skipSign,
-		files: map[string]*fileFacts{}, caseResults: map[string]*contract.CaseResultDoc{}, recipes: map[string]*contract.LaunchRecipeDoc{},
-		driverResults: map[string]*driverResult{}}
+func Load(ctx context.Context, ev Evidence, pol policy.Policy, cfg Options) (*Snapshot, error) {
+	s := &Snapshot{Evidence: ev, Policy: pol, Relax: cfg.Relax, SkipSign: cfg.SkipSign,
+		Files: map[string]*File{}, CaseResults: map[string]*contract.CaseResultDoc{}, Recipes: map[string]*contract.LaunchRecipeDoc{},
+		DriverResults: map[string]*DriverResult{}}
 	root, err := openRoot(ev.Root)
 	if err != nil {
 		return nil, err
@@ -187,27 +187,27 @@ func load(ctx context.Context, ev Evidence, pol policy.Policy, cfg loadOptions) 
 
 	// The receipt. One that exists but cannot be read safely (a FIFO, a symlink, larger than
 	// MaxDocumentBytes) is a finding of the schemas check, and every other check is skipped.
-	rf := &fileFacts{path: ev.Receipt, local: true, wantBytes: -1}
+	rf := &File{Path: ev.Receipt, Local: true, wantBytes: -1}
 	if err := readWhole(root, rf, limits.MaxDocumentBytes); err != nil {
 		return nil, fmt.Errorf("%w: receipt %s: %v", ErrEvidence, ev.Receipt, err)
 	}
-	if !rf.present && rf.readErr == nil {
+	if !rf.Present && rf.ReadErr == nil {
 		return nil, fmt.Errorf("%w: receipt %s does not exist", ErrEvidence, ev.Receipt)
 	}
-	s.receipt = rf
-	if rf.readErr != nil {
+	s.Receipt = rf
+	if rf.ReadErr != nil {
 		return s, nil
 	}
 	if err := validate(rf, contract.Receipt); err != nil {
 		return nil, err
 	}
-	if len(rf.violations) == 0 {
-		rc, err := schemas.DecodeChecked[contract.ReceiptDoc](rf.raw, rf.checked)
+	if len(rf.Violations) == 0 {
+		rc, err := schemas.DecodeChecked[contract.ReceiptDoc](rf.Raw, rf.checked)
 		if err != nil {
 			return nil, fmt.Errorf("decode receipt %s: %w", ev.Receipt, err)
 		}
-		s.rc = rc
-		s.rcTree = rf.checked.Tree
+		s.RC = rc
+		s.RCTree = rf.checked.Tree
 	}
 
 	// The attestations.
@@ -215,31 +215,31 @@ func load(ctx context.Context, ev Evidence, pol policy.Policy, cfg loadOptions) 
 		if a.path == "" {
 			continue
 		}
-		f := &fileFacts{path: a.path, local: true, wantBytes: -1}
+		f := &File{Path: a.path, Local: true, wantBytes: -1}
 		if err := readWhole(root, f, limits.MaxAttestationBytes); err != nil {
 			return nil, err
 		}
-		if !f.present {
-			at := &attestation{kind: a.kind, path: a.path, readErr: f.readErr}
-			if f.readErr == nil {
-				at.readErr = fmt.Errorf("%w: %s", reason.ErrMissingFile, a.path)
+		if !f.Present {
+			at := &Attestation{Kind: a.kind, Path: a.path, ReadErr: f.ReadErr}
+			if f.ReadErr == nil {
+				at.ReadErr = fmt.Errorf("%w: %s", reason.ErrMissingFile, a.path)
 			}
-			s.attestations = append(s.attestations, at)
+			s.Attestations = append(s.Attestations, at)
 			continue
 		}
-		at := readAttestation(a.kind, a.path, f.raw, pol.Keys)
-		s.warnings = append(s.warnings, at.warnings...)
-		s.attestations = append(s.attestations, at)
-		if at.signer != "" && s.signer == "" {
-			s.signer = at.signer
+		at := ReadAttestation(a.kind, a.path, f.Raw, pol.Keys)
+		s.Warnings = append(s.Warnings, at.warnings...)
+		s.Attestations = append(s.Attestations, at)
+		if at.Signer != "" && s.Signer == "" {
+			s.Signer = at.Signer
 		}
 	}
 
-	s.links = loadInTotoLinks(ev.Root, root, ev.Receipt) // check_intoto.go
-	if s.rc == nil {
+	s.Links = loadInTotoLinks(ev.Root, root, ev.Receipt) // check_intoto.go
+	if s.RC == nil {
 		return s, nil
 	}
-	rc := s.rc
+	rc := s.RC
 
 	// Every artifact, reference and subject, in parallel.
 	want := map[string]contract.ArtifactKind{} // path -> kind
@@ -272,11 +272,11 @@ func load(ctx context.Context, ev Evidence, pol policy.Policy, cfg loadOptions) 
 	if rc.Lifecycle != nil {
 		need(rc.Lifecycle.Path, contract.ArtifactKindLifecycleRecord)
 	}
-	for _, a := range s.attestations {
-		if a.stmt != nil {
-			for _, sub := range a.stmt.subjects {
-				if sub.name != ev.Receipt {
-					need(sub.name, "")
+	for _, a := range s.Attestations {
+		if a.Stmt != nil {
+			for _, sub := range a.Stmt.Subjects {
+				if sub.Name != ev.Receipt {
+					need(sub.Name, "")
 				}
 			}
 		}
@@ -284,16 +284,16 @@ func load(ctx context.Context, ev Evidence, pol policy.Policy, cfg loadOptions) 
 	if err := s.readAll(ctx, root, order, want, sizes, cfg); err != nil {
 		return nil, err
 	}
-	if cfg.modelStore != "" {
-		if err := s.readModelStore(ctx, cfg.modelStore, rc.Artifacts); err != nil {
+	if cfg.ModelStore != "" {
+		if err := s.readModelStore(ctx, cfg.ModelStore, rc.Artifacts); err != nil {
 			return nil, err
 		}
 	}
 	// Rows may reference record files the artifact list forgot.
 	order = order[:0]
-	for _, p := range slices.Sorted(mapKeys(s.caseResults)) {
-		for _, row := range s.caseResults[p].Rows {
-			if _, ok := s.files[row.Records.Path]; !ok {
+	for _, p := range slices.Sorted(MapKeys(s.CaseResults)) {
+		for _, row := range s.CaseResults[p].Rows {
+			if _, ok := s.Files[row.Records.Path]; !ok {
 				need(row.Records.Path, contract.ArtifactKindRequestRecords)
 			}
 		}
@@ -302,97 +302,97 @@ func load(ctx context.Context, ev Evidence, pol policy.Policy, cfg loadOptions) 
 		return nil, err
 	}
 	for _, a := range rc.Artifacts {
-		f := s.files[a.Path]
+		f := s.Files[a.Path]
 		switch {
-		case readInput(a.Kind) && (!f.local || (!f.present && f.readErr == nil)):
+		case ReadInput(a.Kind) && (!f.Local || (!f.Present && f.ReadErr == nil)):
 			// An input the checks read: a finding of the hashes check (missing_input) unless
 			// allow-missing-inputs-unsafe is on; then what was not checked is said.
-			if s.relax[policy.RelaxMissingInputs] {
-				s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally (%s): %s", a.Kind, a.Path, policy.RelaxMissingInputs, notCheckedWithout(a.Kind)))
+			if s.Relax[policy.RelaxMissingInputs] {
+				s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s is not present locally (%s): %s", a.Kind, a.Path, policy.RelaxMissingInputs, NotCheckedWithout(a.Kind)))
 			}
-		case !f.local:
-			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is outside the repository: not re-hashed", a.Kind, a.Path))
-		case !f.present && f.readErr == nil && !s.mustExist(a) && isModelKind(a.Kind) && cfg.modelStore != "":
-			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is in neither the repository nor the model store %s: not re-hashed", a.Kind, a.Path, cfg.modelStore))
-		case !f.present && f.readErr == nil && !s.mustExist(a) && isModelKind(a.Kind):
-			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally: not re-hashed (a model directory outside the repository is recorded relative to itself: --model-store DIR re-hashes it from your copy)", a.Kind, a.Path))
-		case !f.present && f.readErr == nil && !s.mustExist(a):
-			s.warnings = append(s.warnings, fmt.Sprintf("%s %s is not present locally: not re-hashed", a.Kind, a.Path))
+		case !f.Local:
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s is outside the repository: not re-hashed", a.Kind, a.Path))
+		case !f.Present && f.ReadErr == nil && !s.MustExist(a) && isModelKind(a.Kind) && cfg.ModelStore != "":
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s is in neither the repository nor the model store %s: not re-hashed", a.Kind, a.Path, cfg.ModelStore))
+		case !f.Present && f.ReadErr == nil && !s.MustExist(a) && isModelKind(a.Kind):
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s is not present locally: not re-hashed (a model directory outside the repository is recorded relative to itself: --model-store DIR re-hashes it from your copy)", a.Kind, a.Path))
+		case !f.Present && f.ReadErr == nil && !s.MustExist(a):
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s is not present locally: not re-hashed", a.Kind, a.Path))
 		}
 	}
 	if p := rc.Workload.Path; p != "" {
 		// The workload decides SLOs, declared metrics and the comparison policy: only the bytes the
 		// receipt binds are used.
-		switch f := s.files[p]; {
-		case f == nil || !f.present || len(f.violations) > 0 || f.contract != contract.WorkloadSchema:
-		case f.digest != rc.Workload.Digest:
-			s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not the file the receipt binds: not used", p))
+		switch f := s.Files[p]; {
+		case f == nil || !f.Present || len(f.Violations) > 0 || f.Contract != contract.WorkloadSchema:
+		case f.Digest != rc.Workload.Digest:
+			s.Warnings = append(s.Warnings, fmt.Sprintf("workload %s is not the file the receipt binds: not used", p))
 		default:
 			var w contract.WorkloadDoc
-			if err := jsonstrict.DecodeInto(f.raw, &w); err == nil {
-				s.workload = &w
+			if err := jsonstrict.DecodeInto(f.Raw, &w); err == nil {
+				s.Workload = &w
 			}
 		}
 	}
-	if s.workload == nil {
-		s.warnings = append(s.warnings, fmt.Sprintf("workload %s is not available: %s", rc.Workload.Path, notCheckedWithout(contract.ArtifactKindWorkload)))
+	if s.Workload == nil {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("workload %s is not available: %s", rc.Workload.Path, NotCheckedWithout(contract.ArtifactKindWorkload)))
 	}
-	s.runEntries, s.runWalkErr = listRunDir(ev.Root, s.runDir())
-	s.checkout, s.checkoutErr = gitobj.ReadCheckout(ev.Root)
+	s.RunEntries, s.RunWalkErr = listRunDir(ev.Root, s.RunDir())
+	s.Checkout, s.CheckoutErr = gitobj.ReadCheckout(ev.Root)
 	s.recomputeTree(ctx)
 	return s, nil
 }
 
 // treeFacts is the receipt's source tree recomputed from the checkout's git objects.
 type treeFacts struct {
-	tree, hash string
+	Tree, Hash string
 	// unavailable says why the tree hash was not recomputed ("" when it was).
-	unavailable string
+	Unavailable string
 	// inputs are the blobs the commit holds at the paths of the bound inputs (check_inputs.go).
-	inputs map[string]inputBlob
+	Inputs map[string]InputBlob
 }
 
 // recomputeTree reads the receipt's commit from the evidence root's git objects and computes its
 // tree's qualkit-source-tree-v1 hash. When the root is no checkout, or the commit is not in its
 // objects, it says so (a warning); a corrupt object is a failure to recompute, said the same way.
-func (s *snapshot) recomputeTree(ctx context.Context) {
-	src := s.rc.Source
+func (s *Snapshot) recomputeTree(ctx context.Context) {
+	src := s.RC.Source
 	switch {
-	case s.checkout == nil || s.checkoutErr != nil:
-		s.tree.unavailable = "the evidence root is not a git checkout"
+	case s.Checkout == nil || s.CheckoutErr != nil:
+		s.Tree.Unavailable = "the evidence root is not a git checkout"
 	case !gitobj.ObjectName.MatchString(src.Commit):
-		s.tree.unavailable = "the commit is malformed"
+		s.Tree.Unavailable = "the commit is malformed"
 	}
-	if s.tree.unavailable == "" {
-		g, err := gitobj.Open(s.checkout.CommonDir)
+	if s.Tree.Unavailable == "" {
+		g, err := gitobj.Open(s.Checkout.CommonDir)
 		if err != nil {
-			s.tree.unavailable = fmt.Sprintf("the checkout's objects cannot be read: %v", err)
+			s.Tree.Unavailable = fmt.Sprintf("the checkout's objects cannot be read: %v", err)
 		} else {
 			defer g.Close()
-			if s.tree.tree, err = g.CommitTree(src.Commit); err == nil {
-				s.tree.hash, err = g.SourceTreeHash(ctx, s.tree.tree)
+			if s.Tree.Tree, err = g.CommitTree(src.Commit); err == nil {
+				s.Tree.Hash, err = g.SourceTreeHash(ctx, s.Tree.Tree)
 			}
 			if err == nil {
 				s.lookupInputs(g)
 			}
 			switch {
 			case errors.Is(err, gitobj.ErrObjectMissing):
-				s.tree.unavailable = fmt.Sprintf("commit %s (or an object of its tree) is not in the checkout's objects (%v)", src.Commit, err)
+				s.Tree.Unavailable = fmt.Sprintf("commit %s (or an object of its tree) is not in the checkout's objects (%v)", src.Commit, err)
 			case err != nil:
-				s.tree.unavailable = fmt.Sprintf("the tree of commit %s cannot be read: %v", src.Commit, err)
+				s.Tree.Unavailable = fmt.Sprintf("the tree of commit %s cannot be read: %v", src.Commit, err)
 			}
 		}
 	}
-	if s.tree.unavailable != "" {
-		s.tree.tree, s.tree.hash, s.tree.inputs = "", "", nil
-		s.warnings = append(s.warnings, fmt.Sprintf("source tree hash not recomputed: %s", s.tree.unavailable))
+	if s.Tree.Unavailable != "" {
+		s.Tree.Tree, s.Tree.Hash, s.Tree.Inputs = "", "", nil
+		s.Warnings = append(s.Warnings, fmt.Sprintf("source tree hash not recomputed: %s", s.Tree.Unavailable))
 	}
 }
 
-// readInput reports whether an artifact kind is a bound input whose content the checks read (not
+// ReadInput reports whether an artifact kind is a bound input whose content the checks read (not
 // only re-hash): without it they cannot be carried out, so its absence is a finding
 // (ErrMissingInput), not a warning, unless policy.RelaxMissingInputs is on.
-func readInput(kind contract.ArtifactKind) bool {
+func ReadInput(kind contract.ArtifactKind) bool {
 	switch kind {
 	case contract.ArtifactKindWorkload, contract.ArtifactKindLaunchRecipe, contract.ArtifactKindCorpus:
 		return true
@@ -400,8 +400,8 @@ func readInput(kind contract.ArtifactKind) bool {
 	return false
 }
 
-// notCheckedWithout says what is not checked without a bound input of kind.
-func notCheckedWithout(kind contract.ArtifactKind) string {
+// NotCheckedWithout says what is not checked without a bound input of kind.
+func NotCheckedWithout(kind contract.ArtifactKind) string {
 	switch kind {
 	case contract.ArtifactKindWorkload:
 		return "the required cases, the campaign verdict, SLO metrics, declared metrics, the corpus, the row grid, the comparison policy and its metric rules were not checked"
@@ -415,8 +415,8 @@ func notCheckedWithout(kind contract.ArtifactKind) string {
 
 // runEntry is one non-directory entry below the run directory.
 type runEntry struct {
-	path string // relative to the evidence root
-	mode fs.FileMode
+	Path string // relative to the evidence root
+	Mode fs.FileMode
 }
 
 // listRunDir lists every non-directory entry below the run directory (symlinks are listed, not
@@ -432,7 +432,7 @@ func listRunDir(root, runDir string) ([]runEntry, error) {
 	} else if err != nil {
 		return nil, err
 	} else if !st.IsDir() {
-		return []runEntry{{path: strings.TrimSuffix(runDir, "/"), mode: st.Mode()}}, nil
+		return []runEntry{{Path: strings.TrimSuffix(runDir, "/"), Mode: st.Mode()}}, nil
 	}
 	err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -448,13 +448,13 @@ func listRunDir(root, runDir string) ([]runEntry, error) {
 		if err != nil {
 			return err
 		}
-		out = append(out, runEntry{path: filepath.ToSlash(rel), mode: d.Type()})
+		out = append(out, runEntry{Path: filepath.ToSlash(rel), Mode: d.Type()})
 		return nil
 	})
 	return out, err
 }
 
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
+func MapKeys[V any](m map[string]V) func(func(string) bool) {
 	return func(yield func(string) bool) {
 		for k := range m {
 			if !yield(k) {
@@ -465,21 +465,21 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 // readAll reads paths with at most cfg.workers in parallel.
-func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, kinds map[string]contract.ArtifactKind, sizes map[string]int64, cfg loadOptions) error {
+func (s *Snapshot) readAll(ctx context.Context, root *os.File, paths []string, kinds map[string]contract.ArtifactKind, sizes map[string]int64, cfg Options) error {
 	var mu sync.Mutex
 	var firstErr error
-	sem := make(chan struct{}, max(1, cfg.workers))
+	sem := make(chan struct{}, max(1, cfg.Workers))
 	var wg sync.WaitGroup
 	for _, p := range paths {
-		if _, done := s.files[p]; done {
+		if _, done := s.Files[p]; done {
 			continue
 		}
-		f := &fileFacts{path: p, kind: kinds[p], local: !strings.HasPrefix(p, "/"), wantBytes: -1}
+		f := &File{Path: p, Kind: kinds[p], Local: !strings.HasPrefix(p, "/"), wantBytes: -1}
 		if n, ok := sizes[p]; ok {
 			f.wantBytes = n
 		}
-		s.files[p] = f
-		if !f.local {
+		s.Files[p] = f
+		if !f.Local {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -504,33 +504,33 @@ func (s *snapshot) readAll(ctx context.Context, root *os.File, paths []string, k
 		return firstErr
 	}
 	for _, p := range paths {
-		f := s.files[p]
-		if f.present && contract.IsDriverResult(f.contract) && acceptsContract(contractOfKind(f.kind), strings.TrimPrefix(f.contract, "qualkit.")) && onlySemantic(f.violations) {
+		f := s.Files[p]
+		if f.Present && contract.IsDriverResult(f.Contract) && acceptsContract(contractOfKind(f.Kind), strings.TrimPrefix(f.Contract, "qualkit.")) && onlySemantic(f.Violations) {
 			// Decoded even when a semantic rule fails (a self-hash, an outcome): the tolerances
 			// check recomputes every number against the workload and says what differs.
-			if dr, err := decodeDriverResult(f.contract, f.raw); err == nil {
-				s.driverResults[p] = dr
+			if dr, err := DecodeDriverResult(f.Contract, f.Raw); err == nil {
+				s.DriverResults[p] = dr
 			}
 			continue
 		}
-		if !f.present || len(f.violations) > 0 {
+		if !f.Present || len(f.Violations) > 0 {
 			continue
 		}
-		switch f.kind {
+		switch f.Kind {
 		case contract.ArtifactKindCaseResult:
 			var cr contract.CaseResultDoc
-			if err := jsonstrict.DecodeInto(f.raw, &cr); err == nil {
-				s.caseResults[p] = &cr
+			if err := jsonstrict.DecodeInto(f.Raw, &cr); err == nil {
+				s.CaseResults[p] = &cr
 			}
 		case contract.ArtifactKindLifecycleRecord:
 			var lr contract.LifecycleRecordDoc
-			if err := jsonstrict.DecodeInto(f.raw, &lr); err == nil && s.lifecycle == nil {
-				s.lifecycle = &lr
+			if err := jsonstrict.DecodeInto(f.Raw, &lr); err == nil && s.Lifecycle == nil {
+				s.Lifecycle = &lr
 			}
 		case contract.ArtifactKindLaunchRecipe:
 			var lr contract.LaunchRecipeDoc
-			if err := jsonstrict.DecodeInto(f.raw, &lr); err == nil {
-				s.recipes[p] = &lr
+			if err := jsonstrict.DecodeInto(f.Raw, &lr); err == nil {
+				s.Recipes[p] = &lr
 			}
 		}
 	}
@@ -553,15 +553,15 @@ func isModelKind(kind contract.ArtifactKind) bool {
 // readModelStore reads, beneath the model store dir, every model file the receipt binds that the
 // evidence root does not have (WithModelStore). What it finds is hashed and checked like any
 // bound file; what it does not find stays absent (a warning says so).
-func (s *snapshot) readModelStore(ctx context.Context, dir string, arts []contract.Artifact) error {
+func (s *Snapshot) readModelStore(ctx context.Context, dir string, arts []contract.Artifact) error {
 	store, err := openRoot(dir)
 	if err != nil {
 		return fmt.Errorf("model store %s: %w", dir, err)
 	}
 	defer store.Close()
 	for _, a := range arts {
-		f := s.files[a.Path]
-		if f == nil || !f.local || f.present || f.readErr != nil || !isModelKind(a.Kind) {
+		f := s.Files[a.Path]
+		if f == nil || !f.Local || f.Present || f.ReadErr != nil || !isModelKind(a.Kind) {
 			continue
 		}
 		if err := readFile(ctx, store, f); err != nil {
@@ -571,9 +571,9 @@ func (s *snapshot) readModelStore(ctx context.Context, dir string, arts []contra
 	return nil
 }
 
-func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
+func readFile(ctx context.Context, root *os.File, f *File) error {
 	switch {
-	case f.kind == contract.ArtifactKindRequestRecords:
+	case f.Kind == contract.ArtifactKindRequestRecords:
 		fh, ok := openEvidence(root, f, limits.MaxRecordsFileBytes, true)
 		if !ok {
 			return nil
@@ -584,31 +584,31 @@ func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			f.readErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
+			f.ReadErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
 			return nil
 		}
-		f.present, f.digest, f.size, f.records, f.contract = true, d, n, set, contract.RequestRecordSchema
+		f.Present, f.Digest, f.Size, f.Records, f.Contract = true, d, n, set, contract.RequestRecordSchema
 		return nil
-	case isRunConfig(f):
+	case IsRunConfig(f):
 		// A campaign's effective-run-config.json: checked against its contract when it names one
 		// (qualkit.effective-run-config.v1); files written before that contract existed carry no
 		// schema member and are bound by digest and size only.
 		if err := readWhole(root, f, limits.MaxDocumentBytes); err != nil {
 			return err
 		}
-		if f.present && !unversionedObject(f.raw) {
+		if f.Present && !unversionedObject(f.Raw) {
 			return validate(f, contract.EffectiveRunConfig)
 		}
 		return nil
-	case f.kind == contract.ArtifactKindDeviceTelemetry:
+	case f.Kind == contract.ArtifactKindDeviceTelemetry:
 		return readWhole(root, f, limits.MaxTelemetryBytes)
-	case contractOfKind(f.kind) != "" || f.kind == contract.ArtifactKindCorpus:
+	case contractOfKind(f.Kind) != "" || f.Kind == contract.ArtifactKindCorpus:
 
 		if err := readWhole(root, f, limits.MaxDocumentBytes); err != nil {
 			return err
 		}
-		if f.present && f.kind != contract.ArtifactKindCorpus {
-			return validate(f, contractOfKind(f.kind))
+		if f.Present && f.Kind != contract.ArtifactKindCorpus {
+			return validate(f, contractOfKind(f.Kind))
 		}
 		return nil
 	default:
@@ -622,15 +622,15 @@ func readFile(ctx context.Context, root *os.File, f *fileFacts) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			f.readErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
+			f.ReadErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
 			return nil
 		}
 		st, err := fh.Stat()
 		if err != nil {
-			f.readErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
+			f.ReadErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
 			return nil
 		}
-		f.present, f.digest, f.size = true, d.String(), st.Size()
+		f.Present, f.Digest, f.Size = true, d.String(), st.Size()
 		return nil
 	}
 }
@@ -661,32 +661,32 @@ func openRoot(dir string) (*os.File, error) {
 // no symlink in any component, within limit bytes (limit < 0: none) and, when exactSize, of the
 // size the receipt records (f.wantBytes), each checked with fstat before a byte is read (schemas.OpenBeneath). On
 // failure it records why in f (nothing when the file does not exist) and returns false.
-func openEvidence(root *os.File, f *fileFacts, limit int64, exactSize bool) (*os.File, bool) {
-	fh, size, err := evidence.OpenBeneath(root, f.path, limit)
+func openEvidence(root *os.File, f *File, limit int64, exactSize bool) (*os.File, bool) {
+	fh, size, err := evidence.OpenBeneath(root, f.Path, limit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, false
 	case errors.Is(err, evidence.ErrSymlink):
-		f.readErr = fmt.Errorf("%w: %s: a symbolic link in the path (evidence is read through real directories and regular files only)", reason.ErrUnreadableFile, f.path)
+		f.ReadErr = fmt.Errorf("%w: %s: a symbolic link in the path (evidence is read through real directories and regular files only)", reason.ErrUnreadableFile, f.Path)
 		return nil, false
 	case errors.Is(err, evidence.ErrOutside):
-		f.readErr = fmt.Errorf("%w: %q is not a clean repository-relative path", reason.ErrUnreadableFile, f.path)
+		f.ReadErr = fmt.Errorf("%w: %q is not a clean repository-relative path", reason.ErrUnreadableFile, f.Path)
 		return nil, false
 	case err != nil:
-		f.readErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
+		f.ReadErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
 		return nil, false
 	}
 	if exactSize && f.wantBytes >= 0 && size != f.wantBytes {
 		fh.Close()
-		f.size = size
-		f.readErr = fmt.Errorf("%w: %s is %d bytes, the receipt records %d: not read", reason.ErrSizeMismatch, f.path, size, f.wantBytes)
+		f.Size = size
+		f.ReadErr = fmt.Errorf("%w: %s is %d bytes, the receipt records %d: not read", reason.ErrSizeMismatch, f.Path, size, f.wantBytes)
 		return nil, false
 	}
 	return fh, true
 }
 
 // readWhole reads a bounded file into f.raw and hashes it.
-func readWhole(root *os.File, f *fileFacts, limit int64) error {
+func readWhole(root *os.File, f *File, limit int64) error {
 	fh, ok := openEvidence(root, f, limit, false)
 	if !ok {
 		return nil
@@ -694,21 +694,21 @@ func readWhole(root *os.File, f *fileFacts, limit int64) error {
 	defer fh.Close()
 	raw, err := io.ReadAll(io.LimitReader(fh, limit+1))
 	if err != nil {
-		f.readErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
+		f.ReadErr = fmt.Errorf("%w: %v", reason.ErrUnreadableFile, err)
 		return nil
 	}
 	if int64(len(raw)) > limit {
-		f.readErr = fmt.Errorf("%w: %s is larger than %d bytes", reason.ErrUnreadableFile, f.path, limit)
+		f.ReadErr = fmt.Errorf("%w: %s is larger than %d bytes", reason.ErrUnreadableFile, f.Path, limit)
 		return nil
 	}
-	f.present, f.raw, f.size, f.digest = true, raw, int64(len(raw)), evidence.DigestOf(raw)
+	f.Present, f.Raw, f.Size, f.Digest = true, raw, int64(len(raw)), evidence.DigestOf(raw)
 	return nil
 }
 
-// isRunConfig reports whether f is a campaign's effective run configuration (a config_file the
+// IsRunConfig reports whether f is a campaign's effective run configuration (a config_file the
 // campaign wrote beside its evidence).
-func isRunConfig(f *fileFacts) bool {
-	return f.kind == contract.ArtifactKindConfigFile && path.Base(f.path) == "effective-run-config.json" && strings.HasPrefix(f.path, ".qualification/runs/")
+func IsRunConfig(f *File) bool {
+	return f.Kind == contract.ArtifactKindConfigFile && path.Base(f.Path) == "effective-run-config.json" && strings.HasPrefix(f.Path, ".qualification/runs/")
 }
 
 // unversionedObject reports whether raw is a well-formed JSON object without a "schema" member.
@@ -727,20 +727,20 @@ func unversionedObject(raw []byte) bool {
 
 // validate checks a whole JSON file against its contract; want is the contract name its role
 // needs ("" for any).
-func validate(f *fileFacts, want string) error {
-	out, err := schemas.CheckDocument(f.raw)
+func validate(f *File, want string) error {
+	out, err := schemas.CheckDocument(f.Raw)
 	if err != nil {
-		return fmt.Errorf("check %s: %w", f.path, err)
+		return fmt.Errorf("check %s: %w", f.Path, err)
 	}
-	f.contract = out.Contract.SchemaID
-	f.violations = out.Violations
+	f.Contract = out.Contract.SchemaID
+	f.Violations = out.Violations
 	f.checked = out
 	if out.Valid() && !acceptsContract(want, out.Contract.Name) {
 		what := "a qualkit." + want
 		if want == anyDriverResult {
 			what = "a driver result (" + strings.Join(contract.DriverResults, ", ") + ")"
 		}
-		f.violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s where %s is bound", reason.ErrWrongContract, out.Contract.SchemaID, what)}}
+		f.Violations = []schemas.Violation{{Pointer: "/schema", Err: fmt.Errorf("%w: %s where %s is bound", reason.ErrWrongContract, out.Contract.SchemaID, what)}}
 	}
 	return nil
 }

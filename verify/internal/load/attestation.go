@@ -1,4 +1,4 @@
-package verify
+package load
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // PredicateFields are the members of the qualification predicate, each equal to the receipt's.
 var PredicateFields = []string{"receipt_id", "source", "artifacts", "workload", "host_id", "qualrun"} // not a contract value: the predicate's member names
 
-type envelopeJSON struct {
+type EnvelopeJSON struct {
 	PayloadType string          `json:"payloadType"`
 	Payload     string          `json:"payload"`
 	Signatures  []signatureJSON `json:"signatures"`
@@ -42,70 +42,70 @@ type bundleJSON struct {
 		TlogEntries               []json.RawMessage `json:"tlogEntries"`
 		TimestampVerificationData json.RawMessage   `json:"timestampVerificationData"`
 	} `json:"verificationMaterial"`
-	DsseEnvelope *envelopeJSON `json:"dsseEnvelope"`
+	DsseEnvelope *EnvelopeJSON `json:"dsseEnvelope"`
 }
 
-// statement is a decoded (not yet trusted) in-toto statement.
-type statement struct {
-	subjects  []statementSubject
-	predicate map[string]any
+// Statement is a decoded (not yet trusted) in-toto statement.
+type Statement struct {
+	Subjects  []StatementSubject
+	Predicate map[string]any
 }
 
-type statementSubject struct {
-	name   string
-	digest string // "sha256:<hex>"
+type StatementSubject struct {
+	Name   string
+	Digest string // "sha256:<hex>"
 }
 
-// attestation is what reading one envelope or bundle file learned.
-type attestation struct {
-	kind    string // "envelope" or "bundle"
-	path    string
+// Attestation is what reading one envelope or bundle file learned.
+type Attestation struct {
+	Kind    string // "envelope" or "bundle"
+	Path    string
 	digest  string
-	readErr error // the file exists but could not be read
+	ReadErr error // the file exists but could not be read
 	// malformed wraps ErrMalformedAttestation when the file is not the format.
-	malformed error
-	payload   []byte
+	Malformed error
+	Payload   []byte
 	// signer is the fingerprint of the pinned key that verified a signature; "" when none did.
-	signer   string
-	sigCount int
+	Signer   string
+	SigCount int
 	// sigs is the outcome of every signature, in order.
-	sigs     []SignatureOutcome
-	stmt     *statement
+	Sigs     []SignatureOutcome
+	Stmt     *Statement
 	warnings []string
 }
 
-func malformedf(format string, args ...any) error {
+func Malformedf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{reason.ErrMalformedAttestation}, args...)...)
 }
 
-// readAttestation parses an envelope or bundle, verifies its signatures with keys and decodes
+// ReadAttestation parses an envelope or bundle, verifies its signatures with keys and decodes
 // its statement. Problems are recorded in the attestation, never returned.
-func readAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *attestation {
-	a := &attestation{kind: kind, path: path, digest: evidence.DigestOf(data)}
-	var env *envelopeJSON
+func ReadAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *Attestation {
+	a := &Attestation{Kind: kind, Path: path, digest: evidence.DigestOf(data)}
+	var env *EnvelopeJSON
 	switch kind {
 	case "envelope":
-		var e envelopeJSON
+		var e EnvelopeJSON
 		if err := jsonstrict.DecodeInto(data, &e, jsonstrict.WithMaxBytes(limits.MaxAttestationBytes)); err != nil {
-			a.malformed = malformedf("DSSE envelope: %v", err)
+			a.Malformed = Malformedf("DSSE envelope: %v", err)
 			return a
 		}
 		env = &e
 	case "bundle":
 		var b bundleJSON
 		if err := jsonstrict.DecodeInto(data, &b, jsonstrict.WithMaxBytes(limits.MaxAttestationBytes)); err != nil {
-			a.malformed = malformedf("Sigstore bundle (only public-key bundles with a DSSE envelope are accepted): %v", err)
+			a.Malformed = Malformedf("Sigstore bundle (only public-key bundles with a DSSE envelope are accepted): %v", err)
 			return a
 		}
 		switch {
 		case b.MediaType != attestfmt.BundleMediaType:
-			a.malformed = malformedf("bundle mediaType %q, want %q", b.MediaType, attestfmt.BundleMediaType)
+			a.Malformed = Malformedf("bundle mediaType %q, want %q", b.MediaType, attestfmt.BundleMediaType)
 			return a
 		case b.DsseEnvelope == nil:
-			a.malformed = malformedf("bundle has no dsseEnvelope")
+			a.Malformed = Malformedf("bundle has no dsseEnvelope")
 			return a
 		case b.VerificationMaterial == nil || b.VerificationMaterial.PublicKey == nil:
-			a.malformed = malformedf("bundle verificationMaterial has no publicKey (only pinned-key bundles are accepted)")
+			a.Malformed = Malformedf("bundle verificationMaterial has no publicKey (only pinned-key bundles are accepted)")
 			return a
 		}
 		if len(b.VerificationMaterial.TlogEntries) > 0 {
@@ -114,37 +114,37 @@ func readAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *a
 		env = b.DsseEnvelope
 	}
 	if env.PayloadType != attestfmt.PayloadType {
-		a.malformed = malformedf("payloadType %q, want %q", env.PayloadType, attestfmt.PayloadType)
+		a.Malformed = Malformedf("payloadType %q, want %q", env.PayloadType, attestfmt.PayloadType)
 		return a
 	}
-	payload, err := b64(env.Payload)
+	payload, err := B64(env.Payload)
 	if err != nil {
-		a.malformed = malformedf("payload: %v", err)
+		a.Malformed = Malformedf("payload: %v", err)
 		return a
 	}
 	if len(env.Signatures) == 0 {
-		a.malformed = malformedf("no signatures")
+		a.Malformed = Malformedf("no signatures")
 		return a
 	}
 	if len(env.Signatures) > limits.MaxSignatures {
-		a.malformed = malformedf("%d signatures, more than %d", len(env.Signatures), limits.MaxSignatures)
+		a.Malformed = Malformedf("%d signatures, more than %d", len(env.Signatures), limits.MaxSignatures)
 		return a
 	}
-	a.payload = payload
-	a.sigCount = len(env.Signatures)
+	a.Payload = payload
+	a.SigCount = len(env.Signatures)
 	pae := dsse.PAE(env.PayloadType, payload)
 	// keyid is an unauthenticated hint: every signature is tried with every pinned key, and every
 	// signature's outcome is kept (one valid signature by a pinned key is enough, unless the
 	// policy asks for more; the rest are listed either way).
 	for i, s := range env.Signatures {
 		out := SignatureOutcome{File: path, Index: i, KeyID: s.KeyID}
-		sig, err := b64(s.Sig)
+		sig, err := B64(s.Sig)
 		switch {
 		case err != nil:
 			out.Problem = "the signature is not base64"
 		default:
 			for _, k := range keys {
-				if verifySig(k, sig, pae) {
+				if VerifySig(k, sig, pae) {
 					out.Key, out.Verified = policy.KeyFingerprint(k), true
 					break
 				}
@@ -153,17 +153,17 @@ func readAttestation(kind, path string, data []byte, keys []crypto.PublicKey) *a
 				out.Problem = fmt.Sprintf("verifies with none of the %d pinned keys", len(keys))
 			}
 		}
-		if out.Verified && a.signer == "" {
-			a.signer = out.Key
+		if out.Verified && a.Signer == "" {
+			a.Signer = out.Key
 		}
-		a.sigs = append(a.sigs, out)
+		a.Sigs = append(a.Sigs, out)
 	}
 	st, err := parseStatement(payload)
 	if err != nil {
-		a.malformed = err
+		a.Malformed = err
 		return a
 	}
-	a.stmt = st
+	a.Stmt = st
 	return a
 }
 
@@ -183,7 +183,7 @@ type SignatureOutcome struct {
 	Problem string
 }
 
-func verifySig(k crypto.PublicKey, sig, message []byte) bool {
+func VerifySig(k crypto.PublicKey, sig, message []byte) bool {
 	ec, ok := k.(*ecdsa.PublicKey)
 	if !ok {
 		return false
@@ -196,7 +196,7 @@ func verifySig(k crypto.PublicKey, sig, message []byte) bool {
 }
 
 // b64 decodes standard or URL-safe base64, as DSSE allows.
-func b64(s string) ([]byte, error) {
+func B64(s string) ([]byte, error) {
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		b, err = base64.URLEncoding.DecodeString(s)
@@ -205,49 +205,49 @@ func b64(s string) ([]byte, error) {
 }
 
 // parseStatement decodes an in-toto Statement v1 of the qualification predicate strictly.
-func parseStatement(payload []byte) (*statement, error) {
+func parseStatement(payload []byte) (*Statement, error) {
 	doc, err := jsonstrict.Parse(payload)
 	if err != nil {
-		return nil, malformedf("statement: %v", err)
+		return nil, Malformedf("statement: %v", err)
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		return nil, malformedf("statement is not a JSON object")
+		return nil, Malformedf("statement is not a JSON object")
 	}
 	for k := range obj {
 		switch k {
 		case "_type", "subject", "predicateType", "predicate":
 		default:
-			return nil, malformedf("statement member %q is not part of the format", k)
+			return nil, Malformedf("statement member %q is not part of the format", k)
 		}
 	}
 	if t, _ := obj["_type"].(string); t != attestfmt.StatementType {
-		return nil, malformedf("statement _type %v, want %s", obj["_type"], attestfmt.StatementType)
+		return nil, Malformedf("statement _type %v, want %s", obj["_type"], attestfmt.StatementType)
 	}
 	if t, _ := obj["predicateType"].(string); t != attestfmt.PredicateType {
-		return nil, malformedf("predicateType %v, want %s", obj["predicateType"], attestfmt.PredicateType)
+		return nil, Malformedf("predicateType %v, want %s", obj["predicateType"], attestfmt.PredicateType)
 	}
 	subs, ok := obj["subject"].([]any)
 	if !ok || len(subs) == 0 || len(subs) > limits.MaxSubjects {
-		return nil, malformedf("statement subject must be a list of 1 to %d subjects", limits.MaxSubjects)
+		return nil, Malformedf("statement subject must be a list of 1 to %d subjects", limits.MaxSubjects)
 	}
-	st := &statement{}
+	st := &Statement{}
 	for i, s := range subs {
 		m, ok := s.(map[string]any)
 		if !ok {
-			return nil, malformedf("subject %d is not an object", i)
+			return nil, Malformedf("subject %d is not an object", i)
 		}
 		name, _ := m["name"].(string)
 		dg, _ := m["digest"].(map[string]any)
 		hexd, _ := dg["sha256"].(string)
 		if name == "" || len(m) != 2 || dg == nil || !record.IsDigest([]byte("sha256:"+hexd)) {
-			return nil, malformedf("subject %d: want {\"name\": path, \"digest\": {\"sha256\": 64 lowercase hex}}", i)
+			return nil, Malformedf("subject %d: want {\"name\": path, \"digest\": {\"sha256\": 64 lowercase hex}}", i)
 		}
-		st.subjects = append(st.subjects, statementSubject{name: name, digest: "sha256:" + hexd})
+		st.Subjects = append(st.Subjects, StatementSubject{Name: name, Digest: "sha256:" + hexd})
 	}
 	pred, ok := obj["predicate"].(map[string]any)
 	if !ok {
-		return nil, malformedf("statement predicate is not an object")
+		return nil, Malformedf("statement predicate is not an object")
 	}
 	for k := range pred {
 		known := false
@@ -255,9 +255,9 @@ func parseStatement(payload []byte) (*statement, error) {
 			known = known || k == f
 		}
 		if !known {
-			return nil, malformedf("predicate member %q is not part of the format", k)
+			return nil, Malformedf("predicate member %q is not part of the format", k)
 		}
 	}
-	st.predicate = pred
+	st.Predicate = pred
 	return st, nil
 }
