@@ -14,6 +14,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/check"
 	"github.com/qualkit/qualkit/verify/internal/load"
 )
 
@@ -82,7 +83,7 @@ func TestCheckSignatureInTotoLink(t *testing.T) {
 		slices.Sort(names)
 		return names[0]
 	}
-	runCheckTable(t, checkSignature, []checkCase{
+	runCheckTable(t, check.Signature, []checkCase{
 		{"no link", func(s *load.Snapshot) { s.Links = nil }, nil, StatusPassed},
 		{"the link binds the receipt", with(key, nil), nil, StatusPassed},
 		{"signed by an unpinned key", with(other, nil), ErrLinkMismatch, ""},

@@ -15,6 +15,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/check"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
 	"github.com/qualkit/qualkit/verify/internal/load"
@@ -156,7 +157,7 @@ func runCheckTable(t *testing.T, check func(*load.Snapshot) CheckResult, cases [
 }
 
 func TestCheckSchemas(t *testing.T) {
-	runCheckTable(t, checkSchemas, []checkCase{
+	runCheckTable(t, check.Schemas, []checkCase{
 		{"valid evidence", func(s *load.Snapshot) {}, nil, ""},
 		{"receipt not strict JSON", func(s *load.Snapshot) {
 			s.Receipt.Violations = []schemas.Violation{{Pointer: "/a", Err: &jsonstrict.DecodeError{Pointer: "/a", Err: jsonstrict.ErrDuplicateKey}}}
@@ -200,7 +201,7 @@ func anyPath(s *load.Snapshot, kind string) string {
 
 func TestCheckSource(t *testing.T) {
 	commit := func(s *load.Snapshot) string { return s.RC.Source.Commit }
-	runCheckTable(t, checkSource, []checkCase{
+	runCheckTable(t, check.Source, []checkCase{
 		{"publishable, no checkout", func(s *load.Snapshot) {}, nil, StatusPassed},
 		{"checkout at the receipt's commit", func(s *load.Snapshot) { s.Checkout = &gitobj.Checkout{Head: commit(s), OriginMain: commit(s)} }, nil, StatusPassed},
 		{"checkout's origin/main moved on", func(s *load.Snapshot) {
@@ -227,7 +228,7 @@ func TestCheckSource(t *testing.T) {
 }
 
 func TestCheckHashes(t *testing.T) {
-	runCheckTable(t, checkHashes, []checkCase{
+	runCheckTable(t, check.Hashes, []checkCase{
 		{"every file matches", func(s *load.Snapshot) {}, nil, StatusPassed},
 		{"records changed", func(s *load.Snapshot) { s.Files[anyPath(s, "request_records")].Digest = evidence.DigestOf([]byte("x")) }, ErrDigestMismatch, ""},
 		{"log grew", func(s *load.Snapshot) { s.Files[anyPath(s, "server_log")].Size++ }, ErrSizeMismatch, ""},
@@ -266,7 +267,7 @@ func TestCheckHashes(t *testing.T) {
 }
 
 func TestCheckSignature(t *testing.T) {
-	runCheckTable(t, checkSignature, []checkCase{
+	runCheckTable(t, check.Signature, []checkCase{
 		{"envelope and bundle verify", func(s *load.Snapshot) {}, nil, StatusPassed},
 		{"no attestation", func(s *load.Snapshot) { s.Attestations = nil }, ErrUnsigned, ""},
 		{"no attestation, allowed unsigned", func(s *load.Snapshot) {
@@ -309,54 +310,54 @@ func TestCleanupRecord(t *testing.T) {
 	code := func(v int64) *int64 { return &v }
 	cases := []struct {
 		name   string
-		change func(l *contract.LifecycleRecordDoc, ctx *lifecycleContext)
+		change func(l *contract.LifecycleRecordDoc, ctx *check.LifecycleContext)
 		want   *Reason
 	}{
-		{"clean lifecycle", func(*contract.LifecycleRecordDoc, *lifecycleContext) {}, nil},
-		{"never ready", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Readiness.Ready = false }, ErrNotReady},
-		{"ready after the deadline", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) {
+		{"clean lifecycle", func(*contract.LifecycleRecordDoc, *check.LifecycleContext) {}, nil},
+		{"never ready", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) { l.Readiness.Ready = false }, ErrNotReady},
+		{"ready after the deadline", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) {
 			l.Readiness.ElapsedMs = l.Readiness.DeadlineMs + 1
 		}, ErrReadyLate},
-		{"ready without a time", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Readiness.TReadyNs = nil }, ErrLifecycleIncomplete},
-		{"port taken before launch", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Port.FreeBeforeLaunch = false }, ErrPortTaken},
-		{"listener not owned", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Listener.Owned = false }, ErrListenerNotOwned},
-		{"owned listener without inode", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Listener.Inodes = nil }, ErrListenerNotOwned},
-		{"forced shutdown", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Shutdown.Forced = true }, ErrForcedShutdown},
-		{"exit not acceptable", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Shutdown.Acceptable = false }, ErrExitNotAcceptable},
-		{"exit code not in the recipe", func(l *contract.LifecycleRecordDoc, ctx *lifecycleContext) {
+		{"ready without a time", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) { l.Readiness.TReadyNs = nil }, ErrLifecycleIncomplete},
+		{"port taken before launch", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) { l.Port.FreeBeforeLaunch = false }, ErrPortTaken},
+		{"listener not owned", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) { l.Listener.Owned = false }, ErrListenerNotOwned},
+		{"owned listener without inode", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) { l.Listener.Inodes = nil }, ErrListenerNotOwned},
+		{"forced shutdown", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) { l.Shutdown.Forced = true }, ErrForcedShutdown},
+		{"exit not acceptable", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) { l.Shutdown.Acceptable = false }, ErrExitNotAcceptable},
+		{"exit code not in the recipe", func(l *contract.LifecycleRecordDoc, ctx *check.LifecycleContext) {
 			l.Shutdown.ExitCode = code(143)
-			ctx.recipes = map[string]*contract.LaunchRecipeDoc{l.Recipe.Digest: {AcceptableExitCodes: []int64{0}}}
+			ctx.Recipes = map[string]*contract.LaunchRecipeDoc{l.Recipe.Digest: {AcceptableExitCodes: []int64{0}}}
 		}, ErrExitNotAcceptable},
-		{"residue process", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) {
+		{"residue process", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) {
 			l.Residue.Processes = []contract.ResidueProcess{{PID: 9, Comm: "sleep", Escaped: true}}
 		}, ErrResidue},
-		{"residue listener", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) {
+		{"residue listener", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) {
 			l.Residue.Listeners = []contract.ResidueListener{{Port: 18091, Inode: 7}}
 		}, ErrResidue},
-		{"failed verdict", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) {
+		{"failed verdict", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) {
 			l.Verdict, l.Failures = "failed", []string{"interrupted"}
 		}, ErrLifecycleFailed},
-		{"no launch identity", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Launch = nil }, ErrLifecycleIncomplete},
-		{"no shutdown", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Shutdown = nil }, ErrLifecycleIncomplete},
-		{"receipt says otherwise", func(_ *contract.LifecycleRecordDoc, ctx *lifecycleContext) { ctx.receiptVerdict = "failed" }, ErrLifecycleMismatch},
-		{"another recipe", func(_ *contract.LifecycleRecordDoc, ctx *lifecycleContext) {
-			ctx.recipeDigests = []string{evidence.DigestOf(nil)}
+		{"no launch identity", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) { l.Launch = nil }, ErrLifecycleIncomplete},
+		{"no shutdown", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) { l.Shutdown = nil }, ErrLifecycleIncomplete},
+		{"receipt says otherwise", func(_ *contract.LifecycleRecordDoc, ctx *check.LifecycleContext) { ctx.ReceiptVerdict = "failed" }, ErrLifecycleMismatch},
+		{"another recipe", func(_ *contract.LifecycleRecordDoc, ctx *check.LifecycleContext) {
+			ctx.RecipeDigests = []string{evidence.DigestOf(nil)}
 		}, ErrLifecycleMismatch},
-		{"another server binary", func(_ *contract.LifecycleRecordDoc, ctx *lifecycleContext) {
-			ctx.binaries = []string{evidence.DigestOf(nil)}
+		{"another server binary", func(_ *contract.LifecycleRecordDoc, ctx *check.LifecycleContext) {
+			ctx.Binaries = []string{evidence.DigestOf(nil)}
 		}, ErrLifecycleMismatch},
-		{"another log", func(l *contract.LifecycleRecordDoc, _ *lifecycleContext) { l.Launch.Log.Bytes++ }, ErrLifecycleMismatch},
+		{"another log", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) { l.Launch.Log.Bytes++ }, ErrLifecycleMismatch},
 	}
 	s := frozenSnapshot(t)
-	base := lifecycleContext{receiptVerdict: "passed", recipes: recipesByDigest(s), recipeDigests: digestsOfKind(s.RC, "launch_recipe"),
-		logs: artifactsOfKind(s.RC, "server_log"), binaries: digestsOfKind(s.RC, "server_binary")}
+	base := check.LifecycleContext{ReceiptVerdict: "passed", Recipes: check.RecipesByDigest(s), RecipeDigests: check.DigestsOfKind(s.RC, "launch_recipe"),
+		Logs: check.ArtifactsOfKind(s.RC, "server_log"), Binaries: check.DigestsOfKind(s.RC, "server_binary")}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			l := ok()
 			ctx := base
 			tc.change(l, &ctx)
 			c := &finding.Collector{Check: CheckCleanup}
-			cleanupRecord(c, "lifecycle.json", l, ctx)
+			check.CleanupRecord(c, "lifecycle.json", l, ctx)
 			if tc.want == nil {
 				if len(c.Out) > 0 {
 					t.Fatalf("unexpected findings %v", c.Out)
@@ -374,12 +375,12 @@ func TestCleanupRecord(t *testing.T) {
 }
 
 func TestCheckCleanup(t *testing.T) {
-	runCheckTable(t, checkCleanup, []checkCase{
+	runCheckTable(t, check.Cleanup, []checkCase{
 		{"owned server, clean", func(s *load.Snapshot) {}, nil, StatusPassed},
 		{"serving without a lifecycle record", func(s *load.Snapshot) { s.RC.Lifecycle = nil }, ErrNoLifecycle, ""},
 		{"command-only campaign", func(s *load.Snapshot) {
 			s.RC.Lifecycle = nil
-			s.RC.Artifacts = artifactsOfKind(s.RC, "workload", "case_result")
+			s.RC.Artifacts = check.ArtifactsOfKind(s.RC, "workload", "case_result")
 			for p, cr := range s.CaseResults {
 				if len(cr.Rows) > 0 {
 					delete(s.CaseResults, p)
@@ -391,7 +392,7 @@ func TestCheckCleanup(t *testing.T) {
 }
 
 func TestCheckTolerances(t *testing.T) {
-	runCheckTable(t, checkTolerances, []checkCase{
+	runCheckTable(t, check.Tolerances, []checkCase{
 		{"every number recomputes", func(s *load.Snapshot) {}, nil, StatusPassed},
 		{"failed verdict", func(s *load.Snapshot) { s.RC.Qualification.Verdict = "failed" }, ErrVerdictFailed, ""},
 		{"interrupted verdict", func(s *load.Snapshot) {
@@ -444,7 +445,7 @@ func TestCheckMetricList(t *testing.T) {
 	}
 	for _, tc := range cases {
 		c := &finding.Collector{Check: CheckTolerances}
-		checkMetricList(c, "f", "/metrics", tc.recorded, want, tol, nil)
+		check.MetricList(c, "f", "/metrics", tc.recorded, want, tol, nil)
 		if len(c.Out) != tc.findings {
 			t.Errorf("%s: %d findings %v, want %d", tc.name, len(c.Out), c.Out, tc.findings)
 		}
@@ -485,7 +486,7 @@ func TestCheckCommand(t *testing.T) {
 	}
 	for _, tc := range cases {
 		c := &finding.Collector{Check: CheckTolerances}
-		checkCommand(c, "f", &contract.CaseResultDoc{CaseID: "c", Status: contract.Status(tc.status), Metrics: tc.metrics}, tc.wc)
+		check.Command(c, "f", &contract.CaseResultDoc{CaseID: "c", Status: contract.Status(tc.status), Metrics: tc.metrics}, tc.wc)
 		if (len(c.Out) > 0) != tc.want {
 			t.Errorf("%s: findings %v, want some: %v", tc.name, c.Out, tc.want)
 		}
@@ -510,7 +511,7 @@ func TestCheckComparability(t *testing.T) {
 		}
 		panic(name)
 	}
-	runCheckTable(t, checkComparability, []checkCase{
+	runCheckTable(t, check.Comparability, []checkCase{
 		{"like-for-like evidence", func(s *load.Snapshot) {}, nil, StatusPassed},
 		{"no workload", func(s *load.Snapshot) { s.Workload = nil }, nil, StatusSkipped},
 		{"another workload id", func(s *load.Snapshot) { s.RC.Workload.ID = "other-workload" }, ErrWorkloadMismatch, ""},
@@ -540,36 +541,36 @@ func TestCheckComparability(t *testing.T) {
 func TestMetricDefinitions(t *testing.T) {
 	cases := []struct {
 		name string
-		want identity
+		want check.Identity
 		ok   bool
 	}{
-		{"ttft_ms.p99", identity{"ms", "p99", contract.DirectionLowerIsBetter, "ttft.v1"}, true},
-		{"decode_rate.p99.9", identity{"tokens/s", "p99.9", contract.DirectionHigherIsBetter, "decode_rate.v1"}, true},
-		{"output_throughput_window", identity{"tokens/s", "rate", contract.DirectionHigherIsBetter, "output_throughput_window.v1"}, true},
-		{"request_failures.timeout", identity{"requests", "count", contract.DirectionLowerIsBetter, "request_failures_by_class.v1"}, true},
-		{"ttft_ms.p42", identity{}, false},
-		{"server.requests.delta", identity{}, false},
+		{"ttft_ms.p99", check.Identity{Unit: "ms", Aggregation: "p99", Direction: contract.DirectionLowerIsBetter, Formula: "ttft.v1"}, true},
+		{"decode_rate.p99.9", check.Identity{Unit: "tokens/s", Aggregation: "p99.9", Direction: contract.DirectionHigherIsBetter, Formula: "decode_rate.v1"}, true},
+		{"output_throughput_window", check.Identity{Unit: "tokens/s", Aggregation: "rate", Direction: contract.DirectionHigherIsBetter, Formula: "output_throughput_window.v1"}, true},
+		{"request_failures.timeout", check.Identity{Unit: "requests", Aggregation: "count", Direction: contract.DirectionLowerIsBetter, Formula: "request_failures_by_class.v1"}, true},
+		{"ttft_ms.p42", check.Identity{}, false},
+		{"server.requests.delta", check.Identity{}, false},
 	}
 	for _, tc := range cases {
-		got, ok := rowDefinition(tc.name)
+		got, ok := check.RowDefinition(tc.name)
 		if ok != tc.ok || got != tc.want {
 			t.Errorf("rowDefinition(%s) = %v %v, want %v %v", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}
-	for name, want := range map[string]identity{
-		"decode_rate.p50.worst_row":         {"tokens/s", "min", contract.DirectionHigherIsBetter, "decode_rate.v1"},
-		"ttft_ms.p99.worst_row":             {"ms", "max", contract.DirectionLowerIsBetter, "ttft.v1"},
-		"output_throughput_window.best_row": {"tokens/s", "max", contract.DirectionHigherIsBetter, "output_throughput_window.v1"},
-		"request_count":                     {"count", "count", contract.DirectionNone, "campaign.request_count.v1"},
+	for name, want := range map[string]check.Identity{
+		"decode_rate.p50.worst_row":         {Unit: "tokens/s", Aggregation: "min", Direction: contract.DirectionHigherIsBetter, Formula: "decode_rate.v1"},
+		"ttft_ms.p99.worst_row":             {Unit: "ms", Aggregation: "max", Direction: contract.DirectionLowerIsBetter, Formula: "ttft.v1"},
+		"output_throughput_window.best_row": {Unit: "tokens/s", Aggregation: "max", Direction: contract.DirectionHigherIsBetter, Formula: "output_throughput_window.v1"},
+		"request_count":                     {Unit: "count", Aggregation: "count", Direction: contract.DirectionNone, Formula: "campaign.request_count.v1"},
 	} {
-		if got, ok := caseDefinition(name); !ok || got != want {
+		if got, ok := check.CaseDefinition(name); !ok || got != want {
 			t.Errorf("caseDefinition(%s) = %v %v, want %v", name, got, ok, want)
 		}
 	}
 }
 
 func TestCheckScope(t *testing.T) {
-	runCheckTable(t, checkScope, []checkCase{
+	runCheckTable(t, check.Scope, []checkCase{
 		{"cpu on a cpu", func(s *load.Snapshot) {}, nil, StatusPassed},
 		{"backend differs from the variant", func(s *load.Snapshot) { s.RC.Qualification.Backend = "cuda" }, ErrScopeBackend, ""},
 		{"accelerator without a driver", func(s *load.Snapshot) {
@@ -582,7 +583,7 @@ func TestCheckScope(t *testing.T) {
 	s.RC.Qualification.Backend = "cuda"
 	s.RC.Environment.Device = contract.Device{Name: "NVIDIA H200", Architecture: "sm_90", Driver: "cuda 13.0"}
 	want := "host gpu-07, backend cuda, device NVIDIA H200 (sm_90, driver cuda 13.0): the result describes this host, backend and device only"
-	if got := scopeStatement(s); got != want {
+	if got := check.ScopeStatement(s); got != want {
 		t.Errorf("scope %q, want %q", got, want)
 	}
 }
@@ -590,9 +591,9 @@ func TestCheckScope(t *testing.T) {
 func TestInvalidReceiptSkipsTheRest(t *testing.T) {
 	s := frozenSnapshot(t)
 	s.RC = nil
-	for _, c := range checks[1:] {
-		if r := c.run(s); r.Status != StatusSkipped {
-			t.Errorf("%s: %s, want skipped", c.name, r.Status)
+	for _, c := range check.Table[1:] {
+		if r := c.Run(s); r.Status != StatusSkipped {
+			t.Errorf("%s: %s, want skipped", c.Name, r.Status)
 		}
 	}
 }

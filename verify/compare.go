@@ -12,6 +12,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/check"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
@@ -614,7 +615,7 @@ func (x *comparer) rows(mode Mode) {
 			if b.PromptSetSHA256 != c.PromptSetSHA256 {
 				x.cmp.reject(dotted(scope+"/prompt_set_sha256"), reason.ErrCorpusMismatch, "the rows asked different prompts", b.PromptSetSHA256, c.PromptSetSHA256)
 			}
-			if b.Loop != c.Loop || !equalFloatPtr(b.Fidelity.OfferedRate, c.Fidelity.OfferedRate) {
+			if b.Loop != c.Loop || !check.EqualFloatPtr(b.Fidelity.OfferedRate, c.Fidelity.OfferedRate) {
 				x.cmp.reject(dotted(scope+"/loop"), reason.ErrUnlikeRows, "the rows ran different schedules", fmt.Sprint(b.Loop, " ", fptr(b.Fidelity.OfferedRate)), fmt.Sprint(c.Loop, " ", fptr(c.Fidelity.OfferedRate)))
 			}
 			if b.Requests != c.Requests {
@@ -656,25 +657,21 @@ func fptr(p *float64) string {
 	return record.FmtFloat(*p)
 }
 
-func equalFloatPtr(a, b *float64) bool {
-	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
-}
-
 // identities rejects every metric name that carries different formula ids (or units,
 // aggregations, directions) on the two sides: mixed formula ids are never compared.
 func identities(cmp *Comparison, scope string, b, c []contract.Metric) {
-	ib := map[string]identity{}
+	ib := map[string]check.Identity{}
 	for _, m := range b {
 		if !m.Diagnostic {
-			ib[m.Name] = identityOf(m)
+			ib[m.Name] = check.IdentityOf(m)
 		}
 	}
 	for _, m := range c {
 		if m.Diagnostic {
 			continue
 		}
-		if want, ok := ib[m.Name]; ok && want != identityOf(m) {
-			cmp.reject(dotted(scope+"/metrics/"+m.Name), reason.ErrFormulaMismatch, fmt.Sprintf("%s carries %s on one side and %s on the other%s", m.Name, want, identityOf(m), rateWarning(want, identityOf(m))), want.formula, m.Formula)
+		if want, ok := ib[m.Name]; ok && want != check.IdentityOf(m) {
+			cmp.reject(dotted(scope+"/metrics/"+m.Name), reason.ErrFormulaMismatch, fmt.Sprintf("%s carries %s on one side and %s on the other%s", m.Name, want, check.IdentityOf(m), check.RateWarning(want, check.IdentityOf(m))), want.Formula, m.Formula)
 		}
 	}
 }
@@ -721,7 +718,7 @@ func (x *comparer) rules() {
 			// A performance rule is refused on a degraded row (it measured the client, not the
 			// server), and on a result any of whose rows is degraded, unless the case declares
 			// measures_saturation: true.
-			perf := rule.MetricClass == contract.MetricRuleMetricClassPerformance && !measuresSaturation(x.b, m.id)
+			perf := rule.MetricClass == contract.MetricRuleMetricClassPerformance && !check.MeasuresSaturation(x.b, m.id)
 			if rule.Scope == contract.MetricRuleScopeResult {
 				scope := m.key + "/metrics/" + rule.Metric
 				if d := degradedIn(m); perf && d != "" {
@@ -848,10 +845,10 @@ func (x *comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 		return
 	}
-	want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
-	if identityOf(mb) != want || identityOf(mc) != want {
+	want := check.Identity{Unit: rule.Unit, Aggregation: rule.Aggregation, Direction: rule.Direction, Formula: rule.Formula}
+	if check.IdentityOf(mb) != want || check.IdentityOf(mc) != want {
 		e.Status, e.Code = contract.EvaluationStatusFailed, reason.ErrFormulaMismatch.Code()
-		e.Reason = fmt.Sprintf("%v: the rule compares %s; the receipts carry %s and %s%s", reason.ErrFormulaMismatch, want, identityOf(mb), identityOf(mc), rateWarning(want, identityOf(mc)))
+		e.Reason = fmt.Sprintf("%v: the rule compares %s; the receipts carry %s and %s%s", reason.ErrFormulaMismatch, want, check.IdentityOf(mb), check.IdentityOf(mc), check.RateWarning(want, check.IdentityOf(mc)))
 		x.cmp.Evaluations = append(x.cmp.Evaluations, e)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/check"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
@@ -68,7 +69,7 @@ func perRequest(s *load.Snapshot, cr *contract.CaseResultDoc, row contract.Row, 
 	if cr == nil || f == nil || f.Records == nil {
 		return nil, false
 	}
-	reqs, _ := record.MeasuredRequests(rowRecords(nil, cr, row, f.Records))
+	reqs, _ := record.MeasuredRequests(check.RowRecords(nil, cr, row, f.Records))
 	return metric.PerRequest(formula, metric.SamplesOf(reqs))
 }
 

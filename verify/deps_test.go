@@ -68,7 +68,8 @@ var verifyLayers = map[string][]string{
 	"internal/record":  {"internal/limits", "internal/policy", "internal/reason"},
 	"internal/finding": {"internal/reason"},
 	"internal/load":    {"internal/gitobj", "internal/limits", "internal/policy", "internal/reason", "internal/record"},
-	".":                {"internal/finding", "internal/gitobj", "internal/limits", "internal/load", "internal/policy", "internal/reason", "internal/record"},
+	"internal/check":   {"internal/finding", "internal/gitobj", "internal/limits", "internal/load", "internal/policy", "internal/reason", "internal/record"},
+	".":                {"internal/check", "internal/finding", "internal/gitobj", "internal/limits", "internal/load", "internal/policy", "internal/reason", "internal/record"},
 	"report":           {"."},
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/check"
 	"github.com/qualkit/qualkit/verify/internal/load"
 )
 
@@ -31,7 +32,7 @@ func onCUDA(s *load.Snapshot, devs ...contract.ProbedDevice) {
 }
 
 func TestCheckScopeDevices(t *testing.T) {
-	runCheckTable(t, checkScope, []checkCase{
+	runCheckTable(t, check.Scope, []checkCase{
 		{"cuda with an NVML-identified NVIDIA device", func(s *load.Snapshot) { onCUDA(s, h100(false)) }, nil, StatusPassed},
 		{"cuda with devices probed and none serving it", func(s *load.Snapshot) { onCUDA(s) }, ErrScopeDevice, ""},
 		// environment.device naming a driver does not help a receipt whose probes found nothing.
@@ -66,18 +67,18 @@ func TestScopeNamesTheDevice(t *testing.T) {
 	s.RC.Environment.HostID = "gpu-07"
 	onCUDA(s, h100(false), h100(false))
 	want := "host gpu-07, backend cuda, device 2 x NVIDIA H100 80GB HBM3 (nvidia, driver nvidia 550.54.15, compute capability 9.0): the result describes this host, backend and device only"
-	if got := scopeStatement(s); got != want {
+	if got := check.ScopeStatement(s); got != want {
 		t.Errorf("scope\n got %q\nwant %q", got, want)
 	}
 	onCUDA(s, h100(true))
-	if got := scopeStatement(s); !strings.Contains(got, "device none identified for backend cuda") {
+	if got := check.ScopeStatement(s); !strings.Contains(got, "device none identified for backend cuda") {
 		t.Errorf("scope with a fixture device only: %q", got)
 	}
 	s.Relax = map[Relaxation]bool{RelaxFixtureDevices: true}
-	if got := scopeStatement(s); !strings.Contains(got, "compute capability 9.0, from a test fixture)") {
+	if got := check.ScopeStatement(s); !strings.Contains(got, "compute capability 9.0, from a test fixture)") {
 		t.Errorf("scope under the relaxation: %q", got)
 	}
-	res := checkScope(func() *load.Snapshot { s := frozenSnapshot(t); onCUDA(s, h100(true)); return s }())
+	res := check.Scope(func() *load.Snapshot { s := frozenSnapshot(t); onCUDA(s, h100(true)); return s }())
 	if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Error(), "read from a test fixture") {
 		t.Errorf("fixture finding %+v", res.Findings)
 	}

@@ -1,6 +1,9 @@
 package verify
 
-import "github.com/qualkit/qualkit/verify/internal/load"
+import (
+	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/load"
+)
 
 // PredicateFields are the members of the qualification predicate, each equal to the receipt's.
 var PredicateFields = load.PredicateFields
@@ -33,3 +36,6 @@ func LocateIn(root string, receiptPath string) (Evidence, error) {
 
 // Subject is one file the verification read, by digest.
 type Subject = load.Subject
+
+// TreeHashFormat is the source tree hash format receipts carry.
+const TreeHashFormat = check.TreeHashFormat

@@ -12,6 +12,7 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/rules"
+	"github.com/qualkit/qualkit/verify/internal/check"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/record"
@@ -91,18 +92,18 @@ func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 	}
 	compared := 0
 	formulas := map[string]bool{}
-	for _, p := range sortedCaseResults(s) {
+	for _, p := range check.SortedCaseResults(s) {
 		cr := s.CaseResults[p]
-		wc := workloadCase(s, cr.CaseID)
+		wc := check.WorkloadCase(s, cr.CaseID)
 		for j, row := range cr.Rows {
-			recs := rowRecords(nil, cr, row, s.Files[row.Records.Path].Records)
-			rf := record.RecomputeRow(rowSpecOf(row, wc), recs)
+			recs := check.RowRecords(nil, cr, row, s.Files[row.Records.Path].Records)
+			rf := record.RecomputeRow(check.RowSpecOf(row, wc), recs)
 			if len(rf.Metrics) != len(row.Metrics) {
 				t.Errorf("row %d: recomputed %d metrics, the runner wrote %d", j, len(rf.Metrics), len(row.Metrics))
 			}
 			for k, m := range row.Metrics {
 				got := rf.Metrics[k]
-				if got.Name != m.Name || identityOf(got) != identityOf(m) || !equalSamples(got.Samples, m.Samples) {
+				if got.Name != m.Name || check.IdentityOf(got) != check.IdentityOf(m) || !check.EqualSamples(got.Samples, m.Samples) {
 					t.Errorf("row %d metric %d: recomputed %+v, runner %+v", j, k, got, m)
 					continue
 				}
@@ -112,8 +113,8 @@ func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 				formulas[m.Formula] = true
 				compared++
 			}
-			if rf.WindowSeconds != row.WindowSeconds || !equalPtr(rf.OutputSet, row.OutputSetSHA256) {
-				t.Errorf("row %d: window %v / %v, output set %v / %v", j, rf.WindowSeconds, row.WindowSeconds, deref(rf.OutputSet), deref(row.OutputSetSHA256))
+			if rf.WindowSeconds != row.WindowSeconds || !check.EqualPtr(rf.OutputSet, row.OutputSetSHA256) {
+				t.Errorf("row %d: window %v / %v, output set %v / %v", j, rf.WindowSeconds, row.WindowSeconds, check.Deref(rf.OutputSet), check.Deref(row.OutputSetSHA256))
 			}
 		}
 		if len(cr.Rows) > 0 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/check"
 	"github.com/qualkit/qualkit/verify/internal/load"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestRowAndResultIdentity(t *testing.T) {
 	serving := func(s *load.Snapshot) *contract.CaseResultDoc { return s.CaseResults[s.RC.Results[0].CaseResult.Path] }
 	rate := 3.0
-	runCheckTable(t, checkComparability, []checkCase{
+	runCheckTable(t, check.Comparability, []checkCase{
 		{"results in the runner's order", func(s *load.Snapshot) {}, nil, ""},
 		{"result relabelled to repetition 7", func(s *load.Snapshot) { s.RC.Results[1].Repetition = 7 }, ErrWorkloadMismatch, ""},
 		{"results swapped", func(s *load.Snapshot) { s.RC.Results[0], s.RC.Results[1] = s.RC.Results[1], s.RC.Results[0] }, ErrWorkloadMismatch, ""},
@@ -29,20 +30,20 @@ func TestRowAndResultIdentity(t *testing.T) {
 			serving(s).Rows[0].DeviceTelemetry = &contract.RowDeviceTelemetry{IntervalMs: 100}
 		}, ErrUnlikeRows, ""},
 		{"run config names another variant", func(s *load.Snapshot) {
-			f := s.Files[artifactsOfKind(s.RC, "config_file")[0].Path]
+			f := s.Files[check.ArtifactsOfKind(s.RC, "config_file")[0].Path]
 			f.Raw = bytes.Replace(f.Raw, []byte(`"variant": "cpu-a"`), []byte(`"variant": "cpu-b"`), 1)
 		}, ErrConfigMismatch, ""},
 		{"run config with another max_tokens", func(s *load.Snapshot) {
-			f := s.Files[artifactsOfKind(s.RC, "config_file")[0].Path]
+			f := s.Files[check.ArtifactsOfKind(s.RC, "config_file")[0].Path]
 			f.Raw = bytes.Replace(f.Raw, []byte(`"max_tokens": 4`), []byte(`"max_tokens": 5`), 1)
 		}, ErrConfigMismatch, ""},
 		{"run config with another qualrun argv", func(s *load.Snapshot) { s.RC.Qualification.Command = s.RC.Qualification.Command[1:] }, ErrConfigMismatch, ""},
 		{"telemetry at another interval", func(s *load.Snapshot) {
-			workloadCase(s, "chat-stream").DeviceTelemetry = &contract.DeviceTelemetry{IntervalMs: 100}
+			check.WorkloadCase(s, "chat-stream").DeviceTelemetry = &contract.DeviceTelemetry{IntervalMs: 100}
 			serving(s).Rows[0].DeviceTelemetry = &contract.RowDeviceTelemetry{IntervalMs: 250}
 		}, ErrUnlikeRows, ""},
 	})
-	runCheckTable(t, checkTolerances, []checkCase{
+	runCheckTable(t, check.Tolerances, []checkCase{
 		{"result duration not the case's", func(s *load.Snapshot) { s.RC.Results[1].DurationSeconds *= 2 }, ErrResultMismatch, ""},
 		{"case shorter than its rows", func(s *load.Snapshot) {
 			serving(s).DurationSeconds = 0.001

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/check"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -130,7 +131,7 @@ func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Opti
 		if r.CaseResult != nil {
 			ce.CaseResult = s.CaseResults[r.CaseResult.Path]
 		}
-		wc := workloadCase(s, r.ID)
+		wc := check.WorkloadCase(s, r.ID)
 		if wc != nil {
 			ce.SLO, ce.SLOKnown, ce.Kind = wc.SLO, true, string(wc.Kind)
 		}
@@ -153,10 +154,10 @@ func rowEvidence(s *load.Snapshot, cr *contract.CaseResultDoc, row contract.Row,
 	if f == nil || f.Records == nil {
 		return re
 	}
-	recs := rowRecords(nil, cr, row, f.Records)
-	rf := record.RecomputeRow(rowSpecOf(row, wc), recs)
+	recs := check.RowRecords(nil, cr, row, f.Records)
+	rf := record.RecomputeRow(check.RowSpecOf(row, wc), recs)
 	re.Readable, re.Records, re.InvalidRecords = true, len(recs), f.Records.InvalidLines
-	re.Telemetry = telemetrySamples(s, row)
+	re.Telemetry = check.TelemetrySamples(s, row)
 	re.Requests, re.Successes, re.Failures, re.Metrics = rf.Requests, rf.Successes, rf.Failures, rf.Metrics
 	re.Fidelity = contract.Fidelity{ScheduleLagP50Ms: rf.LagP50, ScheduleLagP99Ms: rf.LagP99, ScheduleLagMaxMs: rf.LagMax,
 		OfferedRate: row.Fidelity.OfferedRate, AchievedRate: rf.Achieved, Degraded: rf.Degraded, Reasons: slices.Clone(row.Fidelity.Reasons)}
@@ -215,7 +216,7 @@ func driverEvidenceOf(s *load.Snapshot, path string) *DriverEvidence {
 	for _, o := range dr.Header.Tolerances {
 		rules = append(rules, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
 	}
-	if rec, err := evaluateEach(dr.Name, rules, dr.Body); err == nil && len(rec) == len(rules) {
+	if rec, err := check.EvaluateEach(dr.Name, rules, dr.Body); err == nil && len(rec) == len(rules) {
 		de.Recomputed = rec
 	}
 	return de

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/check"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 )
 
@@ -47,8 +48,8 @@ func TestLifecyclePlausible(t *testing.T) {
 			l := s.Lifecycle
 			tc.change(l)
 			c := &finding.Collector{Check: CheckCleanup}
-			cleanupRecord(c, "lifecycle.json", l, lifecycleContext{receiptVerdict: "passed", recipes: recipesByDigest(s),
-				recipeDigests: digestsOfKind(s.RC, "launch_recipe"), logs: artifactsOfKind(s.RC, "server_log"), binaries: digestsOfKind(s.RC, "server_binary")})
+			check.CleanupRecord(c, "lifecycle.json", l, check.LifecycleContext{ReceiptVerdict: "passed", Recipes: check.RecipesByDigest(s),
+				RecipeDigests: check.DigestsOfKind(s.RC, "launch_recipe"), Logs: check.ArtifactsOfKind(s.RC, "server_log"), Binaries: check.DigestsOfKind(s.RC, "server_binary")})
 			if tc.want == nil {
 				if len(c.Out) > 0 {
 					t.Fatalf("unexpected findings %v", c.Out)

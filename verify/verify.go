@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/qualkit/qualkit/verify/internal/check"
 	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
@@ -178,9 +179,9 @@ func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) 
 		return nil, nil, err
 	}
 	res := &Result{Weakened: cfg.weakened(), Subjects: s.Subjects(), Warnings: s.Warnings, ReceiptID: s.ReceiptID()}
-	for _, c := range checks {
-		cr := c.run(s)
-		cr.Check = c.name
+	for _, c := range check.Table {
+		cr := c.Run(s)
+		cr.Check = c.Name
 		cr.Findings = capFindings(cr.Findings)
 		switch {
 		case len(cr.Findings) > 0:
@@ -191,7 +192,7 @@ func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) 
 		res.Checks = append(res.Checks, cr)
 		res.Findings = append(res.Findings, cr.Findings...)
 	}
-	res.Scope = scopeStatement(s)
+	res.Scope = check.ScopeStatement(s)
 	res.Signer = s.Signer
 	for _, a := range s.Attestations {
 		res.Signatures = append(res.Signatures, a.Sigs...)

@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -56,7 +56,7 @@ func checkRowLedger(c *finding.Collector, path, base string, row contract.Row, w
 		}
 	}
 	rt, got := metric.LedgerOf(reqs).RowTokens(maxFraction), *row.Tokens
-	if got.Compared != rt.Compared || got.Mismatched != rt.Mismatched || got.LargestPromptDifference != rt.LargestPromptDifference || got.LargestCompletionDifference != rt.LargestCompletionDifference || !equalFloatPtr(got.MismatchFraction, rt.MismatchFraction) {
+	if got.Compared != rt.Compared || got.Mismatched != rt.Mismatched || got.LargestPromptDifference != rt.LargestPromptDifference || got.LargestCompletionDifference != rt.LargestCompletionDifference || !EqualFloatPtr(got.MismatchFraction, rt.MismatchFraction) {
 		c.Add(path, base+"/tokens", reason.ErrRowMismatch, "ledger %d compared, %d mismatched (fraction %s), largest differences prompt %d, completion %d; the records say %d, %d (%s), %d, %d",
 			got.Compared, got.Mismatched, fmtFloatPtr(got.MismatchFraction), got.LargestPromptDifference, got.LargestCompletionDifference,
 			rt.Compared, rt.Mismatched, fmtFloatPtr(rt.MismatchFraction), rt.LargestPromptDifference, rt.LargestCompletionDifference)
@@ -65,9 +65,13 @@ func checkRowLedger(c *finding.Collector, path, base string, row contract.Row, w
 		return
 	}
 	if (got.Exceeded == nil) != (rt.Exceeded == nil) {
-		c.Add(path, base+"/tokens/exceeded", reason.ErrRowMismatch, "exceeded %q, the records say %q", deref(got.Exceeded), deref(rt.Exceeded))
+		c.Add(path, base+"/tokens/exceeded", reason.ErrRowMismatch, "exceeded %q, the records say %q", Deref(got.Exceeded), Deref(rt.Exceeded))
 	}
 	if rt.Exceeded != nil && status == contract.StatusPassed {
 		c.Add(path, base+"/tokens/exceeded", reason.ErrVerdictMismatch, "a passed result's row breaks its token ledger: %s", *rt.Exceeded)
 	}
+}
+
+func EqualFloatPtr(a, b *float64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }

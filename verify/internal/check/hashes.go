@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"errors"
@@ -7,14 +7,15 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
-// checkHashes: every referenced evidence file and, where present locally, every bound artifact is
+// Hashes: every referenced evidence file and, where present locally, every bound artifact is
 // re-hashed against the receipt; every binding of one file agrees (results, lifecycle, rows,
 // workload); every attestation subject equals the file it names.
-func checkHashes(s *load.Snapshot) CheckResult {
-	c := &finding.Collector{Check: CheckHashes}
+func Hashes(s *load.Snapshot) finding.CheckResult {
+	c := &finding.Collector{Check: finding.CheckHashes}
 	rc := s.RC
 	file := s.Receipt.Path
 	artifactDigest := map[string]string{} // path -> digest, first listing
@@ -25,9 +26,9 @@ func checkHashes(s *load.Snapshot) CheckResult {
 		f := s.Files[a.Path]
 		switch {
 		case load.ReadInput(a.Kind) && (!f.Local || (!f.Present && f.ReadErr == nil)):
-			if !s.Relax[RelaxMissingInputs] {
+			if !s.Relax[policy.RelaxMissingInputs] {
 				c.Add(file, finding.Pointer("artifacts", i, "path"), reason.ErrMissingInput, "%s %s is bound by the receipt and not present in the repository: without it %s; restore it (the commit %s has it), or pass --%s to verify without it",
-					a.Kind, a.Path, load.NotCheckedWithout(a.Kind), rc.Source.Commit, RelaxMissingInputs)
+					a.Kind, a.Path, load.NotCheckedWithout(a.Kind), rc.Source.Commit, policy.RelaxMissingInputs)
 			}
 			continue
 		case !f.Local:
@@ -76,7 +77,7 @@ func checkHashes(s *load.Snapshot) CheckResult {
 	if rc.Lifecycle != nil {
 		ref(file, "/lifecycle", rc.Lifecycle.Path, rc.Lifecycle.Digest, "lifecycle record")
 	}
-	for _, p := range sortedCaseResults(s) {
+	for _, p := range SortedCaseResults(s) {
 		for j, row := range s.CaseResults[p].Rows {
 			ref(p, finding.Pointer("rows", j, "records"), row.Records.Path, row.Records.Digest, "request records")
 		}
@@ -125,7 +126,7 @@ func checkHashes(s *load.Snapshot) CheckResult {
 	return c.Result()
 }
 
-func sortedCaseResults(s *load.Snapshot) []string {
+func SortedCaseResults(s *load.Snapshot) []string {
 	out := make([]string, 0, len(s.CaseResults))
 	for p := range s.CaseResults {
 		out = append(out, p)
@@ -135,7 +136,7 @@ func sortedCaseResults(s *load.Snapshot) []string {
 }
 
 // artifactsOfKind returns the receipt's artifacts of the given kinds, in order.
-func artifactsOfKind(rc *contract.ReceiptDoc, kinds ...contract.ArtifactKind) []contract.Artifact {
+func ArtifactsOfKind(rc *contract.ReceiptDoc, kinds ...contract.ArtifactKind) []contract.Artifact {
 	var out []contract.Artifact
 	for _, a := range rc.Artifacts {
 		for _, k := range kinds {

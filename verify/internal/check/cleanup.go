@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"slices"
@@ -10,12 +10,12 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
-// checkCleanup: the owned server's lifecycle. Ready before the deadline, the port free before
+// Cleanup: the owned server's lifecycle. Ready before the deadline, the port free before
 // launch, the listener owned, a graceful shutdown (not forced) with an acceptable exit code, no
 // residue, a complete record whose verdict is passed, and a record that agrees with the receipt,
 // the launch recipe, the server binary and the server log.
-func checkCleanup(s *load.Snapshot) CheckResult {
-	c := &finding.Collector{Check: CheckCleanup}
+func Cleanup(s *load.Snapshot) finding.CheckResult {
+	c := &finding.Collector{Check: finding.CheckCleanup}
 	rc := s.RC
 	file := s.Receipt.Path
 	if rc.Lifecycle == nil {
@@ -38,34 +38,34 @@ func checkCleanup(s *load.Snapshot) CheckResult {
 		c.Add(path, "", reason.ErrLifecycleIncomplete, "the lifecycle record could not be read (see the hashes and schemas checks): cleanup cannot be established")
 		return c.Result()
 	}
-	cleanupRecord(c, path, l, lifecycleContext{
-		receiptVerdict: rc.Lifecycle.Verdict,
-		recipes:        recipesByDigest(s),
-		recipeDigests:  digestsOfKind(rc, contract.ArtifactKindLaunchRecipe),
-		logs:           artifactsOfKind(rc, contract.ArtifactKindServerLog),
-		binaries:       digestsOfKind(rc, contract.ArtifactKindServerBinary),
+	CleanupRecord(c, path, l, LifecycleContext{
+		ReceiptVerdict: rc.Lifecycle.Verdict,
+		Recipes:        RecipesByDigest(s),
+		RecipeDigests:  DigestsOfKind(rc, contract.ArtifactKindLaunchRecipe),
+		Logs:           ArtifactsOfKind(rc, contract.ArtifactKindServerLog),
+		Binaries:       DigestsOfKind(rc, contract.ArtifactKindServerBinary),
 	})
 	return c.Result()
 }
 
 // lifecycleContext is what a lifecycle record is checked against.
-type lifecycleContext struct {
-	receiptVerdict contract.LifecycleRefVerdict
-	recipes        map[string]*contract.LaunchRecipeDoc // by digest, those present locally
-	recipeDigests  []string
-	logs           []contract.Artifact
-	binaries       []string
+type LifecycleContext struct {
+	ReceiptVerdict contract.LifecycleRefVerdict
+	Recipes        map[string]*contract.LaunchRecipeDoc // by digest, those present locally
+	RecipeDigests  []string
+	Logs           []contract.Artifact
+	Binaries       []string
 }
 
-func digestsOfKind(rc *contract.ReceiptDoc, kind contract.ArtifactKind) []string {
+func DigestsOfKind(rc *contract.ReceiptDoc, kind contract.ArtifactKind) []string {
 	var out []string
-	for _, a := range artifactsOfKind(rc, kind) {
+	for _, a := range ArtifactsOfKind(rc, kind) {
 		out = append(out, a.Digest)
 	}
 	return out
 }
 
-func recipesByDigest(s *load.Snapshot) map[string]*contract.LaunchRecipeDoc {
+func RecipesByDigest(s *load.Snapshot) map[string]*contract.LaunchRecipeDoc {
 	out := map[string]*contract.LaunchRecipeDoc{}
 	for p, r := range s.Recipes {
 		if f := s.Files[p]; f != nil && f.Present {
@@ -76,7 +76,7 @@ func recipesByDigest(s *load.Snapshot) map[string]*contract.LaunchRecipeDoc {
 }
 
 // cleanupRecord checks one lifecycle record (a pure function: the table test drives it).
-func cleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecordDoc, ctx lifecycleContext) {
+func CleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecordDoc, ctx LifecycleContext) {
 	if !l.Port.FreeBeforeLaunch {
 		c.Add(path, "/port/free_before_launch", reason.ErrPortTaken, "port %d had a listener before launch", l.Port.Port)
 	}
@@ -87,7 +87,7 @@ func cleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecor
 	case r == nil:
 		c.Add(path, "/readiness", reason.ErrLifecycleIncomplete, "no readiness evidence")
 	case !r.Ready:
-		c.Add(path, "/readiness/ready", reason.ErrNotReady, "the server never listed model %s on /v1/models (child exit: %s)", r.ModelID, deref(r.ChildExit))
+		c.Add(path, "/readiness/ready", reason.ErrNotReady, "the server never listed model %s on /v1/models (child exit: %s)", r.ModelID, Deref(r.ChildExit))
 	case r.TReadyNs == nil:
 		c.Add(path, "/readiness/t_ready_ns", reason.ErrLifecycleIncomplete, "ready without the time readiness was observed")
 	case r.ElapsedMs > r.DeadlineMs:
@@ -109,9 +109,9 @@ func cleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecor
 			c.Add(path, "/shutdown/forced", reason.ErrForcedShutdown, "SIGKILL was needed after %.3f ms", sd.ElapsedMs)
 		}
 		if !sd.Acceptable {
-			c.Add(path, "/shutdown/acceptable", reason.ErrExitNotAcceptable, "exit code %s, signal %s", derefInt(sd.ExitCode), deref(sd.ExitSignal))
+			c.Add(path, "/shutdown/acceptable", reason.ErrExitNotAcceptable, "exit code %s, signal %s", derefInt(sd.ExitCode), Deref(sd.ExitSignal))
 		}
-		if r := ctx.recipes[l.Recipe.Digest]; r != nil && sd.Acceptable && (sd.ExitCode == nil || !slices.Contains(r.AcceptableExitCodes, *sd.ExitCode)) {
+		if r := ctx.Recipes[l.Recipe.Digest]; r != nil && sd.Acceptable && (sd.ExitCode == nil || !slices.Contains(r.AcceptableExitCodes, *sd.ExitCode)) {
 			c.Add(path, "/shutdown/exit_code", reason.ErrExitNotAcceptable, "exit code %s is not among the recipe's acceptable codes %v", derefInt(sd.ExitCode), r.AcceptableExitCodes)
 		}
 	}
@@ -121,31 +121,31 @@ func cleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecor
 	for i, p := range l.Residue.Listeners {
 		c.Add(path, finding.Pointer("residue", "listeners", i), reason.ErrResidue, "a listener (inode %d) remained on port %d", p.Inode, p.Port)
 	}
-	lifecyclePlausible(c, path, l, ctx.recipes[l.Recipe.Digest])
+	lifecyclePlausible(c, path, l, ctx.Recipes[l.Recipe.Digest])
 	if l.Verdict != contract.RecordVerdictPassed || len(l.Failures) > 0 {
 		c.Add(path, "/verdict", reason.ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
 	}
-	if ctx.receiptVerdict != "" && string(ctx.receiptVerdict) != string(l.Verdict) {
-		c.Add(path, "/verdict", reason.ErrLifecycleMismatch, "the record says %s, the receipt says %s", l.Verdict, ctx.receiptVerdict)
+	if ctx.ReceiptVerdict != "" && string(ctx.ReceiptVerdict) != string(l.Verdict) {
+		c.Add(path, "/verdict", reason.ErrLifecycleMismatch, "the record says %s, the receipt says %s", l.Verdict, ctx.ReceiptVerdict)
 	}
-	if len(ctx.recipeDigests) > 0 && !slices.Contains(ctx.recipeDigests, l.Recipe.Digest) {
-		c.Add(path, "/recipe/digest", reason.ErrLifecycleMismatch, "recipe %s is not the launch recipe the receipt binds %v", l.Recipe.Digest, ctx.recipeDigests)
+	if len(ctx.RecipeDigests) > 0 && !slices.Contains(ctx.RecipeDigests, l.Recipe.Digest) {
+		c.Add(path, "/recipe/digest", reason.ErrLifecycleMismatch, "recipe %s is not the launch recipe the receipt binds %v", l.Recipe.Digest, ctx.RecipeDigests)
 	}
 	if la := l.Launch; la != nil {
-		if len(ctx.binaries) > 0 && !slices.Contains(ctx.binaries, la.Executable.Digest) {
-			c.Add(path, "/launch/executable/digest", reason.ErrLifecycleMismatch, "the launched executable %s is not the server binary the receipt binds %v", la.Executable.Digest, ctx.binaries)
+		if len(ctx.Binaries) > 0 && !slices.Contains(ctx.Binaries, la.Executable.Digest) {
+			c.Add(path, "/launch/executable/digest", reason.ErrLifecycleMismatch, "the launched executable %s is not the server binary the receipt binds %v", la.Executable.Digest, ctx.Binaries)
 		}
-		matched := len(ctx.logs) == 0
-		for _, lg := range ctx.logs {
+		matched := len(ctx.Logs) == 0
+		for _, lg := range ctx.Logs {
 			matched = matched || (lg.Digest == la.Log.Digest && lg.Bytes == la.Log.Bytes)
 		}
 		if !matched {
-			c.Add(path, "/launch/log", reason.ErrLifecycleMismatch, "the server log is recorded as %s (%d bytes), the receipt binds %s (%d bytes)", la.Log.Digest, la.Log.Bytes, ctx.logs[0].Digest, ctx.logs[0].Bytes)
+			c.Add(path, "/launch/log", reason.ErrLifecycleMismatch, "the server log is recorded as %s (%d bytes), the receipt binds %s (%d bytes)", la.Log.Digest, la.Log.Bytes, ctx.Logs[0].Digest, ctx.Logs[0].Bytes)
 		}
 	}
 }
 
-func deref(s *string) string {
+func Deref(s *string) string {
 	if s == nil {
 		return "none" // not a contract value: the text of an absent value
 	}

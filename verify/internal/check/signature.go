@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"bytes"
@@ -9,26 +9,27 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
-// checkSignature: the DSSE envelope and/or Sigstore bundle verify with a pinned public key (keyid
+// Signature: the DSSE envelope and/or Sigstore bundle verify with a pinned public key (keyid
 // and key hint ignored), carry an in-toto Statement v1 of the qualification predicate, and bind
 // this receipt: the receipt first, then exactly its case results, request records, lifecycle
 // record and server log, with the receipt's digests, and a predicate equal to the receipt's
 // fields. When both files exist, both must verify and carry the same statement.
-func checkSignature(s *load.Snapshot) CheckResult {
-	c := &finding.Collector{Check: CheckSignature}
+func Signature(s *load.Snapshot) finding.CheckResult {
+	c := &finding.Collector{Check: finding.CheckSignature}
 	switch {
 	case s.SkipSign && len(s.Policy.Keys) == 0:
 		return c.Skipped("signatures are not part of this comparison (no pinned key)")
-	case len(s.Attestations) == 0 && s.Relax[RelaxUnsigned]:
-		return c.Skipped("no attestation: " + string(RelaxUnsigned))
+	case len(s.Attestations) == 0 && s.Relax[policy.RelaxUnsigned]:
+		return c.Skipped("no attestation: " + string(policy.RelaxUnsigned))
 	case len(s.Attestations) == 0:
 		c.Add(s.Receipt.Path, "", reason.ErrUnsigned, "neither %s nor %s exists beside the receipt", nameBeside(s.Receipt.Path, attestfmt.EnvelopeSuffix), nameBeside(s.Receipt.Path, attestfmt.BundleSuffix))
 		return c.Result()
 	case len(s.Policy.Keys) == 0:
-		return c.Skipped("no pinned public key: the attestation was not verified (" + string(RelaxUnsigned) + ")")
+		return c.Skipped("no pinned public key: the attestation was not verified (" + string(policy.RelaxUnsigned) + ")")
 	}
 	for _, a := range s.Attestations {
 		switch {
@@ -102,7 +103,7 @@ func statementMatches(s *load.Snapshot, c *finding.Collector, a *load.Attestatio
 	}
 	want := map[string]string{}
 	var wantOrder []string
-	for _, art := range artifactsOfKind(rc, contract.SubjectKinds...) {
+	for _, art := range ArtifactsOfKind(rc, contract.SubjectKinds...) {
 		if _, dup := want[art.Path]; !dup {
 			wantOrder = append(wantOrder, art.Path)
 		}
@@ -152,7 +153,7 @@ func statementMatches(s *load.Snapshot, c *finding.Collector, a *load.Attestatio
 		"host_id":    env["host_id"],
 		"qualrun":    qual["qualrun"],
 	}
-	for _, k := range PredicateFields {
+	for _, k := range load.PredicateFields {
 		v, ok := st.Predicate[k]
 		switch {
 		case !ok:

@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/trace"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -20,16 +21,16 @@ import (
 // are recomputed from the records. A row of a case without a schedule records neither.
 
 // checkRowSchedule checks a trace replay row against its trace, any other row against its schedule.
-func checkRowSchedule(s *load.Snapshot, c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol Tolerance) {
+func checkRowSchedule(s *load.Snapshot, c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol policy.Tolerance) {
 	if wc != nil && wc.Corpus != nil && wc.Corpus.Source == contract.CorpusSourceTrace {
 		entries, note := traceOf(s, wc.Corpus)
 		if entries == nil && j == 0 {
 			c.Note("case %s: %s", wc.ID, note)
 		}
-		checkReplay(c, path, j, row, wc.Corpus, wc.Tokenizer != nil, wc.CacheRegime != contract.CacheRegimeCold, entries, recs, tol)
+		Replay(c, path, j, row, wc.Corpus, wc.Tokenizer != nil, wc.CacheRegime != contract.CacheRegimeCold, entries, recs, tol)
 		return
 	}
-	checkStages(c, path, j, row, wc, seed, recs, tol)
+	Stages(c, path, j, row, wc, seed, recs, tol)
 }
 
 // traceOf reads a trace corpus from its bound artifact (nil and why when it is not available).
@@ -48,7 +49,7 @@ func traceOf(s *load.Snapshot, cp *contract.Corpus) ([]trace.Entry, string) {
 	return es, ""
 }
 
-func checkStages(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol Tolerance) {
+func Stages(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol policy.Tolerance) {
 	base := finding.Pointer("rows", j)
 	if wc == nil {
 		return
@@ -144,7 +145,7 @@ func checkStages(c *finding.Collector, path string, j int, row contract.Row, wc 
 // checkClosedStages checks a row of a closed schedule: closed loop, no offered rate, at most its
 // requests, no request taken after the schedule's horizon, and its stages (each request in the
 // stage holding its t_sched, from the row's first measured t_sched) and series recomputed.
-func checkClosedStages(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, tol Tolerance) {
+func checkClosedStages(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, tol policy.Tolerance) {
 	base := finding.Pointer("rows", j)
 	sc := wc.Schedule
 	if row.Loop != contract.RowLoopClosed || row.Fidelity.OfferedRate != nil {
@@ -193,7 +194,7 @@ func deref0(p *float64) float64 {
 }
 
 // checkRowStages compares a row's recorded stages with their recomputation.
-func checkRowStages(c *finding.Collector, path, base string, row contract.Row, want []contract.RowStage, tol Tolerance) {
+func checkRowStages(c *finding.Collector, path, base string, row contract.Row, want []contract.RowStage, tol policy.Tolerance) {
 	if len(row.Stages) != len(want) {
 		c.Add(path, base, reason.ErrRowMismatch, "row c%d-r%d records %d stages, its schedule has %d", row.Concurrency, row.Repetition, len(row.Stages), len(want))
 		return
@@ -214,13 +215,13 @@ func checkRowStages(c *finding.Collector, path, base string, row contract.Row, w
 				c.Add(path, base+at+"/"+x.field, reason.ErrRowMismatch, "stage %d: %s %s, recomputed %s", k, x.field, record.FmtFloat(x.got), record.FmtFloat(x.want))
 			}
 		}
-		checkMetricList(c, path, base+at+"/metrics", got.Metrics, w.Metrics, tol, nil)
+		MetricList(c, path, base+at+"/metrics", got.Metrics, w.Metrics, tol, nil)
 	}
 }
 
 // checkSeries compares a recorded per-second series with its recomputation (the first bin that
 // differs is reported).
-func checkSeries(c *finding.Collector, path, base string, got, want contract.RowSeries, tol Tolerance) {
+func checkSeries(c *finding.Collector, path, base string, got, want contract.RowSeries, tol policy.Tolerance) {
 	if len(got.Bins) != len(want.Bins) {
 		c.Add(path, base+"/bins", reason.ErrRowMismatch, "the series has %d bins, the records span %d seconds", len(got.Bins), len(want.Bins))
 		return
@@ -238,14 +239,14 @@ func checkSeries(c *finding.Collector, path, base string, got, want contract.Row
 	}
 }
 
-// checkReplay checks a trace row: open loop, no stages, its replay block names the workload's
+// Replay checks a trace row: open loop, no stages, its replay block names the workload's
 // trace (digest, time scale, length unit: tokens exactly when the case binds a tokenizer, and
 // words per token with the words_per_token unit) and its entries and send errors are the records'
 // (metric.ReplayOf), and its per-second series is the records' from the row's start (the first
 // trace entry's t_sched). With the trace (entries, from its bound artifact), every measured
 // t_sched is the row's start plus its entry's scaled offset (trace.Offsets), and no success has
 // more completion tokens than its entry's output_length.
-func checkReplay(c *finding.Collector, path string, j int, row contract.Row, cp *contract.Corpus, tokenized, noNonce bool, entries []trace.Entry, recs []*record.Record, tol Tolerance) {
+func Replay(c *finding.Collector, path string, j int, row contract.Row, cp *contract.Corpus, tokenized, noNonce bool, entries []trace.Entry, recs []*record.Record, tol policy.Tolerance) {
 	base := finding.Pointer("rows", j)
 	if row.Loop != contract.RowLoopOpen {
 		c.Add(path, base+"/loop", reason.ErrLoadNotReached, "row c%d-r%d of a trace replay is %s loop: a replay is open loop", row.Concurrency, row.Repetition, row.Loop)
@@ -300,7 +301,7 @@ func checkReplay(c *finding.Collector, path string, j int, row contract.Row, cp 
 		if offs, err := trace.Offsets(entries, scale); err != nil {
 			c.Add(path, base+"/replay", reason.ErrRowMismatch, "row c%d-r%d replays a trace whose schedule cannot be replayed: %v", row.Concurrency, row.Repetition, err)
 		} else {
-			checkTraceSchedule(c, row, entries, offs, measured, unmeasured, exact)
+			TraceSchedule(c, row, entries, offs, measured, unmeasured, exact)
 		}
 	}
 	if len(measured) == 0 || row.Series == nil {
@@ -314,10 +315,10 @@ func checkReplay(c *finding.Collector, path string, j int, row contract.Row, cp 
 	}
 }
 
-// checkTraceSchedule: measured request k (index minus the unmeasured) is trace entry k, scheduled
+// TraceSchedule: measured request k (index minus the unmeasured) is trace entry k, scheduled
 // at the row's start (the first measured record's t_sched minus its offset) plus offs[k], and a
 // success has at most the entry's output_length completion tokens.
-func checkTraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record.Record, unmeasured int64, exactTokens bool) {
+func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record.Record, unmeasured int64, exactTokens bool) {
 	k0 := measured[0].Index - unmeasured
 	if k0 < 0 || k0 >= int64(len(offs)) {
 		c.Add(row.Records.Path, finding.Pointer(measured[0].Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].Index, len(entries))

@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"sort"
@@ -27,9 +27,9 @@ import (
 // A finding is ErrRowMismatch (the records disagree with each other) or ErrLoadNotReached (the
 // sessions did not arrive as declared).
 
-// checkSessions checks a session row's records and reports whether the row is one (the caller
+// Sessions checks a session row's records and reports whether the row is one (the caller
 // then skips the request-level open-loop schedule check, which sessions replace).
-func checkSessions(c *finding.Collector, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) bool {
+func Sessions(c *finding.Collector, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) bool {
 	by := map[string][]*record.Record{}
 	var order []string
 	for _, r := range recs {

@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -25,9 +26,9 @@ var deviceFormulas = func() map[string]string {
 	return out
 }()
 
-// checkRowTelemetry recomputes a row's device metrics and flags from its telemetry samples and
+// RowTelemetry recomputes a row's device metrics and flags from its telemetry samples and
 // its request records (window and output tokens) with the catalogue's metric.Device.
-func checkRowTelemetry(s *load.Snapshot, c *finding.Collector, path, base string, row contract.Row, recs []*record.Record, tol Tolerance) {
+func RowTelemetry(s *load.Snapshot, c *finding.Collector, path, base string, row contract.Row, recs []*record.Record, tol policy.Tolerance) {
 	dt := row.DeviceTelemetry
 	var recorded []contract.Metric
 	for _, m := range row.Metrics {
@@ -68,14 +69,14 @@ func checkRowTelemetry(s *load.Snapshot, c *finding.Collector, path, base string
 		}
 		xs = append(xs, x)
 	}
-	start, end, tokens, ok := recordWindow(recs)
+	start, end, tokens, ok := RecordWindow(recs)
 	if !ok {
 		if len(recorded) > 0 {
 			c.Add(path, base+"/metrics", reason.ErrRowMismatch, "device metrics for a row without a measured window")
 		}
 		return
 	}
-	want, flags := recomputeDevice(xs, start, end, tokens)
+	want, flags := RecomputeDevice(xs, start, end, tokens)
 	if !slices.Equal(nonNilStrings(dt.Flags), flags) {
 		c.Add(path, base+"/device_telemetry/flags", reason.ErrRowMismatch, "flags %v, the samples say %v", dt.Flags, flags)
 	}
@@ -110,7 +111,7 @@ func nonNilStrings[S ~string](s []S) []string {
 
 // recordWindow is the row's measured window (min t_send, max t_end over measured requests) and
 // the completion tokens of its measured requests with usage (metric.DeviceWindow).
-func recordWindow(recs []*record.Record) (start, end, tokens int64, ok bool) {
+func RecordWindow(recs []*record.Record) (start, end, tokens int64, ok bool) {
 	reqs, _ := record.MeasuredRequests(recs)
 	return metric.DeviceWindow(reqs)
 }
@@ -118,7 +119,7 @@ func recordWindow(recs []*record.Record) (start, end, tokens int64, ok bool) {
 // recomputeDevice evaluates device_energy.v1, device_energy_per_output_token.v1,
 // device_power_mean.v1 and device_throttled_seconds.v1 and the flags over [start, end] with
 // metric.Device: the values by name, and the flags (never nil).
-func recomputeDevice(xs []contract.TelemetrySampleDoc, start, end, tokens int64) (map[string]float64, []string) {
+func RecomputeDevice(xs []contract.TelemetrySampleDoc, start, end, tokens int64) (map[string]float64, []string) {
 	d := metric.Device(metric.DeviceSamplesOf(xs), start, end, tokens)
 	out := map[string]float64{}
 	for _, v := range d.Values {
@@ -129,7 +130,7 @@ func recomputeDevice(xs []contract.TelemetrySampleDoc, start, end, tokens int64)
 
 // telemetrySamples decodes a row's device telemetry samples for display: nil unless the file was
 // read, matches the row's digest and every line is a valid sample.
-func telemetrySamples(s *load.Snapshot, row contract.Row) []contract.TelemetrySampleDoc {
+func TelemetrySamples(s *load.Snapshot, row contract.Row) []contract.TelemetrySampleDoc {
 	dt := row.DeviceTelemetry
 	if dt == nil {
 		return nil

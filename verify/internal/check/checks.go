@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"errors"
@@ -12,25 +12,25 @@ import (
 )
 
 // checks is the ordered table of publication checks: each is a pure function of what loading read.
-var checks = []struct {
-	name Check
-	run  func(*load.Snapshot) CheckResult
+var Table = []struct {
+	Name finding.Check
+	Run  func(*load.Snapshot) finding.CheckResult
 }{
-	{CheckSchemas, checkSchemas},
-	{CheckSource, needReceipt(checkSource)},
-	{CheckHashes, needReceipt(checkHashes)},
-	{CheckSignature, needReceipt(checkSignature)},
-	{CheckCleanup, needReceipt(checkCleanup)},
-	{CheckTolerances, needReceipt(checkTolerances)},
-	{CheckComparability, needReceipt(checkComparability)},
-	{CheckScope, needReceipt(checkScope)},
+	{finding.CheckSchemas, Schemas},
+	{finding.CheckSource, needReceipt(Source)},
+	{finding.CheckHashes, needReceipt(Hashes)},
+	{finding.CheckSignature, needReceipt(Signature)},
+	{finding.CheckCleanup, needReceipt(Cleanup)},
+	{finding.CheckTolerances, needReceipt(Tolerances)},
+	{finding.CheckComparability, needReceipt(Comparability)},
+	{finding.CheckScope, needReceipt(Scope)},
 }
 
 // needReceipt skips a check when the receipt itself is invalid: nothing it says can be relied on.
-func needReceipt(f func(*load.Snapshot) CheckResult) func(*load.Snapshot) CheckResult {
-	return func(s *load.Snapshot) CheckResult {
+func needReceipt(f func(*load.Snapshot) finding.CheckResult) func(*load.Snapshot) finding.CheckResult {
+	return func(s *load.Snapshot) finding.CheckResult {
 		if s.RC == nil {
-			return CheckResult{Status: StatusSkipped, Note: "the receipt is invalid (see the schemas check)"}
+			return finding.CheckResult{Status: finding.StatusSkipped, Note: "the receipt is invalid (see the schemas check)"}
 		}
 		return f(s)
 	}
@@ -58,10 +58,10 @@ func violationReason(v schemas.Violation) *reason.Reason {
 	return reason.ErrSchemaViolation
 }
 
-// checkSchemas: every file validates against its exported schema and semantic rules; request
+// Schemas: every file validates against its exported schema and semantic rules; request
 // records line by line; historical evidence is refused naming its markers.
-func checkSchemas(s *load.Snapshot) CheckResult {
-	c := &finding.Collector{Check: CheckSchemas}
+func Schemas(s *load.Snapshot) finding.CheckResult {
+	c := &finding.Collector{Check: finding.CheckSchemas}
 	report := func(f *load.File) {
 		for _, v := range f.Violations {
 			c.AddCause(f.Path, v.Pointer, violationReason(v), v)
@@ -77,7 +77,7 @@ func checkSchemas(s *load.Snapshot) CheckResult {
 	}
 	if s.Receipt.ReadErr != nil {
 		// The error wraps ErrUnreadableFile (a FIFO, a device, a symlink, too large).
-		c.Out = append(c.Out, Finding{Check: CheckSchemas, File: s.Receipt.Path, Err: s.Receipt.ReadErr})
+		c.Out = append(c.Out, finding.Finding{Check: finding.CheckSchemas, File: s.Receipt.Path, Err: s.Receipt.ReadErr})
 	}
 	report(s.Receipt)
 	if s.RC == nil {

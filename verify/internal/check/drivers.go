@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func checkDriver(s *load.Snapshot, c *finding.Collector, i int, r contract.Resul
 	}
 
 	// The rules the outcomes must come from: the workload's, when it is available.
-	wc := workloadCase(s, r.ID)
+	wc := WorkloadCase(s, r.ID)
 	var ruleSet []contract.DriverTolerance
 	switch {
 	case wc == nil:
@@ -59,7 +59,7 @@ func checkDriver(s *load.Snapshot, c *finding.Collector, i int, r contract.Resul
 		for _, o := range got {
 			own = append(own, contract.DriverTolerance{Metric: o.Metric, Op: o.Op, Limit: o.Limit, Subject: o.Subject})
 		}
-		recomputed, err := evaluateEach(dr.Name, own, dr.Body)
+		recomputed, err := EvaluateEach(dr.Name, own, dr.Body)
 		if err != nil {
 			c.Add(path, "/tolerances", reason.ErrToleranceOutcome, "%s: %v", caseName, err)
 			return
@@ -126,7 +126,7 @@ func orNothing(s []string) []string {
 }
 
 // evaluateEach evaluates rules that name one subject each (as a result's outcomes do).
-func evaluateEach(contractID string, ruleSet []contract.DriverTolerance, body any) ([]contract.ToleranceOutcome, error) {
+func EvaluateEach(contractID string, ruleSet []contract.DriverTolerance, body any) ([]contract.ToleranceOutcome, error) {
 	out := make([]contract.ToleranceOutcome, 0, len(ruleSet))
 	for _, r := range ruleSet {
 		if r.Subject == rules.SubjectAll && contractID != contract.NextTokenResult {
@@ -228,7 +228,7 @@ func checkDriverBindings(s *load.Snapshot, c *finding.Collector) {
 		if h.Implementation.Qualrun.Digest != rc.Qualification.Qualrun.Digest {
 			c.Add(p, "/implementation/qualrun/digest", reason.ErrReferenceMismatch, "case %s was run by qualrun %s, the receipt was written by %s", r.ID, h.Implementation.Qualrun.Digest, rc.Qualification.Qualrun.Digest)
 		}
-		wc := workloadCase(s, r.ID)
+		wc := WorkloadCase(s, r.ID)
 		if wc == nil || wc.Kind != contract.CaseKindDriver || wc.Worker == nil || wc.Request == nil || wc.Model == nil {
 			continue
 		}

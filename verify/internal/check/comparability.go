@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"bufio"
@@ -17,66 +17,66 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
-// identity is what makes two metrics of one name comparable.
-type identity struct {
-	unit        string
-	aggregation contract.Aggregation
-	direction   contract.Direction
-	formula     string
+// Identity is what makes two metrics of one name comparable.
+type Identity struct {
+	Unit        string
+	Aggregation contract.Aggregation
+	Direction   contract.Direction
+	Formula     string
 }
 
-func identityOf(m contract.Metric) identity {
-	return identity{m.Unit, m.Aggregation, m.Direction, m.Formula}
+func IdentityOf(m contract.Metric) Identity {
+	return Identity{m.Unit, m.Aggregation, m.Direction, m.Formula}
 }
 
-func (i identity) String() string {
-	return fmt.Sprintf("formula %s, unit %s, aggregation %s, %s", i.formula, i.unit, i.aggregation, i.direction)
+func (i Identity) String() string {
+	return fmt.Sprintf("formula %s, unit %s, aggregation %s, %s", i.Formula, i.Unit, i.Aggregation, i.Direction)
 }
 
 // identityFrom is a catalogue identity.
-func identityFrom(id metric.Identity) identity {
-	return identity{string(id.Unit), id.Aggregation, id.Direction, id.Formula}
+func identityFrom(id metric.Identity) Identity {
+	return Identity{string(id.Unit), id.Aggregation, id.Direction, id.Formula}
 }
 
 // rowDefinition returns the identity the catalogue (schemas/metric, docs/metrics.md) defines for
 // a row metric name.
-func rowDefinition(name string) (identity, bool) {
+func RowDefinition(name string) (Identity, bool) {
 	id, ok := metric.RowIdentity(name)
 	return identityFrom(id), ok
 }
 
 // caseDefinition returns the identity the catalogue defines for a serving case metric name.
-func caseDefinition(name string) (identity, bool) {
+func CaseDefinition(name string) (Identity, bool) {
 	id, ok := metric.CaseIdentity(name)
 	return identityFrom(id), ok
 }
 
-// checkComparability: the evidence is labelled so that only like-for-like rows can ever be
+// Comparability: the evidence is labelled so that only like-for-like rows can ever be
 // compared. The workload binding (id, variant, kind, seed, the cases and rows it declares), the
 // effective configuration, the prompt set (recomputed from the corpus), every metric's identity
 // (unit, aggregation, direction and formula id as docs/metrics.md defines them) and the identity
 // the workload's metric rules expect of it: a request-window throughput is never labelled, or
 // compared, as a decode rate.
-func checkComparability(s *load.Snapshot) CheckResult {
-	c := &finding.Collector{Check: CheckComparability}
+func Comparability(s *load.Snapshot) finding.CheckResult {
+	c := &finding.Collector{Check: finding.CheckComparability}
 	rc := s.RC
 	file := s.Receipt.Path
 	// Metric identities against their definitions.
-	for _, p := range sortedCaseResults(s) {
+	for _, p := range SortedCaseResults(s) {
 		cr := s.CaseResults[p]
 		if len(cr.Rows) == 0 {
 			continue
 		}
 		for j, row := range cr.Rows {
 			for k, m := range row.Metrics {
-				if def, ok := rowDefinition(m.Name); ok && !m.Diagnostic && identityOf(m) != def {
-					c.Add(p, finding.Pointer("rows", j, "metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, identityOf(m), def)
+				if def, ok := RowDefinition(m.Name); ok && !m.Diagnostic && IdentityOf(m) != def {
+					c.Add(p, finding.Pointer("rows", j, "metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, IdentityOf(m), def)
 				}
 			}
 		}
 		for k, m := range cr.Metrics {
-			if def, ok := caseDefinition(m.Name); ok && !m.Diagnostic && identityOf(m) != def {
-				c.Add(p, finding.Pointer("metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, identityOf(m), def)
+			if def, ok := CaseDefinition(m.Name); ok && !m.Diagnostic && IdentityOf(m) != def {
+				c.Add(p, finding.Pointer("metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, IdentityOf(m), def)
 			}
 		}
 	}
@@ -103,7 +103,7 @@ func checkComparability(s *load.Snapshot) CheckResult {
 	count := map[string]int{}
 	for i, r := range rc.Results {
 		count[r.ID]++
-		if workloadCase(s, r.ID) == nil {
+		if WorkloadCase(s, r.ID) == nil {
 			c.Add(file, finding.Pointer("results", i, "id"), reason.ErrWorkloadMismatch, "result %q is not a case of variant %s", r.ID, v.ID)
 		}
 	}
@@ -120,7 +120,7 @@ func checkComparability(s *load.Snapshot) CheckResult {
 			continue
 		}
 		cr := s.CaseResults[r.CaseResult.Path]
-		wc := workloadCase(s, r.ID)
+		wc := WorkloadCase(s, r.ID)
 		if cr == nil || wc == nil {
 			continue
 		}
@@ -136,10 +136,10 @@ func checkComparability(s *load.Snapshot) CheckResult {
 	// The comparison policy's rules expect the identity the evidence carries.
 	if cp := w.ComparisonPolicy; cp != nil {
 		for k, rule := range cp.MetricRules {
-			want := identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
+			want := Identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
 			for _, occ := range metricOccurrences(s, rule.Scope, rule.ResultID, rule.Metric) {
-				if got := identityOf(occ.m); got != want {
-					c.Add(occ.file, occ.ptr, reason.ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, finding.Pointer("comparison_policy", "metric_rules", k), wpath, want, rateWarning(got, want))
+				if got := IdentityOf(occ.m); got != want {
+					c.Add(occ.file, occ.ptr, reason.ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, finding.Pointer("comparison_policy", "metric_rules", k), wpath, want, RateWarning(got, want))
 				}
 			}
 		}
@@ -148,9 +148,9 @@ func checkComparability(s *load.Snapshot) CheckResult {
 }
 
 // rateWarning names the classic confusion.
-func rateWarning(a, b identity) string {
-	window := func(i identity) bool { return strings.HasSuffix(i.formula, "_throughput_window.v1") }
-	decode := func(i identity) bool { return i.formula == "decode_rate.v1" }
+func RateWarning(a, b Identity) string {
+	window := func(i Identity) bool { return strings.HasSuffix(i.Formula, "_throughput_window.v1") }
+	decode := func(i Identity) bool { return i.Formula == "decode_rate.v1" }
 	if (window(a) && decode(b)) || (decode(a) && window(b)) {
 		return ": a request-window throughput is never compared with a decode rate"
 	}
@@ -254,7 +254,7 @@ func comparableRows(s *load.Snapshot, c *finding.Collector, _ int, p string, cr 
 		if f == nil || f.Records == nil {
 			continue
 		}
-		got := measuredPromptIDs(rowRecords(nil, cr, row, f.Records))
+		got := measuredPromptIDs(RowRecords(nil, cr, row, f.Records))
 		want := ids
 		if e := row.Ended; (wc.Schedule != nil || (e != nil && e.Reason != contract.RowEndReasonRequests)) && len(got) <= len(ids) {
 			want = ids[:len(got)] // a row its duration or a stop rule ended sent a prefix of its requests

@@ -1,10 +1,11 @@
-package verify
+package check
 
 import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -12,31 +13,31 @@ import (
 // figures are what a serving case's derived figures (capacity, Pareto front, intervals) are
 // recomputed from: each row's metrics as verify recomputed them from its records and its
 // per-request samples (ok false for a row whose records were unreadable).
-type figures struct {
-	metrics [][]contract.Metric
-	samples []metric.Samples
-	ok      []bool
+type Figures struct {
+	Metrics [][]contract.Metric
+	Samples []metric.Samples
+	OK      []bool
 }
 
-func newFigures(n int) *figures {
-	return &figures{metrics: make([][]contract.Metric, n), samples: make([]metric.Samples, n), ok: make([]bool, n)}
+func newFigures(n int) *Figures {
+	return &Figures{Metrics: make([][]contract.Metric, n), Samples: make([]metric.Samples, n), OK: make([]bool, n)}
 }
 
-func (f *figures) add(j int, ms []contract.Metric, recs []*record.Record) {
+func (f *Figures) add(j int, ms []contract.Metric, recs []*record.Record) {
 	reqs, _ := record.MeasuredRequests(recs)
-	f.metrics[j], f.samples[j], f.ok[j] = ms, metric.SamplesOf(reqs), true
+	f.Metrics[j], f.Samples[j], f.OK[j] = ms, metric.SamplesOf(reqs), true
 }
 
 // checkFigures recomputes a serving case's capacity outcome, Pareto front and confidence
 // intervals from its rows (docs/verification.md "Capacity, Pareto front and intervals").
-func checkFigures(s *load.Snapshot, c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, fig *figures, tol Tolerance) {
+func checkFigures(s *load.Snapshot, c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, fig *Figures, tol policy.Tolerance) {
 	if wc == nil {
 		if cr.Capacity != nil || cr.Pareto != nil || len(cr.Intervals) > 0 {
 			c.Note("case %s: no workload case: its capacity, Pareto front and intervals were not recomputed", cr.CaseID)
 		}
 		return
 	}
-	for j, ok := range fig.ok {
+	for j, ok := range fig.OK {
 		if !ok {
 			c.Note("case %s: row %d unreadable: its capacity, Pareto front and intervals were not recomputed", cr.CaseID, j)
 			return
@@ -46,18 +47,18 @@ func checkFigures(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 	rows := make([]contract.Row, len(cr.Rows))
 	for j, row := range cr.Rows {
 		rows[j] = row
-		rows[j].Metrics = fig.metrics[j]
+		rows[j].Metrics = fig.Metrics[j]
 	}
-	checkCapacity(c, path, cr, wc, rows, tol)
-	checkPareto(c, path, cr, wc, rows, tol)
-	checkIntervals(c, path, cr, wc, fig, tol)
+	Capacity(c, path, cr, wc, rows, tol)
+	Pareto(c, path, cr, wc, rows, tol)
+	Intervals(c, path, cr, wc, fig, tol)
 }
 
-// checkCapacity replays a capacity search (metric.Capacity) from the rows' recomputed
+// Capacity replays a capacity search (metric.Capacity) from the rows' recomputed
 // slo_good_fraction: the rows are the probes in order, each probe the one the search would run
 // next, each decision and the outcome (capacity, last passing, first failing, ended) what the
 // replay gives.
-func checkCapacity(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, rows []contract.Row, tol Tolerance) {
+func Capacity(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, rows []contract.Row, tol policy.Tolerance) {
 	got := cr.Capacity
 	if wc.CapacitySearch == nil {
 		if got != nil {
@@ -118,8 +119,8 @@ func checkCapacity(c *finding.Collector, path string, cr *contract.CaseResultDoc
 	}
 }
 
-// checkPareto recomputes the Pareto front (metric.ParetoFront) from the recomputed row metrics.
-func checkPareto(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, rows []contract.Row, tol Tolerance) {
+// Pareto recomputes the Pareto front (metric.ParetoFront) from the recomputed row metrics.
+func Pareto(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, rows []contract.Row, tol policy.Tolerance) {
 	got := cr.Pareto
 	switch {
 	case wc.Pareto == nil && got == nil:
@@ -159,10 +160,10 @@ func frontString(ps []contract.ParetoPoint) string {
 	return s
 }
 
-// checkIntervals recomputes the confidence intervals across repetitions (metric.Intervals) from
+// Intervals recomputes the confidence intervals across repetitions (metric.Intervals) from
 // the records of each concurrency's rows. A case result without intervals is evidence written
 // before they existed: noted, not a finding.
-func checkIntervals(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, fig *figures, tol Tolerance) {
+func Intervals(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, fig *Figures, tol policy.Tolerance) {
 	var groups []metric.IntervalGroup
 	if wc.Repetitions >= 2 && wc.CapacitySearch == nil {
 		at := map[int64]int{}
@@ -173,7 +174,7 @@ func checkIntervals(c *finding.Collector, path string, cr *contract.CaseResultDo
 				at[row.Concurrency] = k
 				groups = append(groups, metric.IntervalGroup{Concurrency: row.Concurrency})
 			}
-			groups[k].Repetitions = append(groups[k].Repetitions, fig.samples[j])
+			groups[k].Repetitions = append(groups[k].Repetitions, fig.Samples[j])
 		}
 	}
 	want := metric.Intervals(groups)
@@ -199,6 +200,6 @@ func checkIntervals(c *finding.Collector, path string, cr *contract.CaseResultDo
 	}
 }
 
-func withinPtr(a, b *float64, tol Tolerance) bool {
+func withinPtr(a, b *float64, tol policy.Tolerance) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && record.Within(*a, *b, tol))
 }

@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -29,12 +30,12 @@ func deviceFamilyOK(d contract.ProbedDevice, family contract.Backend) bool {
 }
 
 // servingDevices are the receipt's devices that serve its backend by API family (never by name);
-// fixture devices count only under RelaxFixtureDevices.
+// fixture devices count only under policy.RelaxFixtureDevices.
 func servingDevices(s *load.Snapshot) []contract.ProbedDevice {
 	var out []contract.ProbedDevice
 	b := s.RC.Qualification.Backend
 	for _, d := range s.RC.Environment.Devices {
-		if slices.Contains(d.APIFamilies, b) && deviceFamilyOK(d, b) && (!d.Fixture || s.Relax[RelaxFixtureDevices]) {
+		if slices.Contains(d.APIFamilies, b) && deviceFamilyOK(d, b) && (!d.Fixture || s.Relax[policy.RelaxFixtureDevices]) {
 			out = append(out, d)
 		}
 	}
@@ -72,7 +73,7 @@ func checkDeviceScope(s *load.Snapshot, c *finding.Collector) {
 		if d.Fixture && slices.Contains(d.APIFamilies, b) {
 			c.Add(file, "/environment/devices", reason.ErrScopeDevice,
 				"backend %s: the device serving it, %s, was read from a test fixture (qualrun run --device-fixture), not from host %s; --%s accepts it, for tests only",
-				b, d.Model, rc.Environment.HostID, RelaxFixtureDevices)
+				b, d.Model, rc.Environment.HostID, policy.RelaxFixtureDevices)
 			return
 		}
 	}

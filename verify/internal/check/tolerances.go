@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"math"
@@ -9,11 +9,12 @@ import (
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
-// checkTolerances: correctness and numerical tolerances. A passed verdict; every result's summary
+// Tolerances: correctness and numerical tolerances. A passed verdict; every result's summary
 // equal to its case result (or driver result); every driver result's tolerance outcomes and
 // verdict recomputed from its numbers against the workload's declared tolerances, and each failed
 // tolerance reported with its numbers; in a passed result no failed request or failed assertion; every row's
@@ -21,8 +22,8 @@ import (
 // policy's recompute tolerance; every case metric recomputed from its rows; command cases carry
 // exactly their declared metrics and runner metrics that agree with the status and expected exit
 // codes; declared tolerances name metrics of their result.
-func checkTolerances(s *load.Snapshot) CheckResult {
-	c := &finding.Collector{Check: CheckTolerances}
+func Tolerances(s *load.Snapshot) finding.CheckResult {
+	c := &finding.Collector{Check: finding.CheckTolerances}
 	rc := s.RC
 	file := s.Receipt.Path
 	tol := s.Policy.Recompute
@@ -71,15 +72,15 @@ func checkTolerances(s *load.Snapshot) CheckResult {
 				c.Add(path, finding.Pointer("tolerances", j, "metric"), reason.ErrUnknownTolerance, "tolerance for %q, which is not a metric of this result", t.Metric)
 			}
 		}
-		wc := workloadCase(s, r.ID)
+		wc := WorkloadCase(s, r.ID)
 		if len(cr.Rows) > 0 || (wc != nil && wc.Kind == contract.CaseKindServing) {
 			checkServing(s, c, path, cr, wc, tol)
 		} else {
-			checkCommand(c, path, cr, wc)
+			Command(c, path, cr, wc)
 		}
 	}
 	checkDerived(s, c)
-	checkMetricList(c, file, "/metrics", rc.Metrics, metric.MetricsOf(metric.ReceiptCounts(int64(passed), int64(failed), len(rc.Results))), tol, nil)
+	MetricList(c, file, "/metrics", rc.Metrics, metric.MetricsOf(metric.ReceiptCounts(int64(passed), int64(failed), len(rc.Results))), tol, nil)
 	return c.Result()
 }
 
@@ -97,7 +98,7 @@ func variant(s *load.Snapshot) *contract.Variant {
 }
 
 // workloadCase returns the variant's case of that id.
-func workloadCase(s *load.Snapshot, id string) *contract.Case {
+func WorkloadCase(s *load.Snapshot, id string) *contract.Case {
 	v := variant(s)
 	if v == nil {
 		return nil
@@ -111,7 +112,7 @@ func workloadCase(s *load.Snapshot, id string) *contract.Case {
 }
 
 // rowRecords returns the records of a row (those whose case and row match) and reports the others.
-func rowRecords(c *finding.Collector, cr *contract.CaseResultDoc, row contract.Row, set *record.Set) []*record.Record {
+func RowRecords(c *finding.Collector, cr *contract.CaseResultDoc, row contract.Row, set *record.Set) []*record.Record {
 	var out []*record.Record
 	for i := range set.Records {
 		r := &set.Records[i]
@@ -127,7 +128,7 @@ func rowRecords(c *finding.Collector, cr *contract.CaseResultDoc, row contract.R
 }
 
 // rowSpecOf is the specification of a recorded row.
-func rowSpecOf(row contract.Row, wc *contract.Case) record.RowSpec {
+func RowSpecOf(row contract.Row, wc *contract.Case) record.RowSpec {
 	spec := record.RowSpec{Concurrency: row.Concurrency, Loop: string(row.Loop), Offered: row.Fidelity.OfferedRate, Bound: metric.BoundOf(nil), Legacy: row.Fidelity.Judgement == nil}
 	if cal := row.Fidelity.Calibration; cal != nil {
 		spec.Cal = metric.Calibration{SamplesNs: cal.SamplesNs}
@@ -145,11 +146,11 @@ func rowSpecOf(row contract.Row, wc *contract.Case) record.RowSpec {
 	return spec
 }
 
-func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, tol Tolerance) {
+func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, tol policy.Tolerance) {
 	var all []*record.Record // every row's records, for the case's timeout
 	unchecked := 0           // rows without in_flight_peak
 	defer func() {
-		checkCaseTimeout(c, path, cr, wc, all)
+		CaseTimeout(c, path, cr, wc, all)
 		if unchecked > 0 {
 			c.Note("%d of %d rows of %s record no in_flight_peak (evidence before it existed): their achieved concurrency was not checked", unchecked, len(cr.Rows), path)
 		}
@@ -165,8 +166,8 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 		if f.Records.InvalidLines > 0 {
 			c.Note("%d invalid records in %s: row %d of %s recomputed from the valid ones", f.Records.InvalidLines, row.Records.Path, j, path)
 		}
-		recs := rowRecords(c, cr, row, f.Records)
-		rf := record.RecomputeRow(rowSpecOf(row, wc), recs)
+		recs := RowRecords(c, cr, row, f.Records)
+		rf := record.RecomputeRow(RowSpecOf(row, wc), recs)
 		fig.add(j, rf.Metrics, recs)
 		checkUsagePlausible(c, row.Records.Path, wc, recs)
 		if cr.Status == contract.StatusPassed {
@@ -174,7 +175,7 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 				if r.Warmup {
 					continue
 				}
-				if r.Failed && !excusedFailure(row, wc, r) {
+				if r.Failed && !ExcusedFailure(row, wc, r) {
 					c.Add(row.Records.Path, finding.Pointer(r.Line, "error"), reason.ErrRequestFailed, "request %d failed (%s) in a passed result", r.Index, r.ErrClass)
 				} else if r.AssertFail > 0 {
 					c.Add(row.Records.Path, finding.Pointer(r.Line, "assertions"), reason.ErrRequestFailed, "request %d failed %d assertions in a passed result", r.Index, r.AssertFail)
@@ -192,8 +193,8 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 		if !record.Within(row.WindowSeconds, rf.WindowSeconds, tol) {
 			c.Add(path, base+"/window_seconds", reason.ErrRowMismatch, "window %s s, the records say %s s", record.FmtFloat(row.WindowSeconds), record.FmtFloat(rf.WindowSeconds))
 		}
-		if !equalPtr(row.OutputSetSHA256, rf.OutputSet) {
-			c.Add(path, base+"/output_set_sha256", reason.ErrRowMismatch, "output set %s, the records hash to %s", deref(row.OutputSetSHA256), deref(rf.OutputSet))
+		if !EqualPtr(row.OutputSetSHA256, rf.OutputSet) {
+			c.Add(path, base+"/output_set_sha256", reason.ErrRowMismatch, "output set %s, the records hash to %s", Deref(row.OutputSetSHA256), Deref(rf.OutputSet))
 		}
 		fid := row.Fidelity
 		for _, x := range []struct {
@@ -205,13 +206,13 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 			}
 		}
 		checkJudgement(c, path, base, fid, rf, tol)
-		if !checkSessions(c, row, wc, seed(s), recs) {
-			checkSchedule(c, path, row, wc, seed(s), recs)
-			checkCorpusOrder(c, row, wc, seed(s), recs)
+		if !Sessions(c, row, wc, seed(s), recs) {
+			Schedule(c, path, row, wc, seed(s), recs)
+			CorpusOrder(c, row, wc, seed(s), recs)
 			checkRowSchedule(s, c, path, j, row, wc, seed(s), recs, tol)
 		}
-		checkRowEnd(c, path, j, row, wc, recs, cr.Status == contract.StatusPassed)
-		if !checkLoad(c, path, j, row, wc, recs, tol) {
+		RowEnd(c, path, j, row, wc, recs, cr.Status == contract.StatusPassed)
+		if !Load(c, path, j, row, wc, recs, tol) {
 			unchecked++
 		}
 		all = append(all, recs...)
@@ -219,29 +220,29 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 		if wc == nil {
 			skip = func(n string) bool { return slices.Contains(record.MetricsUnsetWithoutSLO, n) }
 		}
-		checkMetricList(c, path, base+"/metrics", row.Metrics, rf.Metrics, tol, skip)
-		checkRowTelemetry(s, c, path, base, row, recs, tol)
+		MetricList(c, path, base+"/metrics", row.Metrics, rf.Metrics, tol, skip)
+		RowTelemetry(s, c, path, base, row, recs, tol)
 		checkRowCache(c, path, base, row, wc, cr.Status, recs)
 		if wc != nil {
-			checkRowReset(c, path, base, row, wc, s.Recipes[wc.Launch], recs)
+			RowReset(c, path, base, row, wc, s.Recipes[wc.Launch], recs)
 		}
 		checkRowLedger(c, path, base, row, wc, cr.Status, recs)
 	}
 	if len(cr.Rows) > 0 {
-		checkMetricList(c, path, "/metrics", cr.Metrics, record.RecomputeCase(cr.Rows), tol, nil)
+		MetricList(c, path, "/metrics", cr.Metrics, record.RecomputeCase(cr.Rows), tol, nil)
 	}
 	checkFigures(s, c, path, cr, wc, fig, tol)
 }
 
-func equalPtr(a, b *string) bool {
+func EqualPtr(a, b *string) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
-// checkMetricList compares recorded metrics with their recomputation by name: values within tol,
+// MetricList compares recorded metrics with their recomputation by name: values within tol,
 // sample counts equal, nothing missing and nothing undefined (diagnostic metrics and those skip
 // names are left alone). Identity (unit, aggregation, direction, formula) is the comparability
 // check's business.
-func checkMetricList(c *finding.Collector, file, base string, recorded, recomputed []contract.Metric, tol Tolerance, skip func(string) bool) {
+func MetricList(c *finding.Collector, file, base string, recorded, recomputed []contract.Metric, tol policy.Tolerance, skip func(string) bool) {
 	want := map[string]contract.Metric{}
 	for _, m := range recomputed {
 		want[m.Name] = m
@@ -258,10 +259,10 @@ func checkMetricList(c *finding.Collector, file, base string, recorded, recomput
 			c.Add(file, base+finding.Pointer(k, "name"), reason.ErrMetricMismatch, "%s is not a metric the formulas define here", m.Name)
 		case !record.Within(m.Value, w.Value, tol):
 			c.Add(file, base+finding.Pointer(k, "value"), reason.ErrMetricMismatch, "%s is %s, recomputed %s (tolerance max(%g, |x| × %g))", m.Name, record.FmtFloat(m.Value), record.FmtFloat(w.Value), tol.Absolute, tol.Relative)
-		case !equalSamples(m.Samples, w.Samples):
+		case !EqualSamples(m.Samples, w.Samples):
 			c.Add(file, base+finding.Pointer(k, "samples"), reason.ErrMetricMismatch, "%s has %s samples, recomputed %s", m.Name, samplesString(m.Samples), samplesString(w.Samples))
-		case (w.Unit != "" || w.Formula != "") && identityOf(m) != identityOf(w):
-			c.Add(file, base+finding.Pointer(k), reason.ErrMetricMismatch, "%s carries %s, its formula gives %s", m.Name, identityOf(m), identityOf(w))
+		case (w.Unit != "" || w.Formula != "") && IdentityOf(m) != IdentityOf(w):
+			c.Add(file, base+finding.Pointer(k), reason.ErrMetricMismatch, "%s carries %s, its formula gives %s", m.Name, IdentityOf(m), IdentityOf(w))
 		}
 	}
 	var missing []string
@@ -276,7 +277,7 @@ func checkMetricList(c *finding.Collector, file, base string, recorded, recomput
 	}
 }
 
-func equalSamples(a, b *int64) bool {
+func EqualSamples(a, b *int64) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
@@ -290,8 +291,8 @@ func samplesString(p *int64) string {
 // runnerMetrics are the metrics the runner writes for a command case it produced.
 var runnerMetrics = []string{"case_pass", "exit_code", "output_assertion_failures"}
 
-// checkCommand checks a command case's result against its declaration.
-func checkCommand(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case) {
+// Command checks a command case's result against its declaration.
+func Command(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case) {
 	byName := map[string]contract.Metric{}
 	idx := map[string]int{}
 	var names []string

@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
-// checkScope: the result describes exactly one host, backend and device. The receipt's backend is
+// Scope: the result describes exactly one host, backend and device. The receipt's backend is
 // its variant's, and an accelerator backend names a device driver.
-func checkScope(s *load.Snapshot) CheckResult {
-	c := &finding.Collector{Check: CheckScope}
+func Scope(s *load.Snapshot) finding.CheckResult {
+	c := &finding.Collector{Check: finding.CheckScope}
 	rc := s.RC
 	file := s.Receipt.Path
 	if v := variant(s); v != nil && v.Backend != rc.Qualification.Backend {
@@ -23,7 +23,7 @@ func checkScope(s *load.Snapshot) CheckResult {
 
 // scopeStatement is the sentence naming exactly the host id, backend and device a result
 // describes; "" when the receipt could not be read.
-func scopeStatement(s *load.Snapshot) string {
+func ScopeStatement(s *load.Snapshot) string {
 	if s.RC == nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"encoding/hex"

@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -27,9 +28,9 @@ func inFlightOf(recs []*record.Record) (peak int64, mean float64, ok bool) {
 	return metric.InFlight(reqs)
 }
 
-// checkLoad checks one row's load facts. It reports false when the row records no achieved
+// Load checks one row's load facts. It reports false when the row records no achieved
 // concurrency (evidence before in_flight_peak existed), which the caller notes.
-func checkLoad(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, tol Tolerance) bool {
+func Load(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, tol policy.Tolerance) bool {
 	checked := true
 	base := finding.Pointer("rows", j, "fidelity")
 	fid := row.Fidelity
@@ -63,12 +64,12 @@ func checkLoad(c *finding.Collector, path string, j int, row contract.Row, wc *c
 // platform's math.Log may differ from the runner's in the last bit.
 const scheduleToleranceNs = 1000
 
-// checkSchedule recomputes an open-loop row's schedule (metric.Arrivals, from the workload's
+// Schedule recomputes an open-loop row's schedule (metric.Arrivals, from the workload's
 // seed, the row's concurrency and repetition) and checks every measured record's t_sched against
 // it: measured request k (index minus the row's unmeasured requests) is scheduled offset k after
 // the row's first arrival, whose moment is taken from the first measured record. Records the
 // runner never sent (a cancelled row) are absent and not asked for.
-func checkSchedule(c *finding.Collector, path string, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) {
+func Schedule(c *finding.Collector, path string, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) {
 	if wc == nil || wc.Rate == nil || row.Loop != contract.RowLoopOpen {
 		return
 	}
@@ -122,12 +123,12 @@ func corpusSize(wc *contract.Case) (int64, bool) {
 	return 0, false
 }
 
-// checkCorpusOrder recomputes the corpus position of every measured record that carries one
+// CorpusOrder recomputes the corpus position of every measured record that carries one
 // (metric.CorpusOrder, from the case's prompt_order and the workload's seed): measured request k
 // (index minus the row's unmeasured requests) asks corpus_index order[k] in cycle k div N. Where
 // the workload does not say N (a file corpus), it checks only that one corpus_index always asks
 // the same prompt_id.
-func checkCorpusOrder(c *finding.Collector, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) {
+func CorpusOrder(c *finding.Collector, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record) {
 	offset, maxK := int64(0), int64(-1)
 	for _, r := range recs {
 		if r.Warmup {
@@ -177,9 +178,9 @@ func orderName(o contract.ServingCasePromptOrder) contract.ServingCasePromptOrde
 	return o
 }
 
-// checkCaseTimeout: a serving case's records fit its timeout_seconds (plus timeoutGraceSeconds),
+// CaseTimeout: a serving case's records fit its timeout_seconds (plus timeoutGraceSeconds),
 // and a case that records it stopped is failed and says after how long.
-func checkCaseTimeout(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record.Record) {
+func CaseTimeout(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, all []*record.Record) {
 	if st := cr.Stopped; st != nil && cr.Status == contract.StatusPassed {
 		c.Add(path, "/stopped", reason.ErrVerdictMismatch, "the case stopped (%s after %s s) and is recorded passed", st.Reason, record.FmtFloat(st.AfterSeconds))
 	}
@@ -225,7 +226,7 @@ func fmtFloatPtr(p *float64) string {
 // recorded send calibration and its workload case's fidelity bound (metric's judgement, the one
 // the runner applied): degraded, the calibration's per-send cost (the 0.9-quantile of its
 // samples), and the recorded judgement's cause, bound, order statistic and its value.
-func checkJudgement(c *finding.Collector, path, base string, fid contract.Fidelity, rf record.RowFacts, tol Tolerance) {
+func checkJudgement(c *finding.Collector, path, base string, fid contract.Fidelity, rf record.RowFacts, tol policy.Tolerance) {
 	jd := rf.Judgement
 	if fid.Degraded != rf.Degraded {
 		why := "the records show no over-bound lag"

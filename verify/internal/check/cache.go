@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"slices"
@@ -48,7 +48,7 @@ func checkRowCache(c *finding.Collector, path, base string, row contract.Row, wc
 			got.Observed, got.Reporting, got.CachedPromptTokens, rc.Observed, rc.Reporting, rc.CachedPromptTokens)
 	}
 	if (got.Contradiction == nil) != (rc.Contradiction == nil) {
-		c.Add(path, base+"/cache/contradiction", reason.ErrRowMismatch, "contradiction %q, the records say %q", deref(got.Contradiction), deref(rc.Contradiction))
+		c.Add(path, base+"/cache/contradiction", reason.ErrRowMismatch, "contradiction %q, the records say %q", Deref(got.Contradiction), Deref(rc.Contradiction))
 	}
 	if rc.Contradiction != nil && status == contract.StatusPassed {
 		c.Add(path, base+"/cache/contradiction", reason.ErrVerdictMismatch, "a passed result's row contradicts its declared cache regime: %s", *rc.Contradiction)

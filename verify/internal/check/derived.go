@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"fmt"
@@ -82,7 +82,7 @@ func derive(s *load.Snapshot) derived {
 	d := derived{verdict: contract.QualificationVerdictPassed}
 	for _, r := range rc.Results {
 		required := r.Required
-		if wc := workloadCase(s, r.ID); wc != nil {
+		if wc := WorkloadCase(s, r.ID); wc != nil {
 			required = wc.Required
 		}
 		status := r.Status
@@ -134,7 +134,7 @@ func checkDerived(s *load.Snapshot, c *finding.Collector) {
 		c.Note("the workload's variant is not available: the required flags were taken from the receipt")
 	}
 	for i, r := range rc.Results {
-		if wc := workloadCase(s, r.ID); wc != nil && wc.Required != r.Required {
+		if wc := WorkloadCase(s, r.ID); wc != nil && wc.Required != r.Required {
 			c.Add(file, finding.Pointer("results", i, "required"), reason.ErrVerdictMismatch, "result %q is recorded required: %v, the workload's case %s says required: %v", r.ID, r.Required, r.ID, wc.Required)
 		}
 		if r.CaseResult != nil {
@@ -199,7 +199,7 @@ func degradedRows(s *load.Snapshot) []rowRef {
 		}
 		for j, row := range cr.Rows {
 			if row.Fidelity.Degraded && row.Loop == contract.RowLoopOpen {
-				out = append(out, rowRef{result: r.ID, repetition: r.Repetition, file: r.CaseResult.Path, index: j, concurrency: row.Concurrency, rowRep: row.Repetition, saturation: measuresSaturation(s, r.ID)})
+				out = append(out, rowRef{result: r.ID, repetition: r.Repetition, file: r.CaseResult.Path, index: j, concurrency: row.Concurrency, rowRep: row.Repetition, saturation: MeasuresSaturation(s, r.ID)})
 			}
 		}
 	}
@@ -209,7 +209,7 @@ func degradedRows(s *load.Snapshot) []rowRef {
 // measuresSaturation reports whether the variant's case id declares measures_saturation: true.
 // Read from the workload's bytes (the member is optional, and absent in workloads written
 // before it existed: a degraded row of such a case is never publishable).
-func measuresSaturation(s *load.Snapshot, id string) bool {
+func MeasuresSaturation(s *load.Snapshot, id string) bool {
 	if s.Workload == nil || s.RC == nil {
 		return false
 	}

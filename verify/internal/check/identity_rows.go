@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"fmt"
@@ -105,7 +105,7 @@ func checkDurations(s *load.Snapshot, c *finding.Collector) {
 // argv could be edited and re-bound.
 func checkRunConfig(s *load.Snapshot, c *finding.Collector, v *contract.Variant) {
 	rc := s.RC
-	for _, a := range artifactsOfKind(rc, contract.ArtifactKindConfigFile) {
+	for _, a := range ArtifactsOfKind(rc, contract.ArtifactKindConfigFile) {
 		f := s.Files[a.Path]
 		if f == nil || !f.Present || !load.IsRunConfig(f) || len(f.Violations) > 0 {
 			continue

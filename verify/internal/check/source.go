@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"regexp"
@@ -9,6 +9,7 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
 	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
@@ -21,11 +22,11 @@ const TreeHashFormat = "qualkit-source-tree-v1"
 
 func sortStrings(s []string) { sort.Strings(s) }
 
-// checkSource: the source identity's formats, a clean tree, and, when the policy requires
+// Source: the source identity's formats, a clean tree, and, when the policy requires
 // publication, a publishable receipt whose commit is origin/main (and the checkout's origin/main,
 // when the evidence root is a git checkout).
-func checkSource(s *load.Snapshot) CheckResult {
-	c := &finding.Collector{Check: CheckSource}
+func Source(s *load.Snapshot) finding.CheckResult {
+	c := &finding.Collector{Check: finding.CheckSource}
 	src := s.RC.Source
 	file := s.Receipt.Path
 	if !gitobj.ObjectName.MatchString(src.Commit) {
@@ -59,8 +60,8 @@ func checkSource(s *load.Snapshot) CheckResult {
 	switch {
 	case !s.Policy.RequirePublishable:
 		c.Note("publication not required by the policy")
-	case s.Relax[RelaxUnpublished]:
-		c.Note("publication not required: %s", RelaxUnpublished)
+	case s.Relax[policy.RelaxUnpublished]:
+		c.Note("publication not required: %s", policy.RelaxUnpublished)
 	default:
 		if !s.RC.Publishable {
 			c.Add(file, "/publishable", reason.ErrUnpublished, "the receipt is not publishable: %s", strings.Join(s.RC.UnpublishableReasons, "; "))

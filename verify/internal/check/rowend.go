@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"slices"
@@ -17,7 +17,7 @@ import (
 // measured records are replayed in t_close order (metric.StopReplay), the rule is the
 // workload's, and a passed case has a stopped row only when it declares stop.measurement.
 
-const errClassCut = string(contract.ErrorClassCutAtGrace)
+const ErrClassCut = string(contract.ErrorClassCutAtGrace)
 
 // rowEndSlackSeconds is how far past a row's ended.after_seconds its last measured t_sched may
 // lie: a closed-loop row's start is the first worker's take, which another worker may precede
@@ -32,18 +32,18 @@ func stopMeasures(wc *contract.Case) bool {
 // excusedFailure: a failed measured request that does not fail its case: cut at a duration
 // row's grace deadline, or in a row a stop rule ended when the case declares the stop as its
 // measurement.
-func excusedFailure(row contract.Row, wc *contract.Case, r *record.Record) bool {
+func ExcusedFailure(row contract.Row, wc *contract.Case, r *record.Record) bool {
 	e := row.Ended
 	if e == nil {
 		return false
 	}
-	if e.Reason == contract.RowEndReasonDuration && r.ErrClass == errClassCut {
+	if e.Reason == contract.RowEndReasonDuration && r.ErrClass == ErrClassCut {
 		return true
 	}
 	return metric.StopsRow(e.Reason) && stopMeasures(wc)
 }
 
-func checkRowEnd(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, passed bool) {
+func RowEnd(c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, recs []*record.Record, passed bool) {
 	base := finding.Pointer("rows", j, "ended")
 	var measured []*record.Record
 	cut := int64(0)
@@ -52,7 +52,7 @@ func checkRowEnd(c *finding.Collector, path string, j int, row contract.Row, wc 
 			continue
 		}
 		measured = append(measured, r)
-		if r.Failed && r.ErrClass == errClassCut {
+		if r.Failed && r.ErrClass == ErrClassCut {
 			cut++
 		}
 	}

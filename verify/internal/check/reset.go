@@ -1,4 +1,4 @@
-package verify
+package check
 
 import (
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -7,12 +7,12 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
-// checkRowReset checks a row's cache reset (docs/caching.md "Reset") against the launch recipe
+// RowReset checks a row's cache reset (docs/caching.md "Reset") against the launch recipe
 // its case launches: a cold row of a recipe that declares cache_reset records the reset of that
 // path, begun before the row's first request, with an error exactly when the answer was not 2xx;
 // any other row records none. Without the workload's case or the recipe (not present locally)
 // there is nothing to hold the row against.
-func checkRowReset(c *finding.Collector, path, base string, row contract.Row, wc *contract.Case, recipe *contract.LaunchRecipeDoc, recs []*record.Record) {
+func RowReset(c *finding.Collector, path, base string, row contract.Row, wc *contract.Case, recipe *contract.LaunchRecipeDoc, recs []*record.Record) {
 	if wc == nil || recipe == nil || row.Cache == nil {
 		return
 	}
@@ -33,7 +33,7 @@ func checkRowReset(c *finding.Collector, path, base string, row contract.Row, wc
 	}
 	ok := rs.StatusCode != nil && *rs.StatusCode >= 200 && *rs.StatusCode <= 299
 	if ok != (rs.Error == nil) {
-		c.Add(path, base+"/cache/reset/error", reason.ErrRowMismatch, "reset status %s with error %q: an error goes with a status other than 2xx, and only there", fmtIntPtr(rs.StatusCode), deref(rs.Error))
+		c.Add(path, base+"/cache/reset/error", reason.ErrRowMismatch, "reset status %s with error %q: an error goes with a status other than 2xx, and only there", fmtIntPtr(rs.StatusCode), Deref(rs.Error))
 	}
 	for _, r := range recs {
 		if r.Sched < rs.TNs {
