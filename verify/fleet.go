@@ -18,6 +18,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/limits"
 )
 
@@ -262,7 +263,7 @@ func BuildFleetManifest(plan *FleetPlan, receipts []FleetReceipt, k float64, cre
 	}
 	var strays []contract.FleetManifestEntry
 	stray := func(r *FleetReceipt, row *int64, why string) {
-		strays = append(strays, entryOf(r, row, contract.FleetManifestStatusNotBelonging, clipRunes(why, 1500)))
+		strays = append(strays, entryOf(r, row, contract.FleetManifestStatusNotBelonging, finding.ClipRunes(why, 1500)))
 	}
 	byRow := map[int][]*FleetReceipt{}
 	for i := range receipts {
@@ -369,7 +370,7 @@ func BuildFleetManifest(plan *FleetPlan, receipts []FleetReceipt, k float64, cre
 		}
 		switch {
 		case len(whys) > 0:
-			m.Entries = append(m.Entries, entryOf(r, &row, contract.FleetManifestStatusFailed, clipRunes(strings.Join(whys, "; "), 2048)))
+			m.Entries = append(m.Entries, entryOf(r, &row, contract.FleetManifestStatusFailed, finding.ClipRunes(strings.Join(whys, "; "), 2048)))
 		default:
 			m.Entries = append(m.Entries, entryOf(r, &row, contract.FleetManifestStatusPassed, ""))
 			passed = append(passed, candidate{r, i})
@@ -515,10 +516,10 @@ const maxPathRunes = 4096
 func entryOf(r *FleetReceipt, row *int64, status contract.FleetManifestStatus, why string) contract.FleetManifestEntry {
 	e := contract.FleetManifestEntry{Row: row, Status: status, Why: why}
 	if !digestPattern.MatchString(r.Digest) {
-		e.Why = fmt.Sprintf("%s (%s)", why, clipRunes(r.Path, 512))
+		e.Why = fmt.Sprintf("%s (%s)", why, finding.ClipRunes(r.Path, 512))
 		return e
 	}
-	ref := &contract.FleetManifestReceiptRef{Path: clipRunes(r.Path, maxPathRunes), Digest: r.Digest, Verification: contract.ReceiptRefVerificationRejected}
+	ref := &contract.FleetManifestReceiptRef{Path: finding.ClipRunes(r.Path, maxPathRunes), Digest: r.Digest, Verification: contract.ReceiptRefVerificationRejected}
 	if r.Verified {
 		ref.Verification = contract.ReceiptRefVerificationVerified
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/compare"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
@@ -190,7 +191,7 @@ func TestRuleHolds(t *testing.T) {
 		{"between", 1, 1, 0, 0, false},
 	}
 	for _, tc := range cases {
-		got, v, tol := ruleHolds(tc.op, tc.b, tc.c, tc.ab, tc.re)
+		got, v, tol := compare.RuleHolds(tc.op, tc.b, tc.c, tc.ab, tc.re)
 		if got != tc.want {
 			t.Errorf("%s(b=%v, c=%v, abs=%v, rel=%v) = %v (violation %v, tolerance %v), want %v", tc.op, tc.b, tc.c, tc.ab, tc.re, got, v, tol, tc.want)
 		}

@@ -1,4 +1,4 @@
-package verify
+package compare
 
 import (
 	"fmt"
@@ -48,15 +48,15 @@ func deviceIdentity(d contract.ProbedDevice) map[string]any {
 // position; UUIDs, serials and bus ids are provenance and never compared. A difference is a named
 // device_mismatch; a backend pair that lists "devices" among its allowed environment differences
 // allows them. Receipts without environment.devices on both sides have nothing to compare.
-func (x *comparer) devices(allowed []string) {
-	db, dc := x.b.RC.Environment.Devices, x.c.RC.Environment.Devices
+func (x *Comparer) Devices(allowed []string) {
+	db, dc := x.B.RC.Environment.Devices, x.C.RC.Environment.Devices
 	if db == nil && dc == nil {
 		return
 	}
-	add := x.cmp.reject
+	add := x.Cmp.reject
 	why := "the mode needs the same devices (model, driver, memory; provenance ids aside)"
 	if slices.Contains(allowed, "devices") {
-		add, why = x.cmp.allow, "declared by the backend pair (devices)"
+		add, why = x.Cmp.allow, "declared by the backend pair (devices)"
 	}
 	if len(db) != len(dc) {
 		add("environment.devices", reason.ErrDeviceMismatch, why+fmt.Sprintf(": %d devices against %d", len(db), len(dc)), len(db), len(dc))

@@ -1,4 +1,4 @@
-package verify
+package compare
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ import (
 // when the change is significant, in the worse direction, and worse than the minimum effect
 // (the rule's tolerance, max(absolute, |baseline median| x relative)); it is refused
 // (too_few_samples) when a side has fewer than metric.MinSamplesSignificance samples.
-func (x *comparer) significance(e *Evaluation, rule contract.MetricRule, rows *rowPair) {
+func (x *Comparer) significance(e *Evaluation, rule contract.MetricRule, rows *rowPair) {
 	fail := func(r *reason.Reason, format string, args ...any) {
 		e.Status, e.Code, e.Reason = contract.EvaluationStatusFailed, r.Code(), fmt.Sprintf("%v: ", r)+fmt.Sprintf(format, args...)
 	}
@@ -29,8 +29,8 @@ func (x *comparer) significance(e *Evaluation, rule contract.MetricRule, rows *r
 		return
 	}
 	confidence := *rule.Confidence
-	xb, okb := perRequest(x.b, rows.m.crb, rows.b, rule.Formula)
-	xc, okc := perRequest(x.c, rows.m.crc, rows.c, rule.Formula)
+	xb, okb := perRequest(x.B, rows.m.crb, rows.b, rule.Formula)
+	xc, okc := perRequest(x.C, rows.m.crc, rows.c, rule.Formula)
 	if !okb || !okc {
 		fail(reason.ErrTooFewSamples, "the request records of the row are not readable on both sides: the samples cannot be recomputed")
 		return
@@ -39,9 +39,9 @@ func (x *comparer) significance(e *Evaluation, rule contract.MetricRule, rows *r
 		fail(reason.ErrTooFewSamples, "%d baseline and %d candidate samples of %s; a statistical rule needs at least %d on each side", len(xb), len(xc), rule.Formula, metric.MinSamplesSignificance)
 		return
 	}
-	d := decideStatistical(xb, xc, confidence, rule.Direction, e.AbsoluteTolerance, e.RelativeTolerance)
-	d.intervals(rule.Aggregation, xb, xc)
-	mw, hl, sig, minEffect, worse := d.mw, d.hl, d.sig, d.sig.MinimumEffect, d.worse
+	d := DecideStatistical(xb, xc, confidence, rule.Direction, e.AbsoluteTolerance, e.RelativeTolerance)
+	d.Intervals(rule.Aggregation, xb, xc)
+	mw, hl, sig, minEffect, worse := d.mw, d.hl, d.Sig, d.Sig.MinimumEffect, d.worse
 	e.Significance = sig
 	violation := math.Max(0, worse)
 	e.Tolerance, e.Violation = &minEffect, &violation
@@ -56,7 +56,7 @@ func (x *comparer) significance(e *Evaluation, rule contract.MetricRule, rows *r
 	switch {
 	case !sig.Significant:
 		e.Status, e.Reason = contract.EvaluationStatusPassed, fmt.Sprintf("no significant change (%s >= %s)", what, fmt4(1-confidence))
-	case !d.fails:
+	case !d.Fails:
 		e.Status, e.Reason = contract.EvaluationStatusPassed, fmt.Sprintf("significant change, not worse than the minimum effect %s %s (%s < %s)", fmt4(minEffect), rule.Unit, what, fmt4(1-confidence))
 	default:
 		fail(reason.ErrRuleFailed, "significantly worse by more than the minimum effect %s %s (%s < %s)", fmt4(minEffect), rule.Unit, what, fmt4(1-confidence))
@@ -90,16 +90,16 @@ func fmtP(p float64) string { return fmt.Sprintf("%.3g", p) }
 type statisticalDecision struct {
 	mw     metric.MannWhitney
 	hl     metric.Shift
-	sig    *contract.ComparisonSignificance
+	Sig    *contract.ComparisonSignificance
 	median float64 // the baseline's median
 	worse  float64 // how much worse the candidate's shift is, in the rule's unit (negative: better)
-	fails  bool
+	Fails  bool
 }
 
-// decideStatistical tests candidate xc against baseline xb: significant when the two-sided
+// DecideStatistical tests candidate xc against baseline xb: significant when the two-sided
 // Mann-Whitney p < 1 - confidence; the rule fails when significant, worse in the rule's
 // direction, and worse by more than the minimum effect max(absolute, |median(xb)| x relative).
-func decideStatistical(xb, xc []float64, confidence float64, dir contract.Direction, absolute, relative float64) statisticalDecision {
+func DecideStatistical(xb, xc []float64, confidence float64, dir contract.Direction, absolute, relative float64) statisticalDecision {
 	d := statisticalDecision{mw: metric.MannWhitneyU(xb, xc), hl: metric.HodgesLehmann(xb, xc, confidence)}
 	sorted := slices.Clone(xb)
 	slices.Sort(sorted)
@@ -109,33 +109,33 @@ func decideStatistical(xb, xc []float64, confidence float64, dir contract.Direct
 	if d.mw.Exact {
 		test = contract.SignificanceTestMannWhitneyUExact
 	}
-	d.sig = &contract.ComparisonSignificance{Test: test, Confidence: confidence, BaselineSamples: int64(len(xb)), CandidateSamples: int64(len(xc)),
+	d.Sig = &contract.ComparisonSignificance{Test: test, Confidence: confidence, BaselineSamples: int64(len(xb)), CandidateSamples: int64(len(xc)),
 		MinimumSamples: metric.MinSamplesSignificance, PValue: d.mw.P, Shift: d.hl.Estimate, ShiftLow: d.hl.Low, ShiftHigh: d.hl.High,
 		ShiftConfidence: d.hl.Confidence, MinimumEffect: minEffect, Significant: d.mw.P < 1-confidence}
 	d.worse = d.hl.Estimate
 	if dir == contract.DirectionHigherIsBetter {
 		d.worse = -d.worse
 	}
-	d.fails = d.sig.Significant && d.worse > minEffect
+	d.Fails = d.Sig.Significant && d.worse > minEffect
 	return d
 }
 
 // intervals adds each side's seeded bootstrap interval of the aggregation's percentile, when the
 // aggregation is one and the side has enough samples for it (metric.MinSamplesQuantile).
-func (d *statisticalDecision) intervals(a contract.Aggregation, xb, xc []float64) {
+func (d *statisticalDecision) Intervals(a contract.Aggregation, xb, xc []float64) {
 	q, ok := metric.QuantileOf(a)
 	if !ok {
 		return
 	}
 	least := int64(metric.MinSamplesQuantile(q))
-	d.sig.IntervalMinimumSamples = &least
+	d.Sig.IntervalMinimumSamples = &least
 	interval := func(xs []float64) *contract.ComparisonInterval {
 		if int64(len(xs)) < least {
 			return nil
 		}
-		in := metric.BootstrapQuantile(xs, q, d.sig.Confidence, metric.BootstrapResamples, metric.BootstrapSeed)
+		in := metric.BootstrapQuantile(xs, q, d.Sig.Confidence, metric.BootstrapResamples, metric.BootstrapSeed)
 		return &contract.ComparisonInterval{Estimate: in.Estimate, Low: in.Low, High: in.High, Confidence: in.Confidence,
 			Resamples: metric.BootstrapResamples, Seed: metric.BootstrapSeed}
 	}
-	d.sig.BaselineInterval, d.sig.CandidateInterval = interval(xb), interval(xc)
+	d.Sig.BaselineInterval, d.Sig.CandidateInterval = interval(xb), interval(xc)
 }
