@@ -70,7 +70,8 @@ var verifyLayers = map[string][]string{
 	"internal/load":    {"internal/gitobj", "internal/limits", "internal/policy", "internal/reason", "internal/record"},
 	"internal/check":   {"internal/finding", "internal/gitobj", "internal/limits", "internal/load", "internal/policy", "internal/reason", "internal/record"},
 	"internal/compare": {"internal/check", "internal/finding", "internal/load", "internal/policy", "internal/reason", "internal/record"},
-	".":                {"internal/check", "internal/compare", "internal/finding", "internal/gitobj", "internal/limits", "internal/load", "internal/policy", "internal/reason", "internal/record"},
+	"internal/fleet":   {"internal/finding", "internal/limits", "internal/load", "internal/policy"},
+	".":                {"internal/check", "internal/compare", "internal/finding", "internal/fleet", "internal/gitobj", "internal/limits", "internal/load", "internal/policy", "internal/reason", "internal/record"},
 	"report":           {"."},
 }
 

@@ -1,4 +1,4 @@
-package verify
+package fleet
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 )
 
@@ -89,7 +90,7 @@ func checkFleetEnvelope(envelope []byte, name string, raw []byte, keys []crypto.
 		}
 		for _, k := range keys {
 			if signer == "" && load.VerifySig(k, sig, pae) {
-				signer = KeyFingerprint(k)
+				signer = policy.KeyFingerprint(k)
 			}
 		}
 	}
