@@ -8,7 +8,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
-	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 )
 
@@ -65,8 +65,8 @@ func TestCheckCapacity(t *testing.T) {
 			cr, wc := capacityFixture(t)
 			tc.edit(cr, wc)
 			c := &finding.Collector{Check: CheckTolerances}
-			check.Capacity(c, "cr.json", cr, wc, cr.Rows, tol)
-			check.Pareto(c, "cr.json", cr, wc, cr.Rows, tol)
+			rowcheck.Capacity(c, "cr.json", cr, wc, cr.Rows, tol)
+			rowcheck.Pareto(c, "cr.json", cr, wc, cr.Rows, tol)
 			if tc.reason == nil {
 				if len(c.Out) > 0 {
 					t.Fatalf("findings %v", c.Out)
@@ -105,7 +105,7 @@ func TestCheckIntervals(t *testing.T) {
 		a.TTFTMs = append(a.TTFTMs, 20+float64(i%7))
 		b.TTFTMs = append(b.TTFTMs, 21+float64(i%5))
 	}
-	fig := &check.Figures{Samples: []metric.Samples{a, b}, OK: []bool{true, true}, Metrics: make([][]contract.Metric, 2)}
+	fig := &rowcheck.Figures{Samples: []metric.Samples{a, b}, OK: []bool{true, true}, Metrics: make([][]contract.Metric, 2)}
 	wc := &contract.Case{Repetitions: 2, Concurrency: []int64{4}}
 	rows := []contract.Row{{Concurrency: 4, Repetition: 0}, {Concurrency: 4, Repetition: 1}}
 	written := metric.Intervals([]metric.IntervalGroup{{Concurrency: 4, Repetitions: []metric.Samples{a, b}}})
@@ -141,7 +141,7 @@ func TestCheckIntervals(t *testing.T) {
 			}
 			cr := &contract.CaseResultDoc{CaseID: "x", Rows: rows, Intervals: tc.edit(got)}
 			c := &finding.Collector{Check: CheckTolerances}
-			check.Intervals(c, "cr.json", cr, wc, fig, tol)
+			rowcheck.Intervals(c, "cr.json", cr, wc, fig, tol)
 			if (len(c.Out) > 0) != tc.finds || (len(c.Notes) > 0) != tc.notes {
 				t.Fatalf("findings %v notes %v", c.Out, c.Notes)
 			}

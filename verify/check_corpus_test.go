@@ -8,7 +8,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
-	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -58,7 +58,7 @@ func TestCheckCorpusOrder(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &finding.Collector{Check: CheckTolerances}
-			check.CorpusOrder(c, contract.Row{Concurrency: 2}, tc.wc, seed, tc.recs)
+			rowcheck.CorpusOrder(c, contract.Row{Concurrency: 2}, tc.wc, seed, tc.recs)
 			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {

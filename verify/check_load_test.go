@@ -7,7 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
-	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -51,7 +51,7 @@ func TestCheckLoad(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &finding.Collector{Check: CheckTolerances}
-			checked := check.Load(c, "cr.json", 0, tc.row, tc.wc, tc.recs, tol)
+			checked := rowcheck.Load(c, "cr.json", 0, tc.row, tc.wc, tc.recs, tol)
 			res := c.Result()
 			if tc.want == nil {
 				if len(res.Findings) != 0 {
@@ -93,7 +93,7 @@ func TestCheckCaseTimeout(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &finding.Collector{Check: CheckTolerances}
-			check.CaseTimeout(c, "cr.json", &tc.cr, wc, tc.recs)
+			rowcheck.CaseTimeout(c, "cr.json", &tc.cr, wc, tc.recs)
 			switch {
 			case tc.want == nil && len(c.Out) > 0:
 				t.Fatalf("findings %v", c.Out)
@@ -130,7 +130,7 @@ func TestCheckSchedule(t *testing.T) {
 	}
 	run := func(wc *contract.Case, recs []*record.Record, r contract.Row) []error {
 		c := &finding.Collector{Check: CheckTolerances}
-		check.Schedule(c, "cr.json", r, wc, seed, recs)
+		rowcheck.Schedule(c, "cr.json", r, wc, seed, recs)
 		var out []error
 		for _, f := range c.Result().Findings {
 			out = append(out, f)

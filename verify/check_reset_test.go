@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
-	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -43,7 +43,7 @@ func TestCheckRowReset(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &finding.Collector{Check: CheckTolerances}
-			check.RowReset(c, "cr.json", "/rows/0", tc.row, tc.wc, tc.recipe, recs)
+			rowcheck.RowReset(c, "cr.json", "/rows/0", tc.row, tc.wc, tc.recipe, recs)
 			res := c.Result()
 			if tc.also == "" {
 				if len(res.Findings) != 0 {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
-	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -41,10 +41,10 @@ func TestCheckRowEnd(t *testing.T) {
 		want   *Reason
 		also   string
 	}{
-		{"duration with its cut", ended(contract.RowEndReasonDuration, 1), durCase, []*record.Record{ok(1), ok(2), bad(3, check.ErrClassCut)}, true, nil, ""},
-		{"cut count edited", ended(contract.RowEndReasonDuration, 0), durCase, []*record.Record{ok(1), ok(2), bad(3, check.ErrClassCut)}, true, ErrRowMismatch, "cut 0, the records hold 1"},
+		{"duration with its cut", ended(contract.RowEndReasonDuration, 1), durCase, []*record.Record{ok(1), ok(2), bad(3, rowcheck.ErrClassCut)}, true, nil, ""},
+		{"cut count edited", ended(contract.RowEndReasonDuration, 0), durCase, []*record.Record{ok(1), ok(2), bad(3, rowcheck.ErrClassCut)}, true, ErrRowMismatch, "cut 0, the records hold 1"},
 		{"duration below its minimum", ended(contract.RowEndReasonDuration, 0), durCase, []*record.Record{ok(1), ok(2)}, false, ErrLoadNotReached, "below its min_requests 3"},
-		{"cut without ended", contract.Row{Concurrency: 2}, durCase, []*record.Record{bad(3, check.ErrClassCut)}, false, ErrRowMismatch, "no ended"},
+		{"cut without ended", contract.Row{Concurrency: 2}, durCase, []*record.Record{bad(3, rowcheck.ErrClassCut)}, false, ErrRowMismatch, "no ended"},
 		{"stop its records fire", ended(contract.RowEndReasonConsecutiveFailures, 0), stopCase, streak, false, nil, ""},
 		{"stop its records do not fire", ended(contract.RowEndReasonConsecutiveFailures, 0), stopCase, streak[:4], false, ErrRowMismatch, `fire ""`},
 		{"stop in a passed result", ended(contract.RowEndReasonConsecutiveFailures, 0), stopCase, streak, true, ErrVerdictMismatch, "stop.measurement"},
@@ -58,7 +58,7 @@ func TestCheckRowEnd(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &finding.Collector{Check: CheckTolerances}
-			check.RowEnd(c, "cr.json", 0, tc.row, tc.wc, tc.recs, tc.passed)
+			rowcheck.RowEnd(c, "cr.json", 0, tc.row, tc.wc, tc.recs, tc.passed)
 			res := c.Result()
 			if tc.want == nil {
 				if len(res.Findings) != 0 {
@@ -74,7 +74,7 @@ func TestCheckRowEnd(t *testing.T) {
 			t.Fatalf("no %s mentioning %q: %v", tc.want.Code(), tc.also, res.Findings)
 		})
 	}
-	if !check.ExcusedFailure(ended(contract.RowEndReasonConsecutiveFailures, 0), probe, bad(1, "http_status")) || check.ExcusedFailure(ended(contract.RowEndReasonConsecutiveFailures, 0), stopCase, bad(1, "http_status")) {
+	if !rowcheck.ExcusedFailure(ended(contract.RowEndReasonConsecutiveFailures, 0), probe, bad(1, "http_status")) || rowcheck.ExcusedFailure(ended(contract.RowEndReasonConsecutiveFailures, 0), stopCase, bad(1, "http_status")) {
 		t.Error("a stopped row's failures are excused exactly when the case declares the stop as its measurement")
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
-	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -60,7 +60,7 @@ func TestCheckSessions(t *testing.T) {
 			rs := sessionRecords()
 			tc.edit(rs)
 			c := &finding.Collector{Check: CheckTolerances}
-			if !check.Sessions(c, row, nil, 1, rs) {
+			if !rowcheck.Sessions(c, row, nil, 1, rs) {
 				t.Fatal("not recognised as a session row")
 			}
 			res := c.Result()
@@ -78,7 +78,7 @@ func TestCheckSessions(t *testing.T) {
 			t.Fatalf("no %s mentioning %q: %v", tc.want.Code(), tc.also, res.Findings)
 		})
 	}
-	if check.Sessions(&finding.Collector{Check: CheckTolerances}, row, nil, 1, []*record.Record{{Index: 0}}) {
+	if rowcheck.Sessions(&finding.Collector{Check: CheckTolerances}, row, nil, 1, []*record.Record{{Index: 0}}) {
 		t.Error("a row without sessions is not a session row")
 	}
 }
@@ -100,14 +100,14 @@ func TestCheckSessionArrivals(t *testing.T) {
 	rs := sessionRecords()
 	place(rs, rs[0].Sched+offs[1])
 	c := &finding.Collector{Check: CheckTolerances}
-	check.Sessions(c, row, wc, 9, rs)
+	rowcheck.Sessions(c, row, wc, 9, rs)
 	if res := c.Result(); len(res.Findings) != 0 {
 		t.Fatalf("on schedule: %v", res.Findings)
 	}
 	rs = sessionRecords()
 	place(rs, rs[0].Sched+offs[1]+2_000_000)
 	c = &finding.Collector{Check: CheckTolerances}
-	check.Sessions(c, row, wc, 9, rs)
+	rowcheck.Sessions(c, row, wc, 9, rs)
 	if res := c.Result(); len(res.Findings) != 1 || !errors.Is(res.Findings[0], ErrLoadNotReached) {
 		t.Fatalf("2 ms late: %v", res.Findings)
 	}
@@ -121,7 +121,7 @@ func TestCheckSessionsFollowsTheWorkload(t *testing.T) {
 	row := contract.Row{Loop: contract.RowLoopOpen, Concurrency: 2, Requests: 6, Records: contract.FileRef{Path: "rows/c0002-r000.jsonl"}}
 	plain := &contract.Case{ID: "chat", Corpus: &contract.Corpus{Source: contract.CorpusSourceInline}}
 	c := &finding.Collector{Check: CheckTolerances}
-	if check.Sessions(c, row, plain, 1, sessionRecords()) {
+	if rowcheck.Sessions(c, row, plain, 1, sessionRecords()) {
 		t.Error("a plain case's row with session blocks was taken as a session row")
 	}
 	if res := c.Result(); len(res.Findings) != 1 || !errors.Is(res.Findings[0], ErrRowMismatch) || !strings.Contains(res.Findings[0].Error(), "declares no conversation corpus") {
@@ -129,14 +129,14 @@ func TestCheckSessionsFollowsTheWorkload(t *testing.T) {
 	}
 	sessions := &contract.Case{ID: "chat-sessions", Corpus: &contract.Corpus{Source: contract.CorpusSourceConversations}}
 	c = &finding.Collector{Check: CheckTolerances}
-	if !check.Sessions(c, row, sessions, 1, []*record.Record{{Index: 0}}) {
+	if !rowcheck.Sessions(c, row, sessions, 1, []*record.Record{{Index: 0}}) {
 		t.Error("a session case's row was not taken as a session row")
 	}
 	if res := c.Result(); len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Error(), "no measured record carries a session block") {
 		t.Errorf("session case without session blocks: %v", res.Findings)
 	}
 	c = &finding.Collector{Check: CheckTolerances}
-	if !check.Sessions(c, row, sessions, 1, sessionRecords()) {
+	if !rowcheck.Sessions(c, row, sessions, 1, sessionRecords()) {
 		t.Error("a session case's session row was not taken as one")
 	}
 	if res := c.Result(); len(res.Findings) != 0 {

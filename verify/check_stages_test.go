@@ -8,7 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/trace"
-	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -74,7 +74,7 @@ func TestCheckStages(t *testing.T) {
 			recs, row := build()
 			tc.tamper(recs, &row)
 			c := &finding.Collector{Check: CheckTolerances}
-			check.Stages(c, "cr.json", 0, row, tc.wc, seed, recs, Tolerance{Absolute: 1e-9, Relative: 1e-9})
+			rowcheck.Stages(c, "cr.json", 0, row, tc.wc, seed, recs, Tolerance{Absolute: 1e-9, Relative: 1e-9})
 			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
@@ -126,7 +126,7 @@ func TestCheckTraceSchedule(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &finding.Collector{Check: CheckTolerances}
-			check.TraceSchedule(c, contract.Row{Concurrency: 4}, entries, offs, tc.tamper(build()), 1, tc.exact)
+			rowcheck.TraceSchedule(c, contract.Row{Concurrency: 4}, entries, offs, tc.tamper(build()), 1, tc.exact)
 			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
@@ -185,7 +185,7 @@ func TestCheckClosedStages(t *testing.T) {
 			recs, row := build()
 			tc.tamper(recs, &row)
 			c := &finding.Collector{Check: CheckTolerances}
-			check.Stages(c, "cr.json", 0, row, wc, 1, recs, Tolerance{Absolute: 1e-9, Relative: 1e-9})
+			rowcheck.Stages(c, "cr.json", 0, row, wc, 1, recs, Tolerance{Absolute: 1e-9, Relative: 1e-9})
 			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
@@ -241,7 +241,7 @@ func TestCheckReplayUnit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &finding.Collector{Check: CheckTolerances}
-			check.Replay(c, "cr.json", 0, tc.row, tc.cp, tc.tokenized, true, nil, build(), Tolerance{Absolute: 1e-9, Relative: 1e-9})
+			rowcheck.Replay(c, "cr.json", 0, tc.row, tc.cp, tc.tokenized, true, nil, build(), Tolerance{Absolute: 1e-9, Relative: 1e-9})
 			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {

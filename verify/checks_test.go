@@ -16,6 +16,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
 	"github.com/qualkit/qualkit/verify/internal/load"
@@ -445,7 +446,7 @@ func TestCheckMetricList(t *testing.T) {
 	}
 	for _, tc := range cases {
 		c := &finding.Collector{Check: CheckTolerances}
-		check.MetricList(c, "f", "/metrics", tc.recorded, want, tol, nil)
+		rowcheck.MetricList(c, "f", "/metrics", tc.recorded, want, tol, nil)
 		if len(c.Out) != tc.findings {
 			t.Errorf("%s: %d findings %v, want %d", tc.name, len(c.Out), c.Out, tc.findings)
 		}
@@ -541,15 +542,15 @@ func TestCheckComparability(t *testing.T) {
 func TestMetricDefinitions(t *testing.T) {
 	cases := []struct {
 		name string
-		want check.Identity
+		want rowcheck.Identity
 		ok   bool
 	}{
-		{"ttft_ms.p99", check.Identity{Unit: "ms", Aggregation: "p99", Direction: contract.DirectionLowerIsBetter, Formula: "ttft.v1"}, true},
-		{"decode_rate.p99.9", check.Identity{Unit: "tokens/s", Aggregation: "p99.9", Direction: contract.DirectionHigherIsBetter, Formula: "decode_rate.v1"}, true},
-		{"output_throughput_window", check.Identity{Unit: "tokens/s", Aggregation: "rate", Direction: contract.DirectionHigherIsBetter, Formula: "output_throughput_window.v1"}, true},
-		{"request_failures.timeout", check.Identity{Unit: "requests", Aggregation: "count", Direction: contract.DirectionLowerIsBetter, Formula: "request_failures_by_class.v1"}, true},
-		{"ttft_ms.p42", check.Identity{}, false},
-		{"server.requests.delta", check.Identity{}, false},
+		{"ttft_ms.p99", rowcheck.Identity{Unit: "ms", Aggregation: "p99", Direction: contract.DirectionLowerIsBetter, Formula: "ttft.v1"}, true},
+		{"decode_rate.p99.9", rowcheck.Identity{Unit: "tokens/s", Aggregation: "p99.9", Direction: contract.DirectionHigherIsBetter, Formula: "decode_rate.v1"}, true},
+		{"output_throughput_window", rowcheck.Identity{Unit: "tokens/s", Aggregation: "rate", Direction: contract.DirectionHigherIsBetter, Formula: "output_throughput_window.v1"}, true},
+		{"request_failures.timeout", rowcheck.Identity{Unit: "requests", Aggregation: "count", Direction: contract.DirectionLowerIsBetter, Formula: "request_failures_by_class.v1"}, true},
+		{"ttft_ms.p42", rowcheck.Identity{}, false},
+		{"server.requests.delta", rowcheck.Identity{}, false},
 	}
 	for _, tc := range cases {
 		got, ok := check.RowDefinition(tc.name)
@@ -557,7 +558,7 @@ func TestMetricDefinitions(t *testing.T) {
 			t.Errorf("rowDefinition(%s) = %v %v, want %v %v", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}
-	for name, want := range map[string]check.Identity{
+	for name, want := range map[string]rowcheck.Identity{
 		"decode_rate.p50.worst_row":         {Unit: "tokens/s", Aggregation: "min", Direction: contract.DirectionHigherIsBetter, Formula: "decode_rate.v1"},
 		"ttft_ms.p99.worst_row":             {Unit: "ms", Aggregation: "max", Direction: contract.DirectionLowerIsBetter, Formula: "ttft.v1"},
 		"output_throughput_window.best_row": {Unit: "tokens/s", Aggregation: "max", Direction: contract.DirectionHigherIsBetter, Formula: "output_throughput_window.v1"},

@@ -11,6 +11,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/record"
@@ -34,7 +35,7 @@ func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contr
 		t.Fatal("the frozen evidence has no serving row")
 	}
 	recs := check.RowRecords(&finding.Collector{}, cr, *row, s.Files[row.Records.Path].Records)
-	start, end, tokens, ok := check.RecordWindow(recs)
+	start, end, tokens, ok := rowcheck.RecordWindow(recs)
 	if !ok || tokens == 0 {
 		t.Fatalf("window %d..%d, %d tokens", start, end, tokens)
 	}
@@ -69,7 +70,7 @@ func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contr
 
 func rowTelemetryFindings(s *load.Snapshot, row *contract.Row, recs []*record.Record) []Finding {
 	c := &finding.Collector{Check: CheckTolerances}
-	check.RowTelemetry(s, c, "case-result.json", "/rows/0", *row, recs, s.Policy.Recompute)
+	rowcheck.RowTelemetry(s, c, "case-result.json", "/rows/0", *row, recs, s.Policy.Recompute)
 	return c.Out
 }
 
@@ -138,7 +139,7 @@ func TestRecomputeDevicePowerOnly(t *testing.T) {
 	p := func(tms int64, w float64) contract.TelemetrySampleDoc {
 		return contract.TelemetrySampleDoc{TNs: tms * 1e6, Device: 1, PowerW: &w, ThrottleReasons: []contract.ThrottleReason{}}
 	}
-	got, flags := check.RecomputeDevice([]contract.TelemetrySampleDoc{p(0, 100), p(1000, 200), p(2000, 300)}, 0, 2000e6, 0)
+	got, flags := rowcheck.RecomputeDevice([]contract.TelemetrySampleDoc{p(0, 100), p(1000, 200), p(2000, 300)}, 0, 2000e6, 0)
 	if math.Abs(got["device_energy_j"]-400) > 1e-9 || math.Abs(got["device_power_mean_w"]-200) > 1e-9 || len(flags) != 0 {
 		t.Errorf("%v %v", got, flags)
 	}

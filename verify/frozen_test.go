@@ -13,6 +13,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/record"
@@ -103,7 +104,7 @@ func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 			}
 			for k, m := range row.Metrics {
 				got := rf.Metrics[k]
-				if got.Name != m.Name || check.IdentityOf(got) != check.IdentityOf(m) || !check.EqualSamples(got.Samples, m.Samples) {
+				if got.Name != m.Name || rowcheck.IdentityOf(got) != rowcheck.IdentityOf(m) || !rowcheck.EqualSamples(got.Samples, m.Samples) {
 					t.Errorf("row %d metric %d: recomputed %+v, runner %+v", j, k, got, m)
 					continue
 				}
@@ -114,7 +115,7 @@ func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 				compared++
 			}
 			if rf.WindowSeconds != row.WindowSeconds || !check.EqualPtr(rf.OutputSet, row.OutputSetSHA256) {
-				t.Errorf("row %d: window %v / %v, output set %v / %v", j, rf.WindowSeconds, row.WindowSeconds, check.Deref(rf.OutputSet), check.Deref(row.OutputSetSHA256))
+				t.Errorf("row %d: window %v / %v, output set %v / %v", j, rf.WindowSeconds, row.WindowSeconds, rowcheck.Deref(rf.OutputSet), rowcheck.Deref(row.OutputSetSHA256))
 			}
 		}
 		if len(cr.Rows) > 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
@@ -157,7 +158,7 @@ func rowEvidence(s *load.Snapshot, cr *contract.CaseResultDoc, row contract.Row,
 	recs := check.RowRecords(nil, cr, row, f.Records)
 	rf := record.RecomputeRow(check.RowSpecOf(row, wc), recs)
 	re.Readable, re.Records, re.InvalidRecords = true, len(recs), f.Records.InvalidLines
-	re.Telemetry = check.TelemetrySamples(s, row)
+	re.Telemetry = rowcheck.TelemetrySamples(s, row)
 	re.Requests, re.Successes, re.Failures, re.Metrics = rf.Requests, rf.Successes, rf.Failures, rf.Metrics
 	re.Fidelity = contract.Fidelity{ScheduleLagP50Ms: rf.LagP50, ScheduleLagP99Ms: rf.LagP99, ScheduleLagMaxMs: rf.LagMax,
 		OfferedRate: row.Fidelity.OfferedRate, AchievedRate: rf.Achieved, Degraded: rf.Degraded, Reasons: slices.Clone(row.Fidelity.Reasons)}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
@@ -87,7 +88,7 @@ func CleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecor
 	case r == nil:
 		c.Add(path, "/readiness", reason.ErrLifecycleIncomplete, "no readiness evidence")
 	case !r.Ready:
-		c.Add(path, "/readiness/ready", reason.ErrNotReady, "the server never listed model %s on /v1/models (child exit: %s)", r.ModelID, Deref(r.ChildExit))
+		c.Add(path, "/readiness/ready", reason.ErrNotReady, "the server never listed model %s on /v1/models (child exit: %s)", r.ModelID, rowcheck.Deref(r.ChildExit))
 	case r.TReadyNs == nil:
 		c.Add(path, "/readiness/t_ready_ns", reason.ErrLifecycleIncomplete, "ready without the time readiness was observed")
 	case r.ElapsedMs > r.DeadlineMs:
@@ -109,7 +110,7 @@ func CleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecor
 			c.Add(path, "/shutdown/forced", reason.ErrForcedShutdown, "SIGKILL was needed after %.3f ms", sd.ElapsedMs)
 		}
 		if !sd.Acceptable {
-			c.Add(path, "/shutdown/acceptable", reason.ErrExitNotAcceptable, "exit code %s, signal %s", derefInt(sd.ExitCode), Deref(sd.ExitSignal))
+			c.Add(path, "/shutdown/acceptable", reason.ErrExitNotAcceptable, "exit code %s, signal %s", derefInt(sd.ExitCode), rowcheck.Deref(sd.ExitSignal))
 		}
 		if r := ctx.Recipes[l.Recipe.Digest]; r != nil && sd.Acceptable && (sd.ExitCode == nil || !slices.Contains(r.AcceptableExitCodes, *sd.ExitCode)) {
 			c.Add(path, "/shutdown/exit_code", reason.ErrExitNotAcceptable, "exit code %s is not among the recipe's acceptable codes %v", derefInt(sd.ExitCode), r.AcceptableExitCodes)
@@ -143,13 +144,6 @@ func CleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecor
 			c.Add(path, "/launch/log", reason.ErrLifecycleMismatch, "the server log is recorded as %s (%d bytes), the receipt binds %s (%d bytes)", la.Log.Digest, la.Log.Bytes, ctx.Logs[0].Digest, ctx.Logs[0].Bytes)
 		}
 	}
-}
-
-func Deref(s *string) string {
-	if s == nil {
-		return "none" // not a contract value: the text of an absent value
-	}
-	return *s
 }
 
 func derefInt(v *int64) string {

@@ -5,11 +5,11 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/load"
@@ -17,36 +17,20 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
-// Identity is what makes two metrics of one name comparable.
-type Identity struct {
-	Unit        string
-	Aggregation contract.Aggregation
-	Direction   contract.Direction
-	Formula     string
-}
-
-func IdentityOf(m contract.Metric) Identity {
-	return Identity{m.Unit, m.Aggregation, m.Direction, m.Formula}
-}
-
-func (i Identity) String() string {
-	return fmt.Sprintf("formula %s, unit %s, aggregation %s, %s", i.Formula, i.Unit, i.Aggregation, i.Direction)
-}
-
 // identityFrom is a catalogue identity.
-func identityFrom(id metric.Identity) Identity {
-	return Identity{string(id.Unit), id.Aggregation, id.Direction, id.Formula}
+func identityFrom(id metric.Identity) rowcheck.Identity {
+	return rowcheck.Identity{Unit: string(id.Unit), Aggregation: id.Aggregation, Direction: id.Direction, Formula: id.Formula}
 }
 
 // rowDefinition returns the identity the catalogue (schemas/metric, docs/metrics.md) defines for
 // a row metric name.
-func RowDefinition(name string) (Identity, bool) {
+func RowDefinition(name string) (rowcheck.Identity, bool) {
 	id, ok := metric.RowIdentity(name)
 	return identityFrom(id), ok
 }
 
 // caseDefinition returns the identity the catalogue defines for a serving case metric name.
-func CaseDefinition(name string) (Identity, bool) {
+func CaseDefinition(name string) (rowcheck.Identity, bool) {
 	id, ok := metric.CaseIdentity(name)
 	return identityFrom(id), ok
 }
@@ -69,14 +53,14 @@ func Comparability(s *load.Snapshot) finding.CheckResult {
 		}
 		for j, row := range cr.Rows {
 			for k, m := range row.Metrics {
-				if def, ok := RowDefinition(m.Name); ok && !m.Diagnostic && IdentityOf(m) != def {
-					c.Add(p, finding.Pointer("rows", j, "metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, IdentityOf(m), def)
+				if def, ok := RowDefinition(m.Name); ok && !m.Diagnostic && rowcheck.IdentityOf(m) != def {
+					c.Add(p, finding.Pointer("rows", j, "metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, rowcheck.IdentityOf(m), def)
 				}
 			}
 		}
 		for k, m := range cr.Metrics {
-			if def, ok := CaseDefinition(m.Name); ok && !m.Diagnostic && IdentityOf(m) != def {
-				c.Add(p, finding.Pointer("metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, IdentityOf(m), def)
+			if def, ok := CaseDefinition(m.Name); ok && !m.Diagnostic && rowcheck.IdentityOf(m) != def {
+				c.Add(p, finding.Pointer("metrics", k), reason.ErrFormulaMismatch, "%s carries %s; docs/metrics.md defines %s", m.Name, rowcheck.IdentityOf(m), def)
 			}
 		}
 	}
@@ -91,7 +75,7 @@ func Comparability(s *load.Snapshot) finding.CheckResult {
 	if w.Kind != rc.Qualification.Kind {
 		c.Add(file, "/qualification/kind", reason.ErrWorkloadMismatch, "kind %s, the workload's kind is %s", rc.Qualification.Kind, w.Kind)
 	}
-	if !equalInt(w.Determinism.Seed, rc.Workload.Seed) {
+	if !rowcheck.EqualInt(w.Determinism.Seed, rc.Workload.Seed) {
 		c.Add(file, "/workload/seed", reason.ErrWorkloadMismatch, "seed %s, the workload's seed is %s", derefInt(rc.Workload.Seed), derefInt(w.Determinism.Seed))
 	}
 	v := variant(s)
@@ -136,28 +120,16 @@ func Comparability(s *load.Snapshot) finding.CheckResult {
 	// The comparison policy's rules expect the identity the evidence carries.
 	if cp := w.ComparisonPolicy; cp != nil {
 		for k, rule := range cp.MetricRules {
-			want := Identity{rule.Unit, rule.Aggregation, rule.Direction, rule.Formula}
+			want := rowcheck.Identity{Unit: rule.Unit, Aggregation: rule.Aggregation, Direction: rule.Direction, Formula: rule.Formula}
 			for _, occ := range metricOccurrences(s, rule.Scope, rule.ResultID, rule.Metric) {
-				if got := IdentityOf(occ.m); got != want {
-					c.Add(occ.file, occ.ptr, reason.ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, finding.Pointer("comparison_policy", "metric_rules", k), wpath, want, RateWarning(got, want))
+				if got := rowcheck.IdentityOf(occ.m); got != want {
+					c.Add(occ.file, occ.ptr, reason.ErrFormulaMismatch, "%s carries %s; rule %s of %s compares %s%s", rule.Metric, got, finding.Pointer("comparison_policy", "metric_rules", k), wpath, want, rowcheck.RateWarning(got, want))
 				}
 			}
 		}
 	}
 	return c.Result()
 }
-
-// rateWarning names the classic confusion.
-func RateWarning(a, b Identity) string {
-	window := func(i Identity) bool { return strings.HasSuffix(i.Formula, "_throughput_window.v1") }
-	decode := func(i Identity) bool { return i.Formula == "decode_rate.v1" }
-	if (window(a) && decode(b)) || (decode(a) && window(b)) {
-		return ": a request-window throughput is never compared with a decode rate"
-	}
-	return ""
-}
-
-func equalInt(a, b *int64) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
 
 type occurrence struct {
 	file, ptr string
@@ -316,20 +288,10 @@ func measuredPromptIDs(recs []*record.Record) []string {
 			measured = append(measured, r)
 		}
 	}
-	slices.SortStableFunc(measured, func(a, b *record.Record) int { return cmpInt(a.Index, b.Index) })
+	slices.SortStableFunc(measured, func(a, b *record.Record) int { return rowcheck.CmpInt(a.Index, b.Index) })
 	out := make([]string, len(measured))
 	for i, r := range measured {
 		out[i] = r.PromptID
 	}
 	return out
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/policy"
@@ -80,7 +81,7 @@ func Tolerances(s *load.Snapshot) finding.CheckResult {
 		}
 	}
 	checkDerived(s, c)
-	MetricList(c, file, "/metrics", rc.Metrics, metric.MetricsOf(metric.ReceiptCounts(int64(passed), int64(failed), len(rc.Results))), tol, nil)
+	rowcheck.MetricList(c, file, "/metrics", rc.Metrics, metric.MetricsOf(metric.ReceiptCounts(int64(passed), int64(failed), len(rc.Results))), tol, nil)
 	return c.Result()
 }
 
@@ -150,12 +151,12 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 	var all []*record.Record // every row's records, for the case's timeout
 	unchecked := 0           // rows without in_flight_peak
 	defer func() {
-		CaseTimeout(c, path, cr, wc, all)
+		rowcheck.CaseTimeout(c, path, cr, wc, all)
 		if unchecked > 0 {
 			c.Note("%d of %d rows of %s record no in_flight_peak (evidence before it existed): their achieved concurrency was not checked", unchecked, len(cr.Rows), path)
 		}
 	}()
-	fig := newFigures(len(cr.Rows))
+	fig := rowcheck.NewFigures(len(cr.Rows))
 	for j, row := range cr.Rows {
 		base := finding.Pointer("rows", j)
 		f := s.Files[row.Records.Path]
@@ -168,14 +169,14 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 		}
 		recs := RowRecords(c, cr, row, f.Records)
 		rf := record.RecomputeRow(RowSpecOf(row, wc), recs)
-		fig.add(j, rf.Metrics, recs)
+		fig.Add(j, rf.Metrics, recs)
 		checkUsagePlausible(c, row.Records.Path, wc, recs)
 		if cr.Status == contract.StatusPassed {
 			for _, r := range recs {
 				if r.Warmup {
 					continue
 				}
-				if r.Failed && !ExcusedFailure(row, wc, r) {
+				if r.Failed && !rowcheck.ExcusedFailure(row, wc, r) {
 					c.Add(row.Records.Path, finding.Pointer(r.Line, "error"), reason.ErrRequestFailed, "request %d failed (%s) in a passed result", r.Index, r.ErrClass)
 				} else if r.AssertFail > 0 {
 					c.Add(row.Records.Path, finding.Pointer(r.Line, "assertions"), reason.ErrRequestFailed, "request %d failed %d assertions in a passed result", r.Index, r.AssertFail)
@@ -194,7 +195,7 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 			c.Add(path, base+"/window_seconds", reason.ErrRowMismatch, "window %s s, the records say %s s", record.FmtFloat(row.WindowSeconds), record.FmtFloat(rf.WindowSeconds))
 		}
 		if !EqualPtr(row.OutputSetSHA256, rf.OutputSet) {
-			c.Add(path, base+"/output_set_sha256", reason.ErrRowMismatch, "output set %s, the records hash to %s", Deref(row.OutputSetSHA256), Deref(rf.OutputSet))
+			c.Add(path, base+"/output_set_sha256", reason.ErrRowMismatch, "output set %s, the records hash to %s", rowcheck.Deref(row.OutputSetSHA256), rowcheck.Deref(rf.OutputSet))
 		}
 		fid := row.Fidelity
 		for _, x := range []struct {
@@ -205,14 +206,14 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 				c.Add(path, base+"/fidelity/"+x.field, reason.ErrRowMismatch, "%s %s, the records say %s", x.field, record.FmtFloat(x.got), record.FmtFloat(x.want))
 			}
 		}
-		checkJudgement(c, path, base, fid, rf, tol)
-		if !Sessions(c, row, wc, seed(s), recs) {
-			Schedule(c, path, row, wc, seed(s), recs)
-			CorpusOrder(c, row, wc, seed(s), recs)
-			checkRowSchedule(s, c, path, j, row, wc, seed(s), recs, tol)
+		rowcheck.Judgement(c, path, base, fid, rf, tol)
+		if !rowcheck.Sessions(c, row, wc, seed(s), recs) {
+			rowcheck.Schedule(c, path, row, wc, seed(s), recs)
+			rowcheck.CorpusOrder(c, row, wc, seed(s), recs)
+			rowcheck.RowSchedule(s, c, path, j, row, wc, seed(s), recs, tol)
 		}
-		RowEnd(c, path, j, row, wc, recs, cr.Status == contract.StatusPassed)
-		if !Load(c, path, j, row, wc, recs, tol) {
+		rowcheck.RowEnd(c, path, j, row, wc, recs, cr.Status == contract.StatusPassed)
+		if !rowcheck.Load(c, path, j, row, wc, recs, tol) {
 			unchecked++
 		}
 		all = append(all, recs...)
@@ -220,72 +221,22 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 		if wc == nil {
 			skip = func(n string) bool { return slices.Contains(record.MetricsUnsetWithoutSLO, n) }
 		}
-		MetricList(c, path, base+"/metrics", row.Metrics, rf.Metrics, tol, skip)
-		RowTelemetry(s, c, path, base, row, recs, tol)
-		checkRowCache(c, path, base, row, wc, cr.Status, recs)
+		rowcheck.MetricList(c, path, base+"/metrics", row.Metrics, rf.Metrics, tol, skip)
+		rowcheck.RowTelemetry(s, c, path, base, row, recs, tol)
+		rowcheck.RowCache(c, path, base, row, wc, cr.Status, recs)
 		if wc != nil {
-			RowReset(c, path, base, row, wc, s.Recipes[wc.Launch], recs)
+			rowcheck.RowReset(c, path, base, row, wc, s.Recipes[wc.Launch], recs)
 		}
-		checkRowLedger(c, path, base, row, wc, cr.Status, recs)
+		rowcheck.RowLedger(c, path, base, row, wc, cr.Status, recs)
 	}
 	if len(cr.Rows) > 0 {
-		MetricList(c, path, "/metrics", cr.Metrics, record.RecomputeCase(cr.Rows), tol, nil)
+		rowcheck.MetricList(c, path, "/metrics", cr.Metrics, record.RecomputeCase(cr.Rows), tol, nil)
 	}
-	checkFigures(s, c, path, cr, wc, fig, tol)
+	rowcheck.CapacityFigures(s, c, path, cr, wc, fig, tol)
 }
 
 func EqualPtr(a, b *string) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
-}
-
-// MetricList compares recorded metrics with their recomputation by name: values within tol,
-// sample counts equal, nothing missing and nothing undefined (diagnostic metrics and those skip
-// names are left alone). Identity (unit, aggregation, direction, formula) is the comparability
-// check's business.
-func MetricList(c *finding.Collector, file, base string, recorded, recomputed []contract.Metric, tol policy.Tolerance, skip func(string) bool) {
-	want := map[string]contract.Metric{}
-	for _, m := range recomputed {
-		want[m.Name] = m
-	}
-	seen := map[string]bool{}
-	for k, m := range recorded {
-		if m.Diagnostic || (skip != nil && skip(m.Name)) {
-			continue
-		}
-		seen[m.Name] = true
-		w, ok := want[m.Name]
-		switch {
-		case !ok:
-			c.Add(file, base+finding.Pointer(k, "name"), reason.ErrMetricMismatch, "%s is not a metric the formulas define here", m.Name)
-		case !record.Within(m.Value, w.Value, tol):
-			c.Add(file, base+finding.Pointer(k, "value"), reason.ErrMetricMismatch, "%s is %s, recomputed %s (tolerance max(%g, |x| × %g))", m.Name, record.FmtFloat(m.Value), record.FmtFloat(w.Value), tol.Absolute, tol.Relative)
-		case !EqualSamples(m.Samples, w.Samples):
-			c.Add(file, base+finding.Pointer(k, "samples"), reason.ErrMetricMismatch, "%s has %s samples, recomputed %s", m.Name, samplesString(m.Samples), samplesString(w.Samples))
-		case (w.Unit != "" || w.Formula != "") && IdentityOf(m) != IdentityOf(w):
-			c.Add(file, base+finding.Pointer(k), reason.ErrMetricMismatch, "%s carries %s, its formula gives %s", m.Name, IdentityOf(m), IdentityOf(w))
-		}
-	}
-	var missing []string
-	for _, m := range recomputed {
-		if !seen[m.Name] && (skip == nil || !skip(m.Name)) {
-			missing = append(missing, m.Name)
-		}
-	}
-	sort.Strings(missing)
-	for _, n := range missing {
-		c.Add(file, base, reason.ErrMetricMismatch, "%s is missing (recomputed %s)", n, record.FmtFloat(want[n].Value))
-	}
-}
-
-func EqualSamples(a, b *int64) bool {
-	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
-}
-
-func samplesString(p *int64) string {
-	if p == nil {
-		return "no"
-	}
-	return record.Itoa(*p)
 }
 
 // runnerMetrics are the metrics the runner writes for a command case it produced.

@@ -17,6 +17,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/policy"
@@ -615,7 +616,7 @@ func (x *Comparer) rows(mode Mode) {
 			if b.PromptSetSHA256 != c.PromptSetSHA256 {
 				x.Cmp.reject(dotted(scope+"/prompt_set_sha256"), reason.ErrCorpusMismatch, "the rows asked different prompts", b.PromptSetSHA256, c.PromptSetSHA256)
 			}
-			if b.Loop != c.Loop || !check.EqualFloatPtr(b.Fidelity.OfferedRate, c.Fidelity.OfferedRate) {
+			if b.Loop != c.Loop || !rowcheck.EqualFloatPtr(b.Fidelity.OfferedRate, c.Fidelity.OfferedRate) {
 				x.Cmp.reject(dotted(scope+"/loop"), reason.ErrUnlikeRows, "the rows ran different schedules", fmt.Sprint(b.Loop, " ", fptr(b.Fidelity.OfferedRate)), fmt.Sprint(c.Loop, " ", fptr(c.Fidelity.OfferedRate)))
 			}
 			if b.Requests != c.Requests {
@@ -660,18 +661,18 @@ func fptr(p *float64) string {
 // identities rejects every metric name that carries different formula ids (or units,
 // aggregations, directions) on the two sides: mixed formula ids are never compared.
 func identities(cmp *Comparison, scope string, b, c []contract.Metric) {
-	ib := map[string]check.Identity{}
+	ib := map[string]rowcheck.Identity{}
 	for _, m := range b {
 		if !m.Diagnostic {
-			ib[m.Name] = check.IdentityOf(m)
+			ib[m.Name] = rowcheck.IdentityOf(m)
 		}
 	}
 	for _, m := range c {
 		if m.Diagnostic {
 			continue
 		}
-		if want, ok := ib[m.Name]; ok && want != check.IdentityOf(m) {
-			cmp.reject(dotted(scope+"/metrics/"+m.Name), reason.ErrFormulaMismatch, fmt.Sprintf("%s carries %s on one side and %s on the other%s", m.Name, want, check.IdentityOf(m), check.RateWarning(want, check.IdentityOf(m))), want.Formula, m.Formula)
+		if want, ok := ib[m.Name]; ok && want != rowcheck.IdentityOf(m) {
+			cmp.reject(dotted(scope+"/metrics/"+m.Name), reason.ErrFormulaMismatch, fmt.Sprintf("%s carries %s on one side and %s on the other%s", m.Name, want, rowcheck.IdentityOf(m), rowcheck.RateWarning(want, rowcheck.IdentityOf(m))), want.Formula, m.Formula)
 		}
 	}
 }
@@ -845,10 +846,10 @@ func (x *Comparer) evaluate(rule contract.MetricRule, scope string, b, c []contr
 		x.Cmp.Evaluations = append(x.Cmp.Evaluations, e)
 		return
 	}
-	want := check.Identity{Unit: rule.Unit, Aggregation: rule.Aggregation, Direction: rule.Direction, Formula: rule.Formula}
-	if check.IdentityOf(mb) != want || check.IdentityOf(mc) != want {
+	want := rowcheck.Identity{Unit: rule.Unit, Aggregation: rule.Aggregation, Direction: rule.Direction, Formula: rule.Formula}
+	if rowcheck.IdentityOf(mb) != want || rowcheck.IdentityOf(mc) != want {
 		e.Status, e.Code = contract.EvaluationStatusFailed, reason.ErrFormulaMismatch.Code()
-		e.Reason = fmt.Sprintf("%v: the rule compares %s; the receipts carry %s and %s%s", reason.ErrFormulaMismatch, want, check.IdentityOf(mb), check.IdentityOf(mc), check.RateWarning(want, check.IdentityOf(mc)))
+		e.Reason = fmt.Sprintf("%v: the rule compares %s; the receipts carry %s and %s%s", reason.ErrFormulaMismatch, want, rowcheck.IdentityOf(mb), rowcheck.IdentityOf(mc), rowcheck.RateWarning(want, rowcheck.IdentityOf(mc)))
 		x.Cmp.Evaluations = append(x.Cmp.Evaluations, e)
 		return
 	}

@@ -1,4 +1,4 @@
-package check
+package rowcheck
 
 import (
 	"slices"
@@ -11,12 +11,12 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
-// checkRowCache recomputes a row's cache object (docs/caching.md) from its records with package
+// RowCache recomputes a row's cache object (docs/caching.md) from its records with package
 // metric and compares it with the row's: present when the workload's case declares a cache
 // regime or a measured request reported cached prompt tokens, absent otherwise (evidence from
 // before it existed has neither); its declared regime is the workload's; a contradiction of the
 // declared regime in a passed result is a failure (it fails its case).
-func checkRowCache(c *finding.Collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record.Record) {
+func RowCache(c *finding.Collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record.Record) {
 	reqs, _ := record.MeasuredRequests(recs)
 	cf := metric.CacheOf(reqs)
 	declared := contract.CacheRegime("")

@@ -1,4 +1,4 @@
-package check
+package rowcheck
 
 import (
 	"slices"
@@ -101,7 +101,7 @@ func RowEnd(c *finding.Collector, path string, j int, row contract.Row, wc *cont
 			return
 		}
 		byClose := slices.Clone(measured)
-		slices.SortStableFunc(byClose, func(a, b *record.Record) int { return cmpInt(endOf(a), endOf(b)) })
+		slices.SortStableFunc(byClose, func(a, b *record.Record) int { return CmpInt(endOf(a), endOf(b)) })
 		outcomes := make([]metric.StopOutcome, len(byClose))
 		for i, r := range byClose {
 			outcomes[i] = metric.StopOutcome{Failed: r.Failed}

@@ -1,4 +1,4 @@
-package check
+package rowcheck
 
 import (
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -8,7 +8,7 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
-// checkRowLedger recomputes a row's token ledger (docs/tokens.md) from its records with package
+// RowLedger recomputes a row's token ledger (docs/tokens.md) from its records with package
 // metric and compares it with the row's: present exactly when the workload's case binds a
 // tokenizer (without the workload, when the row has one); every measured record of such a row
 // carries client_tokens; a measured request's token_mismatch error agrees with the declared
@@ -16,7 +16,7 @@ import (
 // failure. The counts themselves are the runner's: qualverify does not re-tokenize (the tokenizer
 // would enter the auditor's dependency closure), so a ledger proves agreement or disagreement
 // as recorded, and the bound tokenizer's digest in the receipt says with what.
-func checkRowLedger(c *finding.Collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record.Record) {
+func RowLedger(c *finding.Collector, path, base string, row contract.Row, wc *contract.Case, status contract.Status, recs []*record.Record) {
 	var tk *contract.Tokenizer
 	if wc != nil {
 		tk = wc.Tokenizer

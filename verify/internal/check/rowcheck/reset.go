@@ -1,4 +1,4 @@
-package check
+package rowcheck
 
 import (
 	"github.com/qualkit/qualkit/schemas/contract"

@@ -1,4 +1,4 @@
-package check
+package rowcheck
 
 import (
 	"fmt"
@@ -20,8 +20,8 @@ import (
 // schedule's mean, and the row's stages (metric.RowStages) and per-second series (metric.Series)
 // are recomputed from the records. A row of a case without a schedule records neither.
 
-// checkRowSchedule checks a trace replay row against its trace, any other row against its schedule.
-func checkRowSchedule(s *load.Snapshot, c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol policy.Tolerance) {
+// RowSchedule checks a trace replay row against its trace, any other row against its schedule.
+func RowSchedule(s *load.Snapshot, c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case, seed int64, recs []*record.Record, tol policy.Tolerance) {
 	if wc != nil && wc.Corpus != nil && wc.Corpus.Source == contract.CorpusSourceTrace {
 		entries, note := traceOf(s, wc.Corpus)
 		if entries == nil && j == 0 {

@@ -1,4 +1,4 @@
-package check
+package rowcheck
 
 import (
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -19,18 +19,18 @@ type Figures struct {
 	OK      []bool
 }
 
-func newFigures(n int) *Figures {
+func NewFigures(n int) *Figures {
 	return &Figures{Metrics: make([][]contract.Metric, n), Samples: make([]metric.Samples, n), OK: make([]bool, n)}
 }
 
-func (f *Figures) add(j int, ms []contract.Metric, recs []*record.Record) {
+func (f *Figures) Add(j int, ms []contract.Metric, recs []*record.Record) {
 	reqs, _ := record.MeasuredRequests(recs)
 	f.Metrics[j], f.Samples[j], f.OK[j] = ms, metric.SamplesOf(reqs), true
 }
 
-// checkFigures recomputes a serving case's capacity outcome, Pareto front and confidence
+// CapacityFigures recomputes a serving case's capacity outcome, Pareto front and confidence
 // intervals from its rows (docs/verification.md "Capacity, Pareto front and intervals").
-func checkFigures(s *load.Snapshot, c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, fig *Figures, tol policy.Tolerance) {
+func CapacityFigures(s *load.Snapshot, c *finding.Collector, path string, cr *contract.CaseResultDoc, wc *contract.Case, fig *Figures, tol policy.Tolerance) {
 	if wc == nil {
 		if cr.Capacity != nil || cr.Pareto != nil || len(cr.Intervals) > 0 {
 			c.Note("case %s: no workload case: its capacity, Pareto front and intervals were not recomputed", cr.CaseID)
@@ -110,7 +110,7 @@ func Capacity(c *finding.Collector, path string, cr *contract.CaseResultDoc, wc 
 		field     string
 		got, want *int64
 	}{{"capacity", got.Capacity, want.Capacity}, {"last_passing", got.LastPassing, want.LastPassing}, {"first_failing", got.FirstFailing, want.FirstFailing}} {
-		if !equalInt(x.got, x.want) {
+		if !EqualInt(x.got, x.want) {
 			c.Add(path, finding.Pointer("capacity", x.field), reason.ErrCapacityMismatch, "%s %s, the replayed search gives %s", x.field, fmtIntPtr(x.got), fmtIntPtr(x.want))
 		}
 	}

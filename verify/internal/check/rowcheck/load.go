@@ -1,4 +1,4 @@
-package check
+package rowcheck
 
 import (
 	"fmt"
@@ -222,11 +222,11 @@ func fmtFloatPtr(p *float64) string {
 	return record.FmtFloat(*p)
 }
 
-// checkJudgement checks a row's fidelity verdict against the one recomputed from its records, its
+// Judgement checks a row's fidelity verdict against the one recomputed from its records, its
 // recorded send calibration and its workload case's fidelity bound (metric's judgement, the one
 // the runner applied): degraded, the calibration's per-send cost (the 0.9-quantile of its
 // samples), and the recorded judgement's cause, bound, order statistic and its value.
-func checkJudgement(c *finding.Collector, path, base string, fid contract.Fidelity, rf record.RowFacts, tol policy.Tolerance) {
+func Judgement(c *finding.Collector, path, base string, fid contract.Fidelity, rf record.RowFacts, tol policy.Tolerance) {
 	jd := rf.Judgement
 	if fid.Degraded != rf.Degraded {
 		why := "the records show no over-bound lag"
