@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -37,6 +39,9 @@ const (
 	rowsBig         = 10
 	promptsBig      = 10000
 	eventsPerRecord = 32
+	// maxTokensBig is the frozen workload's max_tokens: each record completes that many tokens
+	// (in eventsPerRecord content events).
+	maxTokensBig = 4
 )
 
 // writeBigEvidence turns a copy of the frozen campaign into one whose serving case ran a
@@ -121,6 +126,13 @@ func writeBigEvidence(tb testing.TB, root string) {
 	crp := filepath.Join(caseDir, "case-result.json")
 	cr := readTree(tb, crp)
 	cr["rows"] = rows
+	// The case lasted its rows' windows (they run one after another), and so did the campaign.
+	var windows float64
+	for _, r := range rows {
+		windows += r.WindowSeconds
+	}
+	duration := json.Number(strconv.FormatFloat(math.Ceil(windows)+1, 'f', -1, 64))
+	cr["duration_seconds"] = duration
 	metrics := record.RecomputeCase(rows)
 	cr["metrics"] = metrics
 	writeTree(tb, crp, cr)
@@ -141,6 +153,16 @@ func writeBigEvidence(tb testing.TB, root string) {
 	}
 	rc["artifacts"] = kept
 	rc["results"].([]any)[0].(map[string]any)["metrics"] = metrics
+	rc["results"].([]any)[0].(map[string]any)["duration_seconds"] = duration
+	q := rc["qualification"].(map[string]any)
+	campaign := math.Ceil(windows) + 2
+	q["duration_seconds"] = json.Number(strconv.FormatFloat(campaign, 'f', -1, 64))
+	started, err := time.Parse(time.RFC3339Nano, q["started_at"].(string))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q["finished_at"] = started.Add(time.Duration(campaign * float64(time.Second))).UTC().Format(time.RFC3339Nano)
+	rc["created_at"] = q["finished_at"]
 	writeTree(tb, rp, rc)
 	reseal(tb, root, receipt, k)
 	pem, err := cryptoutils.MarshalPublicKeyToPEM(k.pub)
@@ -173,7 +195,7 @@ func syntheticRecord(c, i int64, promptID string) contract.RequestRecordDoc {
 	return contract.RequestRecordDoc{Schema: "qualkit.request-record.v1", CaseID: "chat-stream", Row: contract.RowKey{Concurrency: c, Repetition: 0},
 		Index: i, PromptID: promptID, Seed: &seed, BodyDigest: evidence.DigestOf([]byte(fmt.Sprintf("body %d", i))),
 		TSchedNs: sched, TSendNs: &send, THdrNs: &hdr, Events: events, TEndNs: &end, TCloseNs: &closeT, StatusCode: &status,
-		Usage: &contract.Usage{PromptTokens: 14, CompletionTokens: eventsPerRecord, TotalTokens: 14 + eventsPerRecord}, FinishReason: &finish,
+		Usage: &contract.Usage{PromptTokens: 14, CompletionTokens: maxTokensBig, TotalTokens: 14 + maxTokensBig}, FinishReason: &finish,
 		OutputDigest: &out, Assertions: []contract.AssertionOutcome{{Kind: "finish_reason", Passed: true}, {Kind: "completion_tokens_equal_max_tokens", Passed: true}}}
 }
 

@@ -103,7 +103,7 @@ type Snapshot struct {
 	RunWalkErr error
 
 	Attestations []*Attestation
-	Links        []*InTotoLink // the campaign's in-toto links (check_intoto.go)
+	Links        []*InTotoLink // the campaign's in-toto links (intoto.go; checked by check/intoto.go)
 	Checkout     *gitobj.Checkout
 	CheckoutErr  error
 	Tree         treeFacts
@@ -235,7 +235,7 @@ func Load(ctx context.Context, ev Evidence, pol policy.Policy, cfg Options) (*Sn
 		}
 	}
 
-	s.Links = loadInTotoLinks(ev.Root, root, ev.Receipt) // check_intoto.go
+	s.Links = loadInTotoLinks(ev.Root, root, ev.Receipt) // intoto.go
 	if s.RC == nil {
 		return s, nil
 	}
@@ -348,7 +348,7 @@ type treeFacts struct {
 	Tree, Hash string
 	// unavailable says why the tree hash was not recomputed ("" when it was).
 	Unavailable string
-	// inputs are the blobs the commit holds at the paths of the bound inputs (check_inputs.go).
+	// inputs are the blobs the commit holds at the paths of the bound inputs (inputs.go; checked by check/inputs.go).
 	Inputs map[string]InputBlob
 }
 

@@ -50,7 +50,7 @@ type Record struct {
 	// (records before they existed have neither).
 	CorpusIndex, Cycle int64
 	HasCorpus          bool
-	// session is the record's session block (a session row's, check_session.go), sessionIndex
+	// session is the record's session block (a session row's, check/rowcheck/session.go), sessionIndex
 	// its corpus_index (the session's position in the corpus); nil and 0 otherwise.
 	Session      *contract.SessionTurn
 	SessionIndex int64
