@@ -139,9 +139,9 @@ func RowSpecOf(row contract.Row, wc *contract.Case) record.RowSpec {
 	}
 	if wc != nil {
 		spec.Bound = metric.BoundOf(wc.Fidelity)
-		spec.SloKnown = true
+		spec.SLOKnown = true
 		if wc.SLO != nil {
-			spec.Slo = *wc.SLO
+			spec.SLO = *wc.SLO
 		}
 	}
 	return spec

@@ -25,11 +25,11 @@ type RowSpec struct {
 	Concurrency int64
 	Loop        string
 	Offered     *float64
-	Slo         contract.SLO
-	// sloKnown is false when the workload (and so the SLO) is not available: the SLO metrics are
+	SLO         contract.SLO
+	// SLOKnown is false when the workload (and so the SLO) is not available: the SLO metrics are
 	// then not recomputed.
-	SloKnown bool
-	// bound is the case's fidelity bound (the defaults without a workload) and cal the row's
+	SLOKnown bool
+	// Bound is the case's fidelity bound (the defaults without a workload) and Cal the row's
 	// recorded send calibration (empty in evidence written before it existed).
 	Bound  metric.FidelityBound
 	Cal    metric.Calibration
@@ -83,8 +83,8 @@ func MeasuredRequests(records []*Record) ([]metric.Request, []*Record) {
 func RecomputeRow(spec RowSpec, records []*Record) RowFacts {
 	reqs, measured := MeasuredRequests(records)
 	ms := metric.RowSpec{Concurrency: spec.Concurrency, Loop: contract.RowLoop(spec.Loop), OfferedRate: spec.Offered, Bound: spec.Bound, Calibration: spec.Cal, Legacy: spec.Legacy}
-	if spec.SloKnown {
-		ms.SLO = &metric.SLO{TTFTMs: spec.Slo.TTFTMs, ICLMs: spec.Slo.ICLMs, E2EMs: spec.Slo.E2EMs}
+	if spec.SLOKnown {
+		ms.SLO = &metric.SLO{TTFTMs: spec.SLO.TTFTMs, ICLMs: spec.SLO.ICLMs, E2EMs: spec.SLO.E2EMs}
 	}
 	res := metric.Row(ms, reqs)
 	f := res.Fidelity
