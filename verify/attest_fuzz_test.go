@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/qualkit/qualkit/verify/internal/load"
 )
 
 // FuzzReadAttestation: envelopes and bundles are untrusted input. Reading one never panics, and
@@ -32,17 +34,17 @@ func FuzzReadAttestation(f *testing.F) {
 		if bundle {
 			kind = "bundle"
 		}
-		a := readAttestation(kind, "x", data, []crypto.PublicKey{pub})
-		if a.signer != "" && a.payload == nil {
+		a := load.ReadAttestation(kind, "x", data, []crypto.PublicKey{pub})
+		if a.Signer != "" && a.Payload == nil {
 			t.Fatal("a signer without a payload")
 		}
 		// Every signature is listed (at most MaxSignatures), each verified one with the pinned
 		// key's fingerprint; the signer is the first verified one.
-		if len(a.sigs) > MaxSignatures || (a.payload != nil && len(a.sigs) != a.sigCount) {
-			t.Fatalf("%d signature outcomes for %d signatures", len(a.sigs), a.sigCount)
+		if len(a.Sigs) > MaxSignatures || (a.Payload != nil && len(a.Sigs) != a.SigCount) {
+			t.Fatalf("%d signature outcomes for %d signatures", len(a.Sigs), a.SigCount)
 		}
 		first := ""
-		for i, o := range a.sigs {
+		for i, o := range a.Sigs {
 			if o.Index != i || o.Verified != (o.Key != "") || (o.Verified && o.Key != KeyFingerprint(pub)) || (!o.Verified && o.Problem == "") {
 				t.Fatalf("signature outcome %+v", o)
 			}
@@ -50,11 +52,11 @@ func FuzzReadAttestation(f *testing.F) {
 				first = o.Key
 			}
 		}
-		if a.signer != first {
-			t.Fatalf("signer %q, first verified signature %q", a.signer, first)
+		if a.Signer != first {
+			t.Fatalf("signer %q, first verified signature %q", a.Signer, first)
 		}
-		if a.stmt != nil && (len(a.stmt.subjects) == 0 || len(a.stmt.subjects) > MaxSubjects) {
-			t.Fatalf("%d subjects accepted", len(a.stmt.subjects))
+		if a.Stmt != nil && (len(a.Stmt.Subjects) == 0 || len(a.Stmt.Subjects) > MaxSubjects) {
+			t.Fatalf("%d subjects accepted", len(a.Stmt.Subjects))
 		}
 	})
 }

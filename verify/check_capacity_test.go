@@ -8,6 +8,8 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 )
 
 // capacityFixture is the corpus's capacity search case result and workload case (a real run of
@@ -62,24 +64,24 @@ func TestCheckCapacity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cr, wc := capacityFixture(t)
 			tc.edit(cr, wc)
-			c := &collector{check: CheckTolerances}
-			checkCapacity(c, "cr.json", cr, wc, cr.Rows, tol)
-			checkPareto(c, "cr.json", cr, wc, cr.Rows, tol)
+			c := &finding.Collector{Check: CheckTolerances}
+			rowcheck.Capacity(c, "cr.json", cr, wc, cr.Rows, tol)
+			rowcheck.Pareto(c, "cr.json", cr, wc, cr.Rows, tol)
 			if tc.reason == nil {
-				if len(c.out) > 0 {
-					t.Fatalf("findings %v", c.out)
+				if len(c.Out) > 0 {
+					t.Fatalf("findings %v", c.Out)
 				}
 				return
 			}
-			if len(c.out) == 0 {
+			if len(c.Out) == 0 {
 				t.Fatal("no finding")
 			}
 			found := false
-			for _, f := range c.out {
+			for _, f := range c.Out {
 				found = found || errors.Is(f.Err, tc.reason)
 			}
 			if !found {
-				t.Errorf("findings %v, want one of %s", c.out, tc.reason.Code())
+				t.Errorf("findings %v, want one of %s", c.Out, tc.reason.Code())
 			}
 		})
 	}
@@ -103,7 +105,7 @@ func TestCheckIntervals(t *testing.T) {
 		a.TTFTMs = append(a.TTFTMs, 20+float64(i%7))
 		b.TTFTMs = append(b.TTFTMs, 21+float64(i%5))
 	}
-	fig := &figures{samples: []metric.Samples{a, b}, ok: []bool{true, true}, metrics: make([][]contract.Metric, 2)}
+	fig := &rowcheck.Figures{Samples: []metric.Samples{a, b}, OK: []bool{true, true}, Metrics: make([][]contract.Metric, 2)}
 	wc := &contract.Case{Repetitions: 2, Concurrency: []int64{4}}
 	rows := []contract.Row{{Concurrency: 4, Repetition: 0}, {Concurrency: 4, Repetition: 1}}
 	written := metric.Intervals([]metric.IntervalGroup{{Concurrency: 4, Repetitions: []metric.Samples{a, b}}})
@@ -138,12 +140,12 @@ func TestCheckIntervals(t *testing.T) {
 				}
 			}
 			cr := &contract.CaseResultDoc{CaseID: "x", Rows: rows, Intervals: tc.edit(got)}
-			c := &collector{check: CheckTolerances}
-			checkIntervals(c, "cr.json", cr, wc, fig, tol)
-			if (len(c.out) > 0) != tc.finds || (len(c.notes) > 0) != tc.notes {
-				t.Fatalf("findings %v notes %v", c.out, c.notes)
+			c := &finding.Collector{Check: CheckTolerances}
+			rowcheck.Intervals(c, "cr.json", cr, wc, fig, tol)
+			if (len(c.Out) > 0) != tc.finds || (len(c.Notes) > 0) != tc.notes {
+				t.Fatalf("findings %v notes %v", c.Out, c.Notes)
 			}
-			for _, f := range c.out {
+			for _, f := range c.Out {
 				if !errors.Is(f.Err, ErrIntervalMismatch) {
 					t.Errorf("finding %v", f.Err)
 				}

@@ -8,6 +8,9 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
+	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // TestCheckCorpusOrder: every measured record's corpus_index and cycle are recomputed from the
@@ -23,25 +26,25 @@ func TestCheckCorpusOrder(t *testing.T) {
 	wc := func(order contract.ServingCasePromptOrder) *contract.Case {
 		return &contract.Case{Kind: contract.CaseKindServing, PromptOrder: order, Corpus: &contract.Corpus{Source: contract.CorpusSourceInline, Prompts: prompts}}
 	}
-	rows := func(order []int64) []*record {
-		recs := []*record{{index: 0, warmup: true, promptID: "p-0"}}
+	rows := func(order []int64) []*record.Record {
+		recs := []*record.Record{{Index: 0, Warmup: true, PromptID: "p-0"}}
 		for k, ci := range order {
-			recs = append(recs, &record{line: k + 1, index: int64(k + 1), promptID: prompts[ci].ID, corpusIndex: ci, cycle: int64(k) / n, hasCorpus: true})
+			recs = append(recs, &record.Record{Line: k + 1, Index: int64(k + 1), PromptID: prompts[ci].ID, CorpusIndex: ci, Cycle: int64(k) / n, HasCorpus: true})
 		}
 		return recs
 	}
 	seeded := metric.CorpusOrder(contract.ServingCasePromptOrderSeeded, seed, n, m)
 	sequential := metric.CorpusOrder(contract.ServingCasePromptOrderSequential, seed, n, m)
 	edited := rows(seeded)
-	edited[3].corpusIndex = (edited[3].corpusIndex + 1) % n
-	edited[3].promptID = prompts[edited[3].corpusIndex].ID
+	edited[3].CorpusIndex = (edited[3].CorpusIndex + 1) % n
+	edited[3].PromptID = prompts[edited[3].CorpusIndex].ID
 	twoPrompts := rows(sequential)
-	twoPrompts[5].promptID = "p-3"
+	twoPrompts[5].PromptID = "p-3"
 	file := &contract.Case{Kind: contract.CaseKindServing, Corpus: &contract.Corpus{Source: contract.CorpusSourceFile}}
 	cases := []struct {
 		name string
 		wc   *contract.Case
-		recs []*record
+		recs []*record.Record
 		want string
 	}{
 		{"seeded honest", wc(contract.ServingCasePromptOrderSeeded), rows(seeded), ""},
@@ -54,9 +57,9 @@ func TestCheckCorpusOrder(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
-			checkCorpusOrder(c, contract.Row{Concurrency: 2}, tc.wc, seed, tc.recs)
-			res := c.result()
+			c := &finding.Collector{Check: CheckTolerances}
+			rowcheck.CorpusOrder(c, contract.Row{Concurrency: 2}, tc.wc, seed, tc.recs)
+			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)

@@ -14,15 +14,17 @@ import (
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/load"
 )
 
 // linkFor writes the in-toto link a campaign would write for s's receipt (products: the receipt
 // and its evidence; materials: the bound inputs), edited by edit, signed with key.
-func linkFor(t *testing.T, s *snapshot, key *ecdsa.PrivateKey, edit func(products, materials map[string]map[string]string)) *inTotoLink {
+func linkFor(t *testing.T, s *load.Snapshot, key *ecdsa.PrivateKey, edit func(products, materials map[string]map[string]string)) *load.InTotoLink {
 	t.Helper()
-	products := map[string]map[string]string{s.receipt.path: {"sha256": strings.TrimPrefix(s.receipt.digest, "sha256:")}}
+	products := map[string]map[string]string{s.Receipt.Path: {"sha256": strings.TrimPrefix(s.Receipt.Digest, "sha256:")}}
 	materials := map[string]map[string]string{}
-	for _, a := range s.rc.Artifacts {
+	for _, a := range s.RC.Artifacts {
 		h := map[string]string{"sha256": strings.TrimPrefix(a.Digest, "sha256:")}
 		if contract.Kinds[a.Kind].Evidence {
 			products[a.Path] = h
@@ -51,7 +53,7 @@ func linkFor(t *testing.T, s *snapshot, key *ecdsa.PrivateKey, edit func(product
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &inTotoLink{path: strings.TrimSuffix(s.receipt.path, ".json") + attestfmt.LinkDirSuffix + "/" + attestfmt.StepName + ".abababab.link", raw: raw}
+	return &load.InTotoLink{Path: strings.TrimSuffix(s.Receipt.Path, ".json") + attestfmt.LinkDirSuffix + "/" + attestfmt.StepName + ".abababab.link", Raw: raw}
 }
 
 // TestCheckSignatureInTotoLink: a link beside the receipt must bind exactly the receipt's evidence
@@ -65,10 +67,10 @@ func TestCheckSignatureInTotoLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := func(k *ecdsa.PrivateKey, edit func(p, m map[string]map[string]string)) func(s *snapshot) {
-		return func(s *snapshot) {
-			s.policy.Keys = append(slices.Clone(s.policy.Keys), &key.PublicKey)
-			s.links = []*inTotoLink{linkFor(t, s, k, edit)}
+	with := func(k *ecdsa.PrivateKey, edit func(p, m map[string]map[string]string)) func(s *load.Snapshot) {
+		return func(s *load.Snapshot) {
+			s.Policy.Keys = append(slices.Clone(s.Policy.Keys), &key.PublicKey)
+			s.Links = []*load.InTotoLink{linkFor(t, s, k, edit)}
 		}
 	}
 	firstOf := func(m map[string]map[string]string, not string) string {
@@ -81,8 +83,8 @@ func TestCheckSignatureInTotoLink(t *testing.T) {
 		slices.Sort(names)
 		return names[0]
 	}
-	runCheckTable(t, checkSignature, []checkCase{
-		{"no link", func(s *snapshot) { s.links = nil }, nil, StatusPassed},
+	runCheckTable(t, check.Signature, []checkCase{
+		{"no link", func(s *load.Snapshot) { s.Links = nil }, nil, StatusPassed},
 		{"the link binds the receipt", with(key, nil), nil, StatusPassed},
 		{"signed by an unpinned key", with(other, nil), ErrLinkMismatch, ""},
 		{"a product's digest differs", with(key, func(p, m map[string]map[string]string) {
@@ -97,8 +99,8 @@ func TestCheckSignatureInTotoLink(t *testing.T) {
 			p[n] = m[n]
 			delete(m, n)
 		}), ErrLinkMismatch, ""},
-		{"not link metadata", func(s *snapshot) {
-			s.links = []*inTotoLink{{path: "x.link", raw: []byte(`{"payloadType":"x"}`)}}
+		{"not link metadata", func(s *load.Snapshot) {
+			s.Links = []*load.InTotoLink{{Path: "x.link", Raw: []byte(`{"payloadType":"x"}`)}}
 		}, ErrLinkMismatch, ""},
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // TestRowLedgerRecomputed: qualverify recomputes a row's token ledger (docs/tokens.md) from the
@@ -76,10 +78,10 @@ func TestRowLedgerRecomputed(t *testing.T) {
 	ledger := func(n, mismatched int, completion int) map[string]any {
 		frac := json.Number("0")
 		if mismatched > 0 {
-			frac = json.Number(fmtFloat(float64(mismatched) / float64(n)))
+			frac = json.Number(record.FmtFloat(float64(mismatched) / float64(n)))
 		}
-		return map[string]any{"compared": json.Number(fmtFloat(float64(n))), "mismatched": json.Number(fmtFloat(float64(mismatched))), "mismatch_fraction": frac,
-			"largest_prompt_difference": json.Number("0"), "largest_completion_difference": json.Number(fmtFloat(float64(completion))), "exceeded": nil}
+		return map[string]any{"compared": json.Number(record.FmtFloat(float64(n))), "mismatched": json.Number(record.FmtFloat(float64(mismatched))), "mismatch_fraction": frac,
+			"largest_prompt_difference": json.Number("0"), "largest_completion_difference": json.Number(record.FmtFloat(float64(completion))), "exceeded": nil}
 	}
 	for _, tc := range []struct {
 		name   string

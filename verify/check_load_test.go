@@ -7,12 +7,15 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
+	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // req is a measured request sent at send and closed at cls (milliseconds).
-func req(sched, send, cls int64) *record {
+func req(sched, send, cls int64) *record.Record {
 	ms := int64(1e6)
-	return &record{sched: sched * ms, send: send * ms, end: cls * ms, cls: cls * ms, hasSend: true, hasEnd: true, hasClose: true}
+	return &record.Record{Sched: sched * ms, Send: send * ms, End: cls * ms, Close: cls * ms, HasSend: true, HasEnd: true, HasClose: true}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -21,18 +24,18 @@ func ptr[T any](v T) *T { return &v }
 // never had its concurrency in flight did not measure it; an open-loop row ran its declared rate;
 // evidence without the fields is not checked, and the note says so.
 func TestCheckLoad(t *testing.T) {
-	sequential := []*record{req(0, 0, 10), req(10, 10, 20), req(20, 20, 30)} // one at a time
-	overlapping := []*record{req(0, 0, 20), req(0, 0, 10), req(10, 10, 20)}  // two at a time
+	sequential := []*record.Record{req(0, 0, 10), req(10, 10, 20), req(20, 20, 30)} // one at a time
+	overlapping := []*record.Record{req(0, 0, 20), req(0, 0, 10), req(10, 10, 20)}  // two at a time
 	row := func(loop string, c, n int64, peak *int64, mean *float64) contract.Row {
 		return contract.Row{Loop: contract.RowLoop(loop), Concurrency: c, Requests: n, Fidelity: contract.Fidelity{InFlightPeak: peak, InFlightMean: mean}}
 	}
 	serving := &contract.Case{Kind: "serving", Rate: &contract.Rate{Mode: "poisson", RequestsPerSecond: 20}}
-	tol := Tolerance{1e-9, 1e-9}
+	tol := Tolerance{Absolute: 1e-9, Relative: 1e-9}
 	cases := []struct {
 		name string
 		row  contract.Row
 		wc   *contract.Case
-		recs []*record
+		recs []*record.Record
 		want *Reason
 		also string
 	}{
@@ -47,9 +50,9 @@ func TestCheckLoad(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
-			checked := checkLoad(c, "cr.json", 0, tc.row, tc.wc, tc.recs, tol)
-			res := c.result()
+			c := &finding.Collector{Check: CheckTolerances}
+			checked := rowcheck.Load(c, "cr.json", 0, tc.row, tc.wc, tc.recs, tol)
+			res := c.Result()
 			if tc.want == nil {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)
@@ -73,12 +76,12 @@ func TestCheckLoad(t *testing.T) {
 // requests cancelled at the timeout); a stopped case is never passed.
 func TestCheckCaseTimeout(t *testing.T) {
 	wc := &contract.Case{Kind: "serving", TimeoutSeconds: 5}
-	within := []*record{req(0, 0, 3000), req(3000, 3000, 5900)}
-	beyond := []*record{req(0, 0, 3000), req(3000, 3000, 7000)}
+	within := []*record.Record{req(0, 0, 3000), req(3000, 3000, 5900)}
+	beyond := []*record.Record{req(0, 0, 3000), req(3000, 3000, 7000)}
 	cases := []struct {
 		name string
 		cr   contract.CaseResultDoc
-		recs []*record
+		recs []*record.Record
 		want *Reason
 	}{
 		{"within", contract.CaseResultDoc{Status: "passed"}, within, nil},
@@ -89,13 +92,13 @@ func TestCheckCaseTimeout(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
-			checkCaseTimeout(c, "cr.json", &tc.cr, wc, tc.recs)
+			c := &finding.Collector{Check: CheckTolerances}
+			rowcheck.CaseTimeout(c, "cr.json", &tc.cr, wc, tc.recs)
 			switch {
-			case tc.want == nil && len(c.out) > 0:
-				t.Fatalf("findings %v", c.out)
-			case tc.want != nil && (len(c.out) == 0 || !errors.Is(c.out[0], tc.want)):
-				t.Fatalf("findings %v, want %s", c.out, tc.want.Code())
+			case tc.want == nil && len(c.Out) > 0:
+				t.Fatalf("findings %v", c.Out)
+			case tc.want != nil && (len(c.Out) == 0 || !errors.Is(c.Out[0], tc.want)):
+				t.Fatalf("findings %v, want %s", c.Out, tc.want.Code())
 			}
 		})
 	}
@@ -115,21 +118,21 @@ func TestCheckSchedule(t *testing.T) {
 	}
 	row := contract.Row{Loop: contract.RowLoopOpen, Concurrency: 4, Repetition: 1, Records: contract.FileRef{Path: "r.jsonl"}}
 	// records builds warmups then measured records scheduled by offs from epoch, one per line.
-	records := func(offs []int64, epoch int64) []*record {
-		var out []*record
+	records := func(offs []int64, epoch int64) []*record.Record {
+		var out []*record.Record
 		for i := range warm {
-			out = append(out, &record{index: int64(i), warmup: true, line: i})
+			out = append(out, &record.Record{Index: int64(i), Warmup: true, Line: i})
 		}
 		for i, o := range offs {
-			out = append(out, &record{index: int64(warm + i), sched: epoch + o, line: warm + i})
+			out = append(out, &record.Record{Index: int64(warm + i), Sched: epoch + o, Line: warm + i})
 		}
 		return out
 	}
-	run := func(wc *contract.Case, recs []*record, r contract.Row) []error {
-		c := &collector{check: CheckTolerances}
-		checkSchedule(c, "cr.json", r, wc, seed, recs)
+	run := func(wc *contract.Case, recs []*record.Record, r contract.Row) []error {
+		c := &finding.Collector{Check: CheckTolerances}
+		rowcheck.Schedule(c, "cr.json", r, wc, seed, recs)
 		var out []error
-		for _, f := range c.result().Findings {
+		for _, f := range c.Result().Findings {
 			out = append(out, f)
 		}
 		return out
@@ -141,7 +144,7 @@ func TestCheckSchedule(t *testing.T) {
 			t.Errorf("%s: the runner's own schedule: %v", name, f)
 		}
 		moved := records(offs, 5e9)
-		moved[warm+30].sched += 5000
+		moved[warm+30].Sched += 5000
 		if f := run(wc, moved, row); len(f) != 1 || !errors.Is(f[0], ErrLoadNotReached) || !strings.Contains(f[0].Error(), "request 32") {
 			t.Errorf("%s: a record moved by 5 µs: %v", name, f)
 		}

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
+	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // TestCheckRowReset: a cold row of a recipe with cache_reset must record that reset, before its
@@ -17,7 +20,7 @@ func TestCheckRowReset(t *testing.T) {
 	s200, s404 := int64(200), int64(404)
 	errText := "reset /reset_prefix_cache: HTTP 404"
 	good := &contract.CacheResetOutcome{Path: "/reset_prefix_cache", TNs: 100, StatusCode: &s200}
-	recs := []*record{{index: 0, sched: 150}, {index: 1, sched: 400}}
+	recs := []*record.Record{{Index: 0, Sched: 150}, {Index: 1, Sched: 400}}
 	row := func(rs *contract.CacheResetOutcome) contract.Row {
 		return contract.Row{Cache: &contract.RowCache{Declared: contract.CacheRegimeCold, Reset: rs}}
 	}
@@ -39,9 +42,9 @@ func TestCheckRowReset(t *testing.T) {
 		{"after the first request", row(&contract.CacheResetOutcome{Path: "/reset_prefix_cache", TNs: 200, StatusCode: &s200}), cold, recipe, "before its first request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
-			checkRowReset(c, "cr.json", "/rows/0", tc.row, tc.wc, tc.recipe, recs)
-			res := c.result()
+			c := &finding.Collector{Check: CheckTolerances}
+			rowcheck.RowReset(c, "cr.json", "/rows/0", tc.row, tc.wc, tc.recipe, recs)
+			res := c.Result()
 			if tc.also == "" {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)

@@ -8,6 +8,9 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/trace"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
+	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // TestCheckStages: a scheduled row whose records follow the schedule recomputed from the seed,
@@ -27,19 +30,19 @@ func TestCheckStages(t *testing.T) {
 		t.Fatal(err)
 	}
 	const origin = int64(5e9)
-	build := func() ([]*record, contract.Row) {
-		recs := []*record{{index: 0, warmup: true, sched: 1e9, send: 1e9, hasSend: true}}
+	build := func() ([]*record.Record, contract.Row) {
+		recs := []*record.Record{{Index: 0, Warmup: true, Sched: 1e9, Send: 1e9, HasSend: true}}
 		reqs := make([]metric.Request, len(offs))
 		stageOf := make([]int, len(offs))
 		for k, o := range offs {
 			s := origin + o
-			r := &record{line: k + 1, index: int64(k + 1), sched: s, send: s + 50e3, hasSend: true, end: s + 30e6, hasEnd: true, cls: s + 31e6, hasClose: true,
-				tok: metric.Request{Content: []int64{s + 10e6, s + 30e6}}, hasUsage: true, n: 2, p: 5}
+			r := &record.Record{Line: k + 1, Index: int64(k + 1), Sched: s, Send: s + 50e3, HasSend: true, End: s + 30e6, HasEnd: true, Close: s + 31e6, HasClose: true,
+				Content: []int64{s + 10e6, s + 30e6}, HasUsage: true, CompletionTokens: 2, PromptTokens: 5}
 			if k%7 == 3 {
-				r.end, r.hasEnd, r.tok.Content, r.hasUsage, r.failed, r.errClass = 0, false, nil, false, true, "http_status"
+				r.End, r.HasEnd, r.Content, r.HasUsage, r.Failed, r.ErrClass = 0, false, nil, false, true, "http_status"
 			}
 			recs = append(recs, r)
-			reqs[k], stageOf[k] = r.request(), stages[k]
+			reqs[k], stageOf[k] = r.Request(), stages[k]
 		}
 		offered := metric.ExpectedArrivals(sc) / metric.Horizon(sc)
 		row := contract.Row{Concurrency: 4, Loop: contract.RowLoopOpen, Fidelity: contract.Fidelity{OfferedRate: &offered}}
@@ -52,27 +55,27 @@ func TestCheckStages(t *testing.T) {
 	cases := []struct {
 		name   string
 		wc     *contract.Case
-		tamper func([]*record, *contract.Row)
+		tamper func([]*record.Record, *contract.Row)
 		want   string
 	}{
-		{"honest", wc, func([]*record, *contract.Row) {}, ""},
-		{"moved t_sched", wc, func(r []*record, _ *contract.Row) { r[5].sched += 2e6 }, "did not run its declared stages"},
-		{"stage count", wc, func(_ []*record, row *contract.Row) { row.Stages[1].Scheduled++ }, "stage 1:"},
-		{"stage achieved", wc, func(_ []*record, row *contract.Row) { row.Stages[0].AchievedRate *= 1.1 }, "achieved_rate"},
-		{"stage metric", wc, func(_ []*record, row *contract.Row) { row.Stages[0].Metrics[0].Value *= 1.1 }, "recomputed"},
-		{"series bin", wc, func(_ []*record, row *contract.Row) { row.Series.Bins[2].Sent-- }, "second 2:"},
-		{"series in flight", wc, func(_ []*record, row *contract.Row) { row.Series.Bins[1].InFlightMean *= 1.2 }, "second 1:"},
-		{"series missing", wc, func(_ []*record, row *contract.Row) { row.Series = nil }, "no per-second series"},
-		{"offered rate", wc, func(_ []*record, row *contract.Row) { v := 99.0; row.Fidelity.OfferedRate = &v }, "the schedule's mean"},
-		{"no schedule declared", &contract.Case{Kind: contract.CaseKindServing}, func([]*record, *contract.Row) {}, "declares no schedule"},
+		{"honest", wc, func([]*record.Record, *contract.Row) {}, ""},
+		{"moved t_sched", wc, func(r []*record.Record, _ *contract.Row) { r[5].Sched += 2e6 }, "did not run its declared stages"},
+		{"stage count", wc, func(_ []*record.Record, row *contract.Row) { row.Stages[1].Scheduled++ }, "stage 1:"},
+		{"stage achieved", wc, func(_ []*record.Record, row *contract.Row) { row.Stages[0].AchievedRate *= 1.1 }, "achieved_rate"},
+		{"stage metric", wc, func(_ []*record.Record, row *contract.Row) { row.Stages[0].Metrics[0].Value *= 1.1 }, "recomputed"},
+		{"series bin", wc, func(_ []*record.Record, row *contract.Row) { row.Series.Bins[2].Sent-- }, "second 2:"},
+		{"series in flight", wc, func(_ []*record.Record, row *contract.Row) { row.Series.Bins[1].InFlightMean *= 1.2 }, "second 1:"},
+		{"series missing", wc, func(_ []*record.Record, row *contract.Row) { row.Series = nil }, "no per-second series"},
+		{"offered rate", wc, func(_ []*record.Record, row *contract.Row) { v := 99.0; row.Fidelity.OfferedRate = &v }, "the schedule's mean"},
+		{"no schedule declared", &contract.Case{Kind: contract.CaseKindServing}, func([]*record.Record, *contract.Row) {}, "declares no schedule"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			recs, row := build()
 			tc.tamper(recs, &row)
-			c := &collector{check: CheckTolerances}
-			checkStages(c, "cr.json", 0, row, tc.wc, seed, recs, Tolerance{Absolute: 1e-9, Relative: 1e-9})
-			res := c.result()
+			c := &finding.Collector{Check: CheckTolerances}
+			rowcheck.Stages(c, "cr.json", 0, row, tc.wc, seed, recs, Tolerance{Absolute: 1e-9, Relative: 1e-9})
+			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)
@@ -98,31 +101,33 @@ func TestCheckTraceSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	build := func() []*record {
-		var out []*record
+	build := func() []*record.Record {
+		var out []*record.Record
 		for k, o := range offs {
-			out = append(out, &record{line: k + 1, index: int64(k + 1), sched: 7e9 + o, hasUsage: true, n: entries[k].OutputLength, client: contract.ClientTokens{PromptTokens: entries[k].InputLength}, hasClient: true})
+			out = append(out, &record.Record{Line: k + 1, Index: int64(k + 1), Sched: 7e9 + o, HasUsage: true, CompletionTokens: entries[k].OutputLength, Client: contract.ClientTokens{PromptTokens: entries[k].InputLength}, HasClient: true})
 		}
 		return out
 	}
 	for _, tc := range []struct {
 		name   string
-		tamper func([]*record) []*record
+		tamper func([]*record.Record) []*record.Record
 		want   string
 		exact  bool
 	}{
-		{"honest", func(r []*record) []*record { return r }, "", false},
-		{"honest in tokens", func(r []*record) []*record { return r }, "", true},
-		{"prompt tokens", func(r []*record) []*record { r[1].client.PromptTokens = 6; return r }, "input_length is 5", true},
-		{"prompt tokens in words", func(r []*record) []*record { r[1].client.PromptTokens = 6; return r }, "", false},
-		{"moved", func(r []*record) []*record { r[2].sched += 1e6; return r }, "did not replay its trace's timestamps", false},
-		{"beyond", func(r []*record) []*record { return append(r, &record{line: 9, index: 4, sched: 8e9}) }, "not an entry of its trace", false},
-		{"tokens", func(r []*record) []*record { r[1].n = 3; return r }, "output_length is 2", false},
+		{"honest", func(r []*record.Record) []*record.Record { return r }, "", false},
+		{"honest in tokens", func(r []*record.Record) []*record.Record { return r }, "", true},
+		{"prompt tokens", func(r []*record.Record) []*record.Record { r[1].Client.PromptTokens = 6; return r }, "input_length is 5", true},
+		{"prompt tokens in words", func(r []*record.Record) []*record.Record { r[1].Client.PromptTokens = 6; return r }, "", false},
+		{"moved", func(r []*record.Record) []*record.Record { r[2].Sched += 1e6; return r }, "did not replay its trace's timestamps", false},
+		{"beyond", func(r []*record.Record) []*record.Record {
+			return append(r, &record.Record{Line: 9, Index: 4, Sched: 8e9})
+		}, "not an entry of its trace", false},
+		{"tokens", func(r []*record.Record) []*record.Record { r[1].CompletionTokens = 3; return r }, "output_length is 2", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
-			checkTraceSchedule(c, contract.Row{Concurrency: 4}, entries, offs, tc.tamper(build()), 1, tc.exact)
-			res := c.result()
+			c := &finding.Collector{Check: CheckTolerances}
+			rowcheck.TraceSchedule(c, contract.Row{Concurrency: 4}, entries, offs, tc.tamper(build()), 1, tc.exact)
+			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)
@@ -147,13 +152,13 @@ func TestCheckClosedStages(t *testing.T) {
 		{Kind: contract.StageKindWorkers, Concurrency: 2, Seconds: 1}, {Kind: contract.StageKindWorkers, Concurrency: 4, Seconds: 1}}}
 	n := int64(100)
 	wc := &contract.Case{Kind: contract.CaseKindServing, Schedule: sc, Requests: &n, SLO: &contract.SLO{}}
-	build := func() ([]*record, contract.Row) {
-		var recs []*record
+	build := func() ([]*record.Record, contract.Row) {
+		var recs []*record.Record
 		for k := range 30 {
 			s := int64(3e9) + int64(k)*60e6
-			recs = append(recs, &record{line: k, index: int64(k), sched: s, send: s + 1e5, hasSend: true, end: s + 40e6, hasEnd: true, cls: s + 41e6, hasClose: true, tok: metric.Request{Content: []int64{s + 5e6, s + 40e6}}, hasUsage: true, n: 2, p: 3})
+			recs = append(recs, &record.Record{Line: k, Index: int64(k), Sched: s, Send: s + 1e5, HasSend: true, End: s + 40e6, HasEnd: true, Close: s + 41e6, HasClose: true, Content: []int64{s + 5e6, s + 40e6}, HasUsage: true, CompletionTokens: 2, PromptTokens: 3})
 		}
-		reqs, _ := measuredRequests(recs)
+		reqs, _ := record.MeasuredRequests(recs)
 		spans := metric.Spans(sc)
 		stageOf := make([]int, len(reqs))
 		for i := range reqs {
@@ -167,21 +172,21 @@ func TestCheckClosedStages(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		tamper func([]*record, *contract.Row)
+		tamper func([]*record.Record, *contract.Row)
 		want   string
 	}{
-		{"honest", func([]*record, *contract.Row) {}, ""},
-		{"stage count", func(_ []*record, r *contract.Row) { r.Stages[0].Requests-- }, "stage 0:"},
-		{"past the horizon", func(recs []*record, _ *contract.Row) { recs[29].sched = 5.5e9 }, "past its schedule's 2 s"},
-		{"open loop", func(_ []*record, r *contract.Row) { r.Loop = contract.RowLoopOpen }, "runs workers, not a rate"},
-		{"offered rate", func(_ []*record, r *contract.Row) { v := 3.0; r.Fidelity.OfferedRate = &v }, "runs workers, not a rate"},
+		{"honest", func([]*record.Record, *contract.Row) {}, ""},
+		{"stage count", func(_ []*record.Record, r *contract.Row) { r.Stages[0].Requests-- }, "stage 0:"},
+		{"past the horizon", func(recs []*record.Record, _ *contract.Row) { recs[29].Sched = 5.5e9 }, "past its schedule's 2 s"},
+		{"open loop", func(_ []*record.Record, r *contract.Row) { r.Loop = contract.RowLoopOpen }, "runs workers, not a rate"},
+		{"offered rate", func(_ []*record.Record, r *contract.Row) { v := 3.0; r.Fidelity.OfferedRate = &v }, "runs workers, not a rate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			recs, row := build()
 			tc.tamper(recs, &row)
-			c := &collector{check: CheckTolerances}
-			checkStages(c, "cr.json", 0, row, wc, 1, recs, Tolerance{Absolute: 1e-9, Relative: 1e-9})
-			res := c.result()
+			c := &finding.Collector{Check: CheckTolerances}
+			rowcheck.Stages(c, "cr.json", 0, row, wc, 1, recs, Tolerance{Absolute: 1e-9, Relative: 1e-9})
+			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)
@@ -203,11 +208,11 @@ func TestCheckClosedStages(t *testing.T) {
 // row that claims the other unit, and a workload whose declared unit disagrees with its
 // tokenizer, are found.
 func TestCheckReplayUnit(t *testing.T) {
-	build := func() []*record {
-		var recs []*record
+	build := func() []*record.Record {
+		var recs []*record.Record
 		for k := range 5 {
 			s := int64(2e9) + int64(k)*10e6
-			recs = append(recs, &record{line: k + 1, index: int64(k), sched: s, send: s + 2e5, hasSend: true, end: s + 5e6, hasEnd: true, cls: s + 6e6, hasClose: true, tok: metric.Request{Content: []int64{s + 1e6, s + 5e6}}, hasUsage: true, n: 2, p: 3})
+			recs = append(recs, &record.Record{Line: k + 1, Index: int64(k), Sched: s, Send: s + 2e5, HasSend: true, End: s + 5e6, HasEnd: true, Close: s + 6e6, HasClose: true, Content: []int64{s + 1e6, s + 5e6}, HasUsage: true, CompletionTokens: 2, PromptTokens: 3})
 		}
 		return recs
 	}
@@ -216,7 +221,7 @@ func TestCheckReplayUnit(t *testing.T) {
 	words := &contract.Corpus{Source: contract.CorpusSourceTrace, Digest: digest, TimeScale: &scale, LengthUnit: contract.TraceCorpusLengthUnitWordsPerToken, WordsPerToken: &wpt}
 	tokens := &contract.Corpus{Source: contract.CorpusSourceTrace, Digest: digest, TimeScale: &scale, LengthUnit: contract.TraceCorpusLengthUnitTokens}
 	row := func(unit contract.RowReplayLengthUnit, w float64) contract.Row {
-		reqs, _ := measuredRequests(build())
+		reqs, _ := record.MeasuredRequests(build())
 		rp := metric.ReplayOf(reqs, digest, scale, unit, w)
 		return contract.Row{Concurrency: 4, Loop: contract.RowLoopOpen, Replay: &rp}
 	}
@@ -235,9 +240,9 @@ func TestCheckReplayUnit(t *testing.T) {
 		{"words with tokenizer", row(contract.RowReplayLengthUnitTokens, 0), words, true, "the case binds a tokenizer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &collector{check: CheckTolerances}
-			checkReplay(c, "cr.json", 0, tc.row, tc.cp, tc.tokenized, true, nil, build(), Tolerance{Absolute: 1e-9, Relative: 1e-9})
-			res := c.result()
+			c := &finding.Collector{Check: CheckTolerances}
+			rowcheck.Replay(c, "cr.json", 0, tc.row, tc.cp, tc.tokenized, true, nil, build(), Tolerance{Absolute: 1e-9, Relative: 1e-9})
+			res := c.Result()
 			if tc.want == "" {
 				if len(res.Findings) != 0 {
 					t.Fatalf("findings %v", res.Findings)

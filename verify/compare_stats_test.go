@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/compare"
 )
 
 // ramp returns n samples from base in steps of step, rotated so the order carries no signal.
@@ -40,18 +41,18 @@ func TestDecideStatistical(t *testing.T) {
 		{"higher is better: smaller fails", base, faster, contract.DirectionHigherIsBetter, 0, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := decideStatistical(tc.b, tc.c, 0.95, tc.dir, tc.absolute, 0)
-			if d.sig.Significant != tc.significant || d.fails != tc.fails {
-				t.Errorf("significant %v fails %v (p %v, shift %v [%v, %v]), want %v %v", d.sig.Significant, d.fails, d.sig.PValue, d.sig.Shift, d.sig.ShiftLow, d.sig.ShiftHigh, tc.significant, tc.fails)
+			d := compare.DecideStatistical(tc.b, tc.c, 0.95, tc.dir, tc.absolute, 0)
+			if d.Sig.Significant != tc.significant || d.Fails != tc.fails {
+				t.Errorf("significant %v fails %v (p %v, shift %v [%v, %v]), want %v %v", d.Sig.Significant, d.Fails, d.Sig.PValue, d.Sig.Shift, d.Sig.ShiftLow, d.Sig.ShiftHigh, tc.significant, tc.fails)
 			}
-			if d.sig.BaselineSamples != 40 || d.sig.CandidateSamples != 40 || d.sig.Test != contract.SignificanceTestMannWhitneyUNormal {
-				t.Errorf("significance %+v", d.sig)
+			if d.Sig.BaselineSamples != 40 || d.Sig.CandidateSamples != 40 || d.Sig.Test != contract.SignificanceTestMannWhitneyUNormal {
+				t.Errorf("significance %+v", d.Sig)
 			}
 		})
 	}
 	// The minimum effect is max(absolute, |baseline median| x relative).
-	if d := decideStatistical(base, slower, 0.95, contract.DirectionLowerIsBetter, 1, 0.5); d.sig.MinimumEffect != 0.5*24.875 || d.fails {
-		t.Errorf("relative minimum effect: %+v fails %v", d.sig, d.fails)
+	if d := compare.DecideStatistical(base, slower, 0.95, contract.DirectionLowerIsBetter, 1, 0.5); d.Sig.MinimumEffect != 0.5*24.875 || d.Fails {
+		t.Errorf("relative minimum effect: %+v fails %v", d.Sig, d.Fails)
 	}
 }
 
@@ -60,22 +61,22 @@ func TestDecideStatistical(t *testing.T) {
 // over 40 samples; a mean gets none.
 func TestStatisticalIntervals(t *testing.T) {
 	b, c := ramp(40, 20, 0.25), ramp(40, 24, 0.25)
-	d := decideStatistical(b, c, 0.95, contract.DirectionLowerIsBetter, 0, 0)
-	d.intervals(contract.AggregationP50, b, c)
-	if d.sig.BaselineInterval == nil || d.sig.CandidateInterval == nil || *d.sig.IntervalMinimumSamples != 20 {
-		t.Fatalf("p50 of 40: %+v", d.sig)
+	d := compare.DecideStatistical(b, c, 0.95, contract.DirectionLowerIsBetter, 0, 0)
+	d.Intervals(contract.AggregationP50, b, c)
+	if d.Sig.BaselineInterval == nil || d.Sig.CandidateInterval == nil || *d.Sig.IntervalMinimumSamples != 20 {
+		t.Fatalf("p50 of 40: %+v", d.Sig)
 	}
-	if in := d.sig.CandidateInterval; in.Low > in.Estimate || in.High < in.Estimate || in.Estimate != 28.875 || in.Seed != 21 {
+	if in := d.Sig.CandidateInterval; in.Low > in.Estimate || in.High < in.Estimate || in.Estimate != 28.875 || in.Seed != 21 {
 		t.Errorf("candidate interval %+v", in)
 	}
-	d = decideStatistical(b, c, 0.95, contract.DirectionLowerIsBetter, 0, 0)
-	d.intervals(contract.AggregationP99, b, c)
-	if d.sig.BaselineInterval != nil || d.sig.CandidateInterval != nil || *d.sig.IntervalMinimumSamples != 1000 {
-		t.Errorf("p99 of 40: %+v", d.sig)
+	d = compare.DecideStatistical(b, c, 0.95, contract.DirectionLowerIsBetter, 0, 0)
+	d.Intervals(contract.AggregationP99, b, c)
+	if d.Sig.BaselineInterval != nil || d.Sig.CandidateInterval != nil || *d.Sig.IntervalMinimumSamples != 1000 {
+		t.Errorf("p99 of 40: %+v", d.Sig)
 	}
-	d = decideStatistical(b, c, 0.95, contract.DirectionLowerIsBetter, 0, 0)
-	d.intervals(contract.AggregationMean, b, c)
-	if d.sig.BaselineInterval != nil || d.sig.IntervalMinimumSamples != nil {
-		t.Errorf("mean: %+v", d.sig)
+	d = compare.DecideStatistical(b, c, 0.95, contract.DirectionLowerIsBetter, 0, 0)
+	d.Intervals(contract.AggregationMean, b, c)
+	if d.Sig.BaselineInterval != nil || d.Sig.IntervalMinimumSamples != nil {
+		t.Errorf("mean: %+v", d.Sig)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 const (
@@ -324,18 +326,18 @@ func otherOutput(t *testing.T, run func(string) string) {
 	mustWrite(t, rows, []byte(strings.Join(lines, "\n")+"\n"))
 	f, _ := os.Open(rows)
 	defer f.Close()
-	_, _, set, err := readRecords(context.Background(), f)
+	_, _, set, err := record.Read(context.Background(), f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var measured []*record
-	for i := range set.records {
-		if !set.records[i].warmup {
-			measured = append(measured, &set.records[i])
+	var measured []*record.Record
+	for i := range set.Records {
+		if !set.Records[i].Warmup {
+			measured = append(measured, &set.Records[i])
 		}
 	}
 	editJSON(t, filepath.Join(run(recB1), "cases/000-chat-stream-r000/case-result.json"), func(m map[string]any) {
-		m["rows"].([]any)[0].(map[string]any)["output_set_sha256"] = *outputSet(measured)
+		m["rows"].([]any)[0].(map[string]any)["output_set_sha256"] = *record.OutputSet(measured)
 	})
 }
 

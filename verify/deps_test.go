@@ -1,6 +1,8 @@
 package verify_test
 
 import (
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,6 +53,58 @@ func TestDependencyDirection(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("verify depends on %s, which is not on the allow-list: review it and add it here", d)
+		}
+	}
+}
+
+// verifyLayers names, for every package of the module (relative to the module root), the
+// packages of the module it may import directly: verify's folders are layered one way (see "Where
+// things live" in docs/verification.md). A new package is a reviewed change of this table.
+var verifyLayers = map[string][]string{
+	"internal/gitobj":         {}, // the git object reader imports nothing of verify
+	"internal/reason":         {},
+	"internal/limits":         {"internal/gitobj"},
+	"internal/policy":         {"internal/limits"},
+	"internal/record":         {"internal/limits", "internal/policy", "internal/reason"},
+	"internal/finding":        {"internal/reason"},
+	"internal/load":           {"internal/gitobj", "internal/limits", "internal/policy", "internal/reason", "internal/record"},
+	"internal/check/rowcheck": {"internal/finding", "internal/load", "internal/policy", "internal/reason", "internal/record"},
+	"internal/check":          {"internal/check/rowcheck", "internal/finding", "internal/gitobj", "internal/limits", "internal/load", "internal/policy", "internal/reason", "internal/record"},
+	"internal/compare":        {"internal/check", "internal/check/rowcheck", "internal/finding", "internal/load", "internal/policy", "internal/reason", "internal/record"},
+	"internal/fleet":          {"internal/finding", "internal/limits", "internal/load", "internal/policy"},
+	".": {"internal/check", "internal/check/rowcheck", "internal/compare", "internal/finding", "internal/fleet", "internal/gitobj",
+		"internal/limits", "internal/load", "internal/policy", "internal/reason", "internal/record"},
+	"report": {"."},
+}
+
+// TestInternalLayering: each package of the verify module imports only the packages of the module
+// its layer allows (verifyLayers), so a check cannot reach up into compare or fleet and the git
+// object reader stays a leaf.
+func TestInternalLayering(t *testing.T) {
+	const module = "github.com/qualkit/qualkit/verify"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	rel := func(p string) (string, bool) {
+		if p == module {
+			return ".", true
+		}
+		r, ok := strings.CutPrefix(p, module+"/")
+		return r, ok
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, _ := rel(fields[0])
+		allowed, known := verifyLayers[pkg]
+		if !known {
+			t.Errorf("package %s is not in verifyLayers: add it with the packages it may import", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if r, ok := rel(imp); ok && !slices.Contains(allowed, r) {
+				t.Errorf("%s imports %s, which its layer does not allow (verifyLayers)", pkg, r)
+			}
 		}
 	}
 }

@@ -10,27 +10,32 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
+	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // telemetryRow gives the frozen receipt's first serving row device telemetry: device 1 (an H100)
 // sampled 1 ms before the row's window, in its middle and 1 ms after, its energy counter
 // advancing at 400 W; and the device metrics those samples give. edit changes the samples first.
-func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc) (*snapshot, *contract.Row, []*record, float64) {
+func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contract.TelemetrySampleDoc) (*load.Snapshot, *contract.Row, []*record.Record, float64) {
 	t.Helper()
 	s := frozenSnapshot(t)
-	s.rc.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
+	s.RC.Environment.Devices = []contract.ProbedDevice{cpuDevice(), h100(false)}
 	var row *contract.Row
 	var cr *contract.CaseResultDoc
-	for _, p := range slices.Sorted(mapKeys(s.caseResults)) {
-		if c := s.caseResults[p]; len(c.Rows) > 0 && row == nil {
+	for _, p := range slices.Sorted(load.MapKeys(s.CaseResults)) {
+		if c := s.CaseResults[p]; len(c.Rows) > 0 && row == nil {
 			cr, row = c, &c.Rows[0]
 		}
 	}
 	if row == nil {
 		t.Fatal("the frozen evidence has no serving row")
 	}
-	recs := rowRecords(&collector{}, cr, *row, s.files[row.Records.Path].records)
-	start, end, tokens, ok := recordWindow(recs)
+	recs := check.RowRecords(&finding.Collector{}, cr, *row, s.Files[row.Records.Path].Records)
+	start, end, tokens, ok := rowcheck.RecordWindow(recs)
 	if !ok || tokens == 0 {
 		t.Fatalf("window %d..%d, %d tokens", start, end, tokens)
 	}
@@ -48,7 +53,7 @@ func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contr
 		raw.Write(append(b, '\n'))
 	}
 	const path = ".qualification/runs/x/rows/c0001-r000.telemetry.jsonl"
-	s.files[path] = &fileFacts{path: path, kind: "device_telemetry", local: true, present: true, raw: raw.Bytes(), digest: evidence.DigestOf(raw.Bytes())}
+	s.Files[path] = &load.File{Path: path, Kind: "device_telemetry", Local: true, Present: true, Raw: raw.Bytes(), Digest: evidence.DigestOf(raw.Bytes())}
 	row.DeviceTelemetry = &contract.RowDeviceTelemetry{Samples: contract.FileRef{Path: path, Digest: evidence.DigestOf(raw.Bytes())}, IntervalMs: 100, Devices: []int64{1}, Flags: []contract.RowDeviceTelemetryFlags{}, Warnings: []string{}}
 	energy := 400 * float64(end-start) / 1e9
 	m := func(name string, v float64, unit, agg, formula string) contract.Metric {
@@ -63,10 +68,10 @@ func telemetryRow(t *testing.T, edit func([]contract.TelemetrySampleDoc) []contr
 	return s, row, recs, energy
 }
 
-func rowTelemetryFindings(s *snapshot, row *contract.Row, recs []*record) []Finding {
-	c := &collector{check: CheckTolerances}
-	s.checkRowTelemetry(c, "case-result.json", "/rows/0", *row, recs, s.policy.Recompute)
-	return c.out
+func rowTelemetryFindings(s *load.Snapshot, row *contract.Row, recs []*record.Record) []Finding {
+	c := &finding.Collector{Check: CheckTolerances}
+	rowcheck.RowTelemetry(s, c, "case-result.json", "/rows/0", *row, recs, s.Policy.Recompute)
+	return c.Out
 }
 
 func TestRowTelemetryRecomputed(t *testing.T) {
@@ -79,28 +84,28 @@ func TestRowTelemetryRecomputed(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(*snapshot, *contract.Row)
+		edit func(*load.Snapshot, *contract.Row)
 		want *Reason
 	}{
-		{"mean power overstated", func(s *snapshot, r *contract.Row) { r.Metrics[len(r.Metrics)-2].Value = 440 }, ErrMetricMismatch},
-		{"energy missing", func(s *snapshot, r *contract.Row) {
+		{"mean power overstated", func(s *load.Snapshot, r *contract.Row) { r.Metrics[len(r.Metrics)-2].Value = 440 }, ErrMetricMismatch},
+		{"energy missing", func(s *load.Snapshot, r *contract.Row) {
 			r.Metrics = slices.Delete(r.Metrics, len(r.Metrics)-4, len(r.Metrics)-3)
 		}, ErrMetricMismatch},
-		{"a flag the samples do not show", func(s *snapshot, r *contract.Row) {
+		{"a flag the samples do not show", func(s *load.Snapshot, r *contract.Row) {
 			r.DeviceTelemetry.Flags = []contract.RowDeviceTelemetryFlags{contract.RowDeviceTelemetryFlagsThrottled}
 		}, ErrRowMismatch},
-		{"device metrics without samples", func(s *snapshot, r *contract.Row) { r.DeviceTelemetry = nil }, ErrRowMismatch},
-		{"samples digest", func(s *snapshot, r *contract.Row) {
+		{"device metrics without samples", func(s *load.Snapshot, r *contract.Row) { r.DeviceTelemetry = nil }, ErrRowMismatch},
+		{"samples digest", func(s *load.Snapshot, r *contract.Row) {
 			r.DeviceTelemetry.Samples.Digest = evidence.DigestOf([]byte("x"))
 		}, ErrDigestMismatch},
-		{"not diagnostic", func(s *snapshot, r *contract.Row) { r.Metrics[len(r.Metrics)-1].Diagnostic = false }, ErrFormulaMismatch},
+		{"not diagnostic", func(s *load.Snapshot, r *contract.Row) { r.Metrics[len(r.Metrics)-1].Diagnostic = false }, ErrFormulaMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, row, recs, _ := telemetryRow(t, nil)
 			tc.edit(s, row)
 			f := rowTelemetryFindings(s, row, recs)
 			if len(f) == 0 || !errors.Is(f[0].Err, tc.want) {
-				t.Errorf("findings %v, want %s", f, tc.want.code)
+				t.Errorf("findings %v, want %s", f, tc.want.Code())
 			}
 		})
 	}
@@ -122,7 +127,7 @@ func TestRowTelemetryRecomputed(t *testing.T) {
 			s, row, recs, _ := telemetryRow(t, tc.edit)
 			f := rowTelemetryFindings(s, row, recs)
 			if len(f) == 0 || !errors.Is(f[0].Err, tc.want) {
-				t.Errorf("findings %v, want %s", f, tc.want.code)
+				t.Errorf("findings %v, want %s", f, tc.want.Code())
 			}
 		})
 	}
@@ -134,7 +139,7 @@ func TestRecomputeDevicePowerOnly(t *testing.T) {
 	p := func(tms int64, w float64) contract.TelemetrySampleDoc {
 		return contract.TelemetrySampleDoc{TNs: tms * 1e6, Device: 1, PowerW: &w, ThrottleReasons: []contract.ThrottleReason{}}
 	}
-	got, flags := recomputeDevice([]contract.TelemetrySampleDoc{p(0, 100), p(1000, 200), p(2000, 300)}, 0, 2000e6, 0)
+	got, flags := rowcheck.RecomputeDevice([]contract.TelemetrySampleDoc{p(0, 100), p(1000, 200), p(2000, 300)}, 0, 2000e6, 0)
 	if math.Abs(got["device_energy_j"]-400) > 1e-9 || math.Abs(got["device_power_mean_w"]-200) > 1e-9 || len(flags) != 0 {
 		t.Errorf("%v %v", got, flags)
 	}

@@ -9,19 +9,19 @@ import (
 )
 
 // TestDocsListEveryReason: docs/verification.md names every finding code, and Reasons() lists
-// every Reason declared in reasons.go.
+// every Reason declared in internal/reason/reason.go.
 func TestDocsListEveryReason(t *testing.T) {
 	doc, err := os.ReadFile("../docs/verification.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile("reasons.go")
+	src, err := os.ReadFile("internal/reason/reason.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	declared := regexp.MustCompile(`(?m)^\s*(var\s+)?Err\w+ += reason\(`).FindAll(src, -1)
+	declared := regexp.MustCompile(`(?m)^\s*(var\s+)?Err\w+ += define\(`).FindAll(src, -1)
 	if len(declared) != len(Reasons()) {
-		t.Fatalf("reasons.go declares %d reasons, Reasons() lists %d", len(declared), len(Reasons()))
+		t.Fatalf("internal/reason/reason.go declares %d reasons, Reasons() lists %d", len(declared), len(Reasons()))
 	}
 	seen := map[string]bool{}
 	for _, r := range Reasons() {

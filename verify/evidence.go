@@ -1,94 +1,41 @@
 package verify
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-
-	"github.com/qualkit/qualkit/schemas/attestfmt"
+	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/load"
 )
+
+// PredicateFields are the members of the qualification predicate, each equal to the receipt's.
+var PredicateFields = load.PredicateFields
+
+// SignatureOutcome is what one signature of an attestation came to.
+type SignatureOutcome = load.SignatureOutcome
 
 // Evidence names one receipt and where its evidence lives. Every path in a receipt (artifacts,
 // case results, request records, the lifecycle record) and every attestation subject is relative
 // to Root, the root of the repository the campaign ran in (or a copy of its receipts and
 // .qualification/runs/ directories).
-type Evidence struct {
-	// Root is the directory that evidence paths are relative to.
-	Root string
-	// Receipt is the receipt's path relative to Root, slash-separated (the name of the
-	// attestation's first subject).
-	Receipt string
-	// Envelope is the DSSE envelope (NAME.intoto.dsse.json beside the receipt NAME.json),
-	// relative to Root; "" when there is none.
-	Envelope string
-	// Bundle is the Sigstore bundle (NAME.sigstore.json), relative to Root; "" when there is none.
-	Bundle string
-}
+type Evidence = load.Evidence
 
-// receiptDirs are the directories receipts live in, relative to the repository root.
-var receiptDirs = []string{"qualification/receipts/", ".qualification/receipts/"}
+// ErrEvidence: the evidence cannot be read at all (no receipt, no root); Verify returns it.
+var ErrEvidence = load.ErrEvidence
 
 // IsReceiptName reports whether a file name looks like a receipt (a .json file that is not an
 // attestation).
-func IsReceiptName(name string) bool {
-	return strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, attestfmt.EnvelopeSuffix) && !strings.HasSuffix(name, attestfmt.BundleSuffix)
-}
+func IsReceiptName(name string) bool { return load.IsReceiptName(name) }
 
 // Locate finds the evidence of a receipt from its path: the root is the directory that holds
 // qualification/receipts/ (or .qualification/receipts/) above the receipt, and the attestation
 // files are looked for beside it.
-func Locate(receiptPath string) (Evidence, error) {
-	abs, err := filepath.Abs(receiptPath)
-	if err != nil {
-		return Evidence{}, fmt.Errorf("%w: %s: %v", ErrEvidence, receiptPath, err)
-	}
-	slash := filepath.ToSlash(abs)
-	best := -1
-	for _, d := range receiptDirs {
-		if i := strings.LastIndex(slash, "/"+d); i > best {
-			best = i
-		}
-	}
-	if best < 0 {
-		return Evidence{}, fmt.Errorf("%w: %s is not under qualification/receipts/ or .qualification/receipts/ of a repository; move it below one of them, or name the evidence root with qualverify verify --root DIR", ErrEvidence, receiptPath)
-	}
-	root := filepath.FromSlash(slash[:best])
-	if root == "" {
-		root = string(filepath.Separator)
-	}
-	return LocateIn(root, receiptPath)
-}
+func Locate(receiptPath string) (Evidence, error) { return load.Locate(receiptPath) }
 
 // LocateIn is Locate with an explicit root directory.
-func LocateIn(root, receiptPath string) (Evidence, error) {
-	absRoot, err := filepath.Abs(root)
-	if err != nil {
-		return Evidence{}, fmt.Errorf("%w: %s: %v", ErrEvidence, root, err)
-	}
-	abs, err := filepath.Abs(receiptPath)
-	if err != nil {
-		return Evidence{}, fmt.Errorf("%w: %s: %v", ErrEvidence, receiptPath, err)
-	}
-	rel, err := filepath.Rel(absRoot, abs)
-	if err != nil || !filepath.IsLocal(rel) {
-		return Evidence{}, fmt.Errorf("%w: %s is not inside %s", ErrEvidence, receiptPath, root)
-	}
-	if !IsReceiptName(rel) {
-		return Evidence{}, fmt.Errorf("%w: %s: a receipt is a .json file (not an attestation)", ErrEvidence, receiptPath)
-	}
-	ev := Evidence{Root: absRoot, Receipt: filepath.ToSlash(rel)}
-	base := strings.TrimSuffix(abs, ".json")
-	for _, a := range []struct {
-		suffix string
-		dst    *string
-	}{{attestfmt.EnvelopeSuffix, &ev.Envelope}, {attestfmt.BundleSuffix, &ev.Bundle}} {
-		if _, err := os.Lstat(base + a.suffix); err == nil {
-			*a.dst = strings.TrimSuffix(ev.Receipt, ".json") + a.suffix
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return Evidence{}, fmt.Errorf("%w: %s: %v", ErrEvidence, base+a.suffix, err)
-		}
-	}
-	return ev, nil
+func LocateIn(root string, receiptPath string) (Evidence, error) {
+	return load.LocateIn(root, receiptPath)
 }
+
+// Subject is one file the verification read, by digest.
+type Subject = load.Subject
+
+// TreeHashFormat is the source tree hash format receipts carry.
+const TreeHashFormat = check.TreeHashFormat

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/fleet"
 )
 
 // FuzzFleetClaim: the row a receipt's qualrun command claims is parsed without panicking, and a
@@ -17,11 +18,11 @@ func FuzzFleetClaim(f *testing.F) {
 	f.Add("--output=qualification/receipts/fleet/abc/row-9999/h1.json")
 	f.Add("--output\x00qualification/receipts/fleet/abc/row-1/../h1.json")
 	f.Fuzz(func(t *testing.T, joined string) {
-		plan, row, host, ok := fleetClaim(strings.Split(joined, "\x00"))
+		plan, row, host, ok := fleet.Claim(strings.Split(joined, "\x00"))
 		if !ok {
 			return
 		}
-		if row < 0 || row > 9999 || !hostIDPattern.MatchString(host) || len(plan) < 3 || strings.Contains(plan, "/") {
+		if row < 0 || row > 9999 || !fleet.HostIDPattern.MatchString(host) || len(plan) < 3 || strings.Contains(plan, "/") {
 			t.Fatalf("claim %q row %d host %q from %q", plan, row, host, joined)
 		}
 	})

@@ -12,6 +12,11 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/rules"
+	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
+	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // TestFrozenEvidenceVerifies: evidence frozen from a real campaign (qualrun run --key, see
@@ -82,40 +87,40 @@ func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := newConfig([]Option{AllowUnsignedUnsafe()})
-	s, err := load(context.Background(), ev, DefaultPolicy(), cfg)
+	s, err := load.Load(context.Background(), ev, DefaultPolicy(), cfg.loadOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	compared := 0
 	formulas := map[string]bool{}
-	for _, p := range sortedCaseResults(s) {
-		cr := s.caseResults[p]
-		wc := s.workloadCase(cr.CaseID)
+	for _, p := range check.SortedCaseResults(s) {
+		cr := s.CaseResults[p]
+		wc := check.WorkloadCase(s, cr.CaseID)
 		for j, row := range cr.Rows {
-			recs := rowRecords(nil, cr, row, s.files[row.Records.Path].records)
-			rf := recomputeRow(rowSpecOf(row, wc), recs)
-			if len(rf.metrics) != len(row.Metrics) {
-				t.Errorf("row %d: recomputed %d metrics, the runner wrote %d", j, len(rf.metrics), len(row.Metrics))
+			recs := check.RowRecords(nil, cr, row, s.Files[row.Records.Path].Records)
+			rf := record.RecomputeRow(check.RowSpecOf(row, wc), recs)
+			if len(rf.Metrics) != len(row.Metrics) {
+				t.Errorf("row %d: recomputed %d metrics, the runner wrote %d", j, len(rf.Metrics), len(row.Metrics))
 			}
 			for k, m := range row.Metrics {
-				got := rf.metrics[k]
-				if got.Name != m.Name || identityOf(got) != identityOf(m) || !equalSamples(got.Samples, m.Samples) {
+				got := rf.Metrics[k]
+				if got.Name != m.Name || rowcheck.IdentityOf(got) != rowcheck.IdentityOf(m) || !rowcheck.EqualSamples(got.Samples, m.Samples) {
 					t.Errorf("row %d metric %d: recomputed %+v, runner %+v", j, k, got, m)
 					continue
 				}
-				if !within(m.Value, got.Value, Tolerance{1e-9, 1e-9}) {
+				if !record.Within(m.Value, got.Value, Tolerance{Absolute: 1e-9, Relative: 1e-9}) {
 					t.Errorf("row %d %s: recomputed %v, runner %v", j, m.Name, got.Value, m.Value)
 				}
 				formulas[m.Formula] = true
 				compared++
 			}
-			if rf.windowSeconds != row.WindowSeconds || !equalPtr(rf.outputSet, row.OutputSetSHA256) {
-				t.Errorf("row %d: window %v / %v, output set %v / %v", j, rf.windowSeconds, row.WindowSeconds, deref(rf.outputSet), deref(row.OutputSetSHA256))
+			if rf.WindowSeconds != row.WindowSeconds || !check.EqualPtr(rf.OutputSet, row.OutputSetSHA256) {
+				t.Errorf("row %d: window %v / %v, output set %v / %v", j, rf.WindowSeconds, row.WindowSeconds, rowcheck.Deref(rf.OutputSet), rowcheck.Deref(row.OutputSetSHA256))
 			}
 		}
 		if len(cr.Rows) > 0 {
-			want := recomputeCase(cr.Rows)
-			if !canonicalEqual(want, cr.Metrics) {
+			want := record.RecomputeCase(cr.Rows)
+			if !finding.CanonicalEqual(want, cr.Metrics) {
 				t.Errorf("%s: case metrics differ from their recomputation", p)
 			}
 			compared += len(want)

@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/verify/internal/gitobj"
 )
 
 // TestReadCheckoutStaysBeneathGitDir: a symbolic ref, a symlinked ref or a ref file that does not
-// parse never makes readCheckout read outside the git directory, and no error quotes the bytes of
+// parse never makes gitobj.ReadCheckout read outside the git directory, and no error quotes the bytes of
 // a file it could not parse (they may be any local file's: /proc/self/environ).
 func TestReadCheckoutStaysBeneathGitDir(t *testing.T) {
 	const secret = "QUALKIT_SECRET=hunter2"
@@ -38,14 +39,14 @@ func TestReadCheckoutStaysBeneathGitDir(t *testing.T) {
 		root string
 		want error
 	}{
-		{"symbolic ref out of the tree", mk(map[string]string{".git/HEAD": "ref: " + up + "\n"}, nil), errGitMetadata},
-		{"symbolic ref to refs/../..", mk(map[string]string{".git/HEAD": "ref: refs/../../" + up + "\n"}, nil), errGitMetadata},
-		{"HEAD is not a ref", mk(map[string]string{".git/HEAD": secret + "\n"}, nil), errGitMetadata},
+		{"symbolic ref out of the tree", mk(map[string]string{".git/HEAD": "ref: " + up + "\n"}, nil), gitobj.ErrMetadata},
+		{"symbolic ref to refs/../..", mk(map[string]string{".git/HEAD": "ref: refs/../../" + up + "\n"}, nil), gitobj.ErrMetadata},
+		{"HEAD is not a ref", mk(map[string]string{".git/HEAD": secret + "\n"}, nil), gitobj.ErrMetadata},
 		{"ref symlinked outside", mk(map[string]string{".git/HEAD": "ref: refs/heads/main\n"}, map[string]string{".git/refs/heads/main": filepath.Join(outside, "environ")}), evidence.ErrSymlink},
 		{"HEAD symlinked outside", mk(nil, map[string]string{".git/HEAD": filepath.Join(outside, "environ")}), evidence.ErrSymlink},
-		{"gitdir file that does not parse", mk(map[string]string{".git": secret}, nil), errGitMetadata},
+		{"gitdir file that does not parse", mk(map[string]string{".git": secret}, nil), gitobj.ErrMetadata},
 	} {
-		co, err := readCheckout(tc.root)
+		co, err := gitobj.ReadCheckout(tc.root)
 		if co != nil || !errors.Is(err, tc.want) {
 			t.Errorf("%s: %+v, %v; want an error wrapping %v", tc.name, co, err, tc.want)
 			continue
@@ -55,7 +56,7 @@ func TestReadCheckoutStaysBeneathGitDir(t *testing.T) {
 		}
 	}
 	// A genuine checkout still reads.
-	if co, err := readCheckout(mk(map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/refs/heads/main": head + "\n"}, nil)); err != nil || co.head != head {
+	if co, err := gitobj.ReadCheckout(mk(map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/refs/heads/main": head + "\n"}, nil)); err != nil || co.Head != head {
 		t.Fatalf("genuine checkout: %+v, %v", co, err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/verify/internal/record"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
@@ -155,7 +156,7 @@ func reseal(t testing.TB, root, receipt string, k testKey) {
 			continue
 		}
 		d, n := fileDigest(t, filepath.Join(root, p))
-		m["digest"], m["bytes"] = d, json.Number(itoa(n))
+		m["digest"], m["bytes"] = d, json.Number(record.Itoa(n))
 		digests[p] = d
 	}
 	for _, r := range rc["results"].([]any) {

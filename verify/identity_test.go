@@ -7,48 +7,50 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/load"
 )
 
 // TestRowAndResultIdentity: the identity of results and rows is recomputed from the workload and
 // the runner's naming, and durations, closed-loop offered rates and telemetry intervals are
 // compared with what bounds them. Each change verified on 4822f1d.
 func TestRowAndResultIdentity(t *testing.T) {
-	serving := func(s *snapshot) *contract.CaseResultDoc { return s.caseResults[s.rc.Results[0].CaseResult.Path] }
+	serving := func(s *load.Snapshot) *contract.CaseResultDoc { return s.CaseResults[s.RC.Results[0].CaseResult.Path] }
 	rate := 3.0
-	runCheckTable(t, checkComparability, []checkCase{
-		{"results in the runner's order", func(s *snapshot) {}, nil, ""},
-		{"result relabelled to repetition 7", func(s *snapshot) { s.rc.Results[1].Repetition = 7 }, ErrWorkloadMismatch, ""},
-		{"results swapped", func(s *snapshot) { s.rc.Results[0], s.rc.Results[1] = s.rc.Results[1], s.rc.Results[0] }, ErrWorkloadMismatch, ""},
-		{"records of another row", func(s *snapshot) {
+	runCheckTable(t, check.Comparability, []checkCase{
+		{"results in the runner's order", func(s *load.Snapshot) {}, nil, ""},
+		{"result relabelled to repetition 7", func(s *load.Snapshot) { s.RC.Results[1].Repetition = 7 }, ErrWorkloadMismatch, ""},
+		{"results swapped", func(s *load.Snapshot) { s.RC.Results[0], s.RC.Results[1] = s.RC.Results[1], s.RC.Results[0] }, ErrWorkloadMismatch, ""},
+		{"records of another row", func(s *load.Snapshot) {
 			rows := serving(s).Rows
 			rows[0].Records, rows[1].Records = rows[1].Records, rows[0].Records
 		}, ErrUnlikeRows, ""},
-		{"closed-loop row with an offered rate", func(s *snapshot) { serving(s).Rows[0].Fidelity.OfferedRate = &rate }, ErrUnlikeRows, ""},
-		{"telemetry the case does not declare", func(s *snapshot) {
+		{"closed-loop row with an offered rate", func(s *load.Snapshot) { serving(s).Rows[0].Fidelity.OfferedRate = &rate }, ErrUnlikeRows, ""},
+		{"telemetry the case does not declare", func(s *load.Snapshot) {
 			serving(s).Rows[0].DeviceTelemetry = &contract.RowDeviceTelemetry{IntervalMs: 100}
 		}, ErrUnlikeRows, ""},
-		{"run config names another variant", func(s *snapshot) {
-			f := s.files[artifactsOfKind(s.rc, "config_file")[0].Path]
-			f.raw = bytes.Replace(f.raw, []byte(`"variant": "cpu-a"`), []byte(`"variant": "cpu-b"`), 1)
+		{"run config names another variant", func(s *load.Snapshot) {
+			f := s.Files[check.ArtifactsOfKind(s.RC, "config_file")[0].Path]
+			f.Raw = bytes.Replace(f.Raw, []byte(`"variant": "cpu-a"`), []byte(`"variant": "cpu-b"`), 1)
 		}, ErrConfigMismatch, ""},
-		{"run config with another max_tokens", func(s *snapshot) {
-			f := s.files[artifactsOfKind(s.rc, "config_file")[0].Path]
-			f.raw = bytes.Replace(f.raw, []byte(`"max_tokens": 4`), []byte(`"max_tokens": 5`), 1)
+		{"run config with another max_tokens", func(s *load.Snapshot) {
+			f := s.Files[check.ArtifactsOfKind(s.RC, "config_file")[0].Path]
+			f.Raw = bytes.Replace(f.Raw, []byte(`"max_tokens": 4`), []byte(`"max_tokens": 5`), 1)
 		}, ErrConfigMismatch, ""},
-		{"run config with another qualrun argv", func(s *snapshot) { s.rc.Qualification.Command = s.rc.Qualification.Command[1:] }, ErrConfigMismatch, ""},
-		{"telemetry at another interval", func(s *snapshot) {
-			s.workloadCase("chat-stream").DeviceTelemetry = &contract.DeviceTelemetry{IntervalMs: 100}
+		{"run config with another qualrun argv", func(s *load.Snapshot) { s.RC.Qualification.Command = s.RC.Qualification.Command[1:] }, ErrConfigMismatch, ""},
+		{"telemetry at another interval", func(s *load.Snapshot) {
+			check.WorkloadCase(s, "chat-stream").DeviceTelemetry = &contract.DeviceTelemetry{IntervalMs: 100}
 			serving(s).Rows[0].DeviceTelemetry = &contract.RowDeviceTelemetry{IntervalMs: 250}
 		}, ErrUnlikeRows, ""},
 	})
-	runCheckTable(t, checkTolerances, []checkCase{
-		{"result duration not the case's", func(s *snapshot) { s.rc.Results[1].DurationSeconds *= 2 }, ErrResultMismatch, ""},
-		{"case shorter than its rows", func(s *snapshot) {
+	runCheckTable(t, check.Tolerances, []checkCase{
+		{"result duration not the case's", func(s *load.Snapshot) { s.RC.Results[1].DurationSeconds *= 2 }, ErrResultMismatch, ""},
+		{"case shorter than its rows", func(s *load.Snapshot) {
 			serving(s).DurationSeconds = 0.001
-			s.rc.Results[0].DurationSeconds = 0.001
+			s.RC.Results[0].DurationSeconds = 0.001
 		}, ErrRowMismatch, ""},
-		{"receipt metric with another formula", func(s *snapshot) { s.rc.Metrics[1].Formula += "x" }, ErrMetricMismatch, ""},
-		{"cases longer than the campaign", func(s *snapshot) { s.rc.Qualification.DurationSeconds = 0.01 }, ErrResultMismatch, ""},
+		{"receipt metric with another formula", func(s *load.Snapshot) { s.RC.Metrics[1].Formula += "x" }, ErrMetricMismatch, ""},
+		{"cases longer than the campaign", func(s *load.Snapshot) { s.RC.Qualification.DurationSeconds = 0.01 }, ErrResultMismatch, ""},
 	})
 }
 

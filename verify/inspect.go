@@ -7,6 +7,10 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
+	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // Inspection is a verification result together with the evidence it was computed from, for
@@ -119,25 +123,25 @@ func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
-	in := &Inspection{Result: res, Evidence: evidence, Receipt: s.rc, Workload: s.workload, Lifecycle: s.lifecycle}
-	if s.rc == nil {
+	in := &Inspection{Result: res, Evidence: evidence, Receipt: s.RC, Workload: s.Workload, Lifecycle: s.Lifecycle}
+	if s.RC == nil {
 		return in, nil
 	}
-	for _, r := range s.rc.Results {
+	for _, r := range s.RC.Results {
 		ce := CaseEvidence{Result: r}
 		if r.CaseResult != nil {
-			ce.CaseResult = s.caseResults[r.CaseResult.Path]
+			ce.CaseResult = s.CaseResults[r.CaseResult.Path]
 		}
-		wc := s.workloadCase(r.ID)
+		wc := check.WorkloadCase(s, r.ID)
 		if wc != nil {
 			ce.SLO, ce.SLOKnown, ce.Kind = wc.SLO, true, string(wc.Kind)
 		}
 		if r.CaseResult != nil {
-			ce.Driver = s.driverEvidence(r.CaseResult.Path)
+			ce.Driver = driverEvidenceOf(s, r.CaseResult.Path)
 		}
 		if ce.CaseResult != nil {
 			for _, row := range ce.CaseResult.Rows {
-				ce.Rows = append(ce.Rows, s.rowEvidence(ce.CaseResult, row, wc))
+				ce.Rows = append(ce.Rows, rowEvidence(s, ce.CaseResult, row, wc))
 			}
 		}
 		in.Cases = append(in.Cases, ce)
@@ -145,40 +149,40 @@ func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Opti
 	return in, nil
 }
 
-func (s *snapshot) rowEvidence(cr *contract.CaseResultDoc, row contract.Row, wc *contract.Case) RowEvidence {
+func rowEvidence(s *load.Snapshot, cr *contract.CaseResultDoc, row contract.Row, wc *contract.Case) RowEvidence {
 	re := RowEvidence{Row: row}
-	f := s.files[row.Records.Path]
-	if f == nil || f.records == nil {
+	f := s.Files[row.Records.Path]
+	if f == nil || f.Records == nil {
 		return re
 	}
-	recs := rowRecords(nil, cr, row, f.records)
-	rf := recomputeRow(rowSpecOf(row, wc), recs)
-	re.Readable, re.Records, re.InvalidRecords = true, len(recs), f.records.invalidLines
-	re.Telemetry = s.telemetrySamples(row)
-	re.Requests, re.Successes, re.Failures, re.Metrics = rf.requests, rf.successes, rf.failures, rf.metrics
-	re.Fidelity = contract.Fidelity{ScheduleLagP50Ms: rf.lagP50, ScheduleLagP99Ms: rf.lagP99, ScheduleLagMaxMs: rf.lagMax,
-		OfferedRate: row.Fidelity.OfferedRate, AchievedRate: rf.achieved, Degraded: rf.degraded, Reasons: slices.Clone(row.Fidelity.Reasons)}
-	var measured []*record
+	recs := check.RowRecords(nil, cr, row, f.Records)
+	rf := record.RecomputeRow(check.RowSpecOf(row, wc), recs)
+	re.Readable, re.Records, re.InvalidRecords = true, len(recs), f.Records.InvalidLines
+	re.Telemetry = rowcheck.TelemetrySamples(s, row)
+	re.Requests, re.Successes, re.Failures, re.Metrics = rf.Requests, rf.Successes, rf.Failures, rf.Metrics
+	re.Fidelity = contract.Fidelity{ScheduleLagP50Ms: rf.LagP50, ScheduleLagP99Ms: rf.LagP99, ScheduleLagMaxMs: rf.LagMax,
+		OfferedRate: row.Fidelity.OfferedRate, AchievedRate: rf.Achieved, Degraded: rf.Degraded, Reasons: slices.Clone(row.Fidelity.Reasons)}
+	var measured []*record.Record
 	for _, r := range recs {
-		if r.hasSend {
-			last := r.end
-			if r.hasClose {
-				last = r.cls
+		if r.HasSend {
+			last := r.End
+			if r.HasClose {
+				last = r.Close
 			}
-			if !re.HasSpan || r.send < re.FirstSendNs {
-				re.FirstSendNs = r.send
+			if !re.HasSpan || r.Send < re.FirstSendNs {
+				re.FirstSendNs = r.Send
 			}
-			if (r.hasClose || r.hasEnd) && last > re.LastResponseNs {
+			if (r.HasClose || r.HasEnd) && last > re.LastResponseNs {
 				re.LastResponseNs = last
 			}
 			re.HasSpan = true
 		}
-		if !r.warmup {
+		if !r.Warmup {
 			measured = append(measured, r)
 		}
 	}
-	slices.SortStableFunc(measured, func(a, b *record) int { return cmp.Compare(a.index, b.index) })
-	sm := samplesOf(measured)
+	slices.SortStableFunc(measured, func(a, b *record.Record) int { return cmp.Compare(a.Index, b.Index) })
+	sm := record.SamplesOf(measured)
 	re.Samples = Samples{TTFTMs: sm.TTFTMs, TTFTSchedMs: sm.TTFTSchedMs, TTFBMs: sm.TTFBMs, E2EMs: sm.E2EMs, E2ESchedMs: sm.E2ESchedMs,
 		TPOTMs: sm.TPOTMs, DecodeRate: sm.DecodeRate, ICLMs: sm.ICLMs, ICLMaxMs: sm.ICLMaxMs, ScheduleLagMs: sm.ScheduleLagMs}
 	return re
@@ -186,34 +190,34 @@ func (s *snapshot) rowEvidence(cr *contract.CaseResultDoc, row contract.Row, wc 
 
 // driverEvidence decodes the driver result at path as its contract's document; nil when verify
 // did not accept it as a driver result.
-func (s *snapshot) driverEvidence(path string) *DriverEvidence {
-	dr, f := s.driverResults[path], s.files[path]
+func driverEvidenceOf(s *load.Snapshot, path string) *DriverEvidence {
+	dr, f := s.DriverResults[path], s.Files[path]
 	if dr == nil || f == nil {
 		return nil
 	}
-	de := &DriverEvidence{Contract: "qualkit." + dr.name, Path: path, Digest: f.digest}
+	de := &DriverEvidence{Contract: "qualkit." + dr.Name, Path: path, Digest: f.Digest}
 	var err error
-	switch dr.name {
+	switch dr.Name {
 	case contract.NextTokenResult:
 		de.NextToken = new(contract.NextTokenResultDoc)
-		err = jsonstrict.DecodeInto(f.raw, de.NextToken)
+		err = jsonstrict.DecodeInto(f.Raw, de.NextToken)
 	case contract.PathAttribution:
 		de.PathAttribution = new(contract.PathAttributionDoc)
-		err = jsonstrict.DecodeInto(f.raw, de.PathAttribution)
+		err = jsonstrict.DecodeInto(f.Raw, de.PathAttribution)
 	case contract.LayerAttribution:
 		de.LayerAttribution = new(contract.LayerAttributionDoc)
-		err = jsonstrict.DecodeInto(f.raw, de.LayerAttribution)
+		err = jsonstrict.DecodeInto(f.Raw, de.LayerAttribution)
 	default:
 		return nil
 	}
 	if err != nil {
 		return nil
 	}
-	rules := make([]contract.DriverTolerance, 0, len(dr.header.Tolerances))
-	for _, o := range dr.header.Tolerances {
+	rules := make([]contract.DriverTolerance, 0, len(dr.Header.Tolerances))
+	for _, o := range dr.Header.Tolerances {
 		rules = append(rules, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
 	}
-	if rec, err := evaluateEach(dr.name, rules, dr.body); err == nil && len(rec) == len(rules) {
+	if rec, err := check.EvaluateEach(dr.Name, rules, dr.Body); err == nil && len(rec) == len(rules) {
 		de.Recomputed = rec
 	}
 	return de

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 )
 
 // TestLifecyclePlausible: lifecycle fields a re-signed record could change on 4822f1d and still
@@ -43,23 +45,23 @@ func TestLifecyclePlausible(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := frozenSnapshot(t)
-			l := s.lifecycle
+			l := s.Lifecycle
 			tc.change(l)
-			c := &collector{check: CheckCleanup}
-			cleanupRecord(c, "lifecycle.json", l, lifecycleContext{receiptVerdict: "passed", recipes: s.recipesByDigest(),
-				recipeDigests: digestsOfKind(s.rc, "launch_recipe"), logs: artifactsOfKind(s.rc, "server_log"), binaries: digestsOfKind(s.rc, "server_binary")})
+			c := &finding.Collector{Check: CheckCleanup}
+			check.CleanupRecord(c, "lifecycle.json", l, check.LifecycleContext{ReceiptVerdict: "passed", Recipes: check.RecipesByDigest(s),
+				RecipeDigests: check.DigestsOfKind(s.RC, "launch_recipe"), Logs: check.ArtifactsOfKind(s.RC, "server_log"), Binaries: check.DigestsOfKind(s.RC, "server_binary")})
 			if tc.want == nil {
-				if len(c.out) > 0 {
-					t.Fatalf("unexpected findings %v", c.out)
+				if len(c.Out) > 0 {
+					t.Fatalf("unexpected findings %v", c.Out)
 				}
 				return
 			}
-			for _, f := range c.out {
+			for _, f := range c.Out {
 				if errors.Is(f, tc.want) && f.Pointer == tc.ptr {
 					return
 				}
 			}
-			t.Fatalf("no %s at %s in %v", tc.want.Code(), tc.ptr, c.out)
+			t.Fatalf("no %s at %s in %v", tc.want.Code(), tc.ptr, c.Out)
 		})
 	}
 }

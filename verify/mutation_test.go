@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 )
 
 // The mutation closure (docs/verification.md "Mutation closure"): real evidence, every leaf edited
@@ -214,7 +215,7 @@ func enumerate(file, role string, line int, v any, ptr string, out *[]mutation) 
 				}
 			}
 		}) {
-			enumerate(file, role, line, x[k], ptr+"/"+pointerEscaper.Replace(k), out)
+			enumerate(file, role, line, x[k], ptr+"/"+finding.PointerEscaper.Replace(k), out)
 		}
 	case []any:
 		for i, e := range x {

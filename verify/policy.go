@@ -2,234 +2,86 @@ package verify
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"math"
-	"path/filepath"
-	"slices"
 
-	"github.com/qualkit/qualkit/schemas/evidence"
-	"github.com/qualkit/qualkit/schemas/jsonstrict"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/qualkit/qualkit/verify/internal/policy"
 )
 
 // Policy says what verification requires.
-type Policy struct {
-	// RequirePublishable requires a receipt that qualrun marked publishable (clean source, HEAD ==
-	// origin/main, passed verdict) and, when the evidence root is a git checkout, whose commit is
-	// that checkout's origin/main.
-	RequirePublishable bool
-	// Keys are the pinned public keys (ECDSA P-256); a signature by any of them is accepted. The
-	// DSSE keyid and the bundle's key hint are ignored.
-	Keys []crypto.PublicKey
-	// AllowedRelaxations lists the relaxations an Option may turn on. nil permits every
-	// relaxation (the command line's explicit flags decide); an empty, non-nil list permits none.
-	AllowedRelaxations []Relaxation
-	// Recompute is the tolerance of numbers recomputed from raw evidence (row metrics from
-	// request records, case metrics from rows).
-	Recompute Tolerance
-	// Signatures says how many signatures an attestation needs; the zero value is DSSE's rule:
-	// one signature that verifies with a pinned key.
-	Signatures SignaturePolicy
-	// Metrics tighten the tolerances of a comparison's metric rules, by metric name: the rule's
-	// tolerance becomes the smaller of the two. A policy never loosens a committed workload's rule.
-	Metrics []MetricTolerance
-	// Keyless, when set, verifies keyless Sigstore bundles (a certificate, not a pinned key):
-	// the bundle with it, the envelope with the bundle's certificate key (keyless.go).
-	Keyless KeylessVerifier
-	// KeylessIdentity is the policy file's keyless member (its trusted root path made absolute
-	// or relative to the working directory), for the CLI to build Keyless from.
-	KeylessIdentity *KeylessPolicy
-}
+type Policy = policy.Policy
 
 // SignaturePolicy strengthens the signature check (an M-of-N policy). Every attestation file
 // (envelope, bundle) must meet it on its own.
-type SignaturePolicy struct {
-	// RequireAll: every signature of the attestation must verify with a pinned key (a signature
-	// by an unknown key, or garbage, is then a finding instead of a listed extra).
-	RequireAll bool `json:"require_all"`
-	// Threshold is the number of distinct pinned keys that must have signed (M of the N pinned
-	// keys); 0 means 1.
-	Threshold int `json:"threshold"`
-}
+type SignaturePolicy = policy.SignaturePolicy
 
 // Tolerance bounds a difference: |a - b| <= max(Absolute, |b| x Relative).
-type Tolerance struct {
-	Absolute float64 `json:"absolute"`
-	Relative float64 `json:"relative"`
-}
+type Tolerance = policy.Tolerance
 
 // MetricTolerance is a policy's tolerance for one metric name.
-type MetricTolerance struct {
-	Metric            string  `json:"metric"`
-	AbsoluteTolerance float64 `json:"absolute_tolerance"`
-	RelativeTolerance float64 `json:"relative_tolerance"`
-}
+type MetricTolerance = policy.MetricTolerance
+
+// Relaxation names an option that weakens a check. Each ends in "-unsafe".
+type Relaxation = policy.Relaxation
+
+// The relaxations.
+const (
+	// RelaxUnsigned accepts a receipt without an attestation (the signature check is skipped).
+	RelaxUnsigned = policy.RelaxUnsigned
+	// RelaxUnpublished accepts a receipt that is not at origin/main (publication not required).
+	RelaxUnpublished = policy.RelaxUnpublished
+	// RelaxMissingInputs verifies evidence without a bound input the checks read (the workload, a
+	// launch recipe, a corpus file); the warnings say what was then not checked.
+	RelaxMissingInputs = policy.RelaxMissingInputs
+	// RelaxFixtureDevices accepts a device that a test fixture reported (qualrun run
+	// --device-fixture; the receipt marks it fixture) as identified. For tests of the device path
+	// only: a receipt from a real host never needs it.
+	RelaxFixtureDevices = policy.RelaxFixtureDevices
+)
+
+// Relaxations lists every relaxation.
+var Relaxations = policy.Relaxations
 
 // DefaultPolicy requires publication, permits every relaxation an option asks for, and
 // recomputes numbers to DefaultRecomputeAbsolute / DefaultRecomputeRelative. It pins no key.
-func DefaultPolicy() Policy {
-	return Policy{RequirePublishable: true, Recompute: Tolerance{DefaultRecomputeAbsolute, DefaultRecomputeRelative}}
-}
+func DefaultPolicy() Policy { return policy.DefaultPolicy() }
 
-// policyFile is the JSON form of a policy (docs/verification.md).
-type policyFile struct {
-	RequirePublishable *bool            `json:"require_publishable"`
-	PublicKeys         []string         `json:"public_keys"`
-	AllowUnsafe        []string         `json:"allow_unsafe"`
-	Signatures         *SignaturePolicy `json:"signatures"`
-	Keyless            *KeylessPolicy   `json:"keyless"`
-	Tolerances         *struct {
-		Recompute *Tolerance        `json:"recompute"`
-		Metrics   []MetricTolerance `json:"metrics"`
-	} `json:"tolerances"`
-}
-
-// Errors of policies and keys.
+// Errors of policies and keys (and of a relaxation a policy forbids).
 var (
+	// ErrRelaxationRefused: an option weakens a check that the policy does not allow to be weakened.
+	ErrRelaxationRefused = policy.ErrRelaxationRefused
 	// ErrPolicy: a policy file is invalid.
-	ErrPolicy = errors.New("invalid policy")
+	ErrPolicy = policy.ErrPolicy
 	// ErrPublicKey: a public key is unreadable or not ECDSA P-256.
-	ErrPublicKey = errors.New("invalid public key")
+	ErrPublicKey = policy.ErrPublicKey
 )
 
 // ParsePolicy reads a policy file's JSON. Public key paths are relative to dir (the policy file's
 // directory). Fields left out keep DefaultPolicy's values, except allow_unsafe: a policy file
 // that does not list a relaxation forbids it.
-func ParsePolicy(data []byte, dir string) (Policy, error) {
-	var pf policyFile
-	if err := jsonstrict.DecodeInto(data, &pf, jsonstrict.WithMaxBytes(MaxPolicyBytes)); err != nil {
-		return Policy{}, fmt.Errorf("%w: %v", ErrPolicy, err)
-	}
-	p := DefaultPolicy()
-	p.AllowedRelaxations = []Relaxation{}
-	if pf.RequirePublishable != nil {
-		p.RequirePublishable = *pf.RequirePublishable
-	}
-	for i, a := range pf.AllowUnsafe {
-		if !slices.Contains(Relaxations, Relaxation(a)) {
-			return Policy{}, fmt.Errorf("%w: /allow_unsafe/%d: %q is not a relaxation (known: %v)", ErrPolicy, i, a, Relaxations)
-		}
-		p.AllowedRelaxations = append(p.AllowedRelaxations, Relaxation(a))
-	}
-	if sp := pf.Signatures; sp != nil {
-		if sp.Threshold < 0 || sp.Threshold > MaxSignatures {
-			return Policy{}, fmt.Errorf("%w: /signatures/threshold: %d is not a number of distinct pinned keys (0 to %d)", ErrPolicy, sp.Threshold, MaxSignatures)
-		}
-		p.Signatures = *sp
-	}
-	for i, k := range pf.PublicKeys {
-		path := k
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(dir, filepath.FromSlash(k))
-		}
-		pub, err := LoadPublicKey(path)
-		if err != nil {
-			return Policy{}, fmt.Errorf("%w: /public_keys/%d: %v", ErrPolicy, i, err)
-		}
-		p.Keys = append(p.Keys, pub)
-	}
-	if k := pf.Keyless; k != nil {
-		if k.TrustedRoot != "" && !filepath.IsAbs(k.TrustedRoot) {
-			k.TrustedRoot = filepath.Join(dir, filepath.FromSlash(k.TrustedRoot))
-		}
-		p.KeylessIdentity = k
-	}
-	if t := pf.Tolerances; t != nil {
-		if t.Recompute != nil {
-			if !validTolerance(t.Recompute.Absolute, t.Recompute.Relative) {
-				return Policy{}, fmt.Errorf("%w: /tolerances/recompute: tolerances are finite and >= 0", ErrPolicy)
-			}
-			p.Recompute = *t.Recompute
-		}
-		for i, m := range t.Metrics {
-			if m.Metric == "" || !validTolerance(m.AbsoluteTolerance, m.RelativeTolerance) {
-				return Policy{}, fmt.Errorf("%w: /tolerances/metrics/%d: a metric name and finite tolerances >= 0", ErrPolicy, i)
-			}
-		}
-		p.Metrics = t.Metrics
-	}
-	return p, nil
-}
-
-func validTolerance(a, r float64) bool {
-	return a >= 0 && r >= 0 && !math.IsInf(a, 0) && !math.IsInf(r, 0)
-}
+func ParsePolicy(data []byte, dir string) (Policy, error) { return policy.ParsePolicy(data, dir) }
 
 // LoadPolicy reads a policy file; its public key paths are relative to its directory.
-func LoadPolicy(path string) (Policy, error) {
-	data, err := evidence.ReadFileLimited(path, MaxPolicyBytes)
-	if err != nil {
-		return Policy{}, fmt.Errorf("read policy %s: %w", path, err)
-	}
-	p, err := ParsePolicy(data, filepath.Dir(path))
-	if err != nil {
-		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
-	}
-	return p, nil
-}
+func LoadPolicy(path string) (Policy, error) { return policy.LoadPolicy(path) }
 
 // ParsePublicKey reads a PEM-encoded PKIX public key. Only ECDSA P-256 is accepted: the signing
 // side signs with ECDSA P-256 / SHA-256 (Ed25519 is refused because cosign signs it as Ed25519ph).
 func ParsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
-	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pemBytes)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPublicKey, err)
-	}
-	ec, ok := pub.(*ecdsa.PublicKey)
-	if !ok || ec.Curve != elliptic.P256() {
-		return nil, fmt.Errorf("%w: %T, want ECDSA P-256", ErrPublicKey, pub)
-	}
-	return ec, nil
+	return policy.ParsePublicKey(pemBytes)
 }
 
 // LoadPublicKey reads a PEM public key file (see ParsePublicKey).
-func LoadPublicKey(path string) (crypto.PublicKey, error) {
-	data, err := evidence.ReadFileLimited(path, MaxKeyBytes)
-	if err != nil {
-		return nil, fmt.Errorf("read public key %s: %w", path, err)
-	}
-	pub, err := ParsePublicKey(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return pub, nil
-}
+func LoadPublicKey(path string) (crypto.PublicKey, error) { return policy.LoadPublicKey(path) }
 
 // KeyFingerprint returns "sha256:<hex>" of a public key's PKIX DER encoding.
-func KeyFingerprint(pub crypto.PublicKey) string {
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(der)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func KeyFingerprint(pub crypto.PublicKey) string { return policy.KeyFingerprint(pub) }
 
-// permits reports whether every relaxation cfg turns on is allowed.
-func (p Policy) permits(cfg *config) error {
-	if p.AllowedRelaxations == nil {
-		return nil
-	}
-	for _, r := range Relaxations {
-		if cfg.relax[r] && !slices.Contains(p.AllowedRelaxations, r) {
-			return fmt.Errorf("%w: %s (the policy allows %v)", ErrRelaxationRefused, r, p.AllowedRelaxations)
-		}
-	}
-	return nil
-}
+// KeylessVerifier checks a keylessly signed Sigstore bundle offline (docs/signing.md).
+type KeylessVerifier = policy.KeylessVerifier
 
-// metricTolerance returns the policy's tolerance for a metric, if it sets one.
-func (p Policy) metricTolerance(name string) (MetricTolerance, bool) {
-	for _, m := range p.Metrics {
-		if m.Metric == name {
-			return m, true
-		}
-	}
-	return MetricTolerance{}, false
-}
+// KeylessOutcome is what a verified keyless bundle establishes.
+type KeylessOutcome = policy.KeylessOutcome
+
+// KeylessPolicy is the policy file's "keyless" member.
+type KeylessPolicy = policy.KeylessPolicy
+
+// SignerIdentity names a keyless signer.
+type SignerIdentity = policy.SignerIdentity

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/compare"
+	"github.com/qualkit/qualkit/verify/internal/gitobj"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -26,7 +28,7 @@ func TestParsePolicy(t *testing.T) {
 		check      func(t *testing.T, p Policy)
 	}{
 		{"empty: defaults, and no relaxation allowed", `{}`, true, func(t *testing.T, p Policy) {
-			if !p.RequirePublishable || p.AllowedRelaxations == nil || len(p.AllowedRelaxations) != 0 || p.Recompute != (Tolerance{DefaultRecomputeAbsolute, DefaultRecomputeRelative}) {
+			if !p.RequirePublishable || p.AllowedRelaxations == nil || len(p.AllowedRelaxations) != 0 || p.Recompute != (Tolerance{Absolute: DefaultRecomputeAbsolute, Relative: DefaultRecomputeRelative}) {
 				t.Errorf("%+v", p)
 			}
 		}},
@@ -151,17 +153,17 @@ func TestReadCheckout(t *testing.T) {
 	write(wt, map[string]string{".git": "gitdir: " + filepath.Join(worktree, "gitdir") + "\n"})
 	for _, tc := range []struct {
 		name, root string
-		want       *checkout
+		want       *gitobj.Checkout
 	}{
-		{"loose refs", loose, &checkout{head: head, originMain: om}},
-		{"packed refs", packed, &checkout{head: head, originMain: om}},
-		{"detached, no origin", detached, &checkout{head: head}},
-		{"linked worktree", wt, &checkout{head: head, originMain: om}},
+		{"loose refs", loose, &gitobj.Checkout{Head: head, OriginMain: om}},
+		{"packed refs", packed, &gitobj.Checkout{Head: head, OriginMain: om}},
+		{"detached, no origin", detached, &gitobj.Checkout{Head: head}},
+		{"linked worktree", wt, &gitobj.Checkout{Head: head, OriginMain: om}},
 		{"not a checkout", t.TempDir(), nil},
 	} {
-		got, err := readCheckout(tc.root)
+		got, err := gitobj.ReadCheckout(tc.root)
 		if got != nil {
-			got.objects = "" // the object database directory is tested with real repositories
+			got.CommonDir = "" // the object database directory is tested with real repositories
 		}
 		if err != nil || (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
 			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, err, tc.want)
@@ -189,7 +191,7 @@ func TestRuleHolds(t *testing.T) {
 		{"between", 1, 1, 0, 0, false},
 	}
 	for _, tc := range cases {
-		got, v, tol := ruleHolds(tc.op, tc.b, tc.c, tc.ab, tc.re)
+		got, v, tol := compare.RuleHolds(tc.op, tc.b, tc.c, tc.ab, tc.re)
 		if got != tc.want {
 			t.Errorf("%s(b=%v, c=%v, abs=%v, rel=%v) = %v (violation %v, tolerance %v), want %v", tc.op, tc.b, tc.c, tc.ab, tc.re, got, v, tol, tc.want)
 		}

@@ -1,281 +1,255 @@
 package verify
 
-import "errors"
+import "github.com/qualkit/qualkit/verify/internal/reason"
 
 // Reason is a sentinel error with a stable, machine-readable code. Every Finding wraps exactly one
 // Reason (match it with errors.Is); the code is what the verification report's findings carry.
-type Reason struct{ code, text string }
-
-func (r *Reason) Error() string { return r.text }
-
 // Code returns the stable code, e.g. "digest_mismatch".
-func (r *Reason) Code() string { return r.code }
-
-func reason(code, text string) *Reason { return &Reason{code: code, text: text} }
+type Reason = reason.Reason
 
 // Reasons of the schemas check.
 var (
 	// ErrInvalidJSON: the file is not strict JSON (duplicate keys, NaN, trailing data, bad UTF-8, ...).
-	ErrInvalidJSON = reason("invalid_json", "not strict JSON")
+	ErrInvalidJSON = reason.ErrInvalidJSON
 	// ErrSchemaViolation: the file does not satisfy its contract's exported JSON Schema.
-	ErrSchemaViolation = reason("schema_violation", "schema violation")
+	ErrSchemaViolation = reason.ErrSchemaViolation
 	// ErrSemanticViolation: the file breaks a rule of its contract that the schema cannot express.
-	ErrSemanticViolation = reason("semantic_violation", "semantic rule violation")
+	ErrSemanticViolation = reason.ErrSemanticViolation
 	// ErrHistoricalEvidence: version-1 evidence with a machine-specific temperature policy.
-	ErrHistoricalEvidence = reason("historical_evidence", "historical evidence refused")
+	ErrHistoricalEvidence = reason.ErrHistoricalEvidence
 	// ErrUnknownContract: the file names no known contract.
-	ErrUnknownContract = reason("unknown_contract", "unknown contract")
+	ErrUnknownContract = reason.ErrUnknownContract
 	// ErrWrongContract: the file is a valid document of another contract than its role needs.
-	ErrWrongContract = reason("wrong_contract", "wrong contract")
+	ErrWrongContract = reason.ErrWrongContract
 	// ErrSelfHash: a self-hashed document (a driver result's result_sha256) differs from the hash
 	// of its canonical form: it was changed after it was written.
-	ErrSelfHash = reason("self_hash_mismatch", "self-hash mismatch")
+	ErrSelfHash = reason.ErrSelfHash
 )
 
 // Reasons of the source check.
 var (
 	// ErrSourceFormat: a commit, tree or tree hash is not in its required format.
-	ErrSourceFormat = reason("source_format", "source identity malformed")
+	ErrSourceFormat = reason.ErrSourceFormat
 	// ErrDirtySource: the campaign ran from a worktree with uncommitted changes.
-	ErrDirtySource = reason("dirty_source", "source tree not clean")
+	ErrDirtySource = reason.ErrDirtySource
 	// ErrUnpublished: publication is required and the receipt is not publishable (HEAD was not
 	// origin/main, or the receipt says so).
-	ErrUnpublished = reason("unpublished", "not publishable")
+	ErrUnpublished = reason.ErrUnpublished
 	// ErrNotOriginMain: publication is required and the checkout's origin/main is another commit
 	// than the one the receipt was made from.
-	ErrNotOriginMain = reason("not_origin_main", "receipt commit is not origin/main")
+	ErrNotOriginMain = reason.ErrNotOriginMain
 	// ErrTreeHashMismatch: the receipt's tree or tree hash differs from the one recomputed from
 	// the checkout's git objects for its commit.
-	ErrTreeHashMismatch = reason("tree_hash_mismatch", "source tree hash differs from its recomputation")
+	ErrTreeHashMismatch = reason.ErrTreeHashMismatch
 	// ErrInputNotInCommit: a bound input the checks read (the workload, a launch recipe, a corpus
 	// file) is not the blob the receipt's commit holds at its path: the receipt names a source it
 	// did not run.
-	ErrInputNotInCommit = reason("input_not_in_commit", "bound input is not the commit's")
+	ErrInputNotInCommit = reason.ErrInputNotInCommit
 )
 
 // Reasons of the hashes check.
 var (
 	// ErrMissingFile: a referenced evidence file does not exist.
-	ErrMissingFile = reason("missing_file", "evidence file missing")
+	ErrMissingFile = reason.ErrMissingFile
 	// ErrUnreadableFile: a referenced file exists but cannot be read safely (not a regular file,
 	// outside the repository, too large, permission).
-	ErrUnreadableFile = reason("unreadable_file", "file cannot be read")
+	ErrUnreadableFile = reason.ErrUnreadableFile
 	// ErrDigestMismatch: a file's sha256 differs from the digest that binds it.
-	ErrDigestMismatch = reason("digest_mismatch", "digest mismatch")
+	ErrDigestMismatch = reason.ErrDigestMismatch
 	// ErrSizeMismatch: a file's size differs from the recorded bytes.
-	ErrSizeMismatch = reason("size_mismatch", "size mismatch")
+	ErrSizeMismatch = reason.ErrSizeMismatch
 	// ErrSubjectMismatch: an attestation subject's digest differs from the file it names.
-	ErrSubjectMismatch = reason("subject_mismatch", "attestation subject does not match the file")
+	ErrSubjectMismatch = reason.ErrSubjectMismatch
 	// ErrReferenceMismatch: two bindings of one file disagree (a result's case_result, the
 	// lifecycle reference, a row's records, the artifact list).
-	ErrReferenceMismatch = reason("reference_mismatch", "references disagree")
+	ErrReferenceMismatch = reason.ErrReferenceMismatch
 	// ErrUnboundFile: a file below the receipt's run directory is not bound by the receipt (and so
 	// by no attestation): everything there is evidence that must match the receipt.
-	ErrUnboundFile = reason("unbound_file", "file not bound by the receipt")
+	ErrUnboundFile = reason.ErrUnboundFile
 	// ErrMissingInput: a bound input whose content the checks read (the workload, a launch recipe,
 	// a corpus file) is not present: the checks it decides cannot be carried out.
-	ErrMissingInput = reason("missing_input", "bound input missing")
+	ErrMissingInput = reason.ErrMissingInput
 	// ErrIdentityMismatch: the receipt id is not the one its own start, backend, host id, workload
 	// and variant name, or an evidence file is not below the run directory the id names.
-	ErrIdentityMismatch = reason("identity_mismatch", "receipt identity inconsistent")
+	ErrIdentityMismatch = reason.ErrIdentityMismatch
 )
 
 // Reasons of the signature check.
 var (
 	// ErrUnsigned: no attestation (DSSE envelope or Sigstore bundle) was found for the receipt.
-	ErrUnsigned = reason("unsigned", "no attestation")
+	ErrUnsigned = reason.ErrUnsigned
 	// ErrMalformedAttestation: an envelope, bundle or statement cannot be read as the format requires.
-	ErrMalformedAttestation = reason("malformed_attestation", "malformed attestation")
+	ErrMalformedAttestation = reason.ErrMalformedAttestation
 	// ErrBadSignature: no signature verifies with a pinned public key.
-	ErrBadSignature = reason("bad_signature", "signature does not verify with a pinned key")
+	ErrBadSignature = reason.ErrBadSignature
 	// ErrStatementMismatch: the signed statement does not bind this receipt (subjects or predicate differ).
-	ErrStatementMismatch = reason("statement_mismatch", "statement does not match the receipt")
+	ErrStatementMismatch = reason.ErrStatementMismatch
 	// ErrAttestationsDiffer: the envelope and the bundle carry different statements.
-	ErrAttestationsDiffer = reason("attestations_differ", "envelope and bundle differ")
+	ErrAttestationsDiffer = reason.ErrAttestationsDiffer
 	// ErrSignaturePolicy: the attestation verifies, but not as the policy's signatures rule
 	// requires (fewer distinct pinned keys than its threshold, or a signature that does not
 	// verify where every one must).
-	ErrSignaturePolicy = reason("signature_policy", "signature policy not met")
+	ErrSignaturePolicy = reason.ErrSignaturePolicy
 )
 
-// Reasons of a keyless (certificate) bundle, decided by Policy.Keyless (keyless.go).
+// Reasons of a keyless (certificate) bundle, decided by Policy.Keyless.
 var (
 	// ErrUntrustedRoot: the bundle's certificate does not chain to a certificate authority of the
 	// trusted root (a bundle from another Sigstore instance).
-	ErrUntrustedRoot = reason("untrusted_root", "certificate does not chain to the trusted root")
+	ErrUntrustedRoot = reason.ErrUntrustedRoot
 	// ErrInclusionProof: no transparency log entry of the trusted root with a valid inclusion proof.
-	ErrInclusionProof = reason("inclusion_proof", "transparency log inclusion proof missing or invalid")
+	ErrInclusionProof = reason.ErrInclusionProof
 	// ErrSignedTimestamp: an RFC 3161 timestamp does not verify with the trusted root's authorities.
-	ErrSignedTimestamp = reason("signed_timestamp", "signed timestamp does not verify")
+	ErrSignedTimestamp = reason.ErrSignedTimestamp
 	// ErrCertificateValidity: the certificate was not valid when the log or a timestamp authority saw the signature.
-	ErrCertificateValidity = reason("certificate_validity", "certificate not valid at signing time")
+	ErrCertificateValidity = reason.ErrCertificateValidity
 	// ErrCertificateSCT: the certificate has no valid SCT of a CT log of the trusted root.
-	ErrCertificateSCT = reason("certificate_sct", "certificate transparency SCT missing or invalid")
+	ErrCertificateSCT = reason.ErrCertificateSCT
 	// ErrCertificateIssuer: the certificate's OIDC issuer is not the policy's.
-	ErrCertificateIssuer = reason("certificate_issuer", "certificate OIDC issuer not allowed")
+	ErrCertificateIssuer = reason.ErrCertificateIssuer
 	// ErrCertificateIdentity: the certificate's subject is not the policy's identity.
-	ErrCertificateIdentity = reason("certificate_identity", "certificate identity not allowed")
+	ErrCertificateIdentity = reason.ErrCertificateIdentity
 )
 
 // Reasons of the cleanup check (lifecycle and listener ownership).
 var (
 	// ErrNoLifecycle: serving cases ran but the receipt binds no lifecycle record.
-	ErrNoLifecycle = reason("no_lifecycle", "no lifecycle record")
+	ErrNoLifecycle = reason.ErrNoLifecycle
 	// ErrLifecycleIncomplete: the lifecycle record lacks launch, readiness, listener or shutdown evidence.
-	ErrLifecycleIncomplete = reason("lifecycle_incomplete", "lifecycle record incomplete")
+	ErrLifecycleIncomplete = reason.ErrLifecycleIncomplete
 	// ErrNotReady: the server never became ready.
-	ErrNotReady = reason("not_ready", "server not ready")
+	ErrNotReady = reason.ErrNotReady
 	// ErrReadyLate: readiness was observed after the startup deadline.
-	ErrReadyLate = reason("ready_late", "ready after the deadline")
+	ErrReadyLate = reason.ErrReadyLate
 	// ErrPortTaken: something listened on the port before launch.
-	ErrPortTaken = reason("port_taken", "port taken before launch")
+	ErrPortTaken = reason.ErrPortTaken
 	// ErrListenerNotOwned: the listening socket was not held by the owned process tree.
-	ErrListenerNotOwned = reason("listener_not_owned", "listener not owned")
+	ErrListenerNotOwned = reason.ErrListenerNotOwned
 	// ErrForcedShutdown: SIGKILL was needed.
-	ErrForcedShutdown = reason("forced_shutdown", "forced shutdown")
+	ErrForcedShutdown = reason.ErrForcedShutdown
 	// ErrExitNotAcceptable: the server's exit status is not an acceptable exit code.
-	ErrExitNotAcceptable = reason("exit_not_acceptable", "exit code not acceptable")
+	ErrExitNotAcceptable = reason.ErrExitNotAcceptable
 	// ErrResidue: a process or listener of the owned server remained after shutdown.
-	ErrResidue = reason("residue", "residue after shutdown")
+	ErrResidue = reason.ErrResidue
 	// ErrLifecycleFailed: the lifecycle record's verdict is failed.
-	ErrLifecycleFailed = reason("lifecycle_failed", "lifecycle failed")
+	ErrLifecycleFailed = reason.ErrLifecycleFailed
 	// ErrLifecycleMismatch: the lifecycle record disagrees with the receipt, the recipe or the log.
-	ErrLifecycleMismatch = reason("lifecycle_mismatch", "lifecycle record disagrees")
+	ErrLifecycleMismatch = reason.ErrLifecycleMismatch
 	// ErrLifecycleImplausible: the lifecycle record cannot be what the runner measured: an elapsed
 	// time that is not the difference of its own offsets, events out of order, a graceful shutdown
 	// longer than the recipe's deadline, more readiness probes than fit in the time, a leader that
 	// does not lead its process group.
-	ErrLifecycleImplausible = reason("lifecycle_implausible", "lifecycle record implausible")
+	ErrLifecycleImplausible = reason.ErrLifecycleImplausible
 )
 
 // Reasons of the tolerances check (correctness and numerical tolerances).
 var (
 	// ErrVerdictFailed: the receipt's verdict is failed.
-	ErrVerdictFailed = reason("verdict_failed", "verdict failed")
+	ErrVerdictFailed = reason.ErrVerdictFailed
 	// ErrInterrupted: the receipt's verdict is interrupted: a signal stopped qualrun mid-campaign,
 	// and the receipt binds a partial campaign (qualification.interruption says when).
-	ErrInterrupted = reason("interrupted", "campaign interrupted") // not a contract value: a reason code
+	ErrInterrupted = reason.ErrInterrupted // not a contract value: a reason code
 	// ErrRequestFailed: a measured request of a passed result failed or broke an assertion.
-	ErrRequestFailed = reason("request_failed", "request failed")
+	ErrRequestFailed = reason.ErrRequestFailed
 	// ErrResultMismatch: the receipt's summary of a result disagrees with its case result.
-	ErrResultMismatch = reason("result_mismatch", "result summary disagrees")
+	ErrResultMismatch = reason.ErrResultMismatch
 	// ErrRowMismatch: a row's counts, window or output set disagree with its request records.
-	ErrRowMismatch = reason("row_mismatch", "row disagrees with its records")
+	ErrRowMismatch = reason.ErrRowMismatch
 	// ErrCapacityMismatch: a capacity search's rows are not the probes the search would run, or a
 	// recorded decision or outcome differs from its replay from the rows.
-	ErrCapacityMismatch = reason("capacity_mismatch", "capacity search differs from its replay")
+	ErrCapacityMismatch = reason.ErrCapacityMismatch
 	// ErrParetoMismatch: a case's Pareto front differs from its recomputation from the rows.
-	ErrParetoMismatch = reason("pareto_mismatch", "Pareto front differs from its recomputation")
+	ErrParetoMismatch = reason.ErrParetoMismatch
 	// ErrIntervalMismatch: a case's confidence intervals differ from their recomputation from the
 	// records.
-	ErrIntervalMismatch = reason("interval_mismatch", "confidence interval differs from its recomputation")
+	ErrIntervalMismatch = reason.ErrIntervalMismatch
 	// ErrMetricMismatch: a recorded metric differs from its recomputation beyond the tolerance,
 	// or is missing, or should not be there.
-	ErrMetricMismatch = reason("metric_mismatch", "metric differs from its recomputation")
+	ErrMetricMismatch = reason.ErrMetricMismatch
 	// ErrDeclaredMetrics: a case result does not carry exactly the declared metrics, or the
 	// runner metrics contradict the status.
-	ErrDeclaredMetrics = reason("declared_metrics", "declared metrics not met")
+	ErrDeclaredMetrics = reason.ErrDeclaredMetrics
 	// ErrUnknownTolerance: a declared tolerance names no metric of its result.
-	ErrUnknownTolerance = reason("unknown_tolerance", "tolerance for an unknown metric")
+	ErrUnknownTolerance = reason.ErrUnknownTolerance
 	// ErrToleranceDeclared: a driver result's tolerance outcomes do not come from the tolerances
 	// the workload declares for its case (other rules, limits, subjects or order).
-	ErrToleranceDeclared = reason("tolerance_declaration_mismatch", "tolerances differ from the workload's")
+	ErrToleranceDeclared = reason.ErrToleranceDeclared
 	// ErrToleranceOutcome: a driver result's recorded tolerance outcome (observed number or
 	// passed) differs from its recomputation from the result's numbers.
-	ErrToleranceOutcome = reason("tolerance_outcome_mismatch", "tolerance outcome differs from its recomputation")
+	ErrToleranceOutcome = reason.ErrToleranceOutcome
 	// ErrToleranceFailed: a declared numerical tolerance of a driver case does not hold.
-	ErrToleranceFailed = reason("tolerance_failed", "tolerance failed")
+	ErrToleranceFailed = reason.ErrToleranceFailed
 	// ErrDriverVerdict: a driver result's verdict (status, argmax candidate, attribution, largest
 	// error growth) differs from its recomputation.
-	ErrDriverVerdict = reason("driver_verdict_mismatch", "driver verdict differs from its recomputation")
+	ErrDriverVerdict = reason.ErrDriverVerdict
 	// ErrVerdictMismatch: a runner-written verdict field (a result's required flag or status, the
 	// campaign verdict, publishable) differs from its derivation from the workload and the evidence.
-	ErrVerdictMismatch = reason("verdict_mismatch", "verdict differs from its derivation")
+	ErrVerdictMismatch = reason.ErrVerdictMismatch
 	// ErrDegradedRow: a degraded row (the client could not keep its schedule) in a receipt that
 	// must be publishable, or under a comparison's performance rule, and its case does not declare
 	// measures_saturation.
-	ErrDegradedRow = reason("degraded_row", "degraded row")
+	ErrDegradedRow = reason.ErrDegradedRow
 	// ErrLoadNotReached: a row did not measure its declared load: a closed-loop row never had its
 	// concurrency in flight, or an open-loop row records another offered rate than its case's,
 	// or t_sched times off the arrival schedule its workload seed gives.
-	ErrLoadNotReached = reason("load_not_reached", "declared load not reached")
+	ErrLoadNotReached = reason.ErrLoadNotReached
 	// ErrTimeoutExceeded: a serving case's records span more than its timeout_seconds, or it
 	// says it stopped by its timeout before the timeout.
-	ErrTimeoutExceeded = reason("timeout_exceeded", "case timeout exceeded")
+	ErrTimeoutExceeded = reason.ErrTimeoutExceeded
 )
 
 // Reasons of the comparability check and of Compare.
 var (
 	// ErrWorkloadMismatch: workload identity differs (id, digest, variant, kind, seed, variables).
-	ErrWorkloadMismatch = reason("workload_mismatch", "workload identity differs")
+	ErrWorkloadMismatch = reason.ErrWorkloadMismatch
 	// ErrConfigMismatch: an effective configuration differs where no difference is allowed.
-	ErrConfigMismatch = reason("config_mismatch", "effective configuration differs")
+	ErrConfigMismatch = reason.ErrConfigMismatch
 	// ErrCorpusMismatch: the prompt set differs from the corpus (or between compared rows).
-	ErrCorpusMismatch = reason("corpus_mismatch", "prompt set differs")
+	ErrCorpusMismatch = reason.ErrCorpusMismatch
 	// ErrFormulaMismatch: one metric name carries two formula ids (or units, aggregations,
 	// directions); a request-window throughput is never compared with a decode rate.
-	ErrFormulaMismatch = reason("formula_mismatch", "metric identity differs")
+	ErrFormulaMismatch = reason.ErrFormulaMismatch
 	// ErrUnlikeRows: compared rows differ in their shape (loop, offered rate, missing row).
-	ErrUnlikeRows = reason("unlike_rows", "rows are not like for like")
+	ErrUnlikeRows = reason.ErrUnlikeRows
 	// ErrEnvironmentMismatch: the environment differs where the mode needs it identical.
-	ErrEnvironmentMismatch = reason("environment_mismatch", "environment differs")
+	ErrEnvironmentMismatch = reason.ErrEnvironmentMismatch
 	// ErrDeviceMismatch: the receipts' devices differ in model, driver or another identity field
 	// the mode needs equal (by position in environment.devices; provenance-only ids never count).
-	ErrDeviceMismatch = reason("device_mismatch", "device differs")
+	ErrDeviceMismatch = reason.ErrDeviceMismatch
 	// ErrSourceMismatch: the source tree hash differs.
-	ErrSourceMismatch = reason("source_mismatch", "source tree differs")
+	ErrSourceMismatch = reason.ErrSourceMismatch
 	// ErrArtifactMismatch: a bound input (model, tokenizer, corpus, recipe) differs.
-	ErrArtifactMismatch = reason("artifact_mismatch", "bound artifact differs")
+	ErrArtifactMismatch = reason.ErrArtifactMismatch
 	// ErrModeRefused: the comparison policy does not allow this comparison.
-	ErrModeRefused = reason("mode_refused", "comparison not allowed by the policy")
+	ErrModeRefused = reason.ErrModeRefused
 	// ErrRuleFailed: a metric rule's tolerance was exceeded.
-	ErrRuleFailed = reason("rule_failed", "metric rule failed")
+	ErrRuleFailed = reason.ErrRuleFailed
 	// ErrCacheRegimeMismatch: compared rows declare different prefix-cache regimes, or their
 	// servers reported different ones (docs/caching.md).
-	ErrCacheRegimeMismatch = reason("cache_regime_mismatch", "prefix-cache regimes differ")
+	ErrCacheRegimeMismatch = reason.ErrCacheRegimeMismatch
 	// ErrOutputMismatch: a row's outputs differ in a correctness comparison.
-	ErrOutputMismatch = reason("output_mismatch", "outputs differ")
+	ErrOutputMismatch = reason.ErrOutputMismatch
 	// ErrTooFewSamples: a statistical rule refused: a side has fewer per-request samples than
 	// metric.MinSamplesSignificance.
-	ErrTooFewSamples = reason("too_few_samples", "too few samples for a statistical rule")
+	ErrTooFewSamples = reason.ErrTooFewSamples
 )
 
 // Reasons of the scope check.
 var (
 	// ErrScopeBackend: the receipt's backend is not the variant's backend.
-	ErrScopeBackend = reason("backend_mismatch", "backend differs from the variant")
+	ErrScopeBackend = reason.ErrScopeBackend
 	// ErrScopeDevice: an accelerator backend with no identified device driver.
-	ErrScopeDevice = reason("device_unidentified", "device not identified")
+	ErrScopeDevice = reason.ErrScopeDevice
 )
 
+// ErrLinkMismatch: the campaign's in-toto link does not match the receipt (its materials are not
+// exactly the bound inputs, or its products not exactly the receipt and its evidence files, by
+// digest), or it is malformed, or no signature verifies with a pinned key.
+var ErrLinkMismatch = reason.ErrLinkMismatch
+
 // ErrFindingsTruncated marks the last finding of a check that had more than MaxFindingsPerCheck.
-var ErrFindingsTruncated = reason("findings_truncated", "more findings omitted")
+var ErrFindingsTruncated = reason.ErrFindingsTruncated
 
 // Reasons lists every Reason, grouped by check in protocol order (then Compare's, then the
 // truncation marker).
-func Reasons() []*Reason {
-	return []*Reason{
-		ErrInvalidJSON, ErrSchemaViolation, ErrSemanticViolation, ErrHistoricalEvidence, ErrUnknownContract, ErrWrongContract, ErrSelfHash,
-		ErrSourceFormat, ErrDirtySource, ErrUnpublished, ErrNotOriginMain, ErrTreeHashMismatch, ErrInputNotInCommit,
-		ErrMissingFile, ErrUnreadableFile, ErrDigestMismatch, ErrSizeMismatch, ErrSubjectMismatch, ErrReferenceMismatch, ErrUnboundFile, ErrMissingInput, ErrIdentityMismatch,
-		ErrUnsigned, ErrMalformedAttestation, ErrBadSignature, ErrStatementMismatch, ErrAttestationsDiffer, ErrSignaturePolicy,
-		ErrUntrustedRoot, ErrInclusionProof, ErrSignedTimestamp, ErrCertificateValidity, ErrCertificateSCT, ErrCertificateIssuer, ErrCertificateIdentity,
-		ErrNoLifecycle, ErrLifecycleIncomplete, ErrNotReady, ErrReadyLate, ErrPortTaken, ErrListenerNotOwned, ErrForcedShutdown,
-		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch, ErrLifecycleImplausible,
-		ErrVerdictFailed, ErrInterrupted, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrCapacityMismatch, ErrParetoMismatch, ErrIntervalMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
-		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict, ErrVerdictMismatch, ErrDegradedRow, ErrLoadNotReached, ErrTimeoutExceeded,
-		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
-		ErrScopeBackend, ErrScopeDevice,
-		ErrEnvironmentMismatch, ErrDeviceMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrCacheRegimeMismatch, ErrOutputMismatch, ErrTooFewSamples,
-		ErrFindingsTruncated,
-	}
-}
-
-// codeOf returns the code of the first Reason in err's chain, or "" when there is none.
-func codeOf(err error) string {
-	var r *Reason
-	if errors.As(err, &r) {
-		return r.code
-	}
-	return ""
-}
+func Reasons() []*Reason { return reason.Reasons() }

@@ -13,6 +13,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // realRecordLines returns the request record lines of the frozen campaign.
@@ -37,7 +38,7 @@ func realRecordLines(t testing.TB) [][]byte {
 // accepts it as a request record, and then extracts what DecodeInto would.
 func checkAgreement(t testing.TB, line []byte) (accepted bool) {
 	t.Helper()
-	rec, ok := parseRecord(line)
+	rec, ok := record.Parse(line)
 	if !ok {
 		return false
 	}
@@ -52,7 +53,7 @@ func checkAgreement(t testing.TB, line []byte) (accepted bool) {
 	if err := jsonstrict.DecodeInto(line, &doc); err != nil {
 		t.Fatalf("DecodeInto: %v", err)
 	}
-	want := recordOf(&doc)
+	want := record.FromDoc(&doc)
 	if !reflect.DeepEqual(rec, want) {
 		t.Fatalf("fast path read\n%+v\nDecodeInto reads\n%+v", rec, want)
 	}
@@ -137,17 +138,17 @@ func TestReadRecords(t *testing.T) {
 		{"a receipt among records", string(lines[0]) + "\n" + `{"schema":"qualkit.launch-recipe.v1"}` + "\n", 1, 1},
 	}
 	for _, tc := range cases {
-		d, n, set, err := readRecords(context.Background(), strings.NewReader(tc.data))
+		d, n, set, err := record.Read(context.Background(), strings.NewReader(tc.data))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		if d != evidence.DigestOf([]byte(tc.data)) || n != int64(len(tc.data)) {
 			t.Errorf("%s: digest %s size %d, want the file's", tc.name, d, n)
 		}
-		if len(set.records) != tc.records || set.invalidLines != tc.invalidLines {
-			t.Errorf("%s: %d records, %d invalid lines; want %d, %d (%v)", tc.name, len(set.records), set.invalidLines, tc.records, tc.invalidLines, set.invalid)
+		if len(set.Records) != tc.records || set.InvalidLines != tc.invalidLines {
+			t.Errorf("%s: %d records, %d invalid lines; want %d, %d (%v)", tc.name, len(set.Records), set.InvalidLines, tc.records, tc.invalidLines, set.Invalid)
 		}
-		for _, v := range set.invalid {
+		for _, v := range set.Invalid {
 			if !strings.HasPrefix(v.Pointer, "/") {
 				t.Errorf("%s: pointer %q", tc.name, v.Pointer)
 			}
@@ -156,15 +157,15 @@ func TestReadRecords(t *testing.T) {
 }
 
 func TestOutputSetMatchesCanonical(t *testing.T) {
-	rs := []*record{{output: evidence.DigestOf([]byte("a"))}, {output: evidence.DigestOf([]byte("b"))}}
-	b, err := jsonstrict.Canonical([]string{rs[0].output, rs[1].output})
+	rs := []*record.Record{{Output: evidence.DigestOf([]byte("a"))}, {Output: evidence.DigestOf([]byte("b"))}}
+	b, err := jsonstrict.Canonical([]string{rs[0].Output, rs[1].Output})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := outputSet(rs); got == nil || *got != evidence.DigestOf(b) {
+	if got := record.OutputSet(rs); got == nil || *got != evidence.DigestOf(b) {
 		t.Fatalf("output set %v, canonical %s", got, evidence.DigestOf(b))
 	}
-	if outputSet([]*record{{failed: true}}) != nil {
+	if record.OutputSet([]*record.Record{{Failed: true}}) != nil {
 		t.Fatal("a failed request has an output set")
 	}
 }
@@ -172,7 +173,7 @@ func TestOutputSetMatchesCanonical(t *testing.T) {
 func TestPercentileType7(t *testing.T) {
 	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 	for q, want := range map[float64]float64{0: 1, 0.5: 5.5, 0.9: 9.1, 0.99: 9.91, 1: 10} {
-		if got := percentile(xs, q); !within(got, want, Tolerance{1e-12, 0}) {
+		if got := record.Percentile(xs, q); !record.Within(got, want, Tolerance{Absolute: 1e-12, Relative: 0}) {
 			t.Errorf("p%v = %v, want %v (numpy linear)", q, got, want)
 		}
 	}

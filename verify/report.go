@@ -2,9 +2,9 @@ package verify
 
 import (
 	"time"
-	"unicode/utf8"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 )
 
 // Report fills the verification report contract (qualkit.verification-report.v1) from a result.
@@ -13,7 +13,7 @@ func (r *Result) Report(version string, now time.Time) contract.VerificationRepo
 	doc := contract.VerificationReportDoc{
 		Schema:    contract.VerificationReportSchema,
 		CreatedAt: now.UTC().Format(time.RFC3339Nano),
-		Verifier:  contract.VerifierInfo{Name: "qualverify", Version: nonEmpty(version, "dev")},
+		Verifier:  contract.VerifierInfo{Name: "qualverify", Version: finding.NonEmpty(version, "dev")},
 		Subjects:  []contract.Subject{},
 		Checks:    []contract.Check{},
 		Weakened:  []string{},
@@ -39,31 +39,31 @@ func (r *Result) Report(version string, now time.Time) contract.VerificationRepo
 		if i >= maxReportSignatures {
 			break
 		}
-		out := contract.SignatureReport{File: clipRunes(sg.File, 4096), Index: int64(sg.Index), KeyID: clipRunes(sg.KeyID, 1024), Verified: sg.Verified}
+		out := contract.SignatureReport{File: finding.ClipRunes(sg.File, 4096), Index: int64(sg.Index), KeyID: finding.ClipRunes(sg.KeyID, 1024), Verified: sg.Verified}
 		if sg.Key != "" {
 			k := sg.Key
 			out.Key = &k
 		}
 		if sg.Problem != "" {
-			p := clipRunes(sg.Problem, 1024)
+			p := finding.ClipRunes(sg.Problem, 1024)
 			out.Problem = &p
 		}
-		if id := sg.Identity; id != nil { // keyless.go
-			out.Identity = &contract.SignerIdentityReport{Issuer: clipRunes(id.Issuer, 1024), Subject: clipRunes(id.Subject, 1024)}
+		if id := sg.Identity; id != nil { // a keyless signer
+			out.Identity = &contract.SignerIdentityReport{Issuer: finding.ClipRunes(id.Issuer, 1024), Subject: finding.ClipRunes(id.Subject, 1024)}
 		}
 		doc.Signatures = append(doc.Signatures, out)
 	}
 	for _, c := range r.Checks {
 		ch := contract.Check{Name: c.Check, Status: c.Status, Findings: []contract.Finding{}}
 		for _, f := range c.Findings {
-			ch.Findings = append(ch.Findings, contract.Finding{Check: contract.CheckName(string(f.Check)), File: clipRunes(nonEmpty(f.File, "-"), 4096),
-				Pointer: f.Pointer, Code: nonEmpty(f.Code(), "finding"), Message: clipRunes(nonEmpty(f.Err.Error(), "-"), 2048)})
+			ch.Findings = append(ch.Findings, contract.Finding{Check: contract.CheckName(string(f.Check)), File: finding.ClipRunes(finding.NonEmpty(f.File, "-"), 4096),
+				Pointer: f.Pointer, Code: finding.NonEmpty(f.Code(), "finding"), Message: finding.ClipRunes(finding.NonEmpty(f.Err.Error(), "-"), 2048)})
 		}
 		doc.Checks = append(doc.Checks, ch)
 	}
 	doc.Weakened = append(doc.Weakened, r.Weakened...)
 	if r.Scope != "" {
-		sc := clipRunes(r.Scope, 1024)
+		sc := finding.ClipRunes(r.Scope, 1024)
 		doc.Scope = &sc
 	}
 	return doc
@@ -74,19 +74,3 @@ const (
 	maxReportSubjects   = 100000
 	maxReportSignatures = 256
 )
-
-func nonEmpty(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
-}
-
-// clipRunes bounds a string to n runes (the contract's limits), marking the cut.
-func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}

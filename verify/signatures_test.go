@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/attestfmt"
+	"github.com/qualkit/qualkit/verify/internal/record"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 )
 
@@ -28,7 +29,7 @@ func signMany(t *testing.T, root, receipt string, keys []testKey, extra ...[]byt
 		if err != nil {
 			t.Fatal(err)
 		}
-		sigs = append(sigs, map[string]any{"keyid": "key-" + itoa(int64(i)), "sig": base64.StdEncoding.EncodeToString(sig)})
+		sigs = append(sigs, map[string]any{"keyid": "key-" + record.Itoa(int64(i)), "sig": base64.StdEncoding.EncodeToString(sig)})
 	}
 	for _, g := range extra {
 		sigs = append(sigs, map[string]any{"keyid": "garbage", "sig": base64.StdEncoding.EncodeToString(g)})

@@ -9,92 +9,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/limits"
+	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/reason"
 )
-
-// Check names a publication check (the verification report's check name). The checks run in
-// protocol order (CheckOrder).
-type Check = contract.CheckName
-
-// The publication checks, in protocol order.
-const (
-	CheckSchemas       = contract.CheckNameSchemas
-	CheckSource        = contract.CheckNameSource
-	CheckHashes        = contract.CheckNameHashes
-	CheckSignature     = contract.CheckNameSignature
-	CheckCleanup       = contract.CheckNameCleanup
-	CheckTolerances    = contract.CheckNameTolerances
-	CheckComparability = contract.CheckNameComparability
-	CheckScope         = contract.CheckNameScope
-)
-
-// CheckOrder lists the checks in protocol order (the order of schemas.CheckOrder).
-var CheckOrder = []Check{CheckSchemas, CheckSource, CheckHashes, CheckSignature, CheckCleanup, CheckTolerances, CheckComparability, CheckScope}
-
-// Status is the outcome of one check: the verification report's check status.
-type Status = contract.CheckStatus
-
-// Check statuses.
-const (
-	StatusPassed  = contract.CheckStatusPassed
-	StatusFailed  = contract.CheckStatusFailed
-	StatusSkipped = contract.CheckStatusSkipped
-)
-
-// Verdict is the outcome of a verification: the verification report's verdict.
-type Verdict = contract.ReportVerdict
-
-// Verdicts.
-const (
-	Verified = contract.ReportVerdictVerified
-	Rejected = contract.ReportVerdictRejected
-)
-
-// Finding is one reason the evidence is rejected: the check that found it, the file (a path
-// relative to the evidence root), an RFC 6901 JSON pointer into it ("" is the whole file; a JSON
-// Lines file is addressed as the array of its lines, so /3/usage is the fourth line's usage) and
-// the error, which wraps exactly one *Reason sentinel (errors.Is) and sometimes a
-// schemas.Violation.
-type Finding struct {
-	Check   Check
-	File    string
-	Pointer string
-	Err     error
-}
-
-// Code returns the stable code of the finding's Reason.
-func (f Finding) Code() string { return codeOf(f.Err) }
-
-func (f Finding) Error() string {
-	p := f.Pointer
-	if p == "" {
-		p = "/"
-	}
-	return fmt.Sprintf("%s: %s: %s: %v", f.Check, f.File, p, f.Err)
-}
-
-// Unwrap returns the finding's error, so errors.Is(finding, ErrDigestMismatch) works.
-func (f Finding) Unwrap() error { return f.Err }
-
-// CheckResult is the outcome of one check.
-type CheckResult struct {
-	Check    Check
-	Status   Status
-	Findings []Finding
-	// Note says why a check was skipped, or what it could not cover.
-	Note string
-}
-
-// Subject is one file the verification read, by digest.
-type Subject struct {
-	// Path is relative to the evidence root.
-	Path string
-	// Digest is "" for a file refused before it was read (the receipt, when it is a FIFO, a
-	// symlink or over its limit).
-	Digest string
-	// Contract is the schema id found in the file; "" when it carries none.
-	Contract string
-}
 
 // Result is the outcome of Verify.
 type Result struct {
@@ -121,11 +40,11 @@ type Result struct {
 	// pinned key it verified with (if any); a valid signature is enough unless the policy says
 	// otherwise, but none is hidden.
 	Signatures []SignatureOutcome
+	// ReceiptID is the receipt's id, when it could be read.
+	ReceiptID string
 	// Identity is the keyless signer (certificate issuer and subject) when Policy.Keyless
 	// verified the bundle; nil with pinned keys.
 	Identity *SignerIdentity
-	// ReceiptID is the receipt's id, when it could be read.
-	ReceiptID string
 }
 
 // Check returns the result of one check.
@@ -137,23 +56,6 @@ func (r *Result) Check(c Check) CheckResult {
 	}
 	return CheckResult{Check: c, Status: StatusSkipped}
 }
-
-// Relaxation names an option that weakens a check. Each ends in "-unsafe".
-type Relaxation string
-
-// The relaxations.
-const (
-	// RelaxUnsigned accepts a receipt without an attestation (the signature check is skipped).
-	RelaxUnsigned Relaxation = "allow-unsigned-unsafe"
-	// RelaxUnpublished accepts a receipt that is not at origin/main (publication not required).
-	RelaxUnpublished Relaxation = "allow-unpublished-unsafe"
-	// RelaxMissingInputs verifies evidence without a bound input the checks read (the workload, a
-	// launch recipe, a corpus file); the warnings say what was then not checked.
-	RelaxMissingInputs Relaxation = "allow-missing-inputs-unsafe"
-)
-
-// Relaxations lists every relaxation.
-var Relaxations = []Relaxation{RelaxUnsigned, RelaxUnpublished, RelaxMissingInputs, RelaxFixtureDevices}
 
 // Option adjusts Verify and Compare.
 type Option func(*config)
@@ -234,6 +136,11 @@ func newConfig(opts []Option) *config {
 	return c
 }
 
+// loadOptions are the options loading reads.
+func (c *config) loadOptions() load.Options {
+	return load.Options{Relax: c.relax, Workers: c.workers, SkipSign: c.skipSign, ModelStore: c.modelStore}
+}
+
 func (c *config) weakened() []string {
 	var out []string
 	for _, r := range Relaxations {
@@ -248,10 +155,6 @@ func (c *config) weakened() []string {
 var (
 	// ErrNoTrustedKey: the signature check needs a pinned public key and the policy has none.
 	ErrNoTrustedKey = errors.New("no trusted public key")
-	// ErrRelaxationRefused: an option weakens a check that the policy does not allow to be weakened.
-	ErrRelaxationRefused = errors.New("relaxation not allowed by the policy")
-	// ErrEvidence: the evidence cannot be read at all (no receipt, no root).
-	ErrEvidence = errors.New("evidence cannot be read")
 )
 
 // Verify verifies one receipt and its evidence offline against policy. The error is non-nil only
@@ -264,24 +167,24 @@ func Verify(ctx context.Context, evidence Evidence, policy Policy, opts ...Optio
 	return res, err
 }
 
-func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) (*Result, *snapshot, error) {
-	if err := policy.permits(cfg); err != nil {
+func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) (*Result, *load.Snapshot, error) {
+	if err := policy.Permits(cfg.relax); err != nil {
 		return nil, nil, err
 	}
 	if len(policy.Keys) == 0 && policy.Keyless == nil && !cfg.relax[RelaxUnsigned] && !cfg.skipSign {
 		return nil, nil, fmt.Errorf("%w: give a public key (--key) or allow unsigned evidence", ErrNoTrustedKey)
 	}
-	s, err := load(ctx, evidence, policy, cfg)
+	s, err := load.Load(ctx, evidence, policy, cfg.loadOptions())
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	res := &Result{Weakened: cfg.weakened(), Subjects: s.subjects(), Warnings: s.warnings, ReceiptID: s.receiptID()}
-	for _, c := range checks {
-		cr := c.run(s)
-		cr.Check = c.name
+	res := &Result{Weakened: cfg.weakened(), Subjects: s.Subjects(), Warnings: s.Warnings, ReceiptID: s.ReceiptID()}
+	for _, c := range check.Table {
+		cr := c.Run(s)
+		cr.Check = c.Name
 		cr.Findings = capFindings(cr.Findings)
 		switch {
 		case len(cr.Findings) > 0:
@@ -292,13 +195,13 @@ func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) 
 		res.Checks = append(res.Checks, cr)
 		res.Findings = append(res.Findings, cr.Findings...)
 	}
-	res.Scope = scopeStatement(s)
-	res.Signer = s.signer
-	res.Identity = s.identity // keyless.go
-	for _, a := range s.attestations {
-		res.Signatures = append(res.Signatures, a.sigs...)
+	res.Scope = check.ScopeStatement(s)
+	res.Signer = s.Signer
+	res.Identity = s.Identity
+	for _, a := range s.Attestations {
+		res.Signatures = append(res.Signatures, a.Sigs...)
 	}
-	res.Warnings = append(res.Warnings, s.lateWarnings...)
+	res.Warnings = append(res.Warnings, s.LateWarnings...)
 	res.Verdict = Verified
 	if len(res.Findings) > 0 {
 		res.Verdict = Rejected
@@ -308,13 +211,13 @@ func verify(ctx context.Context, evidence Evidence, policy Policy, cfg *config) 
 
 // capFindings keeps at most MaxFindingsPerCheck findings and says how many more there were.
 func capFindings(fs []Finding) []Finding {
-	if len(fs) <= MaxFindingsPerCheck {
+	if len(fs) <= limits.MaxFindingsPerCheck {
 		return fs
 	}
-	more := len(fs) - MaxFindingsPerCheck + 1
-	out := slices.Clone(fs[:MaxFindingsPerCheck-1])
-	last := fs[MaxFindingsPerCheck-1]
-	return append(out, Finding{Check: last.Check, File: last.File, Pointer: "", Err: fmt.Errorf("%w: %d more findings of this check", ErrFindingsTruncated, more)})
+	more := len(fs) - limits.MaxFindingsPerCheck + 1
+	out := slices.Clone(fs[:limits.MaxFindingsPerCheck-1])
+	last := fs[limits.MaxFindingsPerCheck-1]
+	return append(out, Finding{Check: last.Check, File: last.File, Pointer: "", Err: fmt.Errorf("%w: %d more findings of this check", reason.ErrFindingsTruncated, more)})
 }
 
 // Summary is a one-line description of a result for people, e.g. "rejected: hashes (2), signature (1)".

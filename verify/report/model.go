@@ -351,7 +351,7 @@ func rowOf(re verify.RowEvidence) (Row, map[string][]float64) {
 	}
 	out.Turns = turnsOf(got)
 	// The row's token ledger, which the tolerances check recomputed from the records
-	// (check_ledger.go): a verified receipt's is the recomputed one.
+	// (verify/internal/check/rowcheck/ledger.go): a verified receipt's is the recomputed one.
 	out.Tokens = row.Tokens
 	f := re.Fidelity
 	out.Fidelity = Fidelity{ScheduleLagP50Ms: f.ScheduleLagP50Ms, ScheduleLagP99Ms: f.ScheduleLagP99Ms, ScheduleLagMaxMs: f.ScheduleLagMaxMs,
