@@ -13,8 +13,8 @@ import (
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
-	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/limits"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
@@ -22,29 +22,29 @@ import (
 // Record is one request record reduced to what the checks read; times are nanoseconds from the
 // campaign's monotonic epoch.
 type Record struct {
-	Line                           int // 0-based line in its file
-	CaseID                         string
-	Concurrency                    int64
-	Repetition                     int64
-	Index                          int64
-	Warmup                         bool
-	PromptID                       string
-	Sched                          int64
-	Send, Header                   int64
-	End, Close                     int64
-	HasSend                        bool
-	HasHdr                         bool
-	HasEnd                         bool
-	HasClose                       bool
-	Content                        []int64 // arrival of each token event (content or reasoning), in order
+	Line         int // 0-based line in its file
+	CaseID       string
+	Concurrency  int64
+	Repetition   int64
+	Index        int64
+	Warmup       bool
+	PromptID     string
+	Sched        int64
+	Send, Header int64
+	End, Close   int64
+	HasSend      bool
+	HasHdr       bool
+	HasEnd       bool
+	HasClose     bool
+	Content      []int64 // arrival of each token event (content or reasoning), in order
 	// Reasoned says a reasoning event came; FirstContent is the first content event's arrival
 	// when HasFirstContent.
 	Reasoned        bool
 	FirstContent    int64
 	HasFirstContent bool
 	// Reasoning is usage.reasoning_tokens when HasReasoning.
-	Reasoning    int64
-	HasReasoning bool
+	Reasoning                      int64
+	HasReasoning                   bool
 	HasUsage                       bool
 	CompletionTokens, PromptTokens int64 // completion and prompt tokens
 	Failed                         bool  // error != null
