@@ -106,7 +106,7 @@ func checkRecord(t *testing.T, rec *contract.LifecycleRecordDoc, port int) {
 // writes the scrubbed server log into LogDir.
 func TestServeQualsimPasses(t *testing.T) {
 	logDir := t.TempDir()
-	plan, err := PrepareServe(ServeConfig{Recipe: serveRecipe(t, 19301, "--ttft", "1ms"), LogDir: logDir})
+	plan, err := PrepareServe(ServeConfig{Recipe: serveRecipe(t, 19391, "--ttft", "1ms"), LogDir: logDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestServeQualsimPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := out.Record
-	checkRecord(t, rec, 19301)
+	checkRecord(t, rec, 19391)
 	if out.Interrupted || rec.Verdict != "passed" || !rec.Readiness.Ready || !rec.Listener.Owned || rec.Shutdown.Forced {
 		t.Fatalf("interrupted %v, record %+v", out.Interrupted, rec)
 	}
@@ -128,7 +128,7 @@ func TestServeQualsimPasses(t *testing.T) {
 // An interruption (a cancelled ctx whose cause names the signal) during readiness shuts the
 // server down; the record names the signal, not the readiness error.
 func TestServeInterruptedNamesTheSignal(t *testing.T) {
-	plan, err := PrepareServe(ServeConfig{Recipe: serveRecipe(t, 19302, "--fault", "never-ready"), LogDir: t.TempDir()})
+	plan, err := PrepareServe(ServeConfig{Recipe: serveRecipe(t, 19392, "--fault", "never-ready"), LogDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestServeInterruptedNamesTheSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRecord(t, out.Record, 19302)
+	checkRecord(t, out.Record, 19392)
 	if !out.Interrupted || out.Record.Verdict != "failed" || len(out.Record.Failures) == 0 ||
 		out.Record.Failures[0] != "interrupted: qualrun received SIGHUP" {
 		t.Fatalf("interrupted %v, verdict %s, failures %q", out.Interrupted, out.Record.Verdict, out.Record.Failures)
@@ -147,12 +147,12 @@ func TestServeInterruptedNamesTheSignal(t *testing.T) {
 
 // A taken port launches nothing: Serve returns lifecycle.ErrPortTaken and no record.
 func TestServePortTakenLaunchesNothing(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:19303")
+	ln, err := net.Listen("tcp", "127.0.0.1:19393")
 	if err != nil {
-		t.Skipf("port 19303: %v", err)
+		t.Skipf("port 19393: %v", err)
 	}
 	defer ln.Close()
-	plan, err := PrepareServe(ServeConfig{Recipe: serveRecipe(t, 19303), LogDir: t.TempDir()})
+	plan, err := PrepareServe(ServeConfig{Recipe: serveRecipe(t, 19393), LogDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
