@@ -27,11 +27,13 @@ generate: ## export the CUE contracts under cue/ to JSON Schema under schemas/js
 check-generate: ## fail if schemas/json or the generated Go in schemas/contract differs from what cue/ exports
 	$(GO) run ./tools/schemagen -cue cue -out schemas/json -go schemas/contract -docs docs/contracts -check
 
+# ./tools first: go test starts the packages' test binaries in the order named, two at a time on two
+# cores, and the tools package (the testscripts) is the longest; the others run beside it.
 test: ## vet, format check, schema drift check, all Go tests, the ajv cross-check
 	$(GO) vet $(PKGS)
 	@bad=$$(gofmt -l $(MODULES)); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
 	$(MAKE) --no-print-directory check-generate
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 20m ./tools $(PKGS)
 	$(MAKE) --no-print-directory ajv
 
 ajv: ## cross-check the contract corpus with ajv (needs node; `npm ci --prefix .ci/ajv` once)
