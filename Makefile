@@ -27,11 +27,16 @@ generate: ## export the CUE contracts under cue/ to JSON Schema under schemas/js
 check-generate: ## fail if schemas/json or the generated Go in schemas/contract differs from what cue/ exports
 	$(GO) run ./tools/schemagen -cue cue -out schemas/json -go schemas/contract -docs docs/contracts -check
 
+# go test starts the packages' test binaries in the order named, two at a time on two cores. The
+# tools package (the testscripts) is the longest, so it comes early enough for the others to run
+# beside it, but after ./runner/...: runner/load's and runner/bench's timing tests then finish
+# while the tools package runs its interrupt test and quickstart, not beside its 8 parallel scripts
+# (runner/load's stamp-error bound failed once with ./tools first, on a host loaded 7-16).
 test: ## vet, format check, schema drift check, all Go tests, the ajv cross-check
 	$(GO) vet $(PKGS)
 	@bad=$$(gofmt -l $(MODULES)); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
 	$(MAKE) --no-print-directory check-generate
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 20m ./runner/... ./tools $(PKGS)
 	$(MAKE) --no-print-directory ajv
 
 ajv: ## cross-check the contract corpus with ajv (needs node; `npm ci --prefix .ci/ajv` once)

@@ -81,12 +81,37 @@ func buildBinaries(t *testing.T) string {
 		out, err := exec.Command("go", "build", "-o", binDir+"/", "./cmd/qualsim").CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build qualsim: %v\n%s", err, out)
+			return
 		}
+		binErr = linkPython(binDir)
 	})
 	if binErr != nil {
 		t.Fatal(binErr)
 	}
 	return binDir
+}
+
+// linkPython puts the interpreter that python3 on $PATH runs into dir as python3, where it is the
+// one python3 differs from it: a version manager's shim (pyenv's is a bash script that runs pyenv,
+// about a second a start here) then starts once, not at every python3 of the driver scripts. The
+// interpreter is the same one, so is what the scripts test; without python3 nothing is linked.
+func linkPython(dir string) error {
+	onPath, err := exec.LookPath("python3")
+	if err != nil {
+		return nil
+	}
+	out, err := exec.Command(onPath, "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		return nil // the scripts that need python3 say so when they run it
+	}
+	real := strings.TrimSpace(string(out))
+	if !filepath.IsAbs(real) || real == onPath {
+		return nil
+	}
+	if resolved, err := filepath.EvalSymlinks(onPath); err == nil && resolved == real {
+		return nil
+	}
+	return os.Symlink(real, filepath.Join(dir, "python3"))
 }
 
 // TestScripts runs tools/testdata/script/*.txtar, scriptParallel at a time, but for the scripts
