@@ -362,10 +362,12 @@ func judge(spec RowSpec, measured []Request, achieved float64) (Judgement, bool,
 	if degraded && capped > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d arrivals found all %d slots busy: in flight reached the cap (server-bound; judged only by the open-loop rules)", capped, spec.Concurrency))
 	}
-	// A row most of whose arrivals waited for a slot, and that the open-loop rules degrade, is
-	// server-bound whatever its few free-slot arrivals say about the client: an idle host would
-	// not make it faithful, so saturation is its cause, named first.
-	if ownDegraded && behindFired && 2*capped > len(all) {
+	// A row most of whose arrivals waited for a slot, that the open-loop rules degrade, and whose
+	// free-slot arrivals lag within DegradedOpenLagMs is server-bound: the client's small lag
+	// cannot explain a row that fell behind by more, and an idle host would not make it faithful,
+	// so saturation is its cause, named first. A client that itself lagged more (a starved one
+	// whose backlog then filled the slots) keeps its own cause.
+	if ownDegraded && behindFired && 2*capped > len(all) && jd.LagMs <= DegradedOpenLagMs {
 		jd.Cause = CauseServerSaturation
 		reasons = slices.Concat(reasons[ownReasons:], reasons[:ownReasons])
 	}

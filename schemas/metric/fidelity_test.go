@@ -198,3 +198,27 @@ func TestFidelityQueuedBehindUnsentIsSaturation(t *testing.T) {
 		t.Fatalf("on-time first sends: cause %s samples %d: %v", f.Judgement.Cause, f.Judgement.Samples, f.Reasons)
 	}
 }
+
+// A CPU-starved client (frozen 95 ms of every 100 ms, as a cgroup quota of 5 % does): arrivals
+// pile up while it is frozen and go out in a burst that fills the 4 slots, so most arrivals then
+// wait for a slot; but the arrivals that found a free slot lagged up to a frozen period, far more
+// than the open-loop bound, so the cause stays the starved client.
+func TestFidelityStarvedBacklogStaysClient(t *testing.T) {
+	var reqs []Request
+	for i := range 200 {
+		sched := int64(i) * 5 * msNs // 200/s
+		thaw := (sched/(100*msNs)+1)*100*msNs - 5*msNs
+		if sched%(100*msNs) >= 95*msNs {
+			thaw = sched // inside the 5 ms the client runs
+		}
+		send := thaw + int64(i%20)*20_000 // the backlog leaves 20 µs apart
+		if i >= 4 {
+			send = max(send, reqs[i-4].Close) // 4 slots
+		}
+		reqs = append(reqs, Request{Sched: sched, Send: send, HasSend: true, End: send + 9*msNs, HasEnd: true, Close: send + 10*msNs, HasClose: true, HasUsage: true, Completion: 4})
+	}
+	f := fidelityOf(RowSpec{Concurrency: 4, Loop: contract.RowLoopOpen, Calibration: Calibration{SamplesNs: []int64{20_000}}}, reqs)
+	if !f.Degraded || f.Judgement.Cause != CauseStarvedClient {
+		t.Fatalf("degraded %v cause %s (lag %.3f ms over %d own samples): %v", f.Degraded, f.Judgement.Cause, f.Judgement.LagMs, f.Judgement.Samples, f.Reasons)
+	}
+}

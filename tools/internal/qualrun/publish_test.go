@@ -36,6 +36,8 @@ func TestPublishInterruptedOrLate(t *testing.T) {
 	h.Set(func(h *ocitest.Hostile) { h.StallUploads = true })
 	receipt := filepath.Join("../../../verify/testdata/frozen/v1", ".qualification/receipts/a-1.json")
 	run := func(sig syscall.Signal, extra ...string) (int, string) {
+		var before int // the registry's count is the whole test's: wait for this run's first request
+		h.Set(func(h *ocitest.Hostile) { before = h.Requests })
 		cmd := exec.Command(os.Args[0], append([]string{"publish", receipt, "--to", "oci://" + h.Host + "/r:t"}, extra...)...)
 		cmd.Env = append(os.Environ(), mainEnv+"=1")
 		var out bytes.Buffer
@@ -50,7 +52,7 @@ func TestPublishInterruptedOrLate(t *testing.T) {
 			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 				var n int
 				h.Set(func(h *ocitest.Hostile) { n = h.Requests })
-				if n > 0 {
+				if n > before {
 					break
 				}
 			}
