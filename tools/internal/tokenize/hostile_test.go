@@ -52,13 +52,14 @@ func hostile(t testing.TB) *Tokenizer {
 	return tk
 }
 
-// promptOf is a synthetic prompt of at least n bytes (the generator's words), cut to n bytes.
-func promptOf(t testing.TB, tk *Tokenizer, n int) string {
+// promptOf is a synthetic prompt of at least n bytes (the generator's words, counted with the tiny
+// vocabulary whatever tokenizer the caller tests), cut to n bytes.
+func promptOf(t testing.TB, _ *Tokenizer, n int) string {
 	t.Helper()
 	var b []byte
-	tk = tiny(t)
+	gen := tiny(t)
 	for seed := uint64(1); len(b) < n; seed++ {
-		ps, err := load.SyntheticTokens(seed, 1, 1000, 1000, tk, contract.TokenizerTemplateLines)
+		ps, err := load.SyntheticTokens(seed, 1, 1000, 1000, gen, contract.TokenizerTemplateLines)
 		if err != nil {
 			t.Fatal(err)
 		}
