@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -582,7 +583,35 @@ func TestScriptPortsDistinct(t *testing.T) {
 			owner[port] = f
 		}
 	}
+	// The other modules' tests run beside this package's (go test runs packages in parallel): a
+	// Go test that serves on a fixed port must not take a script's (runner/campaign's serve tests
+	// once took three, and one failed "port already has a listener").
+	for _, dir := range []string{"../runner", "../verify", "../attest", "../schemas", "internal"} {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range goTestPort.FindAllStringSubmatch(string(b), -1) {
+				if o, ok := owner[m[1]+m[2]]; ok {
+					t.Errorf("port %s: %s and the Go test %s", m[1]+m[2], filepath.Base(o), path)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
+
+// goTestPort finds the fixed loopback ports Go tests serve on: a listener's address, or the port
+// of a qualsim a test launches (runner/campaign's serveRecipe). Addresses that are only data (a
+// base URL never dialled, a string under test) are not listeners.
+var goTestPort = regexp.MustCompile(`Listen\("tcp", "127\.0\.0\.1:([0-9]{4,5})"|serveRecipe\(t, ([0-9]{4,5})`)
 
 func TestIsSerialScript(t *testing.T) {
 	for _, tc := range []struct {
