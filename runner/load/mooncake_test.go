@@ -76,15 +76,14 @@ func mooncakeLike(seed uint64, n int) []TraceEntry {
 	return out
 }
 
-// TestMooncakeLikeStatistics: the generated trace has the statistics it claims.
-func TestMooncakeLikeStatistics(t *testing.T) {
-	es := mooncakeLike(1, 12031)
-	burst, maxBurst, maxIn, shared := 0, 0, int64(0), 0
+// mooncakeStats are a Mooncake-shaped trace's statistics: its largest burst (entries sharing a
+// timestamp), largest input, and how many entries share their first hash block with an earlier
+// one; an entry whose hash ids are not one per 512-token block fails t.
+func mooncakeStats(t *testing.T, es []TraceEntry) (maxBurst int, maxIn int64, shared int) {
+	t.Helper()
+	burst := 0
 	seen := map[int64]bool{}
 	for i, e := range es {
-		if e.TimestampMs%mooncakeTickMs != 0 {
-			t.Fatalf("entry %d at %d ms, off the 3 s ticks", i, e.TimestampMs)
-		}
 		if i > 0 && e.TimestampMs == es[i-1].TimestampMs {
 			burst++
 		} else {
@@ -101,6 +100,18 @@ func TestMooncakeLikeStatistics(t *testing.T) {
 			seen[h] = true
 		}
 	}
+	return maxBurst, maxIn, shared
+}
+
+// TestMooncakeLikeStatistics: the generated trace has the statistics it claims.
+func TestMooncakeLikeStatistics(t *testing.T) {
+	es := mooncakeLike(1, 12031)
+	for i, e := range es {
+		if e.TimestampMs%mooncakeTickMs != 0 {
+			t.Fatalf("entry %d at %d ms, off the 3 s ticks", i, e.TimestampMs)
+		}
+	}
+	maxBurst, maxIn, shared := mooncakeStats(t, es)
 	if maxBurst < 10 || maxBurst > mooncakeBurstMax || maxIn > mooncakeInputMax || maxIn < 60_000 || shared < len(es)/3 {
 		t.Fatalf("bursts up to %d, inputs up to %d, %d of %d share a prefix", maxBurst, maxIn, shared, len(es))
 	}

@@ -16,7 +16,8 @@ const realMooncakeDigest = "b8cbb061a85206d729d91cdc2981f43c9e0d99209dce588d3af5
 // QUALKIT_MOONCAKE_CONVERSATION names a copy (it is not in the repository: docs/performance.md
 // says how to get it): the copy must be that file, by digest, and ImportMooncake must read its
 // 12,031 requests over 3,536,999 ms, bursts up to 28 at one timestamp, inputs up to 126,195
-// tokens in 512-token hash blocks, the statistics mooncakeLike imitates.
+// tokens in 512-token hash blocks, 12,030 sharing their first block with an earlier request: the
+// statistics mooncakeLike imitates.
 func TestRealMooncakeConversationTrace(t *testing.T) {
 	path := os.Getenv("QUALKIT_MOONCAKE_CONVERSATION")
 	if path == "" {
@@ -33,19 +34,8 @@ func TestRealMooncakeConversationTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	burst, maxBurst, maxIn := 0, 0, int64(0)
-	for i, e := range es {
-		if i > 0 && e.TimestampMs == es[i-1].TimestampMs {
-			burst++
-		} else {
-			burst = 1
-		}
-		maxBurst, maxIn = max(maxBurst, burst), max(maxIn, e.InputLength)
-		if want := (e.InputLength + mooncakeBlock - 1) / mooncakeBlock; int64(len(e.HashIDs)) != want {
-			t.Fatalf("entry %d: %d hash ids for %d tokens", i, len(e.HashIDs), e.InputLength)
-		}
-	}
-	if len(es) != 12031 || es[len(es)-1].TimestampMs != 3536999 || maxBurst != 28 || maxIn != 126195 {
-		t.Fatalf("%d requests over %d ms, bursts up to %d, inputs up to %d", len(es), es[len(es)-1].TimestampMs, maxBurst, maxIn)
+	maxBurst, maxIn, shared := mooncakeStats(t, es)
+	if len(es) != 12031 || es[len(es)-1].TimestampMs != 3536999 || maxBurst != 28 || maxIn != 126195 || shared != 12030 {
+		t.Fatalf("%d requests over %d ms, bursts up to %d, inputs up to %d, %d share a first block", len(es), es[len(es)-1].TimestampMs, maxBurst, maxIn, shared)
 	}
 }

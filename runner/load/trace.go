@@ -249,11 +249,7 @@ func readTraceCorpus(corpus contract.Corpus, repoRoot string) ([]Prompt, error) 
 	case corpus.LengthUnit != contract.TraceCorpusLengthUnitWordsPerToken:
 		return nil, fmt.Errorf("%w: trace %s: length_unit %q with words_per_token: want words_per_token with it, or tokens without", ErrCorpus, rel, corpus.LengthUnit)
 	}
-	entries, scale, err := readTraceEntries(corpus, repoRoot)
-	if err != nil {
-		return nil, err
-	}
-	block, err := traceBlockTokens(corpus, entries)
+	entries, scale, block, err := readTraceBlocks(corpus, repoRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +258,17 @@ func readTraceCorpus(corpus contract.Corpus, repoRoot string) ([]Prompt, error) 
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, rel, err)
 	}
 	return ps, nil
+}
+
+// readTraceBlocks reads a trace corpus's entries (bound by digest), its time scale and its
+// block_tokens (traceBlockTokens).
+func readTraceBlocks(corpus contract.Corpus, repoRoot string) ([]TraceEntry, float64, int64, error) {
+	entries, scale, err := readTraceEntries(corpus, repoRoot)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	block, err := traceBlockTokens(corpus, entries)
+	return entries, scale, block, err
 }
 
 // traceBlockTokens is a trace corpus's block_tokens; a trace none of whose entries has hash_ids
@@ -317,11 +324,7 @@ func TraceTokenCorpus(ctx context.Context, corpus contract.Corpus, repoRoot stri
 	if corpus.Source != contract.CorpusSourceTrace || corpus.LengthUnit != contract.TraceCorpusLengthUnitTokens {
 		return nil, fmt.Errorf("%w: trace %s: want length_unit %s", ErrCorpus, corpus.Path, contract.TraceCorpusLengthUnitTokens)
 	}
-	entries, scale, err := readTraceEntries(corpus, repoRoot)
-	if err != nil {
-		return nil, err
-	}
-	block, err := traceBlockTokens(corpus, entries)
+	entries, scale, block, err := readTraceBlocks(corpus, repoRoot)
 	if err != nil {
 		return nil, err
 	}

@@ -200,11 +200,7 @@ func ResolveTrace(corpus contract.Corpus, repoRoot string) (*TracePlan, error) {
 	if corpus.WordsPerToken == nil {
 		return nil, fmt.Errorf("%w: trace %s: length_unit %s wants words_per_token", ErrCorpus, corpus.Path, corpus.LengthUnit)
 	}
-	entries, scale, err := readTraceEntries(corpus, repoRoot)
-	if err != nil {
-		return nil, err
-	}
-	block, err := traceBlockTokens(corpus, entries)
+	entries, scale, block, err := readTraceBlocks(corpus, repoRoot)
 	if err != nil {
 		return nil, err
 	}
