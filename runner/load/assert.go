@@ -18,6 +18,7 @@ type assertion struct {
 	text     []byte         // exact_text
 	re       *regexp.Regexp // regex
 	forbid   bool           // regex: match forbidden
+	function string         // tool_call: the function a valid call must name
 }
 
 func compileAssertions(as []contract.OutputAssertion) ([]assertion, error) {
@@ -45,6 +46,11 @@ func compileAssertions(as []contract.OutputAssertion) ([]assertion, error) {
 			}
 			c.re, c.forbid = re, a.Match == "forbidden"
 		case contract.ResponseAssertionKindCompletionTokensEqualMaxTokens:
+		case contract.ResponseAssertionKindToolCall:
+			if !functionName.MatchString(a.Function) {
+				return nil, fmt.Errorf("%w: output assertion %d: tool_call function %q", ErrPlan, i, a.Function)
+			}
+			c.function = a.Function
 		default:
 			return nil, fmt.Errorf("%w: output assertion %d: unknown kind %q", ErrPlan, i, a.Kind)
 		}
@@ -84,6 +90,8 @@ func check(as []assertion, promptID string, r *Response, maxTokens int64) []cont
 					detail = fmt.Sprintf("required pattern %s did not match", clip(a.re.String(), 200))
 				}
 			}
+		case contract.AssertionOutcomeKindToolCall:
+			pass, detail = calledValid(r, a.function)
 		case contract.AssertionOutcomeKindCompletionTokensEqualMaxTokens:
 			if pass = r.Usage != nil && r.Usage.CompletionTokens == maxTokens; !pass {
 				got := int64(-1)

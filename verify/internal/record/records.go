@@ -36,12 +36,17 @@ type Record struct {
 	HasHdr       bool
 	HasEnd       bool
 	HasClose     bool
-	Content      []int64 // arrival of each token event (content or reasoning), in order
-	// Reasoned says a reasoning event came; FirstContent is the first content event's arrival
-	// when HasFirstContent.
+	Content      []int64 // arrival of each token event (content, reasoning or tool_call), in order
+	// Reasoned says a reasoning event came; FirstContent is the first answer event's arrival
+	// (content or tool_call) when HasFirstContent.
 	Reasoned        bool
 	FirstContent    int64
 	HasFirstContent bool
+	// FirstToolCall is the first tool_call event's arrival when HasFirstToolCall.
+	FirstToolCall    int64
+	HasFirstToolCall bool
+	// ToolCalls counts the record's tool_calls, ToolCallsValid those with valid true.
+	ToolCalls, ToolCallsValid int64
 	// Reasoning is usage.reasoning_tokens when HasReasoning.
 	Reasoning                      int64
 	HasReasoning                   bool
@@ -228,15 +233,23 @@ func FromDoc(d *contract.RequestRecordDoc) Record {
 		r.Client, r.HasClient = *ct, true
 		r.clientN, r.hasClientN = metric.ClientCompletion(*ct)
 	}
+	for _, c := range d.ToolCalls {
+		r.ToolCalls++
+		if c.Valid {
+			r.ToolCallsValid++
+		}
+	}
 	return r
 }
 
 // addEvent adds an event of kind at t to the record's token events, as metric.AddTokenEvent
 // reads event kinds (the runner's reading too).
 func (r *Record) addEvent(kind contract.EventKind, t int64) {
-	q := metric.Request{Content: r.Content, Reasoned: r.Reasoned, FirstContent: r.FirstContent, HasFirstContent: r.HasFirstContent}
+	q := metric.Request{Content: r.Content, Reasoned: r.Reasoned, FirstContent: r.FirstContent, HasFirstContent: r.HasFirstContent,
+		FirstToolCall: r.FirstToolCall, HasFirstToolCall: r.HasFirstToolCall}
 	metric.AddTokenEvent(&q, kind, t)
 	r.Content, r.Reasoned, r.FirstContent, r.HasFirstContent = q.Content, q.Reasoned, q.FirstContent, q.HasFirstContent
+	r.FirstToolCall, r.HasFirstToolCall = q.FirstToolCall, q.HasFirstToolCall
 }
 
 type countingReader struct {
