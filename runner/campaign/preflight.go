@@ -426,7 +426,9 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 					return fmt.Errorf("%w: case %s tools: %v", ErrWorkload, c.ID, err)
 				}
 				p.tools[c.ID] = tools
-				p.files = append(p.files, artifact.File{Kind: contract.ArtifactKindCorpus, Path: t.Path, Abs: filepath.Join(p.root, t.Path)})
+				if !slices.ContainsFunc(p.files, func(f artifact.File) bool { return f.Path == t.Path }) { // cases may share one file
+					p.files = append(p.files, artifact.File{Kind: contract.ArtifactKindCorpus, Path: t.Path, Abs: filepath.Join(p.root, t.Path)})
+				}
 			}
 		case contract.CaseKindDriver:
 			if err := p.resolveDriver(ctx, i, c); err != nil {
