@@ -420,15 +420,19 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 			if err := p.resolveTokenizer(c); err != nil {
 				return err
 			}
+			var tools *load.Tools
 			if t := c.Tools; t != nil { // bound like a corpus file: the requests are built from it
-				tools, err := load.ResolveTools(*t, p.root)
-				if err != nil {
+				var err error
+				if tools, err = load.ResolveTools(*t, p.root); err != nil {
 					return fmt.Errorf("%w: case %s tools: %v", ErrWorkload, c.ID, err)
 				}
 				p.tools[c.ID] = tools
 				if !slices.ContainsFunc(p.files, func(f artifact.File) bool { return f.Path == t.Path }) { // cases may share one file
 					p.files = append(p.files, artifact.File{Kind: contract.ArtifactKindCorpus, Path: t.Path, Abs: filepath.Join(p.root, t.Path)})
 				}
+			}
+			if err := load.CheckCaseTools(c, tools); err != nil {
+				return fmt.Errorf("%w: %v", ErrWorkload, err)
 			}
 		case contract.CaseKindDriver:
 			if err := p.resolveDriver(ctx, i, c); err != nil {

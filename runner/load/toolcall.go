@@ -38,8 +38,6 @@ type Tools struct {
 	choice any
 	// fns are the offered functions by name; a nil schema accepts any JSON object.
 	fns map[string]*jsonschema.Schema
-	// mocks are the declared mock results by function name (session turns).
-	mocks map[string]string
 }
 
 var functionName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -69,7 +67,7 @@ func ResolveTools(t contract.Tools, repoRoot string) (*Tools, error) {
 // OpenAI function tools {"type":"function","function":{"name","description"?,"parameters"?}}
 // with distinct names, each parameters a JSON Schema (draft 2020-12 unless it says otherwise)
 // that compiles without loading anything; t.function must name one of them with choice
-// function, and each mock result an offered function, once.
+// function.
 func ParseTools(data []byte, t contract.Tools) (*Tools, error) {
 	if len(data) > MaxToolsBytes {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrTools, len(data), MaxToolsBytes)
@@ -147,18 +145,6 @@ func ParseTools(data []byte, t contract.Tools) (*Tools, error) {
 		}{t.Function}}
 	default:
 		return nil, fmt.Errorf("%w: choice %q: want auto, none, required or function", ErrTools, t.Choice)
-	}
-	for i, m := range t.MockResults {
-		if _, ok := out.fns[m.Function]; !ok {
-			return nil, fmt.Errorf("%w: mock result %d: function %q is not declared in the tools file", ErrTools, i, m.Function)
-		}
-		if out.mocks == nil {
-			out.mocks = map[string]string{}
-		}
-		if _, dup := out.mocks[m.Function]; dup {
-			return nil, fmt.Errorf("%w: mock result %d: function %s has a mock result already", ErrTools, i, m.Function)
-		}
-		out.mocks[m.Function] = m.Content
 	}
 	return out, nil
 }
@@ -381,30 +367,42 @@ func (t *Tools) invalid(name string, args []byte) string {
 // oneLine joins a multi-line message.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// checkTools refuses a plan whose tools do not match its case: tools declared and not resolved
-// (or the reverse), tools with an api other than chat or with a bound tokenizer, a tool_call
-// assertion naming a function the tools do not offer.
+// checkTools refuses a plan whose tools do not match its case (CheckCaseTools).
 func (p *Plan) checkTools() error {
-	c := &p.Case
+	return checkCaseTools(p.CaseID, &p.Case, p.Tools, p.isSessions())
+}
+
+// CheckCaseTools refuses a serving case whose resolved tools t (nil when it declares none) do
+// not match it: tools declared and not resolved (or the reverse), tools with an api other than
+// chat, in a session case or with a bound tokenizer, a tool_call assertion naming a function the
+// tools do not offer. Preflight calls it, so nothing is launched for such a case.
+func CheckCaseTools(c contract.Case, t *Tools) error {
+	return checkCaseTools(c.ID, &c, t, false)
+}
+
+func checkCaseTools(id string, c *contract.Case, t *Tools, sessions bool) error {
+	sessions = sessions || c.Corpus != nil && (c.Corpus.Source == contract.CorpusSourceConversations || c.Corpus.Source == contract.CorpusSourceSyntheticConversations)
 	switch {
-	case c.Tools != nil && p.Tools == nil:
-		return fmt.Errorf("%w: case %s declares tools, but the plan has none (ResolveTools)", ErrPlan, p.CaseID)
-	case c.Tools == nil && p.Tools != nil:
-		return fmt.Errorf("%w: case %s declares no tools, but the plan has some", ErrPlan, p.CaseID)
+	case c.Tools != nil && t == nil:
+		return fmt.Errorf("%w: case %s declares tools, but the plan has none (ResolveTools)", ErrPlan, id)
+	case c.Tools == nil && t != nil:
+		return fmt.Errorf("%w: case %s declares no tools, but the plan has some", ErrPlan, id)
 	case c.Tools != nil && c.API != contract.ServingCaseAPIChat:
-		return fmt.Errorf("%w: case %s: tools go with api chat only (qualkit reassembles chat tool_calls deltas, not the %s API's function calls)", ErrPlan, p.CaseID, c.API)
+		return fmt.Errorf("%w: case %s: tools go with api chat only (qualkit reassembles chat tool_calls deltas, not the %s API's function calls)", ErrPlan, id, c.API)
+	case c.Tools != nil && sessions:
+		return fmt.Errorf("%w: case %s: tools in a multi-turn session case: the client does not answer tool calls, so a session's next turn would follow an unanswered call", ErrPlan, id)
 	case c.Tools != nil && c.Tokenizer != nil:
-		return fmt.Errorf("%w: case %s: tools and a tokenizer: the server's prompt count includes the tool definitions its chat template renders, which the client cannot count; drop the tokenizer", ErrPlan, p.CaseID)
+		return fmt.Errorf("%w: case %s: tools and a tokenizer: the server's prompt count includes the tool definitions its chat template renders, which the client cannot count; drop the tokenizer", ErrPlan, id)
 	}
 	for i, a := range c.OutputAssertions {
 		if contract.ResponseAssertionKind(a.Kind) != contract.ResponseAssertionKindToolCall {
 			continue
 		}
-		if p.Tools == nil {
-			return fmt.Errorf("%w: case %s: output assertion %d (tool_call %s) needs the case's tools", ErrPlan, p.CaseID, i, a.Function)
+		if t == nil {
+			return fmt.Errorf("%w: case %s: output assertion %d (tool_call %s) needs the case's tools", ErrPlan, id, i, a.Function)
 		}
-		if _, ok := p.Tools.fns[a.Function]; !ok {
-			return fmt.Errorf("%w: case %s: output assertion %d requires a call to %q, which the tools do not offer", ErrPlan, p.CaseID, i, a.Function)
+		if _, ok := t.fns[a.Function]; !ok {
+			return fmt.Errorf("%w: case %s: output assertion %d requires a call to %q, which the tools do not offer", ErrPlan, id, i, a.Function)
 		}
 	}
 	return nil

@@ -32,8 +32,8 @@ func mustTools(t *testing.T, file string, d contract.Tools) *Tools {
 // TestParseTools: a tools file parses into its functions and the tool_choice sent; every
 // malformed file or declaration is refused with ErrTools, naming the tool.
 func TestParseTools(t *testing.T) {
-	tools := mustTools(t, weatherTools, contract.Tools{Choice: contract.ToolsChoiceFunction, Function: "get_weather", MockResults: []contract.MockResult{{Function: "get_time", Content: "noon"}}})
-	if len(tools.fns) != 2 || tools.fns["get_time"] != nil || tools.fns["get_weather"] == nil || tools.mocks["get_time"] != "noon" {
+	tools := mustTools(t, weatherTools, contract.Tools{Choice: contract.ToolsChoiceFunction, Function: "get_weather"})
+	if len(tools.fns) != 2 || tools.fns["get_time"] != nil || tools.fns["get_weather"] == nil {
 		t.Fatalf("tools %+v", tools)
 	}
 	if c, _ := json.Marshal(tools.choice); string(c) != `{"type":"function","function":{"name":"get_weather"}}` {
@@ -68,8 +68,6 @@ func TestParseTools(t *testing.T) {
 		{"unknown choice function", weatherTools, contract.Tools{Choice: "function", Function: "nope"}, "does not declare"},
 		{"function with auto", weatherTools, contract.Tools{Choice: "auto", Function: "get_time"}, "choice function only"},
 		{"unknown choice", weatherTools, contract.Tools{Choice: "any"}, "choice"},
-		{"mock of an unknown function", weatherTools, contract.Tools{Choice: "auto", MockResults: []contract.MockResult{{Function: "nope", Content: "x"}}}, "not declared"},
-		{"mock twice", weatherTools, contract.Tools{Choice: "auto", MockResults: []contract.MockResult{{Function: "get_time", Content: "x"}, {Function: "get_time", Content: "y"}}}, "already"},
 		{"too large", `[` + strings.Repeat(" ", MaxToolsBytes) + `]`, contract.Tools{Choice: "auto"}, "bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -295,6 +293,8 @@ func TestPlanChecksTools(t *testing.T) {
 		{"undeclared", func(p *Plan) { p.Case.Tools = nil }, "declares no tools"},
 		{"responses", func(p *Plan) { p.Case.API = contract.ServingCaseAPIResponses }, "api chat only"},
 		{"tokenizer", func(p *Plan) { p.Case.Tokenizer = &contract.Tokenizer{} }, "tokenizer"},
+		{"sessions", func(p *Plan) { p.Case.Corpus = &contract.Corpus{Source: contract.CorpusSourceConversations} }, "session"},
+		{"session prompts", func(p *Plan) { p.Prompts = []Prompt{{ID: "s", Turns: []Turn{{Text: "hi"}}}} }, "session"},
 		{"assertion of an unknown function", func(p *Plan) {
 			p.Case.OutputAssertions = []contract.OutputAssertion{{Kind: "tool_call", Function: "nope"}}
 		}, "do not offer"},

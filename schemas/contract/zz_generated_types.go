@@ -2873,8 +2873,9 @@ type Case struct {
 	// URLs (chat image_url parts, Responses input_image parts). Not with api completions.
 	Images *Images `json:"images,omitempty"`
 	// Tools offers functions to every request (docs/metrics.md "Tool calls"): the chat body's
-	// tools and tool_choice. Only with api chat, and not with a tokenizer (the server's prompt
-	// count includes the tool definitions its chat template renders).
+	// tools and tool_choice. Only with api chat, not with a tokenizer (the server's prompt count
+	// includes the tool definitions its chat template renders) and not in multi-turn sessions (the
+	// client does not answer tool calls).
 	Tools *Tools `json:"tools,omitempty"`
 	// DeviceTelemetry turns on the device telemetry sampler for every row (docs/accelerators.md).
 	DeviceTelemetry *DeviceTelemetry `json:"device_telemetry,omitempty"`
@@ -3102,18 +3103,6 @@ type Tools struct {
 	Choice ToolsChoice `json:"choice"`
 	// Function names the function of choice function; absent with the other choices.
 	Function string `json:"function,omitempty"`
-	// MockResults answer a tool call of a multi-turn session turn client-side: the tool message
-	// sent for a call to a function before the turn's next message (docs/metrics.md "Tool calls").
-	MockResults []MockResult `json:"mock_results,omitempty"`
-}
-
-// MockResult is the declared result of a call to function: the content of the tool message the
-// client sends back with the call's id.
-//
-// CUE: workload/v1 #MockResult.
-type MockResult struct {
-	Function string `json:"function"`
-	Content  string `json:"content"`
 }
 
 // DeviceTelemetry declares the sampler: readings of every device serving the backend, every
