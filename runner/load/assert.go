@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -27,7 +28,7 @@ func compileAssertions(as []contract.OutputAssertion) ([]assertion, error) {
 		c := assertion{kind: contract.AssertionOutcomeKind(a.Kind)}
 		switch contract.ResponseAssertionKind(a.Kind) {
 		case contract.ResponseAssertionKindFinishReason:
-			if a.Equals != "stop" && a.Equals != "length" {
+			if !slices.Contains(contract.FinishReasonAssertionEqualsValues(), a.Equals) {
 				return nil, fmt.Errorf("%w: output assertion %d: finish_reason equals %q", ErrPlan, i, a.Equals)
 			}
 			c.equals = string(a.Equals)

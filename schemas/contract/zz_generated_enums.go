@@ -1022,26 +1022,27 @@ func (v FidelityJudgementCause) Valid() bool {
 	return false
 }
 
-// FinishReasonAssertionEquals is the enum at workload/v1 #FinishReasonAssertion.equals.
+// FinishReasonAssertionEquals is the finish reason required (tool_calls: the response ended calling tools).
 //
 // CUE: workload/v1 #FinishReasonAssertion.equals.
 type FinishReasonAssertionEquals string
 
 // The values of FinishReasonAssertionEquals.
 const (
-	FinishReasonAssertionEqualsStop   FinishReasonAssertionEquals = "stop"
-	FinishReasonAssertionEqualsLength FinishReasonAssertionEquals = "length"
+	FinishReasonAssertionEqualsStop      FinishReasonAssertionEquals = "stop"
+	FinishReasonAssertionEqualsLength    FinishReasonAssertionEquals = "length"
+	FinishReasonAssertionEqualsToolCalls FinishReasonAssertionEquals = "tool_calls"
 )
 
 // FinishReasonAssertionEqualsValues lists the values of FinishReasonAssertionEquals in contract order.
 func FinishReasonAssertionEqualsValues() []FinishReasonAssertionEquals {
-	return []FinishReasonAssertionEquals{FinishReasonAssertionEqualsStop, FinishReasonAssertionEqualsLength}
+	return []FinishReasonAssertionEquals{FinishReasonAssertionEqualsStop, FinishReasonAssertionEqualsLength, FinishReasonAssertionEqualsToolCalls}
 }
 
 // Valid reports whether v is one of the values of FinishReasonAssertionEquals.
 func (v FinishReasonAssertionEquals) Valid() bool {
 	switch v {
-	case FinishReasonAssertionEqualsStop, FinishReasonAssertionEqualsLength:
+	case FinishReasonAssertionEqualsStop, FinishReasonAssertionEqualsLength, FinishReasonAssertionEqualsToolCalls:
 		return true
 	}
 	return false

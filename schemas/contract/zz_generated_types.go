@@ -2921,11 +2921,12 @@ type Case struct {
 //
 // CUE: workload/v1 #Case.output_assertions.
 type OutputAssertion struct {
-	Stream  StreamAssertionStream       `json:"stream,omitempty"`
-	Match   string                      `json:"match,omitempty"`
-	Pattern string                      `json:"pattern,omitempty"`
-	Kind    ResponseAssertionKind       `json:"kind,omitempty"`
-	Equals  FinishReasonAssertionEquals `json:"equals,omitempty"`
+	Stream  StreamAssertionStream `json:"stream,omitempty"`
+	Match   string                `json:"match,omitempty"`
+	Pattern string                `json:"pattern,omitempty"`
+	Kind    ResponseAssertionKind `json:"kind,omitempty"`
+	// Equals is the finish reason required (tool_calls: the response ended calling tools).
+	Equals FinishReasonAssertionEquals `json:"equals,omitempty"`
 	// PromptID limits the assertion to one prompt of an inline corpus.
 	PromptID string  `json:"prompt_id,omitempty"`
 	Text     *string `json:"text,omitempty"`
