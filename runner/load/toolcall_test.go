@@ -411,3 +411,36 @@ func FuzzToolCallDeltas(f *testing.F) {
 		}
 	})
 }
+
+// TestStreamToolCalls: through the stream, tool-call deltas are token events of kind tool_call
+// (TTFT and t_end count them) whose calls the response reassembles; a call after the finish is
+// content after finish, a malformed call a malformed event.
+func TestStreamToolCalls(t *testing.T) {
+	call1 := delta(`{"index":0,"id":"call_1","type":"function","function":{"name":"get_time","arguments":""}}`)
+	call2 := delta(`{"index":0,"function":{"arguments":"{\"zone\": \"UTC\"}"}}`)
+	finish := `{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":null}`
+	st := runStream(sseHeader+chunked(evRole, call1, call2, finish, evUsage, evDone), []int{len(sseHeader) + 10, len(sseHeader) + 400, len(sseHeader) + 700}, true, true, false)
+	r := &st.resp
+	if r.Err != nil || kinds(r.Events) != "other,tool_call,tool_call,other,usage,done" || len(r.Text) != 0 {
+		t.Fatalf("err %v kinds %s text %q", r.Err, kinds(r.Events), r.Text)
+	}
+	if r.TEndNs == nil || *r.TEndNs != r.Events[2].TNs || r.FinishReason == nil || *r.FinishReason != "tool_calls" {
+		t.Fatalf("t_end %v (last tool_call event %d), finish %v", r.TEndNs, r.Events[2].TNs, r.FinishReason)
+	}
+	calls, _ := judgeCalls(&r.calls, nil)
+	if len(calls) != 1 || calls[0].Name != "get_time" || calls[0].ID != "call_1" || calls[0].ArgumentsDigest != digestOf(`{"zone": "UTC"}`) {
+		t.Fatalf("calls %+v", calls)
+	}
+	st = runStream(sseHeader+chunked(call1, finish, call2, evUsage, evDone), nil, true, true, false)
+	if st.resp.Err == nil || st.resp.Err.Class != ClassContentAfterFinish {
+		t.Fatalf("a call after the finish: %+v", st.resp.Err)
+	}
+	st = runStream(sseHeader+chunked(call1, delta(`{"index":0,"id":"call_2"}`), evUsage, evDone), nil, true, true, false)
+	if st.resp.Err == nil || st.resp.Err.Class != ClassMalformedEvent || !strings.Contains(st.resp.Err.Message, "id") {
+		t.Fatalf("a changed id: %+v", st.resp.Err)
+	}
+	// A completions stream never reassembles calls.
+	if (&stream{shape: shapeTextChunk}).callBuf() != nil {
+		t.Fatal("completions collect tool calls")
+	}
+}
