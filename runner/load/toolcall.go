@@ -369,11 +369,14 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // checkTools refuses a plan whose tools do not match its case (CheckCaseTools).
 func (p *Plan) checkTools() error {
-	return checkCaseTools(p.CaseID, &p.Case, p.Tools, p.isSessions())
+	if err := checkCaseTools(p.CaseID, &p.Case, p.Tools, p.isSessions()); err != nil {
+		return fmt.Errorf("%w: %w", ErrPlan, err)
+	}
+	return nil
 }
 
-// CheckCaseTools refuses a serving case whose resolved tools t (nil when it declares none) do
-// not match it: tools declared and not resolved (or the reverse), tools with an api other than
+// CheckCaseTools refuses (with ErrTools) a serving case whose resolved tools t (nil when it
+// declares none) do not match it: tools declared and not resolved (or the reverse), tools with an api other than
 // chat, in a session case or with a bound tokenizer, a tool_call assertion naming a function the
 // tools do not offer. Preflight calls it, so nothing is launched for such a case.
 func CheckCaseTools(c contract.Case, t *Tools) error {
@@ -384,25 +387,25 @@ func checkCaseTools(id string, c *contract.Case, t *Tools, sessions bool) error 
 	sessions = sessions || c.Corpus != nil && (c.Corpus.Source == contract.CorpusSourceConversations || c.Corpus.Source == contract.CorpusSourceSyntheticConversations)
 	switch {
 	case c.Tools != nil && t == nil:
-		return fmt.Errorf("%w: case %s declares tools, but the plan has none (ResolveTools)", ErrPlan, id)
+		return fmt.Errorf("%w: case %s declares tools, but the plan has none (ResolveTools)", ErrTools, id)
 	case c.Tools == nil && t != nil:
-		return fmt.Errorf("%w: case %s declares no tools, but the plan has some", ErrPlan, id)
+		return fmt.Errorf("%w: case %s declares no tools, but the plan has some", ErrTools, id)
 	case c.Tools != nil && c.API != contract.ServingCaseAPIChat:
-		return fmt.Errorf("%w: case %s: tools go with api chat only (qualkit reassembles chat tool_calls deltas, not the %s API's function calls)", ErrPlan, id, c.API)
+		return fmt.Errorf("%w: case %s: tools go with api chat only (qualkit reassembles chat tool_calls deltas, not the %s API's function calls)", ErrTools, id, c.API)
 	case c.Tools != nil && sessions:
-		return fmt.Errorf("%w: case %s: tools in a multi-turn session case: the client does not answer tool calls, so a session's next turn would follow an unanswered call", ErrPlan, id)
+		return fmt.Errorf("%w: case %s: tools in a multi-turn session case: the client does not answer tool calls, so a session's next turn would follow an unanswered call", ErrTools, id)
 	case c.Tools != nil && c.Tokenizer != nil:
-		return fmt.Errorf("%w: case %s: tools and a tokenizer: the server's prompt count includes the tool definitions its chat template renders, which the client cannot count; drop the tokenizer", ErrPlan, id)
+		return fmt.Errorf("%w: case %s: tools and a tokenizer: the server's prompt count includes the tool definitions its chat template renders, which the client cannot count; drop the tokenizer", ErrTools, id)
 	}
 	for i, a := range c.OutputAssertions {
 		if contract.ResponseAssertionKind(a.Kind) != contract.ResponseAssertionKindToolCall {
 			continue
 		}
 		if t == nil {
-			return fmt.Errorf("%w: case %s: output assertion %d (tool_call %s) needs the case's tools", ErrPlan, id, i, a.Function)
+			return fmt.Errorf("%w: case %s: output assertion %d (tool_call %s) needs the case's tools", ErrTools, id, i, a.Function)
 		}
 		if _, ok := t.fns[a.Function]; !ok {
-			return fmt.Errorf("%w: case %s: output assertion %d requires a call to %q, which the tools do not offer", ErrPlan, id, i, a.Function)
+			return fmt.Errorf("%w: case %s: output assertion %d requires a call to %q, which the tools do not offer", ErrTools, id, i, a.Function)
 		}
 	}
 	return nil
