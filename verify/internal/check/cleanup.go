@@ -39,14 +39,37 @@ func Cleanup(s *load.Snapshot) finding.CheckResult {
 		c.Add(path, "", reason.ErrLifecycleIncomplete, "the lifecycle record could not be read (see the hashes and schemas checks): cleanup cannot be established")
 		return c.Result()
 	}
-	CleanupRecord(c, path, l, LifecycleContext{
-		ReceiptVerdict: rc.Lifecycle.Verdict,
-		Recipes:        RecipesByDigest(s),
-		RecipeDigests:  DigestsOfKind(rc, contract.ArtifactKindLaunchRecipe),
-		Logs:           ArtifactsOfKind(rc, contract.ArtifactKindServerLog),
-		Binaries:       DigestsOfKind(rc, contract.ArtifactKindServerBinary),
-	})
+	CleanupRecord(c, path, l, LifecycleContextOf(s))
+	readyBeforeRequests(c, s, path, l)
 	return c.Result()
+}
+
+// LifecycleContextOf is what the receipt and the bound inputs of s give a lifecycle record to be
+// checked against.
+func LifecycleContextOf(s *load.Snapshot) LifecycleContext {
+	rc := s.RC
+	ctx := LifecycleContext{
+		Recipes:       RecipesByDigest(s),
+		RecipePaths:   map[string]string{},
+		RecipeDigests: DigestsOfKind(rc, contract.ArtifactKindLaunchRecipe),
+		Logs:          ArtifactsOfKind(rc, contract.ArtifactKindServerLog),
+		Binaries:      DigestsOfKind(rc, contract.ArtifactKindServerBinary),
+		BinaryFiles:   ArtifactsOfKind(rc, contract.ArtifactKindServerBinary),
+	}
+	if rc.Lifecycle != nil {
+		ctx.ReceiptVerdict = rc.Lifecycle.Verdict
+	}
+	for p := range s.Recipes {
+		if f := s.Files[p]; f != nil && f.Present {
+			ctx.RecipePaths[f.Digest] = p
+		}
+	}
+	for _, a := range ctx.BinaryFiles {
+		if f := s.Files[a.Path]; f != nil {
+			ctx.BinaryPresent = ctx.BinaryPresent || f.Present
+		}
+	}
+	return ctx
 }
 
 // lifecycleContext is what a lifecycle record is checked against.
@@ -54,8 +77,13 @@ type LifecycleContext struct {
 	ReceiptVerdict contract.LifecycleRefVerdict
 	Recipes        map[string]*contract.LaunchRecipeDoc // by digest, those present locally
 	RecipeDigests  []string
-	Logs           []contract.Artifact
-	Binaries       []string
+	// RecipePaths are the repository paths of the recipes present locally, by digest.
+	RecipePaths map[string]string
+	Logs        []contract.Artifact
+	Binaries    []string
+	// BinaryFiles are the server_binary artifacts; BinaryPresent says one is present locally.
+	BinaryFiles   []contract.Artifact
+	BinaryPresent bool
 }
 
 func DigestsOfKind(rc *contract.ReceiptDoc, kind contract.ArtifactKind) []string {
@@ -123,6 +151,7 @@ func CleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecor
 		c.Add(path, finding.Pointer("residue", "listeners", i), reason.ErrResidue, "a listener (inode %d) remained on port %d", p.Inode, p.Port)
 	}
 	lifecyclePlausible(c, path, l, ctx.Recipes[l.Recipe.Digest])
+	lifecycleBound(c, path, l, ctx)
 	if l.Verdict != contract.RecordVerdictPassed || len(l.Failures) > 0 {
 		c.Add(path, "/verdict", reason.ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
 	}
