@@ -1,0 +1,86 @@
+package rowcheck
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
+)
+
+// RowIdentity checks the identity the runner gives each request of a row (runner/load's rowPlan):
+// indexes are fixed before the row starts, the warmups first (index w asks the runner's warmup
+// prompt "warmup-%04d" of w), then a warm case's priming pass, then the measured requests; no
+// index repeats, and outside a session row (whose cut sessions leave gaps) the indexes sent are
+// 0..n-1, since requests go out in index order. Warmups and priming run to completion before the
+// first measured request is scheduled, and the warmups before the first priming request. On
+// 38f126b a re-signed record with another index or a warmup with another prompt id verified.
+func RowIdentity(c *finding.Collector, row contract.Row, wc *contract.Case, recs []*record.Record) {
+	if len(recs) == 0 {
+		return
+	}
+	path := row.Records.Path
+	sorted := slices.Clone(recs)
+	slices.SortStableFunc(sorted, func(a, b *record.Record) int { return CmpInt(a.Index, b.Index) })
+	sessions := false
+	for k, r := range sorted {
+		sessions = sessions || r.Session != nil
+		if k > 0 && sorted[k-1].Index == r.Index {
+			c.Add(path, finding.Pointer(r.Line, "index"), reason.ErrRowMismatch, "row c%d-r%d: index %d is recorded twice (lines %d and %d)", row.Concurrency, row.Repetition, r.Index, sorted[k-1].Line+1, r.Line+1)
+			return
+		}
+	}
+	if !sessions {
+		for k, r := range sorted {
+			if r.Index != int64(k) {
+				c.Add(path, finding.Pointer(r.Line, "index"), reason.ErrRowMismatch, "row c%d-r%d: the row's %d requests have indexes up to %d, the runner numbers the requests it sends 0..%d", row.Concurrency, row.Repetition, len(sorted), sorted[len(sorted)-1].Index, len(sorted)-1)
+				return
+			}
+		}
+	}
+	// The phases, in the order the runner runs them: warmups, priming, measured.
+	phase := func(r *record.Record) int {
+		switch {
+		case r.Warmup && !r.Priming:
+			return 0
+		case r.Warmup:
+			return 1
+		}
+		return 2
+	}
+	for k, r := range sorted {
+		if k > 0 && phase(sorted[k-1]) > phase(r) {
+			c.Add(path, finding.Pointer(r.Line, "index"), reason.ErrRowMismatch, "row c%d-r%d: request %d (%s) comes after request %d (%s): the runner numbers warmups, then priming, then measured requests", row.Concurrency, row.Repetition, r.Index, phaseName[phase(r)], sorted[k-1].Index, phaseName[phase(sorted[k-1])])
+			return
+		}
+		if phase(r) == 0 {
+			if want := fmt.Sprintf("warmup-%04d", r.Index); r.PromptID != want {
+				c.Add(path, finding.Pointer(r.Line, "prompt_id"), reason.ErrRowMismatch, "row c%d-r%d: warmup %d asks %s, the runner's warmup prompt %d is %s", row.Concurrency, row.Repetition, r.Index, r.PromptID, r.Index, want)
+			}
+			if wc != nil && r.Index >= wc.WarmupRequests {
+				c.Add(path, finding.Pointer(r.Line, "index"), reason.ErrRowMismatch, "row c%d-r%d: warmup %d, the case declares %d warmup requests", row.Concurrency, row.Repetition, r.Index, wc.WarmupRequests)
+			}
+		}
+	}
+	// Each phase ends before the next begins.
+	var last [3]int64
+	var has [3]bool
+	for _, r := range sorted {
+		p := phase(r)
+		for q := range p {
+			if has[q] && r.Sched < last[q] {
+				c.Add(path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrRowMismatch, "row c%d-r%d: %s request %d is scheduled at %d ns, before the row's %s requests ended at %d ns: the runner runs them to completion first", row.Concurrency, row.Repetition, phaseName[p], r.Index, r.Sched, phaseName[q], last[q])
+				return
+			}
+		}
+		end := max(r.Sched, r.Send, r.Header, r.End, r.Close)
+		if len(r.Content) > 0 {
+			end = max(end, r.Content[len(r.Content)-1])
+		}
+		last[p], has[p] = max(last[p], end), true
+	}
+}
+
+var phaseName = [3]string{"warmup", "priming", "measured"}
