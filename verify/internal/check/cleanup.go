@@ -55,6 +55,7 @@ func LifecycleContextOf(s *load.Snapshot) LifecycleContext {
 		Logs:          ArtifactsOfKind(rc, contract.ArtifactKindServerLog),
 		Binaries:      DigestsOfKind(rc, contract.ArtifactKindServerBinary),
 		BinaryFiles:   ArtifactsOfKind(rc, contract.ArtifactKindServerBinary),
+		ModelID:       RunConfigModelID(s),
 	}
 	if rc.Lifecycle != nil {
 		ctx.ReceiptVerdict = rc.Lifecycle.Verdict
@@ -62,11 +63,6 @@ func LifecycleContextOf(s *load.Snapshot) LifecycleContext {
 	for p := range s.Recipes {
 		if f := s.Files[p]; f != nil && f.Present {
 			ctx.RecipePaths[f.Digest] = p
-		}
-	}
-	for _, a := range ctx.BinaryFiles {
-		if f := s.Files[a.Path]; f != nil {
-			ctx.BinaryPresent = ctx.BinaryPresent || f.Present
 		}
 	}
 	return ctx
@@ -81,9 +77,11 @@ type LifecycleContext struct {
 	RecipePaths map[string]string
 	Logs        []contract.Artifact
 	Binaries    []string
-	// BinaryFiles are the server_binary artifacts; BinaryPresent says one is present locally.
-	BinaryFiles   []contract.Artifact
-	BinaryPresent bool
+	// BinaryFiles are the server_binary artifacts.
+	BinaryFiles []contract.Artifact
+	// ModelID is qualrun run --model-id (the run configuration's), which overrides the recipe's
+	// model id; "" when none was given.
+	ModelID string
 }
 
 func DigestsOfKind(rc *contract.ReceiptDoc, kind contract.ArtifactKind) []string {
@@ -150,7 +148,7 @@ func CleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecor
 	for i, p := range l.Residue.Listeners {
 		c.Add(path, finding.Pointer("residue", "listeners", i), reason.ErrResidue, "a listener (inode %d) remained on port %d", p.Inode, p.Port)
 	}
-	lifecyclePlausible(c, path, l, ctx.Recipes[l.Recipe.Digest])
+	lifecyclePlausible(c, path, l, ctx.Recipes[l.Recipe.Digest], ctx.ModelID)
 	lifecycleBound(c, path, l, ctx)
 	if l.Verdict != contract.RecordVerdictPassed || len(l.Failures) > 0 {
 		c.Add(path, "/verdict", reason.ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)

@@ -40,7 +40,7 @@ const (
 // deadline, path and model, the port, and the shutdown deadline. On 4822f1d a record re-signed
 // with a 200 s readiness deadline against the recipe's 120 s, another port, a listener owner of
 // PID 1 or a shutdown longer than the recipe's deadline verified.
-func lifecyclePlausible(c *finding.Collector, path string, l *contract.LifecycleRecordDoc, r *contract.LaunchRecipeDoc) {
+func lifecyclePlausible(c *finding.Collector, path string, l *contract.LifecycleRecordDoc, r *contract.LaunchRecipeDoc, modelID string) {
 	la, rd, sd := l.Launch, l.Readiness, l.Shutdown
 	if la != nil {
 		if la.PID < 2 || la.PGID != la.PID {
@@ -102,7 +102,9 @@ func lifecyclePlausible(c *finding.Collector, path string, l *contract.Lifecycle
 		if rd.Path != r.Readiness.Path {
 			c.Add(path, "/readiness/path", reason.ErrLifecycleMismatch, "readiness polled %s, the recipe declares %s", rd.Path, r.Readiness.Path)
 		}
-		if rd.ModelID != r.ModelID {
+		if modelID != "" && rd.ModelID != modelID {
+			c.Add(path, "/readiness/model_id", reason.ErrLifecycleMismatch, "readiness waited for model %s, the run configuration's --model-id is %s", rd.ModelID, modelID)
+		} else if modelID == "" && rd.ModelID != r.ModelID {
 			c.Add(path, "/readiness/model_id", reason.ErrLifecycleMismatch, "readiness waited for model %s, the recipe declares %s", rd.ModelID, r.ModelID)
 		}
 		if rd.Ready && rd.Probes > 1 && rd.ElapsedMs < float64(rd.Probes-1)*float64(r.Readiness.PollIntervalMs) {
