@@ -81,6 +81,7 @@ func Tolerances(s *load.Snapshot) finding.CheckResult {
 		}
 	}
 	checkDerived(s, c)
+	degradedNotPublishable(s, c)
 	rowcheck.MetricList(c, file, "/metrics", rc.Metrics, metric.MetricsOf(metric.ReceiptCounts(int64(passed), int64(failed), len(rc.Results))), tol, nil)
 	return c.Result()
 }
@@ -333,4 +334,21 @@ func seed(s *load.Snapshot) int64 {
 		return *s.Workload.Determinism.Seed
 	}
 	return 0
+}
+
+// degradedNotPublishable: when the policy requires publication, a degraded open-loop row (the
+// row did not run its offered rate: the client fidelity of docs/metrics.md) is a finding of this
+// check, the one that recomputes the row's fidelity, whatever its case declares (measures_saturation
+// lets the case pass, never the row stand as a rate claim). It was filed under source before.
+func degradedNotPublishable(s *load.Snapshot, c *finding.Collector) {
+	if !s.Policy.RequirePublishable || s.Relax[policy.RelaxUnpublished] {
+		return
+	}
+	for _, r := range degradedRows(s) {
+		why := "its case does not declare measures_saturation: true, so the case should have failed"
+		if r.saturation {
+			why = "its case declares measures_saturation: true, which lets the case pass but never makes the row a measurement of its offered rate"
+		}
+		c.Add(r.file, finding.Pointer("rows", r.index, "fidelity", "degraded"), reason.ErrDegradedRow, "%s is degraded (it did not run its offered rate): a degraded open-loop row is never publishable as a rate claim (%s)", r, why)
+	}
 }
