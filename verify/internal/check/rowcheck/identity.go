@@ -14,8 +14,8 @@ import (
 // RowIdentity checks the identity the runner gives each request of a row (runner/load's rowPlan):
 // indexes are fixed before the row starts, the warmups first (index w asks the runner's warmup
 // prompt "warmup-%04d" of w), then a warm case's priming pass, then the measured requests; no
-// index repeats, and outside a session row (whose cut sessions leave gaps) the indexes sent are
-// 0..n-1, since requests go out in index order. Warmups and priming run to completion before the
+// index repeats, and a row that ran to its planned end (no ended, not a session row) sent
+// indexes 0..n-1. Warmups and priming run to completion before the
 // first measured request is scheduled, and the warmups before the first priming request. On
 // 38f126b a re-signed record with another index or a warmup with another prompt id verified.
 func RowIdentity(c *finding.Collector, row contract.Row, wc *contract.Case, recs []*record.Record, extras []record.Extra) {
@@ -34,7 +34,11 @@ func RowIdentity(c *finding.Collector, row contract.Row, wc *contract.Case, recs
 			return
 		}
 	}
-	if !sessions {
+	// A row that ran to its planned end sent every planned request: its indexes are 0..n-1. A row
+	// a duration or stop rule ended (ended) may not: a worker that took index i after the rule
+	// fired sends nothing while one that took i+1 just before may have sent, and a cut session
+	// leaves gaps.
+	if !sessions && row.Ended == nil {
 		for k, r := range sorted {
 			if r.Index != int64(k) {
 				c.Add(path, finding.Pointer(r.Line, "index"), reason.ErrRowMismatch, "row c%d-r%d: the row's %d requests have indexes up to %d, the runner numbers the requests it sends 0..%d", row.Concurrency, row.Repetition, len(sorted), sorted[len(sorted)-1].Index, len(sorted)-1)
