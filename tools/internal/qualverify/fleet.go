@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/schemas/attestfmt"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
@@ -36,9 +35,12 @@ func fleetCommand() *cli.Command {
 			"workload, variant and variables, one receipt per row. Writes --output MANIFEST (qualkit.fleet-manifest.v1:\n" +
 			"every row passed, failed or missing, every receipt that does not belong, per-metric cross-host median,\n" +
 			"MAD, min and max with the host, outliers by |x - median| > k * 1.4826 * MAD) and its DSSE envelope\n" +
-			"MANIFEST.intoto.dsse.json, signed with --sign-key. Neither may exist.\n" +
+			"MANIFEST.intoto.dsse.json, signed with --sign-key, or with --sign keyless (Sigstore, as qualrun signs a\n" +
+			"receipt: also the bundle MANIFEST.sigstore.json). None may exist.\n" +
 			"With --check MANIFEST nothing is written: the envelope must verify with a --manifest-key (default: the\n" +
-			"--key keys) and every derived member must equal what PLAN and the RECEIPTS give now.\n" +
+			"--key keys), or, when MANIFEST.sigstore.json exists and no --manifest-key is given, the bundle must\n" +
+			"verify offline under --trusted-root and the identity policy; every derived member must equal what PLAN\n" +
+			"and the RECEIPTS give now.\n" +
 			"With --dry-run nothing is written or signed either: the manifest is built as --output would write it\n" +
 			"and every row's status is printed (--json: the unsigned manifest), with no --output or --sign-key.\n" +
 			"Exit 0: every row passed (or, with --check, the manifest holds); 1: a row failed, is missing or a\n" +
@@ -56,7 +58,7 @@ func fleetCommand() *cli.Command {
 			&cli.IntFlag{Name: "jobs", Usage: "verify `N` receipts at a time (default: GOMAXPROCS)"},
 			&cli.StringFlag{Name: "report", Usage: "also draw the fleet page (hosts x metrics heat table, outliers first) to `FILE` (HTML)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the manifest (or, with --check, nothing but the verdict line)"},
-		), append(relaxFlags(), ociFlags()...)...),
+		), append(append(relaxFlags(), ociFlags()...), fleetSignFlags()...)...),
 		Action: func(c *cli.Context) (err error) {
 			if c.NArg() < 2 {
 				return fmt.Errorf("%w: fleet needs a PLAN and at least one RECEIPT, DIR or oci:// reference", exitcode.ErrUsage)
@@ -66,8 +68,8 @@ func fleetCommand() *cli.Command {
 			if err := dryRunConflicts(c, dry); err != nil {
 				return err
 			}
-			if check == "" && !dry && (c.String("output") == "" || c.String("sign-key") == "") {
-				return fmt.Errorf("%w: fleet needs --output MANIFEST and --sign-key KEY (or --check MANIFEST)", exitcode.ErrUsage)
+			if check == "" && !dry && (c.String("output") == "" || (c.String("sign-key") == "" && c.String("sign") != "keyless")) {
+				return fmt.Errorf("%w: fleet needs --output MANIFEST and --sign-key KEY or --sign keyless (or --check MANIFEST)", exitcode.ErrUsage)
 			}
 			if k := c.Float64("outlier-k"); !(k > 0 && k <= 100) {
 				return fmt.Errorf("%w: --outlier-k %v: want 0 < K <= 100", exitcode.ErrUsage, k)
@@ -76,14 +78,14 @@ func fleetCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var signer attest.Signer
+			var signer fleetSigner
 			if check == "" && !dry {
 				// Refused before any receipt is verified or anything signed, not after.
 				if err := refuseExistingManifest(c.String("output")); err != nil {
 					return err
 				}
-				if signer, err = attest.LoadSigner(c.String("sign-key"), attest.PasswordFromEnv(c.String("password-file"))); err != nil {
-					return fmt.Errorf("%w: --sign-key: %v", exitcode.ErrUsage, err)
+				if signer, err = loadFleetSigner(c); err != nil {
+					return err
 				}
 			}
 			pl, err := newPulls(c)
@@ -96,6 +98,18 @@ func fleetCommand() *cli.Command {
 				return err
 			}
 			if check != "" {
+				// A manifest signed keylessly has its bundle beside it; --manifest-key asks for a
+				// key's signature instead.
+				if _, err := os.Lstat(fleetBundlePath(check)); err == nil && !c.IsSet("manifest-key") {
+					m, signer, err := checkFleetKeyless(check, c.Float64("outlier-k"), policy.Keyless, plan, rs, c.App.Writer, c.App.ErrWriter)
+					if err != nil {
+						return err
+					}
+					if out := c.String("report"); out != "" {
+						return writeFleetPage(out, m, signer, rs)
+					}
+					return nil
+				}
 				keys := policy.Keys
 				if files := c.StringSlice("manifest-key"); len(files) > 0 {
 					keys = nil
@@ -126,12 +140,12 @@ func fleetCommand() *cli.Command {
 				}
 				return fleetOutcome(m)
 			}
-			if err := writeFleet(c.Context, c.String("output"), m, signer); err != nil {
+			signedBy, err := writeFleet(c.Context, c.String("output"), m, signer)
+			if err != nil {
 				return err
 			}
 			if out := c.String("report"); out != "" {
-				signerFP := verify.KeyFingerprint(signer.PublicKey())
-				if err := writeFleetPage(out, m, signerFP, rs); err != nil {
+				if err := writeFleetPage(out, m, signedBy, rs); err != nil {
 					return err
 				}
 			}
@@ -139,7 +153,7 @@ func fleetCommand() *cli.Command {
 				b, _ := json.MarshalIndent(m, "", "  ")
 				fmt.Fprintln(c.App.Writer, string(b))
 			} else {
-				printFleet(c.App.Writer, c.String("output"), m)
+				printFleet(c.App.Writer, c.String("output"), m, signer.keyless != nil)
 			}
 			return fleetOutcome(m)
 		},
@@ -152,7 +166,7 @@ func dryRunConflicts(c *cli.Context, dry bool) error {
 	if !dry {
 		return nil
 	}
-	for _, f := range []string{"output", "sign-key", "password-file", "check", "manifest-key", "report"} {
+	for _, f := range []string{"output", "sign-key", "password-file", "check", "manifest-key", "report", "sign", "identity-token", "tsa-url"} {
 		if c.IsSet(f) {
 			return fmt.Errorf("%w: --dry-run writes and signs nothing: drop --%s", exitcode.ErrUsage, f)
 		}
@@ -215,7 +229,7 @@ func fleetEnvelopePath(manifest string) string {
 // refuseExistingManifest refuses a manifest path whose manifest or envelope exists: a fleet
 // manifest is never replaced.
 func refuseExistingManifest(path string) error {
-	for _, p := range []string{path, fleetEnvelopePath(path)} {
+	for _, p := range []string{path, fleetEnvelopePath(path), fleetBundlePath(path)} {
 		if _, err := os.Lstat(p); err == nil {
 			return fmt.Errorf("%w: %s exists; a fleet manifest is never replaced", exitcode.ErrUsage, p)
 		}
@@ -223,38 +237,51 @@ func refuseExistingManifest(path string) error {
 	return nil
 }
 
-func writeFleet(ctx context.Context, path string, m *contract.FleetManifestDoc, s attest.Signer) error {
+// writeFleet signs and writes the manifest, its envelope and (keyless) its bundle, and returns the
+// signer as the fleet page names it.
+func writeFleet(ctx context.Context, path string, m *contract.FleetManifestDoc, s fleetSigner) (string, error) {
 	raw, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return err
+		return "", err
 	}
 	raw = append(raw, '\n')
 	st, err := verify.FleetStatement(filepath.Base(path), raw, m)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := refuseExistingManifest(path); err != nil {
-		return err
+		return "", err
 	}
-	env, err := attest.SignEnvelope(ctx, st, s)
+	env, bundle, signedBy, err := s.sign(ctx, st)
 	if err != nil {
-		return err
+		return "", err
 	}
 	envPath := fleetEnvelopePath(path)
 	// WriteNew creates exclusively: a file that appeared since the check is still never replaced.
 	if err := evidence.WriteNew(path, raw, 0o644); err != nil {
-		return err
+		return "", err
 	}
 	if err := evidence.WriteNew(envPath, env, 0o644); err != nil {
 		os.Remove(path) // ours, a moment ago: no unsigned manifest left behind
-		return err
+		return "", err
 	}
-	return nil
+	if bundle != nil {
+		if err := evidence.WriteNew(fleetBundlePath(path), bundle, 0o644); err != nil {
+			os.Remove(path)
+			os.Remove(envPath)
+			return "", err
+		}
+	}
+	return signedBy, nil
 }
 
-func printFleet(w io.Writer, path string, m *contract.FleetManifestDoc) {
+func printFleet(w io.Writer, path string, m *contract.FleetManifestDoc, keyless bool) {
 	printFleetCounts(w, m)
 	printFleetEntries(w, m, false)
+	if keyless {
+		cliapp.Fprintf(w, "wrote %s, %s and %s\n", path, fleetEnvelopePath(path), fleetBundlePath(path))
+		return
+	}
 	cliapp.Fprintf(w, "wrote %s and %s\n", path, fleetEnvelopePath(path))
 }
 
@@ -334,8 +361,6 @@ func writeFleetPage(path string, m *contract.FleetManifestDoc, signer string, rs
 	return writeReplacing(path, b.Bytes())
 }
 
-// fleetReport is qualverify report --fleet MANIFEST PLAN RECEIPTS...: the manifest is checked as
-// fleet --check checks it (signed by a --key key, every derived member recomputed), then drawn.
 // verifiedFleet loads the fleet plan (the first argument) and verifies the receipts the other
 // arguments name (files, directories, oci:// references pulled into pl), --jobs at a time: what
 // `fleet` and `report --fleet` both do before the manifest.
@@ -359,6 +384,9 @@ func verifiedFleet(c *cli.Context, pl *pulls, policy verify.Policy, opts []verif
 	return plan, rs, nil
 }
 
+// fleetReport is qualverify report --fleet MANIFEST PLAN RECEIPTS...: the manifest is checked as
+// fleet --check checks it (signed by a --key key, or keylessly when its bundle is beside it, every
+// derived member recomputed), then drawn.
 func fleetReport(c *cli.Context, manifest string) (err error) {
 	out := c.String("output")
 	if out == "" || out == "-" || c.String("format") != "html" {
@@ -380,7 +408,13 @@ func fleetReport(c *cli.Context, manifest string) (err error) {
 	if err != nil {
 		return err
 	}
-	m, signer, err := checkFleet(manifest, metric.DefaultOutlierK, policy.Keys, plan, rs, c.App.ErrWriter, c.App.ErrWriter)
+	check := checkFleet
+	if _, err := os.Lstat(fleetBundlePath(manifest)); err == nil {
+		check = func(path string, k float64, _ []crypto.PublicKey, plan *verify.FleetPlan, rs []verify.FleetReceipt, w, ew io.Writer) (*contract.FleetManifestDoc, string, error) {
+			return checkFleetKeyless(path, k, policy.Keyless, plan, rs, w, ew)
+		}
+	}
+	m, signer, err := check(manifest, metric.DefaultOutlierK, policy.Keys, plan, rs, c.App.ErrWriter, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
