@@ -1,6 +1,7 @@
 package load
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
@@ -29,13 +31,17 @@ type TracePlan struct {
 	entries    []planEntry
 	runs       []idRun
 	blockWords int
+	// tok, for a trace of length_unit tokens (PlanTokenTrace), is how each prompt was built;
+	// nil for words_per_token.
+	tok *tokenTable
 
 	promptSetOnce sync.Once
 	promptSet     string
 	promptSetErr  error
 }
 
-// planEntry is one entry of a TracePlan: 24 bytes.
+// planEntry is one entry of a TracePlan: 24 bytes. words is its prompt's length in words
+// (space-separated fields, for a trace of tokens).
 type planEntry struct {
 	atNs             int64
 	words, maxTokens int32
@@ -76,21 +82,11 @@ func PlanTrace(entries []TraceEntry, wordsPerToken float64, blockTokens int64, t
 		if total*8 > MaxPromptBytes {
 			return nil, fmt.Errorf("%w: entry %d: %d words exceed the prompt bound of %d bytes", ErrTrace, i, total, MaxPromptBytes)
 		}
-		pe := planEntry{atNs: offs[i], words: int32(total), maxTokens: int32(e.OutputLength), runLo: uint32(len(tp.runs))}
+		tp.entries[i] = planEntry{atNs: offs[i], words: int32(total), maxTokens: int32(e.OutputLength)}
 		// Only the hash ids the prompt draws from are kept: ceil(total / blockWords) of them.
-		ids := e.HashIDs[:min(len(e.HashIDs), (total+tp.blockWords-1)/tp.blockWords)]
-		for _, h := range ids {
-			if k := len(tp.runs) - 1; k >= int(pe.runLo) && tp.runs[k].first+tp.runs[k].n == h {
-				tp.runs[k].n++
-				continue
-			}
-			tp.runs = append(tp.runs, idRun{first: h, n: 1})
+		if err := tp.addRuns(i, e.HashIDs[:min(len(e.HashIDs), (total+tp.blockWords-1)/tp.blockWords)]); err != nil {
+			return nil, err
 		}
-		if len(tp.runs) > math.MaxUint32 {
-			return nil, fmt.Errorf("%w: entry %d: more than %d runs of hash ids", ErrTrace, i, uint32(math.MaxUint32))
-		}
-		pe.runN = uint32(len(tp.runs)) - pe.runLo
-		tp.entries[i] = pe
 		if (maxWordBytes+1)*total-1 > MaxPromptBytes {
 			// Only these words' draw can tell whether the text exceeds the bound (Resolve's
 			// check of a whole prompt): draw it now, once.
@@ -103,10 +99,29 @@ func PlanTrace(entries []TraceEntry, wordsPerToken float64, blockTokens int64, t
 	return tp, nil
 }
 
+// addRuns stores entry i's hash ids ids as runs of consecutive ids.
+func (tp *TracePlan) addRuns(i int, ids []int64) error {
+	pe := &tp.entries[i]
+	pe.runLo = uint32(len(tp.runs))
+	for _, h := range ids {
+		if k := len(tp.runs) - 1; k >= int(pe.runLo) && tp.runs[k].first+tp.runs[k].n == h {
+			tp.runs[k].n++
+			continue
+		}
+		tp.runs = append(tp.runs, idRun{first: h, n: 1})
+	}
+	if len(tp.runs) > math.MaxUint32 {
+		return fmt.Errorf("%w: entry %d: more than %d runs of hash ids", ErrTrace, i, uint32(math.MaxUint32))
+	}
+	pe.runN = uint32(len(tp.runs)) - pe.runLo
+	return nil
+}
+
 // Len is the number of entries.
 func (tp *TracePlan) Len() int { return len(tp.entries) }
 
-// Prompt is entry i's prompt, TracePrompts' i-th: its text synthesised now.
+// Prompt is entry i's prompt, TracePrompts' i-th (TraceTokenPrompts' for a trace of tokens):
+// its text written now.
 func (tp *TracePlan) Prompt(i int) Prompt {
 	var sb strings.Builder
 	return tp.prompt(&sb, i)
@@ -114,7 +129,15 @@ func (tp *TracePlan) Prompt(i int) Prompt {
 
 func (tp *TracePlan) prompt(sb *strings.Builder, i int) Prompt {
 	e := tp.entries[i]
-	return Prompt{ID: traceID(i), Text: traceWordText(sb, i, tp.hashIDs(e), int(e.words), tp.blockWords), MaxTokens: int64(e.maxTokens), AtNs: e.atNs}
+	p := Prompt{ID: traceID(i), MaxTokens: int64(e.maxTokens), AtNs: e.atNs}
+	if tp.tok != nil {
+		sb.Reset()
+		tp.writeTokenPrompt(sb, i)
+		p.Text = sb.String()
+	} else {
+		p.Text = traceWordText(sb, i, tp.hashIDs(e), int(e.words), tp.blockWords)
+	}
+	return p
 }
 
 // atNs is entry i's scheduled offset; maxTokens its output_length; words its prompt's words.
@@ -139,33 +162,38 @@ func (tp *TracePlan) hashIDs(e planEntry) iter.Seq[int64] {
 // of every prompt, what a row records), computed on the first call by synthesising each prompt in
 // turn: the canonical JSON array is hashed element by element, never held whole.
 func (tp *TracePlan) PromptSetSHA256() (string, error) {
-	tp.promptSetOnce.Do(func() {
-		h := sha256.New()
-		h.Write([]byte{'['})
-		var sb strings.Builder
-		for i := range tp.entries {
-			p := tp.prompt(&sb, i)
-			if i > 0 {
-				h.Write([]byte{','})
-			}
-			if plainJSON(p.ID) && plainJSON(p.Text) {
-				// RFC 8785 writes such strings as they are, and "id" sorts before "text".
-				io.WriteString(h, `{"id":"`+p.ID+`","text":"`)
-				io.WriteString(h, p.Text)
-				io.WriteString(h, `"}`)
-				continue
-			}
-			b, err := jsonstrict.Canonical(contract.Prompt{ID: p.ID, Text: p.Text})
-			if err != nil {
-				tp.promptSetErr = fmt.Errorf("prompt %d: %w", i, err)
-				return
-			}
-			h.Write(b)
-		}
-		h.Write([]byte{']'})
-		tp.promptSet = "sha256:" + hex.EncodeToString(h.Sum(nil))
-	})
+	tp.promptSetOnce.Do(func() { tp.promptSet, tp.promptSetErr = tp.hashPromptSet(context.Background()) })
 	return tp.promptSet, tp.promptSetErr
+}
+
+// hashPromptSet computes PromptSetSHA256, checking ctx before each prompt.
+func (tp *TracePlan) hashPromptSet(ctx context.Context) (string, error) {
+	h := sha256.New()
+	h.Write([]byte{'['})
+	var sb strings.Builder
+	for i := range tp.entries {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		p := tp.prompt(&sb, i)
+		if i > 0 {
+			h.Write([]byte{','})
+		}
+		if plainJSON(p.ID) && plainJSON(p.Text) {
+			// RFC 8785 writes such strings as they are, and "id" sorts before "text".
+			io.WriteString(h, `{"id":"`+p.ID+`","text":"`)
+			io.WriteString(h, p.Text)
+			io.WriteString(h, `"}`)
+			continue
+		}
+		b, err := jsonstrict.Canonical(contract.Prompt{ID: p.ID, Text: p.Text})
+		if err != nil {
+			return "", fmt.Errorf("prompt %d: %w", i, err)
+		}
+		h.Write(b)
+	}
+	h.Write([]byte{']'})
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // plainJSON reports whether s is printable ASCII without '"' or '\\', which a canonical JSON
@@ -179,22 +207,35 @@ func plainJSON(s string) bool {
 	return true
 }
 
-// PlanBytes is the memory the plan holds (its entries and hash id runs), for the benchmark.
+// PlanBytes is the memory the plan holds (its entries and hash id runs; for a trace of tokens
+// also each entry's and each block's recipe, its tail's bytes included, and the block map's
+// keys), for the benchmark.
 func (tp *TracePlan) PlanBytes() int {
-	return cap(tp.entries)*24 + cap(tp.runs)*16
+	n := cap(tp.entries)*24 + cap(tp.runs)*16
+	if tp.tok != nil {
+		n += cap(tp.tok.entries) * int(unsafe.Sizeof(tokenEntry{}))
+		for _, te := range tp.tok.entries {
+			n += len(te.rest.tail)
+		}
+		for _, r := range tp.tok.blocks {
+			n += 8 + int(unsafe.Sizeof(r)) + len(r.tail)
+		}
+	}
+	return n
 }
 
-// LazyTrace reports whether a corpus is a trace whose prompts ResolveTrace plans lazily (length
-// unit words_per_token; a trace of tokens is synthesised with the case's tokenizer).
+// LazyTrace reports whether a corpus is a trace whose prompts are planned entry by entry and
+// built when their request is: length_unit words_per_token (ResolveTrace) or tokens
+// (ResolveTokenTrace, once the case's tokenizer is loaded).
 func LazyTrace(corpus contract.Corpus) bool {
-	return corpus.Source == contract.CorpusSourceTrace && corpus.LengthUnit == contract.TraceCorpusLengthUnitWordsPerToken
+	return corpus.Source == contract.CorpusSourceTrace && (corpus.LengthUnit == contract.TraceCorpusLengthUnitWordsPerToken || corpus.LengthUnit == contract.TraceCorpusLengthUnitTokens)
 }
 
 // ResolveTrace resolves a trace corpus of length_unit words_per_token as Resolve does (bound by
 // digest, the same checks and errors) into a TracePlan, and computes its prompt set hash, so that
 // the whole corpus is synthesised once here, one prompt at a time, and not held.
 func ResolveTrace(corpus contract.Corpus, repoRoot string) (*TracePlan, error) {
-	if !LazyTrace(corpus) {
+	if corpus.Source != contract.CorpusSourceTrace || corpus.LengthUnit != contract.TraceCorpusLengthUnitWordsPerToken {
 		return nil, fmt.Errorf("%w: trace %s: length_unit %q: want %s", ErrCorpus, corpus.Path, corpus.LengthUnit, contract.TraceCorpusLengthUnitWordsPerToken)
 	}
 	if corpus.WordsPerToken == nil {
