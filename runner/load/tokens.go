@@ -273,7 +273,7 @@ func exactRecipe(rng *metric.SplitMix64, target int64, count func(string) (int64
 		}
 		text, n = text+string(c), k
 		if n == target {
-			r.tail = text[whole:]
+			r.tail = strings.Clone(text[whole:]) // a recipe outlives its text
 			return text, r, nil
 		}
 	}

@@ -272,7 +272,7 @@ func (s *tokenSynth) block(h int64) (*synthBlock, error) {
 			return
 		}
 		if cut := tailCut(text); cut > 0 {
-			b.tail = text[cut:]
+			b.tail = strings.Clone(text[cut:]) // the block's text is not kept
 			if b.tailN, b.err = s.count(b.tail); b.err != nil {
 				return
 			}
