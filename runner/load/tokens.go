@@ -163,22 +163,23 @@ type textRecipe struct {
 	tail              string
 }
 
-// write appends the recipe's text to b, drawing from rng (the stream exactRecipe drew from, in
-// the state it started in).
-func (r textRecipe) write(b *strings.Builder, rng metric.SplitMix64) {
+// appendTo appends the recipe's text to b, drawing from rng (the stream exactRecipe drew from,
+// in the state it started in).
+func (r textRecipe) appendTo(b []byte, rng metric.SplitMix64) []byte {
 	written := 0
 	for k := range r.drawn + r.more {
-		w := syntheticWords[rng.Next()%uint64(len(syntheticWords))]
-		if k >= r.kept && k < r.drawn { // dropped
+		w := rng.Next() % uint64(len(syntheticWords))
+		switch {
+		case k >= r.kept && k < r.drawn: // dropped
 			continue
+		case written > 0:
+			b = append(b, spacedWords[w]...)
+		default:
+			b = append(b, syntheticWords[w]...)
 		}
-		if written > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(w)
 		written++
 	}
-	b.WriteString(r.tail)
+	return append(b, r.tail...)
 }
 
 // exactRecipe builds one prompt of exactly target tokens (see SyntheticTokens) and says how

@@ -198,33 +198,50 @@ func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64
 // traceID is entry i's prompt id: "trace-" and i as six or more zero-padded digits.
 func traceID(i int) string { return fmt.Sprintf("trace-%06d", i) }
 
-// traceWordText is entry i's prompt text (TracePrompts): total words, block j of blockWords
-// words drawn from hash id j's stream while words are left, the rest from the entry's own.
+// traceWordText is entry i's prompt text (TracePrompts): appendTraceWords' words.
 func traceWordText(sb *strings.Builder, i int, hashIDs iter.Seq[int64], total, blockWords int) string {
 	sb.Reset()
-	sb.Grow(total * 7)
-	n := 0
-	word := func(rng *metric.SplitMix64) {
-		if n > 0 {
-			sb.WriteByte(' ')
-		}
-		sb.WriteString(syntheticWords[rng.Next()%256])
-		n++
+	sb.Write(appendTraceWords(make([]byte, 0, total*7), i, hashIDs, total, blockWords))
+	return sb.String()
+}
+
+// spacedWords[k] is " " + syntheticWords[k], a word after another.
+var spacedWords = func() (out [len(syntheticWords)]string) {
+	for k, w := range syntheticWords {
+		out[k] = " " + w
 	}
+	return out
+}()
+
+// appendTraceWords appends entry i's prompt text (TracePrompts) to b: total words, block j of
+// blockWords words drawn from hash id j's stream while words are left, the rest from the
+// entry's own, joined by single spaces.
+func appendTraceWords(b []byte, i int, hashIDs iter.Seq[int64], total, blockWords int) []byte {
+	n := 0
 	for h := range hashIDs {
 		if n >= total {
 			break
 		}
 		rng := metric.SplitMix64{State: uint64(h) ^ traceSalt}
-		for k := 0; k < blockWords && n < total; k++ {
-			word(&rng)
+		k := 0
+		if n == 0 {
+			b = append(b, syntheticWords[rng.Next()%256]...)
+			k, n = 1, 1
+		}
+		for ; k < blockWords && n < total; k++ {
+			b = append(b, spacedWords[rng.Next()%256]...)
+			n++
 		}
 	}
 	rng := metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
-	for n < total {
-		word(&rng)
+	if n == 0 && total > 0 {
+		b = append(b, syntheticWords[rng.Next()%256]...)
+		n = 1
 	}
-	return sb.String()
+	for ; n < total; n++ {
+		b = append(b, spacedWords[rng.Next()%256]...)
+	}
+	return b
 }
 
 // readTraceCorpus resolves a trace corpus: repoRoot/path, bound by digest, read with ReadTrace

@@ -56,9 +56,10 @@ func restStream(i int) metric.SplitMix64 {
 	return metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
 }
 
-// writeTokenPrompt writes entry i's prompt of a plan of tokens to sb.
-func (tp *TracePlan) writeTokenPrompt(sb *strings.Builder, i int) {
+// appendTokenPrompt appends entry i's prompt of a plan of tokens to b.
+func (tp *TracePlan) appendTokenPrompt(b []byte, i int) []byte {
 	e, te := tp.entries[i], tp.tok.entries[i]
+	from := len(b)
 	rest := restStream(i)
 	k := int32(0)
 	for h := range tp.hashIDs(e) {
@@ -66,16 +67,16 @@ func (tp *TracePlan) writeTokenPrompt(sb *strings.Builder, i int) {
 			rest = blockStream(h)
 			break
 		}
-		if sb.Len() > 0 {
-			sb.WriteByte(' ')
+		if len(b) > from {
+			b = append(b, ' ')
 		}
-		tp.tok.blocks[h].write(sb, blockStream(h))
+		b = tp.tok.blocks[h].appendTo(b, blockStream(h))
 		k++
 	}
-	if sb.Len() > 0 {
-		sb.WriteByte(' ')
+	if len(b) > from {
+		b = append(b, ' ')
 	}
-	te.rest.write(sb, rest)
+	return te.rest.appendTo(b, rest)
 }
 
 // ResolveTokenTrace resolves a trace corpus of length_unit tokens with the case's bound
@@ -150,13 +151,13 @@ func planTokenTrace(ctx context.Context, entries []TraceEntry, blockTokens int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(entries)) {
 		wg.Go(func() {
-			var sb strings.Builder
+			var buf []byte
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= len(entries) {
 					return
 				}
-				te, text, err := s.entry(&sb, i, entries[i])
+				te, text, err := s.entry(&buf, i, entries[i])
 				switch {
 				case err != nil:
 					errs[i] = fmt.Errorf("%w: entry %d (%d tokens): %w", ErrTrace, i, entries[i].InputLength, err)
@@ -289,9 +290,7 @@ func (s *tokenSynth) block(h int64) (*synthBlock, error) {
 
 // text is hash id h's block text (b its block).
 func (b *synthBlock) text(h int64) string {
-	var sb strings.Builder
-	b.recipe.write(&sb, blockStream(h))
-	return sb.String()
+	return string(b.recipe.appendTo(nil, blockStream(h)))
 }
 
 // firstCount is block h counted as a prompt of its own.
@@ -323,10 +322,10 @@ func (s *tokenSynth) inc(ha int64, a *synthBlock, h int64, b *synthBlock) (int64
 // entry synthesises entry i's prompt: from the block table when the tokenizer is local and every
 // block it looks at has a tail, confirmed by one whole count; else (or when that count is not
 // input_length) as counting whole prompts does. It returns how the prompt was built and its text
-// (written into sb's buffer).
-func (s *tokenSynth) entry(sb *strings.Builder, i int, e TraceEntry) (tokenEntry, string, error) {
+// (written with buf's storage).
+func (s *tokenSynth) entry(buf *[]byte, i int, e TraceEntry) (tokenEntry, string, error) {
 	if s.local {
-		te, text, ok, err := s.entryFromBlocks(sb, i, e)
+		te, text, ok, err := s.entryFromBlocks(buf, i, e)
 		if err != nil {
 			return te, "", err
 		}
@@ -337,12 +336,12 @@ func (s *tokenSynth) entry(sb *strings.Builder, i int, e TraceEntry) (tokenEntry
 			}
 		}
 	}
-	return s.entryCounting(sb, i, e, newTailCounter(s.ctx, s.full, false))
+	return s.entryCounting(buf, i, e, newTailCounter(s.ctx, s.full, false))
 }
 
 // entryFromBlocks is entry with counts from the block table (see the top of this file); ok is
 // false when a block has no tail to count after.
-func (s *tokenSynth) entryFromBlocks(sb *strings.Builder, i int, e TraceEntry) (te tokenEntry, text string, ok bool, err error) {
+func (s *tokenSynth) entryFromBlocks(buf *[]byte, i int, e TraceEntry) (te tokenEntry, text string, ok bool, err error) {
 	var c int64 // the count of the blocks taken
 	var last *synthBlock
 	var lastID int64
@@ -387,43 +386,43 @@ func (s *tokenSynth) entryFromBlocks(sb *strings.Builder, i int, e TraceEntry) (
 		return te, "", false, err
 	}
 	te.rest = recipe
-	text = s.write(sb, e, te, i)
+	text = s.write(buf, e, te, i)
 	if !strings.HasSuffix(text, restText) {
 		return te, "", false, fmt.Errorf("internal error: the rest's recipe does not write the rest")
 	}
 	return te, text, true, nil
 }
 
-// write writes the prompt te describes into sb's buffer (TracePlan.writeTokenPrompt, with the
-// synthesis' blocks).
-func (s *tokenSynth) write(sb *strings.Builder, e TraceEntry, te tokenEntry, i int) string {
-	sb.Reset()
-	sb.Grow(int(e.InputLength) * 6)
+// write writes the prompt te describes (TracePlan.appendTokenPrompt, with the synthesis'
+// blocks), reusing buf's storage.
+func (s *tokenSynth) write(buf *[]byte, e TraceEntry, te tokenEntry, i int) string {
+	b := (*buf)[:0]
 	rest := restStream(i)
 	for k, h := range e.HashIDs {
 		if int32(k) == te.taken {
 			rest = blockStream(h)
 			break
 		}
-		if sb.Len() > 0 {
-			sb.WriteByte(' ')
+		if len(b) > 0 {
+			b = append(b, ' ')
 		}
 		s.mu.Lock()
-		b := s.blocks[h]
+		blk := s.blocks[h]
 		s.mu.Unlock()
-		b.recipe.write(sb, blockStream(h))
+		b = blk.recipe.appendTo(b, blockStream(h))
 	}
-	if sb.Len() > 0 {
-		sb.WriteByte(' ')
+	if len(b) > 0 {
+		b = append(b, ' ')
 	}
-	te.rest.write(sb, rest)
-	return sb.String()
+	b = te.rest.appendTo(b, rest)
+	*buf = b
+	return string(b)
 }
 
 // entryCounting is entry counting with c (whole prompts, or derived from suffixes when local):
 // block j of the hash ids is taken while the prompt so far, the block and a space count fewer
 // than input_length tokens; the rest continues from the next hash id's stream, or the entry's.
-func (s *tokenSynth) entryCounting(sb *strings.Builder, i int, e TraceEntry, c *tailCounter) (tokenEntry, string, error) {
+func (s *tokenSynth) entryCounting(buf *[]byte, i int, e TraceEntry, c *tailCounter) (tokenEntry, string, error) {
 	var te tokenEntry
 	prefix := ""
 	rest := restStream(i)
@@ -455,7 +454,7 @@ func (s *tokenSynth) entryCounting(sb *strings.Builder, i int, e TraceEntry, c *
 		return te, "", err
 	}
 	te.rest = recipe
-	text := s.write(sb, e, te, i)
+	text := s.write(buf, e, te, i)
 	if text != prefix+sep+restText {
 		return te, "", fmt.Errorf("internal error: the recipes do not write the prompt")
 	}
