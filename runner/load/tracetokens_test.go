@@ -274,7 +274,7 @@ func TestResolveTokenTraceCancel(t *testing.T) {
 // input tokens and, in the larger case, ratio: its ns/token over the smaller's in the same run,
 // about 1 when the synthesis time is linear in the total tokens (a quadratic one would give
 // about 4). distinct-fraction is the share of the tokens in distinct hash blocks (each counted
-// once) for reference.
+// once) for reference, plan-B/req what the plan keeps per request (entries, recipes, blocks).
 func BenchmarkTokenTraceSynthesisLinear(b *testing.B) {
 	sizes := []int{100, 400}
 	perToken := make([]float64, len(sizes))
@@ -288,11 +288,14 @@ func BenchmarkTokenTraceSynthesisLinear(b *testing.B) {
 			}
 		}
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			var tp *TracePlan
 			for b.Loop() {
-				if _, err := PlanTokenTrace(context.Background(), es, 512, 1, words4{}, contract.TokenizerTemplateLines, nil); err != nil {
+				var err error
+				if tp, err = PlanTokenTrace(context.Background(), es, 512, 1, words4{}, contract.TokenizerTemplateLines, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(tp.PlanBytes())/float64(n), "plan-B/req")
 			perToken[k] = float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(total)
 			b.ReportMetric(perToken[k], "ns/token")
 			b.ReportMetric(float64(total), "tokens")
