@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
@@ -184,13 +185,12 @@ func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64
 		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
 	}
 	out := make([]Prompt, len(entries))
-	var sb strings.Builder
 	for i, e := range entries {
 		total := max(1, int(math.Round(float64(e.InputLength)*wordsPerToken)))
 		if total*8 > MaxPromptBytes {
 			return nil, fmt.Errorf("%w: entry %d: %d words exceed the prompt bound of %d bytes", ErrTrace, i, total, MaxPromptBytes)
 		}
-		out[i] = Prompt{ID: traceID(i), Text: traceWordText(&sb, i, slices.Values(e.HashIDs), total, blockWords), MaxTokens: e.OutputLength, AtNs: offs[i]}
+		out[i] = Prompt{ID: traceID(i), Text: traceWordText(i, slices.Values(e.HashIDs), total, blockWords), MaxTokens: e.OutputLength, AtNs: offs[i]}
 	}
 	return out, nil
 }
@@ -199,11 +199,13 @@ func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64
 func traceID(i int) string { return fmt.Sprintf("trace-%06d", i) }
 
 // traceWordText is entry i's prompt text (TracePrompts): appendTraceWords' words.
-func traceWordText(sb *strings.Builder, i int, hashIDs iter.Seq[int64], total, blockWords int) string {
-	sb.Reset()
-	sb.Write(appendTraceWords(make([]byte, 0, total*7), i, hashIDs, total, blockWords))
-	return sb.String()
+func traceWordText(i int, hashIDs iter.Seq[int64], total, blockWords int) string {
+	return ownedString(appendTraceWords(make([]byte, 0, total*7), i, hashIDs, total, blockWords))
 }
+
+// ownedString is b as a string without a copy: b must be the only reference to its bytes and
+// never written again (as strings.Builder does).
+func ownedString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // spacedWords[k] is " " + syntheticWords[k], a word after another.
 var spacedWords = func() (out [len(syntheticWords)]string) {

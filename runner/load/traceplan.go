@@ -8,7 +8,6 @@ import (
 	"io"
 	"iter"
 	"math"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -123,19 +122,8 @@ func (tp *TracePlan) Len() int { return len(tp.entries) }
 // Prompt is entry i's prompt, TracePrompts' i-th (TraceTokenPrompts' for a trace of tokens):
 // its text written now.
 func (tp *TracePlan) Prompt(i int) Prompt {
-	var sb strings.Builder
-	return tp.prompt(&sb, i)
-}
-
-func (tp *TracePlan) prompt(sb *strings.Builder, i int) Prompt {
 	e := tp.entries[i]
-	p := Prompt{ID: traceID(i), MaxTokens: int64(e.maxTokens), AtNs: e.atNs}
-	if tp.tok != nil {
-		p.Text = string(tp.appendTokenPrompt(nil, i))
-	} else {
-		p.Text = traceWordText(sb, i, tp.hashIDs(e), int(e.words), tp.blockWords)
-	}
-	return p
+	return Prompt{ID: traceID(i), Text: ownedString(tp.appendText(make([]byte, 0, int(e.words)*7+64), i)), MaxTokens: int64(e.maxTokens), AtNs: e.atNs}
 }
 
 // appendText appends entry i's prompt text to b.
