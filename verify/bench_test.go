@@ -92,6 +92,7 @@ func writeBigEvidence(tb testing.TB, root string) {
 	os.MkdirAll(filepath.Join(caseDir, "rows"), 0o755)
 	var rows []contract.Row
 	var arts []any
+	var lastClose int64
 	for ri := range rowsBig {
 		c := int64(1) << ri
 		rel := fmt.Sprintf("%s/cases/000-chat-stream-r000/rows/c%04d-r000.jsonl", run, c)
@@ -107,6 +108,7 @@ func writeBigEvidence(tb testing.TB, root string) {
 			bw.Write(b)
 			bw.WriteByte('\n')
 			recs = append(recs, record.FromDoc(&doc))
+			lastClose = max(lastClose, *doc.TCloseNs)
 		}
 		if err := bw.Flush(); err != nil {
 			tb.Fatal(err)
@@ -124,6 +126,18 @@ func writeBigEvidence(tb testing.TB, root string) {
 				AchievedRate: rf.Achieved, Degraded: rf.Degraded, Reasons: []string{}}})
 		arts = append(arts, map[string]any{"kind": "request_records", "path": rel, "digest": d, "bytes": json.Number(record.Itoa(n))})
 	}
+	// The server is stopped after the last request closed, by the monotonic and the wall clock.
+	editJSONTB(tb, filepath.Join(root, run, "lifecycle.json"), func(l map[string]any) {
+		la, sd := l["launch"].(map[string]any), l["shutdown"].(map[string]any)
+		t0, _ := la["t_start_ns"].(json.Number).Int64()
+		started, err := time.Parse(time.RFC3339Nano, la["started_at"].(string))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sent := lastClose + 1_000_000
+		sd["t_sent_ns"] = json.Number(record.Itoa(sent))
+		sd["sent_at"] = started.Add(time.Duration(sent - t0)).UTC().Format(time.RFC3339Nano)
+	})
 	crp := filepath.Join(caseDir, "case-result.json")
 	cr := readTree(tb, crp)
 	cr["rows"] = rows
@@ -198,6 +212,13 @@ func syntheticRecord(c, i int64, promptID string) contract.RequestRecordDoc {
 		TSchedNs: sched, TSendNs: &send, THdrNs: &hdr, Events: events, TEndNs: &end, TCloseNs: &closeT, StatusCode: &status,
 		Usage: &contract.Usage{PromptTokens: 14, CompletionTokens: maxTokensBig, TotalTokens: 14 + maxTokensBig}, FinishReason: &finish,
 		OutputDigest: &out, Assertions: []contract.AssertionOutcome{{Kind: "finish_reason", Passed: true}, {Kind: "completion_tokens_equal_max_tokens", Passed: true}}}
+}
+
+func editJSONTB(tb testing.TB, path string, edit func(map[string]any)) {
+	tb.Helper()
+	m := readTree(tb, path)
+	edit(m)
+	writeTree(tb, path, m)
 }
 
 func copyInto(tb testing.TB, src, dst string) {

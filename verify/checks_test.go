@@ -350,8 +350,7 @@ func TestCleanupRecord(t *testing.T) {
 		{"another log", func(l *contract.LifecycleRecordDoc, _ *check.LifecycleContext) { l.Launch.Log.Bytes++ }, ErrLifecycleMismatch},
 	}
 	s := frozenSnapshot(t)
-	base := check.LifecycleContext{ReceiptVerdict: "passed", Recipes: check.RecipesByDigest(s), RecipeDigests: check.DigestsOfKind(s.RC, "launch_recipe"),
-		Logs: check.ArtifactsOfKind(s.RC, "server_log"), Binaries: check.DigestsOfKind(s.RC, "server_binary")}
+	base := check.LifecycleContextOf(s)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			l := ok()

@@ -71,6 +71,16 @@ func FleetStatement(name string, manifest []byte, m *contract.FleetManifestDoc) 
 	return fleet.FleetStatement(name, manifest, m)
 }
 
+// CheckFleetManifestKeyless is CheckFleetManifest for a manifest signed keylessly: bundle is its
+// Sigstore bundle (MANIFEST.sigstore.json), verified offline by kl (the trusted root and identity
+// policy of Policy.Keyless, as a receipt's keyless bundle is); its verified payload must be the
+// statement FleetStatement gives for exactly these bytes. It returns the verified signer's
+// identity and every problem (a refusal wraps ErrFleetSignature and the keyless reason, e.g.
+// ErrCertificateIdentity); err means the manifest could not be read as one.
+func CheckFleetManifestKeyless(raw, bundle []byte, name string, kl KeylessVerifier, recomputed *contract.FleetManifestDoc) (*SignerIdentity, []error, error) {
+	return fleet.CheckFleetManifestKeyless(raw, bundle, name, kl, recomputed)
+}
+
 // CheckFleetManifest checks a signed fleet manifest offline: raw is the manifest file named name,
 // envelope its DSSE envelope; the envelope must carry a signature by one of keys over the
 // statement FleetStatement gives for exactly these bytes, and the manifest (strictly decoded and

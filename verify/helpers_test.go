@@ -282,7 +282,8 @@ func runDirOf(t testing.TB, root, receipt string) string {
 
 // renameRun gives a receipt the id qualrun derives from its (edited) start, backend, host id,
 // workload and variant, as a campaign with those fields would have named it: the run directory
-// moves and every path that names it, in the receipt and its case results, follows.
+// moves and every path that names it, in the receipt, its case results and its lifecycle record,
+// follows.
 func renameRun(t testing.TB, root, receipt string) {
 	t.Helper()
 	rp := filepath.Join(root, receipt)
@@ -313,11 +314,16 @@ func renameRun(t testing.TB, root, receipt string) {
 		}
 		b = bytes.ReplaceAll(b, []byte(oldDir+"/"), []byte(newDir+"/"))
 		b = bytes.ReplaceAll(b, []byte(`"`+rc.ReceiptID+`"`), []byte(`"`+id+`"`))
+		// Replaced, not rewritten in place: the file may be a hard link to a template's copy.
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
 		mustWriteTB(t, p, b)
 	}
 	rewrite(rp)
 	for _, a := range rc.Artifacts {
-		if a.Kind == "case_result" {
+		// The lifecycle record names the server log's path on the host, in the run directory.
+		if a.Kind == "case_result" || a.Kind == "lifecycle_record" {
 			rewrite(filepath.Join(root, strings.Replace(a.Path, oldDir+"/", newDir+"/", 1)))
 		}
 	}

@@ -1,8 +1,10 @@
 package verify
 
 import (
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -41,6 +43,18 @@ func TestLifecyclePlausible(t *testing.T) {
 		{"shutdown wall clock edited", func(l *contract.LifecycleRecordDoc) { l.Shutdown.SentAt = "2026-11-30T15:49:32.008677651Z" }, ErrLifecycleImplausible, "/shutdown/sent_at"},
 		{"another port", func(l *contract.LifecycleRecordDoc) { l.Port.Port = 18092 }, ErrLifecycleMismatch, "/port/port"},
 		{"another host", func(l *contract.LifecycleRecordDoc) { l.Port.Host = "127.0.0.2" }, ErrLifecycleMismatch, "/port/host"},
+		// Closed on 38f126b's mutation survivors: what was launched, compared with the bound recipe.
+		{"launch offset nudged by 1 ns", func(l *contract.LifecycleRecordDoc) { l.Launch.TStartNs++ }, ErrLifecycleImplausible, "/readiness/elapsed_ms"},
+		{"ready offset nudged by 1 ns", func(l *contract.LifecycleRecordDoc) { *l.Readiness.TReadyNs++ }, ErrLifecycleImplausible, "/readiness/elapsed_ms"},
+		{"argv digest not the recipe's command", func(l *contract.LifecycleRecordDoc) { l.Launch.ArgvDigest = "sha256:" + strings.Repeat("0", 64) }, ErrLifecycleMismatch, "/launch/argv_digest"},
+		{"recipe id not the bound recipe's", func(l *contract.LifecycleRecordDoc) { l.Recipe.ID = "qualsim-frozen-b" }, ErrLifecycleMismatch, "/recipe/id"},
+		{"another working directory", func(l *contract.LifecycleRecordDoc) { l.Launch.WorkingDirectory = "/tmp/fy" }, ErrLifecycleMismatch, "/launch/working_directory"},
+		{"executable not argv[0]", func(l *contract.LifecycleRecordDoc) { l.Launch.Executable.Path = "/tmp/fz/bin/other" }, ErrLifecycleMismatch, "/launch/executable/path"},
+		{"server log outside the run directory", func(l *contract.LifecycleRecordDoc) { l.Launch.Log.Path = "/tmp/fz/server.log" }, ErrLifecycleMismatch, "/launch/log/path"},
+		{"checkout moved with its working directory", func(l *contract.LifecycleRecordDoc) {
+			l.Launch.Log.Path = strings.Replace(l.Launch.Log.Path, "/tmp/fz/", "/srv/q/", 1)
+			l.Launch.WorkingDirectory, l.Launch.Executable.Path = "/srv/q", "/srv/q/bin/qualsim"
+		}, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,8 +62,7 @@ func TestLifecyclePlausible(t *testing.T) {
 			l := s.Lifecycle
 			tc.change(l)
 			c := &finding.Collector{Check: CheckCleanup}
-			check.CleanupRecord(c, "lifecycle.json", l, check.LifecycleContext{ReceiptVerdict: "passed", Recipes: check.RecipesByDigest(s),
-				RecipeDigests: check.DigestsOfKind(s.RC, "launch_recipe"), Logs: check.ArtifactsOfKind(s.RC, "server_log"), Binaries: check.DigestsOfKind(s.RC, "server_binary")})
+			check.CleanupRecord(c, "lifecycle.json", l, check.LifecycleContextOf(s))
 			if tc.want == nil {
 				if len(c.Out) > 0 {
 					t.Fatalf("unexpected findings %v", c.Out)
@@ -80,5 +93,61 @@ func TestLifecycleDeadlineResealed(t *testing.T) {
 	res := verifyAt(t, root, receipt, k.policy())
 	if !hasFinding(res, CheckCleanup, ErrLifecycleMismatch, "readiness deadline 200000.000 ms") {
 		t.Fatalf("not rejected for the deadline:%s", findingsOf(res))
+	}
+}
+
+// TestLifecycleBindsLaunchResealed: end to end, re-bound and re-signed: a receipt whose server
+// binary artifact is dropped, or relabelled to another repository path, and a readiness time after
+// the first request was scheduled, are rejected (each verified on 38f126b).
+func TestLifecycleBindsLaunchResealed(t *testing.T) {
+	const receipt = ".qualification/receipts/a-1.json"
+	k := newTestKey(t)
+	cases := []struct {
+		name string
+		edit func(t *testing.T, root, run string)
+		want *Reason
+		text string
+	}{
+		{"server binary dropped", func(t *testing.T, root, _ string) {
+			editJSON(t, filepath.Join(root, receipt), func(rc map[string]any) {
+				var keep []any
+				for _, a := range rc["artifacts"].([]any) {
+					if a.(map[string]any)["kind"] != "server_binary" {
+						keep = append(keep, a)
+					}
+				}
+				rc["artifacts"] = keep
+			})
+		}, ErrLifecycleMismatch, "binds no server_binary"},
+		{"server binary relabelled", func(t *testing.T, root, _ string) {
+			editJSON(t, filepath.Join(root, receipt), func(rc map[string]any) {
+				for _, a := range rc["artifacts"].([]any) {
+					if m := a.(map[string]any); m["kind"] == "server_binary" {
+						m["path"] = "bin/qualsin"
+					}
+				}
+			})
+		}, ErrLifecycleMismatch, "binds server_binary 0 at bin/qualsin"},
+		{"ready after the first request", func(t *testing.T, root, run string) {
+			editJSON(t, filepath.Join(root, run, "lifecycle.json"), func(l map[string]any) {
+				rd, la := l["readiness"].(map[string]any), l["launch"].(map[string]any)
+				tr := int64(190_000_000) // after c0001's warmup was scheduled
+				rd["t_ready_ns"] = tr
+				start, _ := la["t_start_ns"].(json.Number).Int64()
+				rd["elapsed_ms"] = float64(tr-start) / 1e6
+			})
+		}, ErrLifecycleImplausible, "after request"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := copyTree(t, frozenRoot)
+			run := runDirOf(t, root, receipt)
+			tc.edit(t, root, run)
+			reseal(t, root, receipt, k)
+			res := verifyAt(t, root, receipt, k.policy())
+			if !hasFinding(res, CheckCleanup, tc.want, tc.text) {
+				t.Fatalf("not rejected (%s %q):%s", tc.want.Code(), tc.text, findingsOf(res))
+			}
+		})
 	}
 }

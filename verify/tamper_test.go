@@ -466,7 +466,8 @@ func failCommandCase(t *testing.T, root, run string) {
 // is diagnostic for publication). Relabelled as an open-loop row (a rate claim the row did not
 // run) and resealed, it is not publishable (degraded_row, naming the row), and declaring
 // measures_saturation: true in its workload case does not make it publishable (the runner writes
-// such a receipt not publishable as a rate claim; the verifier says the same).
+// such a receipt not publishable as a rate claim; the verifier says the same). The finding is the
+// tolerances check's, which recomputes the row's fidelity (it was filed under source before).
 func TestDegradedRowNotPublishable(t *testing.T) {
 	const receipt = ".qualification/receipts/a-2.json"
 	root := copyTree(t, frozenRoot)
@@ -483,7 +484,7 @@ func TestDegradedRowNotPublishable(t *testing.T) {
 	})
 	reseal(t, root, receipt, k)
 	res := verifyAt(t, root, receipt, k.policy())
-	if res.Verdict != Rejected || !hasFinding(res, CheckSource, ErrDegradedRow, "row c2-r0 of result chat-stream (repetition 0) is degraded") {
+	if res.Verdict != Rejected || !hasFinding(res, CheckTolerances, ErrDegradedRow, "row c2-r0 of result chat-stream (repetition 0) is degraded") {
 		t.Fatalf("want a degraded_row finding for the open-loop row c2-r0:%s", findingsOf(res))
 	}
 	editJSON(t, filepath.Join(root, "workloads/frozen.json"), func(w map[string]any) {
@@ -498,7 +499,7 @@ func TestDegradedRowNotPublishable(t *testing.T) {
 	for _, r := range frozenReceipts {
 		reseal(t, root, r, k)
 	}
-	if res := verifyAt(t, root, receipt, k.policy()); !hasFinding(res, CheckSource, ErrDegradedRow, "lets the case pass but never makes the row a measurement of its offered rate") {
+	if res := verifyAt(t, root, receipt, k.policy()); !hasFinding(res, CheckTolerances, ErrDegradedRow, "lets the case pass but never makes the row a measurement of its offered rate") {
 		t.Fatalf("a case that measures saturation: want degraded_row saying saturation does not publish the row:%s", findingsOf(res))
 	}
 }

@@ -121,6 +121,7 @@ type Plan struct {
 	recipeRel   string
 	recipeDir   string
 	prompts     map[string][]load.Prompt   // by case id
+	tools       map[string]*load.Tools     // by case id, for a case that declares tools
 	traces      map[string]*load.TracePlan // by case id: a trace, planned lazily
 	drivers     map[string]driver.Job      // by case id
 	tokenizers  []tokenizerPin
@@ -205,7 +206,7 @@ func Preflight(ctx context.Context, cfg Config) (plan *Plan, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Plan{cfg: cfg, started: cfg.Now(), startedMono: time.Now(), prompts: map[string][]load.Prompt{}, traces: map[string]*load.TracePlan{}, drivers: map[string]driver.Job{}}
+	p := &Plan{cfg: cfg, started: cfg.Now(), startedMono: time.Now(), prompts: map[string][]load.Prompt{}, tools: map[string]*load.Tools{}, traces: map[string]*load.TracePlan{}, drivers: map[string]driver.Job{}}
 	if err := CheckHostID(cfg.HostID); err != nil {
 		return nil, err
 	}
@@ -424,6 +425,20 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 			}
 			if err := p.resolveTokenizer(c); err != nil {
 				return err
+			}
+			var tools *load.Tools
+			if t := c.Tools; t != nil { // bound like a corpus file: the requests are built from it
+				var err error
+				if tools, err = load.ResolveTools(*t, p.root); err != nil {
+					return fmt.Errorf("%w: case %s tools: %v", ErrWorkload, c.ID, err)
+				}
+				p.tools[c.ID] = tools
+				if !slices.ContainsFunc(p.files, func(f artifact.File) bool { return f.Path == t.Path }) { // cases may share one file
+					p.files = append(p.files, artifact.File{Kind: contract.ArtifactKindCorpus, Path: t.Path, Abs: filepath.Join(p.root, t.Path)})
+				}
+			}
+			if err := load.CheckCaseTools(c, tools); err != nil {
+				return fmt.Errorf("%w: %v", ErrWorkload, err)
 			}
 		case contract.CaseKindDriver:
 			if err := p.resolveDriver(ctx, i, c); err != nil {

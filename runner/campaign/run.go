@@ -329,7 +329,7 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	tel := r.startTelemetry(c)
 	plan := load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
 		Prompts: p.prompts[c.ID], Trace: p.traces[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(), CacheResetPath: cacheResetPath(p.recipe),
-		Tokens:   p.counters[c.ID],
+		Tokens: p.counters[c.ID], Tools: p.tools[c.ID],
 		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))}
 	var res *load.Result
 	var capacity *contract.Capacity

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -18,6 +19,7 @@ type assertion struct {
 	text     []byte         // exact_text
 	re       *regexp.Regexp // regex
 	forbid   bool           // regex: match forbidden
+	function string         // tool_call: the function a valid call must name
 }
 
 func compileAssertions(as []contract.OutputAssertion) ([]assertion, error) {
@@ -26,7 +28,7 @@ func compileAssertions(as []contract.OutputAssertion) ([]assertion, error) {
 		c := assertion{kind: contract.AssertionOutcomeKind(a.Kind)}
 		switch contract.ResponseAssertionKind(a.Kind) {
 		case contract.ResponseAssertionKindFinishReason:
-			if a.Equals != "stop" && a.Equals != "length" {
+			if !slices.Contains(contract.FinishReasonAssertionEqualsValues(), a.Equals) {
 				return nil, fmt.Errorf("%w: output assertion %d: finish_reason equals %q", ErrPlan, i, a.Equals)
 			}
 			c.equals = string(a.Equals)
@@ -45,6 +47,11 @@ func compileAssertions(as []contract.OutputAssertion) ([]assertion, error) {
 			}
 			c.re, c.forbid = re, a.Match == "forbidden"
 		case contract.ResponseAssertionKindCompletionTokensEqualMaxTokens:
+		case contract.ResponseAssertionKindToolCall:
+			if !functionName.MatchString(a.Function) {
+				return nil, fmt.Errorf("%w: output assertion %d: tool_call function %q", ErrPlan, i, a.Function)
+			}
+			c.function = a.Function
 		default:
 			return nil, fmt.Errorf("%w: output assertion %d: unknown kind %q", ErrPlan, i, a.Kind)
 		}
@@ -84,6 +91,8 @@ func check(as []assertion, promptID string, r *Response, maxTokens int64) []cont
 					detail = fmt.Sprintf("required pattern %s did not match", clip(a.re.String(), 200))
 				}
 			}
+		case contract.AssertionOutcomeKindToolCall:
+			pass, detail = calledValid(r, a.function)
 		case contract.AssertionOutcomeKindCompletionTokensEqualMaxTokens:
 			if pass = r.Usage != nil && r.Usage.CompletionTokens == maxTokens; !pass {
 				got := int64(-1)

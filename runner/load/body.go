@@ -34,6 +34,9 @@ type wireBody struct {
 	Stream        bool               `json:"stream"`
 	StreamOptions *wireStreamOptions `json:"stream_options,omitempty"`
 	IgnoreEOS     bool               `json:"ignore_eos,omitempty"`
+	// Tools and ToolChoice are the case's tools (toolcall.go), absent without.
+	Tools      json.RawMessage `json:"tools,omitempty"`
+	ToolChoice any             `json:"tool_choice,omitempty"`
 }
 
 // wireResponsesBody is a Responses API request body; field order is the order on the wire.
@@ -76,8 +79,14 @@ func requestSeed(s *contract.Sampling, index int64) *int64 {
 // "stream","stream_options"?,"ignore_eos"?} or, for completions, "prompt" in place of
 // "messages". "stream_options":{"include_usage":true} goes with "stream":true; "ignore_eos" (a
 // vLLM extension) only when true. The encoding is encoding/json's with HTML escaping off, so the
-// bytes are a function of the arguments alone.
+// bytes are a function of the arguments alone. A case with tools sends them with BodyWithTools.
 func Body(c *contract.Case, model string, p Prompt, seed *int64) ([]byte, error) {
+	return BodyWithTools(c, model, p, seed, nil)
+}
+
+// BodyWithTools is Body for a case that offers tools (nil: none): a chat body ends with
+// "tools" (the tools file's array, compacted) and "tool_choice".
+func BodyWithTools(c *contract.Case, model string, p Prompt, seed *int64, t *Tools) ([]byte, error) {
 	if c.API == contract.ServingCaseAPIResponses {
 		return responsesBody(c, model, p, seed)
 	}
@@ -98,11 +107,15 @@ func Body(c *contract.Case, model string, p Prompt, seed *int64) ([]byte, error)
 		}
 		w.Messages = append(w.Messages, user)
 	}
-	return encodeBody(c, w)
+	return encodeBody(c, w, t)
 }
 
-// encodeBody adds the case's sampling and stream options to w and encodes it (see Body).
-func encodeBody(c *contract.Case, w wireBody) ([]byte, error) {
+// encodeBody adds the case's sampling and stream options and the tools t offers (nil: none) to w
+// and encodes it (see Body).
+func encodeBody(c *contract.Case, w wireBody, t *Tools) ([]byte, error) {
+	if t != nil && c.API == contract.ServingCaseAPIChat {
+		w.Tools, w.ToolChoice = t.wire, t.choice
+	}
 	if s := c.Sampling; s != nil {
 		w.Temperature, w.TopP, w.Stop, w.IgnoreEOS = s.Temperature, s.TopP, s.Stop, s.IgnoreEOS
 	}

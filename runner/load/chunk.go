@@ -44,8 +44,9 @@ type usageCounts struct {
 
 // chunk is what one completion object says.
 type chunk struct {
-	content   bool   // carries completion content: non-empty text or tool calls
+	content   bool   // carries completion content: non-empty text
 	reasoning bool   // carries non-empty reasoning (reasoning_content or reasoning)
+	toolCall  bool   // carries a tool call delta (a non-empty tool_calls array)
 	finish    string // finish_reason, when hasFinish
 	hasFinish bool   // a non-null finish_reason
 	usage     usageCounts
@@ -82,6 +83,8 @@ type scanner struct {
 	kbuf  []byte // decoded keys that had escapes (rare)
 	// reason, when set, collects the decoded reasoning text of chat deltas and messages.
 	reason *[]byte
+	// calls, when set, collects the tool calls of chat deltas and messages (toolcall.go).
+	calls *callSet
 	// responses reads usage with the Responses API's names (input_tokens, output_tokens and
 	// their details) in place of the chat ones.
 	responses bool
@@ -471,11 +474,17 @@ func parseChunk(data []byte, shape chunkShape, text []byte, wantID bool) (chunk,
 // parseChunkReasoning is parseChunk that also appends the chunk's reasoning text (chat
 // reasoning_content or reasoning) to reasoning, when that is not nil, and returns it.
 func parseChunkReasoning(data []byte, shape chunkShape, text, reasoning []byte, wantID bool) (chunk, []byte, []byte, error) {
+	return parseChunkCalls(data, shape, text, reasoning, nil, wantID)
+}
+
+// parseChunkCalls is parseChunkReasoning that also reassembles the chunk's tool calls into
+// calls, when that is not nil (toolcall.go).
+func parseChunkCalls(data []byte, shape chunkShape, text, reasoning []byte, calls *callSet, wantID bool) (chunk, []byte, []byte, error) {
 	var reason *[]byte
 	if reasoning != nil {
 		reason = &reasoning
 	}
-	c, text, err := scanChunk(&scanner{b: data, reason: reason}, shape, text, wantID)
+	c, text, err := scanChunk(&scanner{b: data, reason: reason, calls: calls}, shape, text, wantID)
 	return c, text, reasoning, err
 }
 
@@ -664,8 +673,8 @@ func (s *scanner) textField(m *seen, bit seen, key string, c *chunk, text []byte
 	return text, err
 }
 
-// delta reads a chat delta (or message): content is text; tool calls are content for timing but
-// not text; reasoning makes a reasoning chunk (a token event for timing), its text collected
+// delta reads a chat delta (or message): content is text; tool calls make a tool-call chunk (a
+// token event for timing), reassembled when the scanner has a call set; reasoning makes a reasoning chunk (a token event for timing), its text collected
 // apart when the scanner has a reasoning buffer.
 func (s *scanner) delta(c *chunk, text []byte) ([]byte, error) {
 	var m seen
@@ -697,20 +706,13 @@ func (s *scanner) delta(c *chunk, text []byte) ([]byte, error) {
 				c.reasoning = true
 			}
 			return err
-		case "tool_calls":
-			if err := m.once(s, 8, "tool_calls"); err != nil {
+		case "tool_calls": // not a contract value: OpenAI delta key
+			if err := m.once(s, 8, "tool_calls"); err != nil { // not a contract value: OpenAI delta key
 				return err
 			}
-			if null, err := s.isNull(); null || err != nil {
-				return err
-			}
-			if s.peek() != '[' {
-				return s.fail("tool_calls is not an array")
-			}
-			n := 0
-			err := s.array(func() error { n++; return s.skip() })
-			if n > 0 {
-				c.content = true
+			ok, err := s.toolCalls()
+			if ok {
+				c.toolCall = true
 			}
 			return err
 		default:

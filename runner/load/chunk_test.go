@@ -15,6 +15,7 @@ func TestParseChunk(t *testing.T) {
 		text    string
 		content bool
 		reason  string // the reasoning text collected (a reasoning chunk when not empty)
+		tool    bool   // a tool-call chunk
 		finish  string
 		usage   *usageCounts
 		isError bool
@@ -35,7 +36,10 @@ func TestParseChunk(t *testing.T) {
 			usage: &usageCounts{present: true, prompt: 5, compl: 7, total: 12, hasP: true, hasC: true, hasT: true, reasoning: 3, hasReasoning: true}},
 		{name: "usage reasoning not integer", in: `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12,"completion_tokens_details":{"reasoning_tokens":null}}}`,
 			usage: &usageCounts{present: true, prompt: 5, compl: 7, total: 12, hasP: true, hasC: true, hasT: true}},
-		{name: "tool call is content", in: `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}`, content: true},
+		{name: "tool call is a tool-call chunk", in: `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}`, tool: true},
+		{name: "tool call beside content", in: `{"choices":[{"delta":{"content":"a","tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}`, text: "a", content: true, tool: true},
+		{name: "tool call in a message", in: `{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`, shape: shapeChatBody, tool: true},
+		{name: "tool calls not an array", in: `{"choices":[{"delta":{"tool_calls":{}}}]}`, bad: true},
 		{name: "empty tool calls", in: `{"choices":[{"delta":{"tool_calls":[]}}]}`},
 		{name: "finish", in: `{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`, finish: "length"},
 		{name: "usage", in: `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0}}}`,
@@ -83,6 +87,9 @@ func TestParseChunk(t *testing.T) {
 			if string(text) != tt.text || c.content != tt.content || c.finish != tt.finish || c.isError != tt.isError || c.errorText != tt.errText {
 				t.Fatalf("got text %q content %v finish %q error %v %q", text, c.content, c.finish, c.isError, c.errorText)
 			}
+			if c.toolCall != tt.tool {
+				t.Fatalf("tool call %v, want %v", c.toolCall, tt.tool)
+			}
 			if string(reason) != tt.reason || c.reasoning != (tt.reason != "") {
 				t.Fatalf("reasoning %q (%v), want %q", reason, c.reasoning, tt.reason)
 			}
@@ -128,7 +135,7 @@ func FuzzChunk(f *testing.F) {
 		if err := dec.Decode(&top); err != nil {
 			t.Fatalf("accepted %q, encoding/json: %v", in, err)
 		}
-		wantText, wantContent, wantFinish, wantReason := "", false, "", ""
+		wantText, wantContent, wantFinish, wantReason, wantTool := "", false, "", "", false
 		if ch, ok := top["choices"].([]any); ok && len(ch) == 1 {
 			choice, _ := ch[0].(map[string]any)
 			if d, ok := choice["delta"].(map[string]any); ok {
@@ -144,15 +151,15 @@ func FuzzChunk(f *testing.F) {
 					}
 				}
 				if tc, ok := d["tool_calls"].([]any); ok && len(tc) > 0 {
-					wantContent = true
+					wantTool = true
 				}
 			}
 			if f, ok := choice["finish_reason"].(string); ok {
 				wantFinish = f
 			}
 		}
-		if string(text) != wantText || c.content != wantContent || c.finish != wantFinish {
-			t.Fatalf("%q: got text %q content %v finish %q; encoding/json: %q %v %q", in, text, c.content, c.finish, wantText, wantContent, wantFinish)
+		if string(text) != wantText || c.content != wantContent || c.finish != wantFinish || c.toolCall != wantTool {
+			t.Fatalf("%q: got text %q content %v finish %q tool call %v; encoding/json: %q %v %q %v", in, text, c.content, c.finish, c.toolCall, wantText, wantContent, wantFinish, wantTool)
 		}
 		if d, _ := top["choices"].([]any); len(d) == 1 && (len(reason) != len(wantReason) || c.reasoning != (len(reason) > 0)) {
 			t.Fatalf("%q: reasoning %q (%v); encoding/json: %q", in, reason, c.reasoning, wantReason)

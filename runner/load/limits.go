@@ -26,6 +26,18 @@ const (
 	MaxOutputBytes = 64 << 20
 	// MaxOutputItems bounds the output items of a whole Responses API answer.
 	MaxOutputItems = 1024
+	// MaxTools bounds the function tools of a case's tools file.
+	MaxTools = 128
+	// MaxToolsBytes bounds a case's tools file.
+	MaxToolsBytes = 1 << 20
+	// MaxToolCalls bounds the tool calls of one response (the request record's limit; a call's
+	// index is below it); more fail the request with class malformed_event.
+	MaxToolCalls = 64
+	// MaxToolArgumentBytes bounds the reassembled arguments of one tool call; longer ones fail the
+	// request with class malformed_event.
+	MaxToolArgumentBytes = 1 << 20
+	// MaxToolCallIDBytes bounds a tool call's id and function name (the request record's limit).
+	MaxToolCallIDBytes = 256
 	// MaxJSONDepth bounds the nesting of one event's JSON.
 	MaxJSONDepth = 64
 	// MaxMessageRunes bounds an error message in a request record (the contract's limit).

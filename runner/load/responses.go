@@ -3,7 +3,8 @@ package load
 // The Responses API (POST /v1/responses), as vLLM and SGLang serve OpenAI's: a streamed answer is
 // a sequence of named events ("event: TYPE" and data {"type": TYPE, ...}), not chat chunks.
 // response.output_text.delta carries answer text, response.reasoning_text.delta reasoning text,
-// response.function_call_arguments.delta a tool call's arguments (a token event without text);
+// response.function_call_arguments.delta a tool call's arguments (a token event of kind
+// tool_call; the calls are not reassembled, so a Responses API case offers no tools);
 // response.completed, response.incomplete and response.failed end the stream (no [DONE] follows)
 // and carry the whole response, whose usage (input_tokens, output_tokens, total_tokens and their
 // details) is the stream's one usage record and whose status is its finish: completed is
@@ -100,7 +101,7 @@ func parseResponsesEvent(typ, data, text, reasoning []byte) (c chunk, _, _ []byt
 			c.reasoning = true
 		}
 	case respCallArgsDelta:
-		c.content = hasDelta && len(delta) > 0
+		c.toolCall = hasDelta && len(delta) > 0
 	case respCompleted, respIncomplete:
 		terminal = true
 	case respFailed, respError:
@@ -283,7 +284,7 @@ func (s *scanner) outputItem(c *chunk, text, reasoning *[]byte) error {
 			c.reasoning = true
 		}
 	case "function_call":
-		c.content = true
+		c.toolCall = true
 	}
 	*text = (*text)[:start]
 	return nil

@@ -11,6 +11,7 @@ func TestParseResponsesEvent(t *testing.T) {
 		name, typ, in   string
 		text, reason    string
 		content, reas   bool
+		tool            bool
 		terminal, isErr bool
 		finish          string
 		usage           *usageCounts
@@ -20,7 +21,7 @@ func TestParseResponsesEvent(t *testing.T) {
 		{name: "delta before type", in: `{"delta":"a\u00e9","type":"response.output_text.delta"}`, text: "aé", content: true},
 		{name: "empty delta", typ: "response.output_text.delta", in: `{"type":"response.output_text.delta","delta":""}`},
 		{name: "reasoning delta", typ: "response.reasoning_text.delta", in: `{"type":"response.reasoning_text.delta","delta":"think"}`, reason: "think", reas: true},
-		{name: "call arguments", typ: "response.function_call_arguments.delta", in: `{"type":"response.function_call_arguments.delta","delta":"{\"a\""}`, content: true},
+		{name: "call arguments", typ: "response.function_call_arguments.delta", in: `{"type":"response.function_call_arguments.delta","delta":"{\"a\""}`, tool: true},
 		{name: "created", typ: "response.created", in: `{"type":"response.created","sequence_number":0,"response":{"id":"r","status":"in_progress","output":[],"usage":null}}`},
 		{name: "text done is not content", typ: "response.output_text.done", in: `{"type":"response.output_text.done","text":"00042 "}`},
 		{name: "completed", typ: "response.completed", in: `{"type":"response.completed","response":{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"not again"}]}],"usage":{"input_tokens":11,"input_tokens_details":{"cached_tokens":4},"output_tokens":5,"output_tokens_details":{"reasoning_tokens":3},"total_tokens":16}}}`,
@@ -47,7 +48,7 @@ func TestParseResponsesEvent(t *testing.T) {
 				}
 				return
 			}
-			if string(text) != "pre:"+tt.text || string(reason) != tt.reason || c.content != tt.content || c.reasoning != tt.reas || terminal != tt.terminal || c.isError != tt.isErr || c.finish != tt.finish {
+			if string(text) != "pre:"+tt.text || string(reason) != tt.reason || c.content != tt.content || c.reasoning != tt.reas || c.toolCall != tt.tool || terminal != tt.terminal || c.isError != tt.isErr || c.finish != tt.finish {
 				t.Fatalf("text %q reasoning %q content %v reasoning %v terminal %v error %v finish %q", text, reason, c.content, c.reasoning, terminal, c.isError, c.finish)
 			}
 			want := usageCounts{}

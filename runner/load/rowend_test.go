@@ -177,13 +177,15 @@ func TestPlanRefusesBadShapes(t *testing.T) {
 
 // TestStopSaturation: an open-loop row offered 100 requests/s, at most 4 in flight, against a
 // qualsim with one slot and requests of about 80 ms falls behind its schedule, and the
-// saturation rule (5 requests in a row sent more than 20 ms late) stops it; against a fast
-// qualsim at 50 requests/s it holds its schedule and runs all its requests.
+// saturation rule (5 requests in a row sent more than 100 ms late) stops it; against a fast
+// qualsim at 25 requests/s it holds its schedule and runs all its requests. The lag bound is
+// wide so that a loaded host cannot fake saturation (the healthy row would have to stall 260 ms
+// over five sends), while the slow row's lag grows by about 70 ms a request.
 func TestStopSaturation(t *testing.T) {
 	slow := fastSim()
 	slow.Slots = 1
 	slow.Timing.TokenInterval = 20 * time.Millisecond
-	rule := &contract.StopRules{Saturation: &contract.SaturationRule{LagMs: 20, Consecutive: 5}}
+	rule := &contract.StopRules{Saturation: &contract.SaturationRule{LagMs: 100, Consecutive: 5}}
 	for _, tc := range []struct {
 		name   string
 		url    string
@@ -192,7 +194,7 @@ func TestStopSaturation(t *testing.T) {
 		wantOf contract.RowEndReason
 	}{
 		{"overloaded", startSim(t, slow), 100, true, contract.RowEndReasonSaturation},
-		{"healthy", startSim(t, fastSim()), 50, false, contract.RowEndReasonRequests},
+		{"healthy", startSim(t, fastSim()), 25, false, contract.RowEndReasonRequests},
 	} {
 		c := servingCase([]int64{4}, 1, 0, 4)
 		c.OutputAssertions = nil

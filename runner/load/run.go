@@ -51,6 +51,9 @@ type Plan struct {
 	// ScrapeMetrics scrapes BaseURL/metrics before and after each row's measured requests
 	// (diagnostic counter deltas).
 	ScrapeMetrics bool
+	// Tools are the case's resolved tools (ResolveTools) when it declares tools; Run refuses such
+	// a case without them.
+	Tools *Tools
 	// Tokens counts every prompt and completion for the client-side token ledger when the case
 	// binds a tokenizer (Case.Tokenizer; docs/tokens.md); Run refuses such a case without one.
 	Tokens TokenCounter
@@ -230,6 +233,9 @@ func (p *Plan) check() error {
 		return fmt.Errorf("%w: case %s: requests %d", ErrPlan, p.CaseID, *c.Requests)
 	case c.Tokenizer != nil && p.Tokens == nil:
 		return fmt.Errorf("%w: case %s binds a tokenizer, but the plan has no token counter", ErrPlan, p.CaseID)
+	}
+	if err := p.checkTools(); err != nil {
+		return err
 	}
 	if err := p.checkSchedule(); err != nil {
 		return err
@@ -425,7 +431,7 @@ func (r *runner) build(rp *rowPlan, idx int64) (request, error) {
 	if rp.nonce != nil {
 		sent = withNonce(q.prompt, rp.nonce[idx])
 	}
-	body, err := Body(cs, r.plan.ModelID, sent, q.seed)
+	body, err := BodyWithTools(cs, r.plan.ModelID, sent, q.seed, r.plan.Tools)
 	if err != nil {
 		return request{}, fmt.Errorf("%w: body of request %d: %v", ErrPlan, idx, err)
 	}
@@ -804,6 +810,10 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 	}
 	if cs.Tokenizer != nil {
 		r.ledger(rec, q, resp)
+	}
+	if resp.Complete {
+		resp.ToolCalls, resp.toolCallWhy = judgeCalls(&resp.calls, r.plan.Tools)
+		rec.ToolCalls = resp.ToolCalls
 	}
 	if !q.warmup && rec.Error == nil {
 		rec.Assertions = check(r.asserts, q.prompt.ID, resp, q.maxTokens(cs))

@@ -17,7 +17,8 @@ func fp(v float64) *float64 { return &v }
 // within max(3 requests, 3 %) of the bin's scheduled count (the tolerance: the pacer's lag is
 // well under a millisecond here, so only sends within a few ms of a second's boundary can
 // change bins). The stages report offered and achieved rates (within 3 %) and the series has the
-// schedule's four seconds.
+// schedule's four seconds. On a host that stalls the client (a loaded CI host, load 19) the row
+// must instead be judged degraded by the client's own lag, and the tracking is then not asserted.
 func TestRunRampTracksSchedule(t *testing.T) {
 	q := startQualsim(t, false, "--ttft", "2ms", "--token-interval", "1ms", "--slots", "256")
 	c := servingCase([]int64{128}, 1, 0, 4)
@@ -54,9 +55,13 @@ func TestRunRampTracksSchedule(t *testing.T) {
 	if s == nil || len(s.Bins) < 4 {
 		t.Fatalf("series %+v", s)
 	}
+	// A row the client kept to its schedule sends each second's requests within that second; a
+	// row it did not (a stalled host) must say so, degraded by the client's own lag, and then the
+	// per-second and per-stage tracking is not asserted (an honest row, not a tracking one).
+	tracked := !row.Row.Fidelity.Degraded
 	for _, b := range s.Bins[:4] {
 		tol := max(3, int64(0.03*float64(b.Scheduled)))
-		if d := b.Sent - b.Scheduled; d < -tol || d > tol {
+		if d := b.Sent - b.Scheduled; tracked && (d < -tol || d > tol) {
 			t.Errorf("second %d: sent %d, scheduled %d (tolerance %d)", b.Second, b.Sent, b.Scheduled, tol)
 		}
 		t.Logf("second %d: scheduled %d sent %d completed %d in flight %.2f", b.Second, b.Scheduled, b.Sent, b.Completed, b.InFlightMean)
@@ -68,7 +73,8 @@ func TestRunRampTracksSchedule(t *testing.T) {
 		t.Fatalf("stages %+v", row.Row.Stages)
 	}
 	for i, st := range row.Row.Stages {
-		if st.OfferedRate == nil || st.AchievedRate < 0.97**st.OfferedRate || st.AchievedRate > 1.03**st.OfferedRate || st.Requests != st.Scheduled || len(st.Metrics) == 0 {
+		off := st.OfferedRate != nil && tracked && (st.AchievedRate < 0.97**st.OfferedRate || st.AchievedRate > 1.03**st.OfferedRate)
+		if st.OfferedRate == nil || off || st.Requests != st.Scheduled || len(st.Metrics) == 0 {
 			t.Errorf("stage %d: offered %v achieved %.1f, %d of %d scheduled, %d metrics", i, st.OfferedRate, st.AchievedRate, st.Requests, st.Scheduled, len(st.Metrics))
 		}
 	}

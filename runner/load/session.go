@@ -259,9 +259,9 @@ func sessionPromptSet(sessions []Prompt) []contract.Prompt {
 }
 
 // sessionBody renders turn k's request body: Body's fields with msgs as the messages.
-func sessionBody(c *contract.Case, model string, msgs []wireMessage, seed *int64) ([]byte, error) {
+func sessionBody(c *contract.Case, model string, msgs []wireMessage, seed *int64, t *Tools) ([]byte, error) {
 	w := wireBody{Model: model, Messages: msgs, MaxTokens: c.MaxTokens, Seed: seed, Stream: c.Stream}
-	return encodeBody(c, w)
+	return encodeBody(c, w, t)
 }
 
 // sessionRecords runs a row's sessions (after its first base requests, the warmups) and
@@ -395,7 +395,7 @@ func (r *runner) turnRequest(i int, idx int64, k int, history []wireMessage, rep
 	t := s.Turns[k]
 	msgs := append(slices.Clip(history), wireMessage{Role: "user", Content: t.Text})
 	seed := requestSeed(cs.Sampling, idx)
-	body, err := sessionBody(cs, r.plan.ModelID, msgs, seed)
+	body, err := sessionBody(cs, r.plan.ModelID, msgs, seed, r.plan.Tools)
 	if err != nil {
 		panic("load: encode a session body: " + err.Error()) // strings and numbers always encode
 	}

@@ -44,6 +44,13 @@ type Response struct {
 	// Reasoning is the chat reasoning text (reasoning_content or reasoning deltas, or the
 	// message's) concatenated; empty when the server sent none.
 	Reasoning []byte
+	// ToolCalls are the chat response's reassembled tool calls as the request record keeps them
+	// (judged against the case's tools by the runner); nil when it made none.
+	ToolCalls []contract.ToolCall
+	// toolCallWhy says why each invalid call of ToolCalls is ("" for a valid one).
+	toolCallWhy []string
+	// calls reassembles a chat response's tool calls (toolcall.go).
+	calls callSet
 	// Complete says the whole response arrived (the text is the whole completion).
 	Complete bool
 	// Err classifies a failed request; nil on success.
@@ -509,7 +516,7 @@ func (s *stream) onEvent(typ, data []byte) error {
 	if s.shape == shapeResponsesEvent {
 		c, text, reasoning, terminal, err = parseResponsesEvent(typ, data, s.resp.Text, s.reasoningBuf())
 	} else {
-		c, text, reasoning, err = parseChunkReasoning(data, s.shape, s.resp.Text, s.reasoningBuf(), s.resp.ID == "" && k <= 2)
+		c, text, reasoning, err = parseChunkCalls(data, s.shape, s.resp.Text, s.reasoningBuf(), s.callBuf(), s.resp.ID == "" && k <= 2)
 	}
 	s.resp.Text, s.resp.Reasoning = text, reasoning
 	if err != nil {
@@ -523,11 +530,11 @@ func (s *stream) onEvent(typ, data []byte) error {
 	if c.id != "" {
 		s.resp.ID = c.id
 	}
-	if len(s.resp.Text)+len(s.resp.Reasoning) > MaxOutputBytes {
-		s.fail(ClassMalformedEvent, "completion text and reasoning exceed %d bytes", MaxOutputBytes)
+	if len(s.resp.Text)+len(s.resp.Reasoning)+s.resp.calls.bytes > MaxOutputBytes {
+		s.fail(ClassMalformedEvent, "completion text, reasoning and tool call arguments exceed %d bytes", MaxOutputBytes)
 		return errHandled
 	}
-	token := c.content || c.reasoning // a token event: content or reasoning
+	token := c.content || c.reasoning || c.toolCall // a token event: content, reasoning or a tool call
 	if c.placeholderUsage() {
 		c.usage = usageCounts{}
 	}
@@ -556,8 +563,12 @@ func (s *stream) onEvent(typ, data []byte) error {
 	}
 	switch {
 	case token:
-		ev.Kind = contract.EventKindContent
-		if !c.content {
+		switch {
+		case c.content:
+			ev.Kind = contract.EventKindContent
+		case c.toolCall:
+			ev.Kind = contract.EventKindToolCall
+		default:
 			ev.Kind = contract.EventKindReasoning
 		}
 		s.nContent++
@@ -582,6 +593,14 @@ func (s *stream) reasoningBuf() []byte {
 		return []byte{} // empty and non-nil: no allocation until reasoning arrives
 	}
 	return s.resp.Reasoning
+}
+
+// callBuf is the set a chat response's tool calls are reassembled in; nil for the other shapes.
+func (s *stream) callBuf() *callSet {
+	if s.shape != shapeChatChunk && s.shape != shapeChatBody {
+		return nil
+	}
+	return &s.resp.calls
 }
 
 // errHandled stops the SSE parser after onEvent recorded the failure.
@@ -636,7 +655,7 @@ func (s *stream) completeJSON() {
 	if s.shape == shapeResponsesBody {
 		c, text, reasoning, err = parseResponsesBody(s.body, s.resp.Text[:0], s.reasoningBuf())
 	} else {
-		c, text, reasoning, err = parseChunkReasoning(s.body, s.shape, s.resp.Text[:0], s.reasoningBuf(), true)
+		c, text, reasoning, err = parseChunkCalls(s.body, s.shape, s.resp.Text[:0], s.reasoningBuf(), s.callBuf(), true)
 	}
 	s.resp.Text, s.resp.Reasoning = text, reasoning
 	switch {
@@ -673,8 +692,8 @@ func (s *stream) settle() {
 		s.fail(ClassInconsistentUsage, "usage lacks %s", missingCounts(u))
 	case u.total != u.prompt+u.compl:
 		s.fail(ClassInconsistentUsage, "usage total_tokens %d != prompt_tokens %d + completion_tokens %d", u.total, u.prompt, u.compl)
-	case u.compl == 0 && (s.nContent > 0 || len(s.resp.Text) > 0 || len(s.resp.Reasoning) > 0):
-		s.fail(ClassInconsistentUsage, "usage completion_tokens is 0 but the response carried content (%d token events, %d bytes of text, %d of reasoning): generated content is at least one token", s.nContent, len(s.resp.Text), len(s.resp.Reasoning))
+	case u.compl == 0 && (s.nContent > 0 || len(s.resp.Text) > 0 || len(s.resp.Reasoning) > 0 || len(s.resp.calls.calls) > 0):
+		s.fail(ClassInconsistentUsage, "usage completion_tokens is 0 but the response carried content (%d token events, %d bytes of text, %d of reasoning, %d tool calls): generated content is at least one token", s.nContent, len(s.resp.Text), len(s.resp.Reasoning), len(s.resp.calls.calls))
 	case u.hasReasoning && u.reasoning > u.compl:
 		s.fail(ClassInconsistentUsage, "usage completion_tokens_details.reasoning_tokens %d > completion_tokens %d: reasoning is counted inside the completion", u.reasoning, u.compl)
 	default:

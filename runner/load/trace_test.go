@@ -97,8 +97,11 @@ func TestTracePrompts(t *testing.T) {
 // TestRunTraceReplay replays the committed Mooncake sample (imported, time_scale 0.5) against
 // qualsim: every measured t_sched is the row's start plus the entry's scaled offset (to the
 // nanosecond), every body asks max_tokens = output_length and the response has that many
-// tokens, and the send error |t_send − t_sched| has p99 below a loose 50 ms (the measured p50/p99
-// are logged; on the shared 2-core host p99 was 3.3 to 16 ms, see docs/metrics.md).
+// tokens, no request leaves before its scheduled time, and the send error |t_send − t_sched| has
+// a median below a loose 50 ms (p50/p99 are logged; on the shared 2-core host p99 was 3.3 to
+// 16 ms, see docs/metrics.md). Not the p99: a loaded CI host stalled the client 680 ms once, and
+// the 17 requests due in the stall left late, catching up; a replay that ignored the timestamps
+// would send early, which no stall explains.
 func TestRunTraceReplay(t *testing.T) {
 	dir := t.TempDir()
 	src, err := os.ReadFile(filepath.Join("..", "..", "workloads", "traces", "mooncake-sample.jsonl"))
@@ -145,15 +148,20 @@ func TestRunTraceReplay(t *testing.T) {
 		t.Fatalf("replay %+v", rp)
 	}
 	for k, r := range row.Records {
-		if r.TSendNs != nil && *r.TSendNs-r.TSchedNs > 2e6 {
+		if r.TSendNs == nil {
+			t.Fatalf("request %d has no t_send", k)
+		}
+		if *r.TSendNs < r.TSchedNs {
+			t.Errorf("request %d sent %.3f ms before its scheduled time", k, float64(r.TSchedNs-*r.TSendNs)/1e6)
+		}
+		if *r.TSendNs-r.TSchedNs > 2e6 {
 			t.Logf("request %d at %d ms: lag %.3f ms", k, prompts[k].AtNs/1e6, float64(*r.TSendNs-r.TSchedNs)/1e6)
 		}
 	}
 	t.Logf("send error p50 %.3f ms p99 %.3f ms max %.3f ms over %d requests", rp.SendErrorP50Ms, rp.SendErrorP99Ms, rp.SendErrorMaxMs, rp.Entries)
-	// A loose bound (a replay that ignored the timestamps would err by hundreds of ms): the
-	// fidelity itself is measured by make bench, not asserted here.
-	if rp.SendErrorP99Ms > 50 {
-		t.Errorf("send error p99 %.3f ms exceeds 50 ms", rp.SendErrorP99Ms)
+	// A loose bound: the fidelity itself is measured by make bench, not asserted here.
+	if rp.SendErrorP50Ms > 50 {
+		t.Errorf("send error p50 %.3f ms exceeds 50 ms", rp.SendErrorP50Ms)
 	}
 	if row.Row.Series == nil || len(row.Row.Series.Bins) < 1 {
 		t.Fatalf("series %+v", row.Row.Series)

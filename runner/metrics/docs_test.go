@@ -46,7 +46,21 @@ func TestDocumented(t *testing.T) {
 			}
 		}
 	}
+	// A tool-call row: each success's token events are tool-call deltas of one valid call
+	// (docs/metrics.md "Tool calls").
+	tools := handRecords()
+	for i := range tools {
+		for k := range tools[i].Events {
+			if tools[i].Events[k].Kind == contract.EventKindContent {
+				tools[i].Events[k].Kind = contract.EventKindToolCall
+			}
+		}
+		if tools[i].Error == nil {
+			tools[i].ToolCalls = []contract.ToolCall{{Name: "f", ArgumentsDigest: "sha256:" + strings.Repeat("0", 64), Valid: true}}
+		}
+	}
 	rows := []contract.Row{
+		Row(RowSpec{Concurrency: 2, Loop: "closed"}, tools),
 		Row(RowSpec{Concurrency: 2, Loop: "closed"}, reasoning),
 		Row(RowSpec{Concurrency: 2, Loop: "closed"}, sessions),
 		Row(RowSpec{Concurrency: 2, Loop: "closed", SLO: contract.SLO{TTFTMs: 9.5}}, handRecords()),

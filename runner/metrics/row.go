@@ -95,6 +95,15 @@ func Request(r *contract.RequestRecordDoc) formulas.Request {
 		q.HasClient, q.ClientPrompt, q.ClientPromptPartial = true, ct.PromptTokens, ct.ImagesNotCounted != nil
 		q.ClientCompletion, q.HasClientCompletion = formulas.ClientCompletion(*ct)
 	}
+	if len(r.ToolCalls) > 0 {
+		valid := int64(0)
+		for _, c := range r.ToolCalls {
+			if c.Valid {
+				valid++
+			}
+		}
+		formulas.AddToolCalls(&q, int64(len(r.ToolCalls)), valid)
+	}
 	return q
 }
 

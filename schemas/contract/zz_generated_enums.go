@@ -204,17 +204,18 @@ const (
 	AssertionOutcomeKindExactText                      AssertionOutcomeKind = "exact_text"
 	AssertionOutcomeKindRegex                          AssertionOutcomeKind = "regex"
 	AssertionOutcomeKindCompletionTokensEqualMaxTokens AssertionOutcomeKind = "completion_tokens_equal_max_tokens"
+	AssertionOutcomeKindToolCall                       AssertionOutcomeKind = "tool_call"
 )
 
 // AssertionOutcomeKindValues lists the values of AssertionOutcomeKind in contract order.
 func AssertionOutcomeKindValues() []AssertionOutcomeKind {
-	return []AssertionOutcomeKind{AssertionOutcomeKindFinishReason, AssertionOutcomeKindExactText, AssertionOutcomeKindRegex, AssertionOutcomeKindCompletionTokensEqualMaxTokens}
+	return []AssertionOutcomeKind{AssertionOutcomeKindFinishReason, AssertionOutcomeKindExactText, AssertionOutcomeKindRegex, AssertionOutcomeKindCompletionTokensEqualMaxTokens, AssertionOutcomeKindToolCall}
 }
 
 // Valid reports whether v is one of the values of AssertionOutcomeKind.
 func (v AssertionOutcomeKind) Valid() bool {
 	switch v {
-	case AssertionOutcomeKindFinishReason, AssertionOutcomeKindExactText, AssertionOutcomeKindRegex, AssertionOutcomeKindCompletionTokensEqualMaxTokens:
+	case AssertionOutcomeKindFinishReason, AssertionOutcomeKindExactText, AssertionOutcomeKindRegex, AssertionOutcomeKindCompletionTokensEqualMaxTokens, AssertionOutcomeKindToolCall:
 		return true
 	}
 	return false
@@ -906,9 +907,11 @@ func (v EvaluationStatus) Valid() bool {
 	return false
 }
 
-// EventKind: content (non-empty content or tool call), reasoning (a non-empty reasoning_content or
-// reasoning delta and no content), usage, done ([DONE]), other. Content and reasoning events
-// are the token events: both feed TTFT (to the first token of any kind) and ITL.
+// EventKind: content (non-empty content), reasoning (a non-empty reasoning_content or reasoning
+// delta and no content), tool_call (a tool_calls delta and no content), usage, done ([DONE]),
+// other. Content, reasoning and tool_call events are the token events: each feeds TTFT (to the
+// first token of any kind) and ITL. A record before tool_call existed has tool calls as
+// content events.
 //
 // CUE: request/v1 #Event.kind.
 type EventKind string
@@ -917,6 +920,7 @@ type EventKind string
 const (
 	EventKindContent   EventKind = "content"
 	EventKindReasoning EventKind = "reasoning"
+	EventKindToolCall  EventKind = "tool_call"
 	EventKindUsage     EventKind = "usage"
 	EventKindDone      EventKind = "done"
 	EventKindOther     EventKind = "other"
@@ -924,13 +928,13 @@ const (
 
 // EventKindValues lists the values of EventKind in contract order.
 func EventKindValues() []EventKind {
-	return []EventKind{EventKindContent, EventKindReasoning, EventKindUsage, EventKindDone, EventKindOther}
+	return []EventKind{EventKindContent, EventKindReasoning, EventKindToolCall, EventKindUsage, EventKindDone, EventKindOther}
 }
 
 // Valid reports whether v is one of the values of EventKind.
 func (v EventKind) Valid() bool {
 	switch v {
-	case EventKindContent, EventKindReasoning, EventKindUsage, EventKindDone, EventKindOther:
+	case EventKindContent, EventKindReasoning, EventKindToolCall, EventKindUsage, EventKindDone, EventKindOther:
 		return true
 	}
 	return false
@@ -1018,26 +1022,27 @@ func (v FidelityJudgementCause) Valid() bool {
 	return false
 }
 
-// FinishReasonAssertionEquals is the enum at workload/v1 #FinishReasonAssertion.equals.
+// FinishReasonAssertionEquals is the finish reason required (tool_calls: the response ended calling tools).
 //
 // CUE: workload/v1 #FinishReasonAssertion.equals.
 type FinishReasonAssertionEquals string
 
 // The values of FinishReasonAssertionEquals.
 const (
-	FinishReasonAssertionEqualsStop   FinishReasonAssertionEquals = "stop"
-	FinishReasonAssertionEqualsLength FinishReasonAssertionEquals = "length"
+	FinishReasonAssertionEqualsStop      FinishReasonAssertionEquals = "stop"
+	FinishReasonAssertionEqualsLength    FinishReasonAssertionEquals = "length"
+	FinishReasonAssertionEqualsToolCalls FinishReasonAssertionEquals = "tool_calls"
 )
 
 // FinishReasonAssertionEqualsValues lists the values of FinishReasonAssertionEquals in contract order.
 func FinishReasonAssertionEqualsValues() []FinishReasonAssertionEquals {
-	return []FinishReasonAssertionEquals{FinishReasonAssertionEqualsStop, FinishReasonAssertionEqualsLength}
+	return []FinishReasonAssertionEquals{FinishReasonAssertionEqualsStop, FinishReasonAssertionEqualsLength, FinishReasonAssertionEqualsToolCalls}
 }
 
 // Valid reports whether v is one of the values of FinishReasonAssertionEquals.
 func (v FinishReasonAssertionEquals) Valid() bool {
 	switch v {
-	case FinishReasonAssertionEqualsStop, FinishReasonAssertionEqualsLength:
+	case FinishReasonAssertionEqualsStop, FinishReasonAssertionEqualsLength, FinishReasonAssertionEqualsToolCalls:
 		return true
 	}
 	return false
@@ -1835,17 +1840,18 @@ const (
 	ResponseAssertionKindExactText                      ResponseAssertionKind = "exact_text"
 	ResponseAssertionKindRegex                          ResponseAssertionKind = "regex"
 	ResponseAssertionKindCompletionTokensEqualMaxTokens ResponseAssertionKind = "completion_tokens_equal_max_tokens"
+	ResponseAssertionKindToolCall                       ResponseAssertionKind = "tool_call"
 )
 
 // ResponseAssertionKindValues lists the values of ResponseAssertionKind in contract order.
 func ResponseAssertionKindValues() []ResponseAssertionKind {
-	return []ResponseAssertionKind{ResponseAssertionKindFinishReason, ResponseAssertionKindExactText, ResponseAssertionKindRegex, ResponseAssertionKindCompletionTokensEqualMaxTokens}
+	return []ResponseAssertionKind{ResponseAssertionKindFinishReason, ResponseAssertionKindExactText, ResponseAssertionKindRegex, ResponseAssertionKindCompletionTokensEqualMaxTokens, ResponseAssertionKindToolCall}
 }
 
 // Valid reports whether v is one of the values of ResponseAssertionKind.
 func (v ResponseAssertionKind) Valid() bool {
 	switch v {
-	case ResponseAssertionKindFinishReason, ResponseAssertionKindExactText, ResponseAssertionKindRegex, ResponseAssertionKindCompletionTokensEqualMaxTokens:
+	case ResponseAssertionKindFinishReason, ResponseAssertionKindExactText, ResponseAssertionKindRegex, ResponseAssertionKindCompletionTokensEqualMaxTokens, ResponseAssertionKindToolCall:
 		return true
 	}
 	return false
@@ -2609,6 +2615,33 @@ func TokenizerTemplateValues() []TokenizerTemplate {
 func (v TokenizerTemplate) Valid() bool {
 	switch v {
 	case TokenizerTemplateLines, TokenizerTemplateContents:
+		return true
+	}
+	return false
+}
+
+// ToolsChoice is the enum at workload/v1 #Tools.choice.
+//
+// CUE: workload/v1 #Tools.choice.
+type ToolsChoice string
+
+// The values of ToolsChoice.
+const (
+	ToolsChoiceAuto     ToolsChoice = "auto"
+	ToolsChoiceNone     ToolsChoice = "none"
+	ToolsChoiceRequired ToolsChoice = "required"
+	ToolsChoiceFunction ToolsChoice = "function"
+)
+
+// ToolsChoiceValues lists the values of ToolsChoice in contract order.
+func ToolsChoiceValues() []ToolsChoice {
+	return []ToolsChoice{ToolsChoiceAuto, ToolsChoiceNone, ToolsChoiceRequired, ToolsChoiceFunction}
+}
+
+// Valid reports whether v is one of the values of ToolsChoice.
+func (v ToolsChoice) Valid() bool {
+	switch v {
+	case ToolsChoiceAuto, ToolsChoiceNone, ToolsChoiceRequired, ToolsChoiceFunction:
 		return true
 	}
 	return false

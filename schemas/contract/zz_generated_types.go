@@ -2469,6 +2469,9 @@ type RequestRecordDoc struct {
 	// ClientTokens are the client's own counts with the case's bound tokenizer (docs/tokens.md);
 	// absent when the case binds none.
 	ClientTokens *ClientTokens `json:"client_tokens,omitempty"`
+	// ToolCalls are the function calls of the response, reassembled from its tool_calls deltas
+	// (or its message), in index order; absent when it made none (docs/metrics.md "Tool calls").
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // RowKey is request/v1 #Record.row.
@@ -2480,9 +2483,11 @@ type RowKey struct {
 // Event is request/v1 #Event.
 type Event struct {
 	TNs int64 `json:"t_ns"`
-	// Kind: content (non-empty content or tool call), reasoning (a non-empty reasoning_content or
-	// reasoning delta and no content), usage, done ([DONE]), other. Content and reasoning events
-	// are the token events: both feed TTFT (to the first token of any kind) and ITL.
+	// Kind: content (non-empty content), reasoning (a non-empty reasoning_content or reasoning
+	// delta and no content), tool_call (a tool_calls delta and no content), usage, done ([DONE]),
+	// other. Content, reasoning and tool_call events are the token events: each feeds TTFT (to the
+	// first token of any kind) and ITL. A record before tool_call existed has tool calls as
+	// content events.
 	Kind  EventKind `json:"kind"`
 	Bytes int64     `json:"bytes"`
 }
@@ -2548,6 +2553,23 @@ type ClientTokens struct {
 	// ReasoningTokens is the bound tokenizer's count of the reasoning text, when the response
 	// carried reasoning; the ledger compares completion_tokens + reasoning_tokens with usage.
 	ReasoningTokens *int64 `json:"reasoning_tokens,omitempty"`
+}
+
+// ToolCall is one reassembled function call: its name and a digest of its argument bytes.
+//
+// CUE: request/v1 #ToolCall.
+type ToolCall struct {
+	// Index is the call's index in the response's tool_calls.
+	Index int64 `json:"index"`
+	// ID is the server's call id ("" when it sent none).
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// ArgumentsDigest hashes the reassembled argument bytes; arguments_bytes counts them.
+	ArgumentsDigest string `json:"arguments_digest"`
+	ArgumentsBytes  int64  `json:"arguments_bytes"`
+	// Valid: name is a function of the case's tools and the arguments are one JSON document valid
+	// against its parameters schema.
+	Valid bool `json:"valid"`
 }
 
 // RuntimeManifestDoc describes a reference runtime (an interpreter and its packages) portably: no host temperature,
@@ -2850,6 +2872,11 @@ type Case struct {
 	// PNG images of width x height pixels, generated from the prompt's id, sent as base64 data
 	// URLs (chat image_url parts, Responses input_image parts). Not with api completions.
 	Images *Images `json:"images,omitempty"`
+	// Tools offers functions to every request (docs/metrics.md "Tool calls"): the chat body's
+	// tools and tool_choice. Only with api chat, not with a tokenizer (the server's prompt count
+	// includes the tool definitions its chat template renders) and not in multi-turn sessions (the
+	// client does not answer tool calls).
+	Tools *Tools `json:"tools,omitempty"`
 	// DeviceTelemetry turns on the device telemetry sampler for every row (docs/accelerators.md).
 	DeviceTelemetry *DeviceTelemetry `json:"device_telemetry,omitempty"`
 	// CacheRegime declares the prefix-cache regime of every row (docs/caching.md): cold puts a
@@ -2894,14 +2921,16 @@ type Case struct {
 //
 // CUE: workload/v1 #Case.output_assertions.
 type OutputAssertion struct {
-	Stream  StreamAssertionStream       `json:"stream,omitempty"`
-	Match   string                      `json:"match,omitempty"`
-	Pattern string                      `json:"pattern,omitempty"`
-	Kind    ResponseAssertionKind       `json:"kind,omitempty"`
-	Equals  FinishReasonAssertionEquals `json:"equals,omitempty"`
+	Stream  StreamAssertionStream `json:"stream,omitempty"`
+	Match   string                `json:"match,omitempty"`
+	Pattern string                `json:"pattern,omitempty"`
+	Kind    ResponseAssertionKind `json:"kind,omitempty"`
+	// Equals is the finish reason required (tool_calls: the response ended calling tools).
+	Equals FinishReasonAssertionEquals `json:"equals,omitempty"`
 	// PromptID limits the assertion to one prompt of an inline corpus.
 	PromptID string  `json:"prompt_id,omitempty"`
 	Text     *string `json:"text,omitempty"`
+	Function string  `json:"function,omitempty"`
 }
 
 // ResultProtocol says who produces the case result and which metrics it declares.
@@ -3057,6 +3086,24 @@ type Images struct {
 	Count  int64 `json:"count"`
 	Width  int64 `json:"width"`
 	Height int64 `json:"height"`
+}
+
+// Tools binds the functions a serving case offers: a committed JSON array of OpenAI function
+// tools, {"type": "function", "function": {"name", "description"?, "parameters"?}} each, bound by
+// digest (at most 128 tools and 1 MiB; each name distinct; parameters a JSON Schema object,
+// compiled when the case is planned, with no remote or file references). choice is the
+// tool_choice every request sends: auto, none, required, or function (the function named by
+// function, which the file must declare).
+//
+// CUE: workload/v1 #Tools.
+type Tools struct {
+	// Path of the JSON file, repository-relative.
+	Path string `json:"path"`
+	// Digest binds the file's bytes.
+	Digest string      `json:"digest"`
+	Choice ToolsChoice `json:"choice"`
+	// Function names the function of choice function; absent with the other choices.
+	Function string `json:"function,omitempty"`
 }
 
 // DeviceTelemetry declares the sampler: readings of every device serving the backend, every

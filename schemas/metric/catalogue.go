@@ -66,6 +66,8 @@ const (
 	ReasoningTokens            = "reasoning_tokens.v1"
 	ContentTokens              = "content_tokens.v1"
 	ContentThroughputWindow    = "content_throughput_window.v1"
+	TTFTToolCall               = "ttft_tool_call.v1"
+	ToolCallValidity           = "tool_call_validity.v1"
 	TTFB                       = "ttfb.v1"
 	E2E                        = "e2e.v1"
 	E2ESched                   = "e2e_sched.v1"
@@ -121,6 +123,11 @@ var Catalogue = []Formula{
 	// a success had a reasoning event; the output split by usage's reasoning_tokens, when every
 	// success's usage states it.
 	{ID: TTFTContent, Scope: RowScope, Name: "ttft_content_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	// Tool-call rows (docs/metrics.md, "Tool calls"): TTFT to the first tool-call delta, over the
+	// successes that had one; the fraction of answered requests that called a tool whose every
+	// call validates against the case's tools.
+	{ID: TTFTToolCall, Scope: RowScope, Name: "ttft_tool_call_ms", Unit: "ms", Direction: contract.DirectionLowerIsBetter, Distribution: true},
+	{ID: ToolCallValidity, Scope: RowScope, Name: "tool_call_validity", Unit: "fraction", Aggregation: contract.AggregationMean, Direction: contract.DirectionHigherIsBetter},
 	{ID: ChunkingFactor, Scope: RowScope, Name: "chunking_factor.mean", Unit: "tokens/event", Aggregation: contract.AggregationMean, Direction: contract.DirectionNone},
 	{ID: RequestFailures, Scope: RowScope, Name: "request_failures", Unit: "requests", Aggregation: contract.AggregationCount, Direction: contract.DirectionLowerIsBetter,
 		CaseName: "request_failures.sum", CaseAggregation: contract.AggregationSum},

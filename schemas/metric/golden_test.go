@@ -28,6 +28,10 @@ type goldenRequest struct {
 	// reasoning_tokens (absent: not stated).
 	ReasoningEvents int    `json:"reasoning_events"`
 	Reasoning       *int64 `json:"reasoning"`
+	// ToolFirst is the index of the first of the content events that are tool-call deltas (all
+	// from it on); Calls is [calls, valid] of the record's tool_calls.
+	ToolFirst *int    `json:"tool_first"`
+	Calls     []int64 `json:"calls"`
 }
 
 type goldenMetric struct {
@@ -100,6 +104,12 @@ func (g goldenRequest) request() Request {
 	}
 	if g.Reasoning != nil {
 		r.HasReasoning, r.Reasoning = true, *g.Reasoning
+	}
+	if g.ToolFirst != nil {
+		r.FirstToolCall, r.HasFirstToolCall = g.Content[*g.ToolFirst], true
+	}
+	if len(g.Calls) == 2 {
+		AddToolCalls(&r, g.Calls[0], g.Calls[1])
 	}
 	return r
 }

@@ -23,13 +23,18 @@ type Request struct {
 	HasHdr     bool
 	HasEnd     bool
 	HasClose   bool
-	// Content is the arrival of each token event (kind content or reasoning), in order.
+	// Content is the arrival of each token event (kind content, reasoning or tool_call), in order.
 	Content []int64
 	// Reasoned is true when the record has a reasoning event; FirstContent, when
-	// HasFirstContent, is the arrival of its first content event (kind content).
+	// HasFirstContent, is the arrival of its first answer event (kind content or tool_call).
 	Reasoned        bool
 	FirstContent    int64
 	HasFirstContent bool
+	// FirstToolCall, when HasFirstToolCall, is the arrival of the record's first tool_call event.
+	FirstToolCall    int64
+	HasFirstToolCall bool
+	// ToolCalls counts the record's tool_calls and ToolCallsValid those of them judged valid.
+	ToolCalls, ToolCallsValid int64
 	// HasReasoning is true when the usage record states reasoning_tokens; Reasoning is that count
 	// (inside Completion).
 	HasReasoning bool
@@ -56,14 +61,21 @@ type Request struct {
 	ClientCompletion    int64
 }
 
-// AddTokenEvent adds a record's event of kind at t to r's token events (content and reasoning;
-// other kinds are not token events), in arrival order: the one reading of an event kind that the
-// runner and the verifier share.
+// AddTokenEvent adds a record's event of kind at t to r's token events (content, reasoning and
+// tool_call; other kinds are not token events), in arrival order: the one reading of an event
+// kind that the runner and the verifier share.
 func AddTokenEvent(r *Request, kind contract.EventKind, t int64) {
 	switch kind {
 	case contract.EventKindContent:
 		if !r.HasFirstContent {
 			r.FirstContent, r.HasFirstContent = t, true
+		}
+	case contract.EventKindToolCall:
+		if !r.HasFirstContent {
+			r.FirstContent, r.HasFirstContent = t, true
+		}
+		if !r.HasFirstToolCall {
+			r.FirstToolCall, r.HasFirstToolCall = t, true
 		}
 	case contract.EventKindReasoning:
 		r.Reasoned = true
@@ -71,6 +83,16 @@ func AddTokenEvent(r *Request, kind contract.EventKind, t int64) {
 		return
 	}
 	r.Content = append(r.Content, t)
+}
+
+// AddToolCalls adds a record's tool calls to r: n calls, valid of them judged valid (the runner
+// and the verifier share it).
+func AddToolCalls(r *Request, n, valid int64) { r.ToolCalls, r.ToolCallsValid = n, valid }
+
+// answered reports whether a request's response was whole and judged: no error, or only a failed
+// output assertion.
+func (r *Request) answered() bool {
+	return (!r.Failed || r.ErrorClass == string(contract.ErrorClassAssertion)) && r.HasSend && r.HasEnd && r.HasUsage
 }
 
 // OK reports whether the request counts as a success: no error, and the times and usage the
@@ -178,6 +200,10 @@ func Row(spec RowSpec, measured []Request) RowResult {
 	if sm.Reasoned {
 		b.dist(TTFTContent, sm.TTFTContentMs)
 	}
+	b.dist(TTFTToolCall, sm.TTFTToolCallMs)
+	if sm.ToolCallRequests > 0 {
+		b.add(ToolCallValidity, "", float64(sm.ToolCallValidRequests)/float64(sm.ToolCallRequests), int(sm.ToolCallRequests))
+	}
 	if len(sm.ChunkingFactor) > 0 {
 		b.add(ChunkingFactor, "", Summarize(sm.ChunkingFactor).Mean, len(sm.ChunkingFactor))
 	}
@@ -251,6 +277,11 @@ type Samples struct {
 	// ReasoningTokens is their sum.
 	ReasoningCounted bool
 	ReasoningTokens  int64
+	// TTFTToolCallMs is t_send to the first tool_call event of each success that had one.
+	TTFTToolCallMs []float64
+	// ToolCallRequests counts the answered requests (no error, or only a failed output
+	// assertion) that made a tool call; ToolCallValidRequests those whose every call is valid.
+	ToolCallRequests, ToolCallValidRequests int64
 }
 
 // SamplesOf applies the per-request formulas to a row's measured requests.
@@ -261,6 +292,12 @@ func SamplesOf(measured []Request) Samples {
 		r := &measured[i]
 		if r.HasSend {
 			sm.ScheduleLagMs = append(sm.ScheduleLagMs, ms(r.Send-r.Sched))
+		}
+		if r.ToolCalls > 0 && r.answered() {
+			sm.ToolCallRequests++
+			if r.ToolCallsValid == r.ToolCalls {
+				sm.ToolCallValidRequests++
+			}
 		}
 		if !r.OK() {
 			continue
@@ -278,6 +315,9 @@ func SamplesOf(measured []Request) Samples {
 		}
 		if r.HasFirstContent {
 			sm.TTFTContentMs = append(sm.TTFTContentMs, ms(r.FirstContent-r.Send))
+		}
+		if r.HasFirstToolCall {
+			sm.TTFTToolCallMs = append(sm.TTFTToolCallMs, ms(r.FirstToolCall-r.Send))
 		}
 		sm.E2EMs = append(sm.E2EMs, r.e2eMs())
 		sm.E2ESchedMs = append(sm.E2ESchedMs, ms(r.End-r.Sched))

@@ -15,8 +15,19 @@ import (
 //   - a byte that is not UTF-8 (0x9b alone is CSI on an 8-bit terminal): \x9b
 //
 // Everything else, backslashes included, is kept. Text without an unsafe rune is returned as is.
-func Escape(s string) string {
+func Escape(s string) string { return escape(s, false) }
+
+// EscapeDocument is Escape for a rendered document whose own line feeds, carriage returns and
+// tabs are layout (an HTML page): those three are kept, every other unsafe rune or byte is
+// written as the same visible escape. A browser does not interpret ESC or CR, but it does honour
+// a bidi override inside a value, which would reorder what the reader sees.
+func EscapeDocument(s string) string { return escape(s, true) }
+
+func escape(s string, keepLayout bool) string {
 	i := firstUnsafe(s)
+	if keepLayout {
+		i = firstUnsafeDocument(s)
+	}
 	if i < 0 {
 		return s
 	}
@@ -28,6 +39,8 @@ func Escape(s string) string {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case keepLayout && (r == '\n' || r == '\r' || r == '\t'):
+			b.WriteRune(r)
 		case r == '\n':
 			b.WriteString(`\n`)
 		case r == '\r':
@@ -62,6 +75,19 @@ func Unsafe(r rune) bool {
 // firstUnsafe is the byte offset of the first unsafe rune or invalid byte of s, or -1.
 func firstUnsafe(s string) int {
 	for i, r := range s {
+		if Unsafe(r) || (r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD")) {
+			return i
+		}
+	}
+	return -1
+}
+
+// firstUnsafeDocument is firstUnsafe keeping line feeds, carriage returns and tabs.
+func firstUnsafeDocument(s string) int {
+	for i, r := range s {
+		if r == '\n' || r == '\r' || r == '\t' {
+			continue
+		}
 		if Unsafe(r) || (r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD")) {
 			return i
 		}

@@ -76,3 +76,25 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+// EscapeDocument keeps a document's line feeds, carriage returns and tabs and escapes every
+// other unsafe rune as Escape does; over every rune up to U+FFFF nothing else unsafe is left.
+func TestEscapeDocument(t *testing.T) {
+	in := "<td>gpu\u202e0a9 \x1b[2J</td>\n\t<td>\u2066x\u2069\r</td>\x9b"
+	want := "<td>gpu\\u202e0a9 \\x1b[2J</td>\n\t<td>\\u2066x\\u2069\r</td>\\x9b"
+	if got := safetext.EscapeDocument(in); got != want {
+		t.Errorf("EscapeDocument(%q) = %q, want %q", in, got, want)
+	}
+	if s := "<p>plain\n\ttext\r\n</p>"; safetext.EscapeDocument(s) != s {
+		t.Errorf("EscapeDocument changed %q", s)
+	}
+	var b strings.Builder
+	for r := rune(0); r <= 0xffff; r++ {
+		b.WriteRune(r)
+	}
+	for _, r := range safetext.EscapeDocument(b.String()) {
+		if safetext.Unsafe(r) && r != '\n' && r != '\r' && r != '\t' {
+			t.Fatalf("output holds U+%04X", r)
+		}
+	}
+}

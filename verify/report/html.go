@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/safetext"
 )
 
 //go:embed page.css
@@ -90,7 +91,10 @@ func (v *View) HTML(w io.Writer) error {
 	if err := page.Execute(&buf, data); err != nil {
 		return fmt.Errorf("render html: %w", err)
 	}
-	_, err := w.Write(buf.Bytes())
+	// html/template keeps markup and script out of every value; a bidi override, C1 control or
+	// invalid byte inside a value would still reach the reader (a browser honours RLO), so each
+	// becomes a visible escape. The template and the page's CSS and script hold none of them.
+	_, err := io.WriteString(w, safetext.EscapeDocument(buf.String()))
 	return err
 }
 

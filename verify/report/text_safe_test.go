@@ -37,3 +37,32 @@ func TestTextEscapesInputText(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLEscapesBidiAndControls: the HTML page keeps markup out of values (html/template) and
+// writes a bidi override, isolate, C1 control or ESC from evidence as a visible escape, so a
+// browser cannot reorder a signed value before the reader's eyes; the page's own layout stays.
+func TestHTMLEscapesBidiAndControls(t *testing.T) {
+	const hostile = "H200\x1b[2J\u202edeifirev\u2066<b>x</b>\u009b"
+	v := &View{ReportViewDoc: contract.ReportViewDoc{Schema: Schema, Verifier: "dev", Receipts: []Receipt{{
+		Path:         "r/" + hostile + ".json",
+		Scope:        "device " + hostile,
+		Verification: contract.ViewVerification{Summary: "rejected: " + hostile, Warnings: []string{hostile}},
+		Cases:        []Case{{ID: "c", Rows: []Row{{Name: hostile}}}},
+	}}, Comparisons: []Comparison{}}}
+	var b bytes.Buffer
+	if err := v.HTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, bad := range []string{"\x1b", "\u202e", "\u2066", "\u009b", "<b>x</b>"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("page holds %q", bad)
+		}
+	}
+	if !strings.Contains(out, `H200\x1b[2J\u202edeifirev\u2066&lt;b&gt;x&lt;/b&gt;\u009b`) {
+		t.Errorf("page lacks the visible escapes of the device name")
+	}
+	if !strings.Contains(out, "\n") {
+		t.Error("the page's own line breaks were escaped")
+	}
+}

@@ -87,6 +87,17 @@ def row(spec, reqs):
         dist(out, "ttft_content_ms", "ms", LOWER, "ttft_content.v1",
              [ms(r["content"][r.get("reasoning_events", 0)] - r["send"]) for r in ok if len(r["content"]) > r.get("reasoning_events", 0)])
     counted = bool(ok) and all(r.get("reasoning") is not None for r in ok)
+    # Tool calls: the token events of a request from tool_first on are tool-call deltas; TTFT to
+    # the first of them over the successes that had one; the validity fraction over the answered
+    # requests (no error, or only a failed assertion) that made a call, [calls, valid], a request
+    # counting as valid when every one of its calls is.
+    dist(out, "ttft_tool_call_ms", "ms", LOWER, "ttft_tool_call.v1",
+         [ms(r["content"][r["tool_first"]] - r["send"]) for r in ok if r.get("tool_first") is not None])
+    answered = [r for r in reqs if r["error"] in (None, "assertion") and r["send"] is not None and r["end"] is not None
+                and r["usage"] is not None and r.get("calls", [0, 0])[0] > 0]
+    if answered:
+        out.append(m("tool_call_validity", sum(1 for r in answered if r["calls"][1] == r["calls"][0]) / len(answered),
+                     "fraction", "mean", HIGHER, "tool_call_validity.v1", len(answered)))
     if chunk:
         out.append(m("chunking_factor.mean", statistics.fmean(chunk), "tokens/event", "mean", NONE, "chunking_factor.v1", len(chunk)))
     n = len(reqs)
@@ -349,6 +360,21 @@ def main(path):
         reqs.append(r)
     spec = {"loop": "open", "concurrency": 4, "slo": {"ttft_ms": 0, "e2e_ms": 0, "icl_ms": 0}}
     rows.append({"name": "row8-reasoning-c4", "spec": spec, "requests": reqs, "want": row(spec, reqs)})
+    # A tool-call row: most requests with content call tools from some token event on, some of
+    # the calls invalid, some of those failing a tool_call assertion (the response kept).
+    trng = random.Random(20261207)
+    reqs = []
+    for k in range(30):
+        r = request(trng, k * 2_000_000, 0.3, 0.1)
+        if r["content"] and r["usage"] is not None and trng.random() < 0.8:
+            r["tool_first"] = trng.randrange(0, len(r["content"]))
+            n = trng.randrange(1, 4)
+            r["calls"] = [n, n if trng.random() < 0.7 else trng.randrange(0, n)]
+            if r["error"] is None and r["calls"][1] < n and trng.random() < 0.5:
+                r["error"] = "assertion"
+        reqs.append(r)
+    spec = {"loop": "closed", "concurrency": 2, "slo": {"ttft_ms": 0, "e2e_ms": 0, "icl_ms": 0}}
+    rows.append({"name": "row9-tools-c2", "spec": spec, "requests": reqs, "want": row(spec, reqs)})
     devices = device_cases(random.Random(20261202))
     doc = {"generator": "schemas/metric/testdata/reference.py (Python statistics, type-7 quantiles)",
            "python": sys.version.split()[0], "percentiles": percentiles, "rows": rows, "devices": devices}

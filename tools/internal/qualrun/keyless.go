@@ -95,7 +95,7 @@ type receiptSigner struct {
 }
 
 // signKeylessChecked is signChecked for --sign keyless: the receipt is checked against its own
-// contract first, then signed keylessly (no in-toto link: a link is signed by a key in-toto knows).
+// contract first, then signed keylessly (no in-toto link: in-toto-golang checks a certificate functionary at verification time and for server authentication, so a Fulcio certificate never verifies there; docs/signing.md).
 func signKeylessChecked(ctx context.Context, root, receiptRel, runDir string, passed bool, o *keyless.Options, stderr io.Writer) (envelope, bundle string, id *keyless.Identity, err error) {
 	if err := checkBeforeSign(ctx, root, receiptRel, runDir, passed, stderr); err != nil {
 		return "", "", nil, err

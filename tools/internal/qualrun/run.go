@@ -233,24 +233,16 @@ func printRunSummary(w io.Writer, o *campaign.Outcome) {
 		cliapp.Fprintf(tw, "%s\t%d\t%v\t%s\t%.2f\t%s\n", r.ID, r.Repetition, r.Required, r.Status, r.DurationSeconds, d)
 	}
 	tw.Flush()
-	// The table clips details; a failed or skipped case's reason is printed whole, numbers included,
-	// and, like the notes, wrapped within the summary's columns.
+	// The table clips details; a failed or skipped case's reason is printed whole, numbers included.
 	for _, r := range rc.Results {
 		if r.Status != contract.StatusPassed && r.Details != nil && len(*r.Details) > 60 {
-			printWrapped(w, fmt.Sprintf("%s %s: %s", r.Status, r.ID, *r.Details))
+			cliapp.Fprintf(w, "%s %s: %s\n", r.Status, r.ID, *r.Details)
 		}
 	}
 	for _, n := range rc.Notes {
-		printWrapped(w, "note: "+n)
+		cliapp.Fprintln(w, "note:", n)
 	}
 	cliapp.Fprintf(w, "verdict %s, publishable %v\nreceipt %s\nevidence %s\n", rc.Qualification.Verdict, rc.Publishable, o.ReceiptPath, o.RunDir)
-}
-
-// printWrapped prints s within summaryWidth columns, continuation lines indented by two spaces.
-func printWrapped(w io.Writer, s string) {
-	for _, l := range wrap(s, "  ", summaryWidth) {
-		cliapp.Fprintln(w, l)
-	}
 }
 
 // loadTokenizer builds the token counter of a bound tokenizer file (docs/tokens.md).

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qualkit/qualkit/runner/campaign"
 	"github.com/qualkit/qualkit/schemas/contract"
 )
 
@@ -104,30 +103,6 @@ func TestRowSummaryRateRangeAndHint(t *testing.T) {
 		}
 		if cause != contract.FidelityJudgementCauseServerSaturation && strings.Contains(text, "measures_saturation") {
 			t.Errorf("%s: suggests measures_saturation:\n%s", cause, text)
-		}
-	}
-}
-
-// The notes and a failed case's whole reason are wrapped within the summary's columns, nothing of
-// them lost: the note is the one a starved client on a loaded CI host printed on a single line of
-// 452 columns.
-func TestRunSummaryWrapsNotes(t *testing.T) {
-	note := "case chat (repetition 0): 1 of 2 closed-loop rows degraded (row c=2 r=0: starved client (the client's own send path ran late): schedule lag 4.651 ms, the largest of 4 lags (a 95 % lower confidence bound of their 0.99-quantile; 4 samples are too few for the quantile itself, which needs 1000), exceeds the bound 1.000 ms (1 of 4 lags over it, each against its serialisation position at 25.0 µs per send)): the client, not the server, delayed requests; performance comparisons of these rows are refused"
-	details := "server_error: " + strings.Repeat("the server answered 500 to request r-0001 ", 4)
-	rc := &contract.ReceiptDoc{Notes: []string{note},
-		Results: []contract.Result{{ID: "chat", Status: contract.StatusFailed, Required: true, Details: &details}}}
-	var b strings.Builder
-	printRunSummary(&b, &campaign.Outcome{Receipt: rc, ReceiptPath: "r.json", RunDir: "runs/x"})
-	out := b.String()
-	for _, l := range strings.Split(out, "\n") {
-		if len([]rune(l)) > summaryWidth {
-			t.Errorf("%d columns: %s", len([]rune(l)), l)
-		}
-	}
-	joined := strings.Join(strings.Fields(out), " ")
-	for _, want := range []string{"note: " + note, "failed chat: " + strings.TrimSpace(details)} {
-		if !strings.Contains(joined, strings.Join(strings.Fields(want), " ")) {
-			t.Errorf("%q lost from\n%s", want, out)
 		}
 	}
 }

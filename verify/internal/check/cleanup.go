@@ -39,14 +39,33 @@ func Cleanup(s *load.Snapshot) finding.CheckResult {
 		c.Add(path, "", reason.ErrLifecycleIncomplete, "the lifecycle record could not be read (see the hashes and schemas checks): cleanup cannot be established")
 		return c.Result()
 	}
-	CleanupRecord(c, path, l, LifecycleContext{
-		ReceiptVerdict: rc.Lifecycle.Verdict,
-		Recipes:        RecipesByDigest(s),
-		RecipeDigests:  DigestsOfKind(rc, contract.ArtifactKindLaunchRecipe),
-		Logs:           ArtifactsOfKind(rc, contract.ArtifactKindServerLog),
-		Binaries:       DigestsOfKind(rc, contract.ArtifactKindServerBinary),
-	})
+	CleanupRecord(c, path, l, LifecycleContextOf(s))
+	readyBeforeRequests(c, s, path, l)
 	return c.Result()
+}
+
+// LifecycleContextOf is what the receipt and the bound inputs of s give a lifecycle record to be
+// checked against.
+func LifecycleContextOf(s *load.Snapshot) LifecycleContext {
+	rc := s.RC
+	ctx := LifecycleContext{
+		Recipes:       RecipesByDigest(s),
+		RecipePaths:   map[string]string{},
+		RecipeDigests: DigestsOfKind(rc, contract.ArtifactKindLaunchRecipe),
+		Logs:          ArtifactsOfKind(rc, contract.ArtifactKindServerLog),
+		Binaries:      DigestsOfKind(rc, contract.ArtifactKindServerBinary),
+		BinaryFiles:   ArtifactsOfKind(rc, contract.ArtifactKindServerBinary),
+		ModelID:       RunConfigModelID(s),
+	}
+	if rc.Lifecycle != nil {
+		ctx.ReceiptVerdict = rc.Lifecycle.Verdict
+	}
+	for p := range s.Recipes {
+		if f := s.Files[p]; f != nil && f.Present {
+			ctx.RecipePaths[f.Digest] = p
+		}
+	}
+	return ctx
 }
 
 // lifecycleContext is what a lifecycle record is checked against.
@@ -54,8 +73,15 @@ type LifecycleContext struct {
 	ReceiptVerdict contract.LifecycleRefVerdict
 	Recipes        map[string]*contract.LaunchRecipeDoc // by digest, those present locally
 	RecipeDigests  []string
-	Logs           []contract.Artifact
-	Binaries       []string
+	// RecipePaths are the repository paths of the recipes present locally, by digest.
+	RecipePaths map[string]string
+	Logs        []contract.Artifact
+	Binaries    []string
+	// BinaryFiles are the server_binary artifacts.
+	BinaryFiles []contract.Artifact
+	// ModelID is qualrun run --model-id (the run configuration's), which overrides the recipe's
+	// model id; "" when none was given.
+	ModelID string
 }
 
 func DigestsOfKind(rc *contract.ReceiptDoc, kind contract.ArtifactKind) []string {
@@ -122,7 +148,8 @@ func CleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecor
 	for i, p := range l.Residue.Listeners {
 		c.Add(path, finding.Pointer("residue", "listeners", i), reason.ErrResidue, "a listener (inode %d) remained on port %d", p.Inode, p.Port)
 	}
-	lifecyclePlausible(c, path, l, ctx.Recipes[l.Recipe.Digest])
+	lifecyclePlausible(c, path, l, ctx.Recipes[l.Recipe.Digest], ctx.ModelID)
+	lifecycleBound(c, path, l, ctx)
 	if l.Verdict != contract.RecordVerdictPassed || len(l.Failures) > 0 {
 		c.Add(path, "/verdict", reason.ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
 	}

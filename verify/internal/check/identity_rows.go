@@ -99,12 +99,38 @@ func checkDurations(s *load.Snapshot, c *finding.Collector) {
 	}
 }
 
+// modelDirKinds are the artifact kinds a model directory's files are bound as.
+var modelDirKinds = []contract.ArtifactKind{contract.ArtifactKindModelWeight, contract.ArtifactKindModelConfig, contract.ArtifactKindTokenizer, contract.ArtifactKindChatTemplate, contract.ArtifactKindModelFile}
+
+// RunConfigModelID is the run configuration's model_id (qualrun run --model-id, which overrides
+// the launch recipe's model id), "" when it has none.
+func RunConfigModelID(s *load.Snapshot) string {
+	for _, a := range ArtifactsOfKind(s.RC, contract.ArtifactKindConfigFile) {
+		f := s.Files[a.Path]
+		if f == nil || !f.Present || !load.IsRunConfig(f) || len(f.Violations) > 0 {
+			continue
+		}
+		if m, ok := jsonstrict.Parse(f.Raw); ok == nil {
+			if doc, _ := m.(map[string]any); doc != nil {
+				id, _ := doc["model_id"].(string)
+				return id
+			}
+		}
+	}
+	return ""
+}
+
 // checkRunConfig: the campaign's effective-run-config.json says what the receipt says (workload
-// id, path and variant, variables, seed, qualrun's argv) and carries the variant's effective
-// configuration. On 4822f1d it was bound by digest only: its variant, its max_tokens or qualrun's
-// argv could be edited and re-bound.
+// id, path and variant, variables, seed, qualrun's argv and version) and carries the variant's
+// effective configuration; a --model-dir bound some model file; the receipt's environment names
+// the qualrun version its qualification does. On 4822f1d it was bound by digest only: its
+// variant, its max_tokens or qualrun's argv could be edited and re-bound (its version, model_dir
+// and model_id on 38f126b).
 func checkRunConfig(s *load.Snapshot, c *finding.Collector, v *contract.Variant) {
 	rc := s.RC
+	if got, ok := rc.Environment.Runtime["qualrun"]; ok && got != rc.Qualification.Qualrun.Version { // not a contract value: the runtime map's key
+		c.Add(s.Receipt.Path, "/environment/runtime/qualrun", reason.ErrConfigMismatch, "the environment names qualrun %s, the qualification was run by qualrun %s", got, rc.Qualification.Qualrun.Version)
+	}
 	for _, a := range ArtifactsOfKind(rc, contract.ArtifactKindConfigFile) {
 		f := s.Files[a.Path]
 		if f == nil || !f.Present || !load.IsRunConfig(f) || len(f.Violations) > 0 {
@@ -128,6 +154,7 @@ func checkRunConfig(s *load.Snapshot, c *finding.Collector, v *contract.Variant)
 			{"/variables", m["variables"], rc.Workload.Variables},
 			{"/seed", m["seed"], rc.Workload.Seed},
 			{"/qualrun/command", qr["command"], rc.Qualification.Command}, // not a contract value: the run config's member name
+			{"/qualrun/version", qr["version"], rc.Qualification.Qualrun.Version},
 		}
 		if v != nil {
 			want = append(want, struct {
@@ -140,6 +167,10 @@ func checkRunConfig(s *load.Snapshot, c *finding.Collector, v *contract.Variant)
 			if !finding.CanonicalEqual(w.got, w.want) {
 				c.Add(a.Path, w.ptr, reason.ErrConfigMismatch, "the effective run configuration's %s differs from the receipt's (or the variant's)", strings.TrimPrefix(w.ptr, "/"))
 			}
+		}
+		// --model-dir binds every file of the directory (it holds at least one).
+		if dir, _ := m["model_dir"].(string); dir != "" && len(ArtifactsOfKind(rc, modelDirKinds...)) == 0 {
+			c.Add(a.Path, "/model_dir", reason.ErrConfigMismatch, "the campaign ran with --model-dir %s, and the receipt binds no model file", dir)
 		}
 	}
 }

@@ -1,24 +1,32 @@
 package check
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"net"
 	"net/url"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"strconv"
 	"time"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
 // Bounds of the lifecycle plausibility rules: what the runner's own measurement allows.
 const (
 	// lifecycleClockSlackMs bounds how far a recorded elapsed time may differ from the difference
-	// of the two monotonic offsets it was measured between (they are one subtraction apart).
-	lifecycleClockSlackMs = 0.001
+	// of the two monotonic offsets it was measured between.
+	// The runner computes it from the same two offsets (ready.go), so it agrees to the float's
+	// rounding: half a nanosecond catches an offset edited by one.
+	lifecycleClockSlackMs = 0.5e-6
 	// lifecycleWallSlack bounds how far the wall-clock times of launch and shutdown may disagree
 	// with their monotonic offsets (an NTP slew over one campaign; a step is said by the runner).
 	lifecycleWallSlack = time.Second
@@ -32,7 +40,7 @@ const (
 // deadline, path and model, the port, and the shutdown deadline. On 4822f1d a record re-signed
 // with a 200 s readiness deadline against the recipe's 120 s, another port, a listener owner of
 // PID 1 or a shutdown longer than the recipe's deadline verified.
-func lifecyclePlausible(c *finding.Collector, path string, l *contract.LifecycleRecordDoc, r *contract.LaunchRecipeDoc) {
+func lifecyclePlausible(c *finding.Collector, path string, l *contract.LifecycleRecordDoc, r *contract.LaunchRecipeDoc, modelID string) {
 	la, rd, sd := l.Launch, l.Readiness, l.Shutdown
 	if la != nil {
 		if la.PID < 2 || la.PGID != la.PID {
@@ -94,7 +102,9 @@ func lifecyclePlausible(c *finding.Collector, path string, l *contract.Lifecycle
 		if rd.Path != r.Readiness.Path {
 			c.Add(path, "/readiness/path", reason.ErrLifecycleMismatch, "readiness polled %s, the recipe declares %s", rd.Path, r.Readiness.Path)
 		}
-		if rd.ModelID != r.ModelID {
+		if modelID != "" && rd.ModelID != modelID {
+			c.Add(path, "/readiness/model_id", reason.ErrLifecycleMismatch, "readiness waited for model %s, the run configuration's --model-id is %s", rd.ModelID, modelID)
+		} else if modelID == "" && rd.ModelID != r.ModelID {
 			c.Add(path, "/readiness/model_id", reason.ErrLifecycleMismatch, "readiness waited for model %s, the recipe declares %s", rd.ModelID, r.ModelID)
 		}
 		if rd.Ready && rd.Probes > 1 && rd.ElapsedMs < float64(rd.Probes-1)*float64(r.Readiness.PollIntervalMs) {
@@ -134,4 +144,122 @@ func recipeHostPort(base string) (string, int64, bool) {
 		host = ip.String()
 	}
 	return host, n, true
+}
+
+// lifecycleBound compares what a lifecycle record says was launched with the bound recipe it
+// names: the recipe's id, the digest of its argv (argv_digest is sha256 of the command joined by
+// NUL, as the runner computes it), the working directory (the recipe's, resolved against the
+// recipe's directory in the host's checkout, whose root the server log's path gives), the
+// executable argv[0] resolves to, the server log's path, and the server_binary artifact the
+// receipt binds. On 38f126b a re-signed record with another argv digest, recipe id or working
+// directory verified, and so did a receipt without its server binary.
+func lifecycleBound(c *finding.Collector, path string, l *contract.LifecycleRecordDoc, ctx LifecycleContext) {
+	r := ctx.Recipes[l.Recipe.Digest]
+	if r != nil && l.Recipe.ID != r.ID {
+		c.Add(path, "/recipe/id", reason.ErrLifecycleMismatch, "recipe id %s, the recipe of digest %s is %s", l.Recipe.ID, l.Recipe.Digest, r.ID)
+	}
+	la := l.Launch
+	if la == nil {
+		return
+	}
+	if len(ctx.BinaryFiles) == 0 {
+		c.Add(path, "/launch/executable", reason.ErrLifecycleMismatch, "the server %s was launched, but the receipt binds no server_binary artifact", la.Executable.Path)
+	}
+	// The host's checkout root: the server log is written at <root>/<its artifact path>.
+	root, rooted := "", false
+	for _, lg := range ctx.Logs {
+		if rel := "/" + lg.Path; strings.HasSuffix(la.Log.Path, rel) && lg.Digest == la.Log.Digest {
+			root, rooted = strings.TrimSuffix(la.Log.Path, rel), true
+		}
+	}
+	if len(ctx.Logs) > 0 && !rooted {
+		c.Add(path, "/launch/log/path", reason.ErrLifecycleMismatch, "the server log was written at %s, which is not the server_log artifact %s below a checkout", la.Log.Path, ctx.Logs[0].Path)
+	}
+	if r == nil || len(r.Command) == 0 {
+		return
+	}
+	if want := sha256Digest([]byte(strings.Join(r.Command, "\x00"))); la.ArgvDigest != want {
+		c.Add(path, "/launch/argv_digest", reason.ErrLifecycleMismatch, "argv digest %s, the recipe's command %q hashes to %s", la.ArgvDigest, r.Command, want)
+	}
+	rel, known := ctx.RecipePaths[l.Recipe.Digest]
+	wd := r.WorkingDirectory
+	switch {
+	case filepath.IsAbs(wd):
+		wd = filepath.Clean(wd)
+	case rooted && known:
+		wd = filepath.Join(root, filepath.Dir(rel), wd)
+	default:
+		wd = ""
+	}
+	if wd != "" && la.WorkingDirectory != wd {
+		c.Add(path, "/launch/working_directory", reason.ErrLifecycleMismatch, "working directory %s, the recipe %s's working_directory %s resolves to %s", la.WorkingDirectory, rel, r.WorkingDirectory, wd)
+	}
+	// The executable argv[0] names: relative to the working directory when it has a slash, else
+	// found on a PATH (any absolute directory holding a file of that name).
+	argv0 := r.Command[0]
+	exe := la.Executable.Path
+	switch {
+	case strings.Contains(argv0, "/") && filepath.IsAbs(argv0):
+		if exe != argv0 {
+			c.Add(path, "/launch/executable/path", reason.ErrLifecycleMismatch, "executable %s, the recipe's argv[0] is %s", exe, argv0)
+		}
+	case strings.Contains(argv0, "/"):
+		if want := filepath.Join(la.WorkingDirectory, argv0); exe != want {
+			c.Add(path, "/launch/executable/path", reason.ErrLifecycleMismatch, "executable %s, the recipe's argv[0] %s in working directory %s is %s", exe, argv0, la.WorkingDirectory, want)
+		}
+		// A server binary inside the checkout is bound at its repository path (one outside it,
+		// or reached through a symlink out of it, at an absolute path).
+		if !filepath.IsAbs(r.WorkingDirectory) && known {
+			want := filepath.ToSlash(filepath.Join(filepath.Dir(rel), r.WorkingDirectory, argv0))
+			for i, a := range ctx.BinaryFiles {
+				if !filepath.IsAbs(a.Path) && !strings.HasPrefix(want, "../") && a.Path != want {
+					c.Add(path, "/launch/executable/path", reason.ErrLifecycleMismatch, "the receipt binds server_binary %d at %s, the recipe's argv[0] %s is %s in the repository", i, a.Path, argv0, want)
+				}
+			}
+		}
+	default:
+		if filepath.Base(exe) != argv0 {
+			c.Add(path, "/launch/executable/path", reason.ErrLifecycleMismatch, "executable %s, the recipe's argv[0] %s is a program found on a PATH", exe, argv0)
+		}
+	}
+}
+
+// sha256Digest is "sha256:" and the hex sha256 of b.
+func sha256Digest(b []byte) string {
+	h := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// readyBeforeRequests: every request of the campaign was scheduled after the server was seen ready
+// and closed before SIGTERM was sent (the records' and the lifecycle record's offsets share the
+// campaign's monotonic epoch; the runner sends nothing before readiness and stops the server after
+// its last case). On 38f126b a re-signed t_ready_ns after the first request verified.
+func readyBeforeRequests(c *finding.Collector, s *load.Snapshot, path string, l *contract.LifecycleRecordDoc) {
+	rd, sd := l.Readiness, l.Shutdown
+	if rd == nil || rd.TReadyNs == nil {
+		return
+	}
+	var first, last *record.Record
+	var firstPath, lastPath string
+	for _, p := range sortedPaths(s.Files) {
+		f := s.Files[p]
+		if f.Records == nil {
+			continue
+		}
+		for i := range f.Records.Records {
+			r := &f.Records.Records[i]
+			if first == nil || r.Sched < first.Sched {
+				first, firstPath = r, p
+			}
+			if r.HasClose && (last == nil || r.Close > last.Close) {
+				last, lastPath = r, p
+			}
+		}
+	}
+	if first != nil && first.Sched < *rd.TReadyNs {
+		c.Add(path, "/readiness/t_ready_ns", reason.ErrLifecycleImplausible, "ready at %d ns, after request %d of %s was scheduled at %d ns", *rd.TReadyNs, first.Index, firstPath, first.Sched)
+	}
+	if sd != nil && last != nil && last.Close > sd.TSentNs {
+		c.Add(path, "/shutdown/t_sent_ns", reason.ErrLifecycleImplausible, "SIGTERM sent at %d ns, before request %d of %s closed at %d ns", sd.TSentNs, last.Index, lastPath, last.Close)
+	}
 }

@@ -69,13 +69,6 @@ func Source(s *load.Snapshot) finding.CheckResult {
 		if s.RC.Qualification.Verdict == contract.QualificationVerdictInterrupted {
 			c.Add(file, "/qualification/verdict", reason.ErrUnpublished, "the campaign was interrupted: an interrupted receipt is never publishable")
 		}
-		for _, r := range degradedRows(s) {
-			why := "its case does not declare measures_saturation: true, so the case should have failed"
-			if r.saturation {
-				why = "its case declares measures_saturation: true, which lets the case pass but never makes the row a measurement of its offered rate"
-			}
-			c.Add(r.file, finding.Pointer("rows", r.index, "fidelity", "degraded"), reason.ErrDegradedRow, "%s is degraded (it did not run its offered rate): a degraded open-loop row is never publishable as a rate claim (%s)", r, why)
-		}
 		switch {
 		case src.OriginMain == nil:
 			c.Add(file, "/source/origin_main", reason.ErrUnpublished, "the repository had no origin/main when the campaign ran")

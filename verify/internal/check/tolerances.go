@@ -81,6 +81,7 @@ func Tolerances(s *load.Snapshot) finding.CheckResult {
 		}
 	}
 	checkDerived(s, c)
+	degradedNotPublishable(s, c)
 	rowcheck.MetricList(c, file, "/metrics", rc.Metrics, metric.MetricsOf(metric.ReceiptCounts(int64(passed), int64(failed), len(rc.Results))), tol, nil)
 	return c.Result()
 }
@@ -207,6 +208,7 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 			}
 		}
 		rowcheck.Judgement(c, path, base, fid, rf, tol)
+		rowcheck.RowIdentity(c, row, wc, recs, f.Extras)
 		if !rowcheck.Sessions(c, row, wc, seed(s), recs) {
 			rowcheck.Schedule(c, path, row, wc, seed(s), recs)
 			rowcheck.CorpusOrder(c, row, wc, seed(s), recs)
@@ -223,6 +225,7 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 		}
 		rowcheck.MetricList(c, path, base+"/metrics", row.Metrics, rf.Metrics, tol, skip)
 		rowcheck.RowTelemetry(s, c, path, base, row, recs, tol)
+		rowcheck.ServerRatios(c, path, base, row, tol)
 		rowcheck.RowCache(c, path, base, row, wc, cr.Status, recs)
 		if wc != nil {
 			rowcheck.RowReset(c, path, base, row, wc, s.Recipes[wc.Launch], recs)
@@ -332,4 +335,21 @@ func seed(s *load.Snapshot) int64 {
 		return *s.Workload.Determinism.Seed
 	}
 	return 0
+}
+
+// degradedNotPublishable: when the policy requires publication, a degraded open-loop row (the
+// row did not run its offered rate: the client fidelity of docs/metrics.md) is a finding of this
+// check, the one that recomputes the row's fidelity, whatever its case declares (measures_saturation
+// lets the case pass, never the row stand as a rate claim). It was filed under source before.
+func degradedNotPublishable(s *load.Snapshot, c *finding.Collector) {
+	if !s.Policy.RequirePublishable || s.Relax[policy.RelaxUnpublished] {
+		return
+	}
+	for _, r := range degradedRows(s) {
+		why := "its case does not declare measures_saturation: true, so the case should have failed"
+		if r.saturation {
+			why = "its case declares measures_saturation: true, which lets the case pass but never makes the row a measurement of its offered rate"
+		}
+		c.Add(r.file, finding.Pointer("rows", r.index, "fidelity", "degraded"), reason.ErrDegradedRow, "%s is degraded (it did not run its offered rate): a degraded open-loop row is never publishable as a rate claim (%s)", r, why)
+	}
 }

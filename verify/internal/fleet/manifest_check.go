@@ -97,21 +97,62 @@ func checkFleetEnvelope(envelope []byte, name string, raw []byte, keys []crypto.
 	if signer == "" {
 		return "", fmt.Errorf("%w: no signature verifies with the %d pinned keys", ErrFleetSignature, len(keys))
 	}
+	if err := checkFleetStatement(payload, name, raw, stored); err != nil {
+		return "", err
+	}
+	return signer, nil
+}
+
+// checkFleetStatement: the signed payload is the statement FleetStatement gives for the manifest
+// named name with exactly the bytes raw.
+func checkFleetStatement(payload []byte, name string, raw []byte, stored *contract.FleetManifestDoc) error {
 	want, err := FleetStatement(name, raw, stored)
 	if err != nil {
-		return "", err
+		return err
 	}
 	got, err := jsonstrict.Parse(payload)
 	if err != nil {
-		return "", fmt.Errorf("%w: statement: %v", ErrFleetSignature, err)
+		return fmt.Errorf("%w: statement: %v", ErrFleetSignature, err)
 	}
 	wantTree, _ := jsonstrict.Parse(want)
 	gb, _ := json.Marshal(got)
 	wb, _ := json.Marshal(wantTree)
 	if !bytes.Equal(gb, wb) {
-		return "", fmt.Errorf("%w: the signed statement is not the one of %s as it is (subject digest %s, predicate type %s)", ErrFleetSignature, name, evidence.DigestOf(raw), FleetPredicateType)
+		return fmt.Errorf("%w: the signed statement is not the one of %s as it is (subject digest %s, predicate type %s)", ErrFleetSignature, name, evidence.DigestOf(raw), FleetPredicateType)
 	}
-	return signer, nil
+	return nil
+}
+
+// CheckFleetManifestKeyless is CheckFleetManifest for a manifest signed keylessly: bundle is its
+// Sigstore bundle (MANIFEST.sigstore.json), verified offline by kl (the trusted root and the
+// identity policy a receipt's keyless bundle is verified with, Policy.Keyless); its verified
+// payload must be the statement FleetStatement gives for exactly these bytes. It returns the
+// verified signer's identity and every problem (a refusal wraps ErrFleetSignature and the keyless
+// reason kl gave, e.g. reason.ErrCertificateIdentity).
+func CheckFleetManifestKeyless(raw, bundle []byte, name string, kl policy.KeylessVerifier, recomputed *contract.FleetManifestDoc) (identity *policy.SignerIdentity, problems []error, err error) {
+	stored, err := schemas.Decode[contract.FleetManifestDoc](raw, name, contract.FleetManifest)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case kl == nil:
+		problems = append(problems, fmt.Errorf("%w: a keyless bundle needs a trusted root and an identity policy to verify it", ErrFleetSignature))
+	case len(bundle) > limits.MaxAttestationBytes:
+		problems = append(problems, fmt.Errorf("%w: bundle of %d bytes, over %d", ErrFleetSignature, len(bundle), limits.MaxAttestationBytes))
+	default:
+		out, kerr := kl(bundle)
+		switch {
+		case kerr != nil:
+			problems = append(problems, fmt.Errorf("%w: bundle: %w", ErrFleetSignature, kerr))
+		default:
+			if serr := checkFleetStatement(out.Payload, name, raw, stored); serr != nil {
+				problems = append(problems, serr)
+			} else {
+				identity = &policy.SignerIdentity{Issuer: out.Issuer, Subject: out.Subject}
+			}
+		}
+	}
+	return identity, append(problems, fleetDiff(stored, recomputed)...), nil
 }
 
 // fleetDiff compares two manifests member by member, leaving out what is not recomputed.

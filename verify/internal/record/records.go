@@ -36,12 +36,17 @@ type Record struct {
 	HasHdr       bool
 	HasEnd       bool
 	HasClose     bool
-	Content      []int64 // arrival of each token event (content or reasoning), in order
-	// Reasoned says a reasoning event came; FirstContent is the first content event's arrival
-	// when HasFirstContent.
+	Content      []int64 // arrival of each token event (content, reasoning or tool_call), in order
+	// Reasoned says a reasoning event came; FirstContent is the first answer event's arrival
+	// (content or tool_call) when HasFirstContent.
 	Reasoned        bool
 	FirstContent    int64
 	HasFirstContent bool
+	// FirstToolCall is the first tool_call event's arrival when HasFirstToolCall.
+	FirstToolCall    int64
+	HasFirstToolCall bool
+	// ToolCalls counts the record's tool_calls, ToolCallsValid those with valid true.
+	ToolCalls, ToolCallsValid int64
 	// Reasoning is usage.reasoning_tokens when HasReasoning.
 	Reasoning                      int64
 	HasReasoning                   bool
@@ -228,15 +233,23 @@ func FromDoc(d *contract.RequestRecordDoc) Record {
 		r.Client, r.HasClient = *ct, true
 		r.clientN, r.hasClientN = metric.ClientCompletion(*ct)
 	}
+	for _, c := range d.ToolCalls {
+		r.ToolCalls++
+		if c.Valid {
+			r.ToolCallsValid++
+		}
+	}
 	return r
 }
 
 // addEvent adds an event of kind at t to the record's token events, as metric.AddTokenEvent
 // reads event kinds (the runner's reading too).
 func (r *Record) addEvent(kind contract.EventKind, t int64) {
-	q := metric.Request{Content: r.Content, Reasoned: r.Reasoned, FirstContent: r.FirstContent, HasFirstContent: r.HasFirstContent}
+	q := metric.Request{Content: r.Content, Reasoned: r.Reasoned, FirstContent: r.FirstContent, HasFirstContent: r.HasFirstContent,
+		FirstToolCall: r.FirstToolCall, HasFirstToolCall: r.HasFirstToolCall}
 	metric.AddTokenEvent(&q, kind, t)
 	r.Content, r.Reasoned, r.FirstContent, r.HasFirstContent = q.Content, q.Reasoned, q.FirstContent, q.HasFirstContent
+	r.FirstToolCall, r.HasFirstToolCall = q.FirstToolCall, q.HasFirstToolCall
 }
 
 type countingReader struct {
@@ -464,6 +477,7 @@ const maxSafeInteger = 9007199254740991
 var recordLimits = func() (l struct {
 	concurrencyMin, concurrencyMax, repetitionMax, eventsMax, assertionsMax, statusMin, statusMax int64
 	detailMax, messageMin, messageMax                                                             int64
+	toolCallsMax, toolIndexMax, toolIDMax, toolNameMax                                            int64
 }) {
 	b := schemas.MustBoundsOf(contract.RequestRecord)
 	l.concurrencyMin, l.concurrencyMax = b.IntLimit("row.concurrency", "minimum"), b.IntLimit("row.concurrency", "maximum")
@@ -472,6 +486,8 @@ var recordLimits = func() (l struct {
 	l.statusMin, l.statusMax = b.IntLimit("status_code", "minimum"), b.IntLimit("status_code", "maximum")
 	l.detailMax = b.IntLimit("assertions[].detail", "maxLength")
 	l.messageMin, l.messageMax = b.IntLimit("error.message", "minLength"), b.IntLimit("error.message", "maxLength")
+	l.toolCallsMax, l.toolIndexMax = b.IntLimit("tool_calls", "maxItems"), b.IntLimit("tool_calls[].index", "maximum")
+	l.toolIDMax, l.toolNameMax = b.IntLimit("tool_calls[].id", "maxLength"), b.IntLimit("tool_calls[].name", "maxLength")
 	return l
 }()
 
@@ -501,6 +517,7 @@ const (
 	// Optional members (not part of fAll).
 	fCorpusIndex
 	fCycle
+	fToolCalls
 )
 
 func (p *lineParser) record(r *Record) bool {
@@ -552,6 +569,39 @@ func (p *lineParser) record(r *Record) bool {
 			v, ok := p.uint()
 			r.Cycle = v
 			return s.first(fCycle) && ok
+		case "tool_calls":
+			ok := p.array(int(recordLimits.toolCallsMax), func() bool {
+				var ts seen
+				ok := p.object(func(k []byte) bool {
+					switch string(k) {
+					case "index":
+						v, ok := p.uint()
+						return ts.first(0) && ok && v <= recordLimits.toolIndexMax
+					case "id":
+						v, ok := p.str()
+						return ts.first(1) && ok && int64(len(v)) <= recordLimits.toolIDMax
+					case "name":
+						v, ok := p.str()
+						return ts.first(2) && ok && int64(len(v)) <= recordLimits.toolNameMax
+					case "arguments_digest":
+						v, ok := p.str()
+						return ts.first(3) && ok && IsDigest(v)
+					case "arguments_bytes":
+						_, ok := p.uint()
+						return ts.first(4) && ok
+					case "valid":
+						v, ok := p.boolean()
+						if v {
+							r.ToolCallsValid++
+						}
+						return ts.first(5) && ok
+					}
+					return false
+				})
+				r.ToolCalls++
+				return ok && ts == 63
+			})
+			return s.first(fToolCalls) && ok
 		case "seed":
 			v, _, ok := p.optUint()
 			return s.first(fSeed) && ok && v <= maxSafeInteger

@@ -1,0 +1,68 @@
+package rowcheck
+
+import (
+	"strings"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/policy"
+	"github.com/qualkit/qualkit/verify/internal/reason"
+	"github.com/qualkit/qualkit/verify/internal/record"
+)
+
+// ServerRatios recomputes a row's server counter ratios (metric.ServerRatios: the prefix-cache
+// hit rate, the speculative-decoding acceptance rate) from the row's own family deltas: the
+// runner's ratio is Σ numerator family deltas / Σ denominator family deltas over the scrapes
+// around the row, each family's delta recorded as the diagnostic metric server.<family>.delta
+// (telemetry_delta.v1, ':' written '_', with or without _total). A ratio whose denominator moved
+// must be there, with that value, its formula's identity and as many samples as denominator
+// families; one whose denominator did not move must not. The deltas themselves rest on the
+// scrapes, which the evidence does not keep (docs/verification.md). On 38f126b an edited ratio
+// verified: diagnostic metrics were not recomputed.
+func ServerRatios(c *finding.Collector, file, base string, row contract.Row, tol policy.Tolerance) {
+	deltas := map[string]float64{} // by family as metric names spell it, _total trimmed
+	for _, m := range row.Metrics {
+		if m.Formula != metric.TelemetryDelta || !strings.HasPrefix(m.Name, "server.") || !strings.HasSuffix(m.Name, ".delta") {
+			continue
+		}
+		fam := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(m.Name, "server."), ".delta"), "_total")
+		deltas[fam] += m.Value
+	}
+	sum := func(names []string) (float64, int) {
+		v, n := 0.0, 0
+		for fam, d := range deltas {
+			for _, want := range names {
+				if fam == strings.ReplaceAll(want, ":", "_") {
+					v, n = v+d, n+1
+				}
+			}
+		}
+		return v, n
+	}
+	for _, r := range metric.ServerRatios {
+		f, _ := metric.Lookup(r.Formula)
+		num, _ := sum(r.Numerator)
+		den, n := sum(r.Denominator)
+		k, got := -1, contract.Metric{}
+		for i, m := range row.Metrics {
+			if m.Name == f.Name {
+				k, got = i, m
+			}
+		}
+		switch {
+		case n == 0 || den <= 0:
+			if k >= 0 {
+				c.Add(file, base+finding.Pointer("metrics", k, "value"), reason.ErrMetricMismatch, "%s is %s, but no denominator family (%s) moved in the row's server deltas", f.Name, record.FmtFloat(got.Value), strings.Join(r.Denominator, ", "))
+			}
+		case k < 0:
+			c.Add(file, base+"/metrics", reason.ErrMetricMismatch, "%s is missing (recomputed %s from the row's server deltas)", f.Name, record.FmtFloat(num/den))
+		case !record.Within(got.Value, num/den, tol):
+			c.Add(file, base+finding.Pointer("metrics", k, "value"), reason.ErrMetricMismatch, "%s is %s, the row's server deltas give %s / %s = %s", f.Name, record.FmtFloat(got.Value), record.FmtFloat(num), record.FmtFloat(den), record.FmtFloat(num/den))
+		case got.Samples == nil || *got.Samples != int64(n):
+			c.Add(file, base+finding.Pointer("metrics", k, "samples"), reason.ErrMetricMismatch, "%s has %s samples, the row's server deltas hold %d denominator families", f.Name, samplesString(got.Samples), n)
+		case got.Unit != f.Unit || got.Aggregation != f.Aggregation || got.Direction != f.Direction || got.Formula != f.ID || got.Diagnostic != f.Diagnostic:
+			c.Add(file, base+finding.Pointer("metrics", k), reason.ErrMetricMismatch, "%s carries %s, its formula gives %s", f.Name, IdentityOf(got), Identity{f.Unit, f.Aggregation, f.Direction, f.ID})
+		}
+	}
+}
