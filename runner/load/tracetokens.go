@@ -319,21 +319,23 @@ func (s *tokenSynth) inc(ha int64, a *synthBlock, h int64, b *synthBlock) (int64
 	return n, nil
 }
 
-// entry synthesises entry i's prompt: from the block table when the tokenizer is local and every
-// block it looks at has a tail, confirmed by one whole count; else (or when that count is not
-// input_length) as counting whole prompts does. It returns how the prompt was built and its text
+// entry synthesises entry i's prompt: when the tokenizer is local, from the block table (or, where
+// a block it looks at has no tail, from the suffixes each step adds), confirmed by one whole
+// count; else (or when that count is not input_length) as counting whole prompts does. It returns how the prompt was built and its text
 // (written with buf's storage).
 func (s *tokenSynth) entry(buf *[]byte, i int, e TraceEntry) (tokenEntry, string, error) {
 	if s.local {
 		te, text, ok, err := s.entryFromBlocks(buf, i, e)
+		if err == nil && !ok {
+			// A block too short for a tail: counts derived from the suffixes each step adds.
+			te, text, err = s.entryCounting(buf, i, e, newTailCounter(s.ctx, s.full, true))
+		}
 		if err != nil {
 			return te, "", err
 		}
-		if ok {
-			n, err := s.count(text)
-			if err != nil || n == e.InputLength {
-				return te, text, err
-			}
+		n, err := s.count(text)
+		if err != nil || n == e.InputLength {
+			return te, text, err
 		}
 	}
 	return s.entryCounting(buf, i, e, newTailCounter(s.ctx, s.full, false))

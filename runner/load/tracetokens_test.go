@@ -87,17 +87,29 @@ func TestPlanTokenTrace(t *testing.T) {
 		es[i].HashIDs = es[i].HashIDs[:min(len(es[i].HashIDs), int((es[i].InputLength+511)/512))]
 	}
 	es[4].HashIDs = nil
-	for _, tc := range []TokenCounter{words4{}, thirds{}} {
+	// Blocks of 16 tokens have no tail to count after (shorter than tailBytes): counted from
+	// suffixes instead.
+	short := mooncakeLike(6, 30)
+	for i := range short {
+		short[i].InputLength = min(short[i].InputLength, 1_500)
+		short[i].HashIDs = short[i].HashIDs[:min(len(short[i].HashIDs), int((short[i].InputLength+15)/16))]
+	}
+	for _, c := range []struct {
+		tc    TokenCounter
+		es    []TraceEntry
+		block int64
+	}{{words4{}, es, 512}, {thirds{}, es, 512}, {words4{}, short, 16}} {
+		tc, es := c.tc, c.es
 		ctx := context.Background()
 		// The whole synthesis: every count of a whole prompt (no block table, no suffixes).
-		want, err := traceTokenPrompts(ctx, es, 512, 0.5, tc, wholeCounts(tc), false, nil)
+		want, err := traceTokenPrompts(ctx, es, c.block, 0.5, tc, wholeCounts(tc), false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		tp, err := PlanTokenTrace(ctx, es, 512, 0.5, tc, contract.TokenizerTemplateLines, nil)
+		tp, err := PlanTokenTrace(ctx, es, c.block, 0.5, tc, contract.TokenizerTemplateLines, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,8 +140,9 @@ func TestPlanTokenTrace(t *testing.T) {
 			t.Fatalf("%T: prompt set %s, %v; whole %s", tc, got, err, wantSet)
 		}
 		// What the plan keeps alive (a recipe's few characters cut from its text kept the whole
-		// text alive: 123 MB for the real Mooncake trace's 12,031 entries).
-		if tp.PlanBytes()*20 > text || held*20 > int64(text) {
+		// text alive: 123 MB for the real Mooncake trace's 12,031 entries); a recipe per 16-token
+		// block is not small beside its text.
+		if c.block == 512 && (tp.PlanBytes()*20 > text || held*20 > int64(text)) {
 			t.Fatalf("%T: the plan holds %d bytes (the live heap grew by %d) for %d bytes of prompts", tc, tp.PlanBytes(), held, text)
 		}
 		t.Logf("%T: the plan holds %d bytes (the live heap grew by %d) for %d bytes of prompts", tc, tp.PlanBytes(), held, text)
@@ -305,4 +318,41 @@ func BenchmarkTokenTraceSynthesisLinear(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestShortBlocksCountedFromSuffixes: a trace whose hash blocks are too short to have a tail
+// (16 tokens) is synthesised from counts derived from suffixes, not by counting whole prompts
+// (quadratic in the number of blocks), and writes the same prompts.
+func TestShortBlocksCountedFromSuffixes(t *testing.T) {
+	es := mooncakeLike(6, 20)
+	for i := range es {
+		es[i].InputLength = min(es[i].InputLength, 3_000)
+		es[i].HashIDs = es[i].HashIDs[:min(len(es[i].HashIDs), int((es[i].InputLength+15)/16))]
+	}
+	counted := func(n *int) func(string) (int64, error) {
+		return func(s string) (int64, error) { *n += len(s); return wholeCounts(words4{})(s) }
+	}
+	var derived, whole int
+	ctx := context.Background()
+	fast, err := traceTokenPrompts(ctx, es, 16, 1, words4{}, counted(&derived), true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := traceTokenPrompts(ctx, es, 16, 1, words4{}, counted(&whole), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := 0
+	for i := range fast {
+		if fast[i].Text != slow[i].Text {
+			t.Fatalf("entry %d: derived counts wrote other bytes than whole counts", i)
+		}
+		text += len(fast[i].Text)
+	}
+	// Counting after a tail re-counts up to reanchorBytes per step: about 15 times the text here,
+	// against 50 counting whole prompts (which grows with the prompts' length).
+	if derived > 20*text || 2*derived > whole {
+		t.Fatalf("counted %d bytes from suffixes (%d counting whole prompts) for %d bytes of prompts", derived, whole, text)
+	}
+	t.Logf("counted %d bytes from suffixes, %d counting whole prompts, for %d bytes of prompts", derived, whole, text)
 }
