@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,19 +330,20 @@ func TestShortBlocksCountedFromSuffixes(t *testing.T) {
 		es[i].InputLength = min(es[i].InputLength, 3_000)
 		es[i].HashIDs = es[i].HashIDs[:min(len(es[i].HashIDs), int((es[i].InputLength+15)/16))]
 	}
-	counted := func(n *int) func(string) (int64, error) {
-		return func(s string) (int64, error) { *n += len(s); return wholeCounts(words4{})(s) }
+	counted := func(n *atomic.Int64) func(string) (int64, error) { // the workers count at once
+		return func(s string) (int64, error) { n.Add(int64(len(s))); return wholeCounts(words4{})(s) }
 	}
-	var derived, whole int
+	var derivedN, wholeN atomic.Int64
 	ctx := context.Background()
-	fast, err := traceTokenPrompts(ctx, es, 16, 1, words4{}, counted(&derived), true, nil)
+	fast, err := traceTokenPrompts(ctx, es, 16, 1, words4{}, counted(&derivedN), true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow, err := traceTokenPrompts(ctx, es, 16, 1, words4{}, counted(&whole), false, nil)
+	slow, err := traceTokenPrompts(ctx, es, 16, 1, words4{}, counted(&wholeN), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	derived, whole := int(derivedN.Load()), int(wholeN.Load())
 	text := 0
 	for i := range fast {
 		if fast[i].Text != slow[i].Text {
