@@ -408,7 +408,7 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 					return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, c.ID, err)
 				}
 			case load.LazyTrace(*c.Corpus): // its prompts are built when their request is sent
-				tp, err := load.ResolveTrace(*c.Corpus, p.root)
+				tp, err := load.ResolveTrace(ctx, *c.Corpus, p.root)
 				if err != nil {
 					return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, c.ID, err)
 				}

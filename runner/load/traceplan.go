@@ -257,8 +257,9 @@ func LazyTrace(corpus contract.Corpus) bool {
 
 // ResolveTrace resolves a trace corpus of length_unit words_per_token as Resolve does (bound by
 // digest, the same checks and errors) into a TracePlan, and computes its prompt set hash, so that
-// the whole corpus is synthesised once here, one prompt at a time, and not held.
-func ResolveTrace(corpus contract.Corpus, repoRoot string) (*TracePlan, error) {
+// the whole corpus is synthesised once here, one prompt at a time, and not held. Cancelling ctx
+// stops the hash within one prompt, with ctx's error.
+func ResolveTrace(ctx context.Context, corpus contract.Corpus, repoRoot string) (*TracePlan, error) {
 	if corpus.Source != contract.CorpusSourceTrace || corpus.LengthUnit != contract.TraceCorpusLengthUnitWordsPerToken {
 		return nil, fmt.Errorf("%w: trace %s: length_unit %q: want %s", ErrCorpus, corpus.Path, corpus.LengthUnit, contract.TraceCorpusLengthUnitWordsPerToken)
 	}
@@ -273,8 +274,13 @@ func ResolveTrace(corpus contract.Corpus, repoRoot string) (*TracePlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, corpus.Path, err)
 	}
-	if _, err := tp.PromptSetSHA256(); err != nil {
+	set, err := tp.hashPromptSet(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("%w: %s: prompt set: %w", ErrCorpus, corpus.Path, err)
 	}
+	tp.promptSetOnce.Do(func() { tp.promptSet = set })
 	return tp, nil
 }

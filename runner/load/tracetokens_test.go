@@ -258,15 +258,23 @@ func TestCheckTrace(t *testing.T) {
 	if !LazyTrace(corpus) {
 		t.Fatal("a trace of tokens is not planned lazily")
 	}
-	if _, err := ResolveTrace(corpus, dir); err == nil {
+	if _, err := ResolveTrace(context.Background(), corpus, dir); err == nil {
 		t.Fatal("ResolveTrace planned a trace of tokens without its tokenizer")
 	}
 }
 
 // TestResolveTokenTraceCancel: a cancelled resolution stops with ctx's error, during the
-// synthesis or the prompt set hash after it.
+// synthesis or the prompt set hash after it; so does a trace of words_per_token's (ResolveTrace,
+// whose prompt set hash took 13 s for the real Mooncake trace on a loaded host, past the second a
+// signal in preflight is given).
 func TestResolveTokenTraceCancel(t *testing.T) {
 	dir := t.TempDir()
+	words := evidenceTrace(t, dir, 50)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ResolveTrace(done, words, dir); !errors.Is(err, context.Canceled) {
+		t.Fatalf("words_per_token, cancelled: %v, want context.Canceled", err)
+	}
 	corpus := tokenTraceCorpus(t, dir, 200)
 	for _, at := range []int{3, 200} { // mid-synthesis; after the last entry, before the hash
 		ctx, cancel := context.WithCancel(context.Background())
