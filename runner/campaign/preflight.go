@@ -122,7 +122,7 @@ type Plan struct {
 	recipeDir   string
 	prompts     map[string][]load.Prompt   // by case id
 	tools       map[string]*load.Tools     // by case id, for a case that declares tools
-	traces      map[string]*load.TracePlan // by case id: a trace of words_per_token, planned lazily
+	traces      map[string]*load.TracePlan // by case id: a trace, planned lazily
 	drivers     map[string]driver.Job      // by case id
 	tokenizers  []tokenizerPin
 	counters    map[string]load.TokenCounter // by case id
@@ -401,13 +401,19 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 			if err := p.checkTraceSchedule(i, c); err != nil {
 				return err
 			}
-			if load.LazyTrace(*c.Corpus) { // its prompts are built when their request is sent
-				tp, err := load.ResolveTrace(*c.Corpus, p.root)
+			switch {
+			case load.LazyTrace(*c.Corpus) && c.Corpus.LengthUnit == contract.TraceCorpusLengthUnitTokens:
+				// Checked now, planned once its tokenizer is loaded (loadTokenizers).
+				if err := load.CheckTrace(*c.Corpus, p.root); err != nil {
+					return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, c.ID, err)
+				}
+			case load.LazyTrace(*c.Corpus): // its prompts are built when their request is sent
+				tp, err := load.ResolveTrace(ctx, *c.Corpus, p.root)
 				if err != nil {
 					return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, c.ID, err)
 				}
 				p.traces[c.ID] = tp
-			} else {
+			default:
 				prompts, err := load.Resolve(*c.Corpus, p.root)
 				if err != nil {
 					return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, c.ID, err)

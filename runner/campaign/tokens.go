@@ -88,13 +88,14 @@ func (p *Plan) loadTokenizers(ctx context.Context) error {
 			}
 			p.prompts[pin.caseID] = prompts
 		}
-		// A trace of length_unit tokens is synthesised to its exact input lengths with it.
+		// A trace of length_unit tokens is synthesised to its exact input lengths with it, once:
+		// the plan keeps how each prompt was built and writes it again when its request is.
 		if co := pin.c.Corpus; co != nil && co.Source == contract.CorpusSourceTrace && co.LengthUnit == contract.TraceCorpusLengthUnitTokens {
-			prompts, err := load.TraceTokenCorpus(ctx, *co, p.root, tc, pin.c.Tokenizer.Template, p.synthesisProgress(pin.caseID))
+			tp, err := load.ResolveTokenTrace(ctx, *co, p.root, tc, pin.c.Tokenizer.Template, p.synthesisProgress(pin.caseID))
 			if err != nil {
 				return fmt.Errorf("%w: case %s corpus: %v", ErrWorkload, pin.caseID, err)
 			}
-			p.prompts[pin.caseID] = prompts
+			p.traces[pin.caseID] = tp
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -192,18 +193,19 @@ func TestTraceTokenPromptsDerivedCountsAreWhole(t *testing.T) {
 	}
 	es[3].HashIDs = nil // a request without hash ids: all of it is the rest
 	ctx := context.Background()
-	counted := func(bytes *int) func(string) (int64, error) {
-		return func(s string) (int64, error) { *bytes += len(s); return wholeCounts(words4{})(s) }
+	counted := func(bytes *atomic.Int64) func(string) (int64, error) { // the workers count at once
+		return func(s string) (int64, error) { bytes.Add(int64(len(s))); return wholeCounts(words4{})(s) }
 	}
-	var fastBytes, wholeBytes int
-	fast, err := traceTokenPrompts(ctx, es, 512, 1, words4{}, counted(&fastBytes), true, nil)
+	var fastN, wholeN atomic.Int64
+	fast, err := traceTokenPrompts(ctx, es, 512, 1, words4{}, counted(&fastN), true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole, err := traceTokenPrompts(ctx, es, 512, 1, words4{}, counted(&wholeBytes), false, nil)
+	whole, err := traceTokenPrompts(ctx, es, 512, 1, words4{}, counted(&wholeN), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fastBytes, wholeBytes := int(fastN.Load()), int(wholeN.Load())
 	total := 0
 	for _, p := range whole {
 		total += len(p.Text)

@@ -28,9 +28,10 @@ type Plan struct {
 	// Prompts is the resolved corpus in declared order (see Resolve).
 	Prompts []Prompt
 	// Trace, when set in place of Prompts (then nil), is a trace corpus planned entry by entry
-	// (ResolveTrace): each measured request's prompt and body are built just before it is sent
-	// (lookahead), so a row's memory does not grow with the trace. The requests, bodies and
-	// records are those Prompts = Resolve's prompts gives.
+	// (ResolveTrace; ResolveTokenTrace for length_unit tokens): each measured request's prompt
+	// and body are built just before it is sent (lookahead), so a row's memory does not grow with
+	// the trace. The requests, bodies and records are those Prompts = Resolve's (TraceTokenCorpus')
+	// prompts gives.
 	Trace *TracePlan
 	// Seed is the workload's determinism seed; warmup prompts and Poisson or gamma arrival gaps derive
 	// from it.
@@ -212,8 +213,8 @@ func (p *Plan) check() error {
 		return fmt.Errorf("%w: case %s: max_tokens %d", ErrPlan, p.CaseID, c.MaxTokens)
 	case p.corpusLen() == 0:
 		return fmt.Errorf("%w: case %s: no prompts", ErrPlan, p.CaseID)
-	case p.Trace != nil && (p.Prompts != nil || !p.trace() || !LazyTrace(*c.Corpus)):
-		return fmt.Errorf("%w: case %s: a trace plan goes with a trace corpus of length_unit %s and without prompts", ErrPlan, p.CaseID, contract.TraceCorpusLengthUnitWordsPerToken)
+	case p.Trace != nil && (p.Prompts != nil || !p.trace() || !LazyTrace(*c.Corpus) || (p.Trace.tok != nil) != (c.Corpus.LengthUnit == contract.TraceCorpusLengthUnitTokens)):
+		return fmt.Errorf("%w: case %s: a trace plan goes with a trace corpus (length_unit %s or %s) and without prompts", ErrPlan, p.CaseID, contract.TraceCorpusLengthUnitWordsPerToken, contract.TraceCorpusLengthUnitTokens)
 	case p.ModelID == "":
 		return fmt.Errorf("%w: case %s: no model id", ErrPlan, p.CaseID)
 	case !c.API.Valid():

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
@@ -114,16 +115,87 @@ func SyntheticTokens(seed uint64, count, minTokens, maxTokens int, tc TokenCount
 	return out, nil
 }
 
-// exactText builds one prompt of exactly target tokens (see SyntheticTokens). Whole words are
-// first appended on an estimate (the sum of what each word adds to a text), up to
-// estimateMargin tokens short of the target, and counted once; words are dropped from the end
-// while that count is over the target, then appended one at a time with an exact count each, so
-// that a long prompt costs a few counts of its text, not one per word.
+// exactText builds one prompt of exactly target tokens (see SyntheticTokens): exactRecipe's
+// text.
 func exactText(rng *metric.SplitMix64, target int64, count func(string) (int64, error)) (string, error) {
+	text, _, err := exactRecipe(rng, target, count, nil)
+	return text, err
+}
+
+// wordEstimates shares exactRecipe's word estimates between its calls with the same count (a
+// pure function of the text: a trace's blocks are each counted as bare text), so that they are
+// counted once, not once per call. Safe for concurrent use.
+type wordEstimates struct {
+	mu   sync.Mutex
+	base int64 // count("the"), -1 until counted
+	est  map[string]int64
+}
+
+func newWordEstimates() *wordEstimates { return &wordEstimates{base: -1, est: map[string]int64{}} }
+
+// get is the memo's value for key, if any; put stores it.
+func (m *wordEstimates) get(key string) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if key == "" {
+		return m.base, m.base >= 0
+	}
+	k, ok := m.est[key]
+	return k, ok
+}
+
+func (m *wordEstimates) put(key string, v int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if key == "" {
+		m.base = v
+		return
+	}
+	m.est[key] = v
+}
+
+// textRecipe is how exactRecipe built a text from its word stream, so that the text can be
+// written again from the stream's seed without counting (textRecipe.write): of the first drawn
+// words the first kept, then the next more words, each after a space but the text's first, then
+// tail (the characters added one by one).
+type textRecipe struct {
+	drawn, kept, more int32
+	tail              string
+}
+
+// appendTo appends the recipe's text to b, drawing from rng (the stream exactRecipe drew from,
+// in the state it started in).
+func (r textRecipe) appendTo(b []byte, rng metric.SplitMix64) []byte {
+	written := 0
+	for k := range r.drawn + r.more {
+		w := rng.Next() % uint64(len(syntheticWords))
+		switch {
+		case k >= r.kept && k < r.drawn: // dropped
+			continue
+		case written > 0:
+			b = append(b, spacedWords[w]...)
+		default:
+			b = append(b, syntheticWords[w]...)
+		}
+		written++
+	}
+	return append(b, r.tail...)
+}
+
+// exactRecipe builds one prompt of exactly target tokens (see SyntheticTokens) and says how
+// (textRecipe). Whole words are first appended on an estimate (the sum of what each word adds
+// to a text), up to estimateMargin tokens short of the target, and counted once; words are
+// dropped from the end while that count is over the target, then appended one at a time with an
+// exact count each, so that a long prompt costs a few counts of its text, not one per word.
+// shared, when not nil, holds the estimates of earlier calls with the same count.
+func exactRecipe(rng *metric.SplitMix64, target int64, count func(string) (int64, error), shared *wordEstimates) (string, textRecipe, error) {
 	const estimateMargin = 16
 	var words []string
+	var r textRecipe
 	join := func(extra string) string { return strings.Join(words, "") + extra }
-	memo := map[string]int64{}
+	if shared == nil {
+		shared = newWordEstimates()
+	}
 	draw := func() string {
 		w := syntheticWords[rng.Next()%uint64(len(syntheticWords))]
 		if len(words) > 0 {
@@ -133,40 +205,46 @@ func exactText(rng *metric.SplitMix64, target int64, count func(string) (int64, 
 	}
 	// A word's estimate is what it adds after a word: count("the"+w) - count("the") (the BOS and
 	// space prefix a template adds cancel out).
-	base, err := count("the")
-	if err != nil {
-		return "", err
+	base, ok := shared.get("")
+	if !ok {
+		var err error
+		if base, err = count("the"); err != nil {
+			return "", r, err
+		}
+		shared.put("", base)
 	}
 	est := base
 	for est < target-estimateMargin {
 		w := draw()
-		k, ok := memo[w]
+		k, ok := shared.get(w)
 		if !ok {
 			c, err := count("the" + w)
 			if err != nil {
-				return "", err
+				return "", r, err
 			}
 			k = max(c-base, 1)
-			memo[w] = k
+			shared.put(w, k)
 		}
 		words, est = append(words, w), est+k
 	}
+	r.drawn = int32(len(words))
 	n, err := count(join(""))
 	if err != nil {
-		return "", err
+		return "", r, err
 	}
 	for n > target && len(words) > 0 {
 		words = words[:len(words)-1]
 		if n, err = count(join("")); err != nil {
-			return "", err
+			return "", r, err
 		}
 	}
+	r.kept = int32(len(words))
 	var next string
 	for n < target {
 		w := draw()
 		c, err := count(join(w))
 		if err != nil {
-			return "", err
+			return "", r, err
 		}
 		if c > target {
 			next = w
@@ -174,28 +252,31 @@ func exactText(rng *metric.SplitMix64, target int64, count func(string) (int64, 
 		}
 		words, n = append(words, w), c
 	}
+	r.more = int32(len(words)) - r.kept
+	text := join("")
 	if n == target {
-		return join(""), nil
+		return text, r, nil
 	}
 	if next == "" {
 		next = " "
 	}
-	text := join("")
-	for _, r := range next + "abcdefghijklmnopqrstuvwxyz" {
-		if text == "" && r == ' ' {
+	whole := len(text)
+	for _, c := range next + "abcdefghijklmnopqrstuvwxyz" {
+		if text == "" && c == ' ' {
 			continue
 		}
-		c, err := count(text + string(r))
+		k, err := count(text + string(c))
 		if err != nil {
-			return "", err
+			return "", r, err
 		}
-		if c > target {
+		if k > target {
 			continue
 		}
-		text, n = text+string(r), c
+		text, n = text+string(c), k
 		if n == target {
-			return text, nil
+			r.tail = strings.Clone(text[whole:]) // a recipe outlives its text
+			return text, r, nil
 		}
 	}
-	return "", fmt.Errorf("no text of the generator's words and a-z counts exactly %d (reached %d)", target, n)
+	return "", r, fmt.Errorf("no text of the generator's words and a-z counts exactly %d (reached %d)", target, n)
 }

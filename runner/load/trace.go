@@ -10,13 +10,11 @@ import (
 	"iter"
 	"math"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
@@ -187,13 +185,12 @@ func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64
 		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
 	}
 	out := make([]Prompt, len(entries))
-	var sb strings.Builder
 	for i, e := range entries {
 		total := max(1, int(math.Round(float64(e.InputLength)*wordsPerToken)))
 		if total*8 > MaxPromptBytes {
 			return nil, fmt.Errorf("%w: entry %d: %d words exceed the prompt bound of %d bytes", ErrTrace, i, total, MaxPromptBytes)
 		}
-		out[i] = Prompt{ID: traceID(i), Text: traceWordText(&sb, i, slices.Values(e.HashIDs), total, blockWords), MaxTokens: e.OutputLength, AtNs: offs[i]}
+		out[i] = Prompt{ID: traceID(i), Text: traceWordText(i, slices.Values(e.HashIDs), total, blockWords), MaxTokens: e.OutputLength, AtNs: offs[i]}
 	}
 	return out, nil
 }
@@ -201,33 +198,52 @@ func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64
 // traceID is entry i's prompt id: "trace-" and i as six or more zero-padded digits.
 func traceID(i int) string { return fmt.Sprintf("trace-%06d", i) }
 
-// traceWordText is entry i's prompt text (TracePrompts): total words, block j of blockWords
-// words drawn from hash id j's stream while words are left, the rest from the entry's own.
-func traceWordText(sb *strings.Builder, i int, hashIDs iter.Seq[int64], total, blockWords int) string {
-	sb.Reset()
-	sb.Grow(total * 7)
-	n := 0
-	word := func(rng *metric.SplitMix64) {
-		if n > 0 {
-			sb.WriteByte(' ')
-		}
-		sb.WriteString(syntheticWords[rng.Next()%256])
-		n++
+// traceWordText is entry i's prompt text (TracePrompts): appendTraceWords' words.
+func traceWordText(i int, hashIDs iter.Seq[int64], total, blockWords int) string {
+	return ownedString(appendTraceWords(make([]byte, 0, total*7), i, hashIDs, total, blockWords))
+}
+
+// ownedString is b as a string without a copy: b must be the only reference to its bytes and
+// never written again (as strings.Builder does).
+func ownedString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// spacedWords[k] is " " + syntheticWords[k], a word after another.
+var spacedWords = func() (out [len(syntheticWords)]string) {
+	for k, w := range syntheticWords {
+		out[k] = " " + w
 	}
+	return out
+}()
+
+// appendTraceWords appends entry i's prompt text (TracePrompts) to b: total words, block j of
+// blockWords words drawn from hash id j's stream while words are left, the rest from the
+// entry's own, joined by single spaces.
+func appendTraceWords(b []byte, i int, hashIDs iter.Seq[int64], total, blockWords int) []byte {
+	n := 0
 	for h := range hashIDs {
 		if n >= total {
 			break
 		}
 		rng := metric.SplitMix64{State: uint64(h) ^ traceSalt}
-		for k := 0; k < blockWords && n < total; k++ {
-			word(&rng)
+		k := 0
+		if n == 0 {
+			b = append(b, syntheticWords[rng.Next()%256]...)
+			k, n = 1, 1
+		}
+		for ; k < blockWords && n < total; k++ {
+			b = append(b, spacedWords[rng.Next()%256]...)
+			n++
 		}
 	}
 	rng := metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
-	for n < total {
-		word(&rng)
+	if n == 0 && total > 0 {
+		b = append(b, syntheticWords[rng.Next()%256]...)
+		n = 1
 	}
-	return sb.String()
+	for ; n < total; n++ {
+		b = append(b, spacedWords[rng.Next()%256]...)
+	}
+	return b
 }
 
 // readTraceCorpus resolves a trace corpus: repoRoot/path, bound by digest, read with ReadTrace
@@ -319,7 +335,8 @@ func readTraceEntries(corpus contract.Corpus, repoRoot string) ([]TraceEntry, fl
 
 // TraceTokenCorpus resolves a trace corpus of length_unit tokens with the case's bound
 // tokenizer: its entries (bound by digest, as readTraceCorpus reads them) synthesised with
-// TraceTokenPrompts (ctx and progress as there).
+// TraceTokenPrompts (ctx and progress as there), every prompt held. A replay plans it with
+// ResolveTokenTrace instead, which holds none.
 func TraceTokenCorpus(ctx context.Context, corpus contract.Corpus, repoRoot string, tc TokenCounter, template contract.TokenizerTemplate, progress func(done, total int)) ([]Prompt, error) {
 	if corpus.Source != contract.CorpusSourceTrace || corpus.LengthUnit != contract.TraceCorpusLengthUnitTokens {
 		return nil, fmt.Errorf("%w: trace %s: want length_unit %s", ErrCorpus, corpus.Path, contract.TraceCorpusLengthUnitTokens)
@@ -335,6 +352,25 @@ func TraceTokenCorpus(ctx context.Context, corpus contract.Corpus, repoRoot stri
 	return ps, nil
 }
 
+// CheckTrace checks a trace corpus as Resolve and ResolveTokenTrace read it (path, digest,
+// entries, block_tokens, each entry within the prompt bound as its length unit sizes it) without
+// synthesising a prompt: preflight refuses a bad trace of tokens before its tokenizer is loaded.
+func CheckTrace(corpus contract.Corpus, repoRoot string) error {
+	entries, scale, _, err := readTraceBlocks(corpus, repoRoot)
+	if err != nil {
+		return err
+	}
+	if _, err := trace.Offsets(entries, scale); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrCorpus, corpus.Path, fmt.Errorf("%w: %w", ErrTrace, err))
+	}
+	for i, e := range entries {
+		if e.InputLength*8 > MaxPromptBytes {
+			return fmt.Errorf("%w: %s: %w: entry %d: %d tokens exceed the prompt bound of %d bytes", ErrCorpus, corpus.Path, ErrTrace, i, e.InputLength, MaxPromptBytes)
+		}
+	}
+	return nil
+}
+
 // TraceTokenPrompts synthesises one prompt per entry, exactly input_length tokens as tc counts
 // it with template (a user message; docs/metrics.md "Trace replay"). Block j of a hash_ids
 // prefix is the text of SyntheticTokens' exact-length synthesis of blockTokens tokens (counted
@@ -347,141 +383,38 @@ func TraceTokenCorpus(ctx context.Context, corpus contract.Corpus, repoRoot stri
 // and AtNs are TracePrompts'. An input_length the template's own tokens already reach is an
 // error naming the entry.
 //
-// The counts are those of whole prompts; a tokenizer whose counts are local at word boundaries
-// (probeLocal) has them derived from the suffix each step adds (tailCounter), so synthesis is
-// linear in the prompt's length, and each such prompt is counted whole once more to confirm it
+// The counts are those of whole prompts. A tokenizer whose counts are local at word boundaries
+// (probeLocal) has them derived from a table of the trace's hash blocks, each counted once, and
+// from the suffix each step of the rest adds (tracetokens.go, tailCounter), so synthesis is
+// linear in the trace's distinct tokens; each prompt is counted whole once more to confirm it
 // (else it is synthesised again counting whole prompts). Entries are synthesised on every core
 // (tc must be safe for concurrent use, as TokenCounter says); the bytes do not depend on it.
 // Cancelling ctx stops it within one count with ctx's error; progress, when set, is told the
-// number of entries done after each one (never concurrently).
+// number of entries done after each one (never concurrently). PlanTokenTrace is the same
+// synthesis holding no prompt.
 func TraceTokenPrompts(ctx context.Context, entries []TraceEntry, blockTokens int64, timeScale float64, tc TokenCounter, template contract.TokenizerTemplate, progress func(done, total int)) ([]Prompt, error) {
-	if blockTokens < 1 || !(timeScale > 0) || math.IsInf(timeScale, 0) || tc == nil {
-		return nil, fmt.Errorf("%w: block_tokens %d, time_scale %g: want a tokenizer, block_tokens >= 1 and a finite time_scale > 0", ErrTrace, blockTokens, timeScale)
+	tp, err := PlanTokenTrace(ctx, entries, blockTokens, timeScale, tc, template, progress)
+	if err != nil {
+		return nil, err
 	}
-	full := func(text string) (int64, error) {
-		return tc.PromptTokens(template, []string{"user"}, []string{text})
-	}
-	return traceTokenPrompts(ctx, entries, blockTokens, timeScale, tc, full, probeLocal(full), progress)
+	return tp.prompts(), nil
 }
 
 // traceTokenPrompts is TraceTokenPrompts with full (a whole prompt's count) and whether counts
-// may be derived from suffixes (local).
+// may be derived from blocks and suffixes (local).
 func traceTokenPrompts(ctx context.Context, entries []TraceEntry, blockTokens int64, timeScale float64, tc TokenCounter, full func(string) (int64, error), local bool, progress func(done, total int)) ([]Prompt, error) {
-	localText := local && probeLocal(tc.TextTokens)
-	var mu sync.Mutex // guards blocks and progress
-	blocks := map[int64]string{}
-	block := func(h int64) (string, error) {
-		mu.Lock()
-		b, ok := blocks[h]
-		mu.Unlock()
-		if ok {
-			return b, nil
-		}
-		// Two workers may draw the same block at once: the same seed gives the same text.
-		rng := metric.SplitMix64{State: uint64(h) ^ traceSalt}
-		b, err := exactText(&rng, blockTokens, newTailCounter(ctx, tc.TextTokens, localText).count)
-		if err != nil {
-			return "", fmt.Errorf("hash id %d: %w", h, err)
-		}
-		mu.Lock()
-		blocks[h] = b
-		mu.Unlock()
-		return b, nil
-	}
-	offs, err := trace.Offsets(entries, timeScale)
+	tp, err := planTokenTrace(ctx, entries, blockTokens, timeScale, tc, full, local, progress)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
-	}
-	for i, e := range entries {
-		if e.InputLength*8 > MaxPromptBytes {
-			return nil, fmt.Errorf("%w: entry %d: %d tokens exceed the prompt bound of %d bytes", ErrTrace, i, e.InputLength, MaxPromptBytes)
-		}
-	}
-	// Entries are synthesised by a worker per core (each prompt's bytes depend only on its entry
-	// and the blocks' seeds); the first error in entry order is returned.
-	out := make([]Prompt, len(entries))
-	errs := make([]error, len(entries))
-	var next atomic.Int64
-	done := 0
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(entries)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= len(entries) {
-					return
-				}
-				e := entries[i]
-				text, err := traceTokenText(newTailCounter(ctx, full, local), i, e, block)
-				if err == nil && local {
-					// Confirm the derived counts with one whole count; a prompt they got wrong
-					// is synthesised again counting whole prompts.
-					var n int64
-					if n, err = full(text); err == nil && n != e.InputLength {
-						text, err = traceTokenText(newTailCounter(ctx, full, false), i, e, block)
-					}
-				}
-				switch {
-				case err != nil:
-					errs[i] = fmt.Errorf("%w: entry %d (%d tokens): %w", ErrTrace, i, e.InputLength, err)
-				case len(text) > MaxPromptBytes:
-					errs[i] = fmt.Errorf("%w: entry %d: %d bytes exceed the prompt bound of %d bytes", ErrTrace, i, len(text), MaxPromptBytes)
-				default:
-					out[i] = Prompt{ID: fmt.Sprintf("trace-%06d", i), Text: text, MaxTokens: e.OutputLength, AtNs: offs[i]}
-				}
-				if progress != nil {
-					mu.Lock()
-					done++
-					progress(done, len(entries))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return tp.prompts(), nil
 }
 
-// traceTokenText synthesises entry i's prompt (TraceTokenPrompts), counting with c.
-func traceTokenText(c *tailCounter, i int, e TraceEntry, block func(int64) (string, error)) (string, error) {
-	prefix := ""
-	next := metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
-	for j, h := range e.HashIDs {
-		b, err := block(h)
-		if err != nil {
-			return "", err
-		}
-		cand := b
-		if prefix != "" {
-			cand = prefix + " " + b
-		}
-		n, err := c.count(cand + " ")
-		if err != nil {
-			return "", err
-		}
-		if n >= e.InputLength {
-			next = metric.SplitMix64{State: uint64(e.HashIDs[j]) ^ traceSalt}
-			break
-		}
-		prefix = cand
+// prompts are every prompt of the plan, written now.
+func (tp *TracePlan) prompts() []Prompt {
+	out := make([]Prompt, tp.Len())
+	for i := range out {
+		out[i] = tp.Prompt(i)
 	}
-	sep := ""
-	if prefix != "" {
-		sep = " "
-	}
-	rest, err := exactText(&next, e.InputLength, func(s string) (int64, error) { return c.count(prefix + sep + s) })
-	if err != nil {
-		return "", err
-	}
-	return prefix + sep + rest, nil
+	return out
 }

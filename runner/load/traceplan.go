@@ -1,14 +1,15 @@
 package load
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"iter"
 	"math"
-	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
@@ -29,13 +30,17 @@ type TracePlan struct {
 	entries    []planEntry
 	runs       []idRun
 	blockWords int
+	// tok, for a trace of length_unit tokens (PlanTokenTrace), is how each prompt was built;
+	// nil for words_per_token.
+	tok *tokenTable
 
 	promptSetOnce sync.Once
 	promptSet     string
 	promptSetErr  error
 }
 
-// planEntry is one entry of a TracePlan: 24 bytes.
+// planEntry is one entry of a TracePlan: 24 bytes. words is its prompt's length in words
+// (space-separated fields, for a trace of tokens).
 type planEntry struct {
 	atNs             int64
 	words, maxTokens int32
@@ -76,21 +81,11 @@ func PlanTrace(entries []TraceEntry, wordsPerToken float64, blockTokens int64, t
 		if total*8 > MaxPromptBytes {
 			return nil, fmt.Errorf("%w: entry %d: %d words exceed the prompt bound of %d bytes", ErrTrace, i, total, MaxPromptBytes)
 		}
-		pe := planEntry{atNs: offs[i], words: int32(total), maxTokens: int32(e.OutputLength), runLo: uint32(len(tp.runs))}
+		tp.entries[i] = planEntry{atNs: offs[i], words: int32(total), maxTokens: int32(e.OutputLength)}
 		// Only the hash ids the prompt draws from are kept: ceil(total / blockWords) of them.
-		ids := e.HashIDs[:min(len(e.HashIDs), (total+tp.blockWords-1)/tp.blockWords)]
-		for _, h := range ids {
-			if k := len(tp.runs) - 1; k >= int(pe.runLo) && tp.runs[k].first+tp.runs[k].n == h {
-				tp.runs[k].n++
-				continue
-			}
-			tp.runs = append(tp.runs, idRun{first: h, n: 1})
+		if err := tp.addRuns(i, e.HashIDs[:min(len(e.HashIDs), (total+tp.blockWords-1)/tp.blockWords)]); err != nil {
+			return nil, err
 		}
-		if len(tp.runs) > math.MaxUint32 {
-			return nil, fmt.Errorf("%w: entry %d: more than %d runs of hash ids", ErrTrace, i, uint32(math.MaxUint32))
-		}
-		pe.runN = uint32(len(tp.runs)) - pe.runLo
-		tp.entries[i] = pe
 		if (maxWordBytes+1)*total-1 > MaxPromptBytes {
 			// Only these words' draw can tell whether the text exceeds the bound (Resolve's
 			// check of a whole prompt): draw it now, once.
@@ -103,18 +98,41 @@ func PlanTrace(entries []TraceEntry, wordsPerToken float64, blockTokens int64, t
 	return tp, nil
 }
 
+// addRuns stores entry i's hash ids ids as runs of consecutive ids.
+func (tp *TracePlan) addRuns(i int, ids []int64) error {
+	pe := &tp.entries[i]
+	pe.runLo = uint32(len(tp.runs))
+	for _, h := range ids {
+		if k := len(tp.runs) - 1; k >= int(pe.runLo) && tp.runs[k].first+tp.runs[k].n == h {
+			tp.runs[k].n++
+			continue
+		}
+		tp.runs = append(tp.runs, idRun{first: h, n: 1})
+	}
+	if len(tp.runs) > math.MaxUint32 {
+		return fmt.Errorf("%w: entry %d: more than %d runs of hash ids", ErrTrace, i, uint32(math.MaxUint32))
+	}
+	pe.runN = uint32(len(tp.runs)) - pe.runLo
+	return nil
+}
+
 // Len is the number of entries.
 func (tp *TracePlan) Len() int { return len(tp.entries) }
 
-// Prompt is entry i's prompt, TracePrompts' i-th: its text synthesised now.
+// Prompt is entry i's prompt, TracePrompts' i-th (TraceTokenPrompts' for a trace of tokens):
+// its text written now.
 func (tp *TracePlan) Prompt(i int) Prompt {
-	var sb strings.Builder
-	return tp.prompt(&sb, i)
+	e := tp.entries[i]
+	return Prompt{ID: traceID(i), Text: ownedString(tp.appendText(make([]byte, 0, int(e.words)*7+64), i)), MaxTokens: int64(e.maxTokens), AtNs: e.atNs}
 }
 
-func (tp *TracePlan) prompt(sb *strings.Builder, i int) Prompt {
+// appendText appends entry i's prompt text to b.
+func (tp *TracePlan) appendText(b []byte, i int) []byte {
+	if tp.tok != nil {
+		return tp.appendTokenPrompt(b, i)
+	}
 	e := tp.entries[i]
-	return Prompt{ID: traceID(i), Text: traceWordText(sb, i, tp.hashIDs(e), int(e.words), tp.blockWords), MaxTokens: int64(e.maxTokens), AtNs: e.atNs}
+	return appendTraceWords(b, i, tp.hashIDs(e), int(e.words), tp.blockWords)
 }
 
 // atNs is entry i's scheduled offset; maxTokens its output_length; words its prompt's words.
@@ -139,38 +157,72 @@ func (tp *TracePlan) hashIDs(e planEntry) iter.Seq[int64] {
 // of every prompt, what a row records), computed on the first call by synthesising each prompt in
 // turn: the canonical JSON array is hashed element by element, never held whole.
 func (tp *TracePlan) PromptSetSHA256() (string, error) {
-	tp.promptSetOnce.Do(func() {
-		h := sha256.New()
-		h.Write([]byte{'['})
-		var sb strings.Builder
+	tp.promptSetOnce.Do(func() { tp.promptSet, tp.promptSetErr = tp.hashPromptSet(context.Background()) })
+	return tp.promptSet, tp.promptSetErr
+}
+
+// hashPromptSet computes PromptSetSHA256, checking ctx before each prompt. A goroutine writes
+// the prompts' texts (into a few reused buffers) while this one hashes them, so that on two cores
+// the time is the larger of the two, not their sum.
+func (tp *TracePlan) hashPromptSet(ctx context.Context) (string, error) {
+	const buffers = 4
+	texts := make(chan []byte, buffers)
+	free := make(chan []byte, buffers)
+	for range buffers {
+		free <- nil
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-done }()
+	go func() {
+		defer close(done)
+		defer close(texts)
 		for i := range tp.entries {
-			p := tp.prompt(&sb, i)
-			if i > 0 {
-				h.Write([]byte{','})
-			}
-			if plainJSON(p.ID) && plainJSON(p.Text) {
-				// RFC 8785 writes such strings as they are, and "id" sorts before "text".
-				io.WriteString(h, `{"id":"`+p.ID+`","text":"`)
-				io.WriteString(h, p.Text)
-				io.WriteString(h, `"}`)
-				continue
-			}
-			b, err := jsonstrict.Canonical(contract.Prompt{ID: p.ID, Text: p.Text})
-			if err != nil {
-				tp.promptSetErr = fmt.Errorf("prompt %d: %w", i, err)
+			var b []byte
+			select {
+			case b = <-free:
+			case <-stop:
 				return
+			}
+			select {
+			case texts <- tp.appendText(b[:0], i):
+			case <-stop:
+				return
+			}
+		}
+	}()
+	h := sha256.New()
+	h.Write([]byte{'['})
+	i := 0
+	for text := range texts {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		id := traceID(i)
+		if i > 0 {
+			h.Write([]byte{','})
+		}
+		if plainJSON(id) && plainJSON(text) {
+			// RFC 8785 writes such strings as they are, and "id" sorts before "text".
+			io.WriteString(h, `{"id":"`+id+`","text":"`)
+			h.Write(text)
+			io.WriteString(h, `"}`)
+		} else {
+			b, err := jsonstrict.Canonical(contract.Prompt{ID: id, Text: string(text)})
+			if err != nil {
+				return "", fmt.Errorf("prompt %d: %w", i, err)
 			}
 			h.Write(b)
 		}
-		h.Write([]byte{']'})
-		tp.promptSet = "sha256:" + hex.EncodeToString(h.Sum(nil))
-	})
-	return tp.promptSet, tp.promptSetErr
+		free <- text
+		i++
+	}
+	h.Write([]byte{']'})
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // plainJSON reports whether s is printable ASCII without '"' or '\\', which a canonical JSON
 // string holds unescaped.
-func plainJSON(s string) bool {
+func plainJSON[S string | []byte](s S) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
 			return false
@@ -179,22 +231,36 @@ func plainJSON(s string) bool {
 	return true
 }
 
-// PlanBytes is the memory the plan holds (its entries and hash id runs), for the benchmark.
+// PlanBytes is the memory the plan holds (its entries and hash id runs; for a trace of tokens
+// also each entry's and each block's recipe, its tail's bytes included, and the block map's
+// keys), for the benchmark.
 func (tp *TracePlan) PlanBytes() int {
-	return cap(tp.entries)*24 + cap(tp.runs)*16
+	n := cap(tp.entries)*24 + cap(tp.runs)*16
+	if tp.tok != nil {
+		n += cap(tp.tok.entries) * int(unsafe.Sizeof(tokenEntry{}))
+		for _, te := range tp.tok.entries {
+			n += len(te.rest.tail)
+		}
+		for _, r := range tp.tok.blocks {
+			n += 8 + int(unsafe.Sizeof(r)) + len(r.tail)
+		}
+	}
+	return n
 }
 
-// LazyTrace reports whether a corpus is a trace whose prompts ResolveTrace plans lazily (length
-// unit words_per_token; a trace of tokens is synthesised with the case's tokenizer).
+// LazyTrace reports whether a corpus is a trace whose prompts are planned entry by entry and
+// built when their request is: length_unit words_per_token (ResolveTrace) or tokens
+// (ResolveTokenTrace, once the case's tokenizer is loaded).
 func LazyTrace(corpus contract.Corpus) bool {
-	return corpus.Source == contract.CorpusSourceTrace && corpus.LengthUnit == contract.TraceCorpusLengthUnitWordsPerToken
+	return corpus.Source == contract.CorpusSourceTrace && (corpus.LengthUnit == contract.TraceCorpusLengthUnitWordsPerToken || corpus.LengthUnit == contract.TraceCorpusLengthUnitTokens)
 }
 
 // ResolveTrace resolves a trace corpus of length_unit words_per_token as Resolve does (bound by
 // digest, the same checks and errors) into a TracePlan, and computes its prompt set hash, so that
-// the whole corpus is synthesised once here, one prompt at a time, and not held.
-func ResolveTrace(corpus contract.Corpus, repoRoot string) (*TracePlan, error) {
-	if !LazyTrace(corpus) {
+// the whole corpus is synthesised once here, one prompt at a time, and not held. Cancelling ctx
+// stops the hash within one prompt, with ctx's error.
+func ResolveTrace(ctx context.Context, corpus contract.Corpus, repoRoot string) (*TracePlan, error) {
+	if corpus.Source != contract.CorpusSourceTrace || corpus.LengthUnit != contract.TraceCorpusLengthUnitWordsPerToken {
 		return nil, fmt.Errorf("%w: trace %s: length_unit %q: want %s", ErrCorpus, corpus.Path, corpus.LengthUnit, contract.TraceCorpusLengthUnitWordsPerToken)
 	}
 	if corpus.WordsPerToken == nil {
@@ -208,8 +274,13 @@ func ResolveTrace(corpus contract.Corpus, repoRoot string) (*TracePlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, corpus.Path, err)
 	}
-	if _, err := tp.PromptSetSHA256(); err != nil {
+	set, err := tp.hashPromptSet(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("%w: %s: prompt set: %w", ErrCorpus, corpus.Path, err)
 	}
+	tp.promptSetOnce.Do(func() { tp.promptSet = set })
 	return tp, nil
 }

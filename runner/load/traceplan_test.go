@@ -131,7 +131,7 @@ func TestTracePlanEvidenceUnchanged(t *testing.T) {
 	dir := t.TempDir()
 	corpus := evidenceTrace(t, dir, 400)
 	url := startSim(t, fastSim())
-	tp, err := ResolveTrace(corpus, dir)
+	tp, err := ResolveTrace(context.Background(), corpus, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestTracePlanRowHoldsNoBodies(t *testing.T) {
 	scale, wpt := 1.0, 0.75
 	corpus := contract.Corpus{Source: contract.CorpusSourceTrace, Path: "trace.jsonl", Digest: evidence.DigestOf(buf.Bytes()), TimeScale: &scale,
 		LengthUnit: contract.TraceCorpusLengthUnitWordsPerToken, WordsPerToken: &wpt}
-	tp, err := ResolveTrace(corpus, dir)
+	tp, err := ResolveTrace(context.Background(), corpus, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,9 @@ package tokenize
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -28,15 +30,23 @@ type merger struct {
 	// pieces: no token has "▁" after a character other than "▁", so a text is merged piece by
 	// piece.
 	pieces bool
+	// longest is the most bytes of a token's text: a longer text is not one token.
+	longest int
+	// cache remembers the counts of recent pieces (see pieceCache); nil without pieces.
+	cache *pieceCache
 }
 
 func newMerger(tokens []string, scores []float32) *merger {
 	m := &merger{ids: make(map[string]int32, len(tokens)), scores: scores, pieces: true}
 	for i, tok := range tokens {
 		m.ids[tok] = int32(i)
+		m.longest = max(m.longest, len(tok))
 		if strings.Contains(strings.TrimLeft(tok, spaceSep), spaceSep) {
 			m.pieces = false
 		}
+	}
+	if m.pieces {
+		m.cache = &pieceCache{seed: maphash.MakeSeed()}
 	}
 	for b := range 256 {
 		_, m.byteToken[b] = m.ids[fmt.Sprintf("<0x%02X>", b)]
@@ -46,8 +56,86 @@ func newMerger(tokens []string, scores []float32) *merger {
 
 // count is the number of tokens of text (no special token in it). ops, when not nil, is
 // incremented once per rune merged or looked at and once per heap operation, so that a test can
-// check the work.
+// check the work; the piece cache is then not used.
 func (m *merger) count(text string, ops *int64) int64 {
+	if m.cache == nil || ops != nil || !utf8.ValidString(text) {
+		return m.countMerging(text, ops)
+	}
+	// The text is split into pieces as countMerging splits it once its spaces are "▁": before
+	// each space or "▁" that follows another character. A piece's count is a function of its
+	// text, so a cached count is the count merging it gives.
+	if len(text) <= m.longest {
+		if _, ok := m.ids[strings.ReplaceAll(text, " ", spaceSep)]; ok {
+			return 1
+		}
+	}
+	var n int64
+	start, prevSpace := 0, false
+	for i := 0; i < len(text); {
+		c, w, space := text[i], 1, false
+		switch {
+		case c == ' ':
+			space = true
+		case c < utf8.RuneSelf:
+		case strings.HasPrefix(text[i:], spaceSep):
+			space, w = true, len(spaceSep)
+		case c >= 0xF0:
+			w = 4
+		case c >= 0xE0:
+			w = 3
+		default:
+			w = 2
+		}
+		if space && !prevSpace && i > start {
+			n += m.piece(text[start:i])
+			start = i
+		}
+		prevSpace = space
+		i += w
+	}
+	return n + m.piece(text[start:])
+}
+
+// piece counts one piece (valid UTF-8, its spaces not yet "▁"), from the cache when it is there.
+func (m *merger) piece(p string) int64 {
+	if len(p) > maxCachedPiece {
+		return m.merge(strings.ReplaceAll(p, " ", spaceSep), nil)
+	}
+	slot := &m.cache.slots[maphash.String(m.cache.seed, p)%uint64(len(m.cache.slots))]
+	if e := slot.Load(); e != nil && e.piece == p {
+		return e.n
+	}
+	n := m.merge(strings.ReplaceAll(p, " ", spaceSep), nil)
+	// A clone: p points into the counted text, which the cache must not keep alive.
+	slot.Store(&cachedPiece{piece: strings.Clone(p), n: n})
+	return n
+}
+
+// Piece cache: a text of words is mostly the same few thousand pieces ("▁the", "▁model", ...),
+// and merging a piece (a map lookup per candidate pair, a heap) costs far more than looking up
+// its count. pieceCache is a direct-mapped table of pieceSlots recent pieces of at most
+// maxCachedPiece bytes and their counts: a piece replaces whatever its slot held, so the table
+// holds at most pieceSlots × maxCachedPiece bytes of text (about 1 MiB with its entries) whatever
+// is counted. Slots are atomic pointers to immutable entries, so concurrent counts share it
+// without a lock.
+const (
+	pieceSlots     = 1 << 14
+	maxCachedPiece = 32
+)
+
+type pieceCache struct {
+	seed  maphash.Seed
+	slots [pieceSlots]atomic.Pointer[cachedPiece]
+}
+
+type cachedPiece struct {
+	piece string
+	n     int64
+}
+
+// countMerging is count without the piece cache: the text's spaces made "▁", then merged whole
+// or piece by piece.
+func (m *merger) countMerging(text string, ops *int64) int64 {
 	text = strings.ReplaceAll(text, " ", spaceSep)
 	if _, ok := m.ids[text]; ok {
 		return 1
