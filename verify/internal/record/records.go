@@ -73,6 +73,11 @@ type Record struct {
 	HasClient  bool
 	clientN    int64
 	hasClientN bool
+	// Status is status_code when HasStatus, Seed is seed when HasSeed (null: neither), and
+	// Assertions are the kinds of the record's assertions, in order, one byte each (AssertionKinds).
+	Status, Seed       int64
+	HasStatus, HasSeed bool
+	Assertions         string
 }
 
 // Set is what reading one JSON Lines file of request records learned.
@@ -208,10 +213,19 @@ func FromDoc(d *contract.RequestRecordDoc) Record {
 	if d.Error != nil {
 		r.ErrClass = string(d.Error.Class)
 	}
-	for _, a := range d.Assertions {
+	kinds := make([]contract.AssertionOutcomeKind, len(d.Assertions))
+	for i, a := range d.Assertions {
 		if !a.Passed {
 			r.AssertFail++
 		}
+		kinds[i] = a.Kind
+	}
+	r.Assertions = AssertionKinds(kinds)
+	if d.StatusCode != nil {
+		r.Status, r.HasStatus = *d.StatusCode, true
+	}
+	if d.Seed != nil {
+		r.Seed, r.HasSeed = *d.Seed, true
 	}
 	if d.OutputDigest != nil {
 		r.Output = *d.OutputDigest
@@ -603,7 +617,8 @@ func (p *lineParser) record(r *Record) bool {
 			})
 			return s.first(fToolCalls) && ok
 		case "seed":
-			v, _, ok := p.optUint()
+			v, has, ok := p.optUint()
+			r.Seed, r.HasSeed = v, has
 			return s.first(fSeed) && ok && v <= maxSafeInteger
 		case "body_digest":
 			v, ok := p.str()
@@ -659,6 +674,7 @@ func (p *lineParser) record(r *Record) bool {
 			return s.first(fEvents) && ok
 		case "status_code":
 			v, has, ok := p.optUint()
+			r.Status, r.HasStatus = v, has
 			return s.first(fStatus) && ok && (!has || v >= recordLimits.statusMin && v <= recordLimits.statusMax)
 		case "usage": // not a contract value: the record's member name
 			if !s.first(fUsage) {
@@ -705,13 +721,21 @@ func (p *lineParser) record(r *Record) bool {
 			r.Output = string(v)
 			return ok && IsDigest(v)
 		case "assertions":
+			var kinds [maxKindBytes]byte
+			n := 0
 			ok := p.array(int(recordLimits.assertionsMax), func() bool {
 				var as seen
 				ok := p.object(func(k []byte) bool {
 					switch string(k) {
 					case "kind":
 						v, ok := p.str()
-						return as.first(0) && ok && contract.AssertionOutcomeKind(v).Valid()
+						j := assertionKindIndex(v)
+						if j < 0 || n == len(kinds) {
+							return false
+						}
+						kinds[n] = byte(j)
+						n++
+						return as.first(0) && ok
 					case "passed": // not a contract value: the assertion's member name
 						v, ok := p.boolean()
 						if !v {
@@ -732,6 +756,7 @@ func (p *lineParser) record(r *Record) bool {
 				})
 				return ok && as == 7
 			})
+			r.Assertions = string(kinds[:n])
 			return s.first(fAssertions) && ok
 		case "error":
 			if !s.first(fError) {
