@@ -103,6 +103,7 @@ func Read(ctx context.Context, r io.Reader) (digest string, size int64, set *Set
 	sc.Buffer(make([]byte, 0, 1<<20), limits.MaxDocumentBytes+1)
 	set = &Set{}
 	interner := map[string]string{}
+	st := &parseState{interner: interner}
 	for sc.Scan() {
 		if set.lines%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -116,7 +117,7 @@ func Read(ctx context.Context, r io.Reader) (digest string, size int64, set *Set
 			set.TooMany = true
 			break
 		}
-		rec, ok := Parse(line)
+		rec, ok := parse(line, st)
 		if !ok {
 			var good bool
 			rec, good, err = slowRecord(line, i, set)
@@ -126,10 +127,10 @@ func Read(ctx context.Context, r io.Reader) (digest string, size int64, set *Set
 			if !good {
 				continue
 			}
+			rec.CaseID = intern(interner, rec.CaseID)
+			rec.PromptID = intern(interner, rec.PromptID)
 		}
 		rec.Line = i
-		rec.CaseID = intern(interner, rec.CaseID)
-		rec.PromptID = intern(interner, rec.PromptID)
 		set.Records = append(set.Records, rec)
 	}
 	if err := sc.Err(); err != nil {
@@ -144,6 +145,16 @@ func Read(ctx context.Context, r io.Reader) (digest string, size int64, set *Set
 		return "", 0, nil, err
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), cr.n, set, nil
+}
+
+// internBytes is intern for a string still in bytes: no allocation when m holds it.
+func internBytes(m map[string]string, b []byte) string {
+	if v, ok := m[string(b)]; ok {
+		return v
+	}
+	s := string(b)
+	m[s] = s
+	return s
 }
 
 func intern(m map[string]string, s string) string {
@@ -283,8 +294,11 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // everything schemas.CheckDocument checks for a qualkit.request-record.v1: closed objects, every
 // required member exactly once, types, enums, patterns, ranges, lengths and the semantic rules.
 // It returns false for anything else; the caller then asks CheckDocument.
-func Parse(b []byte) (Record, bool) {
-	p := lineParser{b: b}
+func Parse(b []byte) (Record, bool) { return parse(b, nil) }
+
+// parse is Parse with the state Read keeps across the lines of a file (nil: none).
+func parse(b []byte, st *parseState) (Record, bool) {
+	p := lineParser{b: b, st: st}
 	var r Record
 	if len(b) > limits.MaxDocumentBytes {
 		return r, false
@@ -297,12 +311,51 @@ func Parse(b []byte) (Record, bool) {
 	if p.i != len(p.b) {
 		return Record{}, false
 	}
+	switch n := len(r.Content); {
+	case n == 0:
+		r.Content = nil
+	case st != nil && n <= cap(st.arena): // in the arena (beyond it, append allocated)
+		r.Content = r.Content[:n:n]
+		st.arena = st.arena[n:n]
+	}
 	return r, true
 }
 
+// parseState is what Read's fast path keeps across the lines of a file, to read them with fewer
+// allocations: the case and prompt ids already seen, and an arena the records' token arrivals
+// are carved from (a record's Content is a full slice of it: an append copies it out).
+type parseState struct {
+	interner map[string]string
+	arena    []int64 // free space: len 0, the chunk's rest as capacity
+}
+
+// arenaChunk is how many token arrivals one arena allocation holds (512 KiB); a new one is
+// taken when fewer than arenaFree are left (a record with more allocates beyond it as append does).
+const (
+	arenaChunk = 64 << 10
+	arenaFree  = 1 << 10
+)
+
+// content is where a record's token arrivals are appended: the arena's free space.
+func (st *parseState) content() []int64 {
+	if cap(st.arena) < arenaFree {
+		st.arena = make([]int64, 0, arenaChunk)
+	}
+	return st.arena
+}
+
 type lineParser struct {
-	b []byte
-	i int
+	b  []byte
+	i  int
+	st *parseState // nil: none (Parse)
+}
+
+// id reads a case or prompt id into a string, interned when the parser has a state.
+func (p *lineParser) id(v []byte) string {
+	if p.st == nil {
+		return string(v)
+	}
+	return internBytes(p.st.interner, v)
 }
 
 func (p *lineParser) ws() {
@@ -545,7 +598,10 @@ func (p *lineParser) record(r *Record) bool {
 			return s.first(fSchema) && ok && string(v) == contract.RequestRecordSchema
 		case "case_id":
 			v, ok := p.str()
-			r.CaseID = string(v)
+			if !ok || !isPortableID(v) {
+				return false
+			}
+			r.CaseID = p.id(v)
 			return s.first(fCaseID) && ok && isPortableID(v)
 		case "row":
 			var rs seen
@@ -573,7 +629,10 @@ func (p *lineParser) record(r *Record) bool {
 			return s.first(fWarmup) && ok
 		case "prompt_id":
 			v, ok := p.str()
-			r.PromptID = string(v)
+			if !ok || !isPortableID(v) {
+				return false
+			}
+			r.PromptID = p.id(v)
 			return s.first(fPromptID) && ok && isPortableID(v)
 		case "corpus_index":
 			v, ok := p.uint()
@@ -644,6 +703,9 @@ func (p *lineParser) record(r *Record) bool {
 			r.Close, r.HasClose = v, has
 			return s.first(fTClose) && ok
 		case "events":
+			if p.st != nil && r.Content == nil {
+				r.Content = p.st.content()
+			}
 			ok := p.array(int(recordLimits.eventsMax), func() bool {
 				var es seen
 				var t int64
