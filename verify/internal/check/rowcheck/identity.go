@@ -108,6 +108,14 @@ func requestExtras(c *finding.Collector, row contract.Row, wc *contract.Case, re
 	if wc != nil {
 		declared = wc.OutputAssertions
 	}
+	// The kinds a measured request carries are the same for every request unless an exact_text
+	// assertion names a prompt: then they are found per request.
+	perPrompt := false
+	for _, a := range declared {
+		perPrompt = perPrompt || a.Kind == contract.ResponseAssertionKindExactText && a.PromptID != ""
+	}
+	common := declaredKinds(declared, "")
+	commonKinds := record.AssertionKinds(common)
 	for _, r := range recs {
 		if wc != nil {
 			switch sp := wc.Sampling; {
@@ -129,20 +137,35 @@ func requestExtras(c *finding.Collector, row contract.Row, wc *contract.Case, re
 			continue
 		}
 		var want []contract.AssertionOutcomeKind
-		if !r.Warmup && (!r.Failed || r.ErrClass == string(contract.ErrorClassAssertion)) {
-			for _, a := range declared {
-				if a.Kind == contract.ResponseAssertionKindExactText && a.PromptID != "" && a.PromptID != r.PromptID {
-					continue
-				}
-				if len(want) < maxAssertions {
-					want = append(want, contract.AssertionOutcomeKind(a.Kind))
-				}
-			}
+		var w string
+		switch {
+		case r.Warmup || r.Failed && r.ErrClass != string(contract.ErrorClassAssertion):
+		case perPrompt:
+			want = declaredKinds(declared, r.PromptID)
+			w = record.AssertionKinds(want)
+		default:
+			want, w = common, commonKinds
 		}
-		if w := record.AssertionKinds(want); r.Assertions != w {
+		if r.Assertions != w {
 			c.Add(path, finding.Pointer(r.Line, "assertions"), reason.ErrRowMismatch, "request %d records %d assertions, the case's declared assertions give it %d %v", r.Index, len(r.Assertions), len(want), want)
 		}
 	}
+}
+
+// declaredKinds are the kinds of the assertion outcomes a measured request of prompt promptID
+// carries: the case's declared response assertions in order, an exact_text one only for its
+// prompt, at most maxAssertions.
+func declaredKinds(declared []contract.OutputAssertion, promptID string) []contract.AssertionOutcomeKind {
+	var want []contract.AssertionOutcomeKind
+	for _, a := range declared {
+		if a.Kind == contract.ResponseAssertionKindExactText && a.PromptID != "" && a.PromptID != promptID {
+			continue
+		}
+		if len(want) < maxAssertions {
+			want = append(want, contract.AssertionOutcomeKind(a.Kind))
+		}
+	}
+	return want
 }
 
 // maxAssertions is how many assertion outcomes a request record holds (the contract's limit,
