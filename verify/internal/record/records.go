@@ -20,64 +20,68 @@ import (
 )
 
 // Record is one request record reduced to what the checks read; times are nanoseconds from the
-// campaign's monotonic epoch.
+// campaign's monotonic epoch. (Its flags are kept together after the numbers: Read holds a
+// Record per line, and scattered bools would pad it by about an eighth.)
 type Record struct {
 	Line         int // 0-based line in its file
 	CaseID       string
 	Concurrency  int64
 	Repetition   int64
 	Index        int64
-	Warmup       bool
 	PromptID     string
 	Sched        int64
 	Send, Header int64
 	End, Close   int64
-	HasSend      bool
-	HasHdr       bool
-	HasEnd       bool
-	HasClose     bool
 	Content      []int64 // arrival of each token event (content, reasoning or tool_call), in order
-	// Reasoned says a reasoning event came; FirstContent is the first answer event's arrival
-	// (content or tool_call) when HasFirstContent.
-	Reasoned        bool
-	FirstContent    int64
-	HasFirstContent bool
+	// FirstContent is the first answer event's arrival (content or tool_call) when
+	// HasFirstContent.
+	FirstContent int64
 	// FirstToolCall is the first tool_call event's arrival when HasFirstToolCall.
-	FirstToolCall    int64
-	HasFirstToolCall bool
+	FirstToolCall int64
 	// ToolCalls counts the record's tool_calls, ToolCallsValid those with valid true.
 	ToolCalls, ToolCallsValid int64
 	// Reasoning is usage.reasoning_tokens when HasReasoning.
 	Reasoning                      int64
-	HasReasoning                   bool
-	HasUsage                       bool
 	CompletionTokens, PromptTokens int64 // completion and prompt tokens
-	Failed                         bool  // error != null
 	ErrClass                       string
 	AssertFail                     int    // assertions with passed false
 	Output                         string // output digest, "" when null
 	// cached is cached_prompt_tokens when hasCached (records before it existed have none).
-	cached    int64
-	hasCached bool
-	Priming   bool // a warm row's priming request
+	cached int64
 	// corpusIndex and cycle place a measured request in the cycled corpus when hasCorpus
 	// (records before they existed have neither).
 	CorpusIndex, Cycle int64
-	HasCorpus          bool
 	// session is the record's session block (a session row's, check/rowcheck/session.go), sessionIndex
 	// its corpus_index (the session's position in the corpus); nil and 0 otherwise.
 	Session      *contract.SessionTurn
 	SessionIndex int64
 	// client is client_tokens when hasClient (clientN when hasClientN: its completion count).
-	Client     contract.ClientTokens
-	HasClient  bool
-	clientN    int64
-	hasClientN bool
+	Client  contract.ClientTokens
+	clientN int64
 	// Status is status_code when HasStatus, Seed is seed when HasSeed (null: neither), and
 	// Assertions are the kinds of the record's assertions, in order, one byte each (AssertionKinds).
-	Status, Seed       int64
-	HasStatus, HasSeed bool
-	Assertions         string
+	Status, Seed int64
+	Assertions   string
+
+	Warmup   bool
+	HasSend  bool
+	HasHdr   bool
+	HasEnd   bool
+	HasClose bool
+	// Reasoned says a reasoning event came.
+	Reasoned         bool
+	HasFirstContent  bool
+	HasFirstToolCall bool
+	HasReasoning     bool
+	HasUsage         bool
+	Failed           bool // error != null
+	hasCached        bool
+	Priming          bool // a warm row's priming request
+	HasCorpus        bool
+	HasClient        bool
+	hasClientN       bool
+	HasStatus        bool
+	HasSeed          bool
 }
 
 // Set is what reading one JSON Lines file of request records learned.
@@ -104,6 +108,7 @@ func Read(ctx context.Context, r io.Reader) (digest string, size int64, set *Set
 	set = &Set{}
 	interner := map[string]string{}
 	st := &parseState{interner: interner}
+	var recs chunks
 	for sc.Scan() {
 		if set.lines%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -131,8 +136,9 @@ func Read(ctx context.Context, r io.Reader) (digest string, size int64, set *Set
 			rec.PromptID = intern(interner, rec.PromptID)
 		}
 		rec.Line = i
-		set.Records = append(set.Records, rec)
+		recs.add(rec)
 	}
+	set.Records = recs.all()
 	if err := sc.Err(); err != nil {
 		if !errors.Is(err, bufio.ErrTooLong) {
 			return "", 0, nil, err
@@ -155,6 +161,37 @@ func internBytes(m map[string]string, b []byte) string {
 	s := string(b)
 	m[s] = s
 	return s
+}
+
+// chunks collects a file's records in chunks of doubling size, copied once into one slice of
+// their exact number at the end: append's growth (by a quarter, for a long slice) would copy a
+// file's records about four times over, and leave up to a quarter of the slice unused.
+type chunks struct {
+	full [][]Record
+	n    int
+	cur  []Record
+}
+
+func (c *chunks) add(r Record) {
+	if len(c.cur) == cap(c.cur) {
+		if c.cur != nil {
+			c.full = append(c.full, c.cur)
+		}
+		c.cur = make([]Record, 0, min(max(2*cap(c.cur), 16), 1<<14))
+	}
+	c.cur = append(c.cur, r)
+	c.n++
+}
+
+func (c *chunks) all() []Record {
+	if len(c.full) == 0 {
+		return c.cur
+	}
+	out := make([]Record, 0, c.n)
+	for _, f := range c.full {
+		out = append(out, f...)
+	}
+	return append(out, c.cur...)
 }
 
 func intern(m map[string]string, s string) string {
