@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -187,10 +188,16 @@ func TestReadKeepsEachRecord(t *testing.T) {
 	lines := realRecordLines(t)
 	noTokens := regexp.MustCompile(`"kind":"(content|reasoning|tool_call)"`).ReplaceAll(lines[1], []byte(`"kind":"other"`))
 	rejected := bytes.Replace(lines[1], []byte(`"total_tokens":`), []byte(`"total_tokens":1`), 1) // fails late, after its events
+	// More token events than an arena chunk's free space: appended beyond it.
+	ev := regexp.MustCompile(`\{"t_ns":[0-9]+,"kind":"content","bytes":[0-9]+\}`).Find(lines[1])
+	long := bytes.Replace(lines[1], ev, bytes.Join(slices.Repeat([][]byte{ev}, 2000), []byte(",")), 1)
 	var file [][]byte
 	for len(file) < 40000 {
 		file = append(file, lines...)
 		file = append(file, noTokens, rejected)
+		if len(file)%7 == 0 {
+			file = append(file, long)
+		}
 	}
 	_, _, set, err := record.Read(context.Background(), bytes.NewReader(bytes.Join(file, []byte("\n"))))
 	if err != nil {
@@ -218,6 +225,13 @@ func TestReadKeepsEachRecord(t *testing.T) {
 		if !reflect.DeepEqual(r, w) {
 			t.Fatalf("line %d: Read kept\n%+v\nthe strict decoder reads\n%+v", r.Line, r, w)
 		}
+	}
+	longest := 0
+	for _, r := range set.Records {
+		longest = max(longest, len(r.Content))
+	}
+	if longest < 2000 {
+		t.Fatalf("the longest record kept has %d token arrivals", longest)
 	}
 	if len(set.Records)+set.InvalidLines != len(file) {
 		t.Fatalf("%d records and %d invalid lines of %d", len(set.Records), set.InvalidLines, len(file))

@@ -351,9 +351,11 @@ func parse(b []byte, st *parseState) (Record, bool) {
 	switch n := len(r.Content); {
 	case n == 0:
 		r.Content = nil
-	case st != nil && n <= cap(st.arena): // in the arena (beyond it, append allocated)
+	case st != nil:
 		r.Content = r.Content[:n:n]
-		st.arena = st.arena[n:n]
+		if n <= cap(st.arena) { // in the arena (beyond it, append allocated)
+			st.arena = st.arena[n:n]
+		}
 	}
 	return r, true
 }
@@ -364,19 +366,23 @@ func parse(b []byte, st *parseState) (Record, bool) {
 type parseState struct {
 	interner map[string]string
 	arena    []int64 // free space: len 0, the chunk's rest as capacity
+	chunk    int     // the size of the arena's last chunk
 }
 
-// arenaChunk is how many token arrivals one arena allocation holds (512 KiB); a new one is
-// taken when fewer than arenaFree are left (a record with more allocates beyond it as append does).
+// An arena's chunks double from arenaFirst token arrivals (8 KiB: a file of a few records takes
+// no more) to arenaChunk (512 KiB); a new one is taken when fewer than arenaFree are left (a
+// record with more allocates beyond it, as append does).
 const (
+	arenaFirst = 1 << 10
 	arenaChunk = 64 << 10
-	arenaFree  = 1 << 10
+	arenaFree  = 1 << 8
 )
 
 // content is where a record's token arrivals are appended: the arena's free space.
 func (st *parseState) content() []int64 {
 	if cap(st.arena) < arenaFree {
-		st.arena = make([]int64, 0, arenaChunk)
+		st.chunk = min(max(2*st.chunk, arenaFirst), arenaChunk)
+		st.arena = make([]int64, 0, st.chunk)
 	}
 	return st.arena
 }
