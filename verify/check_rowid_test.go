@@ -47,7 +47,7 @@ func TestRowIdentityResealed(t *testing.T) {
 		{"a warmup closed after the first measured request", "c0001-r000.jsonl", func(l []map[string]any) {
 			l[0]["t_close_ns"] = json.Number("158400000")
 		}, "before the row's warmup requests ended", nil},
-		// The parts of a record Read does not reduce (record.Extra).
+		// A record's seed, status and assertion kinds.
 		{"a seed not the case's plus the index", "c0002-r000.jsonl", func(l []map[string]any) { l[1]["seed"] = json.Number("1236") }, "the case's sampling seed 1234 plus its index is 1235", nil},
 		{"a warmup's seed", "c0002-r000.jsonl", func(l []map[string]any) { l[0]["seed"] = nil }, "carries seed null", nil},
 		{"a success answered 503", "c0002-r000.jsonl", func(l []map[string]any) { l[2]["status_code"] = json.Number("503") }, "HTTP status 503", ErrRequestFailed},

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -176,5 +178,62 @@ func TestPercentileType7(t *testing.T) {
 		if got := record.Percentile(xs, q); !record.Within(got, want, Tolerance{Absolute: 1e-12, Relative: 0}) {
 			t.Errorf("p%v = %v, want %v (numpy linear)", q, got, want)
 		}
+	}
+}
+
+// TestReadKeepsEachRecord: Read's fast path (interning ids, carving token arrivals from an arena)
+// keeps every record of a long file as the strict decoder reads it: a rejected line between, a
+// record without token events and arena chunks filled and renewed leave no record changed.
+func TestReadKeepsEachRecord(t *testing.T) {
+	lines := realRecordLines(t)
+	noTokens := regexp.MustCompile(`"kind":"(content|reasoning|tool_call)"`).ReplaceAll(lines[1], []byte(`"kind":"other"`))
+	rejected := bytes.Replace(lines[1], []byte(`"total_tokens":`), []byte(`"total_tokens":1`), 1) // fails late, after its events
+	// More token events than an arena chunk's free space: appended beyond it.
+	ev := regexp.MustCompile(`\{"t_ns":[0-9]+,"kind":"content","bytes":[0-9]+\}`).Find(lines[1])
+	long := bytes.Replace(lines[1], ev, bytes.Join(slices.Repeat([][]byte{ev}, 2000), []byte(",")), 1)
+	var file [][]byte
+	for len(file) < 40000 {
+		file = append(file, lines...)
+		file = append(file, noTokens, rejected)
+		if len(file)%7 == 0 {
+			file = append(file, long)
+		}
+	}
+	_, _, set, err := record.Read(context.Background(), bytes.NewReader(bytes.Join(file, []byte("\n"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.InvalidLines == 0 {
+		t.Fatal("the rejected line was kept")
+	}
+	want := map[string]record.Record{}
+	for _, r := range set.Records {
+		l := file[r.Line]
+		w, ok := want[string(l)]
+		if !ok {
+			var doc contract.RequestRecordDoc
+			if err := jsonstrict.DecodeInto(l, &doc); err != nil {
+				t.Fatal(err)
+			}
+			w = record.FromDoc(&doc)
+			want[string(l)] = w
+		}
+		w.Line = r.Line
+		if cap(r.Content) != len(r.Content) {
+			t.Fatalf("line %d: token arrivals with room to append into the next record's (cap %d, len %d)", r.Line, cap(r.Content), len(r.Content))
+		}
+		if !reflect.DeepEqual(r, w) {
+			t.Fatalf("line %d: Read kept\n%+v\nthe strict decoder reads\n%+v", r.Line, r, w)
+		}
+	}
+	longest := 0
+	for _, r := range set.Records {
+		longest = max(longest, len(r.Content))
+	}
+	if longest < 2000 {
+		t.Fatalf("the longest record kept has %d token arrivals", longest)
+	}
+	if len(set.Records)+set.InvalidLines != len(file) {
+		t.Fatalf("%d records and %d invalid lines of %d", len(set.Records), set.InvalidLines, len(file))
 	}
 }

@@ -208,7 +208,7 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 			}
 		}
 		rowcheck.Judgement(c, path, base, fid, rf, tol)
-		rowcheck.RowIdentity(c, row, wc, recs, f.Extras)
+		rowcheck.RowIdentity(c, row, wc, recs)
 		if !rowcheck.Sessions(c, row, wc, seed(s), recs) {
 			rowcheck.Schedule(c, path, row, wc, seed(s), recs)
 			rowcheck.CorpusOrder(c, row, wc, seed(s), recs)

@@ -48,9 +48,6 @@ type File struct {
 	checked    schemas.Outcome // the check's outcome (its parsed tree), for decoding once
 	Raw        []byte          // kept for JSON contract files and corpora
 	Records    *record.Set     // request records
-	// Extras are the request records' lines' status, seed, assertion and event kinds, by line
-	// (record.Tap), for the checks Records does not carry.
-	Extras []record.Extra
 }
 
 // contractOfKind is the contract the files of an artifact kind carry (contract.Kinds):
@@ -586,8 +583,7 @@ func readFile(ctx context.Context, root *os.File, f *File) error {
 			return nil
 		}
 		defer fh.Close()
-		tap := record.NewTap(fh)
-		d, n, set, err := record.Read(ctx, tap)
+		d, n, set, err := record.Read(ctx, fh)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -596,7 +592,6 @@ func readFile(ctx context.Context, root *os.File, f *File) error {
 			return nil
 		}
 		f.Present, f.Digest, f.Size, f.Records, f.Contract = true, d, n, set, contract.RequestRecordSchema
-		f.Extras = tap.Extras()
 		return nil
 	case IsRunConfig(f):
 		// A campaign's effective-run-config.json: checked against its contract when it names one

@@ -20,59 +20,68 @@ import (
 )
 
 // Record is one request record reduced to what the checks read; times are nanoseconds from the
-// campaign's monotonic epoch.
+// campaign's monotonic epoch. (Its flags are kept together after the numbers: Read holds a
+// Record per line, and scattered bools would pad it by about an eighth.)
 type Record struct {
 	Line         int // 0-based line in its file
 	CaseID       string
 	Concurrency  int64
 	Repetition   int64
 	Index        int64
-	Warmup       bool
 	PromptID     string
 	Sched        int64
 	Send, Header int64
 	End, Close   int64
-	HasSend      bool
-	HasHdr       bool
-	HasEnd       bool
-	HasClose     bool
 	Content      []int64 // arrival of each token event (content, reasoning or tool_call), in order
-	// Reasoned says a reasoning event came; FirstContent is the first answer event's arrival
-	// (content or tool_call) when HasFirstContent.
-	Reasoned        bool
-	FirstContent    int64
-	HasFirstContent bool
+	// FirstContent is the first answer event's arrival (content or tool_call) when
+	// HasFirstContent.
+	FirstContent int64
 	// FirstToolCall is the first tool_call event's arrival when HasFirstToolCall.
-	FirstToolCall    int64
-	HasFirstToolCall bool
+	FirstToolCall int64
 	// ToolCalls counts the record's tool_calls, ToolCallsValid those with valid true.
 	ToolCalls, ToolCallsValid int64
 	// Reasoning is usage.reasoning_tokens when HasReasoning.
 	Reasoning                      int64
-	HasReasoning                   bool
-	HasUsage                       bool
 	CompletionTokens, PromptTokens int64 // completion and prompt tokens
-	Failed                         bool  // error != null
 	ErrClass                       string
 	AssertFail                     int    // assertions with passed false
 	Output                         string // output digest, "" when null
 	// cached is cached_prompt_tokens when hasCached (records before it existed have none).
-	cached    int64
-	hasCached bool
-	Priming   bool // a warm row's priming request
+	cached int64
 	// corpusIndex and cycle place a measured request in the cycled corpus when hasCorpus
 	// (records before they existed have neither).
 	CorpusIndex, Cycle int64
-	HasCorpus          bool
 	// session is the record's session block (a session row's, check/rowcheck/session.go), sessionIndex
 	// its corpus_index (the session's position in the corpus); nil and 0 otherwise.
 	Session      *contract.SessionTurn
 	SessionIndex int64
 	// client is client_tokens when hasClient (clientN when hasClientN: its completion count).
-	Client     contract.ClientTokens
-	HasClient  bool
-	clientN    int64
-	hasClientN bool
+	Client  contract.ClientTokens
+	clientN int64
+	// Status is status_code when HasStatus, Seed is seed when HasSeed (null: neither), and
+	// Assertions are the kinds of the record's assertions, in order, one byte each (AssertionKinds).
+	Status, Seed int64
+	Assertions   string
+
+	Warmup   bool
+	HasSend  bool
+	HasHdr   bool
+	HasEnd   bool
+	HasClose bool
+	// Reasoned says a reasoning event came.
+	Reasoned         bool
+	HasFirstContent  bool
+	HasFirstToolCall bool
+	HasReasoning     bool
+	HasUsage         bool
+	Failed           bool // error != null
+	hasCached        bool
+	Priming          bool // a warm row's priming request
+	HasCorpus        bool
+	HasClient        bool
+	hasClientN       bool
+	HasStatus        bool
+	HasSeed          bool
 }
 
 // Set is what reading one JSON Lines file of request records learned.
@@ -98,6 +107,8 @@ func Read(ctx context.Context, r io.Reader) (digest string, size int64, set *Set
 	sc.Buffer(make([]byte, 0, 1<<20), limits.MaxDocumentBytes+1)
 	set = &Set{}
 	interner := map[string]string{}
+	st := &parseState{interner: interner}
+	var recs chunks
 	for sc.Scan() {
 		if set.lines%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -111,7 +122,7 @@ func Read(ctx context.Context, r io.Reader) (digest string, size int64, set *Set
 			set.TooMany = true
 			break
 		}
-		rec, ok := Parse(line)
+		rec, ok := parse(line, st)
 		if !ok {
 			var good bool
 			rec, good, err = slowRecord(line, i, set)
@@ -121,12 +132,13 @@ func Read(ctx context.Context, r io.Reader) (digest string, size int64, set *Set
 			if !good {
 				continue
 			}
+			rec.CaseID = intern(interner, rec.CaseID)
+			rec.PromptID = intern(interner, rec.PromptID)
 		}
 		rec.Line = i
-		rec.CaseID = intern(interner, rec.CaseID)
-		rec.PromptID = intern(interner, rec.PromptID)
-		set.Records = append(set.Records, rec)
+		recs.add(rec)
 	}
+	set.Records = recs.all()
 	if err := sc.Err(); err != nil {
 		if !errors.Is(err, bufio.ErrTooLong) {
 			return "", 0, nil, err
@@ -139,6 +151,47 @@ func Read(ctx context.Context, r io.Reader) (digest string, size int64, set *Set
 		return "", 0, nil, err
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), cr.n, set, nil
+}
+
+// internBytes is intern for a string still in bytes: no allocation when m holds it.
+func internBytes(m map[string]string, b []byte) string {
+	if v, ok := m[string(b)]; ok {
+		return v
+	}
+	s := string(b)
+	m[s] = s
+	return s
+}
+
+// chunks collects a file's records in chunks of doubling size, copied once into one slice of
+// their exact number at the end: append's growth (by a quarter, for a long slice) would copy a
+// file's records about four times over, and leave up to a quarter of the slice unused.
+type chunks struct {
+	full [][]Record
+	n    int
+	cur  []Record
+}
+
+func (c *chunks) add(r Record) {
+	if len(c.cur) == cap(c.cur) {
+		if c.cur != nil {
+			c.full = append(c.full, c.cur)
+		}
+		c.cur = make([]Record, 0, min(max(2*cap(c.cur), 16), 1<<14))
+	}
+	c.cur = append(c.cur, r)
+	c.n++
+}
+
+func (c *chunks) all() []Record {
+	if len(c.full) == 0 {
+		return c.cur
+	}
+	out := make([]Record, 0, c.n)
+	for _, f := range c.full {
+		out = append(out, f...)
+	}
+	return append(out, c.cur...)
 }
 
 func intern(m map[string]string, s string) string {
@@ -208,10 +261,19 @@ func FromDoc(d *contract.RequestRecordDoc) Record {
 	if d.Error != nil {
 		r.ErrClass = string(d.Error.Class)
 	}
-	for _, a := range d.Assertions {
+	kinds := make([]contract.AssertionOutcomeKind, len(d.Assertions))
+	for i, a := range d.Assertions {
 		if !a.Passed {
 			r.AssertFail++
 		}
+		kinds[i] = a.Kind
+	}
+	r.Assertions = AssertionKinds(kinds)
+	if d.StatusCode != nil {
+		r.Status, r.HasStatus = *d.StatusCode, true
+	}
+	if d.Seed != nil {
+		r.Seed, r.HasSeed = *d.Seed, true
 	}
 	if d.OutputDigest != nil {
 		r.Output = *d.OutputDigest
@@ -269,8 +331,11 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // everything schemas.CheckDocument checks for a qualkit.request-record.v1: closed objects, every
 // required member exactly once, types, enums, patterns, ranges, lengths and the semantic rules.
 // It returns false for anything else; the caller then asks CheckDocument.
-func Parse(b []byte) (Record, bool) {
-	p := lineParser{b: b}
+func Parse(b []byte) (Record, bool) { return parse(b, nil) }
+
+// parse is Parse with the state Read keeps across the lines of a file (nil: none).
+func parse(b []byte, st *parseState) (Record, bool) {
+	p := lineParser{b: b, st: st}
 	var r Record
 	if len(b) > limits.MaxDocumentBytes {
 		return r, false
@@ -283,12 +348,57 @@ func Parse(b []byte) (Record, bool) {
 	if p.i != len(p.b) {
 		return Record{}, false
 	}
+	switch n := len(r.Content); {
+	case n == 0:
+		r.Content = nil
+	case st != nil:
+		r.Content = r.Content[:n:n]
+		if n <= cap(st.arena) { // in the arena (beyond it, append allocated)
+			st.arena = st.arena[n:n]
+		}
+	}
 	return r, true
 }
 
+// parseState is what Read's fast path keeps across the lines of a file, to read them with fewer
+// allocations: the case and prompt ids already seen, and an arena the records' token arrivals
+// are carved from (a record's Content is a full slice of it: an append copies it out).
+type parseState struct {
+	interner map[string]string
+	arena    []int64 // free space: len 0, the chunk's rest as capacity
+	chunk    int     // the size of the arena's last chunk
+}
+
+// An arena's chunks double from arenaFirst token arrivals (8 KiB: a file of a few records takes
+// no more) to arenaChunk (512 KiB); a new one is taken when fewer than arenaFree are left (a
+// record with more allocates beyond it, as append does).
+const (
+	arenaFirst = 1 << 10
+	arenaChunk = 64 << 10
+	arenaFree  = 1 << 8
+)
+
+// content is where a record's token arrivals are appended: the arena's free space.
+func (st *parseState) content() []int64 {
+	if cap(st.arena) < arenaFree {
+		st.chunk = min(max(2*st.chunk, arenaFirst), arenaChunk)
+		st.arena = make([]int64, 0, st.chunk)
+	}
+	return st.arena
+}
+
 type lineParser struct {
-	b []byte
-	i int
+	b  []byte
+	i  int
+	st *parseState // nil: none (Parse)
+}
+
+// id reads a case or prompt id into a string, interned when the parser has a state.
+func (p *lineParser) id(v []byte) string {
+	if p.st == nil {
+		return string(v)
+	}
+	return internBytes(p.st.interner, v)
 }
 
 func (p *lineParser) ws() {
@@ -531,7 +641,10 @@ func (p *lineParser) record(r *Record) bool {
 			return s.first(fSchema) && ok && string(v) == contract.RequestRecordSchema
 		case "case_id":
 			v, ok := p.str()
-			r.CaseID = string(v)
+			if !ok || !isPortableID(v) {
+				return false
+			}
+			r.CaseID = p.id(v)
 			return s.first(fCaseID) && ok && isPortableID(v)
 		case "row":
 			var rs seen
@@ -559,7 +672,10 @@ func (p *lineParser) record(r *Record) bool {
 			return s.first(fWarmup) && ok
 		case "prompt_id":
 			v, ok := p.str()
-			r.PromptID = string(v)
+			if !ok || !isPortableID(v) {
+				return false
+			}
+			r.PromptID = p.id(v)
 			return s.first(fPromptID) && ok && isPortableID(v)
 		case "corpus_index":
 			v, ok := p.uint()
@@ -603,7 +719,8 @@ func (p *lineParser) record(r *Record) bool {
 			})
 			return s.first(fToolCalls) && ok
 		case "seed":
-			v, _, ok := p.optUint()
+			v, has, ok := p.optUint()
+			r.Seed, r.HasSeed = v, has
 			return s.first(fSeed) && ok && v <= maxSafeInteger
 		case "body_digest":
 			v, ok := p.str()
@@ -629,6 +746,9 @@ func (p *lineParser) record(r *Record) bool {
 			r.Close, r.HasClose = v, has
 			return s.first(fTClose) && ok
 		case "events":
+			if p.st != nil && r.Content == nil {
+				r.Content = p.st.content()
+			}
 			ok := p.array(int(recordLimits.eventsMax), func() bool {
 				var es seen
 				var t int64
@@ -659,6 +779,7 @@ func (p *lineParser) record(r *Record) bool {
 			return s.first(fEvents) && ok
 		case "status_code":
 			v, has, ok := p.optUint()
+			r.Status, r.HasStatus = v, has
 			return s.first(fStatus) && ok && (!has || v >= recordLimits.statusMin && v <= recordLimits.statusMax)
 		case "usage": // not a contract value: the record's member name
 			if !s.first(fUsage) {
@@ -705,13 +826,21 @@ func (p *lineParser) record(r *Record) bool {
 			r.Output = string(v)
 			return ok && IsDigest(v)
 		case "assertions":
+			var kinds [maxKindBytes]byte
+			n := 0
 			ok := p.array(int(recordLimits.assertionsMax), func() bool {
 				var as seen
 				ok := p.object(func(k []byte) bool {
 					switch string(k) {
 					case "kind":
 						v, ok := p.str()
-						return as.first(0) && ok && contract.AssertionOutcomeKind(v).Valid()
+						j := assertionKindIndex(v)
+						if j < 0 || n == len(kinds) {
+							return false
+						}
+						kinds[n] = byte(j)
+						n++
+						return as.first(0) && ok
 					case "passed": // not a contract value: the assertion's member name
 						v, ok := p.boolean()
 						if !v {
@@ -732,6 +861,7 @@ func (p *lineParser) record(r *Record) bool {
 				})
 				return ok && as == 7
 			})
+			r.Assertions = string(kinds[:n])
 			return s.first(fAssertions) && ok
 		case "error":
 			if !s.first(fError) {

@@ -18,11 +18,11 @@ import (
 // indexes 0..n-1. Warmups and priming run to completion before the
 // first measured request is scheduled, and the warmups before the first priming request. On
 // 38f126b a re-signed record with another index or a warmup with another prompt id verified.
-func RowIdentity(c *finding.Collector, row contract.Row, wc *contract.Case, recs []*record.Record, extras []record.Extra) {
+func RowIdentity(c *finding.Collector, row contract.Row, wc *contract.Case, recs []*record.Record) {
 	if len(recs) == 0 {
 		return
 	}
-	requestExtras(c, row, wc, recs, extras)
+	requestExtras(c, row, wc, recs)
 	path := row.Records.Path
 	sorted := slices.Clone(recs)
 	slices.SortStableFunc(sorted, func(a, b *record.Record) int { return CmpInt(a.Index, b.Index) })
@@ -95,58 +95,77 @@ var phaseName = [3]string{"warmup", "priming", "measured"}
 // (runner/load requestSeed), an integer every JSON reader holds exactly.
 const seedLimit = 1 << 53
 
-// requestExtras checks what each record says of its request beyond its times and tokens (the
-// record.Extra of its line): its sampling seed is the case's seed plus its index (mod 2^53; null
+// requestExtras checks what each record says of its request beyond its times and tokens (its
+// status, seed and assertion kinds): its sampling seed is the case's seed plus its index (mod 2^53; null
 // when the case declares none), a success answered 2xx (the runner fails any other answer:
 // http_status), and its assertions are the case's declared response assertions in order
 // (an exact_text one only for its prompt), for a measured request that succeeded or failed an
 // assertion, and none for a warmup or any other failure. On 38f126b a re-signed seed, status
 // or assertion list verified.
-func requestExtras(c *finding.Collector, row contract.Row, wc *contract.Case, recs []*record.Record, extras []record.Extra) {
+func requestExtras(c *finding.Collector, row contract.Row, wc *contract.Case, recs []*record.Record) {
 	path := row.Records.Path
 	var declared []contract.OutputAssertion
 	if wc != nil {
 		declared = wc.OutputAssertions
 	}
+	// The kinds a measured request carries are the same for every request unless an exact_text
+	// assertion names a prompt: then they are found per request.
+	perPrompt := false
+	for _, a := range declared {
+		perPrompt = perPrompt || a.Kind == contract.ResponseAssertionKindExactText && a.PromptID != ""
+	}
+	common := declaredKinds(declared, "")
+	commonKinds := record.AssertionKinds(common)
 	for _, r := range recs {
-		if r.Line >= len(extras) || !extras[r.Line].OK {
-			continue // a line Read accepted but the tap could not read: nothing more is known
-		}
-		e := extras[r.Line]
 		if wc != nil {
 			switch sp := wc.Sampling; {
-			case (sp == nil || sp.Seed == nil) && e.HasSeed:
-				c.Add(path, finding.Pointer(r.Line, "seed"), reason.ErrRowMismatch, "request %d carries seed %d, the case declares no sampling seed", r.Index, e.Seed)
+			case (sp == nil || sp.Seed == nil) && r.HasSeed:
+				c.Add(path, finding.Pointer(r.Line, "seed"), reason.ErrRowMismatch, "request %d carries seed %d, the case declares no sampling seed", r.Index, r.Seed)
 			case sp != nil && sp.Seed != nil:
 				want := int64((uint64(*sp.Seed) + uint64(r.Index)) % seedLimit)
-				if !e.HasSeed || e.Seed != want {
-					c.Add(path, finding.Pointer(r.Line, "seed"), reason.ErrRowMismatch, "request %d carries seed %s, the case's sampling seed %d plus its index is %d", r.Index, optInt(e.Seed, e.HasSeed), *sp.Seed, want)
+				if !r.HasSeed || r.Seed != want {
+					c.Add(path, finding.Pointer(r.Line, "seed"), reason.ErrRowMismatch, "request %d carries seed %s, the case's sampling seed %d plus its index is %d", r.Index, optInt(r.Seed, r.HasSeed), *sp.Seed, want)
 				}
 			}
 		}
 		if !r.Failed {
-			if !e.HasStatus || e.Status < 200 || e.Status > 299 {
-				c.Add(path, finding.Pointer(r.Line, "status_code"), reason.ErrRequestFailed, "request %d is recorded as a success with HTTP status %s: the runner fails any answer but 2xx (http_status)", r.Index, optInt(e.Status, e.HasStatus))
+			if !r.HasStatus || r.Status < 200 || r.Status > 299 {
+				c.Add(path, finding.Pointer(r.Line, "status_code"), reason.ErrRequestFailed, "request %d is recorded as a success with HTTP status %s: the runner fails any answer but 2xx (http_status)", r.Index, optInt(r.Status, r.HasStatus))
 			}
 		}
 		if wc == nil {
 			continue
 		}
 		var want []contract.AssertionOutcomeKind
-		if !r.Warmup && (!r.Failed || r.ErrClass == string(contract.ErrorClassAssertion)) {
-			for _, a := range declared {
-				if a.Kind == contract.ResponseAssertionKindExactText && a.PromptID != "" && a.PromptID != r.PromptID {
-					continue
-				}
-				if len(want) < maxAssertions {
-					want = append(want, contract.AssertionOutcomeKind(a.Kind))
-				}
-			}
+		var w string
+		switch {
+		case r.Warmup || r.Failed && r.ErrClass != string(contract.ErrorClassAssertion):
+		case perPrompt:
+			want = declaredKinds(declared, r.PromptID)
+			w = record.AssertionKinds(want)
+		default:
+			want, w = common, commonKinds
 		}
-		if w := record.AssertionKinds(want); e.Assertions != w {
-			c.Add(path, finding.Pointer(r.Line, "assertions"), reason.ErrRowMismatch, "request %d records %d assertions, the case's declared assertions give it %d %v", r.Index, len(e.Assertions), len(want), want)
+		if r.Assertions != w {
+			c.Add(path, finding.Pointer(r.Line, "assertions"), reason.ErrRowMismatch, "request %d records %d assertions, the case's declared assertions give it %d %v", r.Index, len(r.Assertions), len(want), want)
 		}
 	}
+}
+
+// declaredKinds are the kinds of the assertion outcomes a measured request of prompt promptID
+// carries: the case's declared response assertions in order, an exact_text one only for its
+// prompt, at most maxAssertions.
+func declaredKinds(declared []contract.OutputAssertion, promptID string) []contract.AssertionOutcomeKind {
+	var want []contract.AssertionOutcomeKind
+	for _, a := range declared {
+		if a.Kind == contract.ResponseAssertionKindExactText && a.PromptID != "" && a.PromptID != promptID {
+			continue
+		}
+		if len(want) < maxAssertions {
+			want = append(want, contract.AssertionOutcomeKind(a.Kind))
+		}
+	}
+	return want
 }
 
 // maxAssertions is how many assertion outcomes a request record holds (the contract's limit,
