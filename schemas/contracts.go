@@ -123,10 +123,13 @@ type compiledSchema struct {
 
 // schemaOf returns the compiled schema of the named contract.
 func schemaOf(name string) (*jsonschema.Schema, error) {
-	if !slices.ContainsFunc(Contracts(), func(c Contract) bool { return c.Name == name }) {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownContract, name)
+	v, ok := compiledSchemas.Load(name)
+	if !ok {
+		if !slices.ContainsFunc(Contracts(), func(c Contract) bool { return c.Name == name }) {
+			return nil, fmt.Errorf("%w: %s", ErrUnknownContract, name)
+		}
+		v, _ = compiledSchemas.LoadOrStore(name, &compiledSchema{})
 	}
-	v, _ := compiledSchemas.LoadOrStore(name, &compiledSchema{})
 	cs := v.(*compiledSchema)
 	cs.once.Do(func() { cs.schema, cs.err = compile(contractFor(name)) })
 	return cs.schema, cs.err
