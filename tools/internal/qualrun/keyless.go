@@ -6,58 +6,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/qualkit/qualkit/attest"
 	"github.com/qualkit/qualkit/attest/keyless"
 	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
+	"github.com/qualkit/qualkit/tools/internal/signflags"
 	"github.com/urfave/cli/v2"
 )
 
 // keylessFlags choose how a receipt is signed: with --key, or keylessly (Sigstore: an OIDC
 // identity token, a Fulcio certificate, a Rekor entry, an optional RFC 3161 timestamp).
 func keylessFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "sign", Usage: "`MODE`: key (with --key) or keyless (Sigstore: OIDC token, Fulcio certificate, Rekor entry; docs/signing.md)"},
-		&cli.StringFlag{Name: "identity-token", Usage: "keyless: read the OIDC identity token from `FILE` (default: $SIGSTORE_ID_TOKEN, then GitHub Actions' ACTIONS_ID_TOKEN_REQUEST_URL/TOKEN)"},
-		&cli.StringFlag{Name: "fulcio-url", Value: keyless.PublicFulcioURL, Usage: "keyless: the Fulcio certificate authority `URL`"},
-		&cli.StringFlag{Name: "rekor-url", Value: keyless.PublicRekorURL, Usage: "keyless: the Rekor transparency log `URL`"},
-		&cli.StringFlag{Name: "tsa-url", Usage: "keyless: also get an RFC 3161 timestamp from this `URL` (e.g. " + keyless.PublicTSAURL + ")"},
-		&cli.StringFlag{Name: "trusted-root", Usage: "keyless: check the new bundle offline against this trusted_root.json `FILE` before writing it"},
-	}
+	return append(signflags.Flags("key (with --key)"),
+		&cli.StringFlag{Name: "trusted-root", Usage: "keyless: check the new bundle offline against this trusted_root.json `FILE` before writing it"})
 }
 
 // keylessOptions returns the keyless options when --sign keyless, nil otherwise.
 func keylessOptions(c *cli.Context) (*keyless.Options, error) {
-	switch c.String("sign") {
-	case "", "key":
-		for _, f := range []string{"identity-token", "tsa-url", "trusted-root"} {
-			if c.IsSet(f) {
-				return nil, fmt.Errorf("%w: --%s needs --sign keyless", exitcode.ErrUsage, f)
-			}
-		}
-		return nil, nil
-	case "keyless":
-	default:
-		return nil, fmt.Errorf("%w: --sign %q: key or keyless", exitcode.ErrUsage, c.String("sign"))
-	}
-	if c.String("key") != "" {
-		return nil, fmt.Errorf("%w: --sign keyless signs without --key", exitcode.ErrUsage)
-	}
-	tok, err := keyless.Token(c.Context, c.String("identity-token"), os.Getenv)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
-	}
-	o := &keyless.Options{IDToken: tok, FulcioURL: c.String("fulcio-url"), RekorURL: c.String("rekor-url"), TSAURL: c.String("tsa-url"), Timeout: 30 * time.Second}
-	if p := c.String("trusted-root"); p != "" {
-		if o.Verify.TrustedRoot, err = keyless.LoadTrustedRoot(p); err != nil {
-			return nil, fmt.Errorf("%w: --trusted-root: %v", exitcode.ErrUsage, err)
-		}
-	}
-	return o, nil
+	return signflags.Keyless(c, []string{"identity-token", "tsa-url", "trusted-root"}, []string{"key"})
 }
 
 type keylessSummary struct {

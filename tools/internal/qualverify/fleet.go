@@ -101,7 +101,10 @@ func fleetCommand() *cli.Command {
 				// A manifest signed keylessly has its bundle beside it; --manifest-key asks for a
 				// key's signature instead.
 				if _, err := os.Lstat(fleetBundlePath(check)); err == nil && !c.IsSet("manifest-key") {
-					m, signer, err := checkFleetKeyless(check, c.Float64("outlier-k"), policy.Keyless, plan, rs, c.App.Writer, c.App.ErrWriter)
+					if policy.Keyless == nil {
+						return keylessPolicyMissing(check)
+					}
+					m, signer, err := checkFleet(check, c.Float64("outlier-k"), byBundle(check, policy.Keyless), plan, rs, c.App.Writer, c.App.ErrWriter)
 					if err != nil {
 						return err
 					}
@@ -121,7 +124,7 @@ func fleetCommand() *cli.Command {
 						keys = append(keys, k)
 					}
 				}
-				m, signer, err := checkFleet(check, c.Float64("outlier-k"), keys, plan, rs, c.App.Writer, c.App.ErrWriter)
+				m, signer, err := checkFleet(check, c.Float64("outlier-k"), byKeys(check, keys), plan, rs, c.App.Writer, c.App.ErrWriter)
 				if err != nil {
 					return err
 				}
@@ -322,22 +325,34 @@ func printFleetEntries(w io.Writer, m *contract.FleetManifestDoc, passed bool) {
 	}
 }
 
+// manifestSignature checks a manifest's signature over raw and compares it with recomputed: the
+// signer (a key's fingerprint or an identity), every problem, or an error when the manifest could
+// not be read as one.
+type manifestSignature func(raw []byte, name string, recomputed *contract.FleetManifestDoc) (signer string, problems []error, err error)
+
+// byKeys checks a manifest's DSSE envelope against pinned keys.
+func byKeys(path string, keys []crypto.PublicKey) manifestSignature {
+	return func(raw []byte, name string, recomputed *contract.FleetManifestDoc) (string, []error, error) {
+		env, err := evidence.ReadFileLimited(fleetEnvelopePath(path), verify.MaxAttestationBytes)
+		if err != nil {
+			return "", nil, fmt.Errorf("the manifest's envelope: %v", err)
+		}
+		return verify.CheckFleetManifest(raw, env, name, keys, recomputed)
+	}
+}
+
 // checkFleet checks the signed manifest at path against the plan and the verified receipts,
-// printing each problem; it returns the manifest as recomputed and the signer's fingerprint.
-func checkFleet(path string, k float64, keys []crypto.PublicKey, plan *verify.FleetPlan, rs []verify.FleetReceipt, w, ew io.Writer) (*contract.FleetManifestDoc, string, error) {
+// printing each problem; it returns the manifest as recomputed and the signer.
+func checkFleet(path string, k float64, sig manifestSignature, plan *verify.FleetPlan, rs []verify.FleetReceipt, w, ew io.Writer) (*contract.FleetManifestDoc, string, error) {
 	raw, err := evidence.ReadFileLimited(path, verify.MaxFleetManifestBytes)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", exitcode.ErrUsage, err)
-	}
-	env, err := evidence.ReadFileLimited(fleetEnvelopePath(path), verify.MaxAttestationBytes)
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: the manifest's envelope: %v", exitcode.ErrRejected, err)
 	}
 	// The rule's k is the checker's declared k (--outlier-k, 3.5 by default), never the
 	// manifest's own: a manifest whose k was edited differs in outlier_rule even when its outliers
 	// do not change.
 	recomputed := verify.BuildFleetManifest(plan, rs, k, "", "")
-	signer, problems, err := verify.CheckFleetManifest(raw, env, filepath.Base(path), keys, recomputed)
+	signer, problems, err := sig(raw, filepath.Base(path), recomputed)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", exitcode.ErrRejected, err)
 	}
@@ -408,13 +423,14 @@ func fleetReport(c *cli.Context, manifest string) (err error) {
 	if err != nil {
 		return err
 	}
-	check := checkFleet
+	sig := byKeys(manifest, policy.Keys)
 	if _, err := os.Lstat(fleetBundlePath(manifest)); err == nil {
-		check = func(path string, k float64, _ []crypto.PublicKey, plan *verify.FleetPlan, rs []verify.FleetReceipt, w, ew io.Writer) (*contract.FleetManifestDoc, string, error) {
-			return checkFleetKeyless(path, k, policy.Keyless, plan, rs, w, ew)
+		if policy.Keyless == nil {
+			return keylessPolicyMissing(manifest)
 		}
+		sig = byBundle(manifest, policy.Keyless)
 	}
-	m, signer, err := check(manifest, metric.DefaultOutlierK, policy.Keys, plan, rs, c.App.ErrWriter, c.App.ErrWriter)
+	m, signer, err := checkFleet(manifest, metric.DefaultOutlierK, sig, plan, rs, c.App.ErrWriter, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
