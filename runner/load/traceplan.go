@@ -274,12 +274,18 @@ func ResolveTrace(ctx context.Context, corpus contract.Corpus, repoRoot string) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, corpus.Path, err)
 	}
+	return tp.withPromptSet(ctx, corpus.Path)
+}
+
+// withPromptSet hashes the plan's prompt set once, now (a resolved plan's set is part of its
+// identity), honouring ctx; path names the trace in errors.
+func (tp *TracePlan) withPromptSet(ctx context.Context, path string) (*TracePlan, error) {
 	set, err := tp.hashPromptSet(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %s: prompt set: %w", ErrCorpus, corpus.Path, err)
+		return nil, fmt.Errorf("%w: %s: prompt set: %w", ErrCorpus, path, err)
 	}
 	tp.promptSetOnce.Do(func() { tp.promptSet = set })
 	return tp, nil

@@ -96,15 +96,7 @@ func ResolveTokenTrace(ctx context.Context, corpus contract.Corpus, repoRoot str
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorpus, corpus.Path, err)
 	}
-	set, err := tp.hashPromptSet(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("%w: %s: prompt set: %w", ErrCorpus, corpus.Path, err)
-	}
-	tp.promptSetOnce.Do(func() { tp.promptSet = set })
-	return tp, nil
+	return tp.withPromptSet(ctx, corpus.Path)
 }
 
 // PlanTokenTrace synthesises entries as TraceTokenPrompts does (the same prompts, checks and
