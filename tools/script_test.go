@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -235,11 +234,15 @@ func scriptParams(t *testing.T) testscript.Params {
 			if cond == "cgroupcpu" {
 				return cgroupCPU(), nil
 			}
-			// [idlehost]: the 1-minute load average is below the CPU count, or
-			// QUALKIT_TEST_ASSUME_IDLE=1 (the repeated measurement of docs/performance.md
-			// "Fidelity verdicts"): a faithful verdict is a claim about an idle host.
+			// [idlehost]: QUALKIT_TEST_ASSUME_IDLE=1, set by whoever runs the repeated measurement
+			// of docs/performance.md "Fidelity verdicts" on a host they keep idle. A faithful
+			// verdict is a claim about an idle host and a statistical one (19 of 20 runs of the
+			// Poisson row on the idle 2-core host, 9 of 10 of the gamma row, 0 of 10 of the
+			// Mooncake bursts with the server on the same cores), so it is never inferred from a
+			// load average: a make test whose load dipped below the CPU count ran these and failed
+			// a run in 20, in 10, or every time.
 			if cond == "idlehost" {
-				return os.Getenv("QUALKIT_TEST_ASSUME_IDLE") == "1" || idleHost(), nil
+				return os.Getenv("QUALKIT_TEST_ASSUME_IDLE") == "1", nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
@@ -261,20 +264,6 @@ func scriptParams(t *testing.T) testscript.Params {
 			"asuser":      cmdAsUser,
 		},
 	}
-}
-
-// idleHost reports whether the 1-minute load average is below the number of CPUs.
-func idleHost() bool {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return false
-	}
-	load, err := strconv.ParseFloat(f[0], 64)
-	return err == nil && load < float64(runtime.NumCPU())
 }
 
 // cgroupCPU reports whether a cgroup with a CPU limit can be made here (a probe is made and

@@ -417,7 +417,7 @@ func FidelityHint(cause string) string {
 	case CauseStarvedClient:
 		return "run qualrun on an idle host or give it a core of its own; the row measured the client, not the server"
 	case CauseBurstSerialisation:
-		return "the schedule's bursts need faster sends than this host gave: run on an idle host, or slow the trace (time_scale)"
+		return "the schedule's bursts need faster sends than this host gave: run on an idle host, give qualrun a core the server does not use (taskset), or slow the trace (time_scale)"
 	case CauseConnectionWait:
 		return "give the client at least as many connections as the case's concurrency"
 	case CauseServerSaturation:
