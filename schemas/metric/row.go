@@ -287,6 +287,16 @@ type Samples struct {
 // SamplesOf applies the per-request formulas to a row's measured requests.
 func SamplesOf(measured []Request) Samples {
 	var sm Samples
+	// The inter-chunk gaps are most of a row's samples (one per streamed chunk): sized once, not
+	// grown by append (which, over the verifier's calls for a 100,000-record receipt, allocated
+	// 380 MB to hold about 25 MB).
+	gaps := 0
+	for i := range measured {
+		if r := &measured[i]; r.OK() && len(r.Content) >= 2 {
+			gaps += len(r.Content) - 1
+		}
+	}
+	sm.ICLMs = make([]float64, 0, gaps)
 	counted, uncounted := false, false
 	for i := range measured {
 		r := &measured[i]
