@@ -24,10 +24,7 @@ func Escape(s string) string { return escape(s, false) }
 func EscapeDocument(s string) string { return escape(s, true) }
 
 func escape(s string, keepLayout bool) string {
-	i := firstUnsafe(s)
-	if keepLayout {
-		i = firstUnsafeDocument(s)
-	}
+	i := firstUnsafe(s, keepLayout)
 	if i < 0 {
 		return s
 	}
@@ -39,7 +36,7 @@ func escape(s string, keepLayout bool) string {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case keepLayout && (r == '\n' || r == '\r' || r == '\t'):
+		case keepLayout && layout(r):
 			b.WriteRune(r)
 		case r == '\n':
 			b.WriteString(`\n`)
@@ -72,20 +69,14 @@ func Unsafe(r rune) bool {
 	return false
 }
 
-// firstUnsafe is the byte offset of the first unsafe rune or invalid byte of s, or -1.
-func firstUnsafe(s string) int {
-	for i, r := range s {
-		if Unsafe(r) || (r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD")) {
-			return i
-		}
-	}
-	return -1
-}
+// layout reports whether r is a line feed, carriage return or tab (a document's own layout).
+func layout(r rune) bool { return r == '\n' || r == '\r' || r == '\t' }
 
-// firstUnsafeDocument is firstUnsafe keeping line feeds, carriage returns and tabs.
-func firstUnsafeDocument(s string) int {
+// firstUnsafe is the byte offset of the first unsafe rune or invalid byte of s, or -1; with
+// keepLayout, line feeds, carriage returns and tabs are not unsafe.
+func firstUnsafe(s string, keepLayout bool) int {
 	for i, r := range s {
-		if r == '\n' || r == '\r' || r == '\t' {
+		if keepLayout && layout(r) {
 			continue
 		}
 		if Unsafe(r) || (r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD")) {
