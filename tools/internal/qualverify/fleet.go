@@ -98,21 +98,6 @@ func fleetCommand() *cli.Command {
 				return err
 			}
 			if check != "" {
-				// A manifest signed keylessly has its bundle beside it; --manifest-key asks for a
-				// key's signature instead.
-				if _, err := os.Lstat(fleetBundlePath(check)); err == nil && !c.IsSet("manifest-key") {
-					if policy.Keyless == nil {
-						return keylessPolicyMissing(check)
-					}
-					m, signer, err := checkFleet(check, c.Float64("outlier-k"), byBundle(check, policy.Keyless), plan, rs, c.App.Writer, c.App.ErrWriter)
-					if err != nil {
-						return err
-					}
-					if out := c.String("report"); out != "" {
-						return writeFleetPage(out, m, signer, rs)
-					}
-					return nil
-				}
 				keys := policy.Keys
 				if files := c.StringSlice("manifest-key"); len(files) > 0 {
 					keys = nil
@@ -124,7 +109,11 @@ func fleetCommand() *cli.Command {
 						keys = append(keys, k)
 					}
 				}
-				m, signer, err := checkFleet(check, c.Float64("outlier-k"), byKeys(check, keys), plan, rs, c.App.Writer, c.App.ErrWriter)
+				sig, err := manifestCheck(check, keys, policy.Keyless, c.IsSet("manifest-key"))
+				if err != nil {
+					return err
+				}
+				m, signer, err := checkFleet(check, c.Float64("outlier-k"), sig, plan, rs, c.App.Writer, c.App.ErrWriter)
 				if err != nil {
 					return err
 				}
@@ -423,12 +412,9 @@ func fleetReport(c *cli.Context, manifest string) (err error) {
 	if err != nil {
 		return err
 	}
-	sig := byKeys(manifest, policy.Keys)
-	if _, err := os.Lstat(fleetBundlePath(manifest)); err == nil {
-		if policy.Keyless == nil {
-			return keylessPolicyMissing(manifest)
-		}
-		sig = byBundle(manifest, policy.Keyless)
+	sig, err := manifestCheck(manifest, policy.Keys, policy.Keyless, false)
+	if err != nil {
+		return err
 	}
 	m, signer, err := checkFleet(manifest, metric.DefaultOutlierK, sig, plan, rs, c.App.ErrWriter, c.App.ErrWriter)
 	if err != nil {

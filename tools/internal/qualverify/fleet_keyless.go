@@ -2,7 +2,9 @@ package qualverify
 
 import (
 	"context"
+	"crypto"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/qualkit/qualkit/attest"
@@ -59,9 +61,17 @@ func fleetBundlePath(manifest string) string {
 	return strings.TrimSuffix(manifest, ".json") + attestfmt.BundleSuffix
 }
 
-// keylessPolicyMissing tells a checker of a keylessly signed manifest what to give.
-func keylessPolicyMissing(path string) error {
-	return fmt.Errorf("%w: %s is signed keylessly (%s): give --trusted-root and the identity policy (--certificate-identity[-regexp], --certificate-oidc-issuer[-regexp]), or --manifest-key for a manifest signed with a key", exitcode.ErrUsage, path, fleetBundlePath(path))
+// manifestCheck chooses how the manifest at path is checked: a manifest signed keylessly has its
+// bundle beside it and is checked under the identity policy kl, unless keyed (--manifest-key) asks
+// for a key's signature; any other against keys.
+func manifestCheck(path string, keys []crypto.PublicKey, kl verify.KeylessVerifier, keyed bool) (manifestSignature, error) {
+	if _, err := os.Lstat(fleetBundlePath(path)); err != nil || keyed {
+		return byKeys(path, keys), nil
+	}
+	if kl == nil {
+		return nil, fmt.Errorf("%w: %s is signed keylessly (%s): give --trusted-root and the identity policy (--certificate-identity[-regexp], --certificate-oidc-issuer[-regexp]), or --manifest-key for a manifest signed with a key", exitcode.ErrUsage, path, fleetBundlePath(path))
+	}
+	return byBundle(path, kl), nil
 }
 
 // byBundle checks a manifest's Sigstore bundle offline under the trusted root and identity policy
