@@ -3,8 +3,10 @@ package load
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,11 +60,19 @@ func restStream(i int) metric.SplitMix64 {
 
 // appendTokenPrompt appends entry i's prompt of a plan of tokens to b.
 func (tp *TracePlan) appendTokenPrompt(b []byte, i int) []byte {
-	e, te := tp.entries[i], tp.tok.entries[i]
+	te := tp.tok.entries[i]
+	return appendTokenText(b, i, tp.hashIDs(tp.entries[i]), te, func(h int64) textRecipe { return tp.tok.blocks[h] })
+}
+
+// appendTokenText appends to b the prompt te describes for entry i with hash ids ids: its first
+// te.taken blocks (each block's recipe from recipe) joined by spaces, a space, then te.rest from
+// the next hash id's stream (when the ids go on) or the entry's own. The plan and the synthesis
+// both write prompts with it.
+func appendTokenText(b []byte, i int, ids iter.Seq[int64], te tokenEntry, recipe func(h int64) textRecipe) []byte {
 	from := len(b)
 	rest := restStream(i)
 	k := int32(0)
-	for h := range tp.hashIDs(e) {
+	for h := range ids {
 		if k == te.taken {
 			rest = blockStream(h)
 			break
@@ -70,7 +80,7 @@ func (tp *TracePlan) appendTokenPrompt(b []byte, i int) []byte {
 		if len(b) > from {
 			b = append(b, ' ')
 		}
-		b = tp.tok.blocks[h].appendTo(b, blockStream(h))
+		b = recipe(h).appendTo(b, blockStream(h))
 		k++
 	}
 	if len(b) > from {
@@ -387,30 +397,15 @@ func (s *tokenSynth) entryFromBlocks(buf *[]byte, i int, e TraceEntry) (te token
 	return te, text, true, nil
 }
 
-// write writes the prompt te describes (TracePlan.appendTokenPrompt, with the synthesis'
-// blocks), reusing buf's storage.
+// write writes the prompt te describes (appendTokenText, with the synthesis' blocks), reusing
+// buf's storage.
 func (s *tokenSynth) write(buf *[]byte, e TraceEntry, te tokenEntry, i int) string {
-	b := (*buf)[:0]
-	rest := restStream(i)
-	for k, h := range e.HashIDs {
-		if int32(k) == te.taken {
-			rest = blockStream(h)
-			break
-		}
-		if len(b) > 0 {
-			b = append(b, ' ')
-		}
+	*buf = appendTokenText((*buf)[:0], i, slices.Values(e.HashIDs), te, func(h int64) textRecipe {
 		s.mu.Lock()
-		blk := s.blocks[h]
-		s.mu.Unlock()
-		b = blk.recipe.appendTo(b, blockStream(h))
-	}
-	if len(b) > 0 {
-		b = append(b, ' ')
-	}
-	b = te.rest.appendTo(b, rest)
-	*buf = b
-	return string(b)
+		defer s.mu.Unlock()
+		return s.blocks[h].recipe
+	})
+	return string(*buf)
 }
 
 // entryCounting is entry counting with c (whole prompts, or derived from suffixes when local):
