@@ -227,7 +227,7 @@ func wordText(rng *metric.SplitMix64, sb *strings.Builder, n int) string {
 // space-separated fields (at least one), drawn from a SplitMix64 stream seeded with
 // seed ^ (concurrency << 32) ^ repetition ^ 0x5157_4B57_4152_4D55. Warmups thus match the
 // corpus's shapes and shared system prompt without priming a prefix cache with the measured
-// prompts. Their ids are "warmup-" and w as four or more zero-padded digits.
+// prompts. Their ids are metric.WarmupPromptID(w).
 func warmupPrompts(corpus []Prompt, n int, seed int64, concurrency, repetition int64) []Prompt {
 	return warmupShaped(len(corpus), func(i int) (string, int) { return corpus[i].System, len(strings.Fields(corpus[i].Text)) }, n, seed, concurrency, repetition)
 }
@@ -240,7 +240,7 @@ func warmupShaped(size int, shape func(i int) (system string, fields int), n int
 	var sb strings.Builder
 	for w := range n {
 		system, fields := shape(w % size)
-		out[w] = Prompt{ID: "warmup-" + fmt.Sprintf("%04d", w), System: system, Text: wordText(&rng, &sb, max(1, fields))}
+		out[w] = Prompt{ID: metric.WarmupPromptID(int64(w)), System: system, Text: wordText(&rng, &sb, max(1, fields))}
 	}
 	return out
 }

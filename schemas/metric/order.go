@@ -1,6 +1,10 @@
 package metric
 
-import "github.com/qualkit/qualkit/schemas/contract"
+import (
+	"fmt"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+)
 
 // The order in which a row's measured requests draw the corpus (docs/metrics.md "Row size"). The
 // runner plans with CorpusOrder and the verifier recomputes each record's corpus_index and cycle
@@ -49,3 +53,8 @@ func Permutation(seed, cycle, n int64) []int64 {
 	}
 	return p
 }
+
+// WarmupPromptID is the id of a row's warmup prompt w: "warmup-" and w as four or more
+// zero-padded digits. The runner names its warmups with it and the verifier checks them against
+// it.
+func WarmupPromptID(w int64) string { return fmt.Sprintf("warmup-%04d", w) }

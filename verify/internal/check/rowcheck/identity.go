@@ -1,11 +1,11 @@
 package rowcheck
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
@@ -13,7 +13,7 @@ import (
 
 // RowIdentity checks the identity the runner gives each request of a row (runner/load's rowPlan):
 // indexes are fixed before the row starts, the warmups first (index w asks the runner's warmup
-// prompt "warmup-%04d" of w), then a warm case's priming pass, then the measured requests; no
+// prompt metric.WarmupPromptID(w)), then a warm case's priming pass, then the measured requests; no
 // index repeats, and a row that ran to its planned end (no ended, not a session row) sent
 // indexes 0..n-1. Warmups and priming run to completion before the
 // first measured request is scheduled, and the warmups before the first priming request. On
@@ -62,7 +62,7 @@ func RowIdentity(c *finding.Collector, row contract.Row, wc *contract.Case, recs
 			return
 		}
 		if phase(r) == 0 {
-			if want := fmt.Sprintf("warmup-%04d", r.Index); r.PromptID != want {
+			if want := metric.WarmupPromptID(r.Index); r.PromptID != want {
 				c.Add(path, finding.Pointer(r.Line, "prompt_id"), reason.ErrRowMismatch, "row c%d-r%d: warmup %d asks %s, the runner's warmup prompt %d is %s", row.Concurrency, row.Repetition, r.Index, r.PromptID, r.Index, want)
 			}
 			if wc != nil && r.Index >= wc.WarmupRequests {
