@@ -343,6 +343,8 @@ func checkFleet(path string, k float64, sig manifestSignature, plan *verify.Flee
 	recomputed := verify.BuildFleetManifest(plan, rs, k, "", "")
 	signer, problems, err := sig(raw, filepath.Base(path), recomputed)
 	if err != nil {
+		// A rejection is not printed by cliapp.Main: say what was refused.
+		cliapp.Fprintf(ew, "qualverify: %s: %v\n", path, err)
 		return nil, "", fmt.Errorf("%w: %v", exitcode.ErrRejected, err)
 	}
 	if len(problems) > 0 {
