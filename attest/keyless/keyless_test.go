@@ -153,6 +153,9 @@ func TestKeylessRefusals(t *testing.T) {
 		{"another trusted root", other.sign(t, workflow, true).Bundle, w.policy(), keyless.ErrUntrustedRoot},
 		{"timestamp of another authority", swapTimestamp(t, good.Bundle, other.sign(t, workflow, true).Bundle), w.policy(), keyless.ErrTimestamp},
 		{"not a bundle", []byte(`{}`), w.policy(), keyless.ErrBundle},
+		// Another file's bytes (a bundle path that was a symbolic link to a secret): refused
+		// without quoting them (the JSON parser's own message did).
+		{"another file's bytes", []byte("SECRET-VALUE-of-another-file\n"), w.policy(), keyless.ErrBundle},
 		{"no policy identity", good.Bundle, keyless.Policy{TrustedRoot: w.root, Issuer: w.s.IssuerURL}, keyless.ErrPolicy},
 	}
 	for _, tt := range tests {
@@ -160,6 +163,9 @@ func TestKeylessRefusals(t *testing.T) {
 			_, err := keyless.Verify(tt.bundle, tt.policy)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "SECRET-VALUE") {
+				t.Errorf("the refusal quotes the input: %v", err)
 			}
 		})
 	}

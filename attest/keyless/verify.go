@@ -125,7 +125,9 @@ func Verify(data []byte, p Policy) (*Outcome, error) {
 	}
 	var pb protobundle.Bundle
 	if err := protojson.Unmarshal(data, &pb); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBundle, err)
+		// The parser's message quotes the input it stopped at, and a bundle is untrusted bytes
+		// (a symbolic link may even name another file): say what it is not, and its size.
+		return nil, fmt.Errorf("%w: %d bytes that do not parse as a Sigstore bundle v0.3 (JSON)", ErrBundle, len(data))
 	}
 	if pb.GetMediaType() != attestfmt.BundleMediaType {
 		return nil, fmt.Errorf("%w: mediaType %q, want %q", ErrBundle, pb.GetMediaType(), attestfmt.BundleMediaType)

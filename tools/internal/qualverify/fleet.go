@@ -322,7 +322,7 @@ type manifestSignature func(raw []byte, name string, recomputed *contract.FleetM
 // byKeys checks a manifest's DSSE envelope against pinned keys.
 func byKeys(path string, keys []crypto.PublicKey) manifestSignature {
 	return func(raw []byte, name string, recomputed *contract.FleetManifestDoc) (string, []error, error) {
-		env, err := evidence.ReadFileLimited(fleetEnvelopePath(path), verify.MaxAttestationBytes)
+		env, err := readBeside(fleetEnvelopePath(path), verify.MaxAttestationBytes)
 		if err != nil {
 			return "", nil, fmt.Errorf("the manifest's envelope: %v", err)
 		}

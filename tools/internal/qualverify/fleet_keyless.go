@@ -78,7 +78,7 @@ func manifestCheck(path string, keys []crypto.PublicKey, kl verify.KeylessVerifi
 // the receipts are verified with.
 func byBundle(path string, kl verify.KeylessVerifier) manifestSignature {
 	return func(raw []byte, name string, recomputed *contract.FleetManifestDoc) (string, []error, error) {
-		bundle, err := evidence.ReadFileLimited(fleetBundlePath(path), verify.MaxAttestationBytes)
+		bundle, err := readBeside(fleetBundlePath(path), verify.MaxAttestationBytes)
 		if err != nil {
 			return "", nil, fmt.Errorf("the manifest's bundle: %v", err)
 		}
@@ -88,4 +88,13 @@ func byBundle(path string, kl verify.KeylessVerifier) manifestSignature {
 		}
 		return id.String(), problems, err
 	}
+}
+
+// readBeside reads the envelope or the bundle beside a manifest: a regular file within limit,
+// never through a symbolic link (a link could name any file of the checker's).
+func readBeside(path string, limit int64) ([]byte, error) {
+	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s is a symbolic link: the envelope and bundle beside a manifest are read as regular files only", path)
+	}
+	return evidence.ReadFileLimited(path, limit)
 }
