@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 )
 
@@ -41,7 +43,24 @@ var mutationShapes = []mutationShape{
 	// The frozen campaign: a serving case (closed loop, two rows) and a command case, with an owned
 	// server, its lifecycle record, run config and request records.
 	{"frozen-serving-and-command", frozenRoot, ".qualification/receipts/a-1.json"},
+	// verify/testdata/mutation (its README.md says how each was made: a real qualrun run against
+	// qualsim or the reference driver, by generate.sh).
+	// A session case: a committed conversation corpus at session concurrency 2, and synthetic
+	// sessions arriving in an open loop.
+	{"sessions", mutationRoot + "/sessions", ".qualification/receipts/sessions.json"},
+	// A trace replay at its timestamps (words_per_token), and a shared-prefix corpus.
+	{"trace", mutationRoot + "/trace", ".qualification/receipts/trace.json"},
+	// A capacity search over concurrency (its probes and Pareto front), and a repeated row with
+	// bootstrap intervals.
+	{"capacity", mutationRoot + "/capacity", ".qualification/receipts/capacity.json"},
+	// Tool calls, reasoning tokens (with a bound tokenizer's ledger) and the Responses API.
+	{"apis", mutationRoot + "/apis", ".qualification/receipts/apis.json"},
+	// Three driver cases of the reference worker: no owned server, self-hashed results.
+	{"driver", mutationRoot + "/driver", ".qualification/receipts/driver.json"},
 }
+
+// mutationRoot holds the evidence of every shape but the frozen one.
+const mutationRoot = "testdata/mutation"
 
 // expectedSurvivors are the edits that are allowed to verify, by shape-independent site
 // (role:pointer with array indexes as *, and the edit): each says why. A field is here only when
@@ -576,7 +595,37 @@ func rebind(t *testing.T, root, receipt string, k testKey) {
 			writeTree(t, lp, rec)
 		}
 	}
+	selfHash(t, root, receipt)
 	reseal(t, root, receipt, k)
+}
+
+// selfHash recomputes the self-hash of every self-hashed artifact (a driver result's
+// result_sha256), as an editor holding the host key would.
+func selfHash(t testing.TB, root, receipt string) {
+	t.Helper()
+	rc := readTree(t, filepath.Join(root, receipt))
+	for _, a := range rc["artifacts"].([]any) {
+		m := a.(map[string]any)
+		if m["kind"] != string(contract.ArtifactKindDriverResult) {
+			continue
+		}
+		p := filepath.Join(root, m["path"].(string))
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		tree, err := jsonstrict.Parse(b)
+		if err != nil {
+			continue // an edit the parser refuses: left for verification to say so
+		}
+		sum, err := jsonstrict.SelfHash(tree, rules.ResultSelfHashField)
+		if err != nil {
+			continue
+		}
+		doc := readTree(t, p)
+		doc[rules.ResultSelfHashField] = sum
+		writeTree(t, p, doc)
+	}
 }
 
 // checkoutShape makes root a git checkout whose commit holds everything but .qualification/ and is
@@ -595,8 +644,16 @@ func checkoutShape(t *testing.T, root, receipt string) {
 	commit := gitCmd(t, root, "rev-parse", "HEAD")
 	tree := gitCmd(t, root, "rev-parse", "HEAD^{tree}")
 	hash := treeHashByGit(t, root, commit)
-	editJSON(t, filepath.Join(root, receipt), func(rc map[string]any) {
-		src := rc["source"].(map[string]any)
+	bind := func(doc map[string]any) {
+		src := doc["source"].(map[string]any)
 		src["commit"], src["tree"], src["tree_hash"], src["origin_main"] = commit, tree, hash, commit
-	})
+	}
+	editJSON(t, filepath.Join(root, receipt), bind)
+	// A driver result names the source it ran from too.
+	for _, a := range readTree(t, filepath.Join(root, receipt))["artifacts"].([]any) {
+		m := a.(map[string]any)
+		if m["kind"] == string(contract.ArtifactKindDriverResult) {
+			editJSON(t, filepath.Join(root, m["path"].(string)), bind)
+		}
+	}
 }
