@@ -2,7 +2,9 @@ package verify
 
 import (
 	"bytes"
+	"crypto"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 )
@@ -431,14 +434,7 @@ func TestMutationClosure(t *testing.T) {
 			if res := verifyAt(t, root, sh.receipt, p); res.Verdict != Verified {
 				t.Fatalf("the re-signed baseline does not verify:%s", findingsOf(res))
 			}
-			todo := all
-			if !full && sample < len(all) {
-				r := rand.New(rand.NewPCG(seed, 0))
-				todo = nil
-				for _, i := range r.Perm(len(all))[:sample] {
-					todo = append(todo, all[i])
-				}
-			}
+			todo := sampleMutations(all, full, sample, seed)
 			// Workers, each on its own copy of the baseline, restored after every edit.
 			outcomes := make([]mutationOutcome, len(todo))
 			workers := min(runtime.GOMAXPROCS(0), max(len(todo)/8, 1))
@@ -467,6 +463,118 @@ func TestMutationClosure(t *testing.T) {
 			reportSurvivors(t, sh.name, len(all), outcomes)
 		})
 	}
+	t.Run("fleet-manifest", func(t *testing.T) { mutateFleetManifest(t, full, sample, seed) })
+}
+
+// fleetMutationRows are the published rows of the fleet shape: frozen receipts (two real runs) as
+// the fleet job script would publish them, on four rows of a plan: rows 0 and 1 pass, row 2's
+// receipt has a request record changed after signing (failed), row 3 ran from another commit
+// (missing, and a receipt not belonging), and a second receipt claims row 0 (not belonging).
+var fleetMutationRows = []struct {
+	src    int // index in frozenReceipts
+	row    int
+	host   string
+	commit string
+}{
+	{0, 0, "node-a", ""}, {1, 1, "node-b", ""}, {0, 2, "node-c", ""},
+	{0, 3, "node-d", "0123456789abcdef0123456789abcdef01234567"}, {1, 0, "node-e", ""},
+}
+
+// mutateFleetManifest is the fleet shape: the manifest qualverify fleet writes over the receipts
+// of fleetMutationRows, every leaf edited and the manifest signed again as its writer would
+// (FleetStatement over the edited bytes); qualverify fleet --check (CheckFleetManifest against the
+// manifest recomputed from the plan and the receipts) must refuse each edit.
+func mutateFleetManifest(t *testing.T, full bool, sample int, seed uint64) {
+	k := newTestKey(t)
+	plan := writePlan(t, "fleetmut", 4)
+	var evs []Evidence
+	var labels []string
+	for _, r := range fleetMutationRows {
+		ev := fleetRow(t, k, frozenReceipts[r.src], "fleetmut", r.row, r.host, r.commit)
+		evs, labels = append(evs, ev), append(labels, filepath.Join(ev.Root, ev.Receipt))
+	}
+	rec := filepath.Join(evs[2].Root, runDirOf(t, evs[2].Root, evs[2].Receipt), "cases/000-chat-stream-r000/rows/c0001-r000.jsonl")
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWriteTB(t, rec, []byte(strings.Replace(string(b), `"finish_reason":"length"`, `"finish_reason":"stop"`, 1)))
+	rs, err := VerifyFleetReceipts(t.Context(), evs, labels, k.policy(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As qualverify fleet --check does: recomputed with the checker's declared k.
+	m := BuildFleetManifest(plan, rs, metric.DefaultOutlierK, "2026-12-02T01:00:00Z", "test")
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "fleet.json"
+	keys := []crypto.PublicKey{k.pub}
+	check := func(raw []byte) (verified bool, codes string) {
+		var d contract.FleetManifestDoc
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return false, "decode: " + err.Error()
+		}
+		st, err := FleetStatement(name, raw, &d)
+		if err != nil {
+			return false, "statement: " + err.Error()
+		}
+		env, _ := sealPayload(t, st, k)
+		_, problems, err := CheckFleetManifest(raw, env, name, keys, m)
+		switch {
+		case err != nil:
+			return false, "error: " + err.Error()
+		case len(problems) > 0:
+			var cs []string
+			for _, p := range problems {
+				c := "fleet_binding"
+				if errors.Is(p, ErrFleetSignature) {
+					c = "fleet_signature"
+				}
+				if !slices.Contains(cs, c) {
+					cs = append(cs, c)
+				}
+			}
+			return false, strings.Join(cs, ",")
+		}
+		return true, ""
+	}
+	if ok, codes := check(raw); !ok {
+		t.Fatalf("the signed manifest as written does not hold: %s", codes)
+	}
+	base := decodeNumbers(t, raw)
+	var all []mutation
+	enumerate(name, "fleet_manifest", -1, base, "", &all)
+	todo := sampleMutations(all, full, sample, seed)
+	outcomes := make([]mutationOutcome, len(todo))
+	for i, mu := range todo {
+		doc := apply(deepCopy(base), mu.pointer, mu.kind)
+		if reflect.DeepEqual(doc, base) {
+			outcomes[i] = mutationOutcome{m: mu, rebound: true}
+			continue
+		}
+		edited, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, codes := check(edited)
+		outcomes[i] = mutationOutcome{m: mu, verified: ok, codes: codes}
+	}
+	reportSurvivors(t, "fleet-manifest", len(all), outcomes)
+}
+
+// sampleMutations is every mutation in a full sweep, else a seeded sample of them.
+func sampleMutations(all []mutation, full bool, sample int, seed uint64) []mutation {
+	if full || sample >= len(all) {
+		return all
+	}
+	r := rand.New(rand.NewPCG(seed, 0))
+	var todo []mutation
+	for _, i := range r.Perm(len(all))[:sample] {
+		todo = append(todo, all[i])
+	}
+	return todo
 }
 
 // runMutation applies one edit, re-binds and re-signs, and verifies.
@@ -547,6 +655,7 @@ var provenanceContracts = map[string]string{
 	string(contract.ArtifactKindCaseResult):      contract.CaseResult,
 	string(contract.ArtifactKindLifecycleRecord): contract.LifecycleRecord, string(contract.ArtifactKindRequestRecords): contract.RequestRecord,
 	string(contract.ArtifactKindDeviceTelemetry): contract.TelemetrySample,
+	"fleet_manifest": contract.FleetManifest, // the fleet shape's manifest
 }
 
 // provenanceDescriptive reports whether the edited field (or the list it is an item of) is
