@@ -59,9 +59,13 @@ func Sessions(c *finding.Collector, row contract.Row, wc *contract.Case, seed in
 		return false
 	}
 	firsts := map[int64]*record.Record{}
+	owner := map[int64]string{} // corpus_index -> the session that holds it
 	for _, id := range order {
 		rs := by[id]
 		sort.SliceStable(rs, func(a, b int) bool { return rs[a].Session.Turn < rs[b].Session.Turn })
+		if !sessionIdentity(c, file, row, wc, id, rs, owner) {
+			continue
+		}
 		for j, r := range rs {
 			s := r.Session
 			if s.Turn != int64(j) {
@@ -129,6 +133,38 @@ func Sessions(c *finding.Collector, row contract.Row, wc *contract.Case, seed in
 			c.Add(file, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "open-loop session row c%d-r%d: session %d (%s) starts at %d ns, the %s schedule of seed %d puts it at %d ns (%+d ns): the row did not run the declared session arrival process", row.Concurrency, row.Repetition, i, r.Session.ID, r.Sched, wc.Rate.Mode, seed, t0+offs[i], d)
 			return true
 		}
+	}
+	return true
+}
+
+// sessionIdentity checks where a session's records place it: the runner sends every turn of
+// session i (the corpus's i-th) as prompt_id = the session's id, corpus_index i, cycle 0 (a
+// session row runs each session once), so every turn of one session names the same corpus_index,
+// no two sessions share one, and it is below the corpus's declared count where the workload
+// says it (a synthetic corpus). It reports whether the session's records agree.
+func sessionIdentity(c *finding.Collector, file string, row contract.Row, wc *contract.Case, id string, rs []*record.Record, owner map[int64]string) bool {
+	i := rs[0].SessionIndex
+	for _, r := range rs {
+		switch {
+		case r.PromptID != id:
+			c.Add(file, finding.Pointer(r.Line, "prompt_id"), reason.ErrRowMismatch, "session %s turn %d asks prompt %s: every turn of a session asks the session's id", id, r.Session.Turn, r.PromptID)
+			return false
+		case r.HasCorpus && r.Cycle != 0:
+			c.Add(file, finding.Pointer(r.Line, "cycle"), reason.ErrRowMismatch, "session %s turn %d is in cycle %d: a session row runs each session once (cycle 0)", id, r.Session.Turn, r.Cycle)
+			return false
+		case r.SessionIndex != i:
+			c.Add(file, finding.Pointer(r.Line, "corpus_index"), reason.ErrRowMismatch, "session %s turn %d is corpus_index %d, its turn %d is %d: a session is one entry of the corpus", id, r.Session.Turn, r.SessionIndex, rs[0].Session.Turn, i)
+			return false
+		}
+	}
+	if other, ok := owner[i]; ok {
+		c.Add(file, finding.Pointer(rs[0].Line, "corpus_index"), reason.ErrRowMismatch, "row c%d-r%d: sessions %s and %s are both corpus_index %d", row.Concurrency, row.Repetition, other, id, i)
+		return false
+	}
+	owner[i] = id
+	if wc != nil && wc.Corpus != nil && wc.Corpus.Source == contract.CorpusSourceSyntheticConversations && (i < 0 || i >= wc.Corpus.Count) {
+		c.Add(file, finding.Pointer(rs[0].Line, "corpus_index"), reason.ErrRowMismatch, "session %s is corpus_index %d: the case's synthetic corpus has %d sessions", id, i, wc.Corpus.Count)
+		return false
 	}
 	return true
 }

@@ -1,0 +1,129 @@
+package verify
+
+import (
+	"errors"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The gaps the mutation closure's shapes found (verify/testdata/mutation), each closed at its root:
+// one edit of real evidence, re-bound and re-signed as in TestMutationClosure, must be rejected
+// with the named reason. Each verified before its fix.
+
+// shapeEdit is one edit of a shape's evidence: the file whose path (relative to the evidence
+// root) matches file, its line (JSON Lines; -1 for a JSON document), the member at pointer set to
+// value.
+type shapeEdit struct {
+	shape   string
+	file    string // a regular expression
+	line    int
+	pointer string
+	value   any
+	want    error
+}
+
+// editedShape applies e to a fresh, re-bound copy of its shape and verifies it; the unedited copy
+// must verify.
+func editedShape(t *testing.T, e shapeEdit) *Result {
+	t.Helper()
+	var sh mutationShape
+	for _, s := range mutationShapes {
+		if s.name == e.shape {
+			sh = s
+		}
+	}
+	if sh.name == "" {
+		t.Fatalf("no shape %s", e.shape)
+	}
+	root := copyTree(t, sh.root)
+	checkoutShape(t, root, sh.receipt)
+	k := newTestKey(t)
+	rebind(t, root, sh.receipt, k)
+	if res := verifyAt(t, root, sh.receipt, k.policy()); res.Verdict != Verified {
+		t.Fatalf("the re-signed shape %s does not verify:%s", e.shape, findingsOf(res))
+	}
+	re := regexp.MustCompile(e.file)
+	var path string
+	for f := range mutableFiles(t, root, sh.receipt) {
+		if re.MatchString(f) {
+			if path != "" {
+				t.Fatalf("%s matches %s and %s", e.file, path, f)
+			}
+			path = f
+		}
+	}
+	if path == "" {
+		t.Fatalf("no file of shape %s matches %s", e.shape, e.file)
+	}
+	full := filepath.Join(root, path)
+	doc := readDoc(t, full)
+	set := func(v any) any { return setAt(t, v, e.pointer, e.value) }
+	if e.line >= 0 {
+		lines := doc.([]any)
+		lines[e.line] = set(lines[e.line])
+	} else {
+		doc = set(doc)
+	}
+	writeDoc(t, full, doc)
+	rebind(t, root, sh.receipt, k)
+	return verifyAt(t, root, sh.receipt, k.policy())
+}
+
+// setAt sets the member at ptr (RFC 6901, no escapes) of doc, a tree of maps and slices, to v.
+func setAt(t *testing.T, doc any, ptr string, v any) any {
+	t.Helper()
+	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	cur := doc
+	for i, p := range parts {
+		last := i == len(parts)-1
+		switch x := cur.(type) {
+		case map[string]any:
+			if last {
+				x[p] = v
+			} else {
+				cur = x[p]
+			}
+		case []any:
+			n, err := strconv.Atoi(p)
+			if err != nil || n >= len(x) {
+				t.Fatalf("%s: no item %s", ptr, p)
+			}
+			if last {
+				x[n] = v
+			} else {
+				cur = x[n]
+			}
+		default:
+			t.Fatalf("%s: %s is not in a container", ptr, p)
+		}
+	}
+	return doc
+}
+
+func TestMutationGapsClosed(t *testing.T) {
+	edits := map[string]shapeEdit{
+		// A session's turn names another prompt, cycle or corpus position than its session's.
+		"session-prompt-id":              {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 0, "/prompt_id", "chat-gamma", ErrRowMismatch},
+		"session-cycle":                  {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 0, "/cycle", 1, ErrRowMismatch},
+		"session-corpus-index":           {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 0, "/corpus_index", 2, ErrRowMismatch},
+		"synthetic-session-beyond-count": {"sessions", `001-open-r000/rows/.*\.jsonl$`, 0, "/corpus_index", 9, ErrRowMismatch},
+	}
+	for name, e := range edits {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			res := editedShape(t, e)
+			if res.Verdict == Verified {
+				t.Fatalf("%s %s = %v verified", e.file, e.pointer, e.value)
+			}
+			for _, f := range res.Findings {
+				if errors.Is(f, e.want) {
+					return
+				}
+			}
+			t.Fatalf("%s %s = %v: want %v, got%s", e.file, e.pointer, e.value, e.want, findingsOf(res))
+		})
+	}
+}
