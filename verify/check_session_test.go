@@ -26,7 +26,7 @@ func sessionRecords() []*record.Record {
 			if k == 0 {
 				think = 0
 			}
-			r := &record.Record{Line: int(idx), Index: idx, Sched: t, Send: t, HasSend: true, End: t + 10_000_000, HasEnd: true, HasUsage: true, PromptTokens: 10, CompletionTokens: 4,
+			r := &record.Record{Line: int(idx), Index: idx, PromptID: id, Sched: t, Send: t, HasSend: true, End: t + 10_000_000, HasEnd: true, HasUsage: true, PromptTokens: 10, CompletionTokens: 4,
 				Content: []int64{t + 2_000_000}, Output: d, SessionIndex: int64(si),
 				Session: &contract.SessionTurn{ID: id, Turn: int64(k), HistoryMessages: int64(1 + 2*k), HistoryChars: int64(20 * (k + 1)), ReplyDigests: append([]string{}, replies...), ThinkMs: think}}
 			out = append(out, r)
@@ -86,7 +86,7 @@ func TestCheckSessions(t *testing.T) {
 // TestCheckSessionArrivals: an open-loop session row's sessions start on the declared schedule.
 func TestCheckSessionArrivals(t *testing.T) {
 	rate := &contract.Rate{Mode: contract.RateModePoisson, RequestsPerSecond: 50}
-	wc := &contract.Case{Rate: rate, Corpus: &contract.Corpus{Source: contract.CorpusSourceSyntheticConversations}}
+	wc := &contract.Case{Rate: rate, Corpus: &contract.Corpus{Source: contract.CorpusSourceSyntheticConversations, Count: 2}}
 	row := contract.Row{Loop: contract.RowLoopOpen, Concurrency: 2, Repetition: 0}
 	offs := metric.Arrivals(rate, 2, 9, 2, 0)
 	place := func(rs []*record.Record, start1 int64) {

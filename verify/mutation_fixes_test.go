@@ -110,6 +110,17 @@ func TestMutationGapsClosed(t *testing.T) {
 		"session-cycle":                  {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 0, "/cycle", 1, ErrRowMismatch},
 		"session-corpus-index":           {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 0, "/corpus_index", 2, ErrRowMismatch},
 		"synthetic-session-beyond-count": {"sessions", `001-open-r000/rows/.*\.jsonl$`, 0, "/corpus_index", 9, ErrRowMismatch},
+		// A generated corpus's request names another prompt, or another place in a trace.
+		"trace-prompt-id":     {"trace", `000-replay-r000/rows/.*\.jsonl$`, 1, "/prompt_id", "trace-000002", ErrRowMismatch},
+		"trace-cycle":         {"trace", `000-replay-r000/rows/.*\.jsonl$`, 1, "/cycle", 1, ErrRowMismatch},
+		"trace-corpus-index":  {"trace", `000-replay-r000/rows/.*\.jsonl$`, 3, "/corpus_index", 4, ErrRowMismatch},
+		"prefix-prompt-id":    {"trace", `001-prefix-r000/rows/.*\.jsonl$`, 1, "/prompt_id", "prefix-g0000-s0002", ErrRowMismatch},
+		"prefix-cycle":        {"trace", `001-prefix-r000/rows/.*\.jsonl$`, 3, "/cycle", 1, ErrRowMismatch},
+		"synthetic-prompt-id": {"capacity", `000-search-r000/rows/c0002-r000\.jsonl$`, 0, "/prompt_id", "synthetic-000009", ErrRowMismatch},
+		// A server family delta's identity: its formula, unit and name go together.
+		"server-delta-formula": {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/82/formula", "telemetry_delta.v2", ErrMetricMismatch},
+		"server-delta-unit":    {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/89/unit", "count", ErrMetricMismatch},
+		"server-delta-name":    {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/82/name", "server.qualsim_errors_total.deltb", ErrMetricMismatch},
 	}
 	for name, e := range edits {
 		t.Run(name, func(t *testing.T) {

@@ -119,8 +119,36 @@ func corpusSize(wc *contract.Case) (int64, bool) {
 		return int64(len(wc.Corpus.Prompts)), len(wc.Corpus.Prompts) > 0
 	case wc.Corpus.Source == contract.CorpusSourceSynthetic:
 		return wc.Corpus.Count, wc.Corpus.Count > 0
+	case wc.Corpus.Source == contract.CorpusSourceSharedPrefix:
+		n := wc.Corpus.Groups * wc.Corpus.Suffixes
+		return n, n > 0
 	}
 	return 0, false
+}
+
+// corpusPromptID is the id the runner gives prompt i of a case's corpus where the workload decides
+// it: an inline prompt's own id, and the ids the generators give (runner/load: synthetic-NNNNNN,
+// trace-NNNNNN, prefix-gNNNN-sNNNN for group i div suffixes, suffix i mod suffixes).
+func corpusPromptID(wc *contract.Case, i int64) (string, bool) {
+	if wc == nil || wc.Corpus == nil || i < 0 {
+		return "", false
+	}
+	cp := wc.Corpus
+	switch cp.Source {
+	case contract.CorpusSourceInline:
+		if i < int64(len(cp.Prompts)) {
+			return cp.Prompts[i].ID, true
+		}
+	case contract.CorpusSourceSynthetic:
+		return fmt.Sprintf("synthetic-%06d", i), true
+	case contract.CorpusSourceTrace:
+		return fmt.Sprintf("trace-%06d", i), true
+	case contract.CorpusSourceSharedPrefix:
+		if cp.Suffixes > 0 {
+			return fmt.Sprintf("prefix-g%04d-s%04d", i/cp.Suffixes, i%cp.Suffixes), true
+		}
+	}
+	return "", false
 }
 
 // CorpusOrder recomputes the corpus position of every measured record that carries one
@@ -154,12 +182,21 @@ func CorpusOrder(c *finding.Collector, row contract.Row, wc *contract.Case, seed
 		asks[r.CorpusIndex] = r.PromptID
 	}
 	n, ok := corpusSize(wc)
+	if !ok && wc != nil && wc.Corpus != nil && wc.Corpus.Source == contract.CorpusSourceTrace {
+		// A trace replays each entry once in its order (the runner refuses more requests than
+		// entries and a seeded order): request k asks entry k, whatever the entry count.
+		n, ok = maxK+1, true
+	}
 	if !ok || maxK < 0 {
 		return
 	}
 	order := metric.CorpusOrder(wc.PromptOrder, seed, n, maxK+1)
 	for _, r := range measured {
 		k := r.Index - offset
+		if want, ok := corpusPromptID(wc, r.CorpusIndex); ok && k >= 0 && r.CorpusIndex == order[k] && r.PromptID != want {
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "prompt_id"), reason.ErrRowMismatch, "row c%d-r%d: request %d asks corpus_index %d as prompt %s: the case's corpus names it %s", row.Concurrency, row.Repetition, r.Index, r.CorpusIndex, r.PromptID, want)
+			return
+		}
 		if k < 0 || r.CorpusIndex != order[k] || r.Cycle != k/n {
 			want := int64(-1)
 			if k >= 0 {

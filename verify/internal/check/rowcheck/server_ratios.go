@@ -22,8 +22,8 @@ import (
 // verified: diagnostic metrics were not recomputed.
 func ServerRatios(c *finding.Collector, file, base string, row contract.Row, tol policy.Tolerance) {
 	deltas := map[string]float64{} // by family as metric names spell it, _total trimmed
-	for _, m := range row.Metrics {
-		if m.Formula != metric.TelemetryDelta || !strings.HasPrefix(m.Name, "server.") || !strings.HasSuffix(m.Name, ".delta") {
+	for k, m := range row.Metrics {
+		if !serverDelta(c, file, base, k, m) {
 			continue
 		}
 		fam := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(m.Name, "server."), ".delta"), "_total")
@@ -65,4 +65,35 @@ func ServerRatios(c *finding.Collector, file, base string, row contract.Row, tol
 			c.Add(file, base+finding.Pointer("metrics", k), reason.ErrMetricMismatch, "%s carries %s, its formula gives %s", f.Name, IdentityOf(got), Identity{f.Unit, f.Aggregation, f.Direction, f.ID})
 		}
 	}
+}
+
+// serverDelta reports whether m is a server family delta (server.<family>.delta of formula
+// telemetry_delta.v1), checking the identity the runner gives one (runner/metrics
+// TelemetryDeltas): the name and the formula go together, and the unit, aggregation, direction and
+// diagnostic flag are the formula's, the unit by the family's name (s for a _seconds_total or
+// _seconds_sum family, bytes for _bytes_total or _bytes_sum, else count). Its value and samples
+// rest on the scrapes, which the evidence does not keep.
+func serverDelta(c *finding.Collector, file, base string, k int, m contract.Metric) bool {
+	named := strings.HasPrefix(m.Name, "server.") && strings.HasSuffix(m.Name, ".delta")
+	if !named && m.Formula != metric.TelemetryDelta {
+		return false
+	}
+	f, _ := metric.Lookup(metric.TelemetryDelta)
+	fam := strings.TrimSuffix(strings.TrimPrefix(m.Name, "server."), ".delta")
+	unit := "count"
+	switch {
+	case strings.HasSuffix(fam, "_seconds_total") || strings.HasSuffix(fam, "_seconds_sum"):
+		unit = "s"
+	case strings.HasSuffix(fam, "_bytes_total") || strings.HasSuffix(fam, "_bytes_sum"):
+		unit = "bytes"
+	}
+	switch {
+	case !named:
+		c.Add(file, base+finding.Pointer("metrics", k, "name"), reason.ErrMetricMismatch, "%s is of formula %s, whose metrics are named server.<family>.delta", m.Name, m.Formula)
+		return false
+	case m.Formula != f.ID || m.Unit != unit || m.Aggregation != f.Aggregation || m.Direction != f.Direction || m.Diagnostic != f.Diagnostic:
+		c.Add(file, base+finding.Pointer("metrics", k), reason.ErrMetricMismatch, "%s carries %s (diagnostic %t), a server family delta is %s (diagnostic %t)", m.Name, IdentityOf(m), m.Diagnostic, Identity{unit, f.Aggregation, f.Direction, f.ID}, f.Diagnostic)
+		return false
+	}
+	return true
 }
