@@ -117,6 +117,16 @@ func TestMutationGapsClosed(t *testing.T) {
 		"prefix-prompt-id":    {"trace", `001-prefix-r000/rows/.*\.jsonl$`, 1, "/prompt_id", "prefix-g0000-s0002", ErrRowMismatch},
 		"prefix-cycle":        {"trace", `001-prefix-r000/rows/.*\.jsonl$`, 3, "/cycle", 1, ErrRowMismatch},
 		"synthetic-prompt-id": {"capacity", `000-search-r000/rows/c0002-r000\.jsonl$`, 0, "/prompt_id", "synthetic-000009", ErrRowMismatch},
+		// The server's launch environment: the runner's entries, sorted, each hashed; the run
+		// marker is the receipt's id; the owner is the leader's parent.
+		"env-renamed":        {"trace", `lifecycle\.json$`, -1, "/launch/environment/0/name", "QUALKIT_RUN_ID", ErrLifecycleMismatch},
+		"env-digest":         {"trace", `lifecycle\.json$`, -1, "/launch/environment/0/digest", "sha256:" + strings.Repeat("0", 64), ErrLifecycleMismatch},
+		"env-run-id":         {"trace", `lifecycle\.json$`, -1, "/launch/environment/1", map[string]any{"name": "QUALKIT_RUN_ID", "redacted": false, "value": "x", "digest": "sha256:2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"}, ErrLifecycleMismatch},
+		"env-unknown":        {"trace", `lifecycle\.json$`, -1, "/launch/environment/1/name", "QUALKIT_RUN_IE", ErrLifecycleMismatch},
+		"env-owner":          {"trace", `lifecycle\.json$`, -1, "/launch/environment/0", map[string]any{"name": "QUALKIT_OWNER", "redacted": false, "value": "5:2", "digest": "sha256:038423688a80e226c989396b2e2a130fdfebdb95347488df4db688f4fed3873e"}, ErrLifecycleImplausible},
+		"leader-escaped":     {"trace", `lifecycle\.json$`, -1, "/shutdown/processes_at_signal/0/escaped", true, ErrLifecycleImplausible},
+		"leader-missing":     {"trace", `lifecycle\.json$`, -1, "/shutdown/processes_at_signal/0/pid", 3, ErrLifecycleImplausible},
+		"server-binary-path": {"trace", `receipts/trace\.json$`, -1, "/artifacts/2/path", "/usr/local/bin/qualsim", ErrLifecycleMismatch},
 		// A server family delta's identity: its formula, unit and name go together.
 		"server-delta-formula": {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/82/formula", "telemetry_delta.v2", ErrMetricMismatch},
 		"server-delta-unit":    {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/89/unit", "count", ErrMetricMismatch},

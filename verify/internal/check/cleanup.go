@@ -56,6 +56,7 @@ func LifecycleContextOf(s *load.Snapshot) LifecycleContext {
 		Binaries:      DigestsOfKind(rc, contract.ArtifactKindServerBinary),
 		BinaryFiles:   ArtifactsOfKind(rc, contract.ArtifactKindServerBinary),
 		ModelID:       RunConfigModelID(s),
+		ReceiptID:     rc.ReceiptID,
 	}
 	if rc.Lifecycle != nil {
 		ctx.ReceiptVerdict = rc.Lifecycle.Verdict
@@ -82,6 +83,8 @@ type LifecycleContext struct {
 	// ModelID is qualrun run --model-id (the run configuration's), which overrides the recipe's
 	// model id; "" when none was given.
 	ModelID string
+	// ReceiptID is the receipt's id (the run marker QUALKIT_RUN_ID).
+	ReceiptID string
 }
 
 func DigestsOfKind(rc *contract.ReceiptDoc, kind contract.ArtifactKind) []string {
@@ -150,6 +153,8 @@ func CleanupRecord(c *finding.Collector, path string, l *contract.LifecycleRecor
 	}
 	lifecyclePlausible(c, path, l, ctx.Recipes[l.Recipe.Digest], ctx.ModelID)
 	lifecycleBound(c, path, l, ctx)
+	lifecycleEnvironment(c, path, l, ctx.Recipes[l.Recipe.Digest], ctx.ReceiptID)
+	processesAtSignal(c, path, l)
 	if l.Verdict != contract.RecordVerdictPassed || len(l.Failures) > 0 {
 		c.Add(path, "/verdict", reason.ErrLifecycleFailed, "verdict %s: %v", l.Verdict, l.Failures)
 	}

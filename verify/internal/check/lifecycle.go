@@ -175,6 +175,13 @@ func lifecycleBound(c *finding.Collector, path string, l *contract.LifecycleReco
 	if len(ctx.Logs) > 0 && !rooted {
 		c.Add(path, "/launch/log/path", reason.ErrLifecycleMismatch, "the server log was written at %s, which is not the server_log artifact %s below a checkout", la.Log.Path, ctx.Logs[0].Path)
 	}
+	// The server_binary artifact is the executable launched: its path (absolute, or in the
+	// checkout) and digest. On the mutation closure's shapes an edited artifact path verified.
+	if len(ctx.BinaryFiles) > 0 && !slices.ContainsFunc(ctx.BinaryFiles, func(a contract.Artifact) bool {
+		return a.Digest == la.Executable.Digest && (a.Path == la.Executable.Path || (rooted && !filepath.IsAbs(a.Path) && filepath.Join(root, a.Path) == la.Executable.Path))
+	}) {
+		c.Add(path, "/launch/executable/path", reason.ErrLifecycleMismatch, "the launched executable %s (%s) is no server_binary artifact the receipt binds (at its path, with its digest)", la.Executable.Path, la.Executable.Digest)
+	}
 	if r == nil || len(r.Command) == 0 {
 		return
 	}
