@@ -72,9 +72,16 @@ func editedShape(t *testing.T, e shapeEdit) *Result {
 	return verifyAt(t, root, sh.receipt, k.policy())
 }
 
-// setAt sets the member at ptr (RFC 6901, no escapes) of doc, a tree of maps and slices, to v.
+// dropItem as a shapeEdit's value removes the array item at its pointer.
+type dropItem struct{}
+
+// setAt sets the member at ptr (RFC 6901, no escapes) of doc, a tree of maps and slices, to v
+// (removes it, an array item, when v is dropItem{}).
 func setAt(t *testing.T, doc any, ptr string, v any) any {
 	t.Helper()
+	if _, ok := v.(dropItem); ok {
+		return apply(doc, ptr, "drop")
+	}
 	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
 	cur := doc
 	for i, p := range parts {
@@ -127,6 +134,8 @@ func TestMutationGapsClosed(t *testing.T) {
 		"leader-escaped":     {"trace", `lifecycle\.json$`, -1, "/shutdown/processes_at_signal/0/escaped", true, ErrLifecycleImplausible},
 		"leader-missing":     {"trace", `lifecycle\.json$`, -1, "/shutdown/processes_at_signal/0/pid", 3, ErrLifecycleImplausible},
 		"server-binary-path": {"trace", `receipts/trace\.json$`, -1, "/artifacts/2/path", "/usr/local/bin/qualsim", ErrLifecycleMismatch},
+		// A file the workload binds is listed among the receipt's artifacts.
+		"corpus-artifact-dropped": {"trace", `receipts/trace\.json$`, -1, "/artifacts/3", dropItem{}, ErrReferenceMismatch},
 		// A server family delta's identity: its formula, unit and name go together.
 		"server-delta-formula": {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/82/formula", "telemetry_delta.v2", ErrMetricMismatch},
 		"server-delta-unit":    {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/89/unit", "count", ErrMetricMismatch},

@@ -83,6 +83,7 @@ func Hashes(s *load.Snapshot) finding.CheckResult {
 		}
 	}
 	checkDriverBindings(s, c)
+	workloadInputs(s, ref)
 	if wd, ok := artifactDigest[rc.Workload.Path]; !ok {
 		c.Add(file, "/workload/path", reason.ErrReferenceMismatch, "workload %s is not listed among the receipt's artifacts", rc.Workload.Path)
 	} else if wd != rc.Workload.Digest {
@@ -152,4 +153,43 @@ func ArtifactsOfKind(rc *contract.ReceiptDoc, kinds ...contract.ArtifactKind) []
 // detail is an error's message without the text of its leading reason.
 func detail(err error, r *reason.Reason) string {
 	return strings.TrimPrefix(err.Error(), r.Error()+": ")
+}
+
+// workloadInputs: every file a case of the receipt's variant binds by digest (a trace, a tools
+// file, a tokenizer) is listed among the receipt's artifacts
+// with that digest, as the runner lists them. On the mutation closure's trace shape a receipt with
+// its trace corpus dropped from the artifacts verified. (A driver case's request and model are
+// checkDriverBindings'.)
+func workloadInputs(s *load.Snapshot, ref func(refFile, ptr, path, dg, what string)) {
+	v := variant(s)
+	if v == nil || s.Workload == nil {
+		return
+	}
+	wl := s.RC.Workload.Path
+	for vi := range s.Workload.Variants {
+		if &s.Workload.Variants[vi] != v {
+			continue
+		}
+		for ci, wc := range v.Cases {
+			at := func(parts ...any) string {
+				return finding.Pointer(append([]any{"variants", vi, "cases", ci}, parts...)...)
+			}
+			bind := func(ptr, path, dg, what string) {
+				if path != "" && dg != "" && !strings.Contains(path, "${") {
+					ref(wl, ptr, path, dg, what)
+				}
+			}
+			// A conversation corpus is not among the artifacts the runner lists (a gap of the
+			// runner's, docs/verification.md "Mutation closure"): only a trace's is required.
+			if cp := wc.Corpus; cp != nil && cp.Source == contract.CorpusSourceTrace {
+				bind(at("corpus"), cp.Path, cp.Digest, "corpus")
+			}
+			if t := wc.Tools; t != nil {
+				bind(at("tools"), t.Path, t.Digest, "tools file")
+			}
+			if t := wc.Tokenizer; t != nil {
+				bind(at("tokenizer"), t.Path, t.Digest, "tokenizer")
+			}
+		}
+	}
 }
