@@ -92,7 +92,6 @@ var expectedSurvivors = map[string]string{
 	// Observed and not recomputable offline: what the host reported about itself, bytes the
 	// evidence does not keep.
 	"request_records:/events/*/bytes:number":      "observed: the bytes of one stream event (the stream itself is not kept)",
-	"request_records:/body_digest:string":         "observed: the digest of a response body the evidence does not keep",
 	"receipt:/environment/os/kernel:string":       "observed: the host's own report of its kernel",
 	"receipt:/environment/os/architecture:string": "observed: the host's own report of its architecture",
 	"receipt:/environment/device/name:string":     "observed: the host's own report of its device",
@@ -117,14 +116,83 @@ var expectedSurvivors = map[string]string{
 	"request_records:/events/*:dup":  "observed: an event that carries no token, or a warmup's; the stream is not kept",
 	// Descriptive: paths and names on the host that make no claim the verifier checks.
 	"lifecycle_record:/launch/cgroup:string": "descriptive: the accounting cgroup's path on the host",
+	// Found by the sweep of the new shapes (verify/testdata/mutation): what the host's device
+	// probes reported (a CPU-only host: the procfs probe's CPU, the others' "none"); nothing in the
+	// evidence can recompute a host's hardware.
+	"receipt:/environment/devices/*:drop":                   "observed: the devices the host's probes found",
+	"receipt:/environment/devices/*:dup":                    "observed: the devices the host's probes found",
+	"receipt:/environment/devices/*/vendor:string":          "observed: the host's own report of a device",
+	"receipt:/environment/devices/*/model:string":           "observed: the host's own report of a device",
+	"receipt:/environment/devices/*/memory_bytes:number":    "observed: the host's own report of a device",
+	"receipt:/environment/devices/*/driver/name:string":     "observed: the host's own report of a device",
+	"receipt:/environment/devices/*/count:number":           "observed: the host's own report of a device",
+	"receipt:/environment/devices/*/api_families/*:drop":    "observed: the host's own report of a device",
+	"receipt:/environment/device_probes/*:drop":             "observed: which device probes ran and what each said",
+	"lifecycle_record:/readiness/probes:number":             "observed: readiness probes, bounded by (probes - 1) x the recipe's poll interval <= the elapsed time",
+	"lifecycle_record:/shutdown/processes_at_signal/*:drop": "observed: an empty list is what records before it existed hold, so the list's absence is not refused",
+}
+
+// serverDeltaSurvivors are the edits of a server family delta (a row metric named
+// server.<family>.delta) allowed to verify: its value and series count are the runner's
+// difference of two /metrics scrapes around the row, which the evidence does not keep (its
+// identity is checked: rowcheck serverDelta); it is diagnostic, no verdict reads it. Only an
+// edit of such a metric (by its name in the unedited case result) is allowed: the same site of
+// any other metric is not.
+var serverDeltaSurvivors = map[string]string{
+	"case_result:/rows/*/metrics/*/value:number":   "observed: a server family delta (the scrapes are not kept)",
+	"case_result:/rows/*/metrics/*/samples:number": "observed: a server family delta's series count (the scrapes are not kept)",
+	"case_result:/rows/*/metrics/*:drop":           "observed: a server family delta, diagnostic, over scrapes that are not kept",
+}
+
+// serverDeltaEdit reports whether m edits a server family delta of the case result base.
+func serverDeltaEdit(m mutation, base any) bool {
+	if m.role != string(contract.ArtifactKindCaseResult) {
+		return false
+	}
+	parts := strings.Split(m.pointer, "/")
+	if len(parts) < 5 || parts[1] != "rows" || parts[3] != "metrics" {
+		return false
+	}
+	doc, _ := base.(map[string]any)
+	rows, _ := doc["rows"].([]any)
+	r, err1 := strconv.Atoi(parts[2])
+	k, err2 := strconv.Atoi(parts[4])
+	if err1 != nil || err2 != nil || r >= len(rows) {
+		return false
+	}
+	ms, _ := rows[r].(map[string]any)["metrics"].([]any)
+	if k >= len(ms) {
+		return false
+	}
+	name, _ := ms[k].(map[string]any)["name"].(string)
+	return strings.HasPrefix(name, "server.") && strings.HasSuffix(name, ".delta")
+}
+
+// pendingBodyDigest: request body digests are recomputed by helper hregen's work (the verifier
+// regenerates each request body from the bound corpus, seed and generator). Until that merges,
+// an edited body digest verifies. The lead deletes this map at the merge.
+var pendingBodyDigest = map[string]string{
+	"request_records:/body_digest:string": "pending hregen: the request body is not yet recomputed from the bound corpus",
 }
 
 // openSurvivors are edits that still verify and should not: each is a gap the closure found and
 // that is not fixed yet (docs/verification.md "Mutation closure" lists them). The test allows them
 // so that it fails only on a new gap; fixing one removes its line.
 var openSurvivors = map[string]string{
-	// The first full sweep (2,841 edits) found 24; none is open now: each was closed at its root or,
-	// where nothing can recompute it, moved to expectedSurvivors as observed.
+	// The first full sweep (2,841 edits) found 24 on the frozen shape; each was closed at its root
+	// or, where nothing can recompute it, moved to expectedSurvivors as observed. Those below were
+	// found on the shapes of verify/testdata/mutation and sit in another helper's code.
+	//
+	// hregen (regenerating synthesised prompts from the bound corpus, seed and generator): a
+	// synthesised corpus's prompt set digest, and a session turn's text-derived fields, are not
+	// recomputed until the verifier regenerates the prompts and reads the conversation corpus.
+	"case_result:/rows/*/prompt_set_sha256:string":  "open (hregen): the prompt set of a synthesised corpus is not regenerated",
+	"request_records:/session/history_chars:number": "open (hregen): a turn's history length needs the corpus's texts (and the replies' lengths, bounded below)",
+	"request_records:/session/think_ms:number":      "open (hregen): a turn's think time is the corpus's (or the synthetic generator's) and is read from neither",
+	// hburst (fidelity: lag, calibration, degraded): a row's clock calibration samples and
+	// offered rate are judged by the fidelity code.
+	"case_result:/rows/*/fidelity/calibration/samples_ns/*:number": "open (hburst): the clock calibration samples are not bounded by the fidelity check",
+	"case_result:/rows/*/fidelity/offered_rate:number":             "open (hburst): a trace row's offered rate is not recomputed by the fidelity check",
 }
 
 // mutation is one edit of one file.
@@ -155,16 +223,40 @@ func mutableFiles(t testing.TB, root, receipt string) map[string]string {
 	t.Helper()
 	out := map[string]string{receipt: "receipt"}
 	rc := readTree(t, filepath.Join(root, receipt))
+	inputs := workloadInputs(t, root, rc)
 	for _, a := range rc["artifacts"].([]any) {
 		m := a.(map[string]any)
 		p, kind := m["path"].(string), m["kind"].(string)
-		if strings.HasPrefix(p, "/") || !(strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".jsonl")) {
+		if strings.HasPrefix(p, "/") || !(strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".jsonl")) || inputs[p] {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
 			continue
 		}
 		out[p] = kind
+	}
+	return out
+}
+
+// workloadInputs are the files the workload's cases bind by digest (a trace or conversation
+// corpus, a tools file, a tokenizer). They are not edited: the workload, a case result's replay
+// and the commit each bind their bytes, so that any edit of one is refused as not the commit's
+// (input_not_in_commit) before anything reads it, and rewriting one as writeDoc does would
+// change the digests the baseline binds.
+func workloadInputs(t testing.TB, root string, rc map[string]any) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	wl := readTree(t, filepath.Join(root, rc["workload"].(map[string]any)["path"].(string)))
+	for _, v := range wl["variants"].([]any) {
+		for _, c := range v.(map[string]any)["cases"].([]any) {
+			for _, key := range []string{"corpus", "tools", "tokenizer"} {
+				if ref, ok := c.(map[string]any)[key].(map[string]any); ok {
+					if p, ok := ref["path"].(string); ok {
+						out[p] = true
+					}
+				}
+			}
+		}
 	}
 	return out
 }
@@ -375,6 +467,7 @@ type mutationOutcome struct {
 	rebound  bool // re-binding the digests undid the edit (a digest field): nothing to judge
 	verified bool
 	codes    string
+	why      string // an allowed survivor's reason that depends on the edited value (serverDeltaEdit)
 }
 
 // TestMutationClosure edits the evidence of every shape leaf by leaf (see the top of this file).
@@ -602,7 +695,11 @@ func runMutation(t *testing.T, root, receipt string, k testKey, p Policy, m muta
 		return mutationOutcome{m: m, codes: "error: " + err.Error()}
 	}
 	if res.Verdict == Verified {
-		return mutationOutcome{m: m, verified: true}
+		o := mutationOutcome{m: m, verified: true}
+		if serverDeltaEdit(m, base) {
+			o.why = serverDeltaSurvivors[m.site()]
+		}
+		return o
 	}
 	var codes []string
 	for _, f := range res.Findings {
@@ -627,8 +724,14 @@ func reportSurvivors(t *testing.T, shape string, total int, outcomes []mutationO
 			killed++
 		default:
 			why, ok := expectedSurvivors[o.m.site()]
+			if !ok && o.why != "" {
+				why, ok = o.why, true
+			}
 			if !ok {
 				why, ok = openSurvivors[o.m.site()]
+			}
+			if !ok {
+				why, ok = pendingBodyDigest[o.m.site()]
 			}
 			if !ok && provenanceDescriptive(o.m) {
 				why, ok = "descriptive (contract.Provenance): never read by a verdict", true
