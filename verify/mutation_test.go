@@ -239,7 +239,7 @@ func mutableFiles(t testing.TB, root, receipt string) map[string]string {
 }
 
 // workloadInputs are the files the workload's cases bind by digest (a trace or conversation
-// corpus, a tools file, a tokenizer). They are not edited: the workload, a case result's replay
+// corpus, a tools file, a tokenizer, a driver's request and model). They are not edited: the workload, a case result's replay
 // and the commit each bind their bytes, so that any edit of one is refused as not the commit's
 // (input_not_in_commit) before anything reads it, and rewriting one as writeDoc does would
 // change the digests the baseline binds.
@@ -249,7 +249,7 @@ func workloadInputs(t testing.TB, root string, rc map[string]any) map[string]boo
 	wl := readTree(t, filepath.Join(root, rc["workload"].(map[string]any)["path"].(string)))
 	for _, v := range wl["variants"].([]any) {
 		for _, c := range v.(map[string]any)["cases"].([]any) {
-			for _, key := range []string{"corpus", "tools", "tokenizer"} {
+			for _, key := range []string{"corpus", "tools", "tokenizer", "request", "model"} {
 				if ref, ok := c.(map[string]any)[key].(map[string]any); ok {
 					if p, ok := ref["path"].(string); ok {
 						out[p] = true

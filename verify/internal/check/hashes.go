@@ -83,6 +83,7 @@ func Hashes(s *load.Snapshot) finding.CheckResult {
 		}
 	}
 	checkDriverBindings(s, c)
+	checkDriverOutputs(s, c)
 	workloadInputs(s, ref)
 	if wd, ok := artifactDigest[rc.Workload.Path]; !ok {
 		c.Add(file, "/workload/path", reason.ErrReferenceMismatch, "workload %s is not listed among the receipt's artifacts", rc.Workload.Path)

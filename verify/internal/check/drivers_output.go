@@ -1,0 +1,115 @@
+package check
+
+import (
+	"encoding/json"
+	"path"
+	"reflect"
+	"slices"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
+	"github.com/qualkit/qualkit/verify/internal/reason"
+)
+
+// checkDriverOutputs binds each driver result to what it was made from: the runner writes the
+// result from the worker's own output (worker-output.json beside it: the body, the request id,
+// the digest of the input token ids, the contract) and the bound request file. So the result's
+// body members equal the output's body, its request id and token digest the output's, its
+// contract the output's, and its request id and input token count the request file's; and the
+// request, model and script the workload pins are listed among the artifacts with the pinned
+// digests. On the mutation closure's driver shape an edited worker output, request file or
+// request id verified (the result was checked only against itself and the workload).
+func checkDriverOutputs(s *load.Snapshot, c *finding.Collector) {
+	rc := s.RC
+	listed := map[string]string{}
+	for _, a := range rc.Artifacts {
+		if _, ok := listed[a.Path]; !ok {
+			listed[a.Path] = a.Digest
+		}
+	}
+	for _, r := range rc.Results {
+		if r.CaseResult == nil || s.DriverResults[r.CaseResult.Path] == nil {
+			continue
+		}
+		p := r.CaseResult.Path
+		res := decodeTree(s, p)
+		if res == nil {
+			continue
+		}
+		req, _ := res["request"].(map[string]any)
+		if wc := WorkloadCase(s, r.ID); wc != nil && wc.Kind == contract.CaseKindDriver {
+			var pins []contract.FileRef
+			if wc.Request != nil {
+				pins = append(pins, *wc.Request)
+			}
+			if wc.Model != nil {
+				pins = append(pins, *wc.Model)
+			}
+			if wc.Worker != nil {
+				pins = append(pins, contract.FileRef{Path: wc.Worker.Script, Digest: wc.Worker.ScriptDigest})
+			}
+			for _, pin := range pins {
+				if d, ok := listed[pin.Path]; ok && d != pin.Digest {
+					c.Add(s.Receipt.Path, "/artifacts", reason.ErrReferenceMismatch, "case %s: the workload pins %s as %s, the receipt's artifacts bind it as %s", r.ID, pin.Path, pin.Digest, d)
+				}
+			}
+			if wc.Request != nil {
+				if rq := decodeTree(s, wc.Request.Path); rq != nil && req != nil {
+					ids, _ := rq["input_token_ids"].([]any)
+					if !reflect.DeepEqual(req["id"], rq["id"]) {
+						c.Add(p, "/request/id", reason.ErrReferenceMismatch, "case %s: request id %v, the request file %s says %v", r.ID, req["id"], wc.Request.Path, rq["id"])
+					}
+					if n, ok := req["input_token_count"].(float64); ok && int(n) != len(ids) {
+						c.Add(p, "/request/input_token_count", reason.ErrReferenceMismatch, "case %s: %v input tokens, the request file %s has %d", r.ID, n, wc.Request.Path, len(ids))
+					}
+				}
+			}
+		}
+		// The worker output beside the result.
+		out := ""
+		for _, a := range rc.Artifacts {
+			if a.Kind == contract.ArtifactKindDriverWorkerOutput && path.Dir(a.Path) == path.Dir(p) {
+				out = a.Path
+			}
+		}
+		wo := decodeTree(s, out)
+		if wo == nil || req == nil {
+			continue
+		}
+		if !reflect.DeepEqual(wo["request_id"], req["id"]) {
+			c.Add(out, "/request_id", reason.ErrReferenceMismatch, "case %s: the worker answered request %v, the result names %v", r.ID, wo["request_id"], req["id"])
+		}
+		if !reflect.DeepEqual(wo["input_token_ids_sha256"], req["input_token_ids_sha256"]) {
+			c.Add(out, "/input_token_ids_sha256", reason.ErrReferenceMismatch, "case %s: the worker's input tokens hash to %v, the result records %v", r.ID, wo["input_token_ids_sha256"], req["input_token_ids_sha256"])
+		}
+		if !reflect.DeepEqual(wo["contract"], res["schema"]) {
+			c.Add(out, "/contract", reason.ErrReferenceMismatch, "case %s: the worker wrote a %v, the result is a %v", r.ID, wo["contract"], res["schema"])
+		}
+		body, _ := wo["body"].(map[string]any)
+		keys := make([]string, 0, len(body))
+		for k := range body {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if !reflect.DeepEqual(body[k], res[k]) {
+				c.Add(p, "/"+k, reason.ErrReferenceMismatch, "case %s: the result's %s is not the worker output's (%s)", r.ID, k, out)
+			}
+		}
+	}
+}
+
+// decodeTree decodes a bound JSON file the loader read whole (nil when it did not, or it does not
+// decode).
+func decodeTree(s *load.Snapshot, p string) map[string]any {
+	f := s.Files[p]
+	if p == "" || f == nil || !f.Present || f.Raw == nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(f.Raw, &m) != nil {
+		return nil
+	}
+	return m
+}
