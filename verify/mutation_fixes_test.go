@@ -136,6 +136,10 @@ func TestMutationGapsClosed(t *testing.T) {
 		"server-binary-path": {"trace", `receipts/trace\.json$`, -1, "/artifacts/2/path", "/usr/local/bin/qualsim", ErrLifecycleMismatch},
 		// A file the workload binds is listed among the receipt's artifacts.
 		"corpus-artifact-dropped": {"trace", `receipts/trace\.json$`, -1, "/artifacts/3", dropItem{}, ErrReferenceMismatch},
+		// A driver result is what the worker output beside it and the request file say.
+		"driver-worker-output-body": {"driver", `001-reference-paths-r000/worker-output\.json$`, -1, "/body/paths/0/max_abs_error", 0.5, ErrReferenceMismatch},
+		"driver-worker-request-id":  {"driver", `001-reference-paths-r000/worker-output\.json$`, -1, "/request_id", "reference-request-2", ErrReferenceMismatch},
+		"driver-result-request-id":  {"driver", `000-reference-next-token-r000/result\.json$`, -1, "/request/id", "reference-request-2", ErrReferenceMismatch},
 		// A server family delta's identity: its formula, unit and name go together.
 		"server-delta-formula": {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/82/formula", "telemetry_delta.v2", ErrMetricMismatch},
 		"server-delta-unit":    {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/89/unit", "count", ErrMetricMismatch},
