@@ -140,6 +140,9 @@ func TestMutationGapsClosed(t *testing.T) {
 		"driver-worker-output-body": {"driver", `001-reference-paths-r000/worker-output\.json$`, -1, "/body/paths/0/max_abs_error", 0.5, ErrReferenceMismatch},
 		"driver-worker-request-id":  {"driver", `001-reference-paths-r000/worker-output\.json$`, -1, "/request_id", "reference-request-2", ErrReferenceMismatch},
 		"driver-result-request-id":  {"driver", `000-reference-next-token-r000/result\.json$`, -1, "/request/id", "reference-request-2", ErrReferenceMismatch},
+		"driver-executable":         {"driver", `001-reference-paths-r000/result\.json$`, -1, "/implementation/executable/digest", "sha256:" + strings.Repeat("1", 64), ErrReferenceMismatch},
+		"driver-model-path":         {"driver", `001-reference-paths-r000/result\.json$`, -1, "/model/path", "drivers/reference/tiny-modem.json", ErrReferenceMismatch},
+		"driver-duration":           {"driver", `002-reference-layers-r000/result\.json$`, -1, "/duration_seconds", 0.5, ErrResultMismatch},
 		// A server family delta's identity: its formula, unit and name go together.
 		"server-delta-formula": {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/82/formula", "telemetry_delta.v2", ErrMetricMismatch},
 		"server-delta-unit":    {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/89/unit", "count", ErrMetricMismatch},

@@ -130,6 +130,7 @@ var expectedSurvivors = map[string]string{
 	"receipt:/environment/device_probes/*:drop":             "observed: which device probes ran and what each said",
 	"lifecycle_record:/readiness/probes:number":             "observed: readiness probes, bounded by (probes - 1) x the recipe's poll interval <= the elapsed time",
 	"lifecycle_record:/shutdown/processes_at_signal/*:drop": "observed: an empty list is what records before it existed hold, so the list's absence is not refused",
+	"driver_result:/containment/mechanism:string":           "descriptive: names the isolation implementation; the isolation itself is the probe's results, checked",
 }
 
 // serverDeltaSurvivors are the edits of a server family delta (a row metric named

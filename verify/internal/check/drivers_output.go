@@ -18,7 +18,8 @@ import (
 // body members equal the output's body, its request id and token digest the output's, its
 // contract the output's, and its request id and input token count the request file's; and the
 // request, model and script the workload pins are listed among the artifacts with the pinned
-// digests. On the mutation closure's driver shape an edited worker output, request file or
+// digests; the executable is a bound driver_executable, the model path the workload's, and the
+// duration the receipt's. On the mutation closure's driver shape an edited worker output, request file or
 // request id verified (the result was checked only against itself and the workload).
 func checkDriverOutputs(s *load.Snapshot, c *finding.Collector) {
 	rc := s.RC
@@ -38,7 +39,26 @@ func checkDriverOutputs(s *load.Snapshot, c *finding.Collector) {
 			continue
 		}
 		req, _ := res["request"].(map[string]any)
+		// The executable the result names is a driver_executable the receipt binds (where it binds
+		// any), and its duration the receipt's result's.
+		if impl, ok := res["implementation"].(map[string]any); ok {
+			exe, _ := impl["executable"].(map[string]any)
+			bound := slices.ContainsFunc(rc.Artifacts, func(a contract.Artifact) bool { return a.Kind == contract.ArtifactKindDriverExecutable })
+			if exe != nil && bound && !slices.ContainsFunc(rc.Artifacts, func(a contract.Artifact) bool {
+				return a.Kind == contract.ArtifactKindDriverExecutable && a.Path == exe["path"] && a.Digest == exe["digest"]
+			}) {
+				c.Add(p, "/implementation/executable", reason.ErrReferenceMismatch, "case %s ran executable %v (%v), which is no driver_executable artifact of the receipt", r.ID, exe["path"], exe["digest"])
+			}
+		}
+		if d, ok := res["duration_seconds"].(float64); ok {
+			if d != r.DurationSeconds {
+				c.Add(p, "/duration_seconds", reason.ErrResultMismatch, "case %s took %v s, the receipt's result says %v s", r.ID, d, r.DurationSeconds)
+			}
+		}
 		if wc := WorkloadCase(s, r.ID); wc != nil && wc.Kind == contract.CaseKindDriver {
+			if m, ok := res["model"].(map[string]any); ok && wc.Model != nil && m["path"] != wc.Model.Path {
+				c.Add(p, "/model/path", reason.ErrReferenceMismatch, "case %s evaluated model %v, the workload declares %s", r.ID, m["path"], wc.Model.Path)
+			}
 			var pins []contract.FileRef
 			if wc.Request != nil {
 				pins = append(pins, *wc.Request)
