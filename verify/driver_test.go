@@ -89,6 +89,8 @@ func driverEvidence(t *testing.T, ds driverSetup) (string, string, testKey) {
 		d.Source.OriginMain = nil
 	}
 	d.Implementation.Qualrun.Digest = qualrunDigest
+	d.Implementation.Qualrun.Version = rc["qualification"].(map[string]any)["qualrun"].(map[string]any)["version"].(string)
+	d.Model.ID = filepath.Base(d.Model.Path) // as the runner names it (driver.ModelID)
 	d.Tolerances, err = rules.EvaluateTolerances(contract.PathAttribution, ds.resultRules, d.PathBody)
 	if err != nil {
 		t.Fatal(err)

@@ -131,6 +131,14 @@ var expectedSurvivors = map[string]string{
 	"lifecycle_record:/readiness/probes:number":             "observed: readiness probes, bounded by (probes - 1) x the recipe's poll interval <= the elapsed time",
 	"lifecycle_record:/shutdown/processes_at_signal/*:drop": "observed: an empty list is what records before it existed hold, so the list's absence is not refused",
 	"driver_result:/containment/mechanism:string":           "descriptive: names the isolation implementation; the isolation itself is the probe's results, checked",
+	"driver_result:/containment/elapsed_seconds:number":     "observed: the worker's own run time, within its timeout",
+	"driver_result:/source/repository:string":               "descriptive: the repository's location on the host, as the receipt's (contract.Provenance)",
+	// A tool call's server-assigned id and its arguments: the arguments are kept by digest and
+	// length only (the stream is not kept); their validity against the function's schema was
+	// judged by the runner and is counted by the metrics.
+	"request_records:/tool_calls/*/id:string":               "observed: the server's id of a tool call",
+	"request_records:/tool_calls/*/arguments_digest:string": "observed: the digest of a tool call's arguments, which the evidence does not keep",
+	"request_records:/tool_calls/*/arguments_bytes:number":  "observed: the length of a tool call's arguments, which the evidence does not keep",
 }
 
 // serverDeltaSurvivors are the edits of a server family delta (a row metric named
@@ -143,6 +151,59 @@ var serverDeltaSurvivors = map[string]string{
 	"case_result:/rows/*/metrics/*/value:number":   "observed: a server family delta (the scrapes are not kept)",
 	"case_result:/rows/*/metrics/*/samples:number": "observed: a server family delta's series count (the scrapes are not kept)",
 	"case_result:/rows/*/metrics/*:drop":           "observed: a server family delta, diagnostic, over scrapes that are not kept",
+}
+
+// openArtifactSurvivors are open gaps in the receipt's artifact list, allowed only for an artifact
+// of the kinds in openArtifactKinds (by the unedited receipt): a config_file or tokenizer in the
+// repository is not compared with the commit (openSurvivors), and a driver case's executable,
+// script, request and model are compared with the workload's pins only where listed (a driver
+// evidence fixture of driver_test.go lists none of them, so their listing is not yet required).
+var openArtifactSurvivors = map[string]string{
+	"receipt:/artifacts/*:drop":          "open: a config_file or tokenizer listing, or a driver's executable, script, request or model listing, dropped",
+	"receipt:/artifacts/*/path:string":   "open: a config_file or tokenizer listing, or a driver's executable, script, request or model listing, moved",
+	"receipt:/artifacts/*/digest:string": "open: a driver_executable outside the repository is not re-hashed, and no result pins its digest where the workload pins none",
+}
+
+var openArtifactKinds = []contract.ArtifactKind{contract.ArtifactKindConfigFile, contract.ArtifactKindTokenizer,
+	contract.ArtifactKindDriverExecutable, contract.ArtifactKindDriverScript, contract.ArtifactKindDriverRequest, contract.ArtifactKindDriverModel}
+
+// openArtifactEdit reports whether m edits a receipt artifact of one of openArtifactKinds.
+func openArtifactEdit(m mutation, base any) bool {
+	parts := strings.Split(m.pointer, "/")
+	if m.role != "receipt" || len(parts) < 3 || parts[1] != "artifacts" {
+		return false
+	}
+	arts, _ := base.(map[string]any)["artifacts"].([]any)
+	i, err := strconv.Atoi(parts[2])
+	if err != nil || i >= len(arts) {
+		return false
+	}
+	kind, _ := arts[i].(map[string]any)["kind"].(string)
+	return slices.Contains(openArtifactKinds, contract.ArtifactKind(kind))
+}
+
+// warmupSurvivors are the edits of a warmup's record allowed to verify: no metric, ledger or
+// output set reads a warmup's usage, client counts, cached tokens or tool calls (the runner
+// sends warmups before the row and discards what they return). Only an edit of a record whose
+// unedited line says warmup true is allowed: the same site of a measured record is not.
+var warmupSurvivors = map[string]string{
+	"request_records:/usage/reasoning_tokens:number":          "observed: a warmup's usage, read by no metric or ledger",
+	"request_records:/cached_prompt_tokens:number":            "observed: a warmup's cached tokens, read by no metric",
+	"request_records:/client_tokens/prompt_tokens:number":     "observed: a warmup's client count, outside the token ledger",
+	"request_records:/client_tokens/completion_tokens:number": "observed: a warmup's client count, outside the token ledger",
+	"request_records:/client_tokens/reasoning_tokens:number":  "observed: a warmup's client count, outside the token ledger",
+	"request_records:/tool_calls/*:drop":                      "observed: a warmup's tool call, read by no metric",
+	"request_records:/tool_calls/*/valid:bool":                "observed: a warmup's tool call, read by no metric",
+}
+
+// warmupEdit reports whether m edits a warmup's record (lines: the unedited file's lines).
+func warmupEdit(m mutation, lines any) bool {
+	ls, ok := lines.([]any)
+	if m.role != string(contract.ArtifactKindRequestRecords) || !ok || m.line < 0 || m.line >= len(ls) {
+		return false
+	}
+	w, _ := ls[m.line].(map[string]any)["warmup"].(bool)
+	return w
 }
 
 // serverDeltaEdit reports whether m edits a server family delta of the case result base.
@@ -194,6 +255,23 @@ var openSurvivors = map[string]string{
 	// offered rate are judged by the fidelity code.
 	"case_result:/rows/*/fidelity/calibration/samples_ns/*:number": "open (hburst): the clock calibration samples are not bounded by the fidelity check",
 	"case_result:/rows/*/fidelity/offered_rate:number":             "open (hburst): a trace row's offered rate is not recomputed by the fidelity check",
+	// The record reader (verify/internal/record) keeps a record's tool call count and valid count,
+	// not each call: a call's name (the case's function, or one of the tools file's), its index
+	// (0, 1, ... in order) and a duplicated call are not checked.
+	"request_records:/tool_calls/*/name:string":  "open: a tool call's name is not checked against the case's tools",
+	"request_records:/tool_calls/*/index:number": "open: a tool call's index is not checked (0, 1, ... in order)",
+	"request_records:/tool_calls/*:dup":          "open: a duplicated tool call is not refused (the reader counts calls; a duplicate of a valid call keeps the valid fraction)",
+	// A qualsim config, a tokenizer listed twice, and other files a recipe's command names are
+	// bound as config_file artifacts; load.ReadInput compares only the workload, recipes and
+	// corpora with the commit's blobs, so an edited config_file in the repository (or its listing
+	// moved, openArtifactSurvivors) verifies. Closing it is a change to verify/internal/load
+	// (outside hmut's files).
+	"config_file:/reasoning/field:string":     "open: a config_file in the repository is not compared with the commit's blob",
+	"config_file:/reasoning/tokens:number":    "open: a config_file in the repository is not compared with the commit's blob",
+	"config_file:/tool_calls/accuracy:number": "open: a config_file in the repository is not compared with the commit's blob",
+	"config_file:/tool_calls/enabled:bool":    "open: a config_file in the repository is not compared with the commit's blob",
+	// A driver's containment: forced true beside an exit code 0 and no timeout is not refused.
+	"driver_result:/containment/forced:bool": "open: a driver's forced kill is not bounded by its exit status and timeout",
 }
 
 // mutation is one edit of one file.
@@ -699,6 +777,12 @@ func runMutation(t *testing.T, root, receipt string, k testKey, p Policy, m muta
 		o := mutationOutcome{m: m, verified: true}
 		if serverDeltaEdit(m, base) {
 			o.why = serverDeltaSurvivors[m.site()]
+		}
+		if warmupEdit(m, base) {
+			o.why = warmupSurvivors[m.site()]
+		}
+		if openArtifactEdit(m, base) {
+			o.why = openArtifactSurvivors[m.site()]
 		}
 		return o
 	}

@@ -18,8 +18,9 @@ import (
 // body members equal the output's body, its request id and token digest the output's, its
 // contract the output's, and its request id and input token count the request file's; and the
 // request, model and script the workload pins are listed among the artifacts with the pinned
-// digests; the executable is a bound driver_executable, the model path the workload's, and the
-// duration the receipt's. On the mutation closure's driver shape an edited worker output, request file or
+// digests; the executable is a bound driver_executable, the model path the workload's (its id the
+// path's base name), the origin_main and qualrun version the receipt's, and the duration the
+// receipt's. On the mutation closure's driver shape an edited worker output, request file or
 // request id verified (the result was checked only against itself and the workload).
 func checkDriverOutputs(s *load.Snapshot, c *finding.Collector) {
 	rc := s.RC
@@ -53,6 +54,27 @@ func checkDriverOutputs(s *load.Snapshot, c *finding.Collector) {
 		if d, ok := res["duration_seconds"].(float64); ok {
 			if d != r.DurationSeconds {
 				c.Add(p, "/duration_seconds", reason.ErrResultMismatch, "case %s took %v s, the receipt's result says %v s", r.ID, d, r.DurationSeconds)
+			}
+		}
+		// The result names the receipt's origin_main and qualrun version, and its model by the
+		// model file's base name (the runner's driver.ModelID).
+		if src, ok := res["source"].(map[string]any); ok {
+			var om any
+			if rc.Source.OriginMain != nil {
+				om = *rc.Source.OriginMain
+			}
+			if !reflect.DeepEqual(src["origin_main"], om) {
+				c.Add(p, "/source/origin_main", reason.ErrReferenceMismatch, "case %s ran with origin/main %v, the receipt's source says %v", r.ID, src["origin_main"], om)
+			}
+		}
+		if impl, ok := res["implementation"].(map[string]any); ok {
+			if q, ok := impl["qualrun"].(map[string]any); ok && q["version"] != rc.Qualification.Qualrun.Version {
+				c.Add(p, "/implementation/qualrun/version", reason.ErrReferenceMismatch, "case %s was run by qualrun %v, the receipt was written by %s", r.ID, q["version"], rc.Qualification.Qualrun.Version)
+			}
+		}
+		if m, ok := res["model"].(map[string]any); ok {
+			if mp, ok := m["path"].(string); ok && m["id"] != path.Base(path.Clean(mp)) {
+				c.Add(p, "/model/id", reason.ErrReferenceMismatch, "case %s names model %v, the base name of its path %s is %s", r.ID, m["id"], mp, path.Base(path.Clean(mp)))
 			}
 		}
 		if wc := WorkloadCase(s, r.ID); wc != nil && wc.Kind == contract.CaseKindDriver {
