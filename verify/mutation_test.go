@@ -318,10 +318,10 @@ func mutableFiles(t testing.TB, root, receipt string) map[string]string {
 }
 
 // workloadInputs are the files the workload's cases bind by digest (a trace or conversation
-// corpus, a tools file, a tokenizer, a driver's request and model). They are not edited: the workload, a case result's replay
-// and the commit each bind their bytes, so that any edit of one is refused as not the commit's
-// (input_not_in_commit) before anything reads it, and rewriting one as writeDoc does would
-// change the digests the baseline binds.
+// corpus, a tools file, a tokenizer, a driver's request and model). They are not edited: the
+// workload pins each, so an edit re-bound in the artifacts is reference_mismatch and one re-pinned
+// in the workload makes the workload not the commit's (input_not_in_commit); and rewriting one
+// as writeDoc does would change the digests the baseline binds.
 func workloadInputs(t testing.TB, root string, rc map[string]any) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
