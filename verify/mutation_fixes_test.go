@@ -146,6 +146,7 @@ func TestMutationGapsClosed(t *testing.T) {
 		"driver-origin-main":        {"driver", `001-reference-paths-r000/result\.json$`, -1, "/source/origin_main", strings.Repeat("a", 40), ErrReferenceMismatch},
 		"driver-qualrun-version":    {"driver", `001-reference-paths-r000/result\.json$`, -1, "/implementation/qualrun/version", "dew", ErrReferenceMismatch},
 		"driver-model-id":           {"driver", `001-reference-paths-r000/result\.json$`, -1, "/model/id", "tiny-model.jsoo", ErrReferenceMismatch},
+		"driver-forced":             {"driver", `001-reference-paths-r000/result\.json$`, -1, "/containment/forced", true, ErrResultMismatch},
 		// A server family delta's identity: its formula, unit and name go together.
 		"server-delta-formula": {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/82/formula", "telemetry_delta.v2", ErrMetricMismatch},
 		"server-delta-unit":    {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/89/unit", "count", ErrMetricMismatch},

@@ -270,8 +270,6 @@ var openSurvivors = map[string]string{
 	"config_file:/reasoning/tokens:number":    "open: a config_file in the repository is not compared with the commit's blob",
 	"config_file:/tool_calls/accuracy:number": "open: a config_file in the repository is not compared with the commit's blob",
 	"config_file:/tool_calls/enabled:bool":    "open: a config_file in the repository is not compared with the commit's blob",
-	// A driver's containment: forced true beside an exit code 0 and no timeout is not refused.
-	"driver_result:/containment/forced:bool": "open: a driver's forced kill is not bounded by its exit status and timeout",
 }
 
 // mutation is one edit of one file.

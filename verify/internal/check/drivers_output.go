@@ -51,6 +51,11 @@ func checkDriverOutputs(s *load.Snapshot, c *finding.Collector) {
 				c.Add(p, "/implementation/executable", reason.ErrReferenceMismatch, "case %s ran executable %v (%v), which is no driver_executable artifact of the receipt", r.ID, exe["path"], exe["digest"])
 			}
 		}
+		// The runner forces a kill only after the deadline or an interrupt (runner/driver), and
+		// either fails the case: a passed result was not forced.
+		if ct, ok := res["containment"].(map[string]any); ok && ct["forced"] == true && ct["timed_out"] != true && r.Status == contract.StatusPassed {
+			c.Add(p, "/containment/forced", reason.ErrResultMismatch, "case %s passed, but its worker was killed (forced) without timing out: the runner forces a kill only after the deadline or an interrupt, and either fails the case", r.ID)
+		}
 		if d, ok := res["duration_seconds"].(float64); ok {
 			if d != r.DurationSeconds {
 				c.Add(p, "/duration_seconds", reason.ErrResultMismatch, "case %s took %v s, the receipt's result says %v s", r.ID, d, r.DurationSeconds)
