@@ -64,6 +64,3 @@ const (
 	// MaxConcurrency bounds a row's concurrency (the contract's limit).
 	MaxConcurrency = 4096
 )
-
-// seedLimit is one more than the largest seed a request record may carry (2^53 - 1).
-const seedLimit = 1 << 53
