@@ -53,20 +53,11 @@ func Resolve(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
 			return nil, err
 		}
 	case contract.CorpusSourceSynthetic:
-		if corpus.Generator != contract.SyntheticCorpusGenerator {
-			return nil, fmt.Errorf("%w: generator %q: want %s", ErrCorpus, corpus.Generator, contract.SyntheticCorpusGenerator)
+		seed, count, minWords, maxWords, err := synth.CheckSynthetic(corpus)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorpus, err)
 		}
-		if corpus.Seed == nil || *corpus.Seed < 0 {
-			return nil, fmt.Errorf("%w: synthetic corpus needs a non-negative seed", ErrCorpus)
-		}
-		if corpus.Count < 1 || corpus.Count > MaxCorpusPrompts {
-			return nil, fmt.Errorf("%w: synthetic count %d: want 1 to %d", ErrCorpus, corpus.Count, MaxCorpusPrompts)
-		}
-		pw := corpus.PromptWords
-		if pw == nil || pw.Min < 1 || pw.Max < pw.Min || pw.Max > 100000 {
-			return nil, fmt.Errorf("%w: synthetic prompt_words: want 1 <= min <= max <= 100000", ErrCorpus)
-		}
-		out = SyntheticWords(uint64(*corpus.Seed), int(corpus.Count), int(pw.Min), int(pw.Max))
+		out = SyntheticWords(seed, count, minWords, maxWords)
 	case contract.CorpusSourceTrace:
 		var err error
 		if out, err = readTraceCorpus(corpus, repoRoot); err != nil {

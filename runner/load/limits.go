@@ -1,6 +1,10 @@
 package load
 
-import "time"
+import (
+	"time"
+
+	"github.com/qualkit/qualkit/schemas/synth"
+)
 
 // Limits on untrusted input (server responses, corpus files, /metrics pages), in one place. A
 // response that exceeds one fails its request with a named error class; it never grows memory
@@ -47,9 +51,9 @@ const (
 	// MaxCorpusBytes bounds a JSONL corpus file.
 	MaxCorpusBytes = 256 << 20
 	// MaxCorpusPrompts bounds the prompts of one corpus (file or synthetic).
-	MaxCorpusPrompts = 1_000_000
+	MaxCorpusPrompts = synth.MaxPrompts
 	// MaxPromptBytes bounds one prompt's text or system message (1 Mi runes of up to 4 bytes).
-	MaxPromptBytes = 4 << 20
+	MaxPromptBytes = synth.MaxPromptBytes
 	// MaxTemplateTokens bounds the prompt tokens a server may count beyond the request body's
 	// bytes (its chat template, default system prompt): usage.prompt_tokens above len(body) +
 	// MaxTemplateTokens is an impossible count (inconsistent_usage), and the bound keeps a row's

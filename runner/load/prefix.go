@@ -17,21 +17,11 @@ import (
 
 // resolveSharedPrefix resolves a shared_prefix corpus (see Resolve).
 func resolveSharedPrefix(corpus contract.Corpus) ([]Prompt, error) {
-	if corpus.Generator != contract.SharedPrefixCorpusGenerator {
-		return nil, fmt.Errorf("%w: generator %q: want %s", ErrCorpus, corpus.Generator, contract.SharedPrefixCorpusGenerator)
+	a, err := synth.CheckSharedPrefix(corpus)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorpus, err)
 	}
-	sw := corpus.SuffixWords
-	switch {
-	case corpus.Seed == nil || *corpus.Seed < 0:
-		return nil, fmt.Errorf("%w: shared-prefix corpus needs a non-negative seed", ErrCorpus)
-	case corpus.Groups < 1 || corpus.Suffixes < 1 || corpus.Groups*corpus.Suffixes > MaxCorpusPrompts:
-		return nil, fmt.Errorf("%w: shared-prefix groups %d × suffixes %d: want 1 to %d prompts", ErrCorpus, corpus.Groups, corpus.Suffixes, MaxCorpusPrompts)
-	case corpus.PrefixWords < 1 || corpus.PrefixWords > 100000:
-		return nil, fmt.Errorf("%w: shared-prefix prefix_words %d: want 1 to 100000", ErrCorpus, corpus.PrefixWords)
-	case sw == nil || sw.Min < 1 || sw.Max < sw.Min || sw.Max > 100000:
-		return nil, fmt.Errorf("%w: shared-prefix suffix_words: want 1 <= min <= max <= 100000", ErrCorpus)
-	}
-	return SharedPrefix(uint64(*corpus.Seed), int(corpus.Groups), int(corpus.PrefixWords), int(corpus.Suffixes), [2]int{int(sw.Min), int(sw.Max)}), nil
+	return SharedPrefix(a.Seed, a.Groups, a.PrefixWords, a.Suffixes, a.SuffixWords), nil
 }
 
 // SharedPrefix is the generator qualkit.shared-prefix.v1 (synth.SharedPrefix), every prompt

@@ -18,6 +18,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/wire"
 )
 
 // Tool calls (a serving case's tools, docs/metrics.md "Tool calls"): every chat request offers
@@ -125,36 +126,23 @@ func ParseTools(data []byte, t contract.Tools) (*Tools, error) {
 		}
 		out.fns[name] = sch
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, data); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrTools, err)
-	}
-	out.wire = buf.Bytes()
 	switch t.Choice {
 	case contract.ToolsChoiceAuto, contract.ToolsChoiceNone, contract.ToolsChoiceRequired:
 		if t.Function != "" {
 			return nil, fmt.Errorf("%w: function %s goes with choice function only, not %s", ErrTools, t.Function, t.Choice)
 		}
-		out.choice = string(t.Choice)
 	case contract.ToolsChoiceFunction:
 		if _, ok := out.fns[t.Function]; !ok {
 			return nil, fmt.Errorf("%w: choice function names %q, which the tools file does not declare", ErrTools, t.Function)
 		}
-		out.choice = namedChoice{Type: "function", Function: struct {
-			Name string `json:"name"`
-		}{t.Function}}
-	default:
-		return nil, fmt.Errorf("%w: choice %q: want auto, none, required or function", ErrTools, t.Choice)
 	}
+	// What the body sends of them is package schemas/wire's, which the verifier renders too.
+	offer, err := wire.OfferTools(data, t)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTools, err)
+	}
+	out.wire, out.choice = offer.Wire, offer.Choice
 	return out, nil
-}
-
-// namedChoice is a tool_choice naming one function.
-type namedChoice struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name string `json:"name"`
-	} `json:"function"`
 }
 
 // callSet collects the tool calls of one response as their deltas arrive.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 )
 
@@ -220,4 +221,67 @@ func AppendTraceWords(b []byte, i int, hashIDs iter.Seq[int64], total, blockWord
 		b = append(b, SpacedWords[rng.Next()%256]...)
 	}
 	return b
+}
+
+// Bounds of a synthesised corpus, the runner's and the verifier's.
+const (
+	// MaxPrompts bounds the prompts of one corpus.
+	MaxPrompts = 1_000_000
+	// MaxWords bounds a length in words of a generator's declaration (prompt_words, prefix_words,
+	// suffix_words).
+	MaxWords = 100_000
+	// MaxPromptBytes bounds one prompt's text or system message (1 Mi runes of up to 4 bytes); a
+	// trace entry of more than MaxPromptBytes / 8 words is refused before it is written.
+	MaxPromptBytes = 4 << 20
+)
+
+// CheckSynthetic checks a synthetic corpus's declaration of qualkit.synthetic-words.v1 (its
+// generator, a non-negative seed, 1 to MaxPrompts prompts, 1 <= prompt_words min <= max <=
+// MaxWords) and returns SyntheticWords' arguments.
+func CheckSynthetic(corpus contract.Corpus) (seed uint64, count, minWords, maxWords int, err error) {
+	pw := corpus.PromptWords
+	switch {
+	case corpus.Generator != contract.SyntheticCorpusGenerator:
+		return 0, 0, 0, 0, fmt.Errorf("generator %q: want %s", corpus.Generator, contract.SyntheticCorpusGenerator)
+	case corpus.Seed == nil || *corpus.Seed < 0:
+		return 0, 0, 0, 0, fmt.Errorf("synthetic corpus needs a non-negative seed")
+	case corpus.Count < 1 || corpus.Count > MaxPrompts:
+		return 0, 0, 0, 0, fmt.Errorf("synthetic count %d: want 1 to %d", corpus.Count, MaxPrompts)
+	case pw == nil || pw.Min < 1 || pw.Max < pw.Min || pw.Max > MaxWords:
+		return 0, 0, 0, 0, fmt.Errorf("synthetic prompt_words: want 1 <= min <= max <= %d", MaxWords)
+	}
+	return uint64(*corpus.Seed), int(corpus.Count), int(pw.Min), int(pw.Max), nil
+}
+
+// SharedPrefixArgs are SharedPrefix's arguments.
+type SharedPrefixArgs struct {
+	Seed                          uint64
+	Groups, PrefixWords, Suffixes int
+	SuffixWords                   [2]int
+}
+
+// Prompts are the prompts SharedPrefix yields.
+func (a SharedPrefixArgs) Prompts() iter.Seq2[int, Prompt] {
+	return SharedPrefix(a.Seed, a.Groups, a.PrefixWords, a.Suffixes, a.SuffixWords)
+}
+
+// CheckSharedPrefix checks a shared_prefix corpus's declaration of qualkit.shared-prefix.v1 in
+// words (its generator, a non-negative seed, groups × suffixes of 1 to MaxPrompts prompts, 1 to
+// MaxWords prefix_words, 1 <= suffix_words min <= max <= MaxWords) and returns SharedPrefix's
+// arguments.
+func CheckSharedPrefix(corpus contract.Corpus) (SharedPrefixArgs, error) {
+	sw := corpus.SuffixWords
+	switch {
+	case corpus.Generator != contract.SharedPrefixCorpusGenerator:
+		return SharedPrefixArgs{}, fmt.Errorf("generator %q: want %s", corpus.Generator, contract.SharedPrefixCorpusGenerator)
+	case corpus.Seed == nil || *corpus.Seed < 0:
+		return SharedPrefixArgs{}, fmt.Errorf("shared-prefix corpus needs a non-negative seed")
+	case corpus.Groups < 1 || corpus.Suffixes < 1 || corpus.Groups*corpus.Suffixes > MaxPrompts:
+		return SharedPrefixArgs{}, fmt.Errorf("shared-prefix groups %d × suffixes %d: want 1 to %d prompts", corpus.Groups, corpus.Suffixes, MaxPrompts)
+	case corpus.PrefixWords < 1 || corpus.PrefixWords > MaxWords:
+		return SharedPrefixArgs{}, fmt.Errorf("shared-prefix prefix_words %d: want 1 to %d", corpus.PrefixWords, MaxWords)
+	case sw == nil || sw.Min < 1 || sw.Max < sw.Min || sw.Max > MaxWords:
+		return SharedPrefixArgs{}, fmt.Errorf("shared-prefix suffix_words: want 1 <= min <= max <= %d", MaxWords)
+	}
+	return SharedPrefixArgs{Seed: uint64(*corpus.Seed), Groups: int(corpus.Groups), PrefixWords: int(corpus.PrefixWords), Suffixes: int(corpus.Suffixes), SuffixWords: [2]int{int(sw.Min), int(sw.Max)}}, nil
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 )
@@ -167,4 +168,35 @@ func responsesBody(c *contract.Case, model string, p Prompt, seed *int64) ([]byt
 		w.Temperature, w.TopP, w.IgnoreEOS = s.Temperature, s.TopP, s.IgnoreEOS
 	}
 	return EncodeJSON(w)
+}
+
+// OfferTools is what a chat body sends of a tools file data under the case's declaration t: the
+// file's array, compacted, and the tool_choice: the choice's name (auto, none, required), or
+// {"type":"function","function":{"name":...}} for choice function. It checks the JSON and the
+// choice only; the runner's ParseTools checks the tools themselves.
+func OfferTools(data []byte, t contract.Tools) (*Tools, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, data); err != nil {
+		return nil, err
+	}
+	out := &Tools{Wire: buf.Bytes()}
+	switch t.Choice {
+	case contract.ToolsChoiceAuto, contract.ToolsChoiceNone, contract.ToolsChoiceRequired:
+		out.Choice = string(t.Choice)
+	case contract.ToolsChoiceFunction:
+		out.Choice = namedChoice{Type: "function", Function: functionName{t.Function}}
+	default:
+		return nil, fmt.Errorf("choice %q: want auto, none, required or function", t.Choice)
+	}
+	return out, nil
+}
+
+// namedChoice is a tool_choice naming one function.
+type namedChoice struct {
+	Type     string       `json:"type"`
+	Function functionName `json:"function"`
+}
+
+type functionName struct {
+	Name string `json:"name"`
 }

@@ -62,6 +62,8 @@ type Record struct {
 	// Assertions are the kinds of the record's assertions, in order, one byte each (AssertionKinds).
 	Status, Seed int64
 	Assertions   string
+	// BodyDigest is body_digest's sha256 (check/body.go recomputes it).
+	BodyDigest [32]byte
 
 	Warmup   bool
 	HasSend  bool
@@ -278,6 +280,7 @@ func FromDoc(d *contract.RequestRecordDoc) Record {
 	if d.OutputDigest != nil {
 		r.Output = *d.OutputDigest
 	}
+	decodeDigest(&r.BodyDigest, []byte(d.BodyDigest))
 	if d.CachedPromptTokens != nil {
 		r.cached, r.hasCached = *d.CachedPromptTokens, true
 	}
@@ -566,6 +569,16 @@ func isPortableID(s []byte) bool {
 	return true
 }
 
+// decodeDigest sets sum to the 32 bytes of digest s ("sha256:" and 64 hex digits), reporting
+// whether s is one.
+func decodeDigest(sum *[32]byte, s []byte) bool {
+	if len(s) != 71 {
+		return false
+	}
+	_, err := hex.Decode(sum[:], s[7:])
+	return err == nil
+}
+
 func IsDigest(s []byte) bool {
 	if len(s) != 71 || !bytes.HasPrefix(s, []byte("sha256:")) {
 		return false
@@ -724,7 +737,7 @@ func (p *lineParser) record(r *Record) bool {
 			return s.first(fSeed) && ok && v <= maxSafeInteger
 		case "body_digest":
 			v, ok := p.str()
-			return s.first(fBodyDigest) && ok && IsDigest(v)
+			return s.first(fBodyDigest) && ok && IsDigest(v) && decodeDigest(&r.BodyDigest, v)
 		case "t_sched_ns":
 			v, ok := p.uint()
 			r.Sched = v
