@@ -2438,7 +2438,7 @@ type RequestRecordDoc struct {
 	// (request k of a row over N prompts has corpus_index k mod N and cycle k div N).
 	Cycle *int64 `json:"cycle,omitempty"`
 	Seed  *int64 `json:"seed"`
-	// BodyDigest is the digest of the exact request body bytes.
+	// BodyDigest is the digest of the exact request body bytes the client sent.
 	BodyDigest string `json:"body_digest"`
 	// TSchedNs: scheduled send (slot acquisition in closed loop).
 	TSchedNs int64 `json:"t_sched_ns"`
