@@ -1,18 +1,24 @@
 package verify
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/synth"
+	tracefmt "github.com/qualkit/qualkit/schemas/trace"
 	"github.com/qualkit/qualkit/schemas/wire"
 )
 
@@ -24,13 +30,14 @@ const (
 )
 
 // bodyShape turns a copy of the frozen campaign's serving case into one whose corpus is corpus
-// (prompts, as the runner synthesises them, in declared order): the workload declares it, the
+// (prompts, as the runner synthesises them, in declared order: at least the first two; the
+// rows' prompt set is promptSet, or when "" that of prompts): the workload declares it, the
 // records ask its prompts (the frozen prompts' places: greet-short is prompt 0, count-three
 // prompt 1) with the bodies the runner sends for them, the rows carry its prompt set, extra
 // files are written and bound as corpus artifacts, and the receipt is re-sealed with k. Only the
 // bodies' and prompt ids' consistency is the runner's: the schedule of a trace is not, so a
 // trace shape is judged by its body findings alone.
-func bodyShape(t *testing.T, root string, k testKey, corpus map[string]any, prompts []wire.Prompt, files map[string][]byte) {
+func bodyShape(t testing.TB, root string, k testKey, corpus map[string]any, prompts []wire.Prompt, files map[string][]byte, promptSet string) {
 	t.Helper()
 	for p, b := range files {
 		mustWriteTB(t, filepath.Join(root, p), b)
@@ -52,7 +59,7 @@ func bodyShape(t *testing.T, root string, k testKey, corpus map[string]any, prom
 	run := runDirOf(t, root, bodyReceipt)
 	place := map[string]int{"greet-short": 0, "count-three": 1}
 	for _, f := range []string{"c0001-r000.jsonl", "c0002-r000.jsonl"} {
-		editRecordLines(t, filepath.Join(root, run, bodyCase, "rows", f), func(lines []map[string]any) {
+		editLines(t, filepath.Join(root, run, bodyCase, "rows", f), func(lines []map[string]any) {
 			for _, l := range lines {
 				index, _ := l["index"].(json.Number).Int64()
 				c, _ := l["row"].(map[string]any)["concurrency"].(json.Number).Int64()
@@ -71,13 +78,16 @@ func bodyShape(t *testing.T, root string, k testKey, corpus map[string]any, prom
 			}
 		})
 	}
-	set := make([]contract.Prompt, len(prompts))
-	for i, p := range prompts {
-		set[i] = contract.Prompt{ID: p.ID, Text: p.Text, System: p.System}
-	}
-	ps, err := evidence.PromptSetDigest(set)
-	if err != nil {
-		t.Fatal(err)
+	ps := promptSet
+	if ps == "" {
+		set := make([]contract.Prompt, len(prompts))
+		for i, p := range prompts {
+			set[i] = contract.Prompt{ID: p.ID, Text: p.Text, System: p.System}
+		}
+		var err error
+		if ps, err = evidence.PromptSetDigest(set); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cp := filepath.Join(root, run, bodyCase, "case-result.json")
 	cr := readTree(t, cp)
@@ -86,6 +96,18 @@ func bodyShape(t *testing.T, root string, k testKey, corpus map[string]any, prom
 	}
 	writeTree(t, cp, cr)
 	reseal(t, root, bodyReceipt, k)
+}
+
+// editLines is editRecordLines for a test or a benchmark.
+func editLines(t testing.TB, path string, edit func(lines []map[string]any)) {
+	t.Helper()
+	doc := readDoc(t, path).([]any)
+	lines := make([]map[string]any, len(doc))
+	for i, l := range doc {
+		lines[i] = l.(map[string]any)
+	}
+	edit(lines)
+	writeDoc(t, path, doc)
 }
 
 // bodyFindings are the body_mismatch findings of a verification.
@@ -139,7 +161,7 @@ func TestBodyDigestRecomputed(t *testing.T) {
 			fresh := func(t *testing.T) string {
 				root := copyTree(t, frozenRoot)
 				if sh.corpus != nil {
-					bodyShape(t, root, k, sh.corpus, sh.prompts, sh.files)
+					bodyShape(t, root, k, sh.corpus, sh.prompts, sh.files, "")
 				} else {
 					reseal(t, root, bodyReceipt, k)
 				}
@@ -188,7 +210,7 @@ func TestBodyCorpusUnbound(t *testing.T) {
 		return wire.Prompt{ID: synth.TraceID(i), Text: string(synth.AppendTraceWords(nil, i, slices.Values([]int64(nil)), synth.TraceWords(in, 1), 1)), MaxTokens: 4}
 	}
 	bodyShape(t, root, k, map[string]any{"source": "trace", "path": "workloads/body-trace.jsonl", "digest": evidence.DigestOf(trace), "length_unit": "words_per_token", "words_per_token": json.Number("1")},
-		[]wire.Prompt{tw(0, 6), tw(1, 9)}, map[string][]byte{"workloads/body-trace.jsonl": trace})
+		[]wire.Prompt{tw(0, 6), tw(1, 9)}, map[string][]byte{"workloads/body-trace.jsonl": trace}, "")
 	rp := filepath.Join(root, bodyReceipt)
 	rc := readTree(t, rp)
 	arts := rc["artifacts"].([]any)
@@ -202,4 +224,110 @@ func TestBodyCorpusUnbound(t *testing.T) {
 	if !hasFinding(res, CheckComparability, ErrCorpusMismatch, "not bound by the receipt") {
 		t.Fatalf("an unbound trace is not a finding:%s", findingsOf(res))
 	}
+}
+
+// mooncakeShaped is a trace of n entries shaped like the public Mooncake trace (docs/metrics.md
+// "Trace replay"): inputs of 200 to 16,200 tokens in blocks of 512, each entry sharing the first
+// blocks of the one before it when i mod 3 is not 0, one arrival every 294 ms.
+func mooncakeShaped(n int) []byte {
+	var b []byte
+	next := int64(1)
+	var prev []int64
+	for i := range n {
+		in := int64(200 + (i*7919)%16000)
+		blocks := int((in + 511) / 512)
+		ids := make([]int64, 0, blocks)
+		if i%3 != 0 {
+			ids = append(ids, prev[:min(len(prev), blocks/2)]...)
+		}
+		for len(ids) < blocks {
+			ids = append(ids, next)
+			next++
+		}
+		prev = ids
+		line, _ := json.Marshal(map[string]any{"timestamp": i * 294, "input_length": in, "output_length": 4, "hash_ids": ids})
+		b = append(append(b, line...), '\n')
+	}
+	return b
+}
+
+// BenchmarkVerifyTrace12k verifies the frozen campaign whose serving case replays a trace of
+// 12,031 Mooncake-shaped entries in words (words_per_token 0.75): the verifier writes every
+// prompt once, in order, to hash the prompt set and render the records' bodies. It reports the
+// peak of the live heap while verifying (peak_heap_MB, sampled every millisecond) beside the bytes
+// of all the prompts it wrote (prompts_MB): the prompts are never held together.
+func BenchmarkVerifyTrace12k(b *testing.B) {
+	const n = 12031
+	k := newTestKey(b)
+	root := copyTree(b, frozenRoot)
+	trace := mooncakeShaped(n)
+	entries, err := tracefmt.Read(trace)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The prompts, written one at a time as the runner does: the first two kept for the records,
+	// every one hashed into the prompt set.
+	var prompts []wire.Prompt
+	var promptBytes int
+	h := sha256.New()
+	h.Write([]byte{'['})
+	for i, e := range entries {
+		text := synth.AppendTraceWords(nil, i, slices.Values(e.HashIDs), synth.TraceWords(e.InputLength, 0.75), synth.TraceBlockWords(512, 0.75))
+		p := contract.Prompt{ID: synth.TraceID(i), Text: string(text)}
+		if i < 2 {
+			prompts = append(prompts, wire.Prompt{ID: p.ID, Text: p.Text, MaxTokens: e.OutputLength})
+		}
+		c, err := jsonstrict.Canonical(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i > 0 {
+			h.Write([]byte{','})
+		}
+		h.Write(c)
+		promptBytes += len(text)
+	}
+	h.Write([]byte{']'})
+	bodyShape(b, root, k, map[string]any{"source": "trace", "path": "workloads/body-trace.jsonl", "digest": evidence.DigestOf(trace), "length_unit": "words_per_token",
+		"words_per_token": json.Number("0.75"), "block_tokens": json.Number("512")}, prompts, map[string][]byte{"workloads/body-trace.jsonl": trace}, fmt.Sprintf("sha256:%x", h.Sum(nil)))
+	entries = nil
+	ev, err := LocateIn(root, filepath.Join(root, bodyReceipt))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var peak uint64
+	b.ResetTimer()
+	for range b.N {
+		runtime.GC()
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			var ms runtime.MemStats
+			for {
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapAlloc)
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}()
+		res, err := Verify(context.Background(), ev, k.policy())
+		close(stop)
+		<-done
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range res.Check(CheckComparability).Findings {
+			if errors.Is(f, ErrBodyMismatch) || errors.Is(f, ErrCorpusMismatch) && strings.Contains(f.Error(), "prompt_set_sha256") {
+				b.Fatalf("the prompt set or a body differs: %v", f)
+			}
+		}
+		if note := res.Check(CheckComparability).Note; strings.Contains(note, "not recomputed") {
+			b.Fatalf("not recomputed: %s", note)
+		}
+	}
+	b.ReportMetric(float64(peak)/1e6, "peak_heap_MB")
+	b.ReportMetric(float64(promptBytes)/1e6, "prompts_MB")
 }

@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"io"
 	"iter"
 	"slices"
+	"strconv"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
@@ -189,16 +191,38 @@ func newPromptSetHash() *promptSetHash {
 }
 
 func (ps *promptSetHash) add(p wire.Prompt) error {
-	b, err := jsonstrict.Canonical(contract.Prompt{ID: p.ID, Text: p.Text, System: p.System})
-	if err != nil {
-		return fmt.Errorf("prompt %d: %w", ps.n, err)
-	}
 	if ps.n > 0 {
 		ps.h.Write([]byte{','})
 	}
-	ps.h.Write(b)
 	ps.n++
+	if plainJSON(p.ID) && plainJSON(p.Text) && plainJSON(p.System) {
+		// RFC 8785 writes such strings as they are, and "id" sorts before "system" and "text".
+		io.WriteString(ps.h, `{"id":"`+p.ID)
+		if p.System != "" {
+			io.WriteString(ps.h, `","system":"`+p.System)
+		}
+		io.WriteString(ps.h, `","text":"`)
+		io.WriteString(ps.h, p.Text)
+		io.WriteString(ps.h, `"}`)
+		return nil
+	}
+	b, err := jsonstrict.Canonical(contract.Prompt{ID: p.ID, Text: p.Text, System: p.System})
+	if err != nil {
+		return fmt.Errorf("prompt %d: %w", ps.n-1, err)
+	}
+	ps.h.Write(b)
 	return nil
+}
+
+// plainJSON reports whether s is printable ASCII without '"' or '\\', which a canonical JSON
+// string holds unescaped.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func (ps *promptSetHash) sum() string {
@@ -281,9 +305,7 @@ func regenerate(s *load.Snapshot, c *finding.Collector, cr *contract.CaseResultD
 		if bc == nil {
 			continue
 		}
-		for _, ref := range asks[p.ID] {
-			bc.check(ref, p)
-		}
+		bc.checkAll(asks[p.ID], p)
 		delete(asks, p.ID)
 	}
 	if bc != nil && len(warm) > 0 && len(shapes) > 0 {
@@ -294,7 +316,16 @@ func regenerate(s *load.Snapshot, c *finding.Collector, cr *contract.CaseResultD
 			k := rowKey{row.Concurrency, row.Repetition}
 			ws, ok := warmups[k]
 			if !ok {
-				ws = synth.Warmups(len(shapes), func(i int) (string, int) { return shapes[i].system, shapes[i].fields }, int(wc.WarmupRequests), seed(s), row.Concurrency, row.Repetition)
+				// The warmups are drawn in turn from one stream: those up to the row's last warmup
+				// record, at most the case's warmup_requests.
+				last := int64(0)
+				for _, o := range warm {
+					if o.row == ref.row {
+						last = max(last, o.rec.Index)
+					}
+				}
+				n := int(min(wc.WarmupRequests, last+1))
+				ws = synth.Warmups(len(shapes), func(i int) (string, int) { return shapes[i].system, shapes[i].fields }, n, seed(s), row.Concurrency, row.Repetition)
 				warmups[k] = ws
 			}
 			r := ref.rec
@@ -339,6 +370,50 @@ func bodyInputs(s *load.Snapshot, c *finding.Collector, cr *contract.CaseResultD
 		bc.tools = tools
 	}
 	return bc, ""
+}
+
+// seedKey is the member a body carries its seed in: a key, since within an encoded string a '"'
+// is always escaped and never follows a letter.
+var seedKey = []byte(`"seed":`)
+
+// checkAll checks the records refs, which all ask p. Their bodies differ in their seed alone (a
+// cold row's nonce aside), so p's body is rendered once with the largest seed, split around it,
+// and each record's body is that body with its own seed's digits: the bytes wire.Body writes
+// (encoding/json writes an int64 as strconv.AppendInt does), hashed without being encoded again.
+// A body whose split is not unique (a tools file that holds the same member and number) is
+// rendered for each record.
+func (bc *bodyCheck) checkAll(refs []bodyRef, p wire.Prompt) {
+	if len(refs) == 0 {
+		return
+	}
+	var head, tail []byte
+	if bc.wc.Sampling != nil && bc.wc.Sampling.Seed != nil && len(refs) > 1 {
+		probe := int64(wire.SeedLimit - 1)
+		if body, err := wire.Body(bc.wc, bc.model, p, &probe, bc.tools); err == nil {
+			mark := strconv.AppendInt(slices.Clip(seedKey), probe, 10)
+			if k := bytes.Index(body, mark); k >= 0 && bytes.Count(body, mark) == 1 {
+				head, tail = body[:k+len(seedKey)], body[k+len(mark):]
+			}
+		}
+	}
+	h := sha256.New()
+	var digits []byte
+	var sum [32]byte
+	for _, ref := range refs {
+		seed := wire.RequestSeed(bc.wc.Sampling, ref.rec.Index)
+		if head == nil || bc.nonces[ref.row] != nil || seed == nil {
+			bc.check(ref, p)
+			continue
+		}
+		h.Reset()
+		h.Write(head)
+		digits = strconv.AppendInt(digits[:0], *seed, 10)
+		h.Write(digits)
+		h.Write(tail)
+		if h.Sum(sum[:0]); sum != ref.rec.BodyDigest {
+			bc.check(ref, p) // rendered whole, so that the finding names the body wire.Body writes
+		}
+	}
 }
 
 // check renders ref's body asking p and compares its sha256 with the record's body_digest.
