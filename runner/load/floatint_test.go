@@ -52,15 +52,15 @@ var floatToInt = map[string]string{
 	"load schedule.go report: int64(metric.Horizon(sc) * 1e9)":                                  "a schedule's horizon: at most 64 × 86400 s",
 	"load schedule.go scheduledCap: int64(math.Ceil(metric.ExpectedArrivals(p.Case.Schedule)))": "the expected arrivals are at most 64 stages × 86400 s × the schema's greatest rate (far inside int64), then capped at requests",
 	"load session.go session: time.Duration(t.ThinkMs * float64(time.Millisecond))":             "a think time drawn from think_ms: at most the schema's maximum",
-	"load trace.go TracePrompts: int(math.Round(float64(blockTokens) * wordsPerToken))":         "block_tokens (at most the schema's) × words_per_token (0.1 to 10)",
-	"load trace.go TracePrompts: int(math.Round(float64(e.InputLength) * wordsPerToken))":       "input_length (1 to 2^20, trace.Check) × words_per_token (0.1 to 10)",
-	"load traceplan.go PlanTrace: int(math.Round(float64(blockTokens) * wordsPerToken))":        "as TracePrompts': block_tokens (at most the schema's) × words_per_token (0.1 to 10)",
-	"load traceplan.go PlanTrace: int(math.Round(float64(e.InputLength) * wordsPerToken))":      "as TracePrompts': input_length (1 to 2^20, trace.Check) × words_per_token (0.1 to 10)",
+	// schemas/synth: a trace's lengths in words, for TracePrompts, PlanTrace and the verifier.
+	"synth synth.go TraceBlockWords: int(math.Round(float64(blockTokens) * wordsPerToken))": "block_tokens (at most the schema's) × words_per_token (0.1 to 10)",
+	"synth synth.go TraceWords: int(math.Round(float64(inputLength) * wordsPerToken))":      "input_length (1 to 2^20, trace.Check) × words_per_token (0.1 to 10)",
 }
 
 // floatIntPackages are the packages whose float-to-integer conversions are reviewed: the trace
-// format, the schedules and stages (schemas/metric) and the load generator that replays them.
-var floatIntPackages = []string{"../../schemas/trace", "../../schemas/metric", "."}
+// format, the schedules and stages (schemas/metric), a trace's lengths in words (schemas/synth)
+// and the load generator that replays them.
+var floatIntPackages = []string{"../../schemas/trace", "../../schemas/metric", "../../schemas/synth", "."}
 
 // TestFloatToIntConversionsReviewed type-checks floatIntPackages (from source, with the build
 // cache's export data for their imports) and finds every conversion of a non-constant float to an
