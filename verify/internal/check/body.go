@@ -339,23 +339,17 @@ func regenerate(s *load.Snapshot, c *finding.Collector, cr *contract.CaseResultD
 }
 
 // bodyInputs is what renders the case's bodies besides the prompt: the model id the requests
-// named (the run configuration's --model-id, else the launch recipes' one model id) and the
+// named (the run configuration's --model-id, else the case's launch recipe's model_id) and the
 // case's tools (its bound tools file); nil and why not when one is not available.
 func bodyInputs(s *load.Snapshot, c *finding.Collector, cr *contract.CaseResultDoc, wc *contract.Case) (*bodyCheck, string) {
 	model := RunConfigModelID(s)
 	if model == "" {
-		for _, r := range s.Recipes {
-			switch {
-			case r == nil:
-			case model == "":
-				model = r.ModelID
-			case r.ModelID != model:
-				return nil, "the launch recipes name several model ids and the run configuration none: the request bodies (body_digest) were not recomputed"
-			}
+		if r := s.Recipes[wc.Launch]; r != nil {
+			model = r.ModelID
 		}
 	}
 	if model == "" {
-		return nil, "no launch recipe or run configuration names the model id the requests named: the request bodies (body_digest) were not recomputed"
+		return nil, "neither the run configuration nor the case's launch recipe " + wc.Launch + " (not available) names the model id the requests named: the request bodies (body_digest) were not recomputed"
 	}
 	bc := &bodyCheck{c: c, cr: cr, wc: wc, model: model, nonces: map[int][]string{}}
 	if t := wc.Tools; t != nil {
