@@ -562,21 +562,21 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			}
 			sched = &rowSchedule{offsets: offs}
 			if la != nil {
-				if sched.origin, err = r.openLoop(ctx, la.next, recs[nWarm:], c, rep, ctl, offs); err != nil {
+				if sched.origin, err = r.openLoop(ctx, la.next, recs[nWarm:], c, rep, ctl, offs, newDepGate(r.plan.Trace, rp.order, r.plan.Epoch)); err != nil {
 					return RowResult{}, err
 				}
 				r.log.log.Debug("trace lookahead", "concurrency", c, "repetition", rep, "requests", len(offs), "waited_for_builder", la.waits.Load())
 			} else {
-				sched.origin, _ = r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, offs)
+				sched.origin, _ = r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, offs, nil)
 			}
 		} else if sc := r.plan.Case.Schedule; metric.Closed(sc) {
 			sched = &rowSchedule{origin: time.Now()}
 			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl, closedGate(sc))
 		} else if sc != nil {
 			sched = &rowSchedule{offsets: offs, stages: stages}
-			sched.origin, _ = r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, offs)
+			sched.origin, _ = r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, offs, nil)
 		} else if r.plan.Case.Rate != nil {
-			r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, arrivals(r.plan.Case.Rate, len(reqs)-nWarm, r.plan.Seed, c, rep))
+			r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, arrivals(r.plan.Case.Rate, len(reqs)-nWarm, r.plan.Seed, c, rep), nil)
 		} else {
 			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl, nil)
 		}
@@ -700,11 +700,35 @@ func arrivals(rate *contract.Rate, n int, seed int64, c, rep int64) []time.Durat
 //
 // offsets are the arrivals' scheduled offsets from the schedule's start, which openLoop returns;
 // the error is next's, which ends the dispatch.
-func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error), recs []*contract.RequestRecordDoc, c, rep int64, ctl *rowCtl, offsets []time.Duration) (origin time.Time, err error) {
+func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error), recs []*contract.RequestRecordDoc, c, rep int64, ctl *rowCtl, offsets []time.Duration, deps *depGate) (origin time.Time, err error) {
 	send := ctl.send
 	ctx = ctl.cut
 	slots := make(chan struct{}, c)
 	var wg sync.WaitGroup
+	// launch sends request i, scheduled at at, once a slot is free; false when the row stops.
+	launch := func(i int, q *request, at time.Time) bool {
+		select {
+		case slots <- struct{}{}:
+		case <-send.Done():
+			return false
+		}
+		if !ctl.take(at) {
+			<-slots
+			return false
+		}
+		call := r.client.Start(ctx, r.request(q))
+		if st := r.log.stall; st.every > 0 && (i+1)%st.every == 0 {
+			time.Sleep(st.d) // test-only distortion (DistortionEnv)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs[i] = r.record(q, call.Wait(), at, c, rep, ctl)
+			deps.finish(i, recs[i])
+			<-slots
+		}()
+		return true
+	}
 	dispatched := make(chan struct{})
 	go func() {
 		defer close(dispatched)
@@ -725,25 +749,34 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 			if p.until(send, at) != nil {
 				return
 			}
-			select {
-			case slots <- struct{}{}:
-			case <-send.Done():
+			if pk, ok := deps.parentOf(i); ok {
+				select {
+				case <-deps.done[pk]: // the parent has ended: send now, or at its end
+					if at, ok = deps.after(at, pk); !ok {
+						deps.finish(i, nil)
+						continue
+					}
+				default: // wait for the parent beside the dispatcher (tracedeps.go)
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						select {
+						case <-deps.done[pk]:
+						case <-send.Done():
+							deps.finish(i, nil)
+							return
+						}
+						if at, ok := deps.after(at, pk); !ok || !launch(i, q, at) {
+							deps.finish(i, nil)
+						}
+					}()
+					continue
+				}
+			}
+			if !launch(i, q, at) {
+				deps.finish(i, nil)
 				return
 			}
-			if !ctl.take(at) {
-				<-slots
-				return
-			}
-			call := r.client.Start(ctx, r.request(q))
-			if st := r.log.stall; st.every > 0 && (i+1)%st.every == 0 {
-				time.Sleep(st.d) // test-only distortion (DistortionEnv)
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				recs[i] = r.record(q, call.Wait(), at, c, rep, ctl)
-				<-slots
-			}()
 		}
 	}()
 	<-dispatched

@@ -33,6 +33,8 @@ type TracePlan struct {
 	// tok, for a trace of length_unit tokens (PlanTokenTrace), is how each prompt was built;
 	// nil for words_per_token.
 	tok *tokenTable
+	// parents are the entries' parents (tracedeps.go); nil when no entry waits for one.
+	parents []int32
 
 	promptSetOnce sync.Once
 	promptSet     string
@@ -95,6 +97,7 @@ func PlanTrace(entries []TraceEntry, wordsPerToken float64, blockTokens int64, t
 		}
 	}
 	tp.runs = tp.runs[:len(tp.runs):len(tp.runs)]
+	tp.parents = traceParents(entries)
 	return tp, nil
 }
 
