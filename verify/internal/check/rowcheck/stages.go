@@ -316,23 +316,44 @@ func Replay(c *finding.Collector, path string, j int, row contract.Row, cp *cont
 }
 
 // TraceSchedule: measured request k (index minus the unmeasured) is trace entry k, scheduled
-// at the row's start (the first measured record's t_sched minus its offset) plus offs[k], and a
-// success has at most the entry's output_length completion tokens.
+// at the row's start (the first measured record's t_sched minus its offset) plus offs[k], or,
+// for an entry with a parent, at metric.AfterParent of that and the parent's end (metric.Ended
+// of the parent entry's record, which must be in the row: an entry is sent only after its
+// parent), and a success has at most the entry's output_length completion tokens.
 func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record.Record, unmeasured int64, exactTokens bool) {
 	k0 := measured[0].Index - unmeasured
 	if k0 < 0 || k0 >= int64(len(offs)) {
 		c.Add(row.Records.Path, finding.Pointer(measured[0].Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].Index, len(entries))
 		return
 	}
+	if _, waits := entries[k0].Parent(); waits {
+		// The row's start is read from its first record, which then must be an entry at its offset.
+		c.Add(row.Records.Path, finding.Pointer(measured[0].Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: the first request %d is entry %d, which waits for a parent: a replay starts with its first entry", row.Concurrency, row.Repetition, measured[0].Index, k0)
+		return
+	}
 	origin := measured[0].Sched - offs[k0]
+	byEntry := make(map[int64]*record.Record, len(measured))
+	for _, r := range measured {
+		byEntry[r.Index-unmeasured] = r
+	}
 	for _, r := range measured {
 		k := r.Index - unmeasured
 		if k < 0 || k >= int64(len(offs)) {
 			c.Add(row.Records.Path, finding.Pointer(r.Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, r.Index, len(entries))
 			return
 		}
-		if d := r.Sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.Index, r.Sched, origin+offs[k], d)
+		want := origin + offs[k]
+		if p, waits := entries[k].Parent(); waits {
+			parent := byEntry[int64(p)]
+			if parent == nil {
+				c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d (entry %d) waits for entry %d, which the row did not record: an entry is sent only after its parent's request ended", row.Concurrency, row.Repetition, r.Index, k, p)
+				return
+			}
+			q := parent.Request()
+			want = metric.AfterParent(want, metric.Ended(&q))
+		}
+		if d := r.Sched - want; d < -scheduleToleranceNs || d > scheduleToleranceNs {
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry (at its offset, or when its parent ended) at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.Index, r.Sched, want, d)
 			return
 		}
 		if !r.Failed && r.HasUsage && r.CompletionTokens > entries[k].OutputLength {
