@@ -313,18 +313,20 @@ func readLabels(s string) (string, []string, string, error) {
 		return "", nil, rest, nil
 	}
 	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.name, b.name) })
-	var sb strings.Builder
+	buf := make([]byte, 0, 2*len(s))
 	names := make([]string, len(pairs))
-	sb.WriteByte('{')
+	buf = append(buf, '{')
 	for i, p := range pairs {
 		if i > 0 {
-			sb.WriteByte(',')
+			buf = append(buf, ',')
 		}
 		names[i] = p.name
-		fmt.Fprintf(&sb, "%s=%q", p.name, p.value)
+		buf = append(buf, p.name...)
+		buf = append(buf, '=')
+		buf = strconv.AppendQuote(buf, p.value)
 	}
-	sb.WriteByte('}')
-	return sb.String(), names, rest, nil
+	buf = append(buf, '}')
+	return string(buf), names, rest, nil
 }
 
 // parseValue reads a sample value: a decimal float, +Inf, -Inf or NaN (not Go's other spellings:

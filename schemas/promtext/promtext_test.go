@@ -174,3 +174,31 @@ func manyLabels(n int) string {
 	}
 	return sb.String()
 }
+
+// BenchmarkParse parses a vLLM-like page of 2,000 counter series and 200 histograms (about 290
+// KiB) and compares it with itself, as a row's scrapes are.
+func BenchmarkParse(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("# HELP vllm:prompt_tokens_total Prompt tokens.\n# TYPE vllm:prompt_tokens_total counter\n")
+	for i := range 2000 {
+		sb.WriteString(`vllm:prompt_tokens_total{engine="` + strconv.Itoa(i) + `",model_name="meta-llama/Llama-3.1-8B-Instruct"} ` + strconv.Itoa(i*977) + ".0\n")
+	}
+	for h := range 200 {
+		name := "vllm:latency_" + strconv.Itoa(h) + "_seconds"
+		sb.WriteString("# TYPE " + name + " histogram\n")
+		for _, le := range []string{"0.001", "0.01", "0.1", "1.0", "10.0", "+Inf"} {
+			sb.WriteString(name + `_bucket{le="` + le + `",model_name="m"} 5.0` + "\n")
+		}
+		sb.WriteString(name + "_count{model_name=\"m\"} 5.0\n" + name + "_sum{model_name=\"m\"} 1.25\n")
+	}
+	page := []byte(sb.String())
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ss, err := Parse(page)
+		if err != nil {
+			b.Fatal(err)
+		}
+		Deltas(ss, ss)
+	}
+}
