@@ -1,6 +1,10 @@
 package load
 
-import "time"
+import (
+	"time"
+
+	"github.com/qualkit/qualkit/schemas/promtext"
+)
 
 // Limits on untrusted input (server responses, corpus files, /metrics pages), in one place. A
 // response that exceeds one fails its request with a named error class; it never grows memory
@@ -55,8 +59,9 @@ const (
 	// MaxTemplateTokens is an impossible count (inconsistent_usage), and the bound keeps a row's
 	// prompt-token sum far from overflow.
 	MaxTemplateTokens = 1 << 20
-	// MaxScrapeBytes bounds one /metrics page.
-	MaxScrapeBytes = 16 << 20
+	// MaxScrapeBytes bounds one /metrics page (the parser's bound, which the verifier applies to
+	// the kept pages too).
+	MaxScrapeBytes = promtext.MaxPageBytes
 	// ScrapeTimeout bounds one /metrics scrape.
 	ScrapeTimeout = 5 * time.Second
 	// DialTimeout bounds establishing one connection (also bounded by the request timeout).

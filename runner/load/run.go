@@ -15,6 +15,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/promtext"
 )
 
 // Plan is one serving case, resolved.
@@ -51,6 +52,9 @@ type Plan struct {
 	// ScrapeMetrics scrapes BaseURL/metrics before and after each row's measured requests
 	// (diagnostic counter deltas).
 	ScrapeMetrics bool
+	// ScrubPage, when set, replaces secret values in a scraped page (the campaign's redactor)
+	// before anything is computed from it; the bearer token is replaced in any case.
+	ScrubPage func([]byte) []byte
 	// Tools are the case's resolved tools (ResolveTools) when it declares tools; Run refuses such
 	// a case without them.
 	Tools *Tools
@@ -100,9 +104,13 @@ type Telemetry struct {
 	TBeforeNs int64 `json:"t_before_ns"`
 	TAfterNs  int64 `json:"t_after_ns"`
 	// Series are the counter deltas, per series.
-	Series []metrics.SeriesDelta `json:"series"`
+	Series []promtext.SeriesDelta `json:"series"`
 	// Warnings say what could not be scraped or compared; a telemetry problem never fails a row.
 	Warnings []string `json:"warnings"`
+	// Before and After are the two pages as scrubbed (Plan.ScrubPage), which the row's server
+	// metrics were computed from: the evidence to keep beside the row. Both are nil unless both
+	// scrapes succeeded and parsed.
+	Before, After []byte `json:"-"`
 }
 
 // ErrPlan marks a plan Run cannot execute.
@@ -545,7 +553,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			cal = r.calibrate(ctx, reqs[nWarm:])
 		}
 		if r.plan.ScrapeMetrics {
-			tel = &Telemetry{Series: []metrics.SeriesDelta{}, Warnings: []string{}}
+			tel = &Telemetry{Series: []promtext.SeriesDelta{}, Warnings: []string{}}
 			tel.TBeforeNs = int64(time.Since(r.plan.Epoch))
 			before = r.scrape(ctx, tel, "before")
 		}
@@ -584,16 +592,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	var rowMetrics []contract.Metric
 	if tel != nil && ctx.Err() == nil {
 		tel.TAfterNs = int64(time.Since(r.plan.Epoch))
-		after := r.scrape(ctx, tel, "after")
-		if before != nil && after != nil {
-			ms, series, warns, err := metrics.TelemetryDeltas(before, after)
-			if err != nil {
-				tel.Warnings = append(tel.Warnings, err.Error())
-			} else {
-				rowMetrics, tel.Series = ms, series
-				tel.Warnings = append(tel.Warnings, warns...)
-			}
-		}
+		rowMetrics = tel.deltas(before, r.scrape(ctx, tel, "after"))
 	}
 	out := RowResult{Telemetry: tel}
 	for _, rec := range recs {

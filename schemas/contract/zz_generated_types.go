@@ -89,6 +89,11 @@ type Row struct {
 	Fidelity Fidelity `json:"fidelity"`
 	// DeviceTelemetry binds the row's device telemetry samples, when the case declared a sampler.
 	DeviceTelemetry *RowDeviceTelemetry `json:"device_telemetry,omitempty"`
+	// ServerMetrics binds the server's /metrics pages scraped before and after the row's
+	// measured requests, which its server.<family>.delta metrics and server ratios are computed
+	// from; absent when a scrape failed or did not parse, and in evidence written before the pages
+	// were kept (docs/metrics.md "Telemetry").
+	ServerMetrics *RowServerMetrics `json:"server_metrics,omitempty"`
 	// Ended says how a row of a case with a duration or stop rules ended (absent otherwise).
 	Ended *RowEnd `json:"ended,omitempty"`
 	// Cache is the row's prefix-cache regime, declared and observed; absent in evidence written
@@ -179,6 +184,15 @@ type RowDeviceTelemetry struct {
 	// a failed reading within the row's window: for diagnosis, never a verdict.
 	Flags    []RowDeviceTelemetryFlags `json:"flags"`
 	Warnings []string                  `json:"warnings"`
+}
+
+// RowServerMetrics binds a row's two /metrics pages (Prometheus text format, as scraped, secrets
+// replaced), each an artifact of kind server_metrics.
+//
+// CUE: caseresult/v1 #RowServerMetrics.
+type RowServerMetrics struct {
+	Before FileRef `json:"before"`
+	After  FileRef `json:"after"`
 }
 
 // RowEnd: #RowEnd: requests (it sent every planned request), duration (its duration passed with its
