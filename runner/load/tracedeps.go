@@ -53,9 +53,23 @@ func newDepGate(tp *TracePlan, order []int64, epoch time.Time) *depGate {
 	if tp == nil || tp.parents == nil {
 		return nil
 	}
-	at := make(map[int64]int32, len(order)) // entry -> position in order
+	identity := true // a row replays the trace's first len(order) entries in order
 	for k, ci := range order {
-		at[ci] = int32(k)
+		identity = identity && ci == int64(k)
+	}
+	var at map[int64]int32 // entry -> position in order, where that is not the entry itself
+	if !identity {
+		at = make(map[int64]int32, len(order))
+		for k, ci := range order {
+			at[ci] = int32(k)
+		}
+	}
+	position := func(ci int64) (int32, bool) {
+		if identity {
+			return int32(ci), ci < int64(len(order))
+		}
+		k, ok := at[ci]
+		return k, ok
 	}
 	g := &depGate{epoch: epoch, parent: make([]int32, len(order)), done: map[int32]chan struct{}{}, ended: make([]int64, len(order)), drop: make([]bool, len(order))}
 	for k, ci := range order {
@@ -63,7 +77,7 @@ func newDepGate(tp *TracePlan, order []int64, epoch time.Time) *depGate {
 		if ci < 0 || ci >= int64(len(tp.parents)) || tp.parents[ci] < 0 {
 			continue
 		}
-		if pk, ok := at[int64(tp.parents[ci])]; ok && pk < int32(k) {
+		if pk, ok := position(int64(tp.parents[ci])); ok && pk < int32(k) {
 			g.parent[k] = pk
 			if g.done[pk] == nil {
 				g.done[pk] = make(chan struct{})
