@@ -824,6 +824,7 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		// Copies: a pointer into q would keep q, and its body, alive as long as the record.
 		ci, cy := q.corpusIndex, q.cycle
 		rec.CorpusIndex, rec.Cycle = &ci, &cy
+		rec.TraceEntry = r.plan.Trace.traceEntry(ci)
 	}
 	rec.Priming = q.priming
 	rec.Session = q.session

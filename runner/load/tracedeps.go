@@ -16,23 +16,49 @@ import (
 // waiting turn never holds up the arrivals after it. A parent that was never sent (the row was
 // cut) releases its children unsent.
 
-// traceParents returns the entries' parents (-1: none), or nil when no entry has one.
-func traceParents(entries []TraceEntry) []int32 {
-	var out []int32
+// entryDeps are a trace's parents (-1: none) and turns (1 + the parent's turn), by entry.
+type entryDeps struct {
+	parents, turns []int32
+}
+
+// traceDeps returns the entries' parents and turns, or nil when no entry has a parent.
+func traceDeps(entries []TraceEntry) *entryDeps {
+	var d *entryDeps
 	for i, e := range entries {
 		p, ok := e.Parent()
 		if !ok {
 			continue
 		}
-		if out == nil {
-			out = make([]int32, len(entries))
-			for k := range out {
-				out[k] = -1
+		if d == nil {
+			d = &entryDeps{parents: make([]int32, len(entries)), turns: make([]int32, len(entries))}
+			for k := range d.parents {
+				d.parents[k], d.turns[k] = -1, 1
 			}
 		}
-		out[i] = int32(p)
+		d.parents[i] = int32(p)
 	}
-	return out
+	if d != nil {
+		for i, p := range d.parents {
+			if p >= 0 { // Read keeps a parent before its child: its turn is known
+				d.turns[i] = d.turns[p] + 1
+			}
+		}
+	}
+	return d
+}
+
+// traceEntry is the record's trace_entry of a measured request of entry (nil when the trace
+// names no parents).
+func (tp *TracePlan) traceEntry(entry int64) *contract.TraceEntry {
+	if tp == nil || tp.deps == nil || entry < 0 || entry >= int64(len(tp.deps.parents)) {
+		return nil
+	}
+	te := &contract.TraceEntry{Entry: entry, Turn: int64(tp.deps.turns[entry])}
+	if p := tp.deps.parents[entry]; p >= 0 {
+		pp := int64(p)
+		te.Parent = &pp
+	}
+	return te
 }
 
 // depGate tracks, for one open-loop row, which requests wait for a parent and when each parent
@@ -50,7 +76,7 @@ type depGate struct {
 // newDepGate returns the gate of a trace row whose measured requests ask the entries order (the
 // row's corpus order), or nil when none of them waits for another.
 func newDepGate(tp *TracePlan, order []int64, epoch time.Time) *depGate {
-	if tp == nil || tp.parents == nil {
+	if tp == nil || tp.deps == nil {
 		return nil
 	}
 	identity := true // a row replays the trace's first len(order) entries in order
@@ -74,10 +100,10 @@ func newDepGate(tp *TracePlan, order []int64, epoch time.Time) *depGate {
 	g := &depGate{epoch: epoch, parent: make([]int32, len(order)), done: map[int32]chan struct{}{}, ended: make([]int64, len(order)), drop: make([]bool, len(order))}
 	for k, ci := range order {
 		g.parent[k] = -1
-		if ci < 0 || ci >= int64(len(tp.parents)) || tp.parents[ci] < 0 {
+		if ci < 0 || ci >= int64(len(tp.deps.parents)) || tp.deps.parents[ci] < 0 {
 			continue
 		}
-		if pk, ok := position(int64(tp.parents[ci])); ok && pk < int32(k) {
+		if pk, ok := position(int64(tp.deps.parents[ci])); ok && pk < int32(k) {
 			g.parent[k] = pk
 			if g.done[pk] == nil {
 				g.done[pk] = make(chan struct{})

@@ -61,6 +61,20 @@ func TestRunTraceParents(t *testing.T) {
 	for i := range row.Records {
 		recs[row.Records[i].Index] = &row.Records[i]
 	}
+	// Each record says which entry it replayed, its parent and its turn.
+	for k, w := range []struct {
+		parent int64
+		turn   int64
+	}{a: {-1, 1}, b: {a, 2}, c: {-1, 1}, e: {b, 3}, f: {-1, 1}, d: {c, 2}} {
+		te := recs[int64(k)].TraceEntry
+		parent := int64(-1)
+		if te != nil && te.Parent != nil {
+			parent = *te.Parent
+		}
+		if te == nil || te.Entry != int64(k) || parent != w.parent || te.Turn != w.turn {
+			t.Errorf("entry %d: trace_entry %+v, want parent %d turn %d", k, te, w.parent, w.turn)
+		}
+	}
 	ended := func(k int64) int64 {
 		r := metrics.Request(recs[k])
 		return metric.Ended(&r)

@@ -33,8 +33,8 @@ type TracePlan struct {
 	// tok, for a trace of length_unit tokens (PlanTokenTrace), is how each prompt was built;
 	// nil for words_per_token.
 	tok *tokenTable
-	// parents are the entries' parents (tracedeps.go); nil when no entry waits for one.
-	parents []int32
+	// deps are the entries' parents and turns (tracedeps.go); nil when no entry waits for one.
+	deps *entryDeps
 
 	promptSetOnce sync.Once
 	promptSet     string
@@ -97,7 +97,7 @@ func PlanTrace(entries []TraceEntry, wordsPerToken float64, blockTokens int64, t
 		}
 	}
 	tp.runs = tp.runs[:len(tp.runs):len(tp.runs)]
-	tp.parents = traceParents(entries)
+	tp.deps = traceDeps(entries)
 	return tp, nil
 }
 

@@ -201,7 +201,7 @@ func planTokenTrace(ctx context.Context, entries []TraceEntry, blockTokens int64
 		}
 	}
 	tp.runs = tp.runs[:len(tp.runs):len(tp.runs)]
-	tp.parents = traceParents(entries)
+	tp.deps = traceDeps(entries)
 	return tp, nil
 }
 

@@ -2486,6 +2486,9 @@ type RequestRecordDoc struct {
 	// ToolCalls are the function calls of the response, reassembled from its tool_calls deltas
 	// (or its message), in index order; absent when it made none (docs/metrics.md "Tool calls").
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// TraceEntry says, for a measured request of a trace replay whose entries name parents, which
+	// entry it replayed, the entry it waited for and its turn (docs/metrics.md "Trace replay").
+	TraceEntry *TraceEntry `json:"trace_entry,omitempty"`
 }
 
 // RowKey is request/v1 #Record.row.
@@ -2584,6 +2587,18 @@ type ToolCall struct {
 	// Valid: name is a function of the case's tools and the arguments are one JSON document valid
 	// against its parameters schema.
 	Valid bool `json:"valid"`
+}
+
+// TraceEntry places a request in a trace whose entries wait for their parents.
+//
+// CUE: request/v1 #TraceEntry.
+type TraceEntry struct {
+	// Entry is the trace entry's index (from 0).
+	Entry int64 `json:"entry"`
+	// Parent is the index of the entry it waited for; null for an entry that waits for none.
+	Parent *int64 `json:"parent"`
+	// Turn is 1 for an entry without a parent, else its parent's turn + 1.
+	Turn int64 `json:"turn"`
 }
 
 // RuntimeManifestDoc describes a reference runtime (an interpreter and its packages) portably: no host temperature,

@@ -332,6 +332,7 @@ func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry
 		return
 	}
 	origin := measured[0].Sched - offs[k0]
+	turns := traceTurns(entries) // nil when no entry names a parent
 	byEntry := make(map[int64]*record.Record, len(measured))
 	for _, r := range measured {
 		byEntry[r.Index-unmeasured] = r
@@ -340,6 +341,10 @@ func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry
 		k := r.Index - unmeasured
 		if k < 0 || k >= int64(len(offs)) {
 			c.Add(row.Records.Path, finding.Pointer(r.Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, r.Index, len(entries))
+			return
+		}
+		if !traceEntryIs(r.Trace, k, entries, turns) {
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "trace_entry"), reason.ErrRowMismatch, "trace row c%d-r%d: request %d records trace_entry %s; the bound trace says %s", row.Concurrency, row.Repetition, r.Index, fmtTraceEntry(r.Trace), fmtTraceEntry(wantTraceEntry(k, entries, turns)))
 			return
 		}
 		want := origin + offs[k]
@@ -365,4 +370,57 @@ func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry
 			return
 		}
 	}
+}
+
+// traceTurns are the entries' turns (1, or 1 + the parent's), or nil when no entry names a parent.
+func traceTurns(entries []trace.Entry) []int64 {
+	var turns []int64
+	for i, e := range entries {
+		p, ok := e.Parent()
+		if !ok {
+			continue
+		}
+		if turns == nil {
+			turns = make([]int64, len(entries))
+			for k := range turns {
+				turns[k] = 1
+			}
+		}
+		turns[i] = turns[p] + 1 // a parent comes before its child (trace.Read)
+	}
+	return turns
+}
+
+// wantTraceEntry is the trace_entry of a request of entry k: nil when the trace names no parents.
+func wantTraceEntry(k int64, entries []trace.Entry, turns []int64) *contract.TraceEntry {
+	if turns == nil {
+		return nil
+	}
+	te := &contract.TraceEntry{Entry: k, Turn: turns[k]}
+	if p, ok := entries[k].Parent(); ok {
+		pp := int64(p)
+		te.Parent = &pp
+	}
+	return te
+}
+
+// traceEntryIs reports whether a record's trace_entry is entry k's.
+func traceEntryIs(got *contract.TraceEntry, k int64, entries []trace.Entry, turns []int64) bool {
+	want := wantTraceEntry(k, entries, turns)
+	if got == nil || want == nil {
+		return got == nil && want == nil
+	}
+	return got.Entry == want.Entry && got.Turn == want.Turn && (got.Parent == nil) == (want.Parent == nil) && (got.Parent == nil || *got.Parent == *want.Parent)
+}
+
+// fmtTraceEntry writes a trace_entry as its JSON members ("none" when absent).
+func fmtTraceEntry(te *contract.TraceEntry) string {
+	if te == nil {
+		return "none"
+	}
+	parent := "null"
+	if te.Parent != nil {
+		parent = fmt.Sprint(*te.Parent)
+	}
+	return fmt.Sprintf("{entry %d, parent %s, turn %d}", te.Entry, parent, te.Turn)
 }
