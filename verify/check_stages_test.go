@@ -292,7 +292,7 @@ func TestCheckTraceParents(t *testing.T) {
 		{"parent missing", func(r []*record.Record) []*record.Record { return []*record.Record{r[0], r[2]} }, "which the row did not record"},
 		{"turn edited", func(r []*record.Record) []*record.Record { r[2].Trace.Turn = 2; return r }, "records trace_entry {entry 2, parent 1, turn 2}"},
 		{"parent edited", func(r []*record.Record) []*record.Record { r[2].Trace.Parent = &zero; return r }, "the bound trace says {entry 2, parent 1, turn 3}"},
-		{"missing", func(r []*record.Record) []*record.Record { r[1].Trace = nil; return r }, "records trace_entry none"},
+		{"missing", func(r []*record.Record) []*record.Record { r[1].Trace = nil; return r }, "records trace_entry absent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &finding.Collector{Check: CheckTolerances}
@@ -316,7 +316,7 @@ func TestCheckTraceParents(t *testing.T) {
 	plain := []trace.Entry{{TimestampMs: 0, InputLength: 5, OutputLength: 3}}
 	c := &finding.Collector{Check: CheckTolerances}
 	rowcheck.TraceSchedule(c, contract.Row{Concurrency: 1}, plain, []int64{0}, []*record.Record{{Index: 0, Sched: 1, Trace: &contract.TraceEntry{Entry: 0, Turn: 1}}}, 0, false)
-	if res := c.Result(); len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Error(), "the bound trace says none") {
+	if res := c.Result(); len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Error(), "the bound trace says absent") {
 		t.Fatalf("extra trace_entry: %v", res.Findings)
 	}
 }

@@ -413,10 +413,10 @@ func traceEntryIs(got *contract.TraceEntry, k int64, entries []trace.Entry, turn
 	return got.Entry == want.Entry && got.Turn == want.Turn && (got.Parent == nil) == (want.Parent == nil) && (got.Parent == nil || *got.Parent == *want.Parent)
 }
 
-// fmtTraceEntry writes a trace_entry as its JSON members ("none" when absent).
+// fmtTraceEntry writes a trace_entry as its members ("absent" without one).
 func fmtTraceEntry(te *contract.TraceEntry) string {
 	if te == nil {
-		return "none"
+		return "absent"
 	}
 	parent := "null"
 	if te.Parent != nil {
