@@ -35,6 +35,8 @@ const (
 	MaxLinkBytes = limits.MaxLinkBytes
 	// MaxTelemetryBytes bounds one row's device telemetry file.
 	MaxTelemetryBytes = limits.MaxTelemetryBytes
+	// MaxScrapeBytes bounds one row's kept /metrics page.
+	MaxScrapeBytes = limits.MaxScrapeBytes
 )
 
 // Default tolerance of a recomputed number: max(absolute, |recorded| x relative).

@@ -328,7 +328,7 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	rows := newRowFiles(r, dir)
 	tel := r.startTelemetry(c)
 	plan := load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
-		Prompts: p.prompts[c.ID], Trace: p.traces[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(), CacheResetPath: cacheResetPath(p.recipe),
+		Prompts: p.prompts[c.ID], Trace: p.traces[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, ScrubPage: p.Redactor().Bytes, TokenEnv: p.recipe.TokenEnv(), CacheResetPath: cacheResetPath(p.recipe),
 		Tokens: p.counters[c.ID], Tools: p.tools[c.ID],
 		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))}
 	var res *load.Result
@@ -367,6 +367,9 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 		}
 		row.Row.Records = ref
 		if err := r.telemetryRow(tel, ref.Path, &row.Row, row.Records); err != nil {
+			return contract.Result{}, err
+		}
+		if err := r.scrapeRow(ref.Path, &row.Row, row.Telemetry); err != nil {
 			return contract.Result{}, err
 		}
 		cr.Rows = append(cr.Rows, row.Row)

@@ -25,7 +25,9 @@ import (
 // how. A new conversion fails TestFloatToIntConversionsReviewed until it is added with its bound.
 var floatToInt = map[string]string{
 	// schemas/trace
-	"trace trace.go OffsetNs: int64(f)": "f is checked to be 0 to 2^62 (NaN and Inf refused) on the line before",
+	"trace trace.go OffsetNs: int64(f)":                           "f is checked to be 0 to 2^62 (NaN and Inf refused) on the line before",
+	"trace bailian.go ImportBailian: int64(math.Round(ts * 1e3))": "ts is checked to be a number from 0 with ts × 1e3 at most MaxTimestampMs (2^40; NaN and +Inf refused) before it",
+	"trace weka.go ImportWEKA: int64(math.Round(t * 1e3))":        "t is checked to be a number from 0 with t × 1e3 at most MaxTimestampMs (2^40) minus the conversation's start (NaN and +Inf refused) on the lines before",
 	// schemas/metric fidelity: the calibration quantile interpolates between two of the samples,
 	// each an int64 of at most 256 timed sends clamped to >= 0, so it lies between two int64
 	// values; the judged cost is capped at 100 µs after.

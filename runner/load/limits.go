@@ -3,6 +3,7 @@ package load
 import (
 	"time"
 
+	"github.com/qualkit/qualkit/schemas/promtext"
 	"github.com/qualkit/qualkit/schemas/synth"
 )
 
@@ -59,8 +60,9 @@ const (
 	// MaxTemplateTokens is an impossible count (inconsistent_usage), and the bound keeps a row's
 	// prompt-token sum far from overflow.
 	MaxTemplateTokens = 1 << 20
-	// MaxScrapeBytes bounds one /metrics page.
-	MaxScrapeBytes = 16 << 20
+	// MaxScrapeBytes bounds one /metrics page (the parser's bound, which the verifier applies to
+	// the kept pages too).
+	MaxScrapeBytes = promtext.MaxPageBytes
 	// ScrapeTimeout bounds one /metrics scrape.
 	ScrapeTimeout = 5 * time.Second
 	// DialTimeout bounds establishing one connection (also bounded by the request timeout).

@@ -34,6 +34,8 @@ type TracePlan struct {
 	// tok, for a trace of length_unit tokens (PlanTokenTrace), is how each prompt was built;
 	// nil for words_per_token.
 	tok *tokenTable
+	// deps are the entries' parents and turns (tracedeps.go); nil when no entry waits for one.
+	deps *entryDeps
 
 	promptSetOnce sync.Once
 	promptSet     string
@@ -90,6 +92,7 @@ func PlanTrace(entries []TraceEntry, wordsPerToken float64, blockTokens int64, t
 		}
 	}
 	tp.runs = tp.runs[:len(tp.runs):len(tp.runs)]
+	tp.deps = traceDeps(entries)
 	return tp, nil
 }
 

@@ -201,6 +201,7 @@ func planTokenTrace(ctx context.Context, entries []TraceEntry, blockTokens int64
 		}
 	}
 	tp.runs = tp.runs[:len(tp.runs):len(tp.runs)]
+	tp.deps = traceDeps(entries)
 	return tp, nil
 }
 

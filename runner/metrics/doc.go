@@ -7,6 +7,6 @@
 // and case metrics, and hashes the prompt and output sets.
 //
 // Row and Case are pure functions of their arguments, so a verifier holding the request records
-// recomputes every number a receipt states. TelemetryDeltas turns two /metrics scrapes into
-// diagnostic counter deltas.
+// recomputes every number a receipt states. (The server's /metrics scrapes become diagnostic
+// counter deltas in schemas/metric, ServerTelemetry, which the verifier recomputes with.)
 package metrics

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	formulas "github.com/qualkit/qualkit/schemas/metric"
 )
 
 // TestDocumented: every formula id and metric name the package emits is defined in
@@ -71,7 +72,7 @@ func TestDocumented(t *testing.T) {
 		emitted = append(emitted, r.Metrics...)
 	}
 	emitted = append(emitted, Case(rows)...)
-	tel, _, _, err := TelemetryDeltas([]byte(pageBefore), []byte(pageAfter))
+	tel, _, _, err := formulas.ServerTelemetry([]byte("# TYPE gen_tokens_total counter\ngen_tokens_total 100\n"), []byte("# TYPE gen_tokens_total counter\ngen_tokens_total 164\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestDocumented(t *testing.T) {
 		}
 		return b.String()
 	}
-	ratios, _, _, err := TelemetryDeltas([]byte(ratioPage(1)), []byte(ratioPage(5)))
+	ratios, _, _, err := formulas.ServerTelemetry([]byte(ratioPage(1)), []byte(ratioPage(5)))
 	if err != nil {
 		t.Fatal(err)
 	}

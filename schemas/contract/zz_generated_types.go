@@ -89,6 +89,11 @@ type Row struct {
 	Fidelity Fidelity `json:"fidelity"`
 	// DeviceTelemetry binds the row's device telemetry samples, when the case declared a sampler.
 	DeviceTelemetry *RowDeviceTelemetry `json:"device_telemetry,omitempty"`
+	// ServerMetrics binds the server's /metrics pages scraped before and after the row's
+	// measured requests, which its server.<family>.delta metrics and server ratios are computed
+	// from; absent when a scrape failed or did not parse, and in evidence written before the pages
+	// were kept (docs/metrics.md "Telemetry").
+	ServerMetrics *RowServerMetrics `json:"server_metrics,omitempty"`
 	// Ended says how a row of a case with a duration or stop rules ended (absent otherwise).
 	Ended *RowEnd `json:"ended,omitempty"`
 	// Cache is the row's prefix-cache regime, declared and observed; absent in evidence written
@@ -179,6 +184,15 @@ type RowDeviceTelemetry struct {
 	// a failed reading within the row's window: for diagnosis, never a verdict.
 	Flags    []RowDeviceTelemetryFlags `json:"flags"`
 	Warnings []string                  `json:"warnings"`
+}
+
+// RowServerMetrics binds a row's two /metrics pages (Prometheus text format, as scraped, secrets
+// replaced), each an artifact of kind server_metrics.
+//
+// CUE: caseresult/v1 #RowServerMetrics.
+type RowServerMetrics struct {
+	Before FileRef `json:"before"`
+	After  FileRef `json:"after"`
 }
 
 // RowEnd: #RowEnd: requests (it sent every planned request), duration (its duration passed with its
@@ -2472,6 +2486,9 @@ type RequestRecordDoc struct {
 	// ToolCalls are the function calls of the response, reassembled from its tool_calls deltas
 	// (or its message), in index order; absent when it made none (docs/metrics.md "Tool calls").
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// TraceEntry says, for a measured request of a trace replay whose entries name parents, which
+	// entry it replayed, the entry it waited for and its turn (docs/metrics.md "Trace replay").
+	TraceEntry *TraceEntry `json:"trace_entry,omitempty"`
 }
 
 // RowKey is request/v1 #Record.row.
@@ -2570,6 +2587,18 @@ type ToolCall struct {
 	// Valid: name is a function of the case's tools and the arguments are one JSON document valid
 	// against its parameters schema.
 	Valid bool `json:"valid"`
+}
+
+// TraceEntry places a request in a trace whose entries wait for their parents.
+//
+// CUE: request/v1 #TraceEntry.
+type TraceEntry struct {
+	// Entry is the trace entry's index (from 0).
+	Entry int64 `json:"entry"`
+	// Parent is the index of the entry it waited for; null for an entry that waits for none.
+	Parent *int64 `json:"parent"`
+	// Turn is 1 for an entry without a parent, else its parent's turn + 1.
+	Turn int64 `json:"turn"`
 }
 
 // RuntimeManifestDoc describes a reference runtime (an interpreter and its packages) portably: no host temperature,

@@ -4,6 +4,7 @@ package limits
 
 import (
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/promtext"
 	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
 )
@@ -41,6 +42,9 @@ const (
 	MaxLinkBytes = MaxAttestationBytes
 	// MaxTelemetryBytes bounds one row's device telemetry file.
 	MaxTelemetryBytes = 256 << 20
+	// MaxScrapeBytes bounds one kept /metrics page: the parser's bound, under which the runner
+	// keeps every page.
+	MaxScrapeBytes = promtext.MaxPageBytes
 )
 
 // Default tolerance of a recomputed number: max(absolute, |recorded| x relative).

@@ -606,6 +606,8 @@ func readFile(ctx context.Context, root *os.File, f *File) error {
 		return nil
 	case f.Kind == contract.ArtifactKindDeviceTelemetry:
 		return readWhole(root, f, limits.MaxTelemetryBytes)
+	case f.Kind == contract.ArtifactKindServerMetrics:
+		return readWhole(root, f, limits.MaxScrapeBytes)
 	case contractOfKind(f.Kind) != "" || f.Kind == contract.ArtifactKindCorpus:
 
 		if err := readWhole(root, f, limits.MaxDocumentBytes); err != nil {

@@ -55,6 +55,9 @@ type Record struct {
 	// its corpus_index (the session's position in the corpus); nil and 0 otherwise.
 	Session      *contract.SessionTurn
 	SessionIndex int64
+	// Trace is the record's trace_entry (a replay of a trace whose entries name parents); nil
+	// without one.
+	Trace *contract.TraceEntry
 	// client is client_tokens when hasClient (clientN when hasClientN: its completion count).
 	Client  contract.ClientTokens
 	clientN int64
@@ -288,6 +291,7 @@ func FromDoc(d *contract.RequestRecordDoc) Record {
 	if d.CorpusIndex != nil && d.Cycle != nil {
 		r.CorpusIndex, r.Cycle, r.HasCorpus = *d.CorpusIndex, *d.Cycle, true
 	}
+	r.Trace = d.TraceEntry
 	if d.Session != nil {
 		r.Session = d.Session
 		if d.CorpusIndex != nil {
@@ -614,6 +618,9 @@ var recordLimits = func() (l struct {
 	return l
 }()
 
+// maxTraceEntry is the largest entry index of a record's trace_entry (the contract's bound).
+const maxTraceEntry = 999_999
+
 // Member bits of a request record.
 const (
 	fSchema = iota
@@ -641,6 +648,7 @@ const (
 	fCorpusIndex
 	fCycle
 	fToolCalls
+	fTraceEntry
 )
 
 func (p *lineParser) record(r *Record) bool {
@@ -698,6 +706,30 @@ func (p *lineParser) record(r *Record) bool {
 			v, ok := p.uint()
 			r.Cycle = v
 			return s.first(fCycle) && ok
+		case "trace_entry":
+			te := &contract.TraceEntry{}
+			var ts seen
+			ok := p.object(func(k []byte) bool {
+				switch string(k) {
+				case "entry":
+					v, ok := p.uint()
+					te.Entry = v
+					return ts.first(0) && ok && v <= maxTraceEntry
+				case "parent":
+					v, has, ok := p.optUint()
+					if has {
+						te.Parent = &v
+					}
+					return ts.first(1) && ok && v <= maxTraceEntry
+				case "turn":
+					v, ok := p.uint()
+					te.Turn = v
+					return ts.first(2) && ok && v >= 1 && v <= maxTraceEntry+1
+				}
+				return false
+			})
+			r.Trace = te
+			return s.first(fTraceEntry) && ok && ts == 7
 		case "tool_calls":
 			ok := p.array(int(recordLimits.toolCallsMax), func() bool {
 				var ts seen

@@ -17,9 +17,10 @@ import (
 // around the row, each family's delta recorded as the diagnostic metric server.<family>.delta
 // (telemetry_delta.v1, ':' written '_', with or without _total). A ratio whose denominator moved
 // must be there, with that value, its formula's identity and as many samples as denominator
-// families; one whose denominator did not move must not. The deltas themselves rest on the
-// scrapes, which the evidence does not keep (docs/verification.md). On 38f126b an edited ratio
-// verified: diagnostic metrics were not recomputed.
+// families; one whose denominator did not move must not. It checks a row that keeps no /metrics
+// pages, whose deltas rest on the runner's word (docs/verification.md); a row with pages has its
+// deltas and ratios recomputed from them (ServerScrapes). On 38f126b an edited ratio verified:
+// diagnostic metrics were not recomputed.
 func ServerRatios(c *finding.Collector, file, base string, row contract.Row, tol policy.Tolerance) {
 	deltas := map[string]float64{} // by family as metric names spell it, _total trimmed
 	for _, m := range row.Metrics {
