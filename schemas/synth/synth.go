@@ -5,6 +5,7 @@ import (
 	"iter"
 	"math"
 	"strings"
+	"unicode"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
@@ -125,9 +126,21 @@ func SharedPrefix(seed uint64, groups, prefixWords, suffixes int, suffixWords [2
 // WarmupSalt separates a row's warmup words from other streams.
 const WarmupSalt = 0x51574B5741524D55
 
-// TextFields is the length of a corpus prompt's text as its warmups copy it: its space-separated
-// fields (strings.Fields).
-func TextFields(text string) int { return len(strings.Fields(text)) }
+// TextFields is the length of a text in words: its space-separated fields, as strings.Fields
+// splits them (runs of unicode.IsSpace), counted without allocating. A corpus prompt's warmups
+// copy its length in these; qualsim counts a prompt's words and a token trace's plan its
+// prompts' words with it.
+func TextFields(text string) int {
+	n, in := 0, false
+	for _, r := range text {
+		space := unicode.IsSpace(r)
+		if !space && !in {
+			n++
+		}
+		in = !space
+	}
+	return n
+}
 
 // Warmups returns the warmup prompts of a row over a corpus of size prompts given by shape
 // (prompt i's system message and the TextFields of its text): warmup w keeps the system message
