@@ -10,6 +10,8 @@ const (
 	MaxDocumentBytes = limits.MaxDocumentBytes
 	// MaxAttestationBytes caps a DSSE envelope or Sigstore bundle file.
 	MaxAttestationBytes = limits.MaxAttestationBytes
+	// MaxCorpusFileBytes caps a file a case binds as its corpus (a JSONL corpus or a trace).
+	MaxCorpusFileBytes = limits.MaxCorpusFileBytes
 	// MaxPolicyBytes caps a policy file.
 	MaxPolicyBytes = limits.MaxPolicyBytes
 	// MaxKeyBytes caps a public key file.

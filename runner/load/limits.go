@@ -50,7 +50,7 @@ const (
 	// MaxDetailRunes bounds an assertion outcome's detail (the contract's limit).
 	MaxDetailRunes = 512
 	// MaxCorpusBytes bounds a JSONL corpus file.
-	MaxCorpusBytes = 256 << 20
+	MaxCorpusBytes = synth.MaxCorpusBytes
 	// MaxCorpusPrompts bounds the prompts of one corpus (file or synthetic).
 	MaxCorpusPrompts = synth.MaxPrompts
 	// MaxPromptBytes bounds one prompt's text or system message (1 Mi runes of up to 4 bytes).

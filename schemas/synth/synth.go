@@ -246,6 +246,9 @@ const (
 	// MaxPromptBytes bounds one prompt's text or system message (1 Mi runes of up to 4 bytes); a
 	// trace entry of more than MaxPromptBytes / 8 words is refused before it is written.
 	MaxPromptBytes = 4 << 20
+	// MaxCorpusBytes bounds a committed JSONL corpus file (a file corpus or a conversation
+	// corpus); a trace is bounded by trace.MaxBytes.
+	MaxCorpusBytes = 256 << 20
 )
 
 // CheckSynthetic checks a synthetic corpus's declaration of qualkit.synthetic-words.v1 (its
