@@ -2584,6 +2584,9 @@ type ToolCall struct {
 	// ArgumentsDigest hashes the reassembled argument bytes; arguments_bytes counts them.
 	ArgumentsDigest string `json:"arguments_digest"`
 	ArgumentsBytes  int64  `json:"arguments_bytes"`
+	// Arguments are the reassembled argument bytes when they are UTF-8 of at most 16 KiB
+	// (wire.MaxKeptArgumentBytes); absent otherwise, and in records written before they were kept.
+	Arguments *string `json:"arguments,omitempty"`
 	// Valid: name is a function of the case's tools and the arguments are one JSON document valid
 	// against its parameters schema.
 	Valid bool `json:"valid"`

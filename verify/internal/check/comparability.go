@@ -186,6 +186,7 @@ func comparableRows(s *load.Snapshot, c *finding.Collector, _ int, p string, cr 
 	if !search && len(have) != len(wc.Concurrency)*int(wc.Repetitions) {
 		c.Add(p, "/rows", reason.ErrUnlikeRows, "%d rows, the case declares %d × %d", len(cr.Rows), len(wc.Concurrency), wc.Repetitions)
 	}
+	checkToolCalls(s, c, cr, wc)
 	gen, note := regenCorpus(s, c, wc)
 	if gen != nil && gen.n == 0 {
 		gen, note = nil, "an empty corpus"

@@ -38,8 +38,10 @@ type Record struct {
 	FirstContent int64
 	// FirstToolCall is the first tool_call event's arrival when HasFirstToolCall.
 	FirstToolCall int64
-	// ToolCalls counts the record's tool_calls, ToolCallsValid those with valid true.
+	// ToolCalls counts the record's tool_calls, ToolCallsValid those with valid true; Calls are
+	// the calls themselves.
 	ToolCalls, ToolCallsValid int64
+	Calls                     []contract.ToolCall
 	// Reasoning is usage.reasoning_tokens when HasReasoning.
 	Reasoning                      int64
 	CompletionTokens, PromptTokens int64 // completion and prompt tokens
@@ -302,6 +304,7 @@ func FromDoc(d *contract.RequestRecordDoc) Record {
 		r.Client, r.HasClient = *ct, true
 		r.clientN, r.hasClientN = metric.ClientCompletion(*ct)
 	}
+	r.Calls = d.ToolCalls
 	for _, c := range d.ToolCalls {
 		r.ToolCalls++
 		if c.Valid {
@@ -733,33 +736,41 @@ func (p *lineParser) record(r *Record) bool {
 		case "tool_calls":
 			ok := p.array(int(recordLimits.toolCallsMax), func() bool {
 				var ts seen
+				var call contract.ToolCall
 				ok := p.object(func(k []byte) bool {
 					switch string(k) {
 					case "index":
 						v, ok := p.uint()
+						call.Index = v
 						return ts.first(0) && ok && v <= recordLimits.toolIndexMax
 					case "id":
 						v, ok := p.str()
+						call.ID = string(v)
 						return ts.first(1) && ok && int64(len(v)) <= recordLimits.toolIDMax
 					case "name":
 						v, ok := p.str()
+						call.Name = string(v)
 						return ts.first(2) && ok && int64(len(v)) <= recordLimits.toolNameMax
 					case "arguments_digest":
 						v, ok := p.str()
+						call.ArgumentsDigest = string(v)
 						return ts.first(3) && ok && IsDigest(v)
 					case "arguments_bytes":
-						_, ok := p.uint()
+						v, ok := p.uint()
+						call.ArgumentsBytes = v
 						return ts.first(4) && ok
 					case "valid":
 						v, ok := p.boolean()
 						if v {
 							r.ToolCallsValid++
 						}
+						call.Valid = v
 						return ts.first(5) && ok
 					}
-					return false
+					return false // arguments (JSON text, escaped) are the slow path's
 				})
 				r.ToolCalls++
+				r.Calls = append(r.Calls, call)
 				return ok && ts == 63
 			})
 			return s.first(fToolCalls) && ok
