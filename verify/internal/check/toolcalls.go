@@ -1,34 +1,23 @@
 package check
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/wire"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
-	"github.com/qualkit/qualkit/verify/internal/record"
 )
 
-// Tool calls (docs/metrics.md "Tool calls"): every call a record holds is judged again against
-// the case's bound tools file by the runner's own rule (wire.Functions.Invalid). A call to a
-// function the tools do not offer (or in a case that offers none) is not valid. Where the record
-// keeps the call's arguments (UTF-8 of at most wire.MaxKeptArgumentBytes), their digest, their
-// size and the call's validity are recomputed from them. Where it does not (longer arguments, or
-// a row written before arguments were kept), validity rests on the record, and the note says so.
-// A row in which some call keeps its arguments keeps every call's that can be kept, so leaving the
-// arguments out of one call does not take it out of the judgement (row_mismatch).
-
-// checkToolCalls judges the tool calls of a serving case's rows (wc: its workload case).
+// checkToolCalls judges the tool calls of a serving case's rows (wc: its workload case) against
+// its bound tools file (rowcheck.ToolCalls).
 func checkToolCalls(s *load.Snapshot, c *finding.Collector, cr *contract.CaseResultDoc, wc *contract.Case) {
 	var fns *wire.Functions
 	known := true // whether the offered functions are known
 	if t := wc.Tools; t != nil {
-		f, note := boundCorpusFile(s, c, t.Path, t.Digest, "tools file")
-		if f == nil {
-			c.Note("case %s: %s: tool calls were not judged again", wc.ID, note)
+		// An unbound or other tools file is the body check's finding (boundCorpusFile).
+		if f := s.Files[t.Path]; f == nil || !f.Present || f.Raw == nil || f.Digest != t.Digest {
+			c.Note("case %s: tools file %s is not available with the workload's digest: tool calls were not judged again", wc.ID, t.Path)
 			known = false
 		} else if parsed, err := wire.ParseFunctions(f.Raw); err != nil {
 			c.Add(t.Path, "", reason.ErrCorpusMismatch, "tools file %s does not parse as the runner's: %v", t.Path, err)
@@ -44,57 +33,9 @@ func checkToolCalls(s *load.Snapshot, c *finding.Collector, cr *contract.CaseRes
 			continue
 		}
 		recs := RowRecords(nil, cr, row, f.Records)
-		kept := false
-		for _, r := range recs {
-			for _, call := range r.Calls {
-				kept = kept || call.Arguments != nil
-			}
-		}
-		for _, r := range recs {
-			for i := range r.Calls {
-				if !judgeCall(c, row, r, i, fns, known, kept) {
-					restsOnRecords++
-				}
-			}
-		}
+		restsOnRecords += rowcheck.ToolCalls(c, row, recs, fns, known)
 	}
 	if restsOnRecords > 0 {
 		c.Note("case %s: %d tool calls keep no arguments (longer than %d bytes, or written before arguments were kept): their validity rests on the records", wc.ID, restsOnRecords, wire.MaxKeptArgumentBytes)
 	}
-}
-
-// judgeCall judges call i of record r; it returns false when the call's validity rests on the
-// record (its arguments are not kept, and may rightly not be).
-func judgeCall(c *finding.Collector, row contract.Row, r *record.Record, i int, fns *wire.Functions, known, rowKeeps bool) bool {
-	call := &r.Calls[i]
-	at := finding.Pointer(r.Line, "tool_calls", i)
-	if known && call.Valid && !fns.Has(call.Name) {
-		c.Add(row.Records.Path, at+"/valid", reason.ErrRowMismatch, "request %d calls %.64q, which the case's tools do not offer, and records the call valid", r.Index, call.Name)
-		return true
-	}
-	if call.Arguments == nil {
-		if rowKeeps && call.ArgumentsBytes <= wire.MaxKeptArgumentBytes && call.Valid {
-			// Arguments that could not be kept are not UTF-8, and such arguments are never valid.
-			c.Add(row.Records.Path, at+"/arguments", reason.ErrRowMismatch, "request %d's call %d (%.64q, %d bytes) keeps no arguments in a row that keeps them, and records the call valid: only arguments that are not UTF-8 go unkept at that size, and they are not valid", r.Index, i, call.Name, call.ArgumentsBytes)
-			return true
-		}
-		return !call.Valid // a call recorded invalid claims nothing
-	}
-	args := []byte(*call.Arguments)
-	sum := sha256.Sum256(args)
-	if d := "sha256:" + hex.EncodeToString(sum[:]); d != call.ArgumentsDigest || int64(len(args)) != call.ArgumentsBytes {
-		c.Add(row.Records.Path, at, reason.ErrRowMismatch, "request %d's call %d keeps %d bytes of arguments with digest %s; it records %d bytes and %s", r.Index, i, len(args), d, call.ArgumentsBytes, call.ArgumentsDigest)
-		return true
-	}
-	if !known {
-		return false
-	}
-	why := fns.Invalid(call.Name, args)
-	if call.Valid != (why == "") {
-		if why == "" {
-			why = "its arguments satisfy the function's parameters"
-		}
-		c.Add(row.Records.Path, at+"/valid", reason.ErrRowMismatch, "request %d's call %d (%.64q) records valid %v; judged again: %s", r.Index, i, call.Name, call.Valid, why)
-	}
-	return true
 }

@@ -1,4 +1,4 @@
-package check
+package rowcheck
 
 import (
 	"crypto/sha256"
