@@ -245,6 +245,7 @@ type Call struct {
 	st        *stream
 	cn        *conn // nil when the attempt ended before the response (st is then finished)
 	reused    bool
+	sentNs    *int64 // the attempt's write returned (Response.TSentNs)
 	attempt   int
 	retryable bool // the failed attempt may be retried on a new connection
 }
@@ -265,7 +266,7 @@ func (c *Client) Start(ctx context.Context, req Request) *Call {
 func (k *Call) send() {
 	c, ctx := k.c, k.ctx
 	st := newStream(k.req.Epoch, k.chat, strings.HasSuffix(k.req.Path, "/responses"), k.req.Stream, c.opt.maxLine, k.req.ExpectEvents, c.token)
-	k.st, k.cn, k.retryable = st, nil, false
+	k.st, k.cn, k.retryable, k.sentNs = st, nil, false, nil
 	cn, reused, err := c.get(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -294,7 +295,14 @@ func (k *Call) send() {
 		k.retryable = reused && k.attempt == 0 && ctx.Err() == nil
 		return
 	}
-	k.cn, k.reused = cn, reused
+	k.cn, k.reused, k.sentNs = cn, reused, i64(st.ns(time.Now()))
+}
+
+// result is the attempt's response with its write's return stamped (set here, on the goroutine
+// that waits, not by send: the reactor may finish the stream before the writer runs again).
+func (k *Call) result(st *stream) *Response {
+	st.resp.TSentNs = k.sentNs
+	return &st.resp
 }
 
 // Wait waits for the whole response (see Do).
@@ -309,7 +317,7 @@ func (k *Call) Wait() *Response {
 				k.send()
 				continue
 			}
-			return &st.resp
+			return k.result(st)
 		}
 		select {
 		case <-st.done:
@@ -321,7 +329,7 @@ func (k *Call) Wait() *Response {
 			cn.st = nil
 			cn.mu.Unlock()
 			c.discard(cn)
-			return &st.resp
+			return k.result(st)
 		}
 		if k.reused && k.attempt == 0 && st.resp.received == 0 && st.resp.Err != nil && st.resp.Err.Class == ClassConnection && ctx.Err() == nil {
 			c.discard(cn)
@@ -334,7 +342,7 @@ func (k *Call) Wait() *Response {
 		} else {
 			c.discard(cn)
 		}
-		return &st.resp
+		return k.result(st)
 	}
 }
 

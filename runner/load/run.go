@@ -777,7 +777,7 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 	rec := &contract.RequestRecordDoc{
 		Schema: contract.RequestRecordSchema, CaseID: r.plan.CaseID, Row: contract.RowKey{Concurrency: c, Repetition: rep},
 		Index: q.index, Warmup: q.warmup, PromptID: q.prompt.ID, Seed: q.seed, BodyDigest: q.digest,
-		TSchedNs: int64(sched.Sub(r.plan.Epoch)), TSendNs: resp.TSendNs, THdrNs: resp.THdrNs, Events: resp.Events,
+		TSchedNs: int64(sched.Sub(r.plan.Epoch)), TSendNs: resp.TSendNs, TSentNs: resp.TSentNs, THdrNs: resp.THdrNs, Events: resp.Events,
 		TEndNs: resp.TEndNs, TCloseNs: resp.TCloseNs, Usage: resp.Usage, FinishReason: resp.FinishReason,
 		OutputDigest: resp.OutputDigest(), Assertions: []contract.AssertionOutcome{}, Error: resp.Err,
 	}
