@@ -33,8 +33,8 @@ type Record struct {
 	Send, Header int64
 	End, Close   int64
 	// Sent is t_sent_ns when HasSent (records before it existed have none).
-	Sent int64
-	Content      []int64 // arrival of each token event (content, reasoning or tool_call), in order
+	Sent    int64
+	Content []int64 // arrival of each token event (content, reasoning or tool_call), in order
 	// FirstContent is the first answer event's arrival (content or tool_call) when
 	// HasFirstContent.
 	FirstContent int64
