@@ -19,16 +19,6 @@ import (
 // pacerSlice bounds one sleep, so that a cancelled context ends the wait promptly.
 const pacerSlice = 20 * time.Millisecond
 
-// pacerEarly: a wait of more than pacerSlice ends pacerEarly before its deadline, and the thread
-// spins (running, reading the clock) until the deadline. A thread that wakes from a sleep is
-// runnable, not running: the kernel runs it when the task on its CPU yields or its slice ends,
-// which on a host with any other work (the server handling earlier requests, another process)
-// is up to a scheduler slice (milliseconds) late, and the first arrival of a burst, and every
-// arrival behind it, would leave that late. Woken pacerEarly ahead, it absorbs that latency
-// while nothing is due. It costs at most pacerEarly of CPU per wait longer than pacerSlice (at
-// most a tenth of a core), and nothing at rates above 1/pacerSlice, where waits are short.
-const pacerEarly = 2 * time.Millisecond
-
 // monoAnchor pairs a time.Time with the CLOCK_MONOTONIC reading taken at the same instant, so
 // that a time.Time converts to an absolute CLOCK_MONOTONIC deadline (Go's monotonic clock is
 // CLOCK_MONOTONIC on Linux: the two do not drift).
@@ -90,25 +80,8 @@ func (p *pacer) stop() {
 	p.unprocs()
 }
 
-// until sleeps until at (or returns ctx's error); a wait longer than pacerSlice ends spinning
-// (see pacerEarly).
+// until sleeps until at (or returns ctx's error).
 func (p *pacer) until(ctx context.Context, at time.Time) error {
-	if time.Until(at) > pacerSlice {
-		if err := p.sleep(ctx, at.Add(-pacerEarly)); err != nil {
-			return err
-		}
-		for time.Now().Before(at) {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return p.sleep(ctx, at)
-}
-
-// sleep sleeps until at (or returns ctx's error).
-func (p *pacer) sleep(ctx context.Context, at time.Time) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
