@@ -206,6 +206,15 @@ func serialised(measured []Request, cost, maxCredit int64, concurrency, conns in
 	return out
 }
 
+// lagBoundNs is a lag bound in ns: the workload schema bounds lag_ms to (0, 60000], and any other
+// value (none reaches here from valid evidence) is the default.
+func lagBoundNs(ms float64) int64 {
+	if !(ms > 0 && ms <= 60_000) {
+		ms = DefaultFidelityLagMs
+	}
+	return int64(math.Round(ms * 1e6))
+}
+
 // sendCredit is what sending p is credited for the arrival behind it (see serialised), and the
 // time p's write took (0 when its record has no t_sent).
 func sendCredit(p *Request, cost, maxCredit int64) (credit, write int64) {
@@ -302,7 +311,7 @@ func judge(spec RowSpec, measured []Request, achieved float64) (Judgement, bool,
 		b = BoundOf(nil)
 	}
 	cost := min(SendCostNs(spec.Calibration.SamplesNs), MaxSendCostNs)
-	all := serialised(measured, cost, int64(math.Round(b.LagMs*1e6)), spec.Concurrency, spec.Calibration.Connections)
+	all := serialised(measured, cost, lagBoundNs(b.LagMs), spec.Concurrency, spec.Calibration.Connections)
 	open := spec.Loop == contract.RowLoopOpen
 	var own []float64
 	var over []judged
