@@ -11,8 +11,9 @@ import (
 
 // The client-fidelity judgement (docs/metrics.md, "Client fidelity"). A row is judged on the
 // schedule lag the client itself caused, each arrival's lag taken against its serialisation
-// position (a client that sends one request at a time at its calibrated per-send cost cannot send
-// the k-th arrival of a burst before k sends have been made), and on a declared quantile of those
+// position (a client that sends one request at a time cannot send the k-th arrival of a burst
+// before the k - 1 sends ahead of it were made, each credited its calibrated cost or its own
+// measured write time, the longer, up to the bound), and on a declared quantile of those
 // lags through the binomial order statistic that is a lower confidence bound of it: the row is
 // degraded when, at FidelityConfidence, the quantile lies above the declared bound. The rule is
 // exact and distribution-free at every sample size, so a 16-request row is judged on its second
@@ -138,7 +139,7 @@ type judged struct {
 	position int     // place in its burst (0: not behind another)
 	capped   bool    // found every concurrency slot busy
 	pooled   bool    // found every connection of the client's pool busy
-	stalled  bool    // the previous arrival's write took longer than the row's lag bound
+	stalled  bool    // behind a write of its burst that took longer than the row's lag bound
 }
 
 // serialised adjusts the lags of the sent measured requests for serialisation: sorted by t_sched,
@@ -147,8 +148,8 @@ type judged struct {
 // dispatcher waited for the server, in order), and credit_{i-1} is what sending the previous
 // arrival cost: the calibrated cost, or the time its own write took (t_sent - t_send) when that
 // was longer, but never more than maxCredit (the row's lag bound: a write longer than the whole
-// bound is a stall, not a send); its lag is t_send - e_i (at least 0). Its position counts the arrivals before it in its burst of the
-// schedule: the run of arrivals each at most cost after the previous (arrivals sharing an instant
+// bound is a stall, not a send); its lag is t_send - e_i (at least 0). Its position counts the
+// arrivals before it in its burst of the schedule: the run of arrivals each at most cost after the previous (arrivals sharing an instant
 // are one burst even at cost 0). busy counts, per request, the other requests in flight at its
 // t_sched (sent at or before it, not yet closed). An arrival found every slot (or connection)
 // busy when, at any instant between its t_sched and its t_send, that many other requests were in
