@@ -721,6 +721,8 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 			if q == nil {
 				return // the row was cut while the request was being built
 			}
+			// Built before the wait, not on the send path (see Client.Prepare).
+			call := r.client.Prepare(r.request(q))
 			at := t0.Add(offsets[i])
 			if p.until(send, at) != nil {
 				return
@@ -734,7 +736,7 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 				<-slots
 				return
 			}
-			call := r.client.Start(ctx, r.request(q))
+			call.Send(ctx)
 			if st := r.log.stall; st.every > 0 && (i+1)%st.every == 0 {
 				time.Sleep(st.d) // test-only distortion (DistortionEnv)
 			}
