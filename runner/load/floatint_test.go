@@ -32,6 +32,7 @@ var floatToInt = map[string]string{
 	// each an int64 of at most 256 timed sends clamped to >= 0, so it lies between two int64
 	// values; the judged cost is capped at 100 µs after.
 	"metric fidelity.go SendCostNs: int64(math.Round(Percentile(xs, CalibrationQuantile)))": "a quantile of int64 samples lies between two of them (0 to max sample)",
+	"metric fidelity.go lagBoundNs: int64(math.Round(ms * 1e6))":                            "ms is checked to be in (0, 60000] on the line before (else the 1 ms default)",
 	// schemas/metric: stage starts and lengths are the workload's (each stage 0 to 86400 s, at
 	// most 64 stages: under 6e15 ns); arrivals lie inside the horizon.
 	"metric arrival.go Arrivals: int64(t * 1e9)":                                        "t is the n-th arrival of a rate row (n at most the case's requests), each gap at most 37/rate s (a 53-bit uniform draw) at the schema's least rate",

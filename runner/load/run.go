@@ -704,8 +704,9 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 	ctx = ctl.cut
 	slots := make(chan struct{}, c)
 	var wg sync.WaitGroup
-	// launch sends request i, scheduled at at, once a slot is free; false when the row stops.
-	launch := func(i int, q *request, at time.Time) bool {
+	// launch sends request i (call, prepared), scheduled at at, once a slot is free; false when
+	// the row stops.
+	launch := func(i int, q *request, call *Call, at time.Time) bool {
 		select {
 		case slots <- struct{}{}:
 		case <-send.Done():
@@ -715,7 +716,7 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 			<-slots
 			return false
 		}
-		call := r.client.Start(ctx, r.request(q))
+		call.Send(ctx)
 		if st := r.log.stall; st.every > 0 && (i+1)%st.every == 0 {
 			time.Sleep(st.d) // test-only distortion (DistortionEnv)
 		}
@@ -744,6 +745,8 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 			if q == nil {
 				return // the row was cut while the request was being built
 			}
+			// Built before the wait, not on the send path (see Client.Prepare).
+			call := r.client.Prepare(r.request(q))
 			at := t0.Add(offsets[i])
 			if p.until(send, at) != nil {
 				return
@@ -765,14 +768,14 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 							deps.finish(i, nil)
 							return
 						}
-						if at, ok := deps.after(at, pk); !ok || !launch(i, q, at) {
+						if at, ok := deps.after(at, pk); !ok || !launch(i, q, call, at) {
 							deps.finish(i, nil)
 						}
 					}()
 					continue
 				}
 			}
-			if !launch(i, q, at) {
+			if !launch(i, q, call, at) {
 				deps.finish(i, nil)
 				return
 			}
@@ -809,7 +812,7 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 	rec := &contract.RequestRecordDoc{
 		Schema: contract.RequestRecordSchema, CaseID: r.plan.CaseID, Row: contract.RowKey{Concurrency: c, Repetition: rep},
 		Index: q.index, Warmup: q.warmup, PromptID: q.prompt.ID, Seed: q.seed, BodyDigest: q.digest,
-		TSchedNs: int64(sched.Sub(r.plan.Epoch)), TSendNs: resp.TSendNs, THdrNs: resp.THdrNs, Events: resp.Events,
+		TSchedNs: int64(sched.Sub(r.plan.Epoch)), TSendNs: resp.TSendNs, TSentNs: resp.TSentNs, THdrNs: resp.THdrNs, Events: resp.Events,
 		TEndNs: resp.TEndNs, TCloseNs: resp.TCloseNs, Usage: resp.Usage, FinishReason: resp.FinishReason,
 		OutputDigest: resp.OutputDigest(), Assertions: []contract.AssertionOutcome{}, Error: resp.Err,
 	}

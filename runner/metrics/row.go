@@ -67,6 +67,9 @@ func Request(r *contract.RequestRecordDoc) formulas.Request {
 	if r.TSendNs != nil {
 		q.Send, q.HasSend = *r.TSendNs, true
 	}
+	if r.TSentNs != nil {
+		q.Sent, q.HasSent = *r.TSentNs, true
+	}
 	if r.THdrNs != nil {
 		q.Hdr, q.HasHdr = *r.THdrNs, true
 	}

@@ -2458,6 +2458,11 @@ type RequestRecordDoc struct {
 	TSchedNs int64 `json:"t_sched_ns"`
 	// TSendNs: request written.
 	TSendNs *int64 `json:"t_send_ns"`
+	// TSentNs: the write that carries the request returned (the client's thread ran again). The
+	// time from t_send_ns to it is what sending the request took; the fidelity judgement credits
+	// it to the arrivals queued behind this one in a burst (docs/metrics.md "Client fidelity").
+	// Absent when the write failed, and in records from before it existed.
+	TSentNs *int64 `json:"t_sent_ns,omitempty"`
 	// THdrNs: response headers read.
 	THdrNs *int64 `json:"t_hdr_ns"`
 	// Events are the SSE events in arrival order, stamped when their bytes were read.

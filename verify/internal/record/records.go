@@ -32,7 +32,9 @@ type Record struct {
 	Sched        int64
 	Send, Header int64
 	End, Close   int64
-	Content      []int64 // arrival of each token event (content, reasoning or tool_call), in order
+	// Sent is t_sent_ns when HasSent (records before it existed have none).
+	Sent    int64
+	Content []int64 // arrival of each token event (content, reasoning or tool_call), in order
 	// FirstContent is the first answer event's arrival (content or tool_call) when
 	// HasFirstContent.
 	FirstContent int64
@@ -72,6 +74,7 @@ type Record struct {
 
 	Warmup   bool
 	HasSend  bool
+	HasSent  bool
 	HasHdr   bool
 	HasEnd   bool
 	HasClose bool
@@ -246,6 +249,9 @@ func FromDoc(d *contract.RequestRecordDoc) Record {
 		Warmup: d.Warmup, PromptID: d.PromptID, Sched: d.TSchedNs, Failed: d.Error != nil}
 	if d.TSendNs != nil {
 		r.Send, r.HasSend = *d.TSendNs, true
+	}
+	if d.TSentNs != nil {
+		r.Sent, r.HasSent = *d.TSentNs, true
 	}
 	if d.THdrNs != nil {
 		r.Header, r.HasHdr = *d.THdrNs, true
@@ -652,6 +658,7 @@ const (
 	fCycle
 	fToolCalls
 	fTraceEntry
+	fTSent
 )
 
 func (p *lineParser) record(r *Record) bool {
@@ -789,6 +796,10 @@ func (p *lineParser) record(r *Record) bool {
 			v, has, ok := p.optUint()
 			r.Send, r.HasSend = v, has
 			return s.first(fTSend) && ok
+		case "t_sent_ns":
+			v, ok := p.uint()
+			r.Sent, r.HasSent = v, true
+			return s.first(fTSent) && ok
 		case "t_hdr_ns":
 			v, has, ok := p.optUint()
 			r.Header, r.HasHdr = v, has
@@ -951,6 +962,9 @@ func (p *lineParser) record(r *Record) bool {
 		return false
 	}
 	if r.HasSend && r.Send < r.Sched {
+		return false
+	}
+	if r.HasSent && (!r.HasSend || r.Sent < r.Send) {
 		return false
 	}
 	if !r.Failed && (!r.HasUsage || !r.HasSend || !r.HasEnd) {
