@@ -15,7 +15,6 @@ import (
 	"github.com/qualkit/qualkit/runner/artifact"
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/runner/load"
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
@@ -381,11 +380,11 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 		return contract.Result{}, cerr
 	}
 	if interrupted {
-		cr.Metrics = append(metrics.CaseCounts(cr.Rows), metrics.Case(cr.Rows)...)
+		cr.Metrics = append(metric.CaseCountMetrics(cr.Rows), metric.CaseMetrics(cr.Rows)...)
 		return finish(contract.StatusFailed, fmt.Sprintf("interrupted by %s after %.1f s: %d of %d rows ran (the last one cut short); their request records are kept",
 			interruptSignal(ctx), cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions)))
 	}
-	cr.Metrics = append(metrics.CaseCounts(cr.Rows), metrics.Case(cr.Rows)...)
+	cr.Metrics = append(metric.CaseCountMetrics(cr.Rows), metric.CaseMetrics(cr.Rows)...)
 	if cr.Stopped != nil {
 		return finish(contract.StatusFailed, fmt.Sprintf("stopped by the case's timeout_seconds %d after %.3f s: %d of %d rows ran (the last may be partial), %d requests recorded; raise timeout_seconds or declare fewer requests", c.TimeoutSeconds, cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions), requests))
 	}

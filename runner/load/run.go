@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/metric"
@@ -334,7 +333,7 @@ func (p *Plan) promptMaxTokens(i int64) int64 {
 	return p.Prompts[i].MaxTokens
 }
 
-// promptSet is the prompt set hash every row records (metrics.PromptSetSHA256 of the corpus in
+// promptSet is the prompt set hash every row records (PromptSetSHA256 of the corpus in
 // declared order; a TracePlan's computed one prompt at a time).
 func (p *Plan) promptSet() (string, error) {
 	if p.Trace != nil {
@@ -349,7 +348,7 @@ func (p *Plan) promptSet() (string, error) {
 			sp[i] = contract.Prompt{ID: pr.ID, Text: pr.Text, System: pr.System}
 		}
 	}
-	return metrics.PromptSetSHA256(sp)
+	return PromptSetSHA256(sp)
 }
 
 type runner struct {
@@ -600,7 +599,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			out.Records = append(out.Records, *rec)
 		}
 	}
-	spec := metrics.RowSpec{Concurrency: c, Repetition: rep, Loop: contract.RowLoopClosed, SLO: r.slo(), PromptSetSHA256: r.promptSet, CacheRegime: r.plan.Case.CacheRegime, Tokenizer: r.plan.Case.Tokenizer,
+	spec := RowSpec{Concurrency: c, Repetition: rep, Loop: contract.RowLoopClosed, SLO: r.slo(), PromptSetSHA256: r.promptSet, CacheRegime: r.plan.Case.CacheRegime, Tokenizer: r.plan.Case.Tokenizer,
 		Fidelity: r.plan.Case.Fidelity, Calibration: cal}
 	if rt := r.plan.Case.Rate; rt != nil {
 		rate := rt.RequestsPerSecond
@@ -613,7 +612,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	if r.plan.trace() {
 		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, r.plan.traceRate()
 	}
-	out.Row = metrics.Row(spec, out.Records)
+	out.Row = Row(spec, out.Records)
 	out.Row.Metrics = append(out.Row.Metrics, rowMetrics...)
 	if out.Row.Cache != nil {
 		out.Row.Cache.Reset = reset

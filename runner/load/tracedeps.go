@@ -3,7 +3,6 @@ package load
 import (
 	"time"
 
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 )
@@ -134,7 +133,7 @@ func (g *depGate) finish(k int, rec *contract.RequestRecordDoc) {
 	if rec == nil {
 		g.drop[k] = true
 	} else {
-		q := metrics.Request(rec)
+		q := metric.RequestOf(rec)
 		g.ended[k] = metric.Ended(&q)
 	}
 	close(ch)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/metric"
@@ -76,7 +75,7 @@ func TestRunTraceParents(t *testing.T) {
 		}
 	}
 	ended := func(k int64) int64 {
-		r := metrics.Request(recs[k])
+		r := metric.RequestOf(recs[k])
 		return metric.Ended(&r)
 	}
 	origin := recs[a].TSchedNs
