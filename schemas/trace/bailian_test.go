@@ -54,8 +54,8 @@ func TestImportBailian(t *testing.T) {
 	// A trace cut from a longer one: the turn whose parent is gone is imported on its own, counted.
 	cut := strings.SplitN(bailianSample, "\n", 2)[1]
 	es, info, err = ImportBailian(strings.NewReader(cut))
-	if err != nil || info.Orphans != 1 || info.Roots != 2 {
-		t.Fatalf("cut: %v %+v", err, info)
+	if err != nil || info.Orphans != 1 || info.Roots != 2 || len(es) != 3 || es[2].InputLength != 800 || es[2].After != 0 {
+		t.Fatalf("cut: %v %+v %+v", err, info, es)
 	}
 	es, info, err = ImportBailian(strings.NewReader(strings.Replace(bailianSample, `"parent_chat_id": 159`, `"parent_chat_id": 9`, 1)))
 	if err != nil || info.Orphans != 1 || es[2].After != 0 {
