@@ -52,12 +52,9 @@ type bailianLine struct {
 // optional), within the bounds of Read; errors wrap ErrTrace and name the line.
 func ImportBailian(r io.Reader) ([]Entry, BailianImport, error) {
 	var info BailianImport
-	data, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
+	data, err := readAtMost(r)
 	if err != nil {
-		return nil, info, fmt.Errorf("%w: %v", ErrTrace, err)
-	}
-	if len(data) > MaxBytes {
-		return nil, info, fmt.Errorf("%w: more than %d bytes", ErrTrace, MaxBytes)
+		return nil, info, err
 	}
 	type row struct {
 		e              Entry
@@ -145,4 +142,16 @@ func ImportBailian(r io.Reader) ([]Entry, BailianImport, error) {
 		out[k] = e
 	}
 	return out, info, nil
+}
+
+// readAtMost reads an import's input, at most MaxBytes (errors wrap ErrTrace).
+func readAtMost(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
+	}
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTrace, MaxBytes)
+	}
+	return data, nil
 }

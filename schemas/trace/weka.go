@@ -72,12 +72,9 @@ func ImportWEKA(r io.Reader, staggerMs int64) ([]Entry, WEKAImport, error) {
 	if staggerMs < 0 || staggerMs > MaxTimestampMs {
 		return nil, info, fmt.Errorf("%w: stagger %d ms: want 0 to %d", ErrTrace, staggerMs, int64(MaxTimestampMs))
 	}
-	data, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
+	data, err := readAtMost(r)
 	if err != nil {
-		return nil, info, fmt.Errorf("%w: %v", ErrTrace, err)
-	}
-	if len(data) > MaxBytes {
-		return nil, info, fmt.Errorf("%w: more than %d bytes", ErrTrace, MaxBytes)
+		return nil, info, err
 	}
 	type row struct {
 		e          Entry
