@@ -12,7 +12,8 @@
 #      workloads/launch/ollama.json starts `ollama serve` as the owned server on 127.0.0.1:18811,
 #      and a streaming corpus runs through /v1/chat/completions and /v1/completions at concurrency
 #      1 and 4, greedy, seeded, and two committed 2-turn chat sessions (workloads/ollama/sessions.jsonl)
-#      at session concurrency 1 and 2; each receipt is signed with a throwaway key;
+#      at session concurrency 1 and 2, and chat prompts that offer committed function tools
+#      (workloads/tools/weather.json, tool_choice auto); each receipt is signed with a throwaway key;
 #   4. verifies both receipts offline, compares them (like for like) and asserts identical outputs
 #      (output_set_sha256) row by row, a clean shutdown, no residue, an owned listener, the
 #      TTFT/TPOT/E2E metrics, and that ollama's runner subprocess ran inside the owned process group
@@ -254,6 +255,9 @@ say "the client-side token ledger against ollama's usage (docs/tokens.md)"
 for n in 1 2; do
 	ledger "$(cat "$work/receipt$n")" >"$work/ledger$n"
 	while read -r c total prompt_eq completion_eq completion_n diffs; do
+		# chat-tools binds no tokenizer: the server's prompt holds the tool names its template
+		# renders, which the client does not count (docs/metrics.md "Tool calls").
+		[ "$c" != chat-tools ] || continue
 		want=$LEDGER_COMPLETION_DIFFS
 		[ "$c" != chat-session ] || want=$LEDGER_COMPLETION_DIFFS_chat_session
 		check "run $n: $c: prompt tokens equal ollama's on $prompt_eq of $total measured requests" test "$total" -gt 0 -a "$prompt_eq" -eq "$total"
@@ -278,6 +282,25 @@ for n in 1 2; do
 	sessions "$(cat "$work/receipt$n")" >"$work/sessions$n"
 	check "run $n: chat-session: every row's 2 sessions have 2 turns, turn 1 re-sent turn 0's reply and counts more than turn 0's prompt and reply (rows: $(tr ' ' '/' <"$work/sessions$n" | paste -sd, -))" \
 		test "$(sort -u "$work/sessions$n")" = "2 2" -a "$(wc -l <"$work/sessions$n")" -eq 4
+done
+
+# chat-tools offers the weather tools (tool_choice auto) on every request. ollama v0.17.4 takes
+# them for a model whose template uses .Tools (the Modelfile's first line names them) and streams
+# the tiny model's answer; the model emits no tool-call syntax, so no tool_calls delta comes and
+# every answer is content. The check asserts what was observed: every measured request answered,
+# finish_reason length, none with a tool call; a call (another model, another engine) would make
+# the case's tool_call_validity and ttft_tool_call metrics, which this line prints.
+tools_seen() {
+	local cr
+	cr=$(jqr '.results[].case_result.path' "$1" | while read -r p; do [ "$(jqr .case_id "$p")" != chat-tools ] || echo "$p"; done)
+	jqr '.rows[].records.path' "$cr" | xargs cat | jq -s -r '[.[] | select(.warmup == false)]
+		| "\(length) \(map(select(.error == null and .finish_reason == "length")) | length) \(map(select(.tool_calls != null)) | length)"'
+}
+say "chat-tools: tools offered to a real engine (what ollama does with them)"
+for n in 1 2; do
+	read -r total answered called < <(tools_seen "$(cat "$work/receipt$n")")
+	check "run $n: chat-tools: ollama accepted tools on $answered of $total measured requests (answered, finish_reason length); $called answered with a tool call (the tiny model emits none)" \
+		test "$total" -gt 0 -a "$answered" -eq "$total" -a "$called" -eq 0
 done
 
 say "lifecycle, metrics and the runner subprocess"

@@ -19,6 +19,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/wire"
 	"github.com/qualkit/qualkit/verify/internal/record"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
@@ -80,6 +81,11 @@ func writeBigEvidence(tb testing.TB, root string) {
 	wcase["warmup_requests"] = json.Number("0")
 	wcase["timeout_seconds"] = json.Number("3600") // the rows' records span 30 minutes
 	writeTree(tb, wp, w)
+	// Each record's body_digest is the body the runner sends for it (the verifier renders it again).
+	var wc contract.Case
+	if raw, err := json.Marshal(wcase); err != nil || json.Unmarshal(raw, &wc) != nil {
+		tb.Fatalf("the benchmark's case: %v", err)
+	}
 	var slo contract.SLO
 	sloRaw, _ := json.Marshal(wcase["slo"])
 	json.Unmarshal(sloRaw, &slo)
@@ -104,6 +110,11 @@ func writeBigEvidence(tb testing.TB, root string) {
 		recs := make([]record.Record, 0, promptsBig)
 		for i := range promptsBig {
 			doc := syntheticRecord(c, int64(i), prompts[i].ID)
+			body, err := wire.Body(&wc, "qualsim-frozen", wire.Prompt{ID: prompts[i].ID, Text: prompts[i].Text}, wire.RequestSeed(wc.Sampling, int64(i)), nil)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			doc.BodyDigest = evidence.DigestOf(body)
 			b, _ := json.Marshal(doc)
 			bw.Write(b)
 			bw.WriteByte('\n')

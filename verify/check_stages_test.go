@@ -258,3 +258,65 @@ func TestCheckReplayUnit(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckTraceParents: in a trace whose entries name parents, a waiting entry's t_sched is
+// metric.AfterParent of its offset and its parent's end, and each record's trace_entry is its
+// entry's; an entry scheduled at its offset although its parent ended later, a parent missing
+// from the row, and an edited, missing or extra trace_entry are found.
+func TestCheckTraceParents(t *testing.T) {
+	// Entry 1 waits for entry 0, which ends 40 ms after its own offset; entry 2 waits for 1.
+	entries := []trace.Entry{{TimestampMs: 0, InputLength: 5, OutputLength: 3}, {TimestampMs: 10, InputLength: 9, OutputLength: 2, After: 1}, {TimestampMs: 12, InputLength: 12, OutputLength: 2, After: 2}}
+	offs, err := trace.Offsets(entries, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, zero := int64(1), int64(0)
+	build := func() []*record.Record {
+		origin := int64(5e9)
+		r0 := &record.Record{Line: 0, Index: 0, Sched: origin, Send: origin + 1e5, HasSend: true, Close: origin + 40e6, HasClose: true, HasUsage: true, CompletionTokens: 3,
+			Trace: &contract.TraceEntry{Entry: 0, Turn: 1}}
+		r1 := &record.Record{Line: 1, Index: 1, Sched: origin + 40e6, Send: origin + 40e6 + 1e5, HasSend: true, Close: origin + 60e6, HasClose: true, HasUsage: true, CompletionTokens: 2,
+			Trace: &contract.TraceEntry{Entry: 1, Parent: &zero, Turn: 2}}
+		r2 := &record.Record{Line: 2, Index: 2, Sched: origin + 60e6, Send: origin + 60e6 + 1e5, HasSend: true, Close: origin + 70e6, HasClose: true, HasUsage: true, CompletionTokens: 2,
+			Trace: &contract.TraceEntry{Entry: 2, Parent: &one, Turn: 3}}
+		return []*record.Record{r0, r1, r2}
+	}
+	for _, tc := range []struct {
+		name   string
+		tamper func([]*record.Record) []*record.Record
+		want   string
+	}{
+		{"honest", func(r []*record.Record) []*record.Record { return r }, ""},
+		{"at its offset", func(r []*record.Record) []*record.Record { r[1].Sched = 5e9 + offs[1]; return r }, "when its parent ended"},
+		{"parent's end moved", func(r []*record.Record) []*record.Record { r[0].Close += 1e6; return r }, "when its parent ended"},
+		{"parent missing", func(r []*record.Record) []*record.Record { return []*record.Record{r[0], r[2]} }, "which the row did not record"},
+		{"turn edited", func(r []*record.Record) []*record.Record { r[2].Trace.Turn = 2; return r }, "records trace_entry {entry 2, parent 1, turn 2}"},
+		{"parent edited", func(r []*record.Record) []*record.Record { r[2].Trace.Parent = &zero; return r }, "the bound trace says {entry 2, parent 1, turn 3}"},
+		{"missing", func(r []*record.Record) []*record.Record { r[1].Trace = nil; return r }, "records trace_entry absent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &finding.Collector{Check: CheckTolerances}
+			rowcheck.TraceSchedule(c, contract.Row{Concurrency: 4}, entries, offs, tc.tamper(build()), 0, false)
+			res := c.Result()
+			if tc.want == "" {
+				if len(res.Findings) != 0 {
+					t.Fatalf("findings %v", res.Findings)
+				}
+				return
+			}
+			for _, f := range res.Findings {
+				if strings.Contains(f.Error(), tc.want) {
+					return
+				}
+			}
+			t.Fatalf("no finding mentioning %q: %v", tc.want, res.Findings)
+		})
+	}
+	// A trace without parents: a record that claims a trace_entry is found.
+	plain := []trace.Entry{{TimestampMs: 0, InputLength: 5, OutputLength: 3}}
+	c := &finding.Collector{Check: CheckTolerances}
+	rowcheck.TraceSchedule(c, contract.Row{Concurrency: 1}, plain, []int64{0}, []*record.Record{{Index: 0, Sched: 1, Trace: &contract.TraceEntry{Entry: 0, Turn: 1}}}, 0, false)
+	if res := c.Result(); len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Error(), "the bound trace says absent") {
+		t.Fatalf("extra trace_entry: %v", res.Findings)
+	}
+}

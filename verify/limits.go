@@ -10,6 +10,8 @@ const (
 	MaxDocumentBytes = limits.MaxDocumentBytes
 	// MaxAttestationBytes caps a DSSE envelope or Sigstore bundle file.
 	MaxAttestationBytes = limits.MaxAttestationBytes
+	// MaxCorpusFileBytes caps a file a case binds as its corpus (a JSONL corpus or a trace).
+	MaxCorpusFileBytes = limits.MaxCorpusFileBytes
 	// MaxPolicyBytes caps a policy file.
 	MaxPolicyBytes = limits.MaxPolicyBytes
 	// MaxKeyBytes caps a public key file.
@@ -35,6 +37,8 @@ const (
 	MaxLinkBytes = limits.MaxLinkBytes
 	// MaxTelemetryBytes bounds one row's device telemetry file.
 	MaxTelemetryBytes = limits.MaxTelemetryBytes
+	// MaxScrapeBytes bounds one row's kept /metrics page.
+	MaxScrapeBytes = limits.MaxScrapeBytes
 )
 
 // Default tolerance of a recomputed number: max(absolute, |recorded| x relative).

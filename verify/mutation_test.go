@@ -90,7 +90,8 @@ var expectedSurvivors = map[string]string{
 	"lifecycle_record:/shutdown/t_sent_ns:number":    "observed: when SIGTERM was sent, after readiness and within 1 s of the wall clock's sent_at",
 	"receipt:/qualification/duration_seconds:number": "observed: the campaign's monotonic duration, at least its cases' and within the wall clock's skew bound",
 	// Observed and not recomputable offline: what the host reported about itself, bytes the
-	// evidence does not keep.
+	// evidence does not keep. (A request's body_digest is recomputed, body_mismatch, for every shape
+	// swept here: it rests on the records only for session turns and token-length prompts.)
 	"request_records:/events/*/bytes:number":      "observed: the bytes of one stream event (the stream itself is not kept)",
 	"receipt:/environment/os/kernel:string":       "observed: the host's own report of its kernel",
 	"receipt:/environment/os/architecture:string": "observed: the host's own report of its architecture",

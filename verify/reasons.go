@@ -206,6 +206,10 @@ var (
 	ErrConfigMismatch = reason.ErrConfigMismatch
 	// ErrCorpusMismatch: the prompt set differs from the corpus (or between compared rows).
 	ErrCorpusMismatch = reason.ErrCorpusMismatch
+	// ErrBodyMismatch: a request record's body_digest differs from the sha256 of the body the
+	// case, the model and the prompt the record names render: the record claims to have asked
+	// something else.
+	ErrBodyMismatch = reason.ErrBodyMismatch
 	// ErrFormulaMismatch: one metric name carries two formula ids (or units, aggregations,
 	// directions); a request-window throughput is never compared with a decode rate.
 	ErrFormulaMismatch = reason.ErrFormulaMismatch

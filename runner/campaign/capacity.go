@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/qualkit/qualkit/runner/load"
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 )
@@ -68,7 +67,7 @@ func caseFigures(cr *contract.CaseResultDoc, c contract.Case, rows []load.RowRes
 		var reqs []metric.Request
 		for i := range row.Records {
 			if !row.Records[i].Warmup {
-				reqs = append(reqs, metrics.Request(&row.Records[i]))
+				reqs = append(reqs, metric.RequestOf(&row.Records[i]))
 			}
 		}
 		k, ok := at[row.Row.Concurrency]

@@ -15,7 +15,6 @@ import (
 	"github.com/qualkit/qualkit/runner/artifact"
 	"github.com/qualkit/qualkit/runner/lifecycle"
 	"github.com/qualkit/qualkit/runner/load"
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
@@ -328,7 +327,7 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 	rows := newRowFiles(r, dir)
 	tel := r.startTelemetry(c)
 	plan := load.Plan{CaseID: c.ID, Case: c, BaseURL: r.server.BaseURL(), ModelID: p.recipe.ModelID,
-		Prompts: p.prompts[c.ID], Trace: p.traces[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, TokenEnv: p.recipe.TokenEnv(), CacheResetPath: cacheResetPath(p.recipe),
+		Prompts: p.prompts[c.ID], Trace: p.traces[c.ID], Seed: seed, Epoch: r.epoch, ScrapeMetrics: true, ScrubPage: p.Redactor().Bytes, TokenEnv: p.recipe.TokenEnv(), CacheResetPath: cacheResetPath(p.recipe),
 		Tokens: p.counters[c.ID], Tools: p.tools[c.ID],
 		Progress: p.cfg.servingProgress(c.ID, len(c.Concurrency)*int(c.Repetitions))}
 	var res *load.Result
@@ -369,6 +368,9 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 		if err := r.telemetryRow(tel, ref.Path, &row.Row, row.Records); err != nil {
 			return contract.Result{}, err
 		}
+		if err := r.scrapeRow(ref.Path, &row.Row, row.Telemetry); err != nil {
+			return contract.Result{}, err
+		}
 		cr.Rows = append(cr.Rows, row.Row)
 		failures += countedFailures(c, row.Row)
 		requests += row.Row.Requests
@@ -378,11 +380,11 @@ func (r *run) serving(ctx context.Context, c contract.Case, rep int, dir string)
 		return contract.Result{}, cerr
 	}
 	if interrupted {
-		cr.Metrics = append(metrics.CaseCounts(cr.Rows), metrics.Case(cr.Rows)...)
+		cr.Metrics = append(metric.CaseCountMetrics(cr.Rows), metric.CaseMetrics(cr.Rows)...)
 		return finish(contract.StatusFailed, fmt.Sprintf("interrupted by %s after %.1f s: %d of %d rows ran (the last one cut short); their request records are kept",
 			interruptSignal(ctx), cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions)))
 	}
-	cr.Metrics = append(metrics.CaseCounts(cr.Rows), metrics.Case(cr.Rows)...)
+	cr.Metrics = append(metric.CaseCountMetrics(cr.Rows), metric.CaseMetrics(cr.Rows)...)
 	if cr.Stopped != nil {
 		return finish(contract.StatusFailed, fmt.Sprintf("stopped by the case's timeout_seconds %d after %.3f s: %d of %d rows ran (the last may be partial), %d requests recorded; raise timeout_seconds or declare fewer requests", c.TimeoutSeconds, cr.Stopped.AfterSeconds, len(cr.Rows), len(c.Concurrency)*int(c.Repetitions), requests))
 	}

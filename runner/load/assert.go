@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/wire"
 )
 
 // assertion is a compiled response assertion of a serving case.
@@ -48,7 +49,7 @@ func compileAssertions(as []contract.OutputAssertion) ([]assertion, error) {
 			c.re, c.forbid = re, a.Match == "forbidden"
 		case contract.ResponseAssertionKindCompletionTokensEqualMaxTokens:
 		case contract.ResponseAssertionKindToolCall:
-			if !functionName.MatchString(a.Function) {
+			if !wire.ValidFunctionName(a.Function) {
 				return nil, fmt.Errorf("%w: output assertion %d: tool_call function %q", ErrPlan, i, a.Function)
 			}
 			c.function = a.Function

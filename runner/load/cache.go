@@ -1,10 +1,8 @@
 package load
 
 import (
-	"fmt"
-
 	"github.com/qualkit/qualkit/schemas/contract"
-	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/synth"
 )
 
 // The cache regimes of a serving case (docs/caching.md).
@@ -22,23 +20,13 @@ import (
 //
 // natural (or none declared): the corpus as it is.
 
-// nonces returns the cold nonces of a row's n requests.
-func nonces(seed int64, c, rep int64, n int) []string {
-	rng := metric.SplitMix64{State: uint64(seed) ^ uint64(c)<<32 ^ uint64(rep) ^ 0x51574B4E4F4E4345}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("qk-nonce-%016x", rng.Next())
-	}
-	return out
-}
+// nonces returns the cold nonces of a row's n requests (synth.Nonces).
+func nonces(seed int64, c, rep int64, n int) []string { return synth.Nonces(seed, c, rep, n) }
 
-// withNonce puts nonce in front of p's first message.
+// withNonce puts nonce in front of p's first message (synth.WithNonce).
 func withNonce(p Prompt, nonce string) Prompt {
-	if p.System != "" {
-		p.System = nonce + " " + p.System
-	} else {
-		p.Text = nonce + " " + p.Text
-	}
+	w := synth.WithNonce(synth.Prompt{ID: p.ID, Text: p.Text, System: p.System}, nonce)
+	p.Text, p.System = w.Text, w.System
 	return p
 }
 

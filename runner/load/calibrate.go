@@ -19,8 +19,10 @@ import (
 // built and written by Client.Start on a locked, timer-precise thread like the open-loop
 // dispatcher's, to a loopback sink of this process that reads and discards and never answers
 // (so the server sees nothing). The sink's connections are opened before the timing, as the row's
-// are. Each sample is one Start; the calibration's 0.9-quantile is the per-send cost against
-// which a burst's arrivals are judged. nil when no sink could be opened or nothing was timed.
+// are. Each sample is one Start; the calibration's 0.9-quantile is the least each send ahead of a
+// burst's arrival is credited (a send whose own write took longer, t_sent - t_send, is credited
+// that, up to the row's lag bound: metric's serialised). nil when no sink could be opened or
+// nothing was timed.
 func (r *runner) calibrate(ctx context.Context, reqs []request) *contract.SendCalibration {
 	if len(reqs) == 0 || ctx.Err() != nil {
 		return nil

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 )
@@ -38,7 +37,7 @@ func TestRunCalibrates(t *testing.T) {
 	}
 	spec := rowSpec(plan, row)
 	spec.Calibration = cal
-	again := metrics.Row(spec, res.Rows[0].Records)
+	again := Row(spec, res.Rows[0].Records)
 	if *again.Fidelity.Judgement != *jd || again.Fidelity.Degraded != row.Fidelity.Degraded {
 		t.Fatalf("recomputed judgement %+v degraded %v, recorded %+v %v", again.Fidelity.Judgement, again.Fidelity.Degraded, jd, row.Fidelity.Degraded)
 	}

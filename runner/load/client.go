@@ -242,30 +242,58 @@ type Call struct {
 	req       Request
 	chat      bool
 	wire      []byte
+	ready     *stream // the first attempt's stream, built by Prepare
 	st        *stream
 	cn        *conn // nil when the attempt ended before the response (st is then finished)
 	reused    bool
+	sentNs    *int64 // the attempt's write returned (Response.TSentNs)
 	attempt   int
 	retryable bool // the failed attempt may be retried on a new connection
 }
 
 // Start sends req on the calling goroutine (t_send is stamped immediately before its write) and
 // returns without waiting for the response; Wait must be called exactly once. Splitting the two
-// lets a pacer send at its deadline and leave the wait to another goroutine.
+// lets a pacer send at its deadline and leave the wait to another goroutine. Start is Prepare
+// then Send.
 func (c *Client) Start(ctx context.Context, req Request) *Call {
-	k := &Call{c: c, ctx: ctx, cancel: func() {}, req: req, chat: strings.HasSuffix(req.Path, "/chat/completions"), wire: c.wire(req)}
-	if req.Timeout > 0 {
-		k.ctx, k.cancel = context.WithTimeoutCause(ctx, req.Timeout, errRequestTimeout)
+	k := c.Prepare(req)
+	k.Send(ctx)
+	return k
+}
+
+// Prepare builds req's call without sending it: the bytes to write and the first attempt's
+// stream (its buffers). Send sends it. The open-loop dispatcher prepares a request before it
+// sleeps until the request's deadline, so that building it is not on the send path (the first
+// request of a burst would otherwise delay every request behind it by its build). A prepared
+// call that is never sent holds nothing to release.
+func (c *Client) Prepare(req Request) *Call {
+	k := &Call{c: c, req: req, chat: strings.HasSuffix(req.Path, "/chat/completions"), wire: c.wire(req)}
+	k.ready = k.newStream()
+	return k
+}
+
+// Send sends a prepared call on the calling goroutine, as Start does; req.Timeout runs from here.
+func (k *Call) Send(ctx context.Context) {
+	k.ctx, k.cancel = ctx, func() {}
+	if k.req.Timeout > 0 {
+		k.ctx, k.cancel = context.WithTimeoutCause(ctx, k.req.Timeout, errRequestTimeout)
 	}
 	k.send()
-	return k
+}
+
+func (k *Call) newStream() *stream {
+	return newStream(k.req.Epoch, k.chat, strings.HasSuffix(k.req.Path, "/responses"), k.req.Stream, k.c.opt.maxLine, k.req.ExpectEvents, k.c.token)
 }
 
 // send makes one attempt: a connection, the stream, the stamp and the write.
 func (k *Call) send() {
 	c, ctx := k.c, k.ctx
-	st := newStream(k.req.Epoch, k.chat, strings.HasSuffix(k.req.Path, "/responses"), k.req.Stream, c.opt.maxLine, k.req.ExpectEvents, c.token)
-	k.st, k.cn, k.retryable = st, nil, false
+	st := k.ready
+	if st == nil {
+		st = k.newStream()
+	}
+	k.ready = nil
+	k.st, k.cn, k.retryable, k.sentNs = st, nil, false, nil
 	cn, reused, err := c.get(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -294,7 +322,14 @@ func (k *Call) send() {
 		k.retryable = reused && k.attempt == 0 && ctx.Err() == nil
 		return
 	}
-	k.cn, k.reused = cn, reused
+	k.cn, k.reused, k.sentNs = cn, reused, i64(st.ns(time.Now()))
+}
+
+// result is the attempt's response with its write's return stamped (set here, on the goroutine
+// that waits, not by send: the reactor may finish the stream before the writer runs again).
+func (k *Call) result(st *stream) *Response {
+	st.resp.TSentNs = k.sentNs
+	return &st.resp
 }
 
 // Wait waits for the whole response (see Do).
@@ -309,7 +344,7 @@ func (k *Call) Wait() *Response {
 				k.send()
 				continue
 			}
-			return &st.resp
+			return k.result(st)
 		}
 		select {
 		case <-st.done:
@@ -321,7 +356,7 @@ func (k *Call) Wait() *Response {
 			cn.st = nil
 			cn.mu.Unlock()
 			c.discard(cn)
-			return &st.resp
+			return k.result(st)
 		}
 		if k.reused && k.attempt == 0 && st.resp.received == 0 && st.resp.Err != nil && st.resp.Err.Class == ClassConnection && ctx.Err() == nil {
 			c.discard(cn)
@@ -334,7 +369,7 @@ func (k *Call) Wait() *Response {
 		} else {
 			c.discard(cn)
 		}
-		return &st.resp
+		return k.result(st)
 	}
 }
 

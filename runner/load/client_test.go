@@ -117,6 +117,10 @@ func TestClientSuccessAndKeepAlive(t *testing.T) {
 		if *r.TSendNs > *r.THdrNs || *r.THdrNs > r.Events[0].TNs || *r.TEndNs > *r.TCloseNs {
 			t.Fatalf("times out of order: send %d hdr %d first %d end %d close %d", *r.TSendNs, *r.THdrNs, r.Events[0].TNs, *r.TEndNs, *r.TCloseNs)
 		}
+		// The write's return is stamped after its start (the response may come before it).
+		if r.TSentNs == nil || *r.TSentNs < *r.TSendNs {
+			t.Fatalf("t_sent %v, t_send %d: the write's return is not stamped after its start", r.TSentNs, *r.TSendNs)
+		}
 	}
 	// 16 concurrent streams fit in 16 idle connections afterwards.
 	var wg sync.WaitGroup

@@ -13,6 +13,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/synth"
 )
 
 // Prompt is one resolved corpus prompt.
@@ -52,20 +53,11 @@ func Resolve(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
 			return nil, err
 		}
 	case contract.CorpusSourceSynthetic:
-		if corpus.Generator != contract.SyntheticCorpusGenerator {
-			return nil, fmt.Errorf("%w: generator %q: want %s", ErrCorpus, corpus.Generator, contract.SyntheticCorpusGenerator)
+		seed, count, minWords, maxWords, err := synth.CheckSynthetic(corpus)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorpus, err)
 		}
-		if corpus.Seed == nil || *corpus.Seed < 0 {
-			return nil, fmt.Errorf("%w: synthetic corpus needs a non-negative seed", ErrCorpus)
-		}
-		if corpus.Count < 1 || corpus.Count > MaxCorpusPrompts {
-			return nil, fmt.Errorf("%w: synthetic count %d: want 1 to %d", ErrCorpus, corpus.Count, MaxCorpusPrompts)
-		}
-		pw := corpus.PromptWords
-		if pw == nil || pw.Min < 1 || pw.Max < pw.Min || pw.Max > 100000 {
-			return nil, fmt.Errorf("%w: synthetic prompt_words: want 1 <= min <= max <= 100000", ErrCorpus)
-		}
-		out = SyntheticWords(uint64(*corpus.Seed), int(corpus.Count), int(pw.Min), int(pw.Max))
+		out = SyntheticWords(seed, count, minWords, maxWords)
 	case contract.CorpusSourceTrace:
 		var err error
 		if out, err = readTraceCorpus(corpus, repoRoot); err != nil {
@@ -164,83 +156,36 @@ func readCorpusFile(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
 	return out, nil
 }
 
-// syntheticWords is the vocabulary of qualkit.synthetic-words.v1: 256 distinct lower-case
-// English words, indexed 0-255 in this order. Changing it changes the generator's version.
-var syntheticWords = [256]string{
-	"able", "about", "above", "act", "add", "after", "again", "air", "all", "also",
-	"always", "among", "and", "animal", "answer", "any", "area", "around", "ask", "away",
-	"back", "ball", "base", "bear", "beauty", "bed", "before", "began", "begin", "behind",
-	"best", "better", "between", "big", "bird", "black", "blue", "boat", "body", "book",
-	"both", "box", "boy", "bring", "brown", "build", "busy", "call", "came", "can",
-	"car", "care", "carry", "cause", "center", "change", "check", "city", "class", "clear",
-	"close", "cold", "color", "come", "common", "complete", "could", "country", "course", "cover",
-	"cross", "cry", "cut", "dark", "day", "deep", "did", "differ", "direct", "distant",
-	"does", "dog", "door", "down", "draw", "dry", "during", "each", "early", "earth",
-	"ease", "east", "eat", "end", "enough", "even", "ever", "every", "example", "eye",
-	"face", "fact", "fall", "family", "far", "farm", "fast", "father", "feel", "few",
-	"field", "figure", "fill", "final", "find", "fine", "fire", "first", "fish", "five",
-	"fly", "follow", "food", "foot", "force", "form", "found", "four", "free", "friend", // not a contract value: a word of the synthetic corpus
-	"from", "front", "full", "game", "gave", "general", "get", "girl", "give", "gold",
-	"good", "got", "govern", "great", "green", "ground", "group", "grow", "half", "hand",
-	"happen", "hard", "has", "have", "head", "hear", "heard", "heat", "help", "here",
-	"high", "hold", "home", "horse", "hot", "hour", "house", "how", "hundred", "idea", // not a contract value: a word of the synthetic corpus
-	"inch", "interest", "island", "just", "keep", "kind", "king", "knew", "know", "land",
-	"large", "last", "late", "laugh", "lay", "lead", "learn", "leave", "left", "less",
-	"letter", "life", "light", "like", "line", "list", "listen", "little", "live", "long",
-	"look", "made", "main", "make", "man", "many", "map", "mark", "may", "mean",
-	"measure", "men", "might", "mile", "mind", "minute", "miss", "money", "moon", "more",
-	"morning", "most", "mother", "mountain", "move", "much", "music", "must", "name", "near",
-	"need", "never", "new", "next", "night", "north", "note", "nothing", "notice", "noun",
-	"now", "number", "numeral", "object", "ocean", "off", "often", "old", "once", "only",
-	"open", "order", "other", "our", "out", "over", // not a contract value: a word of the synthetic corpus
-}
+// syntheticWords is the vocabulary of qualkit.synthetic-words.v1 (synth.Words).
+var syntheticWords = synth.Words
 
-// SyntheticWords is the generator qualkit.synthetic-words.v1. One SplitMix64 stream is seeded
-// with seed; for prompt i = 0, 1, ..., count-1 in turn it draws the word count
-// n = minWords + (next mod (maxWords - minWords + 1)), then n words, each
-// syntheticWords[next mod 256], joined by single spaces. Prompt i's id is "synthetic-" and i as
-// six or more zero-padded digits; it has no system message. The modulo bias is part of the
-// definition.
+// SyntheticWords is the generator qualkit.synthetic-words.v1 (synth.SyntheticWords), every prompt
+// held.
 func SyntheticWords(seed uint64, count, minWords, maxWords int) []Prompt {
-	rng := metric.SplitMix64{State: seed}
-	out := make([]Prompt, count)
-	var sb strings.Builder
-	for i := range count {
-		out[i] = Prompt{ID: fmt.Sprintf("synthetic-%06d", i), Text: wordText(&rng, &sb, minWords+int(rng.Next()%uint64(maxWords-minWords+1)))}
+	out := make([]Prompt, 0, count)
+	for _, p := range synth.SyntheticWords(seed, count, minWords, maxWords) {
+		out = append(out, Prompt{ID: p.ID, Text: p.Text})
 	}
 	return out
 }
 
 func wordText(rng *metric.SplitMix64, sb *strings.Builder, n int) string {
-	sb.Reset()
-	for j := range n {
-		if j > 0 {
-			sb.WriteByte(' ')
-		}
-		sb.WriteString(syntheticWords[rng.Next()%256])
-	}
-	return sb.String()
+	return synth.WordText(rng, sb, n)
 }
 
-// warmupPrompts returns the warmup prompts of a row: warmup w keeps the system message of corpus
-// prompt w mod len(corpus) and replaces its text with as many synthetic words as that text has
-// space-separated fields (at least one), drawn from a SplitMix64 stream seeded with
-// seed ^ (concurrency << 32) ^ repetition ^ 0x5157_4B57_4152_4D55. Warmups thus match the
-// corpus's shapes and shared system prompt without priming a prefix cache with the measured
-// prompts. Their ids are metric.WarmupPromptID(w).
+// warmupPrompts returns the warmup prompts of a row (synth.Warmups over the corpus's shapes: each
+// prompt's system message and synth.TextFields of its text).
 func warmupPrompts(corpus []Prompt, n int, seed int64, concurrency, repetition int64) []Prompt {
-	return warmupShaped(len(corpus), func(i int) (string, int) { return corpus[i].System, len(strings.Fields(corpus[i].Text)) }, n, seed, concurrency, repetition)
+	return warmupShaped(len(corpus), func(i int) (string, int) { return corpus[i].System, synth.TextFields(corpus[i].Text) }, n, seed, concurrency, repetition)
 }
 
 // warmupShaped is warmupPrompts over a corpus of size prompts given by shape: prompt i's system
-// message and the space-separated fields of its text.
+// message and the space-separated fields of its text (synth.Warmups).
 func warmupShaped(size int, shape func(i int) (system string, fields int), n int, seed int64, concurrency, repetition int64) []Prompt {
-	rng := metric.SplitMix64{State: uint64(seed) ^ uint64(concurrency)<<32 ^ uint64(repetition) ^ 0x51574B5741524D55}
-	out := make([]Prompt, n)
-	var sb strings.Builder
-	for w := range n {
-		system, fields := shape(w % size)
-		out[w] = Prompt{ID: metric.WarmupPromptID(int64(w)), System: system, Text: wordText(&rng, &sb, max(1, fields))}
+	ws := synth.Warmups(size, shape, n, seed, concurrency, repetition)
+	out := make([]Prompt, len(ws))
+	for i, w := range ws {
+		out[i] = Prompt{ID: w.ID, Text: w.Text, System: w.System}
 	}
 	return out
 }

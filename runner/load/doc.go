@@ -4,7 +4,8 @@
 // metric.Arrivals), sized by a request count or a duration (with a grace deadline that cuts the
 // requests still in flight) and ended early by declared stop rules (rowend.go), and turns every
 // request into a request record (qualkit.request-record.v1) and every row into a row summary
-// computed by package metrics.
+// (row.go: the catalogue's formulas of package schemas/metric over metric.RequestOf of each
+// record).
 //
 // # Client
 //

@@ -25,11 +25,14 @@ import (
 // how. A new conversion fails TestFloatToIntConversionsReviewed until it is added with its bound.
 var floatToInt = map[string]string{
 	// schemas/trace
-	"trace trace.go OffsetNs: int64(f)": "f is checked to be 0 to 2^62 (NaN and Inf refused) on the line before",
+	"trace trace.go OffsetNs: int64(f)":                           "f is checked to be 0 to 2^62 (NaN and Inf refused) on the line before",
+	"trace bailian.go ImportBailian: int64(math.Round(ts * 1e3))": "ts is checked to be a number from 0 with ts × 1e3 at most MaxTimestampMs (2^40; NaN and +Inf refused) before it",
+	"trace weka.go ImportWEKA: int64(math.Round(t * 1e3))":        "t is checked to be a number from 0 with t × 1e3 at most MaxTimestampMs (2^40) minus the conversation's start (NaN and +Inf refused) on the lines before",
 	// schemas/metric fidelity: the calibration quantile interpolates between two of the samples,
 	// each an int64 of at most 256 timed sends clamped to >= 0, so it lies between two int64
 	// values; the judged cost is capped at 100 µs after.
 	"metric fidelity.go SendCostNs: int64(math.Round(Percentile(xs, CalibrationQuantile)))": "a quantile of int64 samples lies between two of them (0 to max sample)",
+	"metric fidelity.go lagBoundNs: int64(math.Round(ms * 1e6))":                            "ms is checked to be in (0, 60000] on the line before (else the 1 ms default)",
 	// schemas/metric: stage starts and lengths are the workload's (each stage 0 to 86400 s, at
 	// most 64 stages: under 6e15 ns); arrivals lie inside the horizon.
 	"metric arrival.go Arrivals: int64(t * 1e9)":                                        "t is the n-th arrival of a rate row (n at most the case's requests), each gap at most 37/rate s (a 53-bit uniform draw) at the schema's least rate",
@@ -52,15 +55,15 @@ var floatToInt = map[string]string{
 	"load schedule.go report: int64(metric.Horizon(sc) * 1e9)":                                  "a schedule's horizon: at most 64 × 86400 s",
 	"load schedule.go scheduledCap: int64(math.Ceil(metric.ExpectedArrivals(p.Case.Schedule)))": "the expected arrivals are at most 64 stages × 86400 s × the schema's greatest rate (far inside int64), then capped at requests",
 	"load session.go session: time.Duration(t.ThinkMs * float64(time.Millisecond))":             "a think time drawn from think_ms: at most the schema's maximum",
-	"load trace.go TracePrompts: int(math.Round(float64(blockTokens) * wordsPerToken))":         "block_tokens (at most the schema's) × words_per_token (0.1 to 10)",
-	"load trace.go TracePrompts: int(math.Round(float64(e.InputLength) * wordsPerToken))":       "input_length (1 to 2^20, trace.Check) × words_per_token (0.1 to 10)",
-	"load traceplan.go PlanTrace: int(math.Round(float64(blockTokens) * wordsPerToken))":        "as TracePrompts': block_tokens (at most the schema's) × words_per_token (0.1 to 10)",
-	"load traceplan.go PlanTrace: int(math.Round(float64(e.InputLength) * wordsPerToken))":      "as TracePrompts': input_length (1 to 2^20, trace.Check) × words_per_token (0.1 to 10)",
+	// schemas/synth: a trace's lengths in words, for TracePrompts, PlanTrace and the verifier.
+	"synth synth.go TraceBlockWords: int(math.Round(float64(blockTokens) * wordsPerToken))": "block_tokens (at most the schema's) × words_per_token (0.1 to 10)",
+	"synth synth.go TraceWords: int(math.Round(float64(inputLength) * wordsPerToken))":      "input_length (1 to 2^20, trace.Check) × words_per_token (0.1 to 10)",
 }
 
 // floatIntPackages are the packages whose float-to-integer conversions are reviewed: the trace
-// format, the schedules and stages (schemas/metric) and the load generator that replays them.
-var floatIntPackages = []string{"../../schemas/trace", "../../schemas/metric", "."}
+// format, the schedules and stages (schemas/metric), a trace's lengths in words (schemas/synth)
+// and the load generator that replays them.
+var floatIntPackages = []string{"../../schemas/trace", "../../schemas/metric", "../../schemas/synth", "."}
 
 // TestFloatToIntConversionsReviewed type-checks floatIntPackages (from source, with the build
 // cache's export data for their imports) and finds every conversion of a non-constant float to an

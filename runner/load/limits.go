@@ -1,6 +1,11 @@
 package load
 
-import "time"
+import (
+	"time"
+
+	"github.com/qualkit/qualkit/schemas/promtext"
+	"github.com/qualkit/qualkit/schemas/synth"
+)
 
 // Limits on untrusted input (server responses, corpus files, /metrics pages), in one place. A
 // response that exceeds one fails its request with a named error class; it never grows memory
@@ -45,18 +50,19 @@ const (
 	// MaxDetailRunes bounds an assertion outcome's detail (the contract's limit).
 	MaxDetailRunes = 512
 	// MaxCorpusBytes bounds a JSONL corpus file.
-	MaxCorpusBytes = 256 << 20
+	MaxCorpusBytes = synth.MaxCorpusBytes
 	// MaxCorpusPrompts bounds the prompts of one corpus (file or synthetic).
-	MaxCorpusPrompts = 1_000_000
+	MaxCorpusPrompts = synth.MaxPrompts
 	// MaxPromptBytes bounds one prompt's text or system message (1 Mi runes of up to 4 bytes).
-	MaxPromptBytes = 4 << 20
+	MaxPromptBytes = synth.MaxPromptBytes
 	// MaxTemplateTokens bounds the prompt tokens a server may count beyond the request body's
 	// bytes (its chat template, default system prompt): usage.prompt_tokens above len(body) +
 	// MaxTemplateTokens is an impossible count (inconsistent_usage), and the bound keeps a row's
 	// prompt-token sum far from overflow.
 	MaxTemplateTokens = 1 << 20
-	// MaxScrapeBytes bounds one /metrics page.
-	MaxScrapeBytes = 16 << 20
+	// MaxScrapeBytes bounds one /metrics page (the parser's bound, which the verifier applies to
+	// the kept pages too).
+	MaxScrapeBytes = promtext.MaxPageBytes
 	// ScrapeTimeout bounds one /metrics scrape.
 	ScrapeTimeout = 5 * time.Second
 	// DialTimeout bounds establishing one connection (also bounded by the request timeout).
@@ -64,6 +70,3 @@ const (
 	// MaxConcurrency bounds a row's concurrency (the contract's limit).
 	MaxConcurrency = 4096
 )
-
-// seedLimit is one more than the largest seed a request record may carry (2^53 - 1).
-const seedLimit = 1 << 53

@@ -2,10 +2,10 @@ package load
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/synth"
 )
 
 // Shared-prefix workloads (docs/caching.md "Shared prefixes"): the anchors are vLLM's
@@ -17,41 +17,19 @@ import (
 
 // resolveSharedPrefix resolves a shared_prefix corpus (see Resolve).
 func resolveSharedPrefix(corpus contract.Corpus) ([]Prompt, error) {
-	if corpus.Generator != contract.SharedPrefixCorpusGenerator {
-		return nil, fmt.Errorf("%w: generator %q: want %s", ErrCorpus, corpus.Generator, contract.SharedPrefixCorpusGenerator)
+	a, err := synth.CheckSharedPrefix(corpus)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorpus, err)
 	}
-	sw := corpus.SuffixWords
-	switch {
-	case corpus.Seed == nil || *corpus.Seed < 0:
-		return nil, fmt.Errorf("%w: shared-prefix corpus needs a non-negative seed", ErrCorpus)
-	case corpus.Groups < 1 || corpus.Suffixes < 1 || corpus.Groups*corpus.Suffixes > MaxCorpusPrompts:
-		return nil, fmt.Errorf("%w: shared-prefix groups %d × suffixes %d: want 1 to %d prompts", ErrCorpus, corpus.Groups, corpus.Suffixes, MaxCorpusPrompts)
-	case corpus.PrefixWords < 1 || corpus.PrefixWords > 100000:
-		return nil, fmt.Errorf("%w: shared-prefix prefix_words %d: want 1 to 100000", ErrCorpus, corpus.PrefixWords)
-	case sw == nil || sw.Min < 1 || sw.Max < sw.Min || sw.Max > 100000:
-		return nil, fmt.Errorf("%w: shared-prefix suffix_words: want 1 <= min <= max <= 100000", ErrCorpus)
-	}
-	return SharedPrefix(uint64(*corpus.Seed), int(corpus.Groups), int(corpus.PrefixWords), int(corpus.Suffixes), [2]int{int(sw.Min), int(sw.Max)}), nil
+	return SharedPrefix(a.Seed, a.Groups, a.PrefixWords, a.Suffixes, a.SuffixWords), nil
 }
 
-// SharedPrefix is the generator qualkit.shared-prefix.v1. One SplitMix64 stream is seeded with
-// seed; for group g = 0, 1, ..., groups-1 in turn it draws the group's prefix, prefixWords words
-// as qualkit.synthetic-words.v1 draws them (syntheticWords[next mod 256], joined by single
-// spaces), then for each suffix s < suffixes the word count
-// n = suffixWords[0] + (next mod (suffixWords[1] - suffixWords[0] + 1)) and n words. Prompt
-// g × suffixes + s (groups in order, each group's suffixes together) has the text prefix, a
-// space and the suffix, the id "prefix-g" g "-s" s (each four or more zero-padded digits), and no
-// system message.
+// SharedPrefix is the generator qualkit.shared-prefix.v1 (synth.SharedPrefix), every prompt
+// held.
 func SharedPrefix(seed uint64, groups, prefixWords, suffixes int, suffixWords [2]int) []Prompt {
-	rng := metric.SplitMix64{State: seed}
 	out := make([]Prompt, 0, groups*suffixes)
-	var sb strings.Builder
-	for g := range groups {
-		prefix := wordText(&rng, &sb, prefixWords)
-		for s := range suffixes {
-			n := suffixWords[0] + int(rng.Next()%uint64(suffixWords[1]-suffixWords[0]+1))
-			out = append(out, Prompt{ID: fmt.Sprintf("prefix-g%04d-s%04d", g, s), Text: prefix + " " + wordText(&rng, &sb, n)})
-		}
+	for _, p := range synth.SharedPrefix(seed, groups, prefixWords, suffixes, suffixWords) {
+		out = append(out, Prompt{ID: p.ID, Text: p.Text})
 	}
 	return out
 }
@@ -92,7 +70,7 @@ func SharedPrefixTokens(seed uint64, groups, prefixTokens, suffixes int, suffixT
 			if len(text) > MaxPromptBytes {
 				return nil, fmt.Errorf("%w: shared-prefix prompt g%d s%d: %d bytes exceed the prompt bound of %d bytes", ErrCorpus, g, s, len(text), MaxPromptBytes)
 			}
-			out = append(out, Prompt{ID: fmt.Sprintf("prefix-g%04d-s%04d", g, s), Text: text})
+			out = append(out, Prompt{ID: synth.SharedPrefixID(g, s), Text: text})
 		}
 	}
 	return out, nil

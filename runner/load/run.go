@@ -11,10 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/promtext"
 )
 
 // Plan is one serving case, resolved.
@@ -51,6 +51,9 @@ type Plan struct {
 	// ScrapeMetrics scrapes BaseURL/metrics before and after each row's measured requests
 	// (diagnostic counter deltas).
 	ScrapeMetrics bool
+	// ScrubPage, when set, replaces secret values in a scraped page (the campaign's redactor)
+	// before anything is computed from it; the bearer token is replaced in any case.
+	ScrubPage func([]byte) []byte
 	// Tools are the case's resolved tools (ResolveTools) when it declares tools; Run refuses such
 	// a case without them.
 	Tools *Tools
@@ -100,9 +103,13 @@ type Telemetry struct {
 	TBeforeNs int64 `json:"t_before_ns"`
 	TAfterNs  int64 `json:"t_after_ns"`
 	// Series are the counter deltas, per series.
-	Series []metrics.SeriesDelta `json:"series"`
+	Series []promtext.SeriesDelta `json:"series"`
 	// Warnings say what could not be scraped or compared; a telemetry problem never fails a row.
 	Warnings []string `json:"warnings"`
+	// Before and After are the two pages as scrubbed (Plan.ScrubPage), which the row's server
+	// metrics were computed from: the evidence to keep beside the row. Both are nil unless both
+	// scrapes succeeded and parsed.
+	Before, After []byte `json:"-"`
 }
 
 // ErrPlan marks a plan Run cannot execute.
@@ -326,7 +333,7 @@ func (p *Plan) promptMaxTokens(i int64) int64 {
 	return p.Prompts[i].MaxTokens
 }
 
-// promptSet is the prompt set hash every row records (metrics.PromptSetSHA256 of the corpus in
+// promptSet is the prompt set hash every row records (PromptSetSHA256 of the corpus in
 // declared order; a TracePlan's computed one prompt at a time).
 func (p *Plan) promptSet() (string, error) {
 	if p.Trace != nil {
@@ -341,7 +348,7 @@ func (p *Plan) promptSet() (string, error) {
 			sp[i] = contract.Prompt{ID: pr.ID, Text: pr.Text, System: pr.System}
 		}
 	}
-	return metrics.PromptSetSHA256(sp)
+	return PromptSetSHA256(sp)
 }
 
 type runner struct {
@@ -545,7 +552,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			cal = r.calibrate(ctx, reqs[nWarm:])
 		}
 		if r.plan.ScrapeMetrics {
-			tel = &Telemetry{Series: []metrics.SeriesDelta{}, Warnings: []string{}}
+			tel = &Telemetry{Series: []promtext.SeriesDelta{}, Warnings: []string{}}
 			tel.TBeforeNs = int64(time.Since(r.plan.Epoch))
 			before = r.scrape(ctx, tel, "before")
 		}
@@ -562,21 +569,21 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			}
 			sched = &rowSchedule{offsets: offs}
 			if la != nil {
-				if sched.origin, err = r.openLoop(ctx, la.next, recs[nWarm:], c, rep, ctl, offs); err != nil {
+				if sched.origin, err = r.openLoop(ctx, la.next, recs[nWarm:], c, rep, ctl, offs, newDepGate(r.plan.Trace, rp.order, r.plan.Epoch)); err != nil {
 					return RowResult{}, err
 				}
 				r.log.log.Debug("trace lookahead", "concurrency", c, "repetition", rep, "requests", len(offs), "waited_for_builder", la.waits.Load())
 			} else {
-				sched.origin, _ = r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, offs)
+				sched.origin, _ = r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, offs, nil)
 			}
 		} else if sc := r.plan.Case.Schedule; metric.Closed(sc) {
 			sched = &rowSchedule{origin: time.Now()}
 			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl, closedGate(sc))
 		} else if sc != nil {
 			sched = &rowSchedule{offsets: offs, stages: stages}
-			sched.origin, _ = r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, offs)
+			sched.origin, _ = r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, offs, nil)
 		} else if r.plan.Case.Rate != nil {
-			r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, arrivals(r.plan.Case.Rate, len(reqs)-nWarm, r.plan.Seed, c, rep))
+			r.openLoop(ctx, indexed(reqs[nWarm:]), recs[nWarm:], c, rep, ctl, arrivals(r.plan.Case.Rate, len(reqs)-nWarm, r.plan.Seed, c, rep), nil)
 		} else {
 			r.closedLoop(ctx, reqs[nWarm:], recs[nWarm:], int(c), c, rep, ctl, nil)
 		}
@@ -584,16 +591,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	var rowMetrics []contract.Metric
 	if tel != nil && ctx.Err() == nil {
 		tel.TAfterNs = int64(time.Since(r.plan.Epoch))
-		after := r.scrape(ctx, tel, "after")
-		if before != nil && after != nil {
-			ms, series, warns, err := metrics.TelemetryDeltas(before, after)
-			if err != nil {
-				tel.Warnings = append(tel.Warnings, err.Error())
-			} else {
-				rowMetrics, tel.Series = ms, series
-				tel.Warnings = append(tel.Warnings, warns...)
-			}
-		}
+		rowMetrics = tel.deltas(before, r.scrape(ctx, tel, "after"))
 	}
 	out := RowResult{Telemetry: tel}
 	for _, rec := range recs {
@@ -601,7 +599,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 			out.Records = append(out.Records, *rec)
 		}
 	}
-	spec := metrics.RowSpec{Concurrency: c, Repetition: rep, Loop: contract.RowLoopClosed, SLO: r.slo(), PromptSetSHA256: r.promptSet, CacheRegime: r.plan.Case.CacheRegime, Tokenizer: r.plan.Case.Tokenizer,
+	spec := RowSpec{Concurrency: c, Repetition: rep, Loop: contract.RowLoopClosed, SLO: r.slo(), PromptSetSHA256: r.promptSet, CacheRegime: r.plan.Case.CacheRegime, Tokenizer: r.plan.Case.Tokenizer,
 		Fidelity: r.plan.Case.Fidelity, Calibration: cal}
 	if rt := r.plan.Case.Rate; rt != nil {
 		rate := rt.RequestsPerSecond
@@ -614,7 +612,7 @@ func (r *runner) row(ctx context.Context, c, rep int64) (RowResult, error) {
 	if r.plan.trace() {
 		spec.Loop, spec.OfferedRate = contract.RowLoopOpen, r.plan.traceRate()
 	}
-	out.Row = metrics.Row(spec, out.Records)
+	out.Row = Row(spec, out.Records)
 	out.Row.Metrics = append(out.Row.Metrics, rowMetrics...)
 	if out.Row.Cache != nil {
 		out.Row.Cache.Reset = reset
@@ -700,11 +698,36 @@ func arrivals(rate *contract.Rate, n int, seed int64, c, rep int64) []time.Durat
 //
 // offsets are the arrivals' scheduled offsets from the schedule's start, which openLoop returns;
 // the error is next's, which ends the dispatch.
-func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error), recs []*contract.RequestRecordDoc, c, rep int64, ctl *rowCtl, offsets []time.Duration) (origin time.Time, err error) {
+func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error), recs []*contract.RequestRecordDoc, c, rep int64, ctl *rowCtl, offsets []time.Duration, deps *depGate) (origin time.Time, err error) {
 	send := ctl.send
 	ctx = ctl.cut
 	slots := make(chan struct{}, c)
 	var wg sync.WaitGroup
+	// launch sends request i (call, prepared), scheduled at at, once a slot is free; false when
+	// the row stops.
+	launch := func(i int, q *request, call *Call, at time.Time) bool {
+		select {
+		case slots <- struct{}{}:
+		case <-send.Done():
+			return false
+		}
+		if !ctl.take(at) {
+			<-slots
+			return false
+		}
+		call.Send(ctx)
+		if st := r.log.stall; st.every > 0 && (i+1)%st.every == 0 {
+			time.Sleep(st.d) // test-only distortion (DistortionEnv)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs[i] = r.record(q, call.Wait(), at, c, rep, ctl)
+			deps.finish(i, recs[i])
+			<-slots
+		}()
+		return true
+	}
 	dispatched := make(chan struct{})
 	go func() {
 		defer close(dispatched)
@@ -721,29 +744,40 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 			if q == nil {
 				return // the row was cut while the request was being built
 			}
+			// Built before the wait, not on the send path (see Client.Prepare).
+			call := r.client.Prepare(r.request(q))
 			at := t0.Add(offsets[i])
 			if p.until(send, at) != nil {
 				return
 			}
-			select {
-			case slots <- struct{}{}:
-			case <-send.Done():
+			if pk, ok := deps.parentOf(i); ok {
+				select {
+				case <-deps.done[pk]: // the parent has ended: send now, or at its end
+					if at, ok = deps.after(at, pk); !ok {
+						deps.finish(i, nil)
+						continue
+					}
+				default: // wait for the parent beside the dispatcher (tracedeps.go)
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						select {
+						case <-deps.done[pk]:
+						case <-send.Done():
+							deps.finish(i, nil)
+							return
+						}
+						if at, ok := deps.after(at, pk); !ok || !launch(i, q, call, at) {
+							deps.finish(i, nil)
+						}
+					}()
+					continue
+				}
+			}
+			if !launch(i, q, call, at) {
+				deps.finish(i, nil)
 				return
 			}
-			if !ctl.take(at) {
-				<-slots
-				return
-			}
-			call := r.client.Start(ctx, r.request(q))
-			if st := r.log.stall; st.every > 0 && (i+1)%st.every == 0 {
-				time.Sleep(st.d) // test-only distortion (DistortionEnv)
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				recs[i] = r.record(q, call.Wait(), at, c, rep, ctl)
-				<-slots
-			}()
 		}
 	}()
 	<-dispatched
@@ -777,7 +811,7 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 	rec := &contract.RequestRecordDoc{
 		Schema: contract.RequestRecordSchema, CaseID: r.plan.CaseID, Row: contract.RowKey{Concurrency: c, Repetition: rep},
 		Index: q.index, Warmup: q.warmup, PromptID: q.prompt.ID, Seed: q.seed, BodyDigest: q.digest,
-		TSchedNs: int64(sched.Sub(r.plan.Epoch)), TSendNs: resp.TSendNs, THdrNs: resp.THdrNs, Events: resp.Events,
+		TSchedNs: int64(sched.Sub(r.plan.Epoch)), TSendNs: resp.TSendNs, TSentNs: resp.TSentNs, THdrNs: resp.THdrNs, Events: resp.Events,
 		TEndNs: resp.TEndNs, TCloseNs: resp.TCloseNs, Usage: resp.Usage, FinishReason: resp.FinishReason,
 		OutputDigest: resp.OutputDigest(), Assertions: []contract.AssertionOutcome{}, Error: resp.Err,
 	}
@@ -792,6 +826,7 @@ func (r *runner) record(q *request, resp *Response, sched time.Time, c, rep int6
 		// Copies: a pointer into q would keep q, and its body, alive as long as the record.
 		ci, cy := q.corpusIndex, q.cycle
 		rec.CorpusIndex, rec.Cycle = &ci, &cy
+		rec.TraceEntry = r.plan.Trace.traceEntry(ci)
 	}
 	rec.Priming = q.priming
 	rec.Session = q.session

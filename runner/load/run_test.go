@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
@@ -60,14 +59,14 @@ func checkRecordDoc(t *testing.T, r contract.RequestRecordDoc) {
 	}
 }
 
-func rowSpec(p Plan, row contract.Row) metrics.RowSpec {
+func rowSpec(p Plan, row contract.Row) RowSpec {
 	sp := make([]contract.Prompt, len(p.Prompts))
 	for i, x := range p.Prompts {
 		sp[i] = contract.Prompt{ID: x.ID, Text: x.Text, System: x.System}
 	}
-	h, _ := metrics.PromptSetSHA256(sp)
+	h, _ := PromptSetSHA256(sp)
 	// The row's fidelity is judged with its recorded send calibration and the case's bound.
-	spec := metrics.RowSpec{Concurrency: row.Concurrency, Repetition: row.Repetition, Loop: row.Loop, PromptSetSHA256: h,
+	spec := RowSpec{Concurrency: row.Concurrency, Repetition: row.Repetition, Loop: row.Loop, PromptSetSHA256: h,
 		Fidelity: p.Case.Fidelity, Calibration: row.Fidelity.Calibration}
 	if p.Case.SLO != nil {
 		spec.SLO = *p.Case.SLO
@@ -135,7 +134,7 @@ func TestRunClosedLoop(t *testing.T) {
 				own = append(own, m)
 			}
 		}
-		again := metrics.Row(rowSpec(plan, row), rr.Records)
+		again := Row(rowSpec(plan, row), rr.Records)
 		rowCopy := row
 		rowCopy.Metrics = own
 		if !reflect.DeepEqual(again, rowCopy) {

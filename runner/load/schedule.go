@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
 )
@@ -162,7 +161,7 @@ type rowSchedule struct {
 }
 
 // report adds the row's stages and per-second series (nothing when the row never started).
-func (rs *rowSchedule) report(row *contract.Row, sc *contract.Schedule, spec metrics.RowSpec, records []contract.RequestRecordDoc, epoch time.Time) {
+func (rs *rowSchedule) report(row *contract.Row, sc *contract.Schedule, spec RowSpec, records []contract.RequestRecordDoc, epoch time.Time) {
 	if rs.origin.IsZero() {
 		return
 	}
@@ -188,7 +187,7 @@ func (rs *rowSchedule) report(row *contract.Row, sc *contract.Schedule, spec met
 	}
 	spans := metric.Spans(sc)
 	for i, r := range measured {
-		reqs[i] = metrics.Request(r)
+		reqs[i] = metric.RequestOf(r)
 		stageOf[i] = -1
 		if closed {
 			stageOf[i] = metric.StageAt(spans, origin, r.TSchedNs)
@@ -264,7 +263,7 @@ func (rs *rowSchedule) reportTrace(row *contract.Row, corpus *contract.Corpus, r
 	sort.SliceStable(measured, func(a, b int) bool { return measured[a].Index < measured[b].Index })
 	reqs := make([]metric.Request, len(measured))
 	for i, r := range measured {
-		reqs[i] = metrics.Request(r)
+		reqs[i] = metric.RequestOf(r)
 	}
 	scale, wpt := 1.0, 0.0
 	if corpus.TimeScale != nil {

@@ -22,6 +22,8 @@ type Response struct {
 	Status int
 	// TSendNs: immediately before the single write that carries the whole request.
 	TSendNs *int64
+	// TSentNs: the moment that write returned (nil when it failed).
+	TSentNs *int64
 	// THdrNs: the read that completed the response headers.
 	THdrNs *int64
 	// TEndNs: the last content event (for a response without any, the [DONE] event; for a

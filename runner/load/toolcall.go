@@ -8,16 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
-	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/wire"
 )
 
 // Tool calls (a serving case's tools, docs/metrics.md "Tool calls"): every chat request offers
@@ -36,11 +33,10 @@ type Tools struct {
 	wire json.RawMessage
 	// choice is the chat body's "tool_choice".
 	choice any
-	// fns are the offered functions by name; a nil schema accepts any JSON object.
-	fns map[string]*jsonschema.Schema
+	// fns are the offered functions with their parameters (wire.Functions, which the verifier
+	// judges calls with too).
+	fns *wire.Functions
 }
-
-var functionName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // ResolveTools reads the case's tools file (repoRoot/t.path), checks its digest and parses it
 // (ParseTools).
@@ -72,89 +68,28 @@ func ParseTools(data []byte, t contract.Tools) (*Tools, error) {
 	if len(data) > MaxToolsBytes {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrTools, len(data), MaxToolsBytes)
 	}
-	var raw []json.RawMessage
-	if err := jsonstrict.DecodeInto(data, &raw); err != nil {
-		return nil, fmt.Errorf("%w: want a JSON array of function tools: %v", ErrTools, err)
-	}
-	if len(raw) == 0 || len(raw) > MaxTools {
-		return nil, fmt.Errorf("%w: want 1 to %d tools, have %d", ErrTools, MaxTools, len(raw))
-	}
-	out := &Tools{fns: map[string]*jsonschema.Schema{}}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(jsonschema.SchemeURLLoader{}) // no file or network references
-	for i, r := range raw {
-		var w struct {
-			Type     *string `json:"type"`
-			Function *struct {
-				Name        *string         `json:"name"`
-				Description *string         `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-				Strict      *bool           `json:"strict"`
-			} `json:"function"`
-		}
-		if err := jsonstrict.DecodeInto(r, &w); err != nil {
-			return nil, fmt.Errorf("%w: tool %d: %v", ErrTools, i, err)
-		}
-		if w.Type == nil || *w.Type != "function" || w.Function == nil || w.Function.Name == nil {
-			return nil, fmt.Errorf("%w: tool %d: want {\"type\": \"function\", \"function\": {\"name\": ...}}", ErrTools, i)
-		}
-		name := *w.Function.Name
-		if !functionName.MatchString(name) {
-			return nil, fmt.Errorf("%w: tool %d: function name %.80q: want 1 to 64 of A-Z a-z 0-9 _ -", ErrTools, i, name)
-		}
-		if _, dup := out.fns[name]; dup {
-			return nil, fmt.Errorf("%w: tool %d: function %s declared twice", ErrTools, i, name)
-		}
-		var sch *jsonschema.Schema
-		if p := bytes.TrimSpace(w.Function.Parameters); len(p) > 0 && string(p) != "null" {
-			if p[0] != '{' {
-				return nil, fmt.Errorf("%w: tool %d (%s): parameters: want a JSON Schema object", ErrTools, i, name)
-			}
-			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(p))
-			if err != nil {
-				return nil, fmt.Errorf("%w: tool %d (%s): parameters: %v", ErrTools, i, name, err)
-			}
-			url := "qualkit:tools/" + strconv.Itoa(i)
-			if err := c.AddResource(url, doc); err != nil {
-				return nil, fmt.Errorf("%w: tool %d (%s): parameters: %v", ErrTools, i, name, err)
-			}
-			if sch, err = c.Compile(url); err != nil {
-				return nil, fmt.Errorf("%w: tool %d (%s): parameters do not compile as a JSON Schema: %v", ErrTools, i, name, err)
-			}
-		}
-		out.fns[name] = sch
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, data); err != nil {
+	fns, err := wire.ParseFunctions(data)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTools, err)
 	}
-	out.wire = buf.Bytes()
+	out := &Tools{fns: fns}
 	switch t.Choice {
 	case contract.ToolsChoiceAuto, contract.ToolsChoiceNone, contract.ToolsChoiceRequired:
 		if t.Function != "" {
 			return nil, fmt.Errorf("%w: function %s goes with choice function only, not %s", ErrTools, t.Function, t.Choice)
 		}
-		out.choice = string(t.Choice)
 	case contract.ToolsChoiceFunction:
-		if _, ok := out.fns[t.Function]; !ok {
+		if !out.fns.Has(t.Function) {
 			return nil, fmt.Errorf("%w: choice function names %q, which the tools file does not declare", ErrTools, t.Function)
 		}
-		out.choice = namedChoice{Type: "function", Function: struct {
-			Name string `json:"name"`
-		}{t.Function}}
-	default:
-		return nil, fmt.Errorf("%w: choice %q: want auto, none, required or function", ErrTools, t.Choice)
 	}
+	// What the body sends of them is package schemas/wire's, which the verifier renders too.
+	offer, err := wire.OfferTools(data, t)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTools, err)
+	}
+	out.wire, out.choice = offer.Wire, offer.Choice
 	return out, nil
-}
-
-// namedChoice is a tool_choice naming one function.
-type namedChoice struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name string `json:"name"`
-	} `json:"function"`
 }
 
 // callSet collects the tool calls of one response as their deltas arrive.
@@ -330,42 +265,23 @@ func judgeCalls(cs *callSet, t *Tools) ([]contract.ToolCall, []string) {
 		sum := sha256.Sum256(c.args)
 		out[i] = contract.ToolCall{Index: int64(c.index), ID: clipRunes(string(c.id), 256), Name: clipRunes(string(c.name), 256),
 			ArgumentsDigest: "sha256:" + hex.EncodeToString(sum[:]), ArgumentsBytes: int64(len(c.args))}
+		if kept, ok := wire.KeptArguments(c.args); ok {
+			out[i].Arguments = &kept
+		}
 		why[i] = t.invalid(string(c.name), c.args)
 		out[i].Valid = why[i] == ""
 	}
 	return out, why
 }
 
-// invalid says why arguments are not a valid call of function name ("" when they are).
+// invalid says why arguments are not a valid call of function name ("" when they are):
+// wire.Functions.Invalid, nil tools offering none.
 func (t *Tools) invalid(name string, args []byte) string {
 	if t == nil {
 		return "the case offers no tools"
 	}
-	sch, ok := t.fns[name]
-	if !ok {
-		return fmt.Sprintf("function %.64q is not offered", name)
-	}
-	if !json.Valid(args) {
-		return fmt.Sprintf("arguments of %s are not one JSON document", name)
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
-	if err != nil {
-		return fmt.Sprintf("arguments of %s are not JSON: %v", name, err)
-	}
-	if _, obj := v.(map[string]any); !obj {
-		return fmt.Sprintf("arguments of %s are not a JSON object", name)
-	}
-	if sch == nil {
-		return ""
-	}
-	if err := sch.Validate(v); err != nil {
-		return fmt.Sprintf("arguments of %s do not satisfy its parameters: %s", name, oneLine(err.Error()))
-	}
-	return ""
+	return t.fns.Invalid(name, args)
 }
-
-// oneLine joins a multi-line message.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // checkTools refuses a plan whose tools do not match its case (CheckCaseTools).
 func (p *Plan) checkTools() error {
@@ -404,7 +320,7 @@ func checkCaseTools(id string, c *contract.Case, t *Tools, sessions bool) error 
 		if t == nil {
 			return fmt.Errorf("%w: case %s: output assertion %d (tool_call %s) needs the case's tools", ErrTools, id, i, a.Function)
 		}
-		if _, ok := t.fns[a.Function]; !ok {
+		if !t.fns.Has(a.Function) {
 			return fmt.Errorf("%w: case %s: output assertion %d requires a call to %q, which the tools do not offer", ErrTools, id, i, a.Function)
 		}
 	}

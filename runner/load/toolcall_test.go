@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/wire"
 )
 
 const weatherTools = `[
@@ -33,7 +34,7 @@ func mustTools(t *testing.T, file string, d contract.Tools) *Tools {
 // malformed file or declaration is refused with ErrTools, naming the tool.
 func TestParseTools(t *testing.T) {
 	tools := mustTools(t, weatherTools, contract.Tools{Choice: contract.ToolsChoiceFunction, Function: "get_weather"})
-	if len(tools.fns) != 2 || tools.fns["get_time"] != nil || tools.fns["get_weather"] == nil {
+	if !tools.fns.Has("get_time") || !tools.fns.Has("get_weather") || tools.fns.Has("get_date") || tools.fns.Invalid("get_time", []byte(`[]`)) == "" || tools.fns.Invalid("get_time", []byte(`{}`)) != "" {
 		t.Fatalf("tools %+v", tools)
 	}
 	if c, _ := json.Marshal(tools.choice); string(c) != `{"type":"function","function":{"name":"get_weather"}}` {
@@ -442,5 +443,30 @@ func TestStreamToolCalls(t *testing.T) {
 	// A completions stream never reassembles calls.
 	if (&stream{shape: shapeTextChunk}).callBuf() != nil {
 		t.Fatal("completions collect tool calls")
+	}
+}
+
+// TestJudgeCallsKeepsArguments: a record keeps a call's arguments when they are UTF-8 of at most
+// wire.MaxKeptArgumentBytes, and only their digest and size otherwise.
+func TestJudgeCallsKeepsArguments(t *testing.T) {
+	long := []byte(`{"city":"` + strings.Repeat("x", wire.MaxKeptArgumentBytes) + `"}`)
+	cs := callSet{calls: []*callAcc{
+		{index: 0, name: []byte("get_time"), args: []byte(`{"zone":"UTC"}`)},
+		{index: 1, name: []byte("get_time"), args: long},
+		{index: 2, name: []byte("get_time"), args: []byte("{\"zone\":\"\xff\"}")},
+		{index: 3, name: []byte("get_time"), args: []byte{}},
+	}}
+	calls, _ := judgeCalls(&cs, nil)
+	if calls[0].Arguments == nil || *calls[0].Arguments != `{"zone":"UTC"}` {
+		t.Errorf("short arguments not kept: %+v", calls[0])
+	}
+	if calls[1].Arguments != nil || calls[1].ArgumentsBytes != int64(len(long)) {
+		t.Errorf("long arguments kept: %d bytes", calls[1].ArgumentsBytes)
+	}
+	if calls[2].Arguments != nil {
+		t.Errorf("arguments that are not UTF-8 kept: %q", *calls[2].Arguments)
+	}
+	if calls[3].Arguments == nil || *calls[3].Arguments != "" {
+		t.Errorf("empty arguments not kept: %+v", calls[3])
 	}
 }

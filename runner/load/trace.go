@@ -18,7 +18,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
-	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/synth"
 	"github.com/qualkit/qualkit/schemas/trace"
 )
 
@@ -165,8 +165,9 @@ func rebase(es []TraceEntry) ([]TraceEntry, error) {
 	return es, nil
 }
 
-// traceSalt separates the words of a trace's synthesised prompts from other streams.
-const traceSalt = 0x51574B5452414345
+// traceSalt separates the words of a trace's synthesised prompts from other streams
+// (synth.TraceSalt).
+const traceSalt = synth.TraceSalt
 
 // TracePrompts synthesises one prompt per entry (ids "trace-" and six or more zero-padded
 // digits): max(1, round(input_length × wordsPerToken)) words of the synthetic vocabulary. With
@@ -179,14 +180,14 @@ func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64
 	if !(wordsPerToken > 0) || blockTokens < 1 || !(timeScale > 0) || math.IsInf(timeScale, 0) || math.IsInf(wordsPerToken, 0) {
 		return nil, fmt.Errorf("%w: words_per_token %g, block_tokens %d, time_scale %g", ErrTrace, wordsPerToken, blockTokens, timeScale)
 	}
-	blockWords := max(1, int(math.Round(float64(blockTokens)*wordsPerToken)))
+	blockWords := synth.TraceBlockWords(blockTokens, wordsPerToken)
 	offs, err := trace.Offsets(entries, timeScale)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
 	}
 	out := make([]Prompt, len(entries))
 	for i, e := range entries {
-		total := max(1, int(math.Round(float64(e.InputLength)*wordsPerToken)))
+		total := synth.TraceWords(e.InputLength, wordsPerToken)
 		if total*8 > MaxPromptBytes {
 			return nil, fmt.Errorf("%w: entry %d: %d words exceed the prompt bound of %d bytes", ErrTrace, i, total, MaxPromptBytes)
 		}
@@ -195,8 +196,8 @@ func TracePrompts(entries []TraceEntry, wordsPerToken float64, blockTokens int64
 	return out, nil
 }
 
-// traceID is entry i's prompt id: "trace-" and i as six or more zero-padded digits.
-func traceID(i int) string { return fmt.Sprintf("trace-%06d", i) }
+// traceID is entry i's prompt id (synth.TraceID).
+func traceID(i int) string { return synth.TraceID(i) }
 
 // traceWordText is entry i's prompt text (TracePrompts): appendTraceWords' words.
 func traceWordText(i int, hashIDs iter.Seq[int64], total, blockWords int) string {
@@ -207,43 +208,12 @@ func traceWordText(i int, hashIDs iter.Seq[int64], total, blockWords int) string
 // never written again (as strings.Builder does).
 func ownedString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// spacedWords[k] is " " + syntheticWords[k], a word after another.
-var spacedWords = func() (out [len(syntheticWords)]string) {
-	for k, w := range syntheticWords {
-		out[k] = " " + w
-	}
-	return out
-}()
+// spacedWords[k] is " " + syntheticWords[k], a word after another (synth.SpacedWords).
+var spacedWords = synth.SpacedWords
 
-// appendTraceWords appends entry i's prompt text (TracePrompts) to b: total words, block j of
-// blockWords words drawn from hash id j's stream while words are left, the rest from the
-// entry's own, joined by single spaces.
+// appendTraceWords appends entry i's prompt text (TracePrompts) to b (synth.AppendTraceWords).
 func appendTraceWords(b []byte, i int, hashIDs iter.Seq[int64], total, blockWords int) []byte {
-	n := 0
-	for h := range hashIDs {
-		if n >= total {
-			break
-		}
-		rng := metric.SplitMix64{State: uint64(h) ^ traceSalt}
-		k := 0
-		if n == 0 {
-			b = append(b, syntheticWords[rng.Next()%256]...)
-			k, n = 1, 1
-		}
-		for ; k < blockWords && n < total; k++ {
-			b = append(b, spacedWords[rng.Next()%256]...)
-			n++
-		}
-	}
-	rng := metric.SplitMix64{State: uint64(i) ^ traceSalt ^ 1<<62}
-	if n == 0 && total > 0 {
-		b = append(b, syntheticWords[rng.Next()%256]...)
-		n = 1
-	}
-	for ; n < total; n++ {
-		b = append(b, spacedWords[rng.Next()%256]...)
-	}
-	return b
+	return synth.AppendTraceWords(b, i, hashIDs, total, blockWords)
 }
 
 // readTraceCorpus resolves a trace corpus: repoRoot/path, bound by digest, read with ReadTrace

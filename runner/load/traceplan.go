@@ -13,6 +13,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/synth"
 	"github.com/qualkit/qualkit/schemas/trace"
 )
 
@@ -33,6 +34,8 @@ type TracePlan struct {
 	// tok, for a trace of length_unit tokens (PlanTokenTrace), is how each prompt was built;
 	// nil for words_per_token.
 	tok *tokenTable
+	// deps are the entries' parents and turns (tracedeps.go); nil when no entry waits for one.
+	deps *entryDeps
 
 	promptSetOnce sync.Once
 	promptSet     string
@@ -54,13 +57,7 @@ type idRun struct {
 }
 
 // maxWordBytes is the longest word of the synthetic vocabulary.
-var maxWordBytes = func() int {
-	n := 0
-	for _, w := range syntheticWords {
-		n = max(n, len(w))
-	}
-	return n
-}()
+var maxWordBytes = synth.MaxWordBytes
 
 // PlanTrace plans entries as TracePrompts synthesises them (the same checks and errors): the
 // prompts are built later, one at a time, by Prompt.
@@ -75,9 +72,9 @@ func PlanTrace(entries []TraceEntry, wordsPerToken float64, blockTokens int64, t
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
 	}
-	tp := &TracePlan{entries: make([]planEntry, len(entries)), blockWords: max(1, int(math.Round(float64(blockTokens)*wordsPerToken)))}
+	tp := &TracePlan{entries: make([]planEntry, len(entries)), blockWords: synth.TraceBlockWords(blockTokens, wordsPerToken)}
 	for i, e := range entries {
-		total := max(1, int(math.Round(float64(e.InputLength)*wordsPerToken)))
+		total := synth.TraceWords(e.InputLength, wordsPerToken)
 		if total*8 > MaxPromptBytes {
 			return nil, fmt.Errorf("%w: entry %d: %d words exceed the prompt bound of %d bytes", ErrTrace, i, total, MaxPromptBytes)
 		}
@@ -95,6 +92,7 @@ func PlanTrace(entries []TraceEntry, wordsPerToken float64, blockTokens int64, t
 		}
 	}
 	tp.runs = tp.runs[:len(tp.runs):len(tp.runs)]
+	tp.deps = traceDeps(entries)
 	return tp, nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 )
@@ -332,7 +331,7 @@ func TestTracePlanRowHoldsNoBodies(t *testing.T) {
 
 // TestTracePlanPrompts: a plan's prompts are TracePrompts' (ids, texts, max_tokens, offsets),
 // with hash ids shared along conversations, cut blocks and entries without hash ids, and its
-// prompt set hash, streamed, is metrics.PromptSetSHA256 of them whole.
+// prompt set hash, streamed, is PromptSetSHA256 of them whole.
 func TestTracePlanPrompts(t *testing.T) {
 	es := mooncakeLike(3, 300)
 	for i := range es {
@@ -355,7 +354,7 @@ func TestTracePlanPrompts(t *testing.T) {
 			}
 			sp[i] = contract.Prompt{ID: w.ID, Text: w.Text}
 		}
-		wantSet, err := metrics.PromptSetSHA256(sp)
+		wantSet, err := PromptSetSHA256(sp)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/synth"
 	"github.com/qualkit/qualkit/schemas/trace"
 )
 
@@ -166,7 +166,7 @@ func planTokenTrace(ctx context.Context, entries []TraceEntry, blockTokens int64
 				case len(text) > MaxPromptBytes:
 					errs[i] = fmt.Errorf("%w: entry %d: %d bytes exceed the prompt bound of %d bytes", ErrTrace, i, len(text), MaxPromptBytes)
 				default:
-					tok.entries[i], words[i] = te, int32(fieldCount(text))
+					tok.entries[i], words[i] = te, int32(synth.TextFields(text))
 				}
 				if progress != nil {
 					mu.Lock()
@@ -201,20 +201,8 @@ func planTokenTrace(ctx context.Context, entries []TraceEntry, blockTokens int64
 		}
 	}
 	tp.runs = tp.runs[:len(tp.runs):len(tp.runs)]
+	tp.deps = traceDeps(entries)
 	return tp, nil
-}
-
-// fieldCount is len(strings.Fields(s)), counted without the fields.
-func fieldCount(s string) int {
-	n, in := 0, false
-	for _, r := range s {
-		space := unicode.IsSpace(r)
-		if !space && !in {
-			n++
-		}
-		in = !space
-	}
-	return n
 }
 
 // tokenSynth synthesises a trace's prompts (planTokenTrace): its block table, shared by the

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/metric"
@@ -78,7 +77,7 @@ func TestTextRecipeWrites(t *testing.T) {
 
 // TestPlanTokenTrace: a token plan's prompts are TraceTokenPrompts' whole synthesis (ids, texts,
 // max_tokens, offsets; each exactly its input_length), its words per prompt are the texts'
-// fields (what warmups are shaped by), its prompt set hash is metrics.PromptSetSHA256 of them,
+// fields (what warmups are shaped by), its prompt set hash is PromptSetSHA256 of them,
 // and it holds (and keeps alive) far less than the prompts: with a local tokenizer (words4, hash
 // blocks shared along conversations, an entry without hash ids) and one that is not (thirds).
 func TestPlanTokenTrace(t *testing.T) {
@@ -133,7 +132,7 @@ func TestPlanTokenTrace(t *testing.T) {
 			sp[i] = contract.Prompt{ID: w.ID, Text: w.Text}
 			text += len(w.Text)
 		}
-		wantSet, err := metrics.PromptSetSHA256(sp)
+		wantSet, err := PromptSetSHA256(sp)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"strings"
-	"unicode"
+
+	"github.com/qualkit/qualkit/schemas/synth"
 )
 
 // The token model. One output token is TokenWidth bytes: five zero-padded decimal digits and a
@@ -50,11 +51,11 @@ type Prompt struct {
 // plus the words of its content. Words are what strings.Fields returns.
 func (p Prompt) Tokens() int {
 	if !p.Chat {
-		return PromptBOSTokens + countWords(p.Text)
+		return PromptBOSTokens + synth.TextFields(p.Text)
 	}
 	n := PromptBOSTokens
 	for _, m := range p.Messages {
-		n += MessageOverheadTokens + countWords(m.Content) + len(m.Images)*p.ImageTokens
+		n += MessageOverheadTokens + synth.TextFields(m.Content) + len(m.Images)*p.ImageTokens
 	}
 	return n
 }
@@ -64,19 +65,6 @@ func (p Prompt) Images() int {
 	n := 0
 	for _, m := range p.Messages {
 		n += len(m.Images)
-	}
-	return n
-}
-
-// countWords is len(strings.Fields(s)) without the allocation.
-func countWords(s string) int {
-	n, in := 0, false
-	for _, r := range s {
-		space := unicode.IsSpace(r)
-		if !space && !in {
-			n++
-		}
-		in = !space
 	}
 	return n
 }

@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"github.com/qualkit/qualkit/runner/metrics"
 	"github.com/qualkit/qualkit/schemas/contract"
 	formulas "github.com/qualkit/qualkit/schemas/metric"
 )
@@ -13,7 +12,7 @@ func RowWindow(recs []contract.RequestRecordDoc) (start, end, outputTokens int64
 	var measured []formulas.Request
 	for i := range recs {
 		if !recs[i].Warmup {
-			measured = append(measured, metrics.Request(&recs[i]))
+			measured = append(measured, formulas.RequestOf(&recs[i]))
 		}
 	}
 	return formulas.DeviceWindow(measured)

@@ -12,10 +12,10 @@ import (
 // (attest/statement.go subjectKinds and runOutputKinds, verify/attest.go SubjectKinds and
 // predicateExcludedKinds, verify/load.go contractOfKind and isEvidenceKind).
 var (
-	attestSubjectKinds   = []string{"case_result", "request_records", "lifecycle_record", "server_log", "driver_result", "driver_worker_output", "driver_log", "device_telemetry"}
-	attestRunOutputKinds = []string{"case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr", "driver_result", "driver_worker_output", "driver_log", "device_telemetry"}
-	verifySubjectKinds   = []string{"case_result", "request_records", "lifecycle_record", "server_log", "driver_result", "driver_worker_output", "driver_log", "device_telemetry"}
-	verifyPredicateExcl  = []string{"case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr", "driver_result", "driver_worker_output", "driver_log", "device_telemetry"}
+	attestSubjectKinds   = []string{"case_result", "request_records", "lifecycle_record", "server_log", "driver_result", "driver_worker_output", "driver_log", "device_telemetry", "server_metrics"}
+	attestRunOutputKinds = []string{"case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr", "driver_result", "driver_worker_output", "driver_log", "device_telemetry", "server_metrics"}
+	verifySubjectKinds   = []string{"case_result", "request_records", "lifecycle_record", "server_log", "driver_result", "driver_worker_output", "driver_log", "device_telemetry", "server_metrics"}
+	verifyPredicateExcl  = []string{"case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr", "driver_result", "driver_worker_output", "driver_log", "device_telemetry", "server_metrics"}
 	verifyContractOfKind = map[string]string{
 		"case_result":          "case-result.v1",
 		"lifecycle_record":     "lifecycle-record.v1",
@@ -27,7 +27,7 @@ var (
 		"driver_worker_output": "driver-worker-output.v1",
 		"driver_result":        "driver-result", // verify's role: any version-2 driver result
 	}
-	verifyIsEvidenceKind = []string{"case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr", "driver_result", "driver_worker_output", "driver_log", "device_telemetry"}
+	verifyIsEvidenceKind = []string{"case_result", "request_records", "lifecycle_record", "server_log", "case_stdout", "case_stderr", "driver_result", "driver_worker_output", "driver_log", "device_telemetry", "server_metrics"}
 )
 
 func strs(ks []contract.ArtifactKind) []string {

@@ -177,17 +177,18 @@ const (
 	ArtifactKindDriverWorkerOutput ArtifactKind = "driver_worker_output"
 	ArtifactKindDriverLog          ArtifactKind = "driver_log"
 	ArtifactKindDeviceTelemetry    ArtifactKind = "device_telemetry"
+	ArtifactKindServerMetrics      ArtifactKind = "server_metrics"
 )
 
 // ArtifactKindValues lists the values of ArtifactKind in contract order.
 func ArtifactKindValues() []ArtifactKind {
-	return []ArtifactKind{ArtifactKindModelWeight, ArtifactKindModelConfig, ArtifactKindTokenizer, ArtifactKindChatTemplate, ArtifactKindModelFile, ArtifactKindLaunchRecipe, ArtifactKindServerBinary, ArtifactKindConfigFile, ArtifactKindRuntimeManifest, ArtifactKindWorkload, ArtifactKindCorpus, ArtifactKindCaseResult, ArtifactKindRequestRecords, ArtifactKindLifecycleRecord, ArtifactKindServerLog, ArtifactKindCaseStdout, ArtifactKindCaseStderr, ArtifactKindDriverExecutable, ArtifactKindDriverScript, ArtifactKindDriverRequest, ArtifactKindDriverModel, ArtifactKindDriverResult, ArtifactKindDriverWorkerOutput, ArtifactKindDriverLog, ArtifactKindDeviceTelemetry}
+	return []ArtifactKind{ArtifactKindModelWeight, ArtifactKindModelConfig, ArtifactKindTokenizer, ArtifactKindChatTemplate, ArtifactKindModelFile, ArtifactKindLaunchRecipe, ArtifactKindServerBinary, ArtifactKindConfigFile, ArtifactKindRuntimeManifest, ArtifactKindWorkload, ArtifactKindCorpus, ArtifactKindCaseResult, ArtifactKindRequestRecords, ArtifactKindLifecycleRecord, ArtifactKindServerLog, ArtifactKindCaseStdout, ArtifactKindCaseStderr, ArtifactKindDriverExecutable, ArtifactKindDriverScript, ArtifactKindDriverRequest, ArtifactKindDriverModel, ArtifactKindDriverResult, ArtifactKindDriverWorkerOutput, ArtifactKindDriverLog, ArtifactKindDeviceTelemetry, ArtifactKindServerMetrics}
 }
 
 // Valid reports whether v is one of the values of ArtifactKind.
 func (v ArtifactKind) Valid() bool {
 	switch v {
-	case ArtifactKindModelWeight, ArtifactKindModelConfig, ArtifactKindTokenizer, ArtifactKindChatTemplate, ArtifactKindModelFile, ArtifactKindLaunchRecipe, ArtifactKindServerBinary, ArtifactKindConfigFile, ArtifactKindRuntimeManifest, ArtifactKindWorkload, ArtifactKindCorpus, ArtifactKindCaseResult, ArtifactKindRequestRecords, ArtifactKindLifecycleRecord, ArtifactKindServerLog, ArtifactKindCaseStdout, ArtifactKindCaseStderr, ArtifactKindDriverExecutable, ArtifactKindDriverScript, ArtifactKindDriverRequest, ArtifactKindDriverModel, ArtifactKindDriverResult, ArtifactKindDriverWorkerOutput, ArtifactKindDriverLog, ArtifactKindDeviceTelemetry:
+	case ArtifactKindModelWeight, ArtifactKindModelConfig, ArtifactKindTokenizer, ArtifactKindChatTemplate, ArtifactKindModelFile, ArtifactKindLaunchRecipe, ArtifactKindServerBinary, ArtifactKindConfigFile, ArtifactKindRuntimeManifest, ArtifactKindWorkload, ArtifactKindCorpus, ArtifactKindCaseResult, ArtifactKindRequestRecords, ArtifactKindLifecycleRecord, ArtifactKindServerLog, ArtifactKindCaseStdout, ArtifactKindCaseStderr, ArtifactKindDriverExecutable, ArtifactKindDriverScript, ArtifactKindDriverRequest, ArtifactKindDriverModel, ArtifactKindDriverResult, ArtifactKindDriverWorkerOutput, ArtifactKindDriverLog, ArtifactKindDeviceTelemetry, ArtifactKindServerMetrics:
 		return true
 	}
 	return false

@@ -43,14 +43,15 @@ var Kinds = map[ArtifactKind]KindInfo{
 	ArtifactKindDriverWorkerOutput: {Subject: true, Evidence: true, Contract: DriverWorkerOutput},
 	ArtifactKindDriverLog:          {Subject: true, Evidence: true},
 	ArtifactKindDeviceTelemetry:    {Subject: true, Evidence: true},
+	ArtifactKindServerMetrics:      {Subject: true, Evidence: true},
 }
 
 // SubjectKinds are the artifact kinds whose files are subjects of the in-toto statement, in
 // the order the statement lists subjects.
-var SubjectKinds = []ArtifactKind{ArtifactKindCaseResult, ArtifactKindRequestRecords, ArtifactKindLifecycleRecord, ArtifactKindServerLog, ArtifactKindDriverResult, ArtifactKindDriverWorkerOutput, ArtifactKindDriverLog, ArtifactKindDeviceTelemetry}
+var SubjectKinds = []ArtifactKind{ArtifactKindCaseResult, ArtifactKindRequestRecords, ArtifactKindLifecycleRecord, ArtifactKindServerLog, ArtifactKindDriverResult, ArtifactKindDriverWorkerOutput, ArtifactKindDriverLog, ArtifactKindDeviceTelemetry, ArtifactKindServerMetrics}
 
 // EvidenceKinds are the artifact kinds the campaign writes (the per-run outputs), in contract order.
-var EvidenceKinds = []ArtifactKind{ArtifactKindCaseResult, ArtifactKindRequestRecords, ArtifactKindLifecycleRecord, ArtifactKindServerLog, ArtifactKindCaseStdout, ArtifactKindCaseStderr, ArtifactKindDriverResult, ArtifactKindDriverWorkerOutput, ArtifactKindDriverLog, ArtifactKindDeviceTelemetry}
+var EvidenceKinds = []ArtifactKind{ArtifactKindCaseResult, ArtifactKindRequestRecords, ArtifactKindLifecycleRecord, ArtifactKindServerLog, ArtifactKindCaseStdout, ArtifactKindCaseStderr, ArtifactKindDriverResult, ArtifactKindDriverWorkerOutput, ArtifactKindDriverLog, ArtifactKindDeviceTelemetry, ArtifactKindServerMetrics}
 
 // KindOf returns what the contracts declare about an artifact kind; ok is false for an unknown kind.
 func KindOf(k ArtifactKind) (info KindInfo, ok bool) {

@@ -89,6 +89,11 @@ type Row struct {
 	Fidelity Fidelity `json:"fidelity"`
 	// DeviceTelemetry binds the row's device telemetry samples, when the case declared a sampler.
 	DeviceTelemetry *RowDeviceTelemetry `json:"device_telemetry,omitempty"`
+	// ServerMetrics binds the server's /metrics pages scraped before and after the row's
+	// measured requests, which its server.<family>.delta metrics and server ratios are computed
+	// from; absent when a scrape failed or did not parse, and in evidence written before the pages
+	// were kept (docs/metrics.md "Telemetry").
+	ServerMetrics *RowServerMetrics `json:"server_metrics,omitempty"`
 	// Ended says how a row of a case with a duration or stop rules ended (absent otherwise).
 	Ended *RowEnd `json:"ended,omitempty"`
 	// Cache is the row's prefix-cache regime, declared and observed; absent in evidence written
@@ -179,6 +184,15 @@ type RowDeviceTelemetry struct {
 	// a failed reading within the row's window: for diagnosis, never a verdict.
 	Flags    []RowDeviceTelemetryFlags `json:"flags"`
 	Warnings []string                  `json:"warnings"`
+}
+
+// RowServerMetrics binds a row's two /metrics pages (Prometheus text format, as scraped, secrets
+// replaced), each an artifact of kind server_metrics.
+//
+// CUE: caseresult/v1 #RowServerMetrics.
+type RowServerMetrics struct {
+	Before FileRef `json:"before"`
+	After  FileRef `json:"after"`
 }
 
 // RowEnd: #RowEnd: requests (it sent every planned request), duration (its duration passed with its
@@ -2438,12 +2452,17 @@ type RequestRecordDoc struct {
 	// (request k of a row over N prompts has corpus_index k mod N and cycle k div N).
 	Cycle *int64 `json:"cycle,omitempty"`
 	Seed  *int64 `json:"seed"`
-	// BodyDigest is the digest of the exact request body bytes.
+	// BodyDigest is the digest of the exact request body bytes the client sent.
 	BodyDigest string `json:"body_digest"`
 	// TSchedNs: scheduled send (slot acquisition in closed loop).
 	TSchedNs int64 `json:"t_sched_ns"`
 	// TSendNs: request written.
 	TSendNs *int64 `json:"t_send_ns"`
+	// TSentNs: the write that carries the request returned (the client's thread ran again). The
+	// time from t_send_ns to it is what sending the request took; the fidelity judgement credits
+	// it to the arrivals queued behind this one in a burst (docs/metrics.md "Client fidelity").
+	// Absent when the write failed, and in records from before it existed.
+	TSentNs *int64 `json:"t_sent_ns,omitempty"`
 	// THdrNs: response headers read.
 	THdrNs *int64 `json:"t_hdr_ns"`
 	// Events are the SSE events in arrival order, stamped when their bytes were read.
@@ -2472,6 +2491,9 @@ type RequestRecordDoc struct {
 	// ToolCalls are the function calls of the response, reassembled from its tool_calls deltas
 	// (or its message), in index order; absent when it made none (docs/metrics.md "Tool calls").
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// TraceEntry says, for a measured request of a trace replay whose entries name parents, which
+	// entry it replayed, the entry it waited for and its turn (docs/metrics.md "Trace replay").
+	TraceEntry *TraceEntry `json:"trace_entry,omitempty"`
 }
 
 // RowKey is request/v1 #Record.row.
@@ -2567,9 +2589,24 @@ type ToolCall struct {
 	// ArgumentsDigest hashes the reassembled argument bytes; arguments_bytes counts them.
 	ArgumentsDigest string `json:"arguments_digest"`
 	ArgumentsBytes  int64  `json:"arguments_bytes"`
+	// Arguments are the reassembled argument bytes when they are UTF-8 of at most 16 KiB
+	// (wire.MaxKeptArgumentBytes); absent otherwise, and in records written before they were kept.
+	Arguments *string `json:"arguments,omitempty"`
 	// Valid: name is a function of the case's tools and the arguments are one JSON document valid
 	// against its parameters schema.
 	Valid bool `json:"valid"`
+}
+
+// TraceEntry places a request in a trace whose entries wait for their parents.
+//
+// CUE: request/v1 #TraceEntry.
+type TraceEntry struct {
+	// Entry is the trace entry's index (from 0).
+	Entry int64 `json:"entry"`
+	// Parent is the index of the entry it waited for; null for an entry that waits for none.
+	Parent *int64 `json:"parent"`
+	// Turn is 1 for an entry without a parent, else its parent's turn + 1.
+	Turn int64 `json:"turn"`
 }
 
 // RuntimeManifestDoc describes a reference runtime (an interpreter and its packages) portably: no host temperature,

@@ -11,8 +11,9 @@ import (
 
 // The client-fidelity judgement (docs/metrics.md, "Client fidelity"). A row is judged on the
 // schedule lag the client itself caused, each arrival's lag taken against its serialisation
-// position (a client that sends one request at a time at its calibrated per-send cost cannot send
-// the k-th arrival of a burst before k sends have been made), and on a declared quantile of those
+// position (a client that sends one request at a time cannot send the k-th arrival of a burst
+// before the k - 1 sends ahead of it were made, each credited its calibrated cost or its own
+// measured write time, the longer, up to the bound), and on a declared quantile of those
 // lags through the binomial order statistic that is a lower confidence bound of it: the row is
 // degraded when, at FidelityConfidence, the quantile lies above the declared bound. The rule is
 // exact and distribution-free at every sample size, so a 16-request row is judged on its second
@@ -138,20 +139,23 @@ type judged struct {
 	position int     // place in its burst (0: not behind another)
 	capped   bool    // found every concurrency slot busy
 	pooled   bool    // found every connection of the client's pool busy
+	stalled  bool    // behind a write of its burst that took longer than the row's lag bound
 }
 
 // serialised adjusts the lags of the sent measured requests for serialisation: sorted by t_sched,
-// arrival i could not leave before e_i = max(t_sched_i, e_{i-1} + cost), where e_{i-1} is the
-// previous arrival's t_send instead when that one found every concurrency slot busy (the
-// dispatcher waited for the server, in order); its lag is
-// t_send - e_i (at least 0). Its position counts the arrivals before it in its burst of the
-// schedule: the run of arrivals each at most cost after the previous (arrivals sharing an instant
+// arrival i could not leave before e_i = max(t_sched_i, e_{i-1} + credit_{i-1}), where e_{i-1}
+// is the previous arrival's t_send instead when that one found every concurrency slot busy (the
+// dispatcher waited for the server, in order), and credit_{i-1} is what sending the previous
+// arrival cost: the calibrated cost, or the time its own write took (t_sent - t_send) when that
+// was longer, but never more than maxCredit (the row's lag bound: a write longer than the whole
+// bound is a stall, not a send); its lag is t_send - e_i (at least 0). Its position counts the
+// arrivals before it in its burst of the schedule: the run of arrivals each at most cost after the previous (arrivals sharing an instant
 // are one burst even at cost 0). busy counts, per request, the other requests in flight at its
 // t_sched (sent at or before it, not yet closed). An arrival found every slot (or connection)
 // busy when, at any instant between its t_sched and its t_send, that many other requests were in
 // flight: counting only at t_sched would miss the arrivals queued behind earlier ones the client had
 // not sent yet, which then wait for the server all the same.
-func serialised(measured []Request, cost int64, concurrency, conns int64) []judged {
+func serialised(measured []Request, cost, maxCredit int64, concurrency, conns int64) []judged {
 	idx := make([]int, 0, len(measured))
 	for i := range measured {
 		if measured[i].HasSend {
@@ -171,7 +175,7 @@ func serialised(measured []Request, cost int64, concurrency, conns int64) []judg
 	capSpans, poolSpans := saturated(sends, closes, concurrency), saturated(sends, closes, conns)
 	out := make([]judged, 0, len(idx))
 	var e int64 // when the previous arrival could have left
-	pos := 0
+	pos, stalled := 0, false
 	for k, i := range idx {
 		v := &measured[i]
 		// Its place in a burst of the schedule: arrivals at most cost after the previous one (or
@@ -181,11 +185,16 @@ func serialised(measured []Request, cost int64, concurrency, conns int64) []judg
 		} else {
 			pos = 0
 		}
-		e = max(v.Sched, e+cost)
 		if k == 0 {
 			e = v.Sched
+		} else {
+			credit, w := sendCredit(&measured[idx[k-1]], cost, maxCredit)
+			// An arrival behind a write that stalled past the bound (in its burst) was held
+			// by that stall, not by serialisation.
+			stalled = pos > 0 && (stalled || w > maxCredit)
+			e = max(v.Sched, e+credit)
 		}
-		a := judged{lagMs: max(0, ms(v.Send-e)), position: pos,
+		a := judged{lagMs: max(0, ms(v.Send-e)), position: pos, stalled: stalled,
 			capped: waited(sends, closes, v, capSpans, concurrency),
 			pooled: conns > 0 && waited(sends, closes, v, poolSpans, conns)}
 		out = append(out, a)
@@ -196,6 +205,24 @@ func serialised(measured []Request, cost int64, concurrency, conns int64) []judg
 		}
 	}
 	return out
+}
+
+// lagBoundNs is a lag bound in ns: the workload schema bounds lag_ms to (0, 60000], and any other
+// value (none reaches here from valid evidence) is the default.
+func lagBoundNs(ms float64) int64 {
+	if !(ms > 0 && ms <= 60_000) {
+		ms = DefaultFidelityLagMs
+	}
+	return int64(math.Round(ms * 1e6))
+}
+
+// sendCredit is what sending p is credited for the arrival behind it (see serialised), and the
+// time p's write took (0 when its record has no t_sent).
+func sendCredit(p *Request, cost, maxCredit int64) (credit, write int64) {
+	if p.HasSent && p.HasSend {
+		write = p.Sent - p.Send
+	}
+	return max(cost, min(write, maxCredit)), write
 }
 
 // span is a half-open interval [from, to) of time in ns.
@@ -285,7 +312,7 @@ func judge(spec RowSpec, measured []Request, achieved float64) (Judgement, bool,
 		b = BoundOf(nil)
 	}
 	cost := min(SendCostNs(spec.Calibration.SamplesNs), MaxSendCostNs)
-	all := serialised(measured, cost, spec.Concurrency, spec.Calibration.Connections)
+	all := serialised(measured, cost, lagBoundNs(b.LagMs), spec.Concurrency, spec.Calibration.Connections)
 	open := spec.Loop == contract.RowLoopOpen
 	var own []float64
 	var over []judged
@@ -322,7 +349,7 @@ func judge(spec RowSpec, measured []Request, achieved float64) (Judgement, bool,
 			if open {
 				what = "schedule lag of the arrivals that found a free slot"
 			}
-			reasons = append(reasons, fmt.Sprintf("%s: %s %.3f ms, %s, exceeds the bound %.3f ms (%d of %d lags over it, each against its serialisation position at %.1f µs per send)",
+			reasons = append(reasons, fmt.Sprintf("%s: %s %.3f ms, %s, exceeds the bound %.3f ms (%d of %d lags over it, each against its serialisation position: %.1f µs calibrated per send ahead, or its write time up to the bound)",
 				causeText(jd.Cause), what, v, stat(len(own), j), b.LagMs, len(over), len(own), float64(cost)/1e3))
 		}
 	} else if len(own) > 0 {
@@ -383,7 +410,7 @@ func ownCause(over []judged, conns int64) string {
 		if a.pooled {
 			pooled++
 		}
-		if a.position > 0 {
+		if a.position > 0 && !a.stalled {
 			burst++
 		}
 	}
@@ -402,7 +429,7 @@ func causeText(cause string) string {
 	case CauseStarvedClient:
 		return "starved client (the client's own send path ran late)"
 	case CauseBurstSerialisation:
-		return "burst serialisation (the client sent a burst slower than its calibrated per-send cost)"
+		return "burst serialisation (the client left time between the sends of a burst)"
 	case CauseConnectionWait:
 		return "connection wait (the client's connection pool was smaller than the load needs)"
 	case CauseServerSaturation:

@@ -222,3 +222,69 @@ func TestFidelityStarvedBacklogStaysClient(t *testing.T) {
 		t.Fatalf("degraded %v cause %s (lag %.3f ms over %d own samples): %v", f.Degraded, f.Judgement.Cause, f.Judgement.LagMs, f.Judgement.Samples, f.Reasons)
 	}
 }
+
+// A burst whose sends were slowed inside their writes (the co-located server ran on the client's
+// CPU right after each request reached it) is judged against the writes it made; a stall between
+// the sends is still lag, and a write that stalled past the bound is credited only the bound.
+// The burst is the measured one of issue 28 (run_fidelity_faithful_mooncake_bursts on a shared
+// host): calibration 8 µs a send, most writes 4 µs, but some 100-470 µs.
+func TestFidelityBurstWriteCredit(t *testing.T) {
+	cal := Calibration{SamplesNs: []int64{8_000}}
+	spec := RowSpec{Concurrency: 64, Loop: contract.RowLoopOpen, Calibration: cal}
+	// burst lays out 28 arrivals at one instant: each send starts gap after the previous write
+	// returned, and write[i] is how long request i's write took.
+	burst := func(gap func(i int) int64, write func(i int) int64) []Request {
+		out := make([]Request, 28)
+		t := int64(10_000) // the first leaves 10 µs late
+		for i := range out {
+			if i > 0 {
+				t += gap(i)
+			}
+			w := write(i)
+			out[i] = Request{Sched: 0, Send: t, HasSend: true, Sent: t + w, HasSent: true, End: t + 40*msNs, HasEnd: true, Close: t + 50*msNs, HasClose: true, HasUsage: true, Completion: 4}
+			t += w
+		}
+		return out
+	}
+	gaps := func(int) int64 { return 3_000 }
+	slowWrites := func(i int) int64 { // every write after the first few is preempted 150 µs
+		if i >= 3 {
+			return 150_000
+		}
+		return 4_000
+	}
+	for _, tc := range []struct {
+		name     string
+		reqs     []Request
+		degraded bool
+		cause    string
+	}{
+		{"slow writes are the cost of the burst", burst(gaps, slowWrites), false, CauseNone},
+		{"slow writes without t_sent are judged at the calibrated cost", func() []Request {
+			r := burst(gaps, slowWrites)
+			for i := range r {
+				r[i].HasSent = false
+			}
+			return r
+		}(), true, CauseBurstSerialisation},
+		{"a stall between sends is lag", burst(func(i int) int64 {
+			if i == 4 {
+				return 2 * msNs
+			}
+			return 3_000
+		}, func(int) int64 { return 4_000 }), true, CauseBurstSerialisation},
+		{"a write stalled past the bound is a starved client", burst(gaps, func(i int) int64 {
+			if i == 4 {
+				return 3 * msNs
+			}
+			return 4_000
+		}), true, CauseStarvedClient},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fidelityOf(spec, tc.reqs)
+			if f.Degraded != tc.degraded || f.Judgement.Cause != tc.cause {
+				t.Fatalf("degraded %v cause %s (%v); want %v %s", f.Degraded, f.Judgement.Cause, f.Reasons, tc.degraded, tc.cause)
+			}
+		})
+	}
+}

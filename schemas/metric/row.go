@@ -23,6 +23,9 @@ type Request struct {
 	HasHdr     bool
 	HasEnd     bool
 	HasClose   bool
+	// Sent, when HasSent, is the return of the write that carried the request (t_sent_ns).
+	Sent    int64
+	HasSent bool
 	// Content is the arrival of each token event (kind content, reasoning or tool_call), in order.
 	Content []int64
 	// Reasoned is true when the record has a reasoning event; FirstContent, when

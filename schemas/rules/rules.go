@@ -643,6 +643,9 @@ func CheckRequestRecord(q *contract.RequestRecordDoc) []Problem {
 	if q.TSendNs != nil && *q.TSendNs < q.TSchedNs {
 		r.add("/t_send_ns", "t_send_ns is before t_sched_ns")
 	}
+	if q.TSentNs != nil && (q.TSendNs == nil || *q.TSentNs < *q.TSendNs) {
+		r.add("/t_sent_ns", "t_sent_ns needs t_send_ns and is not before it: the write returns after it began")
+	}
 	if q.Error == nil && (q.Usage == nil || q.TSendNs == nil || q.TEndNs == nil) {
 		r.add("/error", "a request without error needs t_send_ns, t_end_ns and usage")
 	}

@@ -38,13 +38,21 @@ type Entry struct {
 	InputLength  int64   `json:"input_length"`
 	OutputLength int64   `json:"output_length"`
 	HashIDs      []int64 `json:"hash_ids,omitempty"`
+	// After is 1 + the index of the earlier entry whose answer this one waits for (its parent:
+	// the previous turn of its conversation or agent; "parent" in the file, an index from 0), and
+	// 0 for an entry that waits for nothing (Parent). The zero value is an independent entry.
+	After int64 `json:"-"`
 }
+
+// Parent returns the index of the entry e waits for, and false when it waits for none.
+func (e Entry) Parent() (int, bool) { return int(e.After - 1), e.After > 0 }
 
 type line struct {
 	Timestamp    *int64  `json:"timestamp"`
 	InputLength  *int64  `json:"input_length"`
 	OutputLength *int64  `json:"output_length"`
 	HashIDs      []int64 `json:"hash_ids"`
+	Parent       *int64  `json:"parent"`
 }
 
 // DecodeLine decodes one strict JSON trace line (no unknown or duplicate keys) and checks it.
@@ -60,6 +68,12 @@ func DecodeLine(b []byte) (Entry, error) {
 		return Entry{}, fmt.Errorf(`want {"timestamp": ms, "input_length": n, "output_length": n}`)
 	}
 	e := Entry{TimestampMs: *l.Timestamp, InputLength: *l.InputLength, OutputLength: *l.OutputLength, HashIDs: l.HashIDs}
+	if l.Parent != nil {
+		if *l.Parent < 0 || *l.Parent >= MaxEntries {
+			return Entry{}, fmt.Errorf("parent %d: want the index (from 0) of an earlier entry", *l.Parent)
+		}
+		e.After = *l.Parent + 1
+	}
 	return e, Check(e)
 }
 
@@ -109,6 +123,9 @@ func Read(data []byte) ([]Entry, error) {
 		if i > 0 && e.TimestampMs < out[i-1].TimestampMs {
 			return nil, fmt.Errorf("%w: line %d: timestamp %d before the previous line's %d: a trace is in timestamp order", ErrTrace, i+1, e.TimestampMs, out[i-1].TimestampMs)
 		}
+		if p, ok := e.Parent(); ok && p >= i {
+			return nil, fmt.Errorf("%w: line %d: parent %d is not an earlier entry (this one is %d, from 0): an entry waits only for one before it", ErrTrace, i+1, p, i)
+		}
 		out = append(out, e)
 	}
 	return out, nil
@@ -128,6 +145,10 @@ func Write(w io.Writer, entries []Entry) error {
 				bw.WriteString(strconv.FormatInt(h, 10))
 			}
 			bw.WriteByte(']')
+		}
+		if p, ok := e.Parent(); ok {
+			bw.WriteString(`,"parent":`)
+			bw.WriteString(strconv.Itoa(p))
 		}
 		bw.WriteString("}\n")
 	}

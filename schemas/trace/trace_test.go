@@ -24,6 +24,7 @@ func TestOffsets(t *testing.T) {
 func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"timestamp":0,"input_length":5,"output_length":2,"hash_ids":[1,2]}` + "\n" + `{"timestamp":9,"input_length":1,"output_length":1}`))
 	f.Add([]byte(`{"timestamp":1,"input_length":1,"output_length":1,"timestamp":2}`))
+	f.Add([]byte(`{"timestamp":0,"input_length":5,"output_length":2}` + "\n" + `{"timestamp":9,"input_length":7,"output_length":1,"parent":0}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		es, err := Read(data)
 		if err != nil {
@@ -38,7 +39,7 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 		for i := range es {
-			if back[i].TimestampMs != es[i].TimestampMs || back[i].InputLength != es[i].InputLength || !slices.Equal(back[i].HashIDs, es[i].HashIDs) {
+			if back[i].TimestampMs != es[i].TimestampMs || back[i].InputLength != es[i].InputLength || back[i].After != es[i].After || !slices.Equal(back[i].HashIDs, es[i].HashIDs) {
 				t.Fatalf("entry %d: %+v, wrote %+v", i, back[i], es[i])
 			}
 		}

@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/qualkit/qualkit/runner/load"
 	"github.com/qualkit/qualkit/schemas/evidence"
+	"github.com/qualkit/qualkit/schemas/trace"
 	"github.com/qualkit/qualkit/tools/internal/cliapp"
 	"github.com/qualkit/qualkit/tools/internal/exitcode"
 	"github.com/urfave/cli/v2"
@@ -17,38 +19,60 @@ import (
 func traceCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "trace",
-		Usage: "work with timestamped request traces: trace import --format mooncake|azure IN OUT",
+		Usage: "work with timestamped request traces: trace import --format mooncake|azure|bailian|weka IN OUT",
 		Subcommands: []*cli.Command{{
 			Name:      "import",
-			Usage:     "convert a Mooncake (JSONL) or Azure (CSV) trace into a qualkit trace",
+			Usage:     "convert a Mooncake (JSONL), Azure (CSV), Bailian (JSONL) or WEKA (JSON) trace into a qualkit trace",
 			ArgsUsage: "IN OUT",
 			Description: "trace import reads IN, a Mooncake trace (JSONL: timestamp ms, input_length, output_length, hash_ids)\n" +
-				"or an Azure LLM inference trace (CSV: TIMESTAMP,ContextTokens,GeneratedTokens), sorts it by time,\n" +
+				"an Azure LLM inference trace (CSV: TIMESTAMP,ContextTokens,GeneratedTokens) or an Alibaba Bailian\n" +
+				"trace (JSONL: chat_id, parent_chat_id, timestamp s, input_length, output_length, type, turn, hash_ids\n" +
+				"of 16-token blocks; a later turn waits for its parent's answer when replayed) or a WEKA agentic\n" +
+				"coding trace (one conversation object a line: id, block_size, requests of t s, in, out, hash_ids;\n" +
+				"each request waits for the one before it; conversations start together, or --conversation-stagger\n" +
+				"apart; sub-agent groups are refused), sorts it by time,\n" +
 				"rebases it to 0 and writes the qualkit trace OUT (never replaced) that a serving case's corpus\n" +
 				"{\"source\": \"trace\", \"path\": OUT, \"digest\": ...} replays; it prints OUT's digest.\n" +
 				"Exit 0: written; 1: the trace is refused (the reason named); 2: usage.",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "format", Usage: "the input's `FORMAT`: mooncake or azure"},
+				&cli.StringFlag{Name: "format", Usage: "the input's `FORMAT`: mooncake, azure, bailian or weka"},
+				&cli.DurationFlag{Name: "conversation-stagger", Usage: "weka: start conversation c `DURATION` x c after the first (whole ms; default all at once)"},
 			},
 			Action: func(c *cli.Context) error {
 				if c.NArg() != 2 {
-					return fmt.Errorf("%w: trace import needs IN and OUT: trace import --format mooncake|azure IN OUT", exitcode.ErrUsage)
+					return fmt.Errorf("%w: trace import needs IN and OUT: trace import --format mooncake|azure|bailian|weka IN OUT", exitcode.ErrUsage)
 				}
-				return importTrace(c.String("format"), c.Args().Get(0), c.Args().Get(1), c.App.Writer, c.App.ErrWriter)
+				stagger := c.Duration("conversation-stagger")
+				if c.IsSet("conversation-stagger") && (c.String("format") != "weka" || stagger < 0 || stagger%time.Millisecond != 0) {
+					return fmt.Errorf("%w: --conversation-stagger %s: goes with --format weka, a whole number of ms from 0", exitcode.ErrUsage, stagger)
+				}
+				return importTrace(c.String("format"), c.Args().Get(0), c.Args().Get(1), stagger.Milliseconds(), c.App.Writer, c.App.ErrWriter)
 			},
 		}},
 	}
 }
 
-func importTrace(format, in, out string, stdout, stderr io.Writer) error {
+func importTrace(format, in, out string, staggerMs int64, stdout, stderr io.Writer) error {
 	var imp func(io.Reader) ([]load.TraceEntry, error)
+	var bailian trace.BailianImport
+	var weka trace.WEKAImport
 	switch format {
 	case "mooncake":
 		imp = load.ImportMooncake
 	case "azure":
 		imp = load.ImportAzure
+	case "bailian":
+		imp = func(r io.Reader) (es []load.TraceEntry, err error) {
+			es, bailian, err = trace.ImportBailian(r)
+			return es, err
+		}
+	case "weka":
+		imp = func(r io.Reader) (es []load.TraceEntry, err error) {
+			es, weka, err = trace.ImportWEKA(r, staggerMs)
+			return es, err
+		}
 	default:
-		return fmt.Errorf("%w: --format %q: want mooncake or azure", exitcode.ErrUsage, format)
+		return fmt.Errorf("%w: --format %q: want mooncake, azure, bailian or weka", exitcode.ErrUsage, format)
 	}
 	raw, err := evidence.ReadFileLimited(in, load.MaxTraceBytes)
 	if err != nil {
@@ -74,6 +98,19 @@ func importTrace(format, in, out string, stdout, stderr io.Writer) error {
 	}
 	span := entries[len(entries)-1].TimestampMs
 	cliapp.Fprintf(stdout, "%s trace %s (%s): %d requests over %d ms\n", format, in, evidence.DigestOf(raw), len(entries), span)
+	if format == "bailian" {
+		cliapp.Fprintf(stdout, "%d conversations (first turns), %d later turns each waiting for its parent's answer, up to turn %d; hash blocks of %d tokens (block_tokens %d)\n",
+			bailian.Roots, len(entries)-bailian.Roots-bailian.Orphans, bailian.MaxTurn, trace.BailianBlockTokens, trace.BailianBlockTokens)
+		if bailian.Orphans > 0 {
+			cliapp.Fprintf(stdout, "%d turns name a parent_chat_id the file does not hold (cut from a longer trace?): imported as independent requests\n", bailian.Orphans)
+		}
+	}
+	if format == "weka" {
+		cliapp.Fprintf(stdout, "%d conversations, each request waiting for the one before it; hash blocks of %d tokens (block_tokens %d)\n", weka.Conversations, weka.BlockSize, weka.BlockSize)
+		if weka.Clamped > 0 {
+			cliapp.Fprintf(stdout, "%d requests stamped before the request they follow: imported at its time (a conversation's requests run one after another)\n", weka.Clamped)
+		}
+	}
 	cliapp.Fprintf(stdout, "wrote %s (%s)\n", out, evidence.DigestOf(buf.Bytes()))
 	return nil
 }

@@ -102,7 +102,7 @@ func TestEditedEnumChangesGo(t *testing.T) {
 		}
 	}
 	if !strings.Contains(kinds, "ArtifactKindProfileTrace: {Subject: true, Evidence: true},") ||
-		!strings.Contains(kinds, "ArtifactKindDeviceTelemetry, ArtifactKindProfileTrace}") {
+		!strings.Contains(kinds, "ArtifactKindDeviceTelemetry, ArtifactKindProfileTrace") {
 		t.Errorf("after the edit the kind table lacks the new subject kind:\n%s", kinds)
 	}
 	if types := goFile(t, after, "zz_generated_types.go"); !strings.Contains(types, "// Warmup marks a metric of warmup requests. Warmup bool `json:\"warmup,omitempty\"`") {

@@ -225,7 +225,9 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 		}
 		rowcheck.MetricList(c, path, base+"/metrics", row.Metrics, rf.Metrics, tol, skip)
 		rowcheck.RowTelemetry(s, c, path, base, row, recs, tol)
-		rowcheck.ServerRatios(c, path, base, row, tol)
+		if !rowcheck.ServerScrapes(s, c, path, base, row, tol) {
+			rowcheck.ServerRatios(c, path, base, row, tol)
+		}
 		rowcheck.RowCache(c, path, base, row, wc, cr.Status, recs)
 		if wc != nil {
 			rowcheck.RowReset(c, path, base, row, wc, s.Recipes[wc.Launch], recs)

@@ -4,7 +4,10 @@ package limits
 
 import (
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/promtext"
 	"github.com/qualkit/qualkit/schemas/rules"
+	"github.com/qualkit/qualkit/schemas/synth"
+	"github.com/qualkit/qualkit/schemas/trace"
 	"github.com/qualkit/qualkit/verify/internal/gitobj"
 )
 
@@ -14,6 +17,9 @@ const (
 	// MaxDocumentBytes caps one JSON evidence file (receipt, case result, lifecycle record,
 	// workload, launch recipe, runtime manifest, corpus) and one line of a JSON Lines file.
 	MaxDocumentBytes = jsonstrict.MaxDocumentBytes
+	// MaxCorpusFileBytes caps a file a case binds as its corpus: the runner's bound on what it
+	// replays (a JSONL corpus or a trace), so that no corpus the runner accepted is refused here.
+	MaxCorpusFileBytes = max(synth.MaxCorpusBytes, trace.MaxBytes)
 	// MaxAttestationBytes caps a DSSE envelope or Sigstore bundle file.
 	MaxAttestationBytes = 64 << 20
 	// MaxPolicyBytes caps a policy file.
@@ -41,6 +47,9 @@ const (
 	MaxLinkBytes = MaxAttestationBytes
 	// MaxTelemetryBytes bounds one row's device telemetry file.
 	MaxTelemetryBytes = 256 << 20
+	// MaxScrapeBytes bounds one kept /metrics page: the parser's bound, under which the runner
+	// keeps every page.
+	MaxScrapeBytes = promtext.MaxPageBytes
 )
 
 // Default tolerance of a recomputed number: max(absolute, |recorded| x relative).

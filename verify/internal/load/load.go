@@ -606,12 +606,17 @@ func readFile(ctx context.Context, root *os.File, f *File) error {
 		return nil
 	case f.Kind == contract.ArtifactKindDeviceTelemetry:
 		return readWhole(root, f, limits.MaxTelemetryBytes)
-	case contractOfKind(f.Kind) != "" || f.Kind == contract.ArtifactKindCorpus:
-
+	case f.Kind == contract.ArtifactKindServerMetrics:
+		return readWhole(root, f, limits.MaxScrapeBytes)
+	case f.Kind == contract.ArtifactKindCorpus:
+		// A corpus, trace or tools file: bound by digest, read whole for the checks that regenerate
+		// prompts and bodies, up to what the runner accepts.
+		return readWhole(root, f, limits.MaxCorpusFileBytes)
+	case contractOfKind(f.Kind) != "":
 		if err := readWhole(root, f, limits.MaxDocumentBytes); err != nil {
 			return err
 		}
-		if f.Present && f.Kind != contract.ArtifactKindCorpus {
+		if f.Present {
 			return validate(f, contractOfKind(f.Kind))
 		}
 		return nil

@@ -218,6 +218,10 @@ var (
 	ErrConfigMismatch = define("config_mismatch", "effective configuration differs")
 	// ErrCorpusMismatch: the prompt set differs from the corpus (or between compared rows).
 	ErrCorpusMismatch = define("corpus_mismatch", "prompt set differs")
+	// ErrBodyMismatch: a request record's body_digest differs from the sha256 of the body the
+	// case, the model and the prompt the record names render (check/body.go): the record claims to
+	// have asked something else.
+	ErrBodyMismatch = define("body_mismatch", "request body differs from the one the workload renders")
 	// ErrFormulaMismatch: one metric name carries two formula ids (or units, aggregations,
 	// directions); a request-window throughput is never compared with a decode rate.
 	ErrFormulaMismatch = define("formula_mismatch", "metric identity differs")
@@ -275,7 +279,7 @@ func Reasons() []*Reason {
 		ErrExitNotAcceptable, ErrResidue, ErrLifecycleFailed, ErrLifecycleMismatch, ErrLifecycleImplausible,
 		ErrVerdictFailed, ErrInterrupted, ErrRequestFailed, ErrResultMismatch, ErrRowMismatch, ErrCapacityMismatch, ErrParetoMismatch, ErrIntervalMismatch, ErrMetricMismatch, ErrDeclaredMetrics, ErrUnknownTolerance,
 		ErrToleranceDeclared, ErrToleranceOutcome, ErrToleranceFailed, ErrDriverVerdict, ErrVerdictMismatch, ErrDegradedRow, ErrLoadNotReached, ErrTimeoutExceeded,
-		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrFormulaMismatch, ErrUnlikeRows,
+		ErrWorkloadMismatch, ErrConfigMismatch, ErrCorpusMismatch, ErrBodyMismatch, ErrFormulaMismatch, ErrUnlikeRows,
 		ErrScopeBackend, ErrScopeDevice,
 		ErrEnvironmentMismatch, ErrDeviceMismatch, ErrSourceMismatch, ErrArtifactMismatch, ErrModeRefused, ErrRuleFailed, ErrCacheRegimeMismatch, ErrOutputMismatch, ErrTooFewSamples,
 		ErrFindingsTruncated,

@@ -57,7 +57,7 @@ func (r *Record) Request() metric.Request {
 		session, turn = r.Session.ID, r.Session.Turn
 	}
 	return metric.Request{Session: session, Turn: turn, Failed: r.Failed, ErrorClass: r.ErrClass, Sched: r.Sched, Send: r.Send, Hdr: r.Header, End: r.End, Close: r.Close,
-		HasSend: r.HasSend, HasHdr: r.HasHdr, HasEnd: r.HasEnd, HasClose: r.HasClose, Content: r.Content,
+		HasSend: r.HasSend, Sent: r.Sent, HasSent: r.HasSent, HasHdr: r.HasHdr, HasEnd: r.HasEnd, HasClose: r.HasClose, Content: r.Content,
 		Reasoned: r.Reasoned, FirstContent: r.FirstContent, HasFirstContent: r.HasFirstContent, HasReasoning: r.HasReasoning, Reasoning: r.Reasoning,
 		FirstToolCall: r.FirstToolCall, HasFirstToolCall: r.HasFirstToolCall, ToolCalls: r.ToolCalls, ToolCallsValid: r.ToolCallsValid,
 		HasUsage: r.HasUsage, Completion: r.CompletionTokens, Prompt: r.PromptTokens, HasCached: r.hasCached, Cached: r.cached,

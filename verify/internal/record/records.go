@@ -32,14 +32,18 @@ type Record struct {
 	Sched        int64
 	Send, Header int64
 	End, Close   int64
-	Content      []int64 // arrival of each token event (content, reasoning or tool_call), in order
+	// Sent is t_sent_ns when HasSent (records before it existed have none).
+	Sent    int64
+	Content []int64 // arrival of each token event (content, reasoning or tool_call), in order
 	// FirstContent is the first answer event's arrival (content or tool_call) when
 	// HasFirstContent.
 	FirstContent int64
 	// FirstToolCall is the first tool_call event's arrival when HasFirstToolCall.
 	FirstToolCall int64
-	// ToolCalls counts the record's tool_calls, ToolCallsValid those with valid true.
+	// ToolCalls counts the record's tool_calls, ToolCallsValid those with valid true; Calls are
+	// the calls themselves.
 	ToolCalls, ToolCallsValid int64
+	Calls                     []contract.ToolCall
 	// Reasoning is usage.reasoning_tokens when HasReasoning.
 	Reasoning                      int64
 	CompletionTokens, PromptTokens int64 // completion and prompt tokens
@@ -55,6 +59,9 @@ type Record struct {
 	// its corpus_index (the session's position in the corpus); nil and 0 otherwise.
 	Session      *contract.SessionTurn
 	SessionIndex int64
+	// Trace is the record's trace_entry (a replay of a trace whose entries name parents); nil
+	// without one.
+	Trace *contract.TraceEntry
 	// client is client_tokens when hasClient (clientN when hasClientN: its completion count).
 	Client  contract.ClientTokens
 	clientN int64
@@ -62,9 +69,12 @@ type Record struct {
 	// Assertions are the kinds of the record's assertions, in order, one byte each (AssertionKinds).
 	Status, Seed int64
 	Assertions   string
+	// BodyDigest is body_digest's sha256 (check/body.go recomputes it).
+	BodyDigest [32]byte
 
 	Warmup   bool
 	HasSend  bool
+	HasSent  bool
 	HasHdr   bool
 	HasEnd   bool
 	HasClose bool
@@ -240,6 +250,9 @@ func FromDoc(d *contract.RequestRecordDoc) Record {
 	if d.TSendNs != nil {
 		r.Send, r.HasSend = *d.TSendNs, true
 	}
+	if d.TSentNs != nil {
+		r.Sent, r.HasSent = *d.TSentNs, true
+	}
 	if d.THdrNs != nil {
 		r.Header, r.HasHdr = *d.THdrNs, true
 	}
@@ -278,6 +291,7 @@ func FromDoc(d *contract.RequestRecordDoc) Record {
 	if d.OutputDigest != nil {
 		r.Output = *d.OutputDigest
 	}
+	decodeDigest(&r.BodyDigest, []byte(d.BodyDigest))
 	if d.CachedPromptTokens != nil {
 		r.cached, r.hasCached = *d.CachedPromptTokens, true
 	}
@@ -285,6 +299,7 @@ func FromDoc(d *contract.RequestRecordDoc) Record {
 	if d.CorpusIndex != nil && d.Cycle != nil {
 		r.CorpusIndex, r.Cycle, r.HasCorpus = *d.CorpusIndex, *d.Cycle, true
 	}
+	r.Trace = d.TraceEntry
 	if d.Session != nil {
 		r.Session = d.Session
 		if d.CorpusIndex != nil {
@@ -295,6 +310,7 @@ func FromDoc(d *contract.RequestRecordDoc) Record {
 		r.Client, r.HasClient = *ct, true
 		r.clientN, r.hasClientN = metric.ClientCompletion(*ct)
 	}
+	r.Calls = d.ToolCalls
 	for _, c := range d.ToolCalls {
 		r.ToolCalls++
 		if c.Valid {
@@ -566,6 +582,16 @@ func isPortableID(s []byte) bool {
 	return true
 }
 
+// decodeDigest sets sum to the 32 bytes of digest s ("sha256:" and 64 hex digits), reporting
+// whether s is one.
+func decodeDigest(sum *[32]byte, s []byte) bool {
+	if len(s) != 71 {
+		return false
+	}
+	_, err := hex.Decode(sum[:], s[7:])
+	return err == nil
+}
+
 func IsDigest(s []byte) bool {
 	if len(s) != 71 || !bytes.HasPrefix(s, []byte("sha256:")) {
 		return false
@@ -601,6 +627,9 @@ var recordLimits = func() (l struct {
 	return l
 }()
 
+// maxTraceEntry is the largest entry index of a record's trace_entry (the contract's bound).
+const maxTraceEntry = 999_999
+
 // Member bits of a request record.
 const (
 	fSchema = iota
@@ -628,6 +657,8 @@ const (
 	fCorpusIndex
 	fCycle
 	fToolCalls
+	fTraceEntry
+	fTSent
 )
 
 func (p *lineParser) record(r *Record) bool {
@@ -685,36 +716,68 @@ func (p *lineParser) record(r *Record) bool {
 			v, ok := p.uint()
 			r.Cycle = v
 			return s.first(fCycle) && ok
+		case "trace_entry":
+			te := &contract.TraceEntry{}
+			var ts seen
+			ok := p.object(func(k []byte) bool {
+				switch string(k) {
+				case "entry":
+					v, ok := p.uint()
+					te.Entry = v
+					return ts.first(0) && ok && v <= maxTraceEntry
+				case "parent":
+					v, has, ok := p.optUint()
+					if has {
+						te.Parent = &v
+					}
+					return ts.first(1) && ok && v <= maxTraceEntry
+				case "turn":
+					v, ok := p.uint()
+					te.Turn = v
+					return ts.first(2) && ok && v >= 1 && v <= maxTraceEntry+1
+				}
+				return false
+			})
+			r.Trace = te
+			return s.first(fTraceEntry) && ok && ts == 7
 		case "tool_calls":
 			ok := p.array(int(recordLimits.toolCallsMax), func() bool {
 				var ts seen
+				var call contract.ToolCall
 				ok := p.object(func(k []byte) bool {
 					switch string(k) {
 					case "index":
 						v, ok := p.uint()
+						call.Index = v
 						return ts.first(0) && ok && v <= recordLimits.toolIndexMax
 					case "id":
 						v, ok := p.str()
+						call.ID = string(v)
 						return ts.first(1) && ok && int64(len(v)) <= recordLimits.toolIDMax
 					case "name":
 						v, ok := p.str()
+						call.Name = string(v)
 						return ts.first(2) && ok && int64(len(v)) <= recordLimits.toolNameMax
 					case "arguments_digest":
 						v, ok := p.str()
+						call.ArgumentsDigest = string(v)
 						return ts.first(3) && ok && IsDigest(v)
 					case "arguments_bytes":
-						_, ok := p.uint()
+						v, ok := p.uint()
+						call.ArgumentsBytes = v
 						return ts.first(4) && ok
 					case "valid":
 						v, ok := p.boolean()
 						if v {
 							r.ToolCallsValid++
 						}
+						call.Valid = v
 						return ts.first(5) && ok
 					}
-					return false
+					return false // arguments (JSON text, escaped) are the slow path's
 				})
 				r.ToolCalls++
+				r.Calls = append(r.Calls, call)
 				return ok && ts == 63
 			})
 			return s.first(fToolCalls) && ok
@@ -724,7 +787,7 @@ func (p *lineParser) record(r *Record) bool {
 			return s.first(fSeed) && ok && v <= maxSafeInteger
 		case "body_digest":
 			v, ok := p.str()
-			return s.first(fBodyDigest) && ok && IsDigest(v)
+			return s.first(fBodyDigest) && ok && IsDigest(v) && decodeDigest(&r.BodyDigest, v)
 		case "t_sched_ns":
 			v, ok := p.uint()
 			r.Sched = v
@@ -733,6 +796,10 @@ func (p *lineParser) record(r *Record) bool {
 			v, has, ok := p.optUint()
 			r.Send, r.HasSend = v, has
 			return s.first(fTSend) && ok
+		case "t_sent_ns":
+			v, ok := p.uint()
+			r.Sent, r.HasSent = v, true
+			return s.first(fTSent) && ok
 		case "t_hdr_ns":
 			v, has, ok := p.optUint()
 			r.Header, r.HasHdr = v, has
@@ -895,6 +962,9 @@ func (p *lineParser) record(r *Record) bool {
 		return false
 	}
 	if r.HasSend && r.Send < r.Sched {
+		return false
+	}
+	if r.HasSent && (!r.HasSend || r.Sent < r.Send) {
 		return false
 	}
 	if !r.Failed && (!r.HasUsage || !r.HasSend || !r.HasEnd) {

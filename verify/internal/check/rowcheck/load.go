@@ -230,7 +230,7 @@ func CaseTimeout(c *finding.Collector, path string, cr *contract.CaseResultDoc, 
 		for _, t := range []struct {
 			v   int64
 			has bool
-		}{{r.Send, r.HasSend}, {r.Header, r.HasHdr}, {r.End, r.HasEnd}, {r.Close, r.HasClose}} {
+		}{{r.Send, r.HasSend}, {r.Sent, r.HasSent}, {r.Header, r.HasHdr}, {r.End, r.HasEnd}, {r.Close, r.HasClose}} {
 			if t.has {
 				last = max(last, t.v)
 			}

@@ -17,9 +17,10 @@ import (
 // around the row, each family's delta recorded as the diagnostic metric server.<family>.delta
 // (telemetry_delta.v1, ':' written '_', with or without _total). A ratio whose denominator moved
 // must be there, with that value, its formula's identity and as many samples as denominator
-// families; one whose denominator did not move must not. The deltas themselves rest on the
-// scrapes, which the evidence does not keep (docs/verification.md). On 38f126b an edited ratio
-// verified: diagnostic metrics were not recomputed.
+// families; one whose denominator did not move must not. It checks a row that keeps no /metrics
+// pages, whose deltas rest on the runner's word (docs/verification.md); a row with pages has its
+// deltas and ratios recomputed from them (ServerScrapes). On 38f126b an edited ratio verified:
+// diagnostic metrics were not recomputed.
 func ServerRatios(c *finding.Collector, file, base string, row contract.Row, tol policy.Tolerance) {
 	deltas := map[string]float64{} // by family as metric names spell it, _total trimmed
 	for k, m := range row.Metrics {
@@ -68,8 +69,8 @@ func ServerRatios(c *finding.Collector, file, base string, row contract.Row, tol
 }
 
 // serverDelta reports whether m is a server family delta (server.<family>.delta of formula
-// telemetry_delta.v1), checking the identity the runner gives one (runner/metrics
-// TelemetryDeltas): the name and the formula go together, and the unit, aggregation, direction and
+// telemetry_delta.v1), checking the identity the runner gives one (metric.ServerMetrics,
+// whose unit rule this repeats): the name and the formula go together, and the unit, aggregation, direction and
 // diagnostic flag are the formula's, the unit by the family's name (s for a _seconds_total or
 // _seconds_sum family, bytes for _bytes_total or _bytes_sum, else count). Its value and samples
 // rest on the scrapes, which the evidence does not keep.

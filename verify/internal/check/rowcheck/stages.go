@@ -316,23 +316,49 @@ func Replay(c *finding.Collector, path string, j int, row contract.Row, cp *cont
 }
 
 // TraceSchedule: measured request k (index minus the unmeasured) is trace entry k, scheduled
-// at the row's start (the first measured record's t_sched minus its offset) plus offs[k], and a
-// success has at most the entry's output_length completion tokens.
+// at the row's start (the first measured record's t_sched minus its offset) plus offs[k], or,
+// for an entry with a parent, at metric.AfterParent of that and the parent's end (metric.Ended
+// of the parent entry's record, which must be in the row: an entry is sent only after its
+// parent), and a success has at most the entry's output_length completion tokens.
 func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record.Record, unmeasured int64, exactTokens bool) {
 	k0 := measured[0].Index - unmeasured
 	if k0 < 0 || k0 >= int64(len(offs)) {
 		c.Add(row.Records.Path, finding.Pointer(measured[0].Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].Index, len(entries))
 		return
 	}
+	if _, waits := entries[k0].Parent(); waits {
+		// The row's start is read from its first record, which then must be an entry at its offset.
+		c.Add(row.Records.Path, finding.Pointer(measured[0].Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: the first request %d is entry %d, which waits for a parent: a replay starts with its first entry", row.Concurrency, row.Repetition, measured[0].Index, k0)
+		return
+	}
 	origin := measured[0].Sched - offs[k0]
+	turns := traceTurns(entries) // nil when no entry names a parent
+	byEntry := make(map[int64]*record.Record, len(measured))
+	for _, r := range measured {
+		byEntry[r.Index-unmeasured] = r
+	}
 	for _, r := range measured {
 		k := r.Index - unmeasured
 		if k < 0 || k >= int64(len(offs)) {
 			c.Add(row.Records.Path, finding.Pointer(r.Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, r.Index, len(entries))
 			return
 		}
-		if d := r.Sched - (origin + offs[k]); d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.Index, r.Sched, origin+offs[k], d)
+		if !traceEntryIs(r.Trace, k, entries, turns) {
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "trace_entry"), reason.ErrRowMismatch, "trace row c%d-r%d: request %d records trace_entry %s; the bound trace says %s", row.Concurrency, row.Repetition, r.Index, fmtTraceEntry(r.Trace), fmtTraceEntry(wantTraceEntry(k, entries, turns)))
+			return
+		}
+		want := origin + offs[k]
+		if p, waits := entries[k].Parent(); waits {
+			parent := byEntry[int64(p)]
+			if parent == nil {
+				c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d (entry %d) waits for entry %d, which the row did not record: an entry is sent only after its parent's request ended", row.Concurrency, row.Repetition, r.Index, k, p)
+				return
+			}
+			q := parent.Request()
+			want = metric.AfterParent(want, metric.Ended(&q))
+		}
+		if d := r.Sched - want; d < -scheduleToleranceNs || d > scheduleToleranceNs {
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry (at its offset, or when its parent ended) at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.Index, r.Sched, want, d)
 			return
 		}
 		if !r.Failed && r.HasUsage && r.CompletionTokens > entries[k].OutputLength {
@@ -344,4 +370,57 @@ func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry
 			return
 		}
 	}
+}
+
+// traceTurns are the entries' turns (1, or 1 + the parent's), or nil when no entry names a parent.
+func traceTurns(entries []trace.Entry) []int64 {
+	var turns []int64
+	for i, e := range entries {
+		p, ok := e.Parent()
+		if !ok {
+			continue
+		}
+		if turns == nil {
+			turns = make([]int64, len(entries))
+			for k := range turns {
+				turns[k] = 1
+			}
+		}
+		turns[i] = turns[p] + 1 // a parent comes before its child (trace.Read)
+	}
+	return turns
+}
+
+// wantTraceEntry is the trace_entry of a request of entry k: nil when the trace names no parents.
+func wantTraceEntry(k int64, entries []trace.Entry, turns []int64) *contract.TraceEntry {
+	if turns == nil {
+		return nil
+	}
+	te := &contract.TraceEntry{Entry: k, Turn: turns[k]}
+	if p, ok := entries[k].Parent(); ok {
+		pp := int64(p)
+		te.Parent = &pp
+	}
+	return te
+}
+
+// traceEntryIs reports whether a record's trace_entry is entry k's.
+func traceEntryIs(got *contract.TraceEntry, k int64, entries []trace.Entry, turns []int64) bool {
+	want := wantTraceEntry(k, entries, turns)
+	if got == nil || want == nil {
+		return got == nil && want == nil
+	}
+	return got.Entry == want.Entry && got.Turn == want.Turn && (got.Parent == nil) == (want.Parent == nil) && (got.Parent == nil || *got.Parent == *want.Parent)
+}
+
+// fmtTraceEntry writes a trace_entry as its members ("absent" without one).
+func fmtTraceEntry(te *contract.TraceEntry) string {
+	if te == nil {
+		return "absent"
+	}
+	parent := "null"
+	if te.Parent != nil {
+		parent = fmt.Sprint(*te.Parent)
+	}
+	return fmt.Sprintf("{entry %d, parent %s, turn %d}", te.Entry, parent, te.Turn)
 }

@@ -1,4 +1,4 @@
-package metrics
+package load
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 // TestDocumented: every formula id and metric name the package emits is defined in
@@ -70,8 +71,8 @@ func TestDocumented(t *testing.T) {
 	for _, r := range rows {
 		emitted = append(emitted, r.Metrics...)
 	}
-	emitted = append(emitted, Case(rows)...)
-	tel, _, _, err := TelemetryDeltas([]byte(pageBefore), []byte(pageAfter))
+	emitted = append(emitted, metric.CaseMetrics(rows)...)
+	tel, _, _, err := metric.ServerTelemetry([]byte("# TYPE gen_tokens_total counter\ngen_tokens_total 100\n"), []byte("# TYPE gen_tokens_total counter\ngen_tokens_total 164\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestDocumented(t *testing.T) {
 		}
 		return b.String()
 	}
-	ratios, _, _, err := TelemetryDeltas([]byte(ratioPage(1)), []byte(ratioPage(5)))
+	ratios, _, _, err := metric.ServerTelemetry([]byte(ratioPage(1)), []byte(ratioPage(5)))
 	if err != nil {
 		t.Fatal(err)
 	}

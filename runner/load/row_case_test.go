@@ -1,9 +1,10 @@
-package metrics
+package load
 
 import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 func TestCase(t *testing.T) {
@@ -17,7 +18,7 @@ func TestCase(t *testing.T) {
 		{Metrics: []contract.Metric{m("ttft_ms.p99", 20, "lower_is_better")}},
 	}
 	got := map[string]contract.Metric{}
-	for _, x := range Case(rows) {
+	for _, x := range metric.CaseMetrics(rows) {
 		got[x.Name] = x
 	}
 	for _, w := range []struct {

@@ -1,4 +1,4 @@
-package metrics
+package load
 
 import (
 	"crypto/sha256"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
 func msNs(v float64) int64 { return int64(math.Round(v * 1e6)) }
@@ -61,7 +62,7 @@ func handRecords() []contract.RequestRecordDoc {
 	}
 }
 
-func metric(t *testing.T, row contract.Row, name string) contract.Metric {
+func rowMetric(t *testing.T, row contract.Row, name string) contract.Metric {
 	t.Helper()
 	for _, m := range row.Metrics {
 		if m.Name == name {
@@ -151,7 +152,7 @@ func TestRowHandComputed(t *testing.T) {
 		{"achieved_rate", 3 / 0.0202, "requests/s", "rate", "achieved_rate.v1", 4},
 	}
 	for _, w := range want {
-		m := metric(t, row, w.name)
+		m := rowMetric(t, row, w.name)
 		if !near(m.Value, w.v) || m.Unit != w.unit || string(m.Aggregation) != w.agg || m.Formula != w.formula || m.Samples == nil || *m.Samples != w.samples {
 			t.Errorf("%s = %v %s %s %s samples %v; want %v %s %s %s samples %d", w.name, m.Value, m.Unit, m.Aggregation, m.Formula, *m.Samples, w.v, w.unit, w.agg, w.formula, w.samples)
 		}
@@ -194,10 +195,10 @@ func TestRowSLOGates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		row := Row(RowSpec{Concurrency: 2, Loop: "closed", SLO: tt.slo}, handRecords())
-		if v := metric(t, row, "slo_good_fraction").Value; !near(v, tt.good/4) {
+		if v := rowMetric(t, row, "slo_good_fraction").Value; !near(v, tt.good/4) {
 			t.Errorf("%+v: good fraction %v, want %v", tt.slo, v, tt.good/4)
 		}
-		if v := metric(t, row, "slo_goodput").Value; !near(v, tt.good/0.034) {
+		if v := rowMetric(t, row, "slo_goodput").Value; !near(v, tt.good/0.034) {
 			t.Errorf("%+v: goodput %v, want %v", tt.slo, v, tt.good/0.034)
 		}
 	}
@@ -215,10 +216,10 @@ func TestRowSingleToken(t *testing.T) {
 			t.Errorf("%s emitted for a one-token response", name)
 		}
 	}
-	if v := metric(t, row, "ttft_ms.p50").Value; !near(v, 4.5) {
+	if v := rowMetric(t, row, "ttft_ms.p50").Value; !near(v, 4.5) {
 		t.Errorf("ttft %v", v)
 	}
-	if v := metric(t, row, "e2e_ms.p50").Value; !near(v, 4.5) {
+	if v := rowMetric(t, row, "e2e_ms.p50").Value; !near(v, 4.5) {
 		t.Errorf("e2e %v", v)
 	}
 	if hasMetric(row, "achieved_rate") {
@@ -248,10 +249,10 @@ func TestRowAllFailed(t *testing.T) {
 			t.Errorf("%s emitted", m.Name)
 		}
 	}
-	if v := metric(t, row, "request_failures.connection").Value; v != 2 {
+	if v := rowMetric(t, row, "request_failures.connection").Value; v != 2 {
 		t.Errorf("failures %v", v)
 	}
-	if v := metric(t, row, "slo_good_fraction").Value; v != 0 {
+	if v := rowMetric(t, row, "slo_good_fraction").Value; v != 0 {
 		t.Errorf("good fraction %v", v)
 	}
 }
@@ -307,7 +308,7 @@ func TestRowValidatesAsCaseResult(t *testing.T) {
 		PromptSetSHA256: "sha256:" + strings.Repeat("0", 64)}, handRecords())
 	row.Records = contract.FileRef{Path: "rows/c0002-r000.jsonl", Digest: "sha256:" + strings.Repeat("1", 64)}
 	doc := contract.CaseResultDoc{Schema: "qualkit.case-result.v1", CaseID: "chat-stream", Status: "failed", EffectiveConfig: contract.Config{},
-		Metrics: Case([]contract.Row{row}), Tolerances: []contract.Tolerance{}, Rows: []contract.Row{row}}
+		Metrics: metric.CaseMetrics([]contract.Row{row}), Tolerances: []contract.Tolerance{}, Rows: []contract.Row{row}}
 	data, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,11 @@
-package metrics
+package metric
 
 import (
 	"fmt"
-	"github.com/qualkit/qualkit/schemas/contract"
 	"strings"
 	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
 )
 
 const pageBefore = `# HELP gen_tokens_total Generated tokens.
@@ -48,8 +49,8 @@ wait_seconds_count 6
 running 0
 `
 
-func TestTelemetryDeltas(t *testing.T) {
-	ms, series, warns, err := TelemetryDeltas([]byte(pageBefore), []byte(pageAfter))
+func TestServerTelemetry(t *testing.T) {
+	ms, series, warns, err := ServerTelemetry([]byte(pageBefore), []byte(pageAfter))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,22 +87,22 @@ func TestTelemetryDeltas(t *testing.T) {
 	if len(warns) != 2 || !strings.Contains(warns[0], "gone_total vanished") || !strings.Contains(warns[1], "resets_total decreased") {
 		t.Errorf("warnings %q", warns)
 	}
-	if _, _, _, err := TelemetryDeltas([]byte("not a page {"), []byte(pageAfter)); err == nil {
+	if _, _, _, err := ServerTelemetry([]byte("not a page {"), []byte(pageAfter)); err == nil {
 		t.Error("a malformed page parsed")
 	}
 }
 
-// TestTelemetryDeltasVLLMNames: vLLM's namespaced families ("vllm:prefix_cache_hits") become
+// TestServerTelemetryVLLMNames: vLLM's namespaced families ("vllm:prefix_cache_hits") become
 // metrics with '_' for ':' (docs/caching.md); a family that then collides with another keeps
 // only its series.
-func TestTelemetryDeltasVLLMNames(t *testing.T) {
+func TestServerTelemetryVLLMNames(t *testing.T) {
 	before := "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{model_name=\"m\"} 100\n" +
 		"# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{model_name=\"m\"} 40\n" +
 		"# TYPE vllm_prefix_cache_hits_total counter\nvllm_prefix_cache_hits_total 1\n"
 	after := "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{model_name=\"m\"} 160\n" +
 		"# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{model_name=\"m\"} 88\n" +
 		"# TYPE vllm_prefix_cache_hits_total counter\nvllm_prefix_cache_hits_total 2\n"
-	ms, series, warns, err := TelemetryDeltas([]byte(before), []byte(after))
+	ms, series, warns, err := ServerTelemetry([]byte(before), []byte(after))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,14 +124,14 @@ func TestTelemetryDeltasVLLMNames(t *testing.T) {
 	}
 }
 
-// TestServerRatios: qualsim's speculative-decoding counters give the acceptance rate (accepted over
+// TestServerRatioMetrics: qualsim's speculative-decoding counters give the acceptance rate (accepted over
 // draft tokens between the scrapes); a denominator that did not move gives no ratio.
-func TestServerRatios(t *testing.T) {
+func TestServerRatioMetrics(t *testing.T) {
 	page := func(draft, accepted int) string {
 		return fmt.Sprintf("# TYPE qualsim_spec_decode_num_draft_tokens_total counter\nqualsim_spec_decode_num_draft_tokens_total %d\n"+
 			"# TYPE qualsim_spec_decode_num_accepted_tokens_total counter\nqualsim_spec_decode_num_accepted_tokens_total %d\n", draft, accepted)
 	}
-	ms, _, _, err := TelemetryDeltas([]byte(page(30, 10)), []byte(page(90, 52)))
+	ms, _, _, err := ServerTelemetry([]byte(page(30, 10)), []byte(page(90, 52)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestServerRatios(t *testing.T) {
 	if rate == nil || rate.Value != 0.7 || !rate.Diagnostic || rate.Formula != "server_spec_decode_acceptance_rate.v1" {
 		t.Fatalf("acceptance rate %+v; want 42/60 = 0.7, diagnostic", rate)
 	}
-	ms, _, _, _ = TelemetryDeltas([]byte(page(30, 10)), []byte(page(30, 10)))
+	ms, _, _, _ = ServerTelemetry([]byte(page(30, 10)), []byte(page(30, 10)))
 	for _, m := range ms {
 		if m.Name == "server_spec_decode_acceptance_rate" {
 			t.Fatalf("a ratio over an unmoved denominator: %+v", m)

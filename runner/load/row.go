@@ -1,20 +1,16 @@
-package metrics
+package load
 
 import (
 	"sort"
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
-	formulas "github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/metric"
 )
 
-// The client-fidelity bounds of docs/metrics.md (formulas.DefaultFidelityLagMs,
-// formulas.DegradedOpenLagMs, formulas.DegradedRateFraction).
-const (
-	DefaultFidelityLagMs = formulas.DefaultFidelityLagMs
-	DegradedOpenLagMs    = formulas.DegradedOpenLagMs
-	DegradedRateFraction = formulas.DegradedRateFraction
-)
+// Rows: a row's receipt numbers from its request records, by the catalogue's formulas (package
+// schemas/metric, which the verifier recomputes with), and the hashes of its prompt and output
+// sets. Row is a pure function of its arguments.
 
 // RowSpec is what a row's numbers depend on besides its request records.
 type RowSpec struct {
@@ -40,73 +36,6 @@ type RowSpec struct {
 	Calibration *contract.SendCalibration
 }
 
-// CalibrationOf is the formulas' view of a recorded calibration (nil: empty).
-func CalibrationOf(c *contract.SendCalibration) formulas.Calibration {
-	if c == nil {
-		return formulas.Calibration{}
-	}
-	out := formulas.Calibration{SamplesNs: c.SamplesNs}
-	if c.Connections != nil {
-		out.Connections = *c.Connections
-	}
-	return out
-}
-
-// JudgementOf is the recorded form of a row's fidelity judgement.
-func JudgementOf(j formulas.Judgement) *contract.FidelityJudgement {
-	return &contract.FidelityJudgement{Cause: contract.FidelityJudgementCause(j.Cause), Quantile: j.Quantile, LagBoundMs: j.LagBoundMs,
-		Samples: int64(j.Samples), Order: int64(j.Order), LagMs: j.LagMs, Serialised: int64(j.Serialised)}
-}
-
-// Request reduces a request record to what the formulas of package metric read.
-func Request(r *contract.RequestRecordDoc) formulas.Request {
-	q := formulas.Request{Failed: r.Error != nil, Sched: r.TSchedNs}
-	if r.Error != nil {
-		q.ErrorClass = string(r.Error.Class)
-	}
-	if r.TSendNs != nil {
-		q.Send, q.HasSend = *r.TSendNs, true
-	}
-	if r.THdrNs != nil {
-		q.Hdr, q.HasHdr = *r.THdrNs, true
-	}
-	if r.TEndNs != nil {
-		q.End, q.HasEnd = *r.TEndNs, true
-	}
-	if r.TCloseNs != nil {
-		q.Close, q.HasClose = *r.TCloseNs, true
-	}
-	for _, e := range r.Events {
-		formulas.AddTokenEvent(&q, e.Kind, e.TNs)
-	}
-	if r.Usage != nil {
-		q.HasUsage, q.Completion, q.Prompt = true, r.Usage.CompletionTokens, r.Usage.PromptTokens
-		if r.Usage.ReasoningTokens != nil {
-			q.HasReasoning, q.Reasoning = true, *r.Usage.ReasoningTokens
-		}
-	}
-	if r.CachedPromptTokens != nil {
-		q.HasCached, q.Cached = true, *r.CachedPromptTokens
-	}
-	if s := r.Session; s != nil {
-		q.Session, q.Turn = s.ID, s.Turn
-	}
-	if ct := r.ClientTokens; ct != nil {
-		q.HasClient, q.ClientPrompt, q.ClientPromptPartial = true, ct.PromptTokens, ct.ImagesNotCounted != nil
-		q.ClientCompletion, q.HasClientCompletion = formulas.ClientCompletion(*ct)
-	}
-	if len(r.ToolCalls) > 0 {
-		valid := int64(0)
-		for _, c := range r.ToolCalls {
-			if c.Valid {
-				valid++
-			}
-		}
-		formulas.AddToolCalls(&q, int64(len(r.ToolCalls)), valid)
-	}
-	return q
-}
-
 // Row computes a serving row from its request records with package metric: the counts, the
 // request window, the prompt and output set hashes, every metric of docs/metrics.md and the
 // client fidelity. It is a pure function of its arguments (records in any order; warmup records
@@ -114,24 +43,24 @@ func Request(r *contract.RequestRecordDoc) formulas.Request {
 // left empty (the caller binds the records file).
 func Row(spec RowSpec, records []contract.RequestRecordDoc) contract.Row {
 	measured := measuredOf(records)
-	reqs := make([]formulas.Request, len(measured))
+	reqs := make([]metric.Request, len(measured))
 	for i, r := range measured {
-		reqs[i] = Request(r)
+		reqs[i] = metric.RequestOf(r)
 	}
-	slo := formulas.SLO{TTFTMs: spec.SLO.TTFTMs, ICLMs: spec.SLO.ICLMs, E2EMs: spec.SLO.E2EMs}
-	res := formulas.Row(formulas.RowSpec{Concurrency: spec.Concurrency, Loop: spec.Loop, OfferedRate: spec.OfferedRate, SLO: &slo,
-		Bound: formulas.BoundOf(spec.Fidelity), Calibration: CalibrationOf(spec.Calibration)}, reqs)
+	slo := metric.SLO{TTFTMs: spec.SLO.TTFTMs, ICLMs: spec.SLO.ICLMs, E2EMs: spec.SLO.E2EMs}
+	res := metric.Row(metric.RowSpec{Concurrency: spec.Concurrency, Loop: spec.Loop, OfferedRate: spec.OfferedRate, SLO: &slo,
+		Bound: metric.BoundOf(spec.Fidelity), Calibration: metric.CalibrationOf(spec.Calibration)}, reqs)
 	f := res.Fidelity
 	row := contract.Row{
 		Concurrency: spec.Concurrency, Repetition: spec.Repetition, Loop: spec.Loop,
 		Requests: res.Requests, Successes: res.Successes, Failures: res.Failures,
 		WindowSeconds: res.WindowSeconds, PromptSetSHA256: spec.PromptSetSHA256,
 		OutputSetSHA256: outputSet(measured),
-		Metrics:         formulas.MetricsOf(res.Values),
+		Metrics:         metric.MetricsOf(res.Values),
 		Fidelity: contract.Fidelity{
 			ScheduleLagP50Ms: f.ScheduleLagP50Ms, ScheduleLagP99Ms: f.ScheduleLagP99Ms, ScheduleLagMaxMs: f.ScheduleLagMaxMs,
 			OfferedRate: spec.OfferedRate, AchievedRate: f.AchievedRate, Degraded: f.Degraded, Reasons: f.Reasons,
-			Calibration: spec.Calibration, Judgement: JudgementOf(f.Judgement),
+			Calibration: spec.Calibration, Judgement: metric.JudgementOf(f.Judgement),
 		},
 	}
 	if f.HasInFlight {
@@ -140,12 +69,12 @@ func Row(spec RowSpec, records []contract.RequestRecordDoc) contract.Row {
 	}
 	// The cache object: when the case declares a regime, or a measured request reported cached
 	// prompt tokens (so that evidence without either stays as it was).
-	if cf := formulas.CacheOf(reqs); spec.CacheRegime != "" || cf.Reporting > 0 {
+	if cf := metric.CacheOf(reqs); spec.CacheRegime != "" || cf.Reporting > 0 {
 		rc := cf.RowCache(spec.CacheRegime)
 		row.Cache = &rc
 	}
 	if tk := spec.Tokenizer; tk != nil {
-		rt := formulas.LedgerOf(reqs).RowTokens(tk.MaxMismatchFraction)
+		rt := metric.LedgerOf(reqs).RowTokens(tk.MaxMismatchFraction)
 		row.Tokens = &rt
 	}
 	return row
