@@ -87,6 +87,7 @@ var expectedSurvivors = map[string]string{
 	"request_records:/t_hdr_ns:number":               "observed: when the response headers arrived, within the bounds of the send and the first event",
 	"request_records:/t_end_ns:number":               "observed: when the stream ended, within the bounds of the last event and the close",
 	"request_records:/t_close_ns:number":             "observed: when the connection closed, after the end",
+	"request_records:/t_sent_ns:number":              "observed: when the request's write returned, ordered between its send and the response headers (rowcheck timestamp order)",
 	"lifecycle_record:/shutdown/t_sent_ns:number":    "observed: when SIGTERM was sent, after readiness and within 1 s of the wall clock's sent_at",
 	"receipt:/qualification/duration_seconds:number": "observed: the campaign's monotonic duration, at least its cases' and within the wall clock's skew bound",
 	// Observed and not recomputable offline: what the host reported about itself, bytes the
