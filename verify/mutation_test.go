@@ -135,24 +135,9 @@ var expectedSurvivors = map[string]string{
 	"driver_result:/containment/mechanism:string":           "descriptive: names the isolation implementation; the isolation itself is the probe's results, checked",
 	"driver_result:/containment/elapsed_seconds:number":     "observed: the worker's own run time, within its timeout",
 	"driver_result:/source/repository:string":               "descriptive: the repository's location on the host, as the receipt's (contract.Provenance)",
-	// A tool call's server-assigned id and its arguments: the arguments are kept by digest and
-	// length only (the stream is not kept); their validity against the function's schema was
-	// judged by the runner and is counted by the metrics.
-	"request_records:/tool_calls/*/id:string":               "observed: the server's id of a tool call",
-	"request_records:/tool_calls/*/arguments_digest:string": "observed: the digest of a tool call's arguments, which the evidence does not keep",
-	"request_records:/tool_calls/*/arguments_bytes:number":  "observed: the length of a tool call's arguments, which the evidence does not keep",
-}
-
-// serverDeltaSurvivors are the edits of a server family delta (a row metric named
-// server.<family>.delta) allowed to verify: its value and series count are the runner's
-// difference of two /metrics scrapes around the row, which the evidence does not keep (its
-// identity is checked: rowcheck serverDelta); it is diagnostic, no verdict reads it. Only an
-// edit of such a metric (by its name in the unedited case result) is allowed: the same site of
-// any other metric is not.
-var serverDeltaSurvivors = map[string]string{
-	"case_result:/rows/*/metrics/*/value:number":   "observed: a server family delta (the scrapes are not kept)",
-	"case_result:/rows/*/metrics/*/samples:number": "observed: a server family delta's series count (the scrapes are not kept)",
-	"case_result:/rows/*/metrics/*:drop":           "observed: a server family delta, diagnostic, over scrapes that are not kept",
+	// A tool call's server-assigned id (its name, arguments and validity are re-judged against the
+	// bound tools file).
+	"request_records:/tool_calls/*/id:string": "observed: the server's id of a tool call",
 }
 
 // openArtifactSurvivors are open gaps in the receipt's artifact list, allowed only for an artifact
@@ -161,9 +146,8 @@ var serverDeltaSurvivors = map[string]string{
 // script, request and model are compared with the workload's pins only where listed (a driver
 // evidence fixture of driver_test.go lists none of them, so their listing is not yet required).
 var openArtifactSurvivors = map[string]string{
-	"receipt:/artifacts/*:drop":          "open: a config_file or tokenizer listing, or a driver's executable, script, request or model listing, dropped",
-	"receipt:/artifacts/*/path:string":   "open: a config_file or tokenizer listing, or a driver's executable, script, request or model listing, moved",
-	"receipt:/artifacts/*/digest:string": "open: a driver_executable outside the repository is not re-hashed, and no result pins its digest where the workload pins none",
+	"receipt:/artifacts/*:drop":        "open: a config_file or tokenizer listing, or a driver's executable, script, request or model listing, dropped",
+	"receipt:/artifacts/*/path:string": "open: a config_file or tokenizer listing, or a driver's executable, script, request or model listing, moved",
 }
 
 var openArtifactKinds = []contract.ArtifactKind{contract.ArtifactKindConfigFile, contract.ArtifactKindTokenizer,
@@ -195,7 +179,6 @@ var warmupSurvivors = map[string]string{
 	"request_records:/client_tokens/completion_tokens:number": "observed: a warmup's client count, outside the token ledger",
 	"request_records:/client_tokens/reasoning_tokens:number":  "observed: a warmup's client count, outside the token ledger",
 	"request_records:/tool_calls/*:drop":                      "observed: a warmup's tool call, read by no metric",
-	"request_records:/tool_calls/*/valid:bool":                "observed: a warmup's tool call, read by no metric",
 }
 
 // warmupEdit reports whether m edits a warmup's record (lines: the unedited file's lines).
@@ -206,30 +189,6 @@ func warmupEdit(m mutation, lines any) bool {
 	}
 	w, _ := ls[m.line].(map[string]any)["warmup"].(bool)
 	return w
-}
-
-// serverDeltaEdit reports whether m edits a server family delta of the case result base.
-func serverDeltaEdit(m mutation, base any) bool {
-	if m.role != string(contract.ArtifactKindCaseResult) {
-		return false
-	}
-	parts := strings.Split(m.pointer, "/")
-	if len(parts) < 5 || parts[1] != "rows" || parts[3] != "metrics" {
-		return false
-	}
-	doc, _ := base.(map[string]any)
-	rows, _ := doc["rows"].([]any)
-	r, err1 := strconv.Atoi(parts[2])
-	k, err2 := strconv.Atoi(parts[4])
-	if err1 != nil || err2 != nil || r >= len(rows) {
-		return false
-	}
-	ms, _ := rows[r].(map[string]any)["metrics"].([]any)
-	if k >= len(ms) {
-		return false
-	}
-	name, _ := ms[k].(map[string]any)["name"].(string)
-	return strings.HasPrefix(name, "server.") && strings.HasSuffix(name, ".delta")
 }
 
 // sessionSurvivors are the edits of a session turn's record allowed to verify: its request body
@@ -259,20 +218,19 @@ var openSurvivors = map[string]string{
 	// or, where nothing can recompute it, moved to expectedSurvivors as observed. Those below were
 	// found on the shapes of verify/testdata/mutation and sit in another helper's code.
 	//
-	// hregen (regenerating synthesised prompts from the bound corpus, seed and generator): a
-	// synthesised corpus's prompt set digest, and a session turn's text-derived fields, are not
-	// recomputed until the verifier regenerates the prompts and reads the conversation corpus.
-	"case_result:/rows/*/prompt_set_sha256:string":  "open (hregen): the prompt set of a synthesised corpus is not regenerated",
+	// hregen (regenerating prompts from the bound corpus, seed and generator: merged for trace,
+	// synthetic and shared-prefix corpora): a session corpus's prompt set digest, and a session
+	// turn's text-derived fields, are not recomputed (the conversation corpus is not read).
+	"case_result:/rows/*/prompt_set_sha256:string":  "open (hregen): a session corpus's prompt set is not regenerated",
 	"request_records:/session/history_chars:number": "open (hregen): a turn's history length needs the corpus's texts (and the replies' lengths, bounded below)",
 	"request_records:/session/think_ms:number":      "open (hregen): a turn's think time is the corpus's (or the synthetic generator's) and is read from neither",
 	// hburst (fidelity: lag, calibration, degraded): a row's clock calibration samples and
 	// offered rate are judged by the fidelity code.
 	"case_result:/rows/*/fidelity/calibration/samples_ns/*:number": "open (hburst): the clock calibration samples are not bounded by the fidelity check",
 	"case_result:/rows/*/fidelity/offered_rate:number":             "open (hburst): a trace row's offered rate is not recomputed by the fidelity check",
-	// The record reader (verify/internal/record) keeps a record's tool call count and valid count,
-	// not each call: a call's name (the case's function, or one of the tools file's), its index
-	// (0, 1, ... in order) and a duplicated call are not checked.
-	"request_records:/tool_calls/*/name:string":  "open: a tool call's name is not checked against the case's tools",
+	// A record's tool calls are re-judged one by one against the tools file (name, arguments,
+	// validity), but their order is not: a call's index (0, 1, ... in order) and a duplicated call
+	// are not checked.
 	"request_records:/tool_calls/*/index:number": "open: a tool call's index is not checked (0, 1, ... in order)",
 	"request_records:/tool_calls/*:dup":          "open: a duplicated tool call is not refused (the reader counts calls; a duplicate of a valid call keeps the valid fraction)",
 	// A qualsim config, a tokenizer listed twice, and other files a recipe's command names are
@@ -558,7 +516,7 @@ type mutationOutcome struct {
 	rebound  bool // re-binding the digests undid the edit (a digest field): nothing to judge
 	verified bool
 	codes    string
-	why      string // an allowed survivor's reason that depends on the edited value (serverDeltaEdit)
+	why      string // an allowed survivor's reason that depends on the edited record (warmupEdit, sessionEdit, openArtifactEdit)
 }
 
 // TestMutationClosure edits the evidence of every shape leaf by leaf (see the top of this file).
@@ -792,7 +750,6 @@ func runMutation(t *testing.T, root, receipt string, k testKey, p Policy, m muta
 			applies bool
 			sites   map[string]string
 		}{
-			{serverDeltaEdit(m, base), serverDeltaSurvivors},
 			{warmupEdit(m, base), warmupSurvivors},
 			{sessionEdit(m, base), sessionSurvivors},
 			{openArtifactEdit(m, base), openArtifactSurvivors},
