@@ -7,6 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
+	"github.com/qualkit/qualkit/verify/internal/finding"
 )
 
 // The gaps the mutation closure's shapes found (verify/testdata/mutation), each closed at its root:
@@ -147,10 +152,6 @@ func TestMutationGapsClosed(t *testing.T) {
 		"driver-qualrun-version":    {"driver", `001-reference-paths-r000/result\.json$`, -1, "/implementation/qualrun/version", "dew", ErrReferenceMismatch},
 		"driver-model-id":           {"driver", `001-reference-paths-r000/result\.json$`, -1, "/model/id", "tiny-model.jsoo", ErrReferenceMismatch},
 		"driver-forced":             {"driver", `001-reference-paths-r000/result\.json$`, -1, "/containment/forced", true, ErrResultMismatch},
-		// A server family delta's identity: its formula, unit and name go together.
-		"server-delta-formula": {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/82/formula", "telemetry_delta.v2", ErrMetricMismatch},
-		"server-delta-unit":    {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/89/unit", "count", ErrMetricMismatch},
-		"server-delta-name":    {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/metrics/82/name", "server.qualsim_errors_total.deltb", ErrMetricMismatch},
 	}
 	for name, e := range edits {
 		t.Run(name, func(t *testing.T) {
@@ -165,6 +166,46 @@ func TestMutationGapsClosed(t *testing.T) {
 				}
 			}
 			t.Fatalf("%s %s = %v: want %v, got%s", e.file, e.pointer, e.value, e.want, findingsOf(res))
+		})
+	}
+}
+
+// TestServerDeltaIdentity: in a row without kept scrapes (evidence written before they were
+// kept), a server family delta's value rests on the runner's word, but its identity does not:
+// its name and formula go together, and its unit is its family's (s for _seconds_sum), its
+// aggregation, direction and diagnostic flag the formula's. Each edit verified before (the
+// sessions and trace shapes' first sweep, made before rows kept their scrapes).
+func TestServerDeltaIdentity(t *testing.T) {
+	ok := func() []contract.Metric {
+		one := int64(1)
+		return []contract.Metric{
+			{Name: "server.qualsim_errors_total.delta", Value: 0, Unit: "count", Aggregation: contract.AggregationSum, Direction: contract.DirectionNone, Formula: metric.TelemetryDelta, Samples: &one, Diagnostic: true},
+			{Name: "server.qualsim_queue_wait_seconds_sum.delta", Value: 0.5, Unit: "s", Aggregation: contract.AggregationSum, Direction: contract.DirectionNone, Formula: metric.TelemetryDelta, Samples: &one, Diagnostic: true},
+		}
+	}
+	for name, edit := range map[string]func([]contract.Metric){
+		"none":        func([]contract.Metric) {},
+		"formula":     func(ms []contract.Metric) { ms[0].Formula = "telemetry_delta.v2" },
+		"name":        func(ms []contract.Metric) { ms[0].Name = "server.qualsim_errors_total.deltb" },
+		"unit":        func(ms []contract.Metric) { ms[1].Unit = "count" },
+		"aggregation": func(ms []contract.Metric) { ms[0].Aggregation = contract.AggregationMean },
+		"diagnostic":  func(ms []contract.Metric) { ms[1].Diagnostic = false },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ms := ok()
+			edit(ms)
+			c := &finding.Collector{Check: CheckTolerances}
+			rowcheck.ServerRatios(c, "case-result.json", "/rows/0", contract.Row{Metrics: ms}, DefaultPolicy().Recompute)
+			res := c.Result()
+			if name == "none" {
+				if len(res.Findings) != 0 {
+					t.Fatalf("an unedited row: %v", res.Findings)
+				}
+				return
+			}
+			if len(res.Findings) == 0 || !errors.Is(res.Findings[0], ErrMetricMismatch) {
+				t.Fatalf("%s edited: %v, want metric_mismatch", name, res.Findings)
+			}
 		})
 	}
 }
