@@ -77,8 +77,11 @@ func editedShape(t *testing.T, e shapeEdit) *Result {
 	return verifyAt(t, root, sh.receipt, k.policy())
 }
 
-// dropItem as a shapeEdit's value removes the array item at its pointer.
-type dropItem struct{}
+// dropItem as a shapeEdit's value removes the array item at its pointer; dupItem duplicates it.
+type (
+	dropItem struct{}
+	dupItem  struct{}
+)
 
 // setAt sets the member at ptr (RFC 6901, no escapes) of doc, a tree of maps and slices, to v
 // (removes it, an array item, when v is dropItem{}).
@@ -86,6 +89,9 @@ func setAt(t *testing.T, doc any, ptr string, v any) any {
 	t.Helper()
 	if _, ok := v.(dropItem); ok {
 		return apply(doc, ptr, "drop")
+	}
+	if _, ok := v.(dupItem); ok {
+		return apply(doc, ptr, "dup")
 	}
 	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
 	cur := doc
@@ -139,6 +145,8 @@ func TestMutationGapsClosed(t *testing.T) {
 		"leader-escaped":     {"trace", `lifecycle\.json$`, -1, "/shutdown/processes_at_signal/0/escaped", true, ErrLifecycleImplausible},
 		"leader-missing":     {"trace", `lifecycle\.json$`, -1, "/shutdown/processes_at_signal/0/pid", 3, ErrLifecycleImplausible},
 		"server-binary-path": {"trace", `receipts/trace\.json$`, -1, "/artifacts/2/path", "/usr/local/bin/qualsim", ErrLifecycleMismatch},
+		// A record's tool calls are one per stream index, in index order (line 1: a measured record).
+		"tool-call-duplicated": {"apis", `000-tools-r000/rows/.*\.jsonl$`, 1, "/tool_calls/0", dupItem{}, ErrRowMismatch},
 		// A file the workload binds is listed among the receipt's artifacts.
 		"corpus-artifact-dropped": {"trace", `receipts/trace\.json$`, -1, "/artifacts/3", dropItem{}, ErrReferenceMismatch},
 		// A driver result is what the worker output beside it and the request file say.

@@ -135,9 +135,10 @@ var expectedSurvivors = map[string]string{
 	"driver_result:/containment/mechanism:string":           "descriptive: names the isolation implementation; the isolation itself is the probe's results, checked",
 	"driver_result:/containment/elapsed_seconds:number":     "observed: the worker's own run time, within its timeout",
 	"driver_result:/source/repository:string":               "descriptive: the repository's location on the host, as the receipt's (contract.Provenance)",
-	// A tool call's server-assigned id (its name, arguments and validity are re-judged against the
-	// bound tools file).
-	"request_records:/tool_calls/*/id:string": "observed: the server's id of a tool call",
+	// A tool call's server-assigned id and stream index (its name, arguments and validity are
+	// re-judged against the bound tools file, and the calls' order is checked).
+	"request_records:/tool_calls/*/id:string":    "observed: the server's id of a tool call",
+	"request_records:/tool_calls/*/index:number": "observed: the server's stream index of a call (the calls are one per index, in index order: rowcheck ToolCalls)",
 }
 
 // openArtifactSurvivors are open gaps in the receipt's artifact list, allowed only for an artifact
@@ -228,11 +229,6 @@ var openSurvivors = map[string]string{
 	// offered rate are judged by the fidelity code.
 	"case_result:/rows/*/fidelity/calibration/samples_ns/*:number": "open (hburst): the clock calibration samples are not bounded by the fidelity check",
 	"case_result:/rows/*/fidelity/offered_rate:number":             "open (hburst): a trace row's offered rate is not recomputed by the fidelity check",
-	// A record's tool calls are re-judged one by one against the tools file (name, arguments,
-	// validity), but their order is not: a call's index (0, 1, ... in order) and a duplicated call
-	// are not checked.
-	"request_records:/tool_calls/*/index:number": "open: a tool call's index is not checked (0, 1, ... in order)",
-	"request_records:/tool_calls/*:dup":          "open: a duplicated tool call is not refused (the reader counts calls; a duplicate of a valid call keeps the valid fraction)",
 	// A qualsim config, a tokenizer listed twice, and other files a recipe's command names are
 	// bound as config_file artifacts; load.ReadInput compares only the workload, recipes and
 	// corpora with the commit's blobs, so an edited config_file in the repository (or its listing

@@ -19,6 +19,8 @@ import (
 // a row written before arguments were kept), validity rests on the record, and the note says so.
 // A row in which some call keeps its arguments keeps every call's that can be kept, so leaving the
 // arguments out of one call does not take it out of the judgement (row_mismatch).
+// A record holds one call per stream index, in index order, as the runner writes them
+// (row_mismatch otherwise).
 
 // ToolCalls judges every tool call of a row's records (fns: the case's functions, nil when it
 // offers none; known: whether they are known, else only the arguments' digests and sizes are
@@ -32,6 +34,14 @@ func ToolCalls(c *finding.Collector, row contract.Row, recs []*record.Record, fn
 	}
 	rests := 0
 	for _, r := range recs {
+		// The runner records a response's calls in the order of their stream index, one entry
+		// per index (runner/load judgeCalls): a call repeated or out of order is not one it wrote.
+		for i := 1; i < len(r.Calls); i++ {
+			if r.Calls[i].Index <= r.Calls[i-1].Index {
+				c.Add(row.Records.Path, finding.Pointer(r.Line, "tool_calls", i, "index"), reason.ErrRowMismatch, "request %d's call %d has index %d after index %d: the runner records one call per index, in index order", r.Index, i, r.Calls[i].Index, r.Calls[i-1].Index)
+				break
+			}
+		}
 		for i := range r.Calls {
 			if !judgeCall(c, row, r, i, fns, known, kept) {
 				rests++
