@@ -102,3 +102,57 @@ func TestInputsComparedWithCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestConfigFileComparedWithCommit: a config file the receipt binds (here qualsim's --config of
+// the apis shape) is the blob of the commit where the commit holds one; its edit in the
+// repository, re-bound and re-signed, verified before (hmut's mutation closure listed it open).
+// A config file the commit does not hold (untracked or ignored) is not compared.
+func TestConfigFileComparedWithCommit(t *testing.T) {
+	const receipt = ".qualification/receipts/apis.json"
+	k := newTestKey(t)
+	p := k.policy()
+	p.RequirePublishable = false
+	var config string
+	for _, a := range readTree(t, filepath.Join(mutationRoot, "apis", receipt))["artifacts"].([]any) {
+		if m := a.(map[string]any); m["kind"] == "config_file" && !strings.HasPrefix(m["path"].(string), "/") {
+			config = m["path"].(string)
+			break
+		}
+	}
+	if config == "" {
+		t.Fatal("the apis shape binds no config file in the repository")
+	}
+	for _, tc := range []struct {
+		name      string
+		committed func(t *testing.T, root string) // what the commit holds instead
+		want      bool
+	}{
+		{"the commit's config is another", func(t *testing.T, root string) {
+			b, err := os.ReadFile(filepath.Join(root, config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, filepath.Join(root, config), append(b, ' '))
+		}, true},
+		{"the config is not in the commit", func(t *testing.T, root string) {
+			mustWrite(t, filepath.Join(root, ".gitignore"), []byte(".qualification/\n"+config+"\n"))
+		}, false},
+		{"the commit's config", func(*testing.T, string) {}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := copyTree(t, filepath.Join(mutationRoot, "apis"))
+			saved, err := os.ReadFile(filepath.Join(root, config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.committed(t, root)
+			checkoutShape(t, root, receipt)
+			mustWrite(t, filepath.Join(root, config), saved) // the working tree holds what the receipt binds
+			reseal(t, root, receipt, k)
+			res := verifyAt(t, root, receipt, p)
+			if got := hasFinding(res, CheckSource, ErrInputNotInCommit, config); got != tc.want {
+				t.Fatalf("input_not_in_commit naming %s: %v, want %v:%s", config, got, tc.want, findingsOf(res))
+			}
+		})
+	}
+}

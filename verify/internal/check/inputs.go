@@ -10,7 +10,7 @@ import (
 )
 
 // checkInputsInCommit: every bound input the checks read is the blob of the receipt's commit at
-// its path. The working tree's bytes are what verification read (and re-hashed against the
+// its path, and so is a bound config file the commit holds (load.CommitInput). The working tree's bytes are what verification read (and re-hashed against the
 // receipt); a receipt that names commit C while its workload, recipe or corpus is not C's claims
 // a source it did not run.
 func checkInputsInCommit(c *finding.Collector, s *load.Snapshot) {
@@ -21,8 +21,11 @@ func checkInputsInCommit(c *finding.Collector, s *load.Snapshot) {
 	for i, a := range s.RC.Artifacts {
 		b, ok := s.Tree.Inputs[a.Path]
 		f := s.Files[a.Path]
-		if !ok || !load.ReadInput(a.Kind) || f == nil || !f.Present {
+		if !ok || !load.CommitInput(a.Kind) || f == nil || !f.Present {
 			continue
+		}
+		if !load.ReadInput(a.Kind) && (b.Err != nil || b.Digest == "") {
+			continue // a config file the commit does not hold (untracked or ignored) is not its
 		}
 		switch {
 		case b.Err != nil && errors.Is(b.Err, gitobj.ErrObjectMissing):

@@ -15,14 +15,15 @@ type InputBlob struct {
 	Err error
 }
 
-// lookupInputs records, for every bound input the checks read (the workload, launch recipes,
-// corpus files) at a repository path, the blob the commit's tree holds there; and, when the
+// lookupInputs records, for every bound input compared with the commit (CommitInput: the
+// workload, launch recipes, corpus files, config files) at a repository path, the blob the
+// commit's tree holds there; and, when the
 // checkout's HEAD is another commit, the blobs HEAD holds for the files the receipt binds, so that
 // a working tree that differs from HEAD is said.
 func (s *Snapshot) lookupInputs(g *gitobj.Store) {
 	s.Tree.Inputs = map[string]InputBlob{}
 	for _, a := range s.RC.Artifacts {
-		if !ReadInput(a.Kind) || !localPath(a.Path) {
+		if !CommitInput(a.Kind) || !localPath(a.Path) {
 			continue
 		}
 		if _, done := s.Tree.Inputs[a.Path]; done {

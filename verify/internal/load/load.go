@@ -404,6 +404,14 @@ func ReadInput(kind contract.ArtifactKind) bool {
 	return false
 }
 
+// CommitInput reports whether a bound input of kind at a repository path is compared with the
+// blob the receipt's commit holds there: every ReadInput kind (which must be the commit's), and a
+// config file (a file a recipe's command reads, e.g. a server's --config), which must be the
+// commit's where the commit holds a file at its path (an untracked or ignored one is not).
+func CommitInput(kind contract.ArtifactKind) bool {
+	return ReadInput(kind) || kind == contract.ArtifactKindConfigFile
+}
+
 // NotCheckedWithout says what is not checked without a bound input of kind.
 func NotCheckedWithout(kind contract.ArtifactKind) string {
 	switch kind {
