@@ -229,15 +229,6 @@ var openSurvivors = map[string]string{
 	// offered rate are judged by the fidelity code.
 	"case_result:/rows/*/fidelity/calibration/samples_ns/*:number": "open (hburst): the clock calibration samples are not bounded by the fidelity check",
 	"case_result:/rows/*/fidelity/offered_rate:number":             "open (hburst): a trace row's offered rate is not recomputed by the fidelity check",
-	// A qualsim config, a tokenizer listed twice, and other files a recipe's command names are
-	// bound as config_file artifacts; load.ReadInput compares only the workload, recipes and
-	// corpora with the commit's blobs, so an edited config_file in the repository (or its listing
-	// moved, openArtifactSurvivors) verifies. Closing it is a change to verify/internal/load
-	// (outside hmut's files).
-	"config_file:/reasoning/field:string":     "open: a config_file in the repository is not compared with the commit's blob",
-	"config_file:/reasoning/tokens:number":    "open: a config_file in the repository is not compared with the commit's blob",
-	"config_file:/tool_calls/accuracy:number": "open: a config_file in the repository is not compared with the commit's blob",
-	"config_file:/tool_calls/enabled:bool":    "open: a config_file in the repository is not compared with the commit's blob",
 }
 
 // mutation is one edit of one file.

@@ -183,13 +183,13 @@ func workloadInputs(s *load.Snapshot, ref func(refFile, ptr, path, dg, what stri
 			// A conversation corpus is not among the artifacts the runner lists (a gap of the
 			// runner's, docs/verification.md "Mutation closure"): only a trace's is required.
 			if cp := wc.Corpus; cp != nil && cp.Source == contract.CorpusSourceTrace {
-				bind(at("corpus"), cp.Path, cp.Digest, "corpus")
+				bind(at("corpus"), cp.Path, cp.Digest, "corpus") // not a contract value: the workload case's member name
 			}
 			if t := wc.Tools; t != nil {
 				bind(at("tools"), t.Path, t.Digest, "tools file")
 			}
 			if t := wc.Tokenizer; t != nil {
-				bind(at("tokenizer"), t.Path, t.Digest, "tokenizer")
+				bind(at("tokenizer"), t.Path, t.Digest, "tokenizer") // not a contract value: the workload case's member name
 			}
 		}
 	}

@@ -33,7 +33,7 @@ func lifecycleEnvironment(c *finding.Collector, path string, l *contract.Lifecyc
 	env := la.Environment
 	markers := 0
 	for i, e := range env {
-		at := func(m string) string { return finding.Pointer("launch", "environment", i, m) }
+		at := func(m string) string { return finding.Pointer("launch", "environment", i, m) } // not a contract value: the lifecycle record's member name
 		if i > 0 && e.Name <= env[i-1].Name {
 			c.Add(path, at("name"), reason.ErrLifecycleMismatch, "environment entry %s after %s: the runner lists each variable once, sorted by name", e.Name, env[i-1].Name)
 		}
