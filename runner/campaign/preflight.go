@@ -420,7 +420,10 @@ func (p *Plan) resolveCases(ctx context.Context) error {
 				}
 				p.prompts[c.ID] = prompts
 			}
-			if c.Corpus.Source == contract.CorpusSourceFile || c.Corpus.Source == contract.CorpusSourceTrace { // a trace is bound like a corpus file
+			// A trace and a conversation corpus are bound like a corpus file: the requests are
+			// built from them (cases may share one file).
+			if s := c.Corpus.Source; (s == contract.CorpusSourceFile || s == contract.CorpusSourceTrace || s == contract.CorpusSourceConversations) &&
+				!slices.ContainsFunc(p.files, func(f artifact.File) bool { return f.Path == c.Corpus.Path }) {
 				p.files = append(p.files, artifact.File{Kind: contract.ArtifactKindCorpus, Path: c.Corpus.Path, Abs: filepath.Join(p.root, c.Corpus.Path)})
 			}
 			if err := p.resolveTokenizer(c); err != nil {
