@@ -397,11 +397,6 @@ func Launch(ctx context.Context, r *contract.LaunchRecipeDoc, opts Options) (*Se
 	}
 	s.closeSink(sink)
 	s.cmd = cmd
-	go func() {
-		s.waitErr = cmd.Wait()
-		s.state = cmd.ProcessState
-		close(s.exited)
-	}()
 
 	launch := &contract.Launch{
 		StartedAt:        startedAt.UTC().Format(time.RFC3339Nano),
@@ -418,8 +413,18 @@ func Launch(ctx context.Context, r *contract.LaunchRecipeDoc, opts Options) (*Se
 		launch.Cgroup = &dir
 	}
 	s.record.Launch = launch
-	if err := s.bind(); err != nil {
-		return s, err
+	// The identity is bound before the leader is waited for: a leader that exits at once stays a
+	// zombie until then, so its stat and cmdline (empty) are still there to read, and the launch
+	// record is whole (it was left without a boot id and a cmdline digest when the waiter reaped
+	// the leader first: TestExitBeforeReadyFailsFast, once in CI).
+	bindErr := s.bind()
+	go func() {
+		s.waitErr = cmd.Wait()
+		s.state = cmd.ProcessState
+		close(s.exited)
+	}()
+	if bindErr != nil {
+		return s, bindErr
 	}
 	if err := s.keeper.announce(s.id.PID, s.id.StartTicks); err != nil {
 		s.unsupported = append(s.unsupported, "keeper: "+err.Error())
@@ -464,6 +469,9 @@ func (s *Server) bind() error {
 // checkIdentity re-reads the leader's stat and refuses if it is no longer the bound process.
 // A leader that has exited (and been reaped) is not an identity change.
 func (s *tree) checkIdentity() error {
+	if !s.bound() {
+		return ErrUnbound
+	}
 	select {
 	case <-s.exited:
 		return nil
@@ -478,6 +486,14 @@ func (s *tree) checkIdentity() error {
 	}
 	return nil
 }
+
+// ErrUnbound: the leader's identity was never bound (it could not be read after the start), so
+// nothing is signalled by process group: a group id of 0 would signal qualrun's own group, and
+// -1 every process it may signal (stop 32's CI was ended by such a SIGTERM).
+var ErrUnbound = errors.New("the server's identity was never bound")
+
+// bound reports whether the leader's identity was bound: a pid and a group of its own, above 1.
+func (s *tree) bound() bool { return s.id.PID > 1 && s.id.PGID > 1 }
 
 // Exited is closed when the leader process has exited.
 func (s *tree) Exited() <-chan struct{} { return s.exited }
@@ -518,6 +534,16 @@ func (s *tree) ownedTree() (procTable, error) {
 		}
 	}
 	leader := s.id.PID
+	if !s.bound() {
+		// Without a bound leader only the cgroup says what is the server's: group 0 and
+		// "descends from pid 0" would take in kernel threads and this runner's other children.
+		for pid, p := range all {
+			if inCgroup[pid] && pid != s.self && pid != s.notOurs {
+				owned[pid] = p
+			}
+		}
+		return owned, nil
+	}
 	var descends func(p procInfo, depth int) bool
 	descends = func(p procInfo, depth int) bool {
 		if p.PID == leader {

@@ -41,6 +41,9 @@ func (s *tree) signalGroup(sig syscall.Signal) error {
 	if err := s.checkIdentity(); err != nil {
 		return err
 	}
+	if !s.bound() { // checkIdentity refuses it; never signal group 0 or -1
+		return ErrUnbound
+	}
 	if err := unix.Kill(-s.id.PGID, sig); err != nil && err != unix.ESRCH {
 		return fmt.Errorf("signal group %d with %s: %w", s.id.PGID, unix.SignalName(sig), err)
 	}
@@ -58,7 +61,7 @@ func (s *tree) killAll() {
 			}
 		}
 	}
-	if s.id.PID > 0 && s.checkIdentity() == nil {
+	if s.bound() && s.checkIdentity() == nil {
 		_ = unix.Kill(-s.id.PGID, unix.SIGKILL)
 	}
 	if s.cg != nil {
