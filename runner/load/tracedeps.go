@@ -5,6 +5,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/trace"
 )
 
 // Trace entries that wait for a parent (a Bailian conversation's later turns, trace.Entry.After):
@@ -20,27 +21,18 @@ type entryDeps struct {
 	parents, turns []int32
 }
 
-// traceDeps returns the entries' parents and turns, or nil when no entry has a parent.
+// traceDeps returns the entries' parents and turns (trace.Turns), or nil when no entry has a
+// parent.
 func traceDeps(entries []TraceEntry) *entryDeps {
-	var d *entryDeps
-	for i, e := range entries {
-		p, ok := e.Parent()
-		if !ok {
-			continue
-		}
-		if d == nil {
-			d = &entryDeps{parents: make([]int32, len(entries)), turns: make([]int32, len(entries))}
-			for k := range d.parents {
-				d.parents[k], d.turns[k] = -1, 1
-			}
-		}
-		d.parents[i] = int32(p)
+	turns := trace.Turns(entries)
+	if turns == nil {
+		return nil
 	}
-	if d != nil {
-		for i, p := range d.parents {
-			if p >= 0 { // Read keeps a parent before its child: its turn is known
-				d.turns[i] = d.turns[p] + 1
-			}
+	d := &entryDeps{parents: make([]int32, len(entries)), turns: turns}
+	for i, e := range entries {
+		d.parents[i] = -1
+		if p, ok := e.Parent(); ok {
+			d.parents[i] = int32(p)
 		}
 	}
 	return d

@@ -47,6 +47,27 @@ type Entry struct {
 // Parent returns the index of the entry e waits for, and false when it waits for none.
 func (e Entry) Parent() (int, bool) { return int(e.After - 1), e.After > 0 }
 
+// Turns returns each entry's turn, the depth of its parent chain: 1 for an entry that waits for
+// none, else its parent's turn + 1 (Read keeps a parent before its child). nil when no entry
+// names a parent. The runner records it (trace_entry.turn) and the verifier recomputes it.
+func Turns(entries []Entry) []int32 {
+	var turns []int32
+	for i, e := range entries {
+		p, ok := e.Parent()
+		if !ok {
+			continue
+		}
+		if turns == nil {
+			turns = make([]int32, len(entries))
+			for k := range turns {
+				turns[k] = 1
+			}
+		}
+		turns[i] = turns[p] + 1
+	}
+	return turns
+}
+
 type line struct {
 	Timestamp    *int64  `json:"timestamp"`
 	InputLength  *int64  `json:"input_length"`

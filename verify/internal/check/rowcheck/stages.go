@@ -332,7 +332,7 @@ func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry
 		return
 	}
 	origin := measured[0].Sched - offs[k0]
-	turns := traceTurns(entries) // nil when no entry names a parent
+	turns := trace.Turns(entries) // nil when no entry names a parent
 	byEntry := make(map[int64]*record.Record, len(measured))
 	for _, r := range measured {
 		byEntry[r.Index-unmeasured] = r
@@ -372,31 +372,12 @@ func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry
 	}
 }
 
-// traceTurns are the entries' turns (1, or 1 + the parent's), or nil when no entry names a parent.
-func traceTurns(entries []trace.Entry) []int64 {
-	var turns []int64
-	for i, e := range entries {
-		p, ok := e.Parent()
-		if !ok {
-			continue
-		}
-		if turns == nil {
-			turns = make([]int64, len(entries))
-			for k := range turns {
-				turns[k] = 1
-			}
-		}
-		turns[i] = turns[p] + 1 // a parent comes before its child (trace.Read)
-	}
-	return turns
-}
-
 // wantTraceEntry is the trace_entry of a request of entry k: nil when the trace names no parents.
-func wantTraceEntry(k int64, entries []trace.Entry, turns []int64) *contract.TraceEntry {
+func wantTraceEntry(k int64, entries []trace.Entry, turns []int32) *contract.TraceEntry {
 	if turns == nil {
 		return nil
 	}
-	te := &contract.TraceEntry{Entry: k, Turn: turns[k]}
+	te := &contract.TraceEntry{Entry: k, Turn: int64(turns[k])}
 	if p, ok := entries[k].Parent(); ok {
 		pp := int64(p)
 		te.Parent = &pp
@@ -405,7 +386,7 @@ func wantTraceEntry(k int64, entries []trace.Entry, turns []int64) *contract.Tra
 }
 
 // traceEntryIs reports whether a record's trace_entry is entry k's.
-func traceEntryIs(got *contract.TraceEntry, k int64, entries []trace.Entry, turns []int64) bool {
+func traceEntryIs(got *contract.TraceEntry, k int64, entries []trace.Entry, turns []int32) bool {
 	want := wantTraceEntry(k, entries, turns)
 	if got == nil || want == nil {
 		return got == nil && want == nil
