@@ -333,9 +333,12 @@ func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry
 	}
 	origin := measured[0].Sched - offs[k0]
 	turns := trace.Turns(entries) // nil when no entry names a parent
-	byEntry := make(map[int64]*record.Record, len(measured))
-	for _, r := range measured {
-		byEntry[r.Index-unmeasured] = r
+	var byEntry map[int64]*record.Record // only a trace whose entries name parents looks them up
+	if turns != nil {
+		byEntry = make(map[int64]*record.Record, len(measured))
+		for _, r := range measured {
+			byEntry[r.Index-unmeasured] = r
+		}
 	}
 	for _, r := range measured {
 		k := r.Index - unmeasured
