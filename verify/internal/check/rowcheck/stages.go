@@ -332,7 +332,7 @@ func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry
 		return
 	}
 	origin := measured[0].Sched - offs[k0]
-	turns := trace.Turns(entries) // nil when no entry names a parent
+	turns := trace.Turns(entries)        // nil when no entry names a parent
 	var byEntry map[int64]*record.Record // only a trace whose entries name parents looks them up
 	if turns != nil {
 		byEntry = make(map[int64]*record.Record, len(measured))
