@@ -162,3 +162,53 @@ func TestRunTraceJoin(t *testing.T) {
 		t.Errorf("K scheduled at %d, want J's end %d", got, ended(j))
 	}
 }
+
+// TestDepGateJoin: a join waits until every parent has finished, is scheduled at the latest
+// parent's end (metric.AfterParents), and is released unsent when one parent was never sent; a
+// join whose parents the row does not ask before it waits only for those it does.
+func TestDepGateJoin(t *testing.T) {
+	es := []trace.Entry{{}, {After: 1}, {After: 1}, {Join: []int64{1, 2}}}
+	tp := &TracePlan{deps: traceDeps(es)}
+	epoch := time.Unix(100, 0)
+	rec := func(closeNs int64) *contract.RequestRecordDoc {
+		return &contract.RequestRecordDoc{TSchedNs: 1, TCloseNs: &closeNs}
+	}
+	g := newDepGate(tp, []int64{0, 1, 2, 3}, epoch)
+	pks := g.parentsOf(3)
+	if !slices.Equal(pks, []int32{1, 2}) || !slices.Equal(g.parentsOf(1), []int32{0}) || g.parentsOf(0) != nil {
+		t.Fatalf("parents %v %v %v", pks, g.parentsOf(1), g.parentsOf(0))
+	}
+	g.finish(0, rec(5))
+	g.finish(1, rec(40))
+	if g.allDone(pks) {
+		t.Fatal("the join is ready with one parent unfinished")
+	}
+	g.finish(2, rec(70))
+	if !g.allDone(pks) || !g.wait(nil, pks) {
+		t.Fatal("the join is not ready with both parents finished")
+	}
+	if at, ok := g.after(epoch.Add(10), pks); !ok || at != epoch.Add(70) {
+		t.Fatalf("the join at %v %v, want the later parent's end", at.Sub(epoch), ok)
+	}
+	if at, ok := g.after(epoch.Add(90), pks); !ok || at != epoch.Add(90) {
+		t.Fatalf("the join at %v %v, want its offset", at.Sub(epoch), ok)
+	}
+	// Parent 2 never sent: the join is released unsent.
+	g = newDepGate(tp, []int64{0, 1, 2, 3}, epoch)
+	g.finish(0, rec(5))
+	g.finish(1, rec(40))
+	g.finish(2, nil)
+	if _, ok := g.after(epoch.Add(10), g.parentsOf(3)); ok {
+		t.Fatal("a join whose parent was never sent is sent")
+	}
+	// A row that asks entry 2 after the join: the join waits for entry 1 only.
+	g = newDepGate(tp, []int64{0, 1, 3, 2}, epoch)
+	if got := g.parentsOf(2); !slices.Equal(got, []int32{1}) {
+		t.Fatalf("parents of the join asked before one of them: %v", got)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if g.wait(stop, g.parentsOf(2)) {
+		t.Fatal("wait returned true when stopped before the parent finished")
+	}
+}
