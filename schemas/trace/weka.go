@@ -87,6 +87,15 @@ func wekaType(raw json.RawMessage) string {
 	return kind.Type
 }
 
+// wekaWhere names request j of a conversation, or request m of the sub-agent that is its
+// request j (m -1: the request itself), for an error.
+func wekaWhere(j, m int) string {
+	if m < 0 {
+		return fmt.Sprintf("request %d", j)
+	}
+	return fmt.Sprintf("request %d (a sub-agent) request %d", j, m)
+}
+
 // ImportWEKA reads a WEKA agentic coding trace: one conversation object per line (JSONL, the
 // published datasets' shape) or a single conversation object, each {"id", "block_size",
 // "hash_id_scope"?, "requests": [{"t": s from the conversation's start, "in", "out", "hash_ids",
@@ -163,16 +172,19 @@ func ImportWEKA(r io.Reader, staggerMs int64) ([]Entry, WEKAImport, error) {
 		start := staggerMs * int64(info.Conversations)
 		info.Conversations++
 		var maxID int64
-		// add appends request q, at t s from the conversation's start, waiting for the rows at parents.
-		add := func(where string, q wekaRequest, t float64, parents []int) (int, error) {
+		// add appends request q (request j of the conversation, or request m of the sub-agent
+		// that is its request j; m -1 otherwise), at t s from the conversation's start, waiting for
+		// the rows at parents.
+		add := func(j, m int, q wekaRequest, t float64, parents []int) (int, error) {
+			where := func() string { return wekaWhere(j, m) }
 			if len(rows) >= MaxEntries {
 				return 0, fmt.Errorf("%w: more than %d entries", ErrTrace, MaxEntries)
 			}
 			if q.T == nil || q.In == nil || q.Out == nil {
-				return 0, fmt.Errorf(`%w: weka line %d %s: want {"t": s, "in", "out", "hash_ids"?, ...}`, ErrTrace, n, where)
+				return 0, fmt.Errorf(`%w: weka line %d %s: want {"t": s, "in", "out", "hash_ids"?, ...}`, ErrTrace, n, where())
 			}
 			if math.IsNaN(t) || *q.T < 0 || t < 0 || t*1e3 > MaxTimestampMs-float64(start) {
-				return 0, fmt.Errorf("%w: weka line %d %s: t %g: want seconds from 0 with the conversation's start within %d ms", ErrTrace, n, where, *q.T, int64(MaxTimestampMs))
+				return 0, fmt.Errorf("%w: weka line %d %s: t %g: want seconds from 0 with the conversation's start within %d ms", ErrTrace, n, where(), *q.T, int64(MaxTimestampMs))
 			}
 			ms := start + int64(math.Round(t*1e3))
 			clamped := false
@@ -186,13 +198,13 @@ func ImportWEKA(r io.Reader, staggerMs int64) ([]Entry, WEKAImport, error) {
 			}
 			e := Entry{InputLength: *q.In, OutputLength: *q.Out, HashIDs: q.HashIDs}
 			if err := Check(e); err != nil {
-				return 0, fmt.Errorf("%w: weka line %d %s: %v", ErrTrace, n, where, err)
+				return 0, fmt.Errorf("%w: weka line %d %s: %v", ErrTrace, n, where(), err)
 			}
 			if len(e.HashIDs) > 0 {
 				ids := make([]int64, len(e.HashIDs))
 				for k, h := range e.HashIDs {
 					if h > math.MaxInt64/2-idBase {
-						return 0, fmt.Errorf("%w: weka line %d %s: hash id %d too large", ErrTrace, n, where, h)
+						return 0, fmt.Errorf("%w: weka line %d %s: hash id %d too large", ErrTrace, n, where(), h)
 					}
 					ids[k] = idBase + h
 					maxID = max(maxID, h)
@@ -207,17 +219,17 @@ func ImportWEKA(r io.Reader, staggerMs int64) ([]Entry, WEKAImport, error) {
 		var joined []int // the last request of each sub-agent of the current group
 		inGroup := false
 		for j, raw := range cv.Requests {
-			where := fmt.Sprintf("request %d", j)
+			where := func() string { return wekaWhere(j, -1) }
 			if wekaType(raw) == "subagent" {
 				var sa wekaSubagent
 				if err := jsonstrict.DecodeInto(raw, &sa); err != nil {
-					return nil, info, fmt.Errorf("%w: weka line %d %s (a sub-agent): %v", ErrTrace, n, where, err)
+					return nil, info, fmt.Errorf("%w: weka line %d %s (a sub-agent): %v", ErrTrace, n, where(), err)
 				}
 				if sa.T == nil || sa.Requests == nil {
-					return nil, info, fmt.Errorf(`%w: weka line %d %s: want a sub-agent {"type": "subagent", "t": s, "requests": [...], ...}`, ErrTrace, n, where)
+					return nil, info, fmt.Errorf(`%w: weka line %d %s: want a sub-agent {"type": "subagent", "t": s, "requests": [...], ...}`, ErrTrace, n, where())
 				}
 				if !(*sa.T >= 0 && *sa.T*1e3 <= MaxTimestampMs-float64(start)) { // NaN fails too
-					return nil, info, fmt.Errorf("%w: weka line %d %s (a sub-agent): t %g: want seconds from 0 with the conversation's start within %d ms", ErrTrace, n, where, *sa.T, int64(MaxTimestampMs))
+					return nil, info, fmt.Errorf("%w: weka line %d %s (a sub-agent): t %g: want seconds from 0 with the conversation's start within %d ms", ErrTrace, n, where(), *sa.T, int64(MaxTimestampMs))
 				}
 				if !inGroup {
 					inGroup, spawn, joined = true, prev, nil
@@ -225,19 +237,18 @@ func ImportWEKA(r io.Reader, staggerMs int64) ([]Entry, WEKAImport, error) {
 				info.Subagents++
 				last := spawn
 				for m, rq := range sa.Requests {
-					inner := fmt.Sprintf("%s (a sub-agent) request %d", where, m)
 					if wekaType(rq) == "subagent" {
-						return nil, info, fmt.Errorf("%w: weka line %d %s: a sub-agent inside a sub-agent is not replayed (the format nests one level)", ErrTrace, n, inner)
+						return nil, info, fmt.Errorf("%w: weka line %d %s: a sub-agent inside a sub-agent is not replayed (the format nests one level)", ErrTrace, n, wekaWhere(j, m))
 					}
 					var q wekaRequest
 					if err := jsonstrict.DecodeInto(rq, &q); err != nil {
-						return nil, info, fmt.Errorf("%w: weka line %d %s: %v", ErrTrace, n, inner, err)
+						return nil, info, fmt.Errorf("%w: weka line %d %s: %v", ErrTrace, n, wekaWhere(j, m), err)
 					}
 					tSec := math.NaN()
 					if q.T != nil {
 						tSec = *sa.T + *q.T
 					}
-					k, err := add(inner, q, tSec, last)
+					k, err := add(j, m, q, tSec, last)
 					if err != nil {
 						return nil, info, err
 					}
@@ -245,7 +256,7 @@ func ImportWEKA(r io.Reader, staggerMs int64) ([]Entry, WEKAImport, error) {
 				}
 				if len(sa.Requests) > 0 {
 					if len(joined) == MaxParents {
-						return nil, info, fmt.Errorf("%w: weka line %d %s: a group of more than %d sub-agents (the next request would wait for more than %d)", ErrTrace, n, where, MaxParents, MaxParents)
+						return nil, info, fmt.Errorf("%w: weka line %d %s: a group of more than %d sub-agents (the next request would wait for more than %d)", ErrTrace, n, where(), MaxParents, MaxParents)
 					}
 					joined = append(joined, last[0])
 				}
@@ -262,13 +273,13 @@ func ImportWEKA(r io.Reader, staggerMs int64) ([]Entry, WEKAImport, error) {
 			}
 			var q wekaRequest
 			if err := jsonstrict.DecodeInto(raw, &q); err != nil {
-				return nil, info, fmt.Errorf("%w: weka line %d %s: %v", ErrTrace, n, where, err)
+				return nil, info, fmt.Errorf("%w: weka line %d %s: %v", ErrTrace, n, where(), err)
 			}
 			tSec := math.NaN()
 			if q.T != nil {
 				tSec = *q.T
 			}
-			k, err := add(where, q, tSec, prev)
+			k, err := add(j, -1, q, tSec, prev)
 			if err != nil {
 				return nil, info, err
 			}
