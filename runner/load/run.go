@@ -786,27 +786,25 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 			if p.until(send, at) != nil {
 				return
 			}
-			if pk, ok := deps.parentOf(i); ok {
-				select {
-				case <-deps.done[pk]: // the parent has ended: send now, or at its end
-					if at, ok = deps.after(at, pk); !ok {
-						deps.finish(i, nil)
-						continue
-					}
-				default: // wait for the parent beside the dispatcher (tracedeps.go)
+			if pks := deps.parentsOf(i); pks != nil {
+				if !deps.allDone(pks) { // wait for the parents beside the dispatcher (tracedeps.go)
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						select {
-						case <-deps.done[pk]:
-						case <-send.Done():
+						if !deps.wait(send.Done(), pks) {
 							deps.finish(i, nil)
 							return
 						}
-						if at, ok := deps.after(at, pk); !ok || !launch(i, q, call, at, false) {
+						if at, ok := deps.after(at, pks); !ok || !launch(i, q, call, at, false) {
 							deps.finish(i, nil)
 						}
 					}()
+					continue
+				}
+				// the parents have ended: send now, or at the last one's end
+				var ok bool
+				if at, ok = deps.after(at, pks); !ok {
+					deps.finish(i, nil)
 					continue
 				}
 			}

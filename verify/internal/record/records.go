@@ -614,6 +614,7 @@ var recordLimits = func() (l struct {
 	concurrencyMin, concurrencyMax, repetitionMax, eventsMax, assertionsMax, statusMin, statusMax int64
 	detailMax, messageMin, messageMax                                                             int64
 	toolCallsMax, toolIndexMax, toolIDMax, toolNameMax                                            int64
+	traceParentsMin, traceParentsMax                                                              int64
 }) {
 	b := schemas.MustBoundsOf(contract.RequestRecord)
 	l.concurrencyMin, l.concurrencyMax = b.IntLimit("row.concurrency", "minimum"), b.IntLimit("row.concurrency", "maximum")
@@ -624,6 +625,7 @@ var recordLimits = func() (l struct {
 	l.messageMin, l.messageMax = b.IntLimit("error.message", "minLength"), b.IntLimit("error.message", "maxLength")
 	l.toolCallsMax, l.toolIndexMax = b.IntLimit("tool_calls", "maxItems"), b.IntLimit("tool_calls[].index", "maximum")
 	l.toolIDMax, l.toolNameMax = b.IntLimit("tool_calls[].id", "maxLength"), b.IntLimit("tool_calls[].name", "maxLength")
+	l.traceParentsMin, l.traceParentsMax = b.IntLimit("trace_entry.parents", "minItems"), b.IntLimit("trace_entry.parents", "maxItems")
 	return l
 }()
 
@@ -735,11 +737,18 @@ func (p *lineParser) record(r *Record) bool {
 					v, ok := p.uint()
 					te.Turn = v
 					return ts.first(2) && ok && v >= 1 && v <= maxTraceEntry+1
+				case "parents":
+					ok := p.array(int(recordLimits.traceParentsMax), func() bool {
+						v, ok := p.uint()
+						te.Parents = append(te.Parents, v)
+						return ok && v <= maxTraceEntry
+					})
+					return ts.first(3) && ok && int64(len(te.Parents)) >= recordLimits.traceParentsMin
 				}
 				return false
 			})
 			r.Trace = te
-			return s.first(fTraceEntry) && ok && ts == 7
+			return s.first(fTraceEntry) && ok && ts&7 == 7
 		case "tool_calls":
 			ok := p.array(int(recordLimits.toolCallsMax), func() bool {
 				var ts seen
