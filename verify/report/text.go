@@ -11,6 +11,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/schemas/safetext"
+	"github.com/qualkit/qualkit/verify/report/internal/format"
 )
 
 // TextWidth is the widest line Text writes for the fixed tables; free text (paths, findings,
@@ -180,9 +181,9 @@ func (p *textPrinter) receipt(r *Receipt, unverified bool) {
 			origin = s.OriginMain[:min(12, len(s.OriginMain))]
 		}
 		p.wrap("source", fmt.Sprintf("commit %s, tree hash %s, origin/main %s, clean %s, publishable %s",
-			short(s.Commit), short(s.TreeHash), origin, yesNo(s.Clean), yesNo(r.Publishable)))
-		p.wrap("workload", fmt.Sprintf("%s variant %s (%s %s)", r.Workload.ID, r.Workload.Variant, r.Workload.Path, short(r.Workload.Digest))) // not a contract value: a label of the text report
-		p.wrap("campaign", fmt.Sprintf("%s on %s: %s in %s s, %d artifacts bound", r.Run.Kind, r.Run.Backend, r.Run.Verdict, num(r.Run.DurationSeconds), len(r.Artifacts)))
+			format.Short(s.Commit), format.Short(s.TreeHash), origin, format.YesNo(s.Clean), format.YesNo(r.Publishable)))
+		p.wrap("workload", fmt.Sprintf("%s variant %s (%s %s)", r.Workload.ID, r.Workload.Variant, r.Workload.Path, format.Short(r.Workload.Digest))) // not a contract value: a label of the text report
+		p.wrap("campaign", fmt.Sprintf("%s on %s: %s in %s s, %d artifacts bound", r.Run.Kind, r.Run.Backend, r.Run.Verdict, format.Num(r.Run.DurationSeconds), len(r.Artifacts)))
 	}
 	for i := range r.Cases {
 		p.serving(&r.Cases[i])
@@ -191,7 +192,7 @@ func (p *textPrinter) receipt(r *Receipt, unverified bool) {
 	if l := r.Lifecycle; l != nil {
 		var ev []string
 		for _, e := range l.Events {
-			ev = append(ev, fmt.Sprintf("%s %s", e.Name, num(e.OffsetMs)))
+			ev = append(ev, fmt.Sprintf("%s %s", e.Name, format.Num(e.OffsetMs)))
 		}
 		p.wrap("lifecycle", fmt.Sprintf("%s; ms from launch: %s", l.Verdict, strings.Join(ev, ", ")))
 		exit := "no exit code"
@@ -206,7 +207,7 @@ func (p *textPrinter) receipt(r *Receipt, unverified bool) {
 			forced = "FORCED"
 		}
 		p.wrap("", fmt.Sprintf("port free before launch %s, listener %s, shutdown %s %s (%s), residue %s",
-			yesNo(l.PortFreeBeforeLaunch), l.Ownership, forced, exit, map[bool]string{true: "acceptable", false: "not acceptable"}[l.ExitAcceptable], l.Residue))
+			format.YesNo(l.PortFreeBeforeLaunch), l.Ownership, forced, exit, map[bool]string{true: "acceptable", false: "not acceptable"}[l.ExitAcceptable], l.Residue))
 	}
 }
 
@@ -245,8 +246,8 @@ func (p *textPrinter) serving(c *Case) {
 			client = "DEGRADED"
 		}
 		lat = append(lat, []string{r.Name, fmt.Sprint(r.Requests), fmt.Sprint(r.Failures), pq(r, "ttft_ms"), pq(r, "tpot_ms"), pq(r, "e2e_ms"), pq(r, "icl_ms")})
-		rate = append(rate, []string{r.Name, num(r.WindowSeconds), numPtr(r.Throughput.RequestsPerSecond), numPtr(r.Throughput.OutputTokensPerSecond),
-			numPtr(r.Throughput.GoodputPerSecond), numPtr(r.Throughput.GoodFraction), num(r.Fidelity.ScheduleLagP50Ms) + "/" + num(r.Fidelity.ScheduleLagP99Ms), client})
+		rate = append(rate, []string{r.Name, format.Num(r.WindowSeconds), format.NumPtr(r.Throughput.RequestsPerSecond), format.NumPtr(r.Throughput.OutputTokensPerSecond),
+			format.NumPtr(r.Throughput.GoodputPerSecond), format.NumPtr(r.Throughput.GoodFraction), format.Num(r.Fidelity.ScheduleLagP50Ms) + "/" + format.Num(r.Fidelity.ScheduleLagP99Ms), client})
 	}
 	p.table(1, lat)
 	p.line("  rates over the request window W; client fidelity (schedule lag)")
@@ -262,7 +263,7 @@ func (p *textPrinter) serving(c *Case) {
 	cache := [][]string{{"row", "declared", "observed", "cached tokens", "reporting", "hit fraction"}}
 	for i := range c.Rows {
 		if pc := c.Rows[i].PrefixCache; pc != nil {
-			cache = append(cache, []string{c.Rows[i].Name, string(pc.Declared), string(pc.Observed), fmt.Sprint(pc.CachedPromptTokens), fmt.Sprint(pc.Reporting), numPtr(pc.HitFraction)})
+			cache = append(cache, []string{c.Rows[i].Name, string(pc.Declared), string(pc.Observed), fmt.Sprint(pc.CachedPromptTokens), fmt.Sprint(pc.Reporting), format.NumPtr(pc.HitFraction)})
 		}
 	}
 	if len(cache) > 1 {
@@ -281,7 +282,7 @@ func pq(r *Row, metric string) string {
 	if d == nil {
 		return "-"
 	}
-	return num(d.P50) + "/" + num(d.P99)
+	return format.Num(d.P50) + "/" + format.Num(d.P99)
 }
 
 func (p *textPrinter) comparison(c *Comparison, unverified bool) {
@@ -321,7 +322,7 @@ func (p *textPrinter) comparison(c *Comparison, unverified bool) {
 			if rule == "" {
 				rule = "-"
 			}
-			rows = append(rows, []string{m.Metric, m.Unit, num(m.Baseline), num(m.Candidate), signed(m.Change), pct(m.ChangePercent), string(rule)})
+			rows = append(rows, []string{m.Metric, m.Unit, format.Num(m.Baseline), format.Num(m.Candidate), format.Signed(m.Change), format.Pct(m.ChangePercent), string(rule)})
 		}
 		p.table(2, rows)
 	}
@@ -382,8 +383,8 @@ func (p *textPrinter) driver(d *Driver) {
 		probe = "NOT ISOLATED"
 	}
 	p.wrap("isolation", fmt.Sprintf("%s by %s (%s): interfaces %s, outside unreachable %s, host loopback unreachable %s, loopback bind %s; start gate %s; hash-bound exec %s",
-		c.Network, c.Mechanism, probe, strings.Join(c.Interfaces, ","), yesNo(c.OutsideUnreachable), yesNo(c.HostLoopbackUnreachable),
-		yesNo(c.LoopbackBind), c.StartGate, yesNo(c.HashBoundExec)))
+		c.Network, c.Mechanism, probe, strings.Join(c.Interfaces, ","), format.YesNo(c.OutsideUnreachable), format.YesNo(c.HostLoopbackUnreachable),
+		format.YesNo(c.LoopbackBind), c.StartGate, format.YesNo(c.HashBoundExec)))
 	exit := "ended by a signal"
 	if c.ExitCode != nil {
 		exit = fmt.Sprintf("exit %d", *c.ExitCode)
@@ -392,8 +393,8 @@ func (p *textPrinter) driver(d *Driver) {
 	if len(c.Residue) > 0 {
 		residue = strings.Join(c.Residue, "; ")
 	}
-	p.wrap("worker", fmt.Sprintf("%s after %s s of %d s, timed out %s, forced %s, residue %s", exit, exact(c.ElapsedSeconds), c.TimeoutSeconds,
-		yesNo(c.TimedOut), yesNo(c.Forced), residue))
+	p.wrap("worker", fmt.Sprintf("%s after %s s of %d s, timed out %s, forced %s, residue %s", exit, format.Exact(c.ElapsedSeconds), c.TimeoutSeconds,
+		format.YesNo(c.TimedOut), format.YesNo(c.Forced), residue))
 	p.wrap("env", fmt.Sprintf("%d names: %s", len(c.EnvironmentNames), strings.Join(c.EnvironmentNames, ", ")))
 	im := d.Implementation
 	p.wrap("code", fmt.Sprintf("script %s %s, executable %s %s, qualrun %s %s", im.Script, im.ScriptDigest, im.Executable, im.ExecutableDigest,
@@ -409,9 +410,9 @@ func (p *textPrinter) driver(d *Driver) {
 		for _, t := range d.Tolerances {
 			obs := "none" // not a contract value: the text of an absent value
 			if t.Observed != nil {
-				obs = fine(*t.Observed)
+				obs = format.Fine(*t.Observed)
 			}
-			rows = append(rows, []string{string(t.Metric), t.Subject, string(t.Op), fine(t.Limit), obs, yesNo(t.Passed)})
+			rows = append(rows, []string{string(t.Metric), t.Subject, string(t.Op), format.Fine(t.Limit), obs, format.YesNo(t.Passed)})
 		}
 		p.fitTable(3, rows)
 	}
@@ -419,17 +420,17 @@ func (p *textPrinter) driver(d *Driver) {
 		p.wrap("mismatch", m)
 	}
 	if nt := d.NextToken; nt != nil {
-		p.line(fmt.Sprintf("  oracle %s, vocabulary %d: argmax token %d, top-logit margin %s", nt.Dtype, nt.Vocab, nt.ArgmaxTokenID, fine(nt.TopLogitMargin)))
+		p.line(fmt.Sprintf("  oracle %s, vocabulary %d: argmax token %d, top-logit margin %s", nt.Dtype, nt.Vocab, nt.ArgmaxTokenID, format.Fine(nt.TopLogitMargin)))
 		p.wrap("logits", fmt.Sprintf("%s (%d bytes)", nt.LogitsSHA256, nt.LogitsBytes))
 		top := [][]string{{"rank", "token", "logit", "chosen by"}}
 		for _, t := range nt.TopTokens {
-			top = append(top, []string{fmt.Sprint(t.Rank), fmt.Sprint(t.TokenID), fine(t.Logit), strings.Join(t.Candidates, ", ")})
+			top = append(top, []string{fmt.Sprint(t.Rank), fmt.Sprint(t.TokenID), format.Fine(t.Logit), strings.Join(t.Candidates, ", ")})
 		}
 		p.line("  top tokens")
 		p.fitTable(0, top)
 		cand := [][]string{{"candidate", "token", "logit", "rank", "argmax"}}
 		for _, c := range nt.CandidateTokens {
-			cand = append(cand, []string{c.Label, fmt.Sprint(c.TokenID), fine(c.Logit), fmt.Sprint(c.Rank), yesNo(c.Argmax)})
+			cand = append(cand, []string{c.Label, fmt.Sprint(c.TokenID), format.Fine(c.Logit), fmt.Sprint(c.Rank), format.YesNo(c.Argmax)})
 		}
 		p.fitTable(1, cand)
 	}
@@ -445,8 +446,8 @@ func (p *textPrinter) driver(d *Driver) {
 			if r.Attributed {
 				id += " *"
 			}
-			rows = append(rows, []string{id, fmt.Sprint(r.Argmax), yesNo(r.ArgmaxEqual), fine(r.CosineSimilarity), fine(r.MaxAbsError),
-				fine(r.MeanAbsError), fmt.Sprint(r.Top10Overlap), tol})
+			rows = append(rows, []string{id, fmt.Sprint(r.Argmax), format.YesNo(r.ArgmaxEqual), format.Fine(r.CosineSimilarity), format.Fine(r.MaxAbsError),
+				format.Fine(r.MeanAbsError), fmt.Sprint(r.Top10Overlap), tol})
 		}
 		p.fitTable(1, rows)
 		if v.Attribution != nil && *v.Attribution != rules.NotReproduced {
@@ -461,15 +462,15 @@ func (p *textPrinter) driver(d *Driver) {
 			if len(b.Failed) > 0 {
 				tol = "FAILED"
 			}
-			growth := fine(b.Growth)
+			growth := format.Fine(b.Growth)
 			if b.Growth > 0 {
 				growth = "+" + growth
 			}
 			if b.Largest {
 				growth += " *"
 			}
-			rows = append(rows, []string{b.Name, fine(b.CosineSimilarity), fine(b.MaxAbsError), fine(b.MeanAbsError),
-				fine(b.RelativeRootMeanSquareError), growth, tol})
+			rows = append(rows, []string{b.Name, format.Fine(b.CosineSimilarity), format.Fine(b.MaxAbsError), format.Fine(b.MeanAbsError),
+				format.Fine(b.RelativeRootMeanSquareError), growth, tol})
 		}
 		p.fitTable(1, rows)
 		p.line("  * the largest growth")
