@@ -138,6 +138,11 @@ func (s *scanner) str(dst []byte) ([]byte, error) {
 	if err := s.expect('"'); err != nil {
 		return dst, err
 	}
+	if j := jsonscan.Plain(s.b, s.i); j < len(s.b) && s.b[j] == '"' { // the common case
+		dst = append(dst, s.b[s.i:j]...)
+		s.i = j + 1
+		return dst, nil
+	}
 	dst, end, p := jsonscan.AppendString(dst, s.b, s.i)
 	s.i = end
 	if p != jsonscan.OK {
@@ -167,7 +172,6 @@ func (s *scanner) stringProblem(p jsonscan.Problem) error {
 	}
 	return s.fail("lone surrogate escape")
 }
-
 
 // rawKey consumes an object key and returns its bytes: a slice of the input when the key has no
 // escapes, else its decoded value (valid until the next key).
@@ -222,6 +226,10 @@ func (s *scanner) skip() error {
 
 // strDiscard validates a string (its opening quote is next) without copying it.
 func (s *scanner) strDiscard() error {
+	if j := jsonscan.Plain(s.b, s.i+1); j < len(s.b) && s.b[j] == '"' { // the common case
+		s.i = j + 1
+		return nil
+	}
 	end, _, p := jsonscan.ValidString(s.b, s.i+1)
 	s.i = end
 	if p != jsonscan.OK {

@@ -1,8 +1,6 @@
 package jsonscan
 
-import (
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // Text is what the primitives read: a byte slice or a string.
 type Text interface{ ~string | ~[]byte }
@@ -109,22 +107,64 @@ func Hex4[T Text](b T, i int) (rune, bool) {
 	return r, true
 }
 
-// decodeRune decodes the UTF-8 sequence at b[i], which is not ASCII; size 0 when it is invalid.
-func decodeRune[T Text](b T, i int) (rune, int) {
-	var r rune
-	var size int
-	switch s := any(b).(type) {
-	case string:
-		r, size = utf8.DecodeRuneInString(s[i:])
-	case []byte:
-		r, size = utf8.DecodeRune(s[i:])
+// runeSize is the length of the UTF-8 sequence at b[i], a byte that is not ASCII, or 0 when it is
+// not a valid one (RFC 3629: no overlong form, no surrogate, nothing above U+10FFFF).
+func runeSize[T Text](b T, i int) int {
+	n, lo, hi := 0, byte(0x80), byte(0xbf) // the sequence's length, the range of its second byte
+	switch c := b[i]; {
+	case c >= 0xc2 && c <= 0xdf:
+		n = 2
+	case c == 0xe0:
+		n, lo = 3, 0xa0
+	case c == 0xed:
+		n, hi = 3, 0x9f
+	case c >= 0xe1 && c <= 0xef:
+		n = 3
+	case c == 0xf0:
+		n, lo = 4, 0x90
+	case c >= 0xf1 && c <= 0xf3:
+		n = 4
+	case c == 0xf4:
+		n, hi = 4, 0x8f
 	default:
-		r, size = utf8.DecodeRuneInString(string(b[i:]))
+		return 0
 	}
-	if r == utf8.RuneError && size <= 1 {
-		return r, 0
+	if i+n > len(b) || b[i+1] < lo || b[i+1] > hi {
+		return 0
 	}
-	return r, size
+	for k := i + 2; k < i+n; k++ {
+		if b[k] < 0x80 || b[k] > 0xbf {
+			return 0
+		}
+	}
+	return n
+}
+
+// Unescaped scans a string's body from b[i] up to its closing quote or its next escape: it
+// returns the offset of that '"' or '\\', or the offset and kind of the first problem
+// (Unterminated at len(b)). Everything before the returned offset is the string's value as it
+// stands: valid UTF-8 without a control character.
+func Unescaped[T Text](b T, i int) (int, Problem) {
+	for {
+		i = Plain(b, i)
+		if i >= len(b) {
+			return i, Unterminated
+		}
+		switch c := b[i]; {
+		case c == '"' || c == '\\':
+			return i, OK
+		case c < 0x20:
+			return i, Control
+		case c == 0x7f:
+			i++
+		default:
+			n := runeSize(b, i)
+			if n == 0 {
+				return i, InvalidUTF8
+			}
+			i += n
+		}
+	}
 }
 
 // ValidString scans the body of a string whose opening quote is at b[i-1]: it returns the
@@ -132,67 +172,39 @@ func decodeRune[T Text](b T, i int) (rune, int) {
 // of the first problem (Unterminated at len(b); an escape's problem at its backslash).
 func ValidString[T Text](b T, i int) (end int, escaped bool, p Problem) {
 	for {
-		i = Plain(b, i)
-		if i >= len(b) {
-			return i, escaped, Unterminated
+		if i, p = Unescaped(b, i); p != OK {
+			return i, escaped, p
 		}
-		switch c := b[i]; {
-		case c == '"':
+		if b[i] == '"' {
 			return i + 1, escaped, OK
-		case c == '\\':
-			var next int
-			if _, next, p = escape(nil, b, i, false); p != OK {
-				return i, escaped, p
-			}
-			i, escaped = next, true
-		case c < 0x20:
-			return i, escaped, Control
-		case c == 0x7f:
-			i++
-		default:
-			_, size := decodeRune(b, i)
-			if size == 0 {
-				return i, escaped, InvalidUTF8
-			}
-			i += size
 		}
+		var next int
+		if _, next, p = escape(nil, b, i, false); p != OK {
+			return i, escaped, p
+		}
+		i, escaped = next, true
 	}
 }
 
-// AppendString decodes the body of a string whose opening quote is at b[i-1], appending its
-// value to dst: it returns dst and the offset after the closing quote, or the offset and kind of
-// the first problem as ValidString does (dst then holds the value up to it).
+// AppendString decodes a string's body from b[i] (after its opening quote, or anywhere in it
+// before its closing quote), appending its value to dst: it returns dst and the offset after
+// the closing quote, or the offset and kind of the first problem as ValidString does (dst then
+// holds the value up to it).
 func AppendString[T Text](dst []byte, b T, i int) ([]byte, int, Problem) {
 	for {
-		start := i
-		i = Plain(b, i)
-		dst = append(dst, b[start:i]...)
-		if i >= len(b) {
-			return dst, i, Unterminated
+		stop, p := Unescaped(b, i)
+		dst = append(dst, b[i:stop]...)
+		if p != OK {
+			return dst, stop, p
 		}
-		switch c := b[i]; {
-		case c == '"':
-			return dst, i + 1, OK
-		case c == '\\':
-			var next int
-			var p Problem
-			if dst, next, p = escape(dst, b, i, true); p != OK {
-				return dst, i, p
-			}
-			i = next
-		case c < 0x20:
-			return dst, i, Control
-		case c == 0x7f:
-			dst = append(dst, c)
-			i++
-		default:
-			_, size := decodeRune(b, i)
-			if size == 0 {
-				return dst, i, InvalidUTF8
-			}
-			dst = append(dst, b[i:i+size]...)
-			i += size
+		if b[stop] == '"' {
+			return dst, stop + 1, OK
 		}
+		next := 0
+		if dst, next, p = escape(dst, b, stop, true); p != OK {
+			return dst, stop, p
+		}
+		i = next
 	}
 }
 

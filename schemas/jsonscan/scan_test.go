@@ -49,6 +49,41 @@ func TestStringProblems(t *testing.T) {
 	}
 }
 
+// TestRuneSize: every one- and two-byte sequence, and every three- and four-byte sequence from
+// the bytes that decide a sequence's validity, is valid exactly when utf8 says so.
+func TestRuneSize(t *testing.T) {
+	edges := []byte{0x00, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xe1, 0xec, 0xed, 0xee, 0xef, 0xf0, 0xf1, 0xf3, 0xf4, 0xf5, 0xff}
+	check := func(b []byte) {
+		if b[0] < 0x80 {
+			return
+		}
+		r, size := utf8.DecodeRune(b)
+		want := size
+		if r == utf8.RuneError && size <= 1 {
+			want = 0
+		}
+		if got := runeSize(b, 0); got != want {
+			t.Fatalf("runeSize(% x) = %d, utf8 %d", b, got, want)
+		}
+		if got := runeSize(string(b), 0); got != want {
+			t.Fatalf("runeSize(string % x) = %d, utf8 %d", b, got, want)
+		}
+	}
+	for a := range 256 {
+		for c := range 256 {
+			check([]byte{byte(a), byte(c)})
+		}
+		for _, c := range edges {
+			for _, d := range edges {
+				check([]byte{byte(a), c, d})
+				for _, e := range edges {
+					check([]byte{byte(a), c, d, e})
+				}
+			}
+		}
+	}
+}
+
 func TestNumber(t *testing.T) {
 	for _, c := range []struct {
 		in        string

@@ -533,19 +533,25 @@ func (p *parser) array() (any, *DecodeError) {
 func (p *parser) str() (string, *DecodeError) {
 	s := p.s
 	start := p.pos + 1
-	end, escaped, prob := jsonscan.ValidString(s, start)
+	stop, prob := jsonscan.Plain(s, start), jsonscan.OK
+	if stop >= len(s) || s[stop] != '"' {
+		stop, prob = jsonscan.Unescaped(s, stop)
+	}
+	if prob != jsonscan.OK {
+		return "", p.stringProblem(stop, prob)
+	}
+	if s[stop] == '"' {
+		if stop-start > MaxStringBytes {
+			return "", p.fail(p.pos, ErrTooLarge, fmt.Sprintf("string longer than %d bytes", MaxStringBytes))
+		}
+		p.pos = stop + 1
+		return s[start:stop], nil
+	}
+	b, end, prob := jsonscan.AppendString(append(p.buf[:0], s[start:stop]...), s, stop)
+	p.buf = b[:0]
 	if prob != jsonscan.OK {
 		return "", p.stringProblem(end, prob)
 	}
-	if !escaped {
-		if end-1-start > MaxStringBytes {
-			return "", p.fail(p.pos, ErrTooLarge, fmt.Sprintf("string longer than %d bytes", MaxStringBytes))
-		}
-		p.pos = end
-		return s[start : end-1], nil
-	}
-	b, _, _ := jsonscan.AppendString(p.buf[:0], s, start)
-	p.buf = b[:0]
 	if len(b) > MaxStringBytes {
 		return "", p.fail(p.pos, ErrTooLarge, fmt.Sprintf("string longer than %d bytes", MaxStringBytes))
 	}
