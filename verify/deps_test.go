@@ -77,7 +77,8 @@ var verifyLayers = map[string][]string{
 	"report/internal/format":    {},
 	"report/internal/figure":    {"report/internal/format"},
 	"report/internal/fleetpage": {".", "report/internal/format"},
-	"report":                    {".", "report/internal/figure", "report/internal/fleetpage", "report/internal/format"},
+	"report/internal/textout":   {},
+	"report":                    {".", "report/internal/figure", "report/internal/fleetpage", "report/internal/format", "report/internal/textout"},
 }
 
 // TestInternalLayering: each package of the verify module imports only the packages of the module

@@ -173,7 +173,7 @@ func (p *textPrinter) figures(f *caseFigures) {
 			}
 			probes = append(probes, fmt.Sprintf("c%d %s %s", pr.Concurrency, format.Num(pr.GoodFraction), v))
 		}
-		p.wrap("capacity", fmt.Sprintf("%s (last passing %s, first failing %s, ended %s) at good fraction >= %s; probes: %s",
+		p.Wrap("capacity", fmt.Sprintf("%s (last passing %s, first failing %s, ended %s) at good fraction >= %s; probes: %s",
 			ptrString(c.Capacity), ptrString(c.LastPassing), ptrString(c.FirstFailing), c.Ended, format.Num(c.MinGoodFraction), strings.Join(probes, ", ")))
 	}
 	if pr := f.pareto; pr != nil {
@@ -181,10 +181,10 @@ func (p *textPrinter) figures(f *caseFigures) {
 		for _, q := range pr.Front {
 			pts = append(pts, fmt.Sprintf("c%d-r%d (%s, %s)", q.Concurrency, q.Repetition, format.Num(q.Throughput), format.Num(q.Latency)))
 		}
-		p.wrap("pareto", fmt.Sprintf("%s vs %s: %s", pr.Throughput, pr.Latency, strings.Join(pts, ", ")))
+		p.Wrap("pareto", fmt.Sprintf("%s vs %s: %s", pr.Throughput, pr.Latency, strings.Join(pts, ", ")))
 	}
 	for _, iv := range f.intervals {
-		p.wrap("interval", intervalText(iv))
+		p.Wrap("interval", intervalText(iv))
 	}
 }
 
@@ -201,19 +201,19 @@ func (p *textPrinter) acrossText(as []Across) {
 	if len(as) == 0 {
 		return
 	}
-	p.line("")
-	p.line("across receipts: the median of each receipt's row metric with its distribution-free 95%")
-	p.line("  interval (order statistics, benchstat's method)")
+	p.Line("")
+	p.Line("across receipts: the median of each receipt's row metric with its distribution-free 95%")
+	p.Line("  interval (order statistics, benchstat's method)")
 	for _, a := range as {
 		vals := make([]string, len(a.Values))
 		for i, x := range a.Values {
 			vals[i] = format.Num(x)
 		}
 		if !a.OK {
-			p.wrap(a.Case+" "+a.Row, fmt.Sprintf("%s median %s over %d receipts: too few for an interval at 0.95 (need 6)", a.Metric, format.Num(a.Interval.Estimate), len(a.Values)))
+			p.Wrap(a.Case+" "+a.Row, fmt.Sprintf("%s median %s over %d receipts: too few for an interval at 0.95 (need 6)", a.Metric, format.Num(a.Interval.Estimate), len(a.Values)))
 			continue
 		}
-		p.wrap(a.Case+" "+a.Row, fmt.Sprintf("%s median %s [%s, %s] over %d receipts", a.Metric, format.Num(a.Interval.Estimate), format.Num(a.Interval.Low), format.Num(a.Interval.High), len(a.Values)))
+		p.Wrap(a.Case+" "+a.Row, fmt.Sprintf("%s median %s [%s, %s] over %d receipts", a.Metric, format.Num(a.Interval.Estimate), format.Num(a.Interval.Low), format.Num(a.Interval.High), len(a.Values)))
 	}
 }
 
