@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 )
 
 // TestBurstHeldWaitersFreeSlots: the dispatcher sends a burst without starting a goroutine per
