@@ -135,6 +135,12 @@ var expectedSurvivors = map[string]string{
 	"driver_result:/containment/mechanism:string":           "descriptive: names the isolation implementation; the isolation itself is the probe's results, checked",
 	"driver_result:/containment/elapsed_seconds:number":     "observed: the worker's own run time, within its timeout",
 	"driver_result:/source/repository:string":               "descriptive: the repository's location on the host, as the receipt's (contract.Provenance)",
+	// A row's send calibration samples: each a timed send, which nothing in the evidence can time
+	// again. Bounded (rowcheck.Calibration, checkDurations): above 0 ns, metric.CalibrationSends
+	// of them in a passed case, their sum with the rows' windows within the case's duration; the
+	// 0.9-quantile (send_cost_ns) and the fidelity judgement are recomputed from them, so a nudge
+	// that moves the quantile is refused, and one of any other sample within the bounds is not.
+	"case_result:/rows/*/fidelity/calibration/samples_ns/*:number": "observed: a timed send within rowcheck.Calibration's bounds (above 0, the case's duration); the 0.9-quantile is recomputed, another sample moves nothing",
 	// A tool call's server-assigned id and stream index (its name, arguments and validity are
 	// re-judged against the bound tools file, and the calls' order is checked).
 	"request_records:/tool_calls/*/id:string":    "observed: the server's id of a tool call",
@@ -225,10 +231,6 @@ var openSurvivors = map[string]string{
 	"case_result:/rows/*/prompt_set_sha256:string":  "open (hregen): a session corpus's prompt set is not regenerated",
 	"request_records:/session/history_chars:number": "open (hregen): a turn's history length needs the corpus's texts (and the replies' lengths, bounded below)",
 	"request_records:/session/think_ms:number":      "open (hregen): a turn's think time is the corpus's (or the synthetic generator's) and is read from neither",
-	// hburst (fidelity: lag, calibration, degraded): a row's clock calibration samples and
-	// offered rate are judged by the fidelity code.
-	"case_result:/rows/*/fidelity/calibration/samples_ns/*:number": "open (hburst): the clock calibration samples are not bounded by the fidelity check",
-	"case_result:/rows/*/fidelity/offered_rate:number":             "open (hburst): a trace row's offered rate is not recomputed by the fidelity check",
 }
 
 // mutation is one edit of one file.

@@ -208,6 +208,7 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 			}
 		}
 		rowcheck.Judgement(c, path, base, fid, rf, tol)
+		rowcheck.Calibration(c, path, j, row, cr.Status == contract.StatusPassed)
 		rowcheck.RowIdentity(c, row, wc, recs)
 		if !rowcheck.Sessions(c, row, wc, seed(s), recs) {
 			rowcheck.Schedule(c, path, row, wc, seed(s), recs)
@@ -218,6 +219,7 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 		if !rowcheck.Load(c, path, j, row, wc, recs, tol) {
 			unchecked++
 		}
+		rowcheck.TraceRate(s, c, path, j, row, wc)
 		all = append(all, recs...)
 		var skip func(string) bool
 		if wc == nil {
