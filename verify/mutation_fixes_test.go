@@ -163,6 +163,17 @@ func TestMutationGapsClosed(t *testing.T) {
 		"driver-qualrun-version":    {"driver", `001-reference-paths-r000/result\.json$`, -1, "/implementation/qualrun/version", "dew", ErrReferenceMismatch},
 		"driver-model-id":           {"driver", `001-reference-paths-r000/result\.json$`, -1, "/model/id", "tiny-model.jsoo", ErrReferenceMismatch},
 		"driver-forced":             {"driver", `001-reference-paths-r000/result\.json$`, -1, "/containment/forced", true, ErrResultMismatch},
+		// A session row against its corpus (rowcheck.SessionCorpus): the prompt set, a turn's think
+		// time, turn 0's history exactly, a later turn's history at least the previous turn's and
+		// its text (chat-beta turn 1: 12 + 13 characters at least), and the conversation corpus
+		// listed among the artifacts (artifact 3).
+		"session-prompt-set":          {"sessions", `000-chat-r000/case-result\.json$`, -1, "/rows/0/prompt_set_sha256", "sha256:" + strings.Repeat("0", 64), ErrCorpusMismatch},
+		"session-think-ms":            {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 2, "/session/think_ms", 19, ErrRowMismatch},
+		"session-history-turn0":       {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 0, "/session/history_chars", 13, ErrRowMismatch},
+		"session-history-below":       {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 2, "/session/history_chars", 24, ErrRowMismatch},
+		"synthetic-session-think-ms":  {"sessions", `001-open-r000/rows/.*\.jsonl$`, 2, "/session/think_ms", 1, ErrRowMismatch},
+		"synthetic-session-history":   {"sessions", `001-open-r000/rows/.*\.jsonl$`, 2, "/session/history_chars", 20, ErrRowMismatch},
+		"conversation-corpus-dropped": {"sessions", `receipts/sessions\.json$`, -1, "/artifacts/3", dropItem{}, ErrCorpusMismatch},
 		// A trace row's offered rate is its trace's (metric.TraceRate: 3 entries over 50 ms).
 		"trace-offered-rate": {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/fidelity/offered_rate", 60.6, ErrLoadNotReached},
 		// A row's send calibration: every sample above 0 (sample 1 is the row's smallest, so the

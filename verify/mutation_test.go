@@ -217,6 +217,28 @@ func sessionEdit(m mutation, lines any) bool {
 	return turn
 }
 
+// laterTurnSurvivors are the edits of a session turn's record beyond turn 0 allowed to verify: its
+// history holds the server's earlier replies, whose lengths the evidence does not keep (only their
+// digests), so history_chars is bounded from below (rowcheck.SessionCorpus: the system message
+// and the corpus's texts of turns 0..k, and the previous turn's history plus this turn's text),
+// not recomputed. Only an edit of a record whose unedited line is a turn above 0 is allowed: turn
+// 0's history is recomputed exactly.
+var laterTurnSurvivors = map[string]string{
+	"request_records:/session/history_chars:number": "observed: a later turn's history holds earlier replies the evidence keeps by digest only; bounded from below by the corpus's texts (rowcheck.SessionCorpus)",
+}
+
+// laterTurnEdit reports whether m edits the record of a session turn above 0 (lines: the unedited
+// file's lines).
+func laterTurnEdit(m mutation, lines any) bool {
+	if !sessionEdit(m, lines) {
+		return false
+	}
+	sess := lines.([]any)[m.line].(map[string]any)["session"].(map[string]any)
+	n, _ := sess["turn"].(json.Number)
+	turn, _ := n.Int64()
+	return turn > 0
+}
+
 // openSurvivors are edits that still verify and should not: each is a gap the closure found and
 // that is not fixed yet (docs/verification.md "Mutation closure" lists them). The test allows them
 // so that it fails only on a new gap; fixing one removes its line.
@@ -225,12 +247,6 @@ var openSurvivors = map[string]string{
 	// or, where nothing can recompute it, moved to expectedSurvivors as observed. Those below were
 	// found on the shapes of verify/testdata/mutation and sit in another helper's code.
 	//
-	// hregen (regenerating prompts from the bound corpus, seed and generator: merged for trace,
-	// synthetic and shared-prefix corpora): a session corpus's prompt set digest, and a session
-	// turn's text-derived fields, are not recomputed (the conversation corpus is not read).
-	"case_result:/rows/*/prompt_set_sha256:string":  "open (hregen): a session corpus's prompt set is not regenerated",
-	"request_records:/session/history_chars:number": "open (hregen): a turn's history length needs the corpus's texts (and the replies' lengths, bounded below)",
-	"request_records:/session/think_ms:number":      "open (hregen): a turn's think time is the corpus's (or the synthetic generator's) and is read from neither",
 }
 
 // mutation is one edit of one file.
@@ -741,6 +757,7 @@ func runMutation(t *testing.T, root, receipt string, k testKey, p Policy, m muta
 		}{
 			{warmupEdit(m, base), warmupSurvivors},
 			{sessionEdit(m, base), sessionSurvivors},
+			{laterTurnEdit(m, base), laterTurnSurvivors},
 			{openArtifactEdit(m, base), openArtifactSurvivors},
 		} {
 			if why := a.sites[m.site()]; a.applies && why != "" {
