@@ -174,6 +174,20 @@ func TestMutationGapsClosed(t *testing.T) {
 		"synthetic-session-think-ms":  {"sessions", `001-open-r000/rows/.*\.jsonl$`, 2, "/session/think_ms", 1, ErrRowMismatch},
 		"synthetic-session-history":   {"sessions", `001-open-r000/rows/.*\.jsonl$`, 2, "/session/history_chars", 20, ErrRowMismatch},
 		"conversation-corpus-dropped": {"sessions", `receipts/sessions\.json$`, -1, "/artifacts/3", dropItem{}, ErrCorpusMismatch},
+		// Every input the workload or the recipe names is listed as the runner lists it: a
+		// recipe's --config and --tokenizer files as config_files (apis artifacts 3 and 4), a
+		// tokenizer as a tokenizer (6), a driver case's executable, script, request and model
+		// under their kinds (driver artifacts 1-4).
+		"config-file-dropped":       {"apis", `receipts/apis\.json$`, -1, "/artifacts/3", dropItem{}, ErrReferenceMismatch},
+		"config-file-moved":         {"apis", `receipts/apis\.json$`, -1, "/artifacts/3/path", "configs/sim.jsoo", ErrReferenceMismatch},
+		"tokenizer-config-dropped":  {"apis", `receipts/apis\.json$`, -1, "/artifacts/4", dropItem{}, ErrReferenceMismatch},
+		"tokenizer-listing-dropped": {"apis", `receipts/apis\.json$`, -1, "/artifacts/6", dropItem{}, ErrReferenceMismatch},
+		"tokenizer-listing-moved":   {"apis", `receipts/apis\.json$`, -1, "/artifacts/6/path", "models/tiny.gguh", ErrReferenceMismatch},
+		"driver-executable-dropped": {"driver", `receipts/driver\.json$`, -1, "/artifacts/1", dropItem{}, ErrReferenceMismatch},
+		"driver-script-dropped":     {"driver", `receipts/driver\.json$`, -1, "/artifacts/2", dropItem{}, ErrReferenceMismatch},
+		"driver-request-dropped":    {"driver", `receipts/driver\.json$`, -1, "/artifacts/3", dropItem{}, ErrReferenceMismatch},
+		"driver-model-dropped":      {"driver", `receipts/driver\.json$`, -1, "/artifacts/4", dropItem{}, ErrReferenceMismatch},
+		"driver-model-moved":        {"driver", `receipts/driver\.json$`, -1, "/artifacts/4/path", "drivers/reference/tiny-modem.json", ErrReferenceMismatch},
 		// A trace row's offered rate is its trace's (metric.TraceRate: 3 entries over 50 ms).
 		"trace-offered-rate": {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/fidelity/offered_rate", 60.6, ErrLoadNotReached},
 		// A row's send calibration: every sample above 0 (sample 1 is the row's smallest, so the
