@@ -86,6 +86,7 @@ func Hashes(s *load.Snapshot) finding.CheckResult {
 	checkDriverBindings(s, c)
 	checkDriverOutputs(s, c)
 	workloadInputs(s, c, ref)
+	checkNamedConfigFiles(c, s)
 	if wd, ok := artifactDigest[rc.Workload.Path]; !ok {
 		c.Add(file, "/workload/path", reason.ErrReferenceMismatch, "workload %s is not listed among the receipt's artifacts", rc.Workload.Path)
 	} else if wd != rc.Workload.Digest {

@@ -71,8 +71,8 @@ var launchBoundKinds = []contract.ArtifactKind{contract.ArtifactKindConfigFile, 
 // closure's apis shape a qualsim --config listing, or the config_file listing of a tokenizer the
 // recipe names, dropped or moved verified.
 func checkNamedConfigFiles(c *finding.Collector, s *load.Snapshot) {
-	if s.Tree.Unavailable != "" || s.Tree.Tree == "" || s.Checkout == nil {
-		return
+	if t := s.Tree; t.Unavailable != "" || t.Tree == "" || t.Tree != s.RC.Source.Tree || t.Hash != s.RC.Source.TreeHash || s.Checkout == nil {
+		return // the source check says why the commit's tree was not read, or is not the receipt's
 	}
 	listed := map[string]bool{}
 	for _, a := range s.RC.Artifacts {

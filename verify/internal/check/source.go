@@ -53,7 +53,6 @@ func Source(s *load.Snapshot) finding.CheckResult {
 		c.Add(file, "/source/tree_hash", reason.ErrTreeHashMismatch, "the %s hash of commit %s's tree, recomputed from the checkout's git objects, is %s; the receipt records %s", TreeHashFormat, src.Commit, t.Hash, src.TreeHash)
 	default:
 		checkInputsInCommit(c, s)
-		checkNamedConfigFiles(c, s)
 	}
 	if !src.Clean {
 		c.Add(file, "/source/clean", reason.ErrDirtySource, "the campaign ran from a worktree with uncommitted or untracked changes")
