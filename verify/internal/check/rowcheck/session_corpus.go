@@ -203,9 +203,9 @@ func (ps *sessionPromptSet) sum() string {
 
 // Check checks a session row against its corpus: its prompt set (corpus_mismatch), and for every
 // measured session turn its session's id at its corpus_index, its think_ms and its history_chars
-// (row_mismatch; see above). A turn's think time and exact turn-0 history are those of its first
-// request (the least history among the turn's records: the turn as the user sent it). A record
-// whose corpus_index names no session of the corpus is left to the session identity check.
+// (row_mismatch; see above), and a corpus_index that names no session of the corpus (row_mismatch).
+// A turn's think time and exact turn-0 history are those of its first request (the least history
+// among the turn's records: the turn as the user sent it).
 func (sc *SessionCorpus) Check(c *finding.Collector, path string, j int, row contract.Row, recs []*record.Record) {
 	if sc == nil {
 		return
@@ -222,6 +222,7 @@ func (sc *SessionCorpus) Check(c *finding.Collector, path string, j int, row con
 		}
 		sh := sc.sessions[r.SessionIndex]
 		if sh == nil {
+			c.Add(file, finding.Pointer(r.Line, "corpus_index"), reason.ErrRowMismatch, "session %s is corpus_index %d: the corpus has no session there", r.Session.ID, r.SessionIndex)
 			continue
 		}
 		t := r.Session.Turn

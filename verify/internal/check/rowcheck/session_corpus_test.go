@@ -52,15 +52,16 @@ func TestSessionCorpusCheck(t *testing.T) {
 		prompts string
 		want    error
 	}{
-		"ok":               {recs: []*record.Record{turn(0, "alpha", 0, 28, 0), turn(1, "alpha", 1, 28+40+23, 30)}},
-		"reply of 0 chars": {recs: []*record.Record{turn(0, "alpha", 0, 28, 0), turn(1, "alpha", 1, 28+23, 30)}},
-		"think time":       {recs: []*record.Record{turn(0, "alpha", 0, 28, 0), turn(1, "alpha", 1, 91, 29)}, want: reason.ErrRowMismatch},
-		"turn 0 history":   {recs: []*record.Record{turn(0, "alpha", 0, 29, 0)}, want: reason.ErrRowMismatch},
-		"later history":    {recs: []*record.Record{turn(0, "alpha", 0, 28, 0), turn(1, "alpha", 1, 28+22, 30)}, want: reason.ErrRowMismatch},
-		"below the texts":  {recs: []*record.Record{turn(1, "alpha", 1, 36, 30)}, want: reason.ErrRowMismatch},
-		"another session":  {recs: []*record.Record{turn(0, "beta", 0, 28, 0)}, want: reason.ErrRowMismatch},
-		"beyond its turns": {recs: []*record.Record{turn(0, "alpha", 2, 99, 0)}, want: reason.ErrRowMismatch},
-		"prompt set":       {recs: []*record.Record{turn(0, "alpha", 0, 28, 0)}, prompts: "sha256:" + strings.Repeat("b", 64), want: reason.ErrCorpusMismatch},
+		"ok":                {recs: []*record.Record{turn(0, "alpha", 0, 28, 0), turn(1, "alpha", 1, 28+40+23, 30)}},
+		"reply of 0 chars":  {recs: []*record.Record{turn(0, "alpha", 0, 28, 0), turn(1, "alpha", 1, 28+23, 30)}},
+		"think time":        {recs: []*record.Record{turn(0, "alpha", 0, 28, 0), turn(1, "alpha", 1, 91, 29)}, want: reason.ErrRowMismatch},
+		"turn 0 history":    {recs: []*record.Record{turn(0, "alpha", 0, 29, 0)}, want: reason.ErrRowMismatch},
+		"later history":     {recs: []*record.Record{turn(0, "alpha", 0, 28, 0), turn(1, "alpha", 1, 28+22, 30)}, want: reason.ErrRowMismatch},
+		"below the texts":   {recs: []*record.Record{turn(1, "alpha", 1, 36, 30)}, want: reason.ErrRowMismatch},
+		"another session":   {recs: []*record.Record{turn(0, "beta", 0, 28, 0)}, want: reason.ErrRowMismatch},
+		"beyond its turns":  {recs: []*record.Record{turn(0, "alpha", 2, 99, 0)}, want: reason.ErrRowMismatch},
+		"beyond the corpus": {recs: []*record.Record{{Line: 0, SessionIndex: 1, Session: &contract.SessionTurn{ID: "beta", HistoryChars: 5}}}, want: reason.ErrRowMismatch},
+		"prompt set":        {recs: []*record.Record{turn(0, "alpha", 0, 28, 0)}, prompts: "sha256:" + strings.Repeat("b", 64), want: reason.ErrCorpusMismatch},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := row
