@@ -204,7 +204,7 @@ func workloadInputs(s *load.Snapshot, c *finding.Collector, ref func(refFile, pt
 				bind(at("tools"), t.Path, t.Digest, "tools file")
 			}
 			if t := wc.Tokenizer; t != nil {
-				bind(at("tokenizer"), t.Path, t.Digest, "tokenizer") // not a contract value: the workload case's member name
+				bind(at("tokenizer"), t.Path, t.Digest, "tokenizer")          // not a contract value: the workload case's member name
 				kind(at("tokenizer"), t.Path, contract.ArtifactKindTokenizer) // not a contract value: the workload case's member name
 			}
 			if wc.Kind == contract.CaseKindDriver {
