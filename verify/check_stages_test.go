@@ -260,7 +260,7 @@ func TestCheckReplayUnit(t *testing.T) {
 }
 
 // TestCheckTraceParents: in a trace whose entries name parents, a waiting entry's t_sched is
-// metric.AfterParent of its offset and its parent's end, and each record's trace_entry is its
+// metric.AfterParents of its offset and its parents' ends, and each record's trace_entry is its
 // entry's; an entry scheduled at its offset although its parent ended later, a parent missing
 // from the row, and an edited, missing or extra trace_entry are found.
 func TestCheckTraceParents(t *testing.T) {

@@ -74,7 +74,11 @@ var verifyLayers = map[string][]string{
 	"internal/fleet":          {"internal/finding", "internal/limits", "internal/load", "internal/policy"},
 	".": {"internal/check", "internal/check/rowcheck", "internal/compare", "internal/finding", "internal/fleet", "internal/gitobj",
 		"internal/limits", "internal/load", "internal/policy", "internal/reason", "internal/record"},
-	"report": {"."},
+	"report/internal/format":    {},
+	"report/internal/figure":    {"report/internal/format"},
+	"report/internal/fleetpage": {".", "report/internal/format"},
+	"report/internal/textout":   {},
+	"report":                    {".", "report/internal/figure", "report/internal/fleetpage", "report/internal/format", "report/internal/textout"},
 }
 
 // TestInternalLayering: each package of the verify module imports only the packages of the module

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/qualkit/qualkit/schemas/jsonscan"
 )
 
 // The completion JSON an event (or a non-streamed body) carries is read by a small validating
@@ -94,16 +94,7 @@ func (s *scanner) fail(format string, args ...any) error {
 	return &jsonError{off: s.i, msg: fmt.Sprintf(format, args...)}
 }
 
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *scanner) ws() { s.i = jsonscan.Space(s.b, s.i) }
 
 // peek returns the next non-space byte (0 at the end).
 func (s *scanner) peek() byte {
@@ -147,99 +138,39 @@ func (s *scanner) str(dst []byte) ([]byte, error) {
 	if err := s.expect('"'); err != nil {
 		return dst, err
 	}
-	for {
-		start := s.i
-		for s.i < len(s.b) {
-			c := s.b[s.i]
-			if c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
-				break
-			}
-			s.i++
-		}
-		dst = append(dst, s.b[start:s.i]...)
-		if s.i >= len(s.b) {
-			return dst, s.fail("unterminated string")
-		}
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return dst, nil
-		case c < 0x20:
-			return dst, s.fail("control character in string")
-		case c >= 0x80:
-			r, n := utf8.DecodeRune(s.b[s.i:])
-			if r == utf8.RuneError && n <= 1 {
-				return dst, s.fail("invalid UTF-8 in string")
-			}
-			dst = append(dst, s.b[s.i:s.i+n]...)
-			s.i += n
-		default: // backslash
-			if s.i+1 >= len(s.b) {
-				return dst, s.fail("unterminated escape")
-			}
-			e := s.b[s.i+1]
-			s.i += 2
-			switch e {
-			case '"', '\\', '/':
-				dst = append(dst, e)
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				r, err := s.hex4()
-				if err != nil {
-					return dst, err
-				}
-				if utf16.IsSurrogate(r) {
-					if r >= 0xDC00 || s.i+1 >= len(s.b) || s.b[s.i] != '\\' || s.b[s.i+1] != 'u' {
-						return dst, s.fail("lone surrogate escape")
-					}
-					s.i += 2
-					r2, err := s.hex4()
-					if err != nil {
-						return dst, err
-					}
-					r = utf16.DecodeRune(r, r2)
-					if r == utf8.RuneError {
-						return dst, s.fail("lone surrogate escape")
-					}
-				}
-				dst = utf8.AppendRune(dst, r)
-			default:
-				return dst, s.fail("invalid escape \\%c", e)
-			}
-		}
+	if j := jsonscan.Plain(s.b, s.i); j < len(s.b) && s.b[j] == '"' { // the common case
+		dst = append(dst, s.b[s.i:j]...)
+		s.i = j + 1
+		return dst, nil
 	}
+	dst, end, p := jsonscan.AppendString(dst, s.b, s.i)
+	s.i = end
+	if p != jsonscan.OK {
+		return dst, s.stringProblem(p)
+	}
+	return dst, nil
 }
 
-func (s *scanner) hex4() (rune, error) {
-	if s.i+4 > len(s.b) {
-		return 0, s.fail("short \\u escape")
-	}
-	var r rune
-	for _, c := range s.b[s.i : s.i+4] {
-		r <<= 4
-		switch {
-		case '0' <= c && c <= '9':
-			r |= rune(c - '0')
-		case 'a' <= c && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case 'A' <= c && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, s.fail("invalid \\u escape")
+// stringProblem is the error of a string the scanner core found malformed at s.i.
+func (s *scanner) stringProblem(p jsonscan.Problem) error {
+	switch p {
+	case jsonscan.Unterminated:
+		if s.i < len(s.b) { // at a backslash
+			return s.fail("unterminated escape")
 		}
+		return s.fail("unterminated string")
+	case jsonscan.Control:
+		return s.fail("control character in string")
+	case jsonscan.InvalidUTF8:
+		return s.fail("invalid UTF-8 in string")
+	case jsonscan.InvalidEscape:
+		return s.fail("invalid escape \\%c", s.b[s.i+1])
+	case jsonscan.ShortHex:
+		return s.fail("short \\u escape")
+	case jsonscan.InvalidHex:
+		return s.fail("invalid \\u escape")
 	}
-	s.i += 4
-	return r, nil
+	return s.fail("lone surrogate escape")
 }
 
 // rawKey consumes an object key and returns its bytes: a slice of the input when the key has no
@@ -248,18 +179,10 @@ func (s *scanner) rawKey() ([]byte, error) {
 	if s.peek() != '"' {
 		return nil, s.fail("want an object key")
 	}
-	j := s.i + 1
-	for j < len(s.b) {
-		c := s.b[j]
-		if c == '"' {
-			k := s.b[s.i+1 : j]
-			s.i = j + 1
-			return k, nil
-		}
-		if c == '\\' || c < 0x20 || c >= 0x80 {
-			break
-		}
-		j++
+	if j := jsonscan.Plain(s.b, s.i+1); j < len(s.b) && s.b[j] == '"' {
+		k := s.b[s.i+1 : j]
+		s.i = j + 1
+		return k, nil
 	}
 	var err error
 	s.kbuf, err = s.str(s.kbuf[:0])
@@ -269,43 +192,13 @@ func (s *scanner) rawKey() ([]byte, error) {
 // number consumes a JSON number and returns its literal.
 func (s *scanner) number() ([]byte, error) {
 	start := s.i
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	switch {
-	case s.i < len(s.b) && s.b[s.i] == '0':
-		s.i++
-	case s.i < len(s.b) && '1' <= s.b[s.i] && s.b[s.i] <= '9':
-		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-			s.i++
-		}
-	default:
+	end, _, _, p := jsonscan.Number(s.b, s.i)
+	if p != jsonscan.OK {
+		s.i = end
 		return nil, s.fail("invalid number")
 	}
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		s.i++
-		d := s.i
-		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-			s.i++
-		}
-		if s.i == d {
-			return nil, s.fail("invalid number")
-		}
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
-		d := s.i
-		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-			s.i++
-		}
-		if s.i == d {
-			return nil, s.fail("invalid number")
-		}
-	}
-	return s.b[start:s.i], nil
+	s.i = end
+	return s.b[start:end], nil
 }
 
 // skip consumes any value, validating it.
@@ -316,10 +209,7 @@ func (s *scanner) skip() error {
 	case '[':
 		return s.array(func() error { return s.skip() })
 	case '"':
-		// Validate without keeping the value.
-		var scratch [0]byte
-		_, err := s.strDiscard(scratch[:])
-		return err
+		return s.strDiscard() // validated, not kept
 	case 't':
 		return s.literal("true")
 	case 'f':
@@ -334,21 +224,18 @@ func (s *scanner) skip() error {
 	}
 }
 
-// strDiscard validates a string; the fast path never copies.
-func (s *scanner) strDiscard(buf []byte) ([]byte, error) {
-	j := s.i + 1
-	for j < len(s.b) {
-		c := s.b[j]
-		if c == '"' {
-			s.i = j + 1
-			return nil, nil
-		}
-		if c == '\\' || c < 0x20 || c >= 0x80 {
-			break
-		}
-		j++
+// strDiscard validates a string (its opening quote is next) without copying it.
+func (s *scanner) strDiscard() error {
+	if j := jsonscan.Plain(s.b, s.i+1); j < len(s.b) && s.b[j] == '"' { // the common case
+		s.i = j + 1
+		return nil
 	}
-	return s.str(buf[:0])
+	end, _, p := jsonscan.ValidString(s.b, s.i+1)
+	s.i = end
+	if p != jsonscan.OK {
+		return s.stringProblem(p)
+	}
+	return nil
 }
 
 // nonEmptyString consumes a string or null and reports whether it was a non-empty string.
@@ -360,7 +247,7 @@ func (s *scanner) nonEmptyString() (bool, error) {
 		return false, s.fail("want a string or null")
 	}
 	start := s.i
-	if _, err := s.strDiscard(nil); err != nil {
+	if err := s.strDiscard(); err != nil {
 		return false, err
 	}
 	return s.i-start > 2, nil
@@ -551,7 +438,7 @@ func scanChunk(s *scanner, shape chunkShape, text []byte, wantID bool) (chunk, [
 				return s.skip()
 			}
 			start := s.i
-			if _, err := s.strDiscard(nil); err != nil {
+			if err := s.strDiscard(); err != nil {
 				return err
 			}
 			if string(s.b[start:s.i]) == `"error"` {

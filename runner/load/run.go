@@ -703,13 +703,46 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 	ctx = ctl.cut
 	slots := make(chan struct{}, c)
 	var wg sync.WaitGroup
+	// waitFor starts the goroutine that waits for request i's response and frees its slot.
+	waitFor := func(w sentCall) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs[w.i] = r.record(w.q, w.call.Wait(), w.at, c, rep, ctl)
+			deps.finish(w.i, recs[w.i])
+			<-slots
+		}()
+	}
+	// Inside a burst the dispatcher's own sends start no goroutine: starting one wakes a thread,
+	// which on a host of few cores takes the dispatcher's core between two sends of the burst
+	// (measured: the involuntary switches between sends). Their waiters start once the burst is
+	// sent (the next deadline is far enough ahead to sleep), or when every slot is taken. A
+	// response is read by the reactor all the same: only its record is built later. The waiter
+	// also returns the connection to the pool, so a client with a connection limit starts each
+	// waiter at once (its next send may wait for that connection), as do rows whose entries wait
+	// for parents (a parent's end releases its children). Without a limit the row's slots bound
+	// the connections in use and the idle ones prewarmed cover them.
+	var held []sentCall // dispatcher goroutine only
+	release := func() {
+		for _, w := range held {
+			waitFor(w)
+		}
+		held = held[:0]
+	}
 	// launch sends request i (call, prepared), scheduled at at, once a slot is free; false when
-	// the row stops.
-	launch := func(i int, q *request, call *Call, at time.Time) bool {
+	// the row stops. hold says the caller is the dispatcher, which may start the waiter later.
+	launch := func(i int, q *request, call *Call, at time.Time, hold bool) bool {
 		select {
 		case slots <- struct{}{}:
-		case <-send.Done():
-			return false
+		default:
+			if hold {
+				release() // the held calls' waiters free the slots
+			}
+			select {
+			case slots <- struct{}{}:
+			case <-send.Done():
+				return false
+			}
 		}
 		if !ctl.take(at) {
 			<-slots
@@ -719,13 +752,12 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 		if st := r.log.stall; st.every > 0 && (i+1)%st.every == 0 {
 			time.Sleep(st.d) // test-only distortion (DistortionEnv)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			recs[i] = r.record(q, call.Wait(), at, c, rep, ctl)
-			deps.finish(i, recs[i])
-			<-slots
-		}()
+		w := sentCall{i: i, q: q, call: call, at: at}
+		if hold && deps == nil && r.client.opt.maxConns <= 0 {
+			held = append(held, w)
+		} else {
+			waitFor(w)
+		}
 		return true
 	}
 	dispatched := make(chan struct{})
@@ -735,6 +767,7 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 		defer p.stop()
 		t0 := time.Now()
 		origin = t0
+		defer release()
 		for i := range offsets {
 			q, berr := next(i)
 			if berr != nil {
@@ -747,34 +780,35 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 			// Built before the wait, not on the send path (see Client.Prepare).
 			call := r.client.Prepare(r.request(q))
 			at := t0.Add(offsets[i])
+			if len(held) > 0 && time.Until(at) > holdGap {
+				release()
+			}
 			if p.until(send, at) != nil {
 				return
 			}
-			if pk, ok := deps.parentOf(i); ok {
-				select {
-				case <-deps.done[pk]: // the parent has ended: send now, or at its end
-					if at, ok = deps.after(at, pk); !ok {
-						deps.finish(i, nil)
-						continue
-					}
-				default: // wait for the parent beside the dispatcher (tracedeps.go)
+			if pks := deps.parentsOf(i); pks != nil {
+				if !deps.allDone(pks) { // wait for the parents beside the dispatcher (tracedeps.go)
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						select {
-						case <-deps.done[pk]:
-						case <-send.Done():
+						if !deps.wait(send.Done(), pks) {
 							deps.finish(i, nil)
 							return
 						}
-						if at, ok := deps.after(at, pk); !ok || !launch(i, q, call, at) {
+						if at, ok := deps.after(at, pks); !ok || !launch(i, q, call, at, false) {
 							deps.finish(i, nil)
 						}
 					}()
 					continue
 				}
+				// the parents have ended: send now, or at the last one's end
+				var ok bool
+				if at, ok = deps.after(at, pks); !ok {
+					deps.finish(i, nil)
+					continue
+				}
 			}
-			if !launch(i, q, call, at) {
+			if !launch(i, q, call, at, true) {
 				deps.finish(i, nil)
 				return
 			}
@@ -784,6 +818,18 @@ func (r *runner) openLoop(ctx context.Context, next func(int) (*request, error),
 	wg.Wait()
 	return origin, err
 }
+
+// sentCall is a request the open-loop dispatcher sent, whose response is yet to be waited for.
+type sentCall struct {
+	i    int
+	q    *request
+	call *Call
+	at   time.Time
+}
+
+// holdGap is the least time to the next deadline in which the dispatcher starts the waiters of
+// the sends it held (openLoop): starting a burst's few dozen goroutines takes tens of µs.
+const holdGap = 200 * time.Microsecond
 
 // indexed serves planned requests to openLoop.
 func indexed(reqs []request) func(int) (*request, error) {

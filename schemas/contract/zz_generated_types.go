@@ -2492,7 +2492,7 @@ type RequestRecordDoc struct {
 	// (or its message), in index order; absent when it made none (docs/metrics.md "Tool calls").
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// TraceEntry says, for a measured request of a trace replay whose entries name parents, which
-	// entry it replayed, the entry it waited for and its turn (docs/metrics.md "Trace replay").
+	// entry it replayed, the entries it waited for and its turn (docs/metrics.md "Trace replay").
 	TraceEntry *TraceEntry `json:"trace_entry,omitempty"`
 }
 
@@ -2603,9 +2603,14 @@ type ToolCall struct {
 type TraceEntry struct {
 	// Entry is the trace entry's index (from 0).
 	Entry int64 `json:"entry"`
-	// Parent is the index of the entry it waited for; null for an entry that waits for none.
+	// Parent is the index of the entry it waited for; null for an entry that waits for none, or
+	// for several (then parents names them).
 	Parent *int64 `json:"parent"`
-	// Turn is 1 for an entry without a parent, else its parent's turn + 1.
+	// Parents are the indices, ascending, of the entries it waited for when it waited for several
+	// (a join: the turn after a group of sub-agents); absent otherwise.
+	Parents []int64 `json:"parents,omitempty"`
+	// Turn is 1 for an entry without a parent, else 1 + the largest turn of the entries it waited
+	// for.
 	Turn int64 `json:"turn"`
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/qualkit/qualkit/schemas/jsonscan"
 )
 
 // Sentinel errors carried by *DecodeError (and, for numbers and strings, by
@@ -331,16 +333,7 @@ func describeByte(s string, off int) string {
 	return fmt.Sprintf("character %q", r)
 }
 
-func (p *parser) skipWS() {
-	for p.pos < len(p.s) {
-		switch p.s[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
+func (p *parser) skipWS() { p.pos = jsonscan.Space(p.s, p.pos) }
 
 func (p *parser) value() (any, *DecodeError) {
 	if p.pos >= len(p.s) {
@@ -540,128 +533,53 @@ func (p *parser) array() (any, *DecodeError) {
 func (p *parser) str() (string, *DecodeError) {
 	s := p.s
 	start := p.pos + 1
-	for i := start; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '"':
-			if i-start > MaxStringBytes {
-				return "", p.fail(p.pos, ErrTooLarge, fmt.Sprintf("string longer than %d bytes", MaxStringBytes))
-			}
-			p.pos = i + 1
-			return s[start:i], nil
-		case c == '\\':
-			return p.strEscaped(start, i)
-		case c < 0x20:
-			return "", p.fail(i, ErrSyntax, fmt.Sprintf("unescaped control character 0x%02x in string", c))
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				return "", p.fail(i, ErrInvalidUTF8, fmt.Sprintf("invalid UTF-8 byte 0x%02x in string", c))
-			}
-			i += size
-		}
+	stop, prob := jsonscan.Plain(s, start), jsonscan.OK
+	if stop >= len(s) || s[stop] != '"' {
+		stop, prob = jsonscan.Unescaped(s, stop)
 	}
-	return "", p.fail(p.pos, ErrSyntax, "unterminated string")
+	if prob != jsonscan.OK {
+		return "", p.stringProblem(stop, prob)
+	}
+	if s[stop] == '"' {
+		if stop-start > MaxStringBytes {
+			return "", p.fail(p.pos, ErrTooLarge, fmt.Sprintf("string longer than %d bytes", MaxStringBytes))
+		}
+		p.pos = stop + 1
+		return s[start:stop], nil
+	}
+	b, end, prob := jsonscan.AppendString(append(p.buf[:0], s[start:stop]...), s, stop)
+	p.buf = b[:0]
+	if prob != jsonscan.OK {
+		return "", p.stringProblem(end, prob)
+	}
+	if len(b) > MaxStringBytes {
+		return "", p.fail(p.pos, ErrTooLarge, fmt.Sprintf("string longer than %d bytes", MaxStringBytes))
+	}
+	p.pos = end
+	return string(b), nil
 }
 
-// strEscaped continues str from the first backslash at i.
-func (p *parser) strEscaped(start, i int) (string, *DecodeError) {
+// stringProblem is the error of the string at p.pos that the scanner core found malformed at
+// off.
+func (p *parser) stringProblem(off int, prob jsonscan.Problem) *DecodeError {
 	s := p.s
-	b := append(p.buf[:0], s[start:i]...)
-	defer func() { p.buf = b[:0] }()
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case c == '"':
-			if len(b) > MaxStringBytes {
-				return "", p.fail(p.pos, ErrTooLarge, fmt.Sprintf("string longer than %d bytes", MaxStringBytes))
-			}
-			p.pos = i + 1
-			return string(b), nil
-		case c == '\\':
-			if i+1 >= len(s) {
-				return "", p.fail(p.pos, ErrSyntax, "unterminated string")
-			}
-			switch e := s[i+1]; e {
-			case '"', '\\', '/':
-				b = append(b, e)
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
-				r, ok := hex4(s, i+2)
-				if !ok {
-					return "", p.fail(i, ErrSyntax, `invalid \u escape: want four hex digits`)
-				}
-				n := 6
-				switch {
-				case r >= 0xd800 && r < 0xdc00:
-					lo, ok := rune(0), false
-					if i+7 < len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
-						lo, ok = hex4(s, i+8)
-					}
-					if !ok || lo < 0xdc00 || lo > 0xdfff {
-						return "", p.fail(i, ErrInvalidUTF8, fmt.Sprintf(`lone surrogate \u%04x has no UTF-8 form`, r))
-					}
-					r = 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00)
-					n = 12
-				case r >= 0xdc00 && r <= 0xdfff:
-					return "", p.fail(i, ErrInvalidUTF8, fmt.Sprintf(`lone surrogate \u%04x has no UTF-8 form`, r))
-				}
-				b = utf8.AppendRune(b, r)
-				i += n
-				continue
-			default:
-				if e := p.badUTF8(i + 1); e != nil {
-					return "", e
-				}
-				return "", p.fail(i, ErrSyntax, "invalid escape \\"+describeByte(s, i+1))
-			}
-			i += 2
-		case c < 0x20:
-			return "", p.fail(i, ErrSyntax, fmt.Sprintf("unescaped control character 0x%02x in string", c))
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			i++
-		default:
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				return "", p.fail(i, ErrInvalidUTF8, fmt.Sprintf("invalid UTF-8 byte 0x%02x in string", c))
-			}
-			b = append(b, s[i:i+size]...)
-			i += size
+	switch prob {
+	case jsonscan.Control:
+		return p.fail(off, ErrSyntax, fmt.Sprintf("unescaped control character 0x%02x in string", s[off]))
+	case jsonscan.InvalidUTF8:
+		return p.fail(off, ErrInvalidUTF8, fmt.Sprintf("invalid UTF-8 byte 0x%02x in string", s[off]))
+	case jsonscan.ShortHex, jsonscan.InvalidHex:
+		return p.fail(off, ErrSyntax, `invalid \u escape: want four hex digits`)
+	case jsonscan.LoneSurrogate:
+		r, _ := jsonscan.Hex4(s, off+2)
+		return p.fail(off, ErrInvalidUTF8, fmt.Sprintf(`lone surrogate \u%04x has no UTF-8 form`, r))
+	case jsonscan.InvalidEscape:
+		if e := p.badUTF8(off + 1); e != nil {
+			return e
 		}
+		return p.fail(off, ErrSyntax, "invalid escape \\"+describeByte(s, off+1))
 	}
-	return "", p.fail(p.pos, ErrSyntax, "unterminated string")
-}
-
-func hex4(s string, i int) (rune, bool) {
-	if i+4 > len(s) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range []byte(s[i : i+4]) {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	return p.fail(p.pos, ErrSyntax, "unterminated string")
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -669,57 +587,21 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 func (p *parser) number() (any, *DecodeError) {
 	s := p.s
 	start := p.pos
-	i := start
-	if s[i] == '-' {
-		i++
-		if i < len(s) && s[i] == 'I' {
-			p.pos = start
-			return nil, p.nonFinite("Infinity")
-		}
+	if s[start] == '-' && start+1 < len(s) && s[start+1] == 'I' {
+		return nil, p.nonFinite("Infinity")
 	}
-	if i >= len(s) {
-		return nil, p.unexpected(i, "a digit")
+	end, intDigits, isFloat, prob := jsonscan.Number(s, start)
+	switch prob {
+	case jsonscan.LeadingZero:
+		return nil, p.fail(start, ErrSyntax, "leading zeros are not allowed in numbers")
+	case jsonscan.Fraction:
+		return nil, p.unexpected(end, "a digit after the decimal point")
+	case jsonscan.Exponent:
+		return nil, p.unexpected(end, "a digit in the exponent")
+	case jsonscan.Digit:
+		return nil, p.unexpected(end, "a digit")
 	}
-	intStart := i
-	switch c := s[i]; {
-	case c == '0':
-		i++
-		if i < len(s) && isDigit(s[i]) {
-			return nil, p.fail(start, ErrSyntax, "leading zeros are not allowed in numbers")
-		}
-	case c >= '1' && c <= '9':
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-	default:
-		return nil, p.unexpected(i, "a digit")
-	}
-	intDigits := i - intStart
-	isFloat := false
-	if i < len(s) && s[i] == '.' {
-		i++
-		if i >= len(s) || !isDigit(s[i]) {
-			return nil, p.unexpected(i, "a digit after the decimal point")
-		}
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-		isFloat = true
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if i >= len(s) || !isDigit(s[i]) {
-			return nil, p.unexpected(i, "a digit in the exponent")
-		}
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-		isFloat = true
-	}
-	lit := s[start:i]
+	lit := s[start:end]
 	if !isFloat {
 		if intDigits > MaxIntegerDigits {
 			return nil, p.fail(start, ErrNumber, fmt.Sprintf("integer has %d digits, more than %d", intDigits, MaxIntegerDigits))
@@ -727,7 +609,7 @@ func (p *parser) number() (any, *DecodeError) {
 	} else if prob := checkFloatLiteral(lit); prob != numOK {
 		return nil, p.fail(start, ErrNumber, prob.describe(lit))
 	}
-	p.pos = i
+	p.pos = end
 	return json.Number(lit), nil
 }
 

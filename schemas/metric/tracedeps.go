@@ -2,8 +2,9 @@ package metric
 
 // Trace entries that wait for a parent (docs/metrics.md "Trace replay": the later turns of a
 // Bailian conversation, an agent's next call) are scheduled at their trace offset or when their
-// parent's request ended, whichever is later. Both the runner and the verifier take the end from
-// the parent's record with Ended.
+// parent's request ended, whichever is later; an entry that waits for several (a join: the turn
+// after a group of sub-agents) when the last of them ended. Both the runner and the verifier take
+// each end from the parent's record with Ended.
 
 // Ended is when a request ended on the client's clock: its stream's close (t_close_ns), or, for a
 // request that has none (it failed before or while it was answered), the latest of its other
@@ -27,7 +28,12 @@ func Ended(r *Request) int64 {
 	return end
 }
 
-// AfterParent is the scheduled send of a trace entry that waits for a parent: its trace offset
-// from the row's start (atNs, on the records' clock) or the parent's end (Ended), whichever is
-// later.
-func AfterParent(atNs, parentEndedNs int64) int64 { return max(atNs, parentEndedNs) }
+// AfterParents is the scheduled send of a trace entry that waits for its parents: its trace
+// offset from the row's start (atNs, on the records' clock) or the latest of its parents' ends
+// (Ended), whichever is later.
+func AfterParents(atNs int64, parentsEndedNs ...int64) int64 {
+	for _, e := range parentsEndedNs {
+		atNs = max(atNs, e)
+	}
+	return atNs
+}

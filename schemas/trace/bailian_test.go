@@ -32,10 +32,7 @@ func TestImportBailian(t *testing.T) {
 		t.Fatalf("%d entries", len(es))
 	}
 	for k, w := range wants {
-		p, ok := es[k].Parent()
-		if !ok {
-			p = -1
-		}
+		p := int(es[k].After - 1)
 		if es[k].TimestampMs != w.ms || es[k].InputLength != w.in || p != w.parent {
 			t.Errorf("entry %d: %+v parent %d, want %+v", k, es[k], p, w)
 		}
@@ -87,7 +84,7 @@ func TestImportBailianRefuses(t *testing.T) {
 func TestReadParent(t *testing.T) {
 	ok := `{"timestamp":0,"input_length":1,"output_length":1}` + "\n" + `{"timestamp":5,"input_length":2,"output_length":1,"parent":0}`
 	es, err := Read([]byte(ok))
-	if p, has := es[1].Parent(); err != nil || !has || p != 0 {
+	if err != nil || es[1].After != 1 {
 		t.Fatalf("%v %+v", err, es)
 	}
 	for _, bad := range []string{

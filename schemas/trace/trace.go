@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"strconv"
 
@@ -27,6 +28,10 @@ const (
 	// MaxTimestampMs bounds a timestamp (about 35 years in ms: far beyond any trace, far from
 	// overflow once scaled to nanoseconds).
 	MaxTimestampMs = 1 << 40
+	// MaxParents bounds the entries one entry waits for (a join's parents: the sub-agents of one
+	// WEKA group). The request record's trace_entry.parents carries the same bound
+	// (cue/request/v1/request.cue; TestMaxParentsIsTheContracts holds them equal).
+	MaxParents = 64
 )
 
 // ErrTrace marks a trace that cannot be read or imported.
@@ -38,23 +43,45 @@ type Entry struct {
 	InputLength  int64   `json:"input_length"`
 	OutputLength int64   `json:"output_length"`
 	HashIDs      []int64 `json:"hash_ids,omitempty"`
-	// After is 1 + the index of the earlier entry whose answer this one waits for (its parent:
-	// the previous turn of its conversation or agent; "parent" in the file, an index from 0), and
-	// 0 for an entry that waits for nothing (Parent). The zero value is an independent entry.
+	// After is 1 + the index of the one earlier entry whose answer this one waits for (its
+	// parent: the previous turn of its conversation or agent; "parent" in the file, an index from
+	// 0), and 0 for an entry that waits for nothing or for several (Join). The zero value is an
+	// independent entry.
 	After int64 `json:"-"`
+	// Join, for an entry that waits for several earlier entries (a join: a conversation's next
+	// turn after a group of sub-agents waits for each one's last request), are their indices:
+	// 2 to MaxParents of them, ascending ("parents" in the file); nil otherwise. An entry has
+	// After or Join, never both.
+	Join []int64 `json:"-"`
 }
 
-// Parent returns the index of the entry e waits for, and false when it waits for none.
-func (e Entry) Parent() (int, bool) { return int(e.After - 1), e.After > 0 }
+// Waits reports whether e waits for any earlier entry.
+func (e Entry) Waits() bool { return e.After > 0 || len(e.Join) > 0 }
+
+// Parents yields the indices of the entries e waits for, ascending: none, its one parent
+// (After), or the entries of its join (Join).
+func (e Entry) Parents() iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if e.After > 0 {
+			yield(int(e.After - 1))
+			return
+		}
+		for _, p := range e.Join {
+			if !yield(int(p)) {
+				return
+			}
+		}
+	}
+}
 
 // Turns returns each entry's turn, the depth of its parent chain: 1 for an entry that waits for
-// none, else its parent's turn + 1 (Read keeps a parent before its child). nil when no entry
-// names a parent. The runner records it (trace_entry.turn) and the verifier recomputes it.
+// none, else 1 + the largest turn of the entries it waits for (Read keeps each parent before its
+// child). nil when no entry names a parent. The runner records it (trace_entry.turn) and the
+// verifier recomputes it.
 func Turns(entries []Entry) []int32 {
 	var turns []int32
 	for i, e := range entries {
-		p, ok := e.Parent()
-		if !ok {
+		if !e.Waits() {
 			continue
 		}
 		if turns == nil {
@@ -63,7 +90,11 @@ func Turns(entries []Entry) []int32 {
 				turns[k] = 1
 			}
 		}
-		turns[i] = turns[p] + 1
+		var deepest int32
+		for p := range e.Parents() {
+			deepest = max(deepest, turns[p])
+		}
+		turns[i] = deepest + 1
 	}
 	return turns
 }
@@ -74,6 +105,7 @@ type line struct {
 	OutputLength *int64  `json:"output_length"`
 	HashIDs      []int64 `json:"hash_ids"`
 	Parent       *int64  `json:"parent"`
+	Parents      []int64 `json:"parents"`
 }
 
 // DecodeLine decodes one strict JSON trace line (no unknown or duplicate keys) and checks it.
@@ -90,10 +122,31 @@ func DecodeLine(b []byte) (Entry, error) {
 	}
 	e := Entry{TimestampMs: *l.Timestamp, InputLength: *l.InputLength, OutputLength: *l.OutputLength, HashIDs: l.HashIDs}
 	if l.Parent != nil {
+		if l.Parents != nil {
+			return Entry{}, fmt.Errorf(`both "parent" and "parents": name one parent as "parent", several as "parents"`)
+		}
 		if *l.Parent < 0 || *l.Parent >= MaxEntries {
 			return Entry{}, fmt.Errorf("parent %d: want the index (from 0) of an earlier entry", *l.Parent)
 		}
 		e.After = *l.Parent + 1
+	}
+	if l.Parents != nil {
+		if len(l.Parents) < 1 || len(l.Parents) > MaxParents {
+			return Entry{}, fmt.Errorf("%d parents: want 1 to %d", len(l.Parents), MaxParents)
+		}
+		for k, p := range l.Parents {
+			if p < 0 || p >= MaxEntries {
+				return Entry{}, fmt.Errorf("parents[%d] %d: want the index (from 0) of an earlier entry", k, p)
+			}
+			if k > 0 && p <= l.Parents[k-1] {
+				return Entry{}, fmt.Errorf("parents[%d] %d after %d: want the indices in increasing order, each once", k, p, l.Parents[k-1])
+			}
+		}
+		if len(l.Parents) == 1 {
+			e.After = l.Parents[0] + 1
+		} else {
+			e.Join = l.Parents
+		}
 	}
 	return e, Check(e)
 }
@@ -144,8 +197,10 @@ func Read(data []byte) ([]Entry, error) {
 		if i > 0 && e.TimestampMs < out[i-1].TimestampMs {
 			return nil, fmt.Errorf("%w: line %d: timestamp %d before the previous line's %d: a trace is in timestamp order", ErrTrace, i+1, e.TimestampMs, out[i-1].TimestampMs)
 		}
-		if p, ok := e.Parent(); ok && p >= i {
-			return nil, fmt.Errorf("%w: line %d: parent %d is not an earlier entry (this one is %d, from 0): an entry waits only for one before it", ErrTrace, i+1, p, i)
+		for p := range e.Parents() {
+			if p >= i {
+				return nil, fmt.Errorf("%w: line %d: parent %d is not an earlier entry (this one is %d, from 0): an entry waits only for entries before it", ErrTrace, i+1, p, i)
+			}
 		}
 		out = append(out, e)
 	}
@@ -167,9 +222,18 @@ func Write(w io.Writer, entries []Entry) error {
 			}
 			bw.WriteByte(']')
 		}
-		if p, ok := e.Parent(); ok {
+		if e.After > 0 {
 			bw.WriteString(`,"parent":`)
-			bw.WriteString(strconv.Itoa(p))
+			bw.WriteString(strconv.FormatInt(e.After-1, 10))
+		} else if len(e.Join) > 0 {
+			bw.WriteString(`,"parents":[`)
+			for i, p := range e.Join {
+				if i > 0 {
+					bw.WriteByte(',')
+				}
+				bw.WriteString(strconv.FormatInt(p, 10))
+			}
+			bw.WriteByte(']')
 		}
 		bw.WriteString("}\n")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,7 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"timestamp":0,"input_length":5,"output_length":2,"hash_ids":[1,2]}` + "\n" + `{"timestamp":9,"input_length":1,"output_length":1}`))
 	f.Add([]byte(`{"timestamp":1,"input_length":1,"output_length":1,"timestamp":2}`))
 	f.Add([]byte(`{"timestamp":0,"input_length":5,"output_length":2}` + "\n" + `{"timestamp":9,"input_length":7,"output_length":1,"parent":0}`))
+	f.Add([]byte(joinTrace))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		es, err := Read(data)
 		if err != nil {
@@ -39,7 +41,7 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 		for i := range es {
-			if back[i].TimestampMs != es[i].TimestampMs || back[i].InputLength != es[i].InputLength || back[i].After != es[i].After || !slices.Equal(back[i].HashIDs, es[i].HashIDs) {
+			if back[i].TimestampMs != es[i].TimestampMs || back[i].InputLength != es[i].InputLength || back[i].After != es[i].After || !slices.Equal(back[i].Join, es[i].Join) || !slices.Equal(back[i].HashIDs, es[i].HashIDs) {
 				t.Fatalf("entry %d: %+v, wrote %+v", i, back[i], es[i])
 			}
 		}
@@ -77,5 +79,62 @@ func TestOffsetsOutOfRange(t *testing.T) {
 	}
 	if _, ok := OffsetNs(MaxTimestampMs, 0, 1e6); ok {
 		t.Fatal("OffsetNs converted an offset past 2^62 ns")
+	}
+}
+
+// joinTrace: entry 0 starts a conversation, 1 and 2 are two sub-agents it spawned, 3 joins them
+// ("parents"), 4 follows 3 ("parents" of one member is "parent").
+const joinTrace = `{"timestamp":0,"input_length":5,"output_length":2}
+{"timestamp":1,"input_length":6,"output_length":2,"parent":0}
+{"timestamp":1,"input_length":7,"output_length":2,"parent":0}
+{"timestamp":9,"input_length":8,"output_length":2,"parents":[1,2]}
+{"timestamp":9,"input_length":9,"output_length":2,"parents":[3]}
+`
+
+// TestReadParents: an entry may wait for several earlier entries; its turn is 1 + the deepest of
+// theirs; a list out of order, with a repeat, naming a later entry, empty, too long, or beside
+// "parent" is refused, naming the line.
+func TestReadParents(t *testing.T) {
+	es, err := Read([]byte(joinTrace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if es[3].After != 0 || !slices.Equal(es[3].Join, []int64{1, 2}) || es[4].After != 4 || es[4].Join != nil {
+		t.Fatalf("%+v", es)
+	}
+	if got := slices.Collect(es[3].Parents()); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("parents of the join: %v", got)
+	}
+	if got := Turns(es); !slices.Equal(got, []int32{1, 2, 2, 3, 4}) {
+		t.Fatalf("turns %v", got)
+	}
+	// The join's depth is the deepest parent's: 0 <- 1 <- 2, and 3 waits for 0 and 2.
+	deep := []Entry{{}, {After: 1}, {After: 2}, {Join: []int64{0, 2}}}
+	if got := Turns(deep); !slices.Equal(got, []int32{1, 2, 3, 4}) {
+		t.Fatalf("turns %v", got)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, es); err != nil || !strings.Contains(buf.String(), `"parents":[1,2]}`) || strings.Contains(buf.String(), `"parents":[3]`) {
+		t.Fatalf("write: %v %s", err, buf.String())
+	}
+	head := "{\"timestamp\":0,\"input_length\":1,\"output_length\":1}\n{\"timestamp\":0,\"input_length\":1,\"output_length\":1}\n"
+	many := make([]string, MaxParents+1)
+	for k := range many {
+		many[k] = strconv.Itoa(k)
+	}
+	for _, c := range []struct{ name, line, want string }{
+		{"out of order", `"parents":[1,0]`, "line 3: parents[1] 0 after 1"},
+		{"repeated", `"parents":[0,0]`, "line 3: parents[1] 0 after 0"},
+		{"later", `"parents":[0,2]`, "line 3: parent 2 is not an earlier entry"},
+		{"own", `"parents":[2]`, "line 3: parent 2 is not an earlier entry"},
+		{"negative", `"parents":[-1,1]`, "line 3: parents[0] -1"},
+		{"empty", `"parents":[]`, "line 3: 0 parents: want 1 to 64"},
+		{"too many", `"parents":[` + strings.Join(many, ",") + `]`, "line 3: 65 parents: want 1 to 64"},
+		{"both spellings", `"parent":0,"parents":[0,1]`, `line 3: both "parent" and "parents"`},
+	} {
+		data := head + `{"timestamp":1,"input_length":1,"output_length":1,` + c.line + "}\n"
+		if _, err := Read([]byte(data)); !errors.Is(err, ErrTrace) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/report/internal/format"
 )
 
 // CSVColumns are the columns of View.CSV, in order. They are a stable interface (docs/report.md):
@@ -91,10 +92,10 @@ func (v *View) CSV(w io.Writer) error {
 					continue
 				}
 				head = append(head, strconv.FormatInt(r.Requests, 10), strconv.FormatInt(r.Successes, 10),
-					strconv.FormatInt(r.Failures, 10), exact(r.WindowSeconds))
+					strconv.FormatInt(r.Failures, 10), format.Exact(r.WindowSeconds))
 				for _, d := range r.Distributions {
 					line := append(append([]string{}, head...), string(d.Metric), d.Unit, d.Formula, strconv.FormatInt(d.Count, 10),
-						exact(d.Min), exact(d.Mean), exact(d.P50), exact(d.P90), exact(d.P95), exact(d.P99), optExact(d.P999), "")
+						format.Exact(d.Min), format.Exact(d.Mean), format.Exact(d.P50), format.Exact(d.P90), format.Exact(d.P95), format.Exact(d.P99), optExact(d.P999), "")
 					if err := cw.Write(pad(line)); err != nil {
 						return err
 					}
@@ -104,7 +105,7 @@ func (v *View) CSV(w io.Writer) error {
 						continue
 					}
 					line := append(append([]string{}, head...), s.name, s.unit, s.formula)
-					line = append(line, "", "", "", "", "", "", "", "", exact(*s.v))
+					line = append(line, "", "", "", "", "", "", "", "", format.Exact(*s.v))
 					if err := cw.Write(pad(line)); err != nil {
 						return err
 					}
@@ -121,7 +122,7 @@ func (v *View) CSV(w io.Writer) error {
 	for _, a := range v.Across {
 		line := []string{"", "", "", "", a.Case, "", a.Row, "", "", "", "", "", "", "",
 			"median_across_receipts", "", "median_interval.v1", strconv.Itoa(len(a.Values)),
-			"", "", "", "", "", "", "", exact(a.Median), a.Metric, optExact(a.Low), optExact(a.High), exact(a.Confidence)}
+			"", "", "", "", "", "", "", format.Exact(a.Median), a.Metric, optExact(a.Low), optExact(a.High), format.Exact(a.Confidence)}
 		if err := cw.Write(line); err != nil {
 			return err
 		}
@@ -137,7 +138,7 @@ func optExact(p *float64) string {
 	if p == nil {
 		return ""
 	}
-	return exact(*p)
+	return format.Exact(*p)
 }
 
 // pad fills a line to the width of CSVColumns with empty cells.
@@ -164,20 +165,20 @@ func csvFigures(c Case) [][]string {
 		}
 		for _, p := range cp.Probes {
 			out = append(out, line(rowName(p.Concurrency, 0), strconv.FormatInt(p.Concurrency, 10), "0", "capacity_probe", "fraction",
-				"slo_good_fraction.v1", "", exact(p.GoodFraction), "", "", "", ""))
+				"slo_good_fraction.v1", "", format.Exact(p.GoodFraction), "", "", "", ""))
 		}
 	}
 	if p := c.Pareto; p != nil {
 		for _, pt := range p.Front {
 			row, conc, rep := rowName(pt.Concurrency, pt.Repetition), strconv.FormatInt(pt.Concurrency, 10), strconv.FormatInt(pt.Repetition, 10)
 			out = append(out,
-				line(row, conc, rep, "pareto_front", "", "pareto_front", "", exact(pt.Throughput), string(p.Throughput), "", "", ""),
-				line(row, conc, rep, "pareto_front", "", "pareto_front", "", exact(pt.Latency), p.Latency, "", "", ""))
+				line(row, conc, rep, "pareto_front", "", "pareto_front", "", format.Exact(pt.Throughput), string(p.Throughput), "", "", ""),
+				line(row, conc, rep, "pareto_front", "", "pareto_front", "", format.Exact(pt.Latency), p.Latency, "", "", ""))
 		}
 	}
 	for _, iv := range c.Intervals {
 		out = append(out, line("", strconv.FormatInt(iv.Concurrency, 10), "", "interval", "", string(iv.Method), strconv.FormatInt(iv.Samples, 10),
-			exact(iv.Estimate), iv.Metric, optExact(iv.Low), optExact(iv.High), exact(iv.Confidence)))
+			format.Exact(iv.Estimate), iv.Metric, optExact(iv.Low), optExact(iv.High), format.Exact(iv.Confidence)))
 	}
 	return out
 }

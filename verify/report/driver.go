@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify"
+	"github.com/qualkit/qualkit/verify/report/internal/format"
 )
 
 // The parts of a driver section are the contract's types. A Driver is a driver case's evidence
@@ -94,7 +95,7 @@ func driverOf(de *verify.DriverEvidence, artifacts []Artifact) *Driver {
 		same := (g.Observed == nil) == (w.Observed == nil) && (g.Observed == nil || *g.Observed == *w.Observed)
 		if !same || g.Passed != w.Passed {
 			d.Mismatches = append(d.Mismatches, clip(fmt.Sprintf("%s %s %s for %s: recorded observed %s passed %v, recomputed observed %s passed %v",
-				g.Metric, g.Op, exact(g.Limit), g.Subject, exactPtr(g.Observed), g.Passed, exactPtr(w.Observed), w.Passed), maxDriverMismatch))
+				g.Metric, g.Op, format.Exact(g.Limit), g.Subject, format.ExactPtr(g.Observed), g.Passed, format.ExactPtr(w.Observed), w.Passed), maxDriverMismatch))
 		}
 	}
 	switch {
@@ -199,7 +200,7 @@ func verdictLine(d *Driver) string {
 		parts = append(parts, "attribution "+*v.Attribution)
 	}
 	if g := v.LargestGrowth; g != nil {
-		parts = append(parts, fmt.Sprintf("largest relative error growth at %s (index %d, %s)", g.Name, g.Index, signedExact(g.Delta)))
+		parts = append(parts, fmt.Sprintf("largest relative error growth at %s (index %d, %s)", g.Name, g.Index, format.SignedExact(g.Delta)))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify"
+	"github.com/qualkit/qualkit/verify/report/internal/format"
 )
 
 // The driver sections are rendered here from the valid documents of the driver contracts'
@@ -281,7 +282,7 @@ func TestDriverHTML(t *testing.T) {
 	}
 	svg := regexp.MustCompile(`(?s)<svg class="chart" data-chart="layers".*?</svg>`).FindString(page)
 	g := la.LayerAttribution.LargestRelativeErrorGrowth
-	if !strings.Contains(svg, `data-largest-growth="`+g.Name+`"`) || !strings.Contains(svg, "largest growth "+signedExact(g.RelativeRootMeanSquareErrorDelta)+" at "+g.Name) {
+	if !strings.Contains(svg, `data-largest-growth="`+g.Name+`"`) || !strings.Contains(svg, "largest growth "+format.SignedExact(g.RelativeRootMeanSquareErrorDelta)+" at "+g.Name) {
 		t.Errorf("the layer chart does not mark the largest growth at %s:\n%s", g.Name, svg)
 	}
 	if n := strings.Count(svg, "<circle"); n != len(la.LayerAttribution.Boundaries) {
@@ -306,7 +307,7 @@ func TestDriverHTML(t *testing.T) {
 		`<tr class="attributed"><td>f32_blocked <strong class="bad">attributed</strong>`, "failed: max_abs_error", "attribution f32_blocked",
 		// Bindings, unrounded numbers.
 		pa.Header().Implementation.Script.Digest, pa.Header().Model.Digest, pa.Header().Request.Digest,
-		exact(pa.PathAttribution.Paths[1].CosineSimilarity),
+		format.Exact(pa.PathAttribution.Paths[1].CosineSimilarity),
 		// Worker output and log found beside the result.
 		"000-x-r000/worker-output.json", "000-x-r000/worker.log",
 		// A driver case without a result says so.
@@ -345,14 +346,14 @@ func TestDriverText(t *testing.T) {
 	for _, re := range []string{
 		`(?m)^case       next r0: passed \(next-token result, qualkit\.next-token-result\.v2\)$`,
 		`(?m)^verdict    passed; argmax candidate engine-a, attribution complete$`,
-		`(?m)^  top_logit_margin  all +>= +` + regexp.QuoteMeta(fine(nt.Header().Tolerances[0].Limit)) + ` +` + regexp.QuoteMeta(fine(*nt.Header().Tolerances[0].Observed)) + ` +yes$`,
-		`(?m)^ +1 +` + fmt.Sprint(nt.NextToken.Oracle.TopTokens[0].TokenID) + ` +` + regexp.QuoteMeta(fine(nt.NextToken.Oracle.TopTokens[0].Logit)) + ` +engine-a`,
+		`(?m)^  top_logit_margin  all +>= +` + regexp.QuoteMeta(format.Fine(nt.Header().Tolerances[0].Limit)) + ` +` + regexp.QuoteMeta(format.Fine(*nt.Header().Tolerances[0].Observed)) + ` +yes$`,
+		`(?m)^ +1 +` + fmt.Sprint(nt.NextToken.Oracle.TopTokens[0].TokenID) + ` +` + regexp.QuoteMeta(format.Fine(nt.NextToken.Oracle.TopTokens[0].Logit)) + ` +engine-a`,
 		`(?m)^verdict    failed; attribution f32_blocked$`,
 		`(?m)^reason     tolerance max_abs_error <= 1e-09 failed for f32_blocked: observed 3\.1e-07$`,
 		`(?m)^  f32_blocked \*  .* FAILED$`,
 		`(?m)^  max_abs_error +f32_blocked +<= +1e-09 +3\.1e-07 +no$`,
 		`(?m)^isolation  private_loopback by linux-userns-netns-v1 \(only loopback\)`,
-		`(?m)^  ` + regexp.QuoteMeta(la.LayerAttribution.LargestRelativeErrorGrowth.Name) + ` .* \+` + regexp.QuoteMeta(fine(la.LayerAttribution.LargestRelativeErrorGrowth.RelativeRootMeanSquareErrorDelta)) + ` \* +held$`,
+		`(?m)^  ` + regexp.QuoteMeta(la.LayerAttribution.LargestRelativeErrorGrowth.Name) + ` .* \+` + regexp.QuoteMeta(format.Fine(la.LayerAttribution.LargestRelativeErrorGrowth.RelativeRootMeanSquareErrorDelta)) + ` \* +held$`,
 		// The table too wide for 100 columns: one wrapped line per boundary, nothing cut.
 		`(?m)^           ` + regexp.QuoteMeta(long) + `: cosine\s+0\.9999999999999999, max abs err 1\.23457e-123,`,
 	} {
@@ -376,7 +377,7 @@ func TestDriverMismatchShown(t *testing.T) {
 	})
 	v := driverView(driverCase("paths", pa))
 	d := v.Receipts[0].Cases[0].Driver
-	if len(d.Mismatches) != 1 || !strings.Contains(d.Mismatches[0], "max_abs_error") || !strings.Contains(d.Mismatches[0], "recomputed observed "+exact(pa.PathAttribution.Paths[1].MaxAbsError)) {
+	if len(d.Mismatches) != 1 || !strings.Contains(d.Mismatches[0], "max_abs_error") || !strings.Contains(d.Mismatches[0], "recomputed observed "+format.Exact(pa.PathAttribution.Paths[1].MaxAbsError)) {
 		t.Fatalf("mismatches %q", d.Mismatches)
 	}
 	page, text, js := render(t, v)
@@ -388,46 +389,5 @@ func TestDriverMismatchShown(t *testing.T) {
 	pa.Recomputed = nil
 	if d := driverOf(pa, nil); len(d.Mismatches) != 1 || !strings.Contains(d.Mismatches[0], "could not be recomputed") {
 		t.Errorf("mismatches without a recomputation %q", d.Mismatches)
-	}
-}
-
-// TestLayerChartBounds: a chart of no boundary says so; one of many labels a bounded number of
-// them (the largest growth always) and draws every point.
-func TestLayerChartBounds(t *testing.T) {
-	if s := layerSVG(&LayerAttribution{}); !strings.Contains(s, "no boundaries") {
-		t.Fatal(s)
-	}
-	la := &LayerAttribution{}
-	limit := 0.5
-	for i := range 300 {
-		b := BoundaryRow{Index: int64(i), Name: fmt.Sprintf("layer_%d", i), RelativeRootMeanSquareError: float64(i%17) / 100, Limit: &limit}
-		if i == 157 {
-			b.Largest, b.RelativeRootMeanSquareError = true, 0.42
-			la.LargestGrowth = Growth{Index: 157, Name: b.Name, Delta: 0.4}
-		}
-		la.Boundaries = append(la.Boundaries, b)
-	}
-	s := layerSVG(la)
-	labels := regexp.MustCompile(`rotate\(-35 `).FindAllString(s, -1)
-	if len(labels) > maxBoundaryLabels+1 || len(labels) < maxBoundaryLabels/2 {
-		t.Errorf("%d boundary labels", len(labels))
-	}
-	if !strings.Contains(s, ">layer_157</text>") || !strings.Contains(s, `data-largest-growth="layer_157"`) || !strings.Contains(s, "tolerance ≤ 0.5") {
-		t.Error("the largest growth or the tolerance is not drawn")
-	}
-	if n := strings.Count(s, "<circle"); n != 300 {
-		t.Errorf("%d points", n)
-	}
-	if len(s) > 120_000 {
-		t.Errorf("%d bytes for 300 boundaries", len(s))
-	}
-}
-
-func TestFine(t *testing.T) {
-	for v, want := range map[float64]string{0: "0", 205: "205", 0.43279277263172755: "0.432793", 0.999999999999995: "0.999999999999995",
-		0.9999955354638319: "0.999996", 1.7763568394002505e-15: "1.77636e-15", 1e-05: "1e-05", 2.0000001: "2.0000001", -8.0145e-05: "-8.0145e-05"} {
-		if got := fine(v); got != want {
-			t.Errorf("fine(%v) = %q, want %q", v, got, want)
-		}
 	}
 }

@@ -2,9 +2,7 @@ package report
 
 import (
 	"bytes"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/safetext"
+	"github.com/qualkit/qualkit/verify/report/internal/figure"
+	"github.com/qualkit/qualkit/verify/report/internal/format"
 )
 
 //go:embed page.css
@@ -24,31 +24,25 @@ var pageJS string
 //go:embed page.html.tmpl
 var pageTemplate string
 
-// cspHash is a Content-Security-Policy source for an inline element's exact text.
-func cspHash(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return "'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "'"
-}
-
 // csp forbids everything the page does not carry: no fetch, no image, no font, no frame, no
 // form; only its own stylesheet and script, by hash.
-var csp = "default-src 'none'; style-src " + cspHash(pageCSS) + "; script-src " + cspHash(pageJS) +
+var csp = "default-src 'none'; style-src " + format.CSPHash(pageCSS) + "; script-src " + format.CSPHash(pageJS) +
 	"; img-src 'none'; font-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'"
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"num":      num,
-	"numPtr":   numPtr,
-	"pct":      pct,
-	"signed":   signed,
-	"short":    short,
-	"yesNo":    yesNo,
+	"num":      format.Num,
+	"numPtr":   format.NumPtr,
+	"pct":      format.Pct,
+	"signed":   format.Signed,
+	"short":    format.Short,
+	"yesNo":    format.YesNo,
 	"title":    title,
 	"isolated": isolated,
-	"tputSVG":  func(c Case) template.HTML { return template.HTML(throughputSVG(c)) },
+	"tputSVG":  func(c Case) template.HTML { return template.HTML(figure.Throughput(c)) },
 	"turns":    func(c Case) [][]string { return turnsTable(c.Rows) },
-	"rateSVG":  func(c Case) template.HTML { return template.HTML(rateSVG(c)) },
+	"rateSVG":  func(c Case) template.HTML { return template.HTML(figure.Rate(c)) },
 	"timeline": func(l *Lifecycle) template.HTML {
-		return template.HTML(timelineSVG(l.Events))
+		return template.HTML(figure.Timeline(l.Events))
 	},
 	"rowP":   func(r Row, metric string, q int) string { return rowP(&r, metric, q) },
 	"join":   joinAny,
@@ -69,10 +63,10 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 		return dist(&r, metric) != nil
 	},
 	"agree":       agree,
-	"exact":       exact,
-	"exactPtr":    exactPtr,
-	"signedExact": signedExact,
-	"layerSVG":    func(la *LayerAttribution) template.HTML { return template.HTML(layerSVG(la)) },
+	"exact":       format.Exact,
+	"exactPtr":    format.ExactPtr,
+	"signedExact": format.SignedExact,
+	"layerSVG":    func(la *LayerAttribution) template.HTML { return template.HTML(figure.Layers(la)) },
 	"driverLine":  verdictLine,
 	"deref":       func(p *int64) int64 { return *p },
 	"passFail": func(ok bool) string {
@@ -108,61 +102,7 @@ type pageData struct {
 
 // CDF draws the CDF of Receipts[receipt].Cases[kase].Rows[row]'s distribution d.
 func (p pageData) CDF(receipt, kase, row int, d *Distribution) template.HTML {
-	return template.HTML(cdfSVG(string(d.Label), d.Unit, p.samplesOf(receipt, kase, row, string(d.Metric)), d.P50, d.P99))
-}
-
-// loadAxis is the x axis of a case's throughput charts: the offered rate when every row is open
-// loop with a declared rate (an open-loop case's load is its rate, not the concurrency cap),
-// else the concurrency.
-func loadAxis(c Case) (string, func(Row) float64) {
-	open := len(c.Rows) > 0
-	for _, r := range c.Rows {
-		if r.Loop != contract.RowLoopOpen || r.Fidelity.OfferedRate == nil {
-			open = false
-		}
-	}
-	if open {
-		return "offered rate (requests/s)", func(r Row) float64 { return *r.Fidelity.OfferedRate }
-	}
-	return "concurrency", func(r Row) float64 { return float64(r.Concurrency) }
-}
-
-func throughputSVG(c Case) string {
-	axis, at := loadAxis(c)
-	s := series{name: "output tokens/s (request window)", color: colP50}
-	for _, r := range c.Rows {
-		if r.Throughput.OutputTokensPerSecond != nil {
-			s.points = append(s.points, point{at(r), *r.Throughput.OutputTokensPerSecond})
-		}
-	}
-	return concurrencySVG("Request-window output throughput", "tokens/s", axis, []series{s})
-}
-
-func rateSVG(c Case) string {
-	axis, at := loadAxis(c)
-	req := series{name: "requests/s", color: colCurve}
-	good := series{name: "SLO goodput", color: colGreen, dash: "5 4"}
-	for _, r := range c.Rows {
-		if r.Throughput.RequestsPerSecond != nil {
-			req.points = append(req.points, point{at(r), *r.Throughput.RequestsPerSecond})
-		}
-		if r.Throughput.GoodputPerSecond != nil {
-			good.points = append(good.points, point{at(r), *r.Throughput.GoodputPerSecond})
-		}
-	}
-	ss := []series{req}
-	if len(good.points) > 0 {
-		ss = append(ss, good)
-	}
-	if axis != "concurrency" {
-		// An open-loop case: the rate the client sent at beside what the server completed.
-		sent := series{name: "achieved send rate", color: colAxis, dash: "2 3"}
-		for _, r := range c.Rows {
-			sent.points = append(sent.points, point{at(r), r.Fidelity.AchievedRate})
-		}
-		ss = append(ss, sent)
-	}
-	return concurrencySVG("Request throughput and goodput", "requests/s", axis, ss)
+	return template.HTML(figure.CDF(string(d.Label), d.Unit, p.samplesOf(receipt, kase, row, string(d.Metric)), d.P50, d.P99))
 }
 
 // ruleClass is the CSS class of a rule's status (a RuleStatus or a DeltaRule, spelt alike).
@@ -197,7 +137,7 @@ func agree(d Distribution) string {
 	if *d.ReceiptP50 == d.P50 && *d.ReceiptP99 == d.P99 {
 		return "equal to the receipt's"
 	}
-	return fmt.Sprintf("receipt says p50 %s, p99 %s", num(*d.ReceiptP50), num(*d.ReceiptP99))
+	return fmt.Sprintf("receipt says p50 %s, p99 %s", format.Num(*d.ReceiptP50), format.Num(*d.ReceiptP99))
 }
 
 // joinAny joins the elements of a slice of strings or of string enums (contract types) with sep.

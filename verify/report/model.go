@@ -9,6 +9,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/verify"
+	"github.com/qualkit/qualkit/verify/report/internal/format"
 )
 
 // Schema is the contract of a View's JSON form (qualkit.report-view.v1, docs/contracts/report-view.v1.md).
@@ -266,13 +267,13 @@ func sloString(s *contract.SLO) string {
 	}
 	var parts []string
 	if s.TTFTMs > 0 {
-		parts = append(parts, "TTFT_sched ≤ "+num(s.TTFTMs)+" ms")
+		parts = append(parts, "TTFT_sched ≤ "+format.Num(s.TTFTMs)+" ms")
 	}
 	if s.ICLMs > 0 {
-		parts = append(parts, "max ICL ≤ "+num(s.ICLMs)+" ms")
+		parts = append(parts, "max ICL ≤ "+format.Num(s.ICLMs)+" ms")
 	}
 	if s.E2EMs > 0 {
-		parts = append(parts, "E2E_sched ≤ "+num(s.E2EMs)+" ms")
+		parts = append(parts, "E2E_sched ≤ "+format.Num(s.E2EMs)+" ms")
 	}
 	if len(parts) == 0 {
 		return "none declared"
@@ -364,7 +365,7 @@ func rowOf(re verify.RowEvidence) (Row, map[string][]float64) {
 		}
 	}) {
 		if g, ok := got[name]; ok && g.Value != recorded[name].Value {
-			out.Mismatches = append(out.Mismatches, clip(fmt.Sprintf("%s: receipt %s, records %s", name, num(recorded[name].Value), num(g.Value)), maxMismatch))
+			out.Mismatches = append(out.Mismatches, clip(fmt.Sprintf("%s: receipt %s, records %s", name, format.Num(recorded[name].Value), format.Num(g.Value)), maxMismatch))
 		}
 	}
 	return out, sorted

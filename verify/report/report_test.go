@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,7 +16,9 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify"
+	"github.com/qualkit/qualkit/verify/report/internal/format"
 )
 
 var keep = flag.String("keep", "", "write the rendered frozen report (html, txt, json) into this directory")
@@ -111,7 +112,7 @@ func TestFrozenReportNumbersAreTheReceipts(t *testing.T) {
 						if q.got != w {
 							t.Errorf("%s %s %s%s: page %v, receipt %v", r.Path, c.ID, row.Name, d.Metric, q.got, w)
 						}
-						if s := quantile(samples, q.p); s != q.got {
+						if s := metric.Percentile(samples, q.p); s != q.got {
 							t.Errorf("%s %s%s: drawn samples give %v, page %v", row.Name, d.Metric, q.suffix, s, q.got)
 						}
 						checked++
@@ -263,7 +264,7 @@ func TestTextFitsHundredColumns(t *testing.T) {
 		}
 	}
 	row := v.Receipts[0].Cases[0].Rows[1]
-	want := num(dist(&row, "ttft_ms").P50) + "/" + num(dist(&row, "ttft_ms").P99)
+	want := format.Num(dist(&row, "ttft_ms").P50) + "/" + format.Num(dist(&row, "ttft_ms").P99)
 	if !regexp.MustCompile(`(?m)^  ` + row.Name + ` .* ` + regexp.QuoteMeta(want) + ` `).MatchString(text) {
 		t.Errorf("no row line for %s with TTFT %s:\n%s", row.Name, want, text)
 	}
@@ -324,57 +325,5 @@ func TestUnverifiedViewIsStampedEverywhere(t *testing.T) {
 	}
 	if !strings.Contains(page, "hashes") || !strings.Contains(page, "digest_mismatch") {
 		t.Error("the page does not show the finding")
-	}
-}
-
-func TestNiceTicks(t *testing.T) {
-	for _, c := range []struct {
-		lo, hi float64
-		want   []float64
-	}{
-		{0, 10, []float64{0, 5, 10}},
-		{1.2, 3.9, []float64{1, 2, 3, 4}},
-		{0.0012, 0.0049, []float64{0.001, 0.002, 0.003, 0.004, 0.005}},
-		{5, 5, []float64{4.998, 5, 5.002}},
-	} {
-		got := niceTicks(c.lo, c.hi, 4)
-		if c.lo == c.hi {
-			if got[0] > c.lo || got[len(got)-1] < c.hi || len(got) < 2 {
-				t.Errorf("niceTicks(%v, %v) = %v", c.lo, c.hi, got)
-			}
-			continue
-		}
-		if len(got) != len(c.want) {
-			t.Errorf("niceTicks(%v, %v) = %v, want %v", c.lo, c.hi, got, c.want)
-			continue
-		}
-		for i := range got {
-			if math.Abs(got[i]-c.want[i]) > 1e-12 {
-				t.Errorf("niceTicks(%v, %v) = %v, want %v", c.lo, c.hi, got, c.want)
-			}
-		}
-	}
-}
-
-// TestCDFLargeSampleIsBounded: a CDF of a million samples draws a bounded path.
-func TestCDFLargeSampleIsBounded(t *testing.T) {
-	xs := make([]float64, 1_000_000)
-	for i := range xs {
-		xs[i] = float64(i) / 1000
-	}
-	s := cdfSVG("TTFT", "ms", xs, quantile(xs, 0.5), quantile(xs, 0.99))
-	if len(s) > 40_000 || !strings.Contains(s, "p99 990.0") {
-		t.Fatalf("%d bytes; %q", len(s), s[:200])
-	}
-	if e := cdfSVG("TTFT", "ms", nil, 0, 0); !strings.Contains(e, "no samples") {
-		t.Fatal(e)
-	}
-}
-
-func TestNum(t *testing.T) {
-	for v, want := range map[float64]string{0: "0", 1234.5: "1234", 123.45: "123.5", 12.345: "12.35", 1.5: "1.50", 8: "8", 0.0456: "0.046", 0.00123: "0.00123", -2.5: "-2.50", 500: "500", math.NaN(): "-"} {
-		if got := num(v); got != want {
-			t.Errorf("num(%v) = %q, want %q", v, got, want)
-		}
 	}
 }

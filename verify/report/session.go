@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/report/internal/format"
 )
 
 // turnsOf is a session row's TTFT by turn position (ttft_by_turn.v1's metrics
@@ -59,7 +60,7 @@ func turnsTable(rows []Row) [][]string {
 			cell := "-"
 			for _, t := range rows[i].Turns {
 				if t.Turn == k {
-					cell = num(t.TTFTP50Ms) + " (" + strconv.FormatInt(t.Samples, 10) + ")"
+					cell = format.Num(t.TTFTP50Ms) + " (" + strconv.FormatInt(t.Samples, 10) + ")"
 				}
 			}
 			line = append(line, cell)
@@ -83,7 +84,7 @@ func ledgerTable(rows []Row) [][]string {
 		if t.Exceeded != nil {
 			threshold = "EXCEEDED"
 		}
-		out = append(out, []string{rows[i].Name, strconv.FormatInt(t.Compared, 10), strconv.FormatInt(t.Mismatched, 10), numPtr(t.MismatchFraction),
+		out = append(out, []string{rows[i].Name, strconv.FormatInt(t.Compared, 10), strconv.FormatInt(t.Mismatched, 10), format.NumPtr(t.MismatchFraction),
 			strconv.FormatInt(t.LargestPromptDifference, 10), strconv.FormatInt(t.LargestCompletionDifference, 10), threshold})
 	}
 	if len(out) == 1 {

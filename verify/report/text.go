@@ -10,12 +10,13 @@ import (
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/rules"
-	"github.com/qualkit/qualkit/schemas/safetext"
+	"github.com/qualkit/qualkit/verify/report/internal/format"
+	"github.com/qualkit/qualkit/verify/report/internal/textout"
 )
 
 // TextWidth is the widest line Text writes for the fixed tables; free text (paths, findings,
 // reasons) wraps at it too.
-const TextWidth = 100
+const TextWidth = textout.Width
 
 // JSON writes the view as indented JSON, a document of the report view contract
 // (qualkit.report-view.v1, docs/contracts/report-view.v1.md). It checks the document against the
@@ -36,118 +37,34 @@ func (v *View) JSON(w io.Writer) error {
 // Text writes the view as aligned tables for a terminal, no line wider than TextWidth columns.
 func (v *View) Text(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	p := &textPrinter{w: bw, fig: v.figures}
+	p := &textPrinter{Printer: textout.New(bw), fig: v.figures}
 	if v.Unverified {
-		p.line("*** UNVERIFIED: this report shows evidence that did not verify (--unverified-unsafe) ***")
+		p.Line("*** UNVERIFIED: this report shows evidence that did not verify (--unverified-unsafe) ***")
 	}
 	for i := range v.Receipts {
 		if i > 0 || v.Unverified {
-			p.line("")
+			p.Line("")
 		}
 		p.ri = i
 		p.receipt(&v.Receipts[i], v.Unverified)
 	}
 	p.acrossText(v.across)
 	for i := range v.Comparisons {
-		p.line("")
+		p.Line("")
 		p.comparison(&v.Comparisons[i], v.Unverified)
 	}
-	if p.err != nil {
-		return p.err
+	if err := p.Err(); err != nil {
+		return err
 	}
 	return bw.Flush()
 }
 
+// textPrinter writes a view's sections (textout.Printer's lines, wrapped text and tables).
 type textPrinter struct {
-	w   *bufio.Writer
-	err error
+	*textout.Printer
 	// fig and ri are the view's case figures and the receipt being printed (figures.go).
 	fig map[[2]int]*caseFigures
 	ri  int
-}
-
-// line writes s and a newline, s made safe for a terminal (safetext.Escape: a model id, a device
-// name or a finding that quotes one holds no escape sequence, carriage return or bidi override
-// that reaches the terminal). wrap and the tables escape first so that widths count what is shown.
-func (p *textPrinter) line(s string) {
-	if p.err == nil {
-		_, p.err = p.w.WriteString(safetext.Escape(s) + "\n")
-	}
-}
-
-// escapeCells returns rows with every cell made safe (safetext.Escape), so that column widths are
-// those of the text shown.
-func escapeCells(rows [][]string) [][]string {
-	out := make([][]string, len(rows))
-	for i, r := range rows {
-		out[i] = make([]string, len(r))
-		for j, c := range r {
-			out[i][j] = safetext.Escape(c)
-		}
-	}
-	return out
-}
-
-// wrap writes label and text, continuing long text on indented lines within TextWidth.
-func (p *textPrinter) wrap(label, text string) {
-	const indent = 11
-	prefix := fmt.Sprintf("%-*s", indent, safetext.Escape(label))
-	words := strings.Fields(safetext.Escape(text))
-	cur := prefix
-	for _, word := range words {
-		for len([]rune(word)) > TextWidth-indent {
-			// A word longer than a line (a path, a digest): break it.
-			r := []rune(word)
-			if cur != prefix && strings.TrimSpace(cur) != "" {
-				p.line(strings.TrimRight(cur, " "))
-				cur = strings.Repeat(" ", indent)
-			}
-			p.line(cur + string(r[:TextWidth-indent]))
-			cur = strings.Repeat(" ", indent)
-			word = string(r[TextWidth-indent:])
-		}
-		sep := " "
-		if len(strings.TrimSpace(cur)) == 0 || cur == prefix {
-			sep = ""
-		}
-		if len([]rune(cur))+len(sep)+len([]rune(word)) > TextWidth {
-			p.line(strings.TrimRight(cur, " "))
-			cur, sep = strings.Repeat(" ", indent), ""
-		}
-		cur += sep + word
-	}
-	p.line(strings.TrimRight(cur, " "))
-}
-
-// table writes cells aligned in columns two spaces apart, indented by two: the first left
-// columns left-aligned, the others (numbers) right-aligned.
-func (p *textPrinter) table(left int, rows [][]string) {
-	rows = escapeCells(rows)
-	var widths []int
-	for _, r := range rows {
-		for i, c := range r {
-			if i >= len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		b.WriteString("  ")
-		for i, c := range r {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
-			if i < left {
-				b.WriteString(c + pad)
-			} else {
-				b.WriteString(pad + c)
-			}
-		}
-		p.line(strings.TrimRight(b.String(), " "))
-	}
 }
 
 func (p *textPrinter) receipt(r *Receipt, unverified bool) {
@@ -155,34 +72,34 @@ func (p *textPrinter) receipt(r *Receipt, unverified bool) {
 	if unverified {
 		title += "  [UNVERIFIED]"
 	}
-	p.line(title)
-	p.wrap("file", r.Path)
+	p.Line(title)
+	p.Wrap("file", r.Path)
 	verdict := r.Verification.Summary
 	if r.Verification.Signer != "" {
 		verdict += ", signer " + r.Verification.Signer
 	}
-	p.wrap("verdict", verdict)
+	p.Wrap("verdict", verdict)
 	if r.Scope != "" {
-		p.wrap("scope", r.Scope)
+		p.Wrap("scope", r.Scope)
 	}
 	if len(r.Verification.Weakened) > 0 {
-		p.wrap("weakened", strings.Join(r.Verification.Weakened, ", "))
+		p.Wrap("weakened", strings.Join(r.Verification.Weakened, ", "))
 	}
 	for _, f := range r.Verification.Findings {
-		p.wrap("finding", fmt.Sprintf("%s: %s: %s: %s [%s]", f.Check, f.File, f.Pointer, f.Message, f.Code))
+		p.Wrap("finding", fmt.Sprintf("%s: %s: %s: %s [%s]", f.Check, f.File, f.Pointer, f.Message, f.Code))
 	}
 	for _, w := range r.Verification.Warnings {
-		p.wrap("warning", w)
+		p.Wrap("warning", w)
 	}
 	if s := r.Source; s != nil {
 		origin := "none" // not a contract value: the text of an absent value
 		if s.OriginMain != "" {
 			origin = s.OriginMain[:min(12, len(s.OriginMain))]
 		}
-		p.wrap("source", fmt.Sprintf("commit %s, tree hash %s, origin/main %s, clean %s, publishable %s",
-			short(s.Commit), short(s.TreeHash), origin, yesNo(s.Clean), yesNo(r.Publishable)))
-		p.wrap("workload", fmt.Sprintf("%s variant %s (%s %s)", r.Workload.ID, r.Workload.Variant, r.Workload.Path, short(r.Workload.Digest))) // not a contract value: a label of the text report
-		p.wrap("campaign", fmt.Sprintf("%s on %s: %s in %s s, %d artifacts bound", r.Run.Kind, r.Run.Backend, r.Run.Verdict, num(r.Run.DurationSeconds), len(r.Artifacts)))
+		p.Wrap("source", fmt.Sprintf("commit %s, tree hash %s, origin/main %s, clean %s, publishable %s",
+			format.Short(s.Commit), format.Short(s.TreeHash), origin, format.YesNo(s.Clean), format.YesNo(r.Publishable)))
+		p.Wrap("workload", fmt.Sprintf("%s variant %s (%s %s)", r.Workload.ID, r.Workload.Variant, r.Workload.Path, format.Short(r.Workload.Digest))) // not a contract value: a label of the text report
+		p.Wrap("campaign", fmt.Sprintf("%s on %s: %s in %s s, %d artifacts bound", r.Run.Kind, r.Run.Backend, r.Run.Verdict, format.Num(r.Run.DurationSeconds), len(r.Artifacts)))
 	}
 	for i := range r.Cases {
 		p.serving(&r.Cases[i])
@@ -191,9 +108,9 @@ func (p *textPrinter) receipt(r *Receipt, unverified bool) {
 	if l := r.Lifecycle; l != nil {
 		var ev []string
 		for _, e := range l.Events {
-			ev = append(ev, fmt.Sprintf("%s %s", e.Name, num(e.OffsetMs)))
+			ev = append(ev, fmt.Sprintf("%s %s", e.Name, format.Num(e.OffsetMs)))
 		}
-		p.wrap("lifecycle", fmt.Sprintf("%s; ms from launch: %s", l.Verdict, strings.Join(ev, ", ")))
+		p.Wrap("lifecycle", fmt.Sprintf("%s; ms from launch: %s", l.Verdict, strings.Join(ev, ", ")))
 		exit := "no exit code"
 		if l.ExitCode != nil {
 			exit = fmt.Sprintf("exit %d", *l.ExitCode)
@@ -205,8 +122,8 @@ func (p *textPrinter) receipt(r *Receipt, unverified bool) {
 		if l.Forced {
 			forced = "FORCED"
 		}
-		p.wrap("", fmt.Sprintf("port free before launch %s, listener %s, shutdown %s %s (%s), residue %s",
-			yesNo(l.PortFreeBeforeLaunch), l.Ownership, forced, exit, map[bool]string{true: "acceptable", false: "not acceptable"}[l.ExitAcceptable], l.Residue))
+		p.Wrap("", fmt.Sprintf("port free before launch %s, listener %s, shutdown %s %s (%s), residue %s",
+			format.YesNo(l.PortFreeBeforeLaunch), l.Ownership, forced, exit, map[bool]string{true: "acceptable", false: "not acceptable"}[l.ExitAcceptable], l.Residue))
 	}
 }
 
@@ -215,22 +132,22 @@ func (p *textPrinter) serving(c *Case) {
 	if c.Driver != nil {
 		head += fmt.Sprintf(" (%s, %s)", c.Driver.Title, c.Driver.Contract)
 	}
-	p.wrap("case", head)
+	p.Wrap("case", head)
 	if c.Details != "" && c.Driver == nil {
-		p.wrap("details", c.Details)
+		p.Wrap("details", c.Details)
 	}
 	if c.Driver != nil {
 		p.driver(c.Driver)
 	} else if c.Kind == contract.ViewCaseKindDriver {
-		p.wrap("", "no driver result is bound for this case")
+		p.Wrap("", "no driver result is bound for this case")
 	}
 	if len(c.Rows) == 0 {
 		return
 	}
 	if c.SLO != "" {
-		p.wrap("", "SLO "+c.SLO)
+		p.Wrap("", "SLO "+c.SLO)
 	}
-	p.line("  latency in ms, p50/p99, over the successful measured requests")
+	p.Line("  latency in ms, p50/p99, over the successful measured requests")
 	lat := [][]string{{"row", "req", "fail", "TTFT", "TPOT", "E2E", "ICL"}}
 	rate := [][]string{{"row", "W s", "req/s", "out tok/s", "goodput/s", "good", "lag p50/p99 ms", "client"}}
 	for i := range c.Rows {
@@ -245,32 +162,32 @@ func (p *textPrinter) serving(c *Case) {
 			client = "DEGRADED"
 		}
 		lat = append(lat, []string{r.Name, fmt.Sprint(r.Requests), fmt.Sprint(r.Failures), pq(r, "ttft_ms"), pq(r, "tpot_ms"), pq(r, "e2e_ms"), pq(r, "icl_ms")})
-		rate = append(rate, []string{r.Name, num(r.WindowSeconds), numPtr(r.Throughput.RequestsPerSecond), numPtr(r.Throughput.OutputTokensPerSecond),
-			numPtr(r.Throughput.GoodputPerSecond), numPtr(r.Throughput.GoodFraction), num(r.Fidelity.ScheduleLagP50Ms) + "/" + num(r.Fidelity.ScheduleLagP99Ms), client})
+		rate = append(rate, []string{r.Name, format.Num(r.WindowSeconds), format.NumPtr(r.Throughput.RequestsPerSecond), format.NumPtr(r.Throughput.OutputTokensPerSecond),
+			format.NumPtr(r.Throughput.GoodputPerSecond), format.NumPtr(r.Throughput.GoodFraction), format.Num(r.Fidelity.ScheduleLagP50Ms) + "/" + format.Num(r.Fidelity.ScheduleLagP99Ms), client})
 	}
-	p.table(1, lat)
-	p.line("  rates over the request window W; client fidelity (schedule lag)")
-	p.table(1, rate)
+	p.Table(1, lat)
+	p.Line("  rates over the request window W; client fidelity (schedule lag)")
+	p.Table(1, rate)
 	if turns := turnsTable(c.Rows); turns != nil {
-		p.line("  TTFT by turn, p50 ms (samples), over the successful requests of each turn position")
-		p.table(1, turns)
+		p.Line("  TTFT by turn, p50 ms (samples), over the successful requests of each turn position")
+		p.Table(1, turns)
 	}
 	if ledger := ledgerTable(c.Rows); ledger != nil {
-		p.line("  token ledger (docs/tokens.md): the client's counts with the bound tokenizer against the server's usage")
-		p.table(1, ledger)
+		p.Line("  token ledger (docs/tokens.md): the client's counts with the bound tokenizer against the server's usage")
+		p.Table(1, ledger)
 	}
 	cache := [][]string{{"row", "declared", "observed", "cached tokens", "reporting", "hit fraction"}}
 	for i := range c.Rows {
 		if pc := c.Rows[i].PrefixCache; pc != nil {
-			cache = append(cache, []string{c.Rows[i].Name, string(pc.Declared), string(pc.Observed), fmt.Sprint(pc.CachedPromptTokens), fmt.Sprint(pc.Reporting), numPtr(pc.HitFraction)})
+			cache = append(cache, []string{c.Rows[i].Name, string(pc.Declared), string(pc.Observed), fmt.Sprint(pc.CachedPromptTokens), fmt.Sprint(pc.Reporting), format.NumPtr(pc.HitFraction)})
 		}
 	}
 	if len(cache) > 1 {
-		p.line("  prefix cache (docs/caching.md): declared regime, what the server reported")
-		p.table(1, cache)
+		p.Line("  prefix cache (docs/caching.md): declared regime, what the server reported")
+		p.Table(1, cache)
 		for i := range c.Rows {
 			if pc := c.Rows[i].PrefixCache; pc != nil && pc.Contradiction != nil {
-				p.wrap(c.Rows[i].Name, *pc.Contradiction)
+				p.Wrap(c.Rows[i].Name, *pc.Contradiction)
 			}
 		}
 	}
@@ -281,7 +198,7 @@ func pq(r *Row, metric string) string {
 	if d == nil {
 		return "-"
 	}
-	return num(d.P50) + "/" + num(d.P99)
+	return format.Num(d.P50) + "/" + format.Num(d.P99)
 }
 
 func (p *textPrinter) comparison(c *Comparison, unverified bool) {
@@ -289,10 +206,10 @@ func (p *textPrinter) comparison(c *Comparison, unverified bool) {
 	if unverified {
 		title += "  [UNVERIFIED]"
 	}
-	p.line(title)
-	p.wrap("against", c.Baseline)
+	p.Line(title)
+	p.Wrap("against", c.Baseline)
 	if c.Error != "" {
-		p.wrap("error", c.Error)
+		p.Wrap("error", c.Error)
 		return
 	}
 	verdict := "ok"
@@ -306,64 +223,33 @@ func (p *textPrinter) comparison(c *Comparison, unverified bool) {
 	if mode == "" {
 		mode = "none" // not a contract value: the text of an absent value
 	}
-	p.wrap("mode", mode+": "+verdict)
+	p.Wrap("mode", mode+": "+verdict)
 	for _, d := range c.Rejected {
-		p.wrap("rejected", fmt.Sprintf("%s: %s [%s]", d.Path, d.Message, d.Code)) // not a contract value: a label of the text report
+		p.Wrap("rejected", fmt.Sprintf("%s: %s [%s]", d.Path, d.Message, d.Code)) // not a contract value: a label of the text report
 	}
 	for _, d := range c.Allowed {
-		p.wrap("allowed", fmt.Sprintf("%s: %s", d.Path, d.Message))
+		p.Wrap("allowed", fmt.Sprintf("%s: %s", d.Path, d.Message))
 	}
 	for _, r := range c.Rows {
-		p.wrap("row", fmt.Sprintf("%s r%d %s", r.Case, r.Repetition, r.Row))
+		p.Wrap("row", fmt.Sprintf("%s r%d %s", r.Case, r.Repetition, r.Row))
 		rows := [][]string{{"metric", "unit", "baseline", "candidate", "change", "change %", "rule"}}
 		for _, m := range r.Metrics {
 			rule := m.Rule
 			if rule == "" {
 				rule = "-"
 			}
-			rows = append(rows, []string{m.Metric, m.Unit, num(m.Baseline), num(m.Candidate), signed(m.Change), pct(m.ChangePercent), string(rule)})
+			rows = append(rows, []string{m.Metric, m.Unit, format.Num(m.Baseline), format.Num(m.Candidate), format.Signed(m.Change), format.Pct(m.ChangePercent), string(rule)})
 		}
-		p.table(2, rows)
+		p.Table(2, rows)
 	}
 	failed := 0
 	for _, r := range c.Rules {
 		if r.Status == contract.RuleStatusFailed {
 			failed++
-			p.wrap("failed", fmt.Sprintf("%s: %s", r.Scope, r.Reason)) // not a contract value: a label of the text report
+			p.Wrap("failed", fmt.Sprintf("%s: %s", r.Scope, r.Reason)) // not a contract value: a label of the text report
 		}
 	}
-	p.wrap("rules", fmt.Sprintf("%d evaluated, %d failed", len(c.Rules), failed))
-}
-
-// fitTable writes rows as a table when it fits TextWidth; otherwise each data row as one wrapped
-// line of "header value" pairs under its first cell, so nothing is cut.
-func (p *textPrinter) fitTable(left int, rows [][]string) {
-	rows = escapeCells(rows)
-	widths := map[int]int{}
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
-	}
-	total := 2
-	for i := range widths {
-		total += widths[i]
-		if i > 0 {
-			total += 2
-		}
-	}
-	if total <= TextWidth {
-		p.table(left, rows)
-		return
-	}
-	head := rows[0]
-	for _, r := range rows[1:] {
-		var parts []string
-		for i := 1; i < len(r) && i < len(head); i++ {
-			parts = append(parts, head[i]+" "+r[i])
-		}
-		p.wrap("", r[0]+": "+strings.Join(parts, ", "))
-	}
+	p.Wrap("rules", fmt.Sprintf("%d evaluated, %d failed", len(c.Rules), failed))
 }
 
 func (p *textPrinter) driver(d *Driver) {
@@ -372,18 +258,18 @@ func (p *textPrinter) driver(d *Driver) {
 	if l := verdictLine(d); l != "" {
 		verdict += "; " + l
 	}
-	p.wrap("verdict", string(verdict))
+	p.Wrap("verdict", string(verdict))
 	for _, r := range v.Reasons {
-		p.wrap("reason", r)
+		p.Wrap("reason", r)
 	}
 	c := d.Containment
 	probe := "only loopback"
 	if !isolated(c) {
 		probe = "NOT ISOLATED"
 	}
-	p.wrap("isolation", fmt.Sprintf("%s by %s (%s): interfaces %s, outside unreachable %s, host loopback unreachable %s, loopback bind %s; start gate %s; hash-bound exec %s",
-		c.Network, c.Mechanism, probe, strings.Join(c.Interfaces, ","), yesNo(c.OutsideUnreachable), yesNo(c.HostLoopbackUnreachable),
-		yesNo(c.LoopbackBind), c.StartGate, yesNo(c.HashBoundExec)))
+	p.Wrap("isolation", fmt.Sprintf("%s by %s (%s): interfaces %s, outside unreachable %s, host loopback unreachable %s, loopback bind %s; start gate %s; hash-bound exec %s",
+		c.Network, c.Mechanism, probe, strings.Join(c.Interfaces, ","), format.YesNo(c.OutsideUnreachable), format.YesNo(c.HostLoopbackUnreachable),
+		format.YesNo(c.LoopbackBind), c.StartGate, format.YesNo(c.HashBoundExec)))
 	exit := "ended by a signal"
 	if c.ExitCode != nil {
 		exit = fmt.Sprintf("exit %d", *c.ExitCode)
@@ -392,49 +278,49 @@ func (p *textPrinter) driver(d *Driver) {
 	if len(c.Residue) > 0 {
 		residue = strings.Join(c.Residue, "; ")
 	}
-	p.wrap("worker", fmt.Sprintf("%s after %s s of %d s, timed out %s, forced %s, residue %s", exit, exact(c.ElapsedSeconds), c.TimeoutSeconds,
-		yesNo(c.TimedOut), yesNo(c.Forced), residue))
-	p.wrap("env", fmt.Sprintf("%d names: %s", len(c.EnvironmentNames), strings.Join(c.EnvironmentNames, ", ")))
+	p.Wrap("worker", fmt.Sprintf("%s after %s s of %d s, timed out %s, forced %s, residue %s", exit, format.Exact(c.ElapsedSeconds), c.TimeoutSeconds,
+		format.YesNo(c.TimedOut), format.YesNo(c.Forced), residue))
+	p.Wrap("env", fmt.Sprintf("%d names: %s", len(c.EnvironmentNames), strings.Join(c.EnvironmentNames, ", ")))
 	im := d.Implementation
-	p.wrap("code", fmt.Sprintf("script %s %s, executable %s %s, qualrun %s %s", im.Script, im.ScriptDigest, im.Executable, im.ExecutableDigest,
+	p.Wrap("code", fmt.Sprintf("script %s %s, executable %s %s, qualrun %s %s", im.Script, im.ScriptDigest, im.Executable, im.ExecutableDigest,
 		im.QualrunVersion, im.QualrunDigest))
-	p.wrap("request", fmt.Sprintf("%s, %d input tokens, %s %s", d.Request.ID, d.Request.InputTokenCount, d.Request.Path, d.Request.Digest))
-	p.wrap("model", fmt.Sprintf("%s, %s %s", d.Model.ID, d.Model.Path, d.Model.Digest))
-	p.wrap("result", d.Result+" "+d.ResultDigest)
+	p.Wrap("request", fmt.Sprintf("%s, %d input tokens, %s %s", d.Request.ID, d.Request.InputTokenCount, d.Request.Path, d.Request.Digest))
+	p.Wrap("model", fmt.Sprintf("%s, %s %s", d.Model.ID, d.Model.Path, d.Model.Digest))
+	p.Wrap("result", d.Result+" "+d.ResultDigest)
 	if len(d.Tolerances) == 0 {
-		p.line("  no tolerance declared")
+		p.Line("  no tolerance declared")
 	} else {
-		p.line("  tolerances")
+		p.Line("  tolerances")
 		rows := [][]string{{"metric", "subject", "op", "limit", "observed", "passed"}} // not a contract value: the column headings of the text report
 		for _, t := range d.Tolerances {
 			obs := "none" // not a contract value: the text of an absent value
 			if t.Observed != nil {
-				obs = fine(*t.Observed)
+				obs = format.Fine(*t.Observed)
 			}
-			rows = append(rows, []string{string(t.Metric), t.Subject, string(t.Op), fine(t.Limit), obs, yesNo(t.Passed)})
+			rows = append(rows, []string{string(t.Metric), t.Subject, string(t.Op), format.Fine(t.Limit), obs, format.YesNo(t.Passed)})
 		}
-		p.fitTable(3, rows)
+		p.FitTable(3, rows)
 	}
 	for _, m := range d.Mismatches {
-		p.wrap("mismatch", m)
+		p.Wrap("mismatch", m)
 	}
 	if nt := d.NextToken; nt != nil {
-		p.line(fmt.Sprintf("  oracle %s, vocabulary %d: argmax token %d, top-logit margin %s", nt.Dtype, nt.Vocab, nt.ArgmaxTokenID, fine(nt.TopLogitMargin)))
-		p.wrap("logits", fmt.Sprintf("%s (%d bytes)", nt.LogitsSHA256, nt.LogitsBytes))
+		p.Line(fmt.Sprintf("  oracle %s, vocabulary %d: argmax token %d, top-logit margin %s", nt.Dtype, nt.Vocab, nt.ArgmaxTokenID, format.Fine(nt.TopLogitMargin)))
+		p.Wrap("logits", fmt.Sprintf("%s (%d bytes)", nt.LogitsSHA256, nt.LogitsBytes))
 		top := [][]string{{"rank", "token", "logit", "chosen by"}}
 		for _, t := range nt.TopTokens {
-			top = append(top, []string{fmt.Sprint(t.Rank), fmt.Sprint(t.TokenID), fine(t.Logit), strings.Join(t.Candidates, ", ")})
+			top = append(top, []string{fmt.Sprint(t.Rank), fmt.Sprint(t.TokenID), format.Fine(t.Logit), strings.Join(t.Candidates, ", ")})
 		}
-		p.line("  top tokens")
-		p.fitTable(0, top)
+		p.Line("  top tokens")
+		p.FitTable(0, top)
 		cand := [][]string{{"candidate", "token", "logit", "rank", "argmax"}}
 		for _, c := range nt.CandidateTokens {
-			cand = append(cand, []string{c.Label, fmt.Sprint(c.TokenID), fine(c.Logit), fmt.Sprint(c.Rank), yesNo(c.Argmax)})
+			cand = append(cand, []string{c.Label, fmt.Sprint(c.TokenID), format.Fine(c.Logit), fmt.Sprint(c.Rank), format.YesNo(c.Argmax)})
 		}
-		p.fitTable(1, cand)
+		p.FitTable(1, cand)
 	}
 	if pa := d.PathAttribution; pa != nil {
-		p.line(fmt.Sprintf("  paths against %s (reference argmax %d)", pa.ReferencePath, pa.ReferenceArgmax))
+		p.Line(fmt.Sprintf("  paths against %s (reference argmax %d)", pa.ReferencePath, pa.ReferenceArgmax))
 		rows := [][]string{{"path", "argmax", "equal", "cosine", "max abs err", "mean abs err", "top-10", "tolerances"}}
 		for _, r := range pa.Paths {
 			tol := "held"
@@ -445,33 +331,33 @@ func (p *textPrinter) driver(d *Driver) {
 			if r.Attributed {
 				id += " *"
 			}
-			rows = append(rows, []string{id, fmt.Sprint(r.Argmax), yesNo(r.ArgmaxEqual), fine(r.CosineSimilarity), fine(r.MaxAbsError),
-				fine(r.MeanAbsError), fmt.Sprint(r.Top10Overlap), tol})
+			rows = append(rows, []string{id, fmt.Sprint(r.Argmax), format.YesNo(r.ArgmaxEqual), format.Fine(r.CosineSimilarity), format.Fine(r.MaxAbsError),
+				format.Fine(r.MeanAbsError), fmt.Sprint(r.Top10Overlap), tol})
 		}
-		p.fitTable(1, rows)
+		p.FitTable(1, rows)
 		if v.Attribution != nil && *v.Attribution != rules.NotReproduced {
-			p.line("  * the path the difference is attributed to")
+			p.Line("  * the path the difference is attributed to")
 		}
 	}
 	if la := d.LayerAttribution; la != nil {
-		p.line("  layer boundaries: relative RMS error and its growth from the previous boundary")
+		p.Line("  layer boundaries: relative RMS error and its growth from the previous boundary")
 		rows := [][]string{{"boundary", "cosine", "max abs err", "mean abs err", "rel RMS err", "growth", "tolerances"}}
 		for _, b := range la.Boundaries {
 			tol := "held"
 			if len(b.Failed) > 0 {
 				tol = "FAILED"
 			}
-			growth := fine(b.Growth)
+			growth := format.Fine(b.Growth)
 			if b.Growth > 0 {
 				growth = "+" + growth
 			}
 			if b.Largest {
 				growth += " *"
 			}
-			rows = append(rows, []string{b.Name, fine(b.CosineSimilarity), fine(b.MaxAbsError), fine(b.MeanAbsError),
-				fine(b.RelativeRootMeanSquareError), growth, tol})
+			rows = append(rows, []string{b.Name, format.Fine(b.CosineSimilarity), format.Fine(b.MaxAbsError), format.Fine(b.MeanAbsError),
+				format.Fine(b.RelativeRootMeanSquareError), growth, tol})
 		}
-		p.fitTable(1, rows)
-		p.line("  * the largest growth")
+		p.FitTable(1, rows)
+		p.Line("  * the largest growth")
 	}
 }

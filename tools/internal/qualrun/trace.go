@@ -107,8 +107,11 @@ func importTrace(format, in, out string, staggerMs int64, stdout, stderr io.Writ
 	}
 	if format == "weka" {
 		cliapp.Fprintf(stdout, "%d conversations, each request waiting for the one before it; hash blocks of %d tokens (block_tokens %d)\n", weka.Conversations, weka.BlockSize, weka.BlockSize)
+		if weka.Subagents > 0 {
+			cliapp.Fprintf(stdout, "%d sub-agents, each running its requests in order after the request that spawned it, beside the others of its group; %d joins (a request after a group waits for the last request of each of its sub-agents)\n", weka.Subagents, weka.Joins)
+		}
 		if weka.Clamped > 0 {
-			cliapp.Fprintf(stdout, "%d requests stamped before the request they follow: imported at its time (a conversation's requests run one after another)\n", weka.Clamped)
+			cliapp.Fprintf(stdout, "%d requests stamped before a request they wait for: imported at its time (a conversation's requests run one after another)\n", weka.Clamped)
 		}
 	}
 	cliapp.Fprintf(stdout, "wrote %s (%s)\n", out, evidence.DigestOf(buf.Bytes()))

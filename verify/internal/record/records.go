@@ -13,6 +13,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/jsonscan"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/verify/internal/limits"
@@ -417,16 +418,7 @@ func (p *lineParser) id(v []byte) string {
 	return internBytes(p.st.interner, v)
 }
 
-func (p *lineParser) ws() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\r', '\n':
-			p.i++
-		default:
-			return
-		}
-	}
-}
+func (p *lineParser) ws() { p.i = jsonscan.Space(p.b, p.i) }
 
 func (p *lineParser) eat(c byte) bool {
 	p.ws()
@@ -443,28 +435,18 @@ func (p *lineParser) str() ([]byte, bool) {
 		return nil, false
 	}
 	start := p.i
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			s := p.b[start:p.i]
-			p.i++
-			return s, true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return nil, false
-		}
-		p.i++
+	if p.i = jsonscan.Plain(p.b, p.i); p.i >= len(p.b) || p.b[p.i] != '"' {
+		return nil, false
 	}
-	return nil, false
+	p.i++
+	return p.b[start : p.i-1], true
 }
 
 // uint reads an unsigned integer of at most 18 digits, without leading zeros, fraction or exponent.
 func (p *lineParser) uint() (int64, bool) {
 	p.ws()
 	start := p.i
-	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
-		p.i++
-	}
+	p.i = jsonscan.Digits(p.b, p.i)
 	n := p.i - start
 	if n == 0 || n > 18 || (n > 1 && p.b[start] == '0') {
 		return 0, false
@@ -614,6 +596,7 @@ var recordLimits = func() (l struct {
 	concurrencyMin, concurrencyMax, repetitionMax, eventsMax, assertionsMax, statusMin, statusMax int64
 	detailMax, messageMin, messageMax                                                             int64
 	toolCallsMax, toolIndexMax, toolIDMax, toolNameMax                                            int64
+	traceParentsMin, traceParentsMax                                                              int64
 }) {
 	b := schemas.MustBoundsOf(contract.RequestRecord)
 	l.concurrencyMin, l.concurrencyMax = b.IntLimit("row.concurrency", "minimum"), b.IntLimit("row.concurrency", "maximum")
@@ -624,6 +607,7 @@ var recordLimits = func() (l struct {
 	l.messageMin, l.messageMax = b.IntLimit("error.message", "minLength"), b.IntLimit("error.message", "maxLength")
 	l.toolCallsMax, l.toolIndexMax = b.IntLimit("tool_calls", "maxItems"), b.IntLimit("tool_calls[].index", "maximum")
 	l.toolIDMax, l.toolNameMax = b.IntLimit("tool_calls[].id", "maxLength"), b.IntLimit("tool_calls[].name", "maxLength")
+	l.traceParentsMin, l.traceParentsMax = b.IntLimit("trace_entry.parents", "minItems"), b.IntLimit("trace_entry.parents", "maxItems")
 	return l
 }()
 
@@ -735,11 +719,18 @@ func (p *lineParser) record(r *Record) bool {
 					v, ok := p.uint()
 					te.Turn = v
 					return ts.first(2) && ok && v >= 1 && v <= maxTraceEntry+1
+				case "parents":
+					ok := p.array(int(recordLimits.traceParentsMax), func() bool {
+						v, ok := p.uint()
+						te.Parents = append(te.Parents, v)
+						return ok && v <= maxTraceEntry
+					})
+					return ts.first(3) && ok && int64(len(te.Parents)) >= recordLimits.traceParentsMin
 				}
 				return false
 			})
 			r.Trace = te
-			return s.first(fTraceEntry) && ok && ts == 7
+			return s.first(fTraceEntry) && ok && ts&7 == 7
 		case "tool_calls":
 			ok := p.array(int(recordLimits.toolCallsMax), func() bool {
 				var ts seen

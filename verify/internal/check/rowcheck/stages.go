@@ -2,6 +2,7 @@ package rowcheck
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -317,16 +318,16 @@ func Replay(c *finding.Collector, path string, j int, row contract.Row, cp *cont
 
 // TraceSchedule: measured request k (index minus the unmeasured) is trace entry k, scheduled
 // at the row's start (the first measured record's t_sched minus its offset) plus offs[k], or,
-// for an entry with a parent, at metric.AfterParent of that and the parent's end (metric.Ended
-// of the parent entry's record, which must be in the row: an entry is sent only after its
-// parent), and a success has at most the entry's output_length completion tokens.
+// for an entry with parents, at metric.AfterParents of that and its parents' ends (metric.Ended
+// of each parent entry's record, which must be in the row: an entry is sent only after its
+// parents), and a success has at most the entry's output_length completion tokens.
 func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry, offs []int64, measured []*record.Record, unmeasured int64, exactTokens bool) {
 	k0 := measured[0].Index - unmeasured
 	if k0 < 0 || k0 >= int64(len(offs)) {
 		c.Add(row.Records.Path, finding.Pointer(measured[0].Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is not an entry of its trace (%d entries)", row.Concurrency, row.Repetition, measured[0].Index, len(entries))
 		return
 	}
-	if _, waits := entries[k0].Parent(); waits {
+	if entries[k0].Waits() {
 		// The row's start is read from its first record, which then must be an entry at its offset.
 		c.Add(row.Records.Path, finding.Pointer(measured[0].Line, "index"), reason.ErrLoadNotReached, "trace row c%d-r%d: the first request %d is entry %d, which waits for a parent: a replay starts with its first entry", row.Concurrency, row.Repetition, measured[0].Index, k0)
 		return
@@ -334,6 +335,7 @@ func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry
 	origin := measured[0].Sched - offs[k0]
 	turns := trace.Turns(entries)        // nil when no entry names a parent
 	var byEntry map[int64]*record.Record // only a trace whose entries name parents looks them up
+	var ends []int64                     // the ends of an entry's parents
 	if turns != nil {
 		byEntry = make(map[int64]*record.Record, len(measured))
 		for _, r := range measured {
@@ -351,17 +353,21 @@ func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry
 			return
 		}
 		want := origin + offs[k]
-		if p, waits := entries[k].Parent(); waits {
-			parent := byEntry[int64(p)]
-			if parent == nil {
-				c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d (entry %d) waits for entry %d, which the row did not record: an entry is sent only after its parent's request ended", row.Concurrency, row.Repetition, r.Index, k, p)
-				return
+		if entries[k].Waits() {
+			ends = ends[:0]
+			for p := range entries[k].Parents() {
+				parent := byEntry[int64(p)]
+				if parent == nil {
+					c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d (entry %d) waits for entry %d, which the row did not record: an entry is sent only after its parents' requests ended", row.Concurrency, row.Repetition, r.Index, k, p)
+					return
+				}
+				q := parent.Request()
+				ends = append(ends, metric.Ended(&q))
 			}
-			q := parent.Request()
-			want = metric.AfterParent(want, metric.Ended(&q))
+			want = metric.AfterParents(want, ends...)
 		}
 		if d := r.Sched - want; d < -scheduleToleranceNs || d > scheduleToleranceNs {
-			c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry (at its offset, or when its parent ended) at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.Index, r.Sched, want, d)
+			c.Add(row.Records.Path, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrLoadNotReached, "trace row c%d-r%d: request %d is scheduled at %d ns, its trace entry (at its offset, or when its parent ended: a join's last) at %d ns (%+d ns): the row did not replay its trace's timestamps", row.Concurrency, row.Repetition, r.Index, r.Sched, want, d)
 			return
 		}
 		if !r.Failed && r.HasUsage && r.CompletionTokens > entries[k].OutputLength {
@@ -375,15 +381,18 @@ func TraceSchedule(c *finding.Collector, row contract.Row, entries []trace.Entry
 	}
 }
 
-// wantTraceEntry is the trace_entry of a request of entry k: nil when the trace names no parents.
+// wantTraceEntry is the trace_entry of a request of entry k: nil when the trace names no parents;
+// its one parent as parent, a join's parents as parents.
 func wantTraceEntry(k int64, entries []trace.Entry, turns []int32) *contract.TraceEntry {
 	if turns == nil {
 		return nil
 	}
 	te := &contract.TraceEntry{Entry: k, Turn: int64(turns[k])}
-	if p, ok := entries[k].Parent(); ok {
-		pp := int64(p)
-		te.Parent = &pp
+	if e := entries[k]; e.After > 0 {
+		p := e.After - 1
+		te.Parent = &p
+	} else if len(e.Join) > 0 {
+		te.Parents = e.Join
 	}
 	return te
 }
@@ -394,7 +403,7 @@ func traceEntryIs(got *contract.TraceEntry, k int64, entries []trace.Entry, turn
 	if got == nil || want == nil {
 		return got == nil && want == nil
 	}
-	return got.Entry == want.Entry && got.Turn == want.Turn && (got.Parent == nil) == (want.Parent == nil) && (got.Parent == nil || *got.Parent == *want.Parent)
+	return got.Entry == want.Entry && got.Turn == want.Turn && (got.Parent == nil) == (want.Parent == nil) && (got.Parent == nil || *got.Parent == *want.Parent) && slices.Equal(got.Parents, want.Parents)
 }
 
 // fmtTraceEntry writes a trace_entry as its members ("absent" without one).
@@ -405,6 +414,9 @@ func fmtTraceEntry(te *contract.TraceEntry) string {
 	parent := "null"
 	if te.Parent != nil {
 		parent = fmt.Sprint(*te.Parent)
+	}
+	if te.Parents != nil {
+		return fmt.Sprintf("{entry %d, parents %v, turn %d}", te.Entry, te.Parents, te.Turn)
 	}
 	return fmt.Sprintf("{entry %d, parent %s, turn %d}", te.Entry, parent, te.Turn)
 }

@@ -1,4 +1,4 @@
-package report
+package figure
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/report/internal/format"
 )
 
 // The charts are inline SVG written here, with presentation attributes only (no style
@@ -35,7 +37,7 @@ const maxCDFPoints = 600
 
 type svgWriter struct{ b strings.Builder }
 
-func (s *svgWriter) f(format string, args ...any) { fmt.Fprintf(&s.b, format, args...) }
+func (s *svgWriter) f(layout string, args ...any) { fmt.Fprintf(&s.b, layout, args...) }
 
 func esc(s string) string { return html.EscapeString(s) }
 
@@ -113,13 +115,13 @@ func tickLabel(v, step float64) string {
 	return strconv.FormatFloat(v, 'f', d, 64)
 }
 
-// cdfSVG draws the empirical CDF of sorted samples with p50 and p99 marked.
-func cdfSVG(title, unit string, sorted []float64, p50, p99 float64) string {
+// CDF draws the empirical CDF of sorted samples with p50 and p99 marked.
+func CDF(title, unit string, sorted []float64, p50, p99 float64) string {
 	const w, h = 300.0, 204.0
 	const left, right, top, bottom = 40.0, 14.0, 44.0, 34.0
 	pw, ph := w-left-right, h-top-bottom
 	s := &svgWriter{}
-	s.open("cdf", fmt.Sprintf("%s CDF (%s), n=%d, p50 %s, p99 %s", title, unit, len(sorted), num(p50), num(p99)), w, h)
+	s.open("cdf", fmt.Sprintf("%s CDF (%s), n=%d, p50 %s, p99 %s", title, unit, len(sorted), format.Num(p50), format.Num(p99)), w, h)
 	s.text(left, 14, "start", colInk, "600", title)
 	s.text(w-right, 14, "end", colAxis, "", fmt.Sprintf("n=%d", len(sorted)))
 	if len(sorted) == 0 {
@@ -164,7 +166,7 @@ func cdfSVG(title, unit string, sorted []float64, p50, p99 float64) string {
 			if i == 0 {
 				cmd = "M"
 			}
-			fmt.Fprintf(&d, "%s%s %s", cmd, fx(x(quantile(sorted, p))), fx(y(p)))
+			fmt.Fprintf(&d, "%s%s %s", cmd, fx(x(metric.Percentile(sorted, p))), fx(y(p)))
 		}
 	}
 	s.f(`<path d="%s" fill="none" stroke="%s" stroke-width="1.6"/>`, d.String(), colCurve)
@@ -177,7 +179,7 @@ func cdfSVG(title, unit string, sorted []float64, p50, p99 float64) string {
 		px := x(m.v)
 		s.line(px, 29+float64(i)*11, px, top+ph, m.color, 1.2, "4 3")
 		s.f(`<circle cx="%s" cy="%s" r="3" fill="%s"/>`, fx(px), fx(y(m.p)), m.color)
-		label := m.name + " " + num(m.v)
+		label := m.name + " " + format.Num(m.v)
 		ly := 26.0 + float64(i)*11
 		anchor, lx := "start", px+3
 		if px+3+textWidth(label) > w-2 {
@@ -186,17 +188,6 @@ func cdfSVG(title, unit string, sorted []float64, p50, p99 float64) string {
 		s.text(lx, ly, anchor, m.color, "600", label)
 	}
 	return s.close()
-}
-
-// quantile is Hyndman-Fan type 7 over sorted, non-empty xs (the estimator of docs/metrics.md).
-func quantile(sorted []float64, q float64) float64 {
-	n := len(sorted)
-	h := float64(n-1) * q
-	lo := int(math.Floor(h))
-	if lo >= n-1 {
-		return sorted[n-1]
-	}
-	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
 }
 
 // textWidth estimates the width of 11 px text.
@@ -215,10 +206,10 @@ type series struct {
 	points []point
 }
 
-// concurrencySVG draws series against the load axis (concurrency, or offered rate for open-loop
+// concurrency draws series against the load axis (concurrency, or offered rate for open-loop
 // rows): one dot per row, a line through the mean of each load. Load levels are spaced evenly
 // (their values label the axis).
-func concurrencySVG(title, unit, axis string, ss []series) string {
+func concurrency(title, unit, axis string, ss []series) string {
 	const w, h = 440.0, 250.0
 	const left, right, top, bottom = 58.0, 16.0, 40.0, 40.0
 	pw, ph := w-left-right, h-top-bottom
@@ -257,7 +248,7 @@ func concurrencySVG(title, unit, axis string, ss []series) string {
 	}
 	for _, c := range xs {
 		s.line(x(c), top+ph, x(c), top+ph+4, colAxis, 1, "")
-		s.text(x(c), top+ph+15, "middle", colAxis, "", num(c))
+		s.text(x(c), top+ph+15, "middle", colAxis, "", format.Num(c))
 	}
 	s.line(left, top+ph, left+pw, top+ph, colAxis, 1, "")
 	s.text(left+pw/2, h-4, "middle", colAxis, "", axis)
@@ -299,15 +290,15 @@ func concurrencySVG(title, unit, axis string, ss []series) string {
 			if sr.dash != "" {
 				fill = "#fff" // hollow: a dashed series stays visible over a solid one with equal values
 			}
-			s.f(`<circle cx="%s" cy="%s" r="3.4" fill="%s" stroke="%s" stroke-width="1.4"><title>%s</title></circle>`, fx(x(p.x)), fx(y(p.y)), fill, sr.color, esc(fmt.Sprintf("%s at %s %s: %s %s", sr.name, axis, num(p.x), num(p.y), unit)))
+			s.f(`<circle cx="%s" cy="%s" r="3.4" fill="%s" stroke="%s" stroke-width="1.4"><title>%s</title></circle>`, fx(x(p.x)), fx(y(p.y)), fill, sr.color, esc(fmt.Sprintf("%s at %s %s: %s %s", sr.name, axis, format.Num(p.x), format.Num(p.y), unit)))
 		}
 	}
 	return s.close()
 }
 
-// timelineSVG draws the server's life: phases as bars, events as marks with labels on as many
+// Timeline draws the server's life: phases as bars, events as marks with labels on as many
 // rows as they need not to overlap.
-func timelineSVG(events []Event) string {
+func Timeline(events []contract.ViewEvent) string {
 	const w = 880.0
 	const left, right = 16.0, 16.0
 	pw := w - left - right
@@ -327,7 +318,7 @@ func timelineSVG(events []Event) string {
 	x := func(ms float64) float64 { return left + math.Max(0, ms)/end*pw }
 	// Label rows: greedy, first row whose last label ends before this one starts.
 	type placed struct {
-		e      Event
+		e      contract.ViewEvent
 		row    int
 		lx     float64
 		anchor string
@@ -336,7 +327,7 @@ func timelineSVG(events []Event) string {
 	var rowsEnd []float64
 	var ps []placed
 	for i, e := range events {
-		label := fmt.Sprintf("%s %s ms", e.Name, num(e.OffsetMs))
+		label := fmt.Sprintf("%s %s ms", e.Name, format.Num(e.OffsetMs))
 		tw := textWidth(label)
 		px := x(e.OffsetMs)
 		anchor, lx, start, stop := "start", px+3, px, px+3+tw
@@ -378,7 +369,7 @@ func timelineSVG(events []Event) string {
 			continue
 		}
 		wid := math.Max(x(b)-x(a), 2)
-		s.f(`<rect x="%s" y="%s" width="%s" height="14" fill="%s" opacity="0.85"><title>%s</title></rect>`, fx(x(a)), fx(barY), fx(wid), ph.color, esc(fmt.Sprintf("%s: %s ms", ph.label, num(b-a))))
+		s.f(`<rect x="%s" y="%s" width="%s" height="14" fill="%s" opacity="0.85"><title>%s</title></rect>`, fx(x(a)), fx(barY), fx(wid), ph.color, esc(fmt.Sprintf("%s: %s ms", ph.label, format.Num(b-a))))
 	}
 	s.line(left, barY+14, left+pw, barY+14, colAxis, 1, "")
 	for _, p := range ps {
@@ -402,17 +393,17 @@ func timelineSVG(events []Event) string {
 // every k-th is labelled (and the largest growth always).
 const maxBoundaryLabels = 24
 
-// layerSVG draws the relative RMS error of each layer boundary, in order, with the segment of
+// Layers draws the relative RMS error of each layer boundary, in order, with the segment of
 // the largest growth and its boundary marked, and the relative RMS error tolerance (where one
 // applies) as a dashed line. The y axis starts at zero.
-func layerSVG(la *LayerAttribution) string {
+func Layers(la *contract.ViewLayerAttribution) string {
 	const w, h = 720.0, 290.0
 	const left, right, top, bottom = 66.0, 18.0, 48.0, 78.0
 	pw, ph := w-left-right, h-top-bottom
 	bs := la.Boundaries
 	s := &svgWriter{}
 	g := la.LargestGrowth
-	s.open("layers", fmt.Sprintf("relative RMS error per layer boundary (%d boundaries), largest growth %s at %s", len(bs), signedExact(g.Delta), g.Name), w, h)
+	s.open("layers", fmt.Sprintf("relative RMS error per layer boundary (%d boundaries), largest growth %s at %s", len(bs), format.SignedExact(g.Delta), g.Name), w, h)
 	s.text(left, 14, "start", colInk, "600", "Relative RMS error per layer boundary")
 	if len(bs) == 0 {
 		s.text(w/2, h/2, "middle", colAxis, "", "no boundaries")
@@ -514,9 +505,9 @@ func layerSVG(la *LayerAttribution) string {
 		if len(b.Failed) > 0 {
 			color = colPurple
 		}
-		tip := fmt.Sprintf("%s (index %d): relative RMS error %s, growth %s", b.Name, b.Index, exact(b.RelativeRootMeanSquareError), signedExact(b.Growth))
+		tip := fmt.Sprintf("%s (index %d): relative RMS error %s, growth %s", b.Name, b.Index, format.Exact(b.RelativeRootMeanSquareError), format.SignedExact(b.Growth))
 		if b.Limit != nil {
-			tip += ", limit " + exact(*b.Limit)
+			tip += ", limit " + format.Exact(*b.Limit)
 		}
 		if len(b.Failed) > 0 {
 			tip += ", failed " + strings.Join(contract.Strings(b.Failed), ", ")
@@ -532,7 +523,7 @@ func layerSVG(la *LayerAttribution) string {
 	if len(gname) > 24 {
 		gname = append(gname[:23], '…')
 	}
-	label := fmt.Sprintf("largest growth %s at %s", signedExact(g.Delta), string(gname))
+	label := fmt.Sprintf("largest growth %s at %s", format.SignedExact(g.Delta), string(gname))
 	s.line(lx, 32, lx+14, 32, colP99, 3.2, "")
 	s.text(lx+18, 36, "start", colP99, "600", label)
 	lx += 18 + textWidth(label)*1.1 + 14
@@ -550,7 +541,7 @@ func layerSVG(la *LayerAttribution) string {
 			}
 		}
 		if same {
-			label += " ≤ " + exact(*first)
+			label += " ≤ " + format.Exact(*first)
 		}
 		s.line(lx, 32, lx+14, 32, colGreen, 1.4, "5 4")
 		s.text(lx+18, 36, "start", colInk, "", label)
