@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/rules"
 )
@@ -90,6 +91,24 @@ func driverEvidence(t *testing.T, ds driverSetup) (string, string, testKey) {
 	}
 	d.Implementation.Qualrun.Digest = qualrunDigest
 	d.Implementation.Qualrun.Version = rc["qualification"].(map[string]any)["qualrun"].(map[string]any)["version"].(string)
+	// The driver's files, bound as the runner binds them (script, request, model under their own
+	// kinds, the executable outside the repository by path and digest): the reference worker's.
+	files, sizes := map[string]string{}, map[string]int{}
+	for _, f := range []string{"worker.py", "request.json", "tiny-model.json"} {
+		b, err := os.ReadFile(filepath.Join(mutationRoot, "driver/drivers/reference", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel := "drivers/reference/" + f
+		if err := os.MkdirAll(filepath.Join(root, "drivers/reference"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, filepath.Join(root, rel), b)
+		files[rel], sizes[rel] = evidence.DigestOf(b), len(b)
+	}
+	d.Implementation.Script.Path, d.Implementation.Script.Digest = "drivers/reference/worker.py", files["drivers/reference/worker.py"]
+	d.Request.Path, d.Request.Digest, d.Request.InputTokenCount = "drivers/reference/request.json", files["drivers/reference/request.json"], 8
+	d.Model.Path, d.Model.Digest = "drivers/reference/tiny-model.json", files["drivers/reference/tiny-model.json"]
 	d.Model.ID = filepath.Base(d.Model.Path) // as the runner names it (driver.ModelID)
 	d.Tolerances, err = rules.EvaluateTolerances(contract.PathAttribution, ds.resultRules, d.PathBody)
 	if err != nil {
@@ -154,7 +173,11 @@ func driverEvidence(t *testing.T, ds driverSetup) (string, string, testKey) {
 	}
 	results := append(rc["results"].([]any), res)
 	rc["results"] = results
-	rc["artifacts"] = append(rc["artifacts"].([]any), map[string]any{"kind": "driver_result", "path": rel, "digest": "sha256:" + strings.Repeat("0", 64), "bytes": 0})
+	rc["artifacts"] = append(rc["artifacts"].([]any), map[string]any{"kind": "driver_result", "path": rel, "digest": "sha256:" + strings.Repeat("0", 64), "bytes": 0},
+		map[string]any{"kind": "driver_executable", "path": d.Implementation.Executable.Path, "digest": d.Implementation.Executable.Digest, "bytes": 1})
+	for _, f := range []struct{ kind, path string }{{"driver_script", "drivers/reference/worker.py"}, {"driver_request", "drivers/reference/request.json"}, {"driver_model", "drivers/reference/tiny-model.json"}} {
+		rc["artifacts"] = append(rc["artifacts"].([]any), map[string]any{"kind": f.kind, "path": f.path, "digest": files[f.path], "bytes": sizes[f.path]})
+	}
 	passed := 0
 	for _, r := range results {
 		if r.(map[string]any)["status"] == "passed" {
@@ -257,7 +280,7 @@ func TestDriverEvidenceRejected(t *testing.T) {
 		}}, CheckTolerances, ErrResultMismatch, []string{"the result is a qualkit.path-attribution.v2, the workload declares a driver case producing qualkit.layer-attribution.v2"}},
 		{"script is not the one the workload pins", driverSetup{editCase: func(c map[string]any) {
 			c["worker"].(map[string]any)["script_digest"] = "sha256:" + strings.Repeat("e", 64)
-		}}, CheckHashes, ErrReferenceMismatch, []string{"script drivers/reference/worker.py is sha256:5d0f"}},
+		}}, CheckHashes, ErrReferenceMismatch, []string{"script drivers/reference/worker.py is sha256:", "the workload pins sha256:eeee"}},
 		{"model is not the one the workload pins", driverSetup{editCase: func(c map[string]any) {
 			c["model"].(map[string]any)["digest"] = "sha256:" + strings.Repeat("e", 64)
 		}}, CheckHashes, ErrReferenceMismatch, []string{"model drivers/reference/tiny-model.json"}},

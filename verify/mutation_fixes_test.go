@@ -1,9 +1,12 @@
 package verify
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,6 +163,39 @@ func TestMutationGapsClosed(t *testing.T) {
 		"driver-qualrun-version":    {"driver", `001-reference-paths-r000/result\.json$`, -1, "/implementation/qualrun/version", "dew", ErrReferenceMismatch},
 		"driver-model-id":           {"driver", `001-reference-paths-r000/result\.json$`, -1, "/model/id", "tiny-model.jsoo", ErrReferenceMismatch},
 		"driver-forced":             {"driver", `001-reference-paths-r000/result\.json$`, -1, "/containment/forced", true, ErrResultMismatch},
+		// A session row against its corpus (rowcheck.SessionCorpus): the prompt set, a turn's think
+		// time, turn 0's history exactly, a later turn's history at least the previous turn's and
+		// its text (chat-beta turn 1: 12 + 13 characters at least), and the conversation corpus
+		// listed among the artifacts (artifact 3).
+		"session-prompt-set":          {"sessions", `000-chat-r000/case-result\.json$`, -1, "/rows/0/prompt_set_sha256", "sha256:" + strings.Repeat("0", 64), ErrCorpusMismatch},
+		"session-think-ms":            {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 2, "/session/think_ms", 19, ErrRowMismatch},
+		"session-history-turn0":       {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 0, "/session/history_chars", 13, ErrRowMismatch},
+		"session-history-below":       {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 2, "/session/history_chars", 24, ErrRowMismatch},
+		"synthetic-session-think-ms":  {"sessions", `001-open-r000/rows/.*\.jsonl$`, 2, "/session/think_ms", 1, ErrRowMismatch},
+		"synthetic-session-history":   {"sessions", `001-open-r000/rows/.*\.jsonl$`, 2, "/session/history_chars", 20, ErrRowMismatch},
+		"conversation-corpus-dropped": {"sessions", `receipts/sessions\.json$`, -1, "/artifacts/3", dropItem{}, ErrCorpusMismatch},
+		// Every input the workload or the recipe names is listed as the runner lists it: a
+		// recipe's --config and --tokenizer files as config_files (apis artifacts 3 and 4), a
+		// tokenizer as a tokenizer (6), a driver case's executable, script, request and model
+		// under their kinds (driver artifacts 1-4).
+		"config-file-dropped":       {"apis", `receipts/apis\.json$`, -1, "/artifacts/3", dropItem{}, ErrReferenceMismatch},
+		"config-file-moved":         {"apis", `receipts/apis\.json$`, -1, "/artifacts/3/path", "configs/sim.jsoo", ErrReferenceMismatch},
+		"tokenizer-config-dropped":  {"apis", `receipts/apis\.json$`, -1, "/artifacts/4", dropItem{}, ErrReferenceMismatch},
+		"tokenizer-listing-dropped": {"apis", `receipts/apis\.json$`, -1, "/artifacts/6", dropItem{}, ErrReferenceMismatch},
+		"tokenizer-listing-moved":   {"apis", `receipts/apis\.json$`, -1, "/artifacts/6/path", "models/tiny.gguh", ErrReferenceMismatch},
+		"driver-executable-dropped": {"driver", `receipts/driver\.json$`, -1, "/artifacts/1", dropItem{}, ErrReferenceMismatch},
+		"driver-script-dropped":     {"driver", `receipts/driver\.json$`, -1, "/artifacts/2", dropItem{}, ErrReferenceMismatch},
+		"driver-request-dropped":    {"driver", `receipts/driver\.json$`, -1, "/artifacts/3", dropItem{}, ErrReferenceMismatch},
+		"driver-model-dropped":      {"driver", `receipts/driver\.json$`, -1, "/artifacts/4", dropItem{}, ErrReferenceMismatch},
+		"driver-model-moved":        {"driver", `receipts/driver\.json$`, -1, "/artifacts/4/path", "drivers/reference/tiny-modem.json", ErrReferenceMismatch},
+		// A trace row's offered rate is its trace's (metric.TraceRate: 3 entries over 50 ms).
+		"trace-offered-rate": {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/fidelity/offered_rate", 60.6, ErrLoadNotReached},
+		// A row's send calibration: every sample above 0 (sample 1 is the row's smallest, so the
+		// 0.9-quantile is unchanged), 32 samples in a passed case, and the samples inside the
+		// case's duration (send_cost_ns recomputed for both, so only the bound can refuse them).
+		"calibration-sample-zero":   {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/fidelity/calibration/samples_ns/1", 0, ErrRowMismatch},
+		"calibration-too-few":       {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/fidelity/calibration", traceCalibration(t, 1, -1), ErrRowMismatch},
+		"calibration-over-duration": {"trace", `000-replay-r000/case-result\.json$`, -1, "/rows/0/fidelity/calibration", traceCalibration(t, 1, 100_000_000), ErrRowMismatch},
 	}
 	for name, e := range edits {
 		t.Run(name, func(t *testing.T) {
@@ -176,6 +212,35 @@ func TestMutationGapsClosed(t *testing.T) {
 			t.Fatalf("%s %s = %v: want %v, got%s", e.file, e.pointer, e.value, e.want, findingsOf(res))
 		})
 	}
+}
+
+// traceCalibration is the trace shape's first replay row's calibration with sample i set to v
+// (dropped when v < 0) and its send cost recomputed.
+func traceCalibration(t *testing.T, i int, v int64) map[string]any {
+	t.Helper()
+	files, _ := filepath.Glob(mutationRoot + "/trace/.qualification/runs/*/cases/000-replay-r000/case-result.json")
+	if len(files) != 1 {
+		t.Fatalf("the trace shape's replay case result: %v", files)
+	}
+	var cr contract.CaseResultDoc
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &cr); err != nil || len(cr.Rows) == 0 || cr.Rows[0].Fidelity.Calibration == nil {
+		t.Fatalf("%s: no calibration (%v)", files[0], err)
+	}
+	samples := slices.Clone(cr.Rows[0].Fidelity.Calibration.SamplesNs)
+	if v < 0 {
+		samples = slices.Delete(samples, i, i+1)
+	} else {
+		samples[i] = v
+	}
+	out := make([]any, len(samples))
+	for k, x := range samples {
+		out[k] = x
+	}
+	return map[string]any{"samples_ns": out, "send_cost_ns": metric.SendCostNs(samples), "connections": nil}
 }
 
 // TestServerDeltaIdentity: in a row without kept scrapes (evidence written before they were

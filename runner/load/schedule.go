@@ -210,19 +210,14 @@ func (p *Plan) trace() bool {
 	return p.Case.Corpus != nil && p.Case.Corpus.Source == contract.CorpusSourceTrace
 }
 
-// traceRate is a trace row's mean offered rate, (n − 1) over the scaled span of the n replayed
-// entries; nil when they span no time.
+// traceRate is a trace row's mean offered rate (metric.TraceRate of the n replayed entries'
+// scaled offsets); nil when they span no time.
 func (p *Plan) traceRate() *float64 {
 	n := p.measured()
 	if n < 2 {
 		return nil
 	}
-	span := float64(p.promptAtNs(n-1)-p.promptAtNs(0)) / 1e9
-	if span <= 0 {
-		return nil
-	}
-	v := float64(n-1) / span
-	return &v
+	return metric.TraceRate(n, p.promptAtNs(0), p.promptAtNs(n-1))
 }
 
 // checkTrace refuses a trace replay Run cannot execute: one beside a rate, a schedule or a

@@ -89,7 +89,7 @@ func regenCorpus(s *load.Snapshot, c *finding.Collector, wc *contract.Case) (*co
 	case contract.CorpusSourceTrace:
 		return traceCorpus(s, c, cp)
 	}
-	return nil, "session corpus: each turn's body carries the server's earlier replies, which the evidence keeps only by digest (reply_digests): the prompt set and the request bodies (body_digest) rest on the records"
+	return nil, "session corpus: each turn's body carries the server's earlier replies, which the evidence keeps only by digest (reply_digests): the request bodies (body_digest) rest on the records (the prompt set, think times and histories are checked against the corpus: rowcheck.SessionCorpus)"
 }
 
 // boundCorpusFile is the snapshot's copy of a file a case reads (a corpus file, a trace, a tools

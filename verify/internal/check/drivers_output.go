@@ -40,12 +40,11 @@ func checkDriverOutputs(s *load.Snapshot, c *finding.Collector) {
 			continue
 		}
 		req, _ := res["request"].(map[string]any)
-		// The executable the result names is a driver_executable the receipt binds (where it binds
-		// any), and its duration the receipt's result's.
+		// The executable the result names is a driver_executable the receipt binds (the runner
+		// lists the executable of every driver case), and its duration the receipt's result's.
 		if impl, ok := res["implementation"].(map[string]any); ok {
 			exe, _ := impl["executable"].(map[string]any)
-			bound := slices.ContainsFunc(rc.Artifacts, func(a contract.Artifact) bool { return a.Kind == contract.ArtifactKindDriverExecutable })
-			if exe != nil && bound && !slices.ContainsFunc(rc.Artifacts, func(a contract.Artifact) bool {
+			if exe != nil && !slices.ContainsFunc(rc.Artifacts, func(a contract.Artifact) bool {
 				return a.Kind == contract.ArtifactKindDriverExecutable && a.Path == exe["path"] && a.Digest == exe["digest"]
 			}) {
 				c.Add(p, "/implementation/executable", reason.ErrReferenceMismatch, "case %s ran executable %v (%v), which is no driver_executable artifact of the receipt", r.ID, exe["path"], exe["digest"])

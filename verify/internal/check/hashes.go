@@ -2,6 +2,7 @@ package check
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
@@ -84,7 +85,8 @@ func Hashes(s *load.Snapshot) finding.CheckResult {
 	}
 	checkDriverBindings(s, c)
 	checkDriverOutputs(s, c)
-	workloadInputs(s, ref)
+	workloadInputs(s, c, ref)
+	checkNamedConfigFiles(c, s)
 	if wd, ok := artifactDigest[rc.Workload.Path]; !ok {
 		c.Add(file, "/workload/path", reason.ErrReferenceMismatch, "workload %s is not listed among the receipt's artifacts", rc.Workload.Path)
 	} else if wd != rc.Workload.Digest {
@@ -156,12 +158,14 @@ func detail(err error, r *reason.Reason) string {
 	return strings.TrimPrefix(err.Error(), r.Error()+": ")
 }
 
-// workloadInputs: every file a case of the receipt's variant binds by digest (a trace, a tools
-// file, a tokenizer) is listed among the receipt's artifacts
-// with that digest, as the runner lists them. On the mutation closure's trace shape a receipt with
-// its trace corpus dropped from the artifacts verified. (A driver case's request and model are
-// checkDriverBindings'.)
-func workloadInputs(s *load.Snapshot, ref func(refFile, ptr, path, dg, what string)) {
+// workloadInputs: every file a case of the receipt's variant binds by digest (a trace or
+// conversation corpus, a tools file, a tokenizer, a driver case's script, request and model) is
+// listed among the receipt's artifacts with that digest, as the runner lists them, and a tokenizer
+// and a driver case's files under their own kinds (the runner lists each so; another listing of
+// the same path, such as a recipe's config_file, does not stand in for it). On the mutation
+// closure's trace shape a receipt with its trace corpus dropped from the artifacts verified; on
+// the apis and driver shapes a tokenizer, driver script, request or model listing dropped or moved.
+func workloadInputs(s *load.Snapshot, c *finding.Collector, ref func(refFile, ptr, path, dg, what string)) {
 	v := variant(s)
 	if v == nil || s.Workload == nil {
 		return
@@ -180,16 +184,42 @@ func workloadInputs(s *load.Snapshot, ref func(refFile, ptr, path, dg, what stri
 					ref(wl, ptr, path, dg, what)
 				}
 			}
-			// A conversation corpus is not among the artifacts the runner lists (a gap of the
-			// runner's, docs/verification.md "Mutation closure"): only a trace's is required.
-			if cp := wc.Corpus; cp != nil && cp.Source == contract.CorpusSourceTrace {
+			// kind: the file at path (a repository path: the runner lists one outside it by its
+			// absolute path) is listed as that kind too.
+			kind := func(ptr, path string, k contract.ArtifactKind) {
+				if path == "" || strings.Contains(path, "${") || strings.HasPrefix(path, "/") ||
+					!slices.ContainsFunc(s.RC.Artifacts, func(a contract.Artifact) bool { return a.Path == path }) {
+					return // unlisted altogether: ref says so
+				}
+				if !slices.ContainsFunc(s.RC.Artifacts, func(a contract.Artifact) bool { return a.Kind == k && a.Path == path }) {
+					c.Add(wl, ptr, reason.ErrReferenceMismatch, "case %s binds %s, which the receipt does not list as a %s artifact: the runner lists it so", wc.ID, path, k)
+				}
+			}
+			// A conversation corpus is listed as a corpus artifact by the runner since 2c1bb1c
+			// (rowcheck.SessionCorpusOf reads it from there).
+			if cp := wc.Corpus; cp != nil && (cp.Source == contract.CorpusSourceTrace || cp.Source == contract.CorpusSourceConversations) {
 				bind(at("corpus"), cp.Path, cp.Digest, "corpus") // not a contract value: the workload case's member name
 			}
 			if t := wc.Tools; t != nil {
 				bind(at("tools"), t.Path, t.Digest, "tools file")
 			}
 			if t := wc.Tokenizer; t != nil {
-				bind(at("tokenizer"), t.Path, t.Digest, "tokenizer") // not a contract value: the workload case's member name
+				bind(at("tokenizer"), t.Path, t.Digest, "tokenizer")          // not a contract value: the workload case's member name
+				kind(at("tokenizer"), t.Path, contract.ArtifactKindTokenizer) // not a contract value: the workload case's member name
+			}
+			if wc.Kind == contract.CaseKindDriver {
+				if w := wc.Worker; w != nil {
+					bind(at("worker", "script"), w.Script, w.ScriptDigest, "driver script")
+					kind(at("worker", "script"), w.Script, contract.ArtifactKindDriverScript)
+				}
+				if r := wc.Request; r != nil {
+					bind(at("request"), r.Path, r.Digest, "driver request")
+					kind(at("request"), r.Path, contract.ArtifactKindDriverRequest)
+				}
+				if m := wc.Model; m != nil {
+					bind(at("model"), m.Path, m.Digest, "driver model")
+					kind(at("model"), m.Path, contract.ArtifactKindDriverModel)
+				}
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
+	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/reason"
@@ -70,7 +71,8 @@ func checkRowIdentity(c *finding.Collector, p string, cr *contract.CaseResultDoc
 }
 
 // checkDurations: a result's duration is its case result's; a case lasted at least its rows'
-// windows (they run one after another); the cases together lasted no longer than the campaign.
+// windows and their send calibrations (they run one after another, each calibration before its
+// row's window); the cases together lasted no longer than the campaign.
 func checkDurations(s *load.Snapshot, c *finding.Collector) {
 	file := s.Receipt.Path
 	var sum float64
@@ -86,12 +88,13 @@ func checkDurations(s *load.Snapshot, c *finding.Collector) {
 		if cr.DurationSeconds != r.DurationSeconds {
 			c.Add(file, finding.Pointer("results", i, "duration_seconds"), reason.ErrResultMismatch, "result %s lasted %s s, its case result says %s s", r.ID, record.FmtFloat(r.DurationSeconds), record.FmtFloat(cr.DurationSeconds))
 		}
-		var windows float64
+		var windows, cals float64
 		for _, row := range cr.Rows {
 			windows += row.WindowSeconds
+			cals += rowcheck.CalibrationSeconds(row)
 		}
-		if windows > cr.DurationSeconds+durationSlackSeconds {
-			c.Add(r.CaseResult.Path, "/duration_seconds", reason.ErrRowMismatch, "the case lasted %s s, its rows' windows add up to %s s", record.FmtFloat(cr.DurationSeconds), record.FmtFloat(windows))
+		if windows+cals > cr.DurationSeconds+durationSlackSeconds {
+			c.Add(r.CaseResult.Path, "/duration_seconds", reason.ErrRowMismatch, "the case lasted %s s, its rows' windows add up to %s s and their send calibrations to %s s", record.FmtFloat(cr.DurationSeconds), record.FmtFloat(windows), record.FmtFloat(cals))
 		}
 	}
 	if q := s.RC.Qualification.DurationSeconds; sum > q+durationSlackSeconds {

@@ -158,6 +158,10 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 		}
 	}()
 	fig := rowcheck.NewFigures(len(cr.Rows))
+	sc, note := rowcheck.SessionCorpusOf(s, c, cr, wc)
+	if note != "" {
+		c.Note("case %s: %s", cr.CaseID, note)
+	}
 	for j, row := range cr.Rows {
 		base := finding.Pointer("rows", j)
 		f := s.Files[row.Records.Path]
@@ -208,7 +212,9 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 			}
 		}
 		rowcheck.Judgement(c, path, base, fid, rf, tol)
+		rowcheck.Calibration(c, path, j, row, cr.Status == contract.StatusPassed)
 		rowcheck.RowIdentity(c, row, wc, recs)
+		sc.Check(c, path, j, row, recs)
 		if !rowcheck.Sessions(c, row, wc, seed(s), recs) {
 			rowcheck.Schedule(c, path, row, wc, seed(s), recs)
 			rowcheck.CorpusOrder(c, row, wc, seed(s), recs)
@@ -218,6 +224,7 @@ func checkServing(s *load.Snapshot, c *finding.Collector, path string, cr *contr
 		if !rowcheck.Load(c, path, j, row, wc, recs, tol) {
 			unchecked++
 		}
+		rowcheck.TraceRate(s, c, path, j, row, wc)
 		all = append(all, recs...)
 		var skip func(string) bool
 		if wc == nil {

@@ -5,7 +5,9 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/trace"
 	"github.com/qualkit/qualkit/verify/internal/finding"
+	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/policy"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
@@ -285,4 +287,79 @@ func Judgement(c *finding.Collector, path, base string, fid contract.Fidelity, r
 			rj.Cause, rj.Order, rj.Samples, record.FmtFloat(rj.LagMs), record.FmtFloat(rj.LagBoundMs), rj.Quantile, rj.Serialised,
 			jd.Cause, jd.Order, jd.Samples, record.FmtFloat(jd.LagMs), record.FmtFloat(jd.LagBoundMs), jd.Quantile, jd.Serialised)
 	}
+}
+
+// TraceRate checks a trace replay row's offered rate against the one recomputed from its bound
+// trace by the runner's rule (metric.TraceRate over the case's measured entries, its requests or
+// else every entry, at the corpus's time scale): a replay offers the trace's own rate, so another
+// is load_not_reached. Without the bound trace nothing is checked here (RowSchedule notes why).
+func TraceRate(s *load.Snapshot, c *finding.Collector, path string, j int, row contract.Row, wc *contract.Case) {
+	if wc == nil || wc.Corpus == nil || wc.Corpus.Source != contract.CorpusSourceTrace {
+		return
+	}
+	entries, _ := traceOf(s, wc.Corpus)
+	if len(entries) == 0 {
+		return
+	}
+	scale := 1.0
+	if wc.Corpus.TimeScale != nil {
+		scale = *wc.Corpus.TimeScale
+	}
+	n := int64(len(entries))
+	if wc.Requests != nil && *wc.Requests < n {
+		n = *wc.Requests
+	}
+	var want *float64
+	if n >= 2 {
+		last, ok := trace.OffsetNs(entries[n-1].TimestampMs, entries[0].TimestampMs, scale)
+		if !ok {
+			return // Replay reports a schedule that cannot be replayed
+		}
+		want = metric.TraceRate(n, 0, last)
+	}
+	if got := row.Fidelity.OfferedRate; (got == nil) != (want == nil) || (got != nil && *got != *want) {
+		c.Add(path, finding.Pointer("rows", j, "fidelity", "offered_rate"), reason.ErrLoadNotReached, "trace replay row c%d-r%d records offered rate %s, its trace's %d measured entries offer %s requests/s at time scale %s", row.Concurrency, row.Repetition, fmtFloatPtr(got), n, fmtFloatPtr(want), record.FmtFloat(scale))
+	}
+}
+
+// Calibration bounds a row's send calibration samples (observed: a timed send each, nothing in
+// the evidence can recompute one; send_cost_ns and the fidelity judgement are recomputed from
+// them by Judgement): the runner times metric.CalibrationSends sends (at most
+// metric.MaxCalibrationSends may be recorded), fewer only when the case's context was cancelled
+// during the calibration, which a passed case never was; every sample is a send timed by a
+// monotonic clock, so above 0 ns. The samples' sum is bounded by the case's duration
+// (CalibrationSeconds, checked with the rows' windows). A row of a case that did not pass may
+// hold fewer samples.
+func Calibration(c *finding.Collector, path string, j int, row contract.Row, passed bool) {
+	cal := row.Fidelity.Calibration
+	if cal == nil {
+		return // a row written before the calibration existed
+	}
+	base := finding.Pointer("rows", j, "fidelity", "calibration", "samples_ns")
+	n := len(cal.SamplesNs)
+	switch {
+	case n > metric.MaxCalibrationSends:
+		c.Add(path, base, reason.ErrRowMismatch, "row c%d-r%d records %d calibration samples, more than the %d a calibration may time", row.Concurrency, row.Repetition, n, metric.MaxCalibrationSends)
+	case n < metric.CalibrationSends && passed:
+		c.Add(path, base, reason.ErrRowMismatch, "row c%d-r%d of a passed case records %d calibration samples: the runner times %d, fewer only when the case was cancelled during its calibration", row.Concurrency, row.Repetition, n, metric.CalibrationSends)
+	}
+	for k, v := range cal.SamplesNs {
+		if v <= 0 {
+			c.Add(path, finding.Pointer("rows", j, "fidelity", "calibration", "samples_ns", k), reason.ErrRowMismatch, "row c%d-r%d calibration sample %d is %d ns: a timed send takes time", row.Concurrency, row.Repetition, k, v)
+			return
+		}
+	}
+}
+
+// CalibrationSeconds is the time a row's send calibration took, the sum of its samples in s (0
+// without one): the calibration runs inside the case, before the row's window, so a case lasts
+// at least its rows' windows and calibrations together.
+func CalibrationSeconds(row contract.Row) float64 {
+	var ns int64
+	if cal := row.Fidelity.Calibration; cal != nil {
+		for _, v := range cal.SamplesNs {
+			ns += max(v, 0)
+		}
+	}
+	return float64(ns) / 1e9
 }
