@@ -95,7 +95,7 @@ func TestRecomputeMatchesFrozenCampaign(t *testing.T) {
 	formulas := map[string]bool{}
 	for _, p := range check.SortedCaseResults(s) {
 		cr := s.CaseResults[p]
-		wc := check.WorkloadCase(s, cr.CaseID)
+		wc := s.Case(cr.CaseID)
 		for j, row := range cr.Rows {
 			recs := check.RowRecords(nil, cr, row, s.Files[row.Records.Path].Records)
 			rf := record.RecomputeRow(check.RowSpecOf(row, wc), recs)

@@ -39,7 +39,7 @@ func TestRowAndResultIdentity(t *testing.T) {
 		}, ErrConfigMismatch, ""},
 		{"run config with another qualrun argv", func(s *load.Snapshot) { s.RC.Qualification.Command = s.RC.Qualification.Command[1:] }, ErrConfigMismatch, ""},
 		{"telemetry at another interval", func(s *load.Snapshot) {
-			check.WorkloadCase(s, "chat-stream").DeviceTelemetry = &contract.DeviceTelemetry{IntervalMs: 100}
+			s.Case("chat-stream").DeviceTelemetry = &contract.DeviceTelemetry{IntervalMs: 100}
 			serving(s).Rows[0].DeviceTelemetry = &contract.RowDeviceTelemetry{IntervalMs: 250}
 		}, ErrUnlikeRows, ""},
 	})

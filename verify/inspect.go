@@ -8,6 +8,7 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/verify/internal/check"
+	"github.com/qualkit/qualkit/verify/internal/check/driver"
 	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/record"
@@ -132,7 +133,7 @@ func Inspect(ctx context.Context, evidence Evidence, policy Policy, opts ...Opti
 		if r.CaseResult != nil {
 			ce.CaseResult = s.CaseResults[r.CaseResult.Path]
 		}
-		wc := check.WorkloadCase(s, r.ID)
+		wc := s.Case(r.ID)
 		if wc != nil {
 			ce.SLO, ce.SLOKnown, ce.Kind = wc.SLO, true, string(wc.Kind)
 		}
@@ -217,7 +218,7 @@ func driverEvidenceOf(s *load.Snapshot, path string) *DriverEvidence {
 	for _, o := range dr.Header.Tolerances {
 		rules = append(rules, contract.DriverTolerance{Metric: contract.DriverMetric(o.Metric), Op: contract.Op(o.Op), Limit: o.Limit, Subject: o.Subject})
 	}
-	if rec, err := check.EvaluateEach(dr.Name, rules, dr.Body); err == nil && len(rec) == len(rules) {
+	if rec, err := driver.EvaluateEach(dr.Name, rules, dr.Body); err == nil && len(rec) == len(rules) {
 		de.Recomputed = rec
 	}
 	return de

@@ -74,7 +74,7 @@ func Comparability(s *load.Snapshot) finding.CheckResult {
 	if !rowcheck.EqualInt(w.Determinism.Seed, rc.Workload.Seed) {
 		c.Add(file, "/workload/seed", reason.ErrWorkloadMismatch, "seed %s, the workload's seed is %s", derefInt(rc.Workload.Seed), derefInt(w.Determinism.Seed))
 	}
-	v := variant(s)
+	v := s.Variant()
 	if v == nil {
 		c.Add(file, "/workload/variant", reason.ErrWorkloadMismatch, "variant %q is not declared by %s", rc.Workload.Variant, wpath)
 		return c.Result()
@@ -83,7 +83,7 @@ func Comparability(s *load.Snapshot) finding.CheckResult {
 	count := map[string]int{}
 	for i, r := range rc.Results {
 		count[r.ID]++
-		if WorkloadCase(s, r.ID) == nil {
+		if s.Case(r.ID) == nil {
 			c.Add(file, finding.Pointer("results", i, "id"), reason.ErrWorkloadMismatch, "result %q is not a case of variant %s", r.ID, v.ID)
 		}
 	}
@@ -100,7 +100,7 @@ func Comparability(s *load.Snapshot) finding.CheckResult {
 			continue
 		}
 		cr := s.CaseResults[r.CaseResult.Path]
-		wc := WorkloadCase(s, r.ID)
+		wc := s.Case(r.ID)
 		if cr == nil || wc == nil {
 			continue
 		}

@@ -82,7 +82,7 @@ func derive(s *load.Snapshot) derived {
 	d := derived{verdict: contract.QualificationVerdictPassed}
 	for _, r := range rc.Results {
 		required := r.Required
-		if wc := WorkloadCase(s, r.ID); wc != nil {
+		if wc := s.Case(r.ID); wc != nil {
 			required = wc.Required
 		}
 		status := r.Status
@@ -130,11 +130,11 @@ func derive(s *load.Snapshot) derived {
 func checkDerived(s *load.Snapshot, c *finding.Collector) {
 	rc := s.RC
 	file := s.Receipt.Path
-	if variant(s) == nil {
+	if s.Variant() == nil {
 		c.Note("the workload's variant is not available: the required flags were taken from the receipt")
 	}
 	for i, r := range rc.Results {
-		if wc := WorkloadCase(s, r.ID); wc != nil && wc.Required != r.Required {
+		if wc := s.Case(r.ID); wc != nil && wc.Required != r.Required {
 			c.Add(file, finding.Pointer("results", i, "required"), reason.ErrVerdictMismatch, "result %q is recorded required: %v, the workload's case %s says required: %v", r.ID, r.Required, r.ID, wc.Required)
 		}
 		if r.CaseResult != nil {

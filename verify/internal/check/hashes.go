@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/verify/internal/check/driver"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
 	"github.com/qualkit/qualkit/verify/internal/policy"
@@ -83,8 +84,8 @@ func Hashes(s *load.Snapshot) finding.CheckResult {
 			ref(p, finding.Pointer("rows", j, "records"), row.Records.Path, row.Records.Digest, "request records")
 		}
 	}
-	checkDriverBindings(s, c)
-	checkDriverOutputs(s, c)
+	driver.Bindings(s, c)
+	driver.Outputs(s, c)
 	workloadInputs(s, c, ref)
 	checkNamedConfigFiles(c, s)
 	if wd, ok := artifactDigest[rc.Workload.Path]; !ok {
@@ -166,7 +167,7 @@ func detail(err error, r *reason.Reason) string {
 // closure's trace shape a receipt with its trace corpus dropped from the artifacts verified; on
 // the apis and driver shapes a tokenizer, driver script, request or model listing dropped or moved.
 func workloadInputs(s *load.Snapshot, c *finding.Collector, ref func(refFile, ptr, path, dg, what string)) {
-	v := variant(s)
+	v := s.Variant()
 	if v == nil || s.Workload == nil {
 		return
 	}

@@ -14,7 +14,7 @@ func Scope(s *load.Snapshot) finding.CheckResult {
 	c := &finding.Collector{Check: finding.CheckScope}
 	rc := s.RC
 	file := s.Receipt.Path
-	if v := variant(s); v != nil && v.Backend != rc.Qualification.Backend {
+	if v := s.Variant(); v != nil && v.Backend != rc.Qualification.Backend {
 		c.Add(file, "/qualification/backend", reason.ErrScopeBackend, "backend %s, variant %s targets %s", rc.Qualification.Backend, v.ID, v.Backend)
 	}
 	checkDeviceScope(s, c)

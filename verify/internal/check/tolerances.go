@@ -7,6 +7,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/verify/internal/check/driver"
 	"github.com/qualkit/qualkit/verify/internal/check/rowcheck"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/load"
@@ -46,7 +47,7 @@ func Tolerances(s *load.Snapshot) finding.CheckResult {
 		}
 		path := r.CaseResult.Path
 		if dr := s.DriverResults[path]; dr != nil {
-			checkDriver(s, c, i, r, path, dr)
+			driver.Check(s, c, i, r, path, dr)
 			continue
 		}
 		cr := s.CaseResults[path]
@@ -73,7 +74,7 @@ func Tolerances(s *load.Snapshot) finding.CheckResult {
 				c.Add(path, finding.Pointer("tolerances", j, "metric"), reason.ErrUnknownTolerance, "tolerance for %q, which is not a metric of this result", t.Metric)
 			}
 		}
-		wc := WorkloadCase(s, r.ID)
+		wc := s.Case(r.ID)
 		if len(cr.Rows) > 0 || (wc != nil && wc.Kind == contract.CaseKindServing) {
 			checkServing(s, c, path, cr, wc, tol)
 		} else {
@@ -84,33 +85,6 @@ func Tolerances(s *load.Snapshot) finding.CheckResult {
 	degradedNotPublishable(s, c)
 	rowcheck.MetricList(c, file, "/metrics", rc.Metrics, metric.MetricsOf(metric.ReceiptCounts(int64(passed), int64(failed), len(rc.Results))), tol, nil)
 	return c.Result()
-}
-
-// variant returns the receipt's variant in the workload, when both are available.
-func variant(s *load.Snapshot) *contract.Variant {
-	if s.Workload == nil || s.RC == nil {
-		return nil
-	}
-	for i := range s.Workload.Variants {
-		if s.Workload.Variants[i].ID == s.RC.Workload.Variant {
-			return &s.Workload.Variants[i]
-		}
-	}
-	return nil
-}
-
-// workloadCase returns the variant's case of that id.
-func WorkloadCase(s *load.Snapshot, id string) *contract.Case {
-	v := variant(s)
-	if v == nil {
-		return nil
-	}
-	for i := range v.Cases {
-		if v.Cases[i].ID == id {
-			return &v.Cases[i]
-		}
-	}
-	return nil
 }
 
 // rowRecords returns the records of a row (those whose case and row match) and reports the others.

@@ -772,3 +772,30 @@ func onlySemantic(vs []schemas.Violation) bool {
 	}
 	return true
 }
+
+// Variant returns the receipt's variant in the workload, when both are available.
+func (s *Snapshot) Variant() *contract.Variant {
+	if s.Workload == nil || s.RC == nil {
+		return nil
+	}
+	for i := range s.Workload.Variants {
+		if s.Workload.Variants[i].ID == s.RC.Workload.Variant {
+			return &s.Workload.Variants[i]
+		}
+	}
+	return nil
+}
+
+// Case returns the variant's case of that id (nil when there is none).
+func (s *Snapshot) Case(id string) *contract.Case {
+	v := s.Variant()
+	if v == nil {
+		return nil
+	}
+	for i := range v.Cases {
+		if v.Cases[i].ID == id {
+			return &v.Cases[i]
+		}
+	}
+	return nil
+}

@@ -1,4 +1,4 @@
-package check
+package driver
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
-// checkDriverOutputs binds each driver result to what it was made from: the runner writes the
+// Outputs binds each driver result to what it was made from: the runner writes the
 // result from the worker's own output (worker-output.json beside it: the body, the request id,
 // the digest of the input token ids, the contract) and the bound request file. So the result's
 // body members equal the output's body, its request id and token digest the output's, its
@@ -22,7 +22,7 @@ import (
 // path's base name), the origin_main and qualrun version the receipt's, and the duration the
 // receipt's. On the mutation closure's driver shape an edited worker output, request file or
 // request id verified (the result was checked only against itself and the workload).
-func checkDriverOutputs(s *load.Snapshot, c *finding.Collector) {
+func Outputs(s *load.Snapshot, c *finding.Collector) {
 	rc := s.RC
 	listed := map[string]string{}
 	for _, a := range rc.Artifacts {
@@ -81,7 +81,7 @@ func checkDriverOutputs(s *load.Snapshot, c *finding.Collector) {
 				c.Add(p, "/model/id", reason.ErrReferenceMismatch, "case %s names model %v, the base name of its path %s is %s", r.ID, m["id"], mp, path.Base(path.Clean(mp)))
 			}
 		}
-		if wc := WorkloadCase(s, r.ID); wc != nil && wc.Kind == contract.CaseKindDriver {
+		if wc := s.Case(r.ID); wc != nil && wc.Kind == contract.CaseKindDriver {
 			if m, ok := res["model"].(map[string]any); ok && wc.Model != nil && m["path"] != wc.Model.Path {
 				c.Add(p, "/model/path", reason.ErrReferenceMismatch, "case %s evaluated model %v, the workload declares %s", r.ID, m["path"], wc.Model.Path)
 			}

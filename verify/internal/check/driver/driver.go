@@ -1,4 +1,4 @@
-package check
+package driver
 
 import (
 	"fmt"
@@ -11,11 +11,11 @@ import (
 	"github.com/qualkit/qualkit/verify/internal/reason"
 )
 
-// checkDriver re-checks one driver result bound by receipt result i: the receipt's summary, the
+// Check re-checks one driver result bound by receipt result i: the receipt's summary, the
 // workload's case (kind, contract), the declared tolerances (equal to the workload's), every
 // tolerance outcome and the verdict recomputed from the result's numbers, and every failed
 // tolerance reported with its numbers.
-func checkDriver(s *load.Snapshot, c *finding.Collector, i int, r contract.Result, path string, dr *load.DriverResult) {
+func Check(s *load.Snapshot, c *finding.Collector, i int, r contract.Result, path string, dr *load.DriverResult) {
 	file := s.Receipt.Path
 	base := finding.Pointer("results", i)
 	h := dr.Header
@@ -31,7 +31,7 @@ func checkDriver(s *load.Snapshot, c *finding.Collector, i int, r contract.Resul
 	}
 
 	// The rules the outcomes must come from: the workload's, when it is available.
-	wc := WorkloadCase(s, r.ID)
+	wc := s.Case(r.ID)
 	var ruleSet []contract.DriverTolerance
 	switch {
 	case wc == nil:
@@ -200,9 +200,9 @@ func compareOutcomes(c *finding.Collector, path, caseName string, got, want []co
 	}
 }
 
-// checkDriverBindings (hashes check): a driver result names the source, script, executable,
+// Bindings (hashes check): a driver result names the source, script, executable,
 // request and model the workload's case pins and the receipt binds.
-func checkDriverBindings(s *load.Snapshot, c *finding.Collector) {
+func Bindings(s *load.Snapshot, c *finding.Collector) {
 	rc := s.RC
 	for _, r := range rc.Results {
 		if r.CaseResult == nil {
@@ -228,7 +228,7 @@ func checkDriverBindings(s *load.Snapshot, c *finding.Collector) {
 		if h.Implementation.Qualrun.Digest != rc.Qualification.Qualrun.Digest {
 			c.Add(p, "/implementation/qualrun/digest", reason.ErrReferenceMismatch, "case %s was run by qualrun %s, the receipt was written by %s", r.ID, h.Implementation.Qualrun.Digest, rc.Qualification.Qualrun.Digest)
 		}
-		wc := WorkloadCase(s, r.ID)
+		wc := s.Case(r.ID)
 		if wc == nil || wc.Kind != contract.CaseKindDriver || wc.Worker == nil || wc.Request == nil || wc.Model == nil {
 			continue
 		}
