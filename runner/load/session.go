@@ -467,7 +467,7 @@ func (r *runner) session(ctx context.Context, i int, first int64, start time.Tim
 		for round := 0; round <= rounds; round++ {
 			var q *request
 			var resp *Response
-			sched := time.Now()
+			var sched time.Time
 			idx := first + stride*int64(k) + int64(round)
 			switch {
 			case k == 0 && round == 0 && sent != nil:

@@ -180,9 +180,10 @@ func workloadInputs(s *load.Snapshot, ref func(refFile, ptr, path, dg, what stri
 					ref(wl, ptr, path, dg, what)
 				}
 			}
-			// A conversation corpus is not among the artifacts the runner lists (a gap of the
-			// runner's, docs/verification.md "Mutation closure"): only a trace's is required.
-			if cp := wc.Corpus; cp != nil && cp.Source == contract.CorpusSourceTrace {
+			// A trace and a conversation corpus file are listed by the runner (a conversation
+			// corpus since 2c1bb1c; the mutation closure's sessions shape, regenerated with it,
+			// verified with its corpus dropped from the artifacts).
+			if cp := wc.Corpus; cp != nil && (cp.Source == contract.CorpusSourceTrace || cp.Source == contract.CorpusSourceConversations) {
 				bind(at("corpus"), cp.Path, cp.Digest, "corpus") // not a contract value: the workload case's member name
 			}
 			if t := wc.Tools; t != nil {
