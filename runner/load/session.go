@@ -19,6 +19,8 @@ import (
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/rules"
+	"github.com/qualkit/qualkit/schemas/wire"
 )
 
 // Multi-turn sessions (docs/caching.md "Conversations").
@@ -37,9 +39,19 @@ import (
 // sessions), at most Concurrency sessions in flight; turn 0's t_sched is its scheduled arrival.
 //
 // Request indexes are fixed before the row starts: the warmups first, then session s's turn k
-// at W + (turns of sessions 0..s-1) + k, so a record's index, seed and body digest do not depend
-// on timing. Every record carries session (id, turn, the messages and characters of the history
-// sent, the output digests of the replies it re-sent, the declared think time).
+// round r at W + S × (turns of sessions 0..s-1) + S × k + r, S being 1 + the case's tool-round
+// bound (1 without tool results), so a record's index, seed and body digest do not depend on
+// timing; the indexes of rounds not sent stay unused. Every record carries session (id, turn,
+// round, the messages and characters of the history sent, the output digests of the replies it
+// re-sent, the tool messages among them, the declared think time).
+//
+// Tool rounds (docs/caching.md "Tool rounds"): in a case whose tools declare results, a turn's
+// reply that succeeded with tool calls, every one to a function of the results, is answered in
+// the same turn: the client sends at once (no think time) a round, the history so far, the
+// reply as an assistant message with its calls (ids, names and argument bytes as received) and
+// one tool message per call carrying its function's result, up to the case's rounds bound. A
+// reply with no call, a call to a function without a result, a failure or the bound reached
+// ends the turn; the turn's last reply goes into the next turn's history as its text alone.
 
 // Turn is one user turn of a session and the think time before it.
 type Turn struct {
@@ -269,10 +281,10 @@ func sessionBody(c *contract.Case, model string, msgs []wireMessage, seed *int64
 func (r *runner) sessionRecords(ctx context.Context, c, rep int64, base int64) ([]*contract.RequestRecordDoc, error) {
 	sessions := r.plan.Prompts
 	first := make([]int64, len(sessions))
-	next := base
+	next, stride := base, r.plan.turnStride()
 	for i, s := range sessions {
 		first[i] = next
-		next += int64(len(s.Turns))
+		next += stride * int64(len(s.Turns))
 	}
 	var mu sync.Mutex
 	var recs []*contract.RequestRecordDoc
@@ -303,7 +315,7 @@ func (r *runner) sessionRecords(ctx context.Context, c, rep int64, base int64) (
 			at := t0.Add(offsets[i])
 			var sent *sentTurn
 			if s.Turns[0].ThinkMs == 0 {
-				q, err := r.turnRequest(i, first[i], 0, firstMessages(s), nil)
+				q, err := r.turnRequest(i, first[i], 0, 0, userTurn(firstMessages(s), s.Turns[0]), historyOf{})
 				if err != nil {
 					fail(err)
 					break
@@ -385,15 +397,36 @@ func firstMessages(s Prompt) []wireMessage {
 	return []wireMessage{{Role: "system", Content: s.System}}
 }
 
-// turnRequest plans turn k of session i (request index idx): history holds the messages before
-// the turn, replies the output digests of the replies among them. When the case binds a
-// tokenizer the body as sent (the whole history) is counted, as requests() counts a single
-// request's; the error is that count's (the history is over what the tokenizer counts).
-func (r *runner) turnRequest(i int, idx int64, k int, history []wireMessage, replies []string) (*request, error) {
+// historyOf is what a session's history carried before a request: the output digests of the
+// replies among its messages and the number of tool messages.
+type historyOf struct {
+	replies []string
+	tools   int64
+}
+
+// userTurn is history followed by turn t's user message.
+func userTurn(history []wireMessage, t Turn) []wireMessage {
+	return append(slices.Clip(history), wireMessage{Role: "user", Content: t.Text})
+}
+
+// turnStride is the number of request indexes one session turn takes: its first request and the
+// most tool rounds it may send.
+func (p *Plan) turnStride() int64 {
+	if t := p.Case.Tools; t != nil {
+		return 1 + rules.ToolRounds(*t)
+	}
+	return 1
+}
+
+// turnRequest plans round round of turn k of session i (request index idx): msgs are the
+// messages it sends (the history, then the turn's user message or the previous round's reply
+// and tool messages), h what the history carried. When the case binds a tokenizer the body as
+// sent (the whole history) is counted, as requests() counts a single request's; the error is
+// that count's (the history is over what the tokenizer counts).
+func (r *runner) turnRequest(i int, idx int64, k, round int, msgs []wireMessage, h historyOf) (*request, error) {
 	s := r.plan.Prompts[i]
 	cs := &r.plan.Case
 	t := s.Turns[k]
-	msgs := append(slices.Clip(history), wireMessage{Role: "user", Content: t.Text})
 	seed := requestSeed(cs.Sampling, idx)
 	body, err := sessionBody(cs, r.plan.ModelID, msgs, seed, r.plan.Tools)
 	if err != nil {
@@ -404,7 +437,7 @@ func (r *runner) turnRequest(i int, idx int64, k int, history []wireMessage, rep
 		chars += utf8.RuneCountInString(m.Content)
 	}
 	q := &request{index: idx, prompt: Prompt{ID: s.ID, Text: t.Text, System: s.System}, corpusIndex: int64(i), cycle: 0, seed: seed, body: body, digest: evidence.DigestOf(body),
-		session: &contract.SessionTurn{ID: s.ID, Turn: int64(k), HistoryMessages: int64(len(msgs)), HistoryChars: int64(chars), ReplyDigests: append([]string{}, replies...), ThinkMs: t.ThinkMs}}
+		session: &contract.SessionTurn{ID: s.ID, Turn: int64(k), Round: int64(round), HistoryMessages: int64(len(msgs)), HistoryChars: int64(chars), ReplyDigests: append([]string{}, h.replies...), ToolMessages: h.tools, ThinkMs: t.ThinkMs}}
 	if tk := cs.Tokenizer; tk != nil {
 		if q.promptTokens, err = promptTokens(r.plan.Tokens, tk.Template, body); err != nil {
 			return nil, fmt.Errorf("count the prompt tokens of session %s turn %d (%d history bytes): %w", s.ID, k, len(body), err)
@@ -414,47 +447,119 @@ func (r *runner) turnRequest(i int, idx int64, k int, history []wireMessage, rep
 }
 
 // session runs session i's turns in order from start (its scheduled start; turn 0's think time
-// counts from it) and returns their records; a failed turn ends it. sent, when not nil, is turn
-// 0 already sent at start. With a bound tokenizer, a reply over the plan's replyBound fails its
-// turn (malformed_event: the next turn's history could not be counted); the error is a turn
-// that still could not be counted (checkSessionLedger makes that unreachable).
+// counts from it), each with its tool rounds, and returns their records; a failed request ends
+// it. sent, when not nil, is turn 0 already sent at start. With a bound tokenizer, a reply over
+// the plan's replyBound fails its turn (malformed_event: the next turn's history could not be
+// counted); the error is a turn that still could not be counted (checkSessionLedger makes that
+// unreachable).
 func (r *runner) session(ctx context.Context, i int, first int64, start time.Time, c, rep int64, sent *sentTurn) ([]*contract.RequestRecordDoc, error) {
 	s := r.plan.Prompts[i]
 	msgs := firstMessages(s)
-	var replies []string
+	var h historyOf
 	var out []*contract.RequestRecordDoc
 	ready := start
+	stride, rounds := r.plan.turnStride(), 0
+	if t := r.plan.Case.Tools; t != nil {
+		rounds = int(rules.ToolRounds(*t))
+	}
 	for k, t := range s.Turns {
-		var q *request
-		var resp *Response
-		sched := start
-		if k == 0 && sent != nil {
-			q, resp = sent.q, sent.call.Wait()
-		} else {
-			// The body does not depend on when it is sent: build it before the think time ends,
-			// so that the turn's schedule lag is the client's send path only.
-			var err error
-			if q, err = r.turnRequest(i, first+int64(k), k, msgs, replies); err != nil {
-				return out, err
+		msgs = userTurn(msgs, t)
+		for round := 0; round <= rounds; round++ {
+			var q *request
+			var resp *Response
+			var sched time.Time
+			idx := first + stride*int64(k) + int64(round)
+			switch {
+			case k == 0 && round == 0 && sent != nil:
+				q, resp, sched = sent.q, sent.call.Wait(), start
+			case round == 0:
+				// The body does not depend on when it is sent: build it before the think time
+				// ends, so that the turn's schedule lag is the client's send path only.
+				var err error
+				if q, err = r.turnRequest(i, idx, k, 0, msgs, h); err != nil {
+					return out, err
+				}
+				req := r.request(q)
+				if !sleepUntil(ctx, ready.Add(time.Duration(t.ThinkMs*float64(time.Millisecond)))) {
+					return out, nil
+				}
+				sched = time.Now()
+				resp = r.client.Do(ctx, req)
+			default:
+				// A tool round goes at once: the previous round's reply closed.
+				if ctx.Err() != nil {
+					return out, nil
+				}
+				var err error
+				if q, err = r.turnRequest(i, idx, k, round, msgs, h); err != nil {
+					return out, err
+				}
+				sched = time.Now()
+				resp = r.client.Do(ctx, r.request(q))
 			}
-			req := r.request(q)
-			if !sleepUntil(ctx, ready.Add(time.Duration(t.ThinkMs*float64(time.Millisecond)))) {
+			rec := r.record(q, resp, sched, c, rep, nil)
+			if b := r.plan.replyBound(); rec.Error == nil && b > 0 && k+1 < len(s.Turns) && int64(len(resp.Text)) > b {
+				rec.Error = reqError(ClassMalformedEvent, "reply of %d bytes is over max_tokens %d times the bound tokenizer's longest token (%d bytes in all): the next turn's history could not be counted", len(resp.Text), r.plan.Case.MaxTokens, b)
+			}
+			out = append(out, rec)
+			if rec.Error != nil || rec.OutputDigest == nil {
 				return out, nil
 			}
-			sched = time.Now()
-			resp = r.client.Do(ctx, req)
+			ready = time.Now()
+			h.replies = append(h.replies, *rec.OutputDigest)
+			answer := r.plan.toolAnswers(resp)
+			if answer == nil || round == rounds {
+				msgs = append(msgs, wireMessage{Role: "assistant", Content: string(resp.Text)})
+				break
+			}
+			msgs = append(msgs, answer...)
+			h.tools += int64(len(answer) - 1)
 		}
-		rec := r.record(q, resp, sched, c, rep, nil)
-		if b := r.plan.replyBound(); rec.Error == nil && b > 0 && k+1 < len(s.Turns) && int64(len(resp.Text)) > b {
-			rec.Error = reqError(ClassMalformedEvent, "reply of %d bytes is over max_tokens %d times the bound tokenizer's longest token (%d bytes in all): the next turn's history could not be counted", len(resp.Text), r.plan.Case.MaxTokens, b)
-		}
-		out = append(out, rec)
-		if rec.Error != nil || rec.OutputDigest == nil {
-			return out, nil
-		}
-		ready = time.Now()
-		msgs = append(msgs, wireMessage{Role: "user", Content: t.Text}, wireMessage{Role: "assistant", Content: string(resp.Text)})
-		replies = append(replies, *rec.OutputDigest)
 	}
 	return out, nil
+}
+
+// checkToolResults refuses tool results that do not match the case's functions: every function
+// the tools file offers has a result (a call to one without would end its turn, which a
+// workload should say by leaving that function out of the file), and every result names one.
+func checkToolResults(id string, c *contract.Case, t *Tools) error {
+	if c.Tools == nil || c.Tools.Results == nil || t == nil {
+		return nil
+	}
+	for _, name := range t.fns.Names() {
+		if _, ok := c.Tools.Results[name]; !ok {
+			return fmt.Errorf("%w: case %s: tools.results has no result for function %s of the tools file: declare one for every function offered", ErrTools, id, name)
+		}
+	}
+	for name := range c.Tools.Results {
+		if !t.fns.Has(name) {
+			return fmt.Errorf("%w: case %s: tools.results declares a result for %q, which the tools file does not offer", ErrTools, id, name)
+		}
+	}
+	return nil
+}
+
+// toolAnswers are the messages that answer a reply's tool calls in a tool round: the reply as an
+// assistant message with its calls, then one tool message per call with its function's result;
+// nil when the case declares no results or the reply calls none, or calls a function without
+// one (the turn then ends).
+func (p *Plan) toolAnswers(resp *Response) []wireMessage {
+	t := p.Case.Tools
+	if t == nil || t.Results == nil || len(resp.calls.calls) == 0 {
+		return nil
+	}
+	calls := slices.Clone(resp.calls.calls)
+	slices.SortFunc(calls, func(a, b *callAcc) int { return a.index - b.index })
+	out := make([]wireMessage, 1, 1+len(calls))
+	wc := make([]wire.ToolCall, len(calls))
+	for j, c := range calls {
+		result, ok := t.Results[string(c.name)]
+		if !ok {
+			return nil
+		}
+		wc[j] = wire.ToolCall{ID: string(c.id), Type: "function", Function: wire.FunctionCall{Name: string(c.name), Arguments: string(c.args)}}
+		out = append(out, wireMessage{Role: "tool", ToolCallID: string(c.id), Content: result})
+	}
+	out[0] = wireMessage{Role: "assistant", Content: string(resp.Text), ToolCalls: wc}
+	return out
 }

@@ -3,6 +3,8 @@ package load
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -294,4 +296,89 @@ func FuzzParseConversations(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSessionToolRounds runs two 2-turn sessions against qualsim's tool-calling model of 2
+// rounds (it calls get_time, then again after the first tool result, then answers in text) in a
+// case whose tools declare a result for each function: each turn is 3 requests (rounds 0, 1, 2)
+// at indexes first + 5 × turn + round (the case's bound is 4); a round re-sends the reply with
+// its call and one tool message carrying the mock result; the next turn carries every earlier
+// reply and tool message. With a bound of 1, a turn stops after round 1 though its reply called
+// a tool.
+func TestSessionToolRounds(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "sim.json")
+	if err := os.WriteFile(cfg, []byte(`{"tool_calls": {"enabled": true, "accuracy": 1, "rounds": 2}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startQualsim(t, false, "--config", cfg)
+	sessions := []Prompt{
+		{ID: "session-apple", System: "You answer briefly.", Turns: []Turn{{"what time is it", 0}, {"and now", 5}}},
+		{ID: "session-birch", Turns: []Turn{{"time please", 0}, {"again", 0}}},
+	}
+	for i := range sessions {
+		sessions[i].Text = sessions[i].Turns[0].Text
+	}
+	c := sessionCase(2, nil)
+	c.Tools = &contract.Tools{Path: "tools.json", Digest: digestOf(weatherTools), Choice: contract.ToolsChoiceAuto, Results: map[string]string{"get_time": "12:00 UTC", "get_weather": "sunny"}}
+	plan := Plan{CaseID: "chat-sessions", Case: c, BaseURL: p.url, ModelID: "qualsim-tiny", Prompts: sessions, Seed: 5, Epoch: time.Now(),
+		Tools: mustTools(t, weatherTools, *c.Tools)}
+	res, err := Run(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := res.Rows[0]
+	if row.Row.Requests != 12 || row.Row.Failures != 0 {
+		t.Fatalf("row: %d requests, %d failures", row.Row.Requests, row.Row.Failures)
+	}
+	by := sessionsOf(t, row.Records)
+	for si, s := range sessions {
+		rs := by[s.ID]
+		slices.SortStableFunc(rs, func(a, b contract.RequestRecordDoc) int { return int(a.Index - b.Index) })
+		if len(rs) != 6 {
+			t.Fatalf("%s: %d records", s.ID, len(rs))
+		}
+		sys := int64(0)
+		if s.System != "" {
+			sys = 1
+		}
+		for n, r := range rs {
+			checkRecordDoc(t, r)
+			k, round := int64(n/3), int64(n%3)
+			ss := r.Session
+			if want := int64(si*10) + 5*k + round; r.Index != want || ss.Turn != k || ss.Round != round {
+				t.Errorf("%s request %d: index %d turn %d round %d, want %d, %d, %d", s.ID, n, r.Index, ss.Turn, ss.Round, want, k, round)
+			}
+			calls := len(r.ToolCalls)
+			if (round < 2) != (calls == 1) || calls == 1 && (r.ToolCalls[0].Name != "get_time" || !r.ToolCalls[0].Valid) {
+				t.Errorf("%s turn %d round %d: calls %+v", s.ID, k, round, r.ToolCalls)
+			}
+			// The history: the system message, k + 1 user messages, n replies, 2k + round tool
+			// messages (one per answered call).
+			if tools := 2*k + round; ss.HistoryMessages != sys+k+1+int64(n)+tools || ss.ToolMessages != tools || len(ss.ReplyDigests) != n {
+				t.Errorf("%s turn %d round %d: session %+v", s.ID, k, round, ss)
+			}
+			for j := range n {
+				if ss.ReplyDigests[j] != *rs[j].OutputDigest {
+					t.Errorf("%s request %d: reply digest %d is %s, request %d's output is %s", s.ID, n, j, ss.ReplyDigests[j], j, *rs[j].OutputDigest)
+				}
+			}
+			if n > 0 && round > 0 && r.TSchedNs < *rs[n-1].TCloseNs {
+				t.Errorf("%s turn %d round %d: scheduled at %d, before the request it answers closed at %d", s.ID, k, round, r.TSchedNs, *rs[n-1].TCloseNs)
+			}
+		}
+	}
+	// Bound 1: round 1's reply still calls, and the turn ends there.
+	one := plan
+	one.Case.Tools = &contract.Tools{Path: "tools.json", Digest: digestOf(weatherTools), Choice: contract.ToolsChoiceAuto, Results: c.Tools.Results, Rounds: 1}
+	if res, err = Run(context.Background(), one); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Rows[0].Records {
+		if r.Session.Round > 1 || len(r.ToolCalls) != 1 {
+			t.Fatalf("bound 1: turn %d round %d, calls %+v", r.Session.Turn, r.Session.Round, r.ToolCalls)
+		}
+	}
+	if n := res.Rows[0].Row.Requests; n != 8 {
+		t.Fatalf("bound 1: %d requests, want 8", n)
+	}
 }

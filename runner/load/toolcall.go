@@ -308,10 +308,15 @@ func checkCaseTools(id string, c *contract.Case, t *Tools, sessions bool) error 
 		return fmt.Errorf("%w: case %s declares no tools, but the plan has some", ErrTools, id)
 	case c.Tools != nil && c.API != contract.ServingCaseAPIChat:
 		return fmt.Errorf("%w: case %s: tools go with api chat only (qualkit reassembles chat tool_calls deltas, not the %s API's function calls)", ErrTools, id, c.API)
-	case c.Tools != nil && sessions:
-		return fmt.Errorf("%w: case %s: tools in a multi-turn session case: the client does not answer tool calls, so a session's next turn would follow an unanswered call", ErrTools, id)
+	case c.Tools != nil && sessions && c.Tools.Results == nil:
+		return fmt.Errorf("%w: case %s: tools in a multi-turn session case without results: the client would not answer the tool calls, so a session's next turn would follow an unanswered call; declare tools.results (docs/caching.md \"Tool rounds\")", ErrTools, id)
+	case c.Tools != nil && !sessions && c.Tools.Results != nil:
+		return fmt.Errorf("%w: case %s: tools.results answer the calls of a multi-turn session's turn, and the case has no conversation corpus", ErrTools, id)
 	case c.Tools != nil && c.Tokenizer != nil:
 		return fmt.Errorf("%w: case %s: tools and a tokenizer: the server's prompt count includes the tool definitions its chat template renders, which the client cannot count; drop the tokenizer", ErrTools, id)
+	}
+	if err := checkToolResults(id, c, t); err != nil {
+		return err
 	}
 	for i, a := range c.OutputAssertions {
 		if contract.ResponseAssertionKind(a.Kind) != contract.ResponseAssertionKindToolCall {

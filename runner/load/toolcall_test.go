@@ -296,6 +296,21 @@ func TestPlanChecksTools(t *testing.T) {
 		{"tokenizer", func(p *Plan) { p.Case.Tokenizer = &contract.Tokenizer{} }, "tokenizer"},
 		{"sessions", func(p *Plan) { p.Case.Corpus = &contract.Corpus{Source: contract.CorpusSourceConversations} }, "session"},
 		{"session prompts", func(p *Plan) { p.Prompts = []Prompt{{ID: "s", Turns: []Turn{{Text: "hi"}}}} }, "session"},
+		{"sessions with results", func(p *Plan) {
+			p.Case.Corpus = &contract.Corpus{Source: contract.CorpusSourceConversations}
+			p.Case.Tools = &contract.Tools{Choice: contract.ToolsChoiceAuto, Results: map[string]string{"get_time": "noon", "get_weather": "sunny"}}
+		}, ""},
+		{"results without sessions", func(p *Plan) {
+			p.Case.Tools = &contract.Tools{Choice: contract.ToolsChoiceAuto, Results: map[string]string{"get_time": "noon", "get_weather": "sunny"}}
+		}, "no conversation corpus"},
+		{"a function without a result", func(p *Plan) {
+			p.Case.Corpus = &contract.Corpus{Source: contract.CorpusSourceConversations}
+			p.Case.Tools = &contract.Tools{Choice: contract.ToolsChoiceAuto, Results: map[string]string{"get_weather": "sunny"}}
+		}, "no result for function get_time"},
+		{"a result for no function", func(p *Plan) {
+			p.Case.Corpus = &contract.Corpus{Source: contract.CorpusSourceConversations}
+			p.Case.Tools = &contract.Tools{Choice: contract.ToolsChoiceAuto, Results: map[string]string{"get_time": "noon", "get_weather": "sunny", "get_news": "none"}}
+		}, `"get_news", which the tools file does not offer`},
 		{"assertion of an unknown function", func(p *Plan) {
 			p.Case.OutputAssertions = []contract.OutputAssertion{{Kind: "tool_call", Function: "nope"}}
 		}, "do not offer"},

@@ -204,6 +204,9 @@ func (c Config) Validate() error {
 	if c.ImageTokens < 0 || c.ImageTokens > MaxImageTokens {
 		return fmt.Errorf("%w: image tokens %d: want 0 to %d", ErrConfig, c.ImageTokens, MaxImageTokens)
 	}
+	if n := c.ToolCalls.Rounds; n < 0 || n > MaxToolRounds {
+		return fmt.Errorf("%w: tool-call rounds %d: want 0 to %d", ErrConfig, n, MaxToolRounds)
+	}
 	if a := c.ToolCalls.Accuracy; !(a >= 0 && a <= 1) {
 		return fmt.Errorf("%w: tool-call accuracy %g: want 0 to 1", ErrConfig, a)
 	}
@@ -238,6 +241,7 @@ type fileConfig struct {
 	ToolCalls   *struct {
 		Enabled  *bool    `json:"enabled"`
 		Accuracy *float64 `json:"accuracy"`
+		Rounds   *int     `json:"rounds"`
 	} `json:"tool_calls"`
 	SpecDecode *struct {
 		DraftTokens *int     `json:"draft_tokens"`
@@ -325,6 +329,7 @@ func LoadConfig(r io.Reader, base Config) (Config, error) {
 		if tc.Accuracy != nil {
 			c.ToolCalls.Accuracy = *tc.Accuracy
 		}
+		setInt(&c.ToolCalls.Rounds, tc.Rounds)
 	}
 	for _, spec := range fc.Faults {
 		if err := c.Faults.Set(spec); err != nil {

@@ -73,6 +73,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"model":"m","messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`,
 		`{"model":"m","messages":[{"role":"user","content":"a"}],"tools":[],"tool_choice":"auto"}`,
 		`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,aGk="}}]}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}],"tools":[{"type":"function","function":{"name":"f"}}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"tool","tool_call_id":"c1","content":"r"}]}`,
 	} {
 		f.Add([]byte(s), true)
 		f.Add([]byte(s), false)
@@ -91,6 +93,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if chat && (len(q.prompt.Messages) == 0 || len(q.prompt.Messages) > MaxMessages) {
 			t.Fatalf("chat request with %d messages", len(q.prompt.Messages))
+		}
+		if q.toolRounds < 0 || q.toolRounds > len(q.prompt.Messages) {
+			t.Fatalf("%d tool rounds in %d messages", q.toolRounds, len(q.prompt.Messages))
 		}
 		if len(q.tools) > MaxTools || (q.toolChoice != "" && q.toolChoice != "none" && !slices.ContainsFunc(q.tools, func(x tool) bool { return x.name == q.toolChoice })) {
 			t.Fatalf("accepted %d tools with choice %q", len(q.tools), q.toolChoice)

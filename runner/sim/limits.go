@@ -12,6 +12,8 @@ const (
 	ReadHeaderTimeout = 10 * time.Second
 	// IdleTimeout closes keep-alive connections idle for longer.
 	IdleTimeout = 120 * time.Second
+	// MaxToolRounds bounds ToolCalls.Rounds.
+	MaxToolRounds = 16
 	// MaxMessages bounds the messages of one chat request.
 	MaxMessages = 4096
 	// MaxStopStrings bounds the stop strings of one request.
@@ -24,6 +26,8 @@ const (
 	MaxImages = 64
 	// MaxImageTokens bounds what one image may count.
 	MaxImageTokens = 1 << 14
+	// MaxToolCalls bounds the calls of one assistant message a request re-sends.
+	MaxToolCalls = 64
 	// MaxTools bounds the tools of one request.
 	MaxTools = 128
 	// MaxDraftTokens bounds the declared speculative draft length.

@@ -75,6 +75,9 @@ type wireRequest struct {
 type wireMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// ToolCalls (assistant) and ToolCallID (tool) are checked by checkToolMessages.
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID *string         `json:"tool_call_id"`
 }
 
 // request is a decoded, validated completion request.
@@ -92,6 +95,7 @@ type request struct {
 	ignoreEOS       bool
 	tools           []tool
 	toolChoice      string // a function's name, "" for auto or required, "none"
+	toolRounds      int    // assistant messages with tool calls after the last user message
 }
 
 // decodeRequest reads and validates a body of at most MaxRequestBodyBytes (the caller bounds the
@@ -145,6 +149,9 @@ func decodeRequest(r io.Reader, chat bool, defaultMaxTokens int) (*request, erro
 		}
 		if len(w.Messages) == 0 || len(w.Messages) > MaxMessages {
 			return nil, badRequest("messages", "messages: want 1 to %d messages, have %d", MaxMessages, len(w.Messages))
+		}
+		if q.toolRounds, err = checkToolMessages(w.Messages); err != nil {
+			return nil, err
 		}
 		q.prompt = Prompt{Chat: true, Messages: make([]Message, len(w.Messages))}
 		for i, m := range w.Messages {

@@ -25,10 +25,18 @@ const toolChoiceNone = "none" // not a contract value: OpenAI's tool_choice
 // in half. The arguments stream as TokenWidth-byte fragments, one per output token on the timing
 // model (the first with the call's id and name), up to max_tokens (finish "length" when cut,
 // else "tool_calls"); usage counts the fragments. After a tool result (a last message of role
-// "tool") the model answers in text.
+// "tool") the model answers in text, unless the messages after the last user message hold fewer
+// than Rounds assistant messages with tool calls: it then calls again (so a client that answers
+// calls sees Rounds calling replies per user turn; 0 and 1 mean one).
+//
+// A chat request's tool messages are checked as a server checks them: each needs a tool_call_id
+// naming a call of the assistant message before it (after its earlier tool messages) and
+// content; an assistant message's tool_calls are function calls with an id, a name and
+// arguments.
 type ToolCalls struct {
 	Enabled  bool
 	Accuracy float64
+	Rounds   int
 }
 
 // tool is one function a request offers.
@@ -125,13 +133,72 @@ func decodeTools(rawTools, rawChoice json.RawMessage) ([]tool, string, error) {
 	return tools, named.Function.Name, nil
 }
 
+// wireToolCall is an assistant message's function call as a request re-sends it.
+type wireToolCall struct {
+	ID       *string `json:"id"`
+	Type     string  `json:"type"`
+	Function *struct {
+		Name      *string `json:"name"`
+		Arguments *string `json:"arguments"`
+	} `json:"function"`
+}
+
+// checkToolMessages checks the tool messages of a chat request's messages against the calls of
+// the assistant messages before them (see ToolCalls) and returns the number of assistant
+// messages with tool calls after the last user message (the rounds of the current turn).
+func checkToolMessages(msgs []wireMessage) (int, error) {
+	var open []string // the ids of the last assistant message's calls not yet answered
+	rounds := 0
+	for i, m := range msgs {
+		at := fmt.Sprintf("messages[%d]", i)
+		if m.Role != "tool" && m.ToolCallID != nil {
+			return 0, badRequest(at+".tool_call_id", "%s: tool_call_id goes with role tool only", at)
+		}
+		if m.Role != "assistant" && m.ToolCalls != nil {
+			return 0, badRequest(at+".tool_calls", "%s: tool_calls goes with role assistant only", at)
+		}
+		switch m.Role {
+		case "user":
+			open, rounds = nil, 0
+		case "assistant":
+			open = nil
+			if len(bytes.TrimSpace(m.ToolCalls)) == 0 || string(bytes.TrimSpace(m.ToolCalls)) == "null" {
+				continue
+			}
+			var calls []wireToolCall
+			if err := json.Unmarshal(m.ToolCalls, &calls); err != nil || len(calls) == 0 || len(calls) > MaxToolCalls {
+				return 0, badRequest(at+".tool_calls", "%s.tool_calls: want 1 to %d function calls", at, MaxToolCalls)
+			}
+			for k, c := range calls {
+				if c.ID == nil || c.Type != "function" || c.Function == nil || c.Function.Name == nil || c.Function.Arguments == nil {
+					return 0, badRequest(fmt.Sprintf("%s.tool_calls[%d]", at, k), "%s.tool_calls[%d]: want {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}", at, k)
+				}
+				open = append(open, *c.ID)
+			}
+			rounds++
+		case "tool":
+			if m.ToolCallID == nil {
+				return 0, badRequest(at+".tool_call_id", "%s: a tool message needs tool_call_id", at)
+			}
+			k := slices.Index(open, *m.ToolCallID)
+			if k < 0 {
+				return 0, badRequest(at+".tool_call_id", "%s: tool_call_id %.80q answers no open call of the assistant message before it", at, *m.ToolCallID)
+			}
+			open = slices.Delete(open, k, k+1)
+		default:
+			open = nil
+		}
+	}
+	return rounds, nil
+}
+
 // callTool turns j's generation into a tool call when the model calls one (see ToolCalls).
 func (j *job) callTool(seq uint64) {
 	tc, q := j.s.cfg.ToolCalls, j.q
 	if !tc.Enabled || !q.chat || q.toolChoice == toolChoiceNone || len(q.tools) == 0 {
 		return
 	}
-	if msgs := q.prompt.Messages; len(msgs) > 0 && msgs[len(msgs)-1].Role == "tool" {
+	if msgs := q.prompt.Messages; len(msgs) > 0 && msgs[len(msgs)-1].Role == "tool" && q.toolRounds >= max(tc.Rounds, 1) {
 		return
 	}
 	t := q.tools[0]

@@ -122,7 +122,7 @@ func TestToolCalls(t *testing.T) {
 	// none, and after a tool result: text.
 	for _, b := range []map[string]any{body("none", 4), body(nil, 4)} {
 		if b["tool_choice"] == nil {
-			b["messages"] = []map[string]any{{"role": "user", "content": "weather?"}, {"role": "assistant", "content": nil}, {"role": "tool", "content": "sunny"}}
+			b["messages"] = []map[string]any{{"role": "user", "content": "weather?"}, assistantCall("c1"), {"role": "tool", "tool_call_id": "c1", "content": "sunny"}}
 		}
 		_, evs, _ := ts.stream("/v1/chat/completions", b)
 		if c := content(t, evs); len(c) != 4*sim.TokenWidth {
@@ -157,6 +157,65 @@ func TestToolCalls(t *testing.T) {
 		}
 		if resp, body, err := ts.post("/v1/chat/completions", b); err != nil || resp.StatusCode != 400 {
 			t.Errorf("tools %v choice %v: %v %s; want 400", tc.tools, tc.choice, resp, body)
+		}
+	}
+}
+
+// assistantCall is an assistant message calling get_weather with id.
+func assistantCall(id string) map[string]any {
+	return map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"id": id, "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Lisbon"}`}}}}
+}
+
+// TestToolRounds: a model of Rounds 2 calls again after the first tool result of a user turn and
+// answers in text after the second; a new user message starts the count again; tool messages
+// that answer no open call, or lack tool_call_id, and misplaced tool fields are refused.
+func TestToolRounds(t *testing.T) {
+	cfg := fastConfig()
+	cfg.ToolCalls = sim.ToolCalls{Enabled: true, Accuracy: 1, Rounds: 2}
+	ts := start(t, cfg, true)
+	user := func(text string) map[string]any { return map[string]any{"role": "user", "content": text} }
+	tool := func(id string) map[string]any {
+		return map[string]any{"role": "tool", "tool_call_id": id, "content": "sunny"}
+	}
+	ask := func(msgs ...map[string]any) (calls bool, text string) {
+		t.Helper()
+		b := chatBody("qualsim-tiny", "x", 64)
+		b["tools"], b["tool_choice"], b["messages"] = weatherTools, "required", msgs
+		resp, body, err := ts.stream("/v1/chat/completions", b)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%v: %v %v", msgs, resp, err)
+		}
+		for _, e := range body {
+			calls = calls || strings.Contains(e.data, `"tool_calls"`)
+		}
+		return calls, content(t, body)
+	}
+	if calls, _ := ask(user("weather?")); !calls {
+		t.Fatal("turn start: no call")
+	}
+	if calls, _ := ask(user("weather?"), assistantCall("a"), tool("a")); !calls {
+		t.Fatal("after one tool result of 2 rounds: no call")
+	}
+	if calls, text := ask(user("weather?"), assistantCall("a"), tool("a"), assistantCall("b"), tool("b")); calls || text == "" {
+		t.Fatalf("after two tool results: calls %v, text %q; want text", calls, text)
+	}
+	if calls, _ := ask(user("weather?"), assistantCall("a"), tool("a"), assistantCall("b"), tool("b"), map[string]any{"role": "assistant", "content": "ok"}, user("and tomorrow?"), assistantCall("c"), tool("c")); !calls {
+		t.Fatal("a new user turn's first tool result: no call")
+	}
+	for name, msgs := range map[string][]map[string]any{
+		"no tool_call_id":  {user("x"), assistantCall("a"), {"role": "tool", "content": "sunny"}},
+		"unknown id":       {user("x"), assistantCall("a"), tool("b")},
+		"answered twice":   {user("x"), assistantCall("a"), tool("a"), tool("a")},
+		"no call before":   {user("x"), tool("a")},
+		"id on a user":     {{"role": "user", "content": "x", "tool_call_id": "a"}},
+		"calls on a user":  {{"role": "user", "content": "x", "tool_calls": []any{}}},
+		"call without id":  {user("x"), {"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"type": "function", "function": map[string]any{"name": "f", "arguments": "{}"}}}}, tool("a")},
+		"empty tool_calls": {user("x"), {"role": "assistant", "content": "", "tool_calls": []any{}}},
+	} {
+		b := chatBody("qualsim-tiny", "x", 4)
+		b["tools"], b["messages"] = weatherTools, msgs
+		if resp, body, err := ts.post("/v1/chat/completions", b); err != nil || resp.StatusCode != 400 {
+			t.Errorf("%s: %v %s; want 400", name, resp, body)
 		}
 	}
 }

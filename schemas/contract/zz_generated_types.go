@@ -2550,14 +2550,21 @@ type SessionTurn struct {
 	ID string `json:"id"`
 	// Turn is the turn's position in the session, 0-based.
 	Turn int64 `json:"turn"`
-	// HistoryMessages counts the messages sent: the system message (if any), 2 × turn earlier
-	// user and assistant messages, and this turn's user message.
+	// Round is the tool round of the turn (docs/caching.md "Tool rounds"): the request answers the
+	// tool calls of the turn's previous request (round - 1) with the case's mock results; absent
+	// on a turn's first request.
+	Round int64 `json:"round,omitempty"`
+	// HistoryMessages counts the messages sent: the system message (if any), the earlier user,
+	// assistant and tool messages, and this turn's user message: 2 x turn + 1 without tool rounds.
 	HistoryMessages int64 `json:"history_messages"`
 	// HistoryChars counts the Unicode code points of every message content sent.
 	HistoryChars int64 `json:"history_chars"`
-	// ReplyDigests are the output digests of the assistant replies the history carried, in turn
-	// order (turn k sends k): each is the output_digest of that earlier turn's record.
+	// ReplyDigests are the output digests of the assistant replies the history carried, in the
+	// order sent: each is the output_digest of an earlier request of the session (turn k without
+	// tool rounds sends k).
 	ReplyDigests []string `json:"reply_digests"`
+	// ToolMessages counts the tool messages the history carried (mock results); absent when none.
+	ToolMessages int64 `json:"tool_messages,omitempty"`
 	// ThinkMs is the declared think time the client waited before scheduling this turn.
 	ThinkMs float64 `json:"think_ms"`
 }
@@ -2916,8 +2923,8 @@ type Case struct {
 	Images *Images `json:"images,omitempty"`
 	// Tools offers functions to every request (docs/metrics.md "Tool calls"): the chat body's
 	// tools and tool_choice. Only with api chat, not with a tokenizer (the server's prompt count
-	// includes the tool definitions its chat template renders) and not in multi-turn sessions (the
-	// client does not answer tool calls).
+	// includes the tool definitions its chat template renders); in a multi-turn session case only
+	// with results (the client then answers the calls, docs/caching.md "Tool rounds").
 	Tools *Tools `json:"tools,omitempty"`
 	// DeviceTelemetry turns on the device telemetry sampler for every row (docs/accelerators.md).
 	DeviceTelemetry *DeviceTelemetry `json:"device_telemetry,omitempty"`
@@ -3146,6 +3153,15 @@ type Tools struct {
 	Choice ToolsChoice `json:"choice"`
 	// Function names the function of choice function; absent with the other choices.
 	Function string `json:"function,omitempty"`
+	// Results are the mock results the client answers tool calls with in a multi-turn session case
+	// (docs/caching.md "Tool rounds"), one per function of the file (every function has one): when
+	// a turn's reply calls only functions named here, the client sends the same turn again with
+	// the reply's calls and one tool message per call carrying its function's text, up to rounds
+	// times. Only in a session case.
+	Results map[string]string `json:"results,omitempty"`
+	// Rounds bounds the tool rounds of one turn (requests after the turn's first); absent means 4.
+	// Only with results.
+	Rounds int64 `json:"rounds,omitempty"`
 }
 
 // DeviceTelemetry declares the sampler: readings of every device serving the backend, every

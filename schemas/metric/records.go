@@ -41,7 +41,7 @@ func RequestOf(r *contract.RequestRecordDoc) Request {
 		q.HasCached, q.Cached = true, *r.CachedPromptTokens
 	}
 	if s := r.Session; s != nil {
-		q.Session, q.Turn = s.ID, s.Turn
+		q.Session, q.Turn, q.Round = s.ID, s.Turn, s.Round
 	}
 	if ct := r.ClientTokens; ct != nil {
 		q.HasClient, q.ClientPrompt, q.ClientPromptPartial = true, ct.PromptTokens, ct.ImagesNotCounted != nil

@@ -50,9 +50,10 @@ type Request struct {
 	// HasCached is true when the record has cached_prompt_tokens; Cached is its value.
 	HasCached bool
 	Cached    int64
-	// Session is the record's session id ("" outside a session row) and Turn its turn (session.go).
-	Session string
-	Turn    int64
+	// Session is the record's session id ("" outside a session row), Turn its turn and Round its
+	// tool round (session.go).
+	Session     string
+	Turn, Round int64
 	// HasClient is true when the record has client_tokens: ClientPrompt is its prompt count,
 	// and HasClientCompletion with ClientCompletion its completion count when not null.
 	HasClient    bool

@@ -14,7 +14,9 @@ import (
 func SessionTurn(k int64) string { return "turn" + strconv.FormatInt(k, 10) }
 
 // TurnTTFT is one turn position's TTFT sample: the TTFT of the successful requests of that turn
-// (with a content event), in the order of the measured requests.
+// (with a content event), in the order of the measured requests; a turn's tool rounds (round >
+// 0, the client answering its calls) are not in it, so each sample is the first answer to a user
+// turn.
 type TurnTTFT struct {
 	Turn   int64
 	TTFTMs []float64
@@ -25,7 +27,7 @@ func TurnTTFTs(measured []Request) []TurnTTFT {
 	by := map[int64][]float64{}
 	for i := range measured {
 		r := &measured[i]
-		if r.Session == "" || !r.OK() || len(r.Content) == 0 {
+		if r.Session == "" || r.Round > 0 || !r.OK() || len(r.Content) == 0 {
 			continue
 		}
 		by[r.Turn] = append(by[r.Turn], r.ttftMs())
@@ -48,8 +50,8 @@ type SessionFacts struct {
 	// request succeeded.
 	Sessions, Complete int
 	// DurationMs is, per complete session in order of first appearance, max t_end - min t_sched
-	// over its turns (think times included); Tokens is the sum of its turns' prompt and completion
-	// tokens.
+	// over its requests (think times and tool rounds included); Tokens is the sum of its requests'
+	// prompt and completion tokens.
 	DurationMs []float64
 	Tokens     []float64
 }

@@ -435,6 +435,7 @@ func (r *rules) servingCase(cb string, c contract.Case) {
 			corpusSize = r.sessionCorpus(cb, c)
 		}
 	}
+	r.toolResults(cb, c)
 	rows := int64(len(c.Concurrency))
 	if c.CapacitySearch != nil { // a search runs up to max_steps rows
 		rows = c.CapacitySearch.MaxSteps

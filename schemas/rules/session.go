@@ -43,28 +43,72 @@ func (r *rules) sessionCorpus(cb string, c contract.Case) (perRow int64) {
 	if c.Stop != nil {
 		r.add(cb+"/stop", "a session corpus runs every session once per row: stop rules do not apply")
 	}
+	if t := c.Tools; t != nil && t.Results != nil {
+		// Each turn may take up to rounds tool rounds, each a request.
+		perRow *= 1 + ToolRounds(*t)
+	}
 	if c.CacheRegime != "" && c.CacheRegime != contract.CacheRegimeNatural {
 		r.add(cb+"/cache_regime", "a session corpus takes cache_regime natural (or none): %s would change the history each turn shares", c.CacheRegime)
 	}
 	return perRow
 }
 
-// sessionRecord checks a request record's session block: turn k carries the k earlier replies
-// and 2k+1 messages (2k+2 with a system message).
+// sessionRecord checks a request record's session block: it sent turn + 1 user messages, one
+// assistant message per reply digest and tool_messages tool messages (and a system message or
+// not); without tool messages turn k carries the k earlier replies, and a tool round r (which
+// answers calls, so carries tool messages) at least turn + r.
 func (r *rules) sessionRecord(q *contract.RequestRecordDoc) {
 	s := q.Session
 	if s == nil {
 		return
 	}
-	if int64(len(s.ReplyDigests)) != s.Turn {
-		r.add("/session/reply_digests", "turn %d carries %d earlier replies, want %d", s.Turn, len(s.ReplyDigests), s.Turn)
+	replies := int64(len(s.ReplyDigests))
+	switch {
+	case s.ToolMessages == 0 && s.Round > 0:
+		r.add("/session/tool_messages", "tool round %d carries no tool message: a round answers the calls of the request before it", s.Round)
+	case s.ToolMessages == 0 && replies != s.Turn:
+		r.add("/session/reply_digests", "turn %d carries %d earlier replies, want %d", s.Turn, replies, s.Turn)
+	case replies < s.Turn+s.Round:
+		r.add("/session/reply_digests", "turn %d round %d carries %d earlier replies, want at least %d", s.Turn, s.Round, replies, s.Turn+s.Round)
 	}
-	if m := s.HistoryMessages; m != 2*s.Turn+1 && m != 2*s.Turn+2 {
-		r.add("/session/history_messages", "turn %d sends %d messages, want %d (or %d with a system message)", s.Turn, m, 2*s.Turn+1, 2*s.Turn+2)
+	if m, want := s.HistoryMessages, s.Turn+1+replies+s.ToolMessages; m != want && m != want+1 {
+		r.add("/session/history_messages", "turn %d sends %d messages, want %d (or %d with a system message): %d user, %d assistant and %d tool messages", s.Turn, m, want, want+1, s.Turn+1, replies, s.ToolMessages)
 	}
 	if s.Turn > 0 && s.ThinkMs < 0 {
 		r.add("/session/think_ms", "negative think time")
 	}
+}
+
+// toolResults refuses tool results outside a multi-turn session case (only a session has a next
+// request to carry them) and rounds without results.
+func (r *rules) toolResults(cb string, c contract.Case) {
+	t := c.Tools
+	if t == nil {
+		return
+	}
+	session := c.Corpus != nil && (c.Corpus.Source == contract.CorpusSourceConversations || c.Corpus.Source == contract.CorpusSourceSyntheticConversations)
+	if t.Results != nil && !session {
+		r.add(cb+"/tools/results", "tool results answer the calls of a multi-turn session's turn: the case has no conversation corpus")
+	}
+	if t.Rounds > 0 && t.Results == nil {
+		r.add(cb+"/tools/rounds", "rounds bounds the tool rounds the client answers with results: declare results")
+	}
+}
+
+// DefaultToolRounds is the bound on a turn's tool rounds when a session case's tools declare
+// results without rounds.
+const DefaultToolRounds = 4
+
+// ToolRounds is the most tool rounds one turn of a session case with tools t may send: t.rounds,
+// DefaultToolRounds when absent, 0 without results (the client answers no call).
+func ToolRounds(t contract.Tools) int64 {
+	switch {
+	case t.Results == nil:
+		return 0
+	case t.Rounds > 0:
+		return t.Rounds
+	}
+	return DefaultToolRounds
 }
 
 // minMax refuses a range whose min is greater than its max (at the range's /min).

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -104,6 +106,14 @@ func (f *Functions) Has(name string) bool {
 	}
 	_, ok := f.fns[name]
 	return ok
+}
+
+// Names are the offered functions' names, sorted.
+func (f *Functions) Names() []string {
+	if f == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(f.fns))
 }
 
 // Invalid says why args are not a valid call of function name ("" when they are): the name is an

@@ -82,6 +82,20 @@ func (m Message) MarshalJSON() ([]byte, error) {
 			Content []Part `json:"content"`
 		}{m.Role, m.Parts})
 	}
+	switch {
+	case m.ToolCalls != nil:
+		return EncodeJSON(struct {
+			Role      string     `json:"role"`
+			Content   string     `json:"content"`
+			ToolCalls []ToolCall `json:"tool_calls"`
+		}{m.Role, m.Content, m.ToolCalls})
+	case m.Role == "tool":
+		return EncodeJSON(struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			Content    string `json:"content"`
+		}{m.Role, m.ToolCallID, m.Content})
+	}
 	return EncodeJSON(struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`

@@ -16,6 +16,24 @@ type Message struct {
 	Parts   []Part
 	// Images counts the image parts of a decoded message.
 	Images int
+	// ToolCalls are an assistant message's function calls (a session re-sending a reply that
+	// called tools, docs/caching.md "Tool rounds"); ToolCallID names the call a tool message
+	// answers. Both are written only when set.
+	ToolCalls  []ToolCall
+	ToolCallID string
+}
+
+// ToolCall is a function call of an assistant message as a chat body re-sends it.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is a call's function name and arguments (the argument bytes as received).
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // StreamOptions are a streamed chat or completions body's stream options.

@@ -52,11 +52,11 @@ type RowFacts struct {
 // Request is the record as the catalogue's formulas read it.
 func (r *Record) Request() metric.Request {
 	var session string
-	var turn int64
+	var turn, round int64
 	if r.Session != nil {
-		session, turn = r.Session.ID, r.Session.Turn
+		session, turn, round = r.Session.ID, r.Session.Turn, r.Session.Round
 	}
-	return metric.Request{Session: session, Turn: turn, Failed: r.Failed, ErrorClass: r.ErrClass, Sched: r.Sched, Send: r.Send, Hdr: r.Header, End: r.End, Close: r.Close,
+	return metric.Request{Session: session, Turn: turn, Round: round, Failed: r.Failed, ErrorClass: r.ErrClass, Sched: r.Sched, Send: r.Send, Hdr: r.Header, End: r.End, Close: r.Close,
 		HasSend: r.HasSend, Sent: r.Sent, HasSent: r.HasSent, HasHdr: r.HasHdr, HasEnd: r.HasEnd, HasClose: r.HasClose, Content: r.Content,
 		Reasoned: r.Reasoned, FirstContent: r.FirstContent, HasFirstContent: r.HasFirstContent, HasReasoning: r.HasReasoning, Reasoning: r.Reasoning,
 		FirstToolCall: r.FirstToolCall, HasFirstToolCall: r.HasFirstToolCall, ToolCalls: r.ToolCalls, ToolCallsValid: r.ToolCallsValid,

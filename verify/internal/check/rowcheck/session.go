@@ -5,6 +5,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/metric"
+	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
@@ -15,11 +16,21 @@ import (
 // metric from the records' session blocks (package metric, session.go); what is checked here is
 // that the records tell one consistent story of each session:
 //
-//   - a session's measured turns are 0, 1, ..., k with no gap or repeat, and only its last turn
-//     may have failed (a failed turn ends its session);
-//   - turn j re-sent the replies of turns 0..j-1: its reply_digests are their output digests;
-//   - its history grows: history_messages = turn 0's + 2j, history_chars strictly increasing;
-//   - turn j was scheduled after turn j-1's last content event plus its declared think time;
+//   - a session's measured turns are 0, 1, ..., k with no gap or repeat, each followed by its
+//     tool rounds 1, 2, ... (docs/caching.md "Tool rounds"), and only its last request may have
+//     failed (a failed request ends its session);
+//   - the n-th request of a session re-sent the replies of the n earlier ones: its reply_digests
+//     are their output digests, in order;
+//   - its history grows: a new turn sends the previous request's history_messages + 2 (its reply
+//     and the new user message) and the same tool_messages, a tool round + 1 + the previous
+//     request's calls (its reply and one tool message per call), history_chars strictly
+//     increasing (not decreasing into a round, whose reply and results may be empty);
+//   - turn j was scheduled after the last reply of turn j-1 ended plus its declared think time;
+//   - a tool round r is justified by the request before it: a success of the same turn, round
+//     r - 1, whose tool_calls all name functions of the case's tools.results; r is at most the
+//     case's rounds bound, and it was scheduled after that request closed. Conversely such a
+//     success below the bound is followed by a round (not by the next turn, nor by nothing) in a
+//     row that did not end early;
 //   - in an open-loop row, session i's turn 0 is scheduled on the declared arrival process
 //     (metric.Arrivals of the workload's seed, the row's concurrency and repetition), session i
 //     being the corpus_index of its records.
@@ -62,40 +73,16 @@ func Sessions(c *finding.Collector, row contract.Row, wc *contract.Case, seed in
 	owner := map[int64]string{} // corpus_index -> the session that holds it
 	for _, id := range order {
 		rs := by[id]
-		sort.SliceStable(rs, func(a, b int) bool { return rs[a].Session.Turn < rs[b].Session.Turn })
+		sort.SliceStable(rs, func(a, b int) bool {
+			sa, sb := rs[a].Session, rs[b].Session
+			return sa.Turn < sb.Turn || sa.Turn == sb.Turn && sa.Round < sb.Round
+		})
 		if !sessionIdentity(c, file, row, wc, id, rs, owner) {
 			continue
 		}
-		for j, r := range rs {
-			s := r.Session
-			if s.Turn != int64(j) {
-				c.Add(file, finding.Pointer(r.Line, "session", "turn"), reason.ErrRowMismatch, "session %s: turn %d where turn %d belongs: a session's turns are 0, 1, ... without gap or repeat", id, s.Turn, j)
-				break
-			}
-			if j == 0 {
-				firsts[r.SessionIndex] = r
-				continue
-			}
-			prev := rs[j-1]
-			if prev.Failed {
-				c.Add(file, finding.Pointer(r.Line, "session", "turn"), reason.ErrRowMismatch, "session %s: turn %d was sent after turn %d failed: a failed turn ends its session", id, j, j-1)
-				break
-			}
-			for k, d := range s.ReplyDigests {
-				if k < j && d != rs[k].Output {
-					c.Add(file, finding.Pointer(r.Line, "session", "reply_digests", k), reason.ErrRowMismatch, "session %s turn %d re-sent reply %s as turn %d's, whose output digest is %s", id, j, d, k, rs[k].Output)
-					break
-				}
-			}
-			if s.HistoryMessages != rs[0].Session.HistoryMessages+2*int64(j) {
-				c.Add(file, finding.Pointer(r.Line, "session", "history_messages"), reason.ErrRowMismatch, "session %s turn %d sent %d messages, turn 0 sent %d: want %d", id, j, s.HistoryMessages, rs[0].Session.HistoryMessages, rs[0].Session.HistoryMessages+2*int64(j))
-			}
-			if s.HistoryChars <= prev.Session.HistoryChars {
-				c.Add(file, finding.Pointer(r.Line, "session", "history_chars"), reason.ErrRowMismatch, "session %s turn %d sent %d characters of history, turn %d sent %d: a history only grows", id, j, s.HistoryChars, j-1, prev.Session.HistoryChars)
-			}
-			if ready := prev.End + int64(s.ThinkMs*1e6); prev.HasEnd && r.Sched < ready-scheduleToleranceNs {
-				c.Add(file, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrRowMismatch, "session %s turn %d is scheduled at %d ns, before turn %d's reply ended (%d ns) plus its think time %g ms", id, j, r.Sched, j-1, prev.End, s.ThinkMs)
-			}
+		sessionRounds(c, file, row, wc, id, rs)
+		if len(rs) > 0 && rs[0].Session.Turn == 0 && rs[0].Session.Round == 0 {
+			firsts[rs[0].SessionIndex] = rs[0]
 		}
 	}
 	if wc == nil || wc.Rate == nil || row.Loop != contract.RowLoopOpen {
@@ -135,6 +122,105 @@ func Sessions(c *finding.Collector, row contract.Row, wc *contract.Case, seed in
 		}
 	}
 	return true
+}
+
+// sessionRounds checks one session's records rs, in (turn, round) order, as one story (see
+// Sessions).
+func sessionRounds(c *finding.Collector, file string, row contract.Row, wc *contract.Case, id string, rs []*record.Record) {
+	bound := int64(8) // the contract's most
+	var results map[string]string
+	if wc != nil {
+		bound = 0
+		if wc.Tools != nil {
+			bound, results = rules.ToolRounds(*wc.Tools), wc.Tools.Results
+		}
+	}
+	// owed reports whether a request's reply must be answered by a tool round.
+	owed := func(r *record.Record) bool {
+		if r.Failed || len(r.Calls) == 0 || results == nil || r.Session.Round >= bound {
+			return false
+		}
+		for _, call := range r.Calls {
+			if _, ok := results[call.Name]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	at := func(r *record.Record, field string) string { return finding.Pointer(r.Line, "session", field) }
+	for j, r := range rs {
+		s := r.Session
+		if j == 0 {
+			if s.Turn != 0 || s.Round != 0 {
+				c.Add(file, at(r, "turn"), reason.ErrRowMismatch, "session %s starts at turn %d round %d: a session's turns are 0, 1, ... without gap or repeat, each from round 0", id, s.Turn, s.Round)
+				return
+			}
+			continue
+		}
+		prev := rs[j-1]
+		ps := prev.Session
+		round := s.Round > 0
+		switch {
+		case round && (s.Turn != ps.Turn || s.Round != ps.Round+1):
+			c.Add(file, at(r, "round"), reason.ErrRowMismatch, "session %s: turn %d round %d follows turn %d round %d: a turn's tool rounds are 1, 2, ... without gap or repeat", id, s.Turn, s.Round, ps.Turn, ps.Round)
+			return
+		case !round && s.Turn != ps.Turn+1:
+			c.Add(file, at(r, "turn"), reason.ErrRowMismatch, "session %s: turn %d where turn %d belongs: a session's turns are 0, 1, ... without gap or repeat", id, s.Turn, ps.Turn+1)
+			return
+		case prev.Failed:
+			c.Add(file, at(r, "turn"), reason.ErrRowMismatch, "session %s: turn %d round %d was sent after turn %d round %d failed: a failed turn ends its session, a failed round too", id, s.Turn, s.Round, ps.Turn, ps.Round)
+			return
+		}
+		if int64(len(s.ReplyDigests)) != int64(j) {
+			c.Add(file, at(r, "reply_digests"), reason.ErrRowMismatch, "session %s turn %d round %d re-sent %d replies, and %d requests of the session came before it", id, s.Turn, s.Round, len(s.ReplyDigests), j)
+		}
+		for k, d := range s.ReplyDigests {
+			if k < j && d != rs[k].Output {
+				c.Add(file, finding.Pointer(r.Line, "session", "reply_digests", k), reason.ErrRowMismatch, "session %s turn %d round %d re-sent reply %s as the reply of turn %d round %d, whose output digest is %s", id, s.Turn, s.Round, d, rs[k].Session.Turn, rs[k].Session.Round, rs[k].Output)
+				break
+			}
+		}
+		if round {
+			calls := int64(len(prev.Calls))
+			switch {
+			case s.Round > bound:
+				c.Add(file, at(r, "round"), reason.ErrRowMismatch, "session %s turn %d: tool round %d, the case bounds a turn's tool rounds at %d", id, s.Turn, s.Round, bound)
+			case !owed(prev):
+				c.Add(file, at(r, "round"), reason.ErrRowMismatch, "session %s turn %d: tool round %d follows a reply that called %d tools, not only functions of the case's tools.results: a round answers the calls of the request before it", id, s.Turn, s.Round, calls)
+			}
+			if s.HistoryMessages != ps.HistoryMessages+1+calls {
+				c.Add(file, at(r, "history_messages"), reason.ErrRowMismatch, "session %s turn %d round %d sent %d messages: want %d, the previous request's %d, its reply and one tool message for each of its %d calls", id, s.Turn, s.Round, s.HistoryMessages, ps.HistoryMessages+1+calls, ps.HistoryMessages, calls)
+			}
+			if s.ToolMessages != ps.ToolMessages+calls {
+				c.Add(file, at(r, "tool_messages"), reason.ErrRowMismatch, "session %s turn %d round %d carried %d tool messages: want %d, the previous request's %d and one for each of its %d calls", id, s.Turn, s.Round, s.ToolMessages, ps.ToolMessages+calls, ps.ToolMessages, calls)
+			}
+			if s.HistoryChars < ps.HistoryChars {
+				c.Add(file, at(r, "history_chars"), reason.ErrRowMismatch, "session %s turn %d round %d sent %d characters of history, the request before it %d: a history only grows", id, s.Turn, s.Round, s.HistoryChars, ps.HistoryChars)
+			}
+			if done := prev.Close; prev.HasClose && r.Sched < done-scheduleToleranceNs {
+				c.Add(file, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrRowMismatch, "session %s turn %d round %d is scheduled at %d ns, before the request it answers closed (%d ns)", id, s.Turn, s.Round, r.Sched, done)
+			}
+			continue
+		}
+		if owed(prev) && row.Ended == nil {
+			c.Add(file, at(r, "turn"), reason.ErrRowMismatch, "session %s: turn %d follows turn %d round %d, whose reply called only functions of the case's tools.results below the bound of %d rounds: a tool round was owed", id, s.Turn, ps.Turn, ps.Round, bound)
+		}
+		if s.HistoryMessages != ps.HistoryMessages+2 {
+			c.Add(file, at(r, "history_messages"), reason.ErrRowMismatch, "session %s turn %d sent %d messages: want %d, the previous request's %d, its reply and this turn's user message", id, s.Turn, s.HistoryMessages, ps.HistoryMessages+2, ps.HistoryMessages)
+		}
+		if s.ToolMessages != ps.ToolMessages {
+			c.Add(file, at(r, "tool_messages"), reason.ErrRowMismatch, "session %s turn %d carried %d tool messages, the request before it %d: a new turn adds none", id, s.Turn, s.ToolMessages, ps.ToolMessages)
+		}
+		if s.HistoryChars <= ps.HistoryChars {
+			c.Add(file, at(r, "history_chars"), reason.ErrRowMismatch, "session %s turn %d sent %d characters of history, turn %d round %d sent %d: a history only grows", id, s.Turn, s.HistoryChars, ps.Turn, ps.Round, ps.HistoryChars)
+		}
+		if ready := prev.End + int64(s.ThinkMs*1e6); prev.HasEnd && r.Sched < ready-scheduleToleranceNs {
+			c.Add(file, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrRowMismatch, "session %s turn %d is scheduled at %d ns, before turn %d's reply ended (%d ns) plus its think time %g ms", id, s.Turn, r.Sched, ps.Turn, prev.End, s.ThinkMs)
+		}
+	}
+	if last := rs[len(rs)-1]; owed(last) && row.Ended == nil {
+		c.Add(file, at(last, "turn"), reason.ErrRowMismatch, "session %s ends with turn %d round %d, whose reply called only functions of the case's tools.results below the bound of %d rounds: a tool round was owed", id, last.Session.Turn, last.Session.Round, bound)
+	}
 }
 
 // sessionIdentity checks where a session's records place it: the runner sends every turn of
