@@ -173,7 +173,7 @@ func TestMutationGapsClosed(t *testing.T) {
 		"session-history-below":       {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 2, "/session/history_chars", 24, ErrRowMismatch},
 		"synthetic-session-think-ms":  {"sessions", `001-open-r000/rows/.*\.jsonl$`, 2, "/session/think_ms", 1, ErrRowMismatch},
 		"synthetic-session-history":   {"sessions", `001-open-r000/rows/.*\.jsonl$`, 2, "/session/history_chars", 20, ErrRowMismatch},
-		"conversation-corpus-dropped": {"sessions", `receipts/sessions\.json$`, -1, "/artifacts/3", dropItem{}, ErrCorpusMismatch},
+		"conversation-corpus-dropped": {"sessions", `receipts/sessions\.json$`, -1, "/artifacts/4", dropItem{}, ErrCorpusMismatch},
 		// Every input the workload or the recipe names is listed as the runner lists it: a
 		// recipe's --config and --tokenizer files as config_files (apis artifacts 3 and 4), a
 		// tokenizer as a tokenizer (6), a driver case's executable, script, request and model

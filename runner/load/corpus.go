@@ -12,7 +12,6 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
-	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/synth"
 )
 
@@ -167,10 +166,6 @@ func SyntheticWords(seed uint64, count, minWords, maxWords int) []Prompt {
 		out = append(out, Prompt{ID: p.ID, Text: p.Text})
 	}
 	return out
-}
-
-func wordText(rng *metric.SplitMix64, sb *strings.Builder, n int) string {
-	return synth.WordText(rng, sb, n)
 }
 
 // warmupPrompts returns the warmup prompts of a row (synth.Warmups over the corpus's shapes: each

@@ -18,8 +18,8 @@ import (
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
-	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/rules"
+	"github.com/qualkit/qualkit/schemas/synth"
 	"github.com/qualkit/qualkit/schemas/wire"
 )
 
@@ -59,14 +59,14 @@ type Turn struct {
 	ThinkMs float64
 }
 
-// Limits of a session corpus (the contract's).
+// Limits of a session corpus (the contract's; defined once in schemas/synth).
 const (
 	// MaxSessionTurns bounds the turns of one session.
-	MaxSessionTurns = 256
+	MaxSessionTurns = synth.MaxSessionTurns
 	// MaxSessions bounds the sessions of one corpus.
-	MaxSessions = 100_000
+	MaxSessions = synth.MaxSessions
 	// MaxSessionThinkMs bounds one think time.
-	MaxSessionThinkMs = 3_600_000
+	MaxSessionThinkMs = synth.MaxSessionThinkMs
 )
 
 // IsSessionCorpus reports whether a corpus source makes a session row.
@@ -79,44 +79,24 @@ func resolveSessions(corpus contract.Corpus, repoRoot string) ([]Prompt, error) 
 	if corpus.Source == contract.CorpusSourceConversations {
 		return readConversationFile(corpus, repoRoot)
 	}
-	if corpus.Generator != contract.SyntheticConversationCorpusGenerator {
-		return nil, fmt.Errorf("%w: generator %q: want %s", ErrCorpus, corpus.Generator, contract.SyntheticConversationCorpusGenerator)
+	a, err := synth.CheckSyntheticConversations(corpus)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorpus, err)
 	}
-	t, w, th := corpus.Turns, corpus.PromptWords, corpus.ThinkMs
-	switch {
-	case corpus.Seed == nil || *corpus.Seed < 0:
-		return nil, fmt.Errorf("%w: synthetic conversations need a non-negative seed", ErrCorpus)
-	case corpus.Count < 1 || corpus.Count > MaxSessions:
-		return nil, fmt.Errorf("%w: synthetic conversations count %d: want 1 to %d", ErrCorpus, corpus.Count, MaxSessions)
-	case t == nil || t.Min < 1 || t.Max < t.Min || t.Max > MaxSessionTurns:
-		return nil, fmt.Errorf("%w: synthetic conversations turns: want 1 <= min <= max <= %d", ErrCorpus, MaxSessionTurns)
-	case w == nil || w.Min < 1 || w.Max < w.Min || w.Max > 100000:
-		return nil, fmt.Errorf("%w: synthetic conversations prompt_words: want 1 <= min <= max <= 100000", ErrCorpus)
-	case th == nil || th.Min < 0 || th.Max < th.Min || th.Max > MaxSessionThinkMs:
-		return nil, fmt.Errorf("%w: synthetic conversations think_ms: want 0 <= min <= max <= %d", ErrCorpus, MaxSessionThinkMs)
-	}
-	return SyntheticConversations(uint64(*corpus.Seed), int(corpus.Count), [2]int{int(t.Min), int(t.Max)}, [2]int{int(w.Min), int(w.Max)}, [2]int{int(th.Min), int(th.Max)}), nil
+	return SyntheticConversations(a.Seed, a.Count, a.Turns, a.Words, a.Think), nil
 }
 
-// SyntheticConversations is the generator qualkit.synthetic-conversations.v1. One SplitMix64
-// stream is seeded with seed; for session i = 0, 1, ..., count-1 in turn it draws the number of
-// turns T = turns[0] + (next mod (turns[1] - turns[0] + 1)), then for each turn j < T the word
-// count n = words[0] + (next mod (words[1] - words[0] + 1)), n words as qualkit.synthetic-words.v1
-// draws them (syntheticWords[next mod 256], joined by single spaces) and then the think time
-// think[0] + (next mod (think[1] - think[0] + 1)) ms (drawn for turn 0 too). Session i's id is
-// "session-" and i as six or more zero-padded digits; it has no system message.
+// SyntheticConversations is the generator qualkit.synthetic-conversations.v1
+// (synth.SyntheticConversations, which the verifier runs too), as the runner's prompts: session i
+// is prompt i, its text its first turn's.
 func SyntheticConversations(seed uint64, count int, turns, words, think [2]int) []Prompt {
-	rng := metric.SplitMix64{State: seed}
-	draw := func(r [2]int) int { return r[0] + int(rng.Next()%uint64(r[1]-r[0]+1)) }
-	out := make([]Prompt, count)
-	var sb strings.Builder
-	for i := range count {
-		ts := make([]Turn, draw(turns))
-		for j := range ts {
-			ts[j].Text = wordText(&rng, &sb, draw(words))
-			ts[j].ThinkMs = float64(draw(think))
+	out := make([]Prompt, 0, count)
+	for _, cv := range synth.SyntheticConversations(seed, count, turns, words, think) {
+		ts := make([]Turn, len(cv.Turns))
+		for j, t := range cv.Turns {
+			ts[j] = Turn{Text: t.Text, ThinkMs: t.ThinkMs}
 		}
-		out[i] = Prompt{ID: fmt.Sprintf("session-%06d", i), Text: ts[0].Text, Turns: ts}
+		out = append(out, Prompt{ID: cv.ID, Text: ts[0].Text, Turns: ts})
 	}
 	return out
 }
