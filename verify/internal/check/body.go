@@ -4,15 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"hash"
-	"io"
 	"iter"
 	"slices"
 	"strconv"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/synth"
 	"github.com/qualkit/qualkit/schemas/trace"
@@ -177,59 +175,6 @@ func fromSynth(ps iter.Seq2[int, synth.Prompt]) iter.Seq2[int, wire.Prompt] {
 	}
 }
 
-// promptSetHash is the prompt set hash (evidence.PromptSetDigest) of prompts added one at a time:
-// the RFC 8785 canonical JSON array hashed element by element, never held whole.
-type promptSetHash struct {
-	h hash.Hash
-	n int
-}
-
-func newPromptSetHash() *promptSetHash {
-	h := sha256.New()
-	h.Write([]byte{'['})
-	return &promptSetHash{h: h}
-}
-
-func (ps *promptSetHash) add(p wire.Prompt) error {
-	if ps.n > 0 {
-		ps.h.Write([]byte{','})
-	}
-	ps.n++
-	if plainJSON(p.ID) && plainJSON(p.Text) && plainJSON(p.System) {
-		// RFC 8785 writes such strings as they are, and "id" sorts before "system" and "text".
-		io.WriteString(ps.h, `{"id":"`+p.ID)
-		if p.System != "" {
-			io.WriteString(ps.h, `","system":"`+p.System)
-		}
-		io.WriteString(ps.h, `","text":"`)
-		io.WriteString(ps.h, p.Text)
-		io.WriteString(ps.h, `"}`)
-		return nil
-	}
-	b, err := jsonstrict.Canonical(contract.Prompt{ID: p.ID, Text: p.Text, System: p.System})
-	if err != nil {
-		return fmt.Errorf("prompt %d: %w", ps.n-1, err)
-	}
-	ps.h.Write(b)
-	return nil
-}
-
-// plainJSON reports whether s is printable ASCII without '"' or '\\', which a canonical JSON
-// string holds unescaped.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-func (ps *promptSetHash) sum() string {
-	ps.h.Write([]byte{']'})
-	return "sha256:" + hex.EncodeToString(ps.h.Sum(nil))
-}
-
 // bodyRef is a record whose body is checked, and its row.
 type bodyRef struct {
 	rec *record.Record
@@ -294,9 +239,9 @@ func regenerate(s *load.Snapshot, c *finding.Collector, cr *contract.CaseResultD
 		fields int
 	}
 	shapes := make([]shape, 0, w)
-	ps := newPromptSetHash()
+	ps := evidence.NewPromptSetHash()
 	for i, p := range gen.each {
-		if err := ps.add(p); err != nil {
+		if err := ps.Add(contract.Prompt{ID: p.ID, Text: p.Text, System: p.System}); err != nil {
 			return "", err
 		}
 		if i < w {
@@ -335,7 +280,7 @@ func regenerate(s *load.Snapshot, c *finding.Collector, cr *contract.CaseResultD
 			bc.check(ref, wire.Prompt{ID: ws[r.Index].ID, Text: ws[r.Index].Text, System: ws[r.Index].System})
 		}
 	}
-	return ps.sum(), nil
+	return ps.Sum(), nil
 }
 
 // bodyInputs is what renders the case's bodies besides the prompt: the model id the requests

@@ -484,7 +484,11 @@ func (g *Store) SourceTreeHash(ctx context.Context, tree string) (string, error)
 
 // BlobDigest returns the sha256 digest of the blob at the repository-relative path p in tree
 // ("" when the tree has no blob there), walking one tree object per path component.
-func (g *Store) BlobDigest(tree, p string) (string, error) {
+func (g *Store) BlobDigest(tree, p string) (string, error) { return g.blobDigest(tree, p, false) }
+
+// blobDigest is BlobDigest; regular asks for a regular file (mode 100644 or 100755) at p, so a
+// symbolic link's blob there counts as none.
+func (g *Store) blobDigest(tree, p string, regular bool) (string, error) {
 	parts := strings.Split(p, "/")
 	id := tree
 	for i, name := range parts {
@@ -503,8 +507,12 @@ func (g *Store) BlobDigest(tree, p string) (string, error) {
 		for _, e := range ents {
 			if e.name == name {
 				dir := e.mode == 0o40000
-				if last := i == len(parts)-1; last == dir || e.mode == 0o160000 {
+				last := i == len(parts)-1
+				if last == dir || e.mode == 0o160000 {
 					return "", nil // a directory (or a submodule) where the path needs a file
+				}
+				if last && regular && e.mode != 0o100644 && e.mode != 0o100755 {
+					return "", nil // a symbolic link, which a reader of the working tree follows
 				}
 				next = e.id
 				break

@@ -3,10 +3,7 @@ package rowcheck
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"hash"
 	"iter"
 	"maps"
 	"slices"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/jsonstrict"
 	"github.com/qualkit/qualkit/schemas/synth"
 	"github.com/qualkit/qualkit/verify/internal/finding"
@@ -108,11 +106,11 @@ func SessionCorpusOf(s *load.Snapshot, c *finding.Collector, cr *contract.CaseRe
 		sessions = a.Sessions()
 	}
 	sc := &SessionCorpus{sessions: map[int64]*sessionShape{}}
-	ps := newSessionPromptSet()
+	ps := evidence.NewPromptSetHash()
 	for i, sess := range sessions {
 		sh := &sessionShape{id: sess.ID, systemChars: int64(utf8.RuneCountInString(sess.System))}
 		for _, t := range sess.Turns {
-			if err := ps.add(contract.Prompt{ID: sess.ID, Text: t.Text, System: sess.System}); err != nil {
+			if err := ps.Add(contract.Prompt{ID: sess.ID, Text: t.Text, System: sess.System}); err != nil {
 				return nil, fmt.Sprintf("session %s: prompt set: %v", sess.ID, err)
 			}
 			if want[int64(i)] {
@@ -124,7 +122,7 @@ func SessionCorpusOf(s *load.Snapshot, c *finding.Collector, cr *contract.CaseRe
 			sc.sessions[int64(i)] = sh
 		}
 	}
-	sc.PromptSet = ps.sum()
+	sc.PromptSet = ps.Sum()
 	return sc, ""
 }
 
@@ -165,40 +163,6 @@ func ParseConversations(data []byte, name string) (iter.Seq2[int, synth.Conversa
 			}
 		}
 	}, nil
-}
-
-// sessionPromptSet is evidence.PromptSetDigest of prompts added one at a time: the RFC 8785
-// canonical JSON array hashed element by element (a synthetic corpus is never held whole).
-type sessionPromptSet struct {
-	h hash.Hash
-	n int
-}
-
-func newSessionPromptSet() *sessionPromptSet {
-	h := sha256.New()
-	h.Write([]byte{'['})
-	return &sessionPromptSet{h: h}
-}
-
-func (ps *sessionPromptSet) add(p contract.Prompt) error {
-	if !utf8.ValidString(p.ID) || !utf8.ValidString(p.Text) || !utf8.ValidString(p.System) {
-		return fmt.Errorf("prompt %d is not UTF-8", ps.n)
-	}
-	b, err := jsonstrict.Canonical(p)
-	if err != nil {
-		return fmt.Errorf("prompt %d: %w", ps.n, err)
-	}
-	if ps.n > 0 {
-		ps.h.Write([]byte{','})
-	}
-	ps.n++
-	ps.h.Write(b)
-	return nil
-}
-
-func (ps *sessionPromptSet) sum() string {
-	ps.h.Write([]byte{']'})
-	return "sha256:" + hex.EncodeToString(ps.h.Sum(nil))
 }
 
 // Check checks a session row against its corpus: its prompt set (corpus_mismatch), and for every

@@ -6,35 +6,10 @@ import (
 	"testing"
 
 	"github.com/qualkit/qualkit/schemas/contract"
-	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/verify/internal/finding"
 	"github.com/qualkit/qualkit/verify/internal/reason"
 	"github.com/qualkit/qualkit/verify/internal/record"
 )
-
-// TestSessionPromptSetStreams: the prompt set hashed one prompt at a time is
-// evidence.PromptSetDigest of the whole list (system messages, escapes and non-ASCII text too).
-func TestSessionPromptSetStreams(t *testing.T) {
-	for _, ps := range [][]contract.Prompt{
-		nil,
-		{{ID: "a", Text: "Say hello."}},
-		{{ID: "a", Text: "Say \"hello\"\n", System: "You are terse."}, {ID: "a", Text: "Grüße, 世界 \u2028", System: "You are terse."}, {ID: "b", Text: `back\slash`}},
-	} {
-		want, err := evidence.PromptSetDigest(ps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := newSessionPromptSet()
-		for _, p := range ps {
-			if err := h.add(p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got := h.sum(); got != want {
-			t.Fatalf("%v: streamed %s, PromptSetDigest %s", ps, got, want)
-		}
-	}
-}
 
 // TestSessionCorpusCheck: a session turn's think time is its corpus turn's, turn 0's history is
 // exactly its system message and text, a later turn's at least the previous turn's history plus
