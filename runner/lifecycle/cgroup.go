@@ -64,12 +64,27 @@ func cgroup2Mount() (mount, self string, err error) {
 // runID, when it is a safe name, ends the cgroup's name, so that a leftover can be named by its
 // run even when none of its processes carries the run markers.
 func newCgroup(pidLimit int64, runID string) (*cgroup, []string, error) {
-	mount, self, err := cgroup2Mount()
+	dir, err := planCgroup(runID)
 	if err != nil {
 		return nil, nil, err
 	}
-	parent := filepath.Join(mount, self)
-	dir := filepath.Join(parent, cgroupName(cgroupSeq.Add(1), runID))
+	return makeCgroup(dir, pidLimit)
+}
+
+// planCgroup names the child cgroup newCgroup would create, without creating it: Launch tells
+// the server's keeper the name before the directory exists, so that no moment has a cgroup on
+// the host that no keeper would remove.
+func planCgroup(runID string) (string, error) {
+	mount, self, err := cgroup2Mount()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(mount, self, cgroupName(cgroupSeq.Add(1), runID)), nil
+}
+
+// makeCgroup creates the cgroup planCgroup named (see newCgroup).
+func makeCgroup(dir string, pidLimit int64) (*cgroup, []string, error) {
+	parent := filepath.Dir(dir)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return nil, nil, notDelegated(parent, err)

@@ -51,6 +51,12 @@ const (
 	keeperFD = 3
 )
 
+// keeperDeathSignal is the keeper's parent-death signal. Its default action is to be ignored:
+// qualrun killed while the keeper is still starting (before its runtime catches signals) must
+// not kill the keeper with the cgroup it was told of still on the host (SIGUSR1 did, in CI); the
+// control pipe's EOF then tells the keeper, which cleans up once it runs.
+const keeperDeathSignal = unix.SIGWINCH
+
 // KeeperDeadline is how long after qualrun's death a keeper may take to leave nothing of the
 // server: the recipe's shutdown deadline (SIGTERM, as in a normal shutdown), then SIGKILL and a
 // bounded wait for the kernel.
@@ -76,8 +82,8 @@ func IsKeeper(args []string) bool { return len(args) >= 2 && args[1] == KeeperAr
 // KeeperMain is the keeper: a small process, started by qualrun before the server, in a session
 // of its own (a terminal's SIGINT or SIGHUP does not reach it), that learns the server's
 // identity over a pipe and watches qualrun two ways: the pipe (EOF without "done" means qualrun
-// died, whatever killed it) and PR_SET_PDEATHSIG (SIGUSR1 when qualrun's thread that started it
-// dies). Either way it stops the server as a shutdown would: SIGTERM to the process group, the
+// died, whatever killed it) and PR_SET_PDEATHSIG (keeperDeathSignal when qualrun's thread that
+// started it dies). Either way it stops the server as a shutdown would: SIGTERM to the process group, the
 // recipe's shutdown deadline, then SIGKILL to the group, to the cgroup (cgroup.kill) and to every
 // process carrying the run's marker; then it removes the cgroup and exits. Told "done", it exits
 // at once: qualrun shut the server down itself. SIGTERM to the keeper also makes it clean up.
@@ -86,7 +92,7 @@ func IsKeeper(args []string) bool { return len(args) >= 2 && args[1] == KeeperAr
 func KeeperMain(args []string) int {
 	signal.Ignore(unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGPIPE)
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGUSR1)
+	signal.Notify(sigs, unix.SIGTERM, keeperDeathSignal)
 	const byHand = "qualkit server keeper: an internal entry point of qualrun, started by qualrun, never by hand"
 	var st unix.Stat_t
 	if !IsKeeper(args) || len(args) != 3 || len(args[2]) > 1<<16 || unix.Fstat(keeperFD, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
@@ -213,6 +219,10 @@ func (k *keeperState) cleanup() {
 		if cur, err := statOf(*k.fs, k.leader); err == nil && cur.StartTicks == k.leaderTicks {
 			_ = unix.Kill(-k.leader, unix.SIGTERM)
 		}
+	} else {
+		// qualrun died before it told the server's identity: what the cgroup and the run's
+		// markers find is the server, and each is asked to stop.
+		k.signal(unix.SIGTERM)
 	}
 	for len(k.targets()) > 0 && time.Now().Before(deadline) {
 		time.Sleep(keeperPoll)
@@ -308,7 +318,7 @@ func startKeeper(argv0 string, cfg keeperConfig) (*keeper, error) {
 		}
 		cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{argv0, KeeperArg, string(b)},
 			Stdin: devnull, Stdout: devnull, Stderr: devnull, ExtraFiles: []*os.File{rd},
-			SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGUSR1}}
+			SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: keeperDeathSignal}}
 		err = cmd.Start()
 		rd.Close()
 		devnull.Close()

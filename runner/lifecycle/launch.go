@@ -293,34 +293,18 @@ func Launch(ctx context.Context, r *contract.LaunchRecipeDoc, opts Options) (*Se
 	if err := becomeSubreaper(); err != nil {
 		s.unsupported = append(s.unsupported, "child subreaper: "+err.Error())
 	}
-	if r.Isolation.CgroupAccounting != contract.IsolationCgroupAccountingOff {
-		limit := int64(0)
-		if r.Isolation.PIDLimit != nil {
-			limit = *r.Isolation.PIDLimit
-		}
-		cg, notes, err := newCgroup(limit, opts.RunID)
-		switch {
-		case err != nil && r.Isolation.CgroupAccounting == contract.IsolationCgroupAccountingRequired:
-			return nil, fmt.Errorf("%w: cgroup v2 accounting: %v", ErrIsolation, err)
-		case err != nil:
-			s.unsupported = append(s.unsupported, "cgroup v2 accounting: "+err.Error())
-			if r.Isolation.PIDLimit != nil {
-				s.unsupported = append(s.unsupported, "pid_limit: needs a cgroup")
-			}
-		default:
-			s.cg = cg
-			s.unsupported = append(s.unsupported, notes...)
-		}
-	} else if r.Isolation.PIDLimit != nil {
-		s.unsupported = append(s.unsupported, "pid_limit: cgroup_accounting is off")
+	// The keeper starts before the cgroup exists, told its planned name: qualrun killed at any
+	// moment after the cgroup is created leaves a keeper that removes it (the keeper removes a
+	// cgroup that never came to be as a no-op).
+	accounting := r.Isolation.CgroupAccounting != contract.IsolationCgroupAccountingOff
+	var cgDir string
+	var cgErr error
+	if accounting {
+		cgDir, cgErr = planCgroup(opts.RunID)
 	}
-
 	if opts.Keeper {
 		cfg := keeperConfig{RunID: opts.RunID, OwnerPID: ownerPID, OwnerTicks: ownerTicks,
-			ShutdownMs: int64(r.ShutdownTimeoutSeconds * 1000)}
-		if s.cg != nil {
-			cfg.Cgroup = s.cg.dir
-		}
+			ShutdownMs: int64(r.ShutdownTimeoutSeconds * 1000), Cgroup: cgDir}
 		argv0 := opts.KeeperArgv0
 		if argv0 == "" {
 			argv0 = os.Args[0]
@@ -333,7 +317,35 @@ func Launch(ctx context.Context, r *contract.LaunchRecipeDoc, opts Options) (*Se
 		if k != nil {
 			s.notOurs = k.pid
 		}
+		launchStep("keeper")
 	}
+	if accounting {
+		limit := int64(0)
+		if r.Isolation.PIDLimit != nil {
+			limit = *r.Isolation.PIDLimit
+		}
+		var cg *cgroup
+		var notes []string
+		if cgErr == nil {
+			cg, notes, cgErr = makeCgroup(cgDir, limit)
+		}
+		switch {
+		case cgErr != nil && r.Isolation.CgroupAccounting == contract.IsolationCgroupAccountingRequired:
+			s.keeper.done()
+			return nil, fmt.Errorf("%w: cgroup v2 accounting: %v", ErrIsolation, cgErr)
+		case cgErr != nil:
+			s.unsupported = append(s.unsupported, "cgroup v2 accounting: "+cgErr.Error())
+			if r.Isolation.PIDLimit != nil {
+				s.unsupported = append(s.unsupported, "pid_limit: needs a cgroup")
+			}
+		default:
+			s.cg = cg
+			s.unsupported = append(s.unsupported, notes...)
+		}
+	} else if r.Isolation.PIDLimit != nil {
+		s.unsupported = append(s.unsupported, "pid_limit: cgroup_accounting is off")
+	}
+	launchStep("cgroup")
 	if err := os.MkdirAll(filepath.Dir(opts.LogPath), 0o755); err != nil {
 		s.keeper.done()
 		s.cg.remove()
@@ -397,6 +409,7 @@ func Launch(ctx context.Context, r *contract.LaunchRecipeDoc, opts Options) (*Se
 	}
 	s.closeSink(sink)
 	s.cmd = cmd
+	launchStep("started")
 
 	launch := &contract.Launch{
 		StartedAt:        startedAt.UTC().Format(time.RFC3339Nano),
@@ -431,6 +444,11 @@ func Launch(ctx context.Context, r *contract.LaunchRecipeDoc, opts Options) (*Se
 	}
 	return s, nil
 }
+
+// launchStep marks a moment of Launch by name ("keeper": the keeper started; "cgroup": the
+// cgroup made; "started": the server started, its identity not yet told to the keeper). It does
+// nothing; the keeper tests replace it to kill the launching process at each moment.
+var launchStep = func(string) {}
 
 // offset converts a time to nanoseconds since the epoch on the monotonic clock.
 func (s *Server) offset(t time.Time) int64 {

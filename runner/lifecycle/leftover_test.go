@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +22,9 @@ import (
 // keeper when the mode is "keeper"), prints "ready <pid>" once it is ready, and waits to be killed.
 const ownerEnv = "LIFECYCLE_TEST_OWNER"
 
+// ownerDieAtEnv names a moment of Launch (launchStep) at which the owner SIGKILLs itself.
+const ownerDieAtEnv = "OWNER_DIE_AT"
+
 func testOwner(mode string) int {
 	var r contract.LaunchRecipeDoc
 	if err := json.Unmarshal([]byte(os.Getenv("OWNER_RECIPE")), &r); err != nil {
@@ -27,6 +32,14 @@ func testOwner(mode string) int {
 		return 2
 	}
 	os.Unsetenv(ownerEnv) // the server (this binary too) must not become an owner
+	if at := os.Getenv(ownerDieAtEnv); at != "" {
+		launchStep = func(step string) {
+			if step == at {
+				_ = unix.Kill(os.Getpid(), unix.SIGKILL)
+				time.Sleep(time.Hour)
+			}
+		}
+	}
 	s, err := Launch(context.Background(), &r, Options{LogPath: os.Getenv("OWNER_LOG"), RecipeDigest: "sha256:" + strings.Repeat("0", 64),
 		RunID: os.Getenv("OWNER_RUN_ID"), Keeper: mode == "keeper"})
 	if err == nil {
@@ -282,4 +295,92 @@ func TestKeeperStopsGrandchildThatClearsItsEnvironment(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestKeeperCoversEveryMomentOfLaunch: the owner (qualrun's stand-in) is SIGKILLed at each
+// moment of Launch: just after its keeper started (whose runtime may not yet catch signals), just
+// after the cgroup was made, and just after the server started but before the keeper learned its
+// identity. Each time nothing is left within KeeperDeadline: no process carrying the run's
+// marker, no cgroup of the owner, no keeper. (The cgroup was made before the keeper started, and
+// a parent-death signal the keeper's runtime did not yet catch killed it uncleaned: both left
+// the cgroup behind, in CI's randomized interruption test.)
+func TestKeeperCoversEveryMomentOfLaunch(t *testing.T) {
+	if err := becomeSubreaper(); err != nil {
+		t.Skip("no child subreaper:", err)
+	}
+	if _, err := planCgroup(""); err != nil {
+		t.Skip("no cgroup v2:", err)
+	}
+	// The moments come in this order: the keeper is on guard before the cgroup exists.
+	var steps []string
+	launchStep = func(step string) { steps = append(steps, step) }
+	defer func() { launchStep = func(string) {} }()
+	s, err := Launch(context.Background(), recipe(t, "healthy", freePort(t)), Options{
+		LogPath: filepath.Join(t.TempDir(), "server.log"), RecipeDigest: "sha256:" + strings.Repeat("0", 64),
+		RunID: fmt.Sprintf("keeper-order-%d", time.Now().UnixNano()), Keeper: true})
+	if err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	s.Shutdown(context.Background())
+	if want := []string{"keeper", "cgroup", "started"}; !slices.Equal(steps, want) {
+		t.Fatalf("Launch's moments: %v, want %v (the keeper first)", steps, want)
+	}
+	for _, step := range steps {
+		t.Run(step, func(t *testing.T) {
+			for i := range 4 {
+				r := recipe(t, "setsid-child", freePort(t))
+				runID := fmt.Sprintf("keeper-step-%s-%d-%d", step, i, time.Now().UnixNano())
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), ownerEnv+"=keeper", ownerDieAtEnv+"="+step, "OWNER_RECIPE="+string(mustJSON(t, r)),
+					"OWNER_LOG="+filepath.Join(t.TempDir(), "server.log"), "OWNER_RUN_ID="+runID)
+				out, err := cmd.CombinedOutput()
+				if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != unix.SIGKILL {
+					t.Fatalf("the owner should have killed itself at %q: %v\n%s", step, err, out)
+				}
+				owner := cmd.Process.Pid
+				deadline := time.Now().Add(KeeperDeadline(r))
+				for {
+					cgs, _ := filepath.Glob(filepath.Join(filepath.Dir(mustPlan(t)), fmt.Sprintf("qualkit-%d.*", owner)))
+					left, keepers := markedPIDs(runID), keepersOf(owner)
+					if len(cgs) == 0 && len(left) == 0 && len(keepers) == 0 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("owner killed at %q (try %d): after %s: cgroups %v, marked processes %v, keepers %v", step, i, KeeperDeadline(r), cgs, left, keepers)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		})
+	}
+}
+
+// mustPlan is the name a cgroup of this process would have (its parent is every owner's).
+func mustPlan(t *testing.T) string {
+	t.Helper()
+	dir, err := planCgroup("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// keepersOf lists the live keepers started by owner (their config names it).
+func keepersOf(owner int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.Contains(string(b), KeeperArg) || !strings.Contains(string(b), fmt.Sprintf(`"owner_pid":%d,`, owner)) {
+			continue
+		}
+		if liveProcess(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
