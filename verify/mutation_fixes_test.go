@@ -167,12 +167,18 @@ func TestMutationGapsClosed(t *testing.T) {
 		// time, turn 0's history exactly, a later turn's history at least the previous turn's and
 		// its text (chat-beta turn 1: 12 + 13 characters at least), and the conversation corpus
 		// listed among the artifacts (artifact 3).
-		"session-prompt-set":          {"sessions", `000-chat-r000/case-result\.json$`, -1, "/rows/0/prompt_set_sha256", "sha256:" + strings.Repeat("0", 64), ErrCorpusMismatch},
-		"session-think-ms":            {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 2, "/session/think_ms", 19, ErrRowMismatch},
-		"session-history-turn0":       {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 0, "/session/history_chars", 13, ErrRowMismatch},
-		"session-history-below":       {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 2, "/session/history_chars", 24, ErrRowMismatch},
-		"synthetic-session-think-ms":  {"sessions", `001-open-r000/rows/.*\.jsonl$`, 2, "/session/think_ms", 1, ErrRowMismatch},
-		"synthetic-session-history":   {"sessions", `001-open-r000/rows/.*\.jsonl$`, 2, "/session/history_chars", 20, ErrRowMismatch},
+		"session-prompt-set":         {"sessions", `000-chat-r000/case-result\.json$`, -1, "/rows/0/prompt_set_sha256", "sha256:" + strings.Repeat("0", 64), ErrCorpusMismatch},
+		"session-think-ms":           {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 2, "/session/think_ms", 19, ErrRowMismatch},
+		"session-history-turn0":      {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 0, "/session/history_chars", 13, ErrRowMismatch},
+		"session-history-below":      {"sessions", `000-chat-r000/rows/.*\.jsonl$`, 2, "/session/history_chars", 24, ErrRowMismatch},
+		"synthetic-session-think-ms": {"sessions", `001-open-r000/rows/.*\.jsonl$`, 2, "/session/think_ms", 1, ErrRowMismatch},
+		"synthetic-session-history":  {"sessions", `001-open-r000/rows/.*\.jsonl$`, 2, "/session/history_chars", 20, ErrRowMismatch},
+		// A tool round (rowcheck.Sessions): it carries its turn's think time, and after an empty
+		// reply its history is exactly the previous request's plus its calls' declared results
+		// (session-000000 turn 0 round 1: 9 + 21 characters).
+		"tool-round-think-ms":         {"sessions", `002-tool-rounds-r000/rows/.*\.jsonl$`, 2, "/session/think_ms", 5, ErrRowMismatch},
+		"tool-round-history-over":     {"sessions", `002-tool-rounds-r000/rows/.*\.jsonl$`, 2, "/session/history_chars", 31, ErrRowMismatch},
+		"tool-round-history-later":    {"sessions", `002-tool-rounds-r000/rows/.*\.jsonl$`, 8, "/session/history_chars", 280, ErrRowMismatch},
 		"conversation-corpus-dropped": {"sessions", `receipts/sessions\.json$`, -1, "/artifacts/4", dropItem{}, ErrCorpusMismatch},
 		// Every input the workload or the recipe names is listed as the runner lists it: a
 		// recipe's --config and --tokenizer files as config_files (apis artifacts 3 and 4), a

@@ -2,8 +2,10 @@ package rowcheck
 
 import (
 	"sort"
+	"unicode/utf8"
 
 	"github.com/qualkit/qualkit/schemas/contract"
+	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/metric"
 	"github.com/qualkit/qualkit/schemas/rules"
 	"github.com/qualkit/qualkit/verify/internal/finding"
@@ -24,7 +26,10 @@ import (
 //   - its history grows: a new turn sends the previous request's history_messages + 2 (its reply
 //     and the new user message) and the same tool_messages, a tool round + 1 + the previous
 //     request's calls (its reply and one tool message per call), history_chars strictly
-//     increasing (not decreasing into a round, whose reply and results may be empty);
+//     increasing into a new turn; a round sends the previous request's history_chars plus its
+//     calls' declared results (tools.results) and its reply's text: exactly that when the reply
+//     is empty (its output digest is the empty text's), at least that otherwise;
+//   - every round of a turn carries the turn's think_ms (the corpus's: rowcheck.SessionCorpus);
 //   - turn j was scheduled after the last reply of turn j-1 ended plus its declared think time;
 //   - a tool round r is justified by the request before it: a success of the same turn, round
 //     r - 1, whose tool_calls all name functions of the case's tools.results; r is at most the
@@ -194,8 +199,14 @@ func sessionRounds(c *finding.Collector, file string, row contract.Row, wc *cont
 			if s.ToolMessages != ps.ToolMessages+calls {
 				c.Add(file, at(r, "tool_messages"), reason.ErrRowMismatch, "session %s turn %d round %d carried %d tool messages: want %d, the previous request's %d and one for each of its %d calls", id, s.Turn, s.Round, s.ToolMessages, ps.ToolMessages+calls, ps.ToolMessages, calls)
 			}
-			if s.HistoryChars < ps.HistoryChars {
-				c.Add(file, at(r, "history_chars"), reason.ErrRowMismatch, "session %s turn %d round %d sent %d characters of history, the request before it %d: a history only grows", id, s.Turn, s.Round, s.HistoryChars, ps.HistoryChars)
+			if s.ThinkMs != ps.ThinkMs {
+				c.Add(file, at(r, "think_ms"), reason.ErrRowMismatch, "session %s turn %d round %d records think time %g ms, round %d of the turn %g ms: every round of a turn carries the turn's think time", id, s.Turn, s.Round, s.ThinkMs, ps.Round, ps.ThinkMs)
+			}
+			switch want, exact := roundChars(prev, results); {
+			case exact && s.HistoryChars != want:
+				c.Add(file, at(r, "history_chars"), reason.ErrRowMismatch, "session %s turn %d round %d sent %d characters of history: want %d, the request before it %d, its empty reply and the results of its %d calls", id, s.Turn, s.Round, s.HistoryChars, want, ps.HistoryChars, calls)
+			case s.HistoryChars < want:
+				c.Add(file, at(r, "history_chars"), reason.ErrRowMismatch, "session %s turn %d round %d sent %d characters of history: the request before it sent %d and the results of its %d calls have %d more", id, s.Turn, s.Round, s.HistoryChars, ps.HistoryChars, calls, want-ps.HistoryChars)
 			}
 			if done := prev.Close; prev.HasClose && r.Sched < done-scheduleToleranceNs {
 				c.Add(file, finding.Pointer(r.Line, "t_sched_ns"), reason.ErrRowMismatch, "session %s turn %d round %d is scheduled at %d ns, before the request it answers closed (%d ns)", id, s.Turn, s.Round, r.Sched, done)
@@ -253,4 +264,20 @@ func sessionIdentity(c *finding.Collector, file string, row contract.Row, wc *co
 		return false
 	}
 	return true
+}
+
+// emptyOutput is the output digest of an empty reply (a reply that only calls tools).
+var emptyOutput = evidence.DigestOf(nil)
+
+// roundChars is the least history a tool round answering prev sends, in code points: prev's,
+// its reply's text and one tool message per call holding its function's declared result
+// (tools.results). It is exact when prev's reply is empty (its output digest is the empty
+// text's); otherwise the reply's length is unknown (the evidence keeps it by digest only).
+// A call without a declared result adds nothing (the round is then refused as not owed).
+func roundChars(prev *record.Record, results map[string]string) (chars int64, exact bool) {
+	chars = prev.Session.HistoryChars
+	for _, call := range prev.Calls {
+		chars += int64(utf8.RuneCountInString(results[call.Name]))
+	}
+	return chars, prev.Output == emptyOutput
 }
