@@ -94,18 +94,17 @@ func RunCommand(ctx context.Context, c Command) (*CommandResult, error) {
 	}
 	defer errR.Close()
 	cmd := &exec.Cmd{Path: prog, Args: c.Argv, Dir: c.Dir, Env: c.Env, Stdin: devnull, Stdout: outW, Stderr: errW}
-	g, err := StartGroup(cmd)
+	var guard *guardPlan
+	if c.Keeper {
+		guard = &guardPlan{argv0: c.KeeperArgv0, runID: c.RunID, grace: c.Grace}
+	}
+	g, err := startGroup(cmd, guard)
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		return nil, err
 	}
 	res := &CommandResult{Unsupported: g.Unsupported()}
-	if c.Keeper {
-		if err := g.guard(c.KeeperArgv0, c.RunID, c.Grace); err != nil {
-			res.Unsupported = append(res.Unsupported, "keeper: "+err.Error()+" (the command may outlive qualrun if qualrun is killed)")
-		}
-	}
 	var drained sync.WaitGroup
 	drained.Add(2)
 	go func() { defer drained.Done(); res.StdoutTruncated = capture(outF, outR, c.CaptureLimit) }()

@@ -31,7 +31,20 @@ type Group struct {
 // the cgroup at clone time, the leader is started from a copy of cmd without one and Unsupported
 // says so; use the Group, not cmd, after StartGroup. A nil *Group
 // comes with an error: nothing was started.
-func StartGroup(cmd *exec.Cmd) (*Group, error) {
+func StartGroup(cmd *exec.Cmd) (*Group, error) { return startGroup(cmd, nil) }
+
+// guardPlan asks startGroup for a keeper (RunCommand's Keeper): argv0 re-executed as the keeper,
+// the run id its markers carry, the grace between its SIGTERM and SIGKILL.
+type guardPlan struct {
+	argv0, runID string
+	grace        time.Duration
+}
+
+// startGroup is StartGroup, with a keeper when guard is not nil. The keeper starts before the
+// cgroup exists, told its planned name, and learns the leader's identity once it is started
+// (as Launch's keeper does): this process killed at any moment leaves nothing a keeper would
+// not stop or remove. A keeper that cannot start is said in Unsupported, its error first.
+func startGroup(cmd *exec.Cmd, guard *guardPlan) (*Group, error) {
 	fs, err := newFS()
 	if err != nil {
 		return nil, err
@@ -44,7 +57,18 @@ func StartGroup(cmd *exec.Cmd) (*Group, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	cg, _, cgErr := newCgroup(0, "")
+	cgDir, cgErr := planCgroup("")
+	if guard != nil {
+		if err := g.guard(*guard, cgDir); err != nil {
+			g.unsupported = append(g.unsupported, "keeper: "+err.Error()+" (the command may outlive qualrun if qualrun is killed)")
+		}
+		launchStep("keeper")
+	}
+	var cg *cgroup
+	if cgErr == nil {
+		cg, _, cgErr = makeCgroup(cgDir, 0)
+	}
+	launchStep("cgroup")
 	if cgErr == nil {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = int(cg.fd.Fd())
@@ -63,20 +87,27 @@ func StartGroup(cmd *exec.Cmd) (*Group, error) {
 			Stdout: cmd.Stdout, Stderr: cmd.Stderr, ExtraFiles: cmd.ExtraFiles, SysProcAttr: cmd.SysProcAttr}
 		g.started = time.Now()
 		if err2 := retry.Start(); err2 != nil {
+			g.keeper.done()
 			return nil, fmt.Errorf("start %s: %w", cmd.Path, err2)
 		}
 		g.unsupported = append(g.unsupported, "cgroup v2 placement: "+err.Error())
 		g.cmd, err = retry, nil
 	}
 	if err != nil {
+		g.keeper.done()
+		_ = cg.remove()
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	g.t.cg = cg
 	run := g.cmd
+	launchStep("started")
 	if st, err := statOf(fs, run.Process.Pid); err == nil {
 		g.t.id = st
 	} else {
 		g.t.id = procInfo{PID: run.Process.Pid, PGID: run.Process.Pid}
+	}
+	if err := g.keeper.announce(g.t.id.PID, g.t.id.StartTicks); err != nil {
+		g.unsupported = append(g.unsupported, "keeper: "+err.Error())
 	}
 	go func() {
 		_ = run.Wait()
@@ -158,29 +189,24 @@ func (g *Group) Residue() []contract.ResidueProcess {
 	return res
 }
 
-// guard starts a keeper for the started group: if this process dies before Residue, the keeper
-// stops the group (SIGTERM, grace, SIGKILL, cgroup.kill) and removes its cgroup. The group
-// started a moment before the keeper: a death in between is not covered (the cgroup is then a
-// leftover that FindLeftovers names).
-func (g *Group) guard(argv0, runID string, grace time.Duration) error {
-	if argv0 == "" {
-		argv0 = os.Args[0]
+// guard starts the group's keeper, told the cgroup the group is about to get (cgDir, "" for
+// none): if this process dies before Residue, the keeper stops the group (SIGTERM, grace,
+// SIGKILL, cgroup.kill) and removes its cgroup.
+func (g *Group) guard(p guardPlan, cgDir string) error {
+	if p.argv0 == "" {
+		p.argv0 = os.Args[0]
 	}
-	if runID == "" {
-		runID = newRunID()
+	if p.runID == "" {
+		p.runID = newRunID()
 	}
 	_, pid, ticks := ownerMarker(g.t.fs)
-	cfg := keeperConfig{RunID: runID, OwnerPID: pid, OwnerTicks: ticks, ShutdownMs: grace.Milliseconds()}
-	if g.t.cg != nil {
-		cfg.Cgroup = g.t.cg.dir
-	}
-	k, err := startKeeper(argv0, cfg)
+	k, err := startKeeper(p.argv0, keeperConfig{RunID: p.runID, OwnerPID: pid, OwnerTicks: ticks, ShutdownMs: p.grace.Milliseconds(), Cgroup: cgDir})
 	if err != nil {
 		return err
 	}
 	g.keeper = k
 	g.t.notOurs = k.pid
-	return k.announce(g.t.id.PID, g.t.id.StartTicks)
+	return nil
 }
 
 // ExitCode is the leader's exit code, 128+signal when a signal ended it, and the signal's name

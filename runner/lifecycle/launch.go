@@ -445,9 +445,10 @@ func Launch(ctx context.Context, r *contract.LaunchRecipeDoc, opts Options) (*Se
 	return s, nil
 }
 
-// launchStep marks a moment of Launch by name ("keeper": the keeper started; "cgroup": the
-// cgroup made; "started": the server started, its identity not yet told to the keeper). It does
-// nothing; the keeper tests replace it to kill the launching process at each moment.
+// launchStep marks a moment of Launch, or of a group's start (startGroup), by name ("keeper": the
+// keeper started; "cgroup": the cgroup made; "started": the server or the group's leader started,
+// its identity not yet told to the keeper). It does nothing; the keeper tests replace it to kill
+// the launching process at each moment.
 var launchStep = func(string) {}
 
 // offset converts a time to nanoseconds since the epoch on the monotonic clock.

@@ -40,6 +40,14 @@ func testOwner(mode string) int {
 			}
 		}
 	}
+	if mode == "command" { // a case command with a keeper, its leader sleeping
+		dir := filepath.Dir(os.Getenv("OWNER_LOG"))
+		_, err := RunCommand(context.Background(), Command{Argv: []string{"/bin/sleep", "60"}, Env: []string{MarkerRunID + "=" + os.Getenv("OWNER_RUN_ID")},
+			Timeout: time.Minute, Grace: time.Second, StdoutPath: filepath.Join(dir, "out"), StderrPath: filepath.Join(dir, "err"), CaptureLimit: 1024,
+			Keeper: true, RunID: os.Getenv("OWNER_RUN_ID")})
+		fmt.Println("command:", err)
+		return 3
+	}
 	s, err := Launch(context.Background(), &r, Options{LogPath: os.Getenv("OWNER_LOG"), RecipeDigest: "sha256:" + strings.Repeat("0", 64),
 		RunID: os.Getenv("OWNER_RUN_ID"), Keeper: mode == "keeper"})
 	if err == nil {
@@ -300,10 +308,12 @@ func TestKeeperStopsGrandchildThatClearsItsEnvironment(t *testing.T) {
 // TestKeeperCoversEveryMomentOfLaunch: the owner (qualrun's stand-in) is SIGKILLed at each
 // moment of Launch: just after its keeper started (whose runtime may not yet catch signals), just
 // after the cgroup was made, and just after the server started but before the keeper learned its
-// identity. Each time nothing is left within KeeperDeadline: no process carrying the run's
-// marker, no cgroup of the owner, no keeper. (The cgroup was made before the keeper started, and
-// a parent-death signal the keeper's runtime did not yet catch killed it uncleaned: both left
-// the cgroup behind, in CI's randomized interruption test.)
+// identity; and at the same moments of a case command's start (RunCommand with a keeper). Each
+// time nothing is left within KeeperDeadline: no process carrying the run's marker, no cgroup of
+// the owner, no keeper. (The cgroup was made before the keeper started, and a parent-death
+// signal the keeper's runtime did not yet catch killed it uncleaned: both left the cgroup
+// behind, in CI's randomized interruption test; a case command's keeper started after the
+// command.)
 func TestKeeperCoversEveryMomentOfLaunch(t *testing.T) {
 	if err := becomeSubreaper(); err != nil {
 		t.Skip("no child subreaper:", err)
@@ -322,36 +332,48 @@ func TestKeeperCoversEveryMomentOfLaunch(t *testing.T) {
 		t.Fatalf("launch: %v", err)
 	}
 	s.Shutdown(context.Background())
-	if want := []string{"keeper", "cgroup", "started"}; !slices.Equal(steps, want) {
+	want := []string{"keeper", "cgroup", "started"}
+	if !slices.Equal(steps, want) {
 		t.Fatalf("Launch's moments: %v, want %v (the keeper first)", steps, want)
 	}
-	for _, step := range steps {
-		t.Run(step, func(t *testing.T) {
-			for i := range 4 {
-				r := recipe(t, "setsid-child", freePort(t))
-				runID := fmt.Sprintf("keeper-step-%s-%d-%d", step, i, time.Now().UnixNano())
-				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), ownerEnv+"=keeper", ownerDieAtEnv+"="+step, "OWNER_RECIPE="+string(mustJSON(t, r)),
-					"OWNER_LOG="+filepath.Join(t.TempDir(), "server.log"), "OWNER_RUN_ID="+runID)
-				out, err := cmd.CombinedOutput()
-				if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != unix.SIGKILL {
-					t.Fatalf("the owner should have killed itself at %q: %v\n%s", step, err, out)
-				}
-				owner := cmd.Process.Pid
-				deadline := time.Now().Add(KeeperDeadline(r))
-				for {
-					cgs, _ := filepath.Glob(filepath.Join(filepath.Dir(mustPlan(t)), fmt.Sprintf("qualkit-%d.*", owner)))
-					left, keepers := markedPIDs(runID), keepersOf(owner)
-					if len(cgs) == 0 && len(left) == 0 && len(keepers) == 0 {
-						break
+	steps = nil
+	dir := t.TempDir()
+	if _, err := RunCommand(context.Background(), Command{Argv: []string{"/bin/true"}, Timeout: time.Minute, Grace: time.Second,
+		StdoutPath: filepath.Join(dir, "out"), StderrPath: filepath.Join(dir, "err"), CaptureLimit: 1024, Keeper: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(steps, want) {
+		t.Fatalf("RunCommand's moments: %v, want %v (the keeper first)", steps, want)
+	}
+	for _, mode := range []string{"keeper", "command"} {
+		for _, step := range want {
+			t.Run(mode+"-"+step, func(t *testing.T) {
+				for i := range 4 {
+					r := recipe(t, "setsid-child", freePort(t))
+					runID := fmt.Sprintf("keeper-step-%s-%s-%d-%d", mode, step, i, time.Now().UnixNano())
+					cmd := exec.Command(os.Args[0], "-test.run=^$")
+					cmd.Env = append(os.Environ(), ownerEnv+"="+mode, ownerDieAtEnv+"="+step, "OWNER_RECIPE="+string(mustJSON(t, r)),
+						"OWNER_LOG="+filepath.Join(t.TempDir(), "server.log"), "OWNER_RUN_ID="+runID)
+					out, err := cmd.CombinedOutput()
+					if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != unix.SIGKILL {
+						t.Fatalf("the owner should have killed itself at %q: %v\n%s", step, err, out)
 					}
-					if time.Now().After(deadline) {
-						t.Fatalf("owner killed at %q (try %d): after %s: cgroups %v, marked processes %v, keepers %v", step, i, KeeperDeadline(r), cgs, left, keepers)
+					owner := cmd.Process.Pid
+					deadline := time.Now().Add(KeeperDeadline(r))
+					for {
+						cgs, _ := filepath.Glob(filepath.Join(filepath.Dir(mustPlan(t)), fmt.Sprintf("qualkit-%d.*", owner)))
+						left, keepers := markedPIDs(runID), keepersOf(owner)
+						if len(cgs) == 0 && len(left) == 0 && len(keepers) == 0 {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("owner killed at %q (try %d): after %s: cgroups %v, marked processes %v, keepers %v", step, i, KeeperDeadline(r), cgs, left, keepers)
+						}
+						time.Sleep(20 * time.Millisecond)
 					}
-					time.Sleep(20 * time.Millisecond)
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
