@@ -59,21 +59,11 @@ func cgroup2Mount() (mount, self string, err error) {
 	return "", "", errors.New("this process has no cgroup v2 membership")
 }
 
-// newCgroup creates a child cgroup of this process's cgroup v2 for one server. pidLimit > 0 asks
-// for pids.max; an error means the host cannot give what was asked, and the caller reports it.
-// runID, when it is a safe name, ends the cgroup's name, so that a leftover can be named by its
-// run even when none of its processes carries the run markers.
-func newCgroup(pidLimit int64, runID string) (*cgroup, []string, error) {
-	dir, err := planCgroup(runID)
-	if err != nil {
-		return nil, nil, err
-	}
-	return makeCgroup(dir, pidLimit)
-}
-
-// planCgroup names the child cgroup newCgroup would create, without creating it: Launch tells
-// the server's keeper the name before the directory exists, so that no moment has a cgroup on
-// the host that no keeper would remove.
+// planCgroup names a child cgroup of this process's cgroup v2 for one server or command, without
+// creating it: the keeper is told the name before the directory exists (Launch, startGroup), so
+// that no moment has a cgroup on the host that no keeper would remove. runID, when it is a safe
+// name, ends the cgroup's name, so that a leftover can be named by its run even when none of its
+// processes carries the run markers.
 func planCgroup(runID string) (string, error) {
 	mount, self, err := cgroup2Mount()
 	if err != nil {
@@ -82,7 +72,8 @@ func planCgroup(runID string) (string, error) {
 	return filepath.Join(mount, self, cgroupName(cgroupSeq.Add(1), runID)), nil
 }
 
-// makeCgroup creates the cgroup planCgroup named (see newCgroup).
+// makeCgroup creates the cgroup planCgroup named. pidLimit > 0 asks for pids.max; an error means
+// the host cannot give what was asked, and the caller reports it.
 func makeCgroup(dir string, pidLimit int64) (*cgroup, []string, error) {
 	parent := filepath.Dir(dir)
 	if err := os.Mkdir(dir, 0o755); err != nil {
