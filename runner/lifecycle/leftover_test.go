@@ -96,20 +96,25 @@ func liveProcess(pid int) bool {
 	return i < 0 || len(b) <= i+2 || b[i+2] != 'Z'
 }
 
-// markedPIDs lists live processes whose environment carries runID.
-func markedPIDs(runID string) []int {
+// livePIDs lists the live processes for which keep holds.
+func livePIDs(keep func(pid int) bool) []int {
 	var out []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
-			continue
-		}
-		if run, _, ok := processMarkers(pid); ok && run == runID && liveProcess(pid) {
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err == nil && keep(pid) && liveProcess(pid) {
 			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// markedPIDs lists live processes whose environment carries runID.
+func markedPIDs(runID string) []int {
+	return livePIDs(func(pid int) bool {
+		run, _, ok := processMarkers(pid)
+		return ok && run == runID
+	})
 }
 
 // TestKeeperStopsServerWhenOwnerIsKilled: the owner (qualrun's stand-in) is SIGKILLed with its
@@ -389,20 +394,8 @@ func mustPlan(t *testing.T) string {
 
 // keepersOf lists the live keepers started by owner (their config names it).
 func keepersOf(owner int) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
-			continue
-		}
+	return livePIDs(func(pid int) bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !strings.Contains(string(b), KeeperArg) || !strings.Contains(string(b), fmt.Sprintf(`"owner_pid":%d,`, owner)) {
-			continue
-		}
-		if liveProcess(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
+		return err == nil && strings.Contains(string(b), KeeperArg) && strings.Contains(string(b), fmt.Sprintf(`"owner_pid":%d,`, owner))
+	})
 }
