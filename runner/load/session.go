@@ -438,10 +438,8 @@ func (r *runner) session(ctx context.Context, i int, first int64, start time.Tim
 	var h historyOf
 	var out []*contract.RequestRecordDoc
 	ready := start
-	stride, rounds := r.plan.turnStride(), 0
-	if t := r.plan.Case.Tools; t != nil {
-		rounds = int(rules.ToolRounds(*t))
-	}
+	stride := r.plan.turnStride()
+	rounds := int(stride - 1) // a turn's first request, then its tool rounds
 	for k, t := range s.Turns {
 		msgs = userTurn(msgs, t)
 		for round := 0; round <= rounds; round++ {
