@@ -4,6 +4,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
+	"github.com/qualkit/qualkit/schemas"
 	"github.com/qualkit/qualkit/schemas/contract"
 	"github.com/qualkit/qualkit/schemas/evidence"
 	"github.com/qualkit/qualkit/schemas/metric"
@@ -132,7 +133,7 @@ func Sessions(c *finding.Collector, row contract.Row, wc *contract.Case, seed in
 // sessionRounds checks one session's records rs, in (turn, round) order, as one story (see
 // Sessions).
 func sessionRounds(c *finding.Collector, file string, row contract.Row, wc *contract.Case, id string, rs []*record.Record) {
-	bound := int64(8) // the contract's most
+	bound := maxRound
 	var results map[string]string
 	if wc != nil {
 		bound = 0
@@ -265,6 +266,10 @@ func sessionIdentity(c *finding.Collector, file string, row contract.Row, wc *co
 	}
 	return true
 }
+
+// maxRound is the contract's most tool rounds of a turn (a request record's session.round), the
+// bound of a row checked without its workload's case.
+var maxRound = schemas.MustBoundsOf(contract.RequestRecord).IntLimit("session.round", "maximum")
 
 // emptyOutput is the output digest of an empty reply (a reply that only calls tools).
 var emptyOutput = evidence.DigestOf(nil)
