@@ -52,23 +52,18 @@ func isDigestText(s string) bool {
 // of the prompts in measured order, each {"id","text"} plus "system" when it has one. It fails
 // only on text that is not UTF-8.
 func PromptSetDigest(prompts []contract.Prompt) (string, error) {
-	if prompts == nil {
-		prompts = []contract.Prompt{}
-	}
-	for i, p := range prompts {
-		if !utf8.ValidString(p.ID) || !utf8.ValidString(p.Text) || !utf8.ValidString(p.System) {
-			return "", fmt.Errorf("prompt %d is not UTF-8", i)
+	ps := NewPromptSetHash()
+	for _, p := range prompts {
+		if err := ps.Add(p); err != nil {
+			return "", err
 		}
 	}
-	b, err := jsonstrict.Canonical(prompts)
-	if err != nil {
-		return "", err
-	}
-	return DigestOf(b), nil
+	return ps.Sum(), nil
 }
 
 // PromptSetHash is PromptSetDigest of prompts added one at a time: the canonical JSON array hashed
-// element by element, so a generated corpus is never held whole.
+// element by element, so a generated corpus is never held whole (PromptSetDigest is this over a
+// slice).
 type PromptSetHash struct {
 	h hash.Hash
 	n int
