@@ -69,11 +69,6 @@ const (
 	MaxSessionThinkMs = synth.MaxSessionThinkMs
 )
 
-// IsSessionCorpus reports whether a corpus source makes a session row.
-func IsSessionCorpus(s contract.CorpusSource) bool {
-	return s == contract.CorpusSourceConversations || s == contract.CorpusSourceSyntheticConversations
-}
-
 // resolveSessions resolves a session corpus (see Resolve).
 func resolveSessions(corpus contract.Corpus, repoRoot string) ([]Prompt, error) {
 	if corpus.Source == contract.CorpusSourceConversations {

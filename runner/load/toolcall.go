@@ -300,7 +300,7 @@ func CheckCaseTools(c contract.Case, t *Tools) error {
 }
 
 func checkCaseTools(id string, c *contract.Case, t *Tools, sessions bool) error {
-	sessions = sessions || c.Corpus != nil && (c.Corpus.Source == contract.CorpusSourceConversations || c.Corpus.Source == contract.CorpusSourceSyntheticConversations)
+	sessions = sessions || c.RunsSessions()
 	switch {
 	case c.Tools != nil && t == nil:
 		return fmt.Errorf("%w: case %s declares tools, but the plan has none (ResolveTools)", ErrTools, id)

@@ -7,6 +7,12 @@ import (
 
 // Hand-written helpers on the contract types (the types themselves are generated).
 
+// RunsSessions reports whether a workload case runs multi-turn sessions: its corpus is a
+// conversations or synthetic conversations corpus (docs/caching.md "Conversations").
+func (c *Case) RunsSessions() bool {
+	return c != nil && c.Corpus != nil && (c.Corpus.Source == CorpusSourceConversations || c.Corpus.Source == CorpusSourceSyntheticConversations)
+}
+
 // DriverSpecOf returns the driver spec of a workload's driver case (Kind "driver"): the same
 // fields without kind and required. The maps and slices are shared with c.
 func DriverSpecOf(c Case) DriverSpecDoc {

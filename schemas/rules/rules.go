@@ -391,7 +391,7 @@ func (r *rules) servingCase(cb string, c contract.Case) {
 		if c.API == contract.ServingCaseAPICompletions {
 			r.add(cb+"/images", "images need a chat or responses api: completions take a text prompt")
 		}
-		if c.Corpus != nil && (c.Corpus.Source == contract.CorpusSourceConversations || c.Corpus.Source == contract.CorpusSourceSyntheticConversations) {
+		if c.RunsSessions() {
 			r.add(cb+"/images", "images are not sent in multi-turn sessions: use an inline, file, synthetic or trace corpus")
 		}
 		if px := im.Count * im.Width * im.Height; px > MaxImagePixels {

@@ -86,8 +86,7 @@ func (r *rules) toolResults(cb string, c contract.Case) {
 	if t == nil {
 		return
 	}
-	session := c.Corpus != nil && (c.Corpus.Source == contract.CorpusSourceConversations || c.Corpus.Source == contract.CorpusSourceSyntheticConversations)
-	if t.Results != nil && !session {
+	if t.Results != nil && !c.RunsSessions() {
 		r.add(cb+"/tools/results", "tool results answer the calls of a multi-turn session's turn: the case has no conversation corpus")
 	}
 	if t.Rounds > 0 && t.Results == nil {

@@ -62,7 +62,7 @@ func Sessions(c *finding.Collector, row contract.Row, wc *contract.Case, seed in
 	if wc != nil {
 		// The workload decides what the row is: session blocks in the records of a case without a
 		// conversation corpus (or none in one with) do not change which checks the row gets.
-		declared := wc.Corpus != nil && (wc.Corpus.Source == contract.CorpusSourceConversations || wc.Corpus.Source == contract.CorpusSourceSyntheticConversations)
+		declared := wc.RunsSessions()
 		switch {
 		case !declared && len(order) > 0:
 			c.Add(file, "", reason.ErrRowMismatch, "row c%d-r%d: the measured records of %d sessions carry session blocks, but case %s declares no conversation corpus", row.Concurrency, row.Repetition, len(order), wc.ID)

@@ -53,19 +53,13 @@ type SessionCorpus struct {
 	sessions  map[int64]*sessionShape
 }
 
-// IsSessionCase reports whether a workload case runs sessions (a conversations or synthetic
-// conversations corpus).
-func IsSessionCase(wc *contract.Case) bool {
-	return wc != nil && wc.Corpus != nil && (wc.Corpus.Source == contract.CorpusSourceConversations || wc.Corpus.Source == contract.CorpusSourceSyntheticConversations)
-}
-
 // SessionCorpusOf writes a session case's corpus again, keeping the shapes of the sessions its rows'
 // records name; nil and why (a note) when it cannot. A conversations corpus file the receipt does not
 // bind, or binds with another digest than the workload pins, is corpus_mismatch: the runner binds it
 // as a corpus artifact (since it began to, and every evidence of a session case the verifier accepts
 // was written since), so leaving it out would skip these checks.
 func SessionCorpusOf(s *load.Snapshot, c *finding.Collector, cr *contract.CaseResultDoc, wc *contract.Case) (*SessionCorpus, string) {
-	if !IsSessionCase(wc) {
+	if !wc.RunsSessions() {
 		return nil, ""
 	}
 	want := map[int64]bool{}
