@@ -193,9 +193,6 @@ func (g *Group) Residue() []contract.ResidueProcess {
 // none): if this process dies before Residue, the keeper stops the group (SIGTERM, grace,
 // SIGKILL, cgroup.kill) and removes its cgroup.
 func (g *Group) guard(p guardPlan, cgDir string) error {
-	if p.argv0 == "" {
-		p.argv0 = os.Args[0]
-	}
 	if p.runID == "" {
 		p.runID = newRunID()
 	}

@@ -294,10 +294,14 @@ func ownerMarker(fs procfs.FS) (string, int, uint64) {
 	return fmt.Sprintf("%d:%d", pid, st.StartTicks), pid, st.StartTicks
 }
 
-// startKeeper re-executes this binary as the server's keeper. The keeper is started from a
-// goroutine locked to its OS thread that lives until the keeper is released: PR_SET_PDEATHSIG
-// fires when the thread that forked the child exits, so that thread must outlive the server.
+// startKeeper re-executes this binary as the server's keeper, named argv0 (os.Args[0] when "").
+// The keeper is started from a goroutine locked to its OS thread that lives until the keeper is
+// released: PR_SET_PDEATHSIG fires when the thread that forked the child exits, so that thread
+// must outlive the server.
 func startKeeper(argv0 string, cfg keeperConfig) (*keeper, error) {
+	if argv0 == "" {
+		argv0 = os.Args[0]
+	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err

@@ -305,11 +305,7 @@ func Launch(ctx context.Context, r *contract.LaunchRecipeDoc, opts Options) (*Se
 	if opts.Keeper {
 		cfg := keeperConfig{RunID: opts.RunID, OwnerPID: ownerPID, OwnerTicks: ownerTicks,
 			ShutdownMs: int64(r.ShutdownTimeoutSeconds * 1000), Cgroup: cgDir}
-		argv0 := opts.KeeperArgv0
-		if argv0 == "" {
-			argv0 = os.Args[0]
-		}
-		k, err := startKeeper(argv0, cfg)
+		k, err := startKeeper(opts.KeeperArgv0, cfg)
 		if err != nil {
 			s.unsupported = append(s.unsupported, "keeper: "+err.Error()+" (the server may outlive qualrun if qualrun is killed)")
 		}
