@@ -21,7 +21,11 @@ func (c *Config) servingProgress(caseID string, rows int) func(load.Progress) {
 		switch p.Kind {
 		case load.ProgressRowStart:
 			started++
-			c.Progress(Event{Phase: "row_start", Message: fmt.Sprintf("%s: %d measured requests", name, p.Total), Done: started, Total: rows})
+			msg := fmt.Sprintf("%s: %d measured requests", name, p.Total)
+			if p.Rounds > 0 {
+				msg = fmt.Sprintf("%s: %d measured user turns, each followed by up to %d tool rounds", name, p.Total, p.Rounds)
+			}
+			c.Progress(Event{Phase: "row_start", Message: msg, Done: started, Total: rows})
 			c.Progress(Event{Phase: "requests", Message: name, Done: 0, Total: int(p.Total)})
 		case load.ProgressRequest:
 			c.Progress(Event{Phase: "requests", Message: name, Done: int(p.Done), Total: int(p.Total), Failures: int(p.Failed)})

@@ -73,8 +73,12 @@ type Progress struct {
 	Kind                    string
 	Concurrency, Repetition int64
 	// Done counts the row's measured requests that ended so far, Failed those of them with an
-	// error class, Total the row's measured requests.
+	// error class, Total the row's measured requests: in a session row with tool results, its
+	// user turns and the tool rounds sent so far (Total grows by one as each round is sent).
 	Done, Failed, Total int64
+	// Rounds is the most tool rounds one user turn may add (0 but in a session row with tool
+	// results).
+	Rounds int64
 }
 
 // Progress kinds.
@@ -366,7 +370,7 @@ type runner struct {
 // progress tells Plan.Progress, if set.
 func (r *runner) progress(kind string, c, rep int64) {
 	if r.plan.Progress != nil {
-		r.plan.Progress(Progress{Kind: kind, Concurrency: c, Repetition: rep, Done: r.done.Load(), Failed: r.failed.Load(), Total: r.total.Load()})
+		r.plan.Progress(Progress{Kind: kind, Concurrency: c, Repetition: rep, Done: r.done.Load(), Failed: r.failed.Load(), Total: r.total.Load(), Rounds: r.plan.turnStride() - 1})
 	}
 }
 

@@ -463,6 +463,7 @@ func (r *runner) session(ctx context.Context, i int, first int64, start time.Tim
 				if ctx.Err() != nil {
 					return out, nil
 				}
+				r.total.Add(1) // a measured request the row's progress did not count at its start
 				var err error
 				if q, err = r.turnRequest(i, idx, k, round, msgs, h); err != nil {
 					return out, err
