@@ -2,9 +2,12 @@ package source
 
 import (
 	"context"
+	"crypto/sha1"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5"
 )
 
 // TestHiddenChangesAreDirty: a change git status is told to ignore (skip-worktree,
@@ -105,5 +108,66 @@ func TestModeSymlinkAndSparseAreDirty(t *testing.T) {
 	want = []string{"docs/a.md (missing from the working tree; hidden from git status by skip-worktree, sparse checkout)"}
 	if strings.Join(id.Dirty, "\n") != strings.Join(want, "\n") {
 		t.Errorf("sparse checkout: dirty %q, want %q", id.Dirty, want)
+	}
+}
+
+// TestSizeDecidesBeforeReading: a large working-tree file of another size than HEAD's blob
+// differs without being read (an 8 GiB sparse file in the tree cost seconds of hashing before it
+// was refused), from loose objects and from a pack with deltas alike; a file of the same size,
+// or a small one, is still read and hashed. The read is seen through a cancelled context: only a
+// read fails on it.
+func TestSizeDecidesBeforeReading(t *testing.T) {
+	if !haveGit() {
+		t.Skip("packs with the git command")
+	}
+	for _, packed := range []bool{false, true} {
+		tr := newRepo(t)
+		tr.writeCommit("a.txt", strings.Repeat("first version of the file\n", 40), "b.txt", "bbbb\n")
+		head := tr.writeCommit("a.txt", strings.Repeat("first version of the file\n", 40)+"and a second\n")
+		if packed {
+			gitCLI(t, tr.dir, "gc", "-q", "--aggressive")
+			r, err := git.PlainOpen(tr.dir) // the pack is new to the open repository
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.repo = r
+		}
+		id, err := Inspect(context.Background(), tr.dir)
+		if err != nil || !id.Clean {
+			t.Fatalf("packed %v: clean %v, dirty %v, %v", packed, id != nil && id.Clean, id, err)
+		}
+		commit, err := tr.repo.CommitObject(head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entries []treeEntry
+		if err := walkTree(context.Background(), tr.repo, commit.TreeHash, "", 0, &entries); err != nil {
+			t.Fatal(err)
+		}
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		buf := make([]byte, 64<<10)
+		for _, e := range entries {
+			size := blobSize(tr.repo, e.hash)
+			if want := map[string]int64{"a.txt": 40*26 + 13, "b.txt": 5}[e.path]; size != want {
+				t.Fatalf("packed %v: %s: blob size %d, want %d", packed, e.path, size, want)
+			}
+			sizeOf := func() int64 { return size }
+			if err := os.Truncate(tr.path(e.path), sizeFirstAbove+1); err != nil {
+				t.Fatal(err)
+			}
+			how, err := compareEntry(cancelled, tr.dir, e, sizeOf, sha1.New(), buf)
+			if err != nil || how != "working-tree bytes differ from HEAD" {
+				t.Errorf("packed %v: %s, large, of another size: %q, %v (read, or not found to differ)", packed, e.path, how, err)
+			}
+			tr.write(e.path, "x")
+			if how, err := compareEntry(cancelled, tr.dir, e, sizeOf, sha1.New(), buf); err == nil {
+				t.Errorf("packed %v: %s, small, was not read: %q", packed, e.path, how)
+			}
+			tr.write(e.path, strings.Repeat("y", int(size)))
+			if how, err := compareEntry(cancelled, tr.dir, e, sizeOf, sha1.New(), buf); err == nil {
+				t.Errorf("packed %v: %s of the same size was not read: %q", packed, e.path, how)
+			}
+		}
 	}
 }
