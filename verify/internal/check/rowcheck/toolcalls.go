@@ -24,7 +24,7 @@ import (
 
 // ToolCalls judges every tool call of a row's records (fns: the case's functions, nil when it
 // offers none; known: whether they are known, else only the arguments' digests and sizes are
-// checked) and returns how many calls' validity rests on the records.
+// checked) and returns how many calls keep no arguments, their validity resting on the records.
 func ToolCalls(c *finding.Collector, row contract.Row, recs []*record.Record, fns *wire.Functions, known bool) int {
 	kept := false
 	for _, r := range recs {
@@ -52,7 +52,9 @@ func ToolCalls(c *finding.Collector, row contract.Row, recs []*record.Record, fn
 }
 
 // judgeCall judges call i of record r; it returns false when the call's validity rests on the
-// record (its arguments are not kept, and may rightly not be).
+// record because its arguments are not kept (and may rightly not be). With the functions not
+// known, a call that keeps its arguments has them checked against its digest and is not counted:
+// why its validity is not judged again (the tools file) is the caller's note, not this count's.
 func judgeCall(c *finding.Collector, row contract.Row, r *record.Record, i int, fns *wire.Functions, known, rowKeeps bool) bool {
 	call := &r.Calls[i]
 	at := finding.Pointer(r.Line, "tool_calls", i)
@@ -75,7 +77,7 @@ func judgeCall(c *finding.Collector, row contract.Row, r *record.Record, i int, 
 		return true
 	}
 	if !known {
-		return false
+		return true
 	}
 	why := fns.Invalid(call.Name, args)
 	if call.Valid != (why == "") {

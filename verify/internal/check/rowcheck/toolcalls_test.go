@@ -74,4 +74,17 @@ func TestJudgeCall(t *testing.T) {
 			}
 		})
 	}
+	// With the functions not known (the tools file unavailable), a call that keeps its arguments
+	// is not counted among those that keep none (the note named 24 such calls that all kept
+	// theirs), and its digest is still checked.
+	c := &finding.Collector{Check: "tolerances"}
+	kept := call("get_weather", `{"days":1}`, true)
+	if !judgeCall(c, contract.Row{Records: contract.FileRef{Path: "rows.jsonl"}}, &record.Record{Calls: []contract.ToolCall{kept}}, 0, nil, false, true) {
+		t.Error("functions unknown: a call that keeps its arguments was counted as keeping none")
+	}
+	*kept.Arguments = `{"days":2}`
+	judgeCall(c, contract.Row{Records: contract.FileRef{Path: "rows.jsonl"}}, &record.Record{Calls: []contract.ToolCall{kept}}, 0, nil, false, true)
+	if res := c.Result(); len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Error(), "with digest") {
+		t.Errorf("functions unknown, arguments edited: findings %v", res.Findings)
+	}
 }
